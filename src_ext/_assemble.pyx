@@ -1,0 +1,387 @@
+# cython: language_level=3
+"""Partial-chunk assembly: strided N-d copies, fills and uniformity checks.
+
+* ``copy_region`` copies an N-d region of opaque ``itemsize``-byte items
+  between two byte buffers described by offsets and signed byte strides,
+  optionally reversing the bytes of each ``swap_unit``-byte group on the way
+  (byte order fused into the copy; a transposition is just permuted strides).
+* ``fill_region`` writes one item at every index of a region.
+* ``is_uniform`` tells whether a buffer is one item repeated (empty-chunk
+  detection on write).
+
+All three validate with the GIL -- ranks, shapes, and that the lowest and
+highest byte touched in every buffer lie inside it -- and then run their
+kernel inside ``with nogil:``. Out-of-bounds regions raise ``ValueError``;
+nothing in here can write outside the buffers it was given.
+
+Not checked (unspecified result, never a crash): ``src`` overlapping ``dst``,
+and distinct destination indices that land on overlapping bytes. Destination
+strides of 0 along a dim of extent > 1 are rejected.
+
+Twins: ``zarrfast._reference.copy_region`` / ``fill_region`` / ``is_uniform``.
+"""
+
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memmove, memset
+
+from _common cimport (
+    ZF_MAX_NDIM,
+    Layout,
+    checked_add,
+    checked_mul,
+    load16,
+    load32,
+    load64,
+    normalize_layout,
+    store16,
+    store32,
+    store64,
+    strided_copy,
+)
+
+
+cdef tuple _tup(const int64_t[::1] a):
+    return tuple([a[i] for i in range(a.shape[0])])
+
+
+cdef bint _is_empty(const int64_t[::1] shape) noexcept:
+    cdef Py_ssize_t d
+    for d in range(shape.shape[0]):
+        if shape[d] == 0:
+            return True
+    return False
+
+
+cdef int _check_shape(str func, const int64_t[::1] shape) except -1:
+    cdef Py_ssize_t d
+    if shape.shape[0] > ZF_MAX_NDIM:
+        raise ValueError(f"{func}: rank {shape.shape[0]} exceeds the maximum of {ZF_MAX_NDIM}")
+    for d in range(shape.shape[0]):
+        if shape[d] < 0:
+            raise ValueError(f"{func}: shape {_tup(shape)} has a negative dim")
+    return 0
+
+
+cdef int _check_dst_strides(str func, const int64_t[::1] strides,
+                            const int64_t[::1] shape) except -1:
+    cdef Py_ssize_t d
+    for d in range(shape.shape[0]):
+        if strides[d] == 0 and shape[d] > 1:
+            raise ValueError(
+                f"{func}: dst_strides {_tup(strides)} has a zero stride along dim {d} "
+                f"of shape {_tup(shape)}; every index would write the same bytes"
+            )
+    return 0
+
+
+cdef int _check_span(str func, str name, Py_ssize_t buflen, Py_ssize_t offset,
+                     const int64_t[::1] strides, const int64_t[::1] shape,
+                     Py_ssize_t itemsize) except -1:
+    """Raise unless every byte of the (non-empty) region lies in ``[0, buflen)``."""
+    cdef int64_t lo = offset, hi = offset, ext
+    cdef Py_ssize_t d
+    cdef bint overflow = False
+    for d in range(shape.shape[0]):
+        if checked_mul(shape[d] - 1, strides[d], &ext):
+            overflow = True
+            break
+        if ext > 0:
+            overflow = checked_add(hi, ext, &hi)
+        else:
+            overflow = checked_add(lo, ext, &lo)
+        if overflow:
+            break
+    if not overflow:
+        overflow = checked_add(hi, itemsize, &hi)
+    if overflow:
+        raise ValueError(
+            f"{func}: region of shape {_tup(shape)} with {name}_offset {offset} and "
+            f"{name}_strides {_tup(strides)} overflows int64 byte offsets "
+            f"({name} has {buflen} bytes)"
+        )
+    if lo < 0 or hi > buflen:
+        raise ValueError(
+            f"{func}: region of shape {_tup(shape)} with {name}_offset {offset}, "
+            f"{name}_strides {_tup(strides)} and itemsize {itemsize} touches bytes "
+            f"[{lo}, {hi}) but {name} has {buflen} bytes"
+        )
+    return 0
+
+
+cdef inline const uint8_t* _cptr(const uint8_t[::1] a) noexcept:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef inline uint8_t* _ptr(uint8_t[::1] a) noexcept:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+# --------------------------------------------------------------------------
+# copy_region
+# --------------------------------------------------------------------------
+
+def copy_region(const uint8_t[::1] src not None, Py_ssize_t src_offset,
+                const int64_t[::1] src_strides not None,
+                uint8_t[::1] dst not None, Py_ssize_t dst_offset,
+                const int64_t[::1] dst_strides not None,
+                const int64_t[::1] shape not None, Py_ssize_t itemsize,
+                Py_ssize_t swap_unit=1):
+    """Copy the items of an N-d region from ``src`` to ``dst``.
+
+    For every index tuple ``i`` of ``np.ndindex(*shape)``, the ``itemsize``
+    bytes at ``src_offset + sum(i * src_strides)`` are copied to
+    ``dst_offset + sum(i * dst_strides)``, with the bytes of each
+    ``swap_unit``-byte group reversed when ``swap_unit > 1``.
+
+    Parameters
+    ----------
+    src : contiguous bytes-like
+    src_offset : int
+        Byte offset of item ``(0, ..., 0)`` in ``src``.
+    src_strides : int64 buffer
+        Byte strides, any sign; 0 broadcasts one src item along a dim.
+    dst : writable contiguous bytes-like
+    dst_offset : int
+    dst_strides : int64 buffer
+        Byte strides, any sign, non-zero along dims of extent > 1.
+    shape : int64 buffer
+        Extent of the region, same length as both stride arrays. A zero
+        extent makes the call a no-op (offsets are then not checked).
+    itemsize : int >= 1
+    swap_unit : {1, 2, 4, 8}
+        Must divide ``itemsize``.
+
+    Raises
+    ------
+    ValueError
+        Ranks differ or exceed 64, a dim is negative, ``itemsize`` or
+        ``swap_unit`` is invalid, a dst stride is 0, or the region reaches
+        outside ``src`` or ``dst`` (the message names the buffer sizes).
+    """
+    cdef Py_ssize_t ndim = shape.shape[0]
+    cdef Layout L
+    if src_strides.shape[0] != ndim or dst_strides.shape[0] != ndim:
+        raise ValueError(
+            f"copy_region: shape {_tup(shape)}, src_strides {_tup(src_strides)} and "
+            f"dst_strides {_tup(dst_strides)} must have the same length"
+        )
+    _check_shape("copy_region", shape)
+    if itemsize < 1:
+        raise ValueError(f"copy_region: itemsize must be >= 1, got {itemsize}")
+    if swap_unit != 1 and swap_unit != 2 and swap_unit != 4 and swap_unit != 8:
+        raise ValueError(f"copy_region: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
+    if itemsize % swap_unit != 0:
+        raise ValueError(
+            f"copy_region: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
+        )
+    if _is_empty(shape):
+        return
+    _check_dst_strides("copy_region", dst_strides, shape)
+    _check_span("copy_region", "src", src.shape[0], src_offset, src_strides, shape, itemsize)
+    _check_span("copy_region", "dst", dst.shape[0], dst_offset, dst_strides, shape, itemsize)
+
+    normalize_layout(<int>ndim, &shape[0] if ndim else NULL,
+                     &src_strides[0] if ndim else NULL,
+                     &dst_strides[0] if ndim else NULL,
+                     src_offset, dst_offset, &L)
+    cdef const uint8_t* s = _cptr(src)
+    cdef uint8_t* d = _ptr(dst)
+    with nogil:
+        strided_copy(s, d, &L, itemsize, swap_unit)
+
+
+# --------------------------------------------------------------------------
+# fill_region
+# --------------------------------------------------------------------------
+
+cdef void _fill_run(uint8_t* p, const uint8_t* fill, Py_ssize_t k, int64_t nbytes) noexcept nogil:
+    """Fill ``nbytes`` (a multiple of ``k``) at ``p`` by doubling memcpy."""
+    cdef int64_t done = k, step
+    memcpy(p, fill, <size_t>k)
+    while done < nbytes:
+        step = done if done <= nbytes - done else nbytes - done
+        memcpy(p + done, p, <size_t>step)
+        done += step
+
+
+cdef void _fill_line(uint8_t* p, int64_t stride, int64_t n, const uint8_t* fill,
+                     Py_ssize_t k) noexcept nogil:
+    cdef int64_t i
+    cdef uint8_t v8
+    cdef uint16_t v16
+    cdef uint32_t v32
+    cdef uint64_t v64
+    if k == 1:
+        v8 = fill[0]
+        for i in range(n):
+            p[i * stride] = v8
+    elif k == 2:
+        v16 = load16(fill)
+        for i in range(n):
+            store16(p + i * stride, v16)
+    elif k == 4:
+        v32 = load32(fill)
+        for i in range(n):
+            store32(p + i * stride, v32)
+    elif k == 8:
+        v64 = load64(fill)
+        for i in range(n):
+            store64(p + i * stride, v64)
+    else:
+        for i in range(n):
+            memcpy(p + i * stride, fill, <size_t>k)
+
+
+cdef void _fill(uint8_t* dst, Layout* L, const uint8_t* fill, Py_ssize_t k) noexcept nogil:
+    cdef int nd = L.ndim
+    cdef int inner, j
+    cdef int64_t n_in, d_in, nrun, off = 0
+    cdef int64_t idx[ZF_MAX_NDIM]
+    cdef uint8_t* first = NULL
+    cdef bint same = True
+    cdef bint run
+    cdef Py_ssize_t b
+
+    dst = dst + L.dst_off
+    if nd == 0:
+        memcpy(dst, fill, <size_t>k)
+        return
+    for b in range(1, k):
+        if fill[b] != fill[0]:
+            same = False
+            break
+    inner = nd - 1
+    n_in = L.shape[inner]
+    d_in = L.dst[inner]
+    run = d_in == k
+    nrun = n_in * k
+    for j in range(inner):
+        idx[j] = 0
+    while True:
+        if not run:
+            _fill_line(dst + off, d_in, n_in, fill, k)
+        elif same:
+            memset(dst + off, fill[0], <size_t>nrun)
+        elif first == NULL:
+            first = dst + off
+            _fill_run(first, fill, k, nrun)
+        else:
+            memmove(dst + off, first, <size_t>nrun)
+        j = inner - 1
+        while j >= 0:
+            idx[j] += 1
+            off += L.dst[j]
+            if idx[j] < L.shape[j]:
+                break
+            off -= L.dst[j] * L.shape[j]
+            idx[j] = 0
+            j -= 1
+        if j < 0:
+            break
+
+
+def fill_region(uint8_t[::1] dst not None, Py_ssize_t dst_offset,
+                const int64_t[::1] dst_strides not None, const int64_t[::1] shape not None,
+                const uint8_t[::1] fill not None):
+    """Write the item ``fill`` (``len(fill)`` bytes) at every index of a region of ``dst``.
+
+    Parameters
+    ----------
+    dst : writable contiguous bytes-like
+    dst_offset : int
+        Byte offset of item ``(0, ..., 0)``.
+    dst_strides : int64 buffer
+        Byte strides, any sign, non-zero along dims of extent > 1.
+    shape : int64 buffer
+        Same length as ``dst_strides``; a zero extent makes the call a no-op.
+    fill : contiguous bytes-like, ``len(fill) >= 1``
+
+    Raises
+    ------
+    ValueError
+        As ``copy_region`` for the dst side, or ``fill`` is empty.
+    """
+    cdef Py_ssize_t ndim = shape.shape[0]
+    cdef Py_ssize_t k = fill.shape[0]
+    cdef Layout L
+    if dst_strides.shape[0] != ndim:
+        raise ValueError(
+            f"fill_region: shape {_tup(shape)} and dst_strides {_tup(dst_strides)} "
+            f"must have the same length"
+        )
+    _check_shape("fill_region", shape)
+    if k < 1:
+        raise ValueError("fill_region: fill must be at least 1 byte long")
+    if _is_empty(shape):
+        return
+    _check_dst_strides("fill_region", dst_strides, shape)
+    _check_span("fill_region", "dst", dst.shape[0], dst_offset, dst_strides, shape, k)
+
+    # The engine's normaliser wants src strides too: give it a broadcast src.
+    cdef int64_t zeros[ZF_MAX_NDIM]
+    cdef Py_ssize_t d
+    for d in range(ndim):
+        zeros[d] = 0
+    normalize_layout(<int>ndim, &shape[0] if ndim else NULL, zeros,
+                     &dst_strides[0] if ndim else NULL, 0, dst_offset, &L)
+    cdef uint8_t* p = _ptr(dst)
+    cdef const uint8_t* f = &fill[0]
+    with nogil:
+        _fill(p, &L, f, k)
+
+
+# --------------------------------------------------------------------------
+# is_uniform
+# --------------------------------------------------------------------------
+
+cdef enum:
+    _PATTERN_BYTES = 4096
+
+
+cdef bint _uniform(const uint8_t* b, int64_t n, const uint8_t* fill, Py_ssize_t k) noexcept nogil:
+    cdef uint8_t pattern[_PATTERN_BYTES]
+    cdef int64_t plen, off, m
+    if memcmp(b, fill, <size_t>k) != 0:
+        return False
+    if k > _PATTERN_BYTES // 2:
+        # large items: each item equals its predecessor
+        return n == k or memcmp(b, b + k, <size_t>(n - k)) == 0
+    # Compare block by block with an in-cache pattern of whole items: one
+    # memory stream, early exit on the first differing block.
+    plen = (_PATTERN_BYTES // k) * k
+    _fill_run(pattern, fill, k, plen)
+    off = 0
+    while off < n:
+        m = n - off
+        if m > plen:
+            m = plen
+        if memcmp(b + off, pattern, <size_t>m) != 0:
+            return False
+        off += m
+    return True
+
+
+def is_uniform(const uint8_t[::1] buf not None, const uint8_t[::1] fill not None):
+    """Return True iff ``buf`` is the item ``fill`` repeated (True for an empty ``buf``).
+
+    Raises
+    ------
+    ValueError
+        ``fill`` is empty or ``len(buf)`` is not a multiple of ``len(fill)``.
+    """
+    cdef Py_ssize_t n = buf.shape[0]
+    cdef Py_ssize_t k = fill.shape[0]
+    cdef bint result
+    if k < 1:
+        raise ValueError("is_uniform: fill must be at least 1 byte long")
+    if n % k != 0:
+        raise ValueError(
+            f"is_uniform: buffer length {n} is not a multiple of the fill length {k}"
+        )
+    if n == 0:
+        return True
+    cdef const uint8_t* b = &buf[0]
+    cdef const uint8_t* f = &fill[0]
+    with nogil:
+        result = _uniform(b, n, f, k)
+    return result

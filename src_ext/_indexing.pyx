@@ -1,0 +1,334 @@
+# cython: language_level=3
+"""Selection -> chunk projection table, and bulk chunk-key formatting.
+
+``project`` turns a basic selection (per dim: ``start``, ``step`` (any sign,
+non-zero), ``count``) on a regular chunk grid into one table for the whole
+selection, one row per touched chunk, in C order of the per-dim segment
+lists:
+
+========== ============ ===================================================
+column     shape        meaning
+========== ============ ===================================================
+chunk      (rows, ndim) chunk grid coordinates
+local_start(rows, ndim) first selected index inside the chunk (in selection
+                        order) minus the chunk origin
+local_count(rows, ndim) number of selected indices inside the chunk
+out_start  (rows, ndim) position ``k`` of that first index in the selection
+complete   (rows,)      every dim has ``|step| == 1`` and selects the whole
+                        edge-clipped chunk extent
+========== ============ ===================================================
+
+Per dim, the selected indices inside a chunk are
+``chunk * chunk_shape + local_start + j * step`` for ``j < local_count``, and
+they land at output positions ``out_start + j``. Segments are computed with
+arithmetic, O(#segments) per dim, not by scanning indices.
+
+``format_chunk_keys`` renders coordinate rows as ``prefix + sep.join(...)``.
+
+Twins: ``zarrfast._reference.project`` / ``format_chunk_keys``.
+"""
+
+import numpy as np
+
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport INT64_MAX, int64_t, uint8_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+from _common cimport ZF_MAX_NDIM, ceildiv, checked_mul
+
+
+cdef tuple _tup(const int64_t[::1] a):
+    return tuple([a[i] for i in range(a.shape[0])])
+
+
+# Segment record: chunk, local_start, local_count, out_start, complete
+cdef enum:
+    _SEG = 5
+
+
+cdef int64_t _dim_segments(int64_t n, int64_t c, int64_t s, int64_t t, int64_t m,
+                           int64_t* out) noexcept nogil:
+    """Write the segments of ``s + k*t, k < m`` on a grid of chunk size ``c``.
+
+    Requires a validated selection (``m >= 1``, every index in ``[0, n)``).
+    Returns the number of segments (at most ``min(m, ceil(n / c))``).
+    """
+    cdef int64_t k = 0, nseg = 0, idx, ci, lo, k_end, extent
+    cdef int64_t* rec
+    while k < m:
+        idx = s + k * t
+        ci = idx // c           # idx >= 0
+        lo = ci * c
+        if m - k == 1:
+            k_end = m
+        elif t > 0:
+            if c > INT64_MAX - lo:
+                k_end = m       # the chunk runs past INT64_MAX: takes the rest
+            else:
+                # first k with s + k*t >= lo + c
+                k_end = ceildiv(lo + c - s, t)
+                if k_end > m:
+                    k_end = m
+        else:
+            # one past the last k with s + k*t >= lo; |t| < n here (validated)
+            k_end = (s - lo) // (-t) + 1
+            if k_end > m:
+                k_end = m
+        extent = n - lo
+        if extent > c:
+            extent = c
+        rec = out + _SEG * nseg
+        rec[0] = ci
+        rec[1] = idx - lo
+        rec[2] = k_end - k
+        rec[3] = k
+        rec[4] = (t == 1 or t == -1) and k_end - k == extent
+        nseg += 1
+        k = k_end
+    return nseg
+
+
+cdef void _fill_table(int ndim, const int64_t* nseg, int64_t** segs, int64_t nrows,
+                      int64_t* chunk, int64_t* lstart, int64_t* lcount, int64_t* ostart,
+                      uint8_t* complete) noexcept nogil:
+    """Cartesian product of the per-dim segment lists, last dim fastest."""
+    cdef int d
+    cdef int64_t outer, inner, o, g, q, row, pos
+    cdef const int64_t* rec
+    for row in range(nrows):
+        complete[row] = 1
+    inner = nrows
+    outer = 1
+    for d in range(ndim):
+        inner //= nseg[d]
+        row = 0
+        for o in range(outer):
+            for g in range(nseg[d]):
+                rec = segs[d] + _SEG * g
+                for q in range(inner):
+                    pos = row * ndim + d
+                    chunk[pos] = rec[0]
+                    lstart[pos] = rec[1]
+                    lcount[pos] = rec[2]
+                    ostart[pos] = rec[3]
+                    if not rec[4]:
+                        complete[row] = 0
+                    row += 1
+        outer *= nseg[d]
+
+
+def project(const int64_t[::1] shape not None, const int64_t[::1] chunk_shape not None,
+            const int64_t[::1] start not None, const int64_t[::1] step not None,
+            const int64_t[::1] count not None):
+    """Project a strided selection onto a regular chunk grid.
+
+    Parameters
+    ----------
+    shape, chunk_shape, start, step, count : int64 buffers of one length (the rank)
+        Dim ``d`` selects ``start[d] + k * step[d]`` for ``k < count[d]``;
+        ``step[d] != 0`` (may be negative), ``chunk_shape[d] >= 1``,
+        ``shape[d] >= 0``, ``count[d] >= 0`` and every selected index must lie
+        in ``[0, shape[d])``.
+
+    Returns
+    -------
+    chunk_coords, local_start, local_count, out_start : ndarray[int64] (rows, ndim)
+    complete : ndarray[bool] (rows,)
+        See the module docstring. Any ``count == 0`` gives zero rows; rank 0
+        gives one row with empty coords, ``complete == True``.
+
+    Raises
+    ------
+    ValueError
+        Ranks differ or exceed 64, an argument is out of its domain (the
+        message names the dim and value), a selected index is out of bounds
+        (names dim, index and shape), or the table would exceed 2**62 rows.
+    """
+    cdef Py_ssize_t ndim = shape.shape[0]
+    cdef Py_ssize_t d
+    cdef int64_t n, c, s, t, m, bound, nrows
+    cdef bint empty = False, overflow = False
+    cdef int64_t nseg[ZF_MAX_NDIM]
+    cdef int64_t* segs[ZF_MAX_NDIM]
+
+    if (chunk_shape.shape[0] != ndim or start.shape[0] != ndim or step.shape[0] != ndim
+            or count.shape[0] != ndim):
+        raise ValueError(
+            f"project: shape {_tup(shape)}, chunk_shape {_tup(chunk_shape)}, "
+            f"start {_tup(start)}, step {_tup(step)} and count {_tup(count)} "
+            f"must have the same length"
+        )
+    if ndim > ZF_MAX_NDIM:
+        raise ValueError(f"project: rank {ndim} exceeds the maximum of {ZF_MAX_NDIM}")
+    for d in range(ndim):
+        n = shape[d]
+        c = chunk_shape[d]
+        s = start[d]
+        t = step[d]
+        m = count[d]
+        if n < 0:
+            raise ValueError(f"project: dim {d}: shape {n} is negative")
+        if c < 1:
+            raise ValueError(f"project: dim {d}: chunk_shape {c} must be >= 1")
+        if t == 0:
+            raise ValueError(f"project: dim {d}: step must be non-zero")
+        if m < 0:
+            raise ValueError(f"project: dim {d}: count {m} is negative")
+        if m == 0:
+            empty = True
+            continue
+        if s < 0 or s >= n:
+            raise ValueError(
+                f"project: dim {d}: selected index {s} is out of bounds for shape {n}"
+            )
+        if m >= 2:
+            if t > 0:
+                overflow = (m - 1) > (n - 1 - s) // t
+            else:
+                overflow = t < -s or (m - 1) > s // (-t)
+            if overflow:
+                raise ValueError(
+                    f"project: dim {d}: selected index {<object>s + (<object>m - 1) * <object>t} "
+                    f"(start {s}, step {t}, count {m}) is out of bounds for shape {n}"
+                )
+
+    cdef object ctab, stab, ntab, otab, comp
+    if ndim == 0 or empty:
+        nrows = 0 if empty else 1
+        ctab = np.zeros((nrows, ndim), dtype=np.int64)
+        stab = np.zeros((nrows, ndim), dtype=np.int64)
+        ntab = np.zeros((nrows, ndim), dtype=np.int64)
+        otab = np.zeros((nrows, ndim), dtype=np.int64)
+        comp = np.ones(nrows, dtype=np.bool_)
+        return ctab, stab, ntab, otab, comp
+
+    # Scratch for the segment lists: at most min(count, n_chunks) per dim.
+    cdef list keep = []
+    cdef int64_t[:, ::1] seg_view
+    for d in range(ndim):
+        bound = count[d]
+        c = (shape[d] - 1) // chunk_shape[d] + 1
+        if c < bound:
+            bound = c
+        arr = np.empty((bound, _SEG), dtype=np.int64)
+        keep.append(arr)
+        seg_view = arr
+        segs[d] = &seg_view[0, 0]
+
+    with nogil:
+        for d in range(ndim):
+            nseg[d] = _dim_segments(shape[d], chunk_shape[d], start[d], step[d],
+                                    count[d], segs[d])
+        nrows = 1
+        for d in range(ndim):
+            if checked_mul(nrows, nseg[d], &nrows) or nrows > (<int64_t>1 << 62):
+                overflow = True
+                break
+    if overflow:
+        raise ValueError(
+            f"project: the selection touches more than 2**62 chunks "
+            f"(segments per dim: {[nseg[i] for i in range(ndim)]})"
+        )
+
+    ctab = np.empty((nrows, ndim), dtype=np.int64)
+    stab = np.empty((nrows, ndim), dtype=np.int64)
+    ntab = np.empty((nrows, ndim), dtype=np.int64)
+    otab = np.empty((nrows, ndim), dtype=np.int64)
+    comp = np.empty(nrows, dtype=np.uint8)
+    cdef int64_t[:, ::1] cv = ctab
+    cdef int64_t[:, ::1] sv = stab
+    cdef int64_t[:, ::1] nv = ntab
+    cdef int64_t[:, ::1] ov = otab
+    cdef uint8_t[::1] fv = comp
+    with nogil:
+        _fill_table(<int>ndim, nseg, segs, nrows, &cv[0, 0], &sv[0, 0], &nv[0, 0],
+                    &ov[0, 0], &fv[0])
+    return ctab, stab, ntab, otab, comp.view(np.bool_)
+
+
+# --------------------------------------------------------------------------
+# format_chunk_keys
+# --------------------------------------------------------------------------
+
+cdef inline Py_ssize_t _write_uint(char* p, int64_t v) noexcept nogil:
+    """Write the decimal digits of ``v >= 0`` at ``p``; return their count."""
+    cdef char tmp[24]
+    cdef Py_ssize_t n = 0, i
+    while True:
+        tmp[n] = <char>(48 + v % 10)
+        v //= 10
+        n += 1
+        if v == 0:
+            break
+    for i in range(n):
+        p[i] = tmp[n - 1 - i]
+    return n
+
+
+def format_chunk_keys(const int64_t[:, ::1] coords not None, str prefix not None,
+                      str separator not None):
+    """Render chunk keys: ``prefix + separator.join(str(c) for c in row)`` per row.
+
+    Parameters
+    ----------
+    coords : int64 buffer, C-contiguous, shape (rows, ndim)
+        Non-negative chunk coordinates; rows of length 0 give ``prefix``.
+    prefix, separator : str
+
+    Returns
+    -------
+    list[str]
+
+    Raises
+    ------
+    ValueError
+        A coordinate is negative (the message names its row and value).
+    """
+    cdef Py_ssize_t nrows = coords.shape[0]
+    cdef Py_ssize_t ndim = coords.shape[1]
+    cdef Py_ssize_t r, d, pos, bad_row = -1, bad_col = 0
+    cdef const int64_t* row
+    cdef list out = []
+    if nrows == 0:
+        return out
+    if ndim > 0:
+        with nogil:
+            for r in range(nrows):
+                row = &coords[r, 0]
+                for d in range(ndim):
+                    if row[d] < 0:
+                        bad_row = r
+                        bad_col = d
+                        break
+                if bad_row >= 0:
+                    break
+        if bad_row >= 0:
+            raise ValueError(
+                f"format_chunk_keys: row {bad_row} has negative coordinate "
+                f"{coords[bad_row, bad_col]} (dim {bad_col})"
+            )
+    cdef bytes pb = prefix.encode("utf-8", "surrogatepass")
+    cdef bytes sb = separator.encode("utf-8", "surrogatepass")
+    cdef Py_ssize_t plen = len(pb), slen = len(sb)
+    cdef const char* pp = pb
+    cdef const char* sp = sb
+    cdef Py_ssize_t cap = plen + ndim * 20 + slen * (ndim - 1 if ndim > 0 else 0) + 1
+    cdef char* buf = <char*>malloc(<size_t>cap)
+    if buf == NULL:
+        raise MemoryError()
+    try:
+        memcpy(buf, pp, <size_t>plen)
+        for r in range(nrows):
+            pos = plen
+            if ndim > 0:
+                row = &coords[r, 0]
+                pos += _write_uint(buf + pos, row[0])
+                for d in range(1, ndim):
+                    memcpy(buf + pos, sp, <size_t>slen)
+                    pos += slen
+                    pos += _write_uint(buf + pos, row[d])
+            out.append(PyUnicode_DecodeUTF8(buf, pos, "surrogatepass"))
+    finally:
+        free(buf)
+    return out

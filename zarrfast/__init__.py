@@ -1,0 +1,37 @@
+"""zarrfast: a fast, drop-in Zarr v3 implementation for Python.
+
+Replace ``import zarr`` with ``import zarrfast as zarr``::
+
+    import zarrfast
+    a = zarrfast.create_array("data.zarr", shape=(1000, 1000), chunks=(100, 100), dtype="f4")
+    a[:10, ::2] = 1.0
+    print(a[5, :4])
+"""
+
+from . import codecs, config, errors, storage
+from ._api import array, create_array, create_group, group, open, open_array, open_group
+from .array import Array
+from .group import Group
+from .stores import LocalStore, MemoryStore, Store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "Group",
+    "LocalStore",
+    "MemoryStore",
+    "Store",
+    "__version__",
+    "array",
+    "codecs",
+    "config",
+    "create_array",
+    "create_group",
+    "errors",
+    "group",
+    "open",
+    "open_array",
+    "open_group",
+    "storage",
+]

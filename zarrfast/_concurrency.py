@@ -1,0 +1,71 @@
+"""One shared thread pool for chunk work.
+
+The pool grows (never shrinks) to ``config.get("threads")`` workers.  With one
+thread, or one task, work runs inline in the calling thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from . import config
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+
+
+def get_pool(threads: int) -> ThreadPoolExecutor:
+    """The shared pool, grown to at least ``threads`` workers."""
+    global _pool, _pool_size
+    with _lock:
+        if _pool is None or _pool_size < threads:
+            old = _pool
+            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="zarrfast")
+            _pool_size = threads
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def map_unordered_into(fn: Callable[[T], None], items: Iterable[T]) -> None:
+    """Run ``fn(item)`` for every item on the pool; re-raise the first error.
+
+    All tasks are waited for before returning or raising, so no task is still
+    writing into a caller's buffer afterwards.
+    """
+    items = list(items)
+    threads = config.get("threads")
+    if threads <= 1 or len(items) <= 1:
+        for item in items:
+            fn(item)
+        return
+    pool = get_pool(threads)
+    # Split into at most 4*threads batches: one future per chunk costs ~10 µs.
+    nbatches = min(len(items), threads * 4)
+    size = -(-len(items) // nbatches)
+    batches = [items[i:i + size] for i in range(0, len(items), size)]
+
+    def run(batch: list[T]) -> None:
+        for item in batch:
+            fn(item)
+
+    futures: list[Future] = [pool.submit(run, b) for b in batches[1:]]
+    first_error: BaseException | None = None
+    try:
+        run(batches[0])  # the caller works too
+    except BaseException as e:  # noqa: BLE001
+        first_error = e
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as e:  # noqa: BLE001
+            if first_error is None:
+                first_error = e
+    if first_error is not None:
+        raise first_error

@@ -1,0 +1,1 @@
+"""Compiled Cython kernels of zarrfast (see src_ext/ and zarrfast._kernels)."""

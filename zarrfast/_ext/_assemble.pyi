@@ -1,0 +1,27 @@
+# Stub for the compiled module built from src_ext/_assemble.pyx.
+# Buffers: const uint8_t[::1] inputs, uint8_t[::1] (writable) outputs;
+#          strides/shape = const int64_t[::1] (np.int64 arrays, not lists); strides in bytes.
+from collections.abc import Buffer
+
+def copy_region(
+    src: Buffer,  # const uint8_t[::1]
+    src_offset: int,
+    src_strides: Buffer,  # const int64_t[::1], any sign, 0 = broadcast
+    dst: Buffer,  # uint8_t[::1]
+    dst_offset: int,
+    dst_strides: Buffer,  # const int64_t[::1], any sign, non-zero where shape > 1
+    shape: Buffer,  # const int64_t[::1]
+    itemsize: int,
+    swap_unit: int = 1,  # 1, 2, 4 or 8, dividing itemsize
+) -> None: ...
+def fill_region(
+    dst: Buffer,  # uint8_t[::1]
+    dst_offset: int,
+    dst_strides: Buffer,  # const int64_t[::1]
+    shape: Buffer,  # const int64_t[::1]
+    fill: Buffer,  # const uint8_t[::1], one item (len >= 1)
+) -> None: ...
+def is_uniform(
+    buf: Buffer,  # const uint8_t[::1]
+    fill: Buffer,  # const uint8_t[::1], len(buf) % len(fill) == 0
+) -> bool: ...

@@ -1,0 +1,25 @@
+# Stub for the compiled module built from src_ext/_indexing.pyx.
+# Buffers: const int64_t[::1] (np.int64 arrays, not lists); coords = const int64_t[:, ::1].
+from collections.abc import Buffer
+
+import numpy as np
+import numpy.typing as npt
+
+def project(
+    shape: Buffer,  # const int64_t[::1]
+    chunk_shape: Buffer,  # const int64_t[::1], >= 1
+    start: Buffer,  # const int64_t[::1]
+    step: Buffer,  # const int64_t[::1], non-zero, any sign
+    count: Buffer,  # const int64_t[::1], >= 0
+) -> tuple[
+    npt.NDArray[np.int64],  # chunk_coords (rows, ndim)
+    npt.NDArray[np.int64],  # local_start (rows, ndim)
+    npt.NDArray[np.int64],  # local_count (rows, ndim)
+    npt.NDArray[np.int64],  # out_start (rows, ndim)
+    npt.NDArray[np.bool_],  # complete (rows,)
+]: ...
+def format_chunk_keys(
+    coords: Buffer,  # const int64_t[:, ::1], non-negative
+    prefix: str,
+    separator: str,
+) -> list[str]: ...

@@ -1,0 +1,45 @@
+"""Kernel selector: the compiled ``zarrfast._ext`` kernels, or their NumPy twins.
+
+The twins in ``zarrfast._reference`` are used when ``ZARRFAST_PURE_PYTHON=1``
+or when the extensions cannot be imported; ``USING_EXTENSIONS`` says which.
+Both sets share names, signatures and errors.
+"""
+
+import os
+
+__all__ = [
+    "USING_EXTENSIONS",
+    "byteswap_copy",
+    "byteswap_inplace",
+    "copy_region",
+    "fill_region",
+    "format_chunk_keys",
+    "is_uniform",
+    "project",
+    "transpose",
+]
+
+
+def _load():
+    if os.environ.get("ZARRFAST_PURE_PYTHON") != "1":
+        try:
+            from zarrfast._ext import _assemble, _byteswap, _indexing, _transpose
+        except ImportError:
+            pass
+        else:
+            return True, _assemble, _byteswap, _indexing, _transpose
+    from zarrfast import _reference
+
+    return False, _reference, _reference, _reference, _reference
+
+
+USING_EXTENSIONS, _assemble, _byteswap, _indexing, _transpose = _load()
+
+copy_region = _assemble.copy_region
+fill_region = _assemble.fill_region
+is_uniform = _assemble.is_uniform
+transpose = _transpose.transpose
+byteswap_inplace = _byteswap.byteswap_inplace
+byteswap_copy = _byteswap.byteswap_copy
+project = _indexing.project
+format_chunk_keys = _indexing.format_chunk_keys

@@ -1,0 +1,429 @@
+"""Pure-NumPy twins of the Cython kernels in ``zarrfast._ext``.
+
+Every function here has the same name, signature, accepted inputs, result and
+errors as its compiled twin (``src_ext/*.pyx``), written for clarity rather
+than speed. It is the fallback when the extensions are unavailable (or
+``ZARRFAST_PURE_PYTHON=1``; see ``zarrfast._kernels``) and the oracle of
+``tests/test_kernels.py``.
+
+Argument conventions shared with the extensions:
+
+* byte buffers are 1-d C-contiguous buffers of format ``B`` (``bytes``,
+  ``bytearray``, ``memoryview``, ``np.uint8`` arrays); outputs must be writable;
+* integer arrays are 1-d C-contiguous int64 buffers (``np.int64`` arrays) -- not
+  lists or tuples;
+* invalid values raise ``ValueError`` naming the offending shapes/values.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+__all__ = [
+    "byteswap_copy",
+    "byteswap_inplace",
+    "copy_region",
+    "fill_region",
+    "format_chunk_keys",
+    "is_uniform",
+    "project",
+    "transpose",
+]
+
+MAX_NDIM = 64
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_MAX_ROWS = 2**62
+
+
+# ---------------------------------------------------------------------------
+# argument coercion (mirrors Cython's typed-memoryview checks)
+# ---------------------------------------------------------------------------
+
+
+def _u8(buf, *, writable: bool = False) -> np.ndarray:
+    """View a 1-d contiguous byte buffer as a uint8 array (as ``uint8_t[::1]``)."""
+    if buf is None:
+        raise TypeError("a bytes-like object is required, not 'NoneType'")
+    m = memoryview(buf)
+    if m.ndim != 1:
+        raise ValueError(f"Buffer has wrong number of dimensions (expected 1, got {m.ndim})")
+    if m.format.lstrip("@=<>!") != "B":
+        raise ValueError(f"Buffer dtype mismatch, expected 'uint8_t' but got {m.format!r}")
+    if not m.c_contiguous:
+        raise ValueError("Buffer not C contiguous.")
+    if writable and m.readonly:
+        raise ValueError("buffer source array is read-only")
+    return np.frombuffer(m, dtype=np.uint8)
+
+
+def _i64(buf, ndim: int = 1) -> np.ndarray:
+    """View a C-contiguous int64 buffer as an array (as ``const int64_t[::1]``)."""
+    if buf is None:
+        raise TypeError("a bytes-like object is required, not 'NoneType'")
+    m = memoryview(buf)
+    if m.ndim != ndim:
+        raise ValueError(f"Buffer has wrong number of dimensions (expected {ndim}, got {m.ndim})")
+    if m.itemsize != 8 or m.format.lstrip("@=<>!") not in ("q", "l"):
+        raise ValueError(f"Buffer dtype mismatch, expected 'int64_t' but got {m.format!r}")
+    if not m.c_contiguous:
+        raise ValueError("Buffer not C contiguous.")
+    return np.asarray(m).view(np.int64)
+
+
+def _ssize(value) -> int:
+    """``Py_ssize_t`` argument conversion."""
+    v = operator.index(value)
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        raise OverflowError("Python int too large to convert to C ssize_t")
+    return v
+
+
+def _ints(a: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(x) for x in a)
+
+
+# ---------------------------------------------------------------------------
+# _byteswap
+# ---------------------------------------------------------------------------
+
+
+def _check_unit(nbytes: int, unit: int, what: str) -> None:
+    if unit not in (1, 2, 4, 8):
+        raise ValueError(f"{what}: unit must be 1, 2, 4 or 8, got {unit}")
+    if nbytes % unit != 0:
+        raise ValueError(f"{what}: buffer length {nbytes} is not a multiple of unit {unit}")
+
+
+def byteswap_inplace(buf, unit) -> None:
+    """Reverse the bytes of every ``unit``-byte group of ``buf`` in place."""
+    b = _u8(buf, writable=True)
+    unit = _ssize(unit)
+    _check_unit(b.size, unit, "byteswap_inplace")
+    if unit == 1 or b.size == 0:
+        return
+    b.view(f"u{unit}").byteswap(inplace=True)
+
+
+def byteswap_copy(src, dst, unit) -> None:
+    """Write ``src`` with every ``unit``-byte group reversed into ``dst``."""
+    s = _u8(src)
+    d = _u8(dst, writable=True)
+    unit = _ssize(unit)
+    if d.size != s.size:
+        raise ValueError(
+            f"byteswap_copy: src has {s.size} bytes but dst has {d.size}; they must match"
+        )
+    _check_unit(s.size, unit, "byteswap_copy")
+    if s.size == 0:
+        return
+    if unit == 1:
+        d[:] = s
+    else:
+        d.view(f"u{unit}")[:] = s.view(f"u{unit}").byteswap()
+
+
+# ---------------------------------------------------------------------------
+# _transpose
+# ---------------------------------------------------------------------------
+
+
+def transpose(src, dst, shape, perm, itemsize) -> None:
+    """Write the C-order bytes of ``np.transpose(src_array, perm)`` into ``dst``."""
+    s = _u8(src)
+    d = _u8(dst, writable=True)
+    shp = _i64(shape)
+    prm = _i64(perm)
+    itemsize = _ssize(itemsize)
+    ndim = shp.size
+    if prm.size != ndim:
+        raise ValueError(
+            f"transpose: shape {_ints(shp)} has rank {ndim} but perm {_ints(prm)} "
+            f"has {prm.size} entries"
+        )
+    if ndim > MAX_NDIM:
+        raise ValueError(f"transpose: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+    if itemsize < 1:
+        raise ValueError(f"transpose: itemsize must be >= 1, got {itemsize}")
+    if (shp < 0).any():
+        raise ValueError(f"transpose: shape {_ints(shp)} has a negative dim")
+    if sorted(_ints(prm)) != list(range(ndim)):
+        raise ValueError(f"transpose: perm {_ints(prm)} is not a permutation of range({ndim})")
+    nbytes = itemsize
+    for n in _ints(shp):
+        nbytes *= n
+    if nbytes > _INT64_MAX:
+        raise ValueError(f"transpose: shape {_ints(shp)} with itemsize {itemsize} overflows int64")
+    if s.size != nbytes or d.size != nbytes:
+        raise ValueError(
+            f"transpose: shape {_ints(shp)} with itemsize {itemsize} needs {nbytes} bytes, "
+            f"but src has {s.size} and dst has {d.size}"
+        )
+    if nbytes == 0:
+        return
+    items = s.reshape(*_ints(shp), itemsize)
+    moved = np.transpose(items, (*_ints(prm), ndim))
+    d.reshape(moved.shape)[...] = moved
+
+
+# ---------------------------------------------------------------------------
+# _assemble
+# ---------------------------------------------------------------------------
+
+
+def _check_shape(func: str, shape: np.ndarray) -> None:
+    if shape.size > MAX_NDIM:
+        raise ValueError(f"{func}: rank {shape.size} exceeds the maximum of {MAX_NDIM}")
+    if (shape < 0).any():
+        raise ValueError(f"{func}: shape {_ints(shape)} has a negative dim")
+
+
+def _check_dst_strides(func: str, strides: np.ndarray, shape: np.ndarray) -> None:
+    for d, (t, n) in enumerate(zip(_ints(strides), _ints(shape), strict=True)):
+        if t == 0 and n > 1:
+            raise ValueError(
+                f"{func}: dst_strides {_ints(strides)} has a zero stride along dim {d} "
+                f"of shape {_ints(shape)}; every index would write the same bytes"
+            )
+
+
+def _check_span(
+    func: str, name: str, buflen: int, offset: int, strides: np.ndarray,
+    shape: np.ndarray, itemsize: int,
+) -> None:
+    """Raise unless every byte of the (non-empty) region lies in ``[0, buflen)``.
+
+    Intermediate sums must fit int64, as in the compiled twin.
+    """
+    lo = hi = offset
+    overflow = False
+    for n, t in zip(_ints(shape), _ints(strides), strict=True):
+        ext = (n - 1) * t
+        if ext > 0:
+            hi += ext
+        else:
+            lo += ext
+        if not (_INT64_MIN <= ext <= _INT64_MAX and _INT64_MIN <= lo and hi <= _INT64_MAX):
+            overflow = True
+            break
+    hi += itemsize
+    if overflow or hi > _INT64_MAX:
+        raise ValueError(
+            f"{func}: region of shape {_ints(shape)} with {name}_offset {offset} and "
+            f"{name}_strides {_ints(strides)} overflows int64 byte offsets "
+            f"({name} has {buflen} bytes)"
+        )
+    if lo < 0 or hi > buflen:
+        raise ValueError(
+            f"{func}: region of shape {_ints(shape)} with {name}_offset {offset}, "
+            f"{name}_strides {_ints(strides)} and itemsize {itemsize} touches bytes "
+            f"[{lo}, {hi}) but {name} has {buflen} bytes"
+        )
+
+
+def _item_view(base: np.ndarray, offset: int, strides: np.ndarray, shape: np.ndarray,
+               itemsize: int, writeable: bool) -> np.ndarray:
+    """uint8 view of shape ``(*shape, itemsize)`` over a validated region of ``base``."""
+    return as_strided(
+        base[offset:],
+        shape=(*_ints(shape), itemsize),
+        strides=(*_ints(strides), 1),
+        writeable=writeable,
+    )
+
+
+def copy_region(src, src_offset, src_strides, dst, dst_offset, dst_strides, shape,
+                itemsize, swap_unit=1) -> None:
+    """Copy the items of an N-d region from ``src`` to ``dst`` (see ``_ext._assemble``)."""
+    s = _u8(src)
+    src_offset = _ssize(src_offset)
+    sst = _i64(src_strides)
+    d = _u8(dst, writable=True)
+    dst_offset = _ssize(dst_offset)
+    dstr = _i64(dst_strides)
+    shp = _i64(shape)
+    itemsize = _ssize(itemsize)
+    swap_unit = _ssize(swap_unit)
+    if sst.size != shp.size or dstr.size != shp.size:
+        raise ValueError(
+            f"copy_region: shape {_ints(shp)}, src_strides {_ints(sst)} and "
+            f"dst_strides {_ints(dstr)} must have the same length"
+        )
+    _check_shape("copy_region", shp)
+    if itemsize < 1:
+        raise ValueError(f"copy_region: itemsize must be >= 1, got {itemsize}")
+    if swap_unit not in (1, 2, 4, 8):
+        raise ValueError(f"copy_region: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
+    if itemsize % swap_unit != 0:
+        raise ValueError(
+            f"copy_region: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
+        )
+    if (shp == 0).any():
+        return
+    _check_dst_strides("copy_region", dstr, shp)
+    _check_span("copy_region", "src", s.size, src_offset, sst, shp, itemsize)
+    _check_span("copy_region", "dst", d.size, dst_offset, dstr, shp, itemsize)
+
+    items = _item_view(s, src_offset, sst, shp, itemsize, writeable=False)
+    if swap_unit > 1:
+        lead = items.shape[:-1]
+        items = items.reshape(*lead, itemsize // swap_unit, swap_unit)[..., ::-1]
+        items = items.reshape(*lead, itemsize)
+    else:
+        items = items.copy()  # src may overlap dst: read everything first
+    _item_view(d, dst_offset, dstr, shp, itemsize, writeable=True)[...] = items
+
+
+def fill_region(dst, dst_offset, dst_strides, shape, fill) -> None:
+    """Write the item ``fill`` at every index of a region of ``dst``."""
+    d = _u8(dst, writable=True)
+    dst_offset = _ssize(dst_offset)
+    dstr = _i64(dst_strides)
+    shp = _i64(shape)
+    f = _u8(fill)
+    if dstr.size != shp.size:
+        raise ValueError(
+            f"fill_region: shape {_ints(shp)} and dst_strides {_ints(dstr)} "
+            f"must have the same length"
+        )
+    _check_shape("fill_region", shp)
+    if f.size < 1:
+        raise ValueError("fill_region: fill must be at least 1 byte long")
+    if (shp == 0).any():
+        return
+    _check_dst_strides("fill_region", dstr, shp)
+    _check_span("fill_region", "dst", d.size, dst_offset, dstr, shp, f.size)
+    _item_view(d, dst_offset, dstr, shp, f.size, writeable=True)[...] = f
+
+
+def is_uniform(buf, fill) -> bool:
+    """Return True iff ``buf`` is the item ``fill`` repeated (True for an empty ``buf``)."""
+    b = _u8(buf)
+    f = _u8(fill)
+    if f.size < 1:
+        raise ValueError("is_uniform: fill must be at least 1 byte long")
+    if b.size % f.size != 0:
+        raise ValueError(
+            f"is_uniform: buffer length {b.size} is not a multiple of the fill length {f.size}"
+        )
+    if b.size == 0:
+        return True
+    return bool((b.reshape(-1, f.size) == f).all())
+
+
+# ---------------------------------------------------------------------------
+# _indexing
+# ---------------------------------------------------------------------------
+
+
+def _dim_segments(n: int, c: int, s: int, t: int, m: int) -> np.ndarray:
+    """Segments of ``s + k*t, k < m`` on chunks of size ``c``, as rows of
+    ``(chunk, local_start, local_count, out_start, complete)``.
+
+    Vectorised over the chunks between the first and the last selected index:
+    chunk ``ci`` holds the selected ``k`` in ``[k_lo, k_hi)``.
+    """
+    first, last = s, s + (m - 1) * t
+    a = abs(t)
+    # Python-int arithmetic when int64 intermediates (ci*c + c) could overflow.
+    dtype = np.int64 if n + c < 2**62 else object
+    if t > 0:
+        ci = np.arange(first // c, last // c + 1, dtype=dtype)
+        k_lo = -((s - ci * c) // a)            # ceil((ci*c - s) / a)
+        k_hi = -((s - (ci + 1) * c) // a)      # ceil(((ci+1)*c - s) / a)
+    else:
+        ci = np.arange(first // c, last // c - 1, -1, dtype=dtype)
+        k_lo = -((ci * c + c - 1 - s) // a)    # ceil((s - (ci*c + c - 1)) / a)
+        k_hi = (s - ci * c) // a + 1           # floor((s - ci*c) / a) + 1
+    k_lo = np.clip(k_lo, 0, m)
+    k_hi = np.clip(k_hi, 0, m)
+    keep = k_hi > k_lo
+    ci, k_lo, k_hi = ci[keep], k_lo[keep], k_hi[keep]
+    local_count = k_hi - k_lo
+    extent = np.minimum(c, n - ci * c)
+    complete = (a == 1) & (local_count == extent)
+    columns = [ci, s + k_lo * t - ci * c, local_count, k_lo, complete]
+    return np.stack([np.asarray(col).astype(np.int64) for col in columns], axis=1)
+
+
+def project(shape, chunk_shape, start, step, count):
+    """Project a strided selection onto a regular chunk grid (see ``_ext._indexing``)."""
+    arrays = [_i64(a) for a in (shape, chunk_shape, start, step, count)]
+    shp, chk, sta, ste, cnt = arrays
+    ndim = shp.size
+    if any(a.size != ndim for a in arrays):
+        raise ValueError(
+            f"project: shape {_ints(shp)}, chunk_shape {_ints(chk)}, start {_ints(sta)}, "
+            f"step {_ints(ste)} and count {_ints(cnt)} must have the same length"
+        )
+    if ndim > MAX_NDIM:
+        raise ValueError(f"project: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+    empty = False
+    dims = []
+    for d in range(ndim):
+        n, c, s, t, m = (int(a[d]) for a in arrays)
+        if n < 0:
+            raise ValueError(f"project: dim {d}: shape {n} is negative")
+        if c < 1:
+            raise ValueError(f"project: dim {d}: chunk_shape {c} must be >= 1")
+        if t == 0:
+            raise ValueError(f"project: dim {d}: step must be non-zero")
+        if m < 0:
+            raise ValueError(f"project: dim {d}: count {m} is negative")
+        if m == 0:
+            empty = True
+            continue
+        if not 0 <= s < n:
+            raise ValueError(f"project: dim {d}: selected index {s} is out of bounds for shape {n}")
+        last = s + (m - 1) * t
+        if not 0 <= last < n:
+            raise ValueError(
+                f"project: dim {d}: selected index {last} "
+                f"(start {s}, step {t}, count {m}) is out of bounds for shape {n}"
+            )
+        dims.append((n, c, s, t, m))
+
+    if ndim == 0 or empty:
+        rows = 0 if empty else 1
+        tables = tuple(np.zeros((rows, ndim), dtype=np.int64) for _ in range(4))
+        return (*tables, np.ones(rows, dtype=np.bool_))
+
+    segs = [_dim_segments(*dim) for dim in dims]
+    rows = 1
+    for seg in segs:
+        rows *= len(seg)
+        if rows > _MAX_ROWS:
+            raise ValueError(
+                f"project: the selection touches more than 2**62 chunks "
+                f"(segments per dim: {[len(x) for x in segs]})"
+            )
+    # Cartesian product in C order: row r takes segment idx[d][r] along dim d.
+    grids = np.indices([len(seg) for seg in segs]).reshape(ndim, -1)
+    picked = np.stack([seg[g] for seg, g in zip(segs, grids, strict=True)], axis=1)
+    # picked: (rows, ndim, 5)
+    tables = tuple(np.ascontiguousarray(picked[:, :, j]) for j in range(4))
+    complete = picked[:, :, 4].astype(np.bool_).all(axis=1)
+    return (*tables, complete)
+
+
+def format_chunk_keys(coords, prefix, separator) -> list[str]:
+    """Render chunk keys: ``prefix + separator.join(str(c) for c in row)`` per row."""
+    arr = _i64(coords, ndim=2)
+    if not isinstance(prefix, str):
+        raise TypeError(f"Argument 'prefix' has incorrect type (expected str, got {type(prefix).__name__})")
+    if not isinstance(separator, str):
+        raise TypeError(
+            f"Argument 'separator' has incorrect type (expected str, got {type(separator).__name__})"
+        )
+    if arr.shape[0] == 0:
+        return []
+    neg = np.argwhere(arr < 0)
+    if neg.size:
+        r, d = (int(x) for x in neg[0])
+        raise ValueError(
+            f"format_chunk_keys: row {r} has negative coordinate {int(arr[r, d])} (dim {d})"
+        )
+    return [prefix + separator.join(map(str, row)) for row in arr.tolist()]

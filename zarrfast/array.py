@@ -1,0 +1,329 @@
+"""The :class:`Array`: a Zarr array in a store."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from . import config
+from ._paths import metadata_key
+from .attributes import Attributes
+from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+from .errors import IndexingError, ReadOnlyError, ZarrfastError
+from .indexing import normalize_basic
+from .metadata.v3 import ArrayMetadata
+from .pipeline import PreparedChain, read_selection, write_selection
+from .stores import Store
+
+__all__ = ["Array"]
+
+
+class Array:
+    """A chunked, compressed N-dimensional array stored under ``path`` in ``store``.
+
+    Create one with :func:`zarrfast.create_array` or open one with
+    :func:`zarrfast.open_array`.  Index it like a NumPy array; basic
+    selections (ints, slices with any step, Ellipsis) read and write only the
+    chunks they touch, in parallel.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        path: str,
+        metadata: ArrayMetadata,
+        *,
+        read_only: bool | None = None,
+        write_empty_chunks: bool | None = None,
+        order: str = "C",
+    ) -> None:
+        self._store = store
+        self._path = path
+        self._metadata = metadata
+        self._read_only = store.read_only if read_only is None else bool(read_only)
+        self._write_empty_chunks = write_empty_chunks
+        self._order = order
+        self._chain = PreparedChain(metadata)
+
+    # -- construction / pickling ----------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "store": self._store,
+            "path": self._path,
+            "metadata": self._metadata.to_json(),
+            "read_only": self._read_only,
+            "write_empty_chunks": self._write_empty_chunks,
+            "order": self._order,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from .metadata.v3 import parse_metadata
+
+        md = parse_metadata(state["metadata"], path=state["path"], key="<pickle>")
+        self.__init__(  # type: ignore[misc]
+            state["store"],
+            state["path"],
+            md,
+            read_only=state["read_only"],
+            write_empty_chunks=state["write_empty_chunks"],
+            order=state["order"],
+        )
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def metadata(self) -> ArrayMetadata:
+        return self._metadata
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def name(self) -> str:
+        return "/" + self._path
+
+    @property
+    def basename(self) -> str:
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._metadata.shape
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        return self._metadata.chunks
+
+    @property
+    def shards(self) -> None:
+        return None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._metadata.dtype
+
+    @property
+    def fill_value(self) -> Any:
+        return self._metadata.fill_value
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def order(self) -> str:
+        return self._order
+
+    @property
+    def zarr_format(self) -> int:
+        return 3
+
+    @property
+    def cdata_shape(self) -> tuple[int, ...]:
+        return self._metadata.chunk_grid.grid_shape(self.shape)
+
+    @property
+    def nchunks(self) -> int:
+        return math.prod(self.cdata_shape)
+
+    @property
+    def filters(self) -> tuple[ArrayArrayCodec, ...]:
+        return tuple(c for c in self._metadata.codecs if isinstance(c, ArrayArrayCodec))
+
+    @property
+    def serializer(self) -> ArrayBytesCodec:
+        return next(c for c in self._metadata.codecs if isinstance(c, ArrayBytesCodec))
+
+    @property
+    def compressors(self) -> tuple[BytesBytesCodec, ...]:
+        return tuple(c for c in self._metadata.codecs if isinstance(c, BytesBytesCodec))
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        return self._metadata.dimension_names
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(
+            lambda: self._metadata.attributes, self._put_attributes, f"array {self.name!r}"
+        )
+
+    @property
+    def write_empty_chunks(self) -> bool:
+        if self._write_empty_chunks is None:
+            return bool(config.get("write_empty_chunks"))
+        return self._write_empty_chunks
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise ReadOnlyError(f"array {self.name!r} is read-only (opened with mode 'r')")
+
+    def _write_metadata(self, metadata: ArrayMetadata) -> None:
+        self._check_writable()
+        self._store.set(metadata_key(self._path), metadata.to_json())
+        self._metadata = metadata
+        self._chain = PreparedChain(metadata)
+
+    def _put_attributes(self, attrs: dict[str, Any]) -> None:
+        self._write_metadata(self._metadata.update_attributes(attrs))
+
+    def update_attributes(self, new_attributes: dict[str, Any]) -> Array:
+        self.attrs.update(new_attributes)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<zarrfast.Array {self._store!r} {self.name!r} shape={self.shape} dtype={self.dtype}>"
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("reading a zarrfast array always makes a copy")
+        out = self[...]
+        out = np.asarray(out)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    # -- reading -------------------------------------------------------------------------
+    def __getitem__(self, selection: Any) -> Any:
+        return self.get_basic_selection(selection)
+
+    def get_basic_selection(self, selection: Any = Ellipsis, *, out: np.ndarray | None = None
+                            ) -> Any:
+        """Read a basic selection (ints, slices, Ellipsis) into a new NumPy array.
+
+        Parameters
+        ----------
+        selection
+            As for NumPy basic indexing.
+        out
+            Optional C-contiguous array of the result's shape and dtype to read into.
+        """
+        sel = normalize_basic(selection, self.shape)
+        full = sel.full_shape
+        if out is not None:
+            if (not isinstance(out, np.ndarray) or out.dtype != self.dtype
+                    or out.shape != sel.out_shape or not out.flags.c_contiguous
+                    or not out.flags.writeable):
+                raise IndexingError(
+                    f"out must be a writeable C-contiguous ndarray of shape {sel.out_shape} "
+                    f"and dtype {self.dtype}, got "
+                    f"{getattr(out, 'shape', None)} {getattr(out, 'dtype', type(out))}"
+                )
+            buf = out.reshape(full)
+        else:
+            buf = np.empty(full, dtype=self.dtype)
+        read_selection(self._store, self._path, self._chain, sel, buf)
+        result = out if out is not None else buf.reshape(sel.out_shape)
+        if self.ndim == 0:
+            return result[()]
+        if self._order == "F" and out is None and result.ndim > 1:
+            return np.asfortranarray(result)
+        return result
+
+    # -- writing -------------------------------------------------------------------------
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.set_basic_selection(selection, value)
+
+    def set_basic_selection(self, selection: Any, value: Any) -> None:
+        """Write ``value`` (broadcast like NumPy) into a basic selection."""
+        self._check_writable()
+        sel = normalize_basic(selection, self.shape)
+        if np.isscalar(value) or (isinstance(value, np.ndarray) and value.ndim == 0):
+            try:
+                scalar = np.asarray(value).astype(self.dtype, casting="unsafe")[()]
+            except (TypeError, ValueError) as e:
+                raise ZarrfastError(
+                    f"array {self.name!r}: cannot store {value!r} as {self.dtype}: {e}"
+                ) from None
+            write_selection(self._store, self._path, self._chain, sel, None, scalar,
+                            write_empty_chunks=self.write_empty_chunks)
+            return
+        arr = np.asarray(value)
+        if arr.dtype != self.dtype:
+            try:
+                arr = arr.astype(self.dtype)
+            except (TypeError, ValueError) as e:
+                raise ZarrfastError(
+                    f"array {self.name!r}: cannot store values of dtype {arr.dtype} as "
+                    f"{self.dtype}: {e}"
+                ) from None
+        try:
+            arr = np.broadcast_to(arr, sel.out_shape)
+        except ValueError:
+            raise IndexingError(
+                f"array {self.name!r}: value of shape {arr.shape} cannot be broadcast to the "
+                f"selection's shape {sel.out_shape}"
+            ) from None
+        arr = np.ascontiguousarray(arr).reshape(sel.full_shape)
+        write_selection(self._store, self._path, self._chain, sel, arr, None,
+                        write_empty_chunks=self.write_empty_chunks)
+
+    # -- whole-array operations ---------------------------------------------------------
+    def resize(self, new_shape: tuple[int, ...] | int) -> None:
+        """Change the shape; chunks wholly outside the new shape are deleted."""
+        self._check_writable()
+        if isinstance(new_shape, int):
+            new_shape = (new_shape,)
+        new_shape = tuple(int(s) for s in new_shape)
+        if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
+            raise ZarrfastError(
+                f"array {self.name!r}: new shape {new_shape} must have {self.ndim} "
+                f"non-negative lengths"
+            )
+        old_grid = self.cdata_shape
+        new_md = self._metadata.update_shape(new_shape)
+        new_grid = new_md.chunk_grid.grid_shape(new_shape)
+        if any(n < o for n, o in zip(new_grid, old_grid, strict=True)):
+            import itertools
+
+            cke = self._metadata.chunk_key_encoding
+            base = f"{self._path}/" if self._path else ""
+            for coords in itertools.product(*(range(o) for o in old_grid)):
+                if any(c >= n for c, n in zip(coords, new_grid, strict=True)):
+                    self._store.delete(base + cke.encode(coords))
+        self._write_metadata(new_md)
+
+    def nchunks_initialized(self) -> int:
+        cke = self._metadata.chunk_key_encoding
+        base = f"{self._path}/" if self._path else ""
+        import itertools
+
+        count = 0
+        for coords in itertools.product(*(range(n) for n in self.cdata_shape)):
+            if self._store.exists(base + cke.encode(coords)):
+                count += 1
+        return count
+
+    def with_write_empty_chunks(self, value: bool) -> Array:
+        new = Array(self._store, self._path, self._metadata, read_only=self._read_only,
+                    write_empty_chunks=value, order=self._order)
+        return new
+
+    def _replace_metadata(self, **changes: Any) -> None:
+        self._write_metadata(replace(self._metadata, **changes))

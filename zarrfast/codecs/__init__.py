@@ -1,0 +1,28 @@
+"""Codecs: the core Zarr v3 codecs and the registry third parties extend."""
+
+from ._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
+from .bytes import BytesCodec
+from .compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
+from .registry import get_codec_class, parse_codec, register_codec, registered_codecs
+from .transpose import TransposeCodec
+
+for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec):
+    register_codec(_cls)
+del _cls
+
+__all__ = [
+    "ArrayArrayCodec",
+    "ArrayBytesCodec",
+    "BloscCodec",
+    "BytesBytesCodec",
+    "BytesCodec",
+    "Codec",
+    "Crc32cCodec",
+    "GzipCodec",
+    "TransposeCodec",
+    "ZstdCodec",
+    "get_codec_class",
+    "parse_codec",
+    "register_codec",
+    "registered_codecs",
+]

@@ -1,0 +1,82 @@
+"""``bytes`` codec: an array's elements as raw bytes in C order.
+
+Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/bytes/ (array -> bytes).
+Configuration ``endian``: ``"little"`` or ``"big"``; may be omitted for data
+types of one byte.  Example::
+
+    {"name": "bytes", "configuration": {"endian": "little"}}
+
+Big-endian data are swapped by the Cython byte-swap kernels (fused into the
+chunk copy on the fast path).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ChunkDecodeError, MetadataValidationError
+from ._base import ArrayBytesCodec, parse_named_config
+
+NATIVE_ENDIAN = sys.byteorder  # "little" or "big"
+
+
+@dataclass(frozen=True)
+class BytesCodec(ArrayBytesCodec):
+    endian: str | None = "little"
+    name = "bytes"
+    aliases = ("endian", "https://purl.org/zarr/spec/codec/bytes/1.0")
+
+    def __post_init__(self) -> None:
+        if self.endian not in ("little", "big", None):
+            raise MetadataValidationError(
+                f"bytes codec: endian must be 'little' or 'big', got {self.endian!r}"
+            )
+
+    @classmethod
+    def from_dict(cls, data: Any) -> BytesCodec:
+        config = parse_named_config(data, (cls.name, *cls.aliases), allowed=("endian",))
+        return cls(endian=config.get("endian"))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.endian is None:
+            return {"name": "bytes"}
+        return {"name": "bytes", "configuration": {"endian": self.endian}}
+
+    def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        if self.endian is None and data_type.swap_unit > 1:
+            raise MetadataValidationError(
+                f"bytes codec: 'endian' is required for the {data_type.itemsize}-byte data "
+                f"type {data_type.name}"
+            )
+
+    def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> BytesCodec:
+        if data_type.swap_unit == 1 and self.endian is not None:
+            return BytesCodec(endian=None)
+        return self
+
+    def swap_unit(self, data_type: Any) -> int:
+        """1 if the stored order is native (or irrelevant), else the swap unit size."""
+        if self.endian is None or self.endian == NATIVE_ENDIAN:
+            return 1
+        return data_type.swap_unit
+
+    def encode(self, chunk: np.ndarray, data_type: Any) -> bytes | bytearray | memoryview:
+        arr = np.ascontiguousarray(chunk, dtype=data_type.dtype)
+        if self.swap_unit(data_type) > 1:
+            order = "<" if self.endian == "little" else ">"
+            arr = arr.astype(data_type.dtype.newbyteorder(order))
+        return arr.reshape(-1).view(np.uint8).data
+
+    def decode(self, data: Any, shape: tuple[int, ...], data_type: Any) -> np.ndarray:
+        n = int(np.prod(shape, dtype=np.int64)) * data_type.itemsize
+        if len(data) != n:
+            raise ChunkDecodeError(f"bytes codec: expected {n} bytes, got {len(data)}")
+        dt = data_type.dtype
+        if self.swap_unit(data_type) > 1:
+            dt = dt.newbyteorder("<" if self.endian == "little" else ">")
+        arr = np.frombuffer(data, dtype=dt).reshape(shape)
+        return arr.astype(data_type.dtype) if dt != data_type.dtype else arr

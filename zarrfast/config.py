@@ -1,0 +1,107 @@
+"""Runtime configuration.
+
+Values come from environment variables at import time and can be changed with
+:func:`set` or temporarily with the :func:`config.set` context manager::
+
+    with zarrfast.config.set(threads=1, write_empty_chunks=True):
+        ...
+
+=====================  =========================  ==========================
+key                    environment variable       default
+=====================  =========================  ==========================
+``threads``            ``ZARRFAST_THREADS``       number of CPUs
+``write_empty_chunks`` ``ZARRFAST_WRITE_EMPTY``   ``False``
+=====================  =========================  ==========================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import ZarrfastError
+
+__all__ = ["get", "set", "defaults"]
+
+_lock = threading.Lock()
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ZarrfastError(f"environment variable {name}={raw!r} is not an integer") from None
+    if value < 1:
+        raise ZarrfastError(f"environment variable {name}={raw!r} must be >= 1")
+    return value
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    low = raw.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ZarrfastError(f"environment variable {name}={raw!r} is not a boolean (use 1/0)")
+
+
+def defaults() -> dict[str, Any]:
+    """The configuration as the environment sets it."""
+    return {
+        "threads": _env_int("ZARRFAST_THREADS", os.cpu_count() or 1),
+        "write_empty_chunks": _env_bool("ZARRFAST_WRITE_EMPTY", False),
+    }
+
+
+_values: dict[str, Any] = defaults()
+
+
+def _validate(key: str, value: Any) -> Any:
+    if key not in _values:
+        raise ZarrfastError(f"unknown config key {key!r}; known keys: {sorted(_values)}")
+    if key == "threads":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ZarrfastError(f"config threads={value!r} must be an integer >= 1")
+    elif key == "write_empty_chunks":
+        if not isinstance(value, bool):
+            raise ZarrfastError(f"config write_empty_chunks={value!r} must be a bool")
+    return value
+
+
+def get(key: str) -> Any:
+    """Return the current value of ``key``."""
+    try:
+        return _values[key]
+    except KeyError:
+        raise ZarrfastError(f"unknown config key {key!r}; known keys: {sorted(_values)}") from None
+
+
+class _Setter(contextlib.AbstractContextManager):
+    def __init__(self, old: dict[str, Any]) -> None:
+        self._old = old
+
+    def __exit__(self, *exc: object) -> None:
+        with _lock:
+            _values.update(self._old)
+
+
+def set(**kwargs: Any) -> contextlib.AbstractContextManager:  # noqa: A001
+    """Set configuration values; usable as a context manager that restores them."""
+    checked = {k: _validate(k, v) for k, v in kwargs.items()}
+    with _lock:
+        old = {k: _values[k] for k in checked}
+        _values.update(checked)
+    return _Setter(old)
+
+
+def items() -> Iterator[tuple[str, Any]]:
+    return iter(dict(_values).items())

@@ -1,0 +1,137 @@
+"""The zarrfast error hierarchy.
+
+Every error zarrfast raises on purpose derives from :class:`ZarrfastError`,
+which is itself a :class:`ValueError`, and where a builtin fits better the
+error mixes it in too (``NodeNotFoundError`` is a ``FileNotFoundError``,
+``ReadOnlyError`` a ``PermissionError``, ...), so that ``except`` clauses
+written for zarr-python or for the builtins keep working.
+
+Messages name the node path, store key or value at fault and say what was
+expected.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ZarrfastError",
+    "BaseZarrError",
+    "MetadataError",
+    "MetadataValidationError",
+    "UnknownCodecError",
+    "UnsupportedDataTypeError",
+    "FillValueError",
+    "NodeNotFoundError",
+    "ArrayNotFoundError",
+    "GroupNotFoundError",
+    "MemberNotFoundError",
+    "ContainsArrayError",
+    "ContainsGroupError",
+    "ContainsArrayAndGroupError",
+    "NodeTypeValidationError",
+    "InvalidNodeNameError",
+    "InvalidKeyError",
+    "ReadOnlyError",
+    "BoundsCheckError",
+    "IndexingError",
+    "ChunkDecodeError",
+    "ChecksumError",
+    "CodecError",
+]
+
+
+class ZarrfastError(ValueError):
+    """Root of all zarrfast errors."""
+
+
+#: zarr-python's name for the root of its hierarchy.
+BaseZarrError = ZarrfastError
+
+
+class MetadataError(ZarrfastError):
+    """A metadata document is malformed or invalid."""
+
+
+class MetadataValidationError(MetadataError):
+    """A metadata member is missing, mistyped or has an invalid value."""
+
+
+class UnknownCodecError(MetadataError):
+    """A codec named in the metadata is not registered."""
+
+
+class UnsupportedDataTypeError(MetadataError, TypeError):
+    """A data type is unknown or cannot be stored."""
+
+
+class FillValueError(MetadataError):
+    """A fill value cannot be represented in the array's data type."""
+
+
+class NodeNotFoundError(ZarrfastError, FileNotFoundError):
+    """No array or group exists at a path."""
+
+
+class ArrayNotFoundError(NodeNotFoundError):
+    """No array exists at a path."""
+
+
+class GroupNotFoundError(NodeNotFoundError):
+    """No group exists at a path."""
+
+
+class MemberNotFoundError(NodeNotFoundError, KeyError):
+    """A group has no member of that name (also a ``KeyError``, as for mappings)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ContainsArrayError(ZarrfastError, FileExistsError):
+    """An array already exists at a path."""
+
+
+class ContainsGroupError(ZarrfastError, FileExistsError):
+    """A group already exists at a path."""
+
+
+class ContainsArrayAndGroupError(ZarrfastError, FileExistsError):
+    """Both array and group metadata exist at a path."""
+
+
+class NodeTypeValidationError(MetadataValidationError):
+    """A node has a different type than the one asked for."""
+
+
+class InvalidNodeNameError(ZarrfastError):
+    """A node name breaks the rules of the specification."""
+
+
+class InvalidKeyError(ZarrfastError, KeyError):
+    """A store key is malformed or would leave the store."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ReadOnlyError(ZarrfastError, PermissionError):
+    """A write was attempted on a read-only store or array."""
+
+
+class IndexingError(ZarrfastError, IndexError):
+    """A selection is malformed."""
+
+
+class BoundsCheckError(IndexingError):
+    """A selection reaches outside the array."""
+
+
+class CodecError(ZarrfastError):
+    """A codec failed to encode or decode."""
+
+
+class ChunkDecodeError(CodecError):
+    """A stored chunk could not be decoded into the expected shape."""
+
+
+class ChecksumError(ChunkDecodeError):
+    """A stored checksum does not match the data."""

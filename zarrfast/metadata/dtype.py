@@ -1,0 +1,335 @@
+"""Zarr v3 core data types and their fill-value encodings.
+
+Data types (zarr-specs ``docs/v3/data-types/index.rst``): ``bool``,
+``int8``..``int64``, ``uint8``..``uint64``, ``float16``/``32``/``64``,
+``complex64``/``128`` and raw bits ``r<N>`` (N a positive multiple of 8).
+
+Fill values in JSON:
+
+* ``bool``: ``true``/``false``
+* integers: a JSON integer within range
+* floats: a number, ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, or ``"0x…"``
+  giving the bit pattern (e.g. ``"0x7fc00000"`` for a float32 NaN)
+* complex: ``[re, im]``, each component encoded as a float
+* ``r<N>``: a list of N/8 integers in ``[0, 255]``
+
+A :class:`DataType` knows the native NumPy dtype used in memory; the byte
+order on disk is the ``bytes`` codec's business.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import FillValueError, UnsupportedDataTypeError
+
+__all__ = ["DataType", "parse_data_type", "data_type_from_numpy"]
+
+_CORE = {
+    "bool": "?",
+    "int8": "i1",
+    "int16": "i2",
+    "int32": "i4",
+    "int64": "i8",
+    "uint8": "u1",
+    "uint16": "u2",
+    "uint32": "u4",
+    "uint64": "u8",
+    "float16": "f2",
+    "float32": "f4",
+    "float64": "f8",
+    "complex64": "c8",
+    "complex128": "c16",
+}
+_RAW = re.compile(r"^r([1-9][0-9]*)$")
+_HEX = re.compile(r"^0x[0-9a-fA-F]+$")
+
+
+@dataclass(frozen=True)
+class DataType:
+    """A Zarr v3 data type.
+
+    Attributes
+    ----------
+    name
+        The identifier as written in metadata (``"float32"``, ``"r16"``).
+    dtype
+        The NumPy dtype in native byte order (``V<n>`` for raw bits).
+    """
+
+    name: str
+    dtype: np.dtype
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def kind(self) -> str:
+        return self.dtype.kind
+
+    @property
+    def swap_unit(self) -> int:
+        """Size of the units whose byte order the ``bytes`` codec may swap (1 = never)."""
+        if self.kind in "iuf":
+            return self.itemsize
+        if self.kind == "c":
+            return self.itemsize // 2
+        return 1
+
+    def to_json(self) -> str:
+        return self.name
+
+    # -- fill values --------------------------------------------------------
+    def parse_fill_value(self, value: Any, *, where: str = "fill_value") -> np.generic:
+        """Decode a JSON fill value into a NumPy scalar of this type."""
+        return _parse_fill(self, value, where)
+
+    def default_fill_value(self) -> np.generic:
+        if self.kind == "V":
+            return np.zeros((), dtype=self.dtype)[()]
+        return self.dtype.type(0)
+
+    def fill_value_to_json(self, value: np.generic) -> Any:
+        """Encode a NumPy scalar of this type as JSON."""
+        return _fill_to_json(self, value)
+
+    def coerce_fill_value(self, value: Any, *, where: str = "fill_value") -> np.generic:
+        """Accept a Python/NumPy value (as users pass it) or a JSON encoding."""
+        if value is None:
+            return self.default_fill_value()
+        if isinstance(value, np.generic) or (
+            isinstance(value, (int, float, complex, bool)) and not isinstance(value, str)
+        ):
+            return _coerce_python(self, value, where)
+        if isinstance(value, (bytes, np.void)) and self.kind == "V":
+            b = bytes(value)
+            if len(b) != self.itemsize:
+                raise FillValueError(
+                    f"{where}: {value!r} has {len(b)} bytes, data type {self.name} needs "
+                    f"{self.itemsize}"
+                )
+            return np.frombuffer(b, dtype=self.dtype)[0]
+        return self.parse_fill_value(value, where=where)
+
+
+def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
+    """Parse the ``data_type`` member of v3 array metadata."""
+    if isinstance(value, dict):
+        name = value.get("name")
+        if set(value) - {"name", "configuration", "must_understand"}:
+            raise UnsupportedDataTypeError(
+                f"{where}: {value!r} has unexpected members; expected 'name' and 'configuration'"
+            )
+        if value.get("configuration"):
+            raise UnsupportedDataTypeError(
+                f"{where}: data type {value!r} with a configuration is not supported"
+            )
+        value = name
+    if not isinstance(value, str):
+        raise UnsupportedDataTypeError(
+            f"{where}: expected a data type name such as 'float64', got {value!r}"
+        )
+    if value in _CORE:
+        return DataType(value, np.dtype(_CORE[value]))
+    m = _RAW.match(value)
+    if m:
+        bits = int(m.group(1))
+        if bits % 8:
+            raise UnsupportedDataTypeError(
+                f"{where}: raw data type {value!r} must have a multiple of 8 bits"
+            )
+        return DataType(value, np.dtype(f"V{bits // 8}"))
+    raise UnsupportedDataTypeError(
+        f"{where}: unknown data type {value!r}; supported: {', '.join(_CORE)} and r<N>"
+    )
+
+
+def data_type_from_numpy(dtype: Any, *, where: str = "dtype") -> DataType:
+    """Map a NumPy dtype (or anything ``np.dtype`` accepts, or a v3 name) to a DataType."""
+    if isinstance(dtype, DataType):
+        return dtype
+    if isinstance(dtype, str) and (dtype in _CORE or _RAW.match(dtype)):
+        return parse_data_type(dtype, where=where)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise UnsupportedDataTypeError(f"{where}: {dtype!r} is not a data type ({e})") from None
+    if dt.fields is not None or dt.subdtype is not None:
+        raise UnsupportedDataTypeError(
+            f"{where}: structured or sub-array dtype {dt} is not a Zarr v3 core data type"
+        )
+    if dt.kind == "V":
+        return DataType(f"r{dt.itemsize * 8}", np.dtype(f"V{dt.itemsize}"))
+    native = dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
+    for name, code in _CORE.items():
+        if np.dtype(code) == native:
+            return DataType(name, np.dtype(code))
+    raise UnsupportedDataTypeError(
+        f"{where}: NumPy dtype {dt} has no Zarr v3 core equivalent; supported: "
+        f"{', '.join(_CORE)} and raw bytes (V<n>)"
+    )
+
+
+# -- fill value helpers ----------------------------------------------------------
+
+_UINT_FOR_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _parse_float(dt: np.dtype, value: Any, where: str) -> Any:
+    if isinstance(value, str):
+        if value == "NaN":
+            return dt.type(np.nan)
+        if value == "Infinity":
+            return dt.type(np.inf)
+        if value == "-Infinity":
+            return dt.type(-np.inf)
+        if _HEX.match(value):
+            nhex = dt.itemsize * 2
+            if len(value) - 2 != nhex:
+                raise FillValueError(
+                    f"{where}: hex fill value {value!r} must have exactly {nhex} hex digits "
+                    f"for a {dt.itemsize * 8}-bit float"
+                )
+            bits = _UINT_FOR_SIZE[dt.itemsize](int(value, 16))
+            return np.array(bits).view(dt)[()]
+        raise FillValueError(
+            f"{where}: {value!r} is not a valid float fill value; expected a number, "
+            f"'NaN', 'Infinity', '-Infinity' or a '0x…' bit pattern"
+        )
+    if _is_int(value) or isinstance(value, float):
+        with np.errstate(over="ignore"):
+            out = dt.type(value)
+        if np.isinf(out) and not math.isinf(float(value)):
+            raise FillValueError(
+                f"{where}: {value!r} overflows data type {dt.name}"
+            )
+        return out
+    raise FillValueError(
+        f"{where}: expected a number or 'NaN'/'Infinity'/'-Infinity'/'0x…', got {value!r}"
+    )
+
+
+def _parse_fill(dtype: DataType, value: Any, where: str) -> np.generic:
+    dt = dtype.dtype
+    kind = dt.kind
+    if kind == "b":
+        if isinstance(value, bool):
+            return np.bool_(value)
+        raise FillValueError(f"{where}: data type bool needs true or false, got {value!r}")
+    if kind in "iu":
+        if not _is_int(value):
+            raise FillValueError(
+                f"{where}: data type {dtype.name} needs an integer fill value, got {value!r}"
+            )
+        info = np.iinfo(dt)
+        if not info.min <= value <= info.max:
+            raise FillValueError(
+                f"{where}: {value} is out of range [{info.min}, {info.max}] for {dtype.name}"
+            )
+        return dt.type(value)
+    if kind == "f":
+        return _parse_float(dt, value, where)
+    if kind == "c":
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise FillValueError(
+                f"{where}: data type {dtype.name} needs a [real, imag] pair, got {value!r}"
+            )
+        comp = np.dtype(f"f{dt.itemsize // 2}")
+        re_ = _parse_float(comp, value[0], where + "[0]")
+        im_ = _parse_float(comp, value[1], where + "[1]")
+        out = np.empty((), dtype=dt)
+        out.real = re_
+        out.imag = im_
+        return out[()]
+    if kind == "V":
+        n = dt.itemsize
+        if (
+            not isinstance(value, (list, tuple))
+            or len(value) != n
+            or not all(_is_int(b) and 0 <= b <= 255 for b in value)
+        ):
+            raise FillValueError(
+                f"{where}: data type {dtype.name} needs a list of {n} integers in [0, 255], "
+                f"got {value!r}"
+            )
+        return np.frombuffer(bytes(value), dtype=dt)[0]
+    raise FillValueError(f"{where}: unsupported data type {dtype.name}")  # pragma: no cover
+
+
+def _coerce_python(dtype: DataType, value: Any, where: str) -> np.generic:
+    dt = dtype.dtype
+    if dt.kind == "V":
+        raise FillValueError(
+            f"{where}: data type {dtype.name} needs bytes of length {dt.itemsize}, got {value!r}"
+        )
+    if dt.kind == "b":
+        return np.bool_(bool(value))
+    if dt.kind in "iu":
+        if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+            raise FillValueError(f"{where}: {value!r} is not an integer ({dtype.name})")
+        if isinstance(value, (complex, np.complexfloating)):
+            raise FillValueError(f"{where}: {value!r} is not an integer ({dtype.name})")
+        iv = int(value)
+        info = np.iinfo(dt)
+        if not info.min <= iv <= info.max:
+            raise FillValueError(
+                f"{where}: {value!r} is out of range [{info.min}, {info.max}] for {dtype.name}"
+            )
+        return dt.type(iv)
+    if dt.kind == "f" and isinstance(value, (complex, np.complexfloating)):
+        raise FillValueError(f"{where}: {value!r} is complex but the data type is {dtype.name}")
+    with np.errstate(over="ignore"):
+        return np.array(value).astype(dt)[()]
+
+
+def _float_to_json(x: np.floating) -> Any:
+    f = float(x)
+    if math.isnan(f):
+        bits = np.array(x).view(_UINT_FOR_SIZE[x.dtype.itemsize])[()]
+        canonical = np.array(np.nan, dtype=x.dtype).view(_UINT_FOR_SIZE[x.dtype.itemsize])[()]
+        if bits == canonical:
+            return "NaN"
+        return "0x" + format(int(bits), f"0{x.dtype.itemsize * 2}x")
+    if math.isinf(f):
+        return "Infinity" if f > 0 else "-Infinity"
+    if f.is_integer() and abs(f) < 2**53:
+        # json renders 0.0 as "0.0"; keep floats as floats
+        return f
+    return f
+
+
+def _fill_to_json(dtype: DataType, value: np.generic) -> Any:
+    dt = dtype.dtype
+    v = np.asarray(value, dtype=dt)[()]
+    if dt.kind == "b":
+        return bool(v)
+    if dt.kind in "iu":
+        return int(v)
+    if dt.kind == "f":
+        return _float_to_json(v)
+    if dt.kind == "c":
+        return [_float_to_json(v.real), _float_to_json(v.imag)]
+    if dt.kind == "V":
+        return list(bytes(v.tobytes()))
+    raise FillValueError(f"cannot encode fill value {value!r} for {dtype.name}")  # pragma: no cover
+
+
+def fill_bytes(dtype: DataType, value: np.generic, *, byteorder: str = "=") -> bytes:
+    """The fill value as one item of raw bytes, in native (``"="``) or another byte order."""
+    arr = np.asarray(value, dtype=dtype.dtype)
+    if byteorder not in ("=", "|") and dtype.swap_unit > 1:
+        target = "<" if byteorder == "<" else ">"
+        arr = arr.astype(dtype.dtype.newbyteorder(target))
+    return arr.tobytes()
+
+

@@ -1,0 +1,370 @@
+"""Zarr v3.0 array and group metadata (``zarr.json``).
+
+Spec: zarr-specs ``docs/v3/core/index.rst``, "Metadata".  Documents parse
+into frozen dataclasses that are validated once; :meth:`to_dict` gives the
+document back in the same form (what zarr-python and tensorstore write reads
+back to an identical dict).  Unknown members are errors unless they are
+objects with ``"must_understand": false``, which are kept and written back.
+
+Errors are :class:`~zarrfast.errors.MetadataValidationError` (or a subclass)
+and name the node path and the member.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..chunk_grid import (
+    ChunkKeyEncoding,
+
+    RegularChunkGrid,
+    parse_chunk_grid,
+    parse_chunk_key_encoding,
+)
+from ..codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec, parse_codec
+from ..errors import FillValueError, MetadataError, MetadataValidationError
+from .dtype import DataType, parse_data_type
+
+__all__ = ["ArrayMetadata", "GroupMetadata", "parse_metadata", "validate_codec_chain"]
+
+_ARRAY_KEYS = {
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "dimension_names",
+    "storage_transformers",
+}
+_GROUP_KEYS = {"zarr_format", "node_type", "attributes"}
+_INT64_MAX = 2**63 - 1
+
+
+def _where(path: str) -> str:
+    return f"array {path or '/'!r}" if path is not None else "array"
+
+
+def _extra_members(doc: dict, known: set[str], node: str) -> dict[str, Any]:
+    extra = {}
+    for key in doc:
+        if key in known:
+            continue
+        value = doc[key]
+        if key == "consolidated_metadata" and (value is None or isinstance(value, dict)):
+            extra[key] = value
+            continue
+        if isinstance(value, dict) and value.get("must_understand") is False:
+            extra[key] = value
+            continue
+        raise MetadataValidationError(
+            f"{node}: unknown metadata member {key!r}; members that implementations may "
+            f"ignore must be objects with \"must_understand\": false"
+        )
+    return extra
+
+
+def _parse_attributes(value: Any, node: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise MetadataValidationError(f"{node}: 'attributes' must be an object, got {value!r}")
+    return value
+
+
+def validate_codec_chain(
+    codecs: tuple[Codec, ...], *, shape: tuple[int, ...], data_type: DataType, node: str
+) -> None:
+    """Check the chain is [array->array]* array->bytes [bytes->bytes]* and fits the data."""
+    if not codecs:
+        raise MetadataValidationError(
+            f"{node}: 'codecs' must hold exactly one array -> bytes codec (such as 'bytes'), "
+            f"got an empty list"
+        )
+    stage = 0  # 0: array->array, 1: after array->bytes
+    n_ab = 0
+    cur_shape = shape
+    for i, c in enumerate(codecs):
+        label = f"{node}: codecs[{i}] ({c.name!r})"
+        if isinstance(c, ArrayArrayCodec):
+            if stage != 0:
+                raise MetadataValidationError(
+                    f"{label}: an array -> array codec cannot follow the array -> bytes codec"
+                )
+        elif isinstance(c, ArrayBytesCodec):
+            n_ab += 1
+            if n_ab > 1:
+                raise MetadataValidationError(
+                    f"{label}: only one array -> bytes codec is allowed"
+                )
+            stage = 1
+        elif isinstance(c, BytesBytesCodec):
+            if stage != 1:
+                raise MetadataValidationError(
+                    f"{label}: a bytes -> bytes codec must come after the array -> bytes codec"
+                )
+        try:
+            if stage == 0 or isinstance(c, ArrayBytesCodec):
+                c.validate(shape=cur_shape, data_type=data_type)
+            if isinstance(c, ArrayArrayCodec):
+                cur_shape = c.encoded_shape(cur_shape)
+        except MetadataValidationError as e:
+            raise MetadataValidationError(f"{label}: {e}") from None
+    if n_ab == 0:
+        raise MetadataValidationError(
+            f"{node}: 'codecs' has no array -> bytes codec (such as 'bytes')"
+        )
+
+
+@dataclass(frozen=True)
+class ArrayMetadata:
+    """Validated Zarr v3 array metadata."""
+
+    shape: tuple[int, ...]
+    data_type: DataType
+    chunk_grid: RegularChunkGrid
+    chunk_key_encoding: ChunkKeyEncoding
+    fill_value: Any  # a NumPy scalar of data_type
+    codecs: tuple[Codec, ...]
+    attributes: dict[str, Any] = field(default_factory=dict)
+    dimension_names: tuple[str | None, ...] | None = None
+    #: ``None`` when the document has no ``storage_transformers`` member
+    storage_transformers: tuple[Any, ...] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: the fill value exactly as the document wrote it (kept for identical round trips)
+    fill_value_json: Any = None
+    zarr_format: int = 3
+    node_type: str = "array"
+
+    def __post_init__(self) -> None:
+        if self.fill_value_json is None:
+            object.__setattr__(
+                self, "fill_value_json", self.data_type.fill_value_to_json(self.fill_value)
+            )
+
+    # -- derived -------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        return self.chunk_grid.chunk_shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data_type.dtype
+
+    # -- (de)serialization -------------------------------------------------------
+    @classmethod
+    def from_dict(cls, doc: Any, *, path: str = "") -> ArrayMetadata:
+        node = _where(path)
+        if not isinstance(doc, dict):
+            raise MetadataValidationError(f"{node}: metadata must be a JSON object, got {doc!r}")
+        if doc.get("zarr_format") != 3:
+            raise MetadataValidationError(
+                f"{node}: zarr_format must be 3, got {doc.get('zarr_format')!r}"
+            )
+        if doc.get("node_type") != "array":
+            raise MetadataValidationError(
+                f"{node}: node_type must be 'array', got {doc.get('node_type')!r}"
+            )
+        for key in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
+                    "codecs"):
+            if key not in doc:
+                raise MetadataValidationError(f"{node}: required member {key!r} is missing")
+        extra = _extra_members(doc, _ARRAY_KEYS, node)
+
+        raw_shape = doc["shape"]
+        if not isinstance(raw_shape, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in raw_shape
+        ):
+            raise MetadataValidationError(
+                f"{node}: 'shape' must be a list of integers, got {raw_shape!r}"
+            )
+        shape = tuple(raw_shape)
+        if any(s < 0 for s in shape):
+            raise MetadataValidationError(f"{node}: 'shape' has a negative length: {raw_shape!r}")
+        if any(s > _INT64_MAX for s in shape) or math.prod(shape) > _INT64_MAX:
+            raise MetadataValidationError(
+                f"{node}: 'shape' {raw_shape!r} has more than 2**63-1 elements"
+            )
+
+        data_type = parse_data_type(doc["data_type"], where=f"{node}: data_type")
+        chunk_grid = parse_chunk_grid(doc["chunk_grid"], where=f"{node}: chunk_grid")
+        if len(chunk_grid.chunk_shape) != len(shape):
+            raise MetadataValidationError(
+                f"{node}: chunk_grid.chunk_shape {list(chunk_grid.chunk_shape)} has rank "
+                f"{len(chunk_grid.chunk_shape)} but shape {list(shape)} has rank {len(shape)}"
+            )
+        if math.prod(chunk_grid.chunk_shape) * data_type.itemsize > _INT64_MAX:
+            raise MetadataValidationError(f"{node}: chunk_shape is too large")
+        cke = parse_chunk_key_encoding(
+            doc["chunk_key_encoding"], where=f"{node}: chunk_key_encoding"
+        )
+        try:
+            fill_value = data_type.parse_fill_value(doc["fill_value"], where=f"{node}: fill_value")
+        except FillValueError:
+            raise
+        codecs_raw = doc["codecs"]
+        if not isinstance(codecs_raw, list):
+            raise MetadataValidationError(f"{node}: 'codecs' must be a list, got {codecs_raw!r}")
+        codecs = []
+        for i, c in enumerate(codecs_raw):
+            parsed = parse_codec(c, where=f"{node}: codecs[{i}]")
+            if parsed is not None:
+                codecs.append(parsed)
+        codecs_t = tuple(codecs)
+        validate_codec_chain(
+            codecs_t, shape=chunk_grid.chunk_shape, data_type=data_type, node=node
+        )
+
+        attributes = _parse_attributes(doc.get("attributes"), node)
+        dim_names = doc.get("dimension_names")
+        if dim_names is not None:
+            if not isinstance(dim_names, list) or not all(
+                d is None or isinstance(d, str) for d in dim_names
+            ):
+                raise MetadataValidationError(
+                    f"{node}: 'dimension_names' must be a list of strings or nulls, "
+                    f"got {dim_names!r}"
+                )
+            if len(dim_names) != len(shape):
+                raise MetadataValidationError(
+                    f"{node}: 'dimension_names' has {len(dim_names)} entries but the array has "
+                    f"{len(shape)} dimensions"
+                )
+            dim_names = tuple(dim_names)
+        st = doc.get("storage_transformers", [])
+        if st is None:
+            st = []
+        if not isinstance(st, list):
+            raise MetadataValidationError(
+                f"{node}: 'storage_transformers' must be a list, got {st!r}"
+            )
+        for i, t in enumerate(st):
+            if isinstance(t, dict) and t.get("must_understand") is False:
+                continue
+            name = t.get("name") if isinstance(t, dict) else t
+            raise MetadataValidationError(
+                f"{node}: storage_transformers[{i}]: unsupported storage transformer {name!r}"
+            )
+        return cls(
+            shape=shape,
+            data_type=data_type,
+            chunk_grid=chunk_grid,
+            chunk_key_encoding=cke,
+            fill_value=fill_value,
+            codecs=codecs_t,
+            attributes=attributes,
+            dimension_names=dim_names,
+            storage_transformers=tuple(st) if "storage_transformers" in doc else None,
+            extra=extra,
+            fill_value_json=doc["fill_value"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": list(self.shape),
+            "data_type": self.data_type.to_json(),
+            "chunk_grid": self.chunk_grid.to_dict(),
+            "chunk_key_encoding": self.chunk_key_encoding.to_dict(),
+            "fill_value": self.fill_value_json,
+            "codecs": [c.to_dict() for c in self.codecs],
+            "attributes": self.attributes,
+        }
+        if self.dimension_names is not None:
+            doc["dimension_names"] = list(self.dimension_names)
+        if self.storage_transformers is not None:
+            doc["storage_transformers"] = list(self.storage_transformers)
+        doc.update(self.extra)
+        return doc
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False).encode()
+
+    def update_attributes(self, attributes: dict[str, Any]) -> ArrayMetadata:
+        from dataclasses import replace
+
+        return replace(self, attributes=attributes)
+
+    def update_shape(self, shape: tuple[int, ...]) -> ArrayMetadata:
+        from dataclasses import replace
+
+        return replace(self, shape=tuple(shape))
+
+
+@dataclass(frozen=True)
+class GroupMetadata:
+    """Validated Zarr v3 group metadata."""
+
+    attributes: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    zarr_format: int = 3
+    node_type: str = "group"
+
+    @classmethod
+    def from_dict(cls, doc: Any, *, path: str = "") -> GroupMetadata:
+        node = f"group {path or '/'!r}"
+        if not isinstance(doc, dict):
+            raise MetadataValidationError(f"{node}: metadata must be a JSON object, got {doc!r}")
+        if doc.get("zarr_format") != 3:
+            raise MetadataValidationError(
+                f"{node}: zarr_format must be 3, got {doc.get('zarr_format')!r}"
+            )
+        if doc.get("node_type") != "group":
+            raise MetadataValidationError(
+                f"{node}: node_type must be 'group', got {doc.get('node_type')!r}"
+            )
+        extra = _extra_members(doc, _GROUP_KEYS, node)
+        return cls(attributes=_parse_attributes(doc.get("attributes"), node), extra=extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "zarr_format": 3,
+            "node_type": "group",
+            "attributes": self.attributes,
+        }
+        doc.update(self.extra)
+        return doc
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False).encode()
+
+
+def _load_json(raw: bytes | bytearray | memoryview, key: str) -> Any:
+    try:
+        return json.loads(bytes(raw))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise MetadataError(f"{key}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise MetadataError(f"{key}: JSON nested too deeply") from None
+
+
+def parse_metadata(
+    raw: bytes | bytearray | memoryview, *, path: str, key: str
+) -> ArrayMetadata | GroupMetadata:
+    """Parse a ``zarr.json`` document, dispatching on ``node_type``."""
+    doc = _load_json(raw, key)
+    if not isinstance(doc, dict):
+        raise MetadataValidationError(f"{key}: metadata must be a JSON object, got {doc!r}")
+    node_type = doc.get("node_type")
+    if node_type == "array":
+        return ArrayMetadata.from_dict(doc, path=path)
+    if node_type == "group":
+        return GroupMetadata.from_dict(doc, path=path)
+    raise MetadataValidationError(
+        f"{key}: node_type must be 'array' or 'group', got {node_type!r}"
+    )
+
+

@@ -1,0 +1,341 @@
+"""The codec pipeline: chunks from bytes to array regions and back.
+
+:class:`PreparedChain` is built once per array from its metadata.  On the
+*fast path* — any number of ``transpose`` codecs, the ``bytes`` codec, then
+any bytes -> bytes codecs — a chunk is never materialised as a NumPy array:
+the bytes -> bytes codecs decode into a per-thread scratch buffer of the
+chunk's size, and one Cython ``copy_region`` call moves the selected region
+into the output with the byte swap and the transpose (as permuted strides)
+fused into the copy.  Writes run the same copy in the other direction.
+
+Other codec chains take the *general path*: the codecs' own ``decode`` make a
+native C-order chunk array, and the same copy kernel assembles it.
+
+:func:`read_selection` / :func:`write_selection` run one task per chunk on
+the shared pool (:mod:`zarrfast._concurrency`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _kernels
+from ._concurrency import map_unordered_into
+from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesCodec, TransposeCodec
+from .errors import ChunkDecodeError, CodecError, ZarrfastError
+from .indexing import BasicSelection
+from .metadata.dtype import fill_bytes
+from .metadata.v3 import ArrayMetadata
+from .stores import Store
+
+__all__ = ["PreparedChain", "read_selection", "write_selection"]
+
+
+def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
+    strides = [0] * len(shape)
+    acc = itemsize
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = acc
+        acc *= shape[d]
+    return strides
+
+
+class _Scratch(threading.local):
+    buf: np.ndarray | None = None
+
+
+class PreparedChain:
+    """Everything needed to decode/encode one array's chunks, computed once.
+
+    Attributes
+    ----------
+    chunk_strides
+        Byte strides, per *logical* chunk dimension, into a decoded chunk
+        buffer.  On the fast path they are the stored (transposed) layout's
+        strides permuted back; on the general path C strides.
+    swap_unit
+        Byte-swap unit applied while copying (1 = none).
+    fill_chunk_item
+        The fill value as one item in the chunk buffer's byte order.
+    """
+
+    def __init__(self, metadata: ArrayMetadata) -> None:
+        self.metadata = metadata
+        dt = metadata.data_type
+        self.data_type = dt
+        self.dtype = dt.dtype
+        self.itemsize = dt.itemsize
+        self.chunk_shape = tuple(metadata.chunks)
+        self.ndim = len(self.chunk_shape)
+        self.chunk_nbytes = math.prod(self.chunk_shape) * self.itemsize
+        codecs = metadata.codecs
+        self.aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
+        self.ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
+        self.bb = [c for c in codecs if isinstance(c, BytesBytesCodec)]
+        self.fast = isinstance(self.ab, BytesCodec) and all(
+            isinstance(c, TransposeCodec) for c in self.aa
+        )
+        self.fill_native = fill_bytes(dt, metadata.fill_value)
+        if self.fast:
+            # compose the transposes: encoded = chunk.transpose(q)
+            q = list(range(self.ndim))
+            for c in self.aa:
+                p = c.permutation(self.ndim)
+                q = [q[p[k]] for k in range(self.ndim)]
+            self.permutation = tuple(q)
+            stored_shape = [self.chunk_shape[q[k]] for k in range(self.ndim)]
+            stored_strides = _c_strides(stored_shape, self.itemsize)
+            logical = [0] * self.ndim
+            for k in range(self.ndim):
+                logical[q[k]] = stored_strides[k]
+            self.chunk_strides = np.array(logical, dtype=np.int64)
+            self.swap_unit = self.ab.swap_unit(dt)
+            if self.swap_unit > 1:
+                order = "<" if self.ab.endian == "little" else ">"
+                self.fill_chunk_item = fill_bytes(dt, metadata.fill_value, byteorder=order)
+            else:
+                self.fill_chunk_item = self.fill_native
+        else:
+            self.permutation = tuple(range(self.ndim))
+            self.chunk_strides = np.array(_c_strides(self.chunk_shape, self.itemsize), np.int64)
+            self.swap_unit = 1
+            self.fill_chunk_item = self.fill_native
+        self._fill_chunk_item_arr = np.frombuffer(self.fill_chunk_item, dtype=np.uint8)
+        self._fill_native_arr = np.frombuffer(self.fill_native, dtype=np.uint8)
+        self._scratch = _Scratch()
+        # the innermost bytes->bytes codec may decode straight into a buffer
+        self._decode_into = bool(self.bb) and self.fast
+
+    # -- decoding -----------------------------------------------------------------
+    def _scratch_buffer(self) -> np.ndarray:
+        buf = self._scratch.buf
+        if buf is None or buf.nbytes != self.chunk_nbytes:
+            buf = np.empty(self.chunk_nbytes, dtype=np.uint8)
+            self._scratch.buf = buf
+        return buf
+
+    def decode(self, raw: Any, key: str, *, writable: bool = False) -> np.ndarray:
+        """Decode a stored chunk into a flat uint8 buffer in chunk-buffer layout.
+
+        With ``writable`` the result is a fresh array the caller may keep and
+        modify; otherwise it may be a per-thread scratch buffer valid until
+        this thread's next call.
+        """
+        data = raw
+        fresh = None  # a buffer this call allocated, safe to hand out as writable
+        try:
+            for i, c in enumerate(reversed(self.bb)):
+                innermost = i == len(self.bb) - 1
+                if innermost and self._decode_into:
+                    if writable:
+                        fresh = np.empty(self.chunk_nbytes, dtype=np.uint8)
+                        out = fresh
+                    else:
+                        out = self._scratch_buffer()
+                    data = c.decode(data, out=out)
+                else:
+                    data = c.decode(data)
+            if not self.fast:
+                return self._decode_general(data, key)
+        except ChunkDecodeError as e:
+            raise type(e)(f"chunk {key!r}: {e}") from None
+        except CodecError as e:
+            raise ChunkDecodeError(f"chunk {key!r}: {e}") from None
+        except (ValueError, RuntimeError, TypeError, MemoryError, OSError, EOFError) as e:
+            raise ChunkDecodeError(f"chunk {key!r}: cannot decode: {e}") from None
+        if isinstance(data, np.ndarray):
+            arr = data.reshape(-1).view(np.uint8)
+        else:
+            arr = np.frombuffer(data, dtype=np.uint8)
+        if arr.nbytes != self.chunk_nbytes:
+            raise ChunkDecodeError(
+                f"chunk {key!r}: decoded to {arr.nbytes} bytes, expected {self.chunk_nbytes} "
+                f"bytes (chunk shape {list(self.chunk_shape)} of {self.data_type.name})"
+            )
+        if writable and (fresh is None or not np.shares_memory(arr, fresh)):
+            arr = arr.copy()  # never modify a buffer the store or a codec may still own
+        return arr
+
+    def _decode_general(self, data: Any, key: str) -> np.ndarray:
+        shape = self.chunk_shape
+        shapes = [shape]
+        for c in self.aa:
+            shapes.append(c.encoded_shape(shapes[-1]))
+        arr = self.ab.decode(data, shapes[-1], self.data_type)
+        for c, s in zip(reversed(self.aa), reversed(shapes[:-1]), strict=True):
+            arr = c.decode(arr, s)
+        if arr.shape != shape:
+            raise ChunkDecodeError(
+                f"chunk {key!r}: decoded to shape {arr.shape}, expected {shape}"
+            )
+        arr = np.ascontiguousarray(arr, dtype=self.dtype)
+        return arr.reshape(-1).view(np.uint8).copy()
+
+    # -- encoding -----------------------------------------------------------------
+    def encode(self, buf: np.ndarray) -> Any:
+        """Encode a chunk buffer (chunk-buffer layout) to the bytes to store."""
+        if self.fast:
+            data: Any = buf
+        else:
+            arr = buf.view(self.dtype).reshape(self.chunk_shape)
+            for c in self.aa:
+                arr = c.encode(arr)
+            data = self.ab.encode(arr, self.data_type)
+        for c in self.bb:
+            data = c.encode(data)
+        return data
+
+    def new_fill_chunk(self) -> np.ndarray:
+        buf = np.empty(self.chunk_nbytes, dtype=np.uint8)
+        self.fill_chunk(buf)
+        return buf
+
+    def fill_chunk(self, buf: np.ndarray) -> None:
+        _kernels.fill_region(
+            buf,
+            0,
+            np.array([self.itemsize], dtype=np.int64),
+            np.array([buf.nbytes // self.itemsize], dtype=np.int64),
+            self._fill_chunk_item_arr,
+        )
+
+    def is_fill(self, buf: np.ndarray) -> bool:
+        return bool(_kernels.is_uniform(buf, self._fill_chunk_item_arr))
+
+
+# -- selections ------------------------------------------------------------------
+
+
+def _chunk_keys(metadata: ArrayMetadata, path: str, coords: np.ndarray) -> list[str]:
+    cke = metadata.chunk_key_encoding
+    base = f"{path}/" if path else ""
+    if coords.shape[1] == 0:
+        return [base + cke.encode(())] * coords.shape[0]
+    return _kernels.format_chunk_keys(
+        np.ascontiguousarray(coords, dtype=np.int64), base + cke.key_prefix(), cke.separator
+    )
+
+
+def _project(metadata: ArrayMetadata, sel: BasicSelection):
+    return _kernels.project(
+        np.array(metadata.shape, dtype=np.int64),
+        np.array(metadata.chunks, dtype=np.int64),
+        sel.start,
+        sel.step,
+        sel.count,
+    )
+
+
+def read_selection(
+    store: Store, path: str, chain: PreparedChain, sel: BasicSelection, out: np.ndarray
+) -> None:
+    """Read the selection into ``out`` (shape ``sel.full_shape``, dtype native)."""
+    metadata = chain.metadata
+    if out.size == 0:
+        return
+    coords, local_start, local_count, out_start, _complete = _project(metadata, sel)
+    nrows = coords.shape[0]
+    keys = _chunk_keys(metadata, path, coords)
+    out_flat = out.reshape(-1).view(np.uint8) if out.flags.c_contiguous else None
+    if out_flat is None:  # pragma: no cover - callers pass C-contiguous buffers
+        raise ZarrfastError("internal: output buffer must be C-contiguous")
+    out_strides = np.array(out.strides, dtype=np.int64)
+    src_strides = chain.chunk_strides * sel.step
+    src_offsets = local_start @ chain.chunk_strides if nrows else np.zeros(0, np.int64)
+    dst_offsets = out_start @ out_strides if nrows else np.zeros(0, np.int64)
+    itemsize = chain.itemsize
+    swap = chain.swap_unit
+    fill = chain._fill_native_arr
+    copy_region = _kernels.copy_region
+    fill_region = _kernels.fill_region
+
+    def task(i: int) -> None:
+        key = keys[i]
+        raw = store.get(key)
+        region = local_count[i]
+        if raw is None:
+            fill_region(out_flat, int(dst_offsets[i]), out_strides, region, fill)
+            return
+        buf = chain.decode(raw, key)
+        copy_region(
+            buf, int(src_offsets[i]), src_strides,
+            out_flat, int(dst_offsets[i]), out_strides,
+            region, itemsize, swap,
+        )
+
+    # Every task writes a disjoint region of `out` (chunks partition the array and
+    # the projection maps each selected element to exactly one chunk), so the
+    # tasks share `out_flat` without locking.
+    map_unordered_into(task, range(nrows))
+
+
+def write_selection(
+    store: Store,
+    path: str,
+    chain: PreparedChain,
+    sel: BasicSelection,
+    value: np.ndarray | None,
+    scalar: np.generic | None,
+    *,
+    write_empty_chunks: bool,
+) -> None:
+    """Write ``value`` (C-contiguous, shape ``sel.full_shape``) or ``scalar`` into the selection."""
+    metadata = chain.metadata
+    if math.prod(sel.full_shape) == 0:
+        return
+    coords, local_start, local_count, out_start, complete = _project(metadata, sel)
+    nrows = coords.shape[0]
+    keys = _chunk_keys(metadata, path, coords)
+    itemsize = chain.itemsize
+    swap = chain.swap_unit
+    dst_strides = chain.chunk_strides * sel.step
+    dst_offsets = local_start @ chain.chunk_strides
+    chunk_shape = np.array(chain.chunk_shape, dtype=np.int64)
+    array_shape = np.array(metadata.shape, dtype=np.int64)
+    if value is not None:
+        value_flat = value.reshape(-1).view(np.uint8)
+        value_strides = np.array(value.strides, dtype=np.int64)
+        src_offsets = out_start @ value_strides
+        scalar_item = None
+    else:
+        value_flat = None
+        value_strides = None
+        src_offsets = None
+        item = np.asarray(scalar, dtype=chain.dtype)
+        if swap > 1:
+            order = "<" if chain.ab.endian == "little" else ">"  # type: ignore[attr-defined]
+            item = item.astype(chain.dtype.newbyteorder(order))
+        scalar_item = np.frombuffer(item.tobytes(), dtype=np.uint8)
+
+    def task(i: int) -> None:
+        key = keys[i]
+        if complete[i]:
+            buf = np.empty(chain.chunk_nbytes, dtype=np.uint8)
+            edge = np.any((coords[i] + 1) * chunk_shape > array_shape)
+            if edge:
+                chain.fill_chunk(buf)  # padding beyond the array's edge holds the fill value
+        else:
+            raw = store.get(key)
+            buf = chain.new_fill_chunk() if raw is None else chain.decode(raw, key, writable=True)
+        region = local_count[i]
+        if value_flat is not None:
+            _kernels.copy_region(
+                value_flat, int(src_offsets[i]), value_strides,
+                buf, int(dst_offsets[i]), dst_strides,
+                region, itemsize, swap,
+            )
+        else:
+            _kernels.fill_region(buf, int(dst_offsets[i]), dst_strides, region, scalar_item)
+        if not write_empty_chunks and chain.is_fill(buf):
+            store.delete(key)
+        else:
+            store.set(key, chain.encode(buf))
+
+    # One task per chunk: no two tasks read-modify-write the same chunk key, and
+    # each reads a disjoint part of `value`.
+    map_unordered_into(task, range(nrows))

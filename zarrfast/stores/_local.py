@@ -1,0 +1,292 @@
+"""A store backed by a directory of the local file system.
+
+Keys map to files below ``root`` (``"a/c/0/1"`` -> ``root/a/c/0/1``).  Writes
+go to a temporary file in the target's directory and are renamed into place,
+so a reader never sees a half-written value and a crash leaves the old value
+(or nothing).  Byte ranges are served with ``os.pread``.  No key can leave the
+root: keys are validated (see :func:`~zarrfast.stores._base.validate_key`) and
+writes refuse to go through a symbolic link that points outside the root.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ..errors import InvalidKeyError, ZarrfastError
+from ._base import ByteRequest, Store, normalize_byte_range, validate_key, validate_prefix
+
+__all__ = ["LocalStore"]
+
+_TMP_MARK = ".zarrfast-tmp-"
+
+
+class LocalStore(Store):
+    """A directory on the local file system.
+
+    Parameters
+    ----------
+    root
+        The directory.  Created on the first write if it does not exist.
+    read_only
+        Refuse writes and deletes.
+    fsync
+        Flush every written file (and its directory entry) to disk before
+        returning, for durability across power loss.
+    """
+
+    supports_partial_reads = True
+
+    def __init__(self, root: str | os.PathLike, *, read_only: bool = False, fsync: bool = False):
+        super().__init__(read_only=read_only)
+        if isinstance(root, str) and root.startswith("file://"):
+            root = root[len("file://"):]
+        self.root = Path(root).expanduser().absolute()
+        self._root_str = os.fspath(self.root)
+        self.fsync = bool(fsync)
+
+    def __repr__(self) -> str:
+        return f"LocalStore({self._root_str!r}{', read_only=True' if self.read_only else ''})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, LocalStore)
+            and other._root_str == self._root_str
+            and other.read_only == self.read_only
+        )
+
+    def __hash__(self) -> int:
+        return hash((LocalStore, self._root_str, self.read_only))
+
+    def __reduce__(self):
+        return (_rebuild, (self._root_str, self.read_only, self.fsync))
+
+    def with_read_only(self, read_only: bool = True) -> LocalStore:
+        return LocalStore(self.root, read_only=read_only, fsync=self.fsync)
+
+    def _path(self, key: str) -> str:
+        validate_key(key)
+        return self._root_str + os.sep + (key if os.sep == "/" else key.replace("/", os.sep))
+
+    # -- reads ------------------------------------------------------------
+    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        path = self._path(key)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except IsADirectoryError:
+            return None
+        except PermissionError:
+            if os.path.isdir(path):  # Windows raises this for directories
+                return None
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # a directory: a prefix, not a key
+                return None
+            if byte_range is None:
+                start, stop = 0, st.st_size
+            else:
+                start, stop = normalize_byte_range(byte_range, st.st_size)
+            n = stop - start
+            # os.pread/os.read return a new bytes object sized to the request, so the
+            # common single-read case costs no copy beyond the kernel's.
+            chunks: list[bytes] = []
+            got = 0
+            while got < n:
+                if hasattr(os, "pread"):
+                    chunk = os.pread(fd, n - got, start + got)
+                else:  # pragma: no cover - Windows
+                    os.lseek(fd, start + got, os.SEEK_SET)
+                    chunk = os.read(fd, n - got)
+                if not chunk:
+                    break  # the file shrank under us
+                chunks.append(chunk)
+                got += len(chunk)
+            if len(chunks) == 1:
+                return chunks[0]
+            return b"".join(chunks)
+        except IsADirectoryError:
+            return None
+        finally:
+            os.close(fd)
+
+    def exists(self, key: str) -> bool:
+        return os.path.isfile(self._path(key))
+
+    def getsize(self, key: str) -> int:
+        path = self._path(key)
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            raise FileNotFoundError(f"key {key!r} not found in {self!r}")
+        return st.st_size
+
+    def get_many(
+        self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
+    ) -> list[bytes | None]:
+        if len(keys) < 4:
+            return super().get_many(keys, byte_ranges)
+        from .._concurrency import map_unordered_into
+
+        if byte_ranges is None:
+            byte_ranges = [None] * len(keys)
+        elif len(byte_ranges) != len(keys):
+            raise ZarrfastError(f"get_many: {len(keys)} keys but {len(byte_ranges)} byte ranges")
+        out: list[bytes | None] = [None] * len(keys)
+
+        def work(i: int) -> None:
+            out[i] = self.get(keys[i], byte_ranges[i])
+
+        map_unordered_into(work, range(len(keys)))
+        return out
+
+    # -- writes -----------------------------------------------------------
+    def _check_inside(self, path: str, key: str, *, check_leaf: bool = True) -> None:
+        """Refuse writes whose parent directory resolves outside the root
+        (and, with ``check_leaf``, writes to a symbolic link pointing outside)."""
+        parent = os.path.dirname(path)
+        real_parent = os.path.realpath(parent)
+        real_root = os.path.realpath(self._root_str)
+        if real_parent != real_root and not real_parent.startswith(real_root + os.sep):
+            raise InvalidKeyError(
+                f"key {key!r} resolves to {real_parent!r}, outside the store root "
+                f"{real_root!r} (through a symbolic link); refusing to write"
+            )
+        if check_leaf and os.path.islink(path):
+            target = os.path.realpath(path)
+            if not target.startswith(real_root + os.sep):
+                raise InvalidKeyError(
+                    f"key {key!r} is a symbolic link to {target!r}, outside the store root; "
+                    f"refusing to write"
+                )
+
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        self._check_writable(key)
+        path = self._path(key)
+        parent = os.path.dirname(path)
+        self._check_inside(path, key)  # before makedirs, which would follow a link out
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except FileExistsError:
+            raise ZarrfastError(
+                f"cannot write key {key!r}: a parent path of {path!r} is a file"
+            ) from None
+        except NotADirectoryError:
+            raise ZarrfastError(
+                f"cannot write key {key!r}: a parent path of {path!r} is a file"
+            ) from None
+        tmp = os.path.join(parent, f"{_TMP_MARK}{uuid.uuid4().hex}")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        fd = os.open(tmp, flags, 0o666)
+        try:
+            try:
+                view = memoryview(value)
+                view = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
+                written = 0
+                n = len(view)
+                while written < n:
+                    written += os.write(fd, view[written:])
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        if self.fsync and hasattr(os, "O_DIRECTORY"):
+            dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+    def delete(self, key: str) -> None:
+        self._check_writable(key)
+        path = self._path(key)
+        self._check_inside(path, key, check_leaf=False)
+        try:
+            os.unlink(path)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except IsADirectoryError:
+            pass
+        except PermissionError:
+            if not os.path.isdir(path):
+                raise
+
+    def delete_dir(self, prefix: str) -> None:
+        self._check_writable(prefix or "<root>")
+        import shutil
+
+        validate_prefix(prefix)
+        p = prefix[:-1] if prefix.endswith("/") else prefix
+        if p:
+            path = self._path(p)
+            self._check_inside(path, p, check_leaf=False)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.isfile(path) or os.path.islink(path):
+                pass  # a key, not a directory: leave it (zarr semantics: prefix + "/")
+        else:
+            if os.path.isdir(self._root_str):
+                for name in os.listdir(self._root_str):
+                    full = os.path.join(self._root_str, name)
+                    if os.path.isdir(full) and not os.path.islink(full):
+                        shutil.rmtree(full)
+                    else:
+                        os.unlink(full)
+
+    # -- listing ----------------------------------------------------------
+    def list(self) -> Iterator[str]:
+        return self.list_prefix("")
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        # walk only the deepest directory the prefix names
+        base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        start = self._path(base) if base else self._root_str
+        out: list[str] = []
+        if not os.path.isdir(start):
+            return iter(out)
+        root_len = len(self._root_str) + 1
+        for dirpath, dirnames, filenames in os.walk(start):
+            dirnames.sort()
+            rel_dir = dirpath[root_len:].replace(os.sep, "/") if dirpath != self._root_str else ""
+            for name in filenames:
+                if name.startswith(_TMP_MARK):
+                    continue
+                key = f"{rel_dir}/{name}" if rel_dir else name
+                if key.startswith(prefix):
+                    out.append(key)
+        out.sort()
+        return iter(out)
+
+    def list_dir(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        p = prefix.rstrip("/")
+        path = self._path(p) if p else self._root_str
+        try:
+            names = os.listdir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return iter([])
+        except OSError as e:  # pragma: no cover
+            if e.errno == errno.ENOTDIR:
+                return iter([])
+            raise
+        return iter(sorted(n for n in names if not n.startswith(_TMP_MARK)))
+
+
+def _rebuild(root: str, read_only: bool, fsync: bool) -> LocalStore:
+    return LocalStore(root, read_only=read_only, fsync=fsync)
