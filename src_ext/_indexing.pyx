@@ -92,30 +92,36 @@ cdef int64_t _dim_segments(int64_t n, int64_t c, int64_t s, int64_t t, int64_t m
 cdef void _fill_table(int ndim, const int64_t* nseg, int64_t** segs, int64_t nrows,
                       int64_t* chunk, int64_t* lstart, int64_t* lcount, int64_t* ostart,
                       uint8_t* complete) noexcept nogil:
-    """Cartesian product of the per-dim segment lists, last dim fastest."""
+    """Cartesian product of the per-dim segment lists, last dim fastest.
+
+    One sequential pass over the output rows, with an odometer over the
+    per-dim segment indices.
+    """
     cdef int d
-    cdef int64_t outer, inner, o, g, q, row, pos
+    cdef int64_t row, pos = 0
+    cdef int64_t g[ZF_MAX_NDIM]
     cdef const int64_t* rec
-    for row in range(nrows):
-        complete[row] = 1
-    inner = nrows
-    outer = 1
+    cdef uint8_t done
     for d in range(ndim):
-        inner //= nseg[d]
-        row = 0
-        for o in range(outer):
-            for g in range(nseg[d]):
-                rec = segs[d] + _SEG * g
-                for q in range(inner):
-                    pos = row * ndim + d
-                    chunk[pos] = rec[0]
-                    lstart[pos] = rec[1]
-                    lcount[pos] = rec[2]
-                    ostart[pos] = rec[3]
-                    if not rec[4]:
-                        complete[row] = 0
-                    row += 1
-        outer *= nseg[d]
+        g[d] = 0
+    for row in range(nrows):
+        done = 1
+        for d in range(ndim):
+            rec = segs[d] + _SEG * g[d]
+            chunk[pos] = rec[0]
+            lstart[pos] = rec[1]
+            lcount[pos] = rec[2]
+            ostart[pos] = rec[3]
+            done &= <uint8_t>rec[4]
+            pos += 1
+        complete[row] = done
+        d = ndim - 1
+        while d >= 0:
+            g[d] += 1
+            if g[d] < nseg[d]:
+                break
+            g[d] = 0
+            d -= 1
 
 
 def project(const int64_t[::1] shape not None, const int64_t[::1] chunk_shape not None,

@@ -51,13 +51,17 @@ def _u8(buf, *, writable: bool = False) -> np.ndarray:
     m = memoryview(buf)
     if m.ndim != 1:
         raise ValueError(f"Buffer has wrong number of dimensions (expected 1, got {m.ndim})")
-    if m.format.lstrip("@=<>!") != "B":
+    # Cython's uint8_t memoryviews take unsigned char, char and bool items.
+    if m.format.lstrip("@=<>!") not in ("B", "c", "?"):
         raise ValueError(f"Buffer dtype mismatch, expected 'uint8_t' but got {m.format!r}")
     if not m.c_contiguous:
         raise ValueError("Buffer not C contiguous.")
     if writable and m.readonly:
-        raise ValueError("buffer source array is read-only")
-    return np.frombuffer(m, dtype=np.uint8)
+        # What the exporter raises for a writable-buffer request.
+        if isinstance(buf, np.ndarray):
+            raise ValueError("buffer source array is read-only")
+        raise BufferError("Object is not writable.")
+    return np.frombuffer(m.cast("B") if m.format != "B" else m, dtype=np.uint8)
 
 
 def _i64(buf, ndim: int = 1) -> np.ndarray:

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -100,6 +100,8 @@ def parse_chunk_grid(data: Any, *, where: str = "chunk_grid") -> RegularChunkGri
 @dataclass(frozen=True)
 class ChunkKeyEncoding:
     separator: str
+    #: whether metadata spells out the configuration (tensorstore omits the default)
+    write_configuration: bool = field(default=True, compare=False)
     name = ""
 
     def __post_init__(self) -> None:
@@ -110,6 +112,8 @@ class ChunkKeyEncoding:
             )
 
     def to_dict(self) -> dict[str, Any]:
+        if not self.write_configuration:
+            return {"name": self.name}
         return {"name": self.name, "configuration": {"separator": self.separator}}
 
     def key_prefix(self) -> str:
@@ -123,6 +127,7 @@ class ChunkKeyEncoding:
 @dataclass(frozen=True)
 class DefaultChunkKeyEncoding(ChunkKeyEncoding):
     separator: str = "/"
+    write_configuration: bool = field(default=True, compare=False)
     name = "default"
 
     def key_prefix(self) -> str:
@@ -137,6 +142,7 @@ class DefaultChunkKeyEncoding(ChunkKeyEncoding):
 @dataclass(frozen=True)
 class V2ChunkKeyEncoding(ChunkKeyEncoding):
     separator: str = "."
+    write_configuration: bool = field(default=True, compare=False)
     name = "v2"
 
     def key_prefix(self) -> str:
@@ -175,6 +181,6 @@ def parse_chunk_key_encoding(data: Any, *, where: str = "chunk_key_encoding") ->
     try:
         if "separator" in config:
             return classes[name](separator=config["separator"])
-        return classes[name]()
+        return classes[name](write_configuration="configuration" in data)
     except MetadataValidationError as e:
         raise MetadataValidationError(f"{where}: {e}") from None

@@ -21,7 +21,6 @@ import numpy as np
 
 from ..chunk_grid import (
     ChunkKeyEncoding,
-
     RegularChunkGrid,
     parse_chunk_grid,
     parse_chunk_key_encoding,
@@ -141,6 +140,8 @@ class ArrayMetadata:
     extra: dict[str, Any] = field(default_factory=dict)
     #: the fill value exactly as the document wrote it (kept for identical round trips)
     fill_value_json: Any = None
+    #: whether the document had an ``attributes`` member (tensorstore omits an empty one)
+    write_attributes: bool = field(default=True, compare=False)
     zarr_format: int = 3
     node_type: str = "array"
 
@@ -269,6 +270,7 @@ class ArrayMetadata:
             storage_transformers=tuple(st) if "storage_transformers" in doc else None,
             extra=extra,
             fill_value_json=doc["fill_value"],
+            write_attributes="attributes" in doc,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -281,8 +283,9 @@ class ArrayMetadata:
             "chunk_key_encoding": self.chunk_key_encoding.to_dict(),
             "fill_value": self.fill_value_json,
             "codecs": [c.to_dict() for c in self.codecs],
-            "attributes": self.attributes,
         }
+        if self.attributes or self.write_attributes:
+            doc["attributes"] = self.attributes
         if self.dimension_names is not None:
             doc["dimension_names"] = list(self.dimension_names)
         if self.storage_transformers is not None:
@@ -296,7 +299,7 @@ class ArrayMetadata:
     def update_attributes(self, attributes: dict[str, Any]) -> ArrayMetadata:
         from dataclasses import replace
 
-        return replace(self, attributes=attributes)
+        return replace(self, attributes=attributes, write_attributes=True)
 
     def update_shape(self, shape: tuple[int, ...]) -> ArrayMetadata:
         from dataclasses import replace

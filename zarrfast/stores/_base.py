@@ -242,7 +242,7 @@ class Store(abc.ABC):
         """A view of this store with another read-only flag."""
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources; the default does nothing."""
 
     def __enter__(self) -> Store:

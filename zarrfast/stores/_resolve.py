@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import MutableMapping
-from typing import Union
 
 from ..errors import ZarrfastError
 from ._base import Store
 from ._local import LocalStore
 from ._memory import MemoryStore
 
-StoreLike = Union[Store, str, os.PathLike, MutableMapping, None]
+StoreLike = Store | str | os.PathLike | MutableMapping | None
 
 
 def make_store(store: StoreLike, *, read_only: bool = False) -> Store:
