@@ -294,7 +294,7 @@ class ArrayMetadata:
         return doc
 
     def to_json(self) -> bytes:
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False).encode()
+        return json.dumps(self.to_dict(), indent=2, allow_nan=True).encode()
 
     def update_attributes(self, attributes: dict[str, Any]) -> ArrayMetadata:
         from dataclasses import replace
@@ -342,13 +342,16 @@ class GroupMetadata:
         return doc
 
     def to_json(self) -> bytes:
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False).encode()
+        return json.dumps(self.to_dict(), indent=2, allow_nan=True).encode()
 
 
 def _load_json(raw: bytes | bytearray | memoryview, key: str) -> Any:
+    # The NaN/Infinity tokens are not strict JSON, but zarr-python reads and writes
+    # them in attributes (xarray's _FillValue: NaN), so they are accepted, and
+    # to_json() writes them back the same way.
     try:
         return json.loads(bytes(raw))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
         raise MetadataError(f"{key}: not valid JSON ({e})") from None
     except RecursionError:
         raise MetadataError(f"{key}: JSON nested too deeply") from None
