@@ -134,6 +134,7 @@ def build_array_metadata(
             f"{node}: serializer must be one array -> bytes codec (such as 'bytes'), got "
             f"{serializer!r}"
         )
+    validate_codec_chain((*aa, *ser, *bb), shape=chunk_shape, data_type=data_type, node=node)
     # fill in automatically chosen parameters, following the chunk through the chain
     evolved: list[Codec] = []
     cur_shape = chunk_shape

@@ -37,12 +37,10 @@ def normalize_path(path: str | None) -> str:
         return ""
     if not isinstance(path, str):
         raise InvalidNodeNameError(f"node path must be a str, got {path!r}")
-    p = path.strip("/")
-    if p == "":
-        return ""
-    for name in p.split("/"):
+    names = [n for n in path.split("/") if n != ""]  # "a//b/" -> "a/b", as zarr-python does
+    for name in names:
         validate_node_name(name, path=path)
-    return p
+    return "/".join(names)
 
 
 def join_path(parent: str, name: str) -> str:

@@ -166,7 +166,7 @@ def parse_chunk_key_encoding(data: Any, *, where: str = "chunk_key_encoding") ->
         )
     name = data.get("name")
     classes = {"default": DefaultChunkKeyEncoding, "v2": V2ChunkKeyEncoding}
-    if name not in classes:
+    if not isinstance(name, str) or name not in classes:
         raise MetadataValidationError(
             f"{where}: unsupported chunk key encoding {name!r}; expected 'default' or 'v2'"
         )

@@ -103,18 +103,18 @@ class DataType:
         """Accept a Python/NumPy value (as users pass it) or a JSON encoding."""
         if value is None:
             return self.default_fill_value()
-        if isinstance(value, np.generic) or (
-            isinstance(value, (int, float, complex, bool)) and not isinstance(value, str)
-        ):
-            return _coerce_python(self, value, where)
         if isinstance(value, (bytes, np.void)) and self.kind == "V":
-            b = bytes(value)
+            b = bytes(value.tobytes() if isinstance(value, np.void) else value)
             if len(b) != self.itemsize:
                 raise FillValueError(
                     f"{where}: {value!r} has {len(b)} bytes, data type {self.name} needs "
                     f"{self.itemsize}"
                 )
             return np.frombuffer(b, dtype=self.dtype)[0]
+        if isinstance(value, np.generic) or (
+            isinstance(value, (int, float, complex, bool)) and not isinstance(value, str)
+        ):
+            return _coerce_python(self, value, where)
         return self.parse_fill_value(value, where=where)
 
 
@@ -144,7 +144,13 @@ def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
             raise UnsupportedDataTypeError(
                 f"{where}: raw data type {value!r} must have a multiple of 8 bits"
             )
-        return DataType(value, np.dtype(f"V{bits // 8}"))
+        try:
+            dt = np.dtype(f"V{bits // 8}")
+        except TypeError:
+            raise UnsupportedDataTypeError(
+                f"{where}: raw data type {value!r} is too large ({bits // 8} bytes per element)"
+            ) from None
+        return DataType(value, dt)
     raise UnsupportedDataTypeError(
         f"{where}: unknown data type {value!r}; supported: {', '.join(_CORE)} and r<N>"
     )
@@ -207,8 +213,11 @@ def _parse_float(dt: np.dtype, value: Any, where: str) -> Any:
             f"'NaN', 'Infinity', '-Infinity' or a '0x…' bit pattern"
         )
     if _is_int(value) or isinstance(value, float):
-        with np.errstate(over="ignore"):
-            out = dt.type(value)
+        try:
+            with np.errstate(over="ignore"):
+                out = dt.type(value)
+        except OverflowError:
+            raise FillValueError(f"{where}: {value!r} overflows data type {dt.name}") from None
         if np.isinf(out) and not math.isinf(float(value)):
             raise FillValueError(
                 f"{where}: {value!r} overflows data type {dt.name}"

@@ -34,6 +34,15 @@ class MemoryStore(Store):
     def __hash__(self) -> int:
         return id(self._data)
 
+    def __getstate__(self) -> dict:
+        # a pickled MemoryStore carries a snapshot of its values (a new process
+        # cannot share this process's memory); the lock is recreated
+        with self._lock:
+            return {"data": dict(self._data), "read_only": self._read_only}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["data"], read_only=state["read_only"])  # type: ignore[misc]
+
     def with_read_only(self, read_only: bool = True) -> MemoryStore:
         return MemoryStore(self._data, read_only=read_only)
 
