@@ -1143,3 +1143,37 @@ def test_array_properties(store: zarrfast.Store) -> None:
     a[0] = 1
     assert a.nchunks_initialized() == 1
     assert "p" in repr(a)
+
+
+@pytest.mark.parametrize("compressor", [None, "zstd", "gzip", "blosc", "crc32c"])
+def test_direct_decode_into_output(monkeypatch, compressor) -> None:
+    """Whole chunks that are contiguous in the output are decoded straight into it;
+    the result is identical whichever path a chunk takes."""
+    from zarrfast import pipeline
+
+    seen = []
+    original = pipeline.PreparedChain.decode
+
+    def spy(self, raw, key, **kw):
+        seen.append(kw.get("into") is not None)
+        return original(self, raw, key, **kw)
+
+    monkeypatch.setattr(pipeline.PreparedChain, "decode", spy)
+    codecs = [] if compressor is None else [{"name": compressor, "configuration": {
+        "zstd": {"level": 1}, "gzip": {"level": 1}, "crc32c": {},
+        "blosc": {"cname": "lz4", "clevel": 1, "shuffle": "shuffle", "typesize": 4},
+    }[compressor]}]
+    data = np.arange(11 * 8 * 6, dtype="int32").reshape(11, 8, 6)
+    a = zarrfast.create_array({}, shape=data.shape, chunks=(2, 8, 6), dtype="int32",
+                              compressors=codecs)
+    a[...] = data
+    seen.clear()
+    np.testing.assert_array_equal(a[...], data)
+    # 5 whole chunks are contiguous in the output; the edge chunk (1 row) is not whole
+    expected_direct = 5 if compressor is not None else 0
+    assert sum(seen) == expected_direct and len(seen) == 6
+    seen.clear()
+    np.testing.assert_array_equal(a[1:9], data[1:9])  # chunks 1..3 whole, 0 and 4 partial
+    assert sum(seen) == (3 if compressor is not None else 0)
+    np.testing.assert_array_equal(a[::-1], data[::-1])  # negative step: never direct
+    np.testing.assert_array_equal(a[:, 2:5], data[:, 2:5])

@@ -119,29 +119,30 @@ class PreparedChain:
             self._scratch.buf = buf
         return buf
 
-    def decode(self, raw: Any, key: str, *, writable: bool = False) -> np.ndarray:
+    def decode(
+        self, raw: Any, key: str, *, writable: bool = False, into: np.ndarray | None = None
+    ) -> np.ndarray:
         """Decode a stored chunk into a flat uint8 buffer in chunk-buffer layout.
 
         With ``writable`` the result is a fresh array the caller may keep and
         modify; otherwise it may be a per-thread scratch buffer valid until
-        this thread's next call.
+        this thread's next call.  With ``into`` (a flat uint8 view of
+        ``chunk_nbytes`` bytes, e.g. the chunk's place in the output) the chunk
+        is decoded there, straight from the codec where it can, and ``into``
+        is returned.
         """
         data = raw
-        fresh = None  # a buffer this call allocated, safe to hand out as writable
+        target = into  # a buffer the innermost codec should fill
+        if target is None and self._decode_into:
+            target = np.empty(self.chunk_nbytes, np.uint8) if writable else self._scratch_buffer()
         try:
             for i, c in enumerate(reversed(self.bb)):
-                innermost = i == len(self.bb) - 1
-                if innermost and self._decode_into:
-                    if writable:
-                        fresh = np.empty(self.chunk_nbytes, dtype=np.uint8)
-                        out = fresh
-                    else:
-                        out = self._scratch_buffer()
-                    data = c.decode(data, out=out)
+                if i == len(self.bb) - 1 and self._decode_into:
+                    data = c.decode(data, out=target)
                 else:
                     data = c.decode(data)
             if not self.fast:
-                return self._decode_general(data, key)
+                data = self._decode_general(data, key)
         except ChunkDecodeError as e:
             raise type(e)(f"chunk {key!r}: {e}") from None
         except CodecError as e:
@@ -157,7 +158,13 @@ class PreparedChain:
                 f"chunk {key!r}: decoded to {arr.nbytes} bytes, expected {self.chunk_nbytes} "
                 f"bytes (chunk shape {list(self.chunk_shape)} of {self.data_type.name})"
             )
-        if writable and (fresh is None or not np.shares_memory(arr, fresh)):
+        if into is not None:
+            if not np.shares_memory(arr, into):
+                into[...] = arr
+            return into
+        if writable and (self.bb and self._decode_into and np.shares_memory(arr, target)):
+            return arr  # freshly allocated above
+        if writable:
             arr = arr.copy()  # never modify a buffer the store or a codec may still own
         return arr
 
@@ -173,8 +180,7 @@ class PreparedChain:
             raise ChunkDecodeError(
                 f"chunk {key!r}: decoded to shape {arr.shape}, expected {shape}"
             )
-        arr = np.ascontiguousarray(arr, dtype=self.dtype)
-        return arr.reshape(-1).view(np.uint8).copy()
+        return np.ascontiguousarray(arr, dtype=self.dtype).reshape(-1).view(np.uint8)
 
     # -- encoding -----------------------------------------------------------------
     def encode(self, buf: np.ndarray) -> Any:
@@ -231,6 +237,27 @@ def _project(metadata: ArrayMetadata, sel: BasicSelection):
     )
 
 
+def _direct_rows(
+    chain: PreparedChain, sel: BasicSelection, region: np.ndarray, out_shape: tuple[int, ...]
+) -> np.ndarray | None:
+    """Rows whose chunk can be decoded straight into the output: the codec decodes
+    into a buffer, the chunk's bytes need no swap or permutation, the selection
+    covers the whole nominal chunk with step 1, and its place in the (C-order)
+    output is one contiguous block."""
+    if not (chain.fast and chain._decode_into and chain.swap_unit == 1
+            and chain.permutation == tuple(range(chain.ndim)) and np.all(sel.step == 1)):
+        return None
+    whole = np.all(region == np.array(chain.chunk_shape, dtype=np.int64), axis=1)
+    if not whole.any():
+        return None
+    # contiguous iff every dim after the first one longer than 1 spans the whole output
+    longer = region > 1
+    before = np.zeros_like(longer)
+    before[:, 1:] = np.cumsum(longer, axis=1)[:, :-1] > 0
+    partial = region != np.array(out_shape, dtype=np.int64)
+    return whole & ~np.any(before & partial, axis=1)
+
+
 def read_selection(
     store: Store, path: str, chain: PreparedChain, sel: BasicSelection, out: np.ndarray
 ) -> None:
@@ -253,6 +280,8 @@ def read_selection(
     fill = chain._fill_native_arr
     copy_region = _kernels.copy_region
     fill_region = _kernels.fill_region
+    direct = _direct_rows(chain, sel, local_count, out.shape) if nrows else None
+    nbytes = chain.chunk_nbytes
 
     def task(i: int) -> None:
         key = keys[i]
@@ -260,6 +289,10 @@ def read_selection(
         region = local_count[i]
         if raw is None:
             fill_region(out_flat, int(dst_offsets[i]), out_strides, region, fill)
+            return
+        if direct is not None and direct[i]:
+            off = int(dst_offsets[i])
+            chain.decode(raw, key, into=out_flat[off:off + nbytes])
             return
         buf = chain.decode(raw, key)
         copy_region(
