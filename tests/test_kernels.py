@@ -862,7 +862,7 @@ def test_format_chunk_keys_edges(impl):
 # ---------------------------------------------------------------------------
 
 
-def test_kernels_selector():
+def test_kernels_selector(tmp_path):
     from zarrfast import _kernels
 
     pure = os.environ.get("ZARRFAST_PURE_PYTHON") == "1"
@@ -873,9 +873,13 @@ def test_kernels_selector():
         assert _kernels.copy_region is ref.copy_region
     code = "from zarrfast import _kernels as k; print(k.USING_EXTENSIONS, k.project.__module__)"
     for flag, expected in (("1", False), ("0", ext is not None)):
-        env = dict(os.environ, ZARRFAST_PURE_PYTHON=flag)
+        # import the same zarrfast as this process (installed, or a source tree built in place)
+        pkg_parent = os.path.dirname(os.path.dirname(_kernels.__file__))
+        env = dict(os.environ, ZARRFAST_PURE_PYTHON=flag, PYTHONPATH=pkg_parent)
+        # cwd=tmp_path: `python -c` puts its cwd first on sys.path, which from the repo
+        # root would import the source tree instead of the installed package
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, check=True).stdout.split()
+                             text=True, check=True, cwd=tmp_path).stdout.split()
         module = "zarrfast._ext._indexing" if expected else "zarrfast._reference"
         assert out == [str(expected), module]
 

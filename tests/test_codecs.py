@@ -1,0 +1,162 @@
+"""Codec objects, the registry, and third-party codecs found through entry points."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast.codecs import (
+    BloscCodec,
+    BytesCodec,
+    Crc32cCodec,
+    GzipCodec,
+    TransposeCodec,
+    ZstdCodec,
+    parse_codec,
+    registry,
+)
+from zarrfast.codecs._base import BytesBytesCodec, parse_named_config
+from zarrfast.errors import ChecksumError, MetadataValidationError, UnknownCodecError
+
+
+@pytest.mark.parametrize(
+    "codec",
+    [
+        BytesCodec(endian="little"),
+        BytesCodec(endian="big"),
+        BytesCodec(endian=None),
+        TransposeCodec(order=(2, 0, 1)),
+        GzipCodec(level=9),
+        ZstdCodec(level=-3, checksum=True),
+        BloscCodec(cname="lz4", clevel=1, shuffle="bitshuffle", typesize=2, blocksize=0),
+        Crc32cCodec(),
+    ],
+    ids=repr,
+)
+def test_to_dict_from_dict_round_trip(codec) -> None:
+    doc = codec.to_dict()
+    again = parse_codec(doc)
+    assert again == codec
+    assert again.to_dict() == doc
+
+
+def test_bytes_bytes_codecs_round_trip_bytes() -> None:
+    payload = np.arange(1000, dtype="<u4").tobytes()
+    for codec in (GzipCodec(level=1), ZstdCodec(level=1), Crc32cCodec(),
+                  BloscCodec(cname="zstd", clevel=3, shuffle="shuffle", typesize=4)):
+        encoded = codec.encode(payload)
+        assert bytes(codec.decode(encoded)) == payload
+        out = np.empty(len(payload), dtype=np.uint8)
+        assert bytes(np.frombuffer(codec.decode(encoded, out=out), np.uint8)) == payload
+
+
+def test_crc32c_detects_corruption() -> None:
+    encoded = bytearray(Crc32cCodec().encode(b"hello world"))
+    assert encoded[-4:] == (0xC99465AA).to_bytes(4, "little")  # CRC-32C of b"hello world"
+    encoded[3] ^= 1
+    with pytest.raises(ChecksumError, match="mismatch"):
+        Crc32cCodec().decode(bytes(encoded))
+
+
+def test_legacy_transpose_strings_resolve_against_rank() -> None:
+    assert TransposeCodec(order="F").permutation(3) == (2, 1, 0)
+    assert TransposeCodec(order="C").permutation(2) == (0, 1)
+    with pytest.raises(MetadataValidationError, match="order"):
+        TransposeCodec(order="X")
+
+
+def test_unknown_codec_names_the_codec() -> None:
+    with pytest.raises(UnknownCodecError, match="'nosuch'"):
+        parse_codec({"name": "nosuch", "configuration": {}}, where="array 'a/b': codecs[1]")
+    assert parse_codec({"name": "nosuch", "must_understand": False}) is None
+
+
+@dataclass(frozen=True)
+class XorCodec(BytesBytesCodec):
+    """A toy bytes -> bytes codec a third party might register (XOR with a key byte)."""
+
+    key: int = 0x5A
+    name = "test.xor"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> XorCodec:
+        config = parse_named_config(data, cls.name, allowed=("key",))
+        return cls(key=config.get("key", 0x5A))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {"key": self.key}}
+
+    def encode(self, data: Any) -> bytes:
+        return (np.frombuffer(data, np.uint8) ^ self.key).tobytes()
+
+    def decode(self, data: Any, out: Any = None) -> bytes:
+        return (np.frombuffer(data, np.uint8) ^ self.key).tobytes()
+
+
+def test_register_codec_and_use_it_in_an_array(monkeypatch) -> None:
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    registry.register_codec(XorCodec)
+    data = np.arange(50, dtype="int16").reshape(5, 10)
+    store: dict = {}
+    a = zarrfast.create_array(store, shape=data.shape, chunks=(2, 4), dtype="int16",
+                              compressors=[{"name": "test.xor", "configuration": {"key": 7}}])
+    a[...] = data
+    raw = store["c/0/0"]
+    assert bytes(raw) != data[:2, :4].tobytes()  # stored XOR-ed, not plain
+    b = zarrfast.open_array(store, mode="r")
+    assert b.compressors == (XorCodec(key=7),)
+    np.testing.assert_array_equal(b[...], data)
+
+
+def test_entry_point_plugin_is_discovered(tmp_path, monkeypatch) -> None:
+    """A codec published under the ``zarrfast.codecs`` entry-point group by an installed
+    distribution is found by name, without being imported beforehand."""
+    pkg = tmp_path / "zf_plugin_demo"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent('''
+        from dataclasses import dataclass
+        import zlib
+        from zarrfast.codecs._base import BytesBytesCodec, parse_named_config
+
+        @dataclass(frozen=True)
+        class DeflateCodec(BytesBytesCodec):
+            name = "demo.deflate"
+
+            @classmethod
+            def from_dict(cls, data):
+                parse_named_config(data, cls.name)
+                return cls()
+
+            def to_dict(self):
+                return {"name": self.name}
+
+            def encode(self, data):
+                return zlib.compress(bytes(data))
+
+            def decode(self, data, out=None):
+                return zlib.decompress(bytes(data))
+    '''))
+    dist = tmp_path / "zf_plugin_demo-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: zf-plugin-demo\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[zarrfast.codecs]\ndemo.deflate = zf_plugin_demo:DeflateCodec\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    assert "zf_plugin_demo" not in sys.modules
+    codec = parse_codec({"name": "demo.deflate"})
+    assert type(codec).__module__ == "zf_plugin_demo"
+    data = np.linspace(0, 1, 64).reshape(8, 8)
+    a = zarrfast.create_array({}, shape=data.shape, chunks=(4, 4), dtype="float64",
+                              compressors=["demo.deflate"])
+    a[...] = data
+    np.testing.assert_array_equal(a[...], data)
+    monkeypatch.delitem(sys.modules, "zf_plugin_demo")
