@@ -217,7 +217,8 @@ class PreparedChain:
 # -- selections ------------------------------------------------------------------
 
 
-def _chunk_keys(metadata: ArrayMetadata, path: str, coords: np.ndarray) -> list[str]:
+def chunk_keys(metadata: ArrayMetadata, path: str, coords: np.ndarray) -> list[str]:
+    """Store keys of the chunks at ``coords`` (rows of grid coordinates), in bulk."""
     cke = metadata.chunk_key_encoding
     base = f"{path}/" if path else ""
     if coords.shape[1] == 0:
@@ -227,14 +228,121 @@ def _chunk_keys(metadata: ArrayMetadata, path: str, coords: np.ndarray) -> list[
     )
 
 
-def _project(metadata: ArrayMetadata, sel: BasicSelection):
-    return _kernels.project(
-        np.array(metadata.shape, dtype=np.int64),
-        np.array(metadata.chunks, dtype=np.int64),
-        sel.start,
-        sel.step,
-        sel.count,
-    )
+class Projection:
+    """A selection projected onto a grid of ``chain.chunk_shape`` chunks: one row per
+    touched chunk (see :func:`zarrfast._kernels.project`)."""
+
+    def __init__(self, array_shape: tuple[int, ...], chain: PreparedChain,
+                 sel: BasicSelection) -> None:
+        (self.coords, self.local_start, self.local_count, self.out_start,
+         self.complete) = _kernels.project(
+            np.array(array_shape, dtype=np.int64),
+            np.array(chain.chunk_shape, dtype=np.int64),
+            sel.start, sel.step, sel.count,
+        )
+        self.nrows = self.coords.shape[0]
+        self.array_shape = np.array(array_shape, dtype=np.int64)
+        self.chain = chain
+        self.sel = sel
+
+    def is_edge(self, i: int) -> bool:
+        """Whether chunk row ``i`` reaches past the array's end (it has padding)."""
+        chunk_shape = np.array(self.chain.chunk_shape, dtype=np.int64)
+        return bool(np.any((self.coords[i] + 1) * chunk_shape > self.array_shape))
+
+
+class RowReader:
+    """Moves selected elements from decoded chunks into ``out`` (C-contiguous, shape
+    ``sel.full_shape``), one projection row at a time."""
+
+    def __init__(self, proj: Projection, out: np.ndarray) -> None:
+        chain = proj.chain
+        self.proj = proj
+        self.chain = chain
+        if not out.flags.c_contiguous:  # pragma: no cover - callers pass C-contiguous buffers
+            raise ZarrfastError("internal: output buffer must be C-contiguous")
+        self.out_flat = out.reshape(-1).view(np.uint8)
+        self.out_strides = np.array(out.strides, dtype=np.int64)
+        self.src_strides = chain.chunk_strides * proj.sel.step
+        self.src_offsets = proj.local_start @ chain.chunk_strides
+        self.dst_offsets = proj.out_start @ self.out_strides
+        self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape)
+
+    def read(self, i: int, raw: Any, key: str) -> None:
+        """Decode stored chunk ``raw`` (``None``: missing -> fill value) into row ``i``."""
+        chain = self.chain
+        region = self.proj.local_count[i]
+        if raw is None:
+            _kernels.fill_region(self.out_flat, int(self.dst_offsets[i]), self.out_strides,
+                                 region, chain._fill_native_arr)
+            return
+        if self.direct is not None and self.direct[i]:
+            off = int(self.dst_offsets[i])
+            chain.decode(raw, key, into=self.out_flat[off:off + chain.chunk_nbytes])
+            return
+        buf = chain.decode(raw, key)
+        _kernels.copy_region(
+            buf, int(self.src_offsets[i]), self.src_strides,
+            self.out_flat, int(self.dst_offsets[i]), self.out_strides,
+            region, chain.itemsize, chain.swap_unit,
+        )
+
+
+class RowWriter:
+    """Produces the new encoded bytes of a chunk touched by a write: ``value``
+    (C-contiguous, shape ``sel.full_shape``) or ``scalar`` over projection rows."""
+
+    def __init__(self, proj: Projection, value: np.ndarray | None, scalar: Any,
+                 write_empty_chunks: bool) -> None:
+        chain = proj.chain
+        self.proj = proj
+        self.chain = chain
+        self.write_empty_chunks = write_empty_chunks
+        self.dst_strides = chain.chunk_strides * proj.sel.step
+        self.dst_offsets = proj.local_start @ chain.chunk_strides
+        if value is not None:
+            self.value_flat = value.reshape(-1).view(np.uint8)
+            self.value_strides = np.array(value.strides, dtype=np.int64)
+            self.src_offsets = proj.out_start @ self.value_strides
+            self.scalar_item = None
+        else:
+            self.value_flat = None
+            item = np.asarray(scalar, dtype=chain.dtype)
+            if chain.swap_unit > 1:
+                order = "<" if chain.ab.endian == "little" else ">"  # type: ignore[attr-defined]
+                item = item.astype(chain.dtype.newbyteorder(order))
+            self.scalar_item = np.frombuffer(item.tobytes(), dtype=np.uint8)
+
+    def needs_old(self, i: int) -> bool:
+        """Whether row ``i`` keeps some old elements (so the stored chunk must be read)."""
+        return not self.proj.complete[i]
+
+    def write(self, i: int, old: Any, key: str) -> Any:
+        """The new stored bytes of row ``i``'s chunk, or ``None`` when it equals the fill
+        value everywhere (and empty chunks are not written).  ``old`` is the stored chunk
+        (``None``: missing); it is only used when :meth:`needs_old`."""
+        chain = self.chain
+        if self.proj.complete[i]:
+            buf = np.empty(chain.chunk_nbytes, dtype=np.uint8)
+            if self.proj.is_edge(i):
+                chain.fill_chunk(buf)  # padding beyond the array's edge holds the fill value
+        elif old is None:
+            buf = chain.new_fill_chunk()
+        else:
+            buf = chain.decode(old, key, writable=True)
+        region = self.proj.local_count[i]
+        if self.value_flat is not None:
+            _kernels.copy_region(
+                self.value_flat, int(self.src_offsets[i]), self.value_strides,
+                buf, int(self.dst_offsets[i]), self.dst_strides,
+                region, chain.itemsize, chain.swap_unit,
+            )
+        else:
+            _kernels.fill_region(buf, int(self.dst_offsets[i]), self.dst_strides, region,
+                                 self.scalar_item)
+        if not self.write_empty_chunks and chain.is_fill(buf):
+            return None
+        return chain.encode(buf)
 
 
 def _direct_rows(
@@ -244,8 +352,10 @@ def _direct_rows(
     into a buffer, the chunk's bytes need no swap or permutation, the selection
     covers the whole nominal chunk with step 1, and its place in the (C-order)
     output is one contiguous block."""
-    if not (chain.fast and chain._decode_into and chain.swap_unit == 1
-            and chain.permutation == tuple(range(chain.ndim)) and np.all(sel.step == 1)):
+    if region.shape[0] == 0 or not (
+        chain.fast and chain._decode_into and chain.swap_unit == 1
+        and chain.permutation == tuple(range(chain.ndim)) and np.all(sel.step == 1)
+    ):
         return None
     whole = np.all(region == np.array(chain.chunk_shape, dtype=np.int64), axis=1)
     if not whole.any():
@@ -262,49 +372,19 @@ def read_selection(
     store: Store, path: str, chain: PreparedChain, sel: BasicSelection, out: np.ndarray
 ) -> None:
     """Read the selection into ``out`` (shape ``sel.full_shape``, dtype native)."""
-    metadata = chain.metadata
     if out.size == 0:
         return
-    coords, local_start, local_count, out_start, _complete = _project(metadata, sel)
-    nrows = coords.shape[0]
-    keys = _chunk_keys(metadata, path, coords)
-    out_flat = out.reshape(-1).view(np.uint8) if out.flags.c_contiguous else None
-    if out_flat is None:  # pragma: no cover - callers pass C-contiguous buffers
-        raise ZarrfastError("internal: output buffer must be C-contiguous")
-    out_strides = np.array(out.strides, dtype=np.int64)
-    src_strides = chain.chunk_strides * sel.step
-    src_offsets = local_start @ chain.chunk_strides if nrows else np.zeros(0, np.int64)
-    dst_offsets = out_start @ out_strides if nrows else np.zeros(0, np.int64)
-    itemsize = chain.itemsize
-    swap = chain.swap_unit
-    fill = chain._fill_native_arr
-    copy_region = _kernels.copy_region
-    fill_region = _kernels.fill_region
-    direct = _direct_rows(chain, sel, local_count, out.shape) if nrows else None
-    nbytes = chain.chunk_nbytes
+    proj = Projection(chain.metadata.shape, chain, sel)
+    keys = chunk_keys(chain.metadata, path, proj.coords)
+    reader = RowReader(proj, out)
 
     def task(i: int) -> None:
-        key = keys[i]
-        raw = store.get(key)
-        region = local_count[i]
-        if raw is None:
-            fill_region(out_flat, int(dst_offsets[i]), out_strides, region, fill)
-            return
-        if direct is not None and direct[i]:
-            off = int(dst_offsets[i])
-            chain.decode(raw, key, into=out_flat[off:off + nbytes])
-            return
-        buf = chain.decode(raw, key)
-        copy_region(
-            buf, int(src_offsets[i]), src_strides,
-            out_flat, int(dst_offsets[i]), out_strides,
-            region, itemsize, swap,
-        )
+        reader.read(i, store.get(keys[i]), keys[i])
 
     # Every task writes a disjoint region of `out` (chunks partition the array and
     # the projection maps each selected element to exactly one chunk), so the
-    # tasks share `out_flat` without locking.
-    map_unordered_into(task, range(nrows))
+    # tasks share `out` without locking.
+    map_unordered_into(task, range(proj.nrows))
 
 
 def write_selection(
@@ -313,62 +393,26 @@ def write_selection(
     chain: PreparedChain,
     sel: BasicSelection,
     value: np.ndarray | None,
-    scalar: np.generic | None,
+    scalar: Any,
     *,
     write_empty_chunks: bool,
 ) -> None:
     """Write ``value`` (C-contiguous, shape ``sel.full_shape``) or ``scalar`` into the selection."""
-    metadata = chain.metadata
     if math.prod(sel.full_shape) == 0:
         return
-    coords, local_start, local_count, out_start, complete = _project(metadata, sel)
-    nrows = coords.shape[0]
-    keys = _chunk_keys(metadata, path, coords)
-    itemsize = chain.itemsize
-    swap = chain.swap_unit
-    dst_strides = chain.chunk_strides * sel.step
-    dst_offsets = local_start @ chain.chunk_strides
-    chunk_shape = np.array(chain.chunk_shape, dtype=np.int64)
-    array_shape = np.array(metadata.shape, dtype=np.int64)
-    if value is not None:
-        value_flat = value.reshape(-1).view(np.uint8)
-        value_strides = np.array(value.strides, dtype=np.int64)
-        src_offsets = out_start @ value_strides
-        scalar_item = None
-    else:
-        value_flat = None
-        value_strides = None
-        src_offsets = None
-        item = np.asarray(scalar, dtype=chain.dtype)
-        if swap > 1:
-            order = "<" if chain.ab.endian == "little" else ">"  # type: ignore[attr-defined]
-            item = item.astype(chain.dtype.newbyteorder(order))
-        scalar_item = np.frombuffer(item.tobytes(), dtype=np.uint8)
+    proj = Projection(chain.metadata.shape, chain, sel)
+    keys = chunk_keys(chain.metadata, path, proj.coords)
+    writer = RowWriter(proj, value, scalar, write_empty_chunks)
 
     def task(i: int) -> None:
         key = keys[i]
-        if complete[i]:
-            buf = np.empty(chain.chunk_nbytes, dtype=np.uint8)
-            edge = np.any((coords[i] + 1) * chunk_shape > array_shape)
-            if edge:
-                chain.fill_chunk(buf)  # padding beyond the array's edge holds the fill value
-        else:
-            raw = store.get(key)
-            buf = chain.new_fill_chunk() if raw is None else chain.decode(raw, key, writable=True)
-        region = local_count[i]
-        if value_flat is not None:
-            _kernels.copy_region(
-                value_flat, int(src_offsets[i]), value_strides,
-                buf, int(dst_offsets[i]), dst_strides,
-                region, itemsize, swap,
-            )
-        else:
-            _kernels.fill_region(buf, int(dst_offsets[i]), dst_strides, region, scalar_item)
-        if not write_empty_chunks and chain.is_fill(buf):
+        old = store.get(key) if writer.needs_old(i) else None
+        new = writer.write(i, old, key)
+        if new is None:
             store.delete(key)
         else:
-            store.set(key, chain.encode(buf))
+            store.set(key, new)
 
     # One task per chunk: no two tasks read-modify-write the same chunk key, and
     # each reads a disjoint part of `value`.
-    map_unordered_into(task, range(nrows))
+    map_unordered_into(task, range(proj.nrows))
