@@ -77,8 +77,6 @@ def _create_array_at(
 ) -> Array:
     _check_format(zarr_format)
     node = f"array {('/' + path)!r}"
-    if shards is not None:
-        raise ZarrfastError(f"{node}: sharding (shards=) is not supported yet")
     if compressor != "auto":
         compressors = compressor
     if data is not None:
@@ -102,7 +100,7 @@ def _create_array_at(
     md = build_array_metadata(
         shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
         compressors=compressors, serializer=serializer, chunk_key_encoding=chunk_key_encoding,
-        dimension_names=dimension_names, attributes=attributes, node=node,
+        dimension_names=dimension_names, attributes=attributes, shards=shards, node=node,
     )
     if store.read_only:
         store._check_writable(metadata_key(path))

@@ -19,6 +19,7 @@ from .codecs import (
     ZstdCodec,
     parse_codec,
 )
+from .codecs.sharding import ShardingCodec
 from .errors import (
     ArrayNotFoundError,
     ContainsArrayError,
@@ -85,6 +86,29 @@ def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int, node: s
     return tuple(out)
 
 
+def normalize_shards(shards: Any, shape: tuple[int, ...], inner: tuple[int, ...], node: str
+                     ) -> tuple[int, ...]:
+    if isinstance(shards, Mapping):
+        shards = shards.get("shape")
+    if isinstance(shards, (int, np.integer)) and not isinstance(shards, bool):
+        shards = (int(shards),) * len(shape)
+    try:
+        out = tuple(int(s) for s in shards)
+    except (TypeError, ValueError):
+        raise ZarrfastError(f"{node}: shards must be a tuple of ints, got {shards!r}") from None
+    if len(out) != len(shape):
+        raise ZarrfastError(
+            f"{node}: shards {out} has rank {len(out)} but shape {shape} has rank {len(shape)}"
+        )
+    for s, c in zip(out, inner, strict=True):
+        if s < 1 or s % c:
+            raise ZarrfastError(
+                f"{node}: shard shape {out} must be a positive multiple of the chunk shape "
+                f"{inner} in every dimension"
+            )
+    return out
+
+
 def _codec_list(value: Any, default: list, what: str, node: str) -> list[Codec]:
     if isinstance(value, str) and value == "auto":
         value = default
@@ -113,6 +137,7 @@ def build_array_metadata(
     chunk_key_encoding: Any = None,
     dimension_names: Iterable[str | None] | None = None,
     attributes: Mapping[str, Any] | None = None,
+    shards: Any = None,
     node: str = "array",
 ) -> ArrayMetadata:
     """The metadata :func:`zarrfast.create_array` writes, from its arguments."""
@@ -145,6 +170,14 @@ def build_array_metadata(
             cur_shape = c2.encoded_shape(cur_shape)
     codecs = tuple(evolved)
     validate_codec_chain(codecs, shape=chunk_shape, data_type=data_type, node=node)
+    if shards is not None:
+        # as in zarr-python: `chunks` are the inner chunks, the codecs go inside the shard
+        shard_shape = normalize_shards(shards, shape_t, chunk_shape, node)
+        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=codecs)
+        sharding = sharding.evolve(shape=shard_shape, data_type=data_type)
+        codecs = (sharding,)
+        chunk_shape = shard_shape
+        validate_codec_chain(codecs, shape=chunk_shape, data_type=data_type, node=node)
 
     cke: ChunkKeyEncoding
     if chunk_key_encoding is None:

@@ -16,6 +16,7 @@ from .errors import IndexingError, ReadOnlyError, ZarrfastError
 from .indexing import normalize_basic
 from .metadata.v3 import ArrayMetadata
 from .pipeline import PreparedChain, read_selection, write_selection
+from .sharding import ShardedChain, is_sharded_fast, read_sharded, write_sharded
 from .stores import Store
 
 __all__ = ["Array"]
@@ -46,7 +47,7 @@ class Array:
         self._read_only = store.read_only if read_only is None else bool(read_only)
         self._write_empty_chunks = write_empty_chunks
         self._order = order
-        self._chain = PreparedChain(metadata)
+        self._set_chain(metadata)
 
     # -- construction / pickling ----------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -103,11 +104,15 @@ class Array:
 
     @property
     def chunks(self) -> tuple[int, ...]:
+        """The chunk shape: the inner chunks' shape for a sharded array."""
+        if self._sharded:
+            return self._chain.layout.inner_shape  # type: ignore[union-attr]
         return self._metadata.chunks
 
     @property
-    def shards(self) -> None:
-        return None
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard shape, or ``None`` for an array without sharding."""
+        return self._metadata.chunks if self._sharded else None
 
     @property
     def dtype(self) -> np.dtype:
@@ -139,6 +144,12 @@ class Array:
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
+        """Number of chunks (inner chunks, for a sharded array) along each dimension."""
+        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
+
+    @property
+    def _stored_grid(self) -> tuple[int, ...]:
+        """Number of stored objects (chunks, or shards) along each dimension."""
         return self._metadata.chunk_grid.grid_shape(self.shape)
 
     @property
@@ -177,11 +188,17 @@ class Array:
         if self._read_only:
             raise ReadOnlyError(f"array {self.name!r} is read-only (opened with mode 'r')")
 
+    def _set_chain(self, metadata: ArrayMetadata) -> None:
+        self._sharded = is_sharded_fast(metadata)
+        self._chain: PreparedChain | ShardedChain = (
+            ShardedChain(metadata) if self._sharded else PreparedChain(metadata)
+        )
+
     def _write_metadata(self, metadata: ArrayMetadata) -> None:
         self._check_writable()
         self._store.set(metadata_key(self._path), metadata.to_json())
         self._metadata = metadata
-        self._chain = PreparedChain(metadata)
+        self._set_chain(metadata)
 
     def _put_attributes(self, attrs: dict[str, Any]) -> None:
         self._write_metadata(self._metadata.update_attributes(attrs))
@@ -238,7 +255,10 @@ class Array:
             buf = out.reshape(full)
         else:
             buf = np.empty(full, dtype=self.dtype)
-        read_selection(self._store, self._path, self._chain, sel, buf)
+        if self._sharded:
+            read_sharded(self._store, self._path, self._chain, sel, buf)
+        else:
+            read_selection(self._store, self._path, self._chain, sel, buf)
         result = out if out is not None else buf.reshape(sel.out_shape)
         if self.ndim == 0:
             return result[()]
@@ -261,8 +281,7 @@ class Array:
                 raise ZarrfastError(
                     f"array {self.name!r}: cannot store {value!r} as {self.dtype}: {e}"
                 ) from None
-            write_selection(self._store, self._path, self._chain, sel, None, scalar,
-                            write_empty_chunks=self.write_empty_chunks)
+            self._write(sel, None, scalar)
             return
         arr = np.asarray(value)
         if arr.dtype != self.dtype:
@@ -281,8 +300,12 @@ class Array:
                 f"selection's shape {sel.out_shape}"
             ) from None
         arr = np.ascontiguousarray(arr).reshape(sel.full_shape)
-        write_selection(self._store, self._path, self._chain, sel, arr, None,
-                        write_empty_chunks=self.write_empty_chunks)
+        self._write(sel, arr, None)
+
+    def _write(self, sel: Any, value: np.ndarray | None, scalar: Any) -> None:
+        write = write_sharded if self._sharded else write_selection
+        write(self._store, self._path, self._chain, sel, value, scalar,  # type: ignore[arg-type]
+              write_empty_chunks=self.write_empty_chunks)
 
     # -- whole-array operations ---------------------------------------------------------
     def resize(self, new_shape: tuple[int, ...] | int) -> None:
@@ -296,7 +319,7 @@ class Array:
                 f"array {self.name!r}: new shape {new_shape} must have {self.ndim} "
                 f"non-negative lengths"
             )
-        old_grid = self.cdata_shape
+        old_grid = self._stored_grid
         new_md = self._metadata.update_shape(new_shape)
         new_grid = new_md.chunk_grid.grid_shape(new_shape)
         if any(n < o for n, o in zip(new_grid, old_grid, strict=True)):
@@ -315,7 +338,7 @@ class Array:
         import itertools
 
         count = 0
-        for coords in itertools.product(*(range(n) for n in self.cdata_shape)):
+        for coords in itertools.product(*(range(n) for n in self._stored_grid)):
             if self._store.exists(base + cke.encode(coords)):
                 count += 1
         return count

@@ -11,6 +11,11 @@ key                    environment variable       default
 =====================  =========================  ==========================
 ``threads``            ``ZARRFAST_THREADS``       number of CPUs
 ``write_empty_chunks`` ``ZARRFAST_WRITE_EMPTY``   ``False``
+``shard_coalesce_gap`` ``ZARRFAST_SHARD_COALESCE  65536 (bytes): inner chunks
+                       _GAP``                     of a shard closer than this
+                                                  are fetched in one request
+``shard_index_cache``  ``ZARRFAST_SHARD_INDEX_    4096 shard indexes cached
+                       CACHE``                    per array
 =====================  =========================  ==========================
 """
 
@@ -29,7 +34,7 @@ __all__ = ["get", "set", "defaults"]
 _lock = threading.Lock()
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -37,8 +42,8 @@ def _env_int(name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise ZarrfastError(f"environment variable {name}={raw!r} is not an integer") from None
-    if value < 1:
-        raise ZarrfastError(f"environment variable {name}={raw!r} must be >= 1")
+    if value < minimum:
+        raise ZarrfastError(f"environment variable {name}={raw!r} must be >= {minimum}")
     return value
 
 
@@ -59,6 +64,8 @@ def defaults() -> dict[str, Any]:
     return {
         "threads": _env_int("ZARRFAST_THREADS", os.cpu_count() or 1),
         "write_empty_chunks": _env_bool("ZARRFAST_WRITE_EMPTY", False),
+        "shard_coalesce_gap": _env_int("ZARRFAST_SHARD_COALESCE_GAP", 64 * 1024, minimum=0),
+        "shard_index_cache": _env_int("ZARRFAST_SHARD_INDEX_CACHE", 4096),
     }
 
 
@@ -68,9 +75,10 @@ _values: dict[str, Any] = defaults()
 def _validate(key: str, value: Any) -> Any:
     if key not in _values:
         raise ZarrfastError(f"unknown config key {key!r}; known keys: {sorted(_values)}")
-    if key == "threads":
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ZarrfastError(f"config threads={value!r} must be an integer >= 1")
+    if key in ("threads", "shard_index_cache", "shard_coalesce_gap"):
+        minimum = 0 if key == "shard_coalesce_gap" else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ZarrfastError(f"config {key}={value!r} must be an integer >= {minimum}")
     elif key == "write_empty_chunks":
         if not isinstance(value, bool):
             raise ZarrfastError(f"config write_empty_chunks={value!r} must be a bool")

@@ -105,6 +105,14 @@ class PreparedChain:
             self.chunk_strides = np.array(_c_strides(self.chunk_shape, self.itemsize), np.int64)
             self.swap_unit = 1
             self.fill_chunk_item = self.fill_native
+        self._shard_layout = None
+        if not self.fast and getattr(self.ab, "name", None) == "sharding_indexed":
+            from .sharding import ShardLayout  # import cycle: sharding builds on this module
+
+            shape = self.chunk_shape
+            for c in self.aa:
+                shape = c.encoded_shape(shape)
+            self._shard_layout = ShardLayout(self.ab, shape, dt, metadata.fill_value)
         self._fill_chunk_item_arr = np.frombuffer(self.fill_chunk_item, dtype=np.uint8)
         self._fill_native_arr = np.frombuffer(self.fill_native, dtype=np.uint8)
         self._scratch = _Scratch()
@@ -173,7 +181,10 @@ class PreparedChain:
         shapes = [shape]
         for c in self.aa:
             shapes.append(c.encoded_shape(shapes[-1]))
-        arr = self.ab.decode(data, shapes[-1], self.data_type)
+        if self._shard_layout is not None:  # needs the fill value for empty inner chunks
+            arr = self._shard_layout.decode_array(data, key)
+        else:
+            arr = self.ab.decode(data, shapes[-1], self.data_type)
         for c, s in zip(reversed(self.aa), reversed(shapes[:-1]), strict=True):
             arr = c.decode(arr, s)
         if arr.shape != shape:
@@ -191,7 +202,10 @@ class PreparedChain:
             arr = buf.view(self.dtype).reshape(self.chunk_shape)
             for c in self.aa:
                 arr = c.encode(arr)
-            data = self.ab.encode(arr, self.data_type)
+            if self._shard_layout is not None:
+                data = self._shard_layout.encode_array(np.ascontiguousarray(arr))
+            else:
+                data = self.ab.encode(arr, self.data_type)
         for c in self.bb:
             data = c.encode(data)
         return data

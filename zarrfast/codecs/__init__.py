@@ -4,9 +4,11 @@ from ._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 from .bytes import BytesCodec
 from .compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
 from .registry import get_codec_class, parse_codec, register_codec, registered_codecs
+from .sharding import ShardingCodec
 from .transpose import TransposeCodec
 
-for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec):
+for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
+             ShardingCodec):
     register_codec(_cls)
 del _cls
 
@@ -19,6 +21,7 @@ __all__ = [
     "Codec",
     "Crc32cCodec",
     "GzipCodec",
+    "ShardingCodec",
     "TransposeCodec",
     "ZstdCodec",
     "get_codec_class",

@@ -1,0 +1,470 @@
+"""Reading and writing sharded arrays (the ``sharding_indexed`` codec).
+
+A sharded array is two grids: shards (the array's chunks, one stored object
+each) made of inner chunks.  Inner chunks tile the array like a regular grid
+of ``inner chunk_shape``, so a selection is projected straight onto the inner
+grid, and each row is then routed to its shard:
+
+Reads
+    per shard touched (one task each): the index comes from a bounded
+    per-array cache or one byte-range request (suffix or prefix); only the
+    touched inner chunks are fetched, byte ranges closer than
+    ``config["shard_coalesce_gap"]`` merged into one request.  A selection
+    covering a whole shard fetches the shard in one request.  Then every
+    inner chunk is decoded and assembled on the pool by the same row reader as
+    plain chunks.
+Writes
+    one task per shard: a shard whose every inner chunk is overwritten is
+    assembled in memory and written once; otherwise the stored shard is read,
+    only the touched inner chunks are re-encoded, the others keep their bytes,
+    and the shard is rewritten in one ``set`` (atomic on the local store).
+    Inner chunks equal to the fill value are left out; a shard with none left
+    is deleted.
+
+Bad shards raise :class:`~zarrfast.errors.ChunkDecodeError` (or its
+:class:`~zarrfast.errors.ChecksumError`) naming the shard key and the inner
+chunk: an index whose checksum does not match, an entry pointing past the end
+of the shard, overlapping entries.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from . import config
+from ._concurrency import map_unordered_into
+from .chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
+from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+from .codecs.sharding import ShardingCodec
+from .errors import ChecksumError, ChunkDecodeError, CodecError
+from .indexing import BasicSelection, normalize_basic
+from .metadata.dtype import DataType, parse_data_type
+from .metadata.v3 import ArrayMetadata
+from .pipeline import PreparedChain, Projection, RowReader, RowWriter, chunk_keys
+from .stores import RangeByteRequest, Store, SuffixByteRequest
+
+__all__ = ["ShardLayout", "ShardedChain", "read_sharded", "write_sharded", "is_sharded_fast"]
+
+_EMPTY = np.uint64(2**64 - 1)
+_UINT64: DataType = parse_data_type("uint64")
+
+
+def _general_decode(codecs, data: Any, shape: tuple[int, ...], data_type: DataType) -> np.ndarray:
+    """Decode with the codecs' own methods (used for the small index)."""
+    aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
+    ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
+    for c in reversed([c for c in codecs if isinstance(c, BytesBytesCodec)]):
+        data = c.decode(data)
+    shapes = [shape]
+    for c in aa:
+        shapes.append(c.encoded_shape(shapes[-1]))
+    arr = ab.decode(data, shapes[-1], data_type)
+    for c, s in zip(reversed(aa), reversed(shapes[:-1]), strict=True):
+        arr = c.decode(arr, s)
+    return arr
+
+
+def _general_encode(codecs, arr: np.ndarray, data_type: DataType) -> bytes:
+    data: Any = arr
+    for c in codecs:
+        if isinstance(c, ArrayArrayCodec):
+            data = c.encode(data)
+        elif isinstance(c, ArrayBytesCodec):
+            data = c.encode(data, data_type)
+        else:
+            data = c.encode(data)
+    return bytes(data)
+
+
+class ShardLayout:
+    """Geometry and (de)serialisation of one array's shards."""
+
+    def __init__(self, codec: ShardingCodec, shard_shape: tuple[int, ...], data_type: DataType,
+                 fill_value: Any) -> None:
+        self.codec = codec
+        self.shard_shape = tuple(shard_shape)
+        self.inner_shape = codec.chunk_shape
+        self.cps = codec.chunks_per_shard(self.shard_shape)
+        self.n_inner = math.prod(self.cps)
+        self.index_shape = codec.index_shape(self.shard_shape)
+        self.index_nbytes = codec.index_nbytes(self.shard_shape)
+        self.at_end = codec.index_location == "end"
+        fv = data_type.default_fill_value() if fill_value is None else fill_value
+        # the inner chunks as an array of the shard's shape chunked by the inner shape
+        self.inner_metadata = ArrayMetadata(
+            shape=self.shard_shape,
+            data_type=data_type,
+            chunk_grid=RegularChunkGrid(self.inner_shape),
+            chunk_key_encoding=DefaultChunkKeyEncoding(),
+            fill_value=fv,
+            codecs=codec.codecs,
+        )
+        self.inner = PreparedChain(self.inner_metadata)
+
+    @classmethod
+    def for_codec(cls, codec: ShardingCodec, shard_shape: tuple[int, ...], data_type: DataType,
+                  fill_value: Any) -> ShardLayout:
+        return cls(codec, shard_shape, data_type, fill_value)
+
+    def index_request(self):
+        return (SuffixByteRequest(self.index_nbytes) if self.at_end
+                else RangeByteRequest(0, self.index_nbytes))
+
+    def inner_name(self, j: int) -> str:
+        return str(tuple(int(x) for x in np.unravel_index(j, self.cps)))
+
+    # -- index --------------------------------------------------------------------
+    def decode_index(self, raw: Any, key: str) -> np.ndarray:
+        """Decode and check an encoded index -> ``(n_inner, 2)`` uint64 array."""
+        if len(raw) != self.index_nbytes:
+            raise ChunkDecodeError(
+                f"shard {key!r}: index has {len(raw)} bytes, expected {self.index_nbytes} "
+                f"(the shard is truncated or not a shard)"
+            )
+        try:
+            arr = _general_decode(self.codec.index_codecs, raw, self.index_shape, _UINT64)
+        except ChecksumError as e:
+            raise ChecksumError(f"shard {key!r}: index checksum mismatch: {e}") from None
+        except (CodecError, ValueError) as e:
+            raise ChunkDecodeError(f"shard {key!r}: cannot decode the index: {e}") from None
+        index = np.ascontiguousarray(arr, dtype=np.uint64).reshape(self.n_inner, 2)
+        self._check_index(index, key)
+        return index
+
+    def _check_index(self, index: np.ndarray, key: str) -> None:
+        off, nb = index[:, 0], index[:, 1]
+        empty_off, empty_nb = off == _EMPTY, nb == _EMPTY
+        half = np.flatnonzero(empty_off != empty_nb)
+        if half.size:
+            j = int(half[0])
+            raise ChunkDecodeError(
+                f"shard {key!r}: index entry of inner chunk {self.inner_name(j)} is half empty "
+                f"(offset {int(off[j])}, nbytes {int(nb[j])})"
+            )
+        used = np.flatnonzero(~empty_off)
+        if used.size:
+            o = off[used]
+            end = o + nb[used]
+            if np.any(end < o):  # uint64 wrap-around
+                j = int(used[np.flatnonzero(end < o)[0]])
+                raise ChunkDecodeError(
+                    f"shard {key!r}: inner chunk {self.inner_name(j)} has an impossible range "
+                    f"(offset {int(off[j])}, nbytes {int(nb[j])})"
+                )
+            order = np.argsort(o, kind="stable")
+            overlap = np.flatnonzero(end[order][:-1] > o[order][1:])
+            if overlap.size:
+                a = int(used[order[overlap[0]]])
+                b = int(used[order[overlap[0] + 1]])
+                raise ChunkDecodeError(
+                    f"shard {key!r}: inner chunks {self.inner_name(a)} and "
+                    f"{self.inner_name(b)} overlap (bytes {int(off[a])}+{int(nb[a])} and "
+                    f"{int(off[b])}+{int(nb[b])})"
+                )
+            if not self.at_end:
+                low = np.flatnonzero(o < self.index_nbytes)
+                if low.size:
+                    j = int(used[low[0]])
+                    raise ChunkDecodeError(
+                        f"shard {key!r}: inner chunk {self.inner_name(j)} overlaps the index "
+                        f"at the start of the shard (offset {int(off[j])})"
+                    )
+
+    def index_of_shard(self, data: Any, key: str) -> np.ndarray:
+        """The index of a whole shard's bytes, checked against the shard's size."""
+        n = len(data)
+        if n < self.index_nbytes:
+            raise ChunkDecodeError(
+                f"shard {key!r}: {n} bytes is too short to hold the {self.index_nbytes}-byte index"
+            )
+        raw = data[n - self.index_nbytes:] if self.at_end else data[:self.index_nbytes]
+        index = self.decode_index(raw, key)
+        limit = n - self.index_nbytes if self.at_end else n
+        self.check_within(index, limit, key)
+        return index
+
+    def check_within(self, index: np.ndarray, limit: int, key: str) -> None:
+        used = index[:, 0] != _EMPTY
+        past = np.flatnonzero(used & (index[:, 0] + index[:, 1] > np.uint64(limit)))
+        if past.size:
+            j = int(past[0])
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(j)} points past the end of the "
+                f"shard (bytes {int(index[j, 0])}+{int(index[j, 1])}, shard data ends at {limit})"
+            )
+
+    def inner_bytes(self, data: Any, index: np.ndarray, j: int) -> Any:
+        off, nb = index[j]
+        if off == _EMPTY:
+            return None
+        return memoryview(data)[int(off):int(off) + int(nb)]
+
+    # -- assembling -----------------------------------------------------------------
+    def assemble(self, encoded: list[Any]) -> bytes | None:
+        """Serialise inner chunks (``None``: empty) into shard bytes; ``None`` if all empty."""
+        index = np.full((self.n_inner, 2), _EMPTY, dtype=np.uint64)
+        parts = []
+        pos = 0 if self.at_end else self.index_nbytes
+        for j, chunk in enumerate(encoded):
+            if chunk is None:
+                continue
+            n = len(memoryview(chunk).cast("B"))
+            index[j] = (pos, n)
+            parts.append(chunk)
+            pos += n
+        if not parts:
+            return None
+        raw_index = _general_encode(self.codec.index_codecs,
+                                    index.reshape(self.index_shape), _UINT64)
+        if self.at_end:
+            return b"".join([*parts, raw_index])
+        return b"".join([raw_index, *parts])
+
+    # -- whole shards as arrays (general pipeline path) --------------------------------
+    def decode_array(self, data: Any, key: str) -> np.ndarray:
+        out = np.empty(self.shard_shape, dtype=self.inner.dtype)
+        index = self.index_of_shard(data, key)
+        sel = normalize_basic(Ellipsis, self.shard_shape)
+        proj = Projection(self.shard_shape, self.inner, sel)
+        reader = RowReader(proj, out)
+        lin = np.ravel_multi_index(proj.coords.T, self.cps) if proj.nrows else []
+        for i in range(proj.nrows):
+            j = int(lin[i])
+            reader.read(i, self.inner_bytes(data, index, j), f"{key}[{self.inner_name(j)}]")
+        return out
+
+    def encode_array(self, arr: np.ndarray, *, write_empty_chunks: bool = True) -> bytes:
+        sel = normalize_basic(Ellipsis, self.shard_shape)
+        proj = Projection(self.shard_shape, self.inner, sel)
+        writer = RowWriter(proj, np.ascontiguousarray(arr, dtype=self.inner.dtype), None,
+                           write_empty_chunks)
+        encoded: list[Any] = [None] * self.n_inner
+        lin = np.ravel_multi_index(proj.coords.T, self.cps)
+        for i in range(proj.nrows):
+            encoded[int(lin[i])] = writer.write(i, None, "<shard>")
+        out = self.assemble(encoded)
+        if out is None:  # every inner chunk is the fill value: still a valid shard
+            out = _general_encode(self.codec.index_codecs,
+                                  np.full(self.index_shape, _EMPTY, np.uint64), _UINT64)
+        return out
+
+
+def is_sharded_fast(metadata: ArrayMetadata) -> bool:
+    """Whether the array takes the partial-read sharded path: the sharding codec is the
+    array -> bytes codec, with no array -> array codec before it."""
+    codecs = metadata.codecs
+    return isinstance(codecs[0], ShardingCodec)
+
+
+class _IndexCache:
+    """A bounded LRU of decoded shard indexes, per array."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self._lock:
+            index = self._data.get(key)
+            if index is not None:
+                self._data.move_to_end(key)
+            return index
+
+    def put(self, key: str, index: np.ndarray | None) -> None:
+        with self._lock:
+            if index is None:
+                self._data.pop(key, None)
+                return
+            self._data[key] = index
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+
+class ShardedChain:
+    """Per-array state of the sharded path: layout, inner chain, index cache."""
+
+    def __init__(self, metadata: ArrayMetadata) -> None:
+        self.metadata = metadata
+        codec = metadata.codecs[0]
+        assert isinstance(codec, ShardingCodec)
+        self.codec = codec
+        self.outer_bb = [c for c in metadata.codecs[1:]]
+        self.layout = ShardLayout(codec, metadata.chunks, metadata.data_type, metadata.fill_value)
+        self.inner = self.layout.inner
+        self.partial_reads = not self.outer_bb
+        self.cache = _IndexCache(int(config.get("shard_index_cache")))
+        self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
+
+    # -- fetching -------------------------------------------------------------------
+    def fetch_shard(self, store: Store, key: str) -> Any:
+        data = store.get(key)
+        if data is None or not self.outer_bb:
+            return data
+        try:
+            for c in reversed(self.outer_bb):
+                data = c.decode(data)
+        except ChecksumError as e:
+            raise ChecksumError(f"shard {key!r}: {e}") from None
+        except (CodecError, ValueError) as e:
+            raise ChunkDecodeError(f"shard {key!r}: {e}") from None
+        return data
+
+    def fetch_index(self, store: Store, key: str) -> np.ndarray | None:
+        index = self.cache.get(key)
+        if index is not None:
+            return index
+        raw = store.get(key, self.layout.index_request())
+        if raw is None:
+            return None
+        index = self.layout.decode_index(raw, key)
+        self.cache.put(key, index)
+        return index
+
+    def inner_in_array(self, shard_coords: np.ndarray) -> int:
+        """How many inner chunks of a shard intersect the array (edge shards have fewer)."""
+        shape = np.array(self.metadata.shape, dtype=np.int64)
+        shard = np.array(self.layout.shard_shape, dtype=np.int64)
+        inner = np.array(self.layout.inner_shape, dtype=np.int64)
+        extent = np.minimum(shard, shape - shard_coords * shard)
+        return int(np.prod(-(-extent // inner)))
+
+
+def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
+    """Rows grouped by shard: (shard keys, shard coords, per-shard row arrays, inner index)."""
+    cps = np.array(chain.layout.cps, dtype=np.int64)
+    shard_coords = proj.coords // cps
+    inner_lin = (np.ravel_multi_index((proj.coords % cps).T, chain.layout.cps)
+                 if proj.coords.shape[1] else np.zeros(proj.nrows, np.int64))
+    if proj.coords.shape[1]:
+        shard_lin = np.ravel_multi_index(shard_coords.T, chain.grid_shape)
+    else:
+        shard_lin = np.zeros(proj.nrows, np.int64)
+    order = np.argsort(shard_lin, kind="stable")
+    uniq, starts = np.unique(shard_lin[order], return_index=True)
+    groups = np.split(order, starts[1:])
+    first = order[starts]
+    keys = chunk_keys(chain.metadata, path, shard_coords[first])
+    return keys, shard_coords[first], groups, inner_lin
+
+
+def _coalesce(ranges: list[tuple[int, int, int]], gap: int) -> list[tuple[int, int, list]]:
+    """Merge ``(start, end, row)`` ranges whose gap is at most ``gap`` bytes."""
+    merged: list[tuple[int, int, list]] = []
+    for start, end, row in sorted(ranges):
+        if merged and start - merged[-1][1] <= gap:
+            s, e, rows = merged[-1]
+            merged[-1] = (s, max(e, end), rows + [(start, end, row)])
+        else:
+            merged.append((start, end, [(start, end, row)]))
+    return merged
+
+
+def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
+                 out: np.ndarray) -> None:
+    """Read a selection of a sharded array into ``out`` (shape ``sel.full_shape``)."""
+    if out.size == 0:
+        return
+    layout = chain.layout
+    proj = Projection(chain.metadata.shape, chain.inner, sel)
+    keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
+    payload: list[Any] = [None] * proj.nrows
+    names: list[str] = [""] * proj.nrows
+    gap = int(config.get("shard_coalesce_gap"))
+
+    def fetch(g: int) -> None:
+        key, rows = keys[g], groups[g]
+        for r in rows:
+            names[r] = f"{key} inner chunk {layout.inner_name(int(inner_lin[r]))}"
+        whole = (not chain.partial_reads
+                 or len(rows) >= chain.inner_in_array(shard_coords[g]))
+        if whole:
+            data = chain.fetch_shard(store, key)
+            if data is None:
+                return
+            index = layout.index_of_shard(data, key)
+            chain.cache.put(key, index)
+            for r in rows:
+                payload[r] = layout.inner_bytes(data, index, int(inner_lin[r]))
+            return
+        index = chain.fetch_index(store, key)
+        if index is None:
+            return
+        wanted = []
+        for r in rows:
+            off, nb = index[int(inner_lin[r])]
+            if off != _EMPTY:
+                wanted.append((int(off), int(off) + int(nb), int(r)))
+        if not wanted:
+            return
+        requests = _coalesce(wanted, gap)
+        blobs = store.get_many([key] * len(requests),
+                               [RangeByteRequest(s, e) for s, e, _ in requests])
+        for (s, _end, members), blob in zip(requests, blobs, strict=True):
+            got = 0 if blob is None else len(blob)
+            view = memoryview(blob) if blob is not None else None
+            for start, end, r in members:
+                if end - s > got:
+                    raise ChunkDecodeError(
+                        f"shard {key!r}: inner chunk "
+                        f"{layout.inner_name(int(inner_lin[r]))} points past the end of the "
+                        f"shard (bytes {start}..{end}, only {s + got} readable)"
+                    )
+                payload[r] = view[start - s:end - s]
+
+    # fetch: each task fills the payload slots of its own shard's rows only
+    map_unordered_into(fetch, range(len(keys)))
+    reader = RowReader(proj, out)
+
+    def assemble(i: int) -> None:
+        reader.read(i, payload[i], names[i])
+
+    # Every task writes a disjoint region of `out` (inner chunks partition the array).
+    map_unordered_into(assemble, range(proj.nrows))
+
+
+def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
+                  value: np.ndarray | None, scalar: Any, *, write_empty_chunks: bool) -> None:
+    """Write ``value`` or ``scalar`` into a selection of a sharded array."""
+    if math.prod(sel.full_shape) == 0:
+        return
+    layout = chain.layout
+    proj = Projection(chain.metadata.shape, chain.inner, sel)
+    keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
+    writer = RowWriter(proj, value, scalar, write_empty_chunks)
+
+    def task(g: int) -> None:
+        key, rows = keys[g], groups[g]
+        encoded: list[Any] = [None] * layout.n_inner
+        whole = (len(rows) >= chain.inner_in_array(shard_coords[g])
+                 and all(proj.complete[r] for r in rows))
+        data = None if whole else chain.fetch_shard(store, key)
+        index = None if data is None else layout.index_of_shard(data, key)
+        if index is not None:
+            for j in range(layout.n_inner):  # untouched inner chunks keep their bytes
+                encoded[j] = layout.inner_bytes(data, index, j)
+        for r in rows:
+            j = int(inner_lin[r])
+            name = f"{key} inner chunk {layout.inner_name(j)}"
+            old = encoded[j] if writer.needs_old(r) else None
+            encoded[j] = writer.write(r, old, name)
+        shard = layout.assemble(encoded)
+        if shard is None:
+            store.delete(key)
+            chain.cache.put(key, None)
+            return
+        for c in chain.outer_bb:
+            shard = c.encode(shard)
+        store.set(key, shard)
+        chain.cache.put(key, None)  # re-read (and re-checked) on next use
+
+    # One task per shard: no two tasks read-modify-write the same shard.
+    map_unordered_into(task, range(len(keys)))
+
+
