@@ -255,14 +255,12 @@ class Projection:
             sel.start, sel.step, sel.count,
         )
         self.nrows = self.coords.shape[0]
-        self.array_shape = np.array(array_shape, dtype=np.int64)
         self.chain = chain
         self.sel = sel
-
-    def is_edge(self, i: int) -> bool:
-        """Whether chunk row ``i`` reaches past the array's end (it has padding)."""
-        chunk_shape = np.array(self.chain.chunk_shape, dtype=np.int64)
-        return bool(np.any((self.coords[i] + 1) * chunk_shape > self.array_shape))
+        chunk_shape = np.array(chain.chunk_shape, dtype=np.int64)
+        # rows whose chunk reaches past the array's end (its padding holds the fill value)
+        self.edge = np.any((self.coords + 1) * chunk_shape > np.array(array_shape, np.int64),
+                           axis=1)
 
 
 class RowReader:
@@ -338,7 +336,7 @@ class RowWriter:
         chain = self.chain
         if self.proj.complete[i]:
             buf = np.empty(chain.chunk_nbytes, dtype=np.uint8)
-            if self.proj.is_edge(i):
+            if self.proj.edge[i]:
                 chain.fill_chunk(buf)  # padding beyond the array's edge holds the fill value
         elif old is None:
             buf = chain.new_fill_chunk()

@@ -51,6 +51,7 @@ from .stores import RangeByteRequest, Store, SuffixByteRequest
 __all__ = ["ShardLayout", "ShardedChain", "read_sharded", "write_sharded", "is_sharded_fast"]
 
 _EMPTY = np.uint64(2**64 - 1)
+_EMPTY_INT = 2**64 - 1
 _UINT64: DataType = parse_data_type("uint64")
 
 
@@ -354,18 +355,6 @@ def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
     return keys, shard_coords[first], groups, inner_lin
 
 
-def _coalesce(ranges: list[tuple[int, int, int]], gap: int) -> list[tuple[int, int, list]]:
-    """Merge ``(start, end, row)`` ranges whose gap is at most ``gap`` bytes."""
-    merged: list[tuple[int, int, list]] = []
-    for start, end, row in sorted(ranges):
-        if merged and start - merged[-1][1] <= gap:
-            s, e, rows = merged[-1]
-            merged[-1] = (s, max(e, end), rows + [(start, end, row)])
-        else:
-            merged.append((start, end, [(start, end, row)]))
-    return merged
-
-
 def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
                  out: np.ndarray) -> None:
     """Read a selection of a sharded array into ``out`` (shape ``sel.full_shape``)."""
@@ -375,13 +364,13 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     proj = Projection(chain.metadata.shape, chain.inner, sel)
     keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
     payload: list[Any] = [None] * proj.nrows
-    names: list[str] = [""] * proj.nrows
+    row_shard = np.empty(proj.nrows, dtype=np.int64)
+    for g, rows in enumerate(groups):
+        row_shard[rows] = g
     gap = int(config.get("shard_coalesce_gap"))
 
     def fetch(g: int) -> None:
         key, rows = keys[g], groups[g]
-        for r in rows:
-            names[r] = f"{key} inner chunk {layout.inner_name(int(inner_lin[r]))}"
         whole = (not chain.partial_reads
                  or len(rows) >= chain.inner_in_array(shard_coords[g]))
         if whole:
@@ -390,40 +379,60 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                 return
             index = layout.index_of_shard(data, key)
             chain.cache.put(key, index)
-            for r in rows:
-                payload[r] = layout.inner_bytes(data, index, int(inner_lin[r]))
+            view = memoryview(data)
+            entries = index[inner_lin[rows]]
+            for r, (off, nb) in zip(rows.tolist(), entries.tolist(), strict=True):
+                if off != _EMPTY_INT:
+                    payload[r] = view[off:off + nb]
             return
         index = chain.fetch_index(store, key)
         if index is None:
             return
-        wanted = []
-        for r in rows:
-            off, nb = index[int(inner_lin[r])]
-            if off != _EMPTY:
-                wanted.append((int(off), int(off) + int(nb), int(r)))
-        if not wanted:
+        entries = index[inner_lin[rows]]
+        used = entries[:, 0] != _EMPTY
+        if not used.any():
             return
-        requests = _coalesce(wanted, gap)
-        blobs = store.get_many([key] * len(requests),
-                               [RangeByteRequest(s, e) for s, e, _ in requests])
-        for (s, _end, members), blob in zip(requests, blobs, strict=True):
+        rows_used = rows[used]
+        starts = entries[used, 0].astype(np.int64)
+        ends = starts + entries[used, 1].astype(np.int64)
+        # coalesce ranges (sorted by offset) whose gap is at most `gap` bytes
+        order = np.argsort(starts, kind="stable")
+        starts, ends, rows_used = starts[order], ends[order], rows_used[order]
+        reach = np.maximum.accumulate(ends)
+        breaks = np.flatnonzero(starts[1:] - reach[:-1] > gap) + 1
+        first = np.concatenate(([0], breaks))
+        last = np.concatenate((breaks, [len(starts)])) - 1
+        req_start = starts[first]
+        req_end = reach[last]
+        blobs = store.get_many(
+            [key] * len(first),
+            [RangeByteRequest(int(b), int(e)) for b, e in zip(req_start, req_end, strict=True)],
+        )
+        for q, blob in enumerate(blobs):
+            base = int(req_start[q])
             got = 0 if blob is None else len(blob)
             view = memoryview(blob) if blob is not None else None
-            for start, end, r in members:
-                if end - s > got:
+            for k in range(int(first[q]), int(last[q]) + 1):
+                start, end = int(starts[k]), int(ends[k])
+                if end - base > got:
                     raise ChunkDecodeError(
                         f"shard {key!r}: inner chunk "
-                        f"{layout.inner_name(int(inner_lin[r]))} points past the end of the "
-                        f"shard (bytes {start}..{end}, only {s + got} readable)"
+                        f"{layout.inner_name(int(inner_lin[rows_used[k]]))} points past the "
+                        f"end of the shard (bytes {start}..{end}, only {base + got} readable)"
                     )
-                payload[r] = view[start - s:end - s]
+                payload[int(rows_used[k])] = view[start - base:end - base]
 
     # fetch: each task fills the payload slots of its own shard's rows only
     map_unordered_into(fetch, range(len(keys)))
     reader = RowReader(proj, out)
 
     def assemble(i: int) -> None:
-        reader.read(i, payload[i], names[i])
+        key = keys[row_shard[i]]
+        try:
+            reader.read(i, payload[i], key)
+        except ChunkDecodeError as e:
+            name = layout.inner_name(int(inner_lin[i]))
+            raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
 
     # Every task writes a disjoint region of `out` (inner chunks partition the array).
     map_unordered_into(assemble, range(proj.nrows))
@@ -443,17 +452,20 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         key, rows = keys[g], groups[g]
         encoded: list[Any] = [None] * layout.n_inner
         whole = (len(rows) >= chain.inner_in_array(shard_coords[g])
-                 and all(proj.complete[r] for r in rows))
+                 and bool(proj.complete[rows].all()))
         data = None if whole else chain.fetch_shard(store, key)
         index = None if data is None else layout.index_of_shard(data, key)
         if index is not None:
             for j in range(layout.n_inner):  # untouched inner chunks keep their bytes
                 encoded[j] = layout.inner_bytes(data, index, j)
-        for r in rows:
+        for r in rows.tolist():
             j = int(inner_lin[r])
-            name = f"{key} inner chunk {layout.inner_name(j)}"
             old = encoded[j] if writer.needs_old(r) else None
-            encoded[j] = writer.write(r, old, name)
+            try:
+                encoded[j] = writer.write(r, old, key)
+            except ChunkDecodeError as e:
+                raise type(e)(f"{e} [shard {key!r}, inner chunk {layout.inner_name(j)}]"
+                              ) from None
         shard = layout.assemble(encoded)
         if shard is None:
             store.delete(key)
