@@ -33,15 +33,23 @@ def get_pool(threads: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def map_unordered_into(fn: Callable[[T], None], items: Iterable[T]) -> None:
+#: below this many bytes of work a job runs inline: handing it to threads costs more
+INLINE_WORK_BYTES = 256 * 1024
+
+
+def map_unordered_into(
+    fn: Callable[[T], None], items: Iterable[T], *, work_bytes: int | None = None
+) -> None:
     """Run ``fn(item)`` for every item on the pool; re-raise the first error.
 
-    All tasks are waited for before returning or raising, so no task is still
-    writing into a caller's buffer afterwards.
+    ``work_bytes`` estimates the bytes the whole job processes; small jobs run
+    inline in the calling thread.  All tasks are waited for before returning or
+    raising, so no task is still writing into a caller's buffer afterwards.
     """
     items = list(items)
     threads = config.get("threads")
-    if threads <= 1 or len(items) <= 1:
+    small = work_bytes is not None and work_bytes < INLINE_WORK_BYTES
+    if threads <= 1 or len(items) <= 1 or small:
         for item in items:
             fn(item)
         return

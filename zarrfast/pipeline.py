@@ -396,7 +396,7 @@ def read_selection(
     # Every task writes a disjoint region of `out` (chunks partition the array and
     # the projection maps each selected element to exactly one chunk), so the
     # tasks share `out` without locking.
-    map_unordered_into(task, range(proj.nrows))
+    map_unordered_into(task, range(proj.nrows), work_bytes=proj.nrows * chain.chunk_nbytes)
 
 
 def write_selection(
@@ -427,4 +427,4 @@ def write_selection(
 
     # One task per chunk: no two tasks read-modify-write the same chunk key, and
     # each reads a disjoint part of `value`.
-    map_unordered_into(task, range(proj.nrows))
+    map_unordered_into(task, range(proj.nrows), work_bytes=proj.nrows * chain.chunk_nbytes)

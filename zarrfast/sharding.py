@@ -422,8 +422,9 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                     )
                 payload[int(rows_used[k])] = view[start - base:end - base]
 
+    work = proj.nrows * chain.inner.chunk_nbytes
     # fetch: each task fills the payload slots of its own shard's rows only
-    map_unordered_into(fetch, range(len(keys)))
+    map_unordered_into(fetch, range(len(keys)), work_bytes=work)
     reader = RowReader(proj, out)
 
     def assemble(i: int) -> None:
@@ -435,7 +436,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
 
     # Every task writes a disjoint region of `out` (inner chunks partition the array).
-    map_unordered_into(assemble, range(proj.nrows))
+    map_unordered_into(assemble, range(proj.nrows), work_bytes=work)
 
 
 def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
@@ -477,6 +478,6 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         chain.cache.put(key, None)  # re-read (and re-checked) on next use
 
     # One task per shard: no two tasks read-modify-write the same shard.
-    map_unordered_into(task, range(len(keys)))
+    map_unordered_into(task, range(len(keys)), work_bytes=proj.nrows * chain.inner.chunk_nbytes)
 
 
