@@ -223,28 +223,28 @@ def read_node_metadata(store: Store, path: str) -> ArrayMetadata | GroupMetadata
     return parse_metadata(raw, path=path, key=key)
 
 
-def read_array_metadata(store: Store, path: str) -> ArrayMetadata:
+def _read_typed(store: Store, path: str, cls: type, missing: type[NodeNotFoundError]) -> Any:
     key = metadata_key(path)
     raw = store.get(key)
+    what = "array" if cls is ArrayMetadata else "group"
     if raw is None:
-        raise ArrayNotFoundError(f"no array at path {path or '/'!r} in {store!r} "
-                                 f"(key {key!r} is missing)")
+        raise missing(f"no {what} at path {path or '/'!r} in {store!r} (key {key!r} is missing)")
     md = parse_metadata(raw, path=path, key=key)
-    if not isinstance(md, ArrayMetadata):
-        raise NodeTypeValidationError(f"node at path {path or '/'!r} is a group, not an array")
+    if not isinstance(md, cls):
+        article = {"array": "an array", "group": "a group"}
+        other = "group" if what == "array" else "array"
+        raise NodeTypeValidationError(
+            f"node at path {path or '/'!r} is {article[other]}, not {article[what]}"
+        )
     return md
+
+
+def read_array_metadata(store: Store, path: str) -> ArrayMetadata:
+    return _read_typed(store, path, ArrayMetadata, ArrayNotFoundError)
 
 
 def read_group_metadata(store: Store, path: str) -> GroupMetadata:
-    key = metadata_key(path)
-    raw = store.get(key)
-    if raw is None:
-        raise GroupNotFoundError(f"no group at path {path or '/'!r} in {store!r} "
-                                 f"(key {key!r} is missing)")
-    md = parse_metadata(raw, path=path, key=key)
-    if not isinstance(md, GroupMetadata):
-        raise NodeTypeValidationError(f"node at path {path or '/'!r} is an array, not a group")
-    return md
+    return _read_typed(store, path, GroupMetadata, GroupNotFoundError)
 
 
 def _existing_type(store: Store, path: str) -> str | None:

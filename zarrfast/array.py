@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from . import config
+from ._node import Node
 from ._paths import metadata_key
 from .attributes import Attributes
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
-from .errors import IndexingError, ReadOnlyError, ZarrfastError
+from .errors import IndexingError, ZarrfastError
 from .indexing import normalize_basic
 from .metadata.v3 import ArrayMetadata
 from .pipeline import PreparedChain, read_selection, write_selection
@@ -22,7 +23,7 @@ from .stores import Store
 __all__ = ["Array"]
 
 
-class Array:
+class Array(Node):
     """A chunked, compressed N-dimensional array stored under ``path`` in ``store``.
 
     Create one with :func:`zarrfast.create_array` or open one with
@@ -30,6 +31,8 @@ class Array:
     selections (ints, slices with any step, Ellipsis) read and write only the
     chunks they touch, in parallel.
     """
+
+    _kind = "array"
 
     def __init__(
         self,
@@ -41,10 +44,7 @@ class Array:
         write_empty_chunks: bool | None = None,
         order: str = "C",
     ) -> None:
-        self._store = store
-        self._path = path
-        self._metadata = metadata
-        self._read_only = store.read_only if read_only is None else bool(read_only)
+        super().__init__(store, path, metadata, read_only)
         self._write_empty_chunks = write_empty_chunks
         self._order = order
         self._set_chain(metadata)
@@ -74,30 +74,6 @@ class Array:
         )
 
     # -- properties -------------------------------------------------------------------
-    @property
-    def metadata(self) -> ArrayMetadata:
-        return self._metadata
-
-    @property
-    def store(self) -> Store:
-        return self._store
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def name(self) -> str:
-        return "/" + self._path
-
-    @property
-    def basename(self) -> str:
-        return self._path.rsplit("/", 1)[-1]
-
-    @property
-    def read_only(self) -> bool:
-        return self._read_only
-
     @property
     def shape(self) -> tuple[int, ...]:
         return self._metadata.shape
@@ -137,10 +113,6 @@ class Array:
     @property
     def order(self) -> str:
         return self._order
-
-    @property
-    def zarr_format(self) -> int:
-        return 3
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
@@ -183,10 +155,6 @@ class Array:
         if self._write_empty_chunks is None:
             return bool(config.get("write_empty_chunks"))
         return self._write_empty_chunks
-
-    def _check_writable(self) -> None:
-        if self._read_only:
-            raise ReadOnlyError(f"array {self.name!r} is read-only (opened with mode 'r')")
 
     def _set_chain(self, metadata: ArrayMetadata) -> None:
         self._sharded = is_sharded_fast(metadata)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._create import read_node_metadata, write_new_node
+from ._node import Node
 from ._paths import join_path, metadata_key
 from .array import Array
 from .attributes import Attributes
@@ -13,7 +14,6 @@ from .errors import (
     ContainsArrayError,
     MemberNotFoundError,
     NodeNotFoundError,
-    ReadOnlyError,
 )
 from .metadata.v3 import ArrayMetadata, GroupMetadata
 from .stores import Store
@@ -28,53 +28,20 @@ def node_from_metadata(store: Store, path: str, md: ArrayMetadata | GroupMetadat
     return Group(store, path, md, read_only=read_only)
 
 
-class Group:
+class Group(Node):
     """A Zarr group: a mapping of member names to arrays and groups."""
+
+    _kind = "group"
 
     def __init__(self, store: Store, path: str, metadata: GroupMetadata, *,
                  read_only: bool | None = None) -> None:
-        self._store = store
-        self._path = path
-        self._metadata = metadata
-        self._read_only = store.read_only if read_only is None else bool(read_only)
+        super().__init__(store, path, metadata, read_only)
 
     # -- properties -------------------------------------------------------------------
-    @property
-    def store(self) -> Store:
-        return self._store
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    @property
-    def name(self) -> str:
-        return "/" + self._path
-
-    @property
-    def basename(self) -> str:
-        return self._path.rsplit("/", 1)[-1]
-
-    @property
-    def metadata(self) -> GroupMetadata:
-        return self._metadata
-
-    @property
-    def read_only(self) -> bool:
-        return self._read_only
-
-    @property
-    def zarr_format(self) -> int:
-        return 3
-
     @property
     def attrs(self) -> Attributes:
         return Attributes(lambda: self._metadata.attributes, self._put_attributes,
                           f"group {self.name!r}")
-
-    def _check_writable(self) -> None:
-        if self._read_only:
-            raise ReadOnlyError(f"group {self.name!r} is read-only (opened with mode 'r')")
 
     def _put_attributes(self, attrs: dict[str, Any]) -> None:
         self._check_writable()

@@ -71,6 +71,20 @@ def _extra_members(doc: dict, known: set[str], node: str) -> dict[str, Any]:
     return extra
 
 
+def _check_header(doc: Any, node: str, node_type: str) -> None:
+    """The members every v3 document has: an object with zarr_format 3 and node_type."""
+    if not isinstance(doc, dict):
+        raise MetadataValidationError(f"{node}: metadata must be a JSON object, got {doc!r}")
+    if doc.get("zarr_format") != 3:
+        raise MetadataValidationError(
+            f"{node}: zarr_format must be 3, got {doc.get('zarr_format')!r}"
+        )
+    if doc.get("node_type") != node_type:
+        raise MetadataValidationError(
+            f"{node}: node_type must be {node_type!r}, got {doc.get('node_type')!r}"
+        )
+
+
 def _parse_attributes(value: Any, node: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -168,16 +182,7 @@ class ArrayMetadata:
     @classmethod
     def from_dict(cls, doc: Any, *, path: str = "") -> ArrayMetadata:
         node = _where(path)
-        if not isinstance(doc, dict):
-            raise MetadataValidationError(f"{node}: metadata must be a JSON object, got {doc!r}")
-        if doc.get("zarr_format") != 3:
-            raise MetadataValidationError(
-                f"{node}: zarr_format must be 3, got {doc.get('zarr_format')!r}"
-            )
-        if doc.get("node_type") != "array":
-            raise MetadataValidationError(
-                f"{node}: node_type must be 'array', got {doc.get('node_type')!r}"
-            )
+        _check_header(doc, node, "array")
         for key in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
                     "codecs"):
             if key not in doc:
@@ -319,16 +324,7 @@ class GroupMetadata:
     @classmethod
     def from_dict(cls, doc: Any, *, path: str = "") -> GroupMetadata:
         node = f"group {path or '/'!r}"
-        if not isinstance(doc, dict):
-            raise MetadataValidationError(f"{node}: metadata must be a JSON object, got {doc!r}")
-        if doc.get("zarr_format") != 3:
-            raise MetadataValidationError(
-                f"{node}: zarr_format must be 3, got {doc.get('zarr_format')!r}"
-            )
-        if doc.get("node_type") != "group":
-            raise MetadataValidationError(
-                f"{node}: node_type must be 'group', got {doc.get('node_type')!r}"
-            )
+        _check_header(doc, node, "group")
         extra = _extra_members(doc, _GROUP_KEYS, node)
         return cls(attributes=_parse_attributes(doc.get("attributes"), node), extra=extra)
 
