@@ -302,6 +302,10 @@ class ShardedChain:
         self.partial_reads = not self.outer_bb
         self.cache = _IndexCache(int(config.get("shard_index_cache")))
         self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
+        self.cps = np.array(self.layout.cps, dtype=np.int64)
+        self._shape = np.array(metadata.shape, dtype=np.int64)
+        self._shard = np.array(self.layout.shard_shape, dtype=np.int64)
+        self._inner = np.array(self.layout.inner_shape, dtype=np.int64)
 
     # -- fetching -------------------------------------------------------------------
     def fetch_shard(self, store: Store, key: str) -> Any:
@@ -330,23 +334,20 @@ class ShardedChain:
 
     def inner_in_array(self, shard_coords: np.ndarray) -> int:
         """How many inner chunks of a shard intersect the array (edge shards have fewer)."""
-        shape = np.array(self.metadata.shape, dtype=np.int64)
-        shard = np.array(self.layout.shard_shape, dtype=np.int64)
-        inner = np.array(self.layout.inner_shape, dtype=np.int64)
-        extent = np.minimum(shard, shape - shard_coords * shard)
-        return int(np.prod(-(-extent // inner)))
+        extent = np.minimum(self._shard, self._shape - shard_coords * self._shard)
+        return int(np.prod(-(-extent // self._inner)))
 
 
 def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
     """Rows grouped by shard: (shard keys, shard coords, per-shard row arrays, inner index)."""
-    cps = np.array(chain.layout.cps, dtype=np.int64)
+    cps = chain.cps
     shard_coords = proj.coords // cps
     inner_lin = (np.ravel_multi_index((proj.coords % cps).T, chain.layout.cps)
                  if proj.coords.shape[1] else np.zeros(proj.nrows, np.int64))
-    if proj.coords.shape[1]:
-        shard_lin = np.ravel_multi_index(shard_coords.T, chain.grid_shape)
-    else:
-        shard_lin = np.zeros(proj.nrows, np.int64)
+    if proj.nrows == 0 or (shard_coords == shard_coords[0]).all():  # one shard: the common case
+        keys = chunk_keys(chain.metadata, path, shard_coords[:1])
+        return keys[:proj.nrows], shard_coords[:1], [np.arange(proj.nrows)], inner_lin
+    shard_lin = np.ravel_multi_index(shard_coords.T, chain.grid_shape)
     order = np.argsort(shard_lin, kind="stable")
     uniq, starts = np.unique(shard_lin[order], return_index=True)
     groups = np.split(order, starts[1:])
