@@ -13,6 +13,7 @@ from ._node import Node
 from ._paths import metadata_key
 from .attributes import Attributes
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+from .codecs.sharding import ShardingCodec
 from .errors import IndexingError, ZarrfastError
 from .indexing import normalize_basic
 from .metadata.v3 import ArrayMetadata
@@ -79,16 +80,24 @@ class Array(Node):
         return self._metadata.shape
 
     @property
+    def _sharding(self) -> ShardingCodec | None:
+        """The sharding codec when it is the array's only codec (zarr-python's notion of
+        a sharded array: ``chunks`` are then the inner chunks)."""
+        codecs = self._metadata.codecs
+        if len(codecs) == 1 and isinstance(codecs[0], ShardingCodec):
+            return codecs[0]
+        return None
+
+    @property
     def chunks(self) -> tuple[int, ...]:
         """The chunk shape: the inner chunks' shape for a sharded array."""
-        if self._sharded:
-            return self._chain.layout.inner_shape  # type: ignore[union-attr]
-        return self._metadata.chunks
+        sharding = self._sharding
+        return sharding.chunk_shape if sharding is not None else self._metadata.chunks
 
     @property
     def shards(self) -> tuple[int, ...] | None:
         """The shard shape, or ``None`` for an array without sharding."""
-        return self._metadata.chunks if self._sharded else None
+        return self._metadata.chunks if self._sharding is not None else None
 
     @property
     def dtype(self) -> np.dtype:
@@ -129,16 +138,22 @@ class Array(Node):
         return math.prod(self.cdata_shape)
 
     @property
+    def _user_codecs(self) -> tuple[Any, ...]:
+        """The codecs users chose: those inside the shard for a sharded array."""
+        sharding = self._sharding
+        return sharding.codecs if sharding is not None else self._metadata.codecs
+
+    @property
     def filters(self) -> tuple[ArrayArrayCodec, ...]:
-        return tuple(c for c in self._metadata.codecs if isinstance(c, ArrayArrayCodec))
+        return tuple(c for c in self._user_codecs if isinstance(c, ArrayArrayCodec))
 
     @property
     def serializer(self) -> ArrayBytesCodec:
-        return next(c for c in self._metadata.codecs if isinstance(c, ArrayBytesCodec))
+        return next(c for c in self._user_codecs if isinstance(c, ArrayBytesCodec))
 
     @property
     def compressors(self) -> tuple[BytesBytesCodec, ...]:
-        return tuple(c for c in self._metadata.codecs if isinstance(c, BytesBytesCodec))
+        return tuple(c for c in self._user_codecs if isinstance(c, BytesBytesCodec))
 
     @property
     def dimension_names(self) -> tuple[str | None, ...] | None:
@@ -301,6 +316,15 @@ class Array(Node):
         self._write_metadata(new_md)
 
     def nchunks_initialized(self) -> int:
+        """Chunks stored; for a sharded array, stored shards times chunks per shard
+        (as zarr-python counts)."""
+        per_object = 1
+        sharding = self._sharding
+        if sharding is not None:
+            per_object = math.prod(sharding.chunks_per_shard(self._metadata.chunks))
+        return self._count_stored_objects() * per_object
+
+    def _count_stored_objects(self) -> int:
         cke = self._metadata.chunk_key_encoding
         base = f"{self._path}/" if self._path else ""
         import itertools

@@ -194,8 +194,11 @@ class PreparedChain:
         return np.ascontiguousarray(arr, dtype=self.dtype).reshape(-1).view(np.uint8)
 
     # -- encoding -----------------------------------------------------------------
-    def encode(self, buf: np.ndarray) -> Any:
-        """Encode a chunk buffer (chunk-buffer layout) to the bytes to store."""
+    def encode(self, buf: np.ndarray, *, write_empty_chunks: bool = False) -> Any:
+        """Encode a chunk buffer (chunk-buffer layout) to the bytes to store.
+
+        ``write_empty_chunks`` matters only to codecs holding chunks of their own
+        (sharding): whether their inner chunks equal to the fill value are kept."""
         if self.fast:
             data: Any = buf
         else:
@@ -203,7 +206,8 @@ class PreparedChain:
             for c in self.aa:
                 arr = c.encode(arr)
             if self._shard_layout is not None:
-                data = self._shard_layout.encode_array(np.ascontiguousarray(arr))
+                data = self._shard_layout.encode_array(np.ascontiguousarray(arr),
+                                                       write_empty_chunks=write_empty_chunks)
             else:
                 data = self.ab.encode(arr, self.data_type)
         for c in self.bb:
@@ -354,7 +358,7 @@ class RowWriter:
                                  self.scalar_item)
         if not self.write_empty_chunks and chain.is_fill(buf):
             return None
-        return chain.encode(buf)
+        return chain.encode(buf, write_empty_chunks=self.write_empty_chunks)
 
 
 def _direct_rows(

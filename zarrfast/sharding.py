@@ -239,7 +239,7 @@ class ShardLayout:
             reader.read(i, self.inner_bytes(data, index, j), f"{key}[{self.inner_name(j)}]")
         return out
 
-    def encode_array(self, arr: np.ndarray, *, write_empty_chunks: bool = True) -> bytes:
+    def encode_array(self, arr: np.ndarray, *, write_empty_chunks: bool = False) -> bytes:
         sel = normalize_basic(Ellipsis, self.shard_shape)
         proj = Projection(self.shard_shape, self.inner, sel)
         writer = RowWriter(proj, np.ascontiguousarray(arr, dtype=self.inner.dtype), None,
@@ -267,22 +267,22 @@ class _IndexCache:
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._data: OrderedDict[str, tuple[Any, np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> np.ndarray | None:
+    def get(self, key: str) -> tuple[Any, np.ndarray] | None:
         with self._lock:
-            index = self._data.get(key)
-            if index is not None:
+            entry = self._data.get(key)
+            if entry is not None:
                 self._data.move_to_end(key)
-            return index
+            return entry
 
-    def put(self, key: str, index: np.ndarray | None) -> None:
+    def put(self, key: str, entry: tuple[Any, np.ndarray] | None) -> None:
         with self._lock:
-            if index is None:
+            if entry is None:
                 self._data.pop(key, None)
                 return
-            self._data[key] = index
+            self._data[key] = entry
             self._data.move_to_end(key)
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
@@ -322,14 +322,21 @@ class ShardedChain:
         return data
 
     def fetch_index(self, store: Store, key: str) -> np.ndarray | None:
-        index = self.cache.get(key)
-        if index is not None:
-            return index
+        """The shard's index: cached while the store's version token of the shard is
+        unchanged (another writer replacing the shard changes it)."""
+        token = store.version(key)
+        if token is not None:
+            hit = self.cache.get(key)
+            if hit is not None and hit[0] == token:
+                return hit[1]
         raw = store.get(key, self.layout.index_request())
         if raw is None:
+            self.cache.put(key, None)
             return None
         index = self.layout.decode_index(raw, key)
-        self.cache.put(key, index)
+        # the token was taken before the read: if the shard changed in between, the
+        # next lookup sees a newer token and fetches again
+        self.cache.put(key, None if token is None else (token, index))
         return index
 
     def inner_in_array(self, shard_coords: np.ndarray) -> int:
@@ -375,11 +382,13 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         whole = (not chain.partial_reads
                  or len(rows) >= chain.inner_in_array(shard_coords[g]))
         if whole:
+            token = store.version(key) if chain.partial_reads else None
             data = chain.fetch_shard(store, key)
             if data is None:
                 return
             index = layout.index_of_shard(data, key)
-            chain.cache.put(key, index)
+            if token is not None:
+                chain.cache.put(key, (token, index))
             view = memoryview(data)
             entries = index[inner_lin[rows]]
             for r, (off, nb) in zip(rows.tolist(), entries.tolist(), strict=True):

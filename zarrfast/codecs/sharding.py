@@ -24,7 +24,7 @@ array codec comes before the sharding codec, and nested sharding.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,8 @@ class ShardingCodec(ArrayBytesCodec):
     codecs: tuple[Codec, ...] = (BytesCodec(),)
     index_codecs: tuple[Codec, ...] = (BytesCodec(), Crc32cCodec())
     index_location: str = "end"
+    #: whether metadata spells out ``index_location`` (tensorstore omits the default)
+    write_index_location: bool = field(default=True, compare=False)
     name = "sharding_indexed"
     aliases = ("https://purl.org/zarr/spec/codec/sharding-indexed/1.0",)
 
@@ -73,8 +75,14 @@ class ShardingCodec(ArrayBytesCodec):
             )
         for what in ("codecs", "index_codecs"):
             value = getattr(self, what)
-            if not isinstance(value, tuple):
-                object.__setattr__(self, what, _parse_chain(list(value), what))
+            if not (isinstance(value, tuple) and all(isinstance(c, Codec) for c in value)):
+                try:
+                    value = list(value)
+                except TypeError:
+                    raise MetadataValidationError(
+                        f"sharding_indexed: {what} must be a list of codecs, got {value!r}"
+                    ) from None
+                object.__setattr__(self, what, _parse_chain(value, what))
 
     @classmethod
     def from_dict(cls, data: Any) -> ShardingCodec:
@@ -95,6 +103,7 @@ class ShardingCodec(ArrayBytesCodec):
             codecs=_parse_chain(config["codecs"], "codecs"),
             index_codecs=_parse_chain(config["index_codecs"], "index_codecs"),
             index_location=config.get("index_location", "end"),
+            write_index_location="index_location" in config,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,7 +113,8 @@ class ShardingCodec(ArrayBytesCodec):
                 "chunk_shape": list(self.chunk_shape),
                 "codecs": [c.to_dict() for c in self.codecs],
                 "index_codecs": [c.to_dict() for c in self.index_codecs],
-                "index_location": self.index_location,
+                **({"index_location": self.index_location}
+                   if self.write_index_location or self.index_location != "end" else {}),
             },
         }
 
@@ -168,7 +178,8 @@ class ShardingCodec(ArrayBytesCodec):
                                     parse_data_type("uint64"))
         if codecs == self.codecs and index_codecs == self.index_codecs:
             return self
-        return ShardingCodec(self.chunk_shape, codecs, index_codecs, self.index_location)
+        return ShardingCodec(self.chunk_shape, codecs, index_codecs, self.index_location,
+                             self.write_index_location)
 
     # -- whole-shard encode/decode (general path) -----------------------------------
     def encode(self, chunk: np.ndarray, data_type: Any) -> bytes:

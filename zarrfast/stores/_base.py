@@ -23,7 +23,7 @@ Contract (checked by :class:`zarrfast.testing.StoreTests`):
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidKeyError, ReadOnlyError, ZarrfastError
@@ -171,6 +171,12 @@ class Store(abc.ABC):
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value."""
         return self.get(key) is not None
+
+    def version(self, key: str) -> Hashable | None:
+        """A token that changes whenever the value of ``key`` is replaced, or ``None``
+        when the store cannot tell (or the key is missing).  Caches of data derived
+        from a value (shard indexes) are only kept for stores that give tokens."""
+        return None
 
     def getsize(self, key: str) -> int:
         """Size in bytes of the value of ``key``; ``FileNotFoundError`` if missing."""

@@ -119,6 +119,15 @@ class LocalStore(Store):
     def exists(self, key: str) -> bool:
         return os.path.isfile(self._path(key))
 
+    def version(self, key: str) -> tuple[int, int, int, int] | None:
+        # writes replace files by rename, so a new value is a new inode; size and
+        # change times catch the rare reuse of an inode number
+        try:
+            st = os.stat(self._path(key))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
     def getsize(self, key: str) -> int:
         path = self._path(key)
         try:

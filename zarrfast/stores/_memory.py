@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator, MutableMapping
 
@@ -24,6 +25,8 @@ class MemoryStore(Store):
         super().__init__(read_only=read_only)
         self._data: MutableMapping[str, bytes] = {} if store_dict is None else store_dict
         self._lock = threading.Lock()
+        self._versions: dict[str, int] = {}  # key -> number of the set() that wrote it
+        self._counter = itertools.count(1)
 
     def __repr__(self) -> str:
         return f"MemoryStore(<{len(self._data)} keys>{', read_only=True' if self.read_only else ''})"
@@ -65,6 +68,16 @@ class MemoryStore(Store):
         data = value if type(value) is bytes else memoryview(value).tobytes()
         with self._lock:
             self._data[key] = data
+            self._versions[key] = next(self._counter)
+
+    def version(self, key: str) -> tuple[int, int] | None:
+        validate_key(key)
+        with self._lock:
+            value = self._data.get(key)
+            if value is None:
+                return None
+            # the object's id also changes when code sharing the dict replaces a value
+            return (self._versions.get(key, 0), id(value))
 
     def delete(self, key: str) -> None:
         self._check_writable(key)

@@ -363,6 +363,27 @@ class StoreTests:
         with pytest.raises(FileNotFoundError):
             store.getsize("a")  # a prefix, not a key
 
+    def test_version_tokens(self, store: Store) -> None:
+        """``version`` is None for a missing key, stable while a value is unchanged, and
+        different after every replacement (even by an equal value of equal size)."""
+        assert store.version("v") is None
+        store.set("v", b"first")
+        token = store.version("v")
+        if token is None:
+            pytest.skip(f"{type(store).__name__} gives no version tokens")
+        assert store.version("v") == token
+        assert store.get("v") == b"first" and store.version("v") == token  # reads change nothing
+        seen = {token}
+        for value in (b"other", b"other", b"first"):
+            store.set("v", value)
+            new = store.version("v")
+            assert new is not None and new not in seen
+            seen.add(new)
+        store.delete("v")
+        assert store.version("v") is None
+        with pytest.raises(InvalidKeyError):
+            store.version("../v")
+
     # -- delete -----------------------------------------------------------
     def test_delete(self, filled: Store) -> None:
         store = filled
