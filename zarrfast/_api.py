@@ -7,14 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ._create import (
-    build_array_metadata,
-    read_array_metadata,
-    read_group_metadata,
-    read_node_metadata,
-    write_new_node,
-)
-from ._paths import metadata_key, normalize_path
+from ._create import build_array_metadata, build_array_metadata_v2
+from ._nodes import node_key, read_node_metadata, read_typed_metadata, write_new_node
+from ._paths import normalize_path
 from .array import Array
 from .errors import (
     ArrayNotFoundError,
@@ -23,6 +18,7 @@ from .errors import (
     ZarrfastError,
 )
 from .group import Group, node_from_metadata
+from .metadata.v2 import GroupMetadataV2
 from .metadata.v3 import GroupMetadata
 from .stores import Store
 from .stores._resolve import StoreLike, make_store
@@ -35,6 +31,8 @@ __all__ = [
     "open",
     "open_array",
     "open_group",
+    "open_consolidated",
+    "consolidate_metadata",
 ]
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -46,10 +44,14 @@ def _check_mode(mode: str) -> None:
 
 
 def _check_format(zarr_format: Any) -> None:
-    if zarr_format not in (None, 3):
-        raise ZarrfastError(
-            f"zarr_format={zarr_format!r}: only Zarr format 3 is supported so far"
-        )
+    if zarr_format not in (None, 2, 3):
+        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+
+
+def _new_group_metadata(zarr_format: int | None, attributes: Mapping[str, Any] | None):
+    attrs = dict(attributes or {})
+    return GroupMetadataV2(attributes=attrs) if zarr_format == 2 else GroupMetadata(
+        attributes=attrs)
 
 
 def _create_array_at(
@@ -97,13 +99,23 @@ def _create_array_at(
     unknown = set(config) - {"write_empty_chunks", "order"}
     if unknown:
         raise ZarrfastError(f"{node}: unknown array config keys {sorted(unknown)}")
-    md = build_array_metadata(
-        shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
-        compressors=compressors, serializer=serializer, chunk_key_encoding=chunk_key_encoding,
-        dimension_names=dimension_names, attributes=attributes, shards=shards, node=node,
-    )
+    if zarr_format == 2:
+        if shards is not None or serializer != "auto":
+            raise ZarrfastError(f"{node}: Zarr v2 arrays have no shards or serializer")
+        md: Any = build_array_metadata_v2(
+            shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
+            compressors=compressors, order=order, chunk_key_encoding=chunk_key_encoding,
+            dimension_names=dimension_names, attributes=attributes, node=node,
+        )
+    else:
+        md = build_array_metadata(
+            shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
+            compressors=compressors, serializer=serializer,
+            chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+            attributes=attributes, shards=shards, node=node,
+        )
     if store.read_only:
-        store._check_writable(metadata_key(path))
+        store._check_writable(node_key(path, "zarr.json"))
     write_new_node(store, path, md, overwrite=overwrite)
     arr = Array(store, path, md, read_only=False,
                 write_empty_chunks=config.get("write_empty_chunks"),
@@ -207,7 +219,7 @@ def open_array(
     if mode in ("w", "w-"):
         return _create_array_at(s, p, overwrite=mode == "w", **kwargs)
     try:
-        md = read_array_metadata(s, p)
+        md = read_typed_metadata(s, p, "array", zarr_format)
     except ArrayNotFoundError:
         if mode == "a" and kwargs.get("shape") is not None or (
             mode == "a" and kwargs.get("data") is not None
@@ -228,6 +240,7 @@ def open_group(
     attributes: Mapping[str, Any] | None = None,
     zarr_format: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    use_consolidated: bool | str | None = None,
     **kwargs: Any,
 ) -> Group:
     """Open a group, creating it (with ``attributes``) for ``'w'``, ``'w-'``, or ``'a'``
@@ -237,18 +250,24 @@ def open_group(
     p = normalize_path(path)
     s = make_store(store, read_only=mode == "r")
     if mode in ("w", "w-"):
-        md = GroupMetadata(attributes=dict(attributes or {}))
+        md = _new_group_metadata(zarr_format, attributes)
         write_new_node(s, p, md, overwrite=mode == "w")
         return Group(s, p, md, read_only=False)
+    read_only = mode == "r" or s.read_only
+    if use_consolidated is not False:
+        group = _open_consolidated_group(s, p, zarr_format, read_only,
+                                         required=use_consolidated is True)
+        if group is not None:
+            return group
     try:
-        md = read_group_metadata(s, p)
+        md = read_typed_metadata(s, p, "group", zarr_format)
     except GroupNotFoundError:
         if mode == "a":
-            md = GroupMetadata(attributes=dict(attributes or {}))
+            md = _new_group_metadata(zarr_format, attributes)
             write_new_node(s, p, md, overwrite=False)
             return Group(s, p, md, read_only=False)
         raise
-    return Group(s, p, md, read_only=mode == "r" or s.read_only)
+    return Group(s, p, md, read_only=read_only)
 
 
 def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None = None,
@@ -261,10 +280,11 @@ def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None 
 def create_group(store: StoreLike, *, path: str | None = None, overwrite: bool = False,
                  attributes: Mapping[str, Any] | None = None, **kwargs: Any) -> Group:
     """Create a new group; an existing node is an error unless ``overwrite``."""
-    _check_format(kwargs.pop("zarr_format", None))
+    zarr_format = kwargs.pop("zarr_format", None)
+    _check_format(zarr_format)
     p = normalize_path(path)
     s = make_store(store)
-    md = GroupMetadata(attributes=dict(attributes or {}))
+    md = _new_group_metadata(zarr_format, attributes)
     write_new_node(s, p, md, overwrite=overwrite)
     return Group(s, p, md, read_only=False)
 
@@ -289,7 +309,7 @@ def open(  # noqa: A001 - zarr-python's name
             return _create_array_at(s, p, overwrite=mode == "w", **kwargs)
         return open_group(s, mode=mode, path=p, **kwargs)
     try:
-        md = read_node_metadata(s, p)
+        md = read_node_metadata(s, p, zarr_format)
     except NodeNotFoundError:
         if mode == "a":
             if "shape" in kwargs or "data" in kwargs:
@@ -299,3 +319,47 @@ def open(  # noqa: A001 - zarr-python's name
     return node_from_metadata(s, p, md, read_only=mode == "r" or s.read_only)
 
 
+
+
+# -- consolidated metadata ------------------------------------------------------------
+
+
+def _open_consolidated_group(store: Store, path: str, zarr_format: int | None,
+                             read_only: bool, *, required: bool) -> Group | None:
+    """The group at ``path`` with its consolidated metadata, or ``None`` if it has none
+    (an error instead when ``required``)."""
+    from ._consolidated import read_consolidated
+
+    found = read_consolidated(store, path, zarr_format)
+    if found is None:
+        if required:
+            raise ZarrfastError(
+                f"group {path or '/'!r} in {store!r} has no consolidated metadata "
+                f"(no .zmetadata, no consolidated_metadata in zarr.json); call "
+                f"zarrfast.consolidate_metadata first or pass use_consolidated=False"
+            )
+        return None
+    md, members = found
+    return Group(store, path, md, read_only=read_only, consolidated=members)
+
+
+def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
+                      zarr_format: int | None = None, **kwargs: Any) -> Group:
+    """Open a group from its consolidated metadata: one read for the whole hierarchy."""
+    return open_group(store, mode=mode, path=path, zarr_format=zarr_format,
+                      use_consolidated=True, **kwargs)
+
+
+def consolidate_metadata(store: StoreLike, path: str | None = None,
+                         zarr_format: int | None = None) -> Group:
+    """Gather the metadata of every node below the group at ``path`` into it (v2:
+    ``.zmetadata``; v3: ``consolidated_metadata`` in its ``zarr.json``), and return the
+    group opened from it."""
+    from ._consolidated import write_consolidated
+
+    s = make_store(store)
+    p = normalize_path(path)
+    md = read_typed_metadata(s, p, "group", zarr_format)
+    write_consolidated(s, p, md)
+    return open_consolidated(s, path=p, mode="r+" if not s.read_only else "r",
+                             zarr_format=md.zarr_format)

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from ._paths import metadata_key
 from .chunk_grid import ChunkKeyEncoding, RegularChunkGrid, parse_chunk_key_encoding
 from .codecs import (
     ArrayArrayCodec,
@@ -19,22 +18,18 @@ from .codecs import (
     ZstdCodec,
     parse_codec,
 )
+from .codecs.numcodecs_codec import get_numcodecs_codec
 from .codecs.sharding import ShardingCodec
 from .errors import (
-    ArrayNotFoundError,
-    ContainsArrayError,
-    ContainsGroupError,
-    GroupNotFoundError,
+    FillValueError,
     MetadataValidationError,
-    NodeNotFoundError,
-    NodeTypeValidationError,
     ZarrfastError,
 )
 from .metadata.dtype import DataType, data_type_from_numpy
-from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata, validate_codec_chain
-from .stores import Store
+from .metadata.v2 import ArrayMetadataV2
+from .metadata.v3 import ArrayMetadata, validate_codec_chain
 
-__all__ = ["build_array_metadata", "read_node_metadata", "write_new_node"]
+__all__ = ["build_array_metadata", "build_array_metadata_v2"]
 
 _AUTO_CHUNK_BYTES = 1 << 20
 
@@ -214,80 +209,106 @@ def build_array_metadata(
     )
 
 
-def read_node_metadata(store: Store, path: str) -> ArrayMetadata | GroupMetadata:
-    key = metadata_key(path)
-    raw = store.get(key)
-    if raw is None:
-        raise NodeNotFoundError(f"no array or group at path {path or '/'!r} in {store!r} "
-                                f"(key {key!r} is missing)")
-    return parse_metadata(raw, path=path, key=key)
-
-
-def _read_typed(store: Store, path: str, cls: type, missing: type[NodeNotFoundError]) -> Any:
-    key = metadata_key(path)
-    raw = store.get(key)
-    what = "array" if cls is ArrayMetadata else "group"
-    if raw is None:
-        raise missing(f"no {what} at path {path or '/'!r} in {store!r} (key {key!r} is missing)")
-    md = parse_metadata(raw, path=path, key=key)
-    if not isinstance(md, cls):
-        article = {"array": "an array", "group": "a group"}
-        other = "group" if what == "array" else "array"
-        raise NodeTypeValidationError(
-            f"node at path {path or '/'!r} is {article[other]}, not {article[what]}"
+def _numcodecs_config(codec: Any, what: str, node: str) -> dict:
+    """A numcodecs codec (instance or config dict) as its config dict."""
+    if isinstance(codec, Mapping):
+        config = dict(codec)
+    elif hasattr(codec, "get_config"):
+        config = codec.get_config()
+    else:
+        raise ZarrfastError(
+            f"{node}: {what} for Zarr v2 must be numcodecs codecs or their config dicts, "
+            f"got {codec!r}"
         )
-    return md
+    get_numcodecs_codec(config, where=f"{node}: {what}")  # validates the id
+    return config
 
 
-def read_array_metadata(store: Store, path: str) -> ArrayMetadata:
-    return _read_typed(store, path, ArrayMetadata, ArrayNotFoundError)
-
-
-def read_group_metadata(store: Store, path: str) -> GroupMetadata:
-    return _read_typed(store, path, GroupMetadata, GroupNotFoundError)
-
-
-def _existing_type(store: Store, path: str) -> str | None:
-    raw = store.get(metadata_key(path))
-    if raw is None:
-        return None
-    try:
-        import json
-
-        doc = json.loads(bytes(raw))
-        return doc.get("node_type") if isinstance(doc, dict) else "unknown"
-    except ValueError:
-        return "unknown"
-
-
-def write_new_node(
-    store: Store, path: str, metadata: ArrayMetadata | GroupMetadata, *, overwrite: bool
-) -> None:
-    """Write a new node's metadata; create missing parent groups; refuse to clobber."""
-    existing = _existing_type(store, path)
-    if existing is not None:
-        if not overwrite:
-            if existing == "array":
-                raise ContainsArrayError(
-                    f"an array already exists at path {path or '/'!r} in {store!r}; "
-                    f"pass overwrite=True (or mode='w') to replace it"
-                )
-            raise ContainsGroupError(
-                f"a group already exists at path {path or '/'!r} in {store!r}; "
-                f"pass overwrite=True (or mode='w') to replace it"
+def build_array_metadata_v2(
+    *,
+    shape: Any,
+    dtype: Any,
+    chunks: Any = "auto",
+    fill_value: Any = None,
+    filters: Any = "auto",
+    compressors: Any = "auto",
+    order: str | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Iterable[str | None] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    node: str = "array",
+) -> ArrayMetadataV2:
+    """The Zarr v2 metadata :func:`zarrfast.create_array` writes with ``zarr_format=2``."""
+    shape_t = normalize_shape(shape, node)
+    if isinstance(dtype, str) and dtype in ("str", "string"):
+        dtype = str
+    if dtype is str:
+        np_dtype = np.dtype(object)
+        default_filters: list = [{"id": "vlen-utf8"}]
+    elif dtype is bytes:
+        np_dtype = np.dtype(object)
+        default_filters = [{"id": "vlen-bytes"}]
+    else:
+        try:
+            np_dtype = np.dtype(dtype)
+        except TypeError as e:
+            raise ZarrfastError(f"{node}: {dtype!r} is not a data type ({e})") from None
+        default_filters = []
+    chunk_shape = normalize_chunks(chunks, shape_t, max(np_dtype.itemsize, 8), node)
+    if isinstance(filters, str) and filters == "auto":
+        filters = default_filters
+    filter_list = [] if filters is None else (
+        [filters] if isinstance(filters, Mapping) or hasattr(filters, "get_config")
+        else list(filters))
+    filter_configs = [_numcodecs_config(f, f"filters[{i}]", node)
+                      for i, f in enumerate(filter_list)]
+    if np_dtype.kind == "O" and not filter_configs:
+        raise ZarrfastError(
+            f"{node}: an object dtype needs an object codec in filters, e.g. "
+            f"numcodecs.VLenUTF8(); or pass dtype=str"
+        )
+    if isinstance(compressors, str) and compressors == "auto":
+        compressor: Any = {"id": "zstd", "level": 0}
+    elif compressors is None:
+        compressor = None
+    else:
+        items = ([compressors] if isinstance(compressors, Mapping)
+                 or hasattr(compressors, "get_config") else list(compressors))
+        if len(items) > 1:
+            raise ZarrfastError(f"{node}: Zarr v2 takes at most one compressor, got {items!r}")
+        compressor = _numcodecs_config(items[0], "compressor", node) if items else None
+    sep = "."
+    if chunk_key_encoding is not None:
+        cke = chunk_key_encoding
+        if isinstance(cke, Mapping):
+            if cke.get("name", "v2") != "v2":
+                raise ZarrfastError(f"{node}: Zarr v2 arrays use the 'v2' chunk key encoding")
+            sep = cke.get("separator", cke.get("configuration", {}).get("separator", "."))
+    attrs = dict(attributes or {})
+    if dimension_names is not None:
+        dims = list(dimension_names)
+        if len(dims) != len(shape_t):
+            raise MetadataValidationError(
+                f"{node}: dimension_names must have {len(shape_t)} entries, got {dims!r}"
             )
-    if overwrite:
-        store.delete_dir(path)
-        store.delete(metadata_key(path))
-    # parents
-    parts = path.split("/") if path else []
-    for i in range(len(parts)):
-        parent = "/".join(parts[:i])
-        kind = _existing_type(store, parent)
-        if kind == "array":
-            raise ContainsArrayError(
-                f"cannot create {path!r}: its parent {parent or '/'!r} is an array"
-            )
-        if kind is None:
-            store.set(metadata_key(parent), GroupMetadata().to_json())
-    store.set(metadata_key(path), metadata.to_json())
+        attrs["_ARRAY_DIMENSIONS"] = dims
+    if fill_value is None:
+        if np_dtype.kind == "O":
+            fill = "" if filter_configs and filter_configs[0].get("id") == "vlen-utf8" else None
+        else:
+            fill = np.zeros((), dtype=np_dtype)[()]
+    elif np_dtype.kind == "O":
+        fill = fill_value
+    else:
+        try:
+            fill = np.asarray(fill_value, dtype=np_dtype)[()]
+        except (TypeError, ValueError) as e:
+            raise FillValueError(f"{node}: fill_value {fill_value!r} does not fit {np_dtype}: {e}"
+                                 ) from None
+    if order not in (None, "C", "F"):
+        raise ZarrfastError(f"{node}: order must be 'C' or 'F', got {order!r}")
+    return ArrayMetadataV2(
+        shape=shape_t, chunks=chunk_shape, dtype=np_dtype, compressor=compressor,
+        filters=tuple(filter_configs) or None, fill_value=fill, order=order or "C",
+        dimension_separator=sep, attributes=attrs,
+    )

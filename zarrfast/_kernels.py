@@ -11,6 +11,7 @@ __all__ = [
     "USING_EXTENSIONS",
     "byteswap_copy",
     "byteswap_inplace",
+    "check_index",
     "copy_region",
     "fill_region",
     "format_chunk_keys",
@@ -23,17 +24,23 @@ __all__ = [
 def _load():
     if os.environ.get("ZARRFAST_PURE_PYTHON") != "1":
         try:
-            from zarrfast._ext import _assemble, _byteswap, _indexing, _transpose
+            from zarrfast._ext import (
+                _assemble,
+                _byteswap,
+                _indexing,
+                _shard_index,
+                _transpose,
+            )
         except ImportError:
             pass
         else:
-            return True, _assemble, _byteswap, _indexing, _transpose
+            return True, _assemble, _byteswap, _indexing, _shard_index, _transpose
     from zarrfast import _reference
 
-    return False, _reference, _reference, _reference, _reference
+    return False, _reference, _reference, _reference, _reference, _reference
 
 
-USING_EXTENSIONS, _assemble, _byteswap, _indexing, _transpose = _load()
+USING_EXTENSIONS, _assemble, _byteswap, _indexing, _shard_index, _transpose = _load()
 
 copy_region = _assemble.copy_region
 fill_region = _assemble.fill_region
@@ -43,3 +50,4 @@ byteswap_inplace = _byteswap.byteswap_inplace
 byteswap_copy = _byteswap.byteswap_copy
 project = _indexing.project
 format_chunk_keys = _indexing.format_chunk_keys
+check_index = _shard_index.check_index

@@ -47,7 +47,7 @@ class Node:
 
     @property
     def zarr_format(self) -> int:
-        return 3
+        return self._metadata.zarr_format
 
     def _check_writable(self) -> None:
         if self._read_only:

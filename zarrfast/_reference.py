@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 __all__ = [
     "byteswap_copy",
     "byteswap_inplace",
+    "check_index",
     "copy_region",
     "fill_region",
     "format_chunk_keys",
@@ -431,3 +432,67 @@ def format_chunk_keys(coords, prefix, separator) -> list[str]:
             f"format_chunk_keys: row {r} has negative coordinate {int(arr[r, d])} (dim {d})"
         )
     return [prefix + separator.join(map(str, row)) for row in arr.tolist()]
+
+
+# ---------------------------------------------------------------------------
+# _shard_index
+# ---------------------------------------------------------------------------
+
+_UINT64_MAX = 2**64 - 1
+
+
+def _u64(value) -> int:
+    """``uint64_t`` argument conversion, integers only (as ``_ext._shard_index``)."""
+    v = operator.index(value)
+    if v < 0:
+        raise OverflowError("can't convert negative value to uint64_t")
+    if v > _UINT64_MAX:
+        raise OverflowError("Python int too large to convert to C unsigned long")
+    return v
+
+
+def check_index(index, low, high) -> tuple[int, int, int]:
+    """Check a shard index of shape ``(n, 2)``; return ``(code, a, b)``.
+
+    Codes: 0 fine, 1 entry ``a`` half empty, 2 its range overflows uint64,
+    3 it starts before ``low``, 4 it ends after ``high``, 5 entries ``a`` and
+    ``b`` overlap. Codes 1-4 take precedence: the first offending entry, its
+    lowest code. Then the overlap rule: among used non-zero-length entries in
+    ``(offset, entry)`` order, ``b`` is the first whose range meets an earlier
+    one's, ``a`` that earlier one (``b``'s predecessor in the order). See
+    ``src_ext/_shard_index.pyx``.
+    """
+    if index is None:
+        raise TypeError("Argument 'index' must not be None")
+    lo = _u64(low)
+    hi = _u64(high)
+    m = memoryview(index)
+    if m.ndim != 2 or m.shape[1] != 2:
+        raise ValueError(f"check_index: index has shape {m.shape}, expected (n, 2)")
+    if m.itemsize != 8 or m.format.lstrip("@=<") not in ("Q", "L"):
+        raise ValueError(f"Buffer dtype mismatch, expected 'const uint64_t' but got {m.format!r}")
+    if not m.c_contiguous:
+        raise ValueError("Buffer not C contiguous.")
+    idx = np.asarray(m).view(np.uint64)
+    off, nb = idx[:, 0], idx[:, 1]
+    empty_off, empty_nb = off == _UINT64_MAX, nb == _UINT64_MAX
+    used = ~(empty_off | empty_nb)
+    end = off + nb  # wraps modulo 2**64
+    over = used & (end < off)
+    ok = used & ~over
+    codes = np.select(
+        [empty_off != empty_nb, over, ok & (off < np.uint64(lo)), ok & (end > np.uint64(hi))],
+        [1, 2, 3, 4],
+        0,
+    )
+    bad = np.flatnonzero(codes)
+    if bad.size:
+        j = int(bad[0])
+        return (int(codes[j]), j, -1)
+    live = np.flatnonzero(used & (nb > 0))  # entry order, so a stable sort breaks ties by entry
+    order = live[np.argsort(off[live], kind="stable")]
+    hits = np.flatnonzero(end[order[:-1]] > off[order[1:]])
+    if hits.size:
+        p = int(hits[0])
+        return (5, int(order[p]), int(order[p + 1]))
+    return (0, -1, -1)

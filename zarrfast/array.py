@@ -10,7 +10,8 @@ import numpy as np
 
 from . import config
 from ._node import Node
-from ._paths import metadata_key
+from ._nodes import metadata_from_state, metadata_state, write_metadata
+from ._object import ObjectChain, read_object_selection, write_object_selection
 from .attributes import Attributes
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
 from .codecs.sharding import ShardingCodec
@@ -55,16 +56,14 @@ class Array(Node):
         return {
             "store": self._store,
             "path": self._path,
-            "metadata": self._metadata.to_json(),
+            "metadata": metadata_state(self._metadata),
             "read_only": self._read_only,
             "write_empty_chunks": self._write_empty_chunks,
             "order": self._order,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        from .metadata.v3 import parse_metadata
-
-        md = parse_metadata(state["metadata"], path=state["path"], key="<pickle>")
+        md = metadata_from_state(state["metadata"], state["path"])
         self.__init__(  # type: ignore[misc]
             state["store"],
             state["path"],
@@ -171,15 +170,23 @@ class Array(Node):
             return bool(config.get("write_empty_chunks"))
         return self._write_empty_chunks
 
-    def _set_chain(self, metadata: ArrayMetadata) -> None:
-        self._sharded = is_sharded_fast(metadata)
-        self._chain: PreparedChain | ShardedChain = (
-            ShardedChain(metadata) if self._sharded else PreparedChain(metadata)
-        )
+    def _set_chain(self, metadata: Any) -> None:
+        self._object = metadata.dtype.hasobject
+        self._sharded = not self._object and is_sharded_fast(metadata)
+        self._chain: Any
+        if self._object:
+            self._chain = ObjectChain(metadata)
+            self._read, self._write_fn = read_object_selection, write_object_selection
+        elif self._sharded:
+            self._chain = ShardedChain(metadata)
+            self._read, self._write_fn = read_sharded, write_sharded
+        else:
+            self._chain = PreparedChain(metadata)
+            self._read, self._write_fn = read_selection, write_selection
 
-    def _write_metadata(self, metadata: ArrayMetadata) -> None:
+    def _write_metadata(self, metadata: Any) -> None:
         self._check_writable()
-        self._store.set(metadata_key(self._path), metadata.to_json())
+        write_metadata(self._store, self._path, metadata)
         self._metadata = metadata
         self._set_chain(metadata)
 
@@ -238,10 +245,7 @@ class Array(Node):
             buf = out.reshape(full)
         else:
             buf = np.empty(full, dtype=self.dtype)
-        if self._sharded:
-            read_sharded(self._store, self._path, self._chain, sel, buf)
-        else:
-            read_selection(self._store, self._path, self._chain, sel, buf)
+        self._read(self._store, self._path, self._chain, sel, buf)
         result = out if out is not None else buf.reshape(sel.out_shape)
         if self.ndim == 0:
             return result[()]
@@ -286,9 +290,8 @@ class Array(Node):
         self._write(sel, arr, None)
 
     def _write(self, sel: Any, value: np.ndarray | None, scalar: Any) -> None:
-        write = write_sharded if self._sharded else write_selection
-        write(self._store, self._path, self._chain, sel, value, scalar,  # type: ignore[arg-type]
-              write_empty_chunks=self.write_empty_chunks)
+        self._write_fn(self._store, self._path, self._chain, sel, value, scalar,
+                       write_empty_chunks=self.write_empty_chunks)
 
     # -- whole-array operations ---------------------------------------------------------
     def resize(self, new_shape: tuple[int, ...] | int) -> None:

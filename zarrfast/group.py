@@ -1,43 +1,64 @@
-"""The :class:`Group`: a node holding arrays and groups."""
+"""The :class:`Group`: a node holding arrays and groups (Zarr v3 or v2)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
-from ._create import read_node_metadata, write_new_node
 from ._node import Node
-from ._paths import join_path, metadata_key
+from ._nodes import (
+    AnyMetadata,
+    child_node_names,
+    delete_node_metadata,
+    existing_node,
+    metadata_from_state,
+    metadata_state,
+    read_node_metadata,
+    write_metadata,
+    write_new_node,
+)
+from ._paths import join_path
 from .array import Array
 from .attributes import Attributes
-from .errors import (
-    ContainsArrayError,
-    MemberNotFoundError,
-    NodeNotFoundError,
-)
-from .metadata.v3 import ArrayMetadata, GroupMetadata
+from .errors import ContainsArrayError, MemberNotFoundError, NodeNotFoundError, ZarrfastError
+from .metadata.v2 import GroupMetadataV2
+from .metadata.v3 import GroupMetadata
 from .stores import Store
 
 __all__ = ["Group"]
 
 
-def node_from_metadata(store: Store, path: str, md: ArrayMetadata | GroupMetadata,
-                       read_only: bool) -> Array | Group:
-    if isinstance(md, ArrayMetadata):
+def node_from_metadata(store: Store, path: str, md: AnyMetadata, read_only: bool,
+                       consolidated: Mapping[str, AnyMetadata] | None = None) -> Array | Group:
+    if md.node_type == "array":
         return Array(store, path, md, read_only=read_only)
-    return Group(store, path, md, read_only=read_only)
+    return Group(store, path, md, read_only=read_only, consolidated=consolidated)
 
 
 class Group(Node):
-    """A Zarr group: a mapping of member names to arrays and groups."""
+    """A Zarr group: a mapping of member names to arrays and groups.
+
+    A group opened from consolidated metadata (see
+    :func:`zarrfast.open_consolidated`) answers member lookups and listings from
+    that metadata, without reading the store; creating or deleting members
+    drops the consolidated view.
+    """
 
     _kind = "group"
 
-    def __init__(self, store: Store, path: str, metadata: GroupMetadata, *,
-                 read_only: bool | None = None) -> None:
+    def __init__(self, store: Store, path: str, metadata: GroupMetadata | GroupMetadataV2, *,
+                 read_only: bool | None = None,
+                 consolidated: Mapping[str, AnyMetadata] | None = None) -> None:
         super().__init__(store, path, metadata, read_only)
+        #: metadata of every node below this group, by path relative to it
+        self._consolidated = dict(consolidated) if consolidated is not None else None
 
-    # -- properties -------------------------------------------------------------------
+    @property
+    def zarr_format(self) -> int:
+        return self._metadata.zarr_format
+
+    # -- attributes ---------------------------------------------------------------------
     @property
     def attrs(self) -> Attributes:
         return Attributes(lambda: self._metadata.attributes, self._put_attributes,
@@ -45,8 +66,8 @@ class Group(Node):
 
     def _put_attributes(self, attrs: dict[str, Any]) -> None:
         self._check_writable()
-        md = GroupMetadata(attributes=attrs, extra=self._metadata.extra)
-        self._store.set(metadata_key(self._path), md.to_json())
+        md = replace(self._metadata, attributes=attrs)
+        write_metadata(self._store, self._path, md)
         self._metadata = md
 
     def update_attributes(self, new_attributes: dict[str, Any]) -> Group:
@@ -57,13 +78,11 @@ class Group(Node):
         return f"<zarrfast.Group {self._store!r} {self.name!r}>"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"store": self._store, "path": self._path, "metadata": self._metadata.to_json(),
-                "read_only": self._read_only}
+        return {"store": self._store, "path": self._path,
+                "metadata": metadata_state(self._metadata), "read_only": self._read_only}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        from .metadata.v3 import parse_metadata
-
-        md = parse_metadata(state["metadata"], path=state["path"], key="<pickle>")
+        md = metadata_from_state(state["metadata"], state["path"])
         self.__init__(state["store"], state["path"], md,  # type: ignore[misc]
                       read_only=state["read_only"])
 
@@ -71,14 +90,31 @@ class Group(Node):
     def _child_path(self, name: str) -> str:
         return join_path(self._path, name)
 
+    def _relative(self, path: str) -> str:
+        return path[len(self._path) + 1:] if self._path else path
+
+    def _sub_consolidated(self, rel: str) -> dict[str, AnyMetadata] | None:
+        if self._consolidated is None:
+            return None
+        prefix = rel + "/"
+        return {k[len(prefix):]: v for k, v in self._consolidated.items() if k.startswith(prefix)}
+
     def __getitem__(self, name: str) -> Array | Group:
         path = self._child_path(name)
+        rel = self._relative(path)
+        if self._consolidated is not None:
+            md = self._consolidated.get(rel)
+            if md is None:
+                raise MemberNotFoundError(
+                    f"group {self.name!r} has no member {name!r} (per its consolidated metadata)"
+                )
+            return node_from_metadata(self._store, path, md, self._read_only,
+                                      self._sub_consolidated(rel))
         try:
-            md = read_node_metadata(self._store, path)
-        except NodeNotFoundError:
-            raise MemberNotFoundError(
-                f"group {self.name!r} has no member {name!r} (no {metadata_key(path)!r})"
-            ) from None
+            md = read_node_metadata(self._store, path, self.zarr_format)
+        except NodeNotFoundError as e:
+            raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}: {e}"
+                                      ) from None
         return node_from_metadata(self._store, path, md, self._read_only)
 
     def get(self, name: str, default: Any = None) -> Any:
@@ -92,19 +128,16 @@ class Group(Node):
             return False
         try:
             path = self._child_path(name)
-        except Exception:  # noqa: BLE001 - an invalid name is simply not a member
+        except ZarrfastError:  # an invalid name is simply not a member
             return False
-        return self._store.exists(metadata_key(path))
+        if self._consolidated is not None:
+            return self._relative(path) in self._consolidated
+        return existing_node(self._store, path) is not None
 
     def _child_names(self) -> list[str]:
-        prefix = self._path + "/" if self._path else ""
-        names = []
-        for name in self._store.list_dir(prefix):
-            if name == "zarr.json":
-                continue
-            if self._store.exists(f"{prefix}{name}/zarr.json"):
-                names.append(name)
-        return names
+        if self._consolidated is not None:
+            return sorted(k for k in self._consolidated if "/" not in k)
+        return child_node_names(self._store, self._path)
 
     def keys(self) -> Iterator[str]:
         return iter(self._child_names())
@@ -146,18 +179,23 @@ class Group(Node):
     def __delitem__(self, name: str) -> None:
         self._check_writable()
         path = self._child_path(name)
-        if not self._store.exists(metadata_key(path)):
+        if existing_node(self._store, path) is None:
             raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}")
         self._store.delete_dir(path)
-        self._store.delete(metadata_key(path))
+        delete_node_metadata(self._store, path)
+        self._consolidated = None
 
     # -- creation -------------------------------------------------------------------------
     def create_group(self, name: str, *, attributes: dict[str, Any] | None = None,
                      overwrite: bool = False) -> Group:
         self._check_writable()
         path = self._child_path(name)
-        md = GroupMetadata(attributes=dict(attributes or {}))
+        md: GroupMetadata | GroupMetadataV2 = (
+            GroupMetadata(attributes=dict(attributes or {})) if self.zarr_format == 3
+            else GroupMetadataV2(attributes=dict(attributes or {}))
+        )
         write_new_node(self._store, path, md, overwrite=overwrite)
+        self._consolidated = None
         return Group(self._store, path, md, read_only=False)
 
     def require_group(self, name: str, *, attributes: dict[str, Any] | None = None,
@@ -177,12 +215,16 @@ class Group(Node):
 
     def create_array(self, name: str, *, shape: Any = None, dtype: Any = None,
                      data: Any = None, overwrite: bool = False, **kwargs: Any) -> Array:
-        """Create an array member; arguments as for :func:`zarrfast.create_array`."""
+        """Create an array member; arguments as for :func:`zarrfast.create_array` (the
+        array has the group's Zarr format)."""
         from ._api import _create_array_at
 
         self._check_writable()
-        return _create_array_at(self._store, self._child_path(name), shape=shape, dtype=dtype,
-                                data=data, overwrite=overwrite, **kwargs)
+        kwargs.setdefault("zarr_format", self.zarr_format)
+        arr = _create_array_at(self._store, self._child_path(name), shape=shape, dtype=dtype,
+                               data=data, overwrite=overwrite, **kwargs)
+        self._consolidated = None
+        return arr
 
     def require_array(self, name: str, *, shape: Any, dtype: Any = None, **kwargs: Any) -> Array:
         if name in self:
@@ -190,8 +232,6 @@ class Group(Node):
             if not isinstance(node, Array):
                 raise ContainsArrayError(f"member {name!r} of {self.name!r} is a group")
             if tuple(node.shape) != tuple(shape if isinstance(shape, tuple) else (shape,)):
-                from .errors import ZarrfastError
-
                 raise ZarrfastError(
                     f"array {node.name!r} exists with shape {node.shape}, not {shape}"
                 )
@@ -204,5 +244,3 @@ class Group(Node):
 
     def __hash__(self) -> int:
         return hash((self._store, self._path))
-
-

@@ -80,7 +80,8 @@ class PreparedChain:
         self.fast = isinstance(self.ab, BytesCodec) and all(
             isinstance(c, TransposeCodec) for c in self.aa
         )
-        self.fill_native = fill_bytes(dt, metadata.fill_value)
+        fill_value = metadata.effective_fill_value  # v2: zeros when the fill value is null
+        self.fill_native = fill_bytes(dt, fill_value)
         if self.fast:
             # compose the transposes: encoded = chunk.transpose(q)
             q = list(range(self.ndim))
@@ -97,7 +98,7 @@ class PreparedChain:
             self.swap_unit = self.ab.swap_unit(dt)
             if self.swap_unit > 1:
                 order = "<" if self.ab.endian == "little" else ">"
-                self.fill_chunk_item = fill_bytes(dt, metadata.fill_value, byteorder=order)
+                self.fill_chunk_item = fill_bytes(dt, fill_value, byteorder=order)
             else:
                 self.fill_chunk_item = self.fill_native
         else:

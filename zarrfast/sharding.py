@@ -32,11 +32,11 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
-from . import config
+from . import _kernels, config
 from ._concurrency import map_unordered_into
 from .chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
@@ -138,43 +138,40 @@ class ShardLayout:
         return index
 
     def _check_index(self, index: np.ndarray, key: str) -> None:
-        off, nb = index[:, 0], index[:, 1]
-        empty_off, empty_nb = off == _EMPTY, nb == _EMPTY
-        half = np.flatnonzero(empty_off != empty_nb)
-        if half.size:
-            j = int(half[0])
+        low = 0 if self.at_end else self.index_nbytes
+        code, a, b = _kernels.check_index(index, low, _EMPTY_INT)
+        if code:
+            self._raise_bad_index(index, key, code, a, b, None)
+
+    def _raise_bad_index(self, index: np.ndarray, key: str, code: int, a: int, b: int,
+                         limit: int | None) -> NoReturn:
+        """Raise the ChunkDecodeError for a ``check_index`` result ``(code, a, b)``."""
+        off, nb = int(index[a, 0]), int(index[a, 1])
+        if code == 1:
             raise ChunkDecodeError(
-                f"shard {key!r}: index entry of inner chunk {self.inner_name(j)} is half empty "
-                f"(offset {int(off[j])}, nbytes {int(nb[j])})"
+                f"shard {key!r}: index entry of inner chunk {self.inner_name(a)} is half empty "
+                f"(offset {off}, nbytes {nb})"
             )
-        used = np.flatnonzero(~empty_off)
-        if used.size:
-            o = off[used]
-            end = o + nb[used]
-            if np.any(end < o):  # uint64 wrap-around
-                j = int(used[np.flatnonzero(end < o)[0]])
-                raise ChunkDecodeError(
-                    f"shard {key!r}: inner chunk {self.inner_name(j)} has an impossible range "
-                    f"(offset {int(off[j])}, nbytes {int(nb[j])})"
-                )
-            order = np.argsort(o, kind="stable")
-            overlap = np.flatnonzero(end[order][:-1] > o[order][1:])
-            if overlap.size:
-                a = int(used[order[overlap[0]]])
-                b = int(used[order[overlap[0] + 1]])
-                raise ChunkDecodeError(
-                    f"shard {key!r}: inner chunks {self.inner_name(a)} and "
-                    f"{self.inner_name(b)} overlap (bytes {int(off[a])}+{int(nb[a])} and "
-                    f"{int(off[b])}+{int(nb[b])})"
-                )
-            if not self.at_end:
-                low = np.flatnonzero(o < self.index_nbytes)
-                if low.size:
-                    j = int(used[low[0]])
-                    raise ChunkDecodeError(
-                        f"shard {key!r}: inner chunk {self.inner_name(j)} overlaps the index "
-                        f"at the start of the shard (offset {int(off[j])})"
-                    )
+        if code == 2:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} has an impossible range "
+                f"(offset {off}, nbytes {nb})"
+            )
+        if code == 3:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} overlaps the index "
+                f"at the start of the shard (offset {off})"
+            )
+        if code == 4:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} points past the end of the "
+                f"shard (bytes {off}+{nb}, shard data ends at {limit})"
+            )
+        raise ChunkDecodeError(
+            f"shard {key!r}: inner chunks {self.inner_name(a)} and "
+            f"{self.inner_name(b)} overlap (bytes {off}+{nb} and "
+            f"{int(index[b, 0])}+{int(index[b, 1])})"
+        )
 
     def index_of_shard(self, data: Any, key: str) -> np.ndarray:
         """The index of a whole shard's bytes, checked against the shard's size."""
@@ -190,14 +187,10 @@ class ShardLayout:
         return index
 
     def check_within(self, index: np.ndarray, limit: int, key: str) -> None:
-        used = index[:, 0] != _EMPTY
-        past = np.flatnonzero(used & (index[:, 0] + index[:, 1] > np.uint64(limit)))
-        if past.size:
-            j = int(past[0])
-            raise ChunkDecodeError(
-                f"shard {key!r}: inner chunk {self.inner_name(j)} points past the end of the "
-                f"shard (bytes {int(index[j, 0])}+{int(index[j, 1])}, shard data ends at {limit})"
-            )
+        low = 0 if self.at_end else self.index_nbytes
+        code, a, b = _kernels.check_index(index, low, limit)
+        if code:
+            self._raise_bad_index(index, key, code, a, b, limit)
 
     def inner_bytes(self, data: Any, index: np.ndarray, j: int) -> Any:
         off, nb = index[j]

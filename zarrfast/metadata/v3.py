@@ -301,6 +301,13 @@ class ArrayMetadata:
     def to_json(self) -> bytes:
         return json.dumps(self.to_dict(), indent=2, allow_nan=True).encode()
 
+    def store_documents(self) -> dict[str, bytes]:
+        return {"zarr.json": self.to_json()}
+
+    @property
+    def effective_fill_value(self) -> Any:
+        return self.fill_value
+
     def update_attributes(self, attributes: dict[str, Any]) -> ArrayMetadata:
         from dataclasses import replace
 
@@ -339,6 +346,9 @@ class GroupMetadata:
 
     def to_json(self) -> bytes:
         return json.dumps(self.to_dict(), indent=2, allow_nan=True).encode()
+
+    def store_documents(self) -> dict[str, bytes]:
+        return {"zarr.json": self.to_json()}
 
 
 def _load_json(raw: bytes | bytearray | memoryview, key: str) -> Any:

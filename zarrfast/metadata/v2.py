@@ -1,0 +1,436 @@
+"""Zarr v2 metadata: ``.zarray``, ``.zgroup`` and ``.zattrs``.
+
+Spec: zarr-specs ``docs/v2/v2.0.rst``.  An array document::
+
+    {"zarr_format": 2, "shape": [10000, 1000], "chunks": [1000, 100],
+     "dtype": "<f8", "compressor": {"id": "zstd", "level": 1}, "fill_value": "NaN",
+     "order": "C", "filters": [{"id": "delta", "dtype": "<f8"}],
+     "dimension_separator": "."}
+
+``dtype`` is a NumPy type string (``"<i4"``, ``">f8"``, ``"|S10"``, ``"<U4"``,
+``"|O"``, ``"<M8[ns]"``) or a structured list (``[["a", "<i4"], ["b", "|S3"]]``).
+Data are stored in the declared byte order and returned in it, so no bytes
+are swapped.  ``order: "F"`` becomes a transpose in the chunk pipeline.
+
+Fill values: ``null``; numbers; ``"NaN"``, ``"Infinity"``, ``"-Infinity"``;
+``[re, im]`` for complex; base64 for ``S`` and void/structured types; the
+string itself for ``U``; anything JSON for object arrays.
+
+:class:`ArrayMetadataV2` offers the interface of the v3
+:class:`~zarrfast.metadata.v3.ArrayMetadata` that the pipeline and
+:class:`~zarrfast.Array` use (``shape``, ``chunks``, ``data_type``,
+``codecs``, ``chunk_key_encoding``, ...).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
+from ..codecs import BytesCodec, TransposeCodec
+from ..codecs.numcodecs_codec import NumcodecsCodec
+from ..errors import FillValueError, MetadataError, MetadataValidationError
+from .dtype import DataType
+
+__all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_v2_dtype", "v2_dtype_to_json"]
+
+_INT64_MAX = 2**63 - 1
+_ARRAY_KEYS = {"zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order",
+               "filters", "dimension_separator"}
+
+
+def parse_v2_dtype(value: Any, *, where: str) -> np.dtype:
+    """A NumPy dtype from a v2 ``dtype`` member."""
+    try:
+        if isinstance(value, str):
+            return np.dtype(value)
+        if isinstance(value, list):
+            fields = []
+            for f in value:
+                if not isinstance(f, list) or len(f) not in (2, 3) or not isinstance(f[0], str):
+                    raise TypeError(f"bad field {f!r}")
+                sub = parse_v2_dtype(f[1], where=where)
+                fields.append((f[0], sub, tuple(f[2])) if len(f) == 3 else (f[0], sub))
+            return np.dtype(fields)
+    except (TypeError, ValueError) as e:
+        raise MetadataValidationError(f"{where}: invalid dtype {value!r} ({e})") from None
+    raise MetadataValidationError(
+        f"{where}: dtype must be a NumPy type string or a list of fields, got {value!r}"
+    )
+
+
+def v2_dtype_to_json(dtype: np.dtype) -> Any:
+    if dtype.fields is not None:
+        return [
+            [name, v2_dtype_to_json(dt.base), list(dt.shape)] if dt.shape
+            else [name, v2_dtype_to_json(dt)]
+            for name, (dt, *_rest) in dtype.fields.items()
+        ]
+    return dtype.str
+
+
+def _float_from_json(value: Any, dt: np.dtype, where: str) -> Any:
+    if value == "NaN":
+        return dt.type(np.nan)
+    if value == "Infinity":
+        return dt.type(np.inf)
+    if value == "-Infinity":
+        return dt.type(-np.inf)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return dt.type(value)
+        except OverflowError:
+            raise FillValueError(f"{where}: {value!r} overflows {dt}") from None
+    raise FillValueError(f"{where}: {value!r} is not a valid fill value for {dt}")
+
+
+def _float_to_json(x: Any) -> Any:
+    f = float(x)
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "Infinity" if f > 0 else "-Infinity"
+    return f
+
+
+def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str) -> Any:
+    """A fill value from its v2 JSON form (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    kind = dtype.kind
+    try:
+        if kind == "O":
+            return value
+        if kind == "f":
+            return _float_from_json(value, dtype, where)
+        if kind == "c":
+            if isinstance(value, (list, tuple)) and len(value) == 2:
+                comp = np.dtype(f"f{dtype.itemsize // 2}")
+                out = np.empty((), dtype=dtype)
+                out.real = _float_from_json(value[0], comp, where)
+                out.imag = _float_from_json(value[1], comp, where)
+                return out[()]
+            return dtype.type(value)
+        if kind == "b":
+            if isinstance(value, (bool, int)):
+                return np.bool_(value)
+        elif kind in "iu":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise FillValueError(f"{where}: {value!r} is not an integer")
+            if isinstance(value, float) and not value.is_integer():
+                raise FillValueError(f"{where}: {value!r} is not an integer")
+            info = np.iinfo(dtype)
+            if not info.min <= int(value) <= info.max:
+                raise FillValueError(f"{where}: {value!r} is out of range for {dtype}")
+            return dtype.type(int(value))
+        elif kind in "mM":
+            if isinstance(value, int) and not isinstance(value, bool):
+                return np.array(value, dtype="i8").view(dtype)[()]
+            return np.array(value, dtype=dtype)[()]
+        elif kind == "U":
+            if isinstance(value, str):
+                return np.array(value, dtype=dtype)[()]
+        elif kind in "SV":
+            if isinstance(value, str):
+                raw = base64.standard_b64decode(value)
+                if kind == "S":
+                    return np.array(raw, dtype=dtype)[()]
+                if len(raw) != dtype.itemsize:
+                    raise FillValueError(
+                        f"{where}: base64 fill value has {len(raw)} bytes, dtype {dtype} "
+                        f"needs {dtype.itemsize}"
+                    )
+                return np.frombuffer(raw, dtype=dtype)[0]
+            if kind == "V" and isinstance(value, int) and value == 0:
+                return np.zeros((), dtype=dtype)[()]
+    except (ValueError, TypeError, binascii.Error, OverflowError) as e:
+        raise FillValueError(f"{where}: invalid fill value {value!r} for dtype {dtype} ({e})"
+                             ) from None
+    raise FillValueError(f"{where}: invalid fill value {value!r} for dtype {dtype}")
+
+
+def encode_v2_fill_value(value: Any, dtype: np.dtype) -> Any:
+    if value is None:
+        return None
+    kind = dtype.kind
+    if kind == "O":
+        return value if isinstance(value, (str, int, float, bool)) or value is None else None
+    v = np.asarray(value, dtype=dtype)[()]
+    if kind == "f":
+        return _float_to_json(v)
+    if kind == "c":
+        return [_float_to_json(v.real), _float_to_json(v.imag)]
+    if kind == "b":
+        return bool(v)
+    if kind in "iu":
+        return int(v)
+    if kind in "mM":
+        return int(np.asarray(v).view("i8"))
+    if kind == "U":
+        return str(v)
+    if kind in "SV":
+        return base64.standard_b64encode(np.asarray(v, dtype=dtype).tobytes()).decode("ascii")
+    raise FillValueError(f"cannot encode fill value {value!r} for dtype {dtype}")
+
+
+def _load(raw: Any, key: str) -> Any:
+    try:
+        return json.loads(bytes(raw))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise MetadataError(f"{key}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise MetadataError(f"{key}: JSON nested too deeply") from None
+
+
+def parse_attributes_doc(raw: Any, key: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    doc = _load(raw, key)
+    if not isinstance(doc, dict):
+        raise MetadataValidationError(f"{key}: attributes must be a JSON object, got {doc!r}")
+    return doc
+
+
+def _int_list(value: Any, what: str, node: str, minimum: int) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise MetadataValidationError(f"{node}: {what!r} must be a list of integers, got {value!r}")
+    if any(v < minimum for v in value):
+        raise MetadataValidationError(f"{node}: {what!r} must be integers >= {minimum}: {value!r}")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class ArrayMetadataV2:
+    """Validated Zarr v2 array metadata (``.zarray`` + ``.zattrs``)."""
+
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype: np.dtype
+    compressor: dict | None
+    filters: tuple[dict, ...] | None
+    fill_value: Any
+    order: str = "C"
+    dimension_separator: str = "."
+    attributes: dict[str, Any] = field(default_factory=dict)
+    fill_value_json: Any = None
+    #: whether the document had a ``dimension_separator`` member (old writers omit it)
+    write_dimension_separator: bool = field(default=True, compare=False)
+    extra: dict[str, Any] = field(default_factory=dict)
+    zarr_format: int = 2
+    node_type: str = "array"
+
+    def __post_init__(self) -> None:
+        if self.fill_value_json is None and self.fill_value is not None:
+            object.__setattr__(self, "fill_value_json",
+                               encode_v2_fill_value(self.fill_value, self.dtype))
+        node = "array"
+        # parse the numcodecs codecs once (errors name the member)
+        compressor = (None if self.compressor is None else
+                      NumcodecsCodec.from_config(self.compressor, where=f"{node}: compressor"))
+        filters = []
+        for i, f in enumerate(self.filters or ()):
+            filters.append(NumcodecsCodec.from_config(
+                f, where=f"{node}: filters[{i}]", view_dtype=self.dtype if i == 0 else None))
+        object.__setattr__(self, "_compressor_codec", compressor)
+        object.__setattr__(self, "_filter_codecs", tuple(filters))
+
+    # -- the interface of ArrayMetadata used by the pipeline and Array -------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def data_type(self) -> DataType:
+        return DataType(self.dtype.str if self.dtype.fields is None else "structured", self.dtype)
+
+    @property
+    def chunk_grid(self) -> RegularChunkGrid:
+        return RegularChunkGrid(self.chunks)
+
+    @property
+    def chunk_key_encoding(self) -> V2ChunkKeyEncoding:
+        return V2ChunkKeyEncoding(separator=self.dimension_separator)
+
+    @property
+    def codecs(self) -> tuple[Any, ...]:
+        """The v2 chunk encoding as a codec chain: [transpose if F] bytes filters compressor."""
+        chain: list[Any] = []
+        if self.order == "F" and len(self.shape) > 1:
+            chain.append(TransposeCodec(order=tuple(reversed(range(len(self.shape))))))
+        chain.append(BytesCodec(endian=None))  # stored in the declared byte order
+        chain.extend(self._filter_codecs)  # type: ignore[attr-defined]
+        if self._compressor_codec is not None:  # type: ignore[attr-defined]
+            chain.append(self._compressor_codec)  # type: ignore[attr-defined]
+        return tuple(chain)
+
+    @property
+    def effective_fill_value(self) -> Any:
+        """The value of missing chunks: the fill value, or zeros when it is null."""
+        if self.fill_value is not None:
+            return self.fill_value
+        if self.dtype.kind == "O":
+            return None
+        return np.zeros((), dtype=self.dtype)[()]
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        dims = self.attributes.get("_ARRAY_DIMENSIONS")
+        if isinstance(dims, list) and len(dims) == len(self.shape) and all(
+            isinstance(d, str) for d in dims
+        ):
+            return tuple(dims)
+        return None
+
+    # -- (de)serialisation ---------------------------------------------------------
+    @classmethod
+    def from_documents(cls, zarray: Any, zattrs: Any, *, path: str, key: str
+                       ) -> ArrayMetadataV2:
+        doc = _load(zarray, key)
+        attrs = parse_attributes_doc(zattrs, key.rsplit(".zarray", 1)[0] + ".zattrs")
+        return cls.from_dict(doc, attrs, path=path)
+
+    @classmethod
+    def from_dict(cls, doc: Any, attributes: dict | None = None, *, path: str = ""
+                  ) -> ArrayMetadataV2:
+        node = f"array {path or '/'!r} (v2)"
+        if not isinstance(doc, dict):
+            raise MetadataValidationError(f"{node}: .zarray must be a JSON object, got {doc!r}")
+        if doc.get("zarr_format") != 2:
+            raise MetadataValidationError(
+                f"{node}: zarr_format must be 2, got {doc.get('zarr_format')!r}"
+            )
+        for key in ("shape", "chunks", "dtype", "compressor", "fill_value", "order"):
+            if key not in doc:
+                raise MetadataValidationError(f"{node}: required member {key!r} is missing")
+        extra = {k: v for k, v in doc.items() if k not in _ARRAY_KEYS}
+        shape = _int_list(doc["shape"], "shape", node, 0)
+        chunks = _int_list(doc["chunks"], "chunks", node, 1)
+        if len(chunks) != len(shape):
+            raise MetadataValidationError(
+                f"{node}: chunks {list(chunks)} has rank {len(chunks)} but shape {list(shape)} "
+                f"has rank {len(shape)}"
+            )
+        if math.prod(shape) > _INT64_MAX:
+            raise MetadataValidationError(f"{node}: shape {list(shape)} has too many elements")
+        dtype = parse_v2_dtype(doc["dtype"], where=f"{node}: dtype")
+        if dtype.itemsize == 0 and dtype.kind != "O":
+            raise MetadataValidationError(f"{node}: dtype {doc['dtype']!r} has no size")
+        order = doc["order"]
+        if order not in ("C", "F"):
+            raise MetadataValidationError(f"{node}: order must be 'C' or 'F', got {order!r}")
+        sep = doc.get("dimension_separator", ".")
+        if sep not in (".", "/"):
+            raise MetadataValidationError(
+                f"{node}: dimension_separator must be '.' or '/', got {sep!r}"
+            )
+        compressor = doc["compressor"]
+        if compressor is not None and not isinstance(compressor, dict):
+            raise MetadataValidationError(
+                f"{node}: compressor must be an object or null, got {compressor!r}"
+            )
+        filters = doc.get("filters")
+        if filters is not None:
+            if not isinstance(filters, list) or not all(isinstance(f, dict) for f in filters):
+                raise MetadataValidationError(
+                    f"{node}: filters must be a list of objects or null, got {filters!r}"
+                )
+            filters = tuple(filters)
+        if dtype.kind == "O" and not filters:
+            raise MetadataValidationError(
+                f"{node}: object dtype needs an object codec in 'filters' (e.g. vlen-utf8)"
+            )
+        fill = decode_v2_fill_value(doc["fill_value"], dtype, where=f"{node}: fill_value")
+        try:
+            return cls(
+                shape=shape, chunks=chunks, dtype=dtype, compressor=compressor, filters=filters,
+                fill_value=fill, order=order, dimension_separator=sep,
+                attributes=dict(attributes or {}), fill_value_json=doc["fill_value"],
+                write_dimension_separator="dimension_separator" in doc, extra=extra,
+            )
+        except MetadataError as e:
+            raise type(e)(str(e).replace("array:", f"{node}:", 1)) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "zarr_format": 2,
+            "shape": list(self.shape),
+            "chunks": list(self.chunks),
+            "dtype": v2_dtype_to_json(self.dtype),
+            "compressor": self.compressor,
+            "fill_value": self.fill_value_json,
+            "order": self.order,
+            "filters": list(self.filters) if self.filters is not None else None,
+        }
+        if self.write_dimension_separator:
+            doc["dimension_separator"] = self.dimension_separator
+        doc.update(self.extra)
+        return doc
+
+    def store_documents(self) -> dict[str, bytes]:
+        return {
+            ".zarray": json.dumps(self.to_dict(), indent=2, allow_nan=True).encode(),
+            ".zattrs": json.dumps(self.attributes, indent=2, allow_nan=True).encode(),
+        }
+
+    def to_json(self) -> bytes:
+        """One document (for pickling): the array document with its attributes."""
+        return json.dumps({"zarray": self.to_dict(), "zattrs": self.attributes},
+                          allow_nan=True).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes, *, path: str) -> ArrayMetadataV2:
+        doc = json.loads(raw)
+        return cls.from_dict(doc["zarray"], doc["zattrs"], path=path)
+
+    def update_attributes(self, attributes: dict[str, Any]) -> ArrayMetadataV2:
+        return replace(self, attributes=attributes)
+
+    def update_shape(self, shape: tuple[int, ...]) -> ArrayMetadataV2:
+        return replace(self, shape=tuple(shape))
+
+
+@dataclass(frozen=True)
+class GroupMetadataV2:
+    """Zarr v2 group metadata (``.zgroup`` + ``.zattrs``)."""
+
+    attributes: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    zarr_format: int = 2
+    node_type: str = "group"
+
+    @classmethod
+    def from_documents(cls, zgroup: Any, zattrs: Any, *, path: str, key: str
+                       ) -> GroupMetadataV2:
+        doc = _load(zgroup, key)
+        node = f"group {path or '/'!r} (v2)"
+        if not isinstance(doc, dict) or doc.get("zarr_format") != 2:
+            raise MetadataValidationError(
+                f"{node}: .zgroup must be an object with zarr_format 2, got {doc!r}"
+            )
+        attrs = parse_attributes_doc(zattrs, key.rsplit(".zgroup", 1)[0] + ".zattrs")
+        extra = {k: v for k, v in doc.items() if k != "zarr_format"}
+        return cls(attributes=attrs, extra=extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"zarr_format": 2, **self.extra}
+
+    def store_documents(self) -> dict[str, bytes]:
+        return {
+            ".zgroup": json.dumps(self.to_dict(), indent=2).encode(),
+            ".zattrs": json.dumps(self.attributes, indent=2, allow_nan=True).encode(),
+        }
+
+    def to_json(self) -> bytes:
+        return json.dumps({"zgroup": self.to_dict(), "zattrs": self.attributes},
+                          allow_nan=True).encode()
+
+
