@@ -9,7 +9,17 @@ Replace ``import zarr`` with ``import zarrfast as zarr``::
 """
 
 from . import codecs, config, errors, storage
-from ._api import array, create_array, create_group, group, open, open_array, open_group
+from ._api import (
+    array,
+    consolidate_metadata,
+    create_array,
+    create_group,
+    group,
+    open,
+    open_array,
+    open_consolidated,
+    open_group,
+)
 from .array import Array
 from .group import Group
 from .stores import LocalStore, MemoryStore, Store
@@ -26,12 +36,14 @@ __all__ = [
     "array",
     "codecs",
     "config",
+    "consolidate_metadata",
     "create_array",
     "create_group",
     "errors",
     "group",
     "open",
     "open_array",
+    "open_consolidated",
     "open_group",
     "storage",
 ]
