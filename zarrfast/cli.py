@@ -3,13 +3,15 @@
 ``zarrfast bench [--quick] [--path DIR]``
     write and read an array on a local directory store and print throughput.
 ``zarrfast info PATH``
-    print the metadata of the node at PATH.
+    the hierarchy at PATH as a tree with shapes, dtypes, chunks, codecs, stored
+    sizes and format (v2, v3, or which draft).
+``zarrfast convert SRC DST [--zarr-format 3|2]``
+    copy a hierarchy into another format, with a progress bar.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 __all__ = ["main"]
@@ -22,22 +24,68 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                      codec=args.codec, out=sys.stdout)
 
 
+def _format_name(node) -> str:
+    draft = getattr(node, "draft_layout", None)
+    return draft if draft else f"v{node.zarr_format}"
+
+
+def _stored_bytes(node) -> int:
+    store = node.store
+    base = getattr(node, "_chunk_path", node.path)
+    prefix = f"{base}/" if base else ""
+    total = 0
+    for key in store.list_prefix(prefix):
+        try:
+            total += store.getsize(key)
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def _describe_array(a) -> str:
+    codecs = ", ".join(
+        c.to_dict().get("name") or c.to_dict().get("id", "?") for c in a.metadata.codecs
+    )
+    shards = f" shards {a.shards}" if a.shards else ""
+    return (f"{a.shape} {a.dtype} chunks {a.chunks}{shards} [{codecs}] "
+            f"{_size(_stored_bytes(a))} stored")
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from . import open as zopen
     from .array import Array
 
     node = zopen(args.path, mode="r")
+    fmt = _format_name(node)
     if isinstance(node, Array):
-        print(f"array {node.name} in {node.store!r}")
-        print(f"  shape {node.shape}  chunks {node.chunks}  dtype {node.dtype}")
-        print(f"  fill_value {node.fill_value!r}  nchunks {node.nchunks}")
-        print("  codecs " + json.dumps([c.to_dict() for c in node.metadata.codecs]))
-    else:
-        print(f"group {node.name} in {node.store!r}")
-        for key, member in node.members(max_depth=None):
-            kind = "array" if isinstance(member, Array) else "group"
-            extra = f" {member.shape} {member.dtype}" if kind == "array" else ""
-            print(f"  {key}  ({kind}{extra})")
+        print(f"{node.name} (array, Zarr {fmt}) {_describe_array(node)}")
+        return 0
+    print(f"{node.name} (group, Zarr {fmt})")
+    for key, member in node.members(max_depth=None):
+        depth = key.count("/")
+        name = key.rsplit("/", 1)[-1]
+        indent = "  " * (depth + 1)
+        if isinstance(member, Array):
+            print(f"{indent}{name} {_describe_array(member)}")
+        else:
+            print(f"{indent}{name}/")
+    return 0
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from .convert import convert
+
+    out = convert(args.src, args.dst, zarr_format=args.zarr_format, overwrite=args.overwrite,
+                  progress=not args.quiet)
+    print(f"converted {args.src} -> {args.dst} (Zarr v{args.zarr_format}, {out.name})")
     return 0
 
 
@@ -50,9 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--threads", type=int, default=None, help="worker threads (default: CPUs)")
     b.add_argument("--codec", choices=("none", "zstd", "blosc"), default="zstd")
     b.set_defaults(func=_cmd_bench)
-    i = sub.add_parser("info", help="describe an array or group")
+    i = sub.add_parser("info", help="the hierarchy as a tree: shapes, dtypes, chunks, "
+                                     "codecs, stored sizes, format")
     i.add_argument("path")
     i.set_defaults(func=_cmd_info)
+    c = sub.add_parser("convert", help="copy a hierarchy into another format (v2, v3; "
+                                       "drafts read)")
+    c.add_argument("src")
+    c.add_argument("dst")
+    c.add_argument("--zarr-format", type=int, choices=(2, 3), default=3)
+    c.add_argument("--overwrite", action="store_true")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.set_defaults(func=_cmd_convert)
     args = parser.parse_args(argv)
     from .errors import ZarrfastError
 

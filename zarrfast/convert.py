@@ -1,0 +1,252 @@
+"""Converting hierarchies between formats: Zarr v2, v3 and the seed drafts.
+
+``convert(src, dst, zarr_format=3)`` copies every group and array below
+``src`` to ``dst`` in the target format.  When an array's chunk encoding
+carries over unchanged — the same bytes decode the same way under the new
+metadata (v2 ``zstd``/``gzip``/``blosc`` or no compressor and no filters, C or
+F order, either byte order, to the v3 ``bytes``/``transpose`` codecs, and
+back; draft arrays to final v3) — chunk bytes are copied without decoding,
+only their keys change.  Otherwise chunks are decoded and re-encoded (zstd
+by default).  A progress bar (tqdm) shows the chunks copied.
+
+Types a format cannot hold (v2 strings, structured and object dtypes in v3)
+are refused with an error naming the array.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from ._nodes import node_key
+from .array import Array
+from .codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
+from .codecs.numcodecs_codec import NumcodecsCodec
+from .errors import ZarrfastError
+from .group import Group
+from .metadata.dtype import data_type_from_numpy
+from .stores import Store
+from .stores._resolve import StoreLike, make_store
+
+__all__ = ["convert"]
+
+_BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+
+
+def _v2_compressor_to_v3(config: dict | None, itemsize: int) -> Any:
+    """The v3 codec that decodes the same bytes as a v2 compressor, or ``False``."""
+    if config is None:
+        return None
+    cid = config.get("id")
+    if cid == "zstd":
+        return ZstdCodec(level=int(config.get("level", 0)),
+                         checksum=bool(config.get("checksum", False)))
+    if cid == "gzip":
+        return GzipCodec(level=int(config.get("level", 5)))
+    if cid == "blosc":
+        shuffle = config.get("shuffle", 1)
+        if shuffle == -1:  # numcodecs AUTOSHUFFLE: bit-shuffle for 1-byte items
+            shuffle = 2 if itemsize == 1 else 1
+        return BloscCodec(cname=config.get("cname", "lz4"), clevel=int(config.get("clevel", 5)),
+                          shuffle=_BLOSC_SHUFFLE[shuffle], typesize=itemsize,
+                          blocksize=int(config.get("blocksize", 0)))
+    return False
+
+
+def _v3_compressor_to_v2(codec: Any) -> Any:
+    if isinstance(codec, ZstdCodec):
+        return {"id": "zstd", "level": codec.level, "checksum": codec.checksum}
+    if isinstance(codec, GzipCodec):
+        return {"id": "gzip", "level": codec.level}
+    if isinstance(codec, BloscCodec):
+        shuffle = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}[codec.shuffle or "noshuffle"]
+        return {"id": "blosc", "cname": codec.cname, "clevel": codec.clevel,
+                "shuffle": shuffle, "blocksize": codec.blocksize}
+    return False
+
+
+def _plan_v3(arr: Array) -> tuple[dict[str, Any], bool]:
+    """create_array arguments for a v3 copy of a v2 array, and whether bytes carry over."""
+    md = arr.metadata
+    name = f"array {arr.name!r}"
+    attrs = dict(md.attributes)
+    dtype = md.dtype
+    if dtype.fields is not None or dtype.kind in "OSUMm" or dtype.hasobject:
+        raise ZarrfastError(
+            f"{name}: dtype {dtype} has no Zarr v3 core data type; it cannot be converted "
+            f"to v3 (keep it in Zarr v2)"
+        )
+    data_type = data_type_from_numpy(dtype.newbyteorder("=") if dtype.byteorder in "<>"
+                                     else dtype, where=name)
+    endian = "big" if dtype.byteorder == ">" or (
+        dtype.byteorder == "=" and sys.byteorder == "big") else "little"
+    serializer = BytesCodec(endian=endian if data_type.swap_unit > 1 else None)
+    filters = []
+    if md.order == "F" and md.ndim > 1:
+        filters.append(TransposeCodec(order=tuple(reversed(range(md.ndim)))))
+    compressor = _v2_compressor_to_v3(md.compressor, dtype.itemsize)
+    raw = compressor is not False and not md.filters
+    if compressor is False:
+        compressor = ZstdCodec(level=0)
+    dims = md.dimension_names
+    attrs.pop("_ARRAY_DIMENSIONS", None)
+    fill = md.effective_fill_value
+    return {"shape": md.shape, "dtype": data_type.name, "chunks": md.chunks,
+            "fill_value": np.asarray(fill).astype(data_type.dtype)[()],
+            "filters": filters, "serializer": serializer,
+            "compressors": [compressor] if compressor is not None else None,
+            "dimension_names": dims, "attributes": attrs}, raw
+
+
+def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
+    """create_array arguments for a v2 copy of a v3 array, and whether bytes carry over."""
+    md = arr.metadata
+    name = f"array {arr.name!r}"
+    from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+
+    codecs = md.codecs
+    aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
+    ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
+    bb = [c for c in codecs if isinstance(c, BytesBytesCodec)]
+    if md.data_type.kind == "V":
+        raise ZarrfastError(f"{name}: raw data type {md.data_type.name} is kept in Zarr v3")
+    order = "C"
+    raw = isinstance(ab, BytesCodec) and len(bb) <= 1
+    if aa:
+        perm = [c.permutation(md.ndim) for c in aa if isinstance(c, TransposeCodec)]
+        if len(perm) == 1 and len(aa) == 1 and list(perm[0]) == list(reversed(range(md.ndim))):
+            order = "F"
+        else:
+            raw = False
+    dtype = md.dtype
+    if isinstance(ab, BytesCodec) and ab.endian == "big" and md.data_type.swap_unit > 1:
+        dtype = dtype.newbyteorder(">")
+    else:
+        dtype = dtype.newbyteorder("<") if md.data_type.swap_unit > 1 else dtype
+    compressor: Any = _v3_compressor_to_v2(bb[0]) if len(bb) == 1 else None
+    if compressor is False:
+        raw, compressor = False, {"id": "zstd", "level": 0}
+    if len(bb) > 1:
+        compressor = {"id": "zstd", "level": 0}
+    attrs = dict(md.attributes)
+    return {"shape": md.shape, "dtype": dtype, "chunks": arr.metadata.chunks,
+            "fill_value": np.asarray(md.fill_value).astype(dtype)[()],
+            "compressors": compressor, "filters": None, "order": order,
+            "dimension_names": md.dimension_names, "attributes": attrs}, raw and not isinstance(
+        ab, NumcodecsCodec)
+
+
+def _copy_array(src: Array, dst_store: Store, dst_path: str, zarr_format: int,
+                overwrite: bool, bar: Any) -> Array:
+    from dataclasses import replace
+
+    from ._api import _create_array_at
+    from ._nodes import write_new_node
+    from .chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
+
+    if src.metadata.zarr_format == zarr_format:
+        # same format (drafts are read as final v3): same metadata, same chunk bytes;
+        # only a draft's chunk key encoding becomes the default one
+        md = src.metadata
+        if not isinstance(md.chunk_key_encoding, (DefaultChunkKeyEncoding, V2ChunkKeyEncoding)):
+            md = replace(md, chunk_key_encoding=DefaultChunkKeyEncoding())
+        write_new_node(dst_store, dst_path, md, overwrite=overwrite)
+        dst = Array(dst_store, dst_path, md, read_only=False)
+        raw = True
+    else:
+        plan, raw = _plan_v3(src) if zarr_format == 3 else _plan_v2(src)
+        dst = _create_array_at(dst_store, dst_path, zarr_format=zarr_format,
+                               overwrite=overwrite, **plan)
+    grid = src.metadata.chunk_grid.grid_shape(src.shape)
+    if raw:
+        src_cke = src.metadata.chunk_key_encoding
+        dst_cke = dst.metadata.chunk_key_encoding
+        chunk_path = getattr(src, "_chunk_path", src.path)  # drafts keep chunks elsewhere
+        src_base = f"{chunk_path}/" if chunk_path else ""
+        dst_base = f"{dst_path}/" if dst_path else ""
+        coords_all = list(itertools.product(*(range(n) for n in grid)))
+        batch = 256
+        for i in range(0, len(coords_all), batch):
+            part = coords_all[i:i + batch]
+            values = src.store.get_many([src_base + src_cke.encode(c) for c in part])
+            for c, v in zip(part, values, strict=True):
+                if v is not None:
+                    dst_store.set(dst_base + dst_cke.encode(c), v)
+            bar.update(len(part))
+        return dst
+    # decode and re-encode, a slab of chunk rows at a time
+    step = src.metadata.chunks[0] if src.ndim else 1
+    rows = max(1, (64 << 20) // max(1, math.prod(src.metadata.chunks[1:] or (1,))
+                                    * src.dtype.itemsize * max(step, 1)))
+    if src.ndim == 0:
+        dst[...] = src[...]
+        bar.update(1)
+        return dst
+    per_row = math.prod(grid[1:])
+    for start in range(0, src.shape[0], step * rows):
+        stop = min(src.shape[0], start + step * rows)
+        dst[start:stop] = src[start:stop]
+        bar.update(per_row * (-(-(stop - start) // step)))
+    return dst
+
+
+def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int = 3,
+            path: str | None = None, dst_path: str | None = None, overwrite: bool = False,
+            progress: bool = True) -> Array | Group:
+    """Copy the hierarchy (or array) at ``src`` into ``dst`` as Zarr ``zarr_format``.
+
+    Parameters
+    ----------
+    src
+        A store-like, or an opened ``Array``/``Group`` (any format, drafts included).
+    dst
+        Target store-like (a new directory, a dict, ...).
+    zarr_format
+        3 or 2.
+    path, dst_path
+        Node paths inside the source and target stores.
+    overwrite
+        Replace existing nodes in ``dst``.
+    progress
+        Show a tqdm progress bar of chunks copied (on stderr).
+    """
+    from . import open as zopen
+    from ._nodes import write_new_node
+    from .metadata.v2 import GroupMetadataV2
+    from .metadata.v3 import GroupMetadata
+
+    if zarr_format not in (2, 3):
+        raise ZarrfastError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
+    node = src if isinstance(src, (Array, Group)) else zopen(src, mode="r", path=path)
+    dst_store = make_store(dst)
+    from ._paths import normalize_path
+
+    root = normalize_path(dst_path)
+    nodes: list[tuple[str, Array | Group]] = [("", node)]
+    if isinstance(node, Group):
+        nodes += list(node.members(max_depth=None))
+    total = sum(math.prod(n.metadata.chunk_grid.grid_shape(n.shape))
+                for _, n in nodes if isinstance(n, Array))
+    from tqdm.auto import tqdm
+
+    with tqdm(total=total, unit="chunk", disable=not progress, desc="convert",
+              file=sys.stderr) as bar:
+        result: Array | Group | None = None
+        for rel, n in nodes:
+            target = node_key(root, rel) if rel else root
+            if isinstance(n, Group):
+                attrs = dict(n.metadata.attributes)
+                md = (GroupMetadata(attributes=attrs) if zarr_format == 3
+                      else GroupMetadataV2(attributes=attrs))
+                write_new_node(dst_store, target, md, overwrite=overwrite)
+                out: Array | Group = Group(dst_store, target, md, read_only=False)
+            else:
+                out = _copy_array(n, dst_store, target, zarr_format, overwrite, bar)
+            if result is None:
+                result = out
+    assert result is not None
+    return result
