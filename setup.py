@@ -20,6 +20,7 @@ EXTENSIONS = [
     Extension("zarrfast._ext._transpose", ["src_ext/_transpose.pyx"]),
     Extension("zarrfast._ext._assemble", ["src_ext/_assemble.pyx"]),
     Extension("zarrfast._ext._indexing", ["src_ext/_indexing.pyx"]),
+    Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),
 ]
 
 DIRECTIVES = {

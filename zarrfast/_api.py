@@ -38,6 +38,7 @@ __all__ = [
 _MODES = ("r", "r+", "a", "w", "w-")
 
 
+
 def _check_mode(mode: str) -> None:
     if mode not in _MODES:
         raise ZarrfastError(f"mode must be one of {_MODES}, got {mode!r}")
@@ -52,6 +53,29 @@ def _new_group_metadata(zarr_format: int | None, attributes: Mapping[str, Any] |
     attrs = dict(attributes or {})
     return GroupMetadataV2(attributes=attrs) if zarr_format == 2 else GroupMetadata(
         attributes=attrs)
+
+
+def _draft_node(store: Store, path: str, mode: str, node_type: str | None,
+                order: str | None, root_doc: Any) -> Any:
+    """The node at ``path`` if ``store`` holds one of the seed drafts' layouts (read-only),
+    else ``None``.  ``root_doc`` is the store's root ``zarr.json`` (``None`` if missing).
+    Creating nodes below the root of a draft store is refused: a store holds one layout."""
+    from ._draft import DraftHierarchy, open_draft
+    from .metadata.draft import ENTRY_POINT_KEY, parse_entry_point
+
+    entry = parse_entry_point(root_doc, ENTRY_POINT_KEY)
+    if entry is None:
+        return None
+    hierarchy = DraftHierarchy(store, entry)
+    if mode in ("w", "w-"):
+        if mode == "w" and path == "":
+            return None  # replacing the whole store is allowed
+        raise ZarrfastError(
+            f"{store!r} holds a {hierarchy.layout} hierarchy (read-only); cannot create "
+            f"{path or '/'!r} in it with mode {mode!r}: convert it with zarrfast.convert"
+        )
+    return open_draft(store, path, mode, node_type=node_type, hierarchy=hierarchy,
+                      order=order or "C")
 
 
 def _create_array_at(
@@ -216,6 +240,10 @@ def open_array(
     _check_format(zarr_format)
     p = normalize_path(path if path is not None else kwargs.pop("name", None))
     s = make_store(store, read_only=mode == "r")
+    draft = (None if zarr_format == 2 else
+             _draft_node(s, p, mode, "array", kwargs.get("order"), s.get("zarr.json")))
+    if draft is not None:
+        return draft
     if mode in ("w", "w-"):
         return _create_array_at(s, p, overwrite=mode == "w", **kwargs)
     try:
@@ -249,6 +277,11 @@ def open_group(
     _check_format(zarr_format)
     p = normalize_path(path)
     s = make_store(store, read_only=mode == "r")
+    # read once: draft detection, and v3 metadata at the root (v2 has no zarr.json)
+    root_doc = s.get("zarr.json") if zarr_format != 2 else None
+    draft = _draft_node(s, p, mode, "group", None, root_doc)
+    if draft is not None:
+        return draft
     if mode in ("w", "w-"):
         md = _new_group_metadata(zarr_format, attributes)
         write_new_node(s, p, md, overwrite=mode == "w")
@@ -256,7 +289,8 @@ def open_group(
     read_only = mode == "r" or s.read_only
     if use_consolidated is not False:
         group = _open_consolidated_group(s, p, zarr_format, read_only,
-                                         required=use_consolidated is True)
+                                         required=use_consolidated is True,
+                                         root_doc=root_doc if p == "" else ...)
         if group is not None:
             return group
     try:
@@ -304,6 +338,10 @@ def open(  # noqa: A001 - zarr-python's name
     _check_format(zarr_format)
     p = normalize_path(path)
     s = make_store(store, read_only=mode == "r")
+    draft = (None if zarr_format == 2 else
+             _draft_node(s, p, mode, None, kwargs.get("order"), s.get("zarr.json")))
+    if draft is not None:
+        return draft
     if mode in ("w", "w-"):
         if "shape" in kwargs or "data" in kwargs:
             return _create_array_at(s, p, overwrite=mode == "w", **kwargs)
@@ -325,12 +363,13 @@ def open(  # noqa: A001 - zarr-python's name
 
 
 def _open_consolidated_group(store: Store, path: str, zarr_format: int | None,
-                             read_only: bool, *, required: bool) -> Group | None:
+                             read_only: bool, *, required: bool, root_doc: Any = ...
+                             ) -> Group | None:
     """The group at ``path`` with its consolidated metadata, or ``None`` if it has none
     (an error instead when ``required``)."""
     from ._consolidated import read_consolidated
 
-    found = read_consolidated(store, path, zarr_format)
+    found = read_consolidated(store, path, zarr_format, root_doc=root_doc)
     if found is None:
         if required:
             raise ZarrfastError(

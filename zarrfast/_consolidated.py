@@ -81,12 +81,14 @@ def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[st
     return group, members
 
 
-def read_consolidated(store: Store, path: str, zarr_format: int | None
-                      ) -> tuple[AnyMetadata, dict[str, AnyMetadata]] | None:
-    """``(group metadata, {relative path: metadata})`` or ``None`` without consolidation."""
+def read_consolidated(store: Store, path: str, zarr_format: int | None, *,
+                      root_doc: Any = ...) -> tuple[AnyMetadata, dict[str, AnyMetadata]] | None:
+    """``(group metadata, {relative path: metadata})`` or ``None`` without consolidation.
+    ``root_doc``: the group's ``zarr.json`` if the caller has already read it (``None``:
+    known to be missing)."""
     if zarr_format in (None, 3):
         key = node_key(path, "zarr.json")
-        raw = store.get(key)
+        raw = store.get(key) if root_doc is ... else root_doc
         if raw is not None:
             md = parse_metadata(raw, path=path, key=key)
             cm = md.extra.get("consolidated_metadata") if isinstance(md, GroupMetadata) else None

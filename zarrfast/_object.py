@@ -29,6 +29,19 @@ def _slices(start: np.ndarray, count: np.ndarray, step: np.ndarray) -> tuple[sli
     return tuple(out)
 
 
+def _same(value: Any, fill: Any) -> bool:
+    """``value == fill`` for objects that may be arrays (vlen-array elements)."""
+    if value is fill:
+        return True
+    if isinstance(value, np.ndarray) or isinstance(fill, np.ndarray):
+        return (isinstance(value, np.ndarray) and isinstance(fill, np.ndarray)
+                and np.array_equal(value, fill))
+    try:
+        return type(value) is type(fill) and bool(value == fill)
+    except (TypeError, ValueError):
+        return False
+
+
 class ObjectChain:
     """Decode/encode chunks of a v2 object array with its numcodecs codecs."""
 
@@ -120,7 +133,7 @@ def write_object_selection(store: Store, path: str, chain: ObjectChain, sel: Bas
         dst = _slices(local_start[i], local_count[i], sel.step)
         chunk[dst] = scalar if value is None else value[_slices(out_start[i], local_count[i],
                                                                 ones)]
-        if not write_empty_chunks and all(v == chain.fill for v in chunk.flat):
+        if not write_empty_chunks and all(_same(v, chain.fill) for v in chunk.flat):
             store.delete(keys[i])
         else:
             store.set(keys[i], chain.encode(chunk))

@@ -45,8 +45,11 @@ class Array(Node):
         read_only: bool | None = None,
         write_empty_chunks: bool | None = None,
         order: str = "C",
+        chunk_path: str | None = None,
     ) -> None:
         super().__init__(store, path, metadata, read_only)
+        #: where the chunk keys live (``path`` except for arrays read from a draft layout)
+        self._chunk_path = path if chunk_path is None else chunk_path
         self._write_empty_chunks = write_empty_chunks
         self._order = order
         self._set_chain(metadata)
@@ -60,6 +63,7 @@ class Array(Node):
             "read_only": self._read_only,
             "write_empty_chunks": self._write_empty_chunks,
             "order": self._order,
+            "chunk_path": self._chunk_path,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -71,6 +75,7 @@ class Array(Node):
             read_only=state["read_only"],
             write_empty_chunks=state["write_empty_chunks"],
             order=state["order"],
+            chunk_path=state.get("chunk_path"),
         )
 
     # -- properties -------------------------------------------------------------------
@@ -245,7 +250,7 @@ class Array(Node):
             buf = out.reshape(full)
         else:
             buf = np.empty(full, dtype=self.dtype)
-        self._read(self._store, self._path, self._chain, sel, buf)
+        self._read(self._store, self._chunk_path, self._chain, sel, buf)
         result = out if out is not None else buf.reshape(sel.out_shape)
         if self.ndim == 0:
             return result[()]
@@ -290,7 +295,7 @@ class Array(Node):
         self._write(sel, arr, None)
 
     def _write(self, sel: Any, value: np.ndarray | None, scalar: Any) -> None:
-        self._write_fn(self._store, self._path, self._chain, sel, value, scalar,
+        self._write_fn(self._store, self._chunk_path, self._chain, sel, value, scalar,
                        write_empty_chunks=self.write_empty_chunks)
 
     # -- whole-array operations ---------------------------------------------------------
@@ -312,7 +317,7 @@ class Array(Node):
             import itertools
 
             cke = self._metadata.chunk_key_encoding
-            base = f"{self._path}/" if self._path else ""
+            base = f"{self._chunk_path}/" if self._chunk_path else ""
             for coords in itertools.product(*(range(o) for o in old_grid)):
                 if any(c >= n for c, n in zip(coords, new_grid, strict=True)):
                     self._store.delete(base + cke.encode(coords))
@@ -329,7 +334,7 @@ class Array(Node):
 
     def _count_stored_objects(self) -> int:
         cke = self._metadata.chunk_key_encoding
-        base = f"{self._path}/" if self._path else ""
+        base = f"{self._chunk_path}/" if self._chunk_path else ""
         import itertools
 
         count = 0
@@ -340,7 +345,7 @@ class Array(Node):
 
     def with_write_empty_chunks(self, value: bool) -> Array:
         new = Array(self._store, self._path, self._metadata, read_only=self._read_only,
-                    write_empty_chunks=value, order=self._order)
+                    write_empty_chunks=value, order=self._order, chunk_path=self._chunk_path)
         return new
 
     def _replace_metadata(self, **changes: Any) -> None:

@@ -100,13 +100,18 @@ def _float_to_json(x: Any) -> Any:
     return f
 
 
-def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str) -> Any:
-    """A fill value from its v2 JSON form (``None`` stays ``None``)."""
+def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str,
+                         object_codec: str | None = None) -> Any:
+    """A fill value from its v2 JSON form (``None`` stays ``None``).  ``object_codec`` is the
+    id of an object array's first filter: vlen-bytes fills are base64 (as zarr-python 3
+    writes them)."""
     if value is None:
         return None
     kind = dtype.kind
     try:
         if kind == "O":
+            if object_codec == "vlen-bytes" and isinstance(value, str):
+                return base64.standard_b64decode(value)
             return value
         if kind == "f":
             return _float_from_json(value, dtype, where)
@@ -131,8 +136,9 @@ def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str) -> Any:
                 raise FillValueError(f"{where}: {value!r} is out of range for {dtype}")
             return dtype.type(int(value))
         elif kind in "mM":
+            native = dtype.newbyteorder("=")
             if isinstance(value, int) and not isinstance(value, bool):
-                return np.array(value, dtype="i8").view(dtype)[()]
+                return np.array(value, dtype="i8").view(native).astype(dtype)[()]
             return np.array(value, dtype=dtype)[()]
         elif kind == "U":
             if isinstance(value, str):
@@ -161,7 +167,11 @@ def encode_v2_fill_value(value: Any, dtype: np.dtype) -> Any:
         return None
     kind = dtype.kind
     if kind == "O":
-        return value if isinstance(value, (str, int, float, bool)) or value is None else None
+        if isinstance(value, bytes):
+            return base64.standard_b64encode(value).decode("ascii")
+        if isinstance(value, (str, int, float, bool)):
+            return value
+        raise FillValueError(f"cannot store the object fill value {value!r} in JSON")
     v = np.asarray(value, dtype=dtype)[()]
     if kind == "f":
         return _float_to_json(v)
@@ -172,7 +182,7 @@ def encode_v2_fill_value(value: Any, dtype: np.dtype) -> Any:
     if kind in "iu":
         return int(v)
     if kind in "mM":
-        return int(np.asarray(v).view("i8"))
+        return int(np.asarray(v).astype(dtype.newbyteorder("=")).view("i8"))
     if kind == "U":
         return str(v)
     if kind in "SV":
@@ -274,11 +284,16 @@ class ArrayMetadataV2:
 
     @property
     def effective_fill_value(self) -> Any:
-        """The value of missing chunks: the fill value, or zeros when it is null."""
+        """The value of missing chunks: the fill value or, when it is null, what zarr-python
+        3 uses: ``""``/``b""`` for vlen strings/bytes, NaT for datetimes, else zeros."""
         if self.fill_value is not None:
             return self.fill_value
-        if self.dtype.kind == "O":
-            return None
+        kind = self.dtype.kind
+        if kind == "O":
+            first = (self.filters or ({},))[0].get("id")
+            return {"vlen-utf8": "", "vlen-bytes": b""}.get(first)
+        if kind in "mM":
+            return np.array("NaT", dtype=self.dtype)[()]
         return np.zeros((), dtype=self.dtype)[()]
 
     @property
@@ -348,7 +363,9 @@ class ArrayMetadataV2:
             raise MetadataValidationError(
                 f"{node}: object dtype needs an object codec in 'filters' (e.g. vlen-utf8)"
             )
-        fill = decode_v2_fill_value(doc["fill_value"], dtype, where=f"{node}: fill_value")
+        object_codec = filters[0].get("id") if filters and dtype.kind == "O" else None
+        fill = decode_v2_fill_value(doc["fill_value"], dtype, where=f"{node}: fill_value",
+                                    object_codec=object_codec)
         try:
             return cls(
                 shape=shape, chunks=chunks, dtype=dtype, compressor=compressor, filters=filters,
