@@ -222,11 +222,34 @@ class Array(Node):
             yield self[i]
 
     # -- reading -------------------------------------------------------------------------
-    def __getitem__(self, selection: Any) -> Any:
-        return self.get_basic_selection(selection)
+    def _split_fields(self, selection: Any) -> tuple[Any, str | list[str] | None]:
+        """Field names in a selection (``a["x"]``, ``a["x", 1:3]``, ``a[["x", "y"]]``)."""
+        items = selection if isinstance(selection, tuple) else (selection,)
+        names = [s for s in items if isinstance(s, str)]
+        lists = [s for s in items if isinstance(s, list) and s and all(
+            isinstance(n, str) for n in s)]
+        if not names and not lists:
+            return selection, None
+        rest = tuple(s for s in items if not (isinstance(s, str) or any(s is x for x in lists)))
+        fields: Any = names[0] if len(names) == 1 and not lists else [
+            *names, *(n for lst in lists for n in lst)]
+        return (rest if rest else Ellipsis), fields
 
-    def get_basic_selection(self, selection: Any = Ellipsis, *, out: np.ndarray | None = None
-                            ) -> Any:
+    def _check_fields(self, fields: str | list[str]) -> None:
+        known = self.dtype.names or ()
+        for f in [fields] if isinstance(fields, str) else fields:
+            if f not in known:
+                raise IndexingError(
+                    f"array {self.name!r}: no field {f!r}; "
+                    + (f"fields are {list(known)}" if known else "its dtype has no fields")
+                )
+
+    def __getitem__(self, selection: Any) -> Any:
+        selection, fields = self._split_fields(selection)
+        return self.get_basic_selection(selection, fields=fields)
+
+    def get_basic_selection(self, selection: Any = Ellipsis, *, out: np.ndarray | None = None,
+                            fields: str | list[str] | None = None) -> Any:
         """Read a basic selection (ints, slices, Ellipsis) into a new NumPy array.
 
         Parameters
@@ -236,6 +259,14 @@ class Array(Node):
         out
             Optional C-contiguous array of the result's shape and dtype to read into.
         """
+        if fields is not None:
+            self._check_fields(fields)
+            result = self.get_basic_selection(selection)
+            picked = np.asarray(result)[fields]
+            if out is not None:
+                out[...] = picked
+                return out
+            return picked if self.ndim else picked[()]
         sel = normalize_basic(selection, self.shape)
         full = sel.full_shape
         if out is not None:
@@ -260,11 +291,22 @@ class Array(Node):
 
     # -- writing -------------------------------------------------------------------------
     def __setitem__(self, selection: Any, value: Any) -> None:
-        self.set_basic_selection(selection, value)
+        selection, fields = self._split_fields(selection)
+        self.set_basic_selection(selection, value, fields=fields)
 
-    def set_basic_selection(self, selection: Any, value: Any) -> None:
-        """Write ``value`` (broadcast like NumPy) into a basic selection."""
+    def set_basic_selection(self, selection: Any, value: Any, *,
+                            fields: str | list[str] | None = None) -> None:
+        """Write ``value`` (broadcast like NumPy) into a basic selection; with ``fields``,
+        into those fields of a structured array (the other fields keep their values)."""
         self._check_writable()
+        if fields is not None:
+            self._check_fields(fields)
+            current = np.array(self.get_basic_selection(selection), dtype=self.dtype)
+            current[fields] = value
+            self.set_basic_selection(selection, current)
+            return
+        if self.dtype.names is not None and isinstance(value, tuple):
+            value = np.array(value, dtype=self.dtype)[()]  # one record
         sel = normalize_basic(selection, self.shape)
         if np.isscalar(value) or (isinstance(value, np.ndarray) and value.ndim == 0):
             try:

@@ -26,7 +26,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def _format_name(node) -> str:
     draft = getattr(node, "draft_layout", None)
-    return draft if draft else f"v{node.zarr_format}"
+    return f"v3 draft layout: {draft}" if draft else f"v{node.zarr_format}"
 
 
 def _stored_bytes(node) -> int:
