@@ -21,6 +21,7 @@ from ._api import (
     open_group,
 )
 from .array import Array
+from .convert import convert
 from .group import Group
 from .stores import LocalStore, MemoryStore, Store
 
@@ -37,6 +38,7 @@ __all__ = [
     "codecs",
     "config",
     "consolidate_metadata",
+    "convert",
     "create_array",
     "create_group",
     "errors",
