@@ -32,7 +32,6 @@ import zarrfast
 from zarrfast._draft import (
     DraftArray,
     DraftGroup,
-    convert_draft,
     detect_draft,
     open_draft,
 )
@@ -451,7 +450,7 @@ def test_open_draft_node_types():
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_convert_to_final_v3(name, tmp_path):
     dest = tmp_path / "final"
-    root = convert_draft(str(FIXTURES / name), str(dest))
+    root = zarrfast.convert(str(FIXTURES / name), str(dest), zarr_format=3, progress=False)
     for key in dest.rglob("zarr.json"):
         doc = json.loads(key.read_text())
         assert doc["zarr_format"] == 3 and "zarrfast.draft" not in key.read_text()
@@ -472,9 +471,9 @@ def test_convert_to_final_v3(name, tmp_path):
         ours = zarrfast.open_array(str(dest), path=path, mode="r")
         _assert_same(ours[...], want, f"zarrfast reads converted {path}")
         assert dict(ours.attrs) == dict(_reference(name, path).attrs)
-    with pytest.raises(ZarrfastError, match="not empty"):
-        convert_draft(str(FIXTURES / name), str(dest))
-    convert_draft(str(FIXTURES / name), str(dest), overwrite=True)
+    with pytest.raises(ZarrfastError, match="already exists"):
+        zarrfast.convert(str(FIXTURES / name), str(dest), progress=False)
+    zarrfast.convert(str(FIXTURES / name), str(dest), progress=False, overwrite=True)
 
 
 # ---------------------------------------------------------------------------

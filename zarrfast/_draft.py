@@ -1,19 +1,17 @@
-"""Opening (read-only) and converting hierarchies in the pre-final Zarr v3 layouts.
+"""Opening (read-only) hierarchies in the pre-final Zarr v3 layouts.
 
 See :mod:`zarrfast.metadata.draft` for the layouts.  :func:`detect_draft` tells
 whether a store holds one; :func:`open_draft` opens a node of it as a read-only
 :class:`~zarrfast.Array` (reading chunks from ``data/...`` through its
-``chunk_path``) or a :class:`DraftGroup`; :func:`convert_draft` rewrites a draft
-hierarchy as final Zarr v3 in another store (chunk bytes are copied unchanged,
-only their keys change).
+``chunk_path``) or a :class:`DraftGroup`.  :func:`zarrfast.convert` rewrites a
+draft hierarchy as final Zarr v3 in another store (chunk bytes are copied
+unchanged, only their keys change).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ._nodes import write_metadata
 from ._paths import normalize_path
 from .array import Array
 from .errors import (
@@ -27,16 +25,14 @@ from .errors import (
 )
 from .group import Group
 from .metadata.draft import (
-    DraftChunkKeyEncoding,
     DraftHierarchy,
     detect,
-    final_metadata,
 )
 from .metadata.v3 import ArrayMetadata, GroupMetadata
 from .stores import Store
 from .stores._resolve import StoreLike, make_store
 
-__all__ = ["DraftArray", "DraftGroup", "convert_draft", "detect_draft", "open_draft"]
+__all__ = ["DraftArray", "DraftGroup", "detect_draft", "open_draft"]
 
 
 def detect_draft(store: StoreLike) -> DraftHierarchy | None:
@@ -67,7 +63,7 @@ class DraftArray(Array):
     def _check_writable(self) -> None:
         raise ReadOnlyError(
             f"array {self.name!r} is in a draft ({self.draft_layout}) Zarr v3 hierarchy, "
-            f"which zarrfast only reads; convert it with zarrfast._draft.convert_draft"
+            f"which zarrfast only reads; convert it with zarrfast.convert"
         )
 
     def __repr__(self) -> str:
@@ -98,7 +94,7 @@ class DraftGroup(Group):
     def _check_writable(self) -> None:
         raise ReadOnlyError(
             f"group {self.name!r} is in a draft ({self.draft_layout}) Zarr v3 hierarchy, "
-            f"which zarrfast only reads; convert it with zarrfast._draft.convert_draft"
+            f"which zarrfast only reads; convert it with zarrfast.convert"
         )
 
     def __repr__(self) -> str:
@@ -203,59 +199,3 @@ def open_draft(
 
 
 # -- conversion ------------------------------------------------------------------------
-
-
-def _chunk_coords(rest: str, cke: DraftChunkKeyEncoding, ndim: int) -> tuple[int, ...] | None:
-    """Grid coordinates of the draft chunk key ``rest`` (relative to the array), or None
-    if it is not one of the array's chunk keys."""
-    if ndim == 0:
-        return () if rest == cke.scalar_key else None
-    if not rest.startswith("c"):
-        return None
-    parts = rest[1:].split(cke.separator)
-    if len(parts) != ndim or not all(re.fullmatch(r"0|[1-9][0-9]*", p) for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
-
-
-def convert_draft(source: StoreLike, dest: StoreLike, *, overwrite: bool = False) -> Group:
-    """Write the draft hierarchy in ``source`` as a final Zarr v3 hierarchy in ``dest``.
-
-    Every group (implicit ones included) gets a ``zarr.json``; every array gets the
-    converted metadata with the ``default`` chunk key encoding, and its chunks are
-    copied byte for byte from ``data/.../c0/1`` to ``<path>/c/0/1``.  Returns the
-    root of the new hierarchy (an :class:`Array` when the draft's root is an array).
-    """
-    from ._api import open as open_node  # the converted hierarchy is plain final v3
-
-    src = make_store(source, read_only=True)
-    hierarchy = detect_draft(src)
-    if hierarchy is None:
-        raise ZarrfastError(f"{src!r} is not a draft Zarr v3 hierarchy")
-    dst = make_store(dest)
-    if not overwrite and not dst.is_empty(""):
-        raise ZarrfastError(
-            f"destination {dst!r} is not empty; pass overwrite=True to clear it first"
-        )
-    if overwrite:
-        dst.clear()
-    for path in ["", *hierarchy.walk("")]:
-        md, prefix = hierarchy.node(path)
-        if isinstance(md, ArrayMetadata):
-            final = final_metadata(md)
-            write_metadata(dst, path, final)
-            cke = md.chunk_key_encoding
-            assert isinstance(cke, DraftChunkKeyEncoding) and prefix is not None
-            base = f"{path}/" if path else ""
-            for key in src.list_prefix(prefix):
-                coords = _chunk_coords(key[len(prefix):], cke, md.ndim)
-                if coords is None:
-                    continue
-                value = src.get(key)
-                if value is not None:
-                    dst.set(base + final.chunk_key_encoding.encode(coords), value)
-            if not path:
-                break  # a root array is the whole hierarchy
-        else:
-            write_metadata(dst, path, md)
-    return open_node(dst, mode="r+" if not dst.read_only else "r")
