@@ -338,3 +338,73 @@ def format_chunk_keys(const int64_t[:, ::1] coords not None, str prefix not None
     finally:
         free(buf)
     return out
+
+
+# --------------------------------------------------------------------------
+# group_by_chunk: fancy selections, grouped by chunk once
+# --------------------------------------------------------------------------
+
+cdef void _counting_group(const int64_t* ids, Py_ssize_t n, int64_t nchunks,
+                          int64_t* counts, int64_t* order) noexcept nogil:
+    """Stable counting sort of positions 0..n-1 by ids[i] (0 <= ids < nchunks).
+    ``counts`` (nchunks + 1 zeros) ends holding the bucket starts."""
+    cdef Py_ssize_t i
+    cdef int64_t k, acc = 0, c
+    for i in range(n):
+        counts[ids[i] + 1] += 1
+    for k in range(nchunks + 1):
+        c = counts[k]
+        counts[k] = acc
+        acc += c
+    # counts[k + 1] is now the start of bucket k (counts[0] == 0)
+    for i in range(n):
+        k = ids[i] + 1
+        order[counts[k]] = i
+        counts[k] += 1
+
+
+def group_by_chunk(const int64_t[::1] ids not None, int64_t nchunks):
+    """Group positions by chunk id, stably, in one pass.
+
+    Returns ``(order, chunk_ids, starts)``: ``order`` permutes ``range(len(ids))`` so
+    that equal ids are adjacent (ids ascending, original order kept within an id);
+    ``chunk_ids`` are the distinct ids, ascending; positions of ``chunk_ids[k]`` are
+    ``order[starts[k]:starts[k + 1]]`` (``len(starts) == len(chunk_ids) + 1``).
+
+    A counting sort, O(n + nchunks), when ``nchunks`` is not much larger than ``n``;
+    otherwise a stable sort.  Every id must be in ``[0, nchunks)``.
+    """
+    cdef Py_ssize_t n = ids.shape[0], i
+    if nchunks < 0:
+        raise ValueError(f"group_by_chunk: nchunks must be >= 0, got {nchunks}")
+    for i in range(n):
+        if ids[i] < 0 or ids[i] >= nchunks:
+            raise ValueError(
+                f"group_by_chunk: id {ids[i]} at position {i} is outside [0, {nchunks})"
+            )
+    ids_arr = np.asarray(ids)
+    if n == 0:
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64))
+    if nchunks > 4 * n + 4096:
+        order = np.argsort(ids_arr, kind="stable").astype(np.int64, copy=False)
+    else:
+        order = np.empty(n, dtype=np.int64)
+        counts = np.zeros(nchunks + 1, dtype=np.int64)
+        _counting(ids, n, nchunks, counts, order)
+    sorted_ids = ids_arr[order]
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(sorted_ids[1:n], sorted_ids[0:n - 1], out=first[1:n])
+    starts_body = np.flatnonzero(first)
+    k = len(starts_body)
+    chunk_ids = sorted_ids[starts_body]
+    starts = np.empty(k + 1, dtype=np.int64)
+    starts[0:k] = starts_body
+    starts[k] = n
+    return order, chunk_ids, starts
+
+
+cdef void _counting(const int64_t[::1] ids, Py_ssize_t n, int64_t nchunks,
+                    int64_t[::1] counts, int64_t[::1] order):
+    with nogil:
+        _counting_group(&ids[0], n, nchunks, &counts[0], &order[0])

@@ -39,6 +39,7 @@ else:
         byteswap_copy=_byteswap.byteswap_copy,
         project=_indexing.project,
         format_chunk_keys=_indexing.format_chunk_keys,
+        group_by_chunk=_indexing.group_by_chunk,
         check_index=_shard_index.check_index,
     )
 
@@ -1104,3 +1105,39 @@ def test_twin_signatures_match():
         params_c = list(inspect.signature(getattr(ext, name)).parameters)
         params_r = list(inspect.signature(getattr(ref, name)).parameters)
         assert params_c == params_r, name
+
+
+# ---------------------------------------------------------------------------
+# group_by_chunk
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@given(ids=st.lists(st.integers(0, 40), max_size=200), extra=st.integers(0, 5000))
+@PROPS
+def test_group_by_chunk_matches_twin_and_definition(impl, ids, extra):
+    arr = np.array(ids, dtype=I64)
+    nchunks = (max(ids) + 1 if ids else 0) + extra  # exercises both the counting and sort paths
+    order, chunk_ids, starts = impl.group_by_chunk(arr, nchunks)
+    r_order, r_ids, r_starts = ref.group_by_chunk(arr, nchunks)
+    np.testing.assert_array_equal(order, r_order)
+    np.testing.assert_array_equal(chunk_ids, r_ids)
+    np.testing.assert_array_equal(starts, r_starts)
+    # the definition: a stable grouping, ids ascending
+    assert sorted(order.tolist()) == list(range(len(ids)))
+    assert chunk_ids.tolist() == sorted(set(ids))
+    for k, cid in enumerate(chunk_ids.tolist()):
+        members = order[starts[k]:starts[k + 1]].tolist()
+        assert members == [i for i, v in enumerate(ids) if v == cid]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_group_by_chunk_rejects(impl):
+    with pytest.raises(ValueError, match="outside"):
+        impl.group_by_chunk(i64(0, 5), 5)
+    with pytest.raises(ValueError, match="outside"):
+        impl.group_by_chunk(i64(-1), 5)
+    with pytest.raises(ValueError, match="nchunks"):
+        impl.group_by_chunk(i64(), -1)
+    order, ids, starts = impl.group_by_chunk(i64(), 0)
+    assert order.size == 0 and ids.size == 0 and starts.tolist() == [0]

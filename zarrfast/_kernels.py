@@ -15,6 +15,7 @@ __all__ = [
     "copy_region",
     "fill_region",
     "format_chunk_keys",
+    "group_by_chunk",
     "is_uniform",
     "project",
     "transpose",
@@ -50,4 +51,5 @@ byteswap_inplace = _byteswap.byteswap_inplace
 byteswap_copy = _byteswap.byteswap_copy
 project = _indexing.project
 format_chunk_keys = _indexing.format_chunk_keys
+group_by_chunk = _indexing.group_by_chunk
 check_index = _shard_index.check_index

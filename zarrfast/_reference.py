@@ -496,3 +496,27 @@ def check_index(index, low, high) -> tuple[int, int, int]:
         p = int(hits[0])
         return (5, int(order[p]), int(order[p + 1]))
     return (0, -1, -1)
+
+
+def group_by_chunk(ids, nchunks):
+    """Twin of ``_indexing.group_by_chunk``: positions grouped by chunk id, stably."""
+    ids = np.asarray(ids)
+    if ids.dtype != np.int64 or ids.ndim != 1:
+        raise TypeError("group_by_chunk: ids must be a 1-d int64 buffer")
+    nchunks = operator.index(nchunks)
+    if nchunks < 0:
+        raise ValueError(f"group_by_chunk: nchunks must be >= 0, got {nchunks}")
+    bad = np.flatnonzero((ids < 0) | (ids >= nchunks))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"group_by_chunk: id {int(ids[i])} at position {i} is outside [0, {nchunks})"
+        )
+    n = ids.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
+    order = np.argsort(ids, kind="stable").astype(np.int64)
+    sorted_ids = ids[order]
+    first = np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1]))
+    starts_body = np.flatnonzero(first)
+    return order, sorted_ids[starts_body], np.append(starts_body, n).astype(np.int64)

@@ -23,3 +23,11 @@ def format_chunk_keys(
     prefix: str,
     separator: str,
 ) -> list[str]: ...
+def group_by_chunk(
+    ids: Buffer,  # const int64_t[::1], each in [0, nchunks)
+    nchunks: int,
+) -> tuple[
+    npt.NDArray[np.int64],  # order: positions grouped by id (stable)
+    npt.NDArray[np.int64],  # chunk_ids: distinct ids, ascending
+    npt.NDArray[np.int64],  # starts: len(chunk_ids) + 1 group boundaries into order
+]: ...
