@@ -21,6 +21,7 @@ EXTENSIONS = [
     Extension("zarrfast._ext._assemble", ["src_ext/_assemble.pyx"]),
     Extension("zarrfast._ext._indexing", ["src_ext/_indexing.pyx"]),
     Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),
+    Extension("zarrfast._ext._downsample", ["src_ext/_downsample.pyx"]),
 ]
 
 DIRECTIVES = {

@@ -535,8 +535,22 @@ def test_too_many_indices(arr2d: zarrfast.Array, sel: Any) -> None:
 @pytest.mark.parametrize(
     "sel",
     [[0, 1], ([0, 1], 0), np.array([0, 1]), np.array([True, False, True, False, True]),
-     (slice(None), [1]), 1.5, "a", None, (None, 0), True, (Ellipsis, Ellipsis),
-     slice(0, 2, 0), slice(0.5, 2), {0: 1}],
+     (slice(None), [1]), ([4, 0, 0], [-1, 2, 3]), ([1, 3], slice(None, None, -1))],
+    ids=lambda s: repr(s)[:30],
+)
+def test_fancy_selections_equal_numpy(arr2d: zarrfast.Array, sel: Any) -> None:
+    """Selections the first version refused: zarr-python's dispatch, NumPy's results."""
+    expected = np.arange(20).reshape(5, 4).astype("i4")
+    same(arr2d[sel], expected[sel])
+    arr2d[sel] = -7
+    expected[sel] = -7
+    same(arr2d[...], expected)
+
+
+@pytest.mark.parametrize(
+    "sel",
+    [1.5, "a", None, (None, 0), True, (Ellipsis, Ellipsis),
+     slice(0, 2, 0), slice(0.5, 2), {0: 1}, ([0.5, 1],), np.array([[True]])],
     ids=lambda s: repr(s)[:30],
 )
 def test_unsupported_selections(arr2d: zarrfast.Array, sel: Any) -> None:

@@ -244,9 +244,161 @@ class Array(Node):
                     + (f"fields are {list(known)}" if known else "its dtype has no fields")
                 )
 
+    def _kind_of(self, selection: Any) -> str:
+        """How zarr-python dispatches ``a[selection]``: "mask", "coordinate",
+        "orthogonal" or "basic"."""
+        if isinstance(selection, np.ndarray) and selection.dtype == bool and (
+            selection.ndim == self.ndim and self.ndim > 1 or self.ndim == 1
+        ):
+            return "mask" if selection.ndim == self.ndim else "orthogonal"
+        items = selection if isinstance(selection, tuple) else (selection,)
+        iterables = [_is_index_iterable(s) for s in items]
+        if not any(iterables):
+            return "basic"
+        if self.ndim == 1 and not isinstance(selection, tuple):
+            return "coordinate" if not _is_bool_iterable(selection) else "orthogonal"
+        if sum(iterables) > 1 and any(isinstance(s, slice) or s is Ellipsis for s in items):
+            return "numpy"  # zarr-python refuses this; NumPy's advanced indexing decides
+        no_slicing = (isinstance(selection, tuple) and len(selection) == self.ndim
+                      and not any(isinstance(s, slice) or s is Ellipsis for s in items))
+        if no_slicing and all(it or _is_integer(s) for s, it in zip(items, iterables,
+                                                                      strict=True)) and not any(
+                _is_bool_iterable(s) for s in items):
+            return "coordinate"
+        return "orthogonal"
+
     def __getitem__(self, selection: Any) -> Any:
         selection, fields = self._split_fields(selection)
+        kind = self._kind_of(selection)
+        if kind == "mask":
+            return self._with_fields(self.get_mask_selection(selection), fields)
+        if kind == "coordinate":
+            return self._with_fields(self.get_coordinate_selection(selection), fields)
+        if kind == "orthogonal":
+            return self.get_orthogonal_selection(selection, fields=fields)
+        if kind == "numpy":
+            from .fancy import get_orthogonal, numpy_plan
+
+            block_sel, np_sel = numpy_plan(selection, self.shape)
+            return self._with_fields(get_orthogonal(self, block_sel)[np_sel], fields)
         return self.get_basic_selection(selection, fields=fields)
+
+    def _with_fields(self, result: Any, fields: Any) -> Any:
+        if fields is None:
+            return result
+        self._check_fields(fields)
+        return np.asarray(result)[fields]
+
+    # -- fancy selections ----------------------------------------------------------------
+    def get_orthogonal_selection(self, selection: Any, *, out: np.ndarray | None = None,
+                                 fields: str | list[str] | None = None) -> np.ndarray:
+        """Outer indexing: per dimension an int, a slice, an integer array (any order,
+        repeats, negatives) or a boolean mask."""
+        from .fancy import get_orthogonal, normalize_orthogonal
+
+        result = get_orthogonal(self, normalize_orthogonal(selection, self.shape))
+        result = self._with_fields(result, fields)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    def set_orthogonal_selection(self, selection: Any, value: Any, *,
+                                 fields: str | list[str] | None = None) -> None:
+        from .fancy import normalize_orthogonal, set_orthogonal
+
+        self._check_writable()
+        if fields is not None:
+            current = self.get_orthogonal_selection(selection)
+            self._check_fields(fields)
+            current[fields] = value
+            value = current
+        set_orthogonal(self, normalize_orthogonal(selection, self.shape), value)
+
+    def get_coordinate_selection(self, selection: Any, *, out: np.ndarray | None = None,
+                                 fields: str | list[str] | None = None) -> np.ndarray:
+        """Points: one integer array per dimension (broadcast together)."""
+        from .fancy import get_points, normalize_coordinate
+
+        coords, shape = normalize_coordinate(selection, self.shape)
+        result = self._with_fields(get_points(self, coords, shape), fields)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    def set_coordinate_selection(self, selection: Any, value: Any, *,
+                                 fields: str | list[str] | None = None) -> None:
+        from .fancy import normalize_coordinate, set_points
+
+        self._check_writable()
+        coords, shape = normalize_coordinate(selection, self.shape)
+        if fields is not None:
+            from .fancy import get_points
+
+            current = get_points(self, coords, shape)
+            self._check_fields(fields)
+            current[fields] = value
+            value = current
+        set_points(self, coords, shape, value)
+
+    def get_mask_selection(self, mask: Any, *, out: np.ndarray | None = None,
+                           fields: str | list[str] | None = None) -> np.ndarray:
+        """The elements where a boolean array of the array's shape is true (1-d result)."""
+        from .fancy import get_points, normalize_mask
+
+        coords = normalize_mask(mask, self.shape)
+        result = self._with_fields(get_points(self, coords, (len(coords[0]),)), fields)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    def set_mask_selection(self, mask: Any, value: Any, *,
+                           fields: str | list[str] | None = None) -> None:
+        from .fancy import normalize_mask
+
+        coords = normalize_mask(mask, self.shape)
+        self.set_coordinate_selection(coords, value, fields=fields)
+
+    def get_block_selection(self, selection: Any, *, out: np.ndarray | None = None,
+                            fields: str | list[str] | None = None) -> np.ndarray:
+        """Whole chunks by chunk-grid index (ints or step-1 slices per dimension)."""
+        from .fancy import block_region
+
+        return self.get_basic_selection(block_region(self, selection), out=out, fields=fields)
+
+    def set_block_selection(self, selection: Any, value: Any, *,
+                            fields: str | list[str] | None = None) -> None:
+        from .fancy import block_region
+
+        self.set_basic_selection(block_region(self, selection), value, fields=fields)
+
+    @property
+    def oindex(self) -> _Indexer:
+        """``a.oindex[...]``: orthogonal (outer) selection, for reading and writing."""
+        return _Indexer(self.get_orthogonal_selection, self.set_orthogonal_selection)
+
+    @property
+    def vindex(self) -> _Indexer:
+        """``a.vindex[...]``: coordinate selection, or a mask of the array's shape."""
+        def get(sel: Any) -> Any:
+            if isinstance(sel, np.ndarray) and sel.dtype == bool:
+                return self.get_mask_selection(sel)
+            return self.get_coordinate_selection(sel)
+
+        def set_(sel: Any, value: Any) -> None:
+            if isinstance(sel, np.ndarray) and sel.dtype == bool:
+                self.set_mask_selection(sel, value)
+            else:
+                self.set_coordinate_selection(sel, value)
+
+        return _Indexer(get, set_)
+
+    @property
+    def blocks(self) -> _Indexer:
+        """``a.blocks[i, j]``: whole chunks by their grid index."""
+        return _Indexer(self.get_block_selection, self.set_block_selection)
 
     def get_basic_selection(self, selection: Any = Ellipsis, *, out: np.ndarray | None = None,
                             fields: str | list[str] | None = None) -> Any:
@@ -292,7 +444,27 @@ class Array(Node):
     # -- writing -------------------------------------------------------------------------
     def __setitem__(self, selection: Any, value: Any) -> None:
         selection, fields = self._split_fields(selection)
-        self.set_basic_selection(selection, value, fields=fields)
+        kind = self._kind_of(selection)
+        if kind == "mask":
+            self.set_mask_selection(selection, value, fields=fields)
+        elif kind == "coordinate":
+            self.set_coordinate_selection(selection, value, fields=fields)
+        elif kind == "orthogonal":
+            self.set_orthogonal_selection(selection, value, fields=fields)
+        elif kind == "numpy":
+            from .fancy import get_orthogonal, numpy_plan, set_orthogonal
+
+            self._check_writable()
+            block_sel, np_sel = numpy_plan(selection, self.shape)
+            block = get_orthogonal(self, block_sel)
+            if fields is not None:
+                self._check_fields(fields)
+                block[fields][np_sel] = value
+            else:
+                block[np_sel] = value
+            set_orthogonal(self, block_sel, block)
+        else:
+            self.set_basic_selection(selection, value, fields=fields)
 
     def set_basic_selection(self, selection: Any, value: Any, *,
                             fields: str | list[str] | None = None) -> None:
@@ -392,3 +564,38 @@ class Array(Node):
 
     def _replace_metadata(self, **changes: Any) -> None:
         self._write_metadata(replace(self._metadata, **changes))
+
+
+def _is_integer(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_bool_iterable(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype == bool and x.ndim >= 1
+    return isinstance(x, list) and bool(x) and all(isinstance(v, (bool, np.bool_)) for v in x)
+
+
+def _is_index_iterable(x: Any) -> bool:
+    """An integer or boolean list/array (a fancy index)."""
+    if isinstance(x, np.ndarray):
+        return x.ndim >= 1 and (x.dtype.kind in "iub" or x.size == 0)
+    return isinstance(x, list) and all(
+        isinstance(v, (bool, np.bool_)) or _is_integer(v) for v in x)
+
+
+class _Indexer:
+    """``a.oindex`` / ``a.vindex`` / ``a.blocks``: item access bound to a get and a set."""
+
+    __slots__ = ("_get", "_set")
+
+    def __init__(self, get: Any, set_: Any) -> None:
+        self._get = get
+        self._set = set_
+
+    def __getitem__(self, selection: Any) -> Any:
+        return self._get(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self._set(selection, value)
+

@@ -229,6 +229,19 @@ class PreparedChain:
             self._fill_chunk_item_arr,
         )
 
+    def view(self, buf: np.ndarray) -> np.ndarray:
+        """A decoded chunk buffer as an array of the logical chunk shape (a strided view
+        in the stored byte order; writes through it change ``buf``)."""
+        dtype = self.dtype
+        if self.swap_unit > 1:
+            dtype = dtype.newbyteorder("<" if self.ab.endian == "little" else ">")
+        return np.ndarray(self.chunk_shape, dtype=dtype, buffer=buf,
+                          strides=tuple(int(s) for s in self.chunk_strides))
+
+    @property
+    def fill_scalar(self) -> Any:
+        return self.metadata.effective_fill_value
+
     def is_fill(self, buf: np.ndarray) -> bool:
         return bool(_kernels.is_uniform(buf, self._fill_chunk_item_arr))
 

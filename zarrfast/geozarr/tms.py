@@ -1,0 +1,121 @@
+"""Well-known OGC TileMatrixSets, shipped with zarrfast.
+
+The sets of ``geozarr-rules.md``'s table (OGC 17-083r4 Annex D/E and the OGC
+registry: ``WebMercatorQuad``, ``WorldCRS84Quad``, ``WorldMercatorWGS84Quad``,
+``UTM01WGS84Quad`` ... ``UTM60WGS84Quad``, ``UPSArcticWGS84Quad``,
+``UPSAntarcticWGS84Quad``, ``EuropeanETRS89_LAEAQuad``, ``CanadianNAD83_LCC``,
+``GNOSISGlobalGrid``, ``CDB1GlobalGrid``, ``WGS1984Quad``) are package data in
+``zarrfast/geozarr/tms/<id>.json``: the OGC TMS 2.0 JSON encoding, with every
+tile matrix's ``cellSize``, ``scaleDenominator``, ``pointOfOrigin``, tile and
+matrix sizes.  They are generated at development time by
+``zarrfast/geozarr/make_tms_data.py`` from the OGC definitions; nothing is
+fetched at run time.
+
+Ids are case-sensitive; aliases (``GoogleMapsCompatible``) and URIs are not ids.
+
+Example::
+
+    >>> tms = get_tile_matrix_set("WebMercatorQuad")
+    >>> tms["tileMatrices"][0]["matrixWidth"], tms["tileMatrices"][0]["cellSize"]
+    (1, 156543.033928041)
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import functools
+import json
+from collections.abc import Mapping
+from importlib import resources
+from typing import Any
+
+from .validate import GeoZarrError, validate_tile_matrix_set
+
+__all__ = ["get_tile_matrix_set", "is_well_known", "tile_matrix_ids",
+           "well_known_tile_matrix_sets"]
+
+_DATA_DIR = "tms"
+
+
+def _data_root() -> Any:
+    return resources.files(__package__) / _DATA_DIR
+
+
+@functools.cache
+def _names() -> tuple[str, ...]:
+    return tuple(sorted(p.name[:-len(".json")] for p in _data_root().iterdir()
+                        if p.name.endswith(".json")))
+
+
+@functools.cache
+def _load(name: str) -> dict[str, Any]:
+    return json.loads((_data_root() / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def well_known_tile_matrix_sets() -> list[str]:
+    """The ids of the shipped TileMatrixSets, sorted."""
+    return list(_names())
+
+
+def is_well_known(name: Any) -> bool:
+    """Whether ``name`` is (exactly, case-sensitively) a shipped TileMatrixSet id."""
+    return isinstance(name, str) and name in _names()
+
+
+def tile_matrix_ids(name: str) -> list[str]:
+    """The TileMatrix ids of the well-known set ``name``, in the set's order."""
+    return [tm["id"] for tm in _well_known(name)["tileMatrices"]]
+
+
+def _well_known(name: str) -> dict[str, Any]:
+    if not is_well_known(name):
+        hint = difflib.get_close_matches(name, _names(), n=1, cutoff=0.6)
+        lowered = {n.lower(): n for n in _names()}
+        if name.lower() in lowered:
+            hint = [lowered[name.lower()]]
+        if name == "GoogleMapsCompatible":
+            hint = ["WebMercatorQuad"]
+        extra = f"; did you mean {hint[0]!r}?" if hint else ""
+        raise GeoZarrError(
+            f"unknown TileMatrixSet {name!r}: not one of the {len(_names())} well-known "
+            f"ids (ids are case-sensitive; URIs are not accepted){extra}"
+        )
+    return _load(name)
+
+
+def get_tile_matrix_set(name_or_dict: str | Mapping[str, Any]) -> dict[str, Any]:
+    """The OGC TileMatrixSet JSON object for a well-known id, or a validated inline set.
+
+    Parameters
+    ----------
+    name_or_dict
+        A well-known id (see :func:`well_known_tile_matrix_sets`), or a TileMatrixSet
+        object, which is checked against the TMS rules (errors and recommended errors).
+
+    Returns
+    -------
+    dict
+        For an id, a fresh copy of the shipped definition (callers may modify it); for
+        a mapping, the mapping itself as a ``dict``.
+
+    Raises
+    ------
+    GeoZarrError
+        An unknown id (named in the message), or a set breaking TMS1-TMS8.
+    """
+    if isinstance(name_or_dict, str):
+        return copy.deepcopy(_well_known(name_or_dict))
+    if isinstance(name_or_dict, Mapping):
+        doc = dict(name_or_dict)
+        problems = [f for f in validate_tile_matrix_set(doc) if f.severity in ("E", "R")]
+        if problems:
+            raise GeoZarrError(
+                "invalid TileMatrixSet:\n" + "\n".join(f"  {f}" for f in problems),
+                findings=problems,
+            )
+        return doc
+    raise GeoZarrError(
+        f"a TileMatrixSet is a well-known id (str) or a TileMatrixSet object (dict), "
+        f"got {type(name_or_dict).__name__} {name_or_dict!r}"
+    )
