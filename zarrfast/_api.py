@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,23 @@ __all__ = [
     "open_group",
     "open_consolidated",
     "consolidate_metadata",
+    "create",
+    "create_hierarchy",
+    "empty",
+    "empty_like",
+    "from_array",
+    "full",
+    "full_like",
+    "load",
+    "ones",
+    "ones_like",
+    "open_like",
+    "save",
+    "save_array",
+    "save_group",
+    "tree",
+    "zeros",
+    "zeros_like",
 ]
 
 _MODES = ("r", "r+", "a", "w", "w-")
@@ -402,3 +419,235 @@ def consolidate_metadata(store: StoreLike, path: str | None = None,
     write_consolidated(s, p, md)
     return open_consolidated(s, path=p, mode="r+" if not s.read_only else "r",
                              zarr_format=md.zarr_format)
+
+
+# -- zarr-python's convenience constructors ----------------------------------------------
+
+
+def _split_codecs(codecs: Any) -> dict[str, Any]:
+    """A full v3 codec list as filters / serializer / compressors arguments."""
+    from .codecs import ArrayArrayCodec, ArrayBytesCodec, parse_codec
+
+    parsed = [parse_codec(c, where="codecs") for c in codecs]
+    parsed = [c for c in parsed if c is not None]
+    ab = [i for i, c in enumerate(parsed) if isinstance(c, ArrayBytesCodec)]
+    if len(ab) != 1:
+        raise ZarrfastError(f"codecs must hold exactly one array -> bytes codec, got {codecs!r}")
+    i = ab[0]
+    if not all(isinstance(c, ArrayArrayCodec) for c in parsed[:i]):
+        raise ZarrfastError(f"codecs {codecs!r}: only array -> array codecs may come first")
+    return {"filters": parsed[:i], "serializer": parsed[i], "compressors": parsed[i + 1:]}
+
+
+def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any = "auto",
+           fill_value: Any = None, order: str | None = None, store: StoreLike = None,
+           overwrite: bool = False, path: str | None = None, filters: Any = None,
+           read_only: bool | None = None, object_codec: Any = None,
+           dimension_separator: str | None = None, write_empty_chunks: bool | None = None,
+           zarr_format: int | None = None, attributes: Mapping[str, Any] | None = None,
+           chunk_shape: Any = None, chunk_key_encoding: Any = None, codecs: Any = None,
+           dimension_names: Iterable[str | None] | None = None,
+           storage_options: Mapping[str, Any] | None = None,
+           config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
+    """zarr-python's older ``create``: an array from keyword arguments (v3 by default)."""
+    _check_format(zarr_format)
+    fmt = zarr_format or 3
+    s = make_store(store)
+    cfg = dict(config or {})
+    if write_empty_chunks is not None:
+        cfg["write_empty_chunks"] = write_empty_chunks
+    chunks = chunk_shape if chunk_shape is not None else chunks
+    if chunks is None or chunks is True:
+        chunks = "auto"
+    elif chunks is False:
+        chunks = shape
+    if dimension_separator is not None:
+        chunk_key_encoding = {"name": "v2" if fmt == 2 else "default",
+                              "separator": dimension_separator}
+    extra: dict[str, Any] = {}
+    if fmt == 3 and codecs is not None:
+        extra.update(_split_codecs(codecs))
+    else:
+        extra["compressors"] = compressor
+        if filters is not None or object_codec is not None:
+            extra["filters"] = [*(filters or ()), *([object_codec] if object_codec else [])]
+    arr = _create_array_at(
+        s, normalize_path(path), shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value,
+        order=order, zarr_format=fmt, attributes=attributes,
+        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+        overwrite=overwrite, config=cfg, **extra,
+    )
+    if read_only:
+        arr._read_only = True
+    return arr
+
+
+def empty(shape: Any, **kwargs: Any) -> Array:
+    """An array whose elements read as the fill value (nothing is written)."""
+    return create(shape, **kwargs)
+
+
+def zeros(shape: Any, **kwargs: Any) -> Array:
+    return create(shape, fill_value=0, **kwargs)
+
+
+def ones(shape: Any, **kwargs: Any) -> Array:
+    return create(shape, fill_value=1, **kwargs)
+
+
+def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+    return create(shape, fill_value=fill_value, **kwargs)
+
+
+def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    out = dict(kwargs)
+    out.setdefault("shape", a.shape)
+    out.setdefault("dtype", a.dtype)
+    if isinstance(a, Array):
+        out.setdefault("chunks", a.chunks)
+        out.setdefault("fill_value", a.fill_value)
+        out.setdefault("zarr_format", a.zarr_format)
+        out.setdefault("order", a.order)
+    elif hasattr(a, "chunks") and isinstance(getattr(a, "chunks", None), tuple):
+        if all(isinstance(c, int) for c in a.chunks):
+            out.setdefault("chunks", a.chunks)
+    return out
+
+
+def empty_like(a: Any, **kwargs: Any) -> Array:
+    kw = _like_kwargs(a, kwargs)
+    return create(kw.pop("shape"), **kw)
+
+
+def zeros_like(a: Any, **kwargs: Any) -> Array:
+    kw = _like_kwargs(a, kwargs)
+    kw["fill_value"] = 0
+    return create(kw.pop("shape"), **kw)
+
+
+def ones_like(a: Any, **kwargs: Any) -> Array:
+    kw = _like_kwargs(a, kwargs)
+    kw["fill_value"] = 1
+    return create(kw.pop("shape"), **kw)
+
+
+def full_like(a: Any, **kwargs: Any) -> Array:
+    kw = _like_kwargs(a, kwargs)
+    return create(kw.pop("shape"), **kw)
+
+
+def open_like(a: Any, path: str, **kwargs: Any) -> Array:
+    """Open (or create, in mode ``'a'``) an array at ``path`` shaped like ``a``."""
+    kw = _like_kwargs(a, kwargs)
+    return open_array(path, **kw)
+
+
+def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: str | None = None,
+               chunks: Any = "keep", shards: Any = "keep", filters: Any = "keep",
+               compressors: Any = "keep", serializer: Any = "keep", fill_value: Any = None,
+               order: str | None = None, zarr_format: int | None = None,
+               attributes: Mapping[str, Any] | None = None, chunk_key_encoding: Any = None,
+               dimension_names: Iterable[str | None] | None = None,
+               storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
+               config: Mapping[str, Any] | None = None) -> Array:
+    """A new array holding ``data`` (an array-like, or a zarrfast ``Array`` whose chunks and
+    codecs are kept unless given)."""
+    src = data if isinstance(data, Array) else None
+    kw: dict[str, Any] = {}
+    if src is not None:
+        same_format = zarr_format in (None, src.zarr_format)
+        kw["chunks"] = src.chunks if chunks == "keep" else chunks
+        kw["shards"] = src.shards if shards == "keep" else shards
+        if src.zarr_format == 3 and same_format:
+            kw["filters"] = src.filters if filters == "keep" else filters
+            kw["serializer"] = src.serializer if serializer == "keep" else serializer
+            kw["compressors"] = src.compressors if compressors == "keep" else compressors
+        elif src.zarr_format == 2 and same_format:
+            md = src.metadata
+            kw["filters"] = list(md.filters or ()) if filters == "keep" else filters
+            kw["compressors"] = md.compressor if compressors == "keep" else compressors
+        fill_value = src.fill_value if fill_value is None else fill_value
+        dimension_names = src.dimension_names if dimension_names is None else dimension_names
+        attributes = dict(src.attrs) if attributes is None else attributes
+        zarr_format = zarr_format or src.zarr_format
+        shape, dtype = src.shape, src.dtype
+    else:
+        arr = np.asarray(data)
+        shape, dtype = arr.shape, arr.dtype
+        for key, value in (("chunks", chunks), ("shards", shards), ("filters", filters),
+                           ("compressors", compressors), ("serializer", serializer)):
+            if not (isinstance(value, str) and value == "keep"):
+                kw[key] = value
+        kw.setdefault("shards", None)
+    kw = {k: v for k, v in kw.items() if v is not None or k == "shards"}
+    if kw.get("shards") is None:
+        kw.pop("shards", None)
+    out = create_array(store, name=name, shape=shape, dtype=dtype, fill_value=fill_value,
+                       order=order, zarr_format=zarr_format or 3, attributes=attributes,
+                       chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+                       overwrite=overwrite, config=config, **kw)
+    if write_data:
+        if src is not None and out.ndim and out.shape[0]:
+            # copy in slabs of whole chunk rows of about 64 MiB: memory stays bounded
+            row_bytes = max(1, out.nbytes // out.shape[0])
+            step = out.chunks[0] * max(1, (64 << 20) // (row_bytes * out.chunks[0]))
+            for start in range(0, out.shape[0], step):
+                out[start:start + step] = src[start:start + step]
+        elif src is not None:
+            out[...] = src[...]
+        else:
+            out[...] = np.asarray(data)
+    return out
+
+
+def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
+               path: str | None = None, **kwargs: Any) -> None:
+    data = np.asarray(arr)
+    _create_array_at(make_store(store), normalize_path(path), data=data,
+                     zarr_format=zarr_format or 3, overwrite=True, **kwargs)
+
+
+def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
+               path: str | None = None, **kwargs: Any) -> None:
+    if not args and not kwargs:
+        raise ZarrfastError("save_group: at least one array is required")
+    s = make_store(store)
+    p = normalize_path(path)
+    g = open_group(s, mode="w", path=p, zarr_format=zarr_format or 3)
+    for i, a in enumerate(args):
+        g.create_array(f"arr_{i}", data=np.asarray(a), overwrite=True)
+    for name, a in kwargs.items():
+        g.create_array(name, data=np.asarray(a), overwrite=True)
+
+
+def save(store: StoreLike, *args: Any, zarr_format: int | None = None, path: str | None = None,
+         **kwargs: Any) -> None:
+    """One positional array: ``save_array``; several, or keywords: ``save_group``."""
+    if len(args) == 1 and not kwargs:
+        save_array(store, args[0], zarr_format=zarr_format, path=path)
+    else:
+        save_group(store, *args, zarr_format=zarr_format, path=path, **kwargs)
+
+
+def load(store: StoreLike, path: str | None = None, zarr_format: int | None = None) -> Any:
+    """An array's data, or a dict of a group's arrays' data (read eagerly)."""
+    node = open(store, mode="r", path=path, zarr_format=zarr_format)
+    if isinstance(node, Array):
+        return node[...]
+    return {k: v[...] for k, v in node.arrays()}
+
+
+def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> Any:
+    return grp.tree(expand=expand, level=level)
+
+
+def create_hierarchy(*, store: Store, nodes: Mapping[str, Any], overwrite: bool = False
+                     ) -> Iterator[tuple[str, Array | Group]]:
+    """Write the metadata of many nodes (``{path: ArrayMetadata | GroupMetadata | ...}``) and
+    yield ``(path, node)`` for each."""
+    from ._nodes import write_new_node as _write
+
+    for path, md in nodes.items():
+        p = normalize_path(path)
+        _write(store, p, md, overwrite=overwrite)
+        yield path, node_from_metadata(store, p, md, read_only=False)

@@ -513,6 +513,83 @@ class Array(Node):
                        write_empty_chunks=self.write_empty_chunks)
 
     # -- whole-array operations ---------------------------------------------------------
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow the array along ``axis`` and write ``data`` there; returns the new shape."""
+        self._check_writable()
+        data = np.asarray(data)
+        if self.ndim == 0:
+            raise IndexingError(f"array {self.name!r}: cannot append to a 0-d array")
+        if not -self.ndim <= axis < self.ndim:
+            raise IndexingError(
+                f"array {self.name!r}: axis {axis} is out of range for {self.ndim} dimensions"
+            )
+        axis %= self.ndim
+        if data.ndim != self.ndim or any(
+            a != b for d, (a, b) in enumerate(zip(data.shape, self.shape, strict=True))
+            if d != axis
+        ):
+            raise IndexingError(
+                f"array {self.name!r}: cannot append data of shape {data.shape} to shape "
+                f"{self.shape} along axis {axis}"
+            )
+        old = self.shape
+        new_shape = tuple(s + (data.shape[axis] if d == axis else 0) for d, s in enumerate(old))
+        self.resize(new_shape)
+        region = tuple(slice(old[d], None) if d == axis else slice(None)
+                       for d in range(self.ndim))
+        self[region] = data
+        return new_shape
+
+    def nbytes_stored(self) -> int:
+        """Bytes this array holds in its store: its metadata and chunks (everything below
+        its path, and below its chunk path where that differs, as for drafts)."""
+        keys: set[str] = set()
+        for base in {self._path, self._chunk_path}:
+            keys.update(self._store.list_prefix(f"{base}/" if base else ""))
+        total = 0
+        for key in keys:
+            try:
+                total += self._store.getsize(key)
+            except FileNotFoundError:  # deleted meanwhile
+                pass
+        return total
+
+    @property
+    def info(self) -> str:
+        """A short description, like zarr-python's ``Array.info``."""
+        return self._info(complete=False)
+
+    def info_complete(self) -> str:
+        """``info`` plus the stored size and number of stored chunks (reads the store)."""
+        return self._info(complete=True)
+
+    def _info(self, *, complete: bool) -> str:
+        lines = [
+            ("Type", "Array"),
+            ("Zarr format", str(self.zarr_format)),
+            ("Data type", str(self.dtype)),
+            ("Fill value", repr(self.fill_value)),
+            ("Shape", str(self.shape)),
+            ("Chunk shape", str(self.chunks)),
+        ]
+        if self.shards:
+            lines.append(("Shard shape", str(self.shards)))
+        lines += [
+            ("Order", self.order),
+            ("Read-only", str(self.read_only)),
+            ("Store type", type(self._store).__name__),
+            ("Filters", repr(self.filters)),
+            ("Serializer", repr(self.serializer)),
+            ("Compressors", repr(self.compressors)),
+            ("No. bytes", f"{self.nbytes}"),
+        ]
+        if complete:
+            stored = self.nbytes_stored()
+            lines.append(("No. bytes stored", str(stored)))
+            lines.append(("Chunks Initialized", f"{self.nchunks_initialized()}/{self.nchunks}"))
+        width = max(len(k) for k, _ in lines)
+        return "\n".join(f"{k:<{width}} : {v}" for k, v in lines)
+
     def resize(self, new_shape: tuple[int, ...] | int) -> None:
         """Change the shape; chunks wholly outside the new shape are deleted."""
         self._check_writable()

@@ -238,6 +238,66 @@ class Group(Node):
             return node
         return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
 
+    def __setitem__(self, name: str, value: Any) -> None:
+        """``g["x"] = array_like`` creates (or replaces) an array holding ``value``."""
+        import numpy as np
+
+        self.create_array(name, data=np.asarray(value), overwrite=True)
+
+    def empty(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, **kwargs)
+
+    def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, fill_value=0, **kwargs)
+
+    def ones(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, fill_value=1, **kwargs)
+
+    def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
+
+    def move(self, source: str, dest: str) -> None:
+        """Move the member at ``source`` (a path below this group) to ``dest``."""
+        self._check_writable()
+        src = self._child_path(source)
+        dst = self._child_path(dest)
+        if existing_node(self._store, src) is None:
+            raise MemberNotFoundError(f"group {self.name!r} has no member {source!r}")
+        if existing_node(self._store, dst) is not None:
+            raise ContainsArrayError(f"cannot move {source!r} to {dest!r}: it exists")
+        # the destination's parents exist (in this format); then every key moves
+        parent = dst.rsplit("/", 1)[0] if "/" in dst else ""
+        if parent and existing_node(self._store, parent) is None:
+            write_new_node(self._store, parent, replace(self._metadata, attributes={},
+                                                        extra={}), overwrite=False)
+        for key in list(self._store.list_prefix(src + "/")):
+            value = self._store.get(key)
+            if value is not None:
+                self._store.set(dst + key[len(src):], value)
+        self._store.delete_dir(src)
+        delete_node_metadata(self._store, src)
+        self._consolidated = None
+
+    def tree(self, expand: bool | None = None, level: int | None = None) -> str:
+        """The hierarchy below this group as indented text (arrays with shape and dtype)."""
+        lines = [self.name]
+        for key, node in self.members(max_depth=None if level is None else max(level - 1, 0)):
+            depth = key.count("/")
+            name = key.rsplit("/", 1)[-1]
+            label = (f"{name} {node.shape} {node.dtype}" if isinstance(node, Array)
+                     else f"{name}")
+            lines.append("  " * (depth + 1) + label)
+        return "\n".join(lines)
+
+    @property
+    def info(self) -> str:
+        rows = [("Name", self.name), ("Type", "Group"), ("Zarr format", str(self.zarr_format)),
+                ("Read-only", str(self.read_only)),
+                ("Store type", type(self._store).__name__),
+                ("No. members", str(len(self)))]
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
+
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Group) and other._store == self._store
                 and other._path == self._path)
