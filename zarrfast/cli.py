@@ -7,6 +7,9 @@
     sizes and format (v2, v3, or which draft).
 ``zarrfast convert SRC DST [--zarr-format 3|2]``
     copy a hierarchy into another format, with a progress bar.
+``zarrfast geozarr validate PATH [--as dataarray|dataset|multiscale] [--json] [--no-recommended]``
+    check a hierarchy against the GeoZarr rules; exit 1 on errors (and recommended
+    errors, unless ``--no-recommended``).
 """
 
 from __future__ import annotations
@@ -89,6 +92,28 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_geozarr_validate(args: argparse.Namespace) -> int:
+    import json
+
+    from .geozarr import validate
+
+    findings = validate(args.path, args.as_, recommended=args.recommended,
+                        allow_grid_mapping_scalars=args.allow_grid_mapping_scalars)
+    failing = [f for f in findings if f.severity in ("E", "R")]
+    if args.json:
+        print(json.dumps({"path": args.path, "as": args.as_, "valid": not failing,
+                          "findings": [f.to_dict() for f in findings]}, indent=2))
+    else:
+        counts = {s: sum(f.severity == s for f in findings) for s in "ERW"}
+        verdict = "INVALID" if failing else "valid"
+        kind = "(auto-detected)" if args.as_ == "auto" else args.as_
+        print(f"{args.path}: {verdict} GeoZarr {kind} ({counts['E']} errors, "
+              f"{counts['R']} recommended errors, {counts['W']} warnings)")
+        for f in findings:
+            print(f"  {f}")
+    return 1 if failing else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="zarrfast", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -110,6 +135,19 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--overwrite", action="store_true")
     c.add_argument("--quiet", action="store_true", help="no progress bar")
     c.set_defaults(func=_cmd_convert)
+    gz = sub.add_parser("geozarr", help="GeoZarr tools").add_subparsers(dest="geozarr_command",
+                                                                       required=True)
+    v = gz.add_parser("validate", help="check a hierarchy against the GeoZarr rules")
+    v.add_argument("path")
+    v.add_argument("--as", dest="as_", default="auto",
+                   choices=("auto", "dataarray", "dataset", "multiscale"),
+                   help="what the node should be (default: auto, from the node)")
+    v.add_argument("--json", action="store_true", help="print the findings as JSON")
+    v.add_argument("--no-recommended", dest="recommended", action="store_false",
+                   help="leave out the recommended errors (severity R)")
+    v.add_argument("--allow-grid-mapping-scalars", action="store_true",
+                   help="exempt 0-d arrays with a grid_mapping_name attribute")
+    v.set_defaults(func=_cmd_geozarr_validate)
     args = parser.parse_args(argv)
     from .errors import ZarrfastError
 

@@ -17,7 +17,7 @@ Example::
 
     >>> tms = get_tile_matrix_set("WebMercatorQuad")
     >>> tms["tileMatrices"][0]["matrixWidth"], tms["tileMatrices"][0]["cellSize"]
-    (1, 156543.033928041)
+    (1, 156543.03392804097)
 """
 
 from __future__ import annotations
