@@ -66,6 +66,7 @@ from libc.stdint cimport (
 from libc.stdlib cimport free, malloc
 
 import operator
+import struct
 
 from _common cimport ceildiv
 
@@ -354,57 +355,19 @@ def _coerce_float_fill(fill):
     return float(fill)
 
 
-def block_reduce(const num_t[:, :, ::1] src not None, num_t[:, :, ::1] out not None,
-                 Py_ssize_t fy, Py_ssize_t fx, str method not None, fill=None):
-    """Reduce each ``fy x fx`` block of the last two dims of ``src`` into ``out``.
-
-    Parameters
-    ----------
-    src : C-contiguous 3-D array ``(n, H, W)``
-        float32/float64 or an 8/16/32/64-bit (un)signed integer dtype.
-    out : writable C-contiguous 3-D array ``(n, ceil(H / fy), ceil(W / fx))``
-        Same dtype as ``src``; must not overlap it.
-    fy, fx : int >= 1
-        Block height and width.
-    method : str
-        One of ``average nearest mode min max sum rms``.
-    fill : number or None
-        Elements equal to it are ignored; the result of a block with no valid
-        element. Must be representable in an integer dtype.
-
-    Raises
-    ------
-    ValueError
-        Bad factors, method, fill value or shapes.
-    TypeError
-        Unsupported or mismatched dtypes (from the typed-memoryview dispatch).
-    """
-    cdef Py_ssize_t n = src.shape[0], H = src.shape[1], W = src.shape[2]
-    cdef Py_ssize_t oy, ox, k
-    cdef int code
+def _block_reduce_typed(const num_t[:, :, ::1] src, num_t[:, :, ::1] out,
+                        Py_ssize_t fy, Py_ssize_t fx, int code, fill):
+    cdef Py_ssize_t H = src.shape[1], W = src.shape[2], k
     cdef bint has_fill = fill is not None
     cdef num_t fill_c = 0, lo = 0, hi = 0
     cdef num_t* scratch = NULL
-    if method not in _METHOD_CODES:
-        raise ValueError(f"block_reduce: method must be one of {METHODS}, got {method!r}")
-    code = _METHOD_CODES[method]
-    if fy < 1 or fx < 1:
-        raise ValueError(f"block_reduce: factors must be >= 1, got ({fy}, {fx})")
-    oy = ceildiv(H, fy)
-    ox = ceildiv(W, fx)
-    if out.shape[0] != n or out.shape[1] != oy or out.shape[2] != ox:
-        raise ValueError(
-            f"block_reduce: out has shape ({out.shape[0]}, {out.shape[1]}, {out.shape[2]}) "
-            f"but src of shape ({n}, {H}, {W}) reduced by ({fy}, {fx}) needs "
-            f"({n}, {oy}, {ox})"
-        )
     if has_fill:
         if num_t is float or num_t is double:
             fill_c = <num_t>_coerce_float_fill(fill)
         else:
             _limits(&lo, &hi)
             fill_c = <num_t>_coerce_int_fill(fill, lo, hi, _dtype_name(fill_c))
-    if n == 0 or oy == 0 or ox == 0:
+    if out.shape[0] == 0 or out.shape[1] == 0 or out.shape[2] == 0:
         return
     if code == M_MODE:
         k = (fy if fy < H else H) * (fx if fx < W else W)
@@ -416,6 +379,82 @@ def block_reduce(const num_t[:, :, ::1] src not None, num_t[:, :, ::1] out not N
             _reduce(src, out, fy, fx, code, has_fill, fill_c, scratch)
     finally:
         free(scratch)
+
+
+# buffer format (native, no byte-order prefix) -> NumPy dtype name
+_SUPPORTED = {}
+for _c in "bhilqBHILQ":
+    _SUPPORTED[_c] = ("int" if _c.islower() else "uint") + str(8 * struct.calcsize(_c))
+_SUPPORTED["f"] = "float32"
+_SUPPORTED["d"] = "float64"
+del _c
+
+
+def _view(obj, str what, bint writable):
+    """``memoryview(obj)`` checked as a 3-D C-contiguous buffer of a supported dtype."""
+    if obj is None:
+        raise TypeError(f"block_reduce: {what} must be a buffer, not None")
+    m = memoryview(obj)
+    fmt = m.format[1:] if m.format.startswith("@") else m.format
+    if fmt not in _SUPPORTED:
+        raise TypeError(
+            f"block_reduce: {what} has buffer format {m.format!r}; supported are native "
+            f"float32/float64 and 8/16/32/64-bit (un)signed integers"
+        )
+    if m.ndim != 3:
+        raise ValueError(
+            f"block_reduce: {what} must be 3-D (n, H, W), got shape {tuple(m.shape)}"
+        )
+    if not m.c_contiguous:
+        raise ValueError(f"block_reduce: {what} of shape {tuple(m.shape)} is not C-contiguous")
+    if writable and m.readonly:
+        raise ValueError(f"block_reduce: {what} is read-only")
+    return m, _SUPPORTED[fmt]
+
+
+def block_reduce(src, out, Py_ssize_t fy, Py_ssize_t fx, str method, fill=None):
+    """Reduce each ``fy x fx`` block of the last two dims of ``src`` into ``out``.
+
+    Parameters
+    ----------
+    src : C-contiguous 3-D buffer ``(n, H, W)``
+        float32/float64 or an 8/16/32/64-bit (un)signed integer dtype, native
+        byte order.
+    out : writable C-contiguous 3-D buffer ``(n, ceil(H / fy), ceil(W / fx))``
+        Same dtype as ``src``; must not overlap it.
+    fy, fx : int >= 1
+        Block height and width.
+    method : str
+        One of ``average nearest mode min max sum rms``.
+    fill : number or None
+        Elements equal to it are ignored; the result of a block with no valid
+        element. Must be representable in an integer dtype.
+
+    Raises
+    ------
+    TypeError
+        A buffer is missing or of an unsupported dtype, the dtypes differ, or
+        ``fill`` is not a number.
+    ValueError
+        Bad method, factors, ranks, shapes, contiguity, a read-only ``out`` or a
+        fill value an integer dtype cannot hold.
+    """
+    if method not in _METHOD_CODES:
+        raise ValueError(f"block_reduce: method must be one of {METHODS}, got {method!r}")
+    if fy < 1 or fx < 1:
+        raise ValueError(f"block_reduce: factors must be >= 1, got ({fy}, {fx})")
+    ms, src_dtype = _view(src, "src", False)
+    mo, out_dtype = _view(out, "out", True)
+    if src_dtype != out_dtype:
+        raise TypeError(f"block_reduce: src is {src_dtype} but out is {out_dtype}")
+    n, H, W = ms.shape
+    need = (n, ceildiv(H, fy), ceildiv(W, fx))
+    if tuple(mo.shape) != need:
+        raise ValueError(
+            f"block_reduce: out has shape {tuple(mo.shape)} but src of shape {(n, H, W)} "
+            f"reduced by ({fy}, {fx}) needs {need}"
+        )
+    _block_reduce_typed(src, out, fy, fx, _METHOD_CODES[method], fill)
 
 
 def block_average(src, out, Py_ssize_t fy, Py_ssize_t fx, fill=None):

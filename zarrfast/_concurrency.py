@@ -17,6 +17,15 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
+
+
+class _InTask(threading.local):
+    active = False
+
+
+#: set while this thread runs tasks of a job; a nested job then runs inline, since
+#: waiting on the pool from inside it could deadlock when every worker waits
+_in_task = _InTask()
 _pool_size = 0
 
 
@@ -49,7 +58,7 @@ def map_unordered_into(
     items = list(items)
     threads = config.get("threads")
     small = work_bytes is not None and work_bytes < INLINE_WORK_BYTES
-    if threads <= 1 or len(items) <= 1 or small:
+    if threads <= 1 or len(items) <= 1 or small or _in_task.active:
         for item in items:
             fn(item)
         return
@@ -60,8 +69,13 @@ def map_unordered_into(
     batches = [items[i:i + size] for i in range(0, len(items), size)]
 
     def run(batch: list[T]) -> None:
-        for item in batch:
-            fn(item)
+        outer = _in_task.active
+        _in_task.active = True
+        try:
+            for item in batch:
+                fn(item)
+        finally:
+            _in_task.active = outer
 
     futures: list[Future] = [pool.submit(run, b) for b in batches[1:]]
     first_error: BaseException | None = None
