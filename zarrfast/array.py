@@ -245,27 +245,34 @@ class Array(Node):
                 )
 
     def _kind_of(self, selection: Any) -> str:
-        """How zarr-python dispatches ``a[selection]``: "mask", "coordinate",
-        "orthogonal" or "basic"."""
-        if isinstance(selection, np.ndarray) and selection.dtype == bool and (
-            selection.ndim == self.ndim and self.ndim > 1 or self.ndim == 1
-        ):
-            return "mask" if selection.ndim == self.ndim else "orthogonal"
+        """How zarr-python dispatches ``a[selection]`` ("mask", "coordinate",
+        "orthogonal", "basic"), or "numpy" for what zarr-python refuses and NumPy's
+        advanced indexing defines."""
+        ndim = self.ndim
+        if isinstance(selection, np.ndarray) and selection.dtype == bool and selection.ndim:
+            if selection.ndim == ndim:
+                return "mask"
+            return "numpy"
         items = selection if isinstance(selection, tuple) else (selection,)
-        iterables = [_is_index_iterable(s) for s in items]
-        if not any(iterables):
+        flat = [_is_flat_index(s) for s in items]
+        fancy = [_is_fancy_item(s) for s in items]
+        if not any(fancy):
             return "basic"
-        if self.ndim == 1 and not isinstance(selection, tuple):
+        # zarr-python: a 1-d array indexed by an integer list/array or a boolean list
+        if ndim == 1 and not isinstance(selection, tuple) and flat[0]:
             return "coordinate" if not _is_bool_iterable(selection) else "orthogonal"
-        if sum(iterables) > 1 and any(isinstance(s, slice) or s is Ellipsis for s in items):
-            return "numpy"  # zarr-python refuses this; NumPy's advanced indexing decides
-        no_slicing = (isinstance(selection, tuple) and len(selection) == self.ndim
-                      and not any(isinstance(s, slice) or s is Ellipsis for s in items))
-        if no_slicing and all(it or _is_integer(s) for s, it in zip(items, iterables,
-                                                                      strict=True)) and not any(
-                _is_bool_iterable(s) for s in items):
+        has_slicing = any(isinstance(s, slice) or s is Ellipsis for s in items)
+        if (isinstance(selection, tuple) and len(items) == ndim and not has_slicing
+                and all(_is_integer(s) or _is_int_array(s) or (f and not _is_bool_iterable(s))
+                        for s, f in zip(items, flat, strict=True))):
             return "coordinate"
-        return "orthogonal"
+        if all(f or _is_python_int(s) or isinstance(s, slice)
+               for s, f in zip(items, flat, strict=True)):
+            if len(items) == ndim and all(flat):
+                return "orthogonal"
+            if len(items) <= ndim and sum(flat) <= 1:
+                return "orthogonal"
+        return "numpy"
 
     def __getitem__(self, selection: Any) -> Any:
         selection, fields = self._split_fields(selection)
@@ -457,11 +464,17 @@ class Array(Node):
             self._check_writable()
             block_sel, np_sel = numpy_plan(selection, self.shape)
             block = get_orthogonal(self, block_sel)
+            target = block
             if fields is not None:
                 self._check_fields(fields)
-                block[fields][np_sel] = value
-            else:
-                block[np_sel] = value
+                target = block[fields]
+            try:
+                target[np_sel] = value
+            except ValueError as e:
+                raise IndexingError(
+                    f"array {self.name!r}: cannot assign the value to selection "
+                    f"{selection!r}: {e}"
+                ) from None
             set_orthogonal(self, block_sel, block)
         else:
             self.set_basic_selection(selection, value, fields=fields)
@@ -644,6 +657,8 @@ class Array(Node):
 
 
 def _is_integer(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and x.dtype.kind in "iu"
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
@@ -651,14 +666,6 @@ def _is_bool_iterable(x: Any) -> bool:
     if isinstance(x, np.ndarray):
         return x.dtype == bool and x.ndim >= 1
     return isinstance(x, list) and bool(x) and all(isinstance(v, (bool, np.bool_)) for v in x)
-
-
-def _is_index_iterable(x: Any) -> bool:
-    """An integer or boolean list/array (a fancy index)."""
-    if isinstance(x, np.ndarray):
-        return x.ndim >= 1 and (x.dtype.kind in "iub" or x.size == 0)
-    return isinstance(x, list) and all(
-        isinstance(v, (bool, np.bool_)) or _is_integer(v) for v in x)
 
 
 class _Indexer:
@@ -675,4 +682,28 @@ class _Indexer:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         self._set(selection, value)
+
+
+def _is_flat_index(x: Any) -> bool:
+    """A 1-d integer or boolean list/array (what zarr-python's orthogonal indexing takes)."""
+    if isinstance(x, np.ndarray):
+        return x.ndim == 1 and (x.dtype.kind in "iub" or x.size == 0)
+    return isinstance(x, list) and all(
+        isinstance(v, (bool, np.bool_)) or _is_integer(v) for v in x)
+
+
+def _is_fancy_item(x: Any) -> bool:
+    """Any index array or (nested) list: an advanced index in NumPy's sense."""
+    if isinstance(x, np.ndarray):
+        return x.ndim >= 1 and (x.dtype.kind in "iub" or x.size == 0)
+    return isinstance(x, list)
+
+
+def _is_python_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_int_array(x: Any) -> bool:
+    """An integer array of any rank (zarr-python's coordinate selections take these)."""
+    return isinstance(x, np.ndarray) and x.dtype.kind in "iu"
 

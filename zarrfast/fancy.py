@@ -119,6 +119,9 @@ def normalize_coordinate(selection: Any, shape: tuple[int, ...]
                          ) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
     """Flat int64 coordinates per dimension, and the result shape (the broadcast shape)."""
     sel = selection if isinstance(selection, tuple) else (selection,)
+    if not shape:
+        raise IndexingError("coordinate selection needs index arrays; a 0-d array has no "
+                            "dimensions to index (use a[()])")
     if len(sel) != len(shape):
         raise IndexingError(
             f"coordinate selection needs one integer array per dimension ({len(shape)}), got "
@@ -381,6 +384,12 @@ def block_region(array: Any, selection: Any) -> tuple[slice, ...]:
     sel = selection if isinstance(selection, tuple) else (selection,)
     chunks = tuple(array.metadata.chunks)  # stored objects: shards of a sharded array
     grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    if sum(1 for s in sel if s is Ellipsis) > 1:
+        raise IndexingError(f"block selection {selection!r} has more than one Ellipsis")
+    if any(s is Ellipsis for s in sel):
+        i = next(k for k, s in enumerate(sel) if s is Ellipsis)
+        fill = len(grid) - (len(sel) - 1)
+        sel = sel[:i] + (slice(None),) * max(fill, 0) + sel[i + 1:]
     if len(sel) > len(grid):
         raise IndexingError(
             f"too many indices for the block grid: {len(grid)} dimensions, got {len(sel)}"
@@ -409,44 +418,67 @@ def block_region(array: Any, selection: Any) -> tuple[slice, ...]:
 
 def numpy_plan(selection: Any, shape: tuple[int, ...]
                ) -> tuple[OrthogonalSelection, tuple[Any, ...]]:
-    """NumPy advanced indexing that zarr-python refuses (several index arrays mixed with
-    slices): the orthogonal block of the distinct indices to read, and the NumPy
-    selection that, applied to that block, gives exactly NumPy's result."""
-    sel = selection if isinstance(selection, tuple) else (selection,)
+    """NumPy advanced indexing for what zarr-python refuses (several index arrays mixed
+    with slices or an Ellipsis, multi-dimensional index arrays, masks over some of the
+    dimensions): the orthogonal block of the distinct indices to read, and a NumPy
+    selection that, applied to that block, gives exactly NumPy's result.
+
+    The NumPy selection keeps the original's structure (an Ellipsis stays an Ellipsis,
+    an int stays an advanced index), so NumPy's own rules place the broadcast dims.
+    """
+    items = list(selection) if isinstance(selection, tuple) else [selection]
     ndim = len(shape)
-    n_given = sum(1 for s in sel if s is not Ellipsis and s is not None)
-    if sum(1 for s in sel if s is Ellipsis) > 1:
+    if sum(1 for s in items if s is Ellipsis) > 1:
         raise IndexingError(f"selection {selection!r} has more than one Ellipsis")
-    if n_given > ndim:
+    # a k-d boolean index stands for the k integer arrays of its nonzero()
+    expanded: list[Any] = []
+    for s in items:
+        if s is None:
+            raise IndexingError(f"selection {selection!r}: np.newaxis (None) is not supported")
+        arr = None
+        if isinstance(s, (list, np.ndarray)):
+            arr = np.asarray(s)
+            if arr.dtype == object:
+                raise IndexingError(f"selection item {s!r} is a ragged list")
+        if arr is not None and arr.dtype == bool and arr.ndim >= 1:
+            expanded.extend(("__bool__", a) for a in np.nonzero(arr))
+        else:
+            expanded.append(s if arr is None else ("__arr__", arr))
+    n_dims = sum(1 for s in expanded if s is not Ellipsis)
+    if n_dims > ndim:
         raise IndexingError(
-            f"too many indices for array: array has {ndim} dimensions, selection has {n_given}"
+            f"too many indices for array: array has {ndim} dimensions, selection has {n_dims}"
         )
-    if any(s is Ellipsis for s in sel):
-        i = next(k for k, s in enumerate(sel) if s is Ellipsis)
-        sel = sel[:i] + (slice(None),) * (ndim - n_given) + sel[i + 1:]
-    else:
-        sel = sel + (slice(None),) * (ndim - n_given)
-    indices, np_sel = [], []
-    for d, (s, n) in enumerate(zip(sel, shape, strict=True)):
+    indices: list[np.ndarray] = []
+    np_sel: list[Any] = []
+    d = 0
+    for s in expanded:
+        if s is Ellipsis:
+            for _ in range(ndim - n_dims):
+                indices.append(np.arange(shape[d], dtype=np.int64))
+                d += 1
+            np_sel.append(Ellipsis)
+            continue
+        n = shape[d]
         if isinstance(s, slice):
             indices.append(np.arange(*s.indices(n), dtype=np.int64))
             np_sel.append(slice(None))
-        elif _is_int(s):
+        elif _is_int(s) or (isinstance(s, np.ndarray) and s.ndim == 0 and s.dtype.kind in "iu"):
             indices.append(_wrap(np.array([operator.index(s)]), n, d))
             np_sel.append(0)  # an int among index arrays is an advanced index in NumPy
-        else:
-            arr = np.asarray(s)
-            if arr.dtype == bool:
-                if arr.ndim != 1 or len(arr) != n:
-                    raise IndexingError(
-                        f"dimension {d}: boolean index has shape {arr.shape}, expected ({n},)"
-                    )
-                arr = np.flatnonzero(arr)
-            elif arr.dtype.kind not in "iu" and arr.size:
+        elif isinstance(s, tuple) and s and s[0] in ("__arr__", "__bool__"):
+            arr = s[1]
+            if arr.dtype.kind not in "iu" and arr.size:
                 raise IndexingError(f"dimension {d}: index array of dtype {arr.dtype} is not "
                                     f"integer")
             flat = _wrap(arr.reshape(-1), n, d)
             uniq, inverse = np.unique(flat, return_inverse=True)
             indices.append(uniq.astype(np.int64))
             np_sel.append(inverse.reshape(arr.shape))
+        else:
+            raise IndexingError(f"dimension {d}: unsupported selection item {s!r}")
+        d += 1
+    while d < ndim:  # trailing dims not named: whole
+        indices.append(np.arange(shape[d], dtype=np.int64))
+        d += 1
     return OrthogonalSelection(tuple(indices), (False,) * ndim), tuple(np_sel)
