@@ -287,7 +287,13 @@ class Array(Node):
             from .fancy import get_orthogonal, numpy_plan
 
             block_sel, np_sel = numpy_plan(selection, self.shape)
-            return self._with_fields(get_orthogonal(self, block_sel)[np_sel], fields)
+            block = get_orthogonal(self, block_sel)
+            try:
+                result = block[np_sel]
+            except IndexError as e:  # e.g. index arrays that do not broadcast together
+                raise IndexingError(f"array {self.name!r}: selection {selection!r}: {e}"
+                                    ) from None
+            return self._with_fields(result, fields)
         return self.get_basic_selection(selection, fields=fields)
 
     def _with_fields(self, result: Any, fields: Any) -> Any:
@@ -470,7 +476,7 @@ class Array(Node):
                 target = block[fields]
             try:
                 target[np_sel] = value
-            except ValueError as e:
+            except (ValueError, IndexError) as e:
                 raise IndexingError(
                     f"array {self.name!r}: cannot assign the value to selection "
                     f"{selection!r}: {e}"
@@ -685,10 +691,11 @@ class _Indexer:
 
 
 def _is_flat_index(x: Any) -> bool:
-    """A 1-d integer or boolean list/array (what zarr-python's orthogonal indexing takes)."""
+    """A 1-d integer or boolean list/array (what zarr-python's orthogonal indexing takes;
+    an empty list is not one to it)."""
     if isinstance(x, np.ndarray):
         return x.ndim == 1 and (x.dtype.kind in "iub" or x.size == 0)
-    return isinstance(x, list) and all(
+    return isinstance(x, list) and bool(x) and all(
         isinstance(v, (bool, np.bool_)) or _is_integer(v) for v in x)
 
 
@@ -700,7 +707,8 @@ def _is_fancy_item(x: Any) -> bool:
 
 
 def _is_python_int(x: Any) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    """A Python int: zarr-python's orthogonal indexing takes these, not NumPy scalars."""
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _is_int_array(x: Any) -> bool:

@@ -441,7 +441,8 @@ def numpy_plan(selection: Any, shape: tuple[int, ...]
             if arr.dtype == object:
                 raise IndexingError(f"selection item {s!r} is a ragged list")
         if arr is not None and arr.dtype == bool and arr.ndim >= 1:
-            expanded.extend(("__bool__", a) for a in np.nonzero(arr))
+            # (marker, indices, the mask's shape, which of its dims)
+            expanded.extend(("__bool__", a, arr.shape, k) for k, a in enumerate(np.nonzero(arr)))
         else:
             expanded.append(s if arr is None else ("__arr__", arr))
     n_dims = sum(1 for s in expanded if s is not Ellipsis)
@@ -468,6 +469,14 @@ def numpy_plan(selection: Any, shape: tuple[int, ...]
             np_sel.append(0)  # an int among index arrays is an advanced index in NumPy
         elif isinstance(s, tuple) and s and s[0] in ("__arr__", "__bool__"):
             arr = s[1]
+            if s[0] == "__bool__" and s[3] == 0:
+                mask_shape = s[2]
+                covered = tuple(shape[d:d + len(mask_shape)])
+                if mask_shape != covered:
+                    raise IndexingError(
+                        f"boolean index of shape {mask_shape} does not match dimensions "
+                        f"{d}..{d + len(mask_shape) - 1} of shape {covered}"
+                    )
             if arr.dtype.kind not in "iu" and arr.size:
                 raise IndexingError(f"dimension {d}: index array of dtype {arr.dtype} is not "
                                     f"integer")
