@@ -643,10 +643,10 @@ def expected_getitem(case: Case, sel: tuple[Any, ...]) -> tuple[Any, str]:
     orthogonal selection and fails anyway (zero-length dimensions, negative steps),
     zarr-python's orthogonal semantics computed with NumPy; else NumPy's ``x[sel]``.
     Coordinates that are all scalars are left to NumPy (a 0-d result; zarr-python's
-    vindex returns shape (1,)).  NumPy integer scalars are taken as Python ints (see
+    vindex returns shape (1,)).  NumPy integer scalars keep their type: zarr-python's
+    orthogonal dispatch takes Python ints only (see
     test_numpy_integer_scalars_with_an_index_array)."""
     x, ndim = case.data, len(case.shape)
-    sel = tuple(int(s) if isinstance(s, np.integer) else s for s in sel)
     how = zarr_dispatch(sel, ndim)
     all_scalar = how == "vindex" and not any(np.ndim(s) for s in sel)
     if zarr_python is not None and not all_scalar:
