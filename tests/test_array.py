@@ -380,7 +380,7 @@ def test_write_empty_chunks_true_keeps_every_written_chunk(
         a, fill = make_array(store, setup, rng, config={"write_empty_chunks": True})
         a[...] = fill
         # every chunk was written, even though each equals the fill value
-        assert a.nchunks_initialized() == a.nchunks
+        assert a.nchunks_initialized == a.nchunks
         same(a[...], full_fill(setup["shape"], setup["dtype"], fill))
 
 
@@ -1153,9 +1153,9 @@ def test_array_properties(store: zarrfast.Store) -> None:
     assert a.cdata_shape == (3, 1) and a.nchunks == 3
     assert a.fill_value == np.float32(0.5)
     assert a.zarr_format == 3 and a.shards is None
-    assert a.nchunks_initialized() == 0
+    assert a.nchunks_initialized == 0
     a[0] = 1
-    assert a.nchunks_initialized() == 1
+    assert a.nchunks_initialized == 1
     assert "p" in repr(a)
 
 

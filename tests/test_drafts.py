@@ -289,7 +289,7 @@ def test_arrays_read_like_v2(name, path):
     _assert_same(b[...], want, f"{name}:{path} (memory store)")
     # chunk counting goes through chunk_path too
     n_ref = ref.nchunks_initialized
-    assert a.nchunks_initialized() == (n_ref() if callable(n_ref) else n_ref)
+    assert a.nchunks_initialized == (n_ref() if callable(n_ref) else n_ref)
 
 
 def test_chunk_keys_are_the_draft_keys():

@@ -36,7 +36,7 @@ def script(zarr, root: str) -> dict:  # noqa: ANN001 - the module under test
     out["after_writes"] = a[...]
     out["props"] = (a.shape, a.chunks, a.dtype, a.ndim, a.size, a.nbytes, a.fill_value,
                     a.nchunks, a.cdata_shape, a.order, a.metadata.zarr_format, a.path,
-                    a.basename)
+                    a.basename, a.nchunks_initialized)
     out["attrs"] = dict(a.attrs)
     a.resize((25, 30))
     out["resized"] = a[18:, :3]

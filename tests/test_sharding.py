@@ -511,7 +511,7 @@ def test_nchunks_initialized_matches_zarr_python(written):
     path = written("zarr", CASE_BY_ID["2d_int16_zstd"])
     z = zarr.open_array(str(path), mode="r")
     a = zarrfast.open_array(str(path), mode="r")
-    assert a.nchunks_initialized() == _value(z.nchunks_initialized)
+    assert a.nchunks_initialized == _value(z.nchunks_initialized)
 
 
 @pytest.mark.interop

@@ -605,7 +605,7 @@ class Array(Node):
         if complete:
             stored = self.nbytes_stored()
             lines.append(("No. bytes stored", str(stored)))
-            lines.append(("Chunks Initialized", f"{self.nchunks_initialized()}/{self.nchunks}"))
+            lines.append(("Chunks Initialized", f"{self.nchunks_initialized}/{self.nchunks}"))
         width = max(len(k) for k, _ in lines)
         return "\n".join(f"{k:<{width}} : {v}" for k, v in lines)
 
@@ -633,6 +633,7 @@ class Array(Node):
                     self._store.delete(base + cke.encode(coords))
         self._write_metadata(new_md)
 
+    @property
     def nchunks_initialized(self) -> int:
         """Chunks stored; for a sharded array, stored shards times chunks per shard
         (as zarr-python counts)."""
