@@ -502,3 +502,25 @@ def test_group_pickle_local(tmp_path: Path) -> None:
     h = pickle.loads(pickle.dumps(g))
     assert h == g and dict(h.attrs) == {"k": 1} and list(h.keys()) == ["arr"]
     assert list(h["arr"][:]) == [5, 6]
+
+
+def test_tree_text_and_rich() -> None:
+    g = zarrfast.group({})
+    g.create_group("s").create_group("t").create_array("q", shape=(1,), dtype="i1")
+    g["s"].zeros(name="z", shape=(2, 3))
+    g["x"] = np.arange(3)
+    text = str(g.tree())
+    assert text.splitlines() == ["/", "  s", "    t", "      q (1,) int8",
+                                 "    z (2, 3) float64", "  x (3,) int64"]
+    assert zarrfast.tree(g) == text
+    assert str(g["s"].tree(level=1)).splitlines() == ["/s", "  t", "  z (2, 3) float64"]
+    rich = pytest.importorskip("rich")
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=60, color_system=None)
+    console.print(g.tree())
+    drawn = console.file.getvalue()
+    assert "└── x (3,) int64" in drawn and "│   └── z (2, 3) float64" in drawn
+    assert rich is not None

@@ -278,16 +278,15 @@ class Group(Node):
         delete_node_metadata(self._store, src)
         self._consolidated = None
 
-    def tree(self, expand: bool | None = None, level: int | None = None) -> str:
-        """The hierarchy below this group as indented text (arrays with shape and dtype)."""
-        lines = [self.name]
+    def tree(self, expand: bool | None = None, level: int | None = None) -> TreeRepr:
+        """The hierarchy below this group: prints as indented text (arrays with shape and
+        dtype); with ``rich`` installed, renders as a rich tree (``rich.print(g.tree())``)."""
+        entries = []
         for key, node in self.members(max_depth=None if level is None else max(level - 1, 0)):
-            depth = key.count("/")
-            name = key.rsplit("/", 1)[-1]
-            label = (f"{name} {node.shape} {node.dtype}" if isinstance(node, Array)
-                     else f"{name}")
-            lines.append("  " * (depth + 1) + label)
-        return "\n".join(lines)
+            label = (f"{key.rsplit('/', 1)[-1]} {node.shape} {node.dtype}"
+                     if isinstance(node, Array) else key.rsplit("/", 1)[-1])
+            entries.append((key.count("/"), label))
+        return TreeRepr(self.name, entries)
 
     @property
     def info(self) -> str:
@@ -304,3 +303,34 @@ class Group(Node):
 
     def __hash__(self) -> int:
         return hash((self._store, self._path))
+
+
+class TreeRepr:
+    """What :meth:`Group.tree` returns: text via ``str``/``repr``, a rich tree via
+    ``__rich__`` when the ``rich`` package is installed."""
+
+    def __init__(self, root: str, entries: list[tuple[int, str]]) -> None:
+        self.root = root
+        self.entries = entries  # (depth, label) in depth-first order
+
+    def __str__(self) -> str:
+        return "\n".join([self.root, *("  " * (d + 1) + label for d, label in self.entries)])
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        return str(self) == (other if isinstance(other, str) else str(other))
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __rich__(self) -> Any:
+        from rich.tree import Tree
+
+        root = Tree(self.root)
+        stack = [root]
+        for depth, label in self.entries:
+            del stack[depth + 1:]
+            stack.append(stack[depth].add(label))
+        return root
+
