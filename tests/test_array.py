@@ -18,6 +18,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -1191,3 +1192,34 @@ def test_direct_decode_into_output(monkeypatch, compressor) -> None:
     assert sum(seen) == (3 if compressor is not None else 0)
     np.testing.assert_array_equal(a[::-1], data[::-1])  # negative step: never direct
     np.testing.assert_array_equal(a[:, 2:5], data[:, 2:5])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_pool_survives_fork(tmp_path) -> None:
+    """A forked child (multiprocessing 'fork', dask) gets a fresh thread pool and reads."""
+    # big enough (64 chunks of 8 KiB) that reads and writes go to the pool, not inline
+    data = np.arange(512 * 512, dtype="u2").reshape(512, 512)
+    a = zarrfast.create_array(str(tmp_path / "f.zarr"), shape=data.shape, chunks=(64, 64),
+                              dtype="u2", compressors=None)
+    with zarrfast.config.set(threads=2):
+        a[...] = data  # the parent's pool now has worker threads
+        pid = os.fork()
+        if pid == 0:  # child: must not wait on the parent's (absent) workers
+            try:
+                ok = np.array_equal(a[...], data)
+                a[0:8, 0:8] = 7
+                os._exit(0 if ok else 1)
+            except BaseException:  # noqa: BLE001
+                os._exit(2)
+        deadline = time.monotonic() + 60
+        while True:  # a child waiting on the parent's workers would hang: bound the wait
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung reading the array")
+            time.sleep(0.01)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert (a[0:8, 0:8] == 7).all()

@@ -6,6 +6,7 @@ thread, or one task, work runs inline in the calling thread.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,6 +28,19 @@ class _InTask(threading.local):
 #: waiting on the pool from inside it could deadlock when every worker waits
 _in_task = _InTask()
 _pool_size = 0
+
+
+def _reset_after_fork() -> None:
+    """In a forked child the parent's worker threads do not exist: start a new pool."""
+    global _pool, _pool_size, _lock
+    _pool = None
+    _pool_size = 0
+    _lock = threading.Lock()
+    _in_task.active = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def get_pool(threads: int) -> ThreadPoolExecutor:
