@@ -25,6 +25,7 @@ import numpy as np
 from . import _kernels
 from ._concurrency import map_unordered_into
 from .errors import BoundsCheckError, IndexingError
+from .indexing import expand_ellipsis, slice_indices
 from .pipeline import PreparedChain, chunk_keys
 
 __all__ = ["normalize_coordinate", "normalize_mask", "normalize_orthogonal"]
@@ -71,20 +72,8 @@ class OrthogonalSelection:
 
 
 def normalize_orthogonal(selection: Any, shape: tuple[int, ...]) -> OrthogonalSelection:
-    sel = selection if isinstance(selection, tuple) else (selection,)
-    ndim = len(shape)
-    if sum(1 for s in sel if s is Ellipsis) > 1:
-        raise IndexingError(f"selection {selection!r} has more than one Ellipsis")
-    n_given = sum(1 for s in sel if s is not Ellipsis)
-    if n_given > ndim:
-        raise IndexingError(
-            f"too many indices for array: array has {ndim} dimensions, selection has {n_given}"
-        )
-    if any(s is Ellipsis for s in sel):
-        i = next(k for k, s in enumerate(sel) if s is Ellipsis)
-        sel = sel[:i] + (slice(None),) * (ndim - n_given) + sel[i + 1:]
-    else:
-        sel = sel + (slice(None),) * (ndim - n_given)
+    sel = expand_ellipsis(selection if isinstance(selection, tuple) else (selection,),
+                          len(shape), selection)
     indices, dropped = [], []
     for d, (s, n) in enumerate(zip(sel, shape, strict=True)):
         if _is_int(s):
@@ -92,7 +81,7 @@ def normalize_orthogonal(selection: Any, shape: tuple[int, ...]) -> OrthogonalSe
             dropped.append(True)
             continue
         if isinstance(s, slice):
-            indices.append(np.arange(*s.indices(n), dtype=np.int64))
+            indices.append(np.arange(*slice_indices(s, n, d), dtype=np.int64))
             dropped.append(False)
             continue
         arr = _as_index_array(s)
@@ -462,7 +451,7 @@ def numpy_plan(selection: Any, shape: tuple[int, ...]
             continue
         n = shape[d]
         if isinstance(s, slice):
-            indices.append(np.arange(*s.indices(n), dtype=np.int64))
+            indices.append(np.arange(*slice_indices(s, n, d), dtype=np.int64))
             np_sel.append(slice(None))
         elif _is_int(s) or (isinstance(s, np.ndarray) and s.ndim == 0 and s.dtype.kind in "iu"):
             indices.append(_wrap(np.array([operator.index(s)]), n, d))

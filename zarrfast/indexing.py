@@ -64,6 +64,37 @@ def is_basic_selection(selection: object) -> bool:
     return all(_is_int(s) or isinstance(s, slice) or s is Ellipsis for s in sel)
 
 
+def expand_ellipsis(sel: tuple, ndim: int, selection: object) -> tuple:
+    """``sel`` with its Ellipsis (or the missing trailing dimensions) as full slices;
+    :class:`IndexingError` for several Ellipses or too many indices."""
+    n_ellipsis = sum(1 for s in sel if s is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexingError(f"selection {selection!r} has more than one Ellipsis")
+    n_given = len(sel) - n_ellipsis
+    if n_given > ndim:
+        raise IndexingError(
+            f"too many indices for array: array has {ndim} dimensions, selection "
+            f"{selection!r} has {n_given}"
+        )
+    if n_ellipsis:
+        i = next(k for k, s in enumerate(sel) if s is Ellipsis)
+        return sel[:i] + (slice(None),) * (ndim - n_given) + sel[i + 1:]
+    return sel + (slice(None),) * (ndim - n_given)
+
+
+def slice_indices(s: slice, n: int, d: int) -> tuple[int, int, int]:
+    """``s.indices(n)`` with :class:`IndexingError` (naming dimension ``d``) for
+    non-integer bounds or a zero step."""
+    if s.step is not None and not _is_int(s.step):
+        raise IndexingError(f"slice step {s.step!r} in dimension {d} is not an integer")
+    for bound in (s.start, s.stop):
+        if bound is not None and not _is_int(bound):
+            raise IndexingError(f"slice bound {bound!r} in dimension {d} is not an integer")
+    if s.step is not None and operator.index(s.step) == 0:
+        raise IndexingError(f"slice step cannot be zero (dimension {d})")
+    return s.indices(n)
+
+
 def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection:
     """Normalise a basic selection against ``shape``.
 
@@ -77,9 +108,6 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
     """
     sel = selection if isinstance(selection, tuple) else (selection,)
     ndim = len(shape)
-    n_ellipsis = sum(1 for s in sel if s is Ellipsis)
-    if n_ellipsis > 1:
-        raise IndexingError(f"selection {selection!r} has more than one Ellipsis")
     for s in sel:
         if not (_is_int(s) or isinstance(s, slice) or s is Ellipsis):
             if s is None:
@@ -91,17 +119,7 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
                 f"selection {selection!r}: item {s!r} of type {type(s).__name__} is not an "
                 f"integer, slice or Ellipsis (basic indexing)"
             )
-    n_given = len(sel) - n_ellipsis
-    if n_given > ndim:
-        raise IndexingError(
-            f"too many indices for array: array has {ndim} dimensions, selection "
-            f"{selection!r} has {n_given}"
-        )
-    if n_ellipsis:
-        i = next(k for k, s in enumerate(sel) if s is Ellipsis)
-        sel = sel[:i] + (slice(None),) * (ndim - n_given) + sel[i + 1:]
-    else:
-        sel = sel + (slice(None),) * (ndim - n_given)
+    sel = expand_ellipsis(sel, ndim, selection)
 
     start = np.zeros(ndim, dtype=np.int64)
     step = np.ones(ndim, dtype=np.int64)
@@ -109,16 +127,7 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
     dropped = []
     for d, (s, n) in enumerate(zip(sel, shape, strict=True)):
         if isinstance(s, slice):
-            if s.step is not None and not _is_int(s.step):
-                raise IndexingError(f"slice step {s.step!r} in dimension {d} is not an integer")
-            for bound in (s.start, s.stop):
-                if bound is not None and not _is_int(bound):
-                    raise IndexingError(
-                        f"slice bound {bound!r} in dimension {d} is not an integer"
-                    )
-            if s.step is not None and operator.index(s.step) == 0:
-                raise IndexingError(f"slice step cannot be zero (dimension {d})")
-            b, e, st = s.indices(n)
+            b, e, st = slice_indices(s, n, d)
             c = len(range(b, e, st))
             start[d] = b if c else 0
             step[d] = st

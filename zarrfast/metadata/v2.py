@@ -37,7 +37,7 @@ from ..chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
 from ..codecs import BytesCodec, TransposeCodec
 from ..codecs.numcodecs_codec import NumcodecsCodec
 from ..errors import FillValueError, MetadataError, MetadataValidationError
-from .dtype import DataType
+from .dtype import DataType, _parse_float
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_v2_dtype", "v2_dtype_to_json"]
 
@@ -76,21 +76,6 @@ def v2_dtype_to_json(dtype: np.dtype) -> Any:
     return dtype.str
 
 
-def _float_from_json(value: Any, dt: np.dtype, where: str) -> Any:
-    if value == "NaN":
-        return dt.type(np.nan)
-    if value == "Infinity":
-        return dt.type(np.inf)
-    if value == "-Infinity":
-        return dt.type(-np.inf)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return dt.type(value)
-        except OverflowError:
-            raise FillValueError(f"{where}: {value!r} overflows {dt}") from None
-    raise FillValueError(f"{where}: {value!r} is not a valid fill value for {dt}")
-
-
 def _float_to_json(x: Any) -> Any:
     f = float(x)
     if math.isnan(f):
@@ -114,13 +99,13 @@ def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str,
                 return base64.standard_b64decode(value)
             return value
         if kind == "f":
-            return _float_from_json(value, dtype, where)
+            return _parse_float(dtype, value, where)
         if kind == "c":
             if isinstance(value, (list, tuple)) and len(value) == 2:
                 comp = np.dtype(f"f{dtype.itemsize // 2}")
                 out = np.empty((), dtype=dtype)
-                out.real = _float_from_json(value[0], comp, where)
-                out.imag = _float_from_json(value[1], comp, where)
+                out.real = _parse_float(comp, value[0], where)
+                out.imag = _parse_float(comp, value[1], where)
                 return out[()]
             return dtype.type(value)
         if kind == "b":
