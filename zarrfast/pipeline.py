@@ -407,14 +407,34 @@ def read_selection(
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)
     reader = RowReader(proj, out)
+    # Every task writes a disjoint region of `out` (chunks partition the array and
+    # the projection maps each selected element to exactly one chunk), so the
+    # tasks share `out` without locking.
+    if store.batched_reads:
+        _read_batched(store, keys, reader, chain.chunk_nbytes)
+        return
 
     def task(i: int) -> None:
         reader.read(i, store.get(keys[i]), keys[i])
 
-    # Every task writes a disjoint region of `out` (chunks partition the array and
-    # the projection maps each selected element to exactly one chunk), so the
-    # tasks share `out` without locking.
     map_unordered_into(task, range(proj.nrows), work_bytes=proj.nrows * chain.chunk_nbytes)
+
+
+#: how many chunks a remote store is asked for in one concurrent ``get_many`` batch
+BATCH_KEYS = 512
+
+
+def _read_batched(store: Store, keys: Sequence[str], reader: RowReader, chunk_nbytes: int) -> None:
+    """Fetch chunks with ``store.get_many`` (concurrent requests), a batch at a time so
+    that fetched bytes stay bounded, and decode each batch on the pool."""
+    for lo in range(0, len(keys), BATCH_KEYS):
+        rows = range(lo, min(lo + BATCH_KEYS, len(keys)))
+        blobs = store.get_many([keys[i] for i in rows])
+
+        def task(i: int, lo: int = lo, blobs: list = blobs) -> None:
+            reader.read(i, blobs[i - lo], keys[i])
+
+        map_unordered_into(task, rows, work_bytes=len(rows) * chunk_nbytes)
 
 
 def write_selection(

@@ -138,6 +138,10 @@ class Store(abc.ABC):
     supports_partial_reads: bool = True
     #: whether :meth:`list` and friends are implemented
     supports_listing: bool = True
+    #: whether the pipeline should fetch chunks with :meth:`get_many` in batches
+    #: (remote stores: one batch of concurrent requests instead of one round trip
+    #: per chunk from each pool thread) rather than :meth:`get` per chunk task
+    batched_reads: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self._read_only = bool(read_only)
