@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from . import config
@@ -67,7 +67,9 @@ def map_unordered_into(
 
     ``work_bytes`` estimates the bytes the whole job processes; small jobs run
     inline in the calling thread.  All tasks are waited for before returning or
-    raising, so no task is still writing into a caller's buffer afterwards.
+    raising, so no task is still writing into a caller's buffer afterwards.  The
+    first error (or a ``KeyboardInterrupt`` in the calling thread) stops the job:
+    workers skip the items they have not started.
     """
     items = list(items)
     threads = config.get("threads")
@@ -81,13 +83,20 @@ def map_unordered_into(
     nbatches = min(len(items), threads * 4)
     size = -(-len(items) // nbatches)
     batches = [items[i:i + size] for i in range(0, len(items), size)]
+    stop = False
 
     def run(batch: list[T]) -> None:
+        nonlocal stop
         outer = _in_task.active
         _in_task.active = True
         try:
             for item in batch:
+                if stop:
+                    return
                 fn(item)
+        except BaseException:
+            stop = True
+            raise
         finally:
             _in_task.active = outer
 
@@ -95,13 +104,25 @@ def map_unordered_into(
     first_error: BaseException | None = None
     try:
         run(batches[0])  # the caller works too
-    except BaseException as e:  # noqa: BLE001
-        first_error = e
-    for f in futures:
-        try:
+        for f in futures:
             f.result()
-        except BaseException as e:  # noqa: BLE001
-            if first_error is None:
-                first_error = e
+    except BaseException as e:  # noqa: BLE001 - includes KeyboardInterrupt
+        first_error = e
+        stop = True
     if first_error is not None:
+        _wait_quietly(futures)
         raise first_error
+
+
+def _wait_quietly(futures: list[Future]) -> None:
+    """Cancel what has not started and wait for the rest, even through further
+    interrupts: callers' buffers must not be written after we return."""
+    for f in futures:
+        f.cancel()
+    pending = [f for f in futures if not f.done()]
+    while pending:
+        try:
+            wait(pending)
+        except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C while stopping
+            pass
+        pending = [f for f in pending if not f.done()]

@@ -1,0 +1,127 @@
+"""The shared thread pool: errors and interrupts stop a job early, and the pool
+keeps working afterwards."""
+
+from __future__ import annotations
+
+import _thread
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast import config
+from zarrfast._concurrency import map_unordered_into
+from zarrfast.stores import MemoryStore
+
+
+class SlowStore(MemoryStore):
+    """A memory store whose reads take ``delay`` seconds each (a slow disk)."""
+
+    def __init__(self, *args, delay: float = 0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.delay = delay
+        self.reads = 0
+
+    def get(self, key, byte_range=None):
+        if self.delay and key.startswith("a/c"):
+            self.reads += 1
+            time.sleep(self.delay)
+        return super().get(key, byte_range)
+
+
+@pytest.fixture
+def two_threads():
+    with config.set(threads=2):
+        yield
+
+
+def test_first_error_stops_the_other_tasks(two_threads):
+    done = []
+    lock = threading.Lock()
+
+    def fn(i: int) -> None:
+        if i == 3:
+            raise RuntimeError("boom at 3")
+        time.sleep(0.002)
+        with lock:
+            done.append(i)
+
+    with pytest.raises(RuntimeError, match="boom at 3"):
+        map_unordered_into(fn, range(2000))
+    # the job stopped early: far fewer than all items ran
+    assert len(done) < 1000
+
+
+def test_keyboard_interrupt_during_a_large_read_stops_it(two_threads):
+    store = SlowStore(delay=0.002)
+    a = zarrfast.create_array(store, name="a", shape=(4000, 1024), chunks=(1, 1024), dtype="u2",
+                              compressors=None)
+    data = np.arange(4000 * 1024, dtype="u2").reshape(4000, 1024)
+    store.delay = 0.0
+    a[...] = data
+    store.delay = 0.002  # 4000 reads: ~4 s on two threads if not stopped
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        a[...]
+    elapsed = time.perf_counter() - t0
+    timer.join()
+    assert store.reads < 3000, store.reads
+    assert elapsed < 2.0, elapsed
+    # the pool survives: the next read is complete and correct
+    store.delay = 0.0
+    np.testing.assert_array_equal(a[...], data)
+
+
+def test_sigint_in_a_real_process_then_the_pool_still_works(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        import numpy as np
+        import zarrfast
+        from zarrfast import config
+        from zarrfast.stores import LocalStore
+
+        class Slow(LocalStore):
+            def get(self, key, byte_range=None):
+                if "/c/" in key:
+                    time.sleep(0.002)
+                return super().get(key, byte_range)
+
+        config.set(threads=2)
+        a = zarrfast.create_array(LocalStore({str(tmp_path)!r}), name="a", shape=(3000, 64),
+                                  chunks=(1, 64), dtype="f8", compressors=None)
+        data = np.random.default_rng(0).random((3000, 64))
+        a[...] = data
+        slow = zarrfast.open_array(Slow({str(tmp_path)!r}), path="a")
+        print("ready", flush=True)
+        t0 = time.perf_counter()
+        try:
+            slow[...]
+            print("not interrupted", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted after %.2f s" % (time.perf_counter() - t0), flush=True)
+        assert (a[...] == data).all()
+        print("ok", flush=True)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    lines = out.split("\n")
+    assert lines[0].startswith("interrupted after"), out
+    assert float(lines[0].split()[2]) < 3.0  # 3000 reads x 2 ms on two threads = 3 s
+    assert lines[1] == "ok"
