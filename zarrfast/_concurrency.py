@@ -31,11 +31,14 @@ _pool_size = 0
 
 
 def _reset_after_fork() -> None:
-    """In a forked child the parent's worker threads do not exist: start a new pool."""
-    global _pool, _pool_size, _lock
+    """In a forked child the parent's worker threads do not exist: start new pools."""
+    global _pool, _pool_size, _lock, _io_pool, _io_pool_size, _io_lock
     _pool = None
     _pool_size = 0
     _lock = threading.Lock()
+    _io_pool = None
+    _io_pool_size = 0
+    _io_lock = threading.Lock()
     _in_task.active = False
 
 
@@ -82,7 +85,38 @@ def map_unordered_into(
     # Split into at most 4*threads batches: one future per chunk costs ~10 µs.
     nbatches = min(len(items), threads * 4)
     size = -(-len(items) // nbatches)
-    batches = [items[i:i + size] for i in range(0, len(items), size)]
+    _run_batches(pool, fn, [items[i:i + size] for i in range(0, len(items), size)])
+
+
+_io_lock = threading.Lock()
+_io_pool: ThreadPoolExecutor | None = None
+_io_pool_size = 0
+
+
+def map_io(fn: Callable[[T], None], items: Iterable[T]) -> None:
+    """Run ``fn(item)`` for every item on the I/O pool (``config io_concurrency``
+    threads): for blocking requests to remote stores, where latency, not the CPU,
+    bounds the work.  Same error and interrupt semantics as :func:`map_unordered_into`."""
+    global _io_pool, _io_pool_size
+    items = list(items)
+    n = config.get("io_concurrency")
+    if n <= 1 or len(items) <= 1 or _in_task.active:
+        for item in items:
+            fn(item)
+        return
+    with _io_lock:
+        if _io_pool is None or _io_pool_size < n:
+            old, _io_pool, _io_pool_size = _io_pool, ThreadPoolExecutor(
+                max_workers=n, thread_name_prefix="zarrfast-io"), n
+            if old is not None:
+                old.shutdown(wait=False)
+        pool = _io_pool
+    _run_batches(pool, fn, [[item] for item in items])
+
+
+def _run_batches(pool: ThreadPoolExecutor, fn: Callable[[T], None],
+                 batches: list[list[T]]) -> None:
+    """Run the batches on ``pool``, the first one in the calling thread."""
     stop = False
 
     def run(batch: list[T]) -> None:

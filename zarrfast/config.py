@@ -16,6 +16,8 @@ key                    environment variable       default
                                                   are fetched in one request
 ``shard_index_cache``  ``ZARRFAST_SHARD_INDEX_    4096 shard indexes cached
                        CACHE``                    per array
+``io_concurrency``     ``ZARRFAST_IO_CONCURRENCY`` 32 requests in flight at
+                                                  once to a remote store
 =====================  =========================  ==========================
 """
 
@@ -66,6 +68,7 @@ def defaults() -> dict[str, Any]:
         "write_empty_chunks": _env_bool("ZARRFAST_WRITE_EMPTY", False),
         "shard_coalesce_gap": _env_int("ZARRFAST_SHARD_COALESCE_GAP", 64 * 1024, minimum=0),
         "shard_index_cache": _env_int("ZARRFAST_SHARD_INDEX_CACHE", 4096),
+        "io_concurrency": _env_int("ZARRFAST_IO_CONCURRENCY", 32),
     }
 
 
@@ -75,7 +78,7 @@ _values: dict[str, Any] = defaults()
 def _validate(key: str, value: Any) -> Any:
     if key not in _values:
         raise ZarrfastError(f"unknown config key {key!r}; known keys: {sorted(_values)}")
-    if key in ("threads", "shard_index_cache", "shard_coalesce_gap"):
+    if key in ("threads", "shard_index_cache", "shard_coalesce_gap", "io_concurrency"):
         minimum = 0 if key == "shard_coalesce_gap" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ZarrfastError(f"config {key}={value!r} must be an integer >= {minimum}")

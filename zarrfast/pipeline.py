@@ -453,6 +453,9 @@ def write_selection(
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)
     writer = RowWriter(proj, value, scalar, write_empty_chunks)
+    if store.batched_reads:
+        _write_batched(store, keys, writer, chain.chunk_nbytes)
+        return
 
     def task(i: int) -> None:
         key = keys[i]
@@ -466,3 +469,24 @@ def write_selection(
     # One task per chunk: no two tasks read-modify-write the same chunk key, and
     # each reads a disjoint part of `value`.
     map_unordered_into(task, range(proj.nrows), work_bytes=proj.nrows * chain.chunk_nbytes)
+
+
+def _write_batched(store: Store, keys: Sequence[str], writer: RowWriter,
+                   chunk_nbytes: int) -> None:
+    """Writes to remote stores, a batch at a time: the old chunks that partial
+    writes keep in one ``get_many``, encoding on the pool, then one ``set_many`` and
+    one ``delete_many`` (concurrent requests)."""
+    for lo in range(0, len(keys), BATCH_KEYS):
+        rows = range(lo, min(lo + BATCH_KEYS, len(keys)))
+        need = [i for i in rows if writer.needs_old(i)]
+        olds = dict(zip(need, store.get_many([keys[i] for i in need]), strict=True))
+        new: list[Any] = [None] * len(rows)
+
+        def task(i: int, lo: int = lo, olds: dict = olds, new: list = new) -> None:
+            new[i - lo] = writer.write(i, olds.get(i), keys[i])
+
+        map_unordered_into(task, rows, work_bytes=len(rows) * chunk_nbytes)
+        store.set_many([(keys[i], new[i - lo]) for i in rows if new[i - lo] is not None])
+        gone = [keys[i] for i in rows if new[i - lo] is None]
+        if gone:
+            store.delete_many(gone)

@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from . import _kernels, config
-from ._concurrency import map_unordered_into
+from ._concurrency import map_io, map_unordered_into
 from .chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
 from .codecs.sharding import ShardingCodec
@@ -426,8 +426,12 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                 payload[int(rows_used[k])] = view[start - base:end - base]
 
     work = proj.nrows * chain.inner.chunk_nbytes
-    # fetch: each task fills the payload slots of its own shard's rows only
-    map_unordered_into(fetch, range(len(keys)), work_bytes=work)
+    # fetch: each task fills the payload slots of its own shard's rows only; remote
+    # stores get many requests in flight at once
+    if store.batched_reads:
+        map_io(fetch, range(len(keys)))
+    else:
+        map_unordered_into(fetch, range(len(keys)), work_bytes=work)
     reader = RowReader(proj, out)
 
     def assemble(i: int) -> None:
@@ -481,6 +485,10 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         chain.cache.put(key, None)  # re-read (and re-checked) on next use
 
     # One task per shard: no two tasks read-modify-write the same shard.
-    map_unordered_into(task, range(len(keys)), work_bytes=proj.nrows * chain.inner.chunk_nbytes)
+    if store.batched_reads:
+        map_io(task, range(len(keys)))
+    else:
+        map_unordered_into(task, range(len(keys)),
+                           work_bytes=proj.nrows * chain.inner.chunk_nbytes)
 
 
