@@ -285,7 +285,7 @@ class RowReader:
     """Moves selected elements from decoded chunks into ``out`` (C-contiguous, shape
     ``sel.full_shape``), one projection row at a time."""
 
-    def __init__(self, proj: Projection, out: np.ndarray) -> None:
+    def __init__(self, proj: Projection, out: np.ndarray, store: Store | None = None) -> None:
         chain = proj.chain
         self.proj = proj
         self.chain = chain
@@ -296,7 +296,41 @@ class RowReader:
         self.src_strides = chain.chunk_strides * proj.sel.step
         self.src_offsets = proj.local_start @ chain.chunk_strides
         self.dst_offsets = proj.out_start @ self.out_strides
-        self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape)
+        #: uncompressed chunks are read from the store straight into place
+        self.raw_into = (store is not None and store.fast_get_into and chain.fast
+                         and not chain.bb)
+        self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
+                                   into=chain._decode_into or self.raw_into)
+
+    def read_from(self, i: int, store: Store, key: str) -> None:
+        """Read row ``i``'s uncompressed chunk from ``store`` into place (``raw_into``):
+        straight into the output when the chunk is contiguous there, else into a
+        per-thread scratch buffer and copied."""
+        chain = self.chain
+        if self.direct is not None and self.direct[i]:
+            off = int(self.dst_offsets[i])
+            target = self.out_flat[off:off + chain.chunk_nbytes]
+            n = store.get_into(key, target)
+            if n == chain.chunk_nbytes:
+                return
+        else:
+            target = chain._scratch_buffer()
+            n = store.get_into(key, target)
+        if n is None:
+            _kernels.fill_region(self.out_flat, int(self.dst_offsets[i]), self.out_strides,
+                                 self.proj.local_count[i], chain._fill_native_arr)
+            return
+        if n != chain.chunk_nbytes:
+            raise ChunkDecodeError(
+                f"chunk {key!r}: stored {n} bytes, expected {chain.chunk_nbytes} bytes "
+                f"(chunk shape {list(chain.chunk_shape)} of {chain.data_type.name}, "
+                f"no compression)"
+            )
+        _kernels.copy_region(
+            target, int(self.src_offsets[i]), self.src_strides,
+            self.out_flat, int(self.dst_offsets[i]), self.out_strides,
+            self.proj.local_count[i], chain.itemsize, chain.swap_unit,
+        )
 
     def read(self, i: int, raw: Any, key: str) -> None:
         """Decode stored chunk ``raw`` (``None``: missing -> fill value) into row ``i``."""
@@ -376,14 +410,15 @@ class RowWriter:
 
 
 def _direct_rows(
-    chain: PreparedChain, sel: BasicSelection, region: np.ndarray, out_shape: tuple[int, ...]
+    chain: PreparedChain, sel: BasicSelection, region: np.ndarray, out_shape: tuple[int, ...],
+    *, into: bool
 ) -> np.ndarray | None:
-    """Rows whose chunk can be decoded straight into the output: the codec decodes
-    into a buffer, the chunk's bytes need no swap or permutation, the selection
-    covers the whole nominal chunk with step 1, and its place in the (C-order)
-    output is one contiguous block."""
+    """Rows whose chunk can be decoded straight into the output: the codec (or the
+    store, ``into``) writes into a buffer, the chunk's bytes need no swap or
+    permutation, the selection covers the whole nominal chunk with step 1, and its
+    place in the (C-order) output is one contiguous block."""
     if region.shape[0] == 0 or not (
-        chain.fast and chain._decode_into and chain.swap_unit == 1
+        chain.fast and into and chain.swap_unit == 1
         and chain.permutation == tuple(range(chain.ndim)) and np.all(sel.step == 1)
     ):
         return None
@@ -406,7 +441,7 @@ def read_selection(
         return
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)
-    reader = RowReader(proj, out)
+    reader = RowReader(proj, out, store)
     # Every task writes a disjoint region of `out` (chunks partition the array and
     # the projection maps each selected element to exactly one chunk), so the
     # tasks share `out` without locking.
@@ -414,8 +449,12 @@ def read_selection(
         _read_batched(store, keys, reader, chain.chunk_nbytes)
         return
 
-    def task(i: int) -> None:
-        reader.read(i, store.get(keys[i]), keys[i])
+    if reader.raw_into:
+        def task(i: int) -> None:
+            reader.read_from(i, store, keys[i])
+    else:
+        def task(i: int) -> None:
+            reader.read(i, store.get(keys[i]), keys[i])
 
     map_unordered_into(task, range(proj.nrows), work_bytes=proj.nrows * chain.chunk_nbytes)
 

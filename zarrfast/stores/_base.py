@@ -142,6 +142,8 @@ class Store(abc.ABC):
     #: (remote stores: one batch of concurrent requests instead of one round trip
     #: per chunk from each pool thread) rather than :meth:`get` per chunk task
     batched_reads: bool = False
+    #: whether :meth:`get_into` reads straight into the caller's buffer (no copy)
+    fast_get_into: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self._read_only = bool(read_only)
@@ -171,6 +173,19 @@ class Store(abc.ABC):
                 f"get_many: {len(keys)} keys but {len(byte_ranges)} byte ranges"
             )
         return [self.get(k, r) for k, r in zip(keys, byte_ranges, strict=True)]
+
+    def get_into(self, key: str, out: memoryview) -> int | None:
+        """Read the whole value of ``key`` into ``out`` (a writable byte buffer) when
+        it has exactly ``len(out)`` bytes.  Returns the value's size, or ``None``
+        when the key is missing; when the size differs from ``len(out)`` the
+        contents of ``out`` are unspecified."""
+        value = self.get(key)
+        if value is None:
+            return None
+        n = len(value)
+        if n == len(out):
+            out[:] = value
+        return n
 
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value."""
