@@ -41,12 +41,12 @@ class BasicSelection:
     @property
     def full_shape(self) -> tuple[int, ...]:
         """Result shape keeping int-indexed dimensions as length 1."""
-        return tuple(int(c) for c in self.count)
+        return tuple(self.count.tolist())
 
     @property
     def out_shape(self) -> tuple[int, ...]:
         """Result shape as NumPy gives it."""
-        return tuple(int(c) for c, d in zip(self.count, self.dropped, strict=True) if not d)
+        return tuple(c for c, d in zip(self.count.tolist(), self.dropped, strict=True) if not d)
 
 
 def _is_int(x: object) -> bool:
@@ -106,6 +106,9 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
         The selection has too many indices, several Ellipses, or an item that
         is not an int, slice or Ellipsis.
     """
+    fast = _normalize_plain(selection, shape)
+    if fast is not None:
+        return fast
     sel = selection if isinstance(selection, tuple) else (selection,)
     ndim = len(shape)
     for s in sel:
@@ -143,3 +146,45 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
             count[d] = 1
             dropped.append(True)
     return BasicSelection(start, step, count, tuple(dropped))
+
+
+def _normalize_plain(selection: object, shape: tuple[int, ...]) -> BasicSelection | None:
+    """:func:`normalize_basic` for the common case, without NumPy scalars: Python
+    ints in range and slices of Python ints (or ``None``), no Ellipsis.  ``None``
+    for anything else, which the general path handles (and reports)."""
+    sel = selection if type(selection) is tuple else (selection,)
+    ndim = len(shape)
+    if len(sel) > ndim:
+        return None
+    start: list[int] = []
+    step: list[int] = []
+    count: list[int] = []
+    dropped: list[bool] = []
+    for s, n in zip(sel, shape, strict=False):
+        if type(s) is slice:
+            if not (_plain(s.start) and _plain(s.stop) and _plain(s.step)) or s.step == 0:
+                return None
+            b, e, st = s.indices(n)
+            c = len(range(b, e, st))
+            start.append(b if c else 0)
+            step.append(st)
+            count.append(c)
+            dropped.append(False)
+        elif type(s) is int and -n <= s < n:
+            start.append(s + n if s < 0 else s)
+            step.append(1)
+            count.append(1)
+            dropped.append(True)
+        else:
+            return None
+    for n in shape[len(sel):]:
+        start.append(0)
+        step.append(1)
+        count.append(n)
+        dropped.append(False)
+    return BasicSelection(np.array(start, dtype=np.int64), np.array(step, dtype=np.int64),
+                          np.array(count, dtype=np.int64), tuple(dropped))
+
+
+def _plain(x: object) -> bool:
+    return x is None or type(x) is int

@@ -17,6 +17,7 @@ the shared pool (:mod:`zarrfast._concurrency`).
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Sequence
@@ -71,6 +72,7 @@ class PreparedChain:
         self.dtype = dt.dtype
         self.itemsize = dt.itemsize
         self.chunk_shape = tuple(metadata.chunks)
+        self.chunk_shape_arr = np.array(self.chunk_shape, dtype=np.int64)
         self.ndim = len(self.chunk_shape)
         self.chunk_nbytes = math.prod(self.chunk_shape) * self.itemsize
         codecs = metadata.codecs
@@ -266,19 +268,20 @@ class Projection:
 
     def __init__(self, array_shape: tuple[int, ...], chain: PreparedChain,
                  sel: BasicSelection) -> None:
+        self.array_shape = np.array(array_shape, dtype=np.int64)
         (self.coords, self.local_start, self.local_count, self.out_start,
          self.complete) = _kernels.project(
-            np.array(array_shape, dtype=np.int64),
-            np.array(chain.chunk_shape, dtype=np.int64),
-            sel.start, sel.step, sel.count,
+            self.array_shape, chain.chunk_shape_arr, sel.start, sel.step, sel.count,
         )
         self.nrows = self.coords.shape[0]
         self.chain = chain
         self.sel = sel
-        chunk_shape = np.array(chain.chunk_shape, dtype=np.int64)
-        # rows whose chunk reaches past the array's end (its padding holds the fill value)
-        self.edge = np.any((self.coords + 1) * chunk_shape > np.array(array_shape, np.int64),
-                           axis=1)
+
+    @functools.cached_property
+    def edge(self) -> np.ndarray:
+        """Rows whose chunk reaches past the array's end (its padding holds the fill
+        value); only writes need it."""
+        return np.any((self.coords + 1) * self.chain.chunk_shape_arr > self.array_shape, axis=1)
 
 
 class RowReader:
@@ -321,11 +324,7 @@ class RowReader:
                                  self.proj.local_count[i], chain._fill_native_arr)
             return
         if n != chain.chunk_nbytes:
-            raise ChunkDecodeError(
-                f"chunk {key!r}: stored {n} bytes, expected {chain.chunk_nbytes} bytes "
-                f"(chunk shape {list(chain.chunk_shape)} of {chain.data_type.name}, "
-                f"no compression)"
-            )
+            raise _raw_size_error(chain, key, n)
         _kernels.copy_region(
             target, int(self.src_offsets[i]), self.src_strides,
             self.out_flat, int(self.dst_offsets[i]), self.out_strides,
@@ -409,6 +408,59 @@ class RowWriter:
         return chain.encode(buf, write_empty_chunks=self.write_empty_chunks)
 
 
+def _raw_size_error(chain: PreparedChain, key: str, n: int) -> ChunkDecodeError:
+    return ChunkDecodeError(
+        f"chunk {key!r}: stored {n} bytes, expected {chain.chunk_nbytes} bytes "
+        f"(chunk shape {list(chain.chunk_shape)} of {chain.data_type.name}, no compression)"
+    )
+
+
+def _read_single_chunk(store: Store, path: str, chain: PreparedChain, sel: BasicSelection,
+                       out: np.ndarray) -> bool:
+    """The small-read fast path: a step-1 selection inside one chunk is read with
+    plain integer arithmetic (no projection table).  Returns ``False``, having done
+    nothing, for any other selection."""
+    cs = chain.chunk_shape
+    start = sel.start.tolist()
+    count = sel.count.tolist()
+    coords = []
+    for s, n, c, t in zip(start, count, cs, sel.step.tolist(), strict=True):
+        k = s // c
+        if t != 1 or (s + n - 1) // c != k:
+            return False
+        coords.append(k)
+    key = (f"{path}/" if path else "") + chain.metadata.chunk_key_encoding.encode(tuple(coords))
+    out_flat = out.reshape(-1).view(np.uint8)
+    if (count == list(cs) and chain.fast and chain.swap_unit == 1
+            and chain.permutation == tuple(range(chain.ndim))):
+        # the whole chunk is the whole (C-contiguous) output: read or decode into it
+        if not chain.bb and store.fast_get_into:
+            n = store.get_into(key, out_flat)
+            if n == chain.chunk_nbytes:
+                return True
+            if n is not None:
+                raise _raw_size_error(chain, key, n)
+            raw = None
+        else:
+            raw = store.get(key)
+            if raw is not None and chain._decode_into:
+                chain.decode(raw, key, into=out_flat)
+                return True
+    else:
+        raw = store.get(key)
+    out_strides = np.array(out.strides, dtype=np.int64)
+    if raw is None:
+        _kernels.fill_region(out_flat, 0, out_strides, sel.count, chain._fill_native_arr)
+        return True
+    buf = chain.decode(raw, key)
+    strides = chain.chunk_strides.tolist()
+    src_off = sum((s - k * c) * st for s, k, c, st in zip(start, coords, cs, strides,
+                                                            strict=True))
+    _kernels.copy_region(buf, src_off, chain.chunk_strides, out_flat, 0, out_strides,
+                         sel.count, chain.itemsize, chain.swap_unit)
+    return True
+
+
 def _direct_rows(
     chain: PreparedChain, sel: BasicSelection, region: np.ndarray, out_shape: tuple[int, ...],
     *, into: bool
@@ -419,25 +471,27 @@ def _direct_rows(
     place in the (C-order) output is one contiguous block."""
     if region.shape[0] == 0 or not (
         chain.fast and into and chain.swap_unit == 1
-        and chain.permutation == tuple(range(chain.ndim)) and np.all(sel.step == 1)
+        and chain.permutation == tuple(range(chain.ndim)) and bool(np.all(sel.step == 1))
     ):
         return None
-    whole = np.all(region == np.array(chain.chunk_shape, dtype=np.int64), axis=1)
-    if not whole.any():
+    # A whole chunk's region is the chunk shape, so whether its block of the C-order
+    # output is contiguous depends on the shapes only: every dimension after the
+    # first one longer than 1 must span the whole output.
+    cs = chain.chunk_shape
+    first = next((d for d in range(len(cs)) if cs[d] > 1), len(cs))
+    if any(cs[d] != out_shape[d] for d in range(first + 1, len(cs))):
         return None
-    # contiguous iff every dim after the first one longer than 1 spans the whole output
-    longer = region > 1
-    before = np.zeros_like(longer)
-    before[:, 1:] = np.cumsum(longer, axis=1)[:, :-1] > 0
-    partial = region != np.array(out_shape, dtype=np.int64)
-    return whole & ~np.any(before & partial, axis=1)
+    if region.shape[0] == 1:
+        return np.array([region[0].tolist() == list(cs)])
+    whole = np.all(region == chain.chunk_shape_arr, axis=1)
+    return whole if whole.any() else None
 
 
 def read_selection(
     store: Store, path: str, chain: PreparedChain, sel: BasicSelection, out: np.ndarray
 ) -> None:
     """Read the selection into ``out`` (shape ``sel.full_shape``, dtype native)."""
-    if out.size == 0:
+    if out.size == 0 or _read_single_chunk(store, path, chain, sel, out):
         return
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)
