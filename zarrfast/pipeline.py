@@ -415,49 +415,65 @@ def _raw_size_error(chain: PreparedChain, key: str, n: int) -> ChunkDecodeError:
     )
 
 
+def single_chunk_coords(chain: PreparedChain, sel: BasicSelection) -> list[int] | None:
+    """The grid coordinates of the one chunk a step-1 selection lies in, else ``None``."""
+    coords = []
+    for s, n, c, t in zip(sel.start.tolist(), sel.count.tolist(), chain.chunk_shape,
+                          sel.step.tolist(), strict=True):
+        k = s // c
+        if t != 1 or (s + n - 1) // c != k:
+            return None
+        coords.append(k)
+    return coords
+
+
+def _whole_chunk_into(chain: PreparedChain, sel: BasicSelection) -> bool:
+    """Whether the selection is one whole chunk that can be decoded into the output
+    as it is (no byte swap, no permutation)."""
+    return (chain.fast and chain.swap_unit == 1 and sel.count.tolist() == list(chain.chunk_shape)
+            and chain.permutation == tuple(range(chain.ndim)))
+
+
+def read_one_chunk(chain: PreparedChain, sel: BasicSelection, coords: list[int],
+                   out: np.ndarray, raw: Any, key: str) -> None:
+    """Decode ``raw`` (``None``: missing, the fill value), the stored chunk at ``coords``
+    holding the whole selection, into ``out``."""
+    out_flat = out.reshape(-1).view(np.uint8)
+    if raw is not None and chain._decode_into and _whole_chunk_into(chain, sel):
+        chain.decode(raw, key, into=out_flat)
+        return
+    out_strides = np.array(out.strides, dtype=np.int64)
+    if raw is None:
+        _kernels.fill_region(out_flat, 0, out_strides, sel.count, chain._fill_native_arr)
+        return
+    buf = chain.decode(raw, key)
+    src_off = sum((s - k * c) * st for s, k, c, st in zip(
+        sel.start.tolist(), coords, chain.chunk_shape, chain.chunk_strides.tolist(),
+        strict=True))
+    _kernels.copy_region(buf, src_off, chain.chunk_strides, out_flat, 0, out_strides,
+                         sel.count, chain.itemsize, chain.swap_unit)
+
+
 def _read_single_chunk(store: Store, path: str, chain: PreparedChain, sel: BasicSelection,
                        out: np.ndarray) -> bool:
     """The small-read fast path: a step-1 selection inside one chunk is read with
     plain integer arithmetic (no projection table).  Returns ``False``, having done
     nothing, for any other selection."""
-    cs = chain.chunk_shape
-    start = sel.start.tolist()
-    count = sel.count.tolist()
-    coords = []
-    for s, n, c, t in zip(start, count, cs, sel.step.tolist(), strict=True):
-        k = s // c
-        if t != 1 or (s + n - 1) // c != k:
-            return False
-        coords.append(k)
+    coords = single_chunk_coords(chain, sel)
+    if coords is None:
+        return False
     key = (f"{path}/" if path else "") + chain.metadata.chunk_key_encoding.encode(tuple(coords))
-    out_flat = out.reshape(-1).view(np.uint8)
-    if (count == list(cs) and chain.fast and chain.swap_unit == 1
-            and chain.permutation == tuple(range(chain.ndim))):
-        # the whole chunk is the whole (C-contiguous) output: read or decode into it
-        if not chain.bb and store.fast_get_into:
-            n = store.get_into(key, out_flat)
-            if n == chain.chunk_nbytes:
-                return True
-            if n is not None:
-                raise _raw_size_error(chain, key, n)
-            raw = None
-        else:
-            raw = store.get(key)
-            if raw is not None and chain._decode_into:
-                chain.decode(raw, key, into=out_flat)
-                return True
+    if not chain.bb and store.fast_get_into and _whole_chunk_into(chain, sel):
+        # an uncompressed whole chunk is the whole (C-contiguous) output: preadv into it
+        n = store.get_into(key, out.reshape(-1).view(np.uint8))
+        if n == chain.chunk_nbytes:
+            return True
+        if n is not None:
+            raise _raw_size_error(chain, key, n)
+        raw = None
     else:
         raw = store.get(key)
-    out_strides = np.array(out.strides, dtype=np.int64)
-    if raw is None:
-        _kernels.fill_region(out_flat, 0, out_strides, sel.count, chain._fill_native_arr)
-        return True
-    buf = chain.decode(raw, key)
-    strides = chain.chunk_strides.tolist()
-    src_off = sum((s - k * c) * st for s, k, c, st in zip(start, coords, cs, strides,
-                                                            strict=True))
-    _kernels.copy_region(buf, src_off, chain.chunk_strides, out_flat, 0, out_strides,
-                         sel.count, chain.itemsize, chain.swap_unit)
+    read_one_chunk(chain, sel, coords, out, raw, key)
     return True
 
 

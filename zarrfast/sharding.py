@@ -45,7 +45,15 @@ from .errors import ChecksumError, ChunkDecodeError, CodecError
 from .indexing import BasicSelection, normalize_basic
 from .metadata.dtype import DataType, parse_data_type
 from .metadata.v3 import ArrayMetadata
-from .pipeline import PreparedChain, Projection, RowReader, RowWriter, chunk_keys
+from .pipeline import (
+    PreparedChain,
+    Projection,
+    RowReader,
+    RowWriter,
+    chunk_keys,
+    read_one_chunk,
+    single_chunk_coords,
+)
 from .stores import RangeByteRequest, Store, SuffixByteRequest
 
 __all__ = ["ShardLayout", "ShardedChain", "read_sharded", "write_sharded", "is_sharded_fast"]
@@ -359,7 +367,7 @@ def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
 def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
                  out: np.ndarray) -> None:
     """Read a selection of a sharded array into ``out`` (shape ``sel.full_shape``)."""
-    if out.size == 0:
+    if out.size == 0 or _read_single_inner(store, path, chain, sel, out):
         return
     layout = chain.layout
     proj = Projection(chain.metadata.shape, chain.inner, sel)
@@ -444,6 +452,41 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
 
     # Every task writes a disjoint region of `out` (inner chunks partition the array).
     map_unordered_into(assemble, range(proj.nrows), work_bytes=work)
+
+
+def _read_single_inner(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
+                       out: np.ndarray) -> bool:
+    """The small-read fast path: a step-1 selection inside one inner chunk costs the
+    (cached) shard index and one ranged read.  ``False`` for other selections."""
+    if not chain.partial_reads:
+        return False
+    coords = single_chunk_coords(chain.inner, sel)
+    if coords is None:
+        return False
+    layout = chain.layout
+    cps = layout.cps
+    shard = tuple(c // p for c, p in zip(coords, cps, strict=True))
+    lin = 0
+    for c, p in zip(coords, cps, strict=True):
+        lin = lin * p + c % p
+    key = (f"{path}/" if path else "") + chain.metadata.chunk_key_encoding.encode(shard)
+    index = chain.fetch_index(store, key)
+    raw = None
+    if index is not None:
+        off, nb = index[lin].tolist()
+        if off != _EMPTY_INT:
+            raw = store.get(key, RangeByteRequest(off, off + nb))
+            got = 0 if raw is None else len(raw)
+            if got != nb:
+                raise ChunkDecodeError(
+                    f"shard {key!r}: inner chunk {layout.inner_name(lin)} points past the end "
+                    f"of the shard (bytes {off}..{off + nb}, only {off + got} readable)"
+                )
+    try:
+        read_one_chunk(chain.inner, sel, coords, out, raw, key)
+    except ChunkDecodeError as e:
+        raise type(e)(f"{e} [shard {key!r}, inner chunk {layout.inner_name(lin)}]") from None
+    return True
 
 
 def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
