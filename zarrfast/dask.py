@@ -1,0 +1,205 @@
+"""dask integration: :func:`from_zarr` and :func:`to_zarr`, like ``dask.array``'s.
+
+zarrfast arrays work with dask directly: ``da.from_array(arr)`` bases its blocks on the
+array's chunks (dask's ``"auto"`` chunking keeps whole multiples of ``arr.chunks``, or of
+``arr.shards`` for a sharded array), and ``da.store(x, arr, lock=False)`` is safe when
+every dask block covers whole chunks (shards).  Arrays pickle as their store and metadata
+(a local store as its path), so workers reopen the store instead of receiving data.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+try:
+    import dask.array as da
+    from dask.base import tokenize
+except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "zarrfast.dask requires dask, which is not installed: pip install 'zarrfast[dask]'"
+    ) from _e
+
+from ._api import create_array, open_array
+from .array import Array
+from .errors import ZarrfastError
+from .stores import LocalStore, MemoryStore
+
+__all__ = ["check_aligned", "from_zarr", "to_zarr"]
+
+
+def _open_kwargs(storage_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {} if storage_options is None else {"storage_options": storage_options}
+
+
+def _token(z: Array) -> str:
+    """A cheap token: a local array by location and metadata (never its data); others
+    (a memory store pickles all its values) by a fresh id."""
+    store = z.store
+    if isinstance(store, LocalStore):
+        return tokenize(type(store).__name__, repr(store), z.path, z.metadata.to_json())
+    return uuid.uuid4().hex
+
+
+def from_zarr(url_or_array: Any, component: str | None = None,
+              storage_options: Mapping[str, Any] | None = None, chunks: Any = None,
+              name: str | None = None, inline_array: bool = False, **kwargs: Any
+              ) -> da.Array:
+    """A dask array reading a zarrfast array.
+
+    Parameters
+    ----------
+    url_or_array
+        A :class:`zarrfast.Array`, or a store (local path, ``Store``, ``dict``) opened
+        with :func:`zarrfast.open_array` (read-only unless ``mode=`` is given).
+    component
+        Path of the array in the store.
+    chunks
+        The dask chunks; default: the array's chunks.
+    kwargs
+        Passed to :func:`zarrfast.open_array`.
+    """
+    if isinstance(url_or_array, Array):
+        if component is not None:
+            raise ZarrfastError("from_zarr: component= is only meaningful with a store, "
+                                "not with an Array")
+        z = url_or_array
+    else:
+        url = os.fspath(url_or_array) if isinstance(url_or_array, os.PathLike) else url_or_array
+        kwargs.setdefault("mode", "r")
+        z = open_array(url, path=component, **_open_kwargs(storage_options), **kwargs)
+    chunks = tuple(z.chunks) if chunks is None else chunks
+    if name is None:
+        name = "from-zarrfast-" + tokenize(_token(z), chunks)
+    return da.from_array(z, chunks=chunks, name=name, inline_array=inline_array)
+
+
+def _write_chunks(z: Array) -> tuple[int, ...]:
+    """The smallest regions that can be written independently: shards, else chunks."""
+    return tuple(z.shards or z.chunks)
+
+
+def check_aligned(chunks: Sequence[Sequence[int]], write_chunks: Sequence[int],
+                  shape: Sequence[int], offset: Sequence[int] | None = None, *,
+                  what: str = "the Zarr array") -> None:
+    """Raise unless every boundary between dask blocks (``chunks``, placed at ``offset``
+    in an array of ``shape``) falls on a boundary of ``write_chunks``: otherwise two blocks
+    would write one stored chunk concurrently and one of them would be lost."""
+    offset = offset or (0,) * len(shape)
+    for dim, (sizes, wc, start) in enumerate(zip(chunks, write_chunks, offset, strict=True)):
+        edges = start + np.cumsum(sizes)[:-1]
+        bad = edges[edges % wc != 0]
+        if bad.size:
+            raise ZarrfastError(
+                f"dask chunks {tuple(sizes)} along dimension {dim} do not line up with the "
+                f"chunks ({wc}) of {what}: the block boundary at index {int(bad[0])} would "
+                f"make two dask blocks write one stored chunk; rechunk first, e.g. "
+                f"x.rechunk({{{dim}: {wc}}})"
+            )
+
+
+def _regular(sizes: Sequence[int]) -> bool:
+    return len(sizes) <= 1 or (len(set(sizes[:-1])) == 1 and sizes[-1] <= sizes[0])
+
+
+def _refuse_memory_with_distributed(z: Array) -> None:
+    if not isinstance(z.store, MemoryStore):
+        return
+    try:
+        from distributed import default_client
+
+        default_client()
+    except (ImportError, ValueError):
+        return
+    raise ZarrfastError(
+        "cannot write into an in-memory zarrfast array with the distributed scheduler: each "
+        "worker would write into its own copy of the store; use a LocalStore (a path)"
+    )
+
+
+def to_zarr(x: da.Array, url_or_array: Any, component: str | None = None,
+            storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
+            region: Any = None, compute: bool = True, return_stored: bool = False,
+            **create_kwargs: Any) -> Any:
+    """Write the dask array ``x`` into a zarrfast array, block by block in parallel
+    (``lock=False``): every dask block must cover whole stored chunks (shards).
+
+    Parameters
+    ----------
+    x
+        The dask array.
+    url_or_array
+        An existing :class:`zarrfast.Array` of ``x``'s shape (or holding ``region``), or a
+        store (local path, ``Store``, ``dict``) in which to create one at ``component``.
+    overwrite
+        Replace an existing array at ``component``; otherwise that is an error.
+    region
+        With an existing array: the basic selection (slices) ``x`` is written to.
+    compute, return_stored
+        As for :func:`dask.array.store`.
+    create_kwargs
+        Passed to :func:`zarrfast.create_array` (``chunks`` defaults to ``x``'s chunks,
+        which must then be regular: equal, the last one possibly smaller).
+
+    Raises
+    ------
+    ZarrfastError
+        If a dask block boundary falls inside a stored chunk (naming the dimension), if the
+        chunks are irregular and no ``chunks=`` is given, or if the shapes do not match.
+    """
+    if not isinstance(x, da.Array):
+        x = da.asarray(x)
+    if any(np.isnan(s) for s in x.shape):
+        raise ZarrfastError("cannot write a dask array of unknown chunk sizes to Zarr; "
+                            "call x.compute_chunk_sizes() first")
+    if isinstance(url_or_array, Array):
+        if component is not None or create_kwargs:
+            raise ZarrfastError("to_zarr: component= and array creation arguments need a "
+                                "store, not an existing Array")
+        z = url_or_array
+        if region is None:
+            if tuple(z.shape) != tuple(x.shape):
+                raise ZarrfastError(
+                    f"to_zarr: the dask array's shape {x.shape} differs from the Zarr "
+                    f"array's {z.shape}; pass region= to write part of it")
+            offset: tuple[int, ...] = (0,) * x.ndim
+        else:
+            region = region if isinstance(region, tuple) else (region,)
+            if len(region) != z.ndim or not all(
+                    isinstance(r, slice) and r.step in (None, 1) for r in region):
+                raise ZarrfastError(f"to_zarr: region must be {z.ndim} slices with step 1, "
+                                    f"got {region!r}")
+            bounds = [r.indices(n) for r, n in zip(region, z.shape, strict=True)]
+            if tuple(b - a for a, b, _ in bounds) != tuple(x.shape):
+                raise ZarrfastError(f"to_zarr: region {region!r} of shape "
+                                    f"{tuple(b - a for a, b, _ in bounds)} does not fit the "
+                                    f"dask array's shape {x.shape}")
+            offset = tuple(a for a, _, _ in bounds)
+            region = tuple(slice(a, b) for a, b, _ in bounds)
+        _refuse_memory_with_distributed(z)
+        check_aligned(x.chunks, _write_chunks(z), z.shape, offset, what=f"array {z.name!r}")
+    else:
+        if region is not None:
+            raise ZarrfastError("to_zarr: region= needs an existing zarrfast Array")
+        if "chunks" not in create_kwargs:
+            for dim, sizes in enumerate(x.chunks):
+                if not _regular(sizes):
+                    raise ZarrfastError(
+                        f"dask chunks {sizes} along dimension {dim} are irregular: Zarr "
+                        f"chunks are regular, so two dask blocks would write one Zarr chunk; "
+                        f"rechunk (x.rechunk({{{dim}: {max(sizes)}}})) or pass chunks= "
+                        f"aligned with the dask blocks")
+            create_kwargs["chunks"] = tuple(max(c[0], 1) if c else 1 for c in x.chunks)
+        url = os.fspath(url_or_array) if isinstance(url_or_array, os.PathLike) else url_or_array
+        if storage_options is not None:
+            create_kwargs["storage_options"] = storage_options
+        z = create_array(url, name=component, shape=x.shape, dtype=create_kwargs.pop(
+            "dtype", x.dtype), overwrite=overwrite, **create_kwargs)
+        _refuse_memory_with_distributed(z)
+        check_aligned(x.chunks, _write_chunks(z), z.shape, what=f"array {z.name!r}")
+    return da.store(x, z, lock=False, regions=[region] if region is not None else None,
+                    compute=compute, return_stored=return_stored)
