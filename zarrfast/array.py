@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import math
 from dataclasses import replace
 from typing import Any
@@ -65,6 +67,17 @@ class Array(Node):
             "order": self._order,
             "chunk_path": self._chunk_path,
         }
+
+    def __dask_tokenize__(self) -> tuple:
+        """A cheap deterministic token for dask (instead of pickling the data of an
+        in-memory store): the store's identity, the path and the metadata."""
+        from .stores import MemoryStore
+
+        store = self._store
+        ident = (type(store).__name__, id(store._data)) if isinstance(store, MemoryStore) \
+            else repr(store)
+        return ("zarrfast.Array", ident, self._path, self._chunk_path,
+                json.dumps(self._metadata.to_dict(), sort_keys=True, default=str))
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         md = metadata_from_state(state["metadata"], state["path"])
