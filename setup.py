@@ -23,6 +23,8 @@ EXTENSIONS = [
     Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),
     Extension("zarrfast._ext._downsample", ["src_ext/_downsample.pyx"]),
 ]
+if os.name == "posix":  # open/pread/fstat; elsewhere the NumPy twin reads the files
+    EXTENSIONS.append(Extension("zarrfast._ext._fileio", ["src_ext/_fileio.pyx"]))
 
 DIRECTIVES = {
     "language_level": 3,

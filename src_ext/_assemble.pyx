@@ -22,6 +22,7 @@ Twins: ``zarrfast._reference.copy_region`` / ``fill_region`` / ``is_uniform``.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memcmp, memcpy, memmove, memset
 
 from _common cimport (
@@ -188,6 +189,77 @@ def copy_region(const uint8_t[::1] src not None, Py_ssize_t src_offset,
     cdef uint8_t* d = _ptr(dst)
     with nogil:
         strided_copy(s, d, &L, itemsize, swap_unit)
+
+
+def copy_regions(const uint8_t[::1] src not None, const int64_t[::1] src_offsets not None,
+                 const int64_t[::1] src_strides not None,
+                 uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
+                 const int64_t[::1] dst_strides not None,
+                 const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
+                 Py_ssize_t swap_unit=1):
+    """``copy_region`` for many regions of the same two buffers in one call: region
+    ``r`` has shape ``shapes[r]`` and starts at ``src_offsets[r]`` / ``dst_offsets[r]``;
+    the strides are shared.  Every region is validated (with the GIL) before any
+    byte is copied, then all are copied in one ``nogil`` loop.  Raises like
+    ``copy_region``, naming the row."""
+    cdef Py_ssize_t n = shapes.shape[0], ndim = shapes.shape[1], r
+    cdef Layout* layouts
+    cdef bint* skip
+    if src_offsets.shape[0] != n or dst_offsets.shape[0] != n:
+        raise ValueError(
+            f"copy_regions: {n} shapes but {src_offsets.shape[0]} src_offsets and "
+            f"{dst_offsets.shape[0]} dst_offsets"
+        )
+    if src_strides.shape[0] != ndim or dst_strides.shape[0] != ndim:
+        raise ValueError(
+            f"copy_regions: shapes of rank {ndim}, src_strides {_tup(src_strides)} and "
+            f"dst_strides {_tup(dst_strides)} must have the same length"
+        )
+    if ndim > ZF_MAX_NDIM:
+        raise ValueError(f"copy_regions: rank {ndim} exceeds the maximum of {ZF_MAX_NDIM}")
+    if itemsize < 1:
+        raise ValueError(f"copy_regions: itemsize must be >= 1, got {itemsize}")
+    if swap_unit != 1 and swap_unit != 2 and swap_unit != 4 and swap_unit != 8:
+        raise ValueError(f"copy_regions: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
+    if itemsize % swap_unit != 0:
+        raise ValueError(
+            f"copy_regions: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
+        )
+    if n == 0:
+        return
+    layouts = <Layout*>PyMem_Malloc(n * sizeof(Layout))
+    skip = <bint*>PyMem_Malloc(n * sizeof(bint))
+    if layouts == NULL or skip == NULL:
+        PyMem_Free(layouts)
+        PyMem_Free(skip)
+        raise MemoryError()
+    cdef const uint8_t* s = _cptr(src)
+    cdef uint8_t* d = _ptr(dst)
+    try:
+        for r in range(n):
+            try:
+                _check_shape("copy_regions", shapes[r])
+                skip[r] = _is_empty(shapes[r])
+                if skip[r]:
+                    continue
+                _check_dst_strides("copy_regions", dst_strides, shapes[r])
+                _check_span("copy_regions", "src", src.shape[0], src_offsets[r], src_strides,
+                            shapes[r], itemsize)
+                _check_span("copy_regions", "dst", dst.shape[0], dst_offsets[r], dst_strides,
+                            shapes[r], itemsize)
+            except ValueError as e:
+                raise ValueError(f"{e} (region {r})") from None
+            normalize_layout(<int>ndim, &shapes[r, 0] if ndim else NULL,
+                             &src_strides[0] if ndim else NULL,
+                             &dst_strides[0] if ndim else NULL,
+                             src_offsets[r], dst_offsets[r], &layouts[r])
+        with nogil:
+            for r in range(n):
+                if not skip[r]:
+                    strided_copy(s, d, &layouts[r], itemsize, swap_unit)
+    finally:
+        PyMem_Free(layouts)
+        PyMem_Free(skip)
 
 
 # --------------------------------------------------------------------------

@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - the extension-less CI job
 else:
     ext = SimpleNamespace(
         copy_region=_assemble.copy_region,
+        copy_regions=_assemble.copy_regions,
         fill_region=_assemble.fill_region,
         is_uniform=_assemble.is_uniform,
         transpose=_transpose.transpose,
@@ -42,6 +43,12 @@ else:
         group_by_chunk=_indexing.group_by_chunk,
         check_index=_shard_index.check_index,
     )
+try:
+    from zarrfast._ext import _fileio
+except ImportError:  # pragma: no cover - not built on this platform
+    _fileio = None
+if ext is not None and _fileio is not None:
+    ext.read_files_into = _fileio.read_files_into
 
 IMPLS = [pytest.param(ref, id="reference")]
 if ext is not None:
@@ -1141,3 +1148,146 @@ def test_group_by_chunk_rejects(impl):
         impl.group_by_chunk(i64(), -1)
     order, ids, starts = impl.group_by_chunk(i64(), 0)
     assert order.size == 0 and ids.size == 0 and starts.tolist() == [0]
+
+
+# ---------------------------------------------------------------------------
+# copy_regions (many regions of two buffers, shared strides)
+# ---------------------------------------------------------------------------
+
+
+@st.composite
+def copy_many_cases(draw):
+    ndim = draw(st.integers(0, 3))
+    itemsize = draw(ITEMSIZES)
+    swap_unit = draw(st.sampled_from([u for u in (1, 2, 4, 8) if itemsize % u == 0]))
+    box = [draw(st.integers(1, 4)) for _ in range(ndim)]
+    sst = np.array(dense_c_strides(box, itemsize), dtype=I64)
+    n = draw(st.integers(0, 5))
+    shapes = [[draw(st.integers(0, b)) for b in box] for _ in range(n)]
+    span = int(np.prod(box)) * itemsize
+    # each region has its own slot of `span` bytes in src and dst; a few cases
+    # push one region past the end of a buffer
+    soffs = [k * span for k in range(n)]
+    doffs = [k * span for k in range(n)]
+    if n and draw(st.integers(0, 7)) == 0:
+        doffs[draw(st.integers(0, n - 1))] += draw(st.integers(1, span))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return ndim, itemsize, swap_unit, sst, shapes, soffs, doffs, n * span, seed
+
+
+def dense_c_strides(shape, itemsize):
+    strides, acc = [], itemsize
+    for extent in reversed(shape):
+        strides.insert(0, acc)
+        acc *= extent
+    return strides
+
+
+@PROPS
+@given(copy_many_cases())
+def test_copy_regions_matches_twin_and_one_call_per_region(case):
+    ndim, itemsize, swap_unit, sst, shapes, soffs, doffs, size, seed = case
+    src = rng_bytes(seed, size)
+    dst0 = rng_bytes(seed + 1, size)
+    shp = np.array(shapes, dtype=I64).reshape(len(shapes), ndim)
+
+    def make():
+        return [src, i64(*soffs), sst.copy(), bytearray(dst0), i64(*doffs), sst.copy(),
+                shp.copy(), itemsize, swap_unit]
+
+    got, args = run_both("copy_regions", make, outputs=(3,))
+    if got[0] == "ok":
+        expected = bytearray(dst0)
+        for r in range(len(shapes)):
+            ref.copy_region(src, soffs[r], sst, expected, doffs[r], sst, shp[r], itemsize,
+                            swap_unit)
+        assert bytes(args[3]) == bytes(expected)
+    else:
+        assert got[1] is ValueError
+        assert bytes(args[3]) == dst0  # every region is checked before any is copied
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_copy_regions_rejects(impl):
+    src, dst = bytes(range(16)), bytearray(16)
+    good = (i64(0, 8), i64(1), dst, i64(0, 8), i64(1))
+    with pytest.raises(ValueError, match="2 shapes but 1 src_offsets"):
+        impl.copy_regions(src, i64(0), i64(1), dst, i64(0, 8), i64(1), i64(4, 4).reshape(2, 1), 1)
+    with pytest.raises(ValueError, match="must have the same length"):
+        impl.copy_regions(src, i64(0), i64(1, 1), dst, i64(0), i64(1), i64(4).reshape(1, 1), 1)
+    with pytest.raises(ValueError, match=r"region 1"):
+        impl.copy_regions(src, good[0], good[1], dst, i64(0, 14), good[4],
+                          i64(4, 4).reshape(2, 1), 1)
+    assert dst == bytearray(16)
+    with pytest.raises(ValueError, match="swap_unit"):
+        impl.copy_regions(src, *good, i64(4, 4).reshape(2, 1), 2, 3)
+    with pytest.raises(ValueError):
+        impl.copy_regions(src, *good, i64(4, 4), 1)  # shapes must be 2-d
+
+
+# ---------------------------------------------------------------------------
+# read_files_into (batched chunk-file reads)
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_read_files_into_reads_sizes_and_reports_errors(impl, tmp_path):
+    (tmp_path / "a").write_bytes(bytes(range(8)))
+    (tmp_path / "b").write_bytes(b"short")
+    (tmp_path / "c").write_bytes(bytes(range(100, 108)))
+    (tmp_path / "d").mkdir()
+    (tmp_path / "e").write_bytes(b"")
+    names = ["a", "b", "missing", "c", "d", "e"]
+    paths = [os.fsencode(tmp_path / n) for n in names]
+    dst = bytearray(b"\xff" * 48)
+    sizes, errors = impl.read_files_into(paths, dst, i64(0, 8, 16, 24, 32, 40), 8)
+    assert sizes.tolist() == [8, 5, -1, 8, -1, 0]
+    import errno
+    assert errors.tolist() == [0, 0, errno.ENOENT, 0, errno.EISDIR, 0]
+    assert bytes(dst[0:8]) == bytes(range(8))
+    assert bytes(dst[24:32]) == bytes(range(100, 108))
+    # nothing is written for files of another size or that failed
+    assert bytes(dst[8:24]) == b"\xff" * 16 and bytes(dst[32:48]) == b"\xff" * 16
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_read_files_into_validates_before_reading(impl, tmp_path):
+    p = tmp_path / "a"
+    p.write_bytes(bytes(8))
+    dst = bytearray(16)
+    with pytest.raises(ValueError, match="outside the destination"):
+        impl.read_files_into([os.fsencode(p)], dst, i64(9), 8)
+    with pytest.raises(ValueError, match="outside the destination"):
+        impl.read_files_into([os.fsencode(p)], dst, i64(-1), 8)
+    with pytest.raises(ValueError, match="1 paths but 2 offsets"):
+        impl.read_files_into([os.fsencode(p)], dst, i64(0, 8), 8)
+    with pytest.raises(TypeError, match="expected bytes"):
+        impl.read_files_into([str(p)], dst, i64(0), 8)
+    with pytest.raises(ValueError, match="NUL"):
+        impl.read_files_into([b"a\0b"], dst, i64(0), 8)
+    with pytest.raises(ValueError, match="negative"):
+        impl.read_files_into([os.fsencode(p)], dst, i64(0), -1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 40), min_size=0, max_size=12),
+       nbytes=st.integers(0, 40), seed=st.integers(0, 2**32 - 1))
+def test_read_files_into_matches_twin(tmp_path_factory, sizes, nbytes, seed):
+    root = tmp_path_factory.mktemp("files")
+    paths = []
+    for i, size in enumerate(sizes):
+        p = root / f"f{i}"
+        p.write_bytes(rng_bytes(seed + i, size))
+        paths.append(os.fsencode(p))
+    offsets = i64(*[i * nbytes for i in range(len(sizes))])
+    got, args = run_both(
+        "read_files_into",
+        lambda: [list(paths), bytearray(b"\xee" * (nbytes * len(sizes))), offsets.copy(),
+                 nbytes],
+        outputs=(1,),
+    )
+    assert got[0] == "ok"
+    file_sizes, errors = got[1]
+    assert file_sizes.tolist() == sizes and not errors.any()
+    for i, size in enumerate(sizes):
+        part = bytes(args[1][i * nbytes:(i + 1) * nbytes])
+        assert part == (rng_bytes(seed + i, size) if size == nbytes else b"\xee" * nbytes)

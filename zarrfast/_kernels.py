@@ -13,11 +13,13 @@ __all__ = [
     "byteswap_inplace",
     "check_index",
     "copy_region",
+    "copy_regions",
     "fill_region",
     "format_chunk_keys",
     "group_by_chunk",
     "is_uniform",
     "project",
+    "read_files_into",
     "transpose",
 ]
 
@@ -44,6 +46,7 @@ def _load():
 USING_EXTENSIONS, _assemble, _byteswap, _indexing, _shard_index, _transpose = _load()
 
 copy_region = _assemble.copy_region
+copy_regions = _assemble.copy_regions
 fill_region = _assemble.fill_region
 is_uniform = _assemble.is_uniform
 transpose = _transpose.transpose
@@ -53,3 +56,20 @@ project = _indexing.project
 format_chunk_keys = _indexing.format_chunk_keys
 group_by_chunk = _indexing.group_by_chunk
 check_index = _shard_index.check_index
+
+
+def _load_fileio():
+    """The batched file reader: compiled on POSIX, else (or pure mode) the twin."""
+    if USING_EXTENSIONS:
+        try:
+            from zarrfast._ext import _fileio
+        except ImportError:  # pragma: no cover - Windows builds skip the module
+            pass
+        else:
+            return _fileio.read_files_into
+    from zarrfast._reference import read_files_into as twin
+
+    return twin
+
+
+read_files_into = _load_fileio()

@@ -282,6 +282,115 @@ def copy_region(src, src_offset, src_strides, dst, dst_offset, dst_strides, shap
     _item_view(d, dst_offset, dstr, shp, itemsize, writeable=True)[...] = items
 
 
+def copy_regions(src, src_offsets, src_strides, dst, dst_offsets, dst_strides, shapes,
+                 itemsize, swap_unit=1) -> None:
+    """``copy_region`` for many regions sharing strides; all are validated before any
+    byte is copied (see ``_ext._assemble``)."""
+    s = _u8(src)
+    so = _i64(src_offsets)
+    sst = _i64(src_strides)
+    d = _u8(dst, writable=True)
+    do = _i64(dst_offsets)
+    dstr = _i64(dst_strides)
+    shp = _i64(shapes, ndim=2)
+    itemsize = _ssize(itemsize)
+    swap_unit = _ssize(swap_unit)
+    n, ndim = shp.shape
+    if so.size != n or do.size != n:
+        raise ValueError(
+            f"copy_regions: {n} shapes but {so.size} src_offsets and {do.size} dst_offsets"
+        )
+    if sst.size != ndim or dstr.size != ndim:
+        raise ValueError(
+            f"copy_regions: shapes of rank {ndim}, src_strides {_ints(sst)} and "
+            f"dst_strides {_ints(dstr)} must have the same length"
+        )
+    if ndim > MAX_NDIM:
+        raise ValueError(f"copy_regions: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+    if itemsize < 1:
+        raise ValueError(f"copy_regions: itemsize must be >= 1, got {itemsize}")
+    if swap_unit not in (1, 2, 4, 8):
+        raise ValueError(f"copy_regions: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
+    if itemsize % swap_unit != 0:
+        raise ValueError(
+            f"copy_regions: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
+        )
+    todo = []
+    for r in range(n):
+        try:
+            _check_shape("copy_regions", shp[r])
+            if (shp[r] == 0).any():
+                continue
+            _check_dst_strides("copy_regions", dstr, shp[r])
+            _check_span("copy_regions", "src", s.size, int(so[r]), sst, shp[r], itemsize)
+            _check_span("copy_regions", "dst", d.size, int(do[r]), dstr, shp[r], itemsize)
+        except ValueError as e:
+            raise ValueError(f"{e} (region {r})") from None
+        todo.append(r)
+    for r in todo:
+        copy_region(s, int(so[r]), sst, d, int(do[r]), dstr, shp[r], itemsize, swap_unit)
+
+
+def read_files_into(paths, dst, offsets, nbytes):
+    """Read files into ``dst`` at ``offsets`` when they hold ``nbytes`` bytes; returns
+    ``(sizes, errors)`` (see ``_ext._fileio``)."""
+    import errno as _errno
+    import os
+    import stat as _stat
+
+    if not isinstance(paths, list):
+        raise TypeError(f"read_files_into: paths must be a list, got {type(paths).__name__}")
+    d = _u8(dst, writable=True)
+    offs = _i64(offsets)
+    nbytes = _ssize(nbytes)
+    n = len(paths)
+    if offs.size != n:
+        raise ValueError(f"read_files_into: {n} paths but {offs.size} offsets")
+    if nbytes < 0:
+        raise ValueError(f"read_files_into: nbytes {nbytes} is negative")
+    for i, p in enumerate(paths):
+        if not isinstance(p, bytes):
+            raise TypeError(f"read_files_into: path {i} is {type(p).__name__}, expected bytes")
+        if b"\0" in p:
+            raise ValueError(f"read_files_into: path {p!r} contains a NUL byte")
+        if offs[i] < 0 or offs[i] > d.size - nbytes:
+            raise ValueError(
+                f"read_files_into: range [{offs[i]}, {offs[i] + nbytes}) of file {i} "
+                f"lies outside the destination's {d.size} bytes"
+            )
+    sizes = np.full(n, -1, dtype=np.int64)
+    errors = np.zeros(n, dtype=np.int64)
+    for i, p in enumerate(paths):
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except OSError as e:
+            errors[i] = e.errno or _errno.EIO
+            continue
+        try:
+            st = os.fstat(fd)
+            if not _stat.S_ISREG(st.st_mode):
+                errors[i] = _errno.EISDIR
+                continue
+            sizes[i] = st.st_size
+            if st.st_size != nbytes:
+                continue
+            got = 0
+            while got < nbytes:
+                os.lseek(fd, got, os.SEEK_SET)
+                chunk = os.read(fd, nbytes - got)
+                if not chunk:
+                    sizes[i] = got
+                    break
+                start = int(offs[i]) + got
+                d[start:start + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+                got += len(chunk)
+        except OSError as e:
+            errors[i] = e.errno or _errno.EIO
+        finally:
+            os.close(fd)
+    return sizes, errors
+
+
 def fill_region(dst, dst_offset, dst_strides, shape, fill) -> None:
     """Write the item ``fill`` at every index of a region of ``dst``."""
     d = _u8(dst, writable=True)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _kernels
+from . import _kernels, config
 from ._concurrency import map_unordered_into
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesCodec, TransposeCodec
 from .errors import ChunkDecodeError, CodecError, ZarrfastError
@@ -48,6 +48,7 @@ def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
 
 class _Scratch(threading.local):
     buf: np.ndarray | None = None
+    batch: np.ndarray | None = None
 
 
 class PreparedChain:
@@ -129,6 +130,15 @@ class PreparedChain:
             buf = np.empty(self.chunk_nbytes, dtype=np.uint8)
             self._scratch.buf = buf
         return buf
+
+    def _batch_buffer(self, n: int) -> np.ndarray:
+        """A per-thread scratch buffer for ``n`` chunks (reused; grows as needed)."""
+        need = n * self.chunk_nbytes
+        buf = self._scratch.batch
+        if buf is None or buf.nbytes < need:
+            buf = np.empty(need, dtype=np.uint8)
+            self._scratch.batch = buf
+        return buf[:need]
 
     def decode(
         self, raw: Any, key: str, *, writable: bool = False, into: np.ndarray | None = None
@@ -305,31 +315,48 @@ class RowReader:
         self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
                                    into=chain._decode_into or self.raw_into)
 
-    def read_from(self, i: int, store: Store, key: str) -> None:
-        """Read row ``i``'s uncompressed chunk from ``store`` into place (``raw_into``):
-        straight into the output when the chunk is contiguous there, else into a
-        per-thread scratch buffer and copied."""
+    def read_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
+        """Read the uncompressed chunks of ``rows`` (``raw_into``) with one
+        ``store.read_many_into`` call for the chunks contiguous in the output (read in
+        place) and one for the others (read into a scratch buffer, then moved by one
+        ``copy_regions`` call)."""
         chain = self.chain
-        if self.direct is not None and self.direct[i]:
-            off = int(self.dst_offsets[i])
-            target = self.out_flat[off:off + chain.chunk_nbytes]
-            n = store.get_into(key, target)
-            if n == chain.chunk_nbytes:
-                return
-        else:
-            target = chain._scratch_buffer()
-            n = store.get_into(key, target)
-        if n is None:
+        nb = chain.chunk_nbytes
+        rows_arr = np.arange(rows.start, rows.stop, dtype=np.int64)
+        if self.direct is not None:
+            flags = self.direct[rows.start:rows.stop]
+            direct, rows_arr = rows_arr[flags], rows_arr[~flags]
+            if direct.size:
+                sizes = store.read_many_into([keys[i] for i in direct.tolist()],
+                                             self.out_flat, self.dst_offsets[direct], nb)
+                self._check_sizes(direct, sizes, keys)
+        if not rows_arr.size:
+            return
+        scratch = chain._batch_buffer(rows_arr.size)
+        slots = np.arange(rows_arr.size, dtype=np.int64) * nb
+        sizes = store.read_many_into([keys[i] for i in rows_arr.tolist()], scratch, slots, nb)
+        ok = self._check_sizes(rows_arr, sizes, keys)
+        _kernels.copy_regions(
+            scratch, slots[ok] + self.src_offsets[rows_arr[ok]], self.src_strides,
+            self.out_flat, self.dst_offsets[rows_arr[ok]], self.out_strides,
+            self.proj.local_count[rows_arr[ok]], chain.itemsize, chain.swap_unit,
+        )
+
+    def _check_sizes(self, rows: np.ndarray, sizes: np.ndarray, keys: Sequence[str]
+                     ) -> np.ndarray:
+        """Fill the rows of missing chunks, raise for chunks of the wrong size; the
+        mask of rows that were read."""
+        chain = self.chain
+        ok = sizes == chain.chunk_nbytes
+        if ok.all():
+            return ok
+        for j in np.flatnonzero(~ok).tolist():
+            i = int(rows[j])
+            if sizes[j] != -1:
+                raise _raw_size_error(chain, keys[i], int(sizes[j]))
             _kernels.fill_region(self.out_flat, int(self.dst_offsets[i]), self.out_strides,
                                  self.proj.local_count[i], chain._fill_native_arr)
-            return
-        if n != chain.chunk_nbytes:
-            raise _raw_size_error(chain, key, n)
-        _kernels.copy_region(
-            target, int(self.src_offsets[i]), self.src_strides,
-            self.out_flat, int(self.dst_offsets[i]), self.out_strides,
-            self.proj.local_count[i], chain.itemsize, chain.swap_unit,
-        )
+        return ok
 
     def read(self, i: int, raw: Any, key: str) -> None:
         """Decode stored chunk ``raw`` (``None``: missing -> fill value) into row ``i``."""
@@ -519,14 +546,24 @@ def read_selection(
         _read_batched(store, keys, reader, chain.chunk_nbytes)
         return
 
+    work = proj.nrows * chain.chunk_nbytes
     if reader.raw_into:
-        def task(i: int) -> None:
-            reader.read_from(i, store, keys[i])
-    else:
-        def task(i: int) -> None:
-            reader.read(i, store.get(keys[i]), keys[i])
+        # uncompressed chunks: batches of files read by one kernel call each
+        threads = config.get("threads")
+        per = max(1, min(RAW_BATCH, -(-proj.nrows // (4 * threads))))
+        batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
+        map_unordered_into(lambda rows: reader.read_batch(rows, store, keys), batches,
+                           work_bytes=work)
+        return
 
-    map_unordered_into(task, range(proj.nrows), work_bytes=proj.nrows * chain.chunk_nbytes)
+    def task(i: int) -> None:
+        reader.read(i, store.get(keys[i]), keys[i])
+
+    map_unordered_into(task, range(proj.nrows), work_bytes=work)
+
+
+#: chunk files read per kernel call on the uncompressed path
+RAW_BATCH = 64
 
 
 #: how many chunks a remote store is asked for in one concurrent ``get_many`` batch

@@ -377,6 +377,37 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     for g, rows in enumerate(groups):
         row_shard[rows] = g
     gap = int(config.get("shard_coalesce_gap"))
+    reader = RowReader(proj, out)
+    inner = chain.inner
+    # uncompressed inner chunks are copied from the fetched bytes into `out` during
+    # the fetch, one kernel call per fetched buffer; others are decoded one by one
+    raw_inner = inner.fast and not inner.bb
+    placed = np.zeros(proj.nrows, dtype=np.bool_)
+
+    def place(key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
+              sizes: np.ndarray) -> None:
+        """Rows ``rows`` have their stored bytes at ``offsets`` (``sizes`` long) in
+        ``blob``."""
+        if not raw_inner:
+            view = memoryview(blob)
+            for r, off, nb in zip(rows.tolist(), offsets.tolist(), sizes.tolist(),
+                                  strict=True):
+                payload[r] = view[off:off + nb]
+            return
+        bad = np.flatnonzero(sizes != inner.chunk_nbytes)
+        if bad.size:
+            j = int(bad[0])
+            raise ChunkDecodeError(
+                f"shard {key!r}, inner chunk {layout.inner_name(int(inner_lin[rows[j]]))}: "
+                f"stored {int(sizes[j])} bytes, expected {inner.chunk_nbytes} bytes "
+                f"(no compression)"
+            )
+        _kernels.copy_regions(
+            np.frombuffer(blob, dtype=np.uint8), offsets + reader.src_offsets[rows],
+            reader.src_strides, reader.out_flat, reader.dst_offsets[rows], reader.out_strides,
+            proj.local_count[rows], inner.itemsize, inner.swap_unit,
+        )
+        placed[rows] = True
 
     def fetch(g: int) -> None:
         key, rows = keys[g], groups[g]
@@ -390,11 +421,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             index = layout.index_of_shard(data, key)
             if token is not None:
                 chain.cache.put(key, (token, index))
-            view = memoryview(data)
             entries = index[inner_lin[rows]]
-            for r, (off, nb) in zip(rows.tolist(), entries.tolist(), strict=True):
-                if off != _EMPTY_INT:
-                    payload[r] = view[off:off + nb]
+            used = entries[:, 0] != _EMPTY
+            place(key, data, rows[used], entries[used, 0].astype(np.int64),
+                  entries[used, 1].astype(np.int64))
             return
         index = chain.fetch_index(store, key)
         if index is None:
@@ -422,25 +452,25 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         for q, blob in enumerate(blobs):
             base = int(req_start[q])
             got = 0 if blob is None else len(blob)
-            view = memoryview(blob) if blob is not None else None
-            for k in range(int(first[q]), int(last[q]) + 1):
-                start, end = int(starts[k]), int(ends[k])
-                if end - base > got:
-                    raise ChunkDecodeError(
-                        f"shard {key!r}: inner chunk "
-                        f"{layout.inner_name(int(inner_lin[rows_used[k]]))} points past the "
-                        f"end of the shard (bytes {start}..{end}, only {base + got} readable)"
-                    )
-                payload[int(rows_used[k])] = view[start - base:end - base]
+            ks = slice(int(first[q]), int(last[q]) + 1)
+            short = np.flatnonzero(ends[ks] - base > got)
+            if short.size:
+                k = int(first[q]) + int(short[0])
+                raise ChunkDecodeError(
+                    f"shard {key!r}: inner chunk "
+                    f"{layout.inner_name(int(inner_lin[rows_used[k]]))} points past the "
+                    f"end of the shard (bytes {int(starts[k])}..{int(ends[k])}, only "
+                    f"{base + got} readable)"
+                )
+            place(key, blob, rows_used[ks], starts[ks] - base, ends[ks] - starts[ks])
 
-    work = proj.nrows * chain.inner.chunk_nbytes
-    # fetch: each task fills the payload slots of its own shard's rows only; remote
-    # stores get many requests in flight at once
+    work = proj.nrows * inner.chunk_nbytes
+    # fetch: each task fills the payload slots (or output regions) of its own shard's
+    # rows only; remote stores get many requests in flight at once
     if store.batched_reads:
         map_io(fetch, range(len(keys)))
     else:
         map_unordered_into(fetch, range(len(keys)), work_bytes=work)
-    reader = RowReader(proj, out)
 
     def assemble(i: int) -> None:
         key = keys[row_shard[i]]
@@ -451,7 +481,8 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
 
     # Every task writes a disjoint region of `out` (inner chunks partition the array).
-    map_unordered_into(assemble, range(proj.nrows), work_bytes=work)
+    todo = np.flatnonzero(~placed).tolist() if raw_inner else range(proj.nrows)
+    map_unordered_into(assemble, todo, work_bytes=len(todo) * inner.chunk_nbytes)
 
 
 def _read_single_inner(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,

@@ -14,6 +14,17 @@ def copy_region(
     itemsize: int,
     swap_unit: int = 1,  # 1, 2, 4 or 8, dividing itemsize
 ) -> None: ...
+def copy_regions(
+    src: Buffer,  # const uint8_t[::1]
+    src_offsets: Buffer,  # const int64_t[::1], one per region
+    src_strides: Buffer,  # const int64_t[::1], shared
+    dst: Buffer,  # uint8_t[::1]
+    dst_offsets: Buffer,  # const int64_t[::1], one per region
+    dst_strides: Buffer,  # const int64_t[::1], shared
+    shapes: Buffer,  # const int64_t[:, ::1], (regions, rank)
+    itemsize: int,
+    swap_unit: int = 1,
+) -> None: ...
 def fill_region(
     dst: Buffer,  # uint8_t[::1]
     dst_offset: int,

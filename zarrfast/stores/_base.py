@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 
@@ -186,6 +187,23 @@ class Store(abc.ABC):
         if n == len(out):
             out[:] = value
         return n
+
+    def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
+                       nbytes: int) -> Any:
+        """Read the values of ``keys`` into ``out`` (a writable uint8 buffer) at
+        ``offsets`` when they hold exactly ``nbytes`` bytes, as :meth:`get_into` does
+        one by one.  Returns an int64 array of the values' sizes, ``-1`` for a
+        missing key."""
+        import numpy as np
+
+        view = memoryview(out).cast("B")
+        sizes = np.full(len(keys), -1, dtype=np.int64)
+        for i, key in enumerate(keys):
+            off = int(offsets[i])
+            n = self.get_into(key, view[off:off + nbytes])
+            if n is not None:
+                sizes[i] = n
+        return sizes
 
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value."""
