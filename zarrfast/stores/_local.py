@@ -210,6 +210,25 @@ class LocalStore(Store):
     def _check_inside(self, path: str, key: str, *, check_leaf: bool = True) -> None:
         """Refuse writes whose parent directory resolves outside the root
         (and, with ``check_leaf``, writes to a symbolic link pointing outside)."""
+        # Fast path: no directory between the root and the key is a symbolic link
+        # (one lstat per key segment; resolving whole paths costs one per component
+        # of the root as well).
+        d = self._root_str
+        linked = False
+        for segment in key.split("/")[:-1]:
+            d = d + os.sep + segment
+            try:
+                mode = os.lstat(d).st_mode
+            except OSError:
+                break  # missing: makedirs creates real directories from here on
+            if stat.S_ISLNK(mode):
+                linked = True
+                break
+        if not linked:
+            if check_leaf and os.path.islink(path):
+                linked = True
+            else:
+                return
         parent = os.path.dirname(path)
         real_parent = os.path.realpath(parent)
         real_root = os.path.realpath(self._root_str)
