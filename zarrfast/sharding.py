@@ -464,14 +464,6 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                 )
             place(key, blob, rows_used[ks], starts[ks] - base, ends[ks] - starts[ks])
 
-    work = proj.nrows * inner.chunk_nbytes
-    # fetch: each task fills the payload slots (or output regions) of its own shard's
-    # rows only; remote stores get many requests in flight at once
-    if store.batched_reads:
-        map_io(fetch, range(len(keys)))
-    else:
-        map_unordered_into(fetch, range(len(keys)), work_bytes=work)
-
     def assemble(i: int) -> None:
         key = keys[row_shard[i]]
         try:
@@ -479,10 +471,42 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         except ChunkDecodeError as e:
             name = layout.inner_name(int(inner_lin[i]))
             raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+        payload[i] = None  # let the fetched bytes go
 
-    # Every task writes a disjoint region of `out` (inner chunks partition the array).
-    todo = np.flatnonzero(~placed).tolist() if raw_inner else range(proj.nrows)
-    map_unordered_into(assemble, todo, work_bytes=len(todo) * inner.chunk_nbytes)
+    # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
+    # the fetched bytes held at once stay bounded however large the selection is.
+    for wave in _waves(groups, inner.chunk_nbytes):
+        # fetch: each task fills the payload slots (or output regions) of its own
+        # shard's rows only; remote stores get many requests in flight at once
+        if store.batched_reads:
+            map_io(fetch, wave)
+        else:
+            map_unordered_into(fetch, wave,
+                               work_bytes=sum(len(groups[g]) for g in wave) * inner.chunk_nbytes)
+        rows = np.concatenate([groups[g] for g in wave])
+        if raw_inner:
+            rows = rows[~placed[rows]]
+        # Every task writes a disjoint region of `out` (inner chunks partition the array).
+        map_unordered_into(assemble, rows.tolist(), work_bytes=len(rows) * inner.chunk_nbytes)
+
+
+#: bytes of inner chunks (decoded size) whose shards a sharded read fetches at once
+WAVE_BYTES = 64 * 2**20
+
+
+def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
+    """Consecutive runs of shard groups holding at most WAVE_BYTES of inner chunks
+    (at least one shard each)."""
+    waves: list[list[int]] = [[]]
+    size = 0
+    for g, rows in enumerate(groups):
+        n = len(rows) * chunk_nbytes
+        if waves[-1] and size + n > WAVE_BYTES:
+            waves.append([])
+            size = 0
+        waves[-1].append(g)
+        size += n
+    return waves
 
 
 def _read_single_inner(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,

@@ -1,0 +1,49 @@
+"""Memory bounds of large reads: the bytes fetched from the store are not all held
+at once (measured with tracemalloc, which sees NumPy buffers and bytes objects)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast import config, sharding
+from zarrfast.stores import LocalStore
+
+
+@pytest.fixture(scope="module")
+def noisy_sharded(tmp_path_factory):
+    """32 MiB of incompressible uint16 in zstd shards of 32 inner chunks each."""
+    root = tmp_path_factory.mktemp("mem")
+    data = np.random.default_rng(0).integers(0, 2**16, (512, 32768), dtype=np.uint16)
+    a = zarrfast.create_array(LocalStore(root), name="a", shape=data.shape, chunks=(64, 4096),
+                              shards=(256, 16384), dtype="u2",
+                              compressors={"name": "zstd", "configuration": {"level": 1}})
+    a[...] = data
+    return a, data
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sharded_full_read_holds_a_bounded_number_of_fetched_bytes(noisy_sharded, monkeypatch,
+                                                                   threads):
+    a, data = noisy_sharded
+    monkeypatch.setattr(sharding, "WAVE_BYTES", 4 * 2**20)
+    with config.set(threads=threads):
+        tracemalloc.start()
+        try:
+            got = a[...]
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    np.testing.assert_array_equal(got, data)
+    out = data.nbytes  # 32 MiB; fetching every shard first would peak near 2x that
+    assert peak < out + 12 * 2**20, (peak / 2**20, out / 2**20)
+
+
+def test_waves_split_shards_by_decoded_size(monkeypatch):
+    monkeypatch.setattr(sharding, "WAVE_BYTES", 100)
+    groups = [np.arange(n) for n in (3, 3, 5, 1, 20)]
+    assert sharding._waves(groups, 10) == [[0, 1], [2, 3], [4]]
+    assert sharding._waves([], 10) == [[]]
