@@ -223,10 +223,7 @@ def create_array(
     -------
     Array
     """
-    if storage_options:
-        raise ZarrfastError("storage_options are only meaningful for remote stores (not yet "
-                            "supported)")
-    s = make_store(store)
+    s = make_store(store, storage_options=storage_options)
     return _create_array_at(
         s, normalize_path(name), shape=shape, dtype=dtype, data=data, chunks=chunks,
         shards=shards, filters=filters, compressors=compressors, serializer=serializer,
@@ -256,7 +253,7 @@ def open_array(
     _check_mode(mode)
     _check_format(zarr_format)
     p = normalize_path(path if path is not None else kwargs.pop("name", None))
-    s = make_store(store, read_only=mode == "r")
+    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
     draft = (None if zarr_format == 2 else
              _draft_node(s, p, mode, "array", kwargs.get("order"), s.get("zarr.json")))
     if draft is not None:
@@ -293,7 +290,7 @@ def open_group(
     _check_mode(mode)
     _check_format(zarr_format)
     p = normalize_path(path)
-    s = make_store(store, read_only=mode == "r")
+    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
     # read once: draft detection, and v3 metadata at the root (v2 has no zarr.json)
     root_doc = s.get("zarr.json") if zarr_format != 2 else None
     draft = _draft_node(s, p, mode, "group", None, root_doc)
@@ -329,12 +326,13 @@ def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None 
 
 
 def create_group(store: StoreLike, *, path: str | None = None, overwrite: bool = False,
-                 attributes: Mapping[str, Any] | None = None, **kwargs: Any) -> Group:
+                 attributes: Mapping[str, Any] | None = None,
+                 storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> Group:
     """Create a new group; an existing node is an error unless ``overwrite``."""
     zarr_format = kwargs.pop("zarr_format", None)
     _check_format(zarr_format)
     p = normalize_path(path)
-    s = make_store(store)
+    s = make_store(store, storage_options=storage_options)
     md = _new_group_metadata(zarr_format, attributes)
     write_new_node(s, p, md, overwrite=overwrite)
     return Group(s, p, md, read_only=False)
@@ -354,7 +352,7 @@ def open(  # noqa: A001 - zarr-python's name
     _check_mode(mode)
     _check_format(zarr_format)
     p = normalize_path(path)
-    s = make_store(store, read_only=mode == "r")
+    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
     draft = (None if zarr_format == 2 else
              _draft_node(s, p, mode, None, kwargs.get("order"), s.get("zarr.json")))
     if draft is not None:
@@ -407,13 +405,14 @@ def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode:
 
 
 def consolidate_metadata(store: StoreLike, path: str | None = None,
-                         zarr_format: int | None = None) -> Group:
+                         zarr_format: int | None = None, *,
+                         storage_options: Mapping[str, Any] | None = None) -> Group:
     """Gather the metadata of every node below the group at ``path`` into it (v2:
     ``.zmetadata``; v3: ``consolidated_metadata`` in its ``zarr.json``), and return the
     group opened from it."""
     from ._consolidated import write_consolidated
 
-    s = make_store(store)
+    s = make_store(store, storage_options=storage_options)
     p = normalize_path(path)
     md = read_typed_metadata(s, p, "group", zarr_format)
     write_consolidated(s, p, md)
@@ -452,7 +451,7 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
     """zarr-python's older ``create``: an array from keyword arguments (v3 by default)."""
     _check_format(zarr_format)
     fmt = zarr_format or 3
-    s = make_store(store)
+    s = make_store(store, storage_options=storage_options)
     cfg = dict(config or {})
     if write_empty_chunks is not None:
         cfg["write_empty_chunks"] = write_empty_chunks
@@ -585,7 +584,8 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
     out = create_array(store, name=name, shape=shape, dtype=dtype, fill_value=fill_value,
                        order=order, zarr_format=zarr_format or 3, attributes=attributes,
                        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
-                       overwrite=overwrite, config=config, **kw)
+                       storage_options=storage_options, overwrite=overwrite, config=config,
+                       **kw)
     if write_data:
         if src is not None and out.ndim and out.shape[0]:
             # copy in slabs of whole chunk rows of about 64 MiB: memory stays bounded
@@ -601,17 +601,20 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
 
 
 def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
-               path: str | None = None, **kwargs: Any) -> None:
+               path: str | None = None, storage_options: Mapping[str, Any] | None = None,
+               **kwargs: Any) -> None:
     data = np.asarray(arr)
-    _create_array_at(make_store(store), normalize_path(path), data=data,
+    _create_array_at(make_store(store, storage_options=storage_options), normalize_path(path),
+                     data=data,
                      zarr_format=zarr_format or 3, overwrite=True, **kwargs)
 
 
 def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
-               path: str | None = None, **kwargs: Any) -> None:
+               path: str | None = None, storage_options: Mapping[str, Any] | None = None,
+               **kwargs: Any) -> None:
     if not args and not kwargs:
         raise ZarrfastError("save_group: at least one array is required")
-    s = make_store(store)
+    s = make_store(store, storage_options=storage_options)
     p = normalize_path(path)
     g = open_group(s, mode="w", path=p, zarr_format=zarr_format or 3)
     for i, a in enumerate(args):
@@ -621,17 +624,21 @@ def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
 
 
 def save(store: StoreLike, *args: Any, zarr_format: int | None = None, path: str | None = None,
-         **kwargs: Any) -> None:
+         storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
     """One positional array: ``save_array``; several, or keywords: ``save_group``."""
     if len(args) == 1 and not kwargs:
-        save_array(store, args[0], zarr_format=zarr_format, path=path)
+        save_array(store, args[0], zarr_format=zarr_format, path=path,
+                   storage_options=storage_options)
     else:
-        save_group(store, *args, zarr_format=zarr_format, path=path, **kwargs)
+        save_group(store, *args, zarr_format=zarr_format, path=path,
+                   storage_options=storage_options, **kwargs)
 
 
-def load(store: StoreLike, path: str | None = None, zarr_format: int | None = None) -> Any:
+def load(store: StoreLike, path: str | None = None, zarr_format: int | None = None, *,
+         storage_options: Mapping[str, Any] | None = None) -> Any:
     """An array's data, or a dict of a group's arrays' data (read eagerly)."""
-    node = open(store, mode="r", path=path, zarr_format=zarr_format)
+    node = open(store, mode="r", path=path, zarr_format=zarr_format,
+                storage_options=storage_options)
     if isinstance(node, Array):
         return node[...]
     return {k: v[...] for k, v in node.arrays()}

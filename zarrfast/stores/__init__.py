@@ -8,16 +8,39 @@ from ._base import (
     SuffixByteRequest,
     validate_key,
 )
+from ._errors import (
+    MissingDependencyError,
+    RemotePermissionError,
+    RemoteStoreError,
+    RetriesExhaustedError,
+    StorageOptionsError,
+    StoreError,
+    UnsafeArchiveMemberError,
+    UnsupportedStoreOperationError,
+)
+from ._fsspec import FsspecStore, RetryPolicy
 from ._local import LocalStore
 from ._memory import MemoryStore
+from ._zip import ZipStore
 
 __all__ = [
     "ByteRequest",
+    "FsspecStore",
     "LocalStore",
     "MemoryStore",
+    "MissingDependencyError",
     "OffsetByteRequest",
     "RangeByteRequest",
+    "RemotePermissionError",
+    "RemoteStoreError",
+    "RetriesExhaustedError",
+    "RetryPolicy",
+    "StorageOptionsError",
     "Store",
+    "StoreError",
     "SuffixByteRequest",
+    "UnsafeArchiveMemberError",
+    "UnsupportedStoreOperationError",
+    "ZipStore",
     "validate_key",
 ]

@@ -1,21 +1,42 @@
-"""Turn a store-like (path, dict, None, Store) into a :class:`Store`."""
+"""Turn a store-like (path, URL, dict, None, Store) into a :class:`Store`."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
+from typing import Any
 
 from ..errors import ZarrfastError
 from ._base import Store
+from ._errors import StorageOptionsError
 from ._local import LocalStore
 from ._memory import MemoryStore
 
 StoreLike = Store | str | os.PathLike | MutableMapping | None
 
 
-def make_store(store: StoreLike, *, read_only: bool = False) -> Store:
+def is_remote_url(s: str) -> bool:
+    """Whether ``s`` is an fsspec URL (``s3://...``, ``simplecache::gs://...``) rather than
+    a local path; ``file://`` URLs are local paths."""
+    return "://" in s and not s.startswith("file://")
+
+
+def _is_zip_path(s: str) -> bool:
+    return s.lower().endswith(".zip") and not os.path.isdir(s)
+
+
+def make_store(store: StoreLike, *, read_only: bool = False,
+               storage_options: Mapping[str, Any] | None = None) -> Store:
     """Resolve ``store``: a ``Store`` is used as is (re-flagged read-only if asked),
-    a ``str``/``Path`` is a local directory, a ``dict`` or ``None`` is memory."""
+    a URL with ``://`` (other than ``file://``) is an :class:`FsspecStore` opened with
+    ``storage_options``, a path ending in ``.zip`` a :class:`ZipStore` (mode ``"r"``
+    when read-only, else ``"a"``), another ``str``/``Path`` a local directory, and a
+    ``dict`` or ``None`` is memory."""
+    if storage_options and not (isinstance(store, str) and is_remote_url(store)):
+        raise StorageOptionsError(
+            f"storage_options was provided but unused: they only apply to remote store URLs "
+            f"such as 's3://bucket/data.zarr', and the store is {store!r}"
+        )
     if isinstance(store, Store):
         if read_only and not store.read_only:
             try:
@@ -27,14 +48,18 @@ def make_store(store: StoreLike, *, read_only: bool = False) -> Store:
         return MemoryStore(read_only=read_only)
     if isinstance(store, (str, os.PathLike)):
         s = os.fspath(store)
-        if "://" in s and not s.startswith("file://"):
-            raise ZarrfastError(
-                f"store URL {s!r}: remote stores are not supported yet; use a local path"
-            )
+        if isinstance(s, str) and is_remote_url(s):
+            from ._fsspec import FsspecStore
+
+            return FsspecStore.from_url(s, storage_options=storage_options, read_only=read_only)
+        if isinstance(s, str) and _is_zip_path(s):
+            from ._zip import ZipStore
+
+            return ZipStore(s, mode="r" if read_only else "a", read_only=read_only)
         return LocalStore(s, read_only=read_only)
     if isinstance(store, MutableMapping):
         return MemoryStore(store, read_only=read_only)
     raise ZarrfastError(
         f"cannot use {type(store).__name__} {store!r} as a store: expected a Store, "
-        f"a path, a dict or None"
+        f"a path or URL, a dict or None"
     )

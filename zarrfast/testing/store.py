@@ -25,7 +25,9 @@ store.  The tests check the contract stated in :mod:`zarrfast.stores._base`:
 * concurrent writers and readers on threads see whole values only.
 
 Class attributes let a store opt out of what its platform cannot give; each
-opt-out must say why where it is set.
+opt-out must say why where it is set.  A store whose ``supports_deletes`` is
+false (a zip archive) skips the tests of deleting, and instead must refuse
+deletes with an error naming the key, changing nothing.
 """
 
 from __future__ import annotations
@@ -88,6 +90,12 @@ def _keys(it: Iterator[str]) -> list[str]:
     out = list(it)
     assert all(isinstance(k, str) for k in out), out
     return out
+
+
+def _require_deletes(store: Store) -> None:
+    """Skip the calling test for stores that cannot delete (``supports_deletes`` false)."""
+    if not store.supports_deletes:
+        pytest.skip(f"{type(store).__name__} does not support deletes (supports_deletes=False)")
 
 
 class StoreTests:
@@ -343,6 +351,50 @@ class StoreTests:
             with pytest.raises(InvalidKeyError):
                 store.get_many(["ok"] * (n - 1) + ["../x"])
 
+    @pytest.mark.parametrize("n", [2, 40])
+    def test_get_many_distinct_keys_and_ranges(self, store: Store, n: int) -> None:
+        """Many keys, each with its own kind of range, answered in order (the reads of
+        a sharded array: index suffixes and inner-chunk ranges of many shards)."""
+        values = {f"s/{i}": bytes([i % 251]) * (100 + 37 * i) + _VALUE[:i] for i in range(n)}
+        store.set_many(values)
+        requests: list[tuple[str, object, bytes | None]] = []  # key, range, expected
+        for i in range(n):
+            key, v = f"s/{i}", values[f"s/{i}"]
+            requests.append([
+                (key, SuffixByteRequest(16), v[-16:]),
+                (key, RangeByteRequest(i, i + 50), v[i:i + 50]),
+                (key, OffsetByteRequest(len(v) - 3), v[-3:]),
+                (f"s/missing{i}", RangeByteRequest(0, 4), None),
+                (key, None, v),
+            ][i % 5])
+        keys = [k for k, _, _ in requests]
+        ranges = [r for _, r, _ in requests]
+        expected = [e for _, _, e in requests]
+        got = store.get_many(keys, ranges)
+        assert len(got) == n
+        for k, g, e in zip(keys, got, expected, strict=True):
+            if e is None:
+                assert g is None, k
+            else:
+                assert_value(g, e)
+
+    def test_deletes_unsupported(self, filled: Store) -> None:
+        """A store without deletes refuses them with an error naming the key and keeps
+        every value; read-only views still say read-only first."""
+        if filled.supports_deletes:
+            pytest.skip(f"{type(filled).__name__} supports deletes")
+        for attempt, name in [
+            (lambda: filled.delete("a/b"), "a/b"),
+            (lambda: filled.delete_many(["b"]), "b"),
+            (lambda: filled.delete_dir("a/c"), "a/c"),
+        ]:
+            with pytest.raises((NotImplementedError, ZarrfastError), match=name):
+                attempt()
+        assert _keys(filled.list()) == sorted(self.TREE)
+        assert_value(filled.get("a/b"), b"ab")
+        with pytest.raises(ReadOnlyError):
+            filled.with_read_only(True).delete("a/b")
+
     # -- exists / getsize -------------------------------------------------
     def test_exists(self, store: Store) -> None:
         assert not store.exists("a/b")
@@ -350,8 +402,9 @@ class StoreTests:
         assert store.exists("a/b")
         assert not store.exists("a")
         assert not store.exists("a/b/c")
-        store.delete("a/b")
-        assert not store.exists("a/b")
+        if store.supports_deletes:
+            store.delete("a/b")
+            assert not store.exists("a/b")
 
     def test_getsize(self, store: Store) -> None:
         store.set("a/b", _VALUE)
@@ -379,6 +432,7 @@ class StoreTests:
             new = store.version("v")
             assert new is not None and new not in seen
             seen.add(new)
+        _require_deletes(store)
         store.delete("v")
         assert store.version("v") is None
         with pytest.raises(InvalidKeyError):
@@ -386,6 +440,7 @@ class StoreTests:
 
     # -- delete -----------------------------------------------------------
     def test_delete(self, filled: Store) -> None:
+        _require_deletes(filled)
         store = filled
         store.delete("a/b")
         assert store.get("a/b") is None
@@ -399,16 +454,19 @@ class StoreTests:
 
     def test_delete_prefix_is_noop(self, filled: Store) -> None:
         # "a" names a prefix, not a key: delete leaves the keys below it alone
+        _require_deletes(filled)
         filled.delete("a")
         filled.delete("a/c")
         assert _keys(filled.list()) == sorted(self.TREE)
 
     def test_delete_many(self, filled: Store) -> None:
+        _require_deletes(filled)
         filled.delete_many(["a/b", "b", "missing"])
         assert _keys(filled.list()) == sorted(set(self.TREE) - {"a/b", "b"})
 
     @pytest.mark.parametrize("prefix", ["a", "a/"])
     def test_delete_dir(self, filled: Store, prefix: str) -> None:
+        _require_deletes(filled)
         filled.delete_dir(prefix)
         assert _keys(filled.list()) == sorted(k for k in self.TREE if not k.startswith("a/"))
         assert filled.is_empty("a/")
@@ -416,6 +474,7 @@ class StoreTests:
         assert filled.get("a0") == b"a0"
 
     def test_delete_dir_nested_and_missing(self, filled: Store) -> None:
+        _require_deletes(filled)
         filled.delete_dir("a/c")
         assert _keys(filled.list_prefix("a/")) == ["a/b", "a/cc/e"]
         filled.delete_dir("missing")
@@ -431,6 +490,7 @@ class StoreTests:
         assert _keys(filled.list()) == sorted(self.TREE)
 
     def test_clear(self, filled: Store) -> None:
+        _require_deletes(filled)
         filled.clear()
         assert filled.is_empty()
         assert _keys(filled.list()) == []
@@ -509,6 +569,7 @@ class StoreTests:
         assert not store.is_empty("a/")
         assert not store.is_empty("a/b/")
         assert store.is_empty("b/")
+        _require_deletes(store)
         store.delete("a/b/c")
         assert store.is_empty()
         assert store.is_empty("a/")
@@ -553,8 +614,9 @@ class StoreTests:
         assert_value(store.get(key), key.encode())
         assert store.exists(key)
         assert _keys(store.list()) == [key]
-        store.delete(key)
-        assert store.get(key) is None
+        if store.supports_deletes:
+            store.delete(key)
+            assert store.get(key) is None
 
     def test_invalid_key_errors_are_keyerrors(self) -> None:
         assert issubclass(InvalidKeyError, KeyError)
@@ -728,6 +790,8 @@ class StoreTests:
                 keys = sorted(items)
                 got = store.get_many(keys)
                 assert [bytes(g) for g in got] == [items[k] for k in keys]
+                if not store.supports_deletes:
+                    return
                 for k in keys[::2]:
                     store.delete(k)
                 assert _keys(store.list()) == keys[1::2]

@@ -1,0 +1,81 @@
+"""Shared fixtures: a real S3 server (moto's, over HTTP on loopback) for the remote
+store tests.  Clients talk to it through s3fs/botocore exactly as they would to AWS."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+#: fake credentials: moto accepts any; real ones in the environment are never used
+FAKE_KEY = "testing-key"
+FAKE_SECRET = "testing-secret"
+
+
+@dataclass(frozen=True)
+class S3Server:
+    """A running S3 endpoint and a bucket on it."""
+
+    endpoint_url: str
+    bucket: str
+
+    def storage_options(self, endpoint_url: str | None = None) -> dict:
+        """The ``storage_options`` that reach this server (or a proxy in front of it)."""
+        return {
+            "endpoint_url": endpoint_url or self.endpoint_url,
+            "key": FAKE_KEY,
+            "secret": FAKE_SECRET,
+            "client_kwargs": {"region_name": "us-east-1"},
+        }
+
+    def url(self, name: str | None = None) -> str:
+        """A fresh ``s3://`` URL in the bucket (unique unless ``name`` is given)."""
+        return f"s3://{self.bucket}/{name or uuid.uuid4().hex}"
+
+    def boto3_client(self):
+        import boto3
+
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint_url, aws_access_key_id=FAKE_KEY,
+            aws_secret_access_key=FAKE_SECRET, region_name="us-east-1",
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 server on a free loopback port, with one bucket, for the session."""
+    pytest.importorskip("moto.server")
+    pytest.importorskip("s3fs")
+    boto3 = pytest.importorskip("boto3")
+    from moto.server import ThreadedMotoServer
+
+    saved = {k: os.environ.get(k) for k in
+             ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
+    os.environ.update(AWS_ACCESS_KEY_ID=FAKE_KEY, AWS_SECRET_ACCESS_KEY=FAKE_SECRET,
+                      AWS_DEFAULT_REGION="us-east-1")
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        bucket = "zarrfast-test"
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(
+            Bucket=bucket)
+        yield S3Server(endpoint, bucket)
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
