@@ -20,7 +20,8 @@ from dataclasses import replace
 from typing import Any
 
 from ._nodes import AnyMetadata, child_node_names, node_key, read_node_metadata, write_metadata
-from .errors import MetadataError, MetadataValidationError
+from ._paths import validate_node_name
+from .errors import InvalidNodeNameError, MetadataError, MetadataValidationError
 from .metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 from .stores import Store
@@ -33,6 +34,32 @@ def _load(raw: Any, key: str) -> Any:
         return json.loads(bytes(raw))
     except (UnicodeDecodeError, ValueError) as e:
         raise MetadataError(f"{key}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise MetadataError(f"{key}: JSON nested too deeply") from None
+
+
+def _redump(value: Any, key: str, entry: str) -> bytes:
+    try:
+        return json.dumps(value, allow_nan=True).encode()
+    except (ValueError, TypeError, RecursionError) as e:
+        raise MetadataError(f"{key}: entry {entry!r} cannot be read ({e})") from None
+
+
+def _check_member_path(rel: Any, key: str, what: str) -> str:
+    """A member path of consolidated metadata must be relative node names joined by
+    ``/``: no empty, ``.`` or ``..`` segment can make it name a node outside the group."""
+    if not isinstance(rel, str) or not rel:
+        raise MetadataValidationError(
+            f"{key}: consolidated metadata {what} {rel!r} is not a node path"
+        )
+    try:
+        for name in rel.split("/"):
+            validate_node_name(name, path=rel)
+    except InvalidNodeNameError as e:
+        raise MetadataValidationError(
+            f"{key}: consolidated metadata {what} {rel!r} is not a valid node path: {e}"
+        ) from None
+    return rel
 
 
 def _v3_members(cm: Any, path: str, key: str) -> dict[str, AnyMetadata]:
@@ -45,6 +72,7 @@ def _v3_members(cm: Any, path: str, key: str) -> dict[str, AnyMetadata]:
         )
     members: dict[str, AnyMetadata] = {}
     for rel, doc in cm["metadata"].items():
+        _check_member_path(rel, key, "member")
         child = node_key(path, rel)
         if not isinstance(doc, dict):
             raise MetadataValidationError(f"{key}: consolidated entry {rel!r} is not an object")
@@ -61,17 +89,25 @@ def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[st
     meta = doc["metadata"]
     if ".zgroup" not in meta:
         raise MetadataValidationError(f"{key}: the consolidated metadata has no '.zgroup'")
-    group = GroupMetadataV2.from_documents(json.dumps(meta[".zgroup"]).encode(),
-                                           json.dumps(meta.get(".zattrs", {})).encode(),
+    group = GroupMetadataV2.from_documents(_redump(meta[".zgroup"], key, ".zgroup"),
+                                           _redump(meta.get(".zattrs", {}), key, ".zattrs"),
                                            path=path, key=key + "[.zgroup]")
     members: dict[str, AnyMetadata] = {}
+    for entry in meta:
+        rel, sep, name = entry.rpartition("/")
+        if name in (".zarray", ".zgroup", ".zattrs") and (sep or rel):
+            _check_member_path(rel, key, "key")
     for entry, value in meta.items():
         rel, _, name = entry.rpartition("/")
         if not rel or name not in (".zarray", ".zgroup"):
             continue
-        attrs = json.dumps(meta.get(f"{rel}/.zattrs", {})).encode()
+        if not isinstance(value, dict):
+            raise MetadataValidationError(
+                f"{key}: consolidated entry {entry!r} must be an object, got {value!r}"
+            )
+        attrs = _redump(meta.get(f"{rel}/.zattrs", {}), key, f"{rel}/.zattrs")
         child = node_key(path, rel)
-        raw = json.dumps(value).encode()
+        raw = _redump(value, key, entry)
         if name == ".zarray":
             members[rel] = ArrayMetadataV2.from_documents(raw, attrs, path=child,
                                                           key=f"{key}[{entry}]")

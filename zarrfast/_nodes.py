@@ -107,7 +107,7 @@ def existing_node(store: Store, path: str) -> tuple[int, str] | None:
         try:
             doc = json.loads(bytes(raw))
             kind = doc.get("node_type") if isinstance(doc, dict) else None
-        except ValueError:
+        except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
             kind = None
         return 3, kind if kind in ("array", "group") else "unknown"
     if store.exists(node_key(path, ".zarray")):

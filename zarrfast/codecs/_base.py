@@ -129,7 +129,10 @@ class BytesBytesCodec(Codec):
 
     def decode(self, data: Any, out: bytearray | memoryview | None = None) -> Any:
         """Decode ``data``.  If ``out`` is given it has exactly the decoded size;
-        the codec may fill it and return it (or return another buffer)."""
+        the codec may fill it and return it (or return another buffer).
+
+        The core compressors also take ``limit=`` (used when ``out`` is not given): the
+        largest decoded size to accept; they refuse more before allocating it."""
         raise NotImplementedError
 
     def compute_encoded_size(self, decoded_size: int) -> int | None:

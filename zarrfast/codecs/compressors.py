@@ -26,6 +26,136 @@ import numpy as np
 from ..errors import ChecksumError, CodecError, MetadataValidationError
 from ._base import BytesBytesCodec, parse_named_config
 
+# -- bounded decompression ---------------------------------------------------------------
+#
+# A stored chunk is untrusted input: a few KiB of zstd/gzip/blosc can claim or inflate to
+# gigabytes.  Every decoder below is given the size the chunk must decode to (the length
+# of ``out``, or ``limit``) and refuses, before allocating, anything larger; streams that
+# decode to fewer bytes, truncated or trailing data are refused too.  Messages give the
+# stored size and both decoded sizes (the pipeline adds the store key).
+
+
+def _nbytes(data: Any) -> int:
+    return memoryview(data).nbytes
+
+
+def _too_big(what: str, data: Any, limit: int, exact: bool = True) -> CodecError:
+    expected = f"{limit} bytes" if exact else f"at most {limit} bytes"
+    return CodecError(
+        f"{what}: {_nbytes(data)} stored bytes decode to more than {limit} bytes, expected "
+        f"{expected}; refusing to decompress"
+    )
+
+
+def _fill_out(what: str, data: Any, decoded: Any, out: Any) -> Any:
+    """``decoded`` checked against ``out``'s size and copied into it (returns ``out``)."""
+    if out is None:
+        return decoded
+    n, want = _nbytes(decoded), _nbytes(out)
+    if n != want:
+        raise CodecError(f"{what}: {_nbytes(data)} stored bytes decode to {n} bytes, expected "
+                         f"{want} bytes")
+    memoryview(out).cast("B")[:] = memoryview(decoded).cast("B")
+    return out
+
+
+def inflate_bounded(data: Any, limit: int | None, *, gzip: bool, what: str,
+                    exact: bool = True) -> bytes:
+    """zlib (``gzip=False``) or gzip (every member) decompression of at most ``limit`` bytes."""
+    import zlib
+
+    view = memoryview(data).cast("B")
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        d = zlib.decompressobj(31 if gzip else 15)
+        try:
+            part = d.decompress(view, 0 if limit is None else limit - total + 1)
+        except zlib.error as e:
+            raise CodecError(f"{what}: cannot decompress {len(view)} bytes: {e}") from None
+        total += len(part)
+        if limit is not None and total > limit:
+            raise _too_big(what, data, limit, exact)
+        if not d.eof:
+            raise CodecError(f"{what}: {len(view)} stored bytes end in the middle of the "
+                             f"compressed stream (truncated chunk?)")
+        parts.append(part)
+        rest = d.unused_data
+        if not rest.strip(b"\0"):
+            break  # gzip readers ignore zero padding after the last member
+        if not gzip:
+            raise CodecError(f"{what}: {len(rest)} bytes of trailing data after the "
+                             f"compressed stream ({_nbytes(data)} stored bytes)")
+        view = memoryview(rest)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _zstd_content_size(data: Any) -> int | None:
+    """The decompressed size a zstd frame header declares, ``None`` if it declares none."""
+    b = memoryview(data).cast("B")
+    if len(b) < 5 or bytes(b[:4]) != b"\x28\xb5\x2f\xfd":
+        return None  # not a zstd frame (or a skippable one): zstd itself will say
+    fhd = b[4]
+    fcs_flag, single, dict_flag = fhd >> 6, (fhd >> 5) & 1, fhd & 3
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag]
+    size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if size == 0 or len(b) < pos + size:
+        return None
+    value = int.from_bytes(b[pos:pos + size], "little")
+    return value + 256 if size == 2 else value
+
+
+def zstd_decode_bounded(impl: Any, data: Any, out: Any, limit: int | None,
+                        what: str = "zstd") -> Any:
+    """numcodecs zstd decoding into ``out`` (exactly its size) or of at most ``limit`` bytes."""
+    want = _nbytes(out) if out is not None else limit
+    declared = _zstd_content_size(data)
+    if want is not None and declared is not None:
+        if out is not None and declared != want or declared > want:
+            raise CodecError(f"{what}: {_nbytes(data)} stored bytes declare {declared} decoded "
+                             f"bytes, expected {'' if out is not None else 'at most '}{want} "
+                             f"bytes")
+    if out is not None:
+        try:
+            return impl.decode(data, out=out)  # numcodecs stops at the end of ``out``
+        except Exception as e:  # noqa: BLE001
+            if "too small" in str(e):
+                raise _too_big(what, data, want) from None
+            raise
+    if want is None or declared is not None:
+        return impl.decode(data)
+    # no declared size: decode into a buffer of the limit; zstd reports the true size
+    import re
+
+    buf = np.empty(want, dtype=np.uint8)
+    try:
+        return impl.decode(data, out=buf)
+    except Exception as e:  # noqa: BLE001 - numcodecs raises RuntimeError
+        if "too small" in str(e):
+            raise _too_big(what, data, want, exact=False) from None
+        m = re.search(r"expected to decompress \d+, got (\d+)", str(e))
+        if m is None:
+            raise
+    small = np.empty(int(m.group(1)), dtype=np.uint8)
+    return impl.decode(data, out=small)
+
+
+def blosc_check_header(data: Any, out: Any, limit: int | None, what: str = "blosc") -> None:
+    """Check a blosc buffer's 16-byte header against the stored and expected sizes before
+    C-blosc reads it (a truncated buffer would be read past its end)."""
+    b = memoryview(data).cast("B")
+    if len(b) < 16:
+        raise CodecError(f"{what}: {len(b)} stored bytes are too short for a blosc header")
+    nbytes = int.from_bytes(b[4:8], "little")
+    cbytes = int.from_bytes(b[12:16], "little")
+    if cbytes != len(b):
+        raise CodecError(f"{what}: the blosc header says {cbytes} stored bytes, the chunk has "
+                         f"{len(b)} (truncated or trailing data)")
+    want = _nbytes(out) if out is not None else limit
+    if want is not None and (nbytes != want if out is not None else nbytes > want):
+        raise CodecError(f"{what}: {len(b)} stored bytes declare {nbytes} decoded bytes, "
+                         f"expected {'' if out is not None else 'at most '}{want} bytes")
+
 
 def _int_in(config: dict, key: str, lo: int, hi: int, codec: str, default: Any = None) -> int:
     if key not in config:
@@ -66,11 +196,11 @@ class GzipCodec(BytesBytesCodec):
     def encode(self, data: Any) -> bytes:
         return self._impl.encode(data)
 
-    def decode(self, data: Any, out: Any = None) -> Any:
-        try:
-            return self._impl.decode(data)
-        except Exception as e:  # noqa: BLE001 - zlib.error, EOFError, ...
-            raise CodecError(f"gzip: cannot decompress {len(data)} bytes: {e}") from e
+    def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
+        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
+        bound = _nbytes(out) if out is not None else limit
+        decoded = inflate_bounded(data, bound, gzip=True, what="gzip", exact=out is not None)
+        return _fill_out("gzip", data, decoded, out)
 
 
 @dataclass(frozen=True)
@@ -103,13 +233,14 @@ class ZstdCodec(BytesBytesCodec):
     def encode(self, data: Any) -> bytes:
         return self._impl.encode(data)
 
-    def decode(self, data: Any, out: Any = None) -> Any:
+    def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
+        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
         try:
-            if out is not None:
-                return self._impl.decode(data, out=out)
-            return self._impl.decode(data)
+            return zstd_decode_bounded(self._impl, data, out, limit)
+        except CodecError:
+            raise
         except Exception as e:  # noqa: BLE001
-            raise CodecError(f"zstd: cannot decompress {len(data)} bytes: {e}") from e
+            raise CodecError(f"zstd: cannot decompress {_nbytes(data)} bytes: {e}") from e
 
 
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
@@ -201,13 +332,15 @@ class BloscCodec(BytesBytesCodec):
         arr = np.frombuffer(data, dtype=np.uint8)
         return self._impl.encode(arr)
 
-    def decode(self, data: Any, out: Any = None) -> Any:
+    def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
+        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
+        blosc_check_header(data, out, limit)
         try:
             if out is not None:
                 return self._impl.decode(data, out=out)
             return self._impl.decode(data)
         except Exception as e:  # noqa: BLE001
-            raise CodecError(f"blosc: cannot decompress {len(data)} bytes: {e}") from e
+            raise CodecError(f"blosc: cannot decompress {_nbytes(data)} bytes: {e}") from e
 
 
 @dataclass(frozen=True)
@@ -234,8 +367,8 @@ class Crc32cCodec(BytesBytesCodec):
         view = memoryview(data).cast("B")
         return bytes(view) + crc32c.crc32c(view).to_bytes(4, "little")
 
-    def decode(self, data: Any, out: Any = None) -> Any:
-        view = memoryview(data).cast("B")
+    def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
+        view = memoryview(data).cast("B")  # (``limit``: the output is smaller than the input)
         if len(view) < 4:
             raise ChecksumError(f"crc32c: {len(view)} bytes is too short to hold a checksum")
         payload = view[:-4]

@@ -17,6 +17,61 @@ import numpy as np
 
 from ..errors import CodecError, UnknownCodecError
 from ._base import BytesBytesCodec
+from .compressors import (
+    _fill_out,
+    _too_big,
+    blosc_check_header,
+    inflate_bounded,
+    zstd_decode_bounded,
+)
+
+
+def decode_bounded(impl: Any, codec_id: Any, data: Any, out: Any, limit: int | None,
+                   what: str) -> Any:
+    """``impl.decode`` of numcodecs codec ``codec_id``, refusing (before allocating) output
+    larger than ``out`` (which it must fill exactly) or than ``limit``, for the compressors
+    that can inflate; other codecs produce about as many bytes as they read."""
+    want = memoryview(out).nbytes if out is not None else limit
+    if codec_id in ("zlib", "gzip"):
+        decoded = inflate_bounded(data, want, gzip=codec_id == "gzip", what=what,
+                                  exact=out is not None)
+        return _fill_out(what, data, decoded, out)
+    if codec_id == "zstd":
+        return zstd_decode_bounded(impl, data, out, limit, what)
+    if codec_id == "blosc":
+        blosc_check_header(data, out, limit, what)
+    elif codec_id == "lz4" and want is not None:
+        b = memoryview(data).cast("B")
+        declared = int.from_bytes(b[:4], "little", signed=True) if len(b) >= 4 else -1
+        if declared < 0 or (declared != want if out is not None else declared > want):
+            raise CodecError(f"{what}: {len(b)} stored bytes declare {declared} decoded bytes, "
+                             f"expected {'' if out is not None else 'at most '}{want} bytes")
+    elif codec_id in ("bz2", "lzma") and want is not None:
+        import bz2
+        import lzma
+
+        d = bz2.BZ2Decompressor() if codec_id == "bz2" else lzma.LZMADecompressor()
+        try:
+            decoded = d.decompress(memoryview(data).cast("B"), want + 1)
+        except (OSError, EOFError, lzma.LZMAError) as e:
+            raise CodecError(f"{what}: cannot decompress {memoryview(data).nbytes} bytes: {e}"
+                             ) from None
+        if len(decoded) > want:
+            raise _too_big(what, data, want, out is not None)
+        if not d.eof:
+            raise CodecError(f"{what}: {memoryview(data).nbytes} stored bytes end in the middle "
+                             f"of the compressed stream (truncated chunk?)")
+        if d.unused_data:
+            raise CodecError(f"{what}: {len(d.unused_data)} bytes of trailing data after the "
+                             f"compressed stream ({memoryview(data).nbytes} stored bytes)")
+        return _fill_out(what, data, decoded, out)
+    if out is not None:
+        if codec_id in ("blosc", "lz4"):
+            return impl.decode(data, out=out)  # sizes checked above
+        # filters: numcodecs would reshape a wrong-sized result into ``out`` (or fail
+        # with a reshape error); check the size and name both
+        return _fill_out(what, data, impl.decode(data), out)
+    return impl.decode(data)
 
 
 def get_numcodecs_codec(config: Any, *, where: str) -> Any:
@@ -26,12 +81,21 @@ def get_numcodecs_codec(config: Any, *, where: str) -> Any:
             f"{where}: a numcodecs codec must be an object with a string 'id', got {config!r}"
         )
     try:
-        return numcodecs.get_codec(dict(config))
-    except ValueError as e:  # unknown id
-        raise UnknownCodecError(f"{where}: unknown numcodecs codec {config['id']!r} ({e})"
-                                ) from None
-    except (TypeError, KeyError) as e:
+        codec = numcodecs.get_codec(dict(config))
+    except ValueError as e:  # unknown id (or a bad value some codecs check)
+        raise UnknownCodecError(f"{where}: unknown numcodecs codec {config['id']!r} or invalid "
+                                f"configuration {config!r} ({e})") from None
+    except Exception as e:  # noqa: BLE001 - TypeError, KeyError, OverflowError, ...
         raise UnknownCodecError(f"{where}: invalid configuration {config!r} ({e})") from None
+    if config["id"] == "blosc":
+        from numcodecs import blosc
+
+        cname = codec.cname.decode() if isinstance(codec.cname, bytes) else codec.cname
+        if cname not in blosc.list_compressors():
+            raise UnknownCodecError(
+                f"{where}: blosc cname {cname!r} is not one of {blosc.list_compressors()}"
+            )
+    return codec
 
 
 @dataclass(frozen=True)
@@ -42,12 +106,15 @@ class NumcodecsCodec(BytesBytesCodec):
     #: dtype to view the incoming bytes as when encoding (the first filter gets the chunk's)
     view_dtype: Any = field(default=None, compare=False, hash=False)
     codec: Any = field(default=None, compare=False, hash=False, repr=False)
+    #: bound on what :meth:`decode` may produce without ``out`` (see ``limit``)
+    max_decoded: int | None = field(default=None, compare=False, hash=False, repr=False)
     name = "numcodecs"
 
     @classmethod
-    def from_config(cls, config: dict, *, where: str, view_dtype: Any = None) -> NumcodecsCodec:
+    def from_config(cls, config: dict, *, where: str, view_dtype: Any = None,
+                    max_decoded: int | None = None) -> NumcodecsCodec:
         return cls(config=dict(config), view_dtype=view_dtype,
-                   codec=get_numcodecs_codec(config, where=where))
+                   codec=get_numcodecs_codec(config, where=where), max_decoded=max_decoded)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.config)
@@ -61,10 +128,15 @@ class NumcodecsCodec(BytesBytesCodec):
         except Exception as e:  # noqa: BLE001 - numcodecs raises anything
             raise CodecError(f"numcodecs {self.config.get('id')!r}: cannot encode: {e}") from e
 
-    def decode(self, data: Any, out: Any = None) -> Any:
+    def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
+        """Decode; into ``out`` when given (exactly its size), else at most ``limit`` bytes
+        (default :attr:`max_decoded`) for the compressors that can inflate."""
+        what = f"numcodecs {self.config.get('id')!r}"
+        if limit is None:
+            limit = self.max_decoded
         try:
-            if out is not None:
-                return self.codec.decode(data, out=out)
-            return self.codec.decode(data)
+            return decode_bounded(self.codec, self.config.get("id"), data, out, limit, what)
+        except CodecError:
+            raise
         except Exception as e:  # noqa: BLE001
-            raise CodecError(f"numcodecs {self.config.get('id')!r}: cannot decode: {e}") from e
+            raise CodecError(f"{what}: cannot decode: {e}") from e

@@ -47,7 +47,8 @@ def _load_entry_points() -> None:
         except Exception as e:  # noqa: BLE001 - a broken plugin must not break core codecs
             import warnings
 
-            warnings.warn(f"could not load zarrfast codec entry point {ep.name!r}: {e}", stacklevel=2)
+            warnings.warn(f"could not load zarrfast codec entry point {ep.name!r}: {e}",
+                          stacklevel=2)
             continue
         register_codec(cls, ep.name)
 

@@ -49,6 +49,7 @@ the store key of the offending document.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from dataclasses import dataclass, field, replace
@@ -57,7 +58,7 @@ from typing import Any, ClassVar
 import numcodecs
 import numpy as np
 
-from .._paths import normalize_path
+from .._paths import normalize_path, validate_node_name
 from ..chunk_grid import ChunkKeyEncoding, DefaultChunkKeyEncoding, RegularChunkGrid
 from ..codecs import (
     BloscCodec,
@@ -75,6 +76,7 @@ from ..errors import (
     CodecError,
     ContainsArrayAndGroupError,
     FillValueError,
+    InvalidNodeNameError,
     MetadataError,
     MetadataValidationError,
     NodeNotFoundError,
@@ -106,6 +108,7 @@ CORE_2022_URI = "https://purl.org/zarr/spec/core/3.0"
 PROTOCOL_URI = "https://purl.org/zarr/spec/protocol/core/3.0"
 ENTRY_POINT_KEY = "zarr.json"
 
+_INT64_MAX = 2**63 - 1
 _LAYOUT_OF_FORMAT = {CORE_2022_URI: DRAFT_2022, PROTOCOL_URI: ZARRITA}
 
 #: members only a final Zarr v3 (or v2) document has; finding one in a draft document
@@ -199,11 +202,17 @@ class _NumcodecsBytesCodec(BytesBytesCodec):
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{self.name}: cannot compress: {e}") from e
 
-    def decode(self, data: Any, out: Any = None) -> Any:
+    def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
+        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
+        from ..codecs.numcodecs_codec import decode_bounded
+
         try:
-            return self._impl.decode(data)
+            return decode_bounded(self._impl, self.codec_id, data, out, limit, self.name)
+        except CodecError:
+            raise
         except Exception as e:  # noqa: BLE001
-            raise CodecError(f"{self.name}: cannot decompress {len(data)} bytes: {e}") from e
+            raise CodecError(f"{self.name}: cannot decompress {memoryview(data).nbytes} bytes: "
+                             f"{e}") from e
 
 
 @dataclass(frozen=True)
@@ -411,6 +420,11 @@ def _parse_data_type(value: Any, where: str) -> tuple[DataType, str | None]:
             if found is not None:  # zarrita's complex types: {"extension": ..., "type": "<c8"}
                 return found
         fallback = value.get("fallback")
+        if fallback is not None and not isinstance(fallback, (str, list)):
+            raise UnsupportedDataTypeError(
+                f"{where}: data type extension {ext!r}: 'fallback' must be a data type or a "
+                f"list of them, got {fallback!r}"
+            )
         for fb in ([fallback] if isinstance(fallback, str) else fallback or []):
             if isinstance(fb, str):
                 try:
@@ -757,7 +771,7 @@ def convert_array_document(doc: Any, *, layout: str, key: str) -> ArrayMetadata:
         )
     if "extension" in grid or grid.get("type") != "regular":
         raise MetadataValidationError(
-            f"{key}: chunk grid {grid.get('extension', grid.get('type'))!r} is not supported; "
+            f"{key}: chunk_grid {grid.get('extension', grid.get('type'))!r} is not supported; "
             f"only 'regular' is"
         )
     unknown = set(grid) - {"type", "chunk_shape", "separator"}
@@ -771,6 +785,8 @@ def convert_array_document(doc: Any, *, layout: str, key: str) -> ArrayMetadata:
             f"{key}: chunk_grid.chunk_shape {list(chunk_shape)} has rank {len(chunk_shape)} "
             f"but shape {list(shape)} has rank {len(shape)}"
         )
+    if any(s > _INT64_MAX for s in shape):
+        raise MetadataValidationError(f"{key}: 'shape' {list(shape)} has a length above 2**63-1")
     separator = grid.get("separator", "/")
     if separator not in ("/", "."):
         raise MetadataValidationError(
@@ -782,6 +798,10 @@ def convert_array_document(doc: Any, *, layout: str, key: str) -> ArrayMetadata:
         )
 
     data_type, type_endian = _parse_data_type(doc["data_type"], f"{key}: data_type")
+    if math.prod(chunk_shape) * data_type.itemsize > _INT64_MAX:
+        raise MetadataValidationError(
+            f"{key}: chunk_grid.chunk_shape {list(chunk_shape)} holds more than 2**63-1 bytes"
+        )
     fill_value = _parse_fill_value(data_type, doc.get("fill_value"), f"{key}: fill_value")
     _check_extensions(doc.get("extensions", []), key)
     st = doc.get("storage_transformers") or []
@@ -851,6 +871,14 @@ def final_chunk_key(metadata: ArrayMetadata, coords: tuple[int, ...]) -> str:
 # ---------------------------------------------------------------------------
 # the hierarchy
 # ---------------------------------------------------------------------------
+
+
+def _is_node_name(name: str) -> bool:
+    try:
+        validate_node_name(name)
+    except InvalidNodeNameError:
+        return False
+    return True
 
 
 class DraftHierarchy:
@@ -958,11 +986,14 @@ class DraftHierarchy:
             full = prefix + entry
             for end in (array_end, group_end):
                 if entry.endswith(end) and len(entry) > len(end) and self.store.exists(full):
-                    names.add(entry[: -len(end)])
+                    name = entry[: -len(end)]
                     break
             else:
-                if not self.store.exists(full) and not self.store.is_empty(full + "/"):
-                    names.add(entry)
+                if self.store.exists(full) or self.store.is_empty(full + "/"):
+                    continue
+                name = entry
+            if _is_node_name(name):  # other keys (``__x``, ``..``) are not members
+                names.add(name)
         return sorted(names)
 
     def walk(self, path: str = "") -> list[str]:

@@ -335,7 +335,13 @@ def _fill_to_json(dtype: DataType, value: np.generic) -> Any:
 
 def fill_bytes(dtype: DataType, value: np.generic, *, byteorder: str = "=") -> bytes:
     """The fill value as one item of raw bytes, in native (``"="``) or another byte order."""
-    arr = np.asarray(value, dtype=dtype.dtype)
+    arr = np.zeros((), dtype=dtype.dtype)
+    try:
+        arr[()] = value  # (np.asarray(b"", dtype="S1") would keep 0 bytes)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise FillValueError(
+            f"fill value {value!r} cannot be stored as data type {dtype.name} ({e})"
+        ) from None
     if byteorder not in ("=", "|") and dtype.swap_unit > 1:
         target = "<" if byteorder == "<" else ">"
         arr = arr.astype(dtype.dtype.newbyteorder(target))

@@ -28,6 +28,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,20 +47,51 @@ _ARRAY_KEYS = {"zarr_format", "shape", "chunks", "dtype", "compressor", "fill_va
                "filters", "dimension_separator"}
 
 
-def parse_v2_dtype(value: Any, *, where: str) -> np.dtype:
+#: a NumPy type string as Zarr v2 writes them (``"<f8"``, ``"|S10"``, ``"<M8[ns]"``, ``"|O"``);
+#: anything else (NumPy's comma strings, ``"(3)i4"``) is refused before NumPy parses it
+_TYPESTR = re.compile(
+    r"^[<>|=]?[A-Za-z?][A-Za-z]{0,16}[0-9]{0,10}(\[[0-9]{0,10}[A-Za-z]{1,3}\])?$"
+)
+#: bound on one element of a (structured / sub-array) dtype
+_MAX_ITEMSIZE = 2**31 - 1
+
+
+def parse_v2_dtype(value: Any, *, where: str, _depth: int = 0) -> np.dtype:
     """A NumPy dtype from a v2 ``dtype`` member."""
     try:
+        if _depth > 32:
+            raise ValueError("structured dtype nested too deeply")
         if isinstance(value, str):
-            return np.dtype(value)
+            if not _TYPESTR.match(value):
+                raise ValueError("not a NumPy type string such as '<f8' or '|S10'")
+            dt = np.dtype(value)
+            if dt.kind in "mM" and np.datetime_data(dt)[0] == "generic":
+                raise ValueError("a datetime64/timedelta64 dtype needs a unit, e.g. '<M8[ns]'")
+            return dt
         if isinstance(value, list):
             fields = []
             for f in value:
                 if not isinstance(f, list) or len(f) not in (2, 3) or not isinstance(f[0], str):
                     raise TypeError(f"bad field {f!r}")
-                sub = parse_v2_dtype(f[1], where=where)
-                fields.append((f[0], sub, tuple(f[2])) if len(f) == 3 else (f[0], sub))
-            return np.dtype(fields)
-    except (TypeError, ValueError) as e:
+                sub = parse_v2_dtype(f[1], where=where, _depth=_depth + 1)
+                if len(f) == 3:
+                    shape = f[2]
+                    if not isinstance(shape, list) or not all(
+                        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
+                    ) or len(shape) > 32:
+                        raise ValueError(f"field {f[0]!r}: bad sub-array shape {shape!r}")
+                    if math.prod(shape) * max(sub.itemsize, 1) > _MAX_ITEMSIZE:
+                        raise ValueError(f"field {f[0]!r}: sub-array {shape!r} is too large")
+                    fields.append((f[0], sub, tuple(shape)))
+                else:
+                    fields.append((f[0], sub))
+            dt = np.dtype(fields)
+            if dt.itemsize > _MAX_ITEMSIZE:
+                raise ValueError("structured dtype is too large")
+            return dt
+    except MetadataValidationError:
+        raise
+    except Exception as e:  # noqa: BLE001 - NumPy raises TypeError, ValueError, SyntaxError...
         raise MetadataValidationError(f"{where}: invalid dtype {value!r} ({e})") from None
     raise MetadataValidationError(
         f"{where}: dtype must be a NumPy type string or a list of fields, got {value!r}"
@@ -97,6 +129,10 @@ def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str,
         if kind == "O":
             if object_codec == "vlen-bytes" and isinstance(value, str):
                 return base64.standard_b64decode(value)
+            if not isinstance(value, (str, int, float, bool)):
+                # a list or object would be broadcast over the selection, not stored
+                raise FillValueError(f"{where}: the fill value of an object array must be a "
+                                     f"string, number, boolean or null, got {value!r}")
             return value
         if kind == "f":
             return _parse_float(dtype, value, where)
@@ -107,6 +143,12 @@ def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str,
                 out.real = _parse_float(comp, value[0], where)
                 out.imag = _parse_float(comp, value[1], where)
                 return out[()]
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise FillValueError(f"{where}: {value!r} is not a complex fill value; "
+                                     f"expected [real, imag]")
+            if isinstance(value, str):
+                return dtype.type(_parse_float(np.dtype(f"f{dtype.itemsize // 2}"), value,
+                                               where))
             return dtype.type(value)
         if kind == "b":
             if isinstance(value, (bool, int)):
@@ -132,7 +174,9 @@ def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str,
             if isinstance(value, str):
                 raw = base64.standard_b64decode(value)
                 if kind == "S":
-                    return np.array(raw, dtype=dtype)[()]
+                    out = np.zeros((), dtype=dtype)
+                    out[()] = raw  # np.array(b"", dtype="S1") would be an empty array
+                    return out[()]
                 if len(raw) != dtype.itemsize:
                     raise FillValueError(
                         f"{where}: base64 fill value has {len(raw)} bytes, dtype {dtype} "
@@ -228,13 +272,21 @@ class ArrayMetadataV2:
             object.__setattr__(self, "fill_value_json",
                                encode_v2_fill_value(self.fill_value, self.dtype))
         node = "array"
+        # A decoded chunk holds prod(chunks) items; filters may change the size of what a
+        # stage produces (astype, packbits, ...), by at most 16x for fixed-size dtypes.  The
+        # bound keeps a decompression bomb from allocating gigabytes (object arrays: none).
+        bound = None
+        if self.dtype.kind != "O":
+            bound = 16 * math.prod(self.chunks) * self.dtype.itemsize + (1 << 20)
         # parse the numcodecs codecs once (errors name the member)
         compressor = (None if self.compressor is None else
-                      NumcodecsCodec.from_config(self.compressor, where=f"{node}: compressor"))
+                      NumcodecsCodec.from_config(self.compressor, where=f"{node}: compressor",
+                                                 max_decoded=bound))
         filters = []
         for i, f in enumerate(self.filters or ()):
             filters.append(NumcodecsCodec.from_config(
-                f, where=f"{node}: filters[{i}]", view_dtype=self.dtype if i == 0 else None))
+                f, where=f"{node}: filters[{i}]", view_dtype=self.dtype if i == 0 else None,
+                max_decoded=bound))
         object.__setattr__(self, "_compressor_codec", compressor)
         object.__setattr__(self, "_filter_codecs", tuple(filters))
 
@@ -319,11 +371,19 @@ class ArrayMetadataV2:
                 f"{node}: chunks {list(chunks)} has rank {len(chunks)} but shape {list(shape)} "
                 f"has rank {len(shape)}"
             )
-        if math.prod(shape) > _INT64_MAX:
-            raise MetadataValidationError(f"{node}: shape {list(shape)} has too many elements")
+        if any(s > _INT64_MAX for s in shape) or math.prod(shape) > _INT64_MAX:
+            raise MetadataValidationError(f"{node}: 'shape' {list(shape)} has more than "
+                                          f"2**63-1 elements")
+        if any(c > _INT64_MAX for c in chunks):
+            raise MetadataValidationError(f"{node}: 'chunks' {list(chunks)} has a length above "
+                                          f"2**63-1")
         dtype = parse_v2_dtype(doc["dtype"], where=f"{node}: dtype")
         if dtype.itemsize == 0 and dtype.kind != "O":
             raise MetadataValidationError(f"{node}: dtype {doc['dtype']!r} has no size")
+        if math.prod(chunks) * max(dtype.itemsize, 1) > _INT64_MAX:
+            raise MetadataValidationError(
+                f"{node}: 'chunks' {list(chunks)} of dtype {dtype} hold more than 2**63-1 bytes"
+            )
         order = doc["order"]
         if order not in ("C", "F"):
             raise MetadataValidationError(f"{node}: order must be 'C' or 'F', got {order!r}")

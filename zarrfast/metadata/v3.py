@@ -199,6 +199,8 @@ class ArrayMetadata:
         shape = tuple(raw_shape)
         if any(s < 0 for s in shape):
             raise MetadataValidationError(f"{node}: 'shape' has a negative length: {raw_shape!r}")
+        # The element count must fit in int64 (NumPy's and the index kernels' type);
+        # arrays that large still open lazily: only the chunks a selection touches exist.
         if any(s > _INT64_MAX for s in shape) or math.prod(shape) > _INT64_MAX:
             raise MetadataValidationError(
                 f"{node}: 'shape' {raw_shape!r} has more than 2**63-1 elements"

@@ -250,6 +250,12 @@ class LocalStore(Store):
         path = self._path(key)
         parent = os.path.dirname(path)
         self._check_inside(path, key)  # before makedirs, which would follow a link out
+        created: list[str] = []  # directories this write creates (their entries need fsync)
+        if self.fsync:
+            d = parent
+            while d != self._root_str and len(d) > len(self._root_str) and not os.path.isdir(d):
+                created.append(d)
+                d = os.path.dirname(d)
         try:
             os.makedirs(parent, exist_ok=True)
         except FileExistsError:
@@ -283,11 +289,14 @@ class LocalStore(Store):
                 pass
             raise
         if self.fsync and hasattr(os, "O_DIRECTORY"):
-            dfd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+            # the new entry in ``parent``, then the entries of the directories created for
+            # it, up to the first one that existed (the root's own entry: the caller's)
+            for d in [parent, *(os.path.dirname(c) for c in created)]:
+                dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
 
     def delete(self, key: str) -> None:
         self._check_writable(key)
