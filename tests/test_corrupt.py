@@ -474,9 +474,6 @@ _V3_UNBOUNDED_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="zarrfast bug in pipeline.py: a bytes->bytes codec "
-                   "that is not the innermost (or follows sharding) is decoded without an "
-                   "output buffer or size limit, so a gzip bomb there inflates in full")
 def test_outer_bytes_codec_bomb_is_bounded() -> None:
     proc = subprocess.run([sys.executable, "-c", _V3_UNBOUNDED_SCRIPT, str(HERE)],
                           capture_output=True, text=True, timeout=120,
@@ -700,10 +697,6 @@ def test_node_names_from_documents_cannot_escape(tmp_path: Path) -> None:
         zarrfast.open_group(LocalStore(root2), mode="r")
 
 
-@pytest.mark.xfail(strict=True, raises=MemoryError, reason="zarrfast bug in pipeline.py: "
-                   "PreparedChain.decode allocates the chunk-sized scratch buffer before any "
-                   "codec looks at the stored bytes, so a small corrupt chunk of an array with "
-                   "1 PiB chunks raises a bare MemoryError instead of a ChunkDecodeError")
 def test_huge_nominal_chunk_with_corrupt_data_is_a_decode_error() -> None:
     s = MemoryStore()
     # 1 PiB chunks: more than any x86-64 address space, whatever the overcommit policy

@@ -18,6 +18,7 @@ the shared pool (:mod:`zarrfast._concurrency`).
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import threading
 from collections.abc import Sequence
@@ -35,6 +36,15 @@ from .metadata.v3 import ArrayMetadata
 from .stores import Store
 
 __all__ = ["PreparedChain", "read_selection", "write_selection"]
+
+
+def accepts_limit(codec: Any) -> bool:
+    """Whether ``codec.decode`` takes ``limit=`` (the core compressors do; third-party
+    codecs may not)."""
+    try:
+        return "limit" in inspect.signature(codec.decode).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
+        return False
 
 
 def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
@@ -122,6 +132,12 @@ class PreparedChain:
         self._scratch = _Scratch()
         # the innermost bytes->bytes codec may decode straight into a buffer
         self._decode_into = bool(self.bb) and self.fast
+        # the others get a bound on their output (decompression bombs): the chunk's
+        # bytes (the innermost on the fast path), else room for what an array -> bytes
+        # codec adds (a shard's index and checksums, variable-length headers)
+        self._bb_limit = (self.chunk_nbytes if self.fast and len(self.bb) == 1
+                          else 2 * self.chunk_nbytes + 2**20)
+        self._bb_limited = {c: accepts_limit(c) for c in self.bb}
 
     # -- decoding -----------------------------------------------------------------
     def _scratch_buffer(self) -> np.ndarray:
@@ -154,12 +170,16 @@ class PreparedChain:
         """
         data = raw
         target = into  # a buffer the innermost codec should fill
-        if target is None and self._decode_into:
-            target = np.empty(self.chunk_nbytes, np.uint8) if writable else self._scratch_buffer()
         try:
+            if target is None and self._decode_into:
+                target = (np.empty(self.chunk_nbytes, np.uint8) if writable
+                          else self._scratch_buffer())
             for i, c in enumerate(reversed(self.bb)):
                 if i == len(self.bb) - 1 and self._decode_into:
                     data = c.decode(data, out=target)
+                elif self._bb_limited[c]:
+                    # no output buffer: bounded by what the chunk can decode to
+                    data = c.decode(data, limit=self._bb_limit)
                 else:
                     data = c.decode(data)
             if not self.fast:
@@ -168,7 +188,12 @@ class PreparedChain:
             raise type(e)(f"chunk {key!r}: {e}") from None
         except CodecError as e:
             raise ChunkDecodeError(f"chunk {key!r}: {e}") from None
-        except (ValueError, RuntimeError, TypeError, MemoryError, OSError, EOFError) as e:
+        except MemoryError:
+            raise ChunkDecodeError(
+                f"chunk {key!r}: cannot decode: out of memory for a chunk of "
+                f"{self.chunk_nbytes} bytes ({len(memoryview(raw).cast('B'))} stored bytes)"
+            ) from None
+        except (ValueError, RuntimeError, TypeError, OSError, EOFError) as e:
             raise ChunkDecodeError(f"chunk {key!r}: cannot decode: {e}") from None
         if isinstance(data, np.ndarray):
             arr = data.reshape(-1).view(np.uint8)

@@ -50,6 +50,7 @@ from .pipeline import (
     Projection,
     RowReader,
     RowWriter,
+    accepts_limit,
     chunk_keys,
     read_one_chunk,
     single_chunk_coords,
@@ -301,6 +302,10 @@ class ShardedChain:
         self.layout = ShardLayout(codec, metadata.chunks, metadata.data_type, metadata.fill_value)
         self.inner = self.layout.inner
         self.partial_reads = not self.outer_bb
+        # bound for codecs after the shard (decompression bombs): the shard's chunks
+        # uncompressed, twice, plus room for its index and checksums
+        self._outer_limit = 2 * math.prod(metadata.chunks) * metadata.data_type.itemsize \
+            + 2 * self.layout.index_nbytes + 2**20
         self.cache = _IndexCache(int(config.get("shard_index_cache")))
         self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
         self.cps = np.array(self.layout.cps, dtype=np.int64)
@@ -315,7 +320,8 @@ class ShardedChain:
             return data
         try:
             for c in reversed(self.outer_bb):
-                data = c.decode(data)
+                data = c.decode(data, limit=self._outer_limit) if accepts_limit(c) \
+                    else c.decode(data)
         except ChecksumError as e:
             raise ChecksumError(f"shard {key!r}: {e}") from None
         except (CodecError, ValueError) as e:
