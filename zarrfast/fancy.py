@@ -217,12 +217,19 @@ def get_orthogonal(array: Any, osel: OrthogonalSelection) -> np.ndarray:
                 out[dst] = chunk[np.ix_(*(g[1] for g in combo))]
 
         # tasks write disjoint parts of `out` (each output position maps to one chunk)
-        map_unordered_into(task, range(len(combos)))
-    else:
-        for combo in combos:
+        map_unordered_into(task, range(len(combos)), work_bytes=_work(array, len(combos)))
+    else:  # sharded: one basic read per inner chunk (index cached, one ranged read each)
+        def block_task(combo: tuple) -> None:
             block = array.get_basic_selection(_region_slices(array, tuple(g[0] for g in combo)))
             out[np.ix_(*(g[2] for g in combo))] = block[np.ix_(*(g[1] for g in combo))]
+
+        map_unordered_into(block_task, combos, work_bytes=_work(array, len(combos)))
     return out.reshape(osel.out_shape)
+
+
+def _work(array: Any, nchunks: int) -> int:
+    """Bytes of ``nchunks`` (inner) chunks: the size of a job, for inlining small ones."""
+    return nchunks * math.prod(array.chunks) * array.dtype.itemsize
 
 
 def _chunk_writer(array: Any):
@@ -330,10 +337,13 @@ def get_points(array: Any, coords: tuple[np.ndarray, ...], out_shape: tuple[int,
                 out[pos] = fill if chunk is None else chunk[local]
 
             # tasks write disjoint positions of `out`
-            map_unordered_into(task, range(len(groups)))
-        else:
-            for cc, local, pos in groups:
+            map_unordered_into(task, range(len(groups)), work_bytes=_work(array, len(groups)))
+        else:  # sharded: one basic read per inner chunk
+            def group_task(group: tuple) -> None:
+                cc, local, pos = group
                 out[pos] = array.get_basic_selection(_region_slices(array, cc))[local]
+
+            map_unordered_into(group_task, groups, work_bytes=_work(array, len(groups)))
     return out.reshape(out_shape)
 
 
