@@ -11,6 +11,7 @@ writes refuse to go through a symbolic link that points outside the root.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import uuid
@@ -26,6 +27,23 @@ from ._base import ByteRequest, Store, normalize_byte_range, validate_key, valid
 __all__ = ["LocalStore"]
 
 _TMP_MARK = ".zarrfast-tmp-"
+_tmp_counter = itertools.count()
+
+
+def _unique() -> str:
+    """A temporary-file suffix unique across processes, threads and calls (cheaper than
+    a UUID): a random per-process prefix (fresh after fork), then a counter."""
+    return f"{_tmp_prefix}{next(_tmp_counter)}"
+
+
+def _new_tmp_prefix() -> None:
+    global _tmp_prefix
+    _tmp_prefix = f"{uuid.uuid4().hex[:16]}-"
+
+
+_new_tmp_prefix()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_tmp_prefix)
 
 
 class LocalStore(Store):
@@ -256,19 +274,18 @@ class LocalStore(Store):
             while d != self._root_str and len(d) > len(self._root_str) and not os.path.isdir(d):
                 created.append(d)
                 d = os.path.dirname(d)
-        try:
-            os.makedirs(parent, exist_ok=True)
-        except FileExistsError:
-            raise ZarrfastError(
-                f"cannot write key {key!r}: a parent path of {path!r} is a file"
-            ) from None
-        except NotADirectoryError:
-            raise ZarrfastError(
-                f"cannot write key {key!r}: a parent path of {path!r} is a file"
-            ) from None
-        tmp = os.path.join(parent, f"{_TMP_MARK}{uuid.uuid4().hex}")
+        tmp = f"{parent}{os.sep}{_TMP_MARK}{_unique()}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-        fd = os.open(tmp, flags, 0o666)
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except (FileNotFoundError, NotADirectoryError):  # the parent does not exist yet
+            try:
+                os.makedirs(parent, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise ZarrfastError(
+                    f"cannot write key {key!r}: a parent path of {path!r} is a file"
+                ) from None
+            fd = os.open(tmp, flags, 0o666)
         try:
             try:
                 view = memoryview(value)
