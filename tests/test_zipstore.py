@@ -100,12 +100,25 @@ class TestZipStore(StoreTests):
         with zipfile.ZipFile(tmp_path / "t.zip") as zf:
             assert zf.testzip() is None and len(zf.namelist()) == 300
 
-    def test_pickling_is_refused_clearly(self, tmp_path: Path) -> None:
+    def test_pickling_a_writable_archive_is_refused_clearly(self, tmp_path: Path) -> None:
         import pickle
 
         with ZipStore(tmp_path / "p.zip", mode="w") as s, pytest.raises(TypeError,
                                                                          match="p.zip"):
             pickle.dumps(s)
+
+    def test_arrays_in_a_read_only_archive_pickle_by_path(self, tmp_path: Path) -> None:
+        import pickle
+
+        data = np.arange(1000, dtype="i4").reshape(10, 100)
+        with ZipStore(tmp_path / "r.zip", mode="w") as s:
+            zarrfast.create_array(s, name="a", data=data, chunks=(5, 50))
+        a = zarrfast.open_array(ZipStore(tmp_path / "r.zip", mode="r"), path="a")
+        blob = pickle.dumps(a)
+        assert len(blob) < 4096
+        b = pickle.loads(blob)
+        assert b.store is not a.store and b.store.read_only
+        np.testing.assert_array_equal(b[...], data)
 
 
 # ---------------------------------------------------------------------------

@@ -162,9 +162,13 @@ class ZipStore(Store):
     def __hash__(self) -> int:
         return hash((ZipStore, id(self._archive), self.read_only))
 
-    def __getstate__(self) -> dict:
-        raise TypeError(f"{self!r} cannot be pickled: it holds an open archive; pickle its "
-                        f"path and open a ZipStore(path, mode='r') where it is needed")
+    def __reduce__(self):
+        """An archive opened with mode 'r' pickles as its path (dask workers reopen it);
+        a writable one cannot be shared: its directory is only written on close."""
+        if self.mode != "r":
+            raise TypeError(f"{self!r} cannot be pickled: it is open for writing; close it "
+                            f"and pickle ZipStore(path, mode='r') instead")
+        return (_reopen, (os.fspath(self.path), self.compression, self.allowZip64))
 
     # -- members -------------------------------------------------------------------
     @property
@@ -285,3 +289,7 @@ class ZipStore(Store):
 
     def __enter__(self) -> ZipStore:
         return self
+
+
+def _reopen(path: str, compression: int, allow_zip64: bool) -> ZipStore:
+    return ZipStore(path, mode="r", compression=compression, allowZip64=allow_zip64)
