@@ -276,8 +276,6 @@ def test_missing_dask_names_the_extra():
 
 def test_remote_from_and_to_zarr():
     pytest.importorskip("fsspec")
-    if getattr(zarrfast.stores, "FsspecStore", None) is None:
-        pytest.skip("zarrfast has no remote stores")
     import uuid
 
     import fsspec
