@@ -112,8 +112,8 @@ def test_cli_info_and_convert(tmp_path, v2_tree, capsys):
     assert main(["info", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
     assert "(group, Zarr v3)" in out and "[transpose, bytes, blosc]" in out
-    assert main(["info", str(tmp_path / "missing")]) == 2
-    assert "error" in capsys.readouterr().err
+    assert main(["info", str(tmp_path / "missing")]) == 3  # exit code 3: not found
+    assert "not found" in capsys.readouterr().err
 
 
 def test_cli_convert_shows_progress(tmp_path, v2_tree):

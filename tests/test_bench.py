@@ -1,0 +1,300 @@
+"""The benchmark harness (``zarrfast bench``) on tiny sizes: outputs, checks, reuse,
+thread sweeps, the page-cache floor, peak memory, cold-read permission and dask."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast.bench import BenchConfig, parse_size, run
+from zarrfast.bench import data as D
+from zarrfast.bench import harness as H
+from zarrfast.bench import libs as L
+from zarrfast.bench.report import CSV_FIELDS
+from zarrfast.cli import main
+
+RESULT_FIELDS = {"layout", "op", "lib", "threads", "best_s", "times", "nbytes", "ok", "error",
+                 "mib_s", "ratio", "note", "extra"}
+
+
+def _cfg(tmp_path, **kw):
+    base = {"size": parse_size("2MiB"), "layouts": ["raw"], "ops": ["read"], "threads": [1],
+            "libs": ["zarrfast"], "repeat": 1, "n_random": 5, "path": str(tmp_path / "data")}
+    base.update(kw)
+    return BenchConfig(**base)
+
+
+# -- data ---------------------------------------------------------------------------------
+
+
+def test_parse_size_and_shapes():
+    assert parse_size("256MiB") == 256 << 20
+    assert parse_size("4GiB") == 4 << 30
+    assert parse_size("1.5 GB") == 1_500_000_000
+    for bad in ("", "lots", "12 parsecs", "1KiB"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
+    assert D.main_shape(D.MAIN_NBYTES) == (320, 640, 640)
+    assert D.small_shape(D.MAIN_NBYTES) == (4096, 4096)
+    big = D.main_shape(parse_size("40GiB"))
+    assert all(d % 32 == 0 for d in big)
+    assert 0.9 < math.prod(big) * 2 / parse_size("40GiB") < 1.1
+    assert math.prod(D.small_shape(parse_size("40GiB"))) * 2 <= D.SMALL_MAX
+
+
+def test_blocks_cover_the_array_once_aligned():
+    shape, unit = (300, 260, 100), (128, 128, 128)
+    seen = np.zeros(shape, dtype=np.uint8)
+    for block in D._blocks(shape, unit, target=4 << 20):
+        assert all(s.start % u == 0 for s, u in zip(block, unit, strict=True))
+        assert math.prod(s.stop - s.start for s in block) * 2 <= 8 << 20
+        seen[block] += 1
+    assert (seen == 1).all()
+
+
+def test_expected_crc_matches_the_values_piece_by_piece():
+    shape = (40, 50, 60)
+    sel = (slice(None, None, 2), slice(3, 47, 3), slice(None))
+    want = D.crc(D.values(D.normalize(shape, sel)))
+    assert D.expected_crc(shape, sel) == want
+    # small pieces, cut along several axes, chain to the same checksum
+    pieces = list(D._pieces(shape, D.normalize(shape, sel), limit=300))
+    assert len(pieces) > 10
+    value = 0
+    for p in pieces:
+        value = D.crc(D.values(p), value)
+    assert value == want
+    # values are a function of the coordinates only
+    full = D.values(D.normalize(shape, (slice(None),) * 3))
+    np.testing.assert_array_equal(full[sel], D.values(D.normalize(shape, sel)))
+    # the checksum sees values, not byte order; a wrong dtype changes it
+    assert D.crc(full.astype(">u2")) == D.crc(full)
+    assert D.crc(full.astype("u4")) != D.crc(full)
+
+
+# -- the harness -------------------------------------------------------------------------
+
+
+def test_tiny_run_writes_json_csv_png(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["bench", "--size", "2MiB", "--layouts", "zstd,small-sharded",
+                 "--ops", "read,random", "--threads", "1,2", "--repeat", "2",
+                 "--n-random", "10", "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    header = next(line for line in printed.splitlines() if line.startswith("layout "))
+    assert header.split()[:5] == ["layout", "op", "thr", "zarrfast", "MiB/s"]
+    assert "checks" in header and "small-sharded  random" in printed
+    report = json.loads((out / "bench.json").read_text())
+    m = report["machine"]
+    for key in ("cpu", "cores_logical", "memory_bytes", "os", "python", "versions"):
+        assert m[key], key
+    for pkg in ("zarrfast", "numpy", "numcodecs", "zarr", "zarrs", "tensorstore"):
+        assert pkg in m["versions"]
+    assert m["versions"]["zarrfast"] == zarrfast.__version__
+    libs = report["libraries"]
+    assert set(libs) == set(L.LIBRARIES)
+    for info in libs.values():
+        assert info["threads_via"] and (info["available"] or info["reason"])
+    results = report["results"]
+    used = [n for n, i in libs.items() if i["available"]]
+    assert {(r["layout"], r["op"], r["threads"], r["lib"]) for r in results} == {
+        (lay, op, t, lib) for lay in ("zstd", "small-sharded") for op in ("read", "random")
+        for t in (1, 2) for lib in used}
+    for r in results:
+        assert RESULT_FIELDS <= set(r)
+        assert r["ok"] is True and r["error"] is None, r
+        assert len(r["times"]) == 2 and r["best_s"] == min(r["times"]) > 0
+        assert r["mib_s"] > 0 and r["ratio"] > 0
+        if r["lib"] == "zarrfast":
+            assert r["ratio"] == 1.0
+    assert [d["layout"] for d in report["datasets"]] == ["zstd", "small-sharded"]
+    with open(out / "bench.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == CSV_FIELDS and len(rows) == len(results)
+    assert {row["lib"] for row in rows} == set(used)
+    assert all(float(row["best_s"]) > 0 for row in rows)
+    png = out / "bench.png"
+    assert png.exists() and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_check_catches_a_corrupted_expected_checksum(tmp_path):
+    cfg = _cfg(tmp_path, ops=["read", "strided"])
+    code, report = run(cfg, out=io.StringIO())
+    assert code == 0 and all(r["ok"] for r in report["results"])
+    # corrupt the manifest's checksum: the dataset is reused, the full read now fails
+    manifest_path = tmp_path / "data" / D.MANIFEST
+    manifest = json.loads(manifest_path.read_text())
+    manifest["datasets"]["raw"]["expected"]["full"] ^= 1
+    manifest_path.write_text(json.dumps(manifest))
+    text = io.StringIO()
+    code, report = run(_cfg(tmp_path, ops=["read", "strided"]), out=text)
+    assert code == 1
+    assert report["datasets"][0]["reused"] is True
+    by_op = {r["op"]: r for r in report["results"]}
+    assert by_op["read"]["ok"] is False and by_op["read"]["error"].startswith("WRONG DATA")
+    assert by_op["strided"]["ok"] is True  # computed from the coordinates, not the manifest
+    assert "WRONG" in text.getvalue()
+
+
+class _OffByOne(L.Zarrfast):
+    """A library that returns wrong values for every read of more than one element."""
+
+    name = "off-by-one"
+
+    def read(self, h, sel=Ellipsis):
+        got = np.array(h[sel])
+        if got.size > 1:
+            got.flat[got.size // 2] += 1
+        return got
+
+
+def test_check_catches_a_library_returning_wrong_values(tmp_path, monkeypatch):
+    monkeypatch.setitem(L.LIBRARIES, "off-by-one", _OffByOne)
+    cfg = _cfg(tmp_path, libs=["zarrfast", "off-by-one"], ops=["read", "chunks", "random"],
+               layouts=["sharded"])
+    code, report = run(cfg, out=io.StringIO())
+    assert code == 1
+    for r in report["results"]:
+        if r["lib"] == "zarrfast":
+            assert r["ok"] is True
+        else:
+            assert r["ok"] is False and "WRONG DATA" in r["error"], r
+
+
+def test_writes_and_round_trips_are_verified(tmp_path, monkeypatch):
+    cfg = _cfg(tmp_path, ops=["write", "roundtrip"], layouts=["v2", "transposed"],
+               libs=list(L.LIBRARIES))
+    code, report = run(cfg, out=io.StringIO())
+    assert code == 0
+    used = [n for n, i in report["libraries"].items() if i["available"]]
+    assert len(report["results"]) == 2 * 2 * len(used)
+    assert all(r["ok"] is True for r in report["results"]), report["results"]
+    # a library whose writes lose a value is caught by the read-back
+
+    class BadWriter(L.Zarrfast):
+        name = "bad-writer"
+
+        def write(self, h, sel, data):
+            data = np.array(data)
+            data.flat[7] ^= 1
+            h[sel] = data
+
+    monkeypatch.setitem(L.LIBRARIES, "bad-writer", BadWriter)
+    code, report = run(_cfg(tmp_path, ops=["write"], libs=["zarrfast", "bad-writer"]),
+                       out=io.StringIO())
+    assert code == 1
+    bad = [r for r in report["results"] if r["lib"] == "bad-writer"]
+    assert bad and bad[0]["ok"] is False
+
+
+def test_datasets_are_reused_when_parameters_match(tmp_path):
+    code, first = run(_cfg(tmp_path, layouts=["raw", "small-files"]), out=io.StringIO())
+    assert code == 0 and not any(d["reused"] for d in first["datasets"])
+    code, again = run(_cfg(tmp_path, layouts=["raw", "small-files"]), out=io.StringIO())
+    assert code == 0 and all(d["reused"] for d in again["datasets"])
+    # another size: regenerated
+    code, bigger = run(_cfg(tmp_path, size=parse_size("3MiB")), out=io.StringIO())
+    assert code == 0 and not bigger["datasets"][0]["reused"]
+    # a missing chunk file: regenerated
+    victim = next(p for p, _ in D.Dataset(D.LAYOUTS["small-files"], (0, 0),
+                                          str(tmp_path / "data" / "small-files.zarr"))
+                  .chunk_files())
+    os.remove(victim)
+    code, fixed = run(_cfg(tmp_path, layouts=["small-files"]), out=io.StringIO())
+    assert code == 0 and not fixed["datasets"][0]["reused"]
+
+
+def test_floor_and_peak_memory(tmp_path):
+    code, report = run(_cfg(tmp_path, ops=["read", "floor", "memory"], threads=[1, 2]),
+                       out=io.StringIO())
+    assert code == 0
+    floors = [r for r in report["results"] if r["lib"].startswith("floor")]
+    assert {(r["lib"], r["threads"]) for r in floors} == {
+        ("floor: readinto", 1), ("floor: readinto", 2), ("floor: np.fromfile", 1),
+        ("floor: np.fromfile", 2)}
+    assert all(r["ok"] and r["best_s"] > 0 and r["ratio"] > 0 for r in floors)
+    mem = [r for r in report["results"] if r["op"] == "memory"]
+    assert len(mem) == 1 and mem[0]["threads"] == 2 and mem[0]["ok"] is True, mem
+    e = mem[0]["extra"]
+    assert e["output_bytes"] == math.prod(D.main_shape(parse_size("2MiB"))) * 2
+    assert e["peak_extra_bytes"] >= e["output_bytes"] * 0.9  # the output itself is counted
+    assert e["within_target"] is True
+
+
+def test_drop_caches_refused_with_a_clear_message(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(H, "DROP_CACHES", str(tmp_path))  # a directory: cannot be written
+    code = main(["bench", "--size", "2MiB", "--layouts", "raw", "--ops", "read", "--libs",
+                 "zarrfast", "--drop-caches", "--path", str(tmp_path / "d")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--drop-caches" in err and "root" in err and "Traceback" not in err
+
+
+def test_cold_reads_when_permitted(tmp_path):
+    try:
+        H.drop_caches()
+    except PermissionError:
+        pytest.skip("not permitted to drop the page cache here")
+    code, report = run(_cfg(tmp_path, drop_caches=True, repeat=2, ops=["read", "random"]),
+                       out=io.StringIO())
+    assert code == 0 and report["notes"]["cache"].startswith("cold")
+    assert all(r["ok"] for r in report["results"])
+
+
+def test_quick_flags_map_to_the_documented_config():
+    from zarrfast.cli import bench_config, build_parser
+
+    p = build_parser()
+    cfg = bench_config(p.parse_args(["bench", "--quick", "--codec", "none"]))
+    assert (cfg.layouts, cfg.size, cfg.ops) == (["raw"], 256 << 20, ["read", "random", "write"])
+    assert cfg.threads == [os.cpu_count() or 1] and cfg.write_libs == ["zarrfast"]
+    cfg = bench_config(p.parse_args(["bench", "--quick", "--threads", "3", "--size", "8MiB"]))
+    assert (cfg.layouts, cfg.threads, cfg.size) == (["zstd"], [3], 8 << 20)
+    cfg = bench_config(p.parse_args(["bench"]))
+    assert cfg.layouts == list(D.LAYOUTS) and cfg.ops == list(H.OPS)
+    assert cfg.threads == sorted({1, os.cpu_count() or 1}) and cfg.write_libs is None
+
+
+def test_legacy_run_bench(tmp_path):
+    from zarrfast._bench import run_bench
+
+    out = io.StringIO()
+    assert run_bench(quick=True, path=str(tmp_path), threads=1, codec="blosc", out=out,
+                     size="2MiB") == 0
+    text = out.getvalue()
+    assert "blosc" in text and "write" in text and "WRONG" not in text
+    with pytest.raises(ValueError):
+        run_bench(quick=True, path=None, threads=None, codec="lz77", out=out)
+
+
+def test_scheduler_with_a_local_cluster(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        cfg = _cfg(tmp_path, layouts=["sharded", "small-files"], ops=["read", "write"],
+                   repeat=2, scheduler=cluster.scheduler_address)
+        code, report = run(cfg, out=io.StringIO())
+        assert code == 0
+        rs = report["results"]
+        assert {(r["layout"], r["op"]) for r in rs} == {
+            (lay, op) for lay in ("sharded", "small-files") for op in ("read", "write")}
+        for r in rs:
+            assert r["ok"] is True and len(r["times"]) == 2 and "dask: 2 workers" in r["note"]
+        # wrong stored values are caught in the workers' results too (raw: same file sizes,
+        # so the dataset is reused as it is)
+        cfg = _cfg(tmp_path, ops=["read"], scheduler=cluster.scheduler_address)
+        assert run(cfg, out=io.StringIO())[0] == 0
+        a = zarrfast.open_array(str(tmp_path / "data" / "raw.zarr"), mode="r+")
+        a[5, 6, 7] = a[5, 6, 7] + 1
+        code, report = run(cfg, out=io.StringIO())
+        assert report["datasets"][0]["reused"] is True
+        assert code == 1 and report["results"][0]["ok"] is False
+        assert "WRONG DATA" in report["results"][0]["error"]

@@ -1,0 +1,808 @@
+"""The benchmark engine: datasets x thread counts x operations x libraries.
+
+Every measurement is best of ``repeat`` runs, the libraries taking turns (round
+robin) so that a slow spell of a noisy machine hits all of them; ratios are peer
+time / zarrfast time from the same run.  Only the library calls are timed:
+checks (every read is compared with the expected values), dataset set-up and cache
+drops are not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+import numpy as np
+
+from . import data as D
+from .libs import LIBRARIES, Lib, available_libs
+
+__all__ = ["BenchConfig", "Result", "run", "OPS", "DEFAULT_OPS", "machine_info"]
+
+OPS = ("read", "chunks", "random", "strided", "write", "roundtrip", "floor", "memory")
+DEFAULT_OPS = OPS
+OP_HELP = {
+    "read": "read the whole array",
+    "chunks": "read every chunk (inner chunk when sharded), one call after another",
+    "random": "N random boxes of at most one chunk each (fixed seed)",
+    "strided": "a[::2, ::3, :] (2-d: a[::2, ::3])",
+    "write": "write the whole array into a fresh dataset of the same layout",
+    "roundtrip": "read the whole array, write it with other chunks (zstd)",
+    "floor": "page-cache floor: readinto of every stored file (and np.fromfile for raw)",
+    "memory": "peak RSS of a full read, in a subprocess, vs the output size",
+}
+MEMORY_TARGET = (1.2, 64 << 20)  # peak <= 1.2 x output + 64 MiB
+
+
+@dataclass
+class BenchConfig:
+    size: int = D.MAIN_NBYTES
+    layouts: list[str] = field(default_factory=lambda: list(D.LAYOUTS))
+    ops: list[str] = field(default_factory=lambda: list(DEFAULT_OPS))
+    threads: list[int] = field(default_factory=lambda: sorted({1, os.cpu_count() or 1}))
+    libs: list[str] = field(default_factory=lambda: list(LIBRARIES))
+    repeat: int = 3
+    n_random: int = 100
+    seed: int = 0
+    path: str | None = None
+    out: str | None = None
+    drop_caches: bool = False
+    scheduler: str | None = None
+    plot: bool = True
+    keep: bool = False
+    write_libs: list[str] | None = None  # libraries timed in write/roundtrip (None: all)
+
+    def validate(self) -> None:
+        bad = [x for x in self.layouts if x not in D.LAYOUTS]
+        if bad:
+            raise ValueError(f"unknown layout(s) {', '.join(bad)}; known: {', '.join(D.LAYOUTS)}")
+        bad = [x for x in self.ops if x not in OPS]
+        if bad:
+            raise ValueError(f"unknown op(s) {', '.join(bad)}; known: {', '.join(OPS)}")
+        bad = [x for x in self.libs if x not in LIBRARIES]
+        if bad:
+            raise ValueError(f"unknown librar(ies) {', '.join(bad)}; known: "
+                             f"{', '.join(LIBRARIES)}")
+        if not self.layouts or not self.ops or not self.threads:
+            raise ValueError("nothing to do: empty --layouts, --ops or --threads")
+        if any(t < 1 for t in self.threads):
+            raise ValueError(f"thread counts must be >= 1, got {self.threads}")
+        if self.repeat < 1 or self.n_random < 1:
+            raise ValueError("--repeat and --n-random must be >= 1")
+        if "zarrfast" not in self.libs:
+            self.libs.insert(0, "zarrfast")  # the reference of every ratio
+
+
+@dataclass
+class Result:
+    layout: str
+    op: str
+    lib: str
+    threads: int
+    best_s: float | None = None
+    times: list[float] = field(default_factory=list)
+    nbytes: int = 0  # decoded bytes the operation moves (the MiB/s basis)
+    ok: bool | None = None
+    error: str | None = None
+    note: str = ""
+    mib_s: float | None = None
+    ratio: float | None = None  # best_s / zarrfast's best_s (same layout, op, threads)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class CheckFailed(AssertionError):
+    """A library returned wrong data."""
+
+
+# --------------------------------------------------------------------------------------
+# machine
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_total() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except ImportError:
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return None
+
+
+def machine_info() -> dict[str, Any]:
+    from .libs import _version
+
+    try:
+        import psutil
+
+        physical = psutil.cpu_count(logical=False)
+    except ImportError:
+        physical = None
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = None
+    from .. import _kernels
+
+    versions = {name: _version(dist) for name, dist in (
+        ("zarrfast", "zarrfast"), ("numpy", "numpy"), ("numcodecs", "numcodecs"),
+        ("zarr", "zarr"), ("zarrs", "zarrs"), ("tensorstore", "tensorstore"),
+        ("dask", "dask"), ("distributed", "distributed"))}
+    return {"cpu": _cpu_model(), "cores_logical": os.cpu_count(), "cores_physical": physical,
+            "cores_usable": affinity, "memory_bytes": _memory_total(),
+            "os": platform.platform(), "python": sys.version.split()[0],
+            "hostname": platform.node(), "compiled_kernels": _kernels.USING_EXTENSIONS,
+            "versions": versions, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+# --------------------------------------------------------------------------------------
+# page cache
+
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+
+
+def drop_caches() -> None:
+    """``sync; echo 3 > /proc/sys/vm/drop_caches``; ``PermissionError`` with a clear
+    message when not permitted."""
+    os.sync()
+    try:
+        with open(DROP_CACHES, "w") as f:
+            f.write("3\n")
+    except OSError as e:
+        raise PermissionError(
+            f"--drop-caches: cannot write {DROP_CACHES} ({e.strerror or e}); cold reads need "
+            f"root on Linux (e.g. sudo, or a job with that privilege); run without "
+            f"--drop-caches for warm-cache reads") from None
+
+
+# --------------------------------------------------------------------------------------
+# measurement
+
+
+def _rounds(tasks: dict[str, Callable[[bool], tuple[float, Any]]], repeat: int,
+            before: Callable[[], None] | None = None) -> dict[str, tuple[list[float], Any]]:
+    """Run every task ``repeat`` times, round robin; a task returns (seconds, check) where
+    check is None when not checked this time, True, or an error string.  A task that
+    raises stops (its error recorded)."""
+    out: dict[str, tuple[list[float], Any]] = {n: ([], None) for n in tasks}
+    failed: dict[str, str] = {}
+    for i in range(repeat):
+        for name, fn in tasks.items():
+            if name in failed:
+                continue
+            if before is not None:
+                before()
+            try:
+                dt, check = fn(i == 0)
+            except CheckFailed as e:
+                failed[name] = f"WRONG DATA: {e}"
+                continue
+            except Exception as e:
+                failed[name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+                continue
+            times, prev = out[name]
+            times.append(dt)
+            if check is not None:
+                out[name] = (times, check if prev in (None, True) else prev)
+    for name, err in failed.items():
+        out[name] = (out[name][0], err)
+    return out
+
+
+def _check_crc(got: np.ndarray, want: int, what: str) -> bool:
+    value = D.crc(got)
+    if value != want:
+        raise CheckFailed(f"{what}: checksum {value:#010x}, expected {want:#010x}")
+    return True
+
+
+class _Context:
+    """Per-run state: expected values (computed once per dataset), templates, scratch."""
+
+    def __init__(self, cfg: BenchConfig, root: str) -> None:
+        self.cfg = cfg
+        self.root = root
+        self.scratch = os.path.join(root, "_scratch")
+        self.templates = os.path.join(root, "_templates")
+        self._cache: dict[tuple[str, str], Any] = {}
+        self._data: tuple[str, np.ndarray] | None = None
+
+    def cached(self, ds: D.Dataset, key: str, make: Callable[[], Any]) -> Any:
+        k = (ds.layout.name, key)
+        if k not in self._cache:
+            self._cache[k] = make()
+        return self._cache[k]
+
+    def chunk_sels(self, ds: D.Dataset) -> list[tuple[slice, ...]]:
+        import itertools
+
+        def make():
+            ranges = [range(0, n, c) for n, c in zip(ds.shape, ds.read_chunks, strict=True)]
+            return [tuple(slice(s, min(s + c, n)) for s, c, n
+                          in zip(start, ds.read_chunks, ds.shape, strict=True))
+                    for start in itertools.product(*ranges)]
+        return self.cached(ds, "chunk_sels", make)
+
+    def chunk_crcs(self, ds: D.Dataset) -> list[int]:
+        return self.cached(ds, "chunk_crcs",
+                           lambda: [D.crc(D.values(s)) for s in self.chunk_sels(ds)])
+
+    def boxes(self, ds: D.Dataset) -> list[tuple[slice, ...]]:
+        def make():
+            rng = np.random.default_rng(self.cfg.seed)
+            out = []
+            for _ in range(self.cfg.n_random):
+                box = []
+                for n, c in zip(ds.shape, ds.read_chunks, strict=True):
+                    size = int(rng.integers(1, c + 1))
+                    start = int(rng.integers(0, n - size + 1))
+                    box.append(slice(start, start + size))
+                out.append(tuple(box))
+            return out
+        return self.cached(ds, "boxes", make)
+
+    def box_values(self, ds: D.Dataset) -> list[np.ndarray]:
+        return self.cached(ds, "box_values", lambda: [D.values(b) for b in self.boxes(ds)])
+
+    def strided(self, ds: D.Dataset) -> tuple[slice, ...]:
+        return (slice(None, None, 2), slice(None, None, 3)) + (slice(None),) * (len(ds.shape) - 2)
+
+    def strided_crc(self, ds: D.Dataset) -> int:
+        return self.cached(ds, "strided_crc",
+                           lambda: D.expected_crc(ds.shape, self.strided(ds)))
+
+    def data(self, ds: D.Dataset) -> np.ndarray:
+        """The whole array in memory (for writes), read once by zarrfast and checked."""
+        if self._data is None or self._data[0] != ds.layout.name:
+            self._data = None
+            import zarrfast
+
+            a = zarrfast.open_array(ds.path, mode="r")[...]
+            _check_crc(a, ds.expected["full"], "zarrfast read of the write source")
+            self._data = (ds.layout.name, np.ascontiguousarray(a, dtype="=u2"))
+        return self._data[1]
+
+    def release(self) -> None:
+        self._data = None
+        self._cache.clear()
+
+    def template(self, ds: D.Dataset, which: str) -> str:
+        path = os.path.join(self.templates, f"{ds.layout.name}-{which}.zarr")
+        if not os.path.exists(path):
+            layout = ds.layout if which == "write" else D.roundtrip_layout(ds.layout)
+            D.create_template(layout, ds.shape, path)
+        return path
+
+    def fresh(self, name: str) -> str:
+        os.makedirs(self.scratch, exist_ok=True)
+        return os.path.join(self.scratch, name)
+
+
+def _verify_written(path: str, want: int, what: str) -> bool:
+    import zarrfast
+
+    return _check_crc(zarrfast.open_array(path, mode="r")[...], want, what)
+
+
+def _op_tasks(op: str, ds: D.Dataset, libs: list[Lib], handles: dict[str, Any],
+              ctx: _Context) -> tuple[dict[str, Callable[[bool], tuple[float, Any]]], int]:
+    """The timed callables of ``op`` for every library, and the bytes the op moves."""
+    tasks: dict[str, Callable[[bool], tuple[float, Any]]] = {}
+    full = ds.expected["full"]
+    clock = time.perf_counter
+    writers = ctx.cfg.write_libs
+    for lib in libs:
+        if lib.name not in handles:
+            continue
+        if op in ("write", "roundtrip") and writers is not None and lib.name not in writers:
+            continue
+        h = handles[lib.name]
+
+        if op == "read":
+            def task(first, lib=lib, h=h):
+                t0 = clock()
+                got = lib.read(h)
+                dt = clock() - t0
+                return dt, _check_crc(got, full, f"{lib.name} full read")
+            nbytes = ds.nbytes
+        elif op == "chunks":
+            sels = ctx.chunk_sels(ds)
+            ctx.chunk_crcs(ds)  # computed once, before any timing
+
+            def task(first, lib=lib, h=h, sels=sels):
+                total = 0.0
+                crcs = ctx.chunk_crcs(ds) if first else None
+                for i, sel in enumerate(sels):
+                    t0 = clock()
+                    got = lib.read(h, sel)
+                    total += clock() - t0
+                    if crcs is not None and D.crc(got) != crcs[i]:
+                        raise CheckFailed(f"{lib.name} chunk {sel}: wrong values")
+                return total, (True if first else None)
+            nbytes = ds.nbytes
+        elif op == "random":
+            boxes = ctx.boxes(ds)
+            ctx.box_values(ds)
+
+            def task(first, lib=lib, h=h, boxes=boxes):
+                total = 0.0
+                wants = ctx.box_values(ds) if first else None
+                for i, sel in enumerate(boxes):
+                    t0 = clock()
+                    got = lib.read(h, sel)
+                    total += clock() - t0
+                    if wants is not None and not np.array_equal(np.asarray(got), wants[i]):
+                        raise CheckFailed(f"{lib.name} box {sel}: wrong values")
+                return total, (True if first else None)
+            nbytes = sum(math.prod(s.stop - s.start for s in b) * 2 for b in boxes)
+        elif op == "strided":
+            sel = ctx.strided(ds)
+            want_s = ctx.strided_crc(ds)
+
+            def task(first, lib=lib, h=h, sel=sel, want_s=want_s):
+                t0 = clock()
+                got = lib.read(h, sel)
+                dt = clock() - t0
+                return dt, _check_crc(got, want_s, f"{lib.name} strided read {sel}")
+            shape = [len(range(*s.indices(n))) for s, n in zip(sel, ds.shape, strict=True)]
+            nbytes = math.prod(shape) * 2
+        elif op == "write":
+            template = ctx.template(ds, "write")
+            src = ctx.data(ds)
+
+            def task(first, lib=lib, template=template, src=src):
+                target = ctx.fresh(f"{lib.name}-write.zarr")
+                shutil.rmtree(target, ignore_errors=True)
+                t0 = clock()
+                D.fresh_from_template(template, target)
+                ht = lib.open(target, write=True)
+                lib.write(ht, Ellipsis, src)
+                dt = clock() - t0
+                del ht
+                ok = _verify_written(target, full, f"{lib.name} write") if first else None
+                shutil.rmtree(target, ignore_errors=True)
+                return dt, ok
+            nbytes = ds.nbytes
+        elif op == "roundtrip":
+            template = ctx.template(ds, "roundtrip")
+
+            def task(first, lib=lib, h=h, template=template):
+                target = ctx.fresh(f"{lib.name}-roundtrip.zarr")
+                shutil.rmtree(target, ignore_errors=True)
+                t0 = clock()
+                got = lib.read(h)
+                D.fresh_from_template(template, target)
+                ht = lib.open(target, write=True)
+                lib.write(ht, Ellipsis, got)
+                dt = clock() - t0
+                del ht, got
+                ok = _verify_written(target, full, f"{lib.name} round trip") if first else None
+                shutil.rmtree(target, ignore_errors=True)
+                return dt, ok
+            nbytes = ds.nbytes
+        else:  # pragma: no cover - guarded by BenchConfig.validate
+            raise ValueError(op)
+        tasks[lib.name] = task
+    return tasks, nbytes
+
+
+def _floor_tasks(ds: D.Dataset, threads: int) -> dict[str, Callable[[bool], tuple[float, Any]]]:
+    files = ds.chunk_files()
+    offsets = np.concatenate([[0], np.cumsum([s for _, s in files])]).tolist()
+    total = offsets[-1]
+
+    def readinto(first):
+        buf = bytearray(total)  # preallocated, not timed
+        view = memoryview(buf)
+
+        def one(i):
+            path, size = files[i]
+            with open(path, "rb", buffering=0) as f:
+                part = view[offsets[i]:offsets[i] + size]
+                got = 0
+                while got < size:
+                    n = f.readinto(part[got:])
+                    if not n:
+                        raise CheckFailed(f"{path}: short read")
+                    got += n
+        t0 = time.perf_counter()
+        if threads == 1:
+            for i in range(len(files)):
+                one(i)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(one, range(len(files)), chunksize=max(1, len(files) // (8 * threads))))
+        return time.perf_counter() - t0, True
+
+    tasks = {"floor: readinto": readinto}
+    if ds.layout.name == "raw":
+        path = D.floor_file(os.path.dirname(ds.path), ds)
+
+        def fromfile(first):
+            t0 = time.perf_counter()
+            got = np.fromfile(path, dtype="<u2")
+            dt = time.perf_counter() - t0
+            return dt, _check_crc(got, ds.expected["full"], "np.fromfile of raw.bin")
+        tasks["floor: np.fromfile"] = fromfile
+    return tasks
+
+
+# --------------------------------------------------------------------------------------
+# peak memory, in a subprocess
+
+_MEMORY_CHILD = r"""
+import json, os, resource, sys, time
+from zarrfast.bench.libs import get_lib
+from zarrfast.bench.data import crc
+
+def rss():
+    with open("/proc/self/status") as f:
+        d = dict(line.split(":", 1) for line in f if ":" in line)
+    return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024
+
+name, path, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lib = get_lib(name)
+with lib.session(threads):
+    h = lib.open(path)
+    lib.read(h, tuple(slice(0, 1) for _ in range(int(sys.argv[4]))))  # lazy set-up
+    before, _ = rss()
+    reset = True
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets the high-water mark (Linux >= 4.0)
+    except OSError:
+        reset = False
+    peak0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    got = lib.read(h)
+    after, hwm = rss()
+    if not reset:
+        hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"rss_before": before, "peak": hwm, "reset": reset, "peak0": peak0,
+                      "out_nbytes": int(got.nbytes), "crc": crc(got)}))
+"""
+
+
+def _measure_memory(lib: Lib, ds: D.Dataset, threads: int) -> Result:
+    res = Result(ds.layout.name, "memory", lib.name, threads, nbytes=ds.nbytes)
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, lib.name, ds.path,
+                               str(threads), str(len(ds.shape))], capture_output=True,
+                              text=True, env=env, timeout=3600)
+    except subprocess.TimeoutExpired:
+        res.error = "timed out"
+        return res
+    res.best_s = time.perf_counter() - t0
+    if proc.returncode:
+        res.error = (proc.stderr.strip().splitlines() or ["failed"])[-1][:300]
+        return res
+    m = json.loads(proc.stdout.strip().splitlines()[-1])
+    extra = max(0, m["peak"] - m["rss_before"])
+    limit = MEMORY_TARGET[0] * ds.nbytes + MEMORY_TARGET[1]
+    res.ok = m["crc"] == ds.expected["full"]
+    if not res.ok:
+        res.error = "WRONG DATA in the memory subprocess"
+    res.extra = {"peak_extra_bytes": extra, "peak_rss_bytes": m["peak"],
+                 "rss_before_bytes": m["rss_before"], "output_bytes": m["out_nbytes"],
+                 "peak_over_output": extra / ds.nbytes, "target_bytes": int(limit),
+                 "within_target": extra <= limit, "hwm_reset": m["reset"]}
+    return res
+
+
+# --------------------------------------------------------------------------------------
+# dask distributed
+
+
+def _dist_slabs(ds: D.Dataset, n_workers: int) -> list[tuple[int, int]]:
+    unit = ds.layout.grid(ds.shape)[0]
+    n_units = -(-ds.shape[0] // unit)
+    per = max(1, -(-n_units // max(1, 4 * n_workers)))  # ~4 tasks per worker
+    step = per * unit
+    return [(s, min(s + step, ds.shape[0])) for s in range(0, ds.shape[0], step)]
+
+
+def _dist_read(lib_name: str, path: str, threads: int, z0: int, z1: int) -> tuple[int, int]:
+    from zarrfast.bench.data import crc
+    from zarrfast.bench.libs import get_lib
+
+    lib = get_lib(lib_name)
+    with lib.session(threads):
+        got = lib.read(lib.open(path), (slice(z0, z1),))
+        return crc(got), int(got.nbytes)
+
+
+def _dist_make(shape: tuple[int, ...], z0: int, z1: int) -> np.ndarray:
+    from zarrfast.bench.data import values
+
+    return values((slice(z0, z1),) + tuple(slice(0, n) for n in shape[1:]))
+
+
+def _dist_write(lib_name: str, path: str, threads: int, z0: int, z1: int,
+                block: np.ndarray) -> int:
+    from zarrfast.bench.libs import get_lib
+
+    lib = get_lib(lib_name)
+    with lib.session(threads):
+        lib.write(lib.open(path, write=True), (slice(z0, z1),), block)
+    return int(block.nbytes)
+
+
+def _distributed(client: Any, ds: D.Dataset, libs: list[Lib], ops: list[str], threads: int,
+                 ctx: _Context, repeat: int) -> list[Result]:
+    """Read and write ``ds`` spread over the cluster's workers, a slab of chunk rows per
+    task; the datasets directory must be visible to every worker (a shared file system)."""
+    n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+    slabs = _dist_slabs(ds, n_workers)
+    want = [D.expected_crc(ds.shape, (slice(a, b),) + (slice(None),) * (len(ds.shape) - 1))
+            for a, b in slabs]
+    results = []
+    if "read" in ops:
+        for lib in libs:
+            res = Result(ds.layout.name, "read", lib.name, threads, nbytes=ds.nbytes,
+                         note=f"dask: {n_workers} workers, {len(slabs)} tasks")
+            try:
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    futs = [client.submit(_dist_read, lib.name, ds.path, threads, a, b,
+                                          pure=False) for a, b in slabs]
+                    got = client.gather(futs)
+                    res.times.append(time.perf_counter() - t0)
+                    bad = [s for s, (c, _), w in zip(slabs, got, want, strict=True) if c != w]
+                    if bad:
+                        raise CheckFailed(f"{lib.name} slabs {bad[:3]}: wrong values")
+                res.ok = True
+            except CheckFailed as e:
+                res.ok, res.error = False, f"WRONG DATA: {e}"
+            except Exception as e:
+                res.error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+            results.append(res)
+    if "write" in ops:
+        template = ctx.template(ds, "write")
+        for lib in libs:
+            res = Result(ds.layout.name, "write", lib.name, threads, nbytes=ds.nbytes,
+                         note=f"dask: {n_workers} workers, {len(slabs)} tasks; data made on "
+                              f"the workers before timing")
+            try:
+                blocks = [client.submit(_dist_make, ds.shape, a, b, pure=False)
+                          for a, b in slabs]
+                client.gather(blocks)  # made and held on the workers, not timed
+                for i in range(repeat):
+                    target = ctx.fresh(f"{lib.name}-dist-write.zarr")
+                    shutil.rmtree(target, ignore_errors=True)
+                    t0 = time.perf_counter()
+                    D.fresh_from_template(template, target)
+                    futs = [client.submit(_dist_write, lib.name, target, threads, a, b, blk,
+                                          pure=False)
+                            for (a, b), blk in zip(slabs, blocks, strict=True)]
+                    client.gather(futs)
+                    res.times.append(time.perf_counter() - t0)
+                    if i == 0:  # read back by zarrfast on the workers, slab by slab
+                        back = client.gather([
+                            client.submit(_dist_read, "zarrfast", target, threads, a, b,
+                                          pure=False) for a, b in slabs])
+                        bad = [s for s, (c, _), w in zip(slabs, back, want, strict=True)
+                               if c != w]
+                        if bad:
+                            raise CheckFailed(f"{lib.name} dask write, slabs {bad[:3]}: "
+                                              f"wrong values read back")
+                    shutil.rmtree(target, ignore_errors=True)
+                res.ok = True
+                del blocks
+            except CheckFailed as e:
+                res.ok, res.error = False, f"WRONG DATA: {e}"
+            except Exception as e:
+                res.error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+            results.append(res)
+    for r in results:
+        r.best_s = min(r.times) if r.times else None
+    return results
+
+
+# --------------------------------------------------------------------------------------
+# the run
+
+
+def _finish(results: list[Result]) -> None:
+    for r in results:
+        if r.op != "memory" and r.times:
+            r.best_s = min(r.times)
+    ref = {(r.layout, r.op, r.threads): r.best_s for r in results
+           if r.lib == "zarrfast" and r.best_s}
+    for r in results:
+        if r.op == "memory" or not r.times:
+            continue
+        r.best_s = min(r.times)
+        r.mib_s = r.nbytes / 2**20 / r.best_s if r.best_s > 0 else None
+        z = ref.get((r.layout, r.op, r.threads))
+        r.ratio = r.best_s / z if z else None
+
+
+def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any]]:
+    """Run the harness; return (exit code, report).  Exit code 1 when a check failed (a
+    library returned wrong data) or zarrfast itself raised."""
+    from . import report as R
+
+    out = out or sys.stdout
+    cfg.validate()
+
+    def log(msg: str) -> None:
+        print(f"# {msg}", file=out, flush=True)
+
+    if cfg.drop_caches:
+        drop_caches()  # fails early, with the reason, when not permitted
+    libs, lib_info = available_libs(cfg.libs)
+    machine = machine_info()
+    own = cfg.path is None
+    root = tempfile.mkdtemp(prefix="zarrfast-bench-") if own else os.path.abspath(cfg.path)
+    os.makedirs(root, exist_ok=True)
+    ctx = _Context(cfg, root)
+    client = None
+    if cfg.scheduler:
+        from distributed import Client
+
+        client = Client(cfg.scheduler, timeout="30s")
+        skipped = [op for op in cfg.ops if op not in ("read", "write")]
+        log(f"dask scheduler {cfg.scheduler}: "
+            f"{len(client.scheduler_info().get('workers', {}))} workers; reads and writes "
+            f"spread over them" + (f" ({', '.join(skipped)} not distributed: skipped)"
+                                   if skipped else ""))
+    results: list[Result] = []
+    datasets: list[dict[str, Any]] = []
+    t_start = time.perf_counter()
+    log(f"size {R.human(cfg.size)}, layouts {','.join(cfg.layouts)}, ops {','.join(cfg.ops)}, "
+        f"threads {','.join(map(str, cfg.threads))}, libraries "
+        f"{', '.join(x.name for x in libs)}, best of {cfg.repeat}, datasets in {root}"
+        + (", cold reads (page cache dropped before each)" if cfg.drop_caches else ""))
+    full_ops = {"read", "write", "roundtrip", "memory"} & set(cfg.ops)
+    if machine["memory_bytes"] and full_ops and 2 * cfg.size > machine["memory_bytes"]:
+        log(f"warning: {', '.join(sorted(full_ops))} hold the whole array ({R.human(cfg.size)}) "
+            f"in memory, twice for writes and round trips; this machine has "
+            f"{R.human(machine['memory_bytes'])}: leave them out of --ops, or use --scheduler")
+    for name, info in lib_info.items():
+        if not info["available"]:
+            log(f"{name} unavailable: {info['reason']}")
+    before = drop_caches if cfg.drop_caches else None
+    try:
+        for lname in cfg.layouts:
+            ds = D.prepare(root, D.LAYOUTS[lname], cfg.size, log=log)
+            datasets.append({"layout": lname, "description": ds.layout.description,
+                             "shape": list(ds.shape), "chunks": list(ds.read_chunks),
+                             "shards": list(ds.layout.grid(ds.shape)) if ds.layout.shards
+                             else None, "zarr_format": ds.layout.zarr_format,
+                             "nbytes": ds.nbytes, "stored_bytes": ds.stored_bytes,
+                             "files": ds.files, "reused": ds.reused, "path": ds.path})
+            for threads in cfg.threads:
+                if client is not None:
+                    results += _distributed(client, ds, libs, cfg.ops, threads, ctx, cfg.repeat)
+                    continue
+                results += _run_local(cfg, ds, libs, threads, ctx, before, log)
+            ctx.release()
+            if not cfg.keep and own:
+                shutil.rmtree(ds.path, ignore_errors=True)
+    finally:
+        if client is not None:
+            client.close()
+        shutil.rmtree(ctx.scratch, ignore_errors=True)
+        shutil.rmtree(ctx.templates, ignore_errors=True)
+        if own and not cfg.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    _finish(results)
+    report = {"machine": machine, "libraries": lib_info,
+              "config": {**asdict(cfg), "size_human": R.human(cfg.size)},
+              "datasets": datasets, "results": [asdict(r) for r in results],
+              "elapsed_s": time.perf_counter() - t_start,
+              "notes": {"ratio": "best time / zarrfast's best time, same layout, op, threads; "
+                                 "> 1 means zarrfast is faster",
+                        "mib_s": "decoded array bytes the operation returns or writes, per s",
+                        "memory_target": "peak extra RSS <= 1.2 x output + 64 MiB",
+                        "cache": "cold (dropped before every timed run)" if cfg.drop_caches
+                        else "warm page cache"}}
+    R.print_table(report, out)
+    if cfg.out:
+        paths = R.write_files(report, cfg.out, plot=cfg.plot)
+        for p in paths:
+            log(f"wrote {p}")
+    bad = [r for r in results if r.ok is False or (r.lib == "zarrfast" and r.error)]
+    return (1 if bad else 0), report
+
+
+def _progress(rows: list[Result]) -> str:
+    ref = next((r.times for r in rows if r.lib == "zarrfast"), None)
+    parts = []
+    for r in rows:
+        if not r.times:
+            parts.append(f"{r.lib} {'WRONG' if r.ok is False else 'error'}")
+        elif r.lib == "zarrfast" or not ref:
+            parts.append(f"{r.lib} {min(r.times) * 1e3:.1f} ms")
+        else:
+            parts.append(f"{r.lib} x{min(r.times) / min(ref):.2f}")
+        if r.ok is False and r.times:
+            parts[-1] += " WRONG"
+    return ", ".join(parts)
+
+
+def _run_local(cfg: BenchConfig, ds: D.Dataset, libs: list[Lib], threads: int, ctx: _Context,
+               before: Callable[[], None] | None,
+               log: Callable[[str], None] = lambda m: None) -> list[Result]:
+    results: list[Result] = []
+    timed_ops = [op for op in cfg.ops if op not in ("floor", "memory")]
+    with contextlib.ExitStack() as stack:
+        for lib in libs:
+            stack.enter_context(lib.session(threads))
+        handles: dict[str, Any] = {}
+        open_errors: dict[str, str] = {}
+        for lib in libs:
+            try:
+                handles[lib.name] = lib.open(ds.path)
+            except Exception as e:
+                open_errors[lib.name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        for op in timed_ops:
+            tasks, nbytes = _op_tasks(op, ds, libs, handles, ctx)
+            cold = before if op in ("read", "chunks", "random", "strided", "roundtrip") else None
+            first = len(results)
+            for name, (times, check) in _rounds(tasks, cfg.repeat, cold).items():
+                r = Result(ds.layout.name, op, name, threads, times=times, nbytes=nbytes)
+                if isinstance(check, str):
+                    r.error = check
+                    r.ok = False if check.startswith("WRONG DATA") else None
+                else:
+                    r.ok = check
+                results.append(r)
+            for name, err in open_errors.items():
+                results.append(Result(ds.layout.name, op, name, threads, nbytes=nbytes,
+                                      error=f"open: {err}"))
+            if op == "read" and "floor" in cfg.ops:
+                results += _floor(ds, threads, cfg.repeat, before)
+            log(f"{ds.layout.name} {op} threads={threads}: {_progress(results[first:])}")
+        if "floor" in cfg.ops and "read" not in timed_ops:
+            results += _floor(ds, threads, cfg.repeat, before)
+    if "memory" in cfg.ops and threads == max(cfg.threads):
+        mem = [_measure_memory(lib, ds, threads) for lib in libs]
+        results += mem
+        log(f"{ds.layout.name} memory threads={threads}: " + ", ".join(
+            f"{r.lib} {r.extra['peak_over_output']:.2f}x output" if r.extra
+            else f"{r.lib} error" for r in mem))
+    return results
+
+
+def _floor(ds: D.Dataset, threads: int, repeat: int,
+           before: Callable[[], None] | None) -> list[Result]:
+    out = []
+    for name, (times, check) in _rounds(_floor_tasks(ds, threads), repeat, before).items():
+        r = Result(ds.layout.name, "read", name, threads, times=times, nbytes=ds.nbytes,
+                   extra={"stored_bytes": ds.stored_bytes, "files": ds.files})
+        if isinstance(check, str):
+            r.error, r.ok = check, (False if check.startswith("WRONG DATA") else None)
+        else:
+            r.ok = check
+        if name == "floor: np.fromfile":
+            r.note = "one file of the same size, one thread"
+        out.append(r)
+    return out

@@ -1,0 +1,209 @@
+"""The libraries the harness measures, behind one small interface.
+
+Every library is a :class:`Lib` with
+
+* ``session(threads)``: a context manager that applies a thread count the way the
+  library supports it (recorded in ``threads_via``);
+* ``open(path, write=False)``: an array handle (opened *inside* the session, since some
+  libraries read their configuration when an array is opened);
+* ``read(handle, sel)`` and ``write(handle, sel, data)``.
+
+The module is importable on dask workers (``--scheduler``): it holds no state that
+does not pickle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Lib", "LIBRARIES", "get_lib", "available_libs"]
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class Lib:
+    """A library measured by the harness (zarrfast itself, or a peer)."""
+
+    name = "?"
+    module = "?"
+    threads_via = ""
+
+    def probe(self) -> str | None:
+        """``None`` when usable, else why not."""
+        try:
+            __import__(self.module)
+        except Exception as e:  # ImportError, or a broken install
+            return f"not installed ({type(e).__name__}: {e})"
+        return None
+
+    @property
+    def version(self) -> str | None:
+        return _version(self.module)
+
+    @contextlib.contextmanager
+    def session(self, threads: int) -> Iterator[None]:
+        yield
+
+    def open(self, path: str, *, write: bool = False) -> Any:
+        raise NotImplementedError
+
+    def read(self, h: Any, sel: Any = Ellipsis) -> np.ndarray:
+        return h[sel]
+
+    def write(self, h: Any, sel: Any, data: np.ndarray) -> None:
+        h[sel] = data
+
+
+class Zarrfast(Lib):
+    name = "zarrfast"
+    module = "zarrfast"
+    threads_via = "zarrfast.config.set(threads=n)"
+
+    @contextlib.contextmanager
+    def session(self, threads: int) -> Iterator[None]:
+        from .. import config
+
+        with config.set(threads=threads):
+            yield
+
+    def open(self, path: str, *, write: bool = False) -> Any:
+        import zarrfast
+
+        return zarrfast.open_array(path, mode="r+" if write else "r")
+
+
+class ZarrPython(Lib):
+    name = "zarr-python"
+    module = "zarr"
+    threads_via = ("zarr.config threading.max_workers=n (read when zarr creates its thread "
+                   "pool, so the harness recreates the pool with zarr.core.sync."
+                   "cleanup_resources(); async.concurrency left at its default)")
+
+    @contextlib.contextmanager
+    def session(self, threads: int) -> Iterator[None]:
+        import zarr
+        from zarr.core import sync
+
+        sync.cleanup_resources()  # the next call makes a pool of max_workers threads
+        try:
+            with zarr.config.set({"threading.max_workers": threads}):
+                yield
+        finally:
+            sync.cleanup_resources()
+
+    def open(self, path: str, *, write: bool = False) -> Any:
+        import zarr
+
+        return zarr.open_array(path, mode="r+" if write else "r")
+
+
+class Zarrs(ZarrPython):
+    name = "zarr+zarrs"
+    module = "zarrs"
+    pipeline = "zarrs.ZarrsCodecPipeline"
+    threads_via = ("zarr.config threading.max_workers=n, read by the zarrs pipeline when an "
+                   "array is opened (its Rust thread pool size)")
+
+    def probe(self) -> str | None:
+        why = super().probe()
+        if why:
+            return why
+        import tempfile
+
+        try:
+            import zarr
+
+            with tempfile.TemporaryDirectory() as tmp, \
+                    zarr.config.set({"codec_pipeline.path": self.pipeline}):
+                a = zarr.create_array(tmp, shape=(4,), chunks=(2,), dtype="uint16",
+                                      overwrite=True)
+                a[:] = np.arange(4, dtype="uint16")
+                if type(a._async_array.codec_pipeline).__name__ != "ZarrsCodecPipeline":
+                    return "zarr did not select the zarrs codec pipeline"
+                if not np.array_equal(a[:], np.arange(4)):
+                    return "the zarrs pipeline read back wrong data"
+        except Exception as e:
+            return f"zarrs installed but unusable ({type(e).__name__}: {e})"
+        return None
+
+    def open(self, path: str, *, write: bool = False) -> Any:
+        import zarr
+
+        # the pipeline is chosen (and sized from threading.max_workers) at open
+        with zarr.config.set({"codec_pipeline.path": self.pipeline}):
+            return zarr.open_array(path, mode="r+" if write else "r")
+
+
+class Tensorstore(Lib):
+    name = "tensorstore"
+    module = "tensorstore"
+    threads_via = "context data_copy_concurrency.limit=n and file_io_concurrency.limit=n"
+    _context: Any = None
+
+    @contextlib.contextmanager
+    def session(self, threads: int) -> Iterator[None]:
+        import tensorstore as ts
+
+        old = self._context
+        self._context = ts.Context({"data_copy_concurrency": {"limit": threads},
+                                    "file_io_concurrency": {"limit": threads}})
+        try:
+            yield
+        finally:
+            self._context = old
+
+    def open(self, path: str, *, write: bool = False) -> Any:
+        import os
+
+        import tensorstore as ts
+
+        driver = "zarr" if os.path.exists(os.path.join(path, ".zarray")) else "zarr3"
+        spec = {"driver": driver, "kvstore": {"driver": "file", "path": path}}
+        kwargs = {"context": self._context} if self._context is not None else {}
+        return ts.open(spec, read=True, write=write, **kwargs).result()
+
+    def read(self, h: Any, sel: Any = Ellipsis) -> np.ndarray:
+        t = h if sel is Ellipsis else h[sel]
+        return t.read().result()
+
+    def write(self, h: Any, sel: Any, data: np.ndarray) -> None:
+        t = h if sel is Ellipsis else h[sel]
+        t.write(data).result()
+
+
+LIBRARIES: dict[str, type[Lib]] = {
+    c.name: c for c in (Zarrfast, ZarrPython, Zarrs, Tensorstore)
+}
+
+
+def get_lib(name: str) -> Lib:
+    try:
+        return LIBRARIES[name]()
+    except KeyError:
+        raise ValueError(f"unknown library {name!r}; known: {', '.join(LIBRARIES)}") from None
+
+
+def available_libs(names: list[str]) -> tuple[list[Lib], dict[str, dict[str, Any]]]:
+    """The usable libraries among ``names`` and what was found about each."""
+    usable: list[Lib] = []
+    info: dict[str, dict[str, Any]] = {}
+    for name in names:
+        lib = get_lib(name)
+        why = lib.probe()
+        info[name] = {"available": why is None, "version": lib.version,
+                      "threads_via": lib.threads_via}
+        if why is not None:
+            info[name]["reason"] = why
+        else:
+            usable.append(lib)
+    return usable, info

@@ -1,0 +1,201 @@
+"""The harness's output: a text table, JSON, CSV and (with matplotlib) a PNG plot."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from typing import Any, TextIO
+
+__all__ = ["human", "print_table", "write_files", "CSV_FIELDS"]
+
+CSV_FIELDS = ["layout", "op", "threads", "lib", "best_s", "mib_s", "ratio", "ok", "error",
+              "nbytes", "repeats", "times", "note", "peak_extra_bytes", "peak_over_output",
+              "within_target"]
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def _status(r: dict[str, Any]) -> str:
+    if r["ok"] is False:
+        return "WRONG" if (r["error"] or "").startswith("WRONG") else "FAIL"
+    if r["error"]:
+        return "error"
+    return "ok" if r["ok"] else "-"
+
+
+def _time(s: float | None) -> str:
+    if s is None:
+        return "-"
+    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.3f} s"
+
+
+def print_table(report: dict[str, Any], out: TextIO) -> None:
+    m = report["machine"]
+    mem = f"{m['memory_bytes'] / 2**30:.0f} GiB" if m.get("memory_bytes") else "?"
+    v = m["versions"]
+    print(f"\nmachine: {m['cpu']}, {m['cores_logical']} logical cores "
+          f"({m['cores_usable']} usable), {mem} RAM, {m['os']}, Python {m['python']}", file=out)
+    print("versions: " + ", ".join(f"{k} {v[k]}" for k in v if v[k]), file=out)
+    for name, info in report["libraries"].items():
+        state = "used" if info["available"] else f"unavailable: {info['reason']}"
+        print(f"  {name:12s} {state}; threads via {info['threads_via']}", file=out)
+    print(f"cache: {report['notes']['cache']}; times are best of {report['config']['repeat']}; "
+          f"MiB/s = array bytes / time; other libraries as time / zarrfast's time (x2.00: "
+          f"twice as long as zarrfast); floor = readinto of every stored file, on the same "
+          f"threads, fromfile = np.fromfile of one file of the raw array's size",
+          file=out)
+    for d in report["datasets"]:
+        sh = f" shards {tuple(d['shards'])}" if d["shards"] else ""
+        print(f"  {d['layout']:14s} {tuple(d['shape'])} uint16 {human(d['nbytes'])}, chunks "
+              f"{tuple(d['chunks'])}{sh}, v{d['zarr_format']}, {d['files']} files "
+              f"{human(d['stored_bytes'])}{' (reused)' if d['reused'] else ''}: "
+              f"{d['description']}", file=out)
+    rows = [r for r in report["results"] if r["op"] != "memory"]
+    _print_grid(rows, out)
+    mem = [r for r in report["results"] if r["op"] == "memory"]
+    if mem:
+        head = (f"{'layout':14s} {'library':14s} {'thr':>3s} {'output':>10s} "
+                f"{'peak extra':>11s} {'x output':>8s}  target (1.2x + 64 MiB)")
+        print("\npeak memory of a full read (subprocess, VmHWM - RSS before the read)\n"
+              + head + "\n" + "-" * len(head), file=out)
+        for r in mem:
+            e = r["extra"]
+            if r["error"] and not e:
+                print(f"{r['layout']:14s} {r['lib']:14s} {r['threads']:3d}  error: "
+                      f"{r['error'][:100]}", file=out)
+                continue
+            verdict = "met" if e["within_target"] else "MISSED"
+            print(f"{r['layout']:14s} {r['lib']:14s} {r['threads']:3d} "
+                  f"{human(e['output_bytes']):>10s} {human(e['peak_extra_bytes']):>11s} "
+                  f"{e['peak_over_output']:8.2f}  {verdict}"
+                  + ("" if r["ok"] else "  WRONG DATA"), file=out)
+    failed = [r for r in report["results"] if r["ok"] is False]
+    print(f"\n{len(report['results'])} measurements, {len(failed)} failed checks, "
+          f"{report['elapsed_s']:.0f} s", file=out)
+
+
+def _short(lib: str) -> str:
+    return {"floor: readinto": "floor", "floor: np.fromfile": "fromfile"}.get(lib, lib)
+
+
+def _print_grid(rows: list[dict[str, Any]], out: TextIO) -> None:
+    """One line per layout, operation and thread count; zarrfast's time and MiB/s, then
+    every other library's time as a ratio to zarrfast's (x2.00: twice as long)."""
+    if not rows:
+        return
+    libs = [lib for lib in dict.fromkeys(r["lib"] for r in rows) if lib != "zarrfast"]
+    width = max([len(_short(lib)) for lib in libs] + [7]) + 1
+    head = (f"{'layout':14s} {'op':9s} {'thr':>3s} {'zarrfast':>10s} {'MiB/s':>6s}"
+            + "".join(f"{_short(lib):>{width}s}" for lib in libs) + "  checks")
+    print("\n" + head + "\n" + "-" * len(head), file=out)
+    groups: dict[tuple, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["layout"], r["op"], r["threads"]), {})[r["lib"]] = r
+    problems = []
+    last = None
+    for (layout, op, threads), by_lib in groups.items():
+        if last is not None and layout != last:
+            print("", file=out)
+        last = layout
+        z = by_lib.get("zarrfast")
+        zt = _time(z["best_s"]) if z else "-"
+        zm = f"{z['mib_s']:.0f}" if z and z["mib_s"] else "-"
+        cells = []
+        for lib in libs:
+            r = by_lib.get(lib)
+            if r is None:
+                cells.append("")
+            elif r["ratio"]:
+                cells.append(f"x{r['ratio']:.2f}")
+            elif r["best_s"]:
+                cells.append(_time(r["best_s"]))
+            else:
+                cells.append(_status(r))
+        bad = [(lib, r) for lib, r in by_lib.items() if r["ok"] is False or r["error"]]
+        for lib, r in bad:
+            problems.append(f"  {layout} {op} threads={threads} {lib}: {_status(r)} "
+                            f"{(r['error'] or '')[:160]}")
+        checks = "ok" if not bad else ", ".join(f"{_status(r)}: {lib}" for lib, r in bad)
+        print(f"{layout:14s} {op:9s} {threads:3d} {zt:>10s} {zm:>6s}"
+              + "".join(f"{c:>{width}s}" for c in cells) + f"  {checks}", file=out)
+    if problems:
+        print("\nfailures and errors:\n" + "\n".join(problems), file=out)
+
+
+def _csv_row(r: dict[str, Any]) -> dict[str, Any]:
+    row = {k: r.get(k) for k in CSV_FIELDS if k in r}
+    row["repeats"] = len(r["times"])
+    row["times"] = " ".join(f"{t:.6f}" for t in r["times"])
+    for k in ("peak_extra_bytes", "peak_over_output", "within_target"):
+        row[k] = r["extra"].get(k)
+    return row
+
+
+def write_files(report: dict[str, Any], out_dir: str, *, plot: bool = True) -> list[str]:
+    """``bench.json``, ``bench.csv`` and, when matplotlib is installed, ``bench.png``."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    p = os.path.join(out_dir, "bench.json")
+    with open(p, "w") as f:
+        json.dump(report, f, indent=1, default=str)
+    paths.append(p)
+    p = os.path.join(out_dir, "bench.csv")
+    with open(p, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        for r in report["results"]:
+            w.writerow(_csv_row(r))
+    paths.append(p)
+    if plot:
+        p = os.path.join(out_dir, "bench.png")
+        if _plot(report, p):
+            paths.append(p)
+    return paths
+
+
+def _plot(report: dict[str, Any], path: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = [r for r in report["results"] if r["mib_s"] and r["op"] != "memory"]
+    if not rows:
+        return False
+    top = max(r["threads"] for r in rows)
+    rows = [r for r in rows if r["threads"] == top]
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    layouts = list(dict.fromkeys(r["layout"] for r in rows))
+    libs = list(dict.fromkeys(r["lib"] for r in rows))
+    fig, axes = plt.subplots(len(ops), 1, figsize=(max(8, 1.2 * len(layouts) * len(libs) / 3),
+                                                   3.2 * len(ops)), squeeze=False)
+    width = 0.8 / len(libs)
+    for ax, op in zip(axes[:, 0], ops, strict=True):
+        for i, lib in enumerate(libs):
+            xs, ys = [], []
+            for j, lay in enumerate(layouts):
+                hit = [r for r in rows if r["op"] == op and r["lib"] == lib and r["layout"] == lay]
+                if hit:
+                    xs.append(j + i * width)
+                    ys.append(hit[0]["mib_s"])
+            if xs:
+                ax.bar(xs, ys, width, label=lib)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(layouts))], layouts, fontsize=8)
+        ax.set_ylabel("MiB/s")
+        ax.set_title(f"{op}, {top} threads", fontsize=9)
+        ax.legend(fontsize=7, ncol=min(len(libs), 3))
+    m = report["machine"]
+    fig.suptitle(f"zarrfast bench: {m['cpu']}, {m['cores_logical']} cores", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
