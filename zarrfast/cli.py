@@ -216,7 +216,7 @@ def _cmd_copy(args: argparse.Namespace) -> int:
     # same format: metadata kept, chunk bytes copied unchanged (drafts become final v3)
     try:
         out = convert(node, dst, zarr_format=fmt, dst_path=args.dst_path,
-                      overwrite=args.overwrite, progress=not args.quiet)
+                      overwrite=args.overwrite, progress=not args.quiet, label="copy")
         arrays, groups = _count(out)
     finally:
         _close(dst)

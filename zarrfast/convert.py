@@ -196,7 +196,7 @@ def _copy_array(src: Array, dst_store: Store, dst_path: str, zarr_format: int,
 
 def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int = 3,
             path: str | None = None, dst_path: str | None = None, overwrite: bool = False,
-            progress: bool = True) -> Array | Group:
+            progress: bool = True, label: str = "convert") -> Array | Group:
     """Copy the hierarchy (or array) at ``src`` into ``dst`` as Zarr ``zarr_format``.
 
     Parameters
@@ -213,6 +213,8 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
         Replace existing nodes in ``dst``.
     progress
         Show a tqdm progress bar of chunks copied (on stderr).
+    label
+        The progress bar's label.
     """
     from . import open as zopen
     from ._nodes import write_new_node
@@ -233,7 +235,7 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
                 for _, n in nodes if isinstance(n, Array))
     from tqdm.auto import tqdm
 
-    with tqdm(total=total, unit="chunk", disable=not progress, desc="convert",
+    with tqdm(total=total, unit="chunk", disable=not progress, desc=label,
               file=sys.stderr) as bar:
         result: Array | Group | None = None
         for rel, n in nodes:
