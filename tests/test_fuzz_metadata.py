@@ -403,7 +403,8 @@ def _exercise_array(a: Any) -> None:
     corner = tuple(s - 1 for s in a.shape)
     if a.size:
         a[corner]
-    nbytes = math.prod(a.chunks) * max(a.dtype.itemsize, 1)
+    # a write touches whole stored chunks: shards, for a sharded array
+    nbytes = math.prod(a.metadata.chunks) * max(a.dtype.itemsize, 1)
     if not a.read_only and a.size and nbytes <= 1 << 20 and a.dtype.kind not in "OV":
         try:
             value = np.ones(got.shape, dtype=a.dtype)

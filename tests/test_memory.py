@@ -47,3 +47,13 @@ def test_waves_split_shards_by_decoded_size(monkeypatch):
     groups = [np.arange(n) for n in (3, 3, 5, 1, 20)]
     assert sharding._waves(groups, 10) == [[0, 1], [2, 3], [4]]
     assert sharding._waves([], 10) == [[]]
+
+
+def test_writing_a_shard_with_astronomically_many_inner_chunks_is_a_clear_error():
+    """Valid metadata (2**42 inner chunks per shard) whose write cannot fit in memory:
+    a ZarrfastError naming the shard, not a bare MemoryError; reads stay lazy."""
+    a = zarrfast.create_array(None, shape=(6, 4), chunks=(3, 2), shards=(3 * 2**41, 4),
+                              dtype="u8")
+    np.testing.assert_array_equal(a[...], 0)  # missing shard: fill values
+    with pytest.raises(zarrfast.errors.ZarrfastError, match=r"shard 'c/0/0'.*inner chunks"):
+        a[0:2, 0:2] = 1

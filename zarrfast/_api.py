@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._create import build_array_metadata, build_array_metadata_v2
+from ._create import DEFAULT_FILL_VALUE, build_array_metadata, build_array_metadata_v2
 from ._nodes import node_key, read_node_metadata, read_typed_metadata, write_new_node
 from ._paths import normalize_path
 from .array import Array
@@ -108,7 +108,7 @@ def _create_array_at(
     compressors: Any = "auto",
     compressor: Any = "auto",
     serializer: Any = "auto",
-    fill_value: Any = None,
+    fill_value: Any = DEFAULT_FILL_VALUE,
     order: str | None = None,
     zarr_format: int | None = 3,
     attributes: Mapping[str, Any] | None = None,
@@ -178,7 +178,7 @@ def create_array(
     filters: Any = "auto",
     compressors: Any = "auto",
     serializer: Any = "auto",
-    fill_value: Any = None,
+    fill_value: Any = DEFAULT_FILL_VALUE,
     order: str | None = None,
     zarr_format: int | None = 3,
     attributes: Mapping[str, Any] | None = None,
@@ -439,7 +439,8 @@ def _split_codecs(codecs: Any) -> dict[str, Any]:
 
 
 def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any = "auto",
-           fill_value: Any = None, order: str | None = None, store: StoreLike = None,
+           fill_value: Any = DEFAULT_FILL_VALUE, order: str | None = None,
+           store: StoreLike = None,
            overwrite: bool = False, path: str | None = None, filters: Any = None,
            read_only: bool | None = None, object_codec: Any = None,
            dimension_separator: str | None = None, write_empty_chunks: bool | None = None,
@@ -543,7 +544,8 @@ def open_like(a: Any, path: str, **kwargs: Any) -> Array:
 
 def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: str | None = None,
                chunks: Any = "keep", shards: Any = "keep", filters: Any = "keep",
-               compressors: Any = "keep", serializer: Any = "keep", fill_value: Any = None,
+               compressors: Any = "keep", serializer: Any = "keep",
+               fill_value: Any = DEFAULT_FILL_VALUE,
                order: str | None = None, zarr_format: int | None = None,
                attributes: Mapping[str, Any] | None = None, chunk_key_encoding: Any = None,
                dimension_names: Iterable[str | None] | None = None,
@@ -565,7 +567,7 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
             md = src.metadata
             kw["filters"] = list(md.filters or ()) if filters == "keep" else filters
             kw["compressors"] = md.compressor if compressors == "keep" else compressors
-        fill_value = src.fill_value if fill_value is None else fill_value
+        fill_value = src.fill_value if fill_value is DEFAULT_FILL_VALUE else fill_value
         dimension_names = src.dimension_names if dimension_names is None else dimension_names
         attributes = dict(src.attrs) if attributes is None else attributes
         zarr_format = zarr_format or src.zarr_format

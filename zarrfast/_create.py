@@ -15,6 +15,8 @@ from .codecs import (
     BytesBytesCodec,
     BytesCodec,
     Codec,
+    VLenBytesCodec,
+    VLenUTF8Codec,
     ZstdCodec,
     parse_codec,
 )
@@ -29,9 +31,43 @@ from .metadata.dtype import DataType, data_type_from_numpy
 from .metadata.v2 import ArrayMetadataV2
 from .metadata.v3 import ArrayMetadata, validate_codec_chain
 
-__all__ = ["build_array_metadata", "build_array_metadata_v2"]
+__all__ = ["DEFAULT_FILL_VALUE", "build_array_metadata", "build_array_metadata_v2"]
 
 _AUTO_CHUNK_BYTES = 1 << 20
+
+
+class _DefaultFillValue:
+    """The ``fill_value`` of a caller that gave none (zarr-python's ``DefaultFillValue``):
+    the data type's default, whereas an explicit ``None`` is a v2 ``null`` fill value."""
+
+    _instance: _DefaultFillValue | None = None
+
+    def __new__(cls) -> _DefaultFillValue:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "DEFAULT_FILL_VALUE"
+
+    def __reduce__(self) -> str:
+        return "DEFAULT_FILL_VALUE"
+
+
+DEFAULT_FILL_VALUE = _DefaultFillValue()
+
+#: numcodecs codecs that turn objects into bytes: only an object dtype can use them
+OBJECT_CODEC_IDS = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array", "json2", "msgpack2",
+                              "pickle"})
+
+
+def _default_serializer(data_type: DataType) -> Codec:
+    """What zarr-python 3 serialises a data type with."""
+    if data_type.name == "string":
+        return VLenUTF8Codec()
+    if data_type.name == "variable_length_bytes":
+        return VLenBytesCodec()
+    return BytesCodec()
 
 
 def normalize_shape(shape: Any, node: str) -> tuple[int, ...]:
@@ -125,7 +161,7 @@ def build_array_metadata(
     shape: Any,
     dtype: Any,
     chunks: Any = "auto",
-    fill_value: Any = None,
+    fill_value: Any = DEFAULT_FILL_VALUE,
     filters: Any = "auto",
     compressors: Any = "auto",
     serializer: Any = "auto",
@@ -135,12 +171,15 @@ def build_array_metadata(
     shards: Any = None,
     node: str = "array",
 ) -> ArrayMetadata:
-    """The metadata :func:`zarrfast.create_array` writes, from its arguments."""
+    """The metadata :func:`zarrfast.create_array` writes, from its arguments.
+
+    ``fill_value`` ``None`` (or not given) is the data type's default, as in zarr-python
+    for Zarr v3."""
     shape_t = normalize_shape(shape, node)
     data_type: DataType = data_type_from_numpy(dtype, where=f"{node}: dtype")
     chunk_shape = normalize_chunks(chunks, shape_t, data_type.itemsize, node)
     aa = _codec_list(filters, [], "filters", node)
-    ser = _codec_list(serializer, [BytesCodec()], "serializer", node)
+    ser = _codec_list(serializer, [_default_serializer(data_type)], "serializer", node)
     bb = _codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors", node)
     for what, codecs, cls in (("filters", aa, ArrayArrayCodec),
                               ("compressors", bb, BytesBytesCodec)):
@@ -186,6 +225,8 @@ def build_array_metadata(
     else:
         cke = parse_chunk_key_encoding(chunk_key_encoding, where=f"{node}: chunk_key_encoding")
 
+    if fill_value is DEFAULT_FILL_VALUE:
+        fill_value = None
     fv = data_type.coerce_fill_value(fill_value, where=f"{node}: fill_value")
     dims = None
     if dimension_names is not None:
@@ -229,7 +270,7 @@ def build_array_metadata_v2(
     shape: Any,
     dtype: Any,
     chunks: Any = "auto",
-    fill_value: Any = None,
+    fill_value: Any = DEFAULT_FILL_VALUE,
     filters: Any = "auto",
     compressors: Any = "auto",
     order: str | None = None,
@@ -238,7 +279,11 @@ def build_array_metadata_v2(
     attributes: Mapping[str, Any] | None = None,
     node: str = "array",
 ) -> ArrayMetadataV2:
-    """The Zarr v2 metadata :func:`zarrfast.create_array` writes with ``zarr_format=2``."""
+    """The Zarr v2 metadata :func:`zarrfast.create_array` writes with ``zarr_format=2``.
+
+    As zarr-python: ``fill_value=None`` is stored as ``null`` (missing chunks then read as
+    zeros, ``""`` for vlen strings, NaT for datetimes); not giving one
+    (:data:`DEFAULT_FILL_VALUE`) stores the dtype's default."""
     shape_t = normalize_shape(shape, node)
     if isinstance(dtype, str) and dtype in ("str", "string"):
         dtype = str
@@ -254,6 +299,9 @@ def build_array_metadata_v2(
         except TypeError as e:
             raise ZarrfastError(f"{node}: {dtype!r} is not a data type ({e})") from None
         default_filters = []
+        if np_dtype.kind == "T":  # NumPy's StringDType: stored as v2 vlen strings
+            np_dtype = np.dtype(object)
+            default_filters = [{"id": "vlen-utf8"}]
     chunk_shape = normalize_chunks(chunks, shape_t, max(np_dtype.itemsize, 8), node)
     if isinstance(filters, str) and filters == "auto":
         filters = default_filters
@@ -262,6 +310,13 @@ def build_array_metadata_v2(
         else list(filters))
     filter_configs = [_numcodecs_config(f, f"filters[{i}]", node)
                       for i, f in enumerate(filter_list)]
+    for i, config in enumerate(filter_configs):
+        if config.get("id") in OBJECT_CODEC_IDS and np_dtype.kind != "O":
+            raise ZarrfastError(
+                f"{node}: filters[{i}] {config['id']!r} is an object codec, which needs an "
+                f"object dtype, but dtype is {np_dtype}; pass dtype=str (or bytes, or object) "
+                f"for variable-length elements, or drop the filter for {np_dtype}"
+            )
     if np_dtype.kind == "O" and not filter_configs:
         raise ZarrfastError(
             f"{node}: an object dtype needs an object codec in filters, e.g. "
@@ -293,8 +348,12 @@ def build_array_metadata_v2(
             )
         attrs["_ARRAY_DIMENSIONS"] = dims
     if fill_value is None:
+        fill = None  # "fill_value": null
+    elif fill_value is DEFAULT_FILL_VALUE:
         if np_dtype.kind == "O":
             fill = "" if filter_configs and filter_configs[0].get("id") == "vlen-utf8" else None
+        elif np_dtype.kind in "mM":
+            fill = np.array("NaT", dtype=np_dtype)[()]
         else:
             fill = np.zeros((), dtype=np_dtype)[()]
     elif np_dtype.kind == "O":

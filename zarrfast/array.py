@@ -188,10 +188,14 @@ class Array(Node):
         return self._write_empty_chunks
 
     def _set_chain(self, metadata: Any) -> None:
-        self._object = metadata.dtype.hasobject
-        self._sharded = not self._object and is_sharded_fast(metadata)
+        objects = metadata.dtype.hasobject  # v2 |O, v3 string / variable_length_bytes
+        sharded = is_sharded_fast(metadata)
+        # a sharded object array's chunks are shards: its fancy selections take the
+        # per-inner-chunk path (``_object`` False), its basic ones the object chain
+        self._object = objects and not sharded
+        self._sharded = not objects and sharded
         self._chain: Any
-        if self._object:
+        if objects:
             self._chain = ObjectChain(metadata)
             self._read, self._write_fn = read_object_selection, write_object_selection
         elif self._sharded:

@@ -41,7 +41,7 @@ from ._concurrency import map_io, map_unordered_into
 from .chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
 from .codecs.sharding import ShardingCodec
-from .errors import ChecksumError, ChunkDecodeError, CodecError
+from .errors import ChecksumError, ChunkDecodeError, CodecError, ZarrfastError
 from .indexing import BasicSelection, normalize_basic
 from .metadata.dtype import DataType, parse_data_type
 from .metadata.v3 import ArrayMetadata
@@ -561,6 +561,16 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
     writer = RowWriter(proj, value, scalar, write_empty_chunks)
 
     def task(g: int) -> None:
+        try:
+            write_shard(g)
+        except MemoryError:
+            raise ZarrfastError(
+                f"shard {keys[g]!r}: out of memory writing a shard of {layout.n_inner} inner "
+                f"chunks (its index alone takes {layout.index_nbytes} bytes); use fewer inner "
+                f"chunks per shard"
+            ) from None
+
+    def write_shard(g: int) -> None:
         key, rows = keys[g], groups[g]
         encoded: list[Any] = [None] * layout.n_inner
         whole = (len(rows) >= chain.inner_in_array(shard_coords[g])

@@ -6,9 +6,10 @@ from .compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
 from .registry import get_codec_class, parse_codec, register_codec, registered_codecs
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
+from .vlen import VLenBytesCodec, VLenUTF8Codec
 
 for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
-             ShardingCodec):
+             ShardingCodec, VLenUTF8Codec, VLenBytesCodec):
     register_codec(_cls)
 del _cls
 
@@ -23,6 +24,8 @@ __all__ = [
     "GzipCodec",
     "ShardingCodec",
     "TransposeCodec",
+    "VLenBytesCodec",
+    "VLenUTF8Codec",
     "ZstdCodec",
     "get_codec_class",
     "parse_codec",

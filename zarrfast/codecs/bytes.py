@@ -47,6 +47,12 @@ class BytesCodec(ArrayBytesCodec):
         return {"name": "bytes", "configuration": {"endian": self.endian}}
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        if getattr(data_type, "variable_length", False):
+            codec = "vlen-utf8" if data_type.name == "string" else "vlen-bytes"
+            raise MetadataValidationError(
+                f"bytes codec: cannot encode the variable-length data type {data_type.name!r}; "
+                f"use the {codec!r} codec"
+            )
         if self.endian is None and data_type.swap_unit > 1:
             raise MetadataValidationError(
                 f"bytes codec: 'endian' is required for the {data_type.itemsize}-byte data "

@@ -320,10 +320,12 @@ class BloscCodec(BytesBytesCodec):
         return {"name": "blosc", "configuration": config}
 
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> BloscCodec:
-        typesize = self.typesize if self.typesize is not None else data_type.itemsize
+        # variable-length elements have no item size: 1, as zarr-python chooses
+        item = 1 if getattr(data_type, "variable_length", False) else data_type.itemsize
+        typesize = self.typesize if self.typesize is not None else item
         shuffle = self.shuffle
         if shuffle is None:
-            shuffle = "bitshuffle" if data_type.itemsize == 1 else "shuffle"
+            shuffle = "bitshuffle" if item == 1 else "shuffle"
         if typesize == self.typesize and shuffle == self.shuffle:
             return self
         return BloscCodec(self.cname, self.clevel, shuffle, typesize, self.blocksize)

@@ -13,12 +13,26 @@ Fill values in JSON:
 * complex: ``[re, im]``, each component encoded as a float
 * ``r<N>``: a list of N/8 integers in ``[0, 255]``
 
+String and bytes data types, as zarr-python 3 writes them (not yet in zarr-specs):
+
+* ``"string"``: variable-length UTF-8 (NumPy ``StringDType`` in memory, as zarr-python
+  reads it), encoded by the ``vlen-utf8`` codec; fill value a JSON string
+* ``"variable_length_bytes"``: variable-length bytes (``object`` arrays of ``bytes``),
+  encoded by ``vlen-bytes``; fill value base64
+* ``{"name": "fixed_length_utf32", "configuration": {"length_bytes": N}}``: NumPy
+  ``<U{N/4}``; the ``bytes`` codec's byte order applies to each 4-byte code unit; fill
+  value a JSON string
+* ``{"name": "null_terminated_bytes", "configuration": {"length_bytes": N}}``: NumPy
+  ``S{N}``; fill value base64
+
 A :class:`DataType` knows the native NumPy dtype used in memory; the byte
 order on disk is the ``bytes`` codec's business.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from dataclasses import dataclass
@@ -47,6 +61,20 @@ _CORE = {
     "complex128": "c16",
 }
 _RAW = re.compile(r"^r([1-9][0-9]*)$")
+#: the variable-length types (elements are Python objects; chunks go through a vlen codec)
+VLEN_UTF8 = "string"
+VLEN_BYTES = "variable_length_bytes"
+#: the fixed-length string types (``{"name": ..., "configuration": {"length_bytes": N}}``)
+FIXED_UTF32 = "fixed_length_utf32"
+FIXED_BYTES = "null_terminated_bytes"
+_HAS_STRINGDTYPE = hasattr(np.dtypes, "StringDType")
+
+
+def _string_dtype() -> np.dtype:
+    """What zarr-python 3 reads a ``string`` array as: StringDType (NumPy >= 2), else object."""
+    return np.dtype(np.dtypes.StringDType()) if _HAS_STRINGDTYPE else np.dtype(object)
+
+
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 
 
@@ -59,7 +87,9 @@ class DataType:
     name
         The identifier as written in metadata (``"float32"``, ``"r16"``).
     dtype
-        The NumPy dtype in native byte order (``V<n>`` for raw bits).
+        The NumPy dtype in native byte order (``V<n>`` for raw bits, ``U<n>`` / ``S<n>`` for
+        the fixed-length strings, StringDType for ``string``, ``object`` for
+        ``variable_length_bytes``).
     """
 
     name: str
@@ -80,9 +110,18 @@ class DataType:
             return self.itemsize
         if self.kind == "c":
             return self.itemsize // 2
+        if self.kind == "U":
+            return 4  # UCS4 code units
         return 1
 
-    def to_json(self) -> str:
+    @property
+    def variable_length(self) -> bool:
+        """Whether elements are Python objects (``string``, ``variable_length_bytes``)."""
+        return self.name in (VLEN_UTF8, VLEN_BYTES)
+
+    def to_json(self) -> Any:
+        if self.name in (FIXED_UTF32, FIXED_BYTES):
+            return {"name": self.name, "configuration": {"length_bytes": self.itemsize}}
         return self.name
 
     # -- fill values --------------------------------------------------------
@@ -90,7 +129,13 @@ class DataType:
         """Decode a JSON fill value into a NumPy scalar of this type."""
         return _parse_fill(self, value, where)
 
-    def default_fill_value(self) -> np.generic:
+    def default_fill_value(self) -> Any:
+        if self.name == VLEN_UTF8:
+            return ""
+        if self.name == VLEN_BYTES:
+            return b""
+        if self.kind in "US":
+            return self.dtype.type()
         if self.kind == "V":
             return np.zeros((), dtype=self.dtype)[()]
         return self.dtype.type(0)
@@ -103,6 +148,8 @@ class DataType:
         """Accept a Python/NumPy value (as users pass it) or a JSON encoding."""
         if value is None:
             return self.default_fill_value()
+        if self.name in (VLEN_UTF8, VLEN_BYTES, FIXED_UTF32, FIXED_BYTES):
+            return _coerce_string(self, value, where)
         if isinstance(value, (bytes, np.void)) and self.kind == "V":
             b = bytes(value.tobytes() if isinstance(value, np.void) else value)
             if len(b) != self.itemsize:
@@ -126,6 +173,8 @@ def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
             raise UnsupportedDataTypeError(
                 f"{where}: {value!r} has unexpected members; expected 'name' and 'configuration'"
             )
+        if name in (FIXED_UTF32, FIXED_BYTES):
+            return _parse_fixed_length(value, where)
         if value.get("configuration"):
             raise UnsupportedDataTypeError(
                 f"{where}: data type {value!r} with a configuration is not supported"
@@ -137,6 +186,15 @@ def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
         )
     if value in _CORE:
         return DataType(value, np.dtype(_CORE[value]))
+    if value == VLEN_UTF8:
+        return DataType(VLEN_UTF8, _string_dtype())
+    if value == VLEN_BYTES:
+        return DataType(VLEN_BYTES, np.dtype(object))
+    if value in (FIXED_UTF32, FIXED_BYTES):
+        raise UnsupportedDataTypeError(
+            f"{where}: data type {value!r} needs a configuration: "
+            f"{{\"name\": {value!r}, \"configuration\": {{\"length_bytes\": N}}}}"
+        )
     m = _RAW.match(value)
     if m:
         bits = int(m.group(1))
@@ -152,20 +210,66 @@ def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
             ) from None
         return DataType(value, dt)
     raise UnsupportedDataTypeError(
-        f"{where}: unknown data type {value!r}; supported: {', '.join(_CORE)} and r<N>"
+        f"{where}: unknown data type {value!r}; supported: {', '.join(_CORE)}, r<N>, "
+        f"{VLEN_UTF8}, {VLEN_BYTES}, {FIXED_UTF32} and {FIXED_BYTES}"
     )
+
+
+def _parse_fixed_length(value: dict, where: str) -> DataType:
+    """``{"name": "fixed_length_utf32" | "null_terminated_bytes",
+    "configuration": {"length_bytes": N}}``."""
+    name = value["name"]
+    config = value.get("configuration")
+    if not isinstance(config, dict) or set(config) != {"length_bytes"}:
+        raise UnsupportedDataTypeError(
+            f"{where}: data type {name!r} needs a configuration with exactly 'length_bytes', "
+            f"got {value!r}"
+        )
+    n = config["length_bytes"]
+    if not _is_int(n) or n < 1 or n > 2**31 - 1:
+        raise UnsupportedDataTypeError(
+            f"{where}: {name!r}: length_bytes must be a positive integer, got {n!r}"
+        )
+    if name == FIXED_UTF32:
+        if n % 4:
+            raise UnsupportedDataTypeError(
+                f"{where}: {name!r}: length_bytes {n} is not a multiple of 4 (UTF-32 code units)"
+            )
+        return DataType(FIXED_UTF32, np.dtype(f"U{n // 4}"))
+    return DataType(FIXED_BYTES, np.dtype(f"S{n}"))
 
 
 def data_type_from_numpy(dtype: Any, *, where: str = "dtype") -> DataType:
     """Map a NumPy dtype (or anything ``np.dtype`` accepts, or a v3 name) to a DataType."""
     if isinstance(dtype, DataType):
         return dtype
-    if isinstance(dtype, str) and (dtype in _CORE or _RAW.match(dtype)):
+    if isinstance(dtype, str) and (dtype in _CORE or _RAW.match(dtype)
+                                   or dtype in (VLEN_UTF8, VLEN_BYTES)):
         return parse_data_type(dtype, where=where)
+    if isinstance(dtype, dict) and dtype.get("name") in (FIXED_UTF32, FIXED_BYTES):
+        return parse_data_type(dtype, where=where)
+    # Python's str (and "str", "T", StringDType and object): variable-length UTF-8, as
+    # zarr-python 3 maps str and StringDType; bytes: variable-length bytes
+    if dtype is str or (isinstance(dtype, str) and dtype in ("str", "T")):
+        return parse_data_type(VLEN_UTF8, where=where)
+    if dtype is bytes or (isinstance(dtype, str) and dtype == "bytes"):
+        return parse_data_type(VLEN_BYTES, where=where)
     try:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise UnsupportedDataTypeError(f"{where}: {dtype!r} is not a data type ({e})") from None
+    if dt.kind in "OT":
+        return parse_data_type(VLEN_UTF8, where=where)
+    if dt.kind in "US":
+        if dt.itemsize == 0:
+            raise UnsupportedDataTypeError(
+                f"{where}: NumPy dtype {dt} has no length; give one ({dt.kind}10) or use "
+                f"{'str' if dt.kind == 'U' else 'bytes'} for variable-length elements"
+            )
+        # zarr-python keeps a big-endian <U> dtype in memory; zarrfast returns native
+        # order (the stored order is the bytes codec's business)
+        return DataType(FIXED_UTF32 if dt.kind == "U" else FIXED_BYTES,
+                        dt.newbyteorder("=") if dt.kind == "U" else dt)
     if dt.fields is not None or dt.subdtype is not None:
         raise UnsupportedDataTypeError(
             f"{where}: structured or sub-array dtype {dt} is not a Zarr v3 core data type"
@@ -235,6 +339,8 @@ def _parse_fill(dtype: DataType, value: Any, where: str) -> np.generic:
         if isinstance(value, bool):
             return np.bool_(value)
         raise FillValueError(f"{where}: data type bool needs true or false, got {value!r}")
+    if dtype.name in (VLEN_UTF8, VLEN_BYTES, FIXED_UTF32, FIXED_BYTES):
+        return _parse_string_fill(dtype, value, where)
     if kind in "iu":
         if not _is_int(value):
             raise FillValueError(
@@ -317,7 +423,89 @@ def _float_to_json(x: np.floating) -> Any:
     return f
 
 
-def _fill_to_json(dtype: DataType, value: np.generic) -> Any:
+def _b64(b: bytes) -> str:
+    return base64.standard_b64encode(b).decode("ascii")
+
+
+def _from_b64(value: Any, dtype: DataType, where: str) -> bytes:
+    if not isinstance(value, str):
+        raise FillValueError(
+            f"{where}: data type {dtype.name} needs a base64 string fill value, got {value!r}"
+        )
+    try:
+        return base64.b64decode(value.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        raise FillValueError(
+            f"{where}: {value!r} is not valid base64 (the fill value encoding of "
+            f"{dtype.name})"
+        ) from None
+
+
+def _check_fixed(dtype: DataType, value: Any, where: str) -> Any:
+    """A str/bytes fill value that must fit a fixed-length type: as its NumPy scalar."""
+    dt = dtype.dtype
+    limit = dt.itemsize // 4 if dt.kind == "U" else dt.itemsize
+    if len(value) > limit:
+        unit = "characters" if dt.kind == "U" else "bytes"
+        raise FillValueError(
+            f"{where}: {value!r} has {len(value)} {unit}, more than data type "
+            f"{dtype.name} (length_bytes {dt.itemsize}) holds ({limit})"
+        )
+    out = np.zeros((), dtype=dt)
+    out[()] = value
+    return out[()]
+
+
+def _parse_string_fill(dtype: DataType, value: Any, where: str) -> Any:
+    """The JSON fill value of a string/bytes type (zarr-python's encodings)."""
+    if dtype.name in (VLEN_UTF8, FIXED_UTF32):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and dtype.name == VLEN_UTF8:
+            value = str(value)  # zarr-python accepts a number here
+        if not isinstance(value, str):
+            raise FillValueError(
+                f"{where}: data type {dtype.name} needs a string fill value, got {value!r}"
+            )
+        return value if dtype.name == VLEN_UTF8 else _check_fixed(dtype, value, where)
+    raw = _from_b64(value, dtype, where)
+    return raw if dtype.name == VLEN_BYTES else _check_fixed(dtype, raw, where)
+
+
+def _coerce_string(dtype: DataType, value: Any, where: str) -> Any:
+    """A fill value as users pass it, for the string/bytes types."""
+    textual = dtype.name in (VLEN_UTF8, FIXED_UTF32)
+    if textual:
+        if isinstance(value, (bytes, bytearray, np.bytes_)):
+            raise FillValueError(
+                f"{where}: data type {dtype.name} holds str, got the bytes {value!r}"
+            )
+        if isinstance(value, (bool, np.bool_)):
+            raise FillValueError(
+                f"{where}: data type {dtype.name} holds str, got {value!r}"
+            )
+        if not isinstance(value, (str, int, float, np.integer, np.floating)):
+            raise FillValueError(
+                f"{where}: data type {dtype.name} needs a str fill value, got {value!r}"
+            )
+        text = str(value)
+        return text if dtype.name == VLEN_UTF8 else _check_fixed(dtype, text, where)
+    if isinstance(value, (bytes, bytearray, np.bytes_)):
+        raw = bytes(value)
+        return raw if dtype.name == VLEN_BYTES else _check_fixed(dtype, raw, where)
+    raise FillValueError(
+        f"{where}: data type {dtype.name} needs a bytes fill value, got {value!r}"
+    )
+
+
+def _fill_to_json(dtype: DataType, value: Any) -> Any:
+    if dtype.name == VLEN_UTF8:
+        return str(value)
+    if dtype.name == VLEN_BYTES:
+        return _b64(bytes(value))
+    if dtype.name == FIXED_UTF32:
+        return str(value)
+    if dtype.name == FIXED_BYTES:
+        return _b64(bytes(value))
     dt = dtype.dtype
     v = np.asarray(value, dtype=dt)[()]
     if dt.kind == "b":

@@ -1,0 +1,122 @@
+"""``vlen-utf8`` and ``vlen-bytes``: array -> bytes codecs for variable-length elements.
+
+zarr-python 3 writes them for the ``string`` and ``variable_length_bytes`` data types::
+
+    {"name": "vlen-utf8", "configuration": {}}
+    {"name": "vlen-bytes", "configuration": {}}
+
+The byte format is numcodecs' ``VLenUTF8`` / ``VLenBytes``: a little-endian ``uint32``
+element count, then per element (in C order of the chunk as it reaches the codec) a
+``uint32`` byte length and the bytes (UTF-8 for ``vlen-utf8``).
+
+Their chunks hold Python objects, so they are decoded by
+:class:`zarrfast._object.ObjectChain`, not by the byte-copying pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numcodecs
+import numpy as np
+
+from ..errors import ChunkDecodeError, CodecError, MetadataValidationError
+from ._base import ArrayBytesCodec, parse_named_config
+
+__all__ = ["VLenBytesCodec", "VLenUTF8Codec"]
+
+
+def _declared_count(data: Any) -> int:
+    b = memoryview(data).cast("B")
+    if len(b) < 4:
+        raise ChunkDecodeError(f"{len(b)} bytes cannot hold the 4-byte element count")
+    return int.from_bytes(b[:4], "little")
+
+
+@dataclass(frozen=True)
+class _VLenCodec(ArrayBytesCodec):
+    #: the data type this codec serialises
+    data_type_name: ClassVar[str]
+    #: what the element type is called in messages
+    element: ClassVar[str]
+
+    @classmethod
+    def from_dict(cls, data: Any) -> _VLenCodec:
+        parse_named_config(data, cls.name)
+        return cls()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {}}
+
+    def _impl(self) -> Any:
+        raise NotImplementedError
+
+    def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        if getattr(data_type, "name", None) != self.data_type_name:
+            raise MetadataValidationError(
+                f"{self.name} codec: encodes the {self.data_type_name!r} data type, not "
+                f"{getattr(data_type, 'name', data_type)!r}"
+            )
+
+    def encode(self, chunk: np.ndarray, data_type: Any = None) -> bytes:
+        """Encode the elements of ``chunk`` in C order."""
+        flat = np.ascontiguousarray(chunk, dtype=object).reshape(-1)
+        for i, v in enumerate(flat):
+            if not isinstance(v, self._types):
+                raise CodecError(
+                    f"{self.name} codec: element {i} ({v!r}, {type(v).__name__}) is not "
+                    f"{self.element}"
+                )
+        try:
+            return bytes(self._impl().encode(flat))
+        except Exception as e:  # noqa: BLE001 - numcodecs raises anything
+            raise CodecError(f"{self.name} codec: cannot encode: {e}") from None
+
+    def decode(self, data: Any, shape: tuple[int, ...], data_type: Any = None) -> np.ndarray:
+        """Decode to an object array of ``shape``; the element count must match."""
+        want = 1
+        for s in shape:
+            want *= s
+        n = _declared_count(data)
+        if n != want:
+            raise ChunkDecodeError(
+                f"{self.name} codec: decoded {n} elements, expected {want} (chunk shape "
+                f"{list(shape)})"
+            )
+        try:
+            out = self._impl().decode(memoryview(data).cast("B"))
+        except Exception as e:  # noqa: BLE001 - numcodecs raises anything on bad bytes
+            raise ChunkDecodeError(f"{self.name} codec: cannot decode: {e}") from None
+        out = np.asarray(out, dtype=object)
+        if out.size != want:  # pragma: no cover - numcodecs checks the count it read
+            raise ChunkDecodeError(
+                f"{self.name} codec: decoded {out.size} elements, expected {want}"
+            )
+        return out.reshape(shape)
+
+
+@dataclass(frozen=True)
+class VLenUTF8Codec(_VLenCodec):
+    """Variable-length UTF-8 strings (the ``string`` data type)."""
+
+    name = "vlen-utf8"
+    data_type_name = "string"
+    element = "a str"
+    _types: ClassVar[tuple[type, ...]] = (str,)
+
+    def _impl(self) -> Any:
+        return numcodecs.VLenUTF8()
+
+
+@dataclass(frozen=True)
+class VLenBytesCodec(_VLenCodec):
+    """Variable-length byte strings (the ``variable_length_bytes`` data type)."""
+
+    name = "vlen-bytes"
+    data_type_name = "variable_length_bytes"
+    element = "bytes"
+    _types: ClassVar[tuple[type, ...]] = (bytes,)
+
+    def _impl(self) -> Any:
+        return numcodecs.VLenBytes()
