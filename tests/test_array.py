@@ -1184,12 +1184,16 @@ def test_direct_decode_into_output(monkeypatch, compressor) -> None:
     a[...] = data
     seen.clear()
     np.testing.assert_array_equal(a[...], data)
-    # 5 whole chunks are contiguous in the output; the edge chunk (1 row) is not whole
-    expected_direct = 5 if compressor is not None else 0
-    assert sum(seen) == expected_direct and len(seen) == 6
+    # 5 whole chunks are contiguous in the output; the edge chunk (1 row) is not whole.
+    # (zstd decodes into its own buffer when python-zstandard is installed: no direct rows)
+    from zarrfast.codecs import ZstdCodec
+
+    into = compressor is not None and not (compressor == "zstd"
+                                           and ZstdCodec(1).decodes_own_buffer)
+    assert sum(seen) == (5 if into else 0) and len(seen) == 6
     seen.clear()
     np.testing.assert_array_equal(a[1:9], data[1:9])  # chunks 1..3 whole, 0 and 4 partial
-    assert sum(seen) == (3 if compressor is not None else 0)
+    assert sum(seen) == (3 if into else 0)
     np.testing.assert_array_equal(a[::-1], data[::-1])  # negative step: never direct
     np.testing.assert_array_equal(a[:, 2:5], data[:, 2:5])
 

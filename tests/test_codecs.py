@@ -22,7 +22,11 @@ from zarrfast.codecs import (
     registry,
 )
 from zarrfast.codecs._base import BytesBytesCodec, parse_named_config
-from zarrfast.errors import ChecksumError, MetadataValidationError, UnknownCodecError
+from zarrfast.errors import ChecksumError, CodecError, MetadataValidationError, UnknownCodecError
+
+# registers the numcodecs.* codecs now, not inside a test that swaps in a temporary
+# copy of the registry (which would then forget them)
+from zarrfast.metadata import draft as _draft  # noqa: F401, E402, I001
 
 
 @pytest.mark.parametrize(
@@ -160,3 +164,32 @@ def test_entry_point_plugin_is_discovered(tmp_path, monkeypatch) -> None:
     a[...] = data
     np.testing.assert_array_equal(a[...], data)
     monkeypatch.delitem(sys.modules, "zf_plugin_demo")
+
+
+@pytest.mark.parametrize("backend", ["zstandard", "numcodecs"])
+def test_zstd_decoding_paths_agree(monkeypatch, backend) -> None:
+    """python-zstandard (GIL released) and numcodecs decode the same frames, refuse the
+    same bad ones, and bound their output the same way."""
+    from zarrfast.codecs import compressors
+
+    if backend == "numcodecs":
+        monkeypatch.setattr(compressors, "_zstandard", None)
+    elif compressors._zstandard is None:
+        pytest.skip("python-zstandard is not installed")
+    codec = ZstdCodec(level=1)
+    payload = np.arange(5000, dtype="<u4").tobytes()
+    frame = bytes(codec.encode(payload))
+    assert bytes(codec.decode(frame)) == payload
+    assert bytes(codec.decode(frame, limit=len(payload))) == payload
+    out = bytearray(len(payload))
+    assert bytes(codec.decode(frame, out=out)) == payload and bytes(out) == payload
+    with pytest.raises(CodecError, match=str(len(payload))):
+        codec.decode(frame, out=bytearray(len(payload) - 1))
+    with pytest.raises(CodecError):
+        codec.decode(frame[:-7], out=bytearray(len(payload)))
+    with pytest.raises(CodecError):
+        codec.decode(frame, limit=len(payload) // 2)
+    # two frames back to back (numcodecs decodes both): 2x the bytes, refused for `out`
+    with pytest.raises(CodecError):
+        codec.decode(frame + frame, out=bytearray(len(payload)))
+    assert bytes(codec.decode(frame + frame)) == payload * 2

@@ -131,7 +131,10 @@ class PreparedChain:
         self._fill_native_arr = np.frombuffer(self.fill_native, dtype=np.uint8)
         self._scratch = _Scratch()
         # the innermost bytes->bytes codec may decode straight into a buffer
-        self._decode_into = bool(self.bb) and self.fast
+        # (unless it is faster at making its own buffer: zstd through python-zstandard,
+        # which releases the GIL; copy_region then reads from that buffer)
+        self._decode_into = bool(self.bb) and self.fast and not getattr(
+            self.bb[0], "decodes_own_buffer", False)
         # the others get a bound on their output (decompression bombs): the chunk's
         # bytes (the innermost on the fast path), else room for what an array -> bytes
         # codec adds (a shard's index and checksums, variable-length headers)
