@@ -27,6 +27,7 @@ from .errors import ChunkDecodeError, CodecError
 from .indexing import BasicSelection
 from .metadata.dtype import parse_data_type
 from .pipeline import accepts_limit, chunk_keys
+from .sharding import _general_decode, _general_encode
 from .stores import Store
 
 __all__ = ["ObjectChain", "read_object_selection", "write_object_selection"]
@@ -124,7 +125,7 @@ class _V3ObjectCodecs:
         at_end = codec.index_location == "end"
         raw_index = mv[n - self.index_nbytes:] if at_end else mv[:self.index_nbytes]
         low, high = (0, n - self.index_nbytes) if at_end else (self.index_nbytes, n)
-        index = _decode_fixed(codec.index_codecs, raw_index, self.index_shape)
+        index = _general_decode(codec.index_codecs, raw_index, self.index_shape, _UINT64)
         index = np.ascontiguousarray(index, dtype=np.uint64).reshape(-1, 2)
         out = _filled(self.shapes[-1], self.fill)
         inner_shape = self.inner.shape
@@ -176,35 +177,8 @@ class _V3ObjectCodecs:
             index[j] = (pos, len(b))
             parts.append(b)
             pos += len(b)
-        raw_index = _encode_fixed(self.ab.index_codecs, index.reshape(self.index_shape))
+        raw_index = _general_encode(self.ab.index_codecs, index.reshape(self.index_shape), _UINT64)
         return b"".join([*parts, raw_index] if at_end else [raw_index, *parts])
-
-
-def _decode_fixed(codecs: tuple[Any, ...], data: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """A shard index (uint64) through its own (fixed-size) codecs."""
-    aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
-    ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
-    for c in reversed([c for c in codecs if isinstance(c, BytesBytesCodec)]):
-        data = c.decode(data)
-    shapes = [shape]
-    for c in aa:
-        shapes.append(c.encoded_shape(shapes[-1]))
-    arr = ab.decode(data, shapes[-1], _UINT64)
-    for c, s in zip(reversed(aa), reversed(shapes[:-1]), strict=True):
-        arr = c.decode(arr, s)
-    return arr
-
-
-def _encode_fixed(codecs: tuple[Any, ...], arr: np.ndarray) -> bytes:
-    data: Any = arr
-    for c in codecs:
-        if isinstance(c, ArrayArrayCodec):
-            data = c.encode(data)
-        elif isinstance(c, ArrayBytesCodec):
-            data = c.encode(data, _UINT64)
-        else:
-            data = c.encode(data)
-    return bytes(data)
 
 
 class ObjectChain:
