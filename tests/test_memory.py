@@ -57,3 +57,39 @@ def test_writing_a_shard_with_astronomically_many_inner_chunks_is_a_clear_error(
     np.testing.assert_array_equal(a[...], 0)  # missing shard: fill values
     with pytest.raises(zarrfast.errors.ZarrfastError, match=r"shard 'c/0/0'.*inner chunks"):
         a[0:2, 0:2] = 1
+
+
+def test_whole_shards_of_a_local_store_share_one_reused_buffer(tmp_path, monkeypatch):
+    """Whole shards are read into one buffer per read (reused by every wave); a shard
+    whose size changed since it was planned is read on its own, with the same result."""
+    data = np.arange(64 * 256, dtype="<u4").reshape(64, 256)
+
+    class Shifty(LocalStore):
+        """Reports a wrong size for one shard, as if it were replaced meanwhile."""
+
+        def getsize(self, key):
+            n = super().getsize(key)
+            return n + 8 if key == "a/c/1/1" else n
+
+    a = zarrfast.create_array(LocalStore(tmp_path), name="a", shape=data.shape, chunks=(8, 32),
+                              shards=(32, 64), dtype="<u4",
+                              compressors={"name": "zstd", "configuration": {"level": 1}})
+    a[...] = data
+    monkeypatch.setattr(sharding, "WAVE_BYTES", 3 * 32 * 64 * 4)  # several waves
+    allocated = []
+    real_empty = np.empty
+
+    def counting_empty(shape, dtype=float, *args, **kwargs):
+        arr = real_empty(shape, dtype, *args, **kwargs)
+        if np.dtype(dtype) == np.uint8 and arr.ndim == 1:
+            allocated.append(arr.nbytes)
+        return arr
+
+    monkeypatch.setattr(sharding.np, "empty", counting_empty)
+    b = zarrfast.open_array(Shifty(tmp_path), path="a")
+    np.testing.assert_array_equal(b[...], data)
+    np.testing.assert_array_equal(b[5:40, 3:250], data[5:40, 3:250])
+    # shard buffers: one per read (grown when a later wave needs more), not one per
+    # shard: 8 shards are read whole here, in 3 waves
+    shard_buffers = [n for n in allocated if n > 4096]
+    assert 2 <= len(shard_buffers) <= 3, allocated

@@ -875,7 +875,7 @@ def test_inner_chunks_in_any_order_with_unused_bytes(tmp_path, location):
 # 5. reads fetch only what they need
 # ---------------------------------------------------------------------------
 class _Counting:
-    """Mixin recording every ``get``: ``(key, byte_range, returned size)``."""
+    """Mixin recording every ``get`` (and ``get_into``): ``(key, byte_range, size)``."""
 
     def _init_log(self) -> None:
         self.log: list[tuple[str, Any, int | None]] = []
@@ -886,6 +886,13 @@ class _Counting:
         if not key.endswith("zarr.json"):
             self.log.append((key, byte_range, None if value is None else len(value)))
         return value
+
+    def get_into(self, key, out):
+        """A whole value read into a caller's buffer: one request, logged as ``get``."""
+        n = super().get_into(key, out)
+        if self.fast_get_into and not key.endswith("zarr.json"):  # (else it went via get)
+            self.log.append((key, None, n))
+        return n
 
     def get_many(self, keys, byte_ranges=None):
         self.batches.append(len(keys))

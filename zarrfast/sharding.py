@@ -142,7 +142,8 @@ class ShardLayout:
             raise ChecksumError(f"shard {key!r}: index checksum mismatch: {e}") from None
         except (CodecError, ValueError) as e:
             raise ChunkDecodeError(f"shard {key!r}: cannot decode the index: {e}") from None
-        index = np.ascontiguousarray(arr, dtype=np.uint64).reshape(self.n_inner, 2)
+        # a copy: `raw` may be a reused read buffer, and indexes outlive reads in the cache
+        index = np.array(arr, dtype=np.uint64, order="C", copy=True).reshape(self.n_inner, 2)
         self._check_index(index, key)
         return index
 
@@ -415,13 +416,48 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         )
         placed[rows] = True
 
+    def is_whole(g: int) -> bool:
+        return (not chain.partial_reads
+                or len(groups[g]) >= chain.inner_in_array(shard_coords[g]))
+
+    # Whole shards of a local store are read into one buffer reused by every wave
+    # (fresh buffers per shard cost a page fault per 4 KiB, more than the copy itself).
+    slots: dict[int, tuple[int, int]] = {}
+    wave_buffer: list[np.ndarray] = []
+
+    def plan_slots(wave: list[int]) -> None:
+        slots.clear()
+        if not (chain.partial_reads and store.fast_get_into):
+            return
+        pos = 0
+        for g in wave:
+            if not is_whole(g):
+                continue
+            try:
+                size = store.getsize(keys[g])
+            except FileNotFoundError:
+                continue
+            if pos + size > WAVE_BYTES:
+                break  # the rest are read into buffers of their own
+            slots[g] = (pos, size)
+            pos += size
+        if slots and (not wave_buffer or wave_buffer[0].nbytes < pos):
+            wave_buffer[:] = [np.empty(pos, dtype=np.uint8)]  # as large as a wave needs
+
+    def read_shard(g: int) -> Any:
+        key = keys[g]
+        slot = slots.get(g)
+        if slot is not None:
+            target = wave_buffer[0][slot[0]:slot[0] + slot[1]]
+            if store.get_into(key, target) == slot[1]:
+                return target
+        return chain.fetch_shard(store, key)  # (replaced or removed since its size was read)
+
     def fetch(g: int) -> None:
         key, rows = keys[g], groups[g]
-        whole = (not chain.partial_reads
-                 or len(rows) >= chain.inner_in_array(shard_coords[g]))
-        if whole:
+        if is_whole(g):
             token = store.version(key) if chain.partial_reads else None
-            data = chain.fetch_shard(store, key)
+            data = read_shard(g)
             if data is None:
                 return
             index = layout.index_of_shard(data, key)
@@ -482,6 +518,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
     # the fetched bytes held at once stay bounded however large the selection is.
     for wave in _waves(groups, inner.chunk_nbytes):
+        plan_slots(wave)
         # fetch: each task fills the payload slots (or output regions) of its own
         # shard's rows only; remote stores get many requests in flight at once
         if store.batched_reads:
