@@ -118,6 +118,45 @@ def test_register_codec_and_use_it_in_an_array(monkeypatch) -> None:
     np.testing.assert_array_equal(b[...], data)
 
 
+class PlainXorCodec(BytesBytesCodec):
+    """A plugin codec written as a plain class with ``__eq__`` (so, unhashable)."""
+
+    name = "test.plainxor"
+
+    def __init__(self, key: int = 0x33) -> None:
+        object.__setattr__(self, "key", key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PlainXorCodec) and other.key == self.key
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PlainXorCodec:
+        return cls(key=parse_named_config(data, cls.name, allowed=("key",)).get("key", 0x33))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {"key": self.key}}
+
+    def encode(self, data: Any) -> bytes:
+        return (np.frombuffer(data, np.uint8) ^ self.key).tobytes()
+
+    def decode(self, data: Any, out: Any = None) -> bytes:  # no limit=: not bounded by us
+        return (np.frombuffer(data, np.uint8) ^ self.key).tobytes()
+
+
+def test_unhashable_plugin_codec_anywhere_in_the_chain(monkeypatch) -> None:
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    registry.register_codec(PlainXorCodec)
+    with pytest.raises(TypeError):
+        hash(PlainXorCodec())
+    data = np.arange(60, dtype="int16").reshape(6, 10)
+    for compressors in ([{"name": "test.plainxor"}, {"name": "zstd"}],
+                        [{"name": "zstd"}, {"name": "test.plainxor"}]):
+        a = zarrfast.create_array({}, shape=data.shape, chunks=(4, 4), dtype="int16",
+                                  compressors=compressors)
+        a[...] = data
+        np.testing.assert_array_equal(a[...], data)
+
+
 def test_entry_point_plugin_is_discovered(tmp_path, monkeypatch) -> None:
     """A codec published under the ``zarrfast.codecs`` entry-point group by an installed
     distribution is found by name, without being imported beforehand."""

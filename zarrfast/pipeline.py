@@ -140,7 +140,8 @@ class PreparedChain:
         # codec adds (a shard's index and checksums, variable-length headers)
         self._bb_limit = (self.chunk_nbytes if self.fast and len(self.bb) == 1
                           else 2 * self.chunk_nbytes + 2**20)
-        self._bb_limited = {c: accepts_limit(c) for c in self.bb}
+        # (a list in decode order: third-party codecs need not be hashable)
+        self._bb_limited = [accepts_limit(c) for c in reversed(self.bb)]
 
     # -- decoding -----------------------------------------------------------------
     def _scratch_buffer(self) -> np.ndarray:
@@ -180,7 +181,7 @@ class PreparedChain:
             for i, c in enumerate(reversed(self.bb)):
                 if i == len(self.bb) - 1 and self._decode_into:
                     data = c.decode(data, out=target)
-                elif self._bb_limited[c]:
+                elif self._bb_limited[i]:
                     # no output buffer: bounded by what the chunk can decode to
                     data = c.decode(data, limit=self._bb_limit)
                 else:
