@@ -39,7 +39,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrfast
-from zarrfast.codecs import ShardingCodec
+from zarrfast import sharding as zf_sharding
+from zarrfast.codecs import BytesCodec, ShardingCodec
 from zarrfast.errors import ChecksumError, ChunkDecodeError
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, SuffixByteRequest
@@ -1409,3 +1410,33 @@ def test_random_selections_match_numpy(layout, data):
             assert len(chunks) == math.prod(s // i for s, i in zip(shard, inner, strict=True))
         if not empty:
             assert (key in stored) == bool((region != fill).any()), key
+
+
+@pytest.mark.parametrize("location", ["end", "start"])
+@pytest.mark.parametrize("shape", [(64, 96), (70, 100)])  # (70, 100): edge inner chunks
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("write_empty", [False, True])
+def test_whole_raw_shards_assembled_in_place_match_the_general_path(
+        monkeypatch, location, shape, endian, write_empty):
+    """Whole shards of uncompressed inner chunks are built in one buffer; the bytes are
+    the general path's, byte for byte (and shards with an all-fill inner chunk take the
+    general path, which leaves that chunk out)."""
+    data = np.random.default_rng(3).integers(0, 1000, shape).astype("<i4")
+    data[:8, :16] = -1  # one inner chunk of fill values
+
+    def write(fast: bool) -> dict:
+        if not fast:
+            monkeypatch.setattr(zf_sharding, "_assemble_raw_shard", lambda *a, **k: None)
+        store: dict = {}
+        codec = ShardingCodec(chunk_shape=(8, 16), codecs=[BytesCodec(endian=endian)],
+                              index_location=location)
+        a = zarrfast.create_array(store, shape=shape, chunks=(32, 32), serializer=codec,
+                                  compressors=None, dtype="<i4", fill_value=-1)
+        with zarrfast.config.set(write_empty_chunks=write_empty):
+            a[...] = data
+        np.testing.assert_array_equal(a[...], data)
+        monkeypatch.undo()
+        return {k: bytes(v) for k, v in store.items()}
+
+    fast, general = write(True), write(False)
+    assert fast == general

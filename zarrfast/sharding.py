@@ -533,6 +533,40 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         map_unordered_into(assemble, rows.tolist(), work_bytes=len(rows) * inner.chunk_nbytes)
 
 
+def _assemble_raw_shard(layout: ShardLayout, inner: PreparedChain, writer: RowWriter,
+                        proj: Projection, rows: np.ndarray, lin: np.ndarray,
+                        write_empty_chunks: bool) -> np.ndarray | None:
+    """The bytes of a shard whose every inner chunk is written whole and stored
+    uncompressed, built in one buffer: the same bytes the general path assembles.
+    ``None`` when some inner chunk equals the fill value and must be left out (the
+    general path then compacts the shard)."""
+    nb = inner.chunk_nbytes
+    base = 0 if layout.at_end else layout.index_nbytes
+    buf = np.empty(layout.n_inner * nb + layout.index_nbytes, dtype=np.uint8)
+    slots = base + lin.astype(np.int64) * nb
+    for slot in slots[proj.edge[rows]].tolist():
+        inner.fill_chunk(buf[slot:slot + nb])  # padding beyond the array's edge
+    _kernels.copy_regions(
+        writer.value_flat, writer.src_offsets[rows], writer.value_strides,
+        buf, slots + writer.dst_offsets[rows], writer.dst_strides,
+        proj.local_count[rows], inner.itemsize, inner.swap_unit,
+    )
+    if not write_empty_chunks and any(
+            inner.is_fill(buf[slot:slot + nb]) for slot in slots.tolist()):
+        return None
+    index = np.empty((layout.n_inner, 2), dtype=np.uint64)
+    index[:, 0] = base + np.arange(layout.n_inner, dtype=np.uint64) * nb
+    index[:, 1] = nb
+    raw_index = np.frombuffer(
+        _general_encode(layout.codec.index_codecs, index.reshape(layout.index_shape), _UINT64),
+        dtype=np.uint8)
+    if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
+        return None
+    at = layout.n_inner * nb if layout.at_end else 0
+    buf[at:at + layout.index_nbytes] = raw_index
+    return buf
+
+
 #: bytes of inner chunks (decoded size) whose shards a sharded read fetches at once
 WAVE_BYTES = 64 * 2**20
 
@@ -607,11 +641,25 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
                 f"chunks per shard"
             ) from None
 
+    inner = chain.inner
+    # whole shards of uncompressed inner chunks written from an array are assembled
+    # in place: one copy_regions call, no per-chunk buffers, no join
+    raw_whole = inner.fast and not inner.bb and writer.value_flat is not None
+
     def write_shard(g: int) -> None:
         key, rows = keys[g], groups[g]
-        encoded: list[Any] = [None] * layout.n_inner
         whole = (len(rows) >= chain.inner_in_array(shard_coords[g])
                  and bool(proj.complete[rows].all()))
+        if raw_whole and whole and len(rows) == layout.n_inner:
+            shard = _assemble_raw_shard(layout, inner, writer, proj, rows, inner_lin[rows],
+                                        write_empty_chunks)
+            if shard is not None:
+                for c in chain.outer_bb:
+                    shard = c.encode(shard)
+                store.set(key, shard)
+                chain.cache.put(key, None)
+                return
+        encoded: list[Any] = [None] * layout.n_inner
         data = None if whole else chain.fetch_shard(store, key)
         index = None if data is None else layout.index_of_shard(data, key)
         if index is not None:
