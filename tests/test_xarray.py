@@ -563,7 +563,7 @@ def test_to_zarr_compute_false(tmp_path):
 
 def test_to_zarr_refuses_unaligned_dask_chunks(tmp_path):
     ds = xr.Dataset({"v": (("a", "b"), np.zeros((10, 4)))}).chunk({"a": 3})
-    with pytest.raises(ZarrfastError, match="dimension 'a'.*Zarr chunk size 2"):
+    with pytest.raises(ZarrfastError, match=r"dimension 'a'.*Zarr chunk \(or shard\) size 2"):
         zx.to_zarr(ds, tmp_path / "u.zarr", encoding={"v": {"chunks": (2, 4)}})
     irregular = xr.Dataset({"v": (("a", "b"), np.zeros((10, 4)))}).chunk({"a": (2, 5, 3)})
     with pytest.raises(ZarrfastError, match="'a' are irregular"):
@@ -718,3 +718,18 @@ def test_v2_char_and_bytes_strings(tmp_path, writer):
         xr.testing.assert_identical(a, b)
     xr.testing.assert_identical(_open(p, "zarrfast").load(), ds)
     assert list(_open(p, "zarrfast").name.values) == ["ab", "cde", "f"]
+
+
+def test_to_zarr_checks_dask_blocks_against_shards_and_existing_arrays(tmp_path):
+    """Blocks inside one shard would rewrite it concurrently (lost writes): refused, for
+    new sharded variables and for variables that already exist (mode 'a')."""
+    ds = xr.Dataset({"v": ("x", np.arange(4000.0))}).chunk({"x": 10})
+    with pytest.raises(ZarrfastError, match=r"chunk \(or shard\) size 1000"):
+        zx.to_zarr(ds, str(tmp_path / "s.zarr"), mode="w",
+                   encoding={"v": {"chunks": (10,), "shards": (1000,)}})
+    ok = ds.chunk({"x": 1000})
+    zx.to_zarr(ok, str(tmp_path / "s.zarr"), mode="w",
+               encoding={"v": {"chunks": (10,), "shards": (1000,)}})
+    xr.testing.assert_identical(xr.open_zarr(str(tmp_path / "s.zarr")).load(), ok.load())
+    with pytest.raises(ZarrfastError, match=r"chunk \(or shard\) size 1000"):
+        zx.to_zarr(ds, str(tmp_path / "s.zarr"), mode="a")

@@ -457,16 +457,23 @@ def _zarr_chunks(name: Hashable, var: xr.Variable, enc_chunks: Any, safe_chunks:
         raise ZarrfastError(
             f"variable {name!r}: encoding chunks {enc_chunks} do not match its "
             f"{var.ndim} dimensions {var.dims}")
-    if var_chunks is not None and safe_chunks:
-        for dim, sizes, zc in zip(var.dims, var_chunks, enc_chunks, strict=True):
-            edges = np.cumsum(sizes)[:-1]
-            if (edges % zc).any():
-                raise ZarrfastError(
-                    f"variable {name!r}: dask chunks {sizes} along dimension {dim!r} are "
-                    f"not aligned with the Zarr chunk size {zc}; two dask blocks would write "
-                    f"one Zarr chunk. Rechunk (e.g. ds.chunk({{{dim!r}: {zc}}})) or pass "
-                    f"safe_chunks=False")
     return enc_chunks
+
+
+def _check_aligned(name: Hashable, var: xr.Variable, unit: Any, safe_chunks: bool) -> None:
+    """Dask blocks must not share a stored object (a chunk, or a shard when sharded):
+    they are written in parallel without a lock."""
+    if var.chunks is None or not safe_chunks or not isinstance(unit, (tuple, list)):
+        return
+    for dim, sizes, zc in zip(var.dims, var.chunks, unit, strict=True):
+        edges = np.cumsum(sizes)[:-1]
+        if (edges % int(zc)).any():
+            shown = sizes if len(sizes) <= 8 else (*sizes[:8], "...")
+            raise ZarrfastError(
+                f"variable {name!r}: dask chunks {shown} along dimension {dim!r} are "
+                f"not aligned with the Zarr chunk (or shard) size {zc}; two dask blocks would "
+                f"write one stored object. Rechunk (e.g. ds.chunk({{{dim!r}: {zc}}})) or pass "
+                f"safe_chunks=False")
 
 
 def _codecs_argument(value: Any) -> Any:
@@ -663,6 +670,7 @@ def to_zarr(
                 raise ZarrfastError(
                     f"mode='a': variable {name!r} exists in the store with shape "
                     f"{getattr(arr, 'shape', None)}, the dataset's has {encoded.shape}")
+            _check_aligned(vn, encoded, arr.shards or arr.chunks, safe_chunks)
             plan.append((name, encoded, arr, {}, None, {}))
             continue
         vlen = _strings.check_vlen_dtype(dtype)
@@ -689,6 +697,9 @@ def to_zarr(
                 isinstance(f, Mapping) and str(f.get("id", "")).startswith("vlen-"))]
         if enc.get("shards") is not None:
             create["shards"] = enc["shards"]
+        shards = enc.get("shards")
+        _check_aligned(vn, encoded, tuple(shards) if shards is not None else chunks,
+                       safe_chunks)
         if enc.get("chunk_key_encoding") is not None:
             create["chunk_key_encoding"] = enc["chunk_key_encoding"]
         wec = enc.get("write_empty_chunks", write_empty_chunks)
