@@ -733,3 +733,22 @@ def test_to_zarr_checks_dask_blocks_against_shards_and_existing_arrays(tmp_path)
     xr.testing.assert_identical(xr.open_zarr(str(tmp_path / "s.zarr")).load(), ok.load())
     with pytest.raises(ZarrfastError, match=r"chunk \(or shard\) size 1000"):
         zx.to_zarr(ds, str(tmp_path / "s.zarr"), mode="a")
+
+
+def test_to_zarr_into_a_zip_path_closes_it_and_appends(tmp_path):
+    """A .zip path is opened and closed by to_zarr: a second call appends a group and
+    both are in the archive afterwards (two open handles would lose one)."""
+    import zipfile
+
+    path = str(tmp_path / "w.zip")
+    a = xr.Dataset({"v": ("x", np.arange(10.0))})
+    b = xr.Dataset({"u": ("y", np.arange(5))})
+    zx.to_zarr(a, path)  # default mode "w-": a new archive
+    zx.to_zarr(b, path, mode="a", group="g2")
+    names = zipfile.ZipFile(path).namelist()
+    assert "v/zarr.json" in names and "g2/u/zarr.json" in names
+    xr.testing.assert_identical(xr.open_dataset(path, engine="zarrfast").load(), a)
+    xr.testing.assert_identical(
+        xr.open_dataset(path, engine="zarrfast", group="g2").load(), b)
+    with pytest.raises(ZarrfastError, match="compute=False"):
+        zx.to_zarr(a.chunk(), str(tmp_path / "x.zip"), compute=False)

@@ -589,6 +589,26 @@ def to_zarr(
     for vn, enc in encoding.items():
         if "_FillValue" in enc and enc.get("fill_value") is not None:
             raise ZarrfastError(f"variable {vn!r}: give _FillValue or fill_value, not both")
+    if isinstance(store, (str, os.PathLike)):
+        # resolve a path or URL once, and close what we opened (a zip archive is only
+        # complete once closed; two open handles of one archive would lose writes)
+        from .stores import ZipStore
+        from .stores._resolve import make_store
+
+        opened = make_store(store, storage_options=storage_options)
+        if not compute and isinstance(opened, ZipStore):
+            opened.close()
+            raise ZarrfastError(
+                f"to_zarr({os.fspath(store)!r}, compute=False): an archive must be closed "
+                f"after the delayed write; pass zarrfast.storage.ZipStore(path, mode='a') "
+                f"and close it yourself")
+        try:
+            return to_zarr(ds, opened, mode=mode, group=group, consolidated=consolidated,
+                           zarr_format=zarr_format, encoding=encoding, compute=compute,
+                           write_empty_chunks=write_empty_chunks, safe_chunks=safe_chunks)
+        finally:
+            if compute:
+                opened.close()
 
     target: Group | None = None
     existing: set[str] = set()
