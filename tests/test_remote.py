@@ -244,6 +244,9 @@ class FaultyProxy:
         self.requests: Counter[tuple[str, str]] = Counter()
         self.faults: dict[str, list] = defaultdict(list)
         self.always: dict[str, int] = {}
+        #: answer DeleteObjects with a per-key AccessDenied (HTTP 200), as S3 does for
+        #: credentials without s3:DeleteObject
+        self.deny_deletes = False
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _ProxyHandler)
         self.server.daemon_threads = True
         self.server.proxy = self  # type: ignore[attr-defined]
@@ -301,7 +304,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         try:
             if proxy.delay:
                 time.sleep(proxy.delay)
-            if fault == "reset":
+            if proxy.deny_deletes and self.command == "POST" and "delete" in self.path:
+                self._deny_deletes(body or b"")
+            elif fault == "reset":
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
             elif fault is not None:
@@ -320,6 +325,20 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(doc)
+
+    def _deny_deletes(self, body: bytes) -> None:
+        import re
+
+        errors = b"".join(b"<Error><Key>" + k + b"</Key><Code>AccessDenied</Code>"
+                          b"<Message>denied by the test proxy</Message></Error>"
+                          for k in re.findall(rb"<Key>(.*?)</Key>", body))
+        doc = (b'<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns='
+               b'"http://s3.amazonaws.com/doc/2006-03-01/">' + errors + b"</DeleteResult>")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(doc)))
+        self.end_headers()
+        self.wfile.write(doc)
 
     def _forward(self, proxy: FaultyProxy, body: bytes | None) -> None:
         conn = http.client.HTTPConnection(*proxy.upstream, timeout=30)
@@ -558,3 +577,32 @@ class _RangeFileHandler(SimpleHTTPRequestHandler):
         self.send_header("Content-Length", str(len(part)))
         self.end_headers()
         self.wfile.write(part)
+
+
+def test_refused_deletes_raise_and_keep_the_data(s3_server, proxy) -> None:
+    """S3 answers a DeleteObjects it refuses with HTTP 200 and per-key errors: those
+    must raise (naming URL and key), not look like success."""
+    url = s3_server.url(f"{uuid.uuid4().hex}/del.zarr")
+    store = FsspecStore.from_url(url, storage_options=s3_server.storage_options(proxy.url))
+    store.set("a", b"1")
+    store.set("b/c", b"2")
+    proxy.deny_deletes = True
+    with pytest.raises(RemotePermissionError, match=r"del\.zarr/a.*key 'a'"):
+        store.delete("a")
+    with pytest.raises(RemotePermissionError):
+        store.delete_dir("")
+    proxy.deny_deletes = False
+    assert sorted(store.list()) == ["a", "b/c"] and store.get("a") == b"1"
+    store.delete_many(["a", "missing"])  # a missing key is no error
+    assert sorted(store.list()) == ["b/c"]
+
+
+def test_fsspec_store_identity_and_root_paths(tmp_path) -> None:
+    import fsspec
+
+    a = FsspecStore.from_url("memory://idtest")
+    b = FsspecStore(fsspec.filesystem("memory"), path="memory://idtest")
+    assert a == b and hash(a) == hash(b)
+    (tmp_path / "f").write_bytes(b"x")
+    root = FsspecStore(fsspec.filesystem("file"), path="/")
+    assert root.get(str(tmp_path / "f").lstrip("/")) == b"x"  # not relative to the cwd

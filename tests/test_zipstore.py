@@ -249,3 +249,35 @@ def test_we_read_zarr_pythons_archive(tmp_path: Path) -> None:
     np.testing.assert_array_equal(g["x"][:], data)
     np.testing.assert_array_equal(g["s"][7:29, 3:33], data[7:29, 3:33])
     g.store.close()
+
+
+def test_unreadable_members_and_missing_archives_raise_store_errors(tmp_path: Path) -> None:
+    from zarrfast.stores import ArchiveNotFoundError, StoreError
+
+    path = tmp_path / "bad.zip"
+    payload = bytes(range(256)) * 64
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("a", payload)
+    raw = bytearray(path.read_bytes())
+    info = zipfile.ZipFile(path).getinfo("a")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    assert raw[start:start + 4] != b"\xff\xff\xff\xff"
+    raw[start:start + 4] = b"\xff\xff\xff\xff"  # break the deflate stream
+    path.write_bytes(bytes(raw))
+    s = ZipStore(path, mode="r")
+    with pytest.raises(StoreError, match=r"member 'a'.*bad\.zip"):
+        s.get("a")
+    with pytest.raises(ArchiveNotFoundError, match="missing.zip") as e:
+        ZipStore(tmp_path / "missing.zip", mode="r")
+    assert isinstance(e.value, FileNotFoundError)
+
+
+def test_file_url_to_a_zip_opens_the_archive(tmp_path: Path) -> None:
+    from zarrfast.stores._resolve import make_store
+
+    data = np.arange(6, dtype="i4")
+    with ZipStore(tmp_path / "u.zip", mode="w") as s:
+        zarrfast.create_array(s, name="a", data=data, chunks=(3,))
+    store = make_store(f"file://{tmp_path / 'u.zip'}", read_only=True)
+    assert isinstance(store, ZipStore)
+    np.testing.assert_array_equal(zarrfast.open_array(store, path="a")[...], data)

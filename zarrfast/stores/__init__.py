@@ -9,6 +9,7 @@ from ._base import (
     validate_key,
 )
 from ._errors import (
+    ArchiveNotFoundError,
     MissingDependencyError,
     RemotePermissionError,
     RemoteStoreError,
@@ -24,6 +25,7 @@ from ._memory import MemoryStore
 from ._zip import ZipStore
 
 __all__ = [
+    "ArchiveNotFoundError",
     "ByteRequest",
     "FsspecStore",
     "LocalStore",

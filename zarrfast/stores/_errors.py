@@ -26,6 +26,10 @@ class StoreError(ZarrfastError):
     """A store could not carry out a request."""
 
 
+class ArchiveNotFoundError(StoreError, FileNotFoundError):
+    """A zip archive opened for reading does not exist."""
+
+
 class RemoteStoreError(StoreError, OSError):
     """A request to a remote store failed (and will not succeed by retrying)."""
 

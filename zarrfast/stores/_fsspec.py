@@ -252,7 +252,9 @@ class FsspecStore(Store):
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise ZarrfastError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
         self.fs = fs
-        self.path = fs._strip_protocol(path).rstrip("/") if path else ""
+        stripped = fs._strip_protocol(path) if path else ""
+        # a root of "/" stays "/" (rstrip would make it "", relative to the cwd)
+        self.path = stripped.rstrip("/") or ("/" if stripped.startswith("/") else "")
         self.retry = retry
         self.max_concurrency = max_concurrency
         self._afs = fs if fs.async_impl else _wrap_sync(fs)
@@ -328,12 +330,12 @@ class FsspecStore(Store):
         )
 
     def __hash__(self) -> int:
-        return hash((FsspecStore, self.url, self.read_only))
+        return hash((FsspecStore, self.path, self.read_only))  # as __eq__: fs and path
 
     # -- paths and errors -------------------------------------------------------------
     def _full(self, key: str) -> str:
         validate_key(key)
-        return f"{self.path}/{key}" if self.path else key
+        return f"{self.path.rstrip('/')}/{key}" if self.path else key
 
     def _key_url(self, key: str) -> str:
         return f"{self.url}/{key}"
@@ -477,7 +479,11 @@ class FsspecStore(Store):
 
     # -- writes -------------------------------------------------------------------
     async def _aset(self, key: str, path: str, data: bytes) -> None:
-        await self._retrying("writing", key, lambda: self._afs._pipe_file(path, data))
+        try:
+            await self._retrying("writing", key, lambda: self._afs._pipe_file(path, data))
+        except (FileNotFoundError, NotADirectoryError) as e:
+            # a missing bucket (or parent directory): not a missing key, a failed write
+            raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         self._check_writable(key)
@@ -511,18 +517,48 @@ class FsspecStore(Store):
         if self._afs is self.fs and hasattr(self.fs, "_bulk_delete") and not any(
                 _has_glob_magic(p) for p in paths):
             # S3: one DeleteObjects request per 1000 keys; missing keys are no error
-            label = keys[0] if len(keys) == 1 else f"{keys[0]} (and {len(keys) - 1} more)"
-            self._run(lambda: self._retrying("deleting", label, lambda: self.fs._rm(paths)))
+            self._run(lambda: self._abulk_delete(keys, paths))
             return
         self._run(lambda: self._gather(self._adelete(k, p) for k, p in zip(keys, paths,
                                                                             strict=True)))
+
+    async def _abulk_delete(self, keys: list[str], paths: list[str]) -> None:
+        """DeleteObjects, checking the per-key errors of the reply (s3fs' own bulk
+        delete sends ``Quiet`` and ignores them, so a refused delete looked done)."""
+        by_bucket: dict[str, list[tuple[str, str]]] = {}
+        for key, path in zip(keys, paths, strict=True):
+            bucket, _, name = path.partition("/")
+            by_bucket.setdefault(bucket, []).append((key, name))
+        for bucket, items in by_bucket.items():
+            for lo in range(0, len(items), 1000):
+                batch = items[lo:lo + 1000]
+                label = batch[0][0] if len(batch) == 1 else (
+                    f"{batch[0][0]} (and {len(batch) - 1} more)")
+                request = {"Objects": [{"Key": name} for _, name in batch], "Quiet": True}
+                try:
+                    out = await self._retrying("deleting", label, lambda r=request, b=bucket:
+                                               self.fs._call_s3("delete_objects", Bucket=b,
+                                                                Delete=r))
+                except FileNotFoundError:
+                    continue  # no such bucket: nothing to delete
+                self.fs.invalidate_cache(bucket)
+                failed = [e for e in out.get("Errors", []) if e.get("Code") != "NoSuchKey"]
+                if failed:
+                    names = {name: key for key, name in batch}
+                    e = failed[0]
+                    key = names.get(e.get("Key"), str(e.get("Key")))
+                    kind = "denied" if e.get("Code") == "AccessDenied" else "fatal"
+                    raise self._failure(
+                        "deleting", key, OSError(f"{e.get('Code')}: {e.get('Message')} "
+                                                 f"({len(failed)} of {len(batch)} keys "
+                                                 f"refused)"), kind, 1, 0.0)
 
     # -- listing ------------------------------------------------------------------
     def _key_of(self, full: str) -> str | None:
         """The key of a listed path, or ``None`` for paths outside the root or names
         no key could have (``..`` segments and the like, possible on S3)."""
         full = full.rstrip("/") if full.endswith("/") and len(full) > 1 else full
-        base = self.path + "/" if self.path else ""
+        base = self.path.rstrip("/") + "/" if self.path else ""
         if base and not full.startswith(base):
             return None
         key = full[len(base):].lstrip("/") if not base else full[len(base):]

@@ -52,10 +52,11 @@ def make_store(store: StoreLike, *, read_only: bool = False,
             from ._fsspec import FsspecStore
 
             return FsspecStore.from_url(s, storage_options=storage_options, read_only=read_only)
-        if isinstance(s, str) and _is_zip_path(s):
+        local = s[len("file://"):] if isinstance(s, str) and s.startswith("file://") else s
+        if isinstance(local, str) and _is_zip_path(local):
             from ._zip import ZipStore
 
-            return ZipStore(s, mode="r" if read_only else "a", read_only=read_only)
+            return ZipStore(local, mode="r" if read_only else "a", read_only=read_only)
         return LocalStore(s, read_only=read_only)
     if isinstance(store, MutableMapping):
         return MemoryStore(store, read_only=read_only)

@@ -26,12 +26,18 @@ import time
 import warnings
 import weakref
 import zipfile
+import zlib
 from collections.abc import Hashable, Iterator
 from pathlib import Path
 
 from ..errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from ._base import ByteRequest, Store, normalize_byte_range, validate_key, validate_prefix
-from ._errors import StoreError, UnsafeArchiveMemberError, UnsupportedStoreOperationError
+from ._errors import (
+    ArchiveNotFoundError,
+    StoreError,
+    UnsafeArchiveMemberError,
+    UnsupportedStoreOperationError,
+)
 
 __all__ = ["ZipStore"]
 
@@ -49,7 +55,8 @@ class _Archive:
             self.zf = zipfile.ZipFile(path, mode=mode, compression=compression,
                                       allowZip64=allow_zip64)
         except FileNotFoundError:
-            raise FileNotFoundError(f"zip archive {os.fspath(path)!r} does not exist") from None
+            raise ArchiveNotFoundError(f"zip archive {os.fspath(path)!r} does not exist"
+                                       ) from None
         except FileExistsError:
             raise FileExistsError(
                 f"zip archive {os.fspath(path)!r} already exists (mode 'x' creates a new one)"
@@ -204,9 +211,11 @@ class ZipStore(Store):
                         return b""
                     f.seek(start)
                     return f.read(stop - start)
-            except (zipfile.BadZipFile, OSError, EOFError) as e:
+            except (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError,
+                    NotImplementedError) as e:  # corrupt, encrypted, unknown compression
                 raise StoreError(
-                    f"cannot read member {key!r} of zip archive {self._name!r}: {e}") from e
+                    f"cannot read member {key!r} of zip archive {self._name!r}: "
+                    f"{type(e).__name__}: {e}") from e
 
     def exists(self, key: str) -> bool:
         with self._archive.lock:
