@@ -696,10 +696,6 @@ def to_zarr(
         vlen = _strings.check_vlen_dtype(dtype)
         if dtype.kind == "T":  # NumPy's StringDType (zarr-python reads vlen strings so)
             vlen = str
-        if fmt == 3 and (dtype.kind in "OSUT"):
-            raise ZarrfastError(
-                f"variable {name!r} holds strings ({dtype}): zarrfast cannot write "
-                f"Zarr v3 string data types yet; use zarr_format=2")
         create: dict[str, Any] = {"chunks": chunks,
                                   "dtype": vlen if vlen is not None else dtype}
         if fmt == 3:
