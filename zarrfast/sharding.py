@@ -420,8 +420,9 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         return (not chain.partial_reads
                 or len(groups[g]) >= chain.inner_in_array(shard_coords[g]))
 
-    # Whole shards of a local store are read into one buffer reused by every wave
-    # (fresh buffers per shard cost a page fault per 4 KiB, more than the copy itself).
+    # Whole shards of a local store are read into one buffer reused by every wave of a
+    # large read (fresh buffers per shard cost a page fault per 4 KiB, more than the
+    # copy itself).
     slots: dict[int, tuple[int, int]] = {}
     wave_buffer: list[np.ndarray] = []
 
@@ -517,8 +518,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
 
     # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
     # the fetched bytes held at once stay bounded however large the selection is.
-    for wave in _waves(groups, inner.chunk_nbytes):
-        plan_slots(wave)
+    waves = _waves(groups, inner.chunk_nbytes)
+    for wave in waves:
+        if len(waves) > 1:  # one wave: no reuse, fresh buffers per shard cost no more
+            plan_slots(wave)
         # fetch: each task fills the payload slots (or output regions) of its own
         # shard's rows only; remote stores get many requests in flight at once
         if store.batched_reads:
