@@ -82,8 +82,9 @@ def map_unordered_into(
             fn(item)
         return
     pool = get_pool(threads)
-    # Split into at most 4*threads batches: one future per chunk costs ~10 µs.
-    nbatches = min(len(items), threads * 4)
+    # Split into at most 4*threads batches (one future per chunk costs ~10 µs), but a
+    # small job into one batch per thread: each extra handoff costs more than it balances
+    nbatches = min(len(items), threads * 4 if len(items) >= 16 * threads else threads)
     size = -(-len(items) // nbatches)
     _run_batches(pool, fn, [items[i:i + size] for i in range(0, len(items), size)])
 

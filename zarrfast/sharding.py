@@ -46,6 +46,7 @@ from .indexing import BasicSelection, normalize_basic
 from .metadata.dtype import DataType, parse_data_type
 from .metadata.v3 import ArrayMetadata
 from .pipeline import (
+    RAW_COST_RATIO,
     PreparedChain,
     Projection,
     RowReader,
@@ -527,8 +528,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         if store.batched_reads:
             map_io(fetch, wave)
         else:
+            # (reading is cheaper per byte than decoding: small fetches stay inline)
             map_unordered_into(fetch, wave,
-                               work_bytes=sum(len(groups[g]) for g in wave) * inner.chunk_nbytes)
+                               work_bytes=sum(len(groups[g]) for g in wave) * inner.chunk_nbytes
+                               // RAW_COST_RATIO)
         rows = np.concatenate([groups[g] for g in wave])
         if raw_inner:
             rows = rows[~placed[rows]]
