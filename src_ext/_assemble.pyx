@@ -109,6 +109,18 @@ cdef int _check_span(str func, str name, Py_ssize_t buflen, Py_ssize_t offset,
     return 0
 
 
+cdef int _check_item(str func, Py_ssize_t itemsize, Py_ssize_t swap_unit) except -1:
+    if itemsize < 1:
+        raise ValueError(f"{func}: itemsize must be >= 1, got {itemsize}")
+    if swap_unit != 1 and swap_unit != 2 and swap_unit != 4 and swap_unit != 8:
+        raise ValueError(f"{func}: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
+    if itemsize % swap_unit != 0:
+        raise ValueError(
+            f"{func}: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
+        )
+    return 0
+
+
 cdef inline const uint8_t* _cptr(const uint8_t[::1] a) noexcept:
     return &a[0] if a.shape[0] > 0 else NULL
 
@@ -167,14 +179,7 @@ def copy_region(const uint8_t[::1] src not None, Py_ssize_t src_offset,
             f"dst_strides {_tup(dst_strides)} must have the same length"
         )
     _check_shape("copy_region", shape)
-    if itemsize < 1:
-        raise ValueError(f"copy_region: itemsize must be >= 1, got {itemsize}")
-    if swap_unit != 1 and swap_unit != 2 and swap_unit != 4 and swap_unit != 8:
-        raise ValueError(f"copy_region: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
-    if itemsize % swap_unit != 0:
-        raise ValueError(
-            f"copy_region: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
-        )
+    _check_item("copy_region", itemsize, swap_unit)
     if _is_empty(shape):
         return
     _check_dst_strides("copy_region", dst_strides, shape)
@@ -217,14 +222,7 @@ def copy_regions(const uint8_t[::1] src not None, const int64_t[::1] src_offsets
         )
     if ndim > ZF_MAX_NDIM:
         raise ValueError(f"copy_regions: rank {ndim} exceeds the maximum of {ZF_MAX_NDIM}")
-    if itemsize < 1:
-        raise ValueError(f"copy_regions: itemsize must be >= 1, got {itemsize}")
-    if swap_unit != 1 and swap_unit != 2 and swap_unit != 4 and swap_unit != 8:
-        raise ValueError(f"copy_regions: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
-    if itemsize % swap_unit != 0:
-        raise ValueError(
-            f"copy_regions: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
-        )
+    _check_item("copy_regions", itemsize, swap_unit)
     if n == 0:
         return
     layouts = <Layout*>PyMem_Malloc(n * sizeof(Layout))

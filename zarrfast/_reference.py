@@ -240,6 +240,17 @@ def _item_view(base: np.ndarray, offset: int, strides: np.ndarray, shape: np.nda
     )
 
 
+def _check_item(func: str, itemsize: int, swap_unit: int) -> None:
+    if itemsize < 1:
+        raise ValueError(f"{func}: itemsize must be >= 1, got {itemsize}")
+    if swap_unit not in (1, 2, 4, 8):
+        raise ValueError(f"{func}: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
+    if itemsize % swap_unit != 0:
+        raise ValueError(
+            f"{func}: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
+        )
+
+
 def copy_region(src, src_offset, src_strides, dst, dst_offset, dst_strides, shape,
                 itemsize, swap_unit=1) -> None:
     """Copy the items of an N-d region from ``src`` to ``dst`` (see ``_ext._assemble``)."""
@@ -258,14 +269,7 @@ def copy_region(src, src_offset, src_strides, dst, dst_offset, dst_strides, shap
             f"dst_strides {_ints(dstr)} must have the same length"
         )
     _check_shape("copy_region", shp)
-    if itemsize < 1:
-        raise ValueError(f"copy_region: itemsize must be >= 1, got {itemsize}")
-    if swap_unit not in (1, 2, 4, 8):
-        raise ValueError(f"copy_region: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
-    if itemsize % swap_unit != 0:
-        raise ValueError(
-            f"copy_region: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
-        )
+    _check_item("copy_region", itemsize, swap_unit)
     if (shp == 0).any():
         return
     _check_dst_strides("copy_region", dstr, shp)
@@ -307,14 +311,7 @@ def copy_regions(src, src_offsets, src_strides, dst, dst_offsets, dst_strides, s
         )
     if ndim > MAX_NDIM:
         raise ValueError(f"copy_regions: rank {ndim} exceeds the maximum of {MAX_NDIM}")
-    if itemsize < 1:
-        raise ValueError(f"copy_regions: itemsize must be >= 1, got {itemsize}")
-    if swap_unit not in (1, 2, 4, 8):
-        raise ValueError(f"copy_regions: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
-    if itemsize % swap_unit != 0:
-        raise ValueError(
-            f"copy_regions: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
-        )
+    _check_item("copy_regions", itemsize, swap_unit)
     todo = []
     for r in range(n):
         try:
