@@ -24,18 +24,10 @@ from ._paths import validate_node_name
 from .errors import InvalidNodeNameError, MetadataError, MetadataValidationError
 from .metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from .metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
+from .metadata.v3 import _load_json as _load  # JSON errors name the key
 from .stores import Store
 
 __all__ = ["read_consolidated", "write_consolidated"]
-
-
-def _load(raw: Any, key: str) -> Any:
-    try:
-        return json.loads(bytes(raw))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise MetadataError(f"{key}: not valid JSON ({e})") from None
-    except RecursionError:
-        raise MetadataError(f"{key}: JSON nested too deeply") from None
 
 
 def _redump(value: Any, key: str, entry: str) -> bytes:

@@ -39,6 +39,7 @@ from ..codecs import BytesCodec, TransposeCodec
 from ..codecs.numcodecs_codec import NumcodecsCodec
 from ..errors import FillValueError, MetadataError, MetadataValidationError
 from .dtype import DataType, _parse_float
+from .v3 import _load_json as _load  # JSON errors name the key
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_v2_dtype", "v2_dtype_to_json"]
 
@@ -217,15 +218,6 @@ def encode_v2_fill_value(value: Any, dtype: np.dtype) -> Any:
     if kind in "SV":
         return base64.standard_b64encode(np.asarray(v, dtype=dtype).tobytes()).decode("ascii")
     raise FillValueError(f"cannot encode fill value {value!r} for dtype {dtype}")
-
-
-def _load(raw: Any, key: str) -> Any:
-    try:
-        return json.loads(bytes(raw))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise MetadataError(f"{key}: not valid JSON ({e})") from None
-    except RecursionError:
-        raise MetadataError(f"{key}: JSON nested too deeply") from None
 
 
 def parse_attributes_doc(raw: Any, key: str) -> dict[str, Any]:
