@@ -16,8 +16,28 @@ from . import config
 
 T = TypeVar("T")
 
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
+class _GrowingPool:
+    """A thread pool that grows (never shrinks) to the size asked for."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.reset()
+
+    def reset(self) -> None:
+        self.lock = threading.Lock()
+        self.executor: ThreadPoolExecutor | None = None
+        self.size = 0
+
+    def get(self, threads: int) -> ThreadPoolExecutor:
+        with self.lock:
+            if self.executor is None or self.size < threads:
+                old = self.executor
+                self.executor = ThreadPoolExecutor(max_workers=threads,
+                                                   thread_name_prefix=self.prefix)
+                self.size = threads
+                if old is not None:
+                    old.shutdown(wait=False)
+            return self.executor
 
 
 class _InTask(threading.local):
@@ -27,18 +47,15 @@ class _InTask(threading.local):
 #: set while this thread runs tasks of a job; a nested job then runs inline, since
 #: waiting on the pool from inside it could deadlock when every worker waits
 _in_task = _InTask()
-_pool_size = 0
+#: chunk work (CPU) and blocking requests to remote stores (I/O latency)
+_cpu_pool = _GrowingPool("zarrfast")
+_io_pool = _GrowingPool("zarrfast-io")
 
 
 def _reset_after_fork() -> None:
     """In a forked child the parent's worker threads do not exist: start new pools."""
-    global _pool, _pool_size, _lock, _io_pool, _io_pool_size, _io_lock
-    _pool = None
-    _pool_size = 0
-    _lock = threading.Lock()
-    _io_pool = None
-    _io_pool_size = 0
-    _io_lock = threading.Lock()
+    _cpu_pool.reset()
+    _io_pool.reset()
     _in_task.active = False
 
 
@@ -48,15 +65,7 @@ if hasattr(os, "register_at_fork"):
 
 def get_pool(threads: int) -> ThreadPoolExecutor:
     """The shared pool, grown to at least ``threads`` workers."""
-    global _pool, _pool_size
-    with _lock:
-        if _pool is None or _pool_size < threads:
-            old = _pool
-            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="zarrfast")
-            _pool_size = threads
-            if old is not None:
-                old.shutdown(wait=False)
-        return _pool
+    return _cpu_pool.get(threads)
 
 
 #: below this many bytes of work a job runs inline: handing it to threads costs more
@@ -89,30 +98,18 @@ def map_unordered_into(
     _run_batches(pool, fn, [items[i:i + size] for i in range(0, len(items), size)])
 
 
-_io_lock = threading.Lock()
-_io_pool: ThreadPoolExecutor | None = None
-_io_pool_size = 0
-
 
 def map_io(fn: Callable[[T], None], items: Iterable[T]) -> None:
     """Run ``fn(item)`` for every item on the I/O pool (``config io_concurrency``
     threads): for blocking requests to remote stores, where latency, not the CPU,
     bounds the work.  Same error and interrupt semantics as :func:`map_unordered_into`."""
-    global _io_pool, _io_pool_size
     items = list(items)
     n = config.get("io_concurrency")
     if n <= 1 or len(items) <= 1 or _in_task.active:
         for item in items:
             fn(item)
         return
-    with _io_lock:
-        if _io_pool is None or _io_pool_size < n:
-            old, _io_pool, _io_pool_size = _io_pool, ThreadPoolExecutor(
-                max_workers=n, thread_name_prefix="zarrfast-io"), n
-            if old is not None:
-                old.shutdown(wait=False)
-        pool = _io_pool
-    _run_batches(pool, fn, [[item] for item in items])
+    _run_batches(_io_pool.get(n), fn, [[item] for item in items])
 
 
 def _run_batches(pool: ThreadPoolExecutor, fn: Callable[[T], None],
