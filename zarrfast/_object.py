@@ -26,7 +26,7 @@ from .codecs.sharding import ShardingCodec
 from .errors import ChunkDecodeError, CodecError
 from .indexing import BasicSelection
 from .metadata.dtype import parse_data_type
-from .pipeline import accepts_limit, chunk_keys
+from .pipeline import BoundedDecoders, chunk_keys
 from .sharding import _general_decode, _general_encode
 from .stores import Store
 
@@ -87,7 +87,7 @@ class _V3ObjectCodecs:
             self.shapes.append(c.encoded_shape(self.shapes[-1]))
         n = math.prod(self.shape)
         self.limit = 4 + 4 * n + MAX_VLEN_DATA
-        self._limited = {id(c): accepts_limit(c) for c in self.bb}
+        self._decoders = BoundedDecoders(self.bb)
         self.inner: _V3ObjectCodecs | None = None
         if isinstance(self.ab, ShardingCodec):
             codec = self.ab
@@ -100,9 +100,7 @@ class _V3ObjectCodecs:
 
     # -- decoding -----------------------------------------------------------------------
     def decode(self, raw: Any, where: str) -> np.ndarray:
-        data = raw
-        for c in reversed(self.bb):
-            data = c.decode(data, limit=self.limit) if self._limited[id(c)] else c.decode(data)
+        data = self._decoders.decode(raw, self.limit)
         if self.inner is not None:
             arr = self._decode_shard(data, where)
         else:

@@ -47,6 +47,19 @@ def accepts_limit(codec: Any) -> bool:
         return False
 
 
+class BoundedDecoders:
+    """Bytes -> bytes codecs in decode order, each told the most it may produce
+    (``limit=``) when it takes that argument: decompression bombs stop there."""
+
+    def __init__(self, codecs: Sequence[Any]) -> None:
+        self.steps = [(c, accepts_limit(c)) for c in reversed(codecs)]
+
+    def decode(self, data: Any, limit: int) -> Any:
+        for c, limited in self.steps:
+            data = c.decode(data, limit=limit) if limited else c.decode(data)
+        return data
+
+
 def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
     strides = [0] * len(shape)
     acc = itemsize

@@ -47,11 +47,11 @@ from .metadata.dtype import DataType, parse_data_type
 from .metadata.v3 import ArrayMetadata
 from .pipeline import (
     RAW_COST_RATIO,
+    BoundedDecoders,
     PreparedChain,
     Projection,
     RowReader,
     RowWriter,
-    accepts_limit,
     chunk_keys,
     read_one_chunk,
     single_chunk_coords,
@@ -308,6 +308,7 @@ class ShardedChain:
         # uncompressed, twice, plus room for its index and checksums
         self._outer_limit = 2 * math.prod(metadata.chunks) * metadata.data_type.itemsize \
             + 2 * self.layout.index_nbytes + 2**20
+        self._outer = BoundedDecoders(self.outer_bb)
         self.cache = _IndexCache(int(config.get("shard_index_cache")))
         self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
         self.cps = np.array(self.layout.cps, dtype=np.int64)
@@ -321,9 +322,7 @@ class ShardedChain:
         if data is None or not self.outer_bb:
             return data
         try:
-            for c in reversed(self.outer_bb):
-                data = c.decode(data, limit=self._outer_limit) if accepts_limit(c) \
-                    else c.decode(data)
+            data = self._outer.decode(data, self._outer_limit)
         except ChecksumError as e:
             raise ChecksumError(f"shard {key!r}: {e}") from None
         except (CodecError, ValueError) as e:
