@@ -22,6 +22,7 @@ EXTENSIONS = [
     Extension("zarrfast._ext._indexing", ["src_ext/_indexing.pyx"]),
     Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),
     Extension("zarrfast._ext._downsample", ["src_ext/_downsample.pyx"]),
+    Extension("zarrfast._ext._decode", ["src_ext/_decode.pyx"]),
 ]
 if os.name == "posix":  # open/pread/fstat; elsewhere the NumPy twin reads the files
     EXTENSIONS.append(Extension("zarrfast._ext._fileio", ["src_ext/_fileio.pyx"]))

@@ -29,16 +29,18 @@ cdef extern from "fcntl.h":
 
 
 def read_files_into(list paths not None, uint8_t[::1] dst not None,
-                    const int64_t[::1] offsets not None, int64_t nbytes):
+                    const int64_t[::1] offsets not None, int64_t nbytes, bint exact=True):
     """Read each file ``paths[i]`` (``bytes``, file-system encoded) into
-    ``dst[offsets[i]:offsets[i] + nbytes]`` when it holds exactly ``nbytes`` bytes.
+    ``dst[offsets[i]:offsets[i] + nbytes]`` when it holds exactly ``nbytes`` bytes
+    (``exact``), or at most ``nbytes`` bytes (not ``exact``: compressed chunks).
 
     Returns
     -------
     sizes : ndarray[int64] (n,)
         The size of each file; ``-1`` when it could not be opened or is not a
-        regular file.  When a size differs from ``nbytes`` nothing was read for
-        that file; a file that shrank while being read reports the bytes read.
+        regular file.  When a size differs from ``nbytes`` (``exact``) or exceeds
+        it, nothing was read for that file; a file that shrank while being read
+        reports the bytes read.
     errors : ndarray[int64] (n,)
         The ``errno`` of a failed open/fstat/read (``EISDIR`` for a directory),
         else 0.
@@ -81,7 +83,7 @@ def read_files_into(list paths not None, uint8_t[::1] dst not None,
     cdef uint8_t* base = &dst[0] if limit > 0 else NULL
     cdef int fd
     cdef struct_stat st
-    cdef int64_t got
+    cdef int64_t got, want
     cdef Py_ssize_t k
     try:
         with nogil:
@@ -99,10 +101,11 @@ def read_files_into(list paths not None, uint8_t[::1] dst not None,
                     close(fd)
                     continue
                 sizes[i] = st.st_size
-                if st.st_size == nbytes:
+                want = st.st_size
+                if want == nbytes or (not exact and want < nbytes):
                     got = 0
-                    while got < nbytes:
-                        k = pread(fd, base + offsets[i] + got, <size_t>(nbytes - got),
+                    while got < want:
+                        k = pread(fd, base + offsets[i] + got, <size_t>(want - got),
                                   <off_t>got)
                         if k < 0:
                             if errno == EINTR:

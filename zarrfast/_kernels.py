@@ -21,6 +21,7 @@ __all__ = [
     "project",
     "read_files_into",
     "transpose",
+    "ZstdDecoder",
 ]
 
 
@@ -73,3 +74,53 @@ def _load_fileio():
 
 
 read_files_into = _load_fileio()
+
+
+#: the C functions ``_ext._decode`` binds, in ``bind_zstd``'s order
+_ZSTD_FUNCTIONS = ("ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressDCtx", "ZSTD_isError",
+                   "ZSTD_getFrameContentSize", "ZSTD_versionNumber")
+
+
+def _zstd_libraries() -> list[str]:
+    """Shared objects that may export zstd's C API: numcodecs' zstd extension (which
+    carries the library), then the system's libzstd."""
+    import ctypes.util
+
+    found = []
+    try:
+        import numcodecs.zstd
+
+        found.append(numcodecs.zstd.__file__)
+    except ImportError:  # pragma: no cover - numcodecs is a dependency
+        pass
+    system = ctypes.util.find_library("zstd")
+    if system:
+        found.append(system)
+    return found
+
+
+def _load_zstd_decoder():
+    """The batched zstd decoder of ``_ext._decode`` once it is bound to a zstd library,
+    else ``None`` (callers then decode chunk by chunk)."""
+    if not USING_EXTENSIONS or os.environ.get("ZARRFAST_BATCH_DECODE", "1") == "0":
+        return None
+    try:
+        from zarrfast._ext import _decode
+    except ImportError:  # pragma: no cover - built without it
+        return None
+    import ctypes
+
+    for path in _zstd_libraries():
+        if _decode.zstd_bound():
+            break
+        try:
+            lib = ctypes.CDLL(path)
+            _decode.bind_zstd(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+                                for name in _ZSTD_FUNCTIONS))
+        except (OSError, AttributeError, ValueError):
+            continue
+    return _decode.ZstdDecoder if _decode.zstd_bound() else None
+
+
+#: ``ZstdDecoder(nbytes).decode_regions(...)`` (``_ext._decode``), or ``None``
+ZstdDecoder = _load_zstd_decoder()

@@ -328,9 +328,122 @@ def copy_regions(src, src_offsets, src_strides, dst, dst_offsets, dst_strides, s
         copy_region(s, int(so[r]), sst, d, int(do[r]), dstr, shp[r], itemsize, swap_unit)
 
 
-def read_files_into(paths, dst, offsets, nbytes):
-    """Read files into ``dst`` at ``offsets`` when they hold ``nbytes`` bytes; returns
-    ``(sizes, errors)`` (see ``_ext._fileio``)."""
+#: ``ZstdDecoder.decode_regions`` statuses (see ``_ext._decode``)
+DECODED, NO_DATA, FAILED = 0, 1, 2
+
+
+class ZstdDecoder:
+    """Batched zstd decoding into regions of an output (see ``_ext._decode``), with
+    python-zstandard."""
+
+    def __init__(self, nbytes: int) -> None:
+        import zstandard
+
+        nbytes = _ssize(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"ZstdDecoder: nbytes {nbytes} is negative")
+        self.nbytes = nbytes
+        self._dctx = zstandard.ZstdDecompressor()
+        self._error = zstandard.ZstdError
+
+    def _decode(self, frame: np.ndarray) -> np.ndarray | None:
+        """The frame's ``nbytes`` decoded bytes, or ``None``."""
+        import zstandard
+
+        try:
+            params = zstandard.get_frame_parameters(frame.tobytes())
+        except self._error:
+            return None
+        declared = params.content_size
+        if declared not in (zstandard.CONTENTSIZE_UNKNOWN, self.nbytes):
+            return None
+        out = bytearray()
+        try:  # frames one after another, as ZSTD_decompressDCtx reads them
+            reader = self._dctx.stream_reader(frame.tobytes(), read_across_frames=True)
+            while len(out) <= self.nbytes:
+                piece = reader.read(self.nbytes + 1 - len(out))
+                if not piece:
+                    break
+                out += piece
+        except self._error:
+            return None
+        if len(out) != self.nbytes:
+            return None
+        return np.frombuffer(bytes(out), dtype=np.uint8)
+
+    def decode_regions(self, src, src_offsets, src_sizes, chunk_offsets, chunk_strides,
+                       dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct):
+        s = _u8(src)
+        so = _i64(src_offsets)
+        sz = _i64(src_sizes)
+        co = _i64(chunk_offsets)
+        cst = _i64(chunk_strides)
+        d = _u8(dst, writable=True)
+        do = _i64(dst_offsets)
+        dstr = _i64(dst_strides)
+        shp = _i64(shapes, ndim=2)
+        flags = _u8(direct)
+        itemsize = _ssize(itemsize)
+        swap_unit = _ssize(swap_unit)
+        n, ndim = shp.shape
+        nb = self.nbytes
+        if so.size != n or sz.size != n or co.size != n or do.size != n or flags.size != n:
+            raise ValueError(
+                f"decode_regions: {n} shapes but {so.size} src_offsets, {sz.size} src_sizes, "
+                f"{co.size} chunk_offsets, {do.size} dst_offsets and {flags.size} direct flags"
+            )
+        if cst.size != ndim or dstr.size != ndim:
+            raise ValueError(
+                f"decode_regions: shapes of rank {ndim}, but {cst.size} chunk_strides and "
+                f"{dstr.size} dst_strides"
+            )
+        if ndim > MAX_NDIM:
+            raise ValueError(f"decode_regions: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+        _check_item("decode_regions", itemsize, swap_unit)
+        status = np.full(n, DECODED, dtype=np.int8)
+        todo = []
+        for r in range(n):
+            if sz[r] < 0:
+                status[r] = NO_DATA
+                continue
+            try:
+                if so[r] < 0 or so[r] > s.size - sz[r]:
+                    raise ValueError(
+                        f"decode_regions: bytes [{so[r]}, {so[r] + sz[r]}) lie outside src's "
+                        f"{s.size} bytes"
+                    )
+                if flags[r]:
+                    if do[r] < 0 or do[r] > d.size - nb:
+                        raise ValueError(
+                            f"decode_regions: direct bytes [{do[r]}, {do[r] + nb}) lie outside "
+                            f"dst's {d.size} bytes"
+                        )
+                else:
+                    _check_shape("decode_regions", shp[r])
+                    if (shp[r] == 0).any():
+                        continue
+                    _check_dst_strides("decode_regions", dstr, shp[r])
+                    _check_span("decode_regions", "chunk", nb, int(co[r]), cst, shp[r], itemsize)
+                    _check_span("decode_regions", "dst", d.size, int(do[r]), dstr, shp[r],
+                                itemsize)
+            except ValueError as e:
+                raise ValueError(f"{e} (chunk {r})") from None
+            todo.append(r)
+        for r in todo:
+            chunk = self._decode(s[int(so[r]):int(so[r]) + int(sz[r])])
+            if chunk is None:
+                status[r] = FAILED
+            elif flags[r]:
+                d[int(do[r]):int(do[r]) + nb] = chunk
+            else:
+                copy_region(chunk, int(co[r]), cst, d, int(do[r]), dstr, shp[r], itemsize,
+                            swap_unit)
+        return status
+
+
+def read_files_into(paths, dst, offsets, nbytes, exact=True):
+    """Read files into ``dst`` at ``offsets`` when they hold ``nbytes`` bytes (at most
+    ``nbytes`` when not ``exact``); returns ``(sizes, errors)`` (see ``_ext._fileio``)."""
     import errno as _errno
     import os
     import stat as _stat
@@ -368,13 +481,13 @@ def read_files_into(paths, dst, offsets, nbytes):
             if not _stat.S_ISREG(st.st_mode):
                 errors[i] = _errno.EISDIR
                 continue
-            sizes[i] = st.st_size
-            if st.st_size != nbytes:
+            sizes[i] = want = st.st_size
+            if want != nbytes and (exact or want > nbytes):
                 continue
             got = 0
-            while got < nbytes:
+            while got < want:
                 os.lseek(fd, got, os.SEEK_SET)
-                chunk = os.read(fd, nbytes - got)
+                chunk = os.read(fd, want - got)
                 if not chunk:
                     sizes[i] = got
                     break

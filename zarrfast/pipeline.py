@@ -28,7 +28,14 @@ import numpy as np
 
 from . import _kernels, config
 from ._concurrency import map_unordered_into
-from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesCodec, TransposeCodec
+from .codecs import (
+    ArrayArrayCodec,
+    ArrayBytesCodec,
+    BytesBytesCodec,
+    BytesCodec,
+    TransposeCodec,
+    ZstdCodec,
+)
 from .errors import ChunkDecodeError, CodecError, ZarrfastError
 from .indexing import BasicSelection
 from .metadata.dtype import fill_bytes
@@ -72,6 +79,7 @@ def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
 class _Scratch(threading.local):
     buf: np.ndarray | None = None
     batch: np.ndarray | None = None
+    zstd: Any = None  # this thread's batched zstd decoder
 
 
 class PreparedChain:
@@ -155,6 +163,13 @@ class PreparedChain:
                           else 2 * self.chunk_nbytes + 2**20)
         # (a list in decode order: third-party codecs need not be hashable)
         self._bb_limited = [accepts_limit(c) for c in reversed(self.bb)]
+        #: zstd chunks with nothing else to undo but a transpose or byte swap can be
+        #: decoded and placed many at a time, without the GIL (``decode_regions``)
+        self.batch_zstd = (self.fast and len(self.bb) == 1 and isinstance(self.bb[0], ZstdCodec)
+                           and _kernels.ZstdDecoder is not None)
+        #: room for one stored chunk in a batch read (zstd's worst-case expansion of
+        #: incompressible data is far below this; a larger file is read on its own)
+        self.stored_cap = self.chunk_nbytes + self.chunk_nbytes // 64 + 4096
 
     # -- decoding -----------------------------------------------------------------
     def _scratch_buffer(self) -> np.ndarray:
@@ -164,9 +179,17 @@ class PreparedChain:
             self._scratch.buf = buf
         return buf
 
-    def _batch_buffer(self, n: int) -> np.ndarray:
-        """A per-thread scratch buffer for ``n`` chunks (reused; grows as needed)."""
-        need = n * self.chunk_nbytes
+    def zstd_decoder(self) -> Any:
+        """This thread's batched zstd decoder (``batch_zstd`` chains only)."""
+        dec = self._scratch.zstd
+        if dec is None:
+            dec = self._scratch.zstd = _kernels.ZstdDecoder(self.chunk_nbytes)
+        return dec
+
+    def _batch_buffer(self, n: int, slot: int | None = None) -> np.ndarray:
+        """A per-thread scratch buffer for ``n`` chunks of ``slot`` bytes (default the
+        chunk's size; reused, grows as needed)."""
+        need = n * (self.chunk_nbytes if slot is None else slot)
         buf = self._scratch.batch
         if buf is None or buf.nbytes < need:
             buf = np.empty(need, dtype=np.uint8)
@@ -354,8 +377,10 @@ class RowReader:
         #: uncompressed chunks are read from the store straight into place
         self.raw_into = (store is not None and store.fast_get_into and chain.fast
                          and not chain.bb)
+        #: zstd chunks are read and decoded a batch at a time (``decode_batch``)
+        self.zstd_batch = store is not None and store.fast_get_into and chain.batch_zstd
         self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
-                                   into=chain._decode_into or self.raw_into)
+                                   into=chain._decode_into or self.raw_into or self.zstd_batch)
 
     def read_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
         """Read the uncompressed chunks of ``rows`` (``raw_into``) with one
@@ -383,6 +408,51 @@ class RowReader:
             self.out_flat, self.dst_offsets[rows_arr[ok]], self.out_strides,
             self.proj.local_count[rows_arr[ok]], chain.itemsize, chain.swap_unit,
         )
+
+    def decode_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
+        """Read the zstd chunks of ``rows`` with one ``store.read_many_into`` call and
+        decode them into place with one ``decode_regions`` call; chunks it cannot take
+        (missing, too large for a slot, or not decoding cleanly) go the per-chunk way,
+        which fills them or raises naming the key."""
+        chain = self.chain
+        cap = chain.stored_cap
+        rows_arr = np.arange(rows.start, rows.stop, dtype=np.int64)
+        scratch = chain._batch_buffer(rows_arr.size, cap)
+        slots = np.arange(rows_arr.size, dtype=np.int64) * cap
+        names = [keys[i] for i in rows]
+        sizes = store.read_many_into(names, scratch, slots, cap, exact=False)
+        self.decode_stored(rows_arr, scratch, slots, sizes, names,
+                           fetch=lambda j: store.get(names[j]))
+
+    def decode_stored(self, rows: np.ndarray, src: np.ndarray, offsets: np.ndarray,
+                      sizes: np.ndarray, keys: Sequence[str], *, cap: int | None = None,
+                      fetch: Any = None) -> None:
+        """Decode the zstd chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes,
+        ``-1``: missing) in ``src``, into place in one ``decode_regions`` call.
+        ``keys`` are the rows' keys (for errors).  A size over ``cap`` (default the
+        batch slot) means the bytes were not read: ``fetch(j)`` gets them."""
+        chain = self.chain
+        cap = chain.stored_cap if cap is None else cap
+        big = sizes > cap
+        sizes_in = np.where(big, -1, sizes) if big.any() else sizes
+        direct = (self.direct[rows].view(np.uint8) if self.direct is not None
+                  else np.zeros(rows.size, dtype=np.uint8))
+        status = chain.zstd_decoder().decode_regions(
+            src, offsets, sizes_in, self.src_offsets[rows], self.src_strides, self.out_flat,
+            self.dst_offsets[rows], self.out_strides, self.proj.local_count[rows],
+            chain.itemsize, chain.swap_unit, direct)
+        if not status.any():
+            return
+        for j in np.flatnonzero(status).tolist():
+            i, n = int(rows[j]), int(sizes[j])
+            if big[j]:
+                raw = fetch(j) if fetch is not None else None
+            elif n < 0:
+                raw = None  # missing: the fill value
+            else:
+                off = int(offsets[j])
+                raw = src[off:off + n]
+            self.read(i, raw, keys[j])  # raises naming the key, or decodes it after all
 
     def _check_sizes(self, rows: np.ndarray, sizes: np.ndarray, keys: Sequence[str]
                      ) -> np.ndarray:
@@ -589,11 +659,15 @@ def read_selection(
         return
 
     work = proj.nrows * chain.chunk_nbytes
-    if reader.raw_into:
-        # uncompressed chunks: batches of files read by one kernel call each
+    if reader.raw_into or reader.zstd_batch:
+        # batches of files read (and decoded) by one kernel call each
         threads = config.get("threads")
         per = max(1, min(RAW_BATCH, -(-proj.nrows // (4 * threads))))
         batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
+        if reader.zstd_batch:
+            map_unordered_into(lambda rows: reader.decode_batch(rows, store, keys), batches,
+                               work_bytes=work)
+            return
         # copying is ~RAW_COST_RATIO times cheaper per byte than decoding: small reads
         # stay in the calling thread, where a handoff to the pool would cost more
         map_unordered_into(lambda rows: reader.read_batch(rows, store, keys), batches,

@@ -189,18 +189,24 @@ class Store(abc.ABC):
         return n
 
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
-                       nbytes: int) -> Any:
+                       nbytes: int, *, exact: bool = True) -> Any:
         """Read the values of ``keys`` into ``out`` (a writable uint8 buffer) at
-        ``offsets`` when they hold exactly ``nbytes`` bytes, as :meth:`get_into` does
-        one by one.  Returns an int64 array of the values' sizes, ``-1`` for a
-        missing key."""
+        ``offsets`` when they hold exactly ``nbytes`` bytes (``exact``, as
+        :meth:`get_into` does one by one) or at most ``nbytes`` bytes (not ``exact``).
+        Returns an int64 array of the values' sizes, ``-1`` for a missing key."""
         import numpy as np
 
         view = memoryview(out).cast("B")
         sizes = np.full(len(keys), -1, dtype=np.int64)
         for i, key in enumerate(keys):
             off = int(offsets[i])
-            n = self.get_into(key, view[off:off + nbytes])
+            if exact:
+                n = self.get_into(key, view[off:off + nbytes])
+            else:
+                value = self.get(key)
+                n = None if value is None else len(value)
+                if n is not None and n <= nbytes:
+                    view[off:off + n] = value
             if n is not None:
                 sizes[i] = n
         return sizes

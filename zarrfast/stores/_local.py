@@ -46,6 +46,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_tmp_prefix)
 
 
+_HAS_PREADV = hasattr(os, "preadv")
+
+
 class LocalStore(Store):
     """A directory on the local file system.
 
@@ -137,7 +140,14 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
-    fast_get_into = hasattr(os, "preadv")
+    @property
+    def fast_get_into(self) -> bool:  # type: ignore[override]
+        """Files are read straight into buffers (``preadv``, and ``read_many_into`` in
+        batches) -- unless a subclass changes what ``get`` returns without saying
+        what ``get_into`` does: those reads would bypass its ``get``."""
+        cls = type(self)
+        return _HAS_PREADV and (cls.get is LocalStore.get
+                                or cls.get_into is not LocalStore.get_into)
 
     def get_into(self, key: str, out: memoryview) -> int | None:
         """Read the file of ``key`` straight into ``out`` (``preadv``, no copy)."""
@@ -167,14 +177,14 @@ class LocalStore(Store):
             os.close(fd)
 
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
-                       nbytes: int) -> Any:
+                       nbytes: int, *, exact: bool = True) -> Any:
         """Many files straight into ``out`` in one ``nogil`` loop (open, fstat, pread,
         close per file; :func:`zarrfast._kernels.read_files_into`)."""
         from .. import _kernels
 
         paths = [os.fsencode(self._path(k)) for k in keys]
         sizes, errors = _kernels.read_files_into(
-            paths, out, np.ascontiguousarray(offsets, dtype=np.int64), nbytes)
+            paths, out, np.ascontiguousarray(offsets, dtype=np.int64), nbytes, exact)
         if errors.any():
             for i in np.flatnonzero(errors).tolist():
                 code = int(errors[i])
