@@ -377,10 +377,12 @@ class RowReader:
         #: uncompressed chunks are read from the store straight into place
         self.raw_into = (store is not None and store.fast_get_into and chain.fast
                          and not chain.bb)
-        #: zstd chunks are read and decoded a batch at a time (``decode_batch``)
+        #: zstd chunks are decoded a batch at a time (``decode_stored``), and read a
+        #: batch at a time from stores that read into buffers (``decode_batch``)
+        self.batch_decode = chain.batch_zstd
         self.zstd_batch = store is not None and store.fast_get_into and chain.batch_zstd
         self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
-                                   into=chain._decode_into or self.raw_into or self.zstd_batch)
+                                   into=chain._decode_into or self.raw_into or self.batch_decode)
 
     def read_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
         """Read the uncompressed chunks of ``rows`` (``raw_into``) with one
@@ -421,38 +423,31 @@ class RowReader:
         slots = np.arange(rows_arr.size, dtype=np.int64) * cap
         names = [keys[i] for i in rows]
         sizes = store.read_many_into(names, scratch, slots, cap, exact=False)
-        self.decode_stored(rows_arr, scratch, slots, sizes, names,
-                           fetch=lambda j: store.get(names[j]))
-
-    def decode_stored(self, rows: np.ndarray, src: np.ndarray, offsets: np.ndarray,
-                      sizes: np.ndarray, keys: Sequence[str], *, cap: int | None = None,
-                      fetch: Any = None) -> None:
-        """Decode the zstd chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes,
-        ``-1``: missing) in ``src``, into place in one ``decode_regions`` call.
-        ``keys`` are the rows' keys (for errors).  A size over ``cap`` (default the
-        batch slot) means the bytes were not read: ``fetch(j)`` gets them."""
-        chain = self.chain
-        cap = chain.stored_cap if cap is None else cap
-        big = sizes > cap
-        sizes_in = np.where(big, -1, sizes) if big.any() else sizes
-        direct = (self.direct[rows].view(np.uint8) if self.direct is not None
-                  else np.zeros(rows.size, dtype=np.uint8))
-        status = chain.zstd_decoder().decode_regions(
-            src, offsets, sizes_in, self.src_offsets[rows], self.src_strides, self.out_flat,
-            self.dst_offsets[rows], self.out_strides, self.proj.local_count[rows],
-            chain.itemsize, chain.swap_unit, direct)
-        if not status.any():
-            return
-        for j in np.flatnonzero(status).tolist():
-            i, n = int(rows[j]), int(sizes[j])
+        big = sizes > cap  # not read: too large for a slot
+        for j in self.decode_stored(rows_arr, scratch, slots, np.where(big, -1, sizes)):
+            n = int(sizes[j])
             if big[j]:
-                raw = fetch(j) if fetch is not None else None
+                raw = store.get(names[j])
             elif n < 0:
                 raw = None  # missing: the fill value
             else:
-                off = int(offsets[j])
-                raw = src[off:off + n]
-            self.read(i, raw, keys[j])  # raises naming the key, or decodes it after all
+                raw = scratch[int(slots[j]):int(slots[j]) + n]
+            self.read(int(rows_arr[j]), raw, names[j])  # raises naming the key, or decodes
+
+    def decode_stored(self, rows: np.ndarray, src: np.ndarray, offsets: np.ndarray,
+                      sizes: np.ndarray) -> list[int]:
+        """Decode the zstd chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes,
+        negative: none) in ``src``, into place in one ``decode_regions`` call.  Returns
+        the positions in ``rows`` of the chunks it did not place: those without bytes
+        and those that do not decode cleanly (the per-chunk path says why)."""
+        chain = self.chain
+        direct = (self.direct[rows].view(np.uint8) if self.direct is not None
+                  else np.zeros(rows.size, dtype=np.uint8))
+        status = chain.zstd_decoder().decode_regions(
+            src, offsets, sizes, self.src_offsets[rows], self.src_strides, self.out_flat,
+            self.dst_offsets[rows], self.out_strides, self.proj.local_count[rows],
+            chain.itemsize, chain.swap_unit, direct)
+        return np.flatnonzero(status).tolist() if status.any() else []
 
     def _check_sizes(self, rows: np.ndarray, sizes: np.ndarray, keys: Sequence[str]
                      ) -> np.ndarray:

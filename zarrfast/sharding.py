@@ -387,7 +387,8 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     reader = RowReader(proj, out)
     inner = chain.inner
     # uncompressed inner chunks are copied from the fetched bytes into `out` during
-    # the fetch, one kernel call per fetched buffer; others are decoded one by one
+    # the fetch, one kernel call per fetched buffer, and so are zstd ones
+    # (``decode_stored``); others are decoded one by one
     raw_inner = inner.fast and not inner.bb
     placed = np.zeros(proj.nrows, dtype=np.bool_)
 
@@ -396,10 +397,19 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         """Rows ``rows`` have their stored bytes at ``offsets`` (``sizes`` long) in
         ``blob``."""
         if not raw_inner:
+            if reader.batch_decode:
+                # zstd: decoded into place in one kernel call; what it cannot decode
+                # is left to the per-chunk path (which says why)
+                rest = reader.decode_stored(rows, np.frombuffer(blob, dtype=np.uint8),
+                                            offsets, sizes)
+                placed[rows] = True
+                rows, offsets, sizes = rows[rest], offsets[rest], sizes[rest]
+                placed[rows] = False
             view = memoryview(blob)
             for r, off, nb in zip(rows.tolist(), offsets.tolist(), sizes.tolist(),
                                   strict=True):
-                payload[r] = view[off:off + nb]
+                # (a copy when the fetch buffer is reused for this thread's next shard)
+                payload[r] = bytes(view[off:off + nb]) if thread_buffers else view[off:off + nb]
             return
         bad = np.flatnonzero(sizes != inner.chunk_nbytes)
         if bad.size:
@@ -445,8 +455,28 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         if slots and (not wave_buffer or wave_buffer[0].nbytes < pos):
             wave_buffer[:] = [np.empty(pos, dtype=np.uint8)]  # as large as a wave needs
 
+    # When every inner chunk is placed during the fetch (uncompressed or zstd), a whole
+    # shard of a local store is read into a buffer of the fetching thread's, reused for
+    # its next shard while still in the cache.
+    thread_buffers: dict[int, np.ndarray] = {}
+    use_thread_buffers = ((raw_inner or reader.batch_decode) and chain.partial_reads
+                          and store.fast_get_into)
+
     def read_shard(g: int) -> Any:
         key = keys[g]
+        if use_thread_buffers:
+            try:
+                size = store.getsize(key)
+            except FileNotFoundError:
+                size = -1  # (removed, or never written: get says which)
+            if 0 <= size <= THREAD_BUFFER_BYTES:
+                me = threading.get_ident()
+                buf = thread_buffers.get(me)
+                if buf is None or buf.nbytes < size:  # (headroom: shard sizes vary)
+                    buf = thread_buffers[me] = np.empty(size + size // 4, dtype=np.uint8)
+                if store.get_into(key, buf[:size]) == size:
+                    return buf[:size]
+            return chain.fetch_shard(store, key)
         slot = slots.get(g)
         if slot is not None:
             target = wave_buffer[0][slot[0]:slot[0] + slot[1]]
@@ -520,19 +550,20 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     # the fetched bytes held at once stay bounded however large the selection is.
     waves = _waves(groups, inner.chunk_nbytes)
     for wave in waves:
-        if len(waves) > 1:  # one wave: no reuse, fresh buffers per shard cost no more
+        if len(waves) > 1 and not use_thread_buffers:  # one wave: fresh buffers cost no more
             plan_slots(wave)
         # fetch: each task fills the payload slots (or output regions) of its own
         # shard's rows only; remote stores get many requests in flight at once
         if store.batched_reads:
             map_io(fetch, wave)
         else:
-            # (reading is cheaper per byte than decoding: small fetches stay inline)
+            # (reading is cheaper per byte than decoding: small fetches stay inline,
+            # unless the fetch decodes too)
             map_unordered_into(fetch, wave,
                                work_bytes=sum(len(groups[g]) for g in wave) * inner.chunk_nbytes
-                               // RAW_COST_RATIO)
+                               // (1 if reader.batch_decode else RAW_COST_RATIO))
         rows = np.concatenate([groups[g] for g in wave])
-        if raw_inner:
+        if raw_inner or reader.batch_decode:
             rows = rows[~placed[rows]]
         # Every task writes a disjoint region of `out` (inner chunks partition the array).
         map_unordered_into(assemble, rows.tolist(), work_bytes=len(rows) * inner.chunk_nbytes)
@@ -574,6 +605,9 @@ def _assemble_raw_shard(layout: ShardLayout, inner: PreparedChain, writer: RowWr
 
 #: bytes of inner chunks (decoded size) whose shards a sharded read fetches at once
 WAVE_BYTES = 64 * 2**20
+#: the largest shard read into a fetching thread's reused buffer (larger ones get
+#: buffers of their own)
+THREAD_BUFFER_BYTES = 16 * 2**20
 
 
 def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
