@@ -1,25 +1,26 @@
 # cython: language_level=3
-"""Batched chunk decoding: many zstd-compressed chunks decoded and placed into an
-output in one ``nogil`` loop.
+"""Batched chunk decoding: many zstd- or blosc-compressed chunks decoded and placed
+into an output in one ``nogil`` loop.
 
 Per chunk the Python path costs an allocation for the decoded bytes and several
 microseconds of interpreter time; for chunks of tens of KiB that is a third of
-a full read.  ``ZstdDecoder.decode_regions`` takes a batch of compressed chunks
+a full read.  ``ChunkDecoder.decode_regions`` takes a batch of compressed chunks
 that sit in one buffer and, for each, decodes it into a reused per-decoder
 scratch buffer and copies its selected region into ``dst`` with the strided copy
 engine of ``copy_regions`` (or decodes it straight into ``dst`` when the chunk
 is one contiguous block there).
 
-zstd is not linked at build time: numcodecs carries it in its extension module,
-and ``zarrfast.codecs.fastzstd`` hands the addresses of its C functions to
-``bind_zstd`` (found with ``ctypes``), which checks the library's version.
-When they cannot be found the callers keep the per-chunk path.
+The codec libraries are not linked at build time: numcodecs carries zstd and
+c-blosc in its extension modules, and ``zarrfast._kernels`` hands the addresses
+of their C functions (found with ``ctypes``) to ``bind_zstd`` / ``bind_blosc``,
+which check the libraries' versions.  When they cannot be found the callers
+keep the per-chunk path.
 
 Every range is validated with the GIL before the loop.  The output of a decode
 is bounded by the chunk's size (no decompression bombs), and a chunk that does
 not decode to exactly that size is reported, never placed.
 
-Twin: ``zarrfast._reference.zstd_decode_regions``.
+Twin: ``zarrfast._reference.ChunkDecoder``.
 """
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -42,6 +43,12 @@ cdef zstd_free_fn _free = NULL
 cdef zstd_decompress_fn _decompress = NULL
 cdef zstd_is_error_fn _is_error = NULL
 cdef zstd_content_size_fn _content_size = NULL
+
+ctypedef int (*blosc_validate_fn)(const void*, size_t, size_t*) noexcept nogil
+ctypedef int (*blosc_decompress_fn)(const void*, void*, size_t, int) noexcept nogil
+
+cdef blosc_validate_fn _blosc_validate = NULL
+cdef blosc_decompress_fn _blosc_decompress = NULL
 
 cdef unsigned long long _CONTENTSIZE_UNKNOWN = <unsigned long long>(-1)
 cdef unsigned long long _CONTENTSIZE_ERROR = <unsigned long long>(-2)
@@ -82,32 +89,79 @@ def bind_zstd(size_t create, size_t free, size_t decompress, size_t is_error,
     return v
 
 
-def zstd_bound():
-    """Whether ``bind_zstd`` has succeeded."""
-    return _decompress != NULL
+def bind_blosc(size_t validate, size_t decompress_ctx, str version not None):
+    """Use the c-blosc functions at these addresses (``blosc_cbuffer_validate``,
+    ``blosc_decompress_ctx``) of c-blosc ``version`` (1.x from 1.16 on, which has
+    the validation).  Raises ``ValueError`` (binding nothing) otherwise."""
+    global _blosc_validate, _blosc_decompress
+    if validate == 0 or decompress_ctx == 0:
+        raise ValueError("bind_blosc: a function address is null")
+    parts = version.split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        raise ValueError(f"bind_blosc: cannot read the version {version!r}") from None
+    if major != 1 or minor < 16:
+        raise ValueError(f"bind_blosc: c-blosc {version} is not 1.x from 1.16 on")
+    _blosc_validate = <blosc_validate_fn>validate
+    _blosc_decompress = <blosc_decompress_fn>decompress_ctx
 
 
-cdef class ZstdDecoder:
-    """A zstd decompression context and a scratch buffer for one chunk size.  Not
-    thread-safe: use one per thread."""
+def bound():
+    """The codecs whose libraries are bound (``"zstd"``, ``"blosc"``)."""
+    return frozenset([name for name, ok in (("zstd", _decompress != NULL),
+                                            ("blosc", _blosc_decompress != NULL)) if ok])
+
+
+cdef enum:
+    _ZSTD = 0
+    _BLOSC = 1
+
+
+cdef class ChunkDecoder:
+    """A decompression context and a scratch buffer for chunks of one codec and
+    size.  Not thread-safe: use one per thread."""
 
     cdef void* dctx
+    cdef int codec
     cdef uint8_t* scratch
     cdef readonly int64_t nbytes
 
-    def __cinit__(self, int64_t nbytes):
-        if _decompress == NULL:
-            raise RuntimeError("ZstdDecoder: zstd is not bound (bind_zstd)")
+    def __cinit__(self, str codec not None, int64_t nbytes):
+        if codec not in bound():
+            raise ValueError(f"ChunkDecoder: codec {codec!r} is not bound")
         if nbytes < 0:
-            raise ValueError(f"ZstdDecoder: nbytes {nbytes} is negative")
+            raise ValueError(f"ChunkDecoder: nbytes {nbytes} is negative")
         self.nbytes = nbytes
-        self.dctx = _create()
+        self.codec = _ZSTD if codec == "zstd" else _BLOSC
+        if self.codec == _ZSTD:
+            self.dctx = _create()
+            if self.dctx == NULL:
+                raise MemoryError()
         self.scratch = <uint8_t*>PyMem_Malloc(max(nbytes, 1))
-        if self.dctx == NULL or self.scratch == NULL:
+        if self.scratch == NULL:
             raise MemoryError()
 
+    cdef bint _decode(self, const uint8_t* frame, size_t size, uint8_t* target) noexcept nogil:
+        """Decode one chunk of exactly ``nbytes`` bytes into ``target``; False if it is
+        not one (nothing beyond ``nbytes`` bytes of ``target`` is ever written)."""
+        cdef unsigned long long declared
+        cdef size_t got, header_nbytes
+        cdef size_t nbytes = <size_t>self.nbytes
+        if self.codec == _ZSTD:
+            declared = _content_size(frame, size)
+            if declared == _CONTENTSIZE_ERROR or (
+                    declared != _CONTENTSIZE_UNKNOWN and declared != <unsigned long long>nbytes):
+                return False
+            got = _decompress(self.dctx, target, nbytes, frame, size)
+            return not _is_error(got) and got == nbytes
+        # blosc: the header must give the stored size and the chunk's size
+        if _blosc_validate(frame, size, &header_nbytes) != 0 or header_nbytes != nbytes:
+            return False
+        return _blosc_decompress(frame, target, nbytes, 1) == <int>nbytes
+
     def __dealloc__(self):
-        if self.dctx != NULL:
+        if self.dctx != NULL and _free != NULL:
             _free(self.dctx)
         PyMem_Free(self.scratch)
 
@@ -120,15 +174,15 @@ cdef class ZstdDecoder:
                        const int64_t[::1] dst_strides not None,
                        const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
                        Py_ssize_t swap_unit, const uint8_t[::1] direct not None):
-        """Decode chunk ``r`` (``src[src_offsets[r]:][:src_sizes[r]]``, a zstd
-        stream that must decode to exactly ``nbytes`` bytes) and copy the region of
+        """Decode chunk ``r`` (``src[src_offsets[r]:][:src_sizes[r]]``, which must
+        decode to exactly ``nbytes`` bytes) and copy the region of
         shape ``shapes[r]`` at ``chunk_offsets[r]`` (strides ``chunk_strides``) of
         the decoded chunk to ``dst_offsets[r]`` (strides ``dst_strides``) of ``dst``,
         as ``copy_regions`` does.  With ``direct[r]`` the chunk is decoded straight
         into ``dst[dst_offsets[r]:][:nbytes]`` instead.
 
         Returns an int8 array of statuses: ``DECODED``; ``NO_DATA`` (a negative
-        size: nothing done); ``FAILED`` (not a zstd stream of ``nbytes`` bytes:
+        size: nothing done); ``FAILED`` (does not decode to ``nbytes`` bytes:
         ``dst`` is untouched, except a direct row's own block).
 
         Raises ``ValueError`` when lengths differ or a range lies outside a buffer.
@@ -164,9 +218,6 @@ cdef class ZstdDecoder:
         cdef const uint8_t* s = &src[0] if src.shape[0] else NULL
         cdef uint8_t* d = &dst[0] if dst.shape[0] else NULL
         cdef uint8_t* target
-        cdef const uint8_t* frame
-        cdef size_t got
-        cdef unsigned long long declared
         try:
             for r in range(n):
                 skip[r] = False
@@ -207,16 +258,8 @@ cdef class ZstdDecoder:
                 for r in range(n):
                     if status[r] == _NO_DATA or skip[r]:
                         continue
-                    frame = s + src_offsets[r]
-                    declared = _content_size(frame, <size_t>src_sizes[r])
-                    if declared == _CONTENTSIZE_ERROR or (
-                            declared != _CONTENTSIZE_UNKNOWN and declared != <unsigned long long>nbytes):
-                        status[r] = _FAILED
-                        continue
                     target = d + dst_offsets[r] if direct[r] else self.scratch
-                    got = _decompress(self.dctx, target, <size_t>nbytes, frame,
-                                      <size_t>src_sizes[r])
-                    if _is_error(got) or got != <size_t>nbytes:
+                    if not self._decode(s + src_offsets[r], <size_t>src_sizes[r], target):
                         status[r] = _FAILED
                         continue
                     if not direct[r]:

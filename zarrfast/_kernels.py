@@ -21,7 +21,8 @@ __all__ = [
     "project",
     "read_files_into",
     "transpose",
-    "ZstdDecoder",
+    "BATCH_CODECS",
+    "ChunkDecoder",
 ]
 
 
@@ -79,48 +80,71 @@ read_files_into = _load_fileio()
 #: the C functions ``_ext._decode`` binds, in ``bind_zstd``'s order
 _ZSTD_FUNCTIONS = ("ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressDCtx", "ZSTD_isError",
                    "ZSTD_getFrameContentSize", "ZSTD_versionNumber")
+_BLOSC_FUNCTIONS = ("blosc_cbuffer_validate", "blosc_decompress_ctx")
 
 
-def _zstd_libraries() -> list[str]:
-    """Shared objects that may export zstd's C API: numcodecs' zstd extension (which
-    carries the library), then the system's libzstd."""
+def _libraries(module: str, system: str) -> list[str]:
+    """Shared objects that may export a codec library's C API: numcodecs' extension
+    ``module`` (which carries the library), then the system's ``system`` library."""
     import ctypes.util
+    import importlib
 
     found = []
     try:
-        import numcodecs.zstd
-
-        found.append(numcodecs.zstd.__file__)
+        found.append(importlib.import_module(module).__file__)
     except ImportError:  # pragma: no cover - numcodecs is a dependency
         pass
-    system = ctypes.util.find_library("zstd")
-    if system:
-        found.append(system)
+    path = ctypes.util.find_library(system)
+    if path:
+        found.append(path)
     return found
 
 
-def _load_zstd_decoder():
-    """The batched zstd decoder of ``_ext._decode`` once it is bound to a zstd library,
-    else ``None`` (callers then decode chunk by chunk)."""
+def _address(lib, name: str) -> int:
+    import ctypes
+
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+
+
+def _bind(decode, codec: str, libraries: list[str], bind) -> None:
+    """Bind ``codec`` with the first library that exports its functions."""
+    import ctypes
+
+    for path in libraries:
+        if codec in decode.bound():
+            return
+        try:
+            bind(ctypes.CDLL(path))
+        except (OSError, AttributeError, ValueError):
+            continue
+
+
+def _load_chunk_decoder():
+    """``_ext._decode.ChunkDecoder`` and the codecs it could bind (none: callers decode
+    chunk by chunk).  ``ZARRFAST_BATCH_DECODE=0`` turns it off."""
     if not USING_EXTENSIONS or os.environ.get("ZARRFAST_BATCH_DECODE", "1") == "0":
-        return None
+        return None, frozenset()
     try:
         from zarrfast._ext import _decode
     except ImportError:  # pragma: no cover - built without it
-        return None
-    import ctypes
+        return None, frozenset()
 
-    for path in _zstd_libraries():
-        if _decode.zstd_bound():
-            break
-        try:
-            lib = ctypes.CDLL(path)
-            _decode.bind_zstd(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
-                                for name in _ZSTD_FUNCTIONS))
-        except (OSError, AttributeError, ValueError):
-            continue
-    return _decode.ZstdDecoder if _decode.zstd_bound() else None
+    def zstd(lib) -> None:
+        _decode.bind_zstd(*(_address(lib, name) for name in _ZSTD_FUNCTIONS))
+
+    def blosc(lib) -> None:
+        import ctypes
+
+        get_version = lib.blosc_get_version_string
+        get_version.restype = ctypes.c_char_p
+        _decode.bind_blosc(*(_address(lib, name) for name in _BLOSC_FUNCTIONS),
+                           get_version().decode("ascii", "replace"))
+
+    _bind(_decode, "zstd", _libraries("numcodecs.zstd", "zstd"), zstd)
+    _bind(_decode, "blosc", _libraries("numcodecs.blosc", "blosc"), blosc)
+    return _decode.ChunkDecoder, _decode.bound()
 
 
-#: ``ZstdDecoder(nbytes).decode_regions(...)`` (``_ext._decode``), or ``None``
-ZstdDecoder = _load_zstd_decoder()
+#: ``ChunkDecoder(codec, nbytes).decode_regions(...)`` (``_ext._decode``) for the codecs
+#: in ``BATCH_CODECS``, or ``None``
+ChunkDecoder, BATCH_CODECS = _load_chunk_decoder()

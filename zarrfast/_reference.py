@@ -328,44 +328,61 @@ def copy_regions(src, src_offsets, src_strides, dst, dst_offsets, dst_strides, s
         copy_region(s, int(so[r]), sst, d, int(do[r]), dstr, shp[r], itemsize, swap_unit)
 
 
-#: ``ZstdDecoder.decode_regions`` statuses (see ``_ext._decode``)
+#: ``ChunkDecoder.decode_regions`` statuses (see ``_ext._decode``)
 DECODED, NO_DATA, FAILED = 0, 1, 2
+#: the codecs ``ChunkDecoder`` decodes
+BATCH_CODECS = frozenset({"zstd", "blosc"})
 
 
-class ZstdDecoder:
-    """Batched zstd decoding into regions of an output (see ``_ext._decode``), with
-    python-zstandard."""
+class ChunkDecoder:
+    """Batched decoding of zstd or blosc chunks into regions of an output (see
+    ``_ext._decode``), with python-zstandard and numcodecs' blosc."""
 
-    def __init__(self, nbytes: int) -> None:
-        import zstandard
-
+    def __init__(self, codec: str, nbytes: int) -> None:
+        if codec not in ("zstd", "blosc"):
+            raise ValueError(f"ChunkDecoder: codec {codec!r} is not bound")
         nbytes = _ssize(nbytes)
         if nbytes < 0:
-            raise ValueError(f"ZstdDecoder: nbytes {nbytes} is negative")
+            raise ValueError(f"ChunkDecoder: nbytes {nbytes} is negative")
+        self.codec = codec
         self.nbytes = nbytes
-        self._dctx = zstandard.ZstdDecompressor()
-        self._error = zstandard.ZstdError
 
     def _decode(self, frame: np.ndarray) -> np.ndarray | None:
         """The frame's ``nbytes`` decoded bytes, or ``None``."""
+        data = frame.tobytes()
+        if self.codec == "blosc":
+            from numcodecs import blosc
+
+            if len(data) < 16:
+                return None
+            # (blosc_cbuffer_validate: the header's sizes)
+            nbytes = int.from_bytes(data[4:8], "little")
+            cbytes = int.from_bytes(data[12:16], "little")
+            if cbytes != len(data) or nbytes != self.nbytes:
+                return None
+            out = np.empty(self.nbytes, dtype=np.uint8)
+            try:
+                blosc.decompress(data, out)
+            except RuntimeError:
+                return None
+            return out
         import zstandard
 
         try:
-            params = zstandard.get_frame_parameters(frame.tobytes())
-        except self._error:
+            params = zstandard.get_frame_parameters(data)
+        except zstandard.ZstdError:
             return None
-        declared = params.content_size
-        if declared not in (zstandard.CONTENTSIZE_UNKNOWN, self.nbytes):
+        if params.content_size not in (zstandard.CONTENTSIZE_UNKNOWN, self.nbytes):
             return None
         out = bytearray()
         try:  # frames one after another, as ZSTD_decompressDCtx reads them
-            reader = self._dctx.stream_reader(frame.tobytes(), read_across_frames=True)
+            reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
             while len(out) <= self.nbytes:
                 piece = reader.read(self.nbytes + 1 - len(out))
                 if not piece:
                     break
                 out += piece
-        except self._error:
+        except zstandard.ZstdError:
             return None
         if len(out) != self.nbytes:
             return None

@@ -34,7 +34,6 @@ from .codecs import (
     BytesBytesCodec,
     BytesCodec,
     TransposeCodec,
-    ZstdCodec,
 )
 from .errors import ChunkDecodeError, CodecError, ZarrfastError
 from .indexing import BasicSelection
@@ -79,7 +78,7 @@ def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
 class _Scratch(threading.local):
     buf: np.ndarray | None = None
     batch: np.ndarray | None = None
-    zstd: Any = None  # this thread's batched zstd decoder
+    decoder: Any = None  # this thread's batched decoder
 
 
 class PreparedChain:
@@ -163,12 +162,13 @@ class PreparedChain:
                           else 2 * self.chunk_nbytes + 2**20)
         # (a list in decode order: third-party codecs need not be hashable)
         self._bb_limited = [accepts_limit(c) for c in reversed(self.bb)]
-        #: zstd chunks with nothing else to undo but a transpose or byte swap can be
-        #: decoded and placed many at a time, without the GIL (``decode_regions``)
-        self.batch_zstd = (self.fast and len(self.bb) == 1 and isinstance(self.bb[0], ZstdCodec)
-                           and _kernels.ZstdDecoder is not None)
-        #: room for one stored chunk in a batch read (zstd's worst-case expansion of
-        #: incompressible data is far below this; a larger file is read on its own)
+        #: zstd or blosc chunks with nothing else to undo but a transpose or byte swap
+        #: are decoded and placed many at a time, without the GIL (``decode_regions``)
+        codec = self.bb[0].batch_codec if len(self.bb) == 1 else None
+        self.batch_codec = (codec if self.fast and codec in _kernels.BATCH_CODECS else None)
+        #: room for one stored chunk in a batch read (the compressors' worst-case
+        #: expansion of incompressible data is far below this; a larger file is read
+        #: on its own)
         self.stored_cap = self.chunk_nbytes + self.chunk_nbytes // 64 + 4096
 
     # -- decoding -----------------------------------------------------------------
@@ -179,11 +179,12 @@ class PreparedChain:
             self._scratch.buf = buf
         return buf
 
-    def zstd_decoder(self) -> Any:
-        """This thread's batched zstd decoder (``batch_zstd`` chains only)."""
-        dec = self._scratch.zstd
+    def batch_decoder(self) -> Any:
+        """This thread's batched decoder (``batch_codec`` chains only)."""
+        dec = self._scratch.decoder
         if dec is None:
-            dec = self._scratch.zstd = _kernels.ZstdDecoder(self.chunk_nbytes)
+            dec = self._scratch.decoder = _kernels.ChunkDecoder(self.batch_codec,
+                                                                self.chunk_nbytes)
         return dec
 
     def _batch_buffer(self, n: int, slot: int | None = None) -> np.ndarray:
@@ -377,10 +378,10 @@ class RowReader:
         #: uncompressed chunks are read from the store straight into place
         self.raw_into = (store is not None and store.fast_get_into and chain.fast
                          and not chain.bb)
-        #: zstd chunks are decoded a batch at a time (``decode_stored``), and read a
-        #: batch at a time from stores that read into buffers (``decode_batch``)
-        self.batch_decode = chain.batch_zstd
-        self.zstd_batch = store is not None and store.fast_get_into and chain.batch_zstd
+        #: zstd/blosc chunks are decoded a batch at a time (``decode_stored``), and
+        #: read a batch at a time from stores that read into buffers (``decode_batch``)
+        self.batch_decode = chain.batch_codec is not None
+        self.read_decode = store is not None and store.fast_get_into and self.batch_decode
         self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
                                    into=chain._decode_into or self.raw_into or self.batch_decode)
 
@@ -412,7 +413,7 @@ class RowReader:
         )
 
     def decode_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
-        """Read the zstd chunks of ``rows`` with one ``store.read_many_into`` call and
+        """Read the compressed chunks of ``rows`` with one ``store.read_many_into`` call and
         decode them into place with one ``decode_regions`` call; chunks it cannot take
         (missing, too large for a slot, or not decoding cleanly) go the per-chunk way,
         which fills them or raises naming the key."""
@@ -436,14 +437,14 @@ class RowReader:
 
     def decode_stored(self, rows: np.ndarray, src: np.ndarray, offsets: np.ndarray,
                       sizes: np.ndarray) -> list[int]:
-        """Decode the zstd chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes,
+        """Decode the compressed chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes,
         negative: none) in ``src``, into place in one ``decode_regions`` call.  Returns
         the positions in ``rows`` of the chunks it did not place: those without bytes
         and those that do not decode cleanly (the per-chunk path says why)."""
         chain = self.chain
         direct = (self.direct[rows].view(np.uint8) if self.direct is not None
                   else np.zeros(rows.size, dtype=np.uint8))
-        status = chain.zstd_decoder().decode_regions(
+        status = chain.batch_decoder().decode_regions(
             src, offsets, sizes, self.src_offsets[rows], self.src_strides, self.out_flat,
             self.dst_offsets[rows], self.out_strides, self.proj.local_count[rows],
             chain.itemsize, chain.swap_unit, direct)
@@ -654,12 +655,12 @@ def read_selection(
         return
 
     work = proj.nrows * chain.chunk_nbytes
-    if reader.raw_into or reader.zstd_batch:
+    if reader.raw_into or reader.read_decode:
         # batches of files read (and decoded) by one kernel call each
         threads = config.get("threads")
         per = max(1, min(RAW_BATCH, -(-proj.nrows // (4 * threads))))
         batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
-        if reader.zstd_batch:
+        if reader.read_decode:
             map_unordered_into(lambda rows: reader.decode_batch(rows, store, keys), batches,
                                work_bytes=work)
             return

@@ -387,7 +387,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     reader = RowReader(proj, out)
     inner = chain.inner
     # uncompressed inner chunks are copied from the fetched bytes into `out` during
-    # the fetch, one kernel call per fetched buffer, and so are zstd ones
+    # the fetch, one kernel call per fetched buffer, and so are zstd and blosc ones
     # (``decode_stored``); others are decoded one by one
     raw_inner = inner.fast and not inner.bb
     placed = np.zeros(proj.nrows, dtype=np.bool_)
@@ -398,7 +398,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         ``blob``."""
         if not raw_inner:
             if reader.batch_decode:
-                # zstd: decoded into place in one kernel call; what it cannot decode
+                # zstd, blosc: decoded into place in one kernel call; what it cannot decode
                 # is left to the per-chunk path (which says why)
                 rest = reader.decode_stored(rows, np.frombuffer(blob, dtype=np.uint8),
                                             offsets, sizes)
@@ -455,7 +455,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         if slots and (not wave_buffer or wave_buffer[0].nbytes < pos):
             wave_buffer[:] = [np.empty(pos, dtype=np.uint8)]  # as large as a wave needs
 
-    # When every inner chunk is placed during the fetch (uncompressed or zstd), a whole
+    # When every inner chunk is placed during the fetch (uncompressed, zstd, blosc), a whole
     # shard of a local store is read into a buffer of the fetching thread's, reused for
     # its next shard while still in the cache.
     thread_buffers: dict[int, np.ndarray] = {}

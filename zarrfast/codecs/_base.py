@@ -123,6 +123,9 @@ class ArrayBytesCodec(Codec):
 @dataclass(frozen=True)
 class BytesBytesCodec(Codec):
     kind: ClassVar[str] = "bytes_bytes"
+    #: the compressed format, when the batched decoder (``_kernels.ChunkDecoder``) can
+    #: decode it exactly as :meth:`decode` does: ``"zstd"`` or ``"blosc"``
+    batch_codec: ClassVar[str | None] = None
 
     def encode(self, data: Any) -> bytes | bytearray | memoryview:
         raise NotImplementedError

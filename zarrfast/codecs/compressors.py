@@ -245,6 +245,7 @@ class ZstdCodec(BytesBytesCodec):
     checksum: bool = False
     name = "zstd"
     aliases = ("https://purl.org/zarr/spec/codec/zstd/1.0",)
+    batch_codec = "zstd"
     _impl: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -298,6 +299,7 @@ class BloscCodec(BytesBytesCodec):
     blocksize: int = 0
     name = "blosc"
     aliases = ("https://purl.org/zarr/spec/codec/blosc/1.0",)
+    batch_codec = "blosc"
     _impl: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:

@@ -116,6 +116,11 @@ class NumcodecsCodec(BytesBytesCodec):
         return cls(config=dict(config), view_dtype=view_dtype,
                    codec=get_numcodecs_codec(config, where=where), max_decoded=max_decoded)
 
+    @property
+    def batch_codec(self) -> str | None:  # type: ignore[override]
+        codec_id = self.config.get("id")
+        return codec_id if codec_id in ("zstd", "blosc") else None
+
     def to_dict(self) -> dict[str, Any]:
         return dict(self.config)
 
