@@ -23,13 +23,75 @@ not decode to exactly that size is reported, never placed.
 Twin: ``zarrfast._reference.ChunkDecoder``.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdlib cimport free
+from libc.errno cimport EISDIR, ENOENT, ENOTDIR
 from libc.stdint cimport int64_t, int8_t, uint8_t
 
 import numpy as np
 
 from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span, _is_empty
 from _common cimport ZF_MAX_NDIM, Layout, normalize_layout, strided_copy
+
+cdef extern from *:
+    """
+    #include <errno.h>
+    #include <stdint.h>
+    #include <stdlib.h>
+    #if defined(_WIN32)
+    /* no batched file reads on Windows: every file is left to the per-chunk path */
+    static int zf_read_file(const char* path, uint8_t** buf, int64_t* cap, int64_t limit,
+                            int64_t* size) { *size = -1; return ENOSYS; }
+    #else
+    #include <fcntl.h>
+    #include <sys/stat.h>
+    #include <unistd.h>
+    #ifndef O_CLOEXEC
+    #define O_CLOEXEC 0
+    #endif
+    /* Read the whole file at `path` into `*buf` (grown with realloc up to `limit`
+       bytes).  Returns 0 (and the size), or an errno: EISDIR for a non-regular file,
+       EFBIG when it is larger than `limit` (its size still reported), EIO when it
+       shrank while being read. */
+    static int zf_read_file(const char* path, uint8_t** buf, int64_t* cap, int64_t limit,
+                            int64_t* size) {
+        struct stat st;
+        int64_t got = 0, want;
+        ssize_t k;
+        int err = 0;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        *size = -1;
+        if (fd < 0) return errno;
+        if (fstat(fd, &st) != 0) { err = errno; close(fd); return err; }
+        if (!S_ISREG(st.st_mode)) { close(fd); return EISDIR; }
+        want = (int64_t)st.st_size;
+        *size = want;
+        if (want > limit) { close(fd); return EFBIG; }
+        if (want > *cap) {
+            uint8_t* grown = (uint8_t*)realloc(*buf, (size_t)(want > 0 ? want : 1));
+            if (grown == NULL) { close(fd); return ENOMEM; }
+            *buf = grown;
+            *cap = want;
+        }
+        while (got < want) {
+            k = pread(fd, *buf + got, (size_t)(want - got), (off_t)got);
+            if (k < 0) {
+                if (errno == EINTR) continue;
+                err = errno;
+                break;
+            }
+            if (k == 0) { err = EIO; break; }
+            got += k;
+        }
+        close(fd);
+        return err;
+    }
+    #endif
+    """
+    int zf_read_file(const char* path, uint8_t** buf, int64_t* cap, int64_t limit,
+                     int64_t* size) noexcept nogil
+
 
 ctypedef void* (*zstd_create_fn)() noexcept nogil
 ctypedef size_t (*zstd_free_fn)(void*) noexcept nogil
@@ -76,7 +138,7 @@ def bind_zstd(size_t create, size_t free, size_t decompress, size_t is_error,
     version number; raises ``ValueError`` (binding nothing) for a null address or a
     version older than ``MIN_ZSTD_VERSION``."""
     global _create, _free, _decompress, _is_error, _content_size
-    if 0 in (create, free, decompress, is_error, content_size, version):
+    if not (create and free and decompress and is_error and content_size and version):
         raise ValueError("bind_zstd: a function address is null")
     cdef unsigned v = (<zstd_version_fn>version)()
     if v < MIN_ZSTD_VERSION:
@@ -125,6 +187,8 @@ cdef class ChunkDecoder:
     cdef void* dctx
     cdef int codec
     cdef uint8_t* scratch
+    cdef uint8_t* filebuf  # (malloc/realloc: grown inside nogil loops)
+    cdef int64_t filecap
     cdef readonly int64_t nbytes
 
     def __cinit__(self, str codec not None, int64_t nbytes):
@@ -164,6 +228,7 @@ cdef class ChunkDecoder:
         if self.dctx != NULL and _free != NULL:
             _free(self.dctx)
         PyMem_Free(self.scratch)
+        free(self.filebuf)
 
     def decode_regions(self, const uint8_t[::1] src not None,
                        const int64_t[::1] src_offsets not None,
@@ -187,84 +252,174 @@ cdef class ChunkDecoder:
 
         Raises ``ValueError`` when lengths differ or a range lies outside a buffer.
         """
-        cdef Py_ssize_t n = shapes.shape[0], ndim = shapes.shape[1], r
-        cdef int64_t nbytes = self.nbytes
-        if (src_offsets.shape[0] != n or src_sizes.shape[0] != n
-                or chunk_offsets.shape[0] != n or dst_offsets.shape[0] != n
-                or direct.shape[0] != n):
+        cdef Py_ssize_t n = shapes.shape[0], r
+        if src_offsets.shape[0] != n or src_sizes.shape[0] != n:
             raise ValueError(
-                f"decode_regions: {n} shapes but {src_offsets.shape[0]} src_offsets, "
-                f"{src_sizes.shape[0]} src_sizes, {chunk_offsets.shape[0]} chunk_offsets, "
+                f"decode_regions: {n} shapes but {src_offsets.shape[0]} src_offsets and "
+                f"{src_sizes.shape[0]} src_sizes"
+            )
+        for r in range(n):
+            if src_sizes[r] >= 0 and (src_offsets[r] < 0
+                                      or src_offsets[r] > src.shape[0] - src_sizes[r]):
+                raise ValueError(
+                    f"decode_regions: bytes [{src_offsets[r]}, {src_offsets[r] + src_sizes[r]})"
+                    f" lie outside src's {src.shape[0]} bytes (chunk {r})"
+                )
+        status_arr = np.where(np.asarray(src_sizes) < 0, NO_DATA, DECODED).astype(np.int8)
+        cdef int8_t[::1] status = status_arr
+        cdef _Plan plan = _Plan("decode_regions", self.nbytes, chunk_offsets, chunk_strides,
+                                dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit,
+                                direct, status)
+        cdef const uint8_t* s = &src[0] if src.shape[0] else NULL
+        with nogil:
+            for r in range(n):
+                if status[r] != _NO_DATA and not plan.skip[r]:
+                    if not self._place(plan, r, s + src_offsets[r], <size_t>src_sizes[r]):
+                        status[r] = _FAILED
+        return status_arr
+
+    def decode_files(self, list paths not None,
+                     const int64_t[::1] chunk_offsets not None,
+                     const int64_t[::1] chunk_strides not None,
+                     uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
+                     const int64_t[::1] dst_strides not None,
+                     const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
+                     Py_ssize_t swap_unit, const uint8_t[::1] direct not None):
+        """``decode_regions`` for chunks stored one per file: chunk ``r`` is the
+        whole file ``paths[r]`` (``bytes``, file-system encoded), read into this
+        decoder's own buffer (open, fstat, pread, close) in the same ``nogil`` loop.
+
+        Returns ``(status, sizes, errors)``: statuses as ``decode_regions`` gives
+        them (``NO_DATA``: the file does not exist, or is not a regular file;
+        ``FAILED``: it could not be read, or is larger than ``2 * nbytes + 64 KiB``,
+        or does not decode), the files' sizes (``-1``: unknown) and the ``errno``
+        of a failed read (``EFBIG``: too large; 0 otherwise).
+
+        Raises ``ValueError``/``TypeError`` like ``decode_regions`` and for a path
+        that is not ``bytes`` or contains a NUL byte (before reading any file).
+        """
+        cdef Py_ssize_t n = shapes.shape[0], r
+        if len(paths) != n:
+            raise ValueError(f"decode_files: {n} shapes but {len(paths)} paths")
+        for r in range(n):
+            if not isinstance(paths[r], bytes):
+                raise TypeError(
+                    f"decode_files: path {r} is {type(paths[r]).__name__}, expected bytes")
+            if b"\0" in paths[r]:
+                raise ValueError(f"decode_files: path {paths[r]!r} contains a NUL byte")
+        status_arr = np.full(n, DECODED, dtype=np.int8)
+        sizes_arr = np.full(n, -1, dtype=np.int64)
+        errors_arr = np.zeros(n, dtype=np.int64)
+        cdef int8_t[::1] status = status_arr
+        cdef int64_t[::1] sizes = sizes_arr
+        cdef int64_t[::1] errs = errors_arr
+        cdef _Plan plan = _Plan("decode_files", self.nbytes, chunk_offsets, chunk_strides,
+                                dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit,
+                                direct, status)
+        cdef const char** cpaths = <const char**>PyMem_Malloc(max(n, 1) * sizeof(char*))
+        if cpaths == NULL:
+            raise MemoryError()
+        for r in range(n):
+            cpaths[r] = PyBytes_AS_STRING(paths[r])  # `paths` keeps the bytes alive
+        cdef int64_t limit = 2 * self.nbytes + 65536
+        cdef int err
+        try:
+            with nogil:
+                for r in range(n):
+                    if plan.skip[r]:
+                        continue
+                    err = zf_read_file(cpaths[r], &self.filebuf, &self.filecap, limit,
+                                       &sizes[r])
+                    if err == ENOENT or err == ENOTDIR or err == EISDIR:
+                        status[r] = _NO_DATA
+                        sizes[r] = -1
+                    elif err != 0:
+                        status[r] = _FAILED
+                        errs[r] = err
+                    elif not self._place(plan, r, self.filebuf, <size_t>sizes[r]):
+                        status[r] = _FAILED
+        finally:
+            PyMem_Free(cpaths)
+        return status_arr, sizes_arr, errors_arr
+
+    cdef bint _place(self, _Plan plan, Py_ssize_t r, const uint8_t* frame,
+                     size_t size) noexcept nogil:
+        """Decode one chunk and place it as ``plan`` says for row ``r``."""
+        cdef uint8_t* target = plan.d + plan.dst_offsets[r] if plan.direct[r] else self.scratch
+        if not self._decode(frame, size, target):
+            return False
+        if not plan.direct[r]:
+            strided_copy(self.scratch, plan.d, &plan.layouts[r], plan.itemsize, plan.swap_unit)
+        return True
+
+
+cdef class _Plan:
+    """Where each decoded chunk goes: the validated, normalised layouts of a call."""
+
+    cdef Layout* layouts
+    cdef bint* skip
+    cdef uint8_t* d
+    cdef const int64_t[::1] dst_offsets
+    cdef const uint8_t[::1] direct
+    cdef Py_ssize_t itemsize, swap_unit
+
+    def __cinit__(self, str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
+                  const int64_t[::1] chunk_strides, uint8_t[::1] dst,
+                  const int64_t[::1] dst_offsets, const int64_t[::1] dst_strides,
+                  const int64_t[:, ::1] shapes, Py_ssize_t itemsize, Py_ssize_t swap_unit,
+                  const uint8_t[::1] direct, const int8_t[::1] status):
+        cdef Py_ssize_t n = shapes.shape[0], ndim = shapes.shape[1], r
+        if chunk_offsets.shape[0] != n or dst_offsets.shape[0] != n or direct.shape[0] != n:
+            raise ValueError(
+                f"{func}: {n} shapes but {chunk_offsets.shape[0]} chunk_offsets, "
                 f"{dst_offsets.shape[0]} dst_offsets and {direct.shape[0]} direct flags"
             )
         if chunk_strides.shape[0] != ndim or dst_strides.shape[0] != ndim:
             raise ValueError(
-                f"decode_regions: shapes of rank {ndim}, but {chunk_strides.shape[0]} "
+                f"{func}: shapes of rank {ndim}, but {chunk_strides.shape[0]} "
                 f"chunk_strides and {dst_strides.shape[0]} dst_strides"
             )
         if ndim > ZF_MAX_NDIM:
-            raise ValueError(f"decode_regions: rank {ndim} exceeds the maximum of {ZF_MAX_NDIM}")
-        _check_item("decode_regions", itemsize, swap_unit)
-        status_arr = np.full(n, DECODED, dtype=np.int8)
-        cdef int8_t[::1] status = status_arr
-        if n == 0:
-            return status_arr
-        cdef Layout* layouts = <Layout*>PyMem_Malloc(n * sizeof(Layout))
-        cdef bint* skip = <bint*>PyMem_Malloc(n * sizeof(bint))
-        if layouts == NULL or skip == NULL:
-            PyMem_Free(layouts)
-            PyMem_Free(skip)
+            raise ValueError(f"{func}: rank {ndim} exceeds the maximum of {ZF_MAX_NDIM}")
+        _check_item(func, itemsize, swap_unit)
+        self.itemsize = itemsize
+        self.swap_unit = swap_unit
+        self.d = &dst[0] if dst.shape[0] else NULL
+        self.dst_offsets = dst_offsets
+        self.direct = direct
+        self.layouts = <Layout*>PyMem_Malloc(max(n, 1) * sizeof(Layout))
+        self.skip = <bint*>PyMem_Malloc(max(n, 1) * sizeof(bint))
+        if self.layouts == NULL or self.skip == NULL:
             raise MemoryError()
-        cdef const uint8_t* s = &src[0] if src.shape[0] else NULL
-        cdef uint8_t* d = &dst[0] if dst.shape[0] else NULL
-        cdef uint8_t* target
-        try:
-            for r in range(n):
-                skip[r] = False
-                if src_sizes[r] < 0:
-                    status[r] = _NO_DATA
-                    continue
-                try:
-                    if src_offsets[r] < 0 or src_offsets[r] > src.shape[0] - src_sizes[r]:
+        for r in range(n):
+            self.skip[r] = False
+            if status[r] == _NO_DATA:
+                continue
+            try:
+                if direct[r]:
+                    if dst_offsets[r] < 0 or dst_offsets[r] > dst.shape[0] - nbytes:
                         raise ValueError(
-                            f"decode_regions: bytes [{src_offsets[r]}, "
-                            f"{src_offsets[r] + src_sizes[r]}) lie outside src's "
-                            f"{src.shape[0]} bytes"
+                            f"{func}: direct bytes [{dst_offsets[r]}, "
+                            f"{dst_offsets[r] + nbytes}) lie outside dst's "
+                            f"{dst.shape[0]} bytes"
                         )
-                    if direct[r]:
-                        if dst_offsets[r] < 0 or dst_offsets[r] > dst.shape[0] - nbytes:
-                            raise ValueError(
-                                f"decode_regions: direct bytes [{dst_offsets[r]}, "
-                                f"{dst_offsets[r] + nbytes}) lie outside dst's "
-                                f"{dst.shape[0]} bytes"
-                            )
-                        continue
-                    _check_shape("decode_regions", shapes[r])
-                    skip[r] = _is_empty(shapes[r])
-                    if skip[r]:
-                        continue
-                    _check_dst_strides("decode_regions", dst_strides, shapes[r])
-                    _check_span("decode_regions", "chunk", nbytes, chunk_offsets[r],
-                                chunk_strides, shapes[r], itemsize)
-                    _check_span("decode_regions", "dst", dst.shape[0], dst_offsets[r],
-                                dst_strides, shapes[r], itemsize)
-                except ValueError as e:
-                    raise ValueError(f"{e} (chunk {r})") from None
-                normalize_layout(<int>ndim, &shapes[r, 0] if ndim else NULL,
-                                 &chunk_strides[0] if ndim else NULL,
-                                 &dst_strides[0] if ndim else NULL,
-                                 chunk_offsets[r], dst_offsets[r], &layouts[r])
-            with nogil:
-                for r in range(n):
-                    if status[r] == _NO_DATA or skip[r]:
-                        continue
-                    target = d + dst_offsets[r] if direct[r] else self.scratch
-                    if not self._decode(s + src_offsets[r], <size_t>src_sizes[r], target):
-                        status[r] = _FAILED
-                        continue
-                    if not direct[r]:
-                        strided_copy(self.scratch, d, &layouts[r], itemsize, swap_unit)
-        finally:
-            PyMem_Free(layouts)
-            PyMem_Free(skip)
-        return status_arr
+                    continue
+                _check_shape(func, shapes[r])
+                self.skip[r] = _is_empty(shapes[r])
+                if self.skip[r]:
+                    continue
+                _check_dst_strides(func, dst_strides, shapes[r])
+                _check_span(func, "chunk", nbytes, chunk_offsets[r], chunk_strides, shapes[r],
+                            itemsize)
+                _check_span(func, "dst", dst.shape[0], dst_offsets[r], dst_strides, shapes[r],
+                            itemsize)
+            except ValueError as e:
+                raise ValueError(f"{e} (chunk {r})") from None
+            normalize_layout(<int>ndim, &shapes[r, 0] if ndim else NULL,
+                             &chunk_strides[0] if ndim else NULL,
+                             &dst_strides[0] if ndim else NULL,
+                             chunk_offsets[r], dst_offsets[r], &self.layouts[r])
+
+    def __dealloc__(self):
+        PyMem_Free(self.layouts)
+        PyMem_Free(self.skip)

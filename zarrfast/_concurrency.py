@@ -84,18 +84,27 @@ def map_unordered_into(
     workers skip the items they have not started.
     """
     items = list(items)
-    threads = config.get("threads")
-    small = work_bytes is not None and work_bytes < INLINE_WORK_BYTES
-    if threads <= 1 or len(items) <= 1 or small or _in_task.active:
+    nbatches = batch_count(len(items), work_bytes)
+    if nbatches <= 1:
         for item in items:
             fn(item)
         return
-    pool = get_pool(threads)
-    # Split into at most 4*threads batches (one future per chunk costs ~10 µs), but a
-    # small job into one batch per thread: each extra handoff costs more than it balances
-    nbatches = min(len(items), threads * 4 if len(items) >= 16 * threads else threads)
     size = -(-len(items) // nbatches)
-    _run_batches(pool, fn, [items[i:i + size] for i in range(0, len(items), size)])
+    _run_batches(get_pool(config.get("threads")), fn,
+                 [items[i:i + size] for i in range(0, len(items), size)])
+
+
+def batch_count(n: int, work_bytes: int | None = None) -> int:
+    """How many batches :func:`map_unordered_into` runs ``n`` items (``work_bytes`` of
+    work in all) in; 1: all inline, in the calling thread.  At most 4 per thread (one
+    future per chunk costs ~10 µs), and a small job one per thread: each extra
+    handoff costs more than it balances.  Callers that batch items themselves (one
+    kernel call per batch) use it to make as many batches as there will be tasks."""
+    threads = config.get("threads")
+    small = work_bytes is not None and work_bytes < INLINE_WORK_BYTES
+    if threads <= 1 or n <= 1 or small or _in_task.active:
+        return 1
+    return min(n, threads * 4 if n >= 16 * threads else threads)
 
 
 

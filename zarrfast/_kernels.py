@@ -148,3 +148,5 @@ def _load_chunk_decoder():
 #: ``ChunkDecoder(codec, nbytes).decode_regions(...)`` (``_ext._decode``) for the codecs
 #: in ``BATCH_CODECS``, or ``None``
 ChunkDecoder, BATCH_CODECS = _load_chunk_decoder()
+#: its statuses (the compiled module and the twin share them)
+DECODED, NO_DATA, FAILED = 0, 1, 2

@@ -388,11 +388,9 @@ class ChunkDecoder:
             return None
         return np.frombuffer(bytes(out), dtype=np.uint8)
 
-    def decode_regions(self, src, src_offsets, src_sizes, chunk_offsets, chunk_strides,
-                       dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct):
-        s = _u8(src)
-        so = _i64(src_offsets)
-        sz = _i64(src_sizes)
+    def _plan(self, func, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides, shapes,
+              itemsize, swap_unit, direct, status):
+        """Validate where every chunk goes (``_ext._decode._Plan``); the rows to place."""
         co = _i64(chunk_offsets)
         cst = _i64(chunk_strides)
         d = _u8(dst, writable=True)
@@ -404,58 +402,132 @@ class ChunkDecoder:
         swap_unit = _ssize(swap_unit)
         n, ndim = shp.shape
         nb = self.nbytes
-        if so.size != n or sz.size != n or co.size != n or do.size != n or flags.size != n:
+        if co.size != n or do.size != n or flags.size != n:
             raise ValueError(
-                f"decode_regions: {n} shapes but {so.size} src_offsets, {sz.size} src_sizes, "
-                f"{co.size} chunk_offsets, {do.size} dst_offsets and {flags.size} direct flags"
+                f"{func}: {n} shapes but {co.size} chunk_offsets, {do.size} dst_offsets and "
+                f"{flags.size} direct flags"
             )
         if cst.size != ndim or dstr.size != ndim:
             raise ValueError(
-                f"decode_regions: shapes of rank {ndim}, but {cst.size} chunk_strides and "
+                f"{func}: shapes of rank {ndim}, but {cst.size} chunk_strides and "
                 f"{dstr.size} dst_strides"
             )
         if ndim > MAX_NDIM:
-            raise ValueError(f"decode_regions: rank {ndim} exceeds the maximum of {MAX_NDIM}")
-        _check_item("decode_regions", itemsize, swap_unit)
-        status = np.full(n, DECODED, dtype=np.int8)
+            raise ValueError(f"{func}: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+        _check_item(func, itemsize, swap_unit)
         todo = []
         for r in range(n):
-            if sz[r] < 0:
-                status[r] = NO_DATA
+            if status[r] == NO_DATA:
                 continue
             try:
-                if so[r] < 0 or so[r] > s.size - sz[r]:
-                    raise ValueError(
-                        f"decode_regions: bytes [{so[r]}, {so[r] + sz[r]}) lie outside src's "
-                        f"{s.size} bytes"
-                    )
                 if flags[r]:
                     if do[r] < 0 or do[r] > d.size - nb:
                         raise ValueError(
-                            f"decode_regions: direct bytes [{do[r]}, {do[r] + nb}) lie outside "
-                            f"dst's {d.size} bytes"
+                            f"{func}: direct bytes [{do[r]}, {do[r] + nb}) lie outside dst's "
+                            f"{d.size} bytes"
                         )
                 else:
-                    _check_shape("decode_regions", shp[r])
+                    _check_shape(func, shp[r])
                     if (shp[r] == 0).any():
                         continue
-                    _check_dst_strides("decode_regions", dstr, shp[r])
-                    _check_span("decode_regions", "chunk", nb, int(co[r]), cst, shp[r], itemsize)
-                    _check_span("decode_regions", "dst", d.size, int(do[r]), dstr, shp[r],
-                                itemsize)
+                    _check_dst_strides(func, dstr, shp[r])
+                    _check_span(func, "chunk", nb, int(co[r]), cst, shp[r], itemsize)
+                    _check_span(func, "dst", d.size, int(do[r]), dstr, shp[r], itemsize)
             except ValueError as e:
                 raise ValueError(f"{e} (chunk {r})") from None
             todo.append(r)
-        for r in todo:
-            chunk = self._decode(s[int(so[r]):int(so[r]) + int(sz[r])])
+
+        def place(r: int, frame: np.ndarray) -> bool:
+            chunk = self._decode(frame)
             if chunk is None:
-                status[r] = FAILED
-            elif flags[r]:
+                return False
+            if flags[r]:
                 d[int(do[r]):int(do[r]) + nb] = chunk
             else:
                 copy_region(chunk, int(co[r]), cst, d, int(do[r]), dstr, shp[r], itemsize,
                             swap_unit)
+            return True
+
+        return todo, place
+
+    def decode_regions(self, src, src_offsets, src_sizes, chunk_offsets, chunk_strides,
+                       dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct):
+        s = _u8(src)
+        so = _i64(src_offsets)
+        sz = _i64(src_sizes)
+        n = _i64(shapes, ndim=2).shape[0]
+        if so.size != n or sz.size != n:
+            raise ValueError(
+                f"decode_regions: {n} shapes but {so.size} src_offsets and {sz.size} src_sizes"
+            )
+        for r in range(n):
+            if sz[r] >= 0 and (so[r] < 0 or so[r] > s.size - sz[r]):
+                raise ValueError(
+                    f"decode_regions: bytes [{so[r]}, {so[r] + sz[r]}) lie outside src's "
+                    f"{s.size} bytes (chunk {r})"
+                )
+        status = np.where(sz < 0, NO_DATA, DECODED).astype(np.int8)
+        todo, place = self._plan("decode_regions", chunk_offsets, chunk_strides, dst,
+                                 dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
+                                 status)
+        for r in todo:
+            if not place(r, s[int(so[r]):int(so[r]) + int(sz[r])]):
+                status[r] = FAILED
         return status
+
+    def decode_files(self, paths, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
+                     shapes, itemsize, swap_unit, direct):
+        import errno as _errno
+        import os
+        import stat as _stat
+
+        if not isinstance(paths, list):
+            raise TypeError(f"decode_files: paths must be a list, got {type(paths).__name__}")
+        n = _i64(shapes, ndim=2).shape[0]
+        if len(paths) != n:
+            raise ValueError(f"decode_files: {n} shapes but {len(paths)} paths")
+        for r, p in enumerate(paths):
+            if not isinstance(p, bytes):
+                raise TypeError(f"decode_files: path {r} is {type(p).__name__}, expected bytes")
+            if b"\0" in p:
+                raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
+        status = np.full(n, DECODED, dtype=np.int8)
+        sizes = np.full(n, -1, dtype=np.int64)
+        errors = np.zeros(n, dtype=np.int64)
+        todo, place = self._plan("decode_files", chunk_offsets, chunk_strides, dst, dst_offsets,
+                                 dst_strides, shapes, itemsize, swap_unit, direct, status)
+        limit = 2 * self.nbytes + 65536
+        for r in todo:
+            try:
+                fd = os.open(paths[r], os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            except OSError as e:
+                code = e.errno or _errno.EIO
+                if code in (_errno.ENOENT, _errno.ENOTDIR, _errno.EISDIR):
+                    status[r] = NO_DATA
+                else:
+                    status[r], errors[r] = FAILED, code
+                continue
+            try:
+                st = os.fstat(fd)
+                if not _stat.S_ISREG(st.st_mode):
+                    status[r] = NO_DATA
+                    continue
+                sizes[r] = st.st_size
+                if st.st_size > limit:
+                    status[r], errors[r] = FAILED, _errno.EFBIG
+                    continue
+                data = os.pread(fd, st.st_size, 0) if st.st_size else b""
+                if len(data) != st.st_size:
+                    status[r], errors[r] = FAILED, _errno.EIO
+                    continue
+            except OSError as e:
+                status[r], errors[r] = FAILED, e.errno or _errno.EIO
+                continue
+            finally:
+                os.close(fd)
+            if not place(r, np.frombuffer(data, dtype=np.uint8)):
+                status[r] = FAILED
+        return status, sizes, errors
 
 
 def read_files_into(paths, dst, offsets, nbytes, exact=True):

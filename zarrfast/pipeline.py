@@ -17,17 +17,19 @@ the shared pool (:mod:`zarrfast._concurrency`).
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import math
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _kernels, config
-from ._concurrency import map_unordered_into
+from . import _kernels
+from ._concurrency import batch_count, map_unordered_into
 from .codecs import (
     ArrayArrayCodec,
     ArrayBytesCodec,
@@ -412,17 +414,35 @@ class RowReader:
             self.proj.local_count[rows_arr[ok]], chain.itemsize, chain.swap_unit,
         )
 
-    def decode_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
-        """Read the compressed chunks of ``rows`` with one ``store.read_many_into`` call and
-        decode them into place with one ``decode_regions`` call; chunks it cannot take
-        (missing, too large for a slot, or not decoding cleanly) go the per-chunk way,
-        which fills them or raises naming the key."""
+    def decode_batch(self, rows: range, store: Store, keys: Sequence[str],
+                     paths: list[bytes] | None = None) -> None:
+        """Read and decode the compressed chunks of ``rows`` into place with one kernel
+        call: ``decode_files`` when the store gives the files' ``paths`` (of every
+        row), else one ``store.read_many_into`` call and ``decode_stored``.  Chunks it
+        cannot take (missing, too large, or not decoding cleanly) go the per-chunk
+        way, which fills them or raises naming the key."""
         chain = self.chain
-        cap = chain.stored_cap
         rows_arr = np.arange(rows.start, rows.stop, dtype=np.int64)
+        names = keys[rows.start:rows.stop]
+        if paths is not None:
+            status, sizes, errors = chain.batch_decoder().decode_files(
+                paths[rows.start:rows.stop], self.src_offsets[rows_arr], self.src_strides,
+                self.out_flat, self.dst_offsets[rows_arr], self.out_strides,
+                self.proj.local_count[rows_arr], chain.itemsize, chain.swap_unit,
+                self._direct_flags(rows_arr))
+            if not status.any():
+                return
+            for j in np.flatnonzero(status).tolist():
+                code = int(errors[j])
+                if code and code != errno.EFBIG:  # (too large: the per-chunk path says why)
+                    raise OSError(code, f"cannot read key {names[j]!r}: {os.strerror(code)}",
+                                  os.fsdecode(paths[rows.start + j]))
+                raw = None if status[j] == _kernels.NO_DATA else store.get(names[j])
+                self.read(int(rows_arr[j]), raw, names[j])  # raises naming the key, or decodes
+            return
+        cap = chain.stored_cap
         scratch = chain._batch_buffer(rows_arr.size, cap)
         slots = np.arange(rows_arr.size, dtype=np.int64) * cap
-        names = [keys[i] for i in rows]
         sizes = store.read_many_into(names, scratch, slots, cap, exact=False)
         big = sizes > cap  # not read: too large for a slot
         for j in self.decode_stored(rows_arr, scratch, slots, np.where(big, -1, sizes)):
@@ -435,6 +455,10 @@ class RowReader:
                 raw = scratch[int(slots[j]):int(slots[j]) + n]
             self.read(int(rows_arr[j]), raw, names[j])  # raises naming the key, or decodes
 
+    def _direct_flags(self, rows: np.ndarray) -> np.ndarray:
+        return (self.direct[rows].view(np.uint8) if self.direct is not None
+                else np.zeros(rows.size, dtype=np.uint8))
+
     def decode_stored(self, rows: np.ndarray, src: np.ndarray, offsets: np.ndarray,
                       sizes: np.ndarray) -> list[int]:
         """Decode the compressed chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes,
@@ -442,12 +466,10 @@ class RowReader:
         the positions in ``rows`` of the chunks it did not place: those without bytes
         and those that do not decode cleanly (the per-chunk path says why)."""
         chain = self.chain
-        direct = (self.direct[rows].view(np.uint8) if self.direct is not None
-                  else np.zeros(rows.size, dtype=np.uint8))
         status = chain.batch_decoder().decode_regions(
             src, offsets, sizes, self.src_offsets[rows], self.src_strides, self.out_flat,
             self.dst_offsets[rows], self.out_strides, self.proj.local_count[rows],
-            chain.itemsize, chain.swap_unit, direct)
+            chain.itemsize, chain.swap_unit, self._direct_flags(rows))
         return np.flatnonzero(status).tolist() if status.any() else []
 
     def _check_sizes(self, rows: np.ndarray, sizes: np.ndarray, keys: Sequence[str]
@@ -656,18 +678,20 @@ def read_selection(
 
     work = proj.nrows * chain.chunk_nbytes
     if reader.raw_into or reader.read_decode:
-        # batches of files read (and decoded) by one kernel call each
-        threads = config.get("threads")
-        per = max(1, min(RAW_BATCH, -(-proj.nrows // (4 * threads))))
-        batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
+        # batches of files read (and decoded) by one kernel call each, as many as there
+        # will be tasks (at most RAW_BATCH files each).  Copying is ~RAW_COST_RATIO times
+        # cheaper per byte than decoding: small reads stay in the calling thread, where
+        # a handoff to the pool would cost more.
         if reader.read_decode:
-            map_unordered_into(lambda rows: reader.decode_batch(rows, store, keys), batches,
-                               work_bytes=work)
-            return
-        # copying is ~RAW_COST_RATIO times cheaper per byte than decoding: small reads
-        # stay in the calling thread, where a handoff to the pool would cost more
-        map_unordered_into(lambda rows: reader.read_batch(rows, store, keys), batches,
-                           work_bytes=work // RAW_COST_RATIO)
+            fn = functools.partial(reader.decode_batch, store=store, keys=keys,
+                                   paths=store.file_paths(keys))
+        else:
+            fn = functools.partial(reader.read_batch, store=store, keys=keys)
+            work //= RAW_COST_RATIO
+        tasks = batch_count(proj.nrows, work)
+        per = max(1, min(RAW_BATCH, -(-proj.nrows // tasks)))
+        batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
+        map_unordered_into(fn, batches, work_bytes=work)
         return
 
     def task(i: int) -> None:

@@ -211,6 +211,12 @@ class Store(abc.ABC):
                 sizes[i] = n
         return sizes
 
+    def file_paths(self, keys: Sequence[str]) -> list[bytes] | None:
+        """The files holding the values of ``keys`` (file-system encoded), for kernels
+        that read files themselves; ``None`` when values are not plain files, or
+        reading them directly would bypass what this store does in :meth:`get`."""
+        return None
+
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value."""
         return self.get(key) is not None

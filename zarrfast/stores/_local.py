@@ -176,6 +176,11 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
+    def file_paths(self, keys: Sequence[str]) -> list[bytes] | None:
+        if not self.fast_get_into:
+            return None
+        return [os.fsencode(self._path(k)) for k in keys]
+
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
                        nbytes: int, *, exact: bool = True) -> Any:
         """Many files straight into ``out`` in one ``nogil`` loop (open, fstat, pread,
