@@ -592,22 +592,27 @@ def _whole_chunk_into(chain: PreparedChain, sel: BasicSelection) -> bool:
 
 
 def read_one_chunk(chain: PreparedChain, sel: BasicSelection, coords: list[int],
-                   out: np.ndarray, raw: Any, key: str) -> None:
+                   out: np.ndarray | None, raw: Any, key: str,
+                   place: tuple[np.ndarray, int, np.ndarray] | None = None) -> None:
     """Decode ``raw`` (``None``: missing, the fill value), the stored chunk at ``coords``
-    holding the whole selection, into ``out``."""
-    out_flat = out.reshape(-1).view(np.uint8)
-    if raw is not None and chain._decode_into and _whole_chunk_into(chain, sel):
-        chain.decode(raw, key, into=out_flat)
-        return
-    out_strides = np.array(out.strides, dtype=np.int64)
+    holding the whole selection, into ``out`` -- or into ``place``: ``(flat output
+    bytes, byte offset, byte strides)`` of the selection's block in a larger output."""
+    if place is None:
+        out_flat = out.reshape(-1).view(np.uint8)
+        if raw is not None and chain._decode_into and _whole_chunk_into(chain, sel):
+            chain.decode(raw, key, into=out_flat)
+            return
+        out_off, out_strides = 0, np.array(out.strides, dtype=np.int64)
+    else:
+        out_flat, out_off, out_strides = place
     if raw is None:
-        _kernels.fill_region(out_flat, 0, out_strides, sel.count, chain._fill_native_arr)
+        _kernels.fill_region(out_flat, out_off, out_strides, sel.count, chain._fill_native_arr)
         return
     buf = chain.decode(raw, key)
     src_off = sum((s - k * c) * st for s, k, c, st in zip(
         sel.start.tolist(), coords, chain.chunk_shape, chain.chunk_strides.tolist(),
         strict=True))
-    _kernels.copy_region(buf, src_off, chain.chunk_strides, out_flat, 0, out_strides,
+    _kernels.copy_region(buf, src_off, chain.chunk_strides, out_flat, out_off, out_strides,
                          sel.count, chain.itemsize, chain.swap_unit)
 
 
