@@ -366,27 +366,26 @@ class ChunkDecoder:
             except RuntimeError:
                 return None
             return out
+        import numcodecs.zstd
         import zstandard
 
-        try:
-            params = zstandard.get_frame_parameters(data)
-        except zstandard.ZstdError:
+        # the first frame's declared size (ZSTD_getFrameContentSize: 0 for a skippable
+        # frame) must be unknown or the chunk's
+        if len(data) >= 4 and int.from_bytes(data[:4], "little") & ~0xF == 0x184D2A50:
+            declared = 0
+        else:
+            try:
+                declared = zstandard.get_frame_parameters(data).content_size
+            except zstandard.ZstdError:
+                return None
+        if declared not in (zstandard.CONTENTSIZE_UNKNOWN, self.nbytes):
             return None
-        if params.content_size not in (zstandard.CONTENTSIZE_UNKNOWN, self.nbytes):
+        out = np.empty(self.nbytes, dtype=np.uint8)
+        try:  # every frame, into exactly nbytes (ZSTD_decompressDCtx)
+            numcodecs.zstd.decompress(data, out)
+        except (RuntimeError, ValueError):
             return None
-        out = bytearray()
-        try:  # frames one after another, as ZSTD_decompressDCtx reads them
-            reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
-            while len(out) <= self.nbytes:
-                piece = reader.read(self.nbytes + 1 - len(out))
-                if not piece:
-                    break
-                out += piece
-        except zstandard.ZstdError:
-            return None
-        if len(out) != self.nbytes:
-            return None
-        return np.frombuffer(bytes(out), dtype=np.uint8)
+        return out
 
     def _plan(self, func, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides, shapes,
               itemsize, swap_unit, direct, status):

@@ -10,6 +10,8 @@ writes refuse to go through a symbolic link that points outside the root.
 
 from __future__ import annotations
 
+import copy
+import copyreg
 import errno
 import itertools
 import os
@@ -87,10 +89,15 @@ class LocalStore(Store):
         return hash((LocalStore, self._root_str, self.read_only))
 
     def __reduce__(self):
+        if type(self) is not LocalStore:  # a subclass: its class and attributes as they are
+            return (copyreg.__newobj__, (type(self),), self.__dict__.copy())
         return (_rebuild, (self._root_str, self.read_only, self.fsync))
 
     def with_read_only(self, read_only: bool = True) -> LocalStore:
-        return LocalStore(self.root, read_only=read_only, fsync=self.fsync)
+        """A copy with the given mode (of the same class: a subclass's ``get`` stays)."""
+        new = copy.copy(self)
+        new._read_only = bool(read_only)
+        return new
 
     def _path(self, key: str) -> str:
         validate_key(key)
@@ -184,7 +191,10 @@ class LocalStore(Store):
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
                        nbytes: int, *, exact: bool = True) -> Any:
         """Many files straight into ``out`` in one ``nogil`` loop (open, fstat, pread,
-        close per file; :func:`zarrfast._kernels.read_files_into`)."""
+        close per file; :func:`zarrfast._kernels.read_files_into`) -- or through
+        :meth:`get` when a subclass changes it (see :attr:`fast_get_into`)."""
+        if not self.fast_get_into:
+            return super().read_many_into(keys, out, offsets, nbytes, exact=exact)
         from .. import _kernels
 
         paths = [os.fsencode(self._path(k)) for k in keys]
