@@ -232,3 +232,25 @@ def test_zstd_decoding_paths_agree(monkeypatch, backend) -> None:
     with pytest.raises(CodecError):
         codec.decode(frame + frame, out=bytearray(len(payload)))
     assert bytes(codec.decode(frame + frame)) == payload * 2
+
+
+@pytest.mark.parametrize("level", [-5, 0, 1, 3, 19])
+@pytest.mark.parametrize("checksum", [False, True])
+def test_zstd_encodes_the_same_bytes_as_numcodecs(level, checksum):
+    """zstd encoding goes through python-zstandard (a context per thread, the GIL
+    released); the bytes are numcodecs' own, so files match zarr-python's."""
+    import numcodecs
+
+    from zarrfast.codecs import ZstdCodec
+
+    rng = np.random.default_rng(level + 10 + 100 * checksum)
+    samples = [np.zeros(4096, np.uint16), np.arange(30000, dtype=np.uint32),
+               rng.integers(0, 50, 20000).astype(np.uint8), np.arange(3, dtype=np.uint8),
+               np.empty(0, np.uint8)]
+    codec = ZstdCodec(level=level, checksum=checksum)
+    ref = numcodecs.Zstd(level=level, checksum=checksum)
+    for x in samples:
+        got = codec.encode(x.view(np.uint8))
+        assert bytes(got) == bytes(ref.encode(x.view(np.uint8)))
+        np.testing.assert_array_equal(
+            np.frombuffer(codec.decode(got, limit=x.nbytes), dtype=x.dtype), x)
