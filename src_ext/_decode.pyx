@@ -299,6 +299,7 @@ cdef class ChunkDecoder:
         that is not ``bytes`` or contains a NUL byte (before reading any file).
         """
         cdef Py_ssize_t n = shapes.shape[0], r
+        paths = list(paths)  # our own list: the loop keeps pointers into its bytes
         if len(paths) != n:
             raise ValueError(f"decode_files: {n} shapes but {len(paths)} paths")
         for r in range(n):

@@ -53,6 +53,7 @@ def read_files_into(list paths not None, uint8_t[::1] dst not None,
     TypeError
         A path is not ``bytes``.
     """
+    paths = list(paths)  # our own list: the loop keeps pointers into its bytes
     cdef Py_ssize_t n = len(paths), i
     cdef int64_t limit = dst.shape[0]
     if offsets.shape[0] != n:

@@ -1,11 +1,8 @@
-"""Batched zstd decoding: ``_ext._decode`` ``decode_regions`` against its twin in
-``zarrfast._reference``, ``read_files_into(..., exact=False)``,
-``Store.read_many_into(..., exact=False)``, and the pipeline that reads zstd arrays
-from a ``LocalStore`` a batch of chunk files at a time.
-
-The decoder class is ``ZstdDecoder(nbytes)`` or, since it also decodes blosc,
-``ChunkDecoder(codec, nbytes)`` (``_kernels.ChunkDecoder`` / ``BATCH_CODECS``,
-``chain.batch_codec``); the helpers below accept either.
+"""Batched decoding: ``_ext._decode.ChunkDecoder`` (``decode_regions``,
+``decode_files``) against its twin in ``zarrfast._reference``,
+``read_files_into(..., exact=False)``, ``Store.read_many_into(..., exact=False)``, and
+the pipeline that reads zstd (and blosc) arrays from a ``LocalStore`` a batch of chunk
+files at a time.
 
 Kernel tests follow ``tests/test_kernels.py``: both implementations run on the same
 inputs and must agree (statuses and every byte of ``dst``), and each result is also
@@ -47,35 +44,25 @@ try:
 except ImportError:  # pragma: no cover - not built on this platform
     _fileio = None
 
-# The batched decoder is ``ZstdDecoder(nbytes)`` or, since it also takes blosc,
-# ``ChunkDecoder(codec, nbytes)``; ``_kernels`` exposes the compiled class once bound.
-NEW_API = hasattr(ref, "ChunkDecoder")
 #: the name of the decoder class in ``zarrfast._kernels`` (what the pipeline calls)
-KERNEL_ATTR = "ChunkDecoder" if NEW_API else "ZstdDecoder"
-TwinDecoder = ref.ChunkDecoder if NEW_API else ref.ZstdDecoder
+KERNEL_ATTR = "ChunkDecoder"
+TwinDecoder = ref.ChunkDecoder
 #: the compiled decoder once ``zarrfast._kernels`` has bound it to zstd, else None
-CompiledDecoder = getattr(_kernels, KERNEL_ATTR)
-if NEW_API and "zstd" not in _kernels.BATCH_CODECS:  # pragma: no cover
-    CompiledDecoder = None
+CompiledDecoder = _kernels.ChunkDecoder if "zstd" in _kernels.BATCH_CODECS else None
 
 
 def new_decoder(cls, nbytes):
     """A zstd decoder of ``cls`` (compiled or twin) for chunks of ``nbytes`` bytes."""
-    return cls("zstd", nbytes) if NEW_API else cls(nbytes)
+    return cls("zstd", nbytes)
 
 
 def batch_enabled(chain) -> bool:
-    if hasattr(chain, "batch_codec"):
-        return chain.batch_codec is not None
-    return bool(chain.batch_zstd)
+    return chain.batch_codec is not None
 
 
 def disable_batch(chain) -> None:
     """Send the chain's reads down the per-chunk path."""
-    if hasattr(chain, "batch_codec"):
-        chain.batch_codec = None
-    else:
-        chain.batch_zstd = False
+    chain.batch_codec = None
 
 
 DECODERS = [pytest.param(TwinDecoder, id="reference")]
@@ -761,9 +748,8 @@ def test_decode_regions_types_and_edges(cls):
     assert new_decoder(cls, 24).nbytes == 24
     with pytest.raises(ValueError, match="negative"):
         new_decoder(cls, -1)
-    if NEW_API:
-        with pytest.raises(ValueError, match="not bound"):
-            cls("lz4", 24)
+    with pytest.raises(ValueError, match="not bound"):
+        cls("lz4", 24)
     # no rows
     args = base_args(src_offsets=i64(), src_sizes=i64(), chunk_offsets=i64(),
                      dst_offsets=i64(), shapes=np.zeros((0, 2), I64),
@@ -1247,11 +1233,9 @@ def test_batch_decode_can_be_disabled_by_environment(arrays):
         import zarrfast
         from zarrfast import _kernels
         from zarrfast.stores import LocalStore
-        assert getattr(_kernels, "ChunkDecoder", None) is None
-        assert getattr(_kernels, "ZstdDecoder", None) is None
+        assert _kernels.ChunkDecoder is None and not _kernels.BATCH_CODECS
         arr = zarrfast.open_array(LocalStore(sys.argv[1]), path=sys.argv[2], mode="r")
-        assert not getattr(arr._chain, "batch_codec", None)
-        assert not getattr(arr._chain, "batch_zstd", None)
+        assert arr._chain.batch_codec is None
         np.save(sys.argv[3], arr[...])
     """)
     env = {k: v for k, v in os.environ.items() if k != "ZARRFAST_PURE_PYTHON"}
@@ -1524,7 +1508,7 @@ def test_pipeline_uses_decode_batch(arrays, monkeypatch):
 # blosc (``ChunkDecoder("blosc", nbytes)``, when the decoder takes it)
 # ---------------------------------------------------------------------------
 
-HAS_BLOSC = NEW_API and CompiledDecoder is not None and "blosc" in _kernels.BATCH_CODECS
+HAS_BLOSC = CompiledDecoder is not None and "blosc" in _kernels.BATCH_CODECS
 needs_blosc = pytest.mark.skipif(not HAS_BLOSC, reason="no batched blosc decoder")
 
 
@@ -1628,3 +1612,187 @@ def test_blosc_arrays_read_batched(tmp_path):
         with pytest.raises(ChunkDecodeError, match="b/c/3/0"):
             b[10:14]
     assert RecordingDecoder.log
+
+
+# ---------------------------------------------------------------------------
+# an independent review's findings, as tests
+# ---------------------------------------------------------------------------
+
+class OverlayStore(LocalStore):
+    """Serves chunk ``c/0`` from memory through both ``get`` and ``get_into`` (the disk
+    holds an older value): every read path must go through them."""
+
+    overlay: dict = {}
+
+    def get(self, key, byte_range=None):
+        if key in self.overlay and byte_range is None:
+            return self.overlay[key]
+        return super().get(key, byte_range)
+
+    def get_into(self, key, out):
+        if key in self.overlay:
+            value = self.overlay[key]
+            if len(value) == len(memoryview(out)):
+                memoryview(out).cast("B")[:] = value
+            return len(value)
+        return super().get_into(key, out)
+
+
+@pytest.mark.parametrize("codecs", [None, "zstd"])
+def test_a_subclass_get_and_get_into_serve_every_read(tmp_path, codecs):
+    """Batched reads (``file_paths``, ``read_many_into``) would read the files on disk,
+    bypassing both overrides: a subclass overriding them keeps the batched reads off."""
+    comp = None if codecs is None else {"name": "zstd", "configuration": {"level": 1}}
+    a = zarrfast.create_array(str(tmp_path), shape=(40,), chunks=(10,), dtype="i4",
+                              compressors=comp)
+    a[...] = np.arange(40)
+    newer = zarrfast.create_array({}, shape=(10,), chunks=(10,), dtype="i4", compressors=comp)
+    newer[...] = np.arange(100, 110)
+    store = OverlayStore(tmp_path)
+    store.overlay = {"c/0": newer._store.get("c/0")}
+    assert store.file_paths(["c/0"]) is None
+    b = zarrfast.open_array(store, mode="r+")
+    np.testing.assert_array_equal(b[0:10], np.arange(100, 110))
+    np.testing.assert_array_equal(b[0:20], np.r_[np.arange(100, 110), np.arange(10, 20)])
+    np.testing.assert_array_equal(b[...], np.r_[np.arange(100, 110), np.arange(10, 40)])
+
+
+def test_a_codec_subclass_with_its_own_decode_is_not_batch_decoded(tmp_path):
+    from zarrfast.codecs import BloscCodec, ZstdCodec
+    from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
+
+    class Inverting(ZstdCodec):
+        def decode(self, data, out=None, limit=None):
+            return bytes(255 - b for b in bytes(super().decode(data, limit=limit)))
+
+    class EncodesOnly(BloscCodec):
+        def encode(self, data):
+            return super().encode(data)
+
+    class OwnNumcodecs(NumcodecsCodec):
+        def decode(self, data, out=None, limit=None):
+            return super().decode(data, out, limit)
+
+    assert Inverting.batch_codec is None and OwnNumcodecs.batch_codec is None
+    assert ZstdCodec.batch_codec == "zstd" and EncodesOnly.batch_codec == "blosc"
+    a = zarrfast.create_array(str(tmp_path), shape=(20,), chunks=(10,), dtype="u1",
+                              compressors={"name": "zstd", "configuration": {"level": 1}})
+    a[...] = np.arange(20, dtype="u1")
+    chain = a._chain
+    chain.bb[0] = Inverting(level=1)  # as a registered subclass would be parsed
+    chain.batch_codec = None if Inverting.batch_codec is None else "zstd"
+    np.testing.assert_array_equal(a[0:20], 255 - np.arange(20, dtype="u1"))
+
+
+class StatefulStore(LocalStore):
+    """A subclass with a lock and its own (tuple) pickled state."""
+
+    def __init__(self, root, **kw):
+        super().__init__(root, **kw)
+        self.lock = threading.Lock()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["lock"]
+        return (state, "v1")
+
+    def __setstate__(self, state):
+        d, version = state
+        assert version == "v1"
+        self.__dict__.update(d)
+        self.lock = threading.Lock()
+
+
+def test_subclass_state_survives_pickle_and_read_only_copies(tmp_path):
+    import pickle
+
+    a = zarrfast.create_array(str(tmp_path), shape=(20,), chunks=(10,), dtype="i4")
+    a[...] = np.arange(20)
+    store = StatefulStore(tmp_path)
+    back = pickle.loads(pickle.dumps(store))
+    assert type(back) is StatefulStore and back.root == store.root
+    ro = store.with_read_only()
+    assert type(ro) is StatefulStore and ro.read_only and not store.read_only
+    np.testing.assert_array_equal(zarrfast.open_array(store, mode="r")[...], np.arange(20))
+
+
+def test_fast_get_into_can_be_turned_off(tmp_path):
+    store = LocalStore(tmp_path)
+    store.fast_get_into = False
+    assert not store.fast_get_into and store.file_paths(["a"]) is None
+    a = zarrfast.create_array(store, shape=(40,), chunks=(10,), dtype="i4",
+                              compressors={"name": "zstd", "configuration": {"level": 1}})
+    a[...] = np.arange(40)
+    np.testing.assert_array_equal(a[5:35], np.arange(5, 35))
+
+
+def test_remote_sharded_reads_decode_on_the_compute_pool():
+    """Fetches of remote shards run on the I/O pool; their inner chunks are decoded by
+    the compute pool (sized by ``threads``), not during the fetch."""
+    pytest.importorskip("fsspec")
+    from zarrfast.stores import FsspecStore
+
+    import uuid
+
+    store = FsspecStore.from_url(f"memory://zarrfast-decode-pool-{uuid.uuid4().hex}")
+    a = zarrfast.create_array(store, shape=(512, 512), chunks=(32, 32), shards=(128, 128),
+                              dtype="u2", compressors={"name": "zstd",
+                                                       "configuration": {"level": 1}},
+                              overwrite=True)
+    data = np.arange(512 * 512, dtype="u2").reshape(512, 512)
+    a[...] = data
+    seen = set()
+    original = pipeline.RowReader.decode_stored
+
+    def spy(self, *args, **kwargs):
+        seen.add(threading.current_thread().name)
+        return original(self, *args, **kwargs)
+
+    with mock.patch.object(pipeline.RowReader, "decode_stored", spy), \
+            config.set(threads=1):
+        np.testing.assert_array_equal(a[...], data)
+    assert not any(name.startswith("zarrfast-io") for name in seen), seen
+
+
+@needs_kernel
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+def test_a_file_shorter_than_its_stat_size_raises_chunk_decode_error(tmp_path):
+    """A chunk file that yields fewer bytes than fstat reports (here a /proc file, as a
+    non-atomic writer truncating it mid-read would) is a ChunkDecodeError naming the key,
+    on the batched path as on the per-chunk one -- not an OSError."""
+    if os.stat("/proc/self/status").st_size == 0:  # procfs reports 0: try sysfs
+        candidates = [p for p in ("/sys/kernel/mm/transparent_hugepage/enabled",
+                                  "/sys/kernel/mm/transparent_hugepage/defrag")
+                      if os.path.exists(p) and os.stat(p).st_size > 64]
+        if not candidates:
+            pytest.skip("no file here reports more bytes than it holds")
+        source = candidates[0]
+    else:  # pragma: no cover
+        source = "/proc/self/status"
+    a = zarrfast.create_array(str(tmp_path), shape=(20,), chunks=(10,), dtype="i4",
+                              compressors={"name": "zstd", "configuration": {"level": 1}})
+    a[...] = np.arange(20)
+    chunk = tmp_path / "c" / "0"
+    chunk.unlink()
+    chunk.symlink_to(source)
+    with pytest.raises(ChunkDecodeError, match="c/0"):
+        a[0:10]
+    with pytest.raises(ChunkDecodeError, match="c/0"):
+        a[0:20]
+    np.testing.assert_array_equal(a[10:20], np.arange(10, 20))
+
+
+def test_finding_a_system_zstd_is_only_tried_when_needed(monkeypatch):
+    """``ctypes.util.find_library`` runs programs (ldconfig, gcc): binding to numcodecs'
+    own zstd never calls it."""
+    import ctypes.util
+
+    def boom(name):
+        raise AssertionError(f"find_library({name!r}) was called")
+
+    monkeypatch.setattr(ctypes.util, "find_library", boom)
+    libraries = _kernels._libraries("numcodecs.zstd", "zstd")
+    first = next(libraries)
+    assert first.endswith((".so", ".pyd", ".dylib")) or "zstd" in first
+    with pytest.raises(AssertionError, match="find_library"):
+        next(libraries)

@@ -83,21 +83,20 @@ _ZSTD_FUNCTIONS = ("ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressDCtx", "Z
 _BLOSC_FUNCTIONS = ("blosc_cbuffer_validate", "blosc_decompress_ctx")
 
 
-def _libraries(module: str, system: str) -> list[str]:
+def _libraries(module: str, system: str):
     """Shared objects that may export a codec library's C API: numcodecs' extension
-    ``module`` (which carries the library), then the system's ``system`` library."""
+    ``module`` (which carries the library), then the system's ``system`` library
+    (looked for only when needed: ``find_library`` runs programs)."""
     import ctypes.util
     import importlib
 
-    found = []
     try:
-        found.append(importlib.import_module(module).__file__)
+        yield importlib.import_module(module).__file__
     except ImportError:  # pragma: no cover - numcodecs is a dependency
         pass
     path = ctypes.util.find_library(system)
     if path:
-        found.append(path)
-    return found
+        yield path
 
 
 def _address(lib, name: str) -> int:
@@ -106,7 +105,7 @@ def _address(lib, name: str) -> int:
     return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
 
 
-def _bind(decode, codec: str, libraries: list[str], bind) -> None:
+def _bind(decode, codec: str, libraries, bind) -> None:
     """Bind ``codec`` with the first library that exports its functions."""
     import ctypes
 

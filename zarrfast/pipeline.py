@@ -17,11 +17,9 @@ the shared pool (:mod:`zarrfast._concurrency`).
 
 from __future__ import annotations
 
-import errno
 import functools
 import inspect
 import math
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -433,12 +431,10 @@ class RowReader:
             if not status.any():
                 return
             for j in np.flatnonzero(status).tolist():
-                code = int(errors[j])
-                if code and code != errno.EFBIG:  # (too large: the per-chunk path says why)
-                    raise OSError(code, f"cannot read key {names[j]!r}: {os.strerror(code)}",
-                                  os.fsdecode(paths[rows.start + j]))
+                # missing: the fill value; else read again by the store, which raises
+                # for a file it cannot read, and decoded (or refused, naming the key)
                 raw = None if status[j] == _kernels.NO_DATA else store.get(names[j])
-                self.read(int(rows_arr[j]), raw, names[j])  # raises naming the key, or decodes
+                self.read(int(rows_arr[j]), raw, names[j])
             return
         cap = chain.stored_cap
         scratch = chain._batch_buffer(rows_arr.size, cap)

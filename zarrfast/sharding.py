@@ -390,6 +390,9 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     # the fetch, one kernel call per fetched buffer, and so are zstd and blosc ones
     # (``decode_stored``); others are decoded one by one
     raw_inner = inner.fast and not inner.bb
+    # (not on remote stores: their fetches run on the I/O pool, decoding belongs on the
+    # compute pool, which `threads` sizes)
+    decode_in_fetch = reader.batch_decode and not store.batched_reads
     placed = np.zeros(proj.nrows, dtype=np.bool_)
 
     def place(key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
@@ -397,7 +400,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         """Rows ``rows`` have their stored bytes at ``offsets`` (``sizes`` long) in
         ``blob``."""
         if not raw_inner:
-            if reader.batch_decode:
+            if decode_in_fetch:
                 # zstd, blosc: decoded into place in one kernel call; what it cannot decode
                 # is left to the per-chunk path (which says why)
                 rest = reader.decode_stored(rows, np.frombuffer(blob, dtype=np.uint8),
@@ -459,7 +462,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     # shard of a local store is read into a buffer of the fetching thread's, reused for
     # its next shard while still in the cache.
     thread_buffers: dict[int, np.ndarray] = {}
-    use_thread_buffers = ((raw_inner or reader.batch_decode) and chain.partial_reads
+    use_thread_buffers = ((raw_inner or decode_in_fetch) and chain.partial_reads
                           and store.fast_get_into)
 
     def read_shard(g: int) -> Any:
@@ -561,9 +564,9 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             # unless the fetch decodes too)
             map_unordered_into(fetch, wave,
                                work_bytes=sum(len(groups[g]) for g in wave) * inner.chunk_nbytes
-                               // (1 if reader.batch_decode else RAW_COST_RATIO))
+                               // (1 if decode_in_fetch else RAW_COST_RATIO))
         rows = np.concatenate([groups[g] for g in wave])
-        if raw_inner or reader.batch_decode:
+        if raw_inner or decode_in_fetch:
             rows = rows[~placed[rows]]
         # Every task writes a disjoint region of `out` (inner chunks partition the array).
         map_unordered_into(assemble, rows.tolist(), work_bytes=len(rows) * inner.chunk_nbytes)

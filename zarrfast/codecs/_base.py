@@ -127,6 +127,13 @@ class BytesBytesCodec(Codec):
     #: decode it exactly as :meth:`decode` does: ``"zstd"`` or ``"blosc"``
     batch_codec: ClassVar[str | None] = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # a subclass with a decode of its own decodes differently from the batched
+        # decoder, unless it says otherwise
+        if "decode" in cls.__dict__ and "batch_codec" not in cls.__dict__:
+            cls.batch_codec = None
+
     def encode(self, data: Any) -> bytes | bytearray | memoryview:
         raise NotImplementedError
 

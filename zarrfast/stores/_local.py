@@ -74,6 +74,7 @@ class LocalStore(Store):
         self.root = Path(root).expanduser().absolute()
         self._root_str = os.fspath(self.root)
         self.fsync = bool(fsync)
+        self._fast_get_into: bool | None = None  # set: overrides the property
 
     def __repr__(self) -> str:
         return f"LocalStore({self._root_str!r}{', read_only=True' if self.read_only else ''})"
@@ -89,8 +90,8 @@ class LocalStore(Store):
         return hash((LocalStore, self._root_str, self.read_only))
 
     def __reduce__(self):
-        if type(self) is not LocalStore:  # a subclass: its class and attributes as they are
-            return (copyreg.__newobj__, (type(self),), self.__dict__.copy())
+        if type(self) is not LocalStore:  # a subclass: its class and its own state
+            return (copyreg.__newobj__, (type(self),), self.__getstate__())
         return (_rebuild, (self._root_str, self.read_only, self.fsync))
 
     def with_read_only(self, read_only: bool = True) -> LocalStore:
@@ -149,12 +150,26 @@ class LocalStore(Store):
 
     @property
     def fast_get_into(self) -> bool:  # type: ignore[override]
-        """Files are read straight into buffers (``preadv``, and ``read_many_into`` in
-        batches) -- unless a subclass changes what ``get`` returns without saying
-        what ``get_into`` does: those reads would bypass its ``get``."""
+        """Files are read straight into buffers (``preadv``) -- unless a subclass
+        changes what ``get`` returns without saying what ``get_into`` does: those reads
+        would bypass its ``get``.  Setting it (``False``) turns the fast paths off."""
+        if self._fast_get_into is not None:
+            return self._fast_get_into
         cls = type(self)
         return _HAS_PREADV and (cls.get is LocalStore.get
                                 or cls.get_into is not LocalStore.get_into)
+
+    @fast_get_into.setter
+    def fast_get_into(self, value: bool) -> None:
+        self._fast_get_into = bool(value)
+
+    def _reads_files(self) -> bool:
+        """Whether kernels may read this store's files themselves (``file_paths``,
+        ``read_many_into``): only when neither ``get`` nor ``get_into`` is a
+        subclass's own, since those reads call neither."""
+        cls = type(self)
+        return (self.fast_get_into and cls.get is LocalStore.get
+                and cls.get_into is LocalStore.get_into)
 
     def get_into(self, key: str, out: memoryview) -> int | None:
         """Read the file of ``key`` straight into ``out`` (``preadv``, no copy)."""
@@ -184,16 +199,16 @@ class LocalStore(Store):
             os.close(fd)
 
     def file_paths(self, keys: Sequence[str]) -> list[bytes] | None:
-        if not self.fast_get_into:
+        if not self._reads_files():
             return None
         return [os.fsencode(self._path(k)) for k in keys]
 
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
                        nbytes: int, *, exact: bool = True) -> Any:
         """Many files straight into ``out`` in one ``nogil`` loop (open, fstat, pread,
-        close per file; :func:`zarrfast._kernels.read_files_into`) -- or through
-        :meth:`get` when a subclass changes it (see :attr:`fast_get_into`)."""
-        if not self.fast_get_into:
+        close per file; :func:`zarrfast._kernels.read_files_into`) -- or one by one
+        through a subclass's own ``get_into`` / ``get`` (see :meth:`_reads_files`)."""
+        if not self._reads_files():
             return super().read_many_into(keys, out, offsets, nbytes, exact=exact)
         from .. import _kernels
 
