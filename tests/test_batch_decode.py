@@ -1730,9 +1730,9 @@ def test_remote_sharded_reads_decode_on_the_compute_pool():
     """Fetches of remote shards run on the I/O pool; their inner chunks are decoded by
     the compute pool (sized by ``threads``), not during the fetch."""
     pytest.importorskip("fsspec")
-    from zarrfast.stores import FsspecStore
-
     import uuid
+
+    from zarrfast.stores import FsspecStore
 
     store = FsspecStore.from_url(f"memory://zarrfast-decode-pool-{uuid.uuid4().hex}")
     a = zarrfast.create_array(store, shape=(512, 512), chunks=(32, 32), shards=(128, 128),
