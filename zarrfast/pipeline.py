@@ -412,19 +412,19 @@ class RowReader:
             self.proj.local_count[rows_arr[ok]], chain.itemsize, chain.swap_unit,
         )
 
-    def decode_batch(self, rows: range, store: Store, keys: Sequence[str],
-                     paths: list[bytes] | None = None) -> None:
+    def decode_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
         """Read and decode the compressed chunks of ``rows`` into place with one kernel
-        call: ``decode_files`` when the store gives the files' ``paths`` (of every
-        row), else one ``store.read_many_into`` call and ``decode_stored``.  Chunks it
-        cannot take (missing, too large, or not decoding cleanly) go the per-chunk
-        way, which fills them or raises naming the key."""
+        call: ``decode_files`` when the store gives the files' paths, else one
+        ``store.read_many_into`` call and ``decode_stored``.  Chunks it cannot take
+        (missing, too large, or not decoding cleanly) go the per-chunk way, which
+        fills them or raises naming the key."""
         chain = self.chain
         rows_arr = np.arange(rows.start, rows.stop, dtype=np.int64)
         names = keys[rows.start:rows.stop]
+        paths = store.file_paths(names)
         if paths is not None:
             status, sizes, errors = chain.batch_decoder().decode_files(
-                paths[rows.start:rows.stop], self.src_offsets[rows_arr], self.src_strides,
+                paths, self.src_offsets[rows_arr], self.src_strides,
                 self.out_flat, self.dst_offsets[rows_arr], self.out_strides,
                 self.proj.local_count[rows_arr], chain.itemsize, chain.swap_unit,
                 self._direct_flags(rows_arr))
@@ -643,15 +643,18 @@ def _direct_rows(
     store, ``into``) writes into a buffer, the chunk's bytes need no swap or
     permutation, the selection covers the whole nominal chunk with step 1, and its
     place in the (C-order) output is one contiguous block."""
+    cs = chain.chunk_shape
     if region.shape[0] == 0 or not (
         chain.fast and into and chain.swap_unit == 1
-        and chain.permutation == tuple(range(chain.ndim)) and bool(np.all(sel.step == 1))
+        and chain.permutation == tuple(range(chain.ndim))
+        # (no whole chunk in a selection narrower than a chunk: small reads stop here)
+        and all(n >= c for n, c in zip(sel.count.tolist(), cs, strict=True))
+        and sel.step.tolist() == [1] * chain.ndim
     ):
         return None
     # A whole chunk's region is the chunk shape, so whether its block of the C-order
     # output is contiguous depends on the shapes only: every dimension after the
     # first one longer than 1 must span the whole output.
-    cs = chain.chunk_shape
     first = next((d for d in range(len(cs)) if cs[d] > 1), len(cs))
     if any(cs[d] != out_shape[d] for d in range(first + 1, len(cs))):
         return None
@@ -684,8 +687,7 @@ def read_selection(
         # cheaper per byte than decoding: small reads stay in the calling thread, where
         # a handoff to the pool would cost more.
         if reader.read_decode:
-            fn = functools.partial(reader.decode_batch, store=store, keys=keys,
-                                   paths=store.file_paths(keys))
+            fn = functools.partial(reader.decode_batch, store=store, keys=keys)
         else:
             fn = functools.partial(reader.read_batch, store=store, keys=keys)
             work //= RAW_COST_RATIO
