@@ -326,8 +326,8 @@ class _Context:
 
 
 def _settle() -> None:
-    """Before a timed write: flush what earlier writes left dirty, so that one library
-    does not pay for the write-back of another's files."""
+    """Before an operation and every timed write: flush what earlier writes left dirty,
+    so that no measurement pays for the write-back of files written before it."""
     if hasattr(os, "sync"):
         os.sync()
 
@@ -794,6 +794,7 @@ def _run_local(cfg: BenchConfig, ds: D.Dataset, libs: list[Lib], threads: int, c
             except Exception as e:
                 open_errors[lib.name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
         for op in timed_ops:
+            _settle()  # (earlier writes' write-back would otherwise run during this op)
             tasks, nbytes = _op_tasks(op, ds, libs, handles, ctx)
             cold = before if op in ("read", "chunks", "random", "strided", "roundtrip") else None
             first = len(results)
