@@ -21,6 +21,7 @@ __all__ = [
     "project",
     "read_files_into",
     "transpose",
+    "write_files",
     "BATCH_CODECS",
     "ChunkDecoder",
 ]
@@ -75,6 +76,23 @@ def _load_fileio():
 
 
 read_files_into = _load_fileio()
+
+
+def _load_write_files():
+    """The batched atomic file writer: compiled on POSIX, else (or pure mode) the twin."""
+    if USING_EXTENSIONS:
+        try:
+            from zarrfast._ext import _fileio
+        except ImportError:  # pragma: no cover - Windows builds skip the module
+            pass
+        else:
+            return _fileio.write_files
+    from zarrfast._reference import write_files as twin
+
+    return twin
+
+
+write_files = _load_write_files()
 
 
 #: the C functions ``_ext._decode`` binds, in ``bind_zstd``'s order

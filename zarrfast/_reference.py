@@ -589,6 +589,67 @@ def read_files_into(paths, dst, offsets, nbytes, exact=True):
     return sizes, errors
 
 
+def write_files(tmp_paths, paths, values, refuse_links=True):
+    """Write each value to its temporary file, then rename it over its path; the
+    errno of each failure, or 0 (see ``_ext._fileio.write_files``)."""
+    import errno as _errno
+    import os
+    import stat as _stat
+
+    for name, seq in (("tmp_paths", tmp_paths), ("paths", paths), ("values", values)):
+        if not isinstance(seq, list):
+            raise TypeError(f"write_files: {name} must be a list, got {type(seq).__name__}")
+    n = len(paths)
+    if len(tmp_paths) != n or len(values) != n:
+        raise ValueError(f"write_files: {n} paths but {len(tmp_paths)} temporary paths "
+                         f"and {len(values)} values")
+    for i in range(n):
+        for p in (tmp_paths[i], paths[i]):
+            if not isinstance(p, bytes):
+                raise TypeError(f"write_files: path {i} is {type(p).__name__}, expected bytes")
+            if b"\0" in p:
+                raise ValueError(f"write_files: path {p!r} contains a NUL byte")
+    views = []
+    for i, v in enumerate(values):
+        try:
+            m = memoryview(v)
+        except TypeError as e:
+            raise BufferError(f"write_files: value {i} has no C-contiguous buffer ({e})") from None
+        if not m.c_contiguous:
+            raise BufferError(f"write_files: value {i} has no C-contiguous buffer")
+        views.append(m.cast("B") if m.ndim != 1 or m.format != "B" else m)
+    errors = np.zeros(n, dtype=np.int64)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for i in range(n):
+        if refuse_links:
+            try:
+                if _stat.S_ISLNK(os.lstat(paths[i]).st_mode):
+                    errors[i] = _errno.ELOOP
+                    continue
+            except OSError:
+                pass
+        try:
+            fd = os.open(tmp_paths[i], flags, 0o666)
+        except OSError as e:
+            errors[i] = e.errno or _errno.EIO
+            continue
+        try:
+            try:
+                done = 0
+                while done < len(views[i]):
+                    done += os.write(fd, views[i][done:])
+            finally:
+                os.close(fd)
+            os.replace(tmp_paths[i], paths[i])
+        except OSError as e:
+            errors[i] = e.errno or _errno.EIO
+            try:
+                os.unlink(tmp_paths[i])
+            except OSError:
+                pass
+    return errors
+
+
 def fill_region(dst, dst_offset, dst_strides, shape, fill) -> None:
     """Write the item ``fill`` at every index of a region of ``dst``."""
     d = _u8(dst, writable=True)

@@ -705,6 +705,8 @@ def read_selection(
 
 #: chunk files read per kernel call on the uncompressed path
 RAW_BATCH = 64
+#: chunks encoded, then written by one ``set_many`` call, per batch of a write
+WRITE_BATCH = 64
 #: how much cheaper per byte reading an uncompressed chunk is than decoding one
 RAW_COST_RATIO = 8
 
@@ -745,6 +747,30 @@ def write_selection(
     if store.batched_reads:
         _write_batched(store, keys, writer, chain.chunk_nbytes)
         return
+    work = proj.nrows * chain.chunk_nbytes
+    if store.fast_set_many:
+        # batches of chunks encoded, then written by one set_many call each, as many
+        # batches as there will be tasks (at most WRITE_BATCH chunks each)
+        tasks = batch_count(proj.nrows, work)
+        per = max(1, min(WRITE_BATCH, -(-proj.nrows // tasks)))
+
+        def batch(lo: int) -> None:
+            new: list[tuple[str, Any]] = []
+            gone: list[str] = []
+            for i in range(lo, min(lo + per, proj.nrows)):
+                key = keys[i]
+                old = store.get(key) if writer.needs_old(i) else None
+                encoded = writer.write(i, old, key)
+                if encoded is None:
+                    gone.append(key)
+                else:
+                    new.append((key, encoded))
+            store.set_many(new)
+            if gone:
+                store.delete_many(gone)
+
+        map_unordered_into(batch, range(0, proj.nrows, per), work_bytes=work)
+        return
 
     def task(i: int) -> None:
         key = keys[i]
@@ -757,7 +783,7 @@ def write_selection(
 
     # One task per chunk: no two tasks read-modify-write the same chunk key, and
     # each reads a disjoint part of `value`.
-    map_unordered_into(task, range(proj.nrows), work_bytes=proj.nrows * chain.chunk_nbytes)
+    map_unordered_into(task, range(proj.nrows), work_bytes=work)
 
 
 def _write_batched(store: Store, keys: Sequence[str], writer: RowWriter,

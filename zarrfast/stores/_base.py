@@ -145,6 +145,9 @@ class Store(abc.ABC):
     batched_reads: bool = False
     #: whether :meth:`get_into` reads straight into the caller's buffer (no copy)
     fast_get_into: bool = False
+    #: whether :meth:`set_many` writes many values faster than :meth:`set` one by one
+    #: (the chunk pipeline then writes a batch of chunks at a time)
+    fast_set_many: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self._read_only = bool(read_only)

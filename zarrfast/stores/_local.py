@@ -17,7 +17,7 @@ import itertools
 import os
 import stat
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -302,6 +302,49 @@ class LocalStore(Store):
                     f"key {key!r} is a symbolic link to {target!r}, outside the store root; "
                     f"refusing to write"
                 )
+
+    @property
+    def fast_set_many(self) -> bool:
+        """``set_many`` writes a batch of files in one ``nogil`` loop (unless a subclass
+        changes ``set``, or every write is fsynced)."""
+        return type(self).set is LocalStore.set and not self.fsync
+
+    def set_many(self, items: Any) -> None:
+        """Many atomic writes (temporary file, then rename), as :meth:`set` does one by
+        one: directories are checked (symbolic links) and made once each, and the
+        files of a batch are written by one kernel call
+        (:func:`zarrfast._kernels.write_files`).  A key the kernel does not write
+        (a symbolic link there, an error) goes through :meth:`set`, which applies its
+        checks and raises naming the key."""
+        pairs = list(items.items() if isinstance(items, Mapping) else items)
+        if not self.fast_set_many or len(pairs) < 2:
+            for key, value in pairs:
+                self.set(key, value)
+            return
+        from .. import _kernels
+
+        self._check_writable(pairs[0][0])
+        tmps: list[bytes] = []
+        paths: list[bytes] = []
+        checked: set[str] = set()
+        for key, _ in pairs:
+            path = self._path(key)
+            parent = os.path.dirname(path)
+            if parent not in checked:  # once per directory: links, then makedirs
+                self._check_inside(path, key, check_leaf=False)
+                if not os.path.isdir(parent):
+                    try:
+                        os.makedirs(parent, exist_ok=True)
+                    except (FileExistsError, NotADirectoryError):
+                        raise ZarrfastError(
+                            f"cannot write key {key!r}: a parent path of {path!r} is a file"
+                        ) from None
+                checked.add(parent)
+            paths.append(os.fsencode(path))
+            tmps.append(os.fsencode(f"{parent}{os.sep}{_TMP_MARK}{_unique()}"))
+        errors = _kernels.write_files(tmps, paths, [v for _, v in pairs])
+        for i in np.flatnonzero(errors).tolist():
+            self.set(*pairs[i])  # its checks, a retry, or the error naming the key
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         self._check_writable(key)

@@ -1,0 +1,199 @@
+"""Batched local writes: ``_ext._fileio.write_files`` against its twin, and
+``LocalStore.set_many`` / the chunk pipeline that writes a batch of chunks at a time
+through it (atomic writes: a temporary file, then a rename)."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast import _reference as ref
+from zarrfast import config
+from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
+from zarrfast.stores import LocalStore
+
+try:
+    from zarrfast._ext import _fileio
+except ImportError:  # pragma: no cover - not built on this platform
+    _fileio = None
+
+IMPLS = [pytest.param(ref.write_files, id="reference")]
+if _fileio is not None:
+    IMPLS.append(pytest.param(_fileio.write_files, id="compiled"))
+
+TMP_MARK = ".zarrfast-tmp-"
+
+
+def leftovers(root) -> list[str]:
+    return [f for _, _, files in os.walk(root) for f in files if TMP_MARK in f or ".tmp" in f]
+
+
+def run_case(write_files, root):
+    """Every kind of item at once; returns (errors, what each path holds)."""
+    (root / "d").mkdir()
+    (root / "d" / "old").write_bytes(b"old value")
+    outside = root / "outside"
+    outside.write_bytes(b"precious")
+    (root / "d" / "link").symlink_to(outside)
+    (root / "d" / ".tmp-taken").write_bytes(b"x")  # a temporary path already in use
+    items = [
+        ("d/a", "d/.tmp-a", b"alpha"),
+        ("d/old", "d/.tmp-old", b"new value"),               # replaces a file
+        ("d/link", "d/.tmp-link", b"through a link"),        # refused: ELOOP
+        ("missing/b", "missing/.tmp-b", b"no directory"),    # ENOENT
+        ("d/c", "d/.tmp-taken", b"clash"),                   # EEXIST
+        ("d/empty", "d/.tmp-empty", b""),
+        ("d/array", "d/.tmp-array", np.arange(5, dtype="<u2")),
+        ("d/view", "d/.tmp-view", memoryview(b"0123456789")[2:6]),
+    ]
+    paths = [os.fsencode(root / k) for k, _, _ in items]
+    tmps = [os.fsencode(root / t) for _, t, _ in items]
+    errors = write_files(tmps, paths, [v for _, _, v in items])
+    held = {}
+    for k, _, _ in items:
+        p = root / k
+        held[k] = p.read_bytes() if p.exists() and not p.is_symlink() else None
+    return errors.tolist(), held, outside.read_bytes(), (root / "d" / "link").is_symlink()
+
+
+@pytest.mark.parametrize("write_files", IMPLS)
+def test_write_files_writes_renames_and_reports(write_files, tmp_path):
+    errors, held, outside, still_link = run_case(write_files, tmp_path)
+    assert errors == [0, 0, errno.ELOOP, errno.ENOENT, errno.EEXIST, 0, 0, 0]
+    assert held["d/a"] == b"alpha" and held["d/old"] == b"new value"
+    assert held["d/empty"] == b"" and held["d/view"] == b"2345"
+    assert held["d/array"] == np.arange(5, dtype="<u2").tobytes()
+    assert held["d/c"] is None and held["missing/b"] is None
+    assert outside == b"precious" and still_link  # nothing written through the link
+    # failed writes leave no temporary file (the one already there stays)
+    assert sorted(os.listdir(tmp_path / "d")) == sorted(
+        ["a", "old", "link", ".tmp-taken", "empty", "array", "view"])
+
+
+@pytest.mark.skipif(_fileio is None, reason="no compiled kernel")
+def test_write_files_kernel_and_twin_agree(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "c").mkdir()
+    got_r = run_case(ref.write_files, tmp_path / "r")
+    got_c = run_case(_fileio.write_files, tmp_path / "c")
+    assert got_r == got_c
+
+
+@pytest.mark.parametrize("write_files", IMPLS)
+def test_write_files_validates_before_writing(write_files, tmp_path):
+    p = [os.fsencode(tmp_path / "a")]
+    t = [os.fsencode(tmp_path / ".t")]
+    with pytest.raises(ValueError, match="1 paths but 2 temporary"):
+        write_files(t * 2, p, [b"x"])
+    with pytest.raises(TypeError, match="expected bytes"):
+        write_files([str(tmp_path / ".t")], p, [b"x"])
+    with pytest.raises(ValueError, match="NUL"):
+        write_files([b"a\0b"], p, [b"x"])
+    with pytest.raises(BufferError):
+        write_files(t, p, [np.arange(10)[::2]])  # not C-contiguous
+    assert os.listdir(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------
+# LocalStore.set_many
+# ---------------------------------------------------------------------------
+
+def test_set_many_writes_every_value_atomically(tmp_path):
+    store = LocalStore(tmp_path)
+    assert store.fast_set_many
+    items = {f"x/{i}/{j}": bytes([i, j]) * (i + 1) for i in range(5) for j in range(7)}
+    store.set_many(items)
+    for k, v in items.items():
+        assert store.get(k) == v
+    store.set_many([(k, v + b"!") for k, v in items.items()])  # replacing
+    assert all(store.get(k) == v + b"!" for k, v in items.items())
+    assert leftovers(tmp_path) == []
+
+
+def test_set_many_refuses_links_out_like_set(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "f").write_bytes(b"precious")
+    (root / "leaf").symlink_to(outside / "f")
+    (root / "dir").symlink_to(outside, target_is_directory=True)
+    store = LocalStore(root)
+    with pytest.raises(InvalidKeyError, match="leaf"):
+        store.set_many([("ok1", b"1"), ("leaf", b"through a link"), ("ok2", b"2")])
+    assert (outside / "f").read_bytes() == b"precious"
+    assert store.get("ok1") == b"1" and store.get("ok2") == b"2"  # the others are written
+    with pytest.raises(InvalidKeyError, match="dir/a"):
+        store.set_many([("dir/a", b"a"), ("dir/b", b"b")])
+    assert sorted(os.listdir(outside)) == ["f"]
+    assert leftovers(tmp_path) == []
+
+
+def test_set_many_errors_name_the_key(tmp_path):
+    store = LocalStore(tmp_path)
+    store.set("file", b"x")
+    with pytest.raises(ZarrfastError, match="file/a"):
+        store.set_many([("file/a", b"1"), ("file/b", b"2")])
+    with pytest.raises(ReadOnlyError):
+        LocalStore(tmp_path, read_only=True).set_many([("a", b"1"), ("b", b"2")])
+    with pytest.raises(InvalidKeyError):
+        store.set_many([("a", b"1"), ("../escape", b"2")])
+
+
+def test_set_many_keeps_a_subclass_set_and_fsync(tmp_path):
+    calls = []
+
+    class Logged(LocalStore):
+        def set(self, key, value):
+            calls.append(key)
+            super().set(key, value)
+
+    store = Logged(tmp_path)
+    assert not store.fast_set_many
+    store.set_many([("a", b"1"), ("b", b"2")])
+    assert calls == ["a", "b"]
+    assert not LocalStore(tmp_path, fsync=True).fast_set_many
+    a = zarrfast.create_array(store, name="arr", shape=(40,), chunks=(10,), dtype="i4")
+    calls.clear()
+    a[...] = np.arange(40)
+    assert sorted(k for k in calls if "/c/" in k) == [f"arr/c/{i}" for i in range(4)]
+
+
+# ---------------------------------------------------------------------------
+# the chunk pipeline
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("compressor", [None, "zstd"])
+def test_array_writes_go_through_set_many(tmp_path, threads, compressor, monkeypatch):
+    import zarr
+
+    batches = []
+    original = LocalStore.set_many
+
+    def spy(self, items):
+        items = list(items)
+        batches.append(len(items))
+        return original(self, items)
+
+    monkeypatch.setattr(LocalStore, "set_many", spy)
+    comp = None if compressor is None else {"name": "zstd", "configuration": {"level": 1}}
+    data = np.arange(200 * 300, dtype="<i4").reshape(200, 300)
+    with config.set(threads=threads):
+        a = zarrfast.create_array(str(tmp_path), shape=data.shape, chunks=(20, 30),
+                                  dtype="<i4", compressors=comp, fill_value=0)
+        a[...] = data
+        assert sum(batches) == 100 and max(batches) > 1
+        a[5:95, 7:123] = -data[5:95, 7:123]  # partial chunks: old values kept
+        expect = data.copy()
+        expect[5:95, 7:123] *= -1
+        a[100:200] = 0  # equal to the fill value: those chunk files are removed
+        expect[100:200] = 0
+    np.testing.assert_array_equal(a[...], expect)
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path), mode="r")[...], expect)
+    assert not any(files for i in range(5, 10)
+                   for _, _, files in os.walk(tmp_path / "c" / str(i)))
+    assert leftovers(tmp_path) == []
