@@ -23,7 +23,7 @@ not decode to exactly that size is reported, never placed.
 Twin: ``zarrfast._reference.ChunkDecoder``.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdlib cimport free
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR
@@ -109,8 +109,12 @@ cdef zstd_content_size_fn _content_size = NULL
 ctypedef int (*blosc_validate_fn)(const void*, size_t, size_t*) noexcept nogil
 ctypedef int (*blosc_decompress_fn)(const void*, void*, size_t, int) noexcept nogil
 
+ctypedef int (*blosc_compress_fn)(int, int, size_t, size_t, const void*, void*, size_t,
+                                  const char*, size_t, int) noexcept nogil
+
 cdef blosc_validate_fn _blosc_validate = NULL
 cdef blosc_decompress_fn _blosc_decompress = NULL
+cdef blosc_compress_fn _blosc_compress = NULL
 
 cdef unsigned long long _CONTENTSIZE_UNKNOWN = <unsigned long long>(-1)
 cdef unsigned long long _CONTENTSIZE_ERROR = <unsigned long long>(-2)
@@ -151,12 +155,14 @@ def bind_zstd(size_t create, size_t free, size_t decompress, size_t is_error,
     return v
 
 
-def bind_blosc(size_t validate, size_t decompress_ctx, str version not None):
+def bind_blosc(size_t validate, size_t decompress_ctx, size_t compress_ctx,
+               str version not None):
     """Use the c-blosc functions at these addresses (``blosc_cbuffer_validate``,
-    ``blosc_decompress_ctx``) of c-blosc ``version`` (1.x from 1.16 on, which has
-    the validation).  Raises ``ValueError`` (binding nothing) otherwise."""
-    global _blosc_validate, _blosc_decompress
-    if validate == 0 or decompress_ctx == 0:
+    ``blosc_decompress_ctx``, ``blosc_compress_ctx``) of c-blosc ``version`` (1.x from
+    1.16 on, which has the validation).  Raises ``ValueError`` (binding nothing)
+    otherwise."""
+    global _blosc_validate, _blosc_decompress, _blosc_compress
+    if validate == 0 or decompress_ctx == 0 or compress_ctx == 0:
         raise ValueError("bind_blosc: a function address is null")
     parts = version.split(".")
     try:
@@ -167,6 +173,36 @@ def bind_blosc(size_t validate, size_t decompress_ctx, str version not None):
         raise ValueError(f"bind_blosc: c-blosc {version} is not 1.x from 1.16 on")
     _blosc_validate = <blosc_validate_fn>validate
     _blosc_decompress = <blosc_decompress_fn>decompress_ctx
+    _blosc_compress = <blosc_compress_fn>compress_ctx
+
+
+#: c-blosc's BLOSC_MAX_OVERHEAD: what compression may add to the input
+BLOSC_MAX_OVERHEAD = 16
+
+
+def blosc_compress(const uint8_t[::1] src not None, int clevel, int shuffle,
+                   size_t typesize, bytes cname not None, size_t blocksize):
+    """``blosc_compress_ctx`` of ``src`` with one internal thread and the GIL
+    released: the bytes numcodecs' ``Blosc.encode`` gives for the same settings.
+    Raises ``RuntimeError`` when c-blosc fails, ``ValueError`` for bad settings."""
+    if _blosc_compress == NULL:
+        raise RuntimeError("blosc_compress: c-blosc is not bound (bind_blosc)")
+    if not 0 <= clevel <= 9 or shuffle not in (0, 1, 2) or typesize < 1 or b"\0" in cname:
+        raise ValueError(f"blosc_compress: bad settings clevel={clevel} shuffle={shuffle} "
+                         f"typesize={typesize} cname={cname!r}")
+    cdef size_t n = src.shape[0]
+    cdef size_t cap = n + BLOSC_MAX_OVERHEAD
+    out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>cap)
+    cdef char* dest = PyBytes_AS_STRING(out)
+    cdef const char* cn = cname
+    cdef const uint8_t* s = &src[0] if n else <const uint8_t*>dest  # (any pointer for 0 bytes)
+    cdef int got
+    with nogil:
+        got = _blosc_compress(clevel, shuffle, typesize, n, s, dest, cap, cn, blocksize, 1)
+    if got <= 0:
+        raise RuntimeError(f"blosc_compress: c-blosc failed ({got}) on {n} bytes with "
+                           f"compressor {cname!r}")
+    return out[:got]
 
 
 def bound():

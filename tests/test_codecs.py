@@ -254,3 +254,51 @@ def test_zstd_encodes_the_same_bytes_as_numcodecs(level, checksum):
         assert bytes(got) == bytes(ref.encode(x.view(np.uint8)))
         np.testing.assert_array_equal(
             np.frombuffer(codec.decode(got, limit=x.nbytes), dtype=x.dtype), x)
+
+
+def test_blosc_encodes_the_bytes_of_numcodecs_context_path():
+    """blosc encoding calls c-blosc's blosc_compress_ctx with one internal thread and
+    the GIL released: byte for byte what numcodecs gives off the main thread (its
+    context path); numcodecs decodes it back."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numcodecs
+
+    from zarrfast import _kernels
+    from zarrfast.codecs import BloscCodec
+
+    if _kernels.blosc_compress is None:  # pragma: no cover
+        pytest.skip("c-blosc is not bound")
+    rng = np.random.default_rng(7)
+    samples = [np.arange(50000, dtype=np.uint16).view(np.uint8),
+               rng.integers(0, 9, 70000).astype(np.uint8), np.arange(7, dtype=np.uint8),
+               np.zeros(0, np.uint8), rng.random(9000).view(np.uint8)]
+    shuffles = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+    def check() -> int:
+        n = 0
+        for cname in ("lz4", "zstd", "blosclz", "zlib", "lz4hc"):
+            for shuffle, code in shuffles.items():
+                for typesize, clevel, blocksize in ((1, 5, 0), (4, 1, 4096), (8, 9, 0)):
+                    codec = BloscCodec(cname, clevel, shuffle, typesize, blocksize)
+                    ref = numcodecs.Blosc(cname=cname, clevel=clevel, shuffle=code,
+                                          blocksize=blocksize, typesize=typesize)
+                    for x in samples:
+                        got = bytes(codec.encode(x))
+                        assert got == bytes(ref.encode(x)), (cname, shuffle, typesize)
+                        if x.size:  # (numcodecs cannot decode an empty buffer's bytes)
+                            back = np.frombuffer(ref.decode(got), dtype=np.uint8)
+                            np.testing.assert_array_equal(back, x)
+                        n += 1
+        return n
+
+    with ThreadPoolExecutor(1) as pool:  # (numcodecs' context path: off the main thread)
+        assert pool.submit(check).result() == 5 * 3 * 3 * len(samples)
+
+
+def test_blosc_compressor_missing_from_the_build_is_a_codec_error():
+    from zarrfast.codecs import BloscCodec
+    from zarrfast.errors import CodecError
+
+    with pytest.raises(CodecError, match="snappy"):
+        BloscCodec("snappy", 5, "shuffle", 2, 0).encode(np.zeros(100, np.uint8))

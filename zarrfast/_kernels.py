@@ -98,7 +98,7 @@ write_files = _load_write_files()
 #: the C functions ``_ext._decode`` binds, in ``bind_zstd``'s order
 _ZSTD_FUNCTIONS = ("ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressDCtx", "ZSTD_isError",
                    "ZSTD_getFrameContentSize", "ZSTD_versionNumber")
-_BLOSC_FUNCTIONS = ("blosc_cbuffer_validate", "blosc_decompress_ctx")
+_BLOSC_FUNCTIONS = ("blosc_cbuffer_validate", "blosc_decompress_ctx", "blosc_compress_ctx")
 
 
 def _libraries(module: str, system: str):
@@ -159,7 +159,15 @@ def _load_chunk_decoder():
 
     _bind(_decode, "zstd", _libraries("numcodecs.zstd", "zstd"), zstd)
     _bind(_decode, "blosc", _libraries("numcodecs.blosc", "blosc"), blosc)
+    global blosc_compress
+    if "blosc" in _decode.bound():
+        blosc_compress = _decode.blosc_compress
     return _decode.ChunkDecoder, _decode.bound()
+
+
+#: ``blosc_compress(src, clevel, shuffle, typesize, cname, blocksize) -> bytes`` (c-blosc
+#: bound by ``_ext._decode``, GIL released), or ``None``: numcodecs encodes
+blosc_compress = None
 
 
 #: ``ChunkDecoder(codec, nbytes).decode_regions(...)`` (``_ext._decode``) for the codecs

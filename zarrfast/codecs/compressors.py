@@ -15,6 +15,7 @@ passes a buffer to decode into (zstd and blosc fill it directly).
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -302,6 +303,13 @@ class ZstdCodec(BytesBytesCodec):
 
 
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+
+@functools.cache
+def _blosc_compressors() -> list[str]:
+    from numcodecs import blosc
+
+    return list(blosc.list_compressors())
 _CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 
 
@@ -391,7 +399,22 @@ class BloscCodec(BytesBytesCodec):
 
     def encode(self, data: Any) -> bytes:
         arr = np.frombuffer(data, dtype=np.uint8)
-        return self._impl.encode(arr)
+        from .. import _kernels
+
+        if _kernels.blosc_compress is None:  # pragma: no cover - c-blosc not bound
+            return self._impl.encode(arr)
+        if self.cname not in _blosc_compressors():
+            raise CodecError(f"blosc: compressor {self.cname!r} is not in this build of "
+                             f"c-blosc (it has {_blosc_compressors()})")
+        # c-blosc itself with one internal thread and the GIL released: the bytes of
+        # numcodecs' context path (its main-thread path takes a global lock, uses
+        # blosc's own threads and can give other, equally valid bytes)
+        try:
+            return _kernels.blosc_compress(arr, self.clevel, _SHUFFLE[self.shuffle or "noshuffle"],
+                                           self.typesize or 1, self.cname.encode(),
+                                           self.blocksize)
+        except RuntimeError as e:
+            raise CodecError(f"blosc: cannot compress {arr.nbytes} bytes: {e}") from e
 
     def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
         """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
