@@ -61,38 +61,23 @@ group_by_chunk = _indexing.group_by_chunk
 check_index = _shard_index.check_index
 
 
-def _load_fileio():
-    """The batched file reader: compiled on POSIX, else (or pure mode) the twin."""
+def _load_fileio(name: str):
+    """A batched file kernel (``read_files_into``, ``write_files``): compiled on POSIX,
+    else (or pure mode) the twin."""
     if USING_EXTENSIONS:
         try:
             from zarrfast._ext import _fileio
         except ImportError:  # pragma: no cover - Windows builds skip the module
             pass
         else:
-            return _fileio.read_files_into
-    from zarrfast._reference import read_files_into as twin
+            return getattr(_fileio, name)
+    from zarrfast import _reference
 
-    return twin
-
-
-read_files_into = _load_fileio()
+    return getattr(_reference, name)
 
 
-def _load_write_files():
-    """The batched atomic file writer: compiled on POSIX, else (or pure mode) the twin."""
-    if USING_EXTENSIONS:
-        try:
-            from zarrfast._ext import _fileio
-        except ImportError:  # pragma: no cover - Windows builds skip the module
-            pass
-        else:
-            return _fileio.write_files
-    from zarrfast._reference import write_files as twin
-
-    return twin
-
-
-write_files = _load_write_files()
+read_files_into = _load_fileio("read_files_into")
+write_files = _load_fileio("write_files")
 
 
 #: the C functions ``_ext._decode`` binds, in ``bind_zstd``'s order

@@ -748,42 +748,32 @@ def write_selection(
         _write_batched(store, keys, writer, chain.chunk_nbytes)
         return
     work = proj.nrows * chain.chunk_nbytes
+    # Batches of chunks encoded, then written by one set_many (and delete_many) call:
+    # for stores that write many values at once faster, as many batches as there will
+    # be tasks (at most WRITE_BATCH chunks each); for the others one chunk each.  No two
+    # tasks read-modify-write the same chunk key, and each reads a disjoint part of
+    # `value`.
+    per = 1
     if store.fast_set_many:
-        # batches of chunks encoded, then written by one set_many call each, as many
-        # batches as there will be tasks (at most WRITE_BATCH chunks each)
-        tasks = batch_count(proj.nrows, work)
-        per = max(1, min(WRITE_BATCH, -(-proj.nrows // tasks)))
+        per = max(1, min(WRITE_BATCH, -(-proj.nrows // batch_count(proj.nrows, work))))
 
-        def batch(lo: int) -> None:
-            new: list[tuple[str, Any]] = []
-            gone: list[str] = []
-            for i in range(lo, min(lo + per, proj.nrows)):
-                key = keys[i]
-                old = store.get(key) if writer.needs_old(i) else None
-                encoded = writer.write(i, old, key)
-                if encoded is None:
-                    gone.append(key)
-                else:
-                    new.append((key, encoded))
+    def batch(lo: int) -> None:
+        new: list[tuple[str, Any]] = []
+        gone: list[str] = []
+        for i in range(lo, min(lo + per, proj.nrows)):
+            key = keys[i]
+            old = store.get(key) if writer.needs_old(i) else None
+            encoded = writer.write(i, old, key)
+            if encoded is None:
+                gone.append(key)
+            else:
+                new.append((key, encoded))
+        if new:
             store.set_many(new)
-            if gone:
-                store.delete_many(gone)
+        if gone:
+            store.delete_many(gone)
 
-        map_unordered_into(batch, range(0, proj.nrows, per), work_bytes=work)
-        return
-
-    def task(i: int) -> None:
-        key = keys[i]
-        old = store.get(key) if writer.needs_old(i) else None
-        new = writer.write(i, old, key)
-        if new is None:
-            store.delete(key)
-        else:
-            store.set(key, new)
-
-    # One task per chunk: no two tasks read-modify-write the same chunk key, and
-    # each reads a disjoint part of `value`.
-    map_unordered_into(task, range(proj.nrows), work_bytes=work)
+    map_unordered_into(batch, range(0, proj.nrows, per), work_bytes=work)
 
 
 def _write_batched(store: Store, keys: Sequence[str], writer: RowWriter,

@@ -333,12 +333,7 @@ class LocalStore(Store):
             if parent not in checked:  # once per directory: links, then makedirs
                 self._check_inside(path, key, check_leaf=False)
                 if not os.path.isdir(parent):
-                    try:
-                        os.makedirs(parent, exist_ok=True)
-                    except (FileExistsError, NotADirectoryError):
-                        raise ZarrfastError(
-                            f"cannot write key {key!r}: a parent path of {path!r} is a file"
-                        ) from None
+                    _makedirs(parent, key, path)
                 checked.add(parent)
             paths.append(os.fsencode(path))
             tmps.append(os.fsencode(f"{parent}{os.sep}{_TMP_MARK}{_unique()}"))
@@ -362,12 +357,7 @@ class LocalStore(Store):
         try:
             fd = os.open(tmp, flags, 0o666)
         except (FileNotFoundError, NotADirectoryError):  # the parent does not exist yet
-            try:
-                os.makedirs(parent, exist_ok=True)
-            except (FileExistsError, NotADirectoryError):
-                raise ZarrfastError(
-                    f"cannot write key {key!r}: a parent path of {path!r} is a file"
-                ) from None
+            _makedirs(parent, key, path)
             fd = os.open(tmp, flags, 0o666)
         try:
             try:
@@ -472,6 +462,16 @@ class LocalStore(Store):
                 return iter([])
             raise
         return iter(sorted(n for n in names if not n.startswith(_TMP_MARK)))
+
+
+def _makedirs(parent: str, key: str, path: str) -> None:
+    """Make the directories of a key's file; a file in their way is an error naming it."""
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ZarrfastError(
+            f"cannot write key {key!r}: a parent path of {path!r} is a file"
+        ) from None
 
 
 def _rebuild(root: str, read_only: bool, fsync: bool) -> LocalStore:
