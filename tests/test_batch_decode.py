@@ -39,6 +39,9 @@ from zarrfast import _reference as ref
 from zarrfast.errors import ChunkDecodeError
 from zarrfast.stores import LocalStore, MemoryStore
 
+# shared helpers of the kernel tests (pytest puts tests/ on sys.path)
+from test_kernels import dense_strides, i64, rng_bytes, span_of  # noqa: E402  isort: skip
+
 try:
     from zarrfast._ext import _fileio
 except ImportError:  # pragma: no cover - not built on this platform
@@ -82,14 +85,6 @@ DECODED, NO_DATA, FAILED = 0, 1, 2
 I64 = np.int64
 GUARD = 16
 MAGIC = b"\x28\xb5\x2f\xfd"
-
-
-def i64(*values) -> np.ndarray:
-    return np.array(values, dtype=I64)
-
-
-def rng_bytes(seed: int, n: int) -> bytes:
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
 
 
 def outcome(fn, *args):
@@ -176,28 +171,6 @@ def c_strides(shape, itemsize):
         strides[d] = acc
         acc *= shape[d]
     return strides
-
-
-def span_of(shape, strides, itemsize):
-    """(lowest, highest + 1) byte touched relative to item (0, ..., 0)."""
-    if 0 in shape:
-        return 0, 0
-    lo = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides, strict=True) if s > 0)
-    return lo, hi + itemsize
-
-
-@st.composite
-def dense_strides(draw, shape, itemsize):
-    """Strides of a permuted, padded, sign-flipped C layout (items never alias)."""
-    ndim = len(shape)
-    order = draw(st.permutations(range(ndim)))
-    strides = [0] * ndim
-    step = itemsize * draw(st.sampled_from([1, 1, 2]))
-    for d in reversed(order):
-        strides[d] = step
-        step = step * max(shape[d], 1) + draw(st.sampled_from([0, 0, 1, itemsize]))
-    return [-s if draw(st.booleans()) else s for s in strides]
 
 
 def swap_order(itemsize: int, swap_unit: int) -> np.ndarray:
