@@ -176,8 +176,10 @@ def bind_blosc(size_t validate, size_t decompress_ctx, size_t compress_ctx,
     _blosc_compress = <blosc_compress_fn>compress_ctx
 
 
-#: c-blosc's BLOSC_MAX_OVERHEAD: what compression may add to the input
+#: c-blosc's BLOSC_MAX_OVERHEAD: what compression may add to the input, and its
+#: BLOSC_MAX_BUFFERSIZE: the largest input it takes
 BLOSC_MAX_OVERHEAD = 16
+BLOSC_MAX_BUFFERSIZE = 2**31 - 1 - BLOSC_MAX_OVERHEAD
 
 
 def blosc_compress(const uint8_t[::1] src not None, int clevel, int shuffle,
@@ -191,6 +193,9 @@ def blosc_compress(const uint8_t[::1] src not None, int clevel, int shuffle,
         raise ValueError(f"blosc_compress: bad settings clevel={clevel} shuffle={shuffle} "
                          f"typesize={typesize} cname={cname!r}")
     cdef size_t n = src.shape[0]
+    if n > BLOSC_MAX_BUFFERSIZE:
+        raise ValueError(f"blosc_compress: {n} bytes exceed c-blosc's limit of "
+                         f"{BLOSC_MAX_BUFFERSIZE} bytes per chunk")
     cdef size_t cap = n + BLOSC_MAX_OVERHEAD
     out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>cap)
     cdef char* dest = PyBytes_AS_STRING(out)

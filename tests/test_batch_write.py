@@ -197,3 +197,49 @@ def test_array_writes_go_through_set_many(tmp_path, threads, compressor, monkeyp
     assert not any(files for i in range(5, 10)
                    for _, _, files in os.walk(tmp_path / "c" / str(i)))
     assert leftovers(tmp_path) == []
+
+
+def test_set_many_takes_values_set_takes(tmp_path):
+    store = LocalStore(tmp_path)
+    strided = np.arange(10, dtype="u1")[::2]
+    fortran = np.asfortranarray(np.arange(6, dtype="u1").reshape(2, 3))
+    store.set_many([("a", strided), ("b", fortran), ("c", bytearray(b"xyz")),
+                    ("d", np.zeros((0, 3)))])
+    assert store.get("a") == strided.tobytes()
+    assert store.get("b") == memoryview(fortran).tobytes()
+    assert store.get("c") == b"xyz" and store.get("d") == b""
+
+
+def test_write_batches_are_bounded_in_bytes(tmp_path, monkeypatch):
+    from zarrfast import pipeline
+
+    sizes = []
+    original = LocalStore.set_many
+
+    def spy(self, items):
+        items = list(items)
+        sizes.append(sum(memoryview(v).nbytes for _, v in items))
+        return original(self, items)
+
+    monkeypatch.setattr(LocalStore, "set_many", spy)
+    monkeypatch.setattr(pipeline, "WRITE_BATCH_BYTES", 4 * 2**20)
+    with config.set(threads=1):
+        a = zarrfast.create_array(str(tmp_path), shape=(64, 2**17), chunks=(1, 2**17),
+                                  dtype="<f8", compressors=None)  # 64 chunks of 1 MiB
+        a[...] = 1.5
+    assert sizes and max(sizes) <= 4 * 2**20
+    np.testing.assert_array_equal(a[...], 1.5)
+
+
+def test_an_error_mid_batch_still_writes_what_came_before(tmp_path):
+    """A chunk that cannot be decoded for a partial write fails the write, naming it;
+    the chunks of its batch encoded before it are written, as chunk by chunk."""
+    from zarrfast.errors import ChunkDecodeError
+
+    a = zarrfast.create_array(str(tmp_path), shape=(100,), chunks=(10,), dtype="i4",
+                              compressors={"name": "zstd", "configuration": {"level": 1}})
+    a[...] = np.arange(100)
+    (tmp_path / "c" / "9").write_bytes(b"not zstd")
+    with config.set(threads=1), pytest.raises(ChunkDecodeError, match="c/9"):
+        a[1:99] = -1  # partial first and last chunks (the last one corrupt)
+    np.testing.assert_array_equal(a[0:90], np.r_[0, np.full(89, -1)])

@@ -617,7 +617,7 @@ def write_files(tmp_paths, paths, values, refuse_links=True):
             raise BufferError(f"write_files: value {i} has no C-contiguous buffer ({e})") from None
         if not m.c_contiguous:
             raise BufferError(f"write_files: value {i} has no C-contiguous buffer")
-        views.append(m.cast("B") if m.ndim != 1 or m.format != "B" else m)
+        views.append(memoryview(m.tobytes()) if m.nbytes == 0 else m.cast("B"))
     errors = np.zeros(n, dtype=np.int64)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for i in range(n):

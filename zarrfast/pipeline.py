@@ -705,8 +705,10 @@ def read_selection(
 
 #: chunk files read per kernel call on the uncompressed path
 RAW_BATCH = 64
-#: chunks encoded, then written by one ``set_many`` call, per batch of a write
+#: chunks encoded, then written by one ``set_many`` call, per batch of a write -- and
+#: at most this many bytes of chunks (what a task holds before writing them)
 WRITE_BATCH = 64
+WRITE_BATCH_BYTES = 16 * 2**20
 #: how much cheaper per byte reading an uncompressed chunk is than decoding one
 RAW_COST_RATIO = 8
 
@@ -755,23 +757,26 @@ def write_selection(
     # `value`.
     per = 1
     if store.fast_set_many:
-        per = max(1, min(WRITE_BATCH, -(-proj.nrows // batch_count(proj.nrows, work))))
+        per = max(1, min(WRITE_BATCH, WRITE_BATCH_BYTES // max(chain.chunk_nbytes, 1),
+                         -(-proj.nrows // batch_count(proj.nrows, work))))
 
     def batch(lo: int) -> None:
         new: list[tuple[str, Any]] = []
         gone: list[str] = []
-        for i in range(lo, min(lo + per, proj.nrows)):
-            key = keys[i]
-            old = store.get(key) if writer.needs_old(i) else None
-            encoded = writer.write(i, old, key)
-            if encoded is None:
-                gone.append(key)
-            else:
-                new.append((key, encoded))
-        if new:
-            store.set_many(new)
-        if gone:
-            store.delete_many(gone)
+        try:
+            for i in range(lo, min(lo + per, proj.nrows)):
+                key = keys[i]
+                old = store.get(key) if writer.needs_old(i) else None
+                encoded = writer.write(i, old, key)
+                if encoded is None:
+                    gone.append(key)
+                else:
+                    new.append((key, encoded))
+        finally:  # (what was encoded before an error is written, as chunk by chunk)
+            if new:
+                store.set_many(new)
+            if gone:
+                store.delete_many(gone)
 
     map_unordered_into(batch, range(0, proj.nrows, per), work_bytes=work)
 

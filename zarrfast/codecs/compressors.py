@@ -114,7 +114,6 @@ except ImportError:  # pragma: no cover - an optional accelerator
 
 class _ZstdContexts(threading.local):
     dctx: Any = None
-    cctx: dict | None = None  # (level, checksum) -> this thread's compressor
 
 
 _zstd_tls = _ZstdContexts()
@@ -270,21 +269,8 @@ class ZstdCodec(BytesBytesCodec):
         return {"name": "zstd", "configuration": {"level": self.level, "checksum": self.checksum}}
 
     def encode(self, data: Any) -> bytes:
-        if _zstandard is None:  # pragma: no cover - an optional accelerator
-            return self._impl.encode(data)
-        # python-zstandard: the same bytes as numcodecs (ZSTD_compress2 with this level
-        # and checksum flag) from a context reused per thread, with the GIL released
-        contexts = _zstd_tls.cctx
-        if contexts is None:
-            contexts = _zstd_tls.cctx = {}
-        cctx = contexts.get((self.level, self.checksum))
-        if cctx is None:
-            cctx = contexts[self.level, self.checksum] = _zstandard.ZstdCompressor(
-                level=self.level, write_checksum=self.checksum, write_content_size=True)
-        try:
-            return cctx.compress(data)
-        except _zstandard.ZstdError as e:
-            raise CodecError(f"zstd: cannot compress {_nbytes(data)} bytes: {e}") from e
+        # numcodecs (it releases the GIL): its libzstd gives the bytes zarr-python writes
+        return self._impl.encode(data)
 
     @property
     def decodes_own_buffer(self) -> bool:
@@ -413,7 +399,7 @@ class BloscCodec(BytesBytesCodec):
             return _kernels.blosc_compress(arr, self.clevel, _SHUFFLE[self.shuffle or "noshuffle"],
                                            self.typesize or 1, self.cname.encode(),
                                            self.blocksize)
-        except RuntimeError as e:
+        except (RuntimeError, ValueError) as e:
             raise CodecError(f"blosc: cannot compress {arr.nbytes} bytes: {e}") from e
 
     def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:

@@ -337,7 +337,7 @@ class LocalStore(Store):
                 checked.add(parent)
             paths.append(os.fsencode(path))
             tmps.append(os.fsencode(f"{parent}{os.sep}{_TMP_MARK}{_unique()}"))
-        errors = _kernels.write_files(tmps, paths, [v for _, v in pairs])
+        errors = _kernels.write_files(tmps, paths, [_contiguous(v) for _, v in pairs])
         for i in np.flatnonzero(errors).tolist():
             self.set(*pairs[i])  # its checks, a retry, or the error naming the key
 
@@ -462,6 +462,12 @@ class LocalStore(Store):
                 return iter([])
             raise
         return iter(sorted(n for n in names if not n.startswith(_TMP_MARK)))
+
+
+def _contiguous(value: Any) -> Any:
+    """``value``, or a copy of its bytes when it is not C-contiguous (as ``set`` does)."""
+    view = memoryview(value)
+    return value if view.c_contiguous else view.tobytes()
 
 
 def _makedirs(parent: str, key: str, path: str) -> None:
