@@ -423,7 +423,7 @@ class RowReader:
         names = keys[rows.start:rows.stop]
         paths = store.file_paths(names)
         if paths is not None:
-            status, sizes, errors = chain.batch_decoder().decode_files(
+            status, _sizes, _errors = chain.batch_decoder().decode_files(
                 paths, self.src_offsets[rows_arr], self.src_strides,
                 self.out_flat, self.dst_offsets[rows_arr], self.out_strides,
                 self.proj.local_count[rows_arr], chain.itemsize, chain.swap_unit,
