@@ -1453,3 +1453,17 @@ def test_zarr_python_2_fixture_copy_is_writable(tmp_path: Path) -> None:
     s = zarrfast.open_array(str(tmp_path / "d"), path="objects/vlen_utf8_fill", mode="r+")
     s[4:] = _objects(["new", "er"], (2,))
     assert s[...].tolist() == ["~", "ab", "c", "~", "new", "er"]
+
+
+@pytest.mark.parametrize("fill", [[0], {"a": 1}, 1.5, True])
+def test_v2_datetime_fill_value_must_be_one_value(tmp_path, fill):
+    """A list (found by the metadata fuzzer) would become an array, not one value: the
+    error names the node when the array is opened, not later when it is read."""
+    from zarrfast.errors import FillValueError
+
+    (tmp_path / "grp" / "arr").mkdir(parents=True)
+    (tmp_path / "grp" / "arr" / ".zarray").write_text(json.dumps({
+        "zarr_format": 2, "shape": [3], "chunks": [2], "dtype": "<M8[ns]",
+        "compressor": None, "fill_value": fill, "order": "C", "filters": None}))
+    with pytest.raises(FillValueError, match="grp/arr"):
+        zarrfast.open_array(str(tmp_path), path="grp/arr")

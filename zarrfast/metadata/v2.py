@@ -167,7 +167,8 @@ def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str,
             native = dtype.newbyteorder("=")
             if isinstance(value, int) and not isinstance(value, bool):
                 return np.array(value, dtype="i8").view(native).astype(dtype)[()]
-            return np.array(value, dtype=dtype)[()]
+            if isinstance(value, str):  # (a list would make an array, not one value)
+                return np.array(value, dtype=dtype)[()]
         elif kind == "U":
             if isinstance(value, str):
                 return np.array(value, dtype=dtype)[()]
