@@ -901,31 +901,7 @@ def test_read_files_into_not_exact(impl, tmp_path):
         impl(paths[:1], np.zeros(8, np.uint8), i64(1), 8, False)
 
 
-@settings(max_examples=40, deadline=None)
-@given(sizes=st.lists(st.integers(0, 40), min_size=0, max_size=10),
-       nbytes=st.integers(0, 40), seed=st.integers(0, 2**32 - 1),
-       gap=st.integers(0, 5))
-def test_read_files_into_not_exact_matches_twin(tmp_path_factory, sizes, nbytes, seed, gap):
-    root = tmp_path_factory.mktemp("files")
-    paths = []
-    for i, size in enumerate(sizes):
-        p = root / f"f{i}"
-        p.write_bytes(rng_bytes(seed + i, size))
-        paths.append(os.fsencode(p))
-    slot = nbytes + gap
-    offsets = np.arange(len(sizes), dtype=I64) * slot
-    outs = []
-    for impl in [ref.read_files_into] + ([_fileio.read_files_into] if _fileio else []):
-        dst = np.full(slot * len(sizes) + nbytes, 0xEE, dtype=np.uint8)
-        got_sizes, errors = impl(list(paths), dst, offsets.copy(), nbytes, False)
-        assert got_sizes.tolist() == sizes and not errors.any()
-        for i, size in enumerate(sizes):
-            part = dst[i * slot:(i + 1) * slot].tobytes()
-            data = rng_bytes(seed + i, size) if size <= nbytes else b""
-            assert part == data + b"\xee" * (slot - len(data))
-        outs.append(dst)
-    if len(outs) == 2:
-        assert np.array_equal(outs[0], outs[1])
+# (the property test against the twin, both modes: test_kernels.py)
 
 
 # ---------------------------------------------------------------------------

@@ -1268,26 +1268,32 @@ def test_read_files_into_validates_before_reading(impl, tmp_path):
         impl.read_files_into([os.fsencode(p)], dst, i64(0), -1)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(sizes=st.lists(st.integers(0, 40), min_size=0, max_size=12),
-       nbytes=st.integers(0, 40), seed=st.integers(0, 2**32 - 1))
-def test_read_files_into_matches_twin(tmp_path_factory, sizes, nbytes, seed):
+       nbytes=st.integers(0, 40), seed=st.integers(0, 2**32 - 1),
+       exact=st.booleans(), gap=st.integers(0, 5))
+def test_read_files_into_matches_twin(tmp_path_factory, sizes, nbytes, seed, exact, gap):
+    """Files of exactly ``nbytes`` (``exact``), or of at most ``nbytes``, are read into
+    their slots; nothing else is written."""
     root = tmp_path_factory.mktemp("files")
     paths = []
     for i, size in enumerate(sizes):
         p = root / f"f{i}"
         p.write_bytes(rng_bytes(seed + i, size))
         paths.append(os.fsencode(p))
-    offsets = i64(*[i * nbytes for i in range(len(sizes))])
+    slot = nbytes + gap
+    offsets = i64(*[i * slot for i in range(len(sizes))])
     got, args = run_both(
         "read_files_into",
-        lambda: [list(paths), bytearray(b"\xee" * (nbytes * len(sizes))), offsets.copy(),
-                 nbytes],
+        lambda: [list(paths), bytearray(b"\xee" * (slot * len(sizes) + nbytes)),
+                 offsets.copy(), nbytes, exact],
         outputs=(1,),
     )
     assert got[0] == "ok"
     file_sizes, errors = got[1]
     assert file_sizes.tolist() == sizes and not errors.any()
     for i, size in enumerate(sizes):
-        part = bytes(args[1][i * nbytes:(i + 1) * nbytes])
-        assert part == (rng_bytes(seed + i, size) if size == nbytes else b"\xee" * nbytes)
+        part = bytes(args[1][i * slot:(i + 1) * slot])
+        read = size == nbytes or (not exact and size <= nbytes)
+        data = rng_bytes(seed + i, size) if read else b""
+        assert part == data + b"\xee" * (slot - len(data))
