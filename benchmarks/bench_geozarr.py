@@ -56,7 +56,7 @@ def _chunk_data(t0, t1, y0, y1, x0, x1, seed=0):
 
 
 def write_source(path: str, shape, chunks) -> float:
-    from zarrfast._concurrency import map_unordered_into
+    from zarrfast.concurrency import map_unordered_into
     from zarrfast.geozarr.write import write_dataset
 
     nt, ny, nx = shape
@@ -103,8 +103,8 @@ def _peak_rss_bytes() -> int:
 def build_only(src: str, dst: str) -> None:
     """The measured child: import, build, report the peak RSS as JSON on stdout."""
     import zarrfast
-    from zarrfast.geozarr._downsample import USING_EXTENSIONS
     from zarrfast.geozarr.multiscales import build_multiscales
+    from zarrfast.kernels.downsample import USING_EXTENSIONS
 
     rss_before = _peak_rss_bytes()
     t = time.perf_counter()

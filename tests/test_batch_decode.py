@@ -1,5 +1,5 @@
 """Batched decoding: ``_ext._decode.ChunkDecoder`` (``decode_regions``,
-``decode_files``) against its twin in ``zarrfast._reference``,
+``decode_files``) against its twin in ``zarrfast.kernels.reference``,
 ``read_files_into(..., exact=False)``, ``Store.read_many_into(..., exact=False)``, and
 the pipeline that reads zstd (and blosc) arrays from a ``LocalStore`` a batch of chunk
 files at a time.
@@ -34,10 +34,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import zarrfast
-from zarrfast import _kernels, config, pipeline
-from zarrfast import _reference as ref
+from zarrfast import config
+from zarrfast import kernels as _kernels
+from zarrfast.engine import chunked as pipeline
 from zarrfast.errors import ChunkDecodeError
-from zarrfast.stores import LocalStore, MemoryStore
+from zarrfast.kernels import reference as ref
+from zarrfast.storage import LocalStore, MemoryStore
 
 # shared helpers of the kernel tests (pytest puts tests/ on sys.path)
 from test_kernels import dense_strides, i64, rng_bytes, span_of  # noqa: E402  isort: skip
@@ -47,10 +49,10 @@ try:
 except ImportError:  # pragma: no cover - not built on this platform
     _fileio = None
 
-#: the name of the decoder class in ``zarrfast._kernels`` (what the pipeline calls)
+#: the name of the decoder class in ``zarrfast.kernels`` (what the pipeline calls)
 KERNEL_ATTR = "ChunkDecoder"
 TwinDecoder = ref.ChunkDecoder
-#: the compiled decoder once ``zarrfast._kernels`` has bound it to zstd, else None
+#: the compiled decoder once ``zarrfast.kernels`` has bound it to zstd, else None
 CompiledDecoder = _kernels.ChunkDecoder if "zstd" in _kernels.BATCH_CODECS else None
 
 
@@ -1180,8 +1182,8 @@ def test_batch_decode_can_be_disabled_by_environment(arrays):
         import sys
         import numpy as np
         import zarrfast
-        from zarrfast import _kernels
-        from zarrfast.stores import LocalStore
+        from zarrfast import kernels as _kernels
+        from zarrfast.storage import LocalStore
         assert _kernels.ChunkDecoder is None and not _kernels.BATCH_CODECS
         arr = zarrfast.open_array(LocalStore(sys.argv[1]), path=sys.argv[2], mode="r")
         assert arr._chain.batch_codec is None
@@ -1681,7 +1683,7 @@ def test_remote_sharded_reads_decode_on_the_compute_pool():
     pytest.importorskip("fsspec")
     import uuid
 
-    from zarrfast.stores import FsspecStore
+    from zarrfast.storage import FsspecStore
 
     store = FsspecStore.from_url(f"memory://zarrfast-decode-pool-{uuid.uuid4().hex}")
     a = zarrfast.create_array(store, shape=(512, 512), chunks=(32, 32), shards=(128, 128),

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast import _reference as ref
 from zarrfast import config
 from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
-from zarrfast.stores import LocalStore
+from zarrfast.kernels import reference as ref
+from zarrfast.storage import LocalStore
 
 try:
     from zarrfast._ext import _fileio
@@ -211,7 +211,7 @@ def test_set_many_takes_values_set_takes(tmp_path):
 
 
 def test_write_batches_are_bounded_in_bytes(tmp_path, monkeypatch):
-    from zarrfast import pipeline
+    from zarrfast.engine import chunked as pipeline
 
     sizes = []
     original = LocalStore.set_many

@@ -12,7 +12,7 @@ import pytest
 
 import zarrfast
 from zarrfast import config
-from zarrfast.stores import MemoryStore
+from zarrfast.storage import MemoryStore
 
 
 class BatchedStore(MemoryStore):

@@ -263,18 +263,6 @@ def test_quick_flags_map_to_the_documented_config():
     assert cfg.threads == sorted({1, os.cpu_count() or 1}) and cfg.write_libs is None
 
 
-def test_legacy_run_bench(tmp_path):
-    from zarrfast._bench import run_bench
-
-    out = io.StringIO()
-    assert run_bench(quick=True, path=str(tmp_path), threads=1, codec="blosc", out=out,
-                     size="2MiB") == 0
-    text = out.getvalue()
-    assert "blosc" in text and "write" in text and "WRONG" not in text
-    with pytest.raises(ValueError):
-        run_bench(quick=True, path=None, threads=None, codec="lz77", out=out)
-
-
 def test_scheduler_with_a_local_cluster(tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,

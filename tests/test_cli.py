@@ -228,7 +228,7 @@ def test_copy_into_a_zip_and_back(tree, tmp_path, capsys):
 
 
 def test_storage_options_pass_through(tree, tmp_path, monkeypatch):
-    from zarrfast.stores import _resolve
+    from zarrfast.storage import resolve as _resolve
 
     real = _resolve.make_store
     calls = []

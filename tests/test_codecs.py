@@ -265,7 +265,7 @@ def test_blosc_encodes_the_bytes_of_numcodecs_context_path():
 
     import numcodecs
 
-    from zarrfast import _kernels
+    from zarrfast import kernels as _kernels
     from zarrfast.codecs import BloscCodec
 
     if _kernels.blosc_compress is None:  # pragma: no cover
@@ -306,7 +306,7 @@ def test_blosc_compressor_missing_from_the_build_is_a_codec_error():
 
 
 def test_blosc_refuses_chunks_over_its_limit_clearly():
-    from zarrfast import _kernels
+    from zarrfast import kernels as _kernels
     from zarrfast.codecs import BloscCodec
     from zarrfast.errors import CodecError
 

@@ -17,8 +17,8 @@ import pytest
 
 import zarrfast
 from zarrfast import config
-from zarrfast._concurrency import map_unordered_into
-from zarrfast.stores import MemoryStore
+from zarrfast.concurrency import map_unordered_into
+from zarrfast.storage import MemoryStore
 
 
 class SlowStore(MemoryStore):
@@ -88,7 +88,7 @@ def test_sigint_in_a_real_process_then_the_pool_still_works(tmp_path):
         import numpy as np
         import zarrfast
         from zarrfast import config
-        from zarrfast.stores import LocalStore
+        from zarrfast.storage import LocalStore
 
         class Slow(LocalStore):
             def get(self, key, byte_range=None):

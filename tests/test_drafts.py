@@ -29,12 +29,6 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast._draft import (
-    DraftArray,
-    DraftGroup,
-    detect_draft,
-    open_draft,
-)
 from zarrfast.codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
 from zarrfast.errors import (
     ArrayNotFoundError,
@@ -51,6 +45,7 @@ from zarrfast.errors import (
     UnsupportedDataTypeError,
     ZarrfastError,
 )
+from zarrfast.hierarchy.draft import DraftArray, DraftGroup, detect_draft, open_draft
 from zarrfast.metadata.draft import (
     DRAFT_2022,
     ZARRITA,

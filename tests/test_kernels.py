@@ -1,4 +1,4 @@
-"""The compiled kernels (``zarrfast._ext``) against their NumPy twins (``zarrfast._reference``).
+"""The compiled kernels (``zarrfast._ext``) against their NumPy twins (``zarrfast.kernels.reference``).
 
 Every property test runs both implementations on the same inputs and requires
 the same outcome: equal results and output buffers, or the same exception
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from zarrfast import _reference as ref
+from zarrfast.kernels import reference as ref
 
 try:
     from zarrfast._ext import _assemble, _byteswap, _indexing, _shard_index, _transpose
@@ -1082,7 +1082,7 @@ def test_check_index_rejects(impl):
 
 
 def test_kernels_selector(tmp_path):
-    from zarrfast import _kernels
+    from zarrfast import kernels as _kernels
 
     pure = os.environ.get("ZARRFAST_PURE_PYTHON") == "1"
     assert _kernels.USING_EXTENSIONS is (ext is not None and not pure)
@@ -1090,7 +1090,7 @@ def test_kernels_selector(tmp_path):
         assert _kernels.copy_region is ext.copy_region
     else:
         assert _kernels.copy_region is ref.copy_region
-    code = "from zarrfast import _kernels as k; print(k.USING_EXTENSIONS, k.project.__module__)"
+    code = "from zarrfast import kernels as k; print(k.USING_EXTENSIONS, k.project.__module__)"
     for flag, expected in (("1", False), ("0", ext is not None)):
         # import the same zarrfast as this process (installed, or a source tree built in place)
         pkg_parent = os.path.dirname(os.path.dirname(_kernels.__file__))
@@ -1099,7 +1099,7 @@ def test_kernels_selector(tmp_path):
         # root would import the source tree instead of the installed package
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, check=True, cwd=tmp_path).stdout.split()
-        module = "zarrfast._ext._indexing" if expected else "zarrfast._reference"
+        module = "zarrfast._ext._indexing" if expected else "zarrfast.kernels.reference"
         assert out == [str(expected), module]
 
 

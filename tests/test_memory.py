@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast import config, sharding
-from zarrfast.stores import LocalStore
+from zarrfast import config
+from zarrfast.engine import sharded as sharding
+from zarrfast.storage import LocalStore
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zarrfast.chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
 from zarrfast.codecs import (
     BloscCodec,
     BytesCodec,
@@ -38,6 +37,7 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 from zarrfast.metadata import data_type_from_numpy, parse_data_type
+from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 
 PATH = "a/b"

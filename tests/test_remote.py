@@ -23,12 +23,15 @@ import pytest
 
 import zarrfast
 from zarrfast.errors import ZarrfastError
-from zarrfast.storage import FsspecStore, RetryPolicy, Store, make_store
-from zarrfast.stores import (
+from zarrfast.storage import (
+    FsspecStore,
     RemotePermissionError,
     RemoteStoreError,
     RetriesExhaustedError,
+    RetryPolicy,
     StorageOptionsError,
+    Store,
+    make_store,
 )
 from zarrfast.testing import StoreTests
 

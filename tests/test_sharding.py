@@ -39,8 +39,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrfast
-from zarrfast import sharding as zf_sharding
 from zarrfast.codecs import BytesCodec, ShardingCodec
+from zarrfast.engine import sharded as zf_sharding
 from zarrfast.errors import ChecksumError, ChunkDecodeError
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, SuffixByteRequest

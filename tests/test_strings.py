@@ -27,7 +27,6 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast._create import DEFAULT_FILL_VALUE, build_array_metadata_v2
 from zarrfast.errors import (
     ChunkDecodeError,
     FillValueError,
@@ -35,6 +34,7 @@ from zarrfast.errors import (
     UnsupportedDataTypeError,
     ZarrfastError,
 )
+from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, build_array_metadata_v2
 from zarrfast.metadata.dtype import data_type_from_numpy, parse_data_type
 
 zarr = pytest.importorskip("zarr")
@@ -544,7 +544,7 @@ def test_v2_stringdtype_is_vlen_utf8(tmp_path: Path) -> None:
 def test_decompression_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The bytes -> bytes codecs get a bound (``limit=``) on what a chunk of variable-length
     elements may inflate to; a chunk beyond it is refused before it is decompressed."""
-    import zarrfast._object as obj
+    import zarrfast.engine.objects as obj
 
     a = zarrfast.create_array(tmp_path / "a", shape=(2,), chunks=(2,), dtype=str)
     a[...] = _objects(["x" * 5000, "y"], (2,))

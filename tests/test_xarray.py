@@ -24,7 +24,7 @@ dask = pytest.importorskip("dask")
 import zarrfast  # noqa: E402
 import zarrfast.xarray as zx  # noqa: E402
 from zarrfast.errors import ZarrfastError  # noqa: E402
-from zarrfast.stores import LocalStore, MemoryStore, Store  # noqa: E402
+from zarrfast.storage import LocalStore, MemoryStore, Store  # noqa: E402
 
 ENCODING_KEYS = ("chunks", "preferred_chunks", "dtype", "_FillValue", "scale_factor",
                  "add_offset", "units", "calendar", "fill_value", "coordinates")

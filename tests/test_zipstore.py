@@ -12,8 +12,16 @@ import pytest
 
 import zarrfast
 from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
-from zarrfast.storage import RangeByteRequest, Store, SuffixByteRequest, ZipStore, make_store
-from zarrfast.stores import StoreError, UnsafeArchiveMemberError, UnsupportedStoreOperationError
+from zarrfast.storage import (
+    RangeByteRequest,
+    Store,
+    StoreError,
+    SuffixByteRequest,
+    UnsafeArchiveMemberError,
+    UnsupportedStoreOperationError,
+    ZipStore,
+    make_store,
+)
 from zarrfast.testing import StoreTests
 
 
@@ -252,7 +260,7 @@ def test_we_read_zarr_pythons_archive(tmp_path: Path) -> None:
 
 
 def test_unreadable_members_and_missing_archives_raise_store_errors(tmp_path: Path) -> None:
-    from zarrfast.stores import ArchiveNotFoundError, StoreError
+    from zarrfast.storage import ArchiveNotFoundError, StoreError
 
     path = tmp_path / "bad.zip"
     payload = bytes(range(256)) * 64
@@ -273,7 +281,7 @@ def test_unreadable_members_and_missing_archives_raise_store_errors(tmp_path: Pa
 
 
 def test_file_url_to_a_zip_opens_the_archive(tmp_path: Path) -> None:
-    from zarrfast.stores._resolve import make_store
+    from zarrfast.storage.resolve import make_store
 
     data = np.arange(6, dtype="i4")
     with ZipStore(tmp_path / "u.zip", mode="w") as s:

@@ -8,8 +8,8 @@ Replace ``import zarr`` with ``import zarrfast as zarr``::
     print(a[5, :4])
 """
 
-from . import codecs, config, errors, storage
-from ._api import (
+from zarrfast import codecs, config, errors, storage
+from zarrfast.api import (
     array,
     consolidate_metadata,
     create,
@@ -37,10 +37,10 @@ from ._api import (
     zeros,
     zeros_like,
 )
-from .array import Array
-from .convert import convert
-from .group import Group
-from .stores import LocalStore, MemoryStore, Store
+from zarrfast.convert import convert
+from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.group import Group
+from zarrfast.storage import LocalStore, MemoryStore, Store
 
 __version__ = "0.1.0"
 

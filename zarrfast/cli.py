@@ -85,10 +85,10 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def _make_store(target: str, *, read_only: bool, options: dict[str, Any] | None) -> Any:
-    """``zarrfast.stores._resolve.make_store``, with ``storage_options`` passed through."""
+    """``zarrfast.storage.resolve.make_store``, with ``storage_options`` passed through."""
     import inspect
 
-    from .stores._resolve import make_store
+    from zarrfast.storage.resolve import make_store
 
     if options is None:
         return make_store(target, read_only=read_only)
@@ -145,14 +145,14 @@ def _describe_array(a) -> str:
 
 
 def _open_node(target: str, node_path: str | None, options: dict | None):
-    from . import open as zopen
+    from zarrfast import open as zopen
 
     store = _make_store(target, read_only=True, options=options)
     return zopen(store, mode="r", path=node_path)
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from .array import Array
+    from zarrfast.hierarchy.array import Array
 
     node = _open_node(args.path, args.node, args.storage_options)
     fmt = _format_name(node)
@@ -176,7 +176,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _count(node) -> tuple[int, int]:
-    from .array import Array
+    from zarrfast.hierarchy.array import Array
 
     nodes = [node] + ([m for _, m in node.members(max_depth=None)]
                       if not isinstance(node, Array) else [])
@@ -192,7 +192,7 @@ def _close(store: Any) -> None:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from .convert import convert
+    from zarrfast.convert import convert
 
     src_opts, dst_opts = _src_dst_options(args)
     node = _open_node(args.src, args.src_path, src_opts)
@@ -207,7 +207,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 
 def _cmd_copy(args: argparse.Namespace) -> int:
-    from .convert import convert
+    from zarrfast.convert import convert
 
     src_opts, dst_opts = _src_dst_options(args)
     node = _open_node(args.src, args.src_path, src_opts)
@@ -244,7 +244,7 @@ def _name_list(text: str) -> list[str]:
 
 
 def _size_arg(text: str) -> int:
-    from .bench.data import parse_size
+    from zarrfast.bench.data import parse_size
 
     try:
         return parse_size(text)
@@ -259,7 +259,7 @@ QUICK_OPS = ["read", "random", "write"]
 
 def bench_config(args: argparse.Namespace):
     """The harness configuration the bench flags ask for."""
-    from .bench import BenchConfig
+    from zarrfast.bench import BenchConfig
 
     cpus = os.cpu_count() or 1
     cfg = BenchConfig()
@@ -292,7 +292,7 @@ def bench_config(args: argparse.Namespace):
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run
+    from zarrfast.bench import run
 
     cfg = bench_config(args)
     code, _ = run(cfg, out=sys.stdout)
@@ -304,7 +304,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_geozarr_validate(args: argparse.Namespace) -> int:
-    from .geozarr import validate
+    from zarrfast.geozarr import validate
 
     target: Any = args.path
     if args.storage_options is not None:
@@ -348,8 +348,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-    from .bench import LAYOUTS, LIBRARIES, OP_HELP, REFERENCE_LAYOUTS
+    from zarrfast import __version__
+    from zarrfast.bench import LAYOUTS, LIBRARIES, OP_HELP, REFERENCE_LAYOUTS
 
     parser = argparse.ArgumentParser(
         prog="zarrfast", formatter_class=_Formatter,
@@ -560,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False))
-    from .errors import NodeNotFoundError, ZarrfastError
+    from zarrfast.errors import NodeNotFoundError, ZarrfastError
 
     def fail(kind: str, e: BaseException, code: int, hint: str = "") -> int:
         if debug:

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import ZarrfastError
+from zarrfast.errors import ZarrfastError
 
 __all__ = ["get", "set", "defaults"]
 

@@ -22,15 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from ._nodes import node_key
-from .array import Array
-from .codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
-from .codecs.numcodecs_codec import NumcodecsCodec
-from .errors import ZarrfastError
-from .group import Group
-from .metadata.dtype import data_type_from_numpy
-from .stores import Store
-from .stores._resolve import StoreLike, make_store
+from zarrfast.codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
+from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
+from zarrfast.errors import ZarrfastError
+from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.group import Group
+from zarrfast.hierarchy.nodes import node_key
+from zarrfast.metadata.dtype import data_type_from_numpy
+from zarrfast.storage import Store
+from zarrfast.storage.resolve import StoreLike, make_store
 
 __all__ = ["convert"]
 
@@ -106,7 +106,7 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
     """create_array arguments for a v2 copy of a v3 array, and whether bytes carry over."""
     md = arr.metadata
     name = f"array {arr.name!r}"
-    from .codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+    from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
 
     codecs = md.codecs
     aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
@@ -144,9 +144,9 @@ def _copy_array(src: Array, dst_store: Store, dst_path: str, zarr_format: int,
                 overwrite: bool, bar: Any) -> Array:
     from dataclasses import replace
 
-    from ._api import _create_array_at
-    from ._nodes import write_new_node
-    from .chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
+    from zarrfast.api import _create_array_at
+    from zarrfast.hierarchy.nodes import write_new_node
+    from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
 
     if src.metadata.zarr_format == zarr_format:
         # same format (drafts are read as final v3): same metadata, same chunk bytes;
@@ -216,16 +216,16 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
     label
         The progress bar's label.
     """
-    from . import open as zopen
-    from ._nodes import write_new_node
-    from .metadata.v2 import GroupMetadataV2
-    from .metadata.v3 import GroupMetadata
+    from zarrfast import open as zopen
+    from zarrfast.hierarchy.nodes import write_new_node
+    from zarrfast.metadata.v2 import GroupMetadataV2
+    from zarrfast.metadata.v3 import GroupMetadata
 
     if zarr_format not in (2, 3):
         raise ZarrfastError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
     node = src if isinstance(src, (Array, Group)) else zopen(src, mode="r", path=path)
     dst_store = make_store(dst)
-    from ._paths import normalize_path
+    from zarrfast.metadata.paths import normalize_path
 
     root = normalize_path(dst_path)
     nodes: list[tuple[str, Array | Group]] = [("", node)]

@@ -24,10 +24,10 @@ except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
         "zarrfast.dask requires dask, which is not installed: pip install 'zarrfast[dask]'"
     ) from _e
 
-from ._api import create_array, open_array
-from .array import Array
-from .errors import ZarrfastError
-from .stores import LocalStore, MemoryStore
+from zarrfast.api import create_array, open_array
+from zarrfast.errors import ZarrfastError
+from zarrfast.hierarchy.array import Array
+from zarrfast.storage import LocalStore, MemoryStore
 
 __all__ = ["check_aligned", "from_zarr", "to_zarr"]
 

@@ -36,11 +36,11 @@ except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
         "pip install 'zarrfast[xarray]'"
     ) from _e
 
-from ._api import consolidate_metadata, open_group
-from .array import Array
-from .errors import ContainsGroupError, ZarrfastError
-from .group import Group
-from .stores import Store
+from zarrfast.api import consolidate_metadata, open_group
+from zarrfast.errors import ContainsGroupError, ZarrfastError
+from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.group import Group
+from zarrfast.storage import Store
 
 __all__ = [
     "ZarrfastBackendArray",
@@ -592,8 +592,8 @@ def to_zarr(
     if isinstance(store, (str, os.PathLike)):
         # resolve a path or URL once, and close what we opened (a zip archive is only
         # complete once closed; two open handles of one archive would lose writes)
-        from .stores import ZipStore
-        from .stores._resolve import make_store
+        from zarrfast.storage import ZipStore
+        from zarrfast.storage.resolve import make_store
 
         opened = make_store(store, storage_options=storage_options)
         if not compute and isinstance(opened, ZipStore):

@@ -38,9 +38,9 @@ import atheris  # noqa: E402
 
 with atheris.instrument_imports(include=["zarrfast"]):
     import zarrfast  # noqa: E402
-    from zarrfast._consolidated import read_consolidated  # noqa: E402
     from zarrfast.errors import ZarrfastError  # noqa: E402
-    from zarrfast.metadata.draft import (  # noqa: E402
+    from zarrfast.hierarchy.consolidated import read_consolidated  # noqa: E402
+    from zarrfast.metadata.draft import (
         DRAFT_2022,
         ZARRITA,
         convert_array_document,

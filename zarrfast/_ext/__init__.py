@@ -1,1 +1,1 @@
-"""Compiled Cython kernels of zarrfast (see src_ext/ and zarrfast._kernels)."""
+"""Compiled Cython kernels of zarrfast (see src_ext/ and zarrfast.kernels)."""

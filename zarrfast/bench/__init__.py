@@ -9,9 +9,17 @@ against the expected values, and reports a table, JSON, CSV and a plot (:mod:`.r
     code, report = run(BenchConfig(size=parse_size("64MiB"), layouts=["zstd"]))
 """
 
-from .data import LAYOUTS, REFERENCE_LAYOUTS, parse_size
-from .harness import DEFAULT_OPS, OP_HELP, OPS, BenchConfig, Result, machine_info, run
-from .libs import LIBRARIES
+from zarrfast.bench.data import LAYOUTS, REFERENCE_LAYOUTS, parse_size
+from zarrfast.bench.harness import (
+    DEFAULT_OPS,
+    OP_HELP,
+    OPS,
+    BenchConfig,
+    Result,
+    machine_info,
+    run,
+)
+from zarrfast.bench.libs import LIBRARIES
 
 __all__ = ["BenchConfig", "Result", "run", "parse_size", "machine_info", "LAYOUTS",
            "REFERENCE_LAYOUTS", "OPS", "DEFAULT_OPS", "OP_HELP", "LIBRARIES"]

@@ -85,7 +85,7 @@ class Layout:
         return tuple(min(u, s) for u, s in zip(self.shards or self.chunks, shape, strict=True))
 
     def create_kwargs(self, shape: tuple[int, ...]) -> dict[str, Any]:
-        from ..codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
+        from zarrfast.codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
 
         chunks = tuple(min(c, s) for c, s in zip(self.chunks, shape, strict=True))
         kw: dict[str, Any] = {"shape": shape, "chunks": chunks, "dtype": "uint16",
@@ -299,7 +299,7 @@ def _blocks(shape: tuple[int, ...], unit: tuple[int, ...],
 
 def write_dataset(layout: Layout, shape: tuple[int, ...], path: str) -> None:
     """Create the array at ``path`` with zarrfast and fill it block by block."""
-    from .. import create_array
+    from zarrfast import create_array
 
     a = create_array(path, overwrite=True, **layout.create_kwargs(shape))
     for block in _blocks(shape, layout.grid(shape)):
@@ -308,7 +308,7 @@ def write_dataset(layout: Layout, shape: tuple[int, ...], path: str) -> None:
 
 def create_template(layout: Layout, shape: tuple[int, ...], path: str) -> None:
     """Metadata only: copied into a fresh directory for every timed write."""
-    from .. import create_array
+    from zarrfast import create_array
 
     create_array(path, overwrite=True, **layout.create_kwargs(shape))
 

@@ -26,8 +26,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from . import data as D
-from .libs import LIBRARIES, Lib, available_libs
+from zarrfast.bench import data as D
+from zarrfast.bench.libs import LIBRARIES, Lib, available_libs
 
 __all__ = ["BenchConfig", "Result", "run", "OPS", "DEFAULT_OPS", "machine_info"]
 
@@ -134,7 +134,7 @@ def _memory_total() -> int | None:
 
 
 def machine_info() -> dict[str, Any]:
-    from .libs import _version
+    from zarrfast.bench.libs import _version
 
     try:
         import psutil
@@ -146,7 +146,7 @@ def machine_info() -> dict[str, Any]:
         affinity = len(os.sched_getaffinity(0))
     except AttributeError:
         affinity = None
-    from .. import _kernels
+    from zarrfast import kernels as _kernels
 
     versions = {name: _version(dist) for name, dist in (
         ("zarrfast", "zarrfast"), ("numpy", "numpy"), ("numcodecs", "numcodecs"),
@@ -677,7 +677,7 @@ def _finish(results: list[Result]) -> None:
 def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any]]:
     """Run the harness; return (exit code, report).  Exit code 1 when a check failed (a
     library returned wrong data) or zarrfast itself raised."""
-    from . import report as R
+    from zarrfast.bench import report as R
 
     out = out or sys.stdout
     cfg.validate()

@@ -71,7 +71,7 @@ class Zarrfast(Lib):
 
     @contextlib.contextmanager
     def session(self, threads: int) -> Iterator[None]:
-        from .. import config
+        from zarrfast import config
 
         with config.set(threads=threads):
             yield

@@ -1,12 +1,17 @@
 """Codecs: the core Zarr v3 codecs and the registry third parties extend."""
 
-from ._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
-from .bytes import BytesCodec
-from .compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
-from .registry import get_codec_class, parse_codec, register_codec, registered_codecs
-from .sharding import ShardingCodec
-from .transpose import TransposeCodec
-from .vlen import VLenBytesCodec, VLenUTF8Codec
+from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
+from zarrfast.codecs.bytes import BytesCodec
+from zarrfast.codecs.compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
+from zarrfast.codecs.registry import (
+    get_codec_class,
+    parse_codec,
+    register_codec,
+    registered_codecs,
+)
+from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.codecs.transpose import TransposeCodec
+from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 
 for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
              ShardingCodec, VLenUTF8Codec, VLenBytesCodec):

@@ -16,7 +16,7 @@ frozen dataclass:
 Array -> array codecs map ``np.ndarray -> np.ndarray`` and tell the encoded
 shape; the array -> bytes codec maps an array to bytes; bytes -> bytes codecs
 map bytes-like to bytes-like and may decode into a caller's buffer when the
-decoded size is known.  The pipeline (:mod:`zarrfast.pipeline`) fuses the core
+decoded size is known.  The pipeline (:mod:`zarrfast.engine.chunked`) fuses the core
 ``transpose`` and ``bytes`` codecs into its Cython copy kernels and only calls
 these methods for other codecs.
 """
@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import MetadataValidationError
+from zarrfast.errors import MetadataValidationError
 
 __all__ = ["ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "Codec", "parse_named_config"]
 

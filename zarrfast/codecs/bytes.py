@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ChunkDecodeError, MetadataValidationError
-from ._base import ArrayBytesCodec, parse_named_config
+from zarrfast.codecs._base import ArrayBytesCodec, parse_named_config
+from zarrfast.errors import ChunkDecodeError, MetadataValidationError
 
 NATIVE_ENDIAN = sys.byteorder  # "little" or "big"
 

@@ -24,8 +24,8 @@ import crc32c  # imported up front: its import reads ~190 KB of files, not on a 
 import numcodecs
 import numpy as np
 
-from ..errors import ChecksumError, CodecError, MetadataValidationError
-from ._base import BytesBytesCodec, parse_named_config
+from zarrfast.codecs._base import BytesBytesCodec, parse_named_config
+from zarrfast.errors import ChecksumError, CodecError, MetadataValidationError
 
 # -- bounded decompression ---------------------------------------------------------------
 #
@@ -385,7 +385,7 @@ class BloscCodec(BytesBytesCodec):
 
     def encode(self, data: Any) -> bytes:
         arr = np.frombuffer(data, dtype=np.uint8)
-        from .. import _kernels
+        from zarrfast import kernels as _kernels
 
         if _kernels.blosc_compress is None:  # pragma: no cover - c-blosc not bound
             return self._impl.encode(arr)

@@ -15,15 +15,15 @@ from typing import Any
 import numcodecs
 import numpy as np
 
-from ..errors import CodecError, UnknownCodecError
-from ._base import BytesBytesCodec
-from .compressors import (
+from zarrfast.codecs._base import BytesBytesCodec
+from zarrfast.codecs.compressors import (
     _fill_out,
     _too_big,
     blosc_check_header,
     inflate_bounded,
     zstd_decode_bounded,
 )
+from zarrfast.errors import CodecError, UnknownCodecError
 
 
 def decode_bounded(impl: Any, codec_id: Any, data: Any, out: Any, limit: int | None,

@@ -13,8 +13,8 @@ import threading
 from importlib.metadata import entry_points
 from typing import Any
 
-from ..errors import MetadataValidationError, UnknownCodecError
-from ._base import Codec
+from zarrfast.codecs._base import Codec
+from zarrfast.errors import MetadataValidationError, UnknownCodecError
 
 __all__ = ["get_codec_class", "parse_codec", "register_codec", "registered_codecs"]
 

@@ -15,7 +15,7 @@ Example::
         "index_location": "end"}}
 
 Arrays whose codecs are this codec (optionally followed by bytes -> bytes
-codecs) are read and written by :mod:`zarrfast.sharding`, which fetches only
+codecs) are read and written by :mod:`zarrfast.engine.sharded`, which fetches only
 the index and the inner chunks a selection touches.  :meth:`encode` and
 :meth:`decode` (whole shards) serve the general pipeline, e.g. when an array ->
 array codec comes before the sharding codec, and nested sharding.
@@ -29,14 +29,20 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MetadataValidationError
-from ._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec, parse_named_config
-from .bytes import BytesCodec
-from .compressors import Crc32cCodec
+from zarrfast.codecs._base import (
+    ArrayArrayCodec,
+    ArrayBytesCodec,
+    BytesBytesCodec,
+    Codec,
+    parse_named_config,
+)
+from zarrfast.codecs.bytes import BytesCodec
+from zarrfast.codecs.compressors import Crc32cCodec
+from zarrfast.errors import MetadataValidationError
 
 
 def _parse_chain(value: Any, what: str) -> tuple[Codec, ...]:
-    from .registry import parse_codec
+    from zarrfast.codecs.registry import parse_codec
 
     if not isinstance(value, (list, tuple)):
         raise MetadataValidationError(f"sharding_indexed: {what} must be a list, got {value!r}")
@@ -140,8 +146,8 @@ class ShardingCodec(ArrayBytesCodec):
         return n
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
-        from ..metadata.dtype import parse_data_type
-        from ..metadata.v3 import validate_codec_chain
+        from zarrfast.metadata.dtype import parse_data_type
+        from zarrfast.metadata.v3 import validate_codec_chain
 
         if len(self.chunk_shape) != len(shape):
             raise MetadataValidationError(
@@ -162,7 +168,7 @@ class ShardingCodec(ArrayBytesCodec):
         self.index_nbytes(shape)
 
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> ShardingCodec:
-        from ..metadata.dtype import parse_data_type
+        from zarrfast.metadata.dtype import parse_data_type
 
         def evolve_chain(chain: tuple[Codec, ...], cshape: tuple[int, ...], dt: Any):
             out = []
@@ -183,13 +189,13 @@ class ShardingCodec(ArrayBytesCodec):
 
     # -- whole-shard encode/decode (general path) -----------------------------------
     def encode(self, chunk: np.ndarray, data_type: Any) -> bytes:
-        from ..sharding import ShardLayout
+        from zarrfast.engine.sharded import ShardLayout
 
         layout = ShardLayout.for_codec(self, tuple(chunk.shape), data_type, None)
         return layout.encode_array(chunk)
 
     def decode(self, data: Any, shape: tuple[int, ...], data_type: Any) -> np.ndarray:
-        from ..sharding import ShardLayout
+        from zarrfast.engine.sharded import ShardLayout
 
         layout = ShardLayout.for_codec(self, tuple(shape), data_type, None)
         return layout.decode_array(data, key="<shard>")

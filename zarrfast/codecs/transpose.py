@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MetadataValidationError
-from ._base import ArrayArrayCodec, parse_named_config
+from zarrfast.codecs._base import ArrayArrayCodec, parse_named_config
+from zarrfast.errors import MetadataValidationError
 
 
 @dataclass(frozen=True)

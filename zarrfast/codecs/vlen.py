@@ -10,7 +10,7 @@ element count, then per element (in C order of the chunk as it reaches the codec
 ``uint32`` byte length and the bytes (UTF-8 for ``vlen-utf8``).
 
 Their chunks hold Python objects, so they are decoded by
-:class:`zarrfast._object.ObjectChain`, not by the byte-copying pipeline.
+:class:`zarrfast.engine.objects.ObjectChain`, not by the byte-copying pipeline.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 import numcodecs
 import numpy as np
 
-from ..errors import ChunkDecodeError, CodecError, MetadataValidationError
-from ._base import ArrayBytesCodec, parse_named_config
+from zarrfast.codecs._base import ArrayBytesCodec, parse_named_config
+from zarrfast.errors import ChunkDecodeError, CodecError, MetadataValidationError
 
 __all__ = ["VLenBytesCodec", "VLenUTF8Codec"]
 

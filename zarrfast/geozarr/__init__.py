@@ -6,8 +6,15 @@
 TileMatrixSets ship as package data (:func:`get_tile_matrix_set`).
 """
 
-from .tms import get_tile_matrix_set, well_known_tile_matrix_sets
-from .validate import RULES, Finding, GeoZarrError, check, validate, validate_tile_matrix_set
+from zarrfast.geozarr.tms import get_tile_matrix_set, well_known_tile_matrix_sets
+from zarrfast.geozarr.validate import (
+    RULES,
+    Finding,
+    GeoZarrError,
+    check,
+    validate,
+    validate_tile_matrix_set,
+)
 
 __all__ = [
     "RULES",
@@ -24,7 +31,7 @@ __all__ = [
 _OPTIONAL = {f"{__name__}.write", f"{__name__}.multiscales"}
 
 try:
-    from .write import write_dataset  # noqa: F401
+    from zarrfast.geozarr.write import write_dataset  # noqa: F401
 except ModuleNotFoundError as e:  # pragma: no cover - not there yet
     if e.name not in _OPTIONAL:
         raise
@@ -32,7 +39,7 @@ else:
     __all__ += ["write_dataset"]
 
 try:
-    from .multiscales import build_multiscales  # noqa: F401
+    from zarrfast.geozarr.multiscales import build_multiscales  # noqa: F401
 except ModuleNotFoundError as e:  # pragma: no cover - not there yet
     if e.name not in _OPTIONAL:
         raise

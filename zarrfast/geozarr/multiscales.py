@@ -53,13 +53,13 @@ from typing import Any
 
 import numpy as np
 
-from .._api import open_group
-from .._concurrency import map_unordered_into
-from ..array import Array
-from ..errors import ZarrfastError
-from ..group import Group
-from ._downsample import METHODS, downsample
-from .write import DIMENSION_KEY, decode_fill_attr, encode_fill_attr
+from zarrfast.api import open_group
+from zarrfast.concurrency import map_unordered_into
+from zarrfast.errors import ZarrfastError
+from zarrfast.geozarr.write import DIMENSION_KEY, decode_fill_attr, encode_fill_attr
+from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.group import Group
+from zarrfast.kernels.downsample import METHODS, downsample
 
 __all__ = ["SUPPORTED_METHODS", "TASK_BYTES", "build_multiscales"]
 
@@ -134,7 +134,7 @@ def _resolve_tms(tile_matrix_set: Any) -> tuple[dict[str, Any], bool]:
         _raise(f"tile_matrix_set must be a well-known id or a TileMatrixSet object, got "
                f"{type(tile_matrix_set).__name__}")
     try:
-        from .tms import get_tile_matrix_set
+        from zarrfast.geozarr.tms import get_tile_matrix_set
     except ImportError:  # pragma: no cover - shipped together
         if isinstance(tile_matrix_set, str):
             _raise(f"cannot resolve TileMatrixSet {tile_matrix_set!r}: "
@@ -472,7 +472,7 @@ def build_multiscales(source_group: Any, target_group: Any, *,
     tms, by_id = _resolve_tms(tile_matrix_set)
     source = _as_group(source_group, "source", "r")
     try:
-        from .validate import validate
+        from zarrfast.geozarr.validate import validate
     except ImportError:  # pragma: no cover - shipped together
         validate = None
     if validate is not None:

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from .validate import GeoZarrError, validate_tile_matrix_set
+from zarrfast.geozarr.validate import GeoZarrError, validate_tile_matrix_set
 
 __all__ = ["get_tile_matrix_set", "is_well_known", "tile_matrix_ids",
            "well_known_tile_matrix_sets"]

@@ -58,10 +58,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._paths import normalize_path
-from ..errors import ZarrfastError
-from ..stores import Store
-from ..stores._resolve import make_store
+from zarrfast.errors import ZarrfastError
+from zarrfast.metadata.paths import normalize_path
+from zarrfast.storage import Store
+from zarrfast.storage.resolve import make_store
 
 __all__ = [
     "RESAMPLING_METHODS",
@@ -664,7 +664,7 @@ def _tms_form_levels(ms: dict[str, Any], children: dict[str, _Node], rep: _Repor
                      path: str) -> list[str] | None:
     """MS3-MS8 and TMS/TML for the TileMatrixSet form; the declared levels (MS8), or
     ``None`` when they cannot be told."""
-    from . import tms as _tms
+    from zarrfast.geozarr import tms as _tms
 
     _check_resampling(ms.get("resampling_method", _MISSING), rep, path,
                       "multiscales.resampling_method")
@@ -834,7 +834,7 @@ def _check_multiscale(store: Store, root: _Node, rep: _Report, allow_gm: bool) -
 
 # -- entry points -----------------------------------------------------------------------
 def _resolve(store_or_path: Any, path: str) -> tuple[Store, str]:
-    from .._node import Node
+    from zarrfast.hierarchy.node import Node
 
     if isinstance(store_or_path, Node):
         base = store_or_path.path

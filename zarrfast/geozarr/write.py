@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from .._paths import validate_node_name
-from ..errors import InvalidNodeNameError, ZarrfastError
-from ..group import Group
+from zarrfast.errors import InvalidNodeNameError, ZarrfastError
+from zarrfast.hierarchy.group import Group
+from zarrfast.metadata.paths import validate_node_name
 
 __all__ = ["decode_fill_attr", "encode_fill_attr", "write_dataset"]
 
@@ -357,7 +357,7 @@ def write_dataset(group: Any, data_vars: Any, coords: Mapping[str, Any] | None =
             )
     # --- everything is checked; write ---
     if not is_group:
-        from .._api import open_group
+        from zarrfast.api import open_group
 
         target = open_group(target, mode="a", zarr_format=zarr_format)
         if target.zarr_format != zarr_format:

@@ -1,7 +1,7 @@
 """Metadata documents: Zarr v3 (``zarr.json``) and data types."""
 
-from .dtype import DataType, data_type_from_numpy, parse_data_type
-from .v3 import ArrayMetadata, GroupMetadata, parse_metadata
+from zarrfast.metadata.dtype import DataType, data_type_from_numpy, parse_data_type
+from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 
 __all__ = [
     "ArrayMetadata",

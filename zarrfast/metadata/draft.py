@@ -58,9 +58,7 @@ from typing import Any, ClassVar
 import numcodecs
 import numpy as np
 
-from .._paths import normalize_path, validate_node_name
-from ..chunk_grid import ChunkKeyEncoding, DefaultChunkKeyEncoding, RegularChunkGrid
-from ..codecs import (
+from zarrfast.codecs import (
     BloscCodec,
     BytesBytesCodec,
     BytesCodec,
@@ -71,8 +69,8 @@ from ..codecs import (
     get_codec_class,
     register_codec,
 )
-from ..codecs._base import parse_named_config
-from ..errors import (
+from zarrfast.codecs._base import parse_named_config
+from zarrfast.errors import (
     CodecError,
     ContainsArrayAndGroupError,
     FillValueError,
@@ -83,8 +81,14 @@ from ..errors import (
     UnknownCodecError,
     UnsupportedDataTypeError,
 )
-from .dtype import DataType, data_type_from_numpy, parse_data_type
-from .v3 import ArrayMetadata, GroupMetadata, _load_json, validate_codec_chain
+from zarrfast.metadata.chunk_grid import (
+    ChunkKeyEncoding,
+    DefaultChunkKeyEncoding,
+    RegularChunkGrid,
+)
+from zarrfast.metadata.dtype import DataType, data_type_from_numpy, parse_data_type
+from zarrfast.metadata.paths import normalize_path, validate_node_name
+from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, _load_json, validate_codec_chain
 
 __all__ = [
     "CORE_2022_URI",
@@ -204,7 +208,7 @@ class _NumcodecsBytesCodec(BytesBytesCodec):
 
     def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
         """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
-        from ..codecs.numcodecs_codec import decode_bounded
+        from zarrfast.codecs.numcodecs_codec import decode_bounded
 
         try:
             return decode_bounded(self._impl, self.codec_id, data, out, limit, self.name)

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FillValueError, UnsupportedDataTypeError
+from zarrfast.errors import FillValueError, UnsupportedDataTypeError
 
 __all__ = ["DataType", "parse_data_type", "data_type_from_numpy"]
 

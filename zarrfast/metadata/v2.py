@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from ..chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
-from ..codecs import BytesCodec, TransposeCodec
-from ..codecs.numcodecs_codec import NumcodecsCodec
-from ..errors import FillValueError, MetadataError, MetadataValidationError
-from .dtype import DataType, _parse_float
-from .v3 import _load_json as _load  # JSON errors name the key
+from zarrfast.codecs import BytesCodec, TransposeCodec
+from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
+from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
+from zarrfast.metadata.chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
+from zarrfast.metadata.dtype import DataType, _parse_float
+from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_v2_dtype", "v2_dtype_to_json"]
 

@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ..chunk_grid import (
+from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec, parse_codec
+from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
+from zarrfast.metadata.chunk_grid import (
     ChunkKeyEncoding,
     RegularChunkGrid,
     parse_chunk_grid,
     parse_chunk_key_encoding,
 )
-from ..codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec, parse_codec
-from ..errors import FillValueError, MetadataError, MetadataValidationError
-from .dtype import DataType, parse_data_type
+from zarrfast.metadata.dtype import DataType, parse_data_type
 
 __all__ = ["ArrayMetadata", "GroupMetadata", "parse_metadata", "validate_codec_chain"]
 

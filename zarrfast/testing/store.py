@@ -1,4 +1,4 @@
-"""A conformance suite for :class:`zarrfast.stores.Store` implementations.
+"""A conformance suite for :class:`zarrfast.storage.Store` implementations.
 
 Subclass :class:`StoreTests` in a test module, name the subclass ``Test...``
 so pytest collects it, and implement :meth:`StoreTests.make_store`::
@@ -11,7 +11,7 @@ so pytest collects it, and implement :meth:`StoreTests.make_store`::
             return MemoryStore()
 
 Every ``test_*`` method of :class:`StoreTests` then runs against the new
-store.  The tests check the contract stated in :mod:`zarrfast.stores._base`:
+store.  The tests check the contract stated in :mod:`zarrfast.storage.base`:
 
 * a missing key reads as ``None``; values read back equal to ``bytes(value)``
   for every buffer type written, as ``bytes`` or another read-only
@@ -40,13 +40,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ..errors import InvalidKeyError, ReadOnlyError, ZarrfastError
-from ..stores._base import (
-    OffsetByteRequest,
-    RangeByteRequest,
-    Store,
-    SuffixByteRequest,
-)
+from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
+from zarrfast.storage.base import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
 try:  # Hypothesis is a test extra; without it the property test skips.
     from hypothesis import HealthCheck, given, settings

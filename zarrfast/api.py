@@ -1,0 +1,671 @@
+"""Top-level functions, named and shaped like zarr-python 3's synchronous API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from zarrfast.errors import (
+    ArrayNotFoundError,
+    GroupNotFoundError,
+    NodeNotFoundError,
+    ZarrfastError,
+)
+from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.create import (
+    DEFAULT_FILL_VALUE,
+    build_array_metadata,
+    build_array_metadata_v2,
+)
+from zarrfast.hierarchy.group import Group, node_from_metadata
+from zarrfast.hierarchy.nodes import (
+    node_key,
+    read_node_metadata,
+    read_typed_metadata,
+    write_new_node,
+)
+from zarrfast.metadata.paths import normalize_path
+from zarrfast.metadata.v2 import GroupMetadataV2
+from zarrfast.metadata.v3 import GroupMetadata
+from zarrfast.storage import Store
+from zarrfast.storage.resolve import StoreLike, make_store
+
+__all__ = [
+    "array",
+    "create_array",
+    "create_group",
+    "group",
+    "open",
+    "open_array",
+    "open_group",
+    "open_consolidated",
+    "consolidate_metadata",
+    "create",
+    "create_hierarchy",
+    "empty",
+    "empty_like",
+    "from_array",
+    "full",
+    "full_like",
+    "load",
+    "ones",
+    "ones_like",
+    "open_like",
+    "save",
+    "save_array",
+    "save_group",
+    "tree",
+    "zeros",
+    "zeros_like",
+]
+
+_MODES = ("r", "r+", "a", "w", "w-")
+
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in _MODES:
+        raise ZarrfastError(f"mode must be one of {_MODES}, got {mode!r}")
+
+
+def _check_format(zarr_format: Any) -> None:
+    if zarr_format not in (None, 2, 3):
+        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+
+
+def _new_group_metadata(zarr_format: int | None, attributes: Mapping[str, Any] | None):
+    attrs = dict(attributes or {})
+    return GroupMetadataV2(attributes=attrs) if zarr_format == 2 else GroupMetadata(
+        attributes=attrs)
+
+
+def _draft_node(store: Store, path: str, mode: str, node_type: str | None,
+                order: str | None, root_doc: Any) -> Any:
+    """The node at ``path`` if ``store`` holds one of the seed drafts' layouts (read-only),
+    else ``None``.  ``root_doc`` is the store's root ``zarr.json`` (``None`` if missing).
+    Creating nodes below the root of a draft store is refused: a store holds one layout."""
+    from zarrfast.hierarchy.draft import DraftHierarchy, open_draft
+    from zarrfast.metadata.draft import ENTRY_POINT_KEY, parse_entry_point
+
+    entry = parse_entry_point(root_doc, ENTRY_POINT_KEY)
+    if entry is None:
+        return None
+    hierarchy = DraftHierarchy(store, entry)
+    if mode in ("w", "w-"):
+        if mode == "w" and path == "":
+            return None  # replacing the whole store is allowed
+        raise ZarrfastError(
+            f"{store!r} holds a {hierarchy.layout} hierarchy (read-only); cannot create "
+            f"{path or '/'!r} in it with mode {mode!r}: convert it with zarrfast.convert"
+        )
+    return open_draft(store, path, mode, node_type=node_type, hierarchy=hierarchy,
+                      order=order or "C")
+
+
+def _create_array_at(
+    store: Store,
+    path: str,
+    *,
+    shape: Any = None,
+    dtype: Any = None,
+    data: Any = None,
+    chunks: Any = "auto",
+    shards: Any = None,
+    filters: Any = "auto",
+    compressors: Any = "auto",
+    compressor: Any = "auto",
+    serializer: Any = "auto",
+    fill_value: Any = DEFAULT_FILL_VALUE,
+    order: str | None = None,
+    zarr_format: int | None = 3,
+    attributes: Mapping[str, Any] | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Iterable[str | None] | None = None,
+    overwrite: bool = False,
+    config: Mapping[str, Any] | None = None,
+    write_data: bool = True,
+) -> Array:
+    _check_format(zarr_format)
+    node = f"array {('/' + path)!r}"
+    if compressor != "auto":
+        compressors = compressor
+    if data is not None:
+        data_arr = np.asarray(data)
+        if shape is None:
+            shape = data_arr.shape
+        if dtype is None:
+            dtype = data_arr.dtype
+    else:
+        data_arr = None
+    if shape is None:
+        raise ZarrfastError(f"{node}: shape is required (or pass data=)")
+    if dtype is None:
+        dtype = np.float64
+    if order not in (None, "C", "F"):
+        raise ZarrfastError(f"{node}: order must be 'C' or 'F', got {order!r}")
+    config = dict(config or {})
+    unknown = set(config) - {"write_empty_chunks", "order"}
+    if unknown:
+        raise ZarrfastError(f"{node}: unknown array config keys {sorted(unknown)}")
+    if zarr_format == 2:
+        if shards is not None or serializer != "auto":
+            raise ZarrfastError(f"{node}: Zarr v2 arrays have no shards or serializer")
+        md: Any = build_array_metadata_v2(
+            shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
+            compressors=compressors, order=order, chunk_key_encoding=chunk_key_encoding,
+            dimension_names=dimension_names, attributes=attributes, node=node,
+        )
+    else:
+        md = build_array_metadata(
+            shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
+            compressors=compressors, serializer=serializer,
+            chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+            attributes=attributes, shards=shards, node=node,
+        )
+    if store.read_only:
+        store._check_writable(node_key(path, "zarr.json"))
+    write_new_node(store, path, md, overwrite=overwrite)
+    arr = Array(store, path, md, read_only=False,
+                write_empty_chunks=config.get("write_empty_chunks"),
+                order=order or config.get("order") or "C")
+    if data_arr is not None and write_data:
+        arr[...] = data_arr
+    return arr
+
+
+def create_array(
+    store: StoreLike = None,
+    *,
+    name: str | None = None,
+    shape: Any = None,
+    dtype: Any = None,
+    data: Any = None,
+    chunks: Any = "auto",
+    shards: Any = None,
+    filters: Any = "auto",
+    compressors: Any = "auto",
+    serializer: Any = "auto",
+    fill_value: Any = DEFAULT_FILL_VALUE,
+    order: str | None = None,
+    zarr_format: int | None = 3,
+    attributes: Mapping[str, Any] | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Iterable[str | None] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    config: Mapping[str, Any] | None = None,
+    write_data: bool = True,
+) -> Array:
+    """Create a Zarr v3 array.
+
+    Parameters
+    ----------
+    store
+        A :class:`~zarrfast.storage.Store`, a local directory path (``str`` or
+        ``Path``), a ``dict`` or ``None`` (in memory).
+    name
+        Path of the array within the store (parent groups are created).
+    shape, dtype
+        Shape and NumPy dtype (or a v3 data type name).  Both may come from ``data``.
+    data
+        Optional array-like to write after creating the array.
+    chunks
+        Chunk shape, an int for every dimension, or ``"auto"`` (about 1 MiB).
+    filters, serializer, compressors
+        The array -> array, array -> bytes and bytes -> bytes codecs, as codec
+        objects from :mod:`zarrfast.codecs` or metadata dicts.  ``"auto"``:
+        no filters, ``bytes`` (little endian), ``zstd`` level 0.
+    fill_value
+        Value of elements never written; ``None`` means 0 (``False``).
+    chunk_key_encoding
+        ``{"name": "default"|"v2", "separator": "/"|"."}``.
+    dimension_names, attributes
+        Stored in the metadata.
+    overwrite
+        Replace an existing node at ``name``.
+    config
+        ``{"write_empty_chunks": bool}``: store chunks equal to the fill value.
+
+    Returns
+    -------
+    Array
+    """
+    s = make_store(store, storage_options=storage_options)
+    return _create_array_at(
+        s, normalize_path(name), shape=shape, dtype=dtype, data=data, chunks=chunks,
+        shards=shards, filters=filters, compressors=compressors, serializer=serializer,
+        fill_value=fill_value, order=order, zarr_format=zarr_format, attributes=attributes,
+        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+        overwrite=overwrite, config=config, write_data=write_data,
+    )
+
+
+def array(data: Any, *, store: StoreLike = None, name: str | None = None, **kwargs: Any
+          ) -> Array:
+    """Create an array filled with ``data``."""
+    return create_array(store, name=name, data=data, **kwargs)
+
+
+def open_array(
+    store: StoreLike = None,
+    *,
+    path: str | None = None,
+    mode: str = "a",
+    zarr_format: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Array:
+    """Open an existing array (``mode`` ``'r'``, ``'r+'``, ``'a'``), or create one
+    (``'w'``, ``'w-'``, or ``'a'`` when missing and ``shape`` is given)."""
+    _check_mode(mode)
+    _check_format(zarr_format)
+    p = normalize_path(path if path is not None else kwargs.pop("name", None))
+    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
+    draft = (None if zarr_format == 2 else
+             _draft_node(s, p, mode, "array", kwargs.get("order"), s.get("zarr.json")))
+    if draft is not None:
+        return draft
+    if mode in ("w", "w-"):
+        return _create_array_at(s, p, overwrite=mode == "w", **kwargs)
+    try:
+        md = read_typed_metadata(s, p, "array", zarr_format)
+    except ArrayNotFoundError:
+        if mode == "a" and kwargs.get("shape") is not None or (
+            mode == "a" and kwargs.get("data") is not None
+        ):
+            return _create_array_at(s, p, **kwargs)
+        raise
+    order = kwargs.get("order") or "C"
+    cfg = kwargs.get("config") or {}
+    return Array(s, p, md, read_only=mode == "r" or s.read_only,
+                 write_empty_chunks=cfg.get("write_empty_chunks"), order=order)
+
+
+def open_group(
+    store: StoreLike = None,
+    *,
+    mode: str = "a",
+    path: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    zarr_format: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    use_consolidated: bool | str | None = None,
+    **kwargs: Any,
+) -> Group:
+    """Open a group, creating it (with ``attributes``) for ``'w'``, ``'w-'``, or ``'a'``
+    when missing."""
+    _check_mode(mode)
+    _check_format(zarr_format)
+    p = normalize_path(path)
+    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
+    # read once: draft detection, and v3 metadata at the root (v2 has no zarr.json)
+    root_doc = s.get("zarr.json") if zarr_format != 2 else None
+    draft = _draft_node(s, p, mode, "group", None, root_doc)
+    if draft is not None:
+        return draft
+    if mode in ("w", "w-"):
+        md = _new_group_metadata(zarr_format, attributes)
+        write_new_node(s, p, md, overwrite=mode == "w")
+        return Group(s, p, md, read_only=False)
+    read_only = mode == "r" or s.read_only
+    if use_consolidated is not False:
+        group = _open_consolidated_group(s, p, zarr_format, read_only,
+                                         required=use_consolidated is True,
+                                         root_doc=root_doc if p == "" else ...)
+        if group is not None:
+            return group
+    try:
+        md = read_typed_metadata(s, p, "group", zarr_format)
+    except GroupNotFoundError:
+        if mode == "a":
+            md = _new_group_metadata(zarr_format, attributes)
+            write_new_node(s, p, md, overwrite=False)
+            return Group(s, p, md, read_only=False)
+        raise
+    return Group(s, p, md, read_only=read_only)
+
+
+def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None = None,
+          attributes: Mapping[str, Any] | None = None, **kwargs: Any) -> Group:
+    """Create a group (or open it if it exists and ``overwrite`` is false)."""
+    return open_group(store, mode="w" if overwrite else "a", path=path, attributes=attributes,
+                      **kwargs)
+
+
+def create_group(store: StoreLike, *, path: str | None = None, overwrite: bool = False,
+                 attributes: Mapping[str, Any] | None = None,
+                 storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> Group:
+    """Create a new group; an existing node is an error unless ``overwrite``."""
+    zarr_format = kwargs.pop("zarr_format", None)
+    _check_format(zarr_format)
+    p = normalize_path(path)
+    s = make_store(store, storage_options=storage_options)
+    md = _new_group_metadata(zarr_format, attributes)
+    write_new_node(s, p, md, overwrite=overwrite)
+    return Group(s, p, md, read_only=False)
+
+
+def open(  # noqa: A001 - zarr-python's name
+    store: StoreLike = None,
+    *,
+    mode: str = "a",
+    path: str | None = None,
+    zarr_format: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Array | Group:
+    """Open the array or group at ``path``; create an array when ``shape`` is given,
+    otherwise a group, if nothing is there (modes ``'a'``, ``'w'``, ``'w-'``)."""
+    _check_mode(mode)
+    _check_format(zarr_format)
+    p = normalize_path(path)
+    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
+    draft = (None if zarr_format == 2 else
+             _draft_node(s, p, mode, None, kwargs.get("order"), s.get("zarr.json")))
+    if draft is not None:
+        return draft
+    if mode in ("w", "w-"):
+        if "shape" in kwargs or "data" in kwargs:
+            return _create_array_at(s, p, overwrite=mode == "w", **kwargs)
+        return open_group(s, mode=mode, path=p, **kwargs)
+    try:
+        md = read_node_metadata(s, p, zarr_format)
+    except NodeNotFoundError:
+        if mode == "a":
+            if "shape" in kwargs or "data" in kwargs:
+                return _create_array_at(s, p, **kwargs)
+            return open_group(s, mode="a", path=p, **kwargs)
+        raise
+    return node_from_metadata(s, p, md, read_only=mode == "r" or s.read_only)
+
+
+
+
+# -- consolidated metadata ------------------------------------------------------------
+
+
+def _open_consolidated_group(store: Store, path: str, zarr_format: int | None,
+                             read_only: bool, *, required: bool, root_doc: Any = ...
+                             ) -> Group | None:
+    """The group at ``path`` with its consolidated metadata, or ``None`` if it has none
+    (an error instead when ``required``)."""
+    from zarrfast.hierarchy.consolidated import read_consolidated
+
+    found = read_consolidated(store, path, zarr_format, root_doc=root_doc)
+    if found is None:
+        if required:
+            raise ZarrfastError(
+                f"group {path or '/'!r} in {store!r} has no consolidated metadata "
+                f"(no .zmetadata, no consolidated_metadata in zarr.json); call "
+                f"zarrfast.consolidate_metadata first or pass use_consolidated=False"
+            )
+        return None
+    md, members = found
+    return Group(store, path, md, read_only=read_only, consolidated=members)
+
+
+def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
+                      zarr_format: int | None = None, **kwargs: Any) -> Group:
+    """Open a group from its consolidated metadata: one read for the whole hierarchy."""
+    return open_group(store, mode=mode, path=path, zarr_format=zarr_format,
+                      use_consolidated=True, **kwargs)
+
+
+def consolidate_metadata(store: StoreLike, path: str | None = None,
+                         zarr_format: int | None = None, *,
+                         storage_options: Mapping[str, Any] | None = None) -> Group:
+    """Gather the metadata of every node below the group at ``path`` into it (v2:
+    ``.zmetadata``; v3: ``consolidated_metadata`` in its ``zarr.json``), and return the
+    group opened from it."""
+    from zarrfast.hierarchy.consolidated import write_consolidated
+
+    s = make_store(store, storage_options=storage_options)
+    p = normalize_path(path)
+    md = read_typed_metadata(s, p, "group", zarr_format)
+    write_consolidated(s, p, md)
+    return open_consolidated(s, path=p, mode="r+" if not s.read_only else "r",
+                             zarr_format=md.zarr_format)
+
+
+# -- zarr-python's convenience constructors ----------------------------------------------
+
+
+def _split_codecs(codecs: Any) -> dict[str, Any]:
+    """A full v3 codec list as filters / serializer / compressors arguments."""
+    from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, parse_codec
+
+    parsed = [parse_codec(c, where="codecs") for c in codecs]
+    parsed = [c for c in parsed if c is not None]
+    ab = [i for i, c in enumerate(parsed) if isinstance(c, ArrayBytesCodec)]
+    if len(ab) != 1:
+        raise ZarrfastError(f"codecs must hold exactly one array -> bytes codec, got {codecs!r}")
+    i = ab[0]
+    if not all(isinstance(c, ArrayArrayCodec) for c in parsed[:i]):
+        raise ZarrfastError(f"codecs {codecs!r}: only array -> array codecs may come first")
+    return {"filters": parsed[:i], "serializer": parsed[i], "compressors": parsed[i + 1:]}
+
+
+def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any = "auto",
+           fill_value: Any = DEFAULT_FILL_VALUE, order: str | None = None,
+           store: StoreLike = None,
+           overwrite: bool = False, path: str | None = None, filters: Any = None,
+           read_only: bool | None = None, object_codec: Any = None,
+           dimension_separator: str | None = None, write_empty_chunks: bool | None = None,
+           zarr_format: int | None = None, attributes: Mapping[str, Any] | None = None,
+           chunk_shape: Any = None, chunk_key_encoding: Any = None, codecs: Any = None,
+           dimension_names: Iterable[str | None] | None = None,
+           storage_options: Mapping[str, Any] | None = None,
+           config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
+    """zarr-python's older ``create``: an array from keyword arguments (v3 by default)."""
+    _check_format(zarr_format)
+    fmt = zarr_format or 3
+    s = make_store(store, storage_options=storage_options)
+    cfg = dict(config or {})
+    if write_empty_chunks is not None:
+        cfg["write_empty_chunks"] = write_empty_chunks
+    chunks = chunk_shape if chunk_shape is not None else chunks
+    if chunks is None or chunks is True:
+        chunks = "auto"
+    elif chunks is False:
+        chunks = shape
+    if dimension_separator is not None:
+        chunk_key_encoding = {"name": "v2" if fmt == 2 else "default",
+                              "separator": dimension_separator}
+    extra: dict[str, Any] = {}
+    if fmt == 3 and codecs is not None:
+        extra.update(_split_codecs(codecs))
+    else:
+        extra["compressors"] = compressor
+        if filters is not None or object_codec is not None:
+            extra["filters"] = [*(filters or ()), *([object_codec] if object_codec else [])]
+    arr = _create_array_at(
+        s, normalize_path(path), shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value,
+        order=order, zarr_format=fmt, attributes=attributes,
+        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+        overwrite=overwrite, config=cfg, **extra,
+    )
+    if read_only:
+        arr._read_only = True
+    return arr
+
+
+def empty(shape: Any, **kwargs: Any) -> Array:
+    """An array whose elements read as the fill value (nothing is written)."""
+    return create(shape, **kwargs)
+
+
+def zeros(shape: Any, **kwargs: Any) -> Array:
+    return create(shape, fill_value=0, **kwargs)
+
+
+def ones(shape: Any, **kwargs: Any) -> Array:
+    return create(shape, fill_value=1, **kwargs)
+
+
+def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+    return create(shape, fill_value=fill_value, **kwargs)
+
+
+def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    out = dict(kwargs)
+    out.setdefault("shape", a.shape)
+    out.setdefault("dtype", a.dtype)
+    if isinstance(a, Array):
+        out.setdefault("chunks", a.chunks)
+        out.setdefault("fill_value", a.fill_value)
+        out.setdefault("zarr_format", a.zarr_format)
+        out.setdefault("order", a.order)
+    elif hasattr(a, "chunks") and isinstance(getattr(a, "chunks", None), tuple):
+        if all(isinstance(c, int) for c in a.chunks):
+            out.setdefault("chunks", a.chunks)
+    return out
+
+
+def empty_like(a: Any, **kwargs: Any) -> Array:
+    kw = _like_kwargs(a, kwargs)
+    return create(kw.pop("shape"), **kw)
+
+
+def zeros_like(a: Any, **kwargs: Any) -> Array:
+    kw = _like_kwargs(a, kwargs)
+    kw["fill_value"] = 0
+    return create(kw.pop("shape"), **kw)
+
+
+def ones_like(a: Any, **kwargs: Any) -> Array:
+    kw = _like_kwargs(a, kwargs)
+    kw["fill_value"] = 1
+    return create(kw.pop("shape"), **kw)
+
+
+def full_like(a: Any, **kwargs: Any) -> Array:
+    kw = _like_kwargs(a, kwargs)
+    return create(kw.pop("shape"), **kw)
+
+
+def open_like(a: Any, path: str, **kwargs: Any) -> Array:
+    """Open (or create, in mode ``'a'``) an array at ``path`` shaped like ``a``."""
+    kw = _like_kwargs(a, kwargs)
+    return open_array(path, **kw)
+
+
+def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: str | None = None,
+               chunks: Any = "keep", shards: Any = "keep", filters: Any = "keep",
+               compressors: Any = "keep", serializer: Any = "keep",
+               fill_value: Any = DEFAULT_FILL_VALUE,
+               order: str | None = None, zarr_format: int | None = None,
+               attributes: Mapping[str, Any] | None = None, chunk_key_encoding: Any = None,
+               dimension_names: Iterable[str | None] | None = None,
+               storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
+               config: Mapping[str, Any] | None = None) -> Array:
+    """A new array holding ``data`` (an array-like, or a zarrfast ``Array`` whose chunks and
+    codecs are kept unless given)."""
+    src = data if isinstance(data, Array) else None
+    kw: dict[str, Any] = {}
+    if src is not None:
+        same_format = zarr_format in (None, src.zarr_format)
+        kw["chunks"] = src.chunks if chunks == "keep" else chunks
+        kw["shards"] = src.shards if shards == "keep" else shards
+        if src.zarr_format == 3 and same_format:
+            kw["filters"] = src.filters if filters == "keep" else filters
+            kw["serializer"] = src.serializer if serializer == "keep" else serializer
+            kw["compressors"] = src.compressors if compressors == "keep" else compressors
+        elif src.zarr_format == 2 and same_format:
+            md = src.metadata
+            kw["filters"] = list(md.filters or ()) if filters == "keep" else filters
+            kw["compressors"] = md.compressor if compressors == "keep" else compressors
+        fill_value = src.fill_value if fill_value is DEFAULT_FILL_VALUE else fill_value
+        dimension_names = src.dimension_names if dimension_names is None else dimension_names
+        attributes = dict(src.attrs) if attributes is None else attributes
+        zarr_format = zarr_format or src.zarr_format
+        shape, dtype = src.shape, src.dtype
+    else:
+        arr = np.asarray(data)
+        shape, dtype = arr.shape, arr.dtype
+        for key, value in (("chunks", chunks), ("shards", shards), ("filters", filters),
+                           ("compressors", compressors), ("serializer", serializer)):
+            if not (isinstance(value, str) and value == "keep"):
+                kw[key] = value
+        kw.setdefault("shards", None)
+    kw = {k: v for k, v in kw.items() if v is not None or k == "shards"}
+    if kw.get("shards") is None:
+        kw.pop("shards", None)
+    out = create_array(store, name=name, shape=shape, dtype=dtype, fill_value=fill_value,
+                       order=order, zarr_format=zarr_format or 3, attributes=attributes,
+                       chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+                       storage_options=storage_options, overwrite=overwrite, config=config,
+                       **kw)
+    if write_data:
+        if src is not None and out.ndim and out.shape[0]:
+            # copy in slabs of whole chunk rows of about 64 MiB: memory stays bounded
+            row_bytes = max(1, out.nbytes // out.shape[0])
+            step = out.chunks[0] * max(1, (64 << 20) // (row_bytes * out.chunks[0]))
+            for start in range(0, out.shape[0], step):
+                out[start:start + step] = src[start:start + step]
+        elif src is not None:
+            out[...] = src[...]
+        else:
+            out[...] = np.asarray(data)
+    return out
+
+
+def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
+               path: str | None = None, storage_options: Mapping[str, Any] | None = None,
+               **kwargs: Any) -> None:
+    data = np.asarray(arr)
+    _create_array_at(make_store(store, storage_options=storage_options), normalize_path(path),
+                     data=data,
+                     zarr_format=zarr_format or 3, overwrite=True, **kwargs)
+
+
+def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
+               path: str | None = None, storage_options: Mapping[str, Any] | None = None,
+               **kwargs: Any) -> None:
+    if not args and not kwargs:
+        raise ZarrfastError("save_group: at least one array is required")
+    s = make_store(store, storage_options=storage_options)
+    p = normalize_path(path)
+    g = open_group(s, mode="w", path=p, zarr_format=zarr_format or 3)
+    for i, a in enumerate(args):
+        g.create_array(f"arr_{i}", data=np.asarray(a), overwrite=True)
+    for name, a in kwargs.items():
+        g.create_array(name, data=np.asarray(a), overwrite=True)
+
+
+def save(store: StoreLike, *args: Any, zarr_format: int | None = None, path: str | None = None,
+         storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    """One positional array: ``save_array``; several, or keywords: ``save_group``."""
+    if len(args) == 1 and not kwargs:
+        save_array(store, args[0], zarr_format=zarr_format, path=path,
+                   storage_options=storage_options)
+    else:
+        save_group(store, *args, zarr_format=zarr_format, path=path,
+                   storage_options=storage_options, **kwargs)
+
+
+def load(store: StoreLike, path: str | None = None, zarr_format: int | None = None, *,
+         storage_options: Mapping[str, Any] | None = None) -> Any:
+    """An array's data, or a dict of a group's arrays' data (read eagerly)."""
+    node = open(store, mode="r", path=path, zarr_format=zarr_format,
+                storage_options=storage_options)
+    if isinstance(node, Array):
+        return node[...]
+    return {k: v[...] for k, v in node.arrays()}
+
+
+def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> Any:
+    return grp.tree(expand=expand, level=level)
+
+
+def create_hierarchy(*, store: Store, nodes: Mapping[str, Any], overwrite: bool = False
+                     ) -> Iterator[tuple[str, Array | Group]]:
+    """Write the metadata of many nodes (``{path: ArrayMetadata | GroupMetadata | ...}``) and
+    yield ``(path, node)`` for each."""
+    from zarrfast.hierarchy.nodes import write_new_node as _write
+
+    for path, md in nodes.items():
+        p = normalize_path(path)
+        _write(store, p, md, overwrite=overwrite)
+        yield path, node_from_metadata(store, p, md, read_only=False)

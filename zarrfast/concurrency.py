@@ -1,0 +1,169 @@
+"""One shared thread pool for chunk work.
+
+The pool grows (never shrinks) to ``config.get("threads")`` workers.  With one
+thread, or one task, work runs inline in the calling thread.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TypeVar
+
+from zarrfast import config
+
+T = TypeVar("T")
+
+class _GrowingPool:
+    """A thread pool that grows (never shrinks) to the size asked for."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.reset()
+
+    def reset(self) -> None:
+        self.lock = threading.Lock()
+        self.executor: ThreadPoolExecutor | None = None
+        self.size = 0
+
+    def get(self, threads: int) -> ThreadPoolExecutor:
+        with self.lock:
+            if self.executor is None or self.size < threads:
+                old = self.executor
+                self.executor = ThreadPoolExecutor(max_workers=threads,
+                                                   thread_name_prefix=self.prefix)
+                self.size = threads
+                if old is not None:
+                    old.shutdown(wait=False)
+            return self.executor
+
+
+class _InTask(threading.local):
+    active = False
+
+
+#: set while this thread runs tasks of a job; a nested job then runs inline, since
+#: waiting on the pool from inside it could deadlock when every worker waits
+_in_task = _InTask()
+#: chunk work (CPU) and blocking requests to remote stores (I/O latency)
+_cpu_pool = _GrowingPool("zarrfast")
+_io_pool = _GrowingPool("zarrfast-io")
+
+
+def _reset_after_fork() -> None:
+    """In a forked child the parent's worker threads do not exist: start new pools."""
+    _cpu_pool.reset()
+    _io_pool.reset()
+    _in_task.active = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def get_pool(threads: int) -> ThreadPoolExecutor:
+    """The shared pool, grown to at least ``threads`` workers."""
+    return _cpu_pool.get(threads)
+
+
+#: below this many bytes of work a job runs inline: handing it to threads costs more
+INLINE_WORK_BYTES = 256 * 1024
+
+
+def map_unordered_into(
+    fn: Callable[[T], None], items: Iterable[T], *, work_bytes: int | None = None
+) -> None:
+    """Run ``fn(item)`` for every item on the pool; re-raise the first error.
+
+    ``work_bytes`` estimates the bytes the whole job processes; small jobs run
+    inline in the calling thread.  All tasks are waited for before returning or
+    raising, so no task is still writing into a caller's buffer afterwards.  The
+    first error (or a ``KeyboardInterrupt`` in the calling thread) stops the job:
+    workers skip the items they have not started.
+    """
+    items = list(items)
+    nbatches = batch_count(len(items), work_bytes)
+    if nbatches <= 1:
+        for item in items:
+            fn(item)
+        return
+    size = -(-len(items) // nbatches)
+    _run_batches(get_pool(config.get("threads")), fn,
+                 [items[i:i + size] for i in range(0, len(items), size)])
+
+
+def batch_count(n: int, work_bytes: int | None = None) -> int:
+    """How many batches :func:`map_unordered_into` runs ``n`` items (``work_bytes`` of
+    work in all) in; 1: all inline, in the calling thread.  At most 4 per thread (one
+    future per chunk costs ~10 µs), and a small job one per thread: each extra
+    handoff costs more than it balances.  Callers that batch items themselves (one
+    kernel call per batch) use it to make as many batches as there will be tasks."""
+    threads = config.get("threads")
+    small = work_bytes is not None and work_bytes < INLINE_WORK_BYTES
+    if threads <= 1 or n <= 1 or small or _in_task.active:
+        return 1
+    return min(n, threads * 4 if n >= 16 * threads else threads)
+
+
+
+def map_io(fn: Callable[[T], None], items: Iterable[T]) -> None:
+    """Run ``fn(item)`` for every item on the I/O pool (``config io_concurrency``
+    threads): for blocking requests to remote stores, where latency, not the CPU,
+    bounds the work.  Same error and interrupt semantics as :func:`map_unordered_into`."""
+    items = list(items)
+    n = config.get("io_concurrency")
+    if n <= 1 or len(items) <= 1 or _in_task.active:
+        for item in items:
+            fn(item)
+        return
+    _run_batches(_io_pool.get(n), fn, [[item] for item in items])
+
+
+def _run_batches(pool: ThreadPoolExecutor, fn: Callable[[T], None],
+                 batches: list[list[T]]) -> None:
+    """Run the batches on ``pool``, the first one in the calling thread."""
+    stop = False
+
+    def run(batch: list[T]) -> None:
+        nonlocal stop
+        outer = _in_task.active
+        _in_task.active = True
+        try:
+            for item in batch:
+                if stop:
+                    return
+                fn(item)
+        except BaseException:
+            stop = True
+            raise
+        finally:
+            _in_task.active = outer
+
+    futures: list[Future] = [pool.submit(run, b) for b in batches[1:]]
+    first_error: BaseException | None = None
+    try:
+        run(batches[0])  # the caller works too
+        for f in futures:
+            f.result()
+    except BaseException as e:  # noqa: BLE001 - includes KeyboardInterrupt
+        first_error = e
+        stop = True
+    if first_error is not None:
+        _wait_quietly(futures)
+        raise first_error
+
+
+def _wait_quietly(futures: list[Future]) -> None:
+    """Cancel what has not started and wait for the rest, even through further
+    interrupts: callers' buffers must not be written after we return."""
+    for f in futures:
+        f.cancel()
+    pending = [f for f in futures if not f.done()]
+    while pending:
+        try:
+            wait(pending)
+        except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C while stopping
+            pass
+        pending = [f for f in pending if not f.done()]

@@ -1,0 +1,804 @@
+"""The codec pipeline: chunks from bytes to array regions and back.
+
+:class:`PreparedChain` is built once per array from its metadata.  On the
+*fast path* — any number of ``transpose`` codecs, the ``bytes`` codec, then
+any bytes -> bytes codecs — a chunk is never materialised as a NumPy array:
+the bytes -> bytes codecs decode into a per-thread scratch buffer of the
+chunk's size, and one Cython ``copy_region`` call moves the selected region
+into the output with the byte swap and the transpose (as permuted strides)
+fused into the copy.  Writes run the same copy in the other direction.
+
+Other codec chains take the *general path*: the codecs' own ``decode`` make a
+native C-order chunk array, and the same copy kernel assembles it.
+
+:func:`read_selection` / :func:`write_selection` run one task per chunk on
+the shared pool (:mod:`zarrfast.concurrency`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zarrfast import kernels as _kernels
+from zarrfast.codecs import (
+    ArrayArrayCodec,
+    ArrayBytesCodec,
+    BytesBytesCodec,
+    BytesCodec,
+    TransposeCodec,
+)
+from zarrfast.concurrency import batch_count, map_unordered_into
+from zarrfast.engine.selection import BasicSelection
+from zarrfast.errors import ChunkDecodeError, CodecError, ZarrfastError
+from zarrfast.metadata.dtype import fill_bytes
+from zarrfast.metadata.v3 import ArrayMetadata
+from zarrfast.storage import Store
+
+__all__ = ["PreparedChain", "read_selection", "write_selection"]
+
+
+def accepts_limit(codec: Any) -> bool:
+    """Whether ``codec.decode`` takes ``limit=`` (the core compressors do; third-party
+    codecs may not)."""
+    try:
+        return "limit" in inspect.signature(codec.decode).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
+        return False
+
+
+class BoundedDecoders:
+    """Bytes -> bytes codecs in decode order, each told the most it may produce
+    (``limit=``) when it takes that argument: decompression bombs stop there."""
+
+    def __init__(self, codecs: Sequence[Any]) -> None:
+        self.steps = [(c, accepts_limit(c)) for c in reversed(codecs)]
+
+    def decode(self, data: Any, limit: int) -> Any:
+        for c, limited in self.steps:
+            data = c.decode(data, limit=limit) if limited else c.decode(data)
+        return data
+
+
+def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
+    strides = [0] * len(shape)
+    acc = itemsize
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = acc
+        acc *= shape[d]
+    return strides
+
+
+class _Scratch(threading.local):
+    buf: np.ndarray | None = None
+    batch: np.ndarray | None = None
+    decoder: Any = None  # this thread's batched decoder
+
+
+class PreparedChain:
+    """Everything needed to decode/encode one array's chunks, computed once.
+
+    Attributes
+    ----------
+    chunk_strides
+        Byte strides, per *logical* chunk dimension, into a decoded chunk
+        buffer.  On the fast path they are the stored (transposed) layout's
+        strides permuted back; on the general path C strides.
+    swap_unit
+        Byte-swap unit applied while copying (1 = none).
+    fill_chunk_item
+        The fill value as one item in the chunk buffer's byte order.
+    """
+
+    def __init__(self, metadata: ArrayMetadata) -> None:
+        self.metadata = metadata
+        dt = metadata.data_type
+        self.data_type = dt
+        self.dtype = dt.dtype
+        self.itemsize = dt.itemsize
+        self.chunk_shape = tuple(metadata.chunks)
+        self.chunk_shape_arr = np.array(self.chunk_shape, dtype=np.int64)
+        self.ndim = len(self.chunk_shape)
+        self.chunk_nbytes = math.prod(self.chunk_shape) * self.itemsize
+        codecs = metadata.codecs
+        self.aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
+        self.ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
+        self.bb = [c for c in codecs if isinstance(c, BytesBytesCodec)]
+        self.fast = isinstance(self.ab, BytesCodec) and all(
+            isinstance(c, TransposeCodec) for c in self.aa
+        )
+        fill_value = metadata.effective_fill_value  # v2: zeros when the fill value is null
+        self.fill_native = fill_bytes(dt, fill_value)
+        if self.fast:
+            # compose the transposes: encoded = chunk.transpose(q)
+            q = list(range(self.ndim))
+            for c in self.aa:
+                p = c.permutation(self.ndim)
+                q = [q[p[k]] for k in range(self.ndim)]
+            self.permutation = tuple(q)
+            stored_shape = [self.chunk_shape[q[k]] for k in range(self.ndim)]
+            stored_strides = _c_strides(stored_shape, self.itemsize)
+            logical = [0] * self.ndim
+            for k in range(self.ndim):
+                logical[q[k]] = stored_strides[k]
+            self.chunk_strides = np.array(logical, dtype=np.int64)
+            self.swap_unit = self.ab.swap_unit(dt)
+            if self.swap_unit > 1:
+                order = "<" if self.ab.endian == "little" else ">"
+                self.fill_chunk_item = fill_bytes(dt, fill_value, byteorder=order)
+            else:
+                self.fill_chunk_item = self.fill_native
+        else:
+            self.permutation = tuple(range(self.ndim))
+            self.chunk_strides = np.array(_c_strides(self.chunk_shape, self.itemsize), np.int64)
+            self.swap_unit = 1
+            self.fill_chunk_item = self.fill_native
+        self._shard_layout = None
+        if not self.fast and getattr(self.ab, "name", None) == "sharding_indexed":
+            from zarrfast.engine.sharded import (
+                ShardLayout,  # import cycle: sharding builds on this module
+            )
+
+            shape = self.chunk_shape
+            for c in self.aa:
+                shape = c.encoded_shape(shape)
+            self._shard_layout = ShardLayout(self.ab, shape, dt, metadata.fill_value)
+        self._fill_chunk_item_arr = np.frombuffer(self.fill_chunk_item, dtype=np.uint8)
+        self._fill_native_arr = np.frombuffer(self.fill_native, dtype=np.uint8)
+        self._scratch = _Scratch()
+        # the innermost bytes->bytes codec may decode straight into a buffer
+        # (unless it is faster at making its own buffer: zstd through python-zstandard,
+        # which releases the GIL; copy_region then reads from that buffer)
+        self._decode_into = bool(self.bb) and self.fast and not getattr(
+            self.bb[0], "decodes_own_buffer", False)
+        # the others get a bound on their output (decompression bombs): the chunk's
+        # bytes (the innermost on the fast path), else room for what an array -> bytes
+        # codec adds (a shard's index and checksums, variable-length headers)
+        self._bb_limit = (self.chunk_nbytes if self.fast and len(self.bb) == 1
+                          else 2 * self.chunk_nbytes + 2**20)
+        # (a list in decode order: third-party codecs need not be hashable)
+        self._bb_limited = [accepts_limit(c) for c in reversed(self.bb)]
+        #: zstd or blosc chunks with nothing else to undo but a transpose or byte swap
+        #: are decoded and placed many at a time, without the GIL (``decode_regions``)
+        codec = self.bb[0].batch_codec if len(self.bb) == 1 else None
+        self.batch_codec = (codec if self.fast and codec in _kernels.BATCH_CODECS else None)
+        #: room for one stored chunk in a batch read (the compressors' worst-case
+        #: expansion of incompressible data is far below this; a larger file is read
+        #: on its own)
+        self.stored_cap = self.chunk_nbytes + self.chunk_nbytes // 64 + 4096
+
+    # -- decoding -----------------------------------------------------------------
+    def _scratch_buffer(self) -> np.ndarray:
+        buf = self._scratch.buf
+        if buf is None or buf.nbytes != self.chunk_nbytes:
+            buf = np.empty(self.chunk_nbytes, dtype=np.uint8)
+            self._scratch.buf = buf
+        return buf
+
+    def batch_decoder(self) -> Any:
+        """This thread's batched decoder (``batch_codec`` chains only)."""
+        dec = self._scratch.decoder
+        if dec is None:
+            dec = self._scratch.decoder = _kernels.ChunkDecoder(self.batch_codec,
+                                                                self.chunk_nbytes)
+        return dec
+
+    def _batch_buffer(self, n: int, slot: int | None = None) -> np.ndarray:
+        """A per-thread scratch buffer for ``n`` chunks of ``slot`` bytes (default the
+        chunk's size; reused, grows as needed)."""
+        need = n * (self.chunk_nbytes if slot is None else slot)
+        buf = self._scratch.batch
+        if buf is None or buf.nbytes < need:
+            buf = np.empty(need, dtype=np.uint8)
+            self._scratch.batch = buf
+        return buf[:need]
+
+    def decode(
+        self, raw: Any, key: str, *, writable: bool = False, into: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Decode a stored chunk into a flat uint8 buffer in chunk-buffer layout.
+
+        With ``writable`` the result is a fresh array the caller may keep and
+        modify; otherwise it may be a per-thread scratch buffer valid until
+        this thread's next call.  With ``into`` (a flat uint8 view of
+        ``chunk_nbytes`` bytes, e.g. the chunk's place in the output) the chunk
+        is decoded there, straight from the codec where it can, and ``into``
+        is returned.
+        """
+        data = raw
+        target = into  # a buffer the innermost codec should fill
+        try:
+            if target is None and self._decode_into:
+                target = (np.empty(self.chunk_nbytes, np.uint8) if writable
+                          else self._scratch_buffer())
+            for i, c in enumerate(reversed(self.bb)):
+                if i == len(self.bb) - 1 and self._decode_into:
+                    data = c.decode(data, out=target)
+                elif self._bb_limited[i]:
+                    # no output buffer: bounded by what the chunk can decode to
+                    data = c.decode(data, limit=self._bb_limit)
+                else:
+                    data = c.decode(data)
+            if not self.fast:
+                data = self._decode_general(data, key)
+        except ChunkDecodeError as e:
+            raise type(e)(f"chunk {key!r}: {e}") from None
+        except CodecError as e:
+            raise ChunkDecodeError(f"chunk {key!r}: {e}") from None
+        except MemoryError:
+            raise ChunkDecodeError(
+                f"chunk {key!r}: cannot decode: out of memory for a chunk of "
+                f"{self.chunk_nbytes} bytes ({len(memoryview(raw).cast('B'))} stored bytes)"
+            ) from None
+        except (ValueError, RuntimeError, TypeError, OSError, EOFError) as e:
+            raise ChunkDecodeError(f"chunk {key!r}: cannot decode: {e}") from None
+        if isinstance(data, np.ndarray):
+            arr = data.reshape(-1).view(np.uint8)
+        else:
+            arr = np.frombuffer(data, dtype=np.uint8)
+        if arr.nbytes != self.chunk_nbytes:
+            raise ChunkDecodeError(
+                f"chunk {key!r}: decoded to {arr.nbytes} bytes, expected {self.chunk_nbytes} "
+                f"bytes (chunk shape {list(self.chunk_shape)} of {self.data_type.name})"
+            )
+        if into is not None:
+            if not np.shares_memory(arr, into):
+                into[...] = arr
+            return into
+        if writable and (self.bb and self._decode_into and np.shares_memory(arr, target)):
+            return arr  # freshly allocated above
+        if writable:
+            arr = arr.copy()  # never modify a buffer the store or a codec may still own
+        return arr
+
+    def _decode_general(self, data: Any, key: str) -> np.ndarray:
+        shape = self.chunk_shape
+        shapes = [shape]
+        for c in self.aa:
+            shapes.append(c.encoded_shape(shapes[-1]))
+        if self._shard_layout is not None:  # needs the fill value for empty inner chunks
+            arr = self._shard_layout.decode_array(data, key)
+        else:
+            arr = self.ab.decode(data, shapes[-1], self.data_type)
+        for c, s in zip(reversed(self.aa), reversed(shapes[:-1]), strict=True):
+            arr = c.decode(arr, s)
+        if arr.shape != shape:
+            raise ChunkDecodeError(
+                f"chunk {key!r}: decoded to shape {arr.shape}, expected {shape}"
+            )
+        return np.ascontiguousarray(arr, dtype=self.dtype).reshape(-1).view(np.uint8)
+
+    # -- encoding -----------------------------------------------------------------
+    def encode(self, buf: np.ndarray, *, write_empty_chunks: bool = False) -> Any:
+        """Encode a chunk buffer (chunk-buffer layout) to the bytes to store.
+
+        ``write_empty_chunks`` matters only to codecs holding chunks of their own
+        (sharding): whether their inner chunks equal to the fill value are kept."""
+        if self.fast:
+            data: Any = buf
+        else:
+            arr = buf.view(self.dtype).reshape(self.chunk_shape)
+            for c in self.aa:
+                arr = c.encode(arr)
+            if self._shard_layout is not None:
+                data = self._shard_layout.encode_array(np.ascontiguousarray(arr),
+                                                       write_empty_chunks=write_empty_chunks)
+            else:
+                data = self.ab.encode(arr, self.data_type)
+        for c in self.bb:
+            data = c.encode(data)
+        return data
+
+    def new_fill_chunk(self) -> np.ndarray:
+        buf = np.empty(self.chunk_nbytes, dtype=np.uint8)
+        self.fill_chunk(buf)
+        return buf
+
+    def fill_chunk(self, buf: np.ndarray) -> None:
+        _kernels.fill_region(
+            buf,
+            0,
+            np.array([self.itemsize], dtype=np.int64),
+            np.array([buf.nbytes // self.itemsize], dtype=np.int64),
+            self._fill_chunk_item_arr,
+        )
+
+    def view(self, buf: np.ndarray) -> np.ndarray:
+        """A decoded chunk buffer as an array of the logical chunk shape (a strided view
+        in the stored byte order; writes through it change ``buf``)."""
+        dtype = self.dtype
+        if self.swap_unit > 1:
+            dtype = dtype.newbyteorder("<" if self.ab.endian == "little" else ">")
+        return np.ndarray(self.chunk_shape, dtype=dtype, buffer=buf,
+                          strides=tuple(int(s) for s in self.chunk_strides))
+
+    @property
+    def fill_scalar(self) -> Any:
+        return self.metadata.effective_fill_value
+
+    def is_fill(self, buf: np.ndarray) -> bool:
+        return bool(_kernels.is_uniform(buf, self._fill_chunk_item_arr))
+
+
+# -- selections ------------------------------------------------------------------
+
+
+def chunk_keys(metadata: ArrayMetadata, path: str, coords: np.ndarray) -> list[str]:
+    """Store keys of the chunks at ``coords`` (rows of grid coordinates), in bulk."""
+    cke = metadata.chunk_key_encoding
+    base = f"{path}/" if path else ""
+    if coords.shape[1] == 0:
+        return [base + cke.encode(())] * coords.shape[0]
+    return _kernels.format_chunk_keys(
+        np.ascontiguousarray(coords, dtype=np.int64), base + cke.key_prefix(), cke.separator
+    )
+
+
+class Projection:
+    """A selection projected onto a grid of ``chain.chunk_shape`` chunks: one row per
+    touched chunk (see :func:`zarrfast.kernels.project`)."""
+
+    def __init__(self, array_shape: tuple[int, ...], chain: PreparedChain,
+                 sel: BasicSelection) -> None:
+        self.array_shape = np.array(array_shape, dtype=np.int64)
+        (self.coords, self.local_start, self.local_count, self.out_start,
+         self.complete) = _kernels.project(
+            self.array_shape, chain.chunk_shape_arr, sel.start, sel.step, sel.count,
+        )
+        self.nrows = self.coords.shape[0]
+        self.chain = chain
+        self.sel = sel
+
+    @functools.cached_property
+    def edge(self) -> np.ndarray:
+        """Rows whose chunk reaches past the array's end (its padding holds the fill
+        value); only writes need it."""
+        return np.any((self.coords + 1) * self.chain.chunk_shape_arr > self.array_shape, axis=1)
+
+
+class RowReader:
+    """Moves selected elements from decoded chunks into ``out`` (C-contiguous, shape
+    ``sel.full_shape``), one projection row at a time."""
+
+    def __init__(self, proj: Projection, out: np.ndarray, store: Store | None = None) -> None:
+        chain = proj.chain
+        self.proj = proj
+        self.chain = chain
+        if not out.flags.c_contiguous:  # pragma: no cover - callers pass C-contiguous buffers
+            raise ZarrfastError("internal: output buffer must be C-contiguous")
+        self.out_flat = out.reshape(-1).view(np.uint8)
+        self.out_strides = np.array(out.strides, dtype=np.int64)
+        self.src_strides = chain.chunk_strides * proj.sel.step
+        self.src_offsets = proj.local_start @ chain.chunk_strides
+        self.dst_offsets = proj.out_start @ self.out_strides
+        #: uncompressed chunks are read from the store straight into place
+        self.raw_into = (store is not None and store.fast_get_into and chain.fast
+                         and not chain.bb)
+        #: zstd/blosc chunks are decoded a batch at a time (``decode_stored``), and
+        #: read a batch at a time from stores that read into buffers (``decode_batch``)
+        self.batch_decode = chain.batch_codec is not None
+        self.read_decode = store is not None and store.fast_get_into and self.batch_decode
+        self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
+                                   into=chain._decode_into or self.raw_into or self.batch_decode)
+
+    def read_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
+        """Read the uncompressed chunks of ``rows`` (``raw_into``) with one
+        ``store.read_many_into`` call for the chunks contiguous in the output (read in
+        place) and one for the others (read into a scratch buffer, then moved by one
+        ``copy_regions`` call)."""
+        chain = self.chain
+        nb = chain.chunk_nbytes
+        rows_arr = np.arange(rows.start, rows.stop, dtype=np.int64)
+        if self.direct is not None:
+            flags = self.direct[rows.start:rows.stop]
+            direct, rows_arr = rows_arr[flags], rows_arr[~flags]
+            if direct.size:
+                sizes = store.read_many_into([keys[i] for i in direct.tolist()],
+                                             self.out_flat, self.dst_offsets[direct], nb)
+                self._check_sizes(direct, sizes, keys)
+        if not rows_arr.size:
+            return
+        scratch = chain._batch_buffer(rows_arr.size)
+        slots = np.arange(rows_arr.size, dtype=np.int64) * nb
+        sizes = store.read_many_into([keys[i] for i in rows_arr.tolist()], scratch, slots, nb)
+        ok = self._check_sizes(rows_arr, sizes, keys)
+        _kernels.copy_regions(
+            scratch, slots[ok] + self.src_offsets[rows_arr[ok]], self.src_strides,
+            self.out_flat, self.dst_offsets[rows_arr[ok]], self.out_strides,
+            self.proj.local_count[rows_arr[ok]], chain.itemsize, chain.swap_unit,
+        )
+
+    def decode_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
+        """Read and decode the compressed chunks of ``rows`` into place with one kernel
+        call: ``decode_files`` when the store gives the files' paths, else one
+        ``store.read_many_into`` call and ``decode_stored``.  Chunks it cannot take
+        (missing, too large, or not decoding cleanly) go the per-chunk way, which
+        fills them or raises naming the key."""
+        chain = self.chain
+        rows_arr = np.arange(rows.start, rows.stop, dtype=np.int64)
+        names = keys[rows.start:rows.stop]
+        paths = store.file_paths(names)
+        if paths is not None:
+            status, _sizes, _errors = chain.batch_decoder().decode_files(
+                paths, self.src_offsets[rows_arr], self.src_strides,
+                self.out_flat, self.dst_offsets[rows_arr], self.out_strides,
+                self.proj.local_count[rows_arr], chain.itemsize, chain.swap_unit,
+                self._direct_flags(rows_arr))
+            if not status.any():
+                return
+            for j in np.flatnonzero(status).tolist():
+                # missing: the fill value; else read again by the store, which raises
+                # for a file it cannot read, and decoded (or refused, naming the key)
+                raw = None if status[j] == _kernels.NO_DATA else store.get(names[j])
+                self.read(int(rows_arr[j]), raw, names[j])
+            return
+        cap = chain.stored_cap
+        scratch = chain._batch_buffer(rows_arr.size, cap)
+        slots = np.arange(rows_arr.size, dtype=np.int64) * cap
+        sizes = store.read_many_into(names, scratch, slots, cap, exact=False)
+        big = sizes > cap  # not read: too large for a slot
+        for j in self.decode_stored(rows_arr, scratch, slots, np.where(big, -1, sizes)):
+            n = int(sizes[j])
+            if big[j]:
+                raw = store.get(names[j])
+            elif n < 0:
+                raw = None  # missing: the fill value
+            else:
+                raw = scratch[int(slots[j]):int(slots[j]) + n]
+            self.read(int(rows_arr[j]), raw, names[j])  # raises naming the key, or decodes
+
+    def _direct_flags(self, rows: np.ndarray) -> np.ndarray:
+        return (self.direct[rows].view(np.uint8) if self.direct is not None
+                else np.zeros(rows.size, dtype=np.uint8))
+
+    def decode_stored(self, rows: np.ndarray, src: np.ndarray, offsets: np.ndarray,
+                      sizes: np.ndarray) -> list[int]:
+        """Decode the compressed chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes,
+        negative: none) in ``src``, into place in one ``decode_regions`` call.  Returns
+        the positions in ``rows`` of the chunks it did not place: those without bytes
+        and those that do not decode cleanly (the per-chunk path says why)."""
+        chain = self.chain
+        status = chain.batch_decoder().decode_regions(
+            src, offsets, sizes, self.src_offsets[rows], self.src_strides, self.out_flat,
+            self.dst_offsets[rows], self.out_strides, self.proj.local_count[rows],
+            chain.itemsize, chain.swap_unit, self._direct_flags(rows))
+        return np.flatnonzero(status).tolist() if status.any() else []
+
+    def _check_sizes(self, rows: np.ndarray, sizes: np.ndarray, keys: Sequence[str]
+                     ) -> np.ndarray:
+        """Fill the rows of missing chunks, raise for chunks of the wrong size; the
+        mask of rows that were read."""
+        chain = self.chain
+        ok = sizes == chain.chunk_nbytes
+        if ok.all():
+            return ok
+        for j in np.flatnonzero(~ok).tolist():
+            i = int(rows[j])
+            if sizes[j] != -1:
+                raise _raw_size_error(chain, keys[i], int(sizes[j]))
+            _kernels.fill_region(self.out_flat, int(self.dst_offsets[i]), self.out_strides,
+                                 self.proj.local_count[i], chain._fill_native_arr)
+        return ok
+
+    def read(self, i: int, raw: Any, key: str) -> None:
+        """Decode stored chunk ``raw`` (``None``: missing -> fill value) into row ``i``."""
+        chain = self.chain
+        region = self.proj.local_count[i]
+        if raw is None:
+            _kernels.fill_region(self.out_flat, int(self.dst_offsets[i]), self.out_strides,
+                                 region, chain._fill_native_arr)
+            return
+        if self.direct is not None and self.direct[i]:
+            off = int(self.dst_offsets[i])
+            chain.decode(raw, key, into=self.out_flat[off:off + chain.chunk_nbytes])
+            return
+        buf = chain.decode(raw, key)
+        _kernels.copy_region(
+            buf, int(self.src_offsets[i]), self.src_strides,
+            self.out_flat, int(self.dst_offsets[i]), self.out_strides,
+            region, chain.itemsize, chain.swap_unit,
+        )
+
+
+class RowWriter:
+    """Produces the new encoded bytes of a chunk touched by a write: ``value``
+    (C-contiguous, shape ``sel.full_shape``) or ``scalar`` over projection rows."""
+
+    def __init__(self, proj: Projection, value: np.ndarray | None, scalar: Any,
+                 write_empty_chunks: bool) -> None:
+        chain = proj.chain
+        self.proj = proj
+        self.chain = chain
+        self.write_empty_chunks = write_empty_chunks
+        self.dst_strides = chain.chunk_strides * proj.sel.step
+        self.dst_offsets = proj.local_start @ chain.chunk_strides
+        if value is not None:
+            self.value_flat = value.reshape(-1).view(np.uint8)
+            self.value_strides = np.array(value.strides, dtype=np.int64)
+            self.src_offsets = proj.out_start @ self.value_strides
+            self.scalar_item = None
+        else:
+            self.value_flat = None
+            item = np.asarray(scalar, dtype=chain.dtype)
+            if chain.swap_unit > 1:
+                order = "<" if chain.ab.endian == "little" else ">"  # type: ignore[attr-defined]
+                item = item.astype(chain.dtype.newbyteorder(order))
+            self.scalar_item = np.frombuffer(item.tobytes(), dtype=np.uint8)
+
+    def needs_old(self, i: int) -> bool:
+        """Whether row ``i`` keeps some old elements (so the stored chunk must be read)."""
+        return not self.proj.complete[i]
+
+    def write(self, i: int, old: Any, key: str) -> Any:
+        """The new stored bytes of row ``i``'s chunk, or ``None`` when it equals the fill
+        value everywhere (and empty chunks are not written).  ``old`` is the stored chunk
+        (``None``: missing); it is only used when :meth:`needs_old`."""
+        chain = self.chain
+        if self.proj.complete[i]:
+            buf = np.empty(chain.chunk_nbytes, dtype=np.uint8)
+            if self.proj.edge[i]:
+                chain.fill_chunk(buf)  # padding beyond the array's edge holds the fill value
+        elif old is None:
+            buf = chain.new_fill_chunk()
+        else:
+            buf = chain.decode(old, key, writable=True)
+        region = self.proj.local_count[i]
+        if self.value_flat is not None:
+            _kernels.copy_region(
+                self.value_flat, int(self.src_offsets[i]), self.value_strides,
+                buf, int(self.dst_offsets[i]), self.dst_strides,
+                region, chain.itemsize, chain.swap_unit,
+            )
+        else:
+            _kernels.fill_region(buf, int(self.dst_offsets[i]), self.dst_strides, region,
+                                 self.scalar_item)
+        if not self.write_empty_chunks and chain.is_fill(buf):
+            return None
+        return chain.encode(buf, write_empty_chunks=self.write_empty_chunks)
+
+
+def _raw_size_error(chain: PreparedChain, key: str, n: int) -> ChunkDecodeError:
+    return ChunkDecodeError(
+        f"chunk {key!r}: stored {n} bytes, expected {chain.chunk_nbytes} bytes "
+        f"(chunk shape {list(chain.chunk_shape)} of {chain.data_type.name}, no compression)"
+    )
+
+
+def single_chunk_coords(chain: PreparedChain, sel: BasicSelection) -> list[int] | None:
+    """The grid coordinates of the one chunk a step-1 selection lies in, else ``None``."""
+    coords = []
+    for s, n, c, t in zip(sel.start.tolist(), sel.count.tolist(), chain.chunk_shape,
+                          sel.step.tolist(), strict=True):
+        k = s // c
+        if t != 1 or (s + n - 1) // c != k:
+            return None
+        coords.append(k)
+    return coords
+
+
+def _whole_chunk_into(chain: PreparedChain, sel: BasicSelection) -> bool:
+    """Whether the selection is one whole chunk that can be decoded into the output
+    as it is (no byte swap, no permutation)."""
+    return (chain.fast and chain.swap_unit == 1 and sel.count.tolist() == list(chain.chunk_shape)
+            and chain.permutation == tuple(range(chain.ndim)))
+
+
+def read_one_chunk(chain: PreparedChain, sel: BasicSelection, coords: list[int],
+                   out: np.ndarray | None, raw: Any, key: str,
+                   place: tuple[np.ndarray, int, np.ndarray] | None = None) -> None:
+    """Decode ``raw`` (``None``: missing, the fill value), the stored chunk at ``coords``
+    holding the whole selection, into ``out`` -- or into ``place``: ``(flat output
+    bytes, byte offset, byte strides)`` of the selection's block in a larger output."""
+    if place is None:
+        out_flat = out.reshape(-1).view(np.uint8)
+        if raw is not None and chain._decode_into and _whole_chunk_into(chain, sel):
+            chain.decode(raw, key, into=out_flat)
+            return
+        out_off, out_strides = 0, np.array(out.strides, dtype=np.int64)
+    else:
+        out_flat, out_off, out_strides = place
+    if raw is None:
+        _kernels.fill_region(out_flat, out_off, out_strides, sel.count, chain._fill_native_arr)
+        return
+    buf = chain.decode(raw, key)
+    src_off = sum((s - k * c) * st for s, k, c, st in zip(
+        sel.start.tolist(), coords, chain.chunk_shape, chain.chunk_strides.tolist(),
+        strict=True))
+    _kernels.copy_region(buf, src_off, chain.chunk_strides, out_flat, out_off, out_strides,
+                         sel.count, chain.itemsize, chain.swap_unit)
+
+
+def _read_single_chunk(store: Store, path: str, chain: PreparedChain, sel: BasicSelection,
+                       out: np.ndarray) -> bool:
+    """The small-read fast path: a step-1 selection inside one chunk is read with
+    plain integer arithmetic (no projection table).  Returns ``False``, having done
+    nothing, for any other selection."""
+    coords = single_chunk_coords(chain, sel)
+    if coords is None:
+        return False
+    key = (f"{path}/" if path else "") + chain.metadata.chunk_key_encoding.encode(tuple(coords))
+    if not chain.bb and store.fast_get_into and _whole_chunk_into(chain, sel):
+        # an uncompressed whole chunk is the whole (C-contiguous) output: preadv into it
+        n = store.get_into(key, out.reshape(-1).view(np.uint8))
+        if n == chain.chunk_nbytes:
+            return True
+        if n is not None:
+            raise _raw_size_error(chain, key, n)
+        raw = None
+    else:
+        raw = store.get(key)
+    read_one_chunk(chain, sel, coords, out, raw, key)
+    return True
+
+
+def _direct_rows(
+    chain: PreparedChain, sel: BasicSelection, region: np.ndarray, out_shape: tuple[int, ...],
+    *, into: bool
+) -> np.ndarray | None:
+    """Rows whose chunk can be decoded straight into the output: the codec (or the
+    store, ``into``) writes into a buffer, the chunk's bytes need no swap or
+    permutation, the selection covers the whole nominal chunk with step 1, and its
+    place in the (C-order) output is one contiguous block."""
+    cs = chain.chunk_shape
+    if region.shape[0] == 0 or not (
+        chain.fast and into and chain.swap_unit == 1
+        and chain.permutation == tuple(range(chain.ndim))
+        # (no whole chunk in a selection narrower than a chunk: small reads stop here)
+        and all(n >= c for n, c in zip(sel.count.tolist(), cs, strict=True))
+        and sel.step.tolist() == [1] * chain.ndim
+    ):
+        return None
+    # A whole chunk's region is the chunk shape, so whether its block of the C-order
+    # output is contiguous depends on the shapes only: every dimension after the
+    # first one longer than 1 must span the whole output.
+    first = next((d for d in range(len(cs)) if cs[d] > 1), len(cs))
+    if any(cs[d] != out_shape[d] for d in range(first + 1, len(cs))):
+        return None
+    if region.shape[0] == 1:
+        return np.array([region[0].tolist() == list(cs)])
+    whole = np.all(region == chain.chunk_shape_arr, axis=1)
+    return whole if whole.any() else None
+
+
+def read_selection(
+    store: Store, path: str, chain: PreparedChain, sel: BasicSelection, out: np.ndarray
+) -> None:
+    """Read the selection into ``out`` (shape ``sel.full_shape``, dtype native)."""
+    if out.size == 0 or _read_single_chunk(store, path, chain, sel, out):
+        return
+    proj = Projection(chain.metadata.shape, chain, sel)
+    keys = chunk_keys(chain.metadata, path, proj.coords)
+    reader = RowReader(proj, out, store)
+    # Every task writes a disjoint region of `out` (chunks partition the array and
+    # the projection maps each selected element to exactly one chunk), so the
+    # tasks share `out` without locking.
+    if store.batched_reads:
+        _read_batched(store, keys, reader, chain.chunk_nbytes)
+        return
+
+    work = proj.nrows * chain.chunk_nbytes
+    if reader.raw_into or reader.read_decode:
+        # batches of files read (and decoded) by one kernel call each, as many as there
+        # will be tasks (at most RAW_BATCH files each).  Copying is ~RAW_COST_RATIO times
+        # cheaper per byte than decoding: small reads stay in the calling thread, where
+        # a handoff to the pool would cost more.
+        if reader.read_decode:
+            fn = functools.partial(reader.decode_batch, store=store, keys=keys)
+        else:
+            fn = functools.partial(reader.read_batch, store=store, keys=keys)
+            work //= RAW_COST_RATIO
+        tasks = batch_count(proj.nrows, work)
+        per = max(1, min(RAW_BATCH, -(-proj.nrows // tasks)))
+        batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
+        map_unordered_into(fn, batches, work_bytes=work)
+        return
+
+    def task(i: int) -> None:
+        reader.read(i, store.get(keys[i]), keys[i])
+
+    map_unordered_into(task, range(proj.nrows), work_bytes=work)
+
+
+#: chunk files read per kernel call on the uncompressed path
+RAW_BATCH = 64
+#: chunks encoded, then written by one ``set_many`` call, per batch of a write -- and
+#: at most this many bytes of chunks (what a task holds before writing them)
+WRITE_BATCH = 64
+WRITE_BATCH_BYTES = 16 * 2**20
+#: how much cheaper per byte reading an uncompressed chunk is than decoding one
+RAW_COST_RATIO = 8
+
+
+#: how many chunks a remote store is asked for in one concurrent ``get_many`` batch
+BATCH_KEYS = 512
+
+
+def _read_batched(store: Store, keys: Sequence[str], reader: RowReader, chunk_nbytes: int) -> None:
+    """Fetch chunks with ``store.get_many`` (concurrent requests), a batch at a time so
+    that fetched bytes stay bounded, and decode each batch on the pool."""
+    for lo in range(0, len(keys), BATCH_KEYS):
+        rows = range(lo, min(lo + BATCH_KEYS, len(keys)))
+        blobs = store.get_many([keys[i] for i in rows])
+
+        def task(i: int, lo: int = lo, blobs: list = blobs) -> None:
+            reader.read(i, blobs[i - lo], keys[i])
+
+        map_unordered_into(task, rows, work_bytes=len(rows) * chunk_nbytes)
+
+
+def write_selection(
+    store: Store,
+    path: str,
+    chain: PreparedChain,
+    sel: BasicSelection,
+    value: np.ndarray | None,
+    scalar: Any,
+    *,
+    write_empty_chunks: bool,
+) -> None:
+    """Write ``value`` (C-contiguous, shape ``sel.full_shape``) or ``scalar`` into the selection."""
+    if math.prod(sel.full_shape) == 0:
+        return
+    proj = Projection(chain.metadata.shape, chain, sel)
+    keys = chunk_keys(chain.metadata, path, proj.coords)
+    writer = RowWriter(proj, value, scalar, write_empty_chunks)
+    if store.batched_reads:
+        _write_batched(store, keys, writer, chain.chunk_nbytes)
+        return
+    work = proj.nrows * chain.chunk_nbytes
+    # Batches of chunks encoded, then written by one set_many (and delete_many) call:
+    # for stores that write many values at once faster, as many batches as there will
+    # be tasks (at most WRITE_BATCH chunks each); for the others one chunk each.  No two
+    # tasks read-modify-write the same chunk key, and each reads a disjoint part of
+    # `value`.
+    per = 1
+    if store.fast_set_many:
+        per = max(1, min(WRITE_BATCH, WRITE_BATCH_BYTES // max(chain.chunk_nbytes, 1),
+                         -(-proj.nrows // batch_count(proj.nrows, work))))
+
+    def batch(lo: int) -> None:
+        new: list[tuple[str, Any]] = []
+        gone: list[str] = []
+        try:
+            for i in range(lo, min(lo + per, proj.nrows)):
+                key = keys[i]
+                old = store.get(key) if writer.needs_old(i) else None
+                encoded = writer.write(i, old, key)
+                if encoded is None:
+                    gone.append(key)
+                else:
+                    new.append((key, encoded))
+        finally:  # (what was encoded before an error is written, as chunk by chunk)
+            if new:
+                store.set_many(new)
+            if gone:
+                store.delete_many(gone)
+
+    map_unordered_into(batch, range(0, proj.nrows, per), work_bytes=work)
+
+
+def _write_batched(store: Store, keys: Sequence[str], writer: RowWriter,
+                   chunk_nbytes: int) -> None:
+    """Writes to remote stores, a batch at a time: the old chunks that partial
+    writes keep in one ``get_many``, encoding on the pool, then one ``set_many`` and
+    one ``delete_many`` (concurrent requests)."""
+    for lo in range(0, len(keys), BATCH_KEYS):
+        rows = range(lo, min(lo + BATCH_KEYS, len(keys)))
+        need = [i for i in rows if writer.needs_old(i)]
+        olds = dict(zip(need, store.get_many([keys[i] for i in need]), strict=True))
+        new: list[Any] = [None] * len(rows)
+
+        def task(i: int, lo: int = lo, olds: dict = olds, new: list = new) -> None:
+            new[i - lo] = writer.write(i, olds.get(i), keys[i])
+
+        map_unordered_into(task, rows, work_bytes=len(rows) * chunk_nbytes)
+        store.set_many([(keys[i], new[i - lo]) for i in rows if new[i - lo] is not None])
+        gone = [keys[i] for i in rows if new[i - lo] is None]
+        if gone:
+            store.delete_many(gone)

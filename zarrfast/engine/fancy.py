@@ -1,0 +1,492 @@
+"""Orthogonal (``oindex``), coordinate (``vindex``), mask and block selections.
+
+Integer arrays may be unsorted and repeated and may hold negative indices;
+boolean masks select where they are true.  A selection is grouped by chunk
+once (:func:`zarrfast.kernels.group_by_chunk`, a Cython counting sort), then
+each touched chunk is one task on the shared pool: fetch, decode, and one
+NumPy gather (``out[ix] = chunk[ix]``) or scatter for writes.  Sharded
+arrays (and other chains) go through basic reads and writes of each touched
+chunk's region instead.
+
+Errors are zarr-python's types with messages naming the dimension, the index
+and the bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zarrfast import kernels as _kernels
+from zarrfast.concurrency import map_unordered_into
+from zarrfast.engine.chunked import PreparedChain, chunk_keys
+from zarrfast.engine.selection import expand_ellipsis, slice_indices
+from zarrfast.errors import BoundsCheckError, IndexingError
+
+__all__ = ["normalize_coordinate", "normalize_mask", "normalize_orthogonal"]
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _as_index_array(item: Any) -> np.ndarray | None:
+    """An int or bool array for list/array-likes, else ``None``."""
+    if isinstance(item, np.ndarray):
+        return item
+    if isinstance(item, (list, tuple)) and all(
+        isinstance(v, (bool, np.bool_)) or _is_int(v) for v in item
+    ):
+        return np.asarray(item) if item else np.zeros(0, dtype=np.int64)
+    return None
+
+
+def _wrap(idx: np.ndarray, n: int, dim: int) -> np.ndarray:
+    idx = idx.astype(np.int64, copy=False)
+    bad = (idx < -n) | (idx >= n)
+    if bad.any():
+        i = int(idx[np.flatnonzero(bad)[0]])
+        raise BoundsCheckError(
+            f"index {i} is out of bounds for dimension {dim} with length {n}"
+        )
+    return np.where(idx < 0, idx + n, idx)
+
+
+@dataclass(frozen=True)
+class OrthogonalSelection:
+    indices: tuple[np.ndarray, ...]  # per dim, int64, in selection order
+    dropped: tuple[bool, ...]
+
+    @property
+    def full_shape(self) -> tuple[int, ...]:
+        return tuple(len(i) for i in self.indices)
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return tuple(len(i) for i, d in zip(self.indices, self.dropped, strict=True) if not d)
+
+
+def normalize_orthogonal(selection: Any, shape: tuple[int, ...]) -> OrthogonalSelection:
+    sel = expand_ellipsis(selection if isinstance(selection, tuple) else (selection,),
+                          len(shape), selection)
+    indices, dropped = [], []
+    for d, (s, n) in enumerate(zip(sel, shape, strict=True)):
+        if _is_int(s):
+            indices.append(_wrap(np.array([operator.index(s)]), n, d))
+            dropped.append(True)
+            continue
+        if isinstance(s, slice):
+            indices.append(np.arange(*slice_indices(s, n, d), dtype=np.int64))
+            dropped.append(False)
+            continue
+        arr = _as_index_array(s)
+        if arr is None or arr.ndim != 1:
+            raise IndexingError(
+                f"dimension {d}: unsupported orthogonal selection item {s!r}; expected an int, "
+                f"a slice, a 1-d integer array or a 1-d boolean array"
+            )
+        if arr.dtype == bool:
+            if len(arr) != n:
+                raise IndexingError(
+                    f"dimension {d}: boolean mask has length {len(arr)}, expected {n}"
+                )
+            indices.append(np.flatnonzero(arr).astype(np.int64))
+        elif arr.dtype.kind in "iu" or arr.size == 0:
+            indices.append(_wrap(arr, n, d))
+        else:
+            raise IndexingError(f"dimension {d}: index array of dtype {arr.dtype} is not integer")
+        dropped.append(False)
+    return OrthogonalSelection(tuple(indices), tuple(dropped))
+
+
+def normalize_coordinate(selection: Any, shape: tuple[int, ...]
+                         ) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+    """Flat int64 coordinates per dimension, and the result shape (the broadcast shape)."""
+    sel = selection if isinstance(selection, tuple) else (selection,)
+    if not shape:
+        raise IndexingError("coordinate selection needs index arrays; a 0-d array has no "
+                            "dimensions to index (use a[()])")
+    if len(sel) != len(shape):
+        raise IndexingError(
+            f"coordinate selection needs one integer array per dimension ({len(shape)}), got "
+            f"{len(sel)}"
+        )
+    arrays = []
+    for d, s in enumerate(sel):
+        arr = np.asarray(s) if not _is_int(s) else np.asarray(operator.index(s))
+        if arr.dtype.kind not in "iu" and arr.size:
+            raise IndexingError(
+                f"dimension {d}: coordinate selection items must be integers, got {s!r}"
+            )
+        arrays.append(arr.astype(np.int64))
+    try:
+        bcast = np.broadcast_arrays(*arrays)
+    except ValueError:
+        raise IndexingError(
+            f"coordinate arrays of shapes {[a.shape for a in arrays]} cannot be broadcast "
+            f"together"
+        ) from None
+    out_shape = bcast[0].shape if bcast else ()
+    flat = tuple(_wrap(b.reshape(-1), n, d) for d, (b, n) in enumerate(zip(bcast, shape,
+                                                                            strict=True)))
+    return flat, out_shape
+
+
+def normalize_mask(mask: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    m = np.asarray(mask)
+    if m.dtype != bool:
+        raise IndexingError(f"mask selection needs a boolean array, got dtype {m.dtype}")
+    if m.shape != tuple(shape):
+        raise IndexingError(f"mask has shape {m.shape}, expected the array's shape {shape}")
+    return tuple(i.astype(np.int64) for i in np.nonzero(m))
+
+
+# -- execution ------------------------------------------------------------------------
+
+
+def _fast(array: Any) -> bool:
+    return isinstance(array._chain, PreparedChain)
+
+
+def _chunk_reader(array: Any):
+    """``read(coords) -> chunk array or None`` for plain (PreparedChain / object) arrays."""
+    chain = array._chain
+    store = array.store
+    base = array._chunk_path
+
+    def keys_for(coords: np.ndarray) -> list[str]:
+        return chunk_keys(array.metadata, base, coords)
+
+    def read(key: str) -> np.ndarray | None:
+        raw = store.get(key)
+        if raw is None:
+            return None
+        if array._object:
+            return chain.decode(raw, key)
+        return chain.view(chain.decode(raw, key))
+
+    return keys_for, read
+
+
+def _region_slices(array: Any, coords: tuple[int, ...]) -> tuple[slice, ...]:
+    chunks = array.chunks
+    return tuple(slice(c * s, min((c + 1) * s, n))
+                 for c, s, n in zip(coords, chunks, array.shape, strict=True))
+
+
+def _per_dim_groups(indices: tuple[np.ndarray, ...], chunks: tuple[int, ...],
+                    grid: tuple[int, ...]):
+    groups = []
+    for idx, c, g in zip(indices, chunks, grid, strict=True):
+        order, cids, starts = _kernels.group_by_chunk(np.ascontiguousarray(idx // c), g)
+        dim = []
+        for k in range(len(cids)):
+            pos = order[starts[k]:starts[k + 1]]
+            dim.append((int(cids[k]), idx[pos] - int(cids[k]) * c, pos))
+        groups.append(dim)
+    return groups
+
+
+def get_orthogonal(array: Any, osel: OrthogonalSelection) -> np.ndarray:
+    out = np.empty(osel.full_shape, dtype=array.dtype)
+    if out.size == 0:
+        return out.reshape(osel.out_shape)
+    chunks = tuple(array.chunks)
+    grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    groups = _per_dim_groups(osel.indices, chunks, grid)
+    combos = list(itertools.product(*groups))
+    fill = array.fill_value if not hasattr(array._chain, "fill_scalar") else (
+        array._chain.fill_scalar)
+
+    if _fast(array) or array._object:
+        keys_for, read = _chunk_reader(array)
+        keys = keys_for(np.array([[g[0] for g in combo] for combo in combos], dtype=np.int64))
+
+        def task(i: int) -> None:
+            combo = combos[i]
+            dst = np.ix_(*(g[2] for g in combo))
+            chunk = read(keys[i])
+            if chunk is None:
+                out[dst] = fill
+            else:
+                out[dst] = chunk[np.ix_(*(g[1] for g in combo))]
+
+        # tasks write disjoint parts of `out` (each output position maps to one chunk)
+        map_unordered_into(task, range(len(combos)), work_bytes=_work(array, len(combos)))
+    else:  # sharded: one basic read per inner chunk (index cached, one ranged read each)
+        def block_task(combo: tuple) -> None:
+            block = array.get_basic_selection(_region_slices(array, tuple(g[0] for g in combo)))
+            out[np.ix_(*(g[2] for g in combo))] = block[np.ix_(*(g[1] for g in combo))]
+
+        map_unordered_into(block_task, combos, work_bytes=_work(array, len(combos)))
+    return out.reshape(osel.out_shape)
+
+
+def _work(array: Any, nchunks: int) -> int:
+    """Bytes of ``nchunks`` (inner) chunks: the size of a job, for inlining small ones."""
+    return nchunks * math.prod(array.chunks) * array.dtype.itemsize
+
+
+def _chunk_writer(array: Any):
+    chain = array._chain
+    store = array.store
+
+    def write(key: str, update) -> None:
+        raw = store.get(key)
+        if array._object:
+            chunk = chain.new_fill_chunk() if raw is None else chain.decode(raw, key).copy()
+            update(chunk)
+            from zarrfast.engine.objects import _same
+
+            if not array.write_empty_chunks and all(_same(v, chain.fill) for v in chunk.flat):
+                store.delete(key)
+            else:
+                store.set(key, chain.encode(chunk))
+            return
+        buf = chain.new_fill_chunk() if raw is None else chain.decode(raw, key, writable=True)
+        update(chain.view(buf))
+        if not array.write_empty_chunks and chain.is_fill(buf):
+            store.delete(key)
+        else:
+            store.set(key, chain.encode(buf, write_empty_chunks=array.write_empty_chunks))
+
+    return write
+
+
+def set_orthogonal(array: Any, osel: OrthogonalSelection, value: Any) -> None:
+    full = osel.full_shape
+    if math.prod(full) == 0:
+        return
+    val = _broadcast_value(array, value, osel.out_shape).reshape(full)
+    chunks = tuple(array.chunks)
+    grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    combos = list(itertools.product(*_per_dim_groups(osel.indices, chunks, grid)))
+    if _fast(array) or array._object:
+        keys_for, _ = _chunk_reader(array)
+        keys = keys_for(np.array([[g[0] for g in combo] for combo in combos], dtype=np.int64))
+        write = _chunk_writer(array)
+
+        def task(i: int) -> None:
+            combo = combos[i]
+
+            def update(chunk: np.ndarray) -> None:
+                chunk[np.ix_(*(g[1] for g in combo))] = val[np.ix_(*(g[2] for g in combo))]
+
+            write(keys[i], update)
+
+        # one task per chunk: no two tasks read-modify-write the same chunk
+        map_unordered_into(task, range(len(combos)))
+        return
+    for combo in combos:
+        region = _region_slices(array, tuple(g[0] for g in combo))
+        block = np.array(array.get_basic_selection(region))
+        block[np.ix_(*(g[1] for g in combo))] = val[np.ix_(*(g[2] for g in combo))]
+        array.set_basic_selection(region, block)
+
+
+def _broadcast_value(array: Any, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    arr = np.asarray(value, dtype=array.dtype) if not array._object else np.asarray(
+        value, dtype=object)
+    try:
+        return np.broadcast_to(arr, shape)
+    except ValueError:
+        raise IndexingError(
+            f"array {array.name!r}: value of shape {arr.shape} cannot be broadcast to the "
+            f"selection's shape {shape}"
+        ) from None
+
+
+def _point_groups(array: Any, coords: tuple[np.ndarray, ...]):
+    chunks = tuple(array.chunks)
+    grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    ccoords = [c // s for c, s in zip(coords, chunks, strict=True)]
+    lin = (np.ravel_multi_index(ccoords, grid) if coords else np.zeros(0, np.int64)
+           ).astype(np.int64)
+    order, cids, starts = _kernels.group_by_chunk(np.ascontiguousarray(lin), math.prod(grid))
+    chunk_coords = np.array(np.unravel_index(cids, grid)).T.astype(np.int64).reshape(
+        len(cids), len(grid))
+    out = []
+    for k in range(len(cids)):
+        pos = order[starts[k]:starts[k + 1]]
+        cc = chunk_coords[k]
+        local = tuple(coords[d][pos] - int(cc[d]) * chunks[d] for d in range(len(grid)))
+        out.append((tuple(int(x) for x in cc), local, pos))
+    return out, chunk_coords
+
+
+def get_points(array: Any, coords: tuple[np.ndarray, ...], out_shape: tuple[int, ...]
+               ) -> np.ndarray:
+    n = len(coords[0]) if coords else 0
+    out = np.empty(n, dtype=array.dtype)
+    if n:
+        groups, chunk_coords = _point_groups(array, coords)
+        fill = array._chain.fill_scalar if hasattr(array._chain, "fill_scalar") else (
+            array.fill_value)
+        if _fast(array) or array._object:
+            keys_for, read = _chunk_reader(array)
+            keys = keys_for(chunk_coords)
+
+            def task(i: int) -> None:
+                _, local, pos = groups[i]
+                chunk = read(keys[i])
+                out[pos] = fill if chunk is None else chunk[local]
+
+            # tasks write disjoint positions of `out`
+            map_unordered_into(task, range(len(groups)), work_bytes=_work(array, len(groups)))
+        else:  # sharded: one basic read per inner chunk
+            def group_task(group: tuple) -> None:
+                cc, local, pos = group
+                out[pos] = array.get_basic_selection(_region_slices(array, cc))[local]
+
+            map_unordered_into(group_task, groups, work_bytes=_work(array, len(groups)))
+    return out.reshape(out_shape)
+
+
+def set_points(array: Any, coords: tuple[np.ndarray, ...], out_shape: tuple[int, ...],
+               value: Any) -> None:
+    n = len(coords[0]) if coords else 0
+    if not n:
+        return
+    val = _broadcast_value(array, value, out_shape).reshape(-1)
+    groups, chunk_coords = _point_groups(array, coords)
+    if _fast(array) or array._object:
+        keys_for, _ = _chunk_reader(array)
+        keys = keys_for(chunk_coords)
+        write = _chunk_writer(array)
+
+        def task(i: int) -> None:
+            _, local, pos = groups[i]
+
+            def update(chunk: np.ndarray) -> None:
+                chunk[local] = val[pos]
+
+            write(keys[i], update)
+
+        # one task per chunk
+        map_unordered_into(task, range(len(groups)))
+        return
+    for cc, local, pos in groups:
+        region = _region_slices(array, cc)
+        block = np.array(array.get_basic_selection(region))
+        block[local] = val[pos]
+        array.set_basic_selection(region, block)
+
+
+def block_region(array: Any, selection: Any) -> tuple[slice, ...]:
+    """The basic selection covering the blocks ``selection`` names: chunks, or shards of
+    a sharded array (as in zarr-python)."""
+    sel = selection if isinstance(selection, tuple) else (selection,)
+    chunks = tuple(array.metadata.chunks)  # stored objects: shards of a sharded array
+    grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    if sum(1 for s in sel if s is Ellipsis) > 1:
+        raise IndexingError(f"block selection {selection!r} has more than one Ellipsis")
+    if any(s is Ellipsis for s in sel):
+        i = next(k for k, s in enumerate(sel) if s is Ellipsis)
+        fill = len(grid) - (len(sel) - 1)
+        sel = sel[:i] + (slice(None),) * max(fill, 0) + sel[i + 1:]
+    if len(sel) > len(grid):
+        raise IndexingError(
+            f"too many indices for the block grid: {len(grid)} dimensions, got {len(sel)}"
+        )
+    sel = sel + (slice(None),) * (len(grid) - len(sel))
+    out = []
+    for d, (s, g, c, n) in enumerate(zip(sel, grid, chunks, array.shape, strict=True)):
+        if _is_int(s):
+            i = operator.index(s)
+            if not -g <= i < g:
+                raise BoundsCheckError(
+                    f"block index {i} is out of bounds for dimension {d} with {g} blocks"
+                )
+            i %= g
+            out.append(slice(i * c, min((i + 1) * c, n)))
+        elif isinstance(s, slice):
+            if s.step not in (None, 1):
+                raise IndexingError(f"dimension {d}: block selections take step 1, got {s!r}")
+            b, e, _ = s.indices(g)
+            out.append(slice(b * c, min(max(e, b) * c, n)))
+        else:
+            raise IndexingError(f"dimension {d}: block selection items must be ints or "
+                                f"slices, got {s!r}")
+    return tuple(out)
+
+
+def numpy_plan(selection: Any, shape: tuple[int, ...]
+               ) -> tuple[OrthogonalSelection, tuple[Any, ...]]:
+    """NumPy advanced indexing for what zarr-python refuses (several index arrays mixed
+    with slices or an Ellipsis, multi-dimensional index arrays, masks over some of the
+    dimensions): the orthogonal block of the distinct indices to read, and a NumPy
+    selection that, applied to that block, gives exactly NumPy's result.
+
+    The NumPy selection keeps the original's structure (an Ellipsis stays an Ellipsis,
+    an int stays an advanced index), so NumPy's own rules place the broadcast dims.
+    """
+    items = list(selection) if isinstance(selection, tuple) else [selection]
+    ndim = len(shape)
+    if sum(1 for s in items if s is Ellipsis) > 1:
+        raise IndexingError(f"selection {selection!r} has more than one Ellipsis")
+    # a k-d boolean index stands for the k integer arrays of its nonzero()
+    expanded: list[Any] = []
+    for s in items:
+        if s is None:
+            raise IndexingError(f"selection {selection!r}: np.newaxis (None) is not supported")
+        arr = None
+        if isinstance(s, (list, np.ndarray)):
+            arr = np.asarray(s)
+            if arr.dtype == object:
+                raise IndexingError(f"selection item {s!r} is a ragged list")
+        if arr is not None and arr.dtype == bool and arr.ndim >= 1:
+            # (marker, indices, the mask's shape, which of its dims)
+            expanded.extend(("__bool__", a, arr.shape, k) for k, a in enumerate(np.nonzero(arr)))
+        else:
+            expanded.append(s if arr is None else ("__arr__", arr))
+    n_dims = sum(1 for s in expanded if s is not Ellipsis)
+    if n_dims > ndim:
+        raise IndexingError(
+            f"too many indices for array: array has {ndim} dimensions, selection has {n_dims}"
+        )
+    indices: list[np.ndarray] = []
+    np_sel: list[Any] = []
+    d = 0
+    for s in expanded:
+        if s is Ellipsis:
+            for _ in range(ndim - n_dims):
+                indices.append(np.arange(shape[d], dtype=np.int64))
+                d += 1
+            np_sel.append(Ellipsis)
+            continue
+        n = shape[d]
+        if isinstance(s, slice):
+            indices.append(np.arange(*slice_indices(s, n, d), dtype=np.int64))
+            np_sel.append(slice(None))
+        elif _is_int(s) or (isinstance(s, np.ndarray) and s.ndim == 0 and s.dtype.kind in "iu"):
+            indices.append(_wrap(np.array([operator.index(s)]), n, d))
+            np_sel.append(0)  # an int among index arrays is an advanced index in NumPy
+        elif isinstance(s, tuple) and s and s[0] in ("__arr__", "__bool__"):
+            arr = s[1]
+            if s[0] == "__bool__" and s[3] == 0:
+                mask_shape = s[2]
+                covered = tuple(shape[d:d + len(mask_shape)])
+                if mask_shape != covered:
+                    raise IndexingError(
+                        f"boolean index of shape {mask_shape} does not match dimensions "
+                        f"{d}..{d + len(mask_shape) - 1} of shape {covered}"
+                    )
+            if arr.dtype.kind not in "iu" and arr.size:
+                raise IndexingError(f"dimension {d}: index array of dtype {arr.dtype} is not "
+                                    f"integer")
+            flat = _wrap(arr.reshape(-1), n, d)
+            uniq, inverse = np.unique(flat, return_inverse=True)
+            indices.append(uniq.astype(np.int64))
+            np_sel.append(inverse.reshape(arr.shape))
+        else:
+            raise IndexingError(f"dimension {d}: unsupported selection item {s!r}")
+        d += 1
+    while d < ndim:  # trailing dims not named: whole
+        indices.append(np.arange(shape[d], dtype=np.int64))
+        d += 1
+    return OrthogonalSelection(tuple(indices), (False,) * ndim), tuple(np_sel)

@@ -1,0 +1,800 @@
+"""Reading and writing sharded arrays (the ``sharding_indexed`` codec).
+
+A sharded array is two grids: shards (the array's chunks, one stored object
+each) made of inner chunks.  Inner chunks tile the array like a regular grid
+of ``inner chunk_shape``, so a selection is projected straight onto the inner
+grid, and each row is then routed to its shard:
+
+Reads
+    per shard touched (one task each): the index comes from a bounded
+    per-array cache or one byte-range request (suffix or prefix); only the
+    touched inner chunks are fetched, byte ranges closer than
+    ``config["shard_coalesce_gap"]`` merged into one request.  A selection
+    covering a whole shard fetches the shard in one request.  Then every
+    inner chunk is decoded and assembled on the pool by the same row reader as
+    plain chunks.
+Writes
+    one task per shard: a shard whose every inner chunk is overwritten is
+    assembled in memory and written once; otherwise the stored shard is read,
+    only the touched inner chunks are re-encoded, the others keep their bytes,
+    and the shard is rewritten in one ``set`` (atomic on the local store).
+    Inner chunks equal to the fill value are left out; a shard with none left
+    is deleted.
+
+Bad shards raise :class:`~zarrfast.errors.ChunkDecodeError` (or its
+:class:`~zarrfast.errors.ChecksumError`) naming the shard key and the inner
+chunk: an index whose checksum does not match, an entry pointing past the end
+of the shard, overlapping entries.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from collections import OrderedDict
+from typing import Any, NoReturn
+
+import numpy as np
+
+from zarrfast import config
+from zarrfast import kernels as _kernels
+from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.concurrency import map_io, map_unordered_into
+from zarrfast.engine.chunked import (
+    RAW_COST_RATIO,
+    BoundedDecoders,
+    PreparedChain,
+    Projection,
+    RowReader,
+    RowWriter,
+    chunk_keys,
+    read_one_chunk,
+)
+from zarrfast.engine.selection import BasicSelection, normalize_basic
+from zarrfast.errors import ChecksumError, ChunkDecodeError, CodecError, ZarrfastError
+from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
+from zarrfast.metadata.dtype import DataType, parse_data_type
+from zarrfast.metadata.v3 import ArrayMetadata
+from zarrfast.storage import RangeByteRequest, Store, SuffixByteRequest
+
+__all__ = ["ShardLayout", "ShardedChain", "read_sharded", "write_sharded", "is_sharded_fast"]
+
+_EMPTY = np.uint64(2**64 - 1)
+_EMPTY_INT = 2**64 - 1
+_UINT64: DataType = parse_data_type("uint64")
+
+
+def _general_decode(codecs, data: Any, shape: tuple[int, ...], data_type: DataType) -> np.ndarray:
+    """Decode with the codecs' own methods (used for the small index)."""
+    aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
+    ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
+    for c in reversed([c for c in codecs if isinstance(c, BytesBytesCodec)]):
+        data = c.decode(data)
+    shapes = [shape]
+    for c in aa:
+        shapes.append(c.encoded_shape(shapes[-1]))
+    arr = ab.decode(data, shapes[-1], data_type)
+    for c, s in zip(reversed(aa), reversed(shapes[:-1]), strict=True):
+        arr = c.decode(arr, s)
+    return arr
+
+
+def _general_encode(codecs, arr: np.ndarray, data_type: DataType) -> bytes:
+    data: Any = arr
+    for c in codecs:
+        if isinstance(c, ArrayArrayCodec):
+            data = c.encode(data)
+        elif isinstance(c, ArrayBytesCodec):
+            data = c.encode(data, data_type)
+        else:
+            data = c.encode(data)
+    return bytes(data)
+
+
+class ShardLayout:
+    """Geometry and (de)serialisation of one array's shards."""
+
+    def __init__(self, codec: ShardingCodec, shard_shape: tuple[int, ...], data_type: DataType,
+                 fill_value: Any) -> None:
+        self.codec = codec
+        self.shard_shape = tuple(shard_shape)
+        self.inner_shape = codec.chunk_shape
+        self.cps = codec.chunks_per_shard(self.shard_shape)
+        self.n_inner = math.prod(self.cps)
+        self.index_shape = codec.index_shape(self.shard_shape)
+        self.index_nbytes = codec.index_nbytes(self.shard_shape)
+        self.at_end = codec.index_location == "end"
+        fv = data_type.default_fill_value() if fill_value is None else fill_value
+        # the inner chunks as an array of the shard's shape chunked by the inner shape
+        self.inner_metadata = ArrayMetadata(
+            shape=self.shard_shape,
+            data_type=data_type,
+            chunk_grid=RegularChunkGrid(self.inner_shape),
+            chunk_key_encoding=DefaultChunkKeyEncoding(),
+            fill_value=fv,
+            codecs=codec.codecs,
+        )
+        self.inner = PreparedChain(self.inner_metadata)
+
+    @classmethod
+    def for_codec(cls, codec: ShardingCodec, shard_shape: tuple[int, ...], data_type: DataType,
+                  fill_value: Any) -> ShardLayout:
+        return cls(codec, shard_shape, data_type, fill_value)
+
+    def index_request(self):
+        return (SuffixByteRequest(self.index_nbytes) if self.at_end
+                else RangeByteRequest(0, self.index_nbytes))
+
+    def inner_name(self, j: int) -> str:
+        return str(tuple(int(x) for x in np.unravel_index(j, self.cps)))
+
+    # -- index --------------------------------------------------------------------
+    def decode_index(self, raw: Any, key: str) -> np.ndarray:
+        """Decode and check an encoded index -> ``(n_inner, 2)`` uint64 array."""
+        if len(raw) != self.index_nbytes:
+            raise ChunkDecodeError(
+                f"shard {key!r}: index has {len(raw)} bytes, expected {self.index_nbytes} "
+                f"(the shard is truncated or not a shard)"
+            )
+        try:
+            arr = _general_decode(self.codec.index_codecs, raw, self.index_shape, _UINT64)
+        except ChecksumError as e:
+            raise ChecksumError(f"shard {key!r}: index checksum mismatch: {e}") from None
+        except (CodecError, ValueError) as e:
+            raise ChunkDecodeError(f"shard {key!r}: cannot decode the index: {e}") from None
+        # a copy: `raw` may be a reused read buffer, and indexes outlive reads in the cache
+        index = np.array(arr, dtype=np.uint64, order="C", copy=True).reshape(self.n_inner, 2)
+        self._check_index(index, key)
+        return index
+
+    def _check_index(self, index: np.ndarray, key: str) -> None:
+        low = 0 if self.at_end else self.index_nbytes
+        code, a, b = _kernels.check_index(index, low, _EMPTY_INT)
+        if code:
+            self._raise_bad_index(index, key, code, a, b, None)
+
+    def _raise_bad_index(self, index: np.ndarray, key: str, code: int, a: int, b: int,
+                         limit: int | None) -> NoReturn:
+        """Raise the ChunkDecodeError for a ``check_index`` result ``(code, a, b)``."""
+        off, nb = int(index[a, 0]), int(index[a, 1])
+        if code == 1:
+            raise ChunkDecodeError(
+                f"shard {key!r}: index entry of inner chunk {self.inner_name(a)} is half empty "
+                f"(offset {off}, nbytes {nb})"
+            )
+        if code == 2:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} has an impossible range "
+                f"(offset {off}, nbytes {nb})"
+            )
+        if code == 3:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} overlaps the index "
+                f"at the start of the shard (offset {off})"
+            )
+        if code == 4:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} points past the end of the "
+                f"shard (bytes {off}+{nb}, shard data ends at {limit})"
+            )
+        raise ChunkDecodeError(
+            f"shard {key!r}: inner chunks {self.inner_name(a)} and "
+            f"{self.inner_name(b)} overlap (bytes {off}+{nb} and "
+            f"{int(index[b, 0])}+{int(index[b, 1])})"
+        )
+
+    def index_of_shard(self, data: Any, key: str) -> np.ndarray:
+        """The index of a whole shard's bytes, checked against the shard's size."""
+        n = len(data)
+        if n < self.index_nbytes:
+            raise ChunkDecodeError(
+                f"shard {key!r}: {n} bytes is too short to hold the {self.index_nbytes}-byte index"
+            )
+        raw = data[n - self.index_nbytes:] if self.at_end else data[:self.index_nbytes]
+        index = self.decode_index(raw, key)
+        limit = n - self.index_nbytes if self.at_end else n
+        self.check_within(index, limit, key)
+        return index
+
+    def check_within(self, index: np.ndarray, limit: int, key: str) -> None:
+        low = 0 if self.at_end else self.index_nbytes
+        code, a, b = _kernels.check_index(index, low, limit)
+        if code:
+            self._raise_bad_index(index, key, code, a, b, limit)
+
+    def inner_bytes(self, data: Any, index: np.ndarray, j: int) -> Any:
+        off, nb = index[j]
+        if off == _EMPTY:
+            return None
+        return memoryview(data)[int(off):int(off) + int(nb)]
+
+    # -- assembling -----------------------------------------------------------------
+    def assemble(self, encoded: list[Any]) -> bytes | None:
+        """Serialise inner chunks (``None``: empty) into shard bytes; ``None`` if all empty."""
+        index = np.full((self.n_inner, 2), _EMPTY, dtype=np.uint64)
+        parts = []
+        pos = 0 if self.at_end else self.index_nbytes
+        for j, chunk in enumerate(encoded):
+            if chunk is None:
+                continue
+            n = len(memoryview(chunk).cast("B"))
+            index[j] = (pos, n)
+            parts.append(chunk)
+            pos += n
+        if not parts:
+            return None
+        raw_index = _general_encode(self.codec.index_codecs,
+                                    index.reshape(self.index_shape), _UINT64)
+        if self.at_end:
+            return b"".join([*parts, raw_index])
+        return b"".join([raw_index, *parts])
+
+    # -- whole shards as arrays (general pipeline path) --------------------------------
+    def decode_array(self, data: Any, key: str) -> np.ndarray:
+        out = np.empty(self.shard_shape, dtype=self.inner.dtype)
+        index = self.index_of_shard(data, key)
+        sel = normalize_basic(Ellipsis, self.shard_shape)
+        proj = Projection(self.shard_shape, self.inner, sel)
+        reader = RowReader(proj, out)
+        lin = np.ravel_multi_index(proj.coords.T, self.cps) if proj.nrows else []
+        for i in range(proj.nrows):
+            j = int(lin[i])
+            reader.read(i, self.inner_bytes(data, index, j), f"{key}[{self.inner_name(j)}]")
+        return out
+
+    def encode_array(self, arr: np.ndarray, *, write_empty_chunks: bool = False) -> bytes:
+        sel = normalize_basic(Ellipsis, self.shard_shape)
+        proj = Projection(self.shard_shape, self.inner, sel)
+        writer = RowWriter(proj, np.ascontiguousarray(arr, dtype=self.inner.dtype), None,
+                           write_empty_chunks)
+        encoded: list[Any] = [None] * self.n_inner
+        lin = np.ravel_multi_index(proj.coords.T, self.cps)
+        for i in range(proj.nrows):
+            encoded[int(lin[i])] = writer.write(i, None, "<shard>")
+        out = self.assemble(encoded)
+        if out is None:  # every inner chunk is the fill value: still a valid shard
+            out = _general_encode(self.codec.index_codecs,
+                                  np.full(self.index_shape, _EMPTY, np.uint64), _UINT64)
+        return out
+
+
+def is_sharded_fast(metadata: ArrayMetadata) -> bool:
+    """Whether the array takes the partial-read sharded path: the sharding codec is the
+    array -> bytes codec, with no array -> array codec before it."""
+    codecs = metadata.codecs
+    return isinstance(codecs[0], ShardingCodec)
+
+
+class _IndexCache:
+    """A bounded LRU of decoded shard indexes, per array."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[str, tuple[Any, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> tuple[Any, np.ndarray] | None:
+        with self._lock:
+            entry = self._data.get(key)
+            if entry is not None:
+                self._data.move_to_end(key)
+            return entry
+
+    def put(self, key: str, entry: tuple[Any, np.ndarray] | None) -> None:
+        with self._lock:
+            if entry is None:
+                self._data.pop(key, None)
+                return
+            self._data[key] = entry
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+
+class ShardedChain:
+    """Per-array state of the sharded path: layout, inner chain, index cache."""
+
+    def __init__(self, metadata: ArrayMetadata) -> None:
+        self.metadata = metadata
+        codec = metadata.codecs[0]
+        assert isinstance(codec, ShardingCodec)
+        self.codec = codec
+        self.outer_bb = [c for c in metadata.codecs[1:]]
+        self.layout = ShardLayout(codec, metadata.chunks, metadata.data_type, metadata.fill_value)
+        self.inner = self.layout.inner
+        self.partial_reads = not self.outer_bb
+        # bound for codecs after the shard (decompression bombs): the shard's chunks
+        # uncompressed, twice, plus room for its index and checksums
+        self._outer_limit = 2 * math.prod(metadata.chunks) * metadata.data_type.itemsize \
+            + 2 * self.layout.index_nbytes + 2**20
+        self._outer = BoundedDecoders(self.outer_bb)
+        self.cache = _IndexCache(int(config.get("shard_index_cache")))
+        self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
+        self.cps = np.array(self.layout.cps, dtype=np.int64)
+        self._shape = np.array(metadata.shape, dtype=np.int64)
+        self._shard = np.array(self.layout.shard_shape, dtype=np.int64)
+        self._inner = np.array(self.layout.inner_shape, dtype=np.int64)
+
+    # -- fetching -------------------------------------------------------------------
+    def fetch_shard(self, store: Store, key: str) -> Any:
+        data = store.get(key)
+        if data is None or not self.outer_bb:
+            return data
+        try:
+            data = self._outer.decode(data, self._outer_limit)
+        except ChecksumError as e:
+            raise ChecksumError(f"shard {key!r}: {e}") from None
+        except (CodecError, ValueError) as e:
+            raise ChunkDecodeError(f"shard {key!r}: {e}") from None
+        return data
+
+    def fetch_index(self, store: Store, key: str) -> np.ndarray | None:
+        """The shard's index: cached while the store's version token of the shard is
+        unchanged (another writer replacing the shard changes it)."""
+        token = store.version(key)
+        if token is not None:
+            hit = self.cache.get(key)
+            if hit is not None and hit[0] == token:
+                return hit[1]
+        raw = store.get(key, self.layout.index_request())
+        if raw is None:
+            self.cache.put(key, None)
+            return None
+        index = self.layout.decode_index(raw, key)
+        # the token was taken before the read: if the shard changed in between, the
+        # next lookup sees a newer token and fetches again
+        self.cache.put(key, None if token is None else (token, index))
+        return index
+
+    def inner_in_array(self, shard_coords: np.ndarray) -> int:
+        """How many inner chunks of a shard intersect the array (edge shards have fewer)."""
+        extent = np.minimum(self._shard, self._shape - shard_coords * self._shard)
+        return int(np.prod(-(-extent // self._inner)))
+
+
+def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
+    """Rows grouped by shard: (shard keys, shard coords, per-shard row arrays, inner index)."""
+    cps = chain.cps
+    shard_coords = proj.coords // cps
+    inner_lin = (np.ravel_multi_index((proj.coords % cps).T, chain.layout.cps)
+                 if proj.coords.shape[1] else np.zeros(proj.nrows, np.int64))
+    if proj.nrows == 0 or (shard_coords == shard_coords[0]).all():  # one shard: the common case
+        keys = chunk_keys(chain.metadata, path, shard_coords[:1])
+        return keys[:proj.nrows], shard_coords[:1], [np.arange(proj.nrows)], inner_lin
+    shard_lin = np.ravel_multi_index(shard_coords.T, chain.grid_shape)
+    order = np.argsort(shard_lin, kind="stable")
+    uniq, starts = np.unique(shard_lin[order], return_index=True)
+    groups = np.split(order, starts[1:])
+    first = order[starts]
+    keys = chunk_keys(chain.metadata, path, shard_coords[first])
+    return keys, shard_coords[first], groups, inner_lin
+
+
+def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
+                 out: np.ndarray) -> None:
+    """Read a selection of a sharded array into ``out`` (shape ``sel.full_shape``)."""
+    if out.size == 0 or _read_few_inner(store, path, chain, sel, out):
+        return
+    layout = chain.layout
+    proj = Projection(chain.metadata.shape, chain.inner, sel)
+    keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
+    payload: list[Any] = [None] * proj.nrows
+    row_shard = np.empty(proj.nrows, dtype=np.int64)
+    for g, rows in enumerate(groups):
+        row_shard[rows] = g
+    gap = int(config.get("shard_coalesce_gap"))
+    reader = RowReader(proj, out)
+    inner = chain.inner
+    # uncompressed inner chunks are copied from the fetched bytes into `out` during
+    # the fetch, one kernel call per fetched buffer, and so are zstd and blosc ones
+    # (``decode_stored``); others are decoded one by one
+    raw_inner = inner.fast and not inner.bb
+    # (not on remote stores: their fetches run on the I/O pool, decoding belongs on the
+    # compute pool, which `threads` sizes)
+    decode_in_fetch = reader.batch_decode and not store.batched_reads
+    placed = np.zeros(proj.nrows, dtype=np.bool_)
+
+    def place(key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
+              sizes: np.ndarray) -> None:
+        """Rows ``rows`` have their stored bytes at ``offsets`` (``sizes`` long) in
+        ``blob``."""
+        if not raw_inner:
+            if decode_in_fetch:
+                # zstd, blosc: decoded into place in one kernel call; what it cannot decode
+                # is left to the per-chunk path (which says why)
+                rest = reader.decode_stored(rows, np.frombuffer(blob, dtype=np.uint8),
+                                            offsets, sizes)
+                placed[rows] = True
+                rows, offsets, sizes = rows[rest], offsets[rest], sizes[rest]
+                placed[rows] = False
+            view = memoryview(blob)
+            for r, off, nb in zip(rows.tolist(), offsets.tolist(), sizes.tolist(),
+                                  strict=True):
+                # (a copy when the fetch buffer is reused for this thread's next shard)
+                payload[r] = bytes(view[off:off + nb]) if thread_buffers else view[off:off + nb]
+            return
+        bad = np.flatnonzero(sizes != inner.chunk_nbytes)
+        if bad.size:
+            j = int(bad[0])
+            raise ChunkDecodeError(
+                f"shard {key!r}, inner chunk {layout.inner_name(int(inner_lin[rows[j]]))}: "
+                f"stored {int(sizes[j])} bytes, expected {inner.chunk_nbytes} bytes "
+                f"(no compression)"
+            )
+        _kernels.copy_regions(
+            np.frombuffer(blob, dtype=np.uint8), offsets + reader.src_offsets[rows],
+            reader.src_strides, reader.out_flat, reader.dst_offsets[rows], reader.out_strides,
+            proj.local_count[rows], inner.itemsize, inner.swap_unit,
+        )
+        placed[rows] = True
+
+    def is_whole(g: int) -> bool:
+        return (not chain.partial_reads
+                or len(groups[g]) >= chain.inner_in_array(shard_coords[g]))
+
+    # Whole shards of a local store are read into one buffer reused by every wave of a
+    # large read (fresh buffers per shard cost a page fault per 4 KiB, more than the
+    # copy itself).
+    slots: dict[int, tuple[int, int]] = {}
+    wave_buffer: list[np.ndarray] = []
+
+    def plan_slots(wave: list[int]) -> None:
+        slots.clear()
+        if not (chain.partial_reads and store.fast_get_into):
+            return
+        pos = 0
+        for g in wave:
+            if not is_whole(g):
+                continue
+            try:
+                size = store.getsize(keys[g])
+            except FileNotFoundError:
+                continue
+            if pos + size > WAVE_BYTES:
+                break  # the rest are read into buffers of their own
+            slots[g] = (pos, size)
+            pos += size
+        if slots and (not wave_buffer or wave_buffer[0].nbytes < pos):
+            wave_buffer[:] = [np.empty(pos, dtype=np.uint8)]  # as large as a wave needs
+
+    # When every inner chunk is placed during the fetch (uncompressed, zstd, blosc), a whole
+    # shard of a local store is read into a buffer of the fetching thread's, reused for
+    # its next shard while still in the cache.
+    thread_buffers: dict[int, np.ndarray] = {}
+    use_thread_buffers = ((raw_inner or decode_in_fetch) and chain.partial_reads
+                          and store.fast_get_into)
+
+    def read_shard(g: int) -> Any:
+        key = keys[g]
+        if use_thread_buffers:
+            try:
+                size = store.getsize(key)
+            except FileNotFoundError:
+                size = -1  # (removed, or never written: get says which)
+            if 0 <= size <= THREAD_BUFFER_BYTES:
+                me = threading.get_ident()
+                buf = thread_buffers.get(me)
+                if buf is None or buf.nbytes < size:  # (headroom: shard sizes vary)
+                    buf = thread_buffers[me] = np.empty(size + size // 4, dtype=np.uint8)
+                if store.get_into(key, buf[:size]) == size:
+                    return buf[:size]
+            return chain.fetch_shard(store, key)
+        slot = slots.get(g)
+        if slot is not None:
+            target = wave_buffer[0][slot[0]:slot[0] + slot[1]]
+            if store.get_into(key, target) == slot[1]:
+                return target
+        return chain.fetch_shard(store, key)  # (replaced or removed since its size was read)
+
+    def fetch(g: int) -> None:
+        key, rows = keys[g], groups[g]
+        if is_whole(g):
+            token = store.version(key) if chain.partial_reads else None
+            data = read_shard(g)
+            if data is None:
+                return
+            index = layout.index_of_shard(data, key)
+            if token is not None:
+                chain.cache.put(key, (token, index))
+            entries = index[inner_lin[rows]]
+            used = entries[:, 0] != _EMPTY
+            place(key, data, rows[used], entries[used, 0].astype(np.int64),
+                  entries[used, 1].astype(np.int64))
+            return
+        index = chain.fetch_index(store, key)
+        if index is None:
+            return
+        entries = index[inner_lin[rows]]
+        used = entries[:, 0] != _EMPTY
+        if not used.any():
+            return
+        rows_used = rows[used]
+        starts = entries[used, 0].astype(np.int64)
+        ends = starts + entries[used, 1].astype(np.int64)
+        # coalesce ranges (sorted by offset) whose gap is at most `gap` bytes
+        order = np.argsort(starts, kind="stable")
+        starts, ends, rows_used = starts[order], ends[order], rows_used[order]
+        reach = np.maximum.accumulate(ends)
+        breaks = np.flatnonzero(starts[1:] - reach[:-1] > gap) + 1
+        first = np.concatenate(([0], breaks))
+        last = np.concatenate((breaks, [len(starts)])) - 1
+        req_start = starts[first]
+        req_end = reach[last]
+        blobs = store.get_many(
+            [key] * len(first),
+            [RangeByteRequest(int(b), int(e)) for b, e in zip(req_start, req_end, strict=True)],
+        )
+        for q, blob in enumerate(blobs):
+            base = int(req_start[q])
+            got = 0 if blob is None else len(blob)
+            ks = slice(int(first[q]), int(last[q]) + 1)
+            short = np.flatnonzero(ends[ks] - base > got)
+            if short.size:
+                k = int(first[q]) + int(short[0])
+                raise ChunkDecodeError(
+                    f"shard {key!r}: inner chunk "
+                    f"{layout.inner_name(int(inner_lin[rows_used[k]]))} points past the "
+                    f"end of the shard (bytes {int(starts[k])}..{int(ends[k])}, only "
+                    f"{base + got} readable)"
+                )
+            place(key, blob, rows_used[ks], starts[ks] - base, ends[ks] - starts[ks])
+
+    def assemble(i: int) -> None:
+        key = keys[row_shard[i]]
+        try:
+            reader.read(i, payload[i], key)
+        except ChunkDecodeError as e:
+            name = layout.inner_name(int(inner_lin[i]))
+            raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+        payload[i] = None  # let the fetched bytes go
+
+    # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
+    # the fetched bytes held at once stay bounded however large the selection is.
+    waves = _waves(groups, inner.chunk_nbytes)
+    for wave in waves:
+        if len(waves) > 1 and not use_thread_buffers:  # one wave: fresh buffers cost no more
+            plan_slots(wave)
+        # fetch: each task fills the payload slots (or output regions) of its own
+        # shard's rows only; remote stores get many requests in flight at once
+        if store.batched_reads:
+            map_io(fetch, wave)
+        else:
+            # (reading is cheaper per byte than decoding: small fetches stay inline,
+            # unless the fetch decodes too)
+            map_unordered_into(fetch, wave,
+                               work_bytes=sum(len(groups[g]) for g in wave) * inner.chunk_nbytes
+                               // (1 if decode_in_fetch else RAW_COST_RATIO))
+        rows = np.concatenate([groups[g] for g in wave])
+        if raw_inner or decode_in_fetch:
+            rows = rows[~placed[rows]]
+        # Every task writes a disjoint region of `out` (inner chunks partition the array).
+        map_unordered_into(assemble, rows.tolist(), work_bytes=len(rows) * inner.chunk_nbytes)
+
+
+def _assemble_raw_shard(layout: ShardLayout, inner: PreparedChain, writer: RowWriter,
+                        proj: Projection, rows: np.ndarray, lin: np.ndarray,
+                        write_empty_chunks: bool) -> np.ndarray | None:
+    """The bytes of a shard whose every inner chunk is written whole and stored
+    uncompressed, built in one buffer: the same bytes the general path assembles.
+    ``None`` when some inner chunk equals the fill value and must be left out (the
+    general path then compacts the shard)."""
+    nb = inner.chunk_nbytes
+    base = 0 if layout.at_end else layout.index_nbytes
+    buf = np.empty(layout.n_inner * nb + layout.index_nbytes, dtype=np.uint8)
+    slots = base + lin.astype(np.int64) * nb
+    for slot in slots[proj.edge[rows]].tolist():
+        inner.fill_chunk(buf[slot:slot + nb])  # padding beyond the array's edge
+    _kernels.copy_regions(
+        writer.value_flat, writer.src_offsets[rows], writer.value_strides,
+        buf, slots + writer.dst_offsets[rows], writer.dst_strides,
+        proj.local_count[rows], inner.itemsize, inner.swap_unit,
+    )
+    if not write_empty_chunks and any(
+            inner.is_fill(buf[slot:slot + nb]) for slot in slots.tolist()):
+        return None
+    index = np.empty((layout.n_inner, 2), dtype=np.uint64)
+    index[:, 0] = base + np.arange(layout.n_inner, dtype=np.uint64) * nb
+    index[:, 1] = nb
+    raw_index = np.frombuffer(
+        _general_encode(layout.codec.index_codecs, index.reshape(layout.index_shape), _UINT64),
+        dtype=np.uint8)
+    if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
+        return None
+    at = layout.n_inner * nb if layout.at_end else 0
+    buf[at:at + layout.index_nbytes] = raw_index
+    return buf
+
+
+#: bytes of inner chunks (decoded size) whose shards a sharded read fetches at once
+WAVE_BYTES = 64 * 2**20
+#: the largest shard read into a fetching thread's reused buffer (larger ones get
+#: buffers of their own)
+THREAD_BUFFER_BYTES = 16 * 2**20
+
+
+def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
+    """Consecutive runs of shard groups holding at most WAVE_BYTES of inner chunks
+    (at least one shard each)."""
+    waves: list[list[int]] = [[]]
+    size = 0
+    for g, rows in enumerate(groups):
+        n = len(rows) * chunk_nbytes
+        if waves[-1] and size + n > WAVE_BYTES:
+            waves.append([])
+            size = 0
+        waves[-1].append(g)
+        size += n
+    return waves
+
+
+#: the most inner chunks (all in one shard) a small read takes one by one, without the
+#: projection table and the pool
+FEW_INNER = 8
+
+
+def _read_few_inner(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
+                    out: np.ndarray) -> bool:
+    """The small-read fast path: a step-1 selection of at most ``FEW_INNER`` inner
+    chunks of one shard costs the (cached) shard index and one ranged read per run of
+    nearby inner chunks, with plain integer arithmetic (no projection table, no
+    pool).  ``False`` (having done nothing) for other selections."""
+    inner = chain.inner
+    if not chain.partial_reads or sel.step.tolist() != [1] * inner.ndim:
+        return False
+    layout = chain.layout
+    cps = layout.cps
+    starts, counts = sel.start.tolist(), sel.count.tolist()
+    first = [s // c for s, c in zip(starts, inner.chunk_shape, strict=True)]
+    last = [(s + n - 1) // c for s, n, c in zip(starts, counts, inner.chunk_shape, strict=True)]
+    n = math.prod(b - a + 1 for a, b in zip(first, last, strict=True))
+    if n > FEW_INNER or any(a // p != b // p for a, b, p in zip(first, last, cps, strict=True)):
+        return False
+    shard = tuple(a // p for a, p in zip(first, cps, strict=True))
+    key = (f"{path}/" if path else "") + chain.metadata.chunk_key_encoding.encode(shard)
+    index = chain.fetch_index(store, key)
+    chunks = []  # (coords, linear index in the shard, stored bytes or None)
+    for coords in itertools.product(*(range(a, b + 1) for a, b in zip(first, last,
+                                                                        strict=True))):
+        lin = 0
+        for c, p in zip(coords, cps, strict=True):
+            lin = lin * p + c % p
+        chunks.append([list(coords), lin, None])
+    if index is not None:
+        _fetch_inner(store, chain, key, index, chunks)
+    if n == 1:  # one inner chunk: the whole output
+        _place_inner(chain, key, chunks[0], sel, out)
+        return True
+    out_flat = out.reshape(-1).view(np.uint8)
+    out_strides = np.array(out.strides, dtype=np.int64)
+    # (in this thread: for so few chunks the pool's handoffs cost more than parallel
+    # decoding saves, measured with zstd on 2 cores)
+    for chunk in chunks:
+        # this inner chunk's part of the selection, and where it goes in `out`
+        lo = [max(s, k * c) for s, k, c in zip(starts, chunk[0], inner.chunk_shape,
+                                                strict=True)]
+        hi = [min(s + m, (k + 1) * c) for s, m, k, c in zip(starts, counts, chunk[0],
+                                                             inner.chunk_shape, strict=True)]
+        part = BasicSelection(np.array(lo, dtype=np.int64), sel.step,
+                              np.array([b - a for a, b in zip(lo, hi, strict=True)],
+                                       dtype=np.int64), sel.dropped)
+        offset = sum((a - s) * st for a, s, st in zip(lo, starts, out.strides, strict=True))
+        _place_inner(chain, key, chunk, part, None, (out_flat, offset, out_strides))
+    return True
+
+
+def _fetch_inner(store: Store, chain: ShardedChain, key: str, index: np.ndarray,
+                 chunks: list[list[Any]]) -> None:
+    """Fill in the stored bytes of ``chunks`` (``[coords, lin, None]``) from shard
+    ``key``: one ranged request per run of inner chunks at most
+    ``shard_coalesce_gap`` bytes apart, all at once."""
+    gap = int(config.get("shard_coalesce_gap"))
+    spans = sorted((off, off + nb, chunk) for chunk in chunks
+                   for off, nb in [index[chunk[1]].tolist()] if off != _EMPTY_INT)
+    runs: list[list[Any]] = []  # [start, end, [(start, end, chunk), ...]]
+    for a, b, chunk in spans:
+        if runs and a - runs[-1][1] <= gap:
+            runs[-1][1] = max(runs[-1][1], b)
+            runs[-1][2].append((a, b, chunk))
+        else:
+            runs.append([a, b, [(a, b, chunk)]])
+    if len(runs) == 1:  # (the common case, without get_many's bookkeeping)
+        blobs = [store.get(key, RangeByteRequest(runs[0][0], runs[0][1]))]
+    else:
+        blobs = store.get_many([key] * len(runs),
+                               [RangeByteRequest(a, b) for a, b, _ in runs])
+    for (base, _, members), blob in zip(runs, blobs, strict=True):
+        view = memoryview(b"" if blob is None else blob)
+        for a, b, chunk in members:
+            if b - base > len(view):
+                raise ChunkDecodeError(
+                    f"shard {key!r}: inner chunk {chain.layout.inner_name(chunk[1])} points "
+                    f"past the end of the shard (bytes {a}..{b}, only {base + len(view)} "
+                    f"readable)"
+                )
+            chunk[2] = view[a - base:b - base]
+
+
+def _place_inner(chain: ShardedChain, key: str, chunk: list[Any], sel: BasicSelection,
+                 out: np.ndarray | None,
+                 place: tuple[np.ndarray, int, np.ndarray] | None = None) -> None:
+    """Decode ``chunk`` (``[coords, lin, stored bytes or None]``) of shard ``key`` and
+    put its part ``sel`` into ``out``, or into ``place`` (see ``read_one_chunk``)."""
+    try:
+        read_one_chunk(chain.inner, sel, chunk[0], out, chunk[2], key, place)
+    except ChunkDecodeError as e:
+        name = chain.layout.inner_name(chunk[1])
+        raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+
+
+def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
+                  value: np.ndarray | None, scalar: Any, *, write_empty_chunks: bool) -> None:
+    """Write ``value`` or ``scalar`` into a selection of a sharded array."""
+    if math.prod(sel.full_shape) == 0:
+        return
+    layout = chain.layout
+    proj = Projection(chain.metadata.shape, chain.inner, sel)
+    keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
+    writer = RowWriter(proj, value, scalar, write_empty_chunks)
+
+    def task(g: int) -> None:
+        try:
+            write_shard(g)
+        except MemoryError:
+            raise ZarrfastError(
+                f"shard {keys[g]!r}: out of memory writing a shard of {layout.n_inner} inner "
+                f"chunks (its index alone takes {layout.index_nbytes} bytes); use fewer inner "
+                f"chunks per shard"
+            ) from None
+
+    inner = chain.inner
+    # whole shards of uncompressed inner chunks written from an array are assembled
+    # in place: one copy_regions call, no per-chunk buffers, no join
+    raw_whole = inner.fast and not inner.bb and writer.value_flat is not None
+
+    def write_shard(g: int) -> None:
+        key, rows = keys[g], groups[g]
+        whole = (len(rows) >= chain.inner_in_array(shard_coords[g])
+                 and bool(proj.complete[rows].all()))
+        if raw_whole and whole and len(rows) == layout.n_inner:
+            shard = _assemble_raw_shard(layout, inner, writer, proj, rows, inner_lin[rows],
+                                        write_empty_chunks)
+            if shard is not None:
+                for c in chain.outer_bb:
+                    shard = c.encode(shard)
+                store.set(key, shard)
+                chain.cache.put(key, None)
+                return
+        encoded: list[Any] = [None] * layout.n_inner
+        data = None if whole else chain.fetch_shard(store, key)
+        index = None if data is None else layout.index_of_shard(data, key)
+        if index is not None:
+            for j in range(layout.n_inner):  # untouched inner chunks keep their bytes
+                encoded[j] = layout.inner_bytes(data, index, j)
+        for r in rows.tolist():
+            j = int(inner_lin[r])
+            old = encoded[j] if writer.needs_old(r) else None
+            try:
+                encoded[j] = writer.write(r, old, key)
+            except ChunkDecodeError as e:
+                raise type(e)(f"{e} [shard {key!r}, inner chunk {layout.inner_name(j)}]"
+                              ) from None
+        shard = layout.assemble(encoded)
+        if shard is None:
+            store.delete(key)
+            chain.cache.put(key, None)
+            return
+        for c in chain.outer_bb:
+            shard = c.encode(shard)
+        store.set(key, shard)
+        chain.cache.put(key, None)  # re-read (and re-checked) on next use
+
+    # One task per shard: no two tasks read-modify-write the same shard.
+    if store.batched_reads:
+        map_io(task, range(len(keys)))
+    else:
+        map_unordered_into(task, range(len(keys)),
+                           work_bytes=proj.nrows * chain.inner.chunk_nbytes)
+
+

@@ -1,0 +1,734 @@
+"""The :class:`Array`: a Zarr array in a store."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from zarrfast import config
+from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.engine.chunked import PreparedChain, read_selection, write_selection
+from zarrfast.engine.objects import ObjectChain, read_object_selection, write_object_selection
+from zarrfast.engine.selection import normalize_basic
+from zarrfast.engine.sharded import ShardedChain, is_sharded_fast, read_sharded, write_sharded
+from zarrfast.errors import IndexingError, ZarrfastError
+from zarrfast.hierarchy.attributes import Attributes
+from zarrfast.hierarchy.node import Node
+from zarrfast.hierarchy.nodes import metadata_from_state, metadata_state, write_metadata
+from zarrfast.metadata.v3 import ArrayMetadata
+from zarrfast.storage import Store
+
+__all__ = ["Array"]
+
+
+class Array(Node):
+    """A chunked, compressed N-dimensional array stored under ``path`` in ``store``.
+
+    Create one with :func:`zarrfast.create_array` or open one with
+    :func:`zarrfast.open_array`.  Index it like a NumPy array; basic
+    selections (ints, slices with any step, Ellipsis) read and write only the
+    chunks they touch, in parallel.
+    """
+
+    _kind = "array"
+
+    def __init__(
+        self,
+        store: Store,
+        path: str,
+        metadata: ArrayMetadata,
+        *,
+        read_only: bool | None = None,
+        write_empty_chunks: bool | None = None,
+        order: str = "C",
+        chunk_path: str | None = None,
+    ) -> None:
+        super().__init__(store, path, metadata, read_only)
+        #: where the chunk keys live (``path`` except for arrays read from a draft layout)
+        self._chunk_path = path if chunk_path is None else chunk_path
+        self._write_empty_chunks = write_empty_chunks
+        self._order = order
+        self._set_chain(metadata)
+
+    # -- construction / pickling ----------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "store": self._store,
+            "path": self._path,
+            "metadata": metadata_state(self._metadata),
+            "read_only": self._read_only,
+            "write_empty_chunks": self._write_empty_chunks,
+            "order": self._order,
+            "chunk_path": self._chunk_path,
+        }
+
+    def __dask_tokenize__(self) -> tuple:
+        """A cheap deterministic token for dask (instead of pickling the data of an
+        in-memory store): the store's identity, the path and the metadata."""
+        from zarrfast.storage import MemoryStore
+
+        store = self._store
+        ident = (type(store).__name__, id(store._data)) if isinstance(store, MemoryStore) \
+            else repr(store)
+        return ("zarrfast.Array", ident, self._path, self._chunk_path,
+                json.dumps(self._metadata.to_dict(), sort_keys=True, default=str))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        md = metadata_from_state(state["metadata"], state["path"])
+        self.__init__(  # type: ignore[misc]
+            state["store"],
+            state["path"],
+            md,
+            read_only=state["read_only"],
+            write_empty_chunks=state["write_empty_chunks"],
+            order=state["order"],
+            chunk_path=state.get("chunk_path"),
+        )
+
+    # -- properties -------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._metadata.shape
+
+    @property
+    def _sharding(self) -> ShardingCodec | None:
+        """The sharding codec when it is the array's only codec (zarr-python's notion of
+        a sharded array: ``chunks`` are then the inner chunks)."""
+        codecs = self._metadata.codecs
+        if len(codecs) == 1 and isinstance(codecs[0], ShardingCodec):
+            return codecs[0]
+        return None
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The chunk shape: the inner chunks' shape for a sharded array."""
+        sharding = self._sharding
+        return sharding.chunk_shape if sharding is not None else self._metadata.chunks
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """The shard shape, or ``None`` for an array without sharding."""
+        return self._metadata.chunks if self._sharding is not None else None
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._metadata.dtype
+
+    @property
+    def fill_value(self) -> Any:
+        return self._metadata.fill_value
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def order(self) -> str:
+        return self._order
+
+    @property
+    def cdata_shape(self) -> tuple[int, ...]:
+        """Number of chunks (inner chunks, for a sharded array) along each dimension."""
+        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
+
+    @property
+    def _stored_grid(self) -> tuple[int, ...]:
+        """Number of stored objects (chunks, or shards) along each dimension."""
+        return self._metadata.chunk_grid.grid_shape(self.shape)
+
+    @property
+    def nchunks(self) -> int:
+        return math.prod(self.cdata_shape)
+
+    @property
+    def _user_codecs(self) -> tuple[Any, ...]:
+        """The codecs users chose: those inside the shard for a sharded array."""
+        sharding = self._sharding
+        return sharding.codecs if sharding is not None else self._metadata.codecs
+
+    @property
+    def filters(self) -> tuple[ArrayArrayCodec, ...]:
+        return tuple(c for c in self._user_codecs if isinstance(c, ArrayArrayCodec))
+
+    @property
+    def serializer(self) -> ArrayBytesCodec:
+        return next(c for c in self._user_codecs if isinstance(c, ArrayBytesCodec))
+
+    @property
+    def compressors(self) -> tuple[BytesBytesCodec, ...]:
+        return tuple(c for c in self._user_codecs if isinstance(c, BytesBytesCodec))
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        return self._metadata.dimension_names
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(
+            lambda: self._metadata.attributes, self._put_attributes, f"array {self.name!r}"
+        )
+
+    @property
+    def write_empty_chunks(self) -> bool:
+        if self._write_empty_chunks is None:
+            return bool(config.get("write_empty_chunks"))
+        return self._write_empty_chunks
+
+    def _set_chain(self, metadata: Any) -> None:
+        objects = metadata.dtype.hasobject  # v2 |O, v3 string / variable_length_bytes
+        sharded = is_sharded_fast(metadata)
+        # a sharded object array's chunks are shards: its fancy selections take the
+        # per-inner-chunk path (``_object`` False), its basic ones the object chain
+        self._object = objects and not sharded
+        self._sharded = not objects and sharded
+        self._chain: Any
+        if objects:
+            self._chain = ObjectChain(metadata)
+            self._read, self._write_fn = read_object_selection, write_object_selection
+        elif self._sharded:
+            self._chain = ShardedChain(metadata)
+            self._read, self._write_fn = read_sharded, write_sharded
+        else:
+            self._chain = PreparedChain(metadata)
+            self._read, self._write_fn = read_selection, write_selection
+
+    def _write_metadata(self, metadata: Any) -> None:
+        self._check_writable()
+        write_metadata(self._store, self._path, metadata)
+        self._metadata = metadata
+        self._set_chain(metadata)
+
+    def _put_attributes(self, attrs: dict[str, Any]) -> None:
+        self._write_metadata(self._metadata.update_attributes(attrs))
+
+    def update_attributes(self, new_attributes: dict[str, Any]) -> Array:
+        self.attrs.update(new_attributes)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<zarrfast.Array {self._store!r} {self.name!r} shape={self.shape} dtype={self.dtype}>"
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("reading a zarrfast array always makes a copy")
+        out = self[...]
+        out = np.asarray(out)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    # -- reading -------------------------------------------------------------------------
+    def _split_fields(self, selection: Any) -> tuple[Any, str | list[str] | None]:
+        """Field names in a selection (``a["x"]``, ``a["x", 1:3]``, ``a[["x", "y"]]``)."""
+        items = selection if isinstance(selection, tuple) else (selection,)
+        names = [s for s in items if isinstance(s, str)]
+        lists = [s for s in items if isinstance(s, list) and s and all(
+            isinstance(n, str) for n in s)]
+        if not names and not lists:
+            return selection, None
+        rest = tuple(s for s in items if not (isinstance(s, str) or any(s is x for x in lists)))
+        fields: Any = names[0] if len(names) == 1 and not lists else [
+            *names, *(n for lst in lists for n in lst)]
+        return (rest if rest else Ellipsis), fields
+
+    def _check_fields(self, fields: str | list[str]) -> None:
+        known = self.dtype.names or ()
+        for f in [fields] if isinstance(fields, str) else fields:
+            if f not in known:
+                raise IndexingError(
+                    f"array {self.name!r}: no field {f!r}; "
+                    + (f"fields are {list(known)}" if known else "its dtype has no fields")
+                )
+
+    def _kind_of(self, selection: Any) -> str:
+        """How zarr-python dispatches ``a[selection]`` ("mask", "coordinate",
+        "orthogonal", "basic"), or "numpy" for what zarr-python refuses and NumPy's
+        advanced indexing defines."""
+        ndim = self.ndim
+        if isinstance(selection, np.ndarray) and selection.dtype == bool and selection.ndim:
+            if selection.ndim == ndim:
+                return "mask"
+            return "numpy"
+        items = selection if isinstance(selection, tuple) else (selection,)
+        flat = [_is_flat_index(s) for s in items]
+        fancy = [_is_fancy_item(s) for s in items]
+        if not any(fancy):
+            return "basic"
+        # zarr-python: a 1-d array indexed by an integer list/array or a boolean list
+        if ndim == 1 and not isinstance(selection, tuple) and flat[0]:
+            return "coordinate" if not _is_bool_iterable(selection) else "orthogonal"
+        has_slicing = any(isinstance(s, slice) or s is Ellipsis for s in items)
+        if (isinstance(selection, tuple) and len(items) == ndim and not has_slicing
+                and all(_is_integer(s) or _is_int_array(s) or (f and not _is_bool_iterable(s))
+                        for s, f in zip(items, flat, strict=True))):
+            return "coordinate"
+        if all(f or _is_python_int(s) or isinstance(s, slice)
+               for s, f in zip(items, flat, strict=True)):
+            if len(items) == ndim and all(flat):
+                return "orthogonal"
+            if len(items) <= ndim and sum(flat) <= 1:
+                return "orthogonal"
+        return "numpy"
+
+    def __getitem__(self, selection: Any) -> Any:
+        selection, fields = self._split_fields(selection)
+        kind = self._kind_of(selection)
+        if kind == "mask":
+            return self._with_fields(self.get_mask_selection(selection), fields)
+        if kind == "coordinate":
+            return self._with_fields(self.get_coordinate_selection(selection), fields)
+        if kind == "orthogonal":
+            return self.get_orthogonal_selection(selection, fields=fields)
+        if kind == "numpy":
+            from zarrfast.engine.fancy import get_orthogonal, numpy_plan
+
+            block_sel, np_sel = numpy_plan(selection, self.shape)
+            block = get_orthogonal(self, block_sel)
+            try:
+                result = block[np_sel]
+            except IndexError as e:  # e.g. index arrays that do not broadcast together
+                raise IndexingError(f"array {self.name!r}: selection {selection!r}: {e}"
+                                    ) from None
+            return self._with_fields(result, fields)
+        return self.get_basic_selection(selection, fields=fields)
+
+    def _with_fields(self, result: Any, fields: Any) -> Any:
+        if fields is None:
+            return result
+        self._check_fields(fields)
+        return np.asarray(result)[fields]
+
+    # -- fancy selections ----------------------------------------------------------------
+    def get_orthogonal_selection(self, selection: Any, *, out: np.ndarray | None = None,
+                                 fields: str | list[str] | None = None) -> np.ndarray:
+        """Outer indexing: per dimension an int, a slice, an integer array (any order,
+        repeats, negatives) or a boolean mask."""
+        from zarrfast.engine.fancy import get_orthogonal, normalize_orthogonal
+
+        result = get_orthogonal(self, normalize_orthogonal(selection, self.shape))
+        result = self._with_fields(result, fields)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    def set_orthogonal_selection(self, selection: Any, value: Any, *,
+                                 fields: str | list[str] | None = None) -> None:
+        from zarrfast.engine.fancy import normalize_orthogonal, set_orthogonal
+
+        self._check_writable()
+        if fields is not None:
+            current = self.get_orthogonal_selection(selection)
+            self._check_fields(fields)
+            current[fields] = value
+            value = current
+        set_orthogonal(self, normalize_orthogonal(selection, self.shape), value)
+
+    def get_coordinate_selection(self, selection: Any, *, out: np.ndarray | None = None,
+                                 fields: str | list[str] | None = None) -> np.ndarray:
+        """Points: one integer array per dimension (broadcast together)."""
+        from zarrfast.engine.fancy import get_points, normalize_coordinate
+
+        coords, shape = normalize_coordinate(selection, self.shape)
+        result = self._with_fields(get_points(self, coords, shape), fields)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    def set_coordinate_selection(self, selection: Any, value: Any, *,
+                                 fields: str | list[str] | None = None) -> None:
+        from zarrfast.engine.fancy import normalize_coordinate, set_points
+
+        self._check_writable()
+        coords, shape = normalize_coordinate(selection, self.shape)
+        if fields is not None:
+            from zarrfast.engine.fancy import get_points
+
+            current = get_points(self, coords, shape)
+            self._check_fields(fields)
+            current[fields] = value
+            value = current
+        set_points(self, coords, shape, value)
+
+    def get_mask_selection(self, mask: Any, *, out: np.ndarray | None = None,
+                           fields: str | list[str] | None = None) -> np.ndarray:
+        """The elements where a boolean array of the array's shape is true (1-d result)."""
+        from zarrfast.engine.fancy import get_points, normalize_mask
+
+        coords = normalize_mask(mask, self.shape)
+        result = self._with_fields(get_points(self, coords, (len(coords[0]),)), fields)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+    def set_mask_selection(self, mask: Any, value: Any, *,
+                           fields: str | list[str] | None = None) -> None:
+        from zarrfast.engine.fancy import normalize_mask
+
+        coords = normalize_mask(mask, self.shape)
+        self.set_coordinate_selection(coords, value, fields=fields)
+
+    def get_block_selection(self, selection: Any, *, out: np.ndarray | None = None,
+                            fields: str | list[str] | None = None) -> np.ndarray:
+        """Whole chunks by chunk-grid index (ints or step-1 slices per dimension)."""
+        from zarrfast.engine.fancy import block_region
+
+        return self.get_basic_selection(block_region(self, selection), out=out, fields=fields)
+
+    def set_block_selection(self, selection: Any, value: Any, *,
+                            fields: str | list[str] | None = None) -> None:
+        from zarrfast.engine.fancy import block_region
+
+        self.set_basic_selection(block_region(self, selection), value, fields=fields)
+
+    @property
+    def oindex(self) -> _Indexer:
+        """``a.oindex[...]``: orthogonal (outer) selection, for reading and writing."""
+        return _Indexer(self.get_orthogonal_selection, self.set_orthogonal_selection)
+
+    @property
+    def vindex(self) -> _Indexer:
+        """``a.vindex[...]``: coordinate selection, or a mask of the array's shape."""
+        def get(sel: Any) -> Any:
+            if isinstance(sel, np.ndarray) and sel.dtype == bool:
+                return self.get_mask_selection(sel)
+            return self.get_coordinate_selection(sel)
+
+        def set_(sel: Any, value: Any) -> None:
+            if isinstance(sel, np.ndarray) and sel.dtype == bool:
+                self.set_mask_selection(sel, value)
+            else:
+                self.set_coordinate_selection(sel, value)
+
+        return _Indexer(get, set_)
+
+    @property
+    def blocks(self) -> _Indexer:
+        """``a.blocks[i, j]``: whole chunks by their grid index."""
+        return _Indexer(self.get_block_selection, self.set_block_selection)
+
+    def get_basic_selection(self, selection: Any = Ellipsis, *, out: np.ndarray | None = None,
+                            fields: str | list[str] | None = None) -> Any:
+        """Read a basic selection (ints, slices, Ellipsis) into a new NumPy array.
+
+        Parameters
+        ----------
+        selection
+            As for NumPy basic indexing.
+        out
+            Optional C-contiguous array of the result's shape and dtype to read into.
+        """
+        if fields is not None:
+            self._check_fields(fields)
+            result = self.get_basic_selection(selection)
+            picked = np.asarray(result)[fields]
+            if out is not None:
+                out[...] = picked
+                return out
+            return picked if self.ndim else picked[()]
+        sel = normalize_basic(selection, self.shape)
+        full = sel.full_shape
+        if out is not None:
+            if (not isinstance(out, np.ndarray) or out.dtype != self.dtype
+                    or out.shape != sel.out_shape or not out.flags.c_contiguous
+                    or not out.flags.writeable):
+                raise IndexingError(
+                    f"out must be a writeable C-contiguous ndarray of shape {sel.out_shape} "
+                    f"and dtype {self.dtype}, got "
+                    f"{getattr(out, 'shape', None)} {getattr(out, 'dtype', type(out))}"
+                )
+            buf = out.reshape(full)
+        else:
+            buf = np.empty(full, dtype=self.dtype)
+        self._read(self._store, self._chunk_path, self._chain, sel, buf)
+        result = out if out is not None else buf.reshape(sel.out_shape)
+        if self.ndim == 0:
+            return result[()]
+        if self._order == "F" and out is None and result.ndim > 1:
+            return np.asfortranarray(result)
+        return result
+
+    # -- writing -------------------------------------------------------------------------
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        selection, fields = self._split_fields(selection)
+        kind = self._kind_of(selection)
+        if kind == "mask":
+            self.set_mask_selection(selection, value, fields=fields)
+        elif kind == "coordinate":
+            self.set_coordinate_selection(selection, value, fields=fields)
+        elif kind == "orthogonal":
+            self.set_orthogonal_selection(selection, value, fields=fields)
+        elif kind == "numpy":
+            from zarrfast.engine.fancy import get_orthogonal, numpy_plan, set_orthogonal
+
+            self._check_writable()
+            block_sel, np_sel = numpy_plan(selection, self.shape)
+            block = get_orthogonal(self, block_sel)
+            target = block
+            if fields is not None:
+                self._check_fields(fields)
+                target = block[fields]
+            try:
+                target[np_sel] = value
+            except (ValueError, IndexError) as e:
+                raise IndexingError(
+                    f"array {self.name!r}: cannot assign the value to selection "
+                    f"{selection!r}: {e}"
+                ) from None
+            set_orthogonal(self, block_sel, block)
+        else:
+            self.set_basic_selection(selection, value, fields=fields)
+
+    def set_basic_selection(self, selection: Any, value: Any, *,
+                            fields: str | list[str] | None = None) -> None:
+        """Write ``value`` (broadcast like NumPy) into a basic selection; with ``fields``,
+        into those fields of a structured array (the other fields keep their values)."""
+        self._check_writable()
+        if fields is not None:
+            self._check_fields(fields)
+            current = np.array(self.get_basic_selection(selection), dtype=self.dtype)
+            current[fields] = value
+            self.set_basic_selection(selection, current)
+            return
+        if self.dtype.names is not None and isinstance(value, tuple):
+            value = np.array(value, dtype=self.dtype)[()]  # one record
+        sel = normalize_basic(selection, self.shape)
+        if np.isscalar(value) or (isinstance(value, np.ndarray) and value.ndim == 0):
+            try:
+                scalar = np.asarray(value).astype(self.dtype, casting="unsafe")[()]
+            except (TypeError, ValueError) as e:
+                raise ZarrfastError(
+                    f"array {self.name!r}: cannot store {value!r} as {self.dtype}: {e}"
+                ) from None
+            self._write(sel, None, scalar)
+            return
+        arr = np.asarray(value)
+        if arr.dtype != self.dtype:
+            try:
+                arr = arr.astype(self.dtype)
+            except (TypeError, ValueError) as e:
+                raise ZarrfastError(
+                    f"array {self.name!r}: cannot store values of dtype {arr.dtype} as "
+                    f"{self.dtype}: {e}"
+                ) from None
+        try:
+            arr = np.broadcast_to(arr, sel.out_shape)
+        except ValueError:
+            raise IndexingError(
+                f"array {self.name!r}: value of shape {arr.shape} cannot be broadcast to the "
+                f"selection's shape {sel.out_shape}"
+            ) from None
+        arr = np.ascontiguousarray(arr).reshape(sel.full_shape)
+        self._write(sel, arr, None)
+
+    def _write(self, sel: Any, value: np.ndarray | None, scalar: Any) -> None:
+        self._write_fn(self._store, self._chunk_path, self._chain, sel, value, scalar,
+                       write_empty_chunks=self.write_empty_chunks)
+
+    # -- whole-array operations ---------------------------------------------------------
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow the array along ``axis`` and write ``data`` there; returns the new shape."""
+        self._check_writable()
+        data = np.asarray(data)
+        if self.ndim == 0:
+            raise IndexingError(f"array {self.name!r}: cannot append to a 0-d array")
+        if not -self.ndim <= axis < self.ndim:
+            raise IndexingError(
+                f"array {self.name!r}: axis {axis} is out of range for {self.ndim} dimensions"
+            )
+        axis %= self.ndim
+        if data.ndim != self.ndim or any(
+            a != b for d, (a, b) in enumerate(zip(data.shape, self.shape, strict=True))
+            if d != axis
+        ):
+            raise IndexingError(
+                f"array {self.name!r}: cannot append data of shape {data.shape} to shape "
+                f"{self.shape} along axis {axis}"
+            )
+        old = self.shape
+        new_shape = tuple(s + (data.shape[axis] if d == axis else 0) for d, s in enumerate(old))
+        self.resize(new_shape)
+        region = tuple(slice(old[d], None) if d == axis else slice(None)
+                       for d in range(self.ndim))
+        self[region] = data
+        return new_shape
+
+    def nbytes_stored(self) -> int:
+        """Bytes this array holds in its store: its metadata and chunks (everything below
+        its path, and below its chunk path where that differs, as for drafts)."""
+        keys: set[str] = set()
+        for base in {self._path, self._chunk_path}:
+            keys.update(self._store.list_prefix(f"{base}/" if base else ""))
+        total = 0
+        for key in keys:
+            try:
+                total += self._store.getsize(key)
+            except FileNotFoundError:  # deleted meanwhile
+                pass
+        return total
+
+    @property
+    def info(self) -> str:
+        """A short description, like zarr-python's ``Array.info``."""
+        return self._info(complete=False)
+
+    def info_complete(self) -> str:
+        """``info`` plus the stored size and number of stored chunks (reads the store)."""
+        return self._info(complete=True)
+
+    def _info(self, *, complete: bool) -> str:
+        lines = [
+            ("Type", "Array"),
+            ("Zarr format", str(self.zarr_format)),
+            ("Data type", str(self.dtype)),
+            ("Fill value", repr(self.fill_value)),
+            ("Shape", str(self.shape)),
+            ("Chunk shape", str(self.chunks)),
+        ]
+        if self.shards:
+            lines.append(("Shard shape", str(self.shards)))
+        lines += [
+            ("Order", self.order),
+            ("Read-only", str(self.read_only)),
+            ("Store type", type(self._store).__name__),
+            ("Filters", repr(self.filters)),
+            ("Serializer", repr(self.serializer)),
+            ("Compressors", repr(self.compressors)),
+            ("No. bytes", f"{self.nbytes}"),
+        ]
+        if complete:
+            stored = self.nbytes_stored()
+            lines.append(("No. bytes stored", str(stored)))
+            lines.append(("Chunks Initialized", f"{self.nchunks_initialized}/{self.nchunks}"))
+        width = max(len(k) for k, _ in lines)
+        return "\n".join(f"{k:<{width}} : {v}" for k, v in lines)
+
+    def resize(self, new_shape: tuple[int, ...] | int) -> None:
+        """Change the shape; chunks wholly outside the new shape are deleted."""
+        self._check_writable()
+        if isinstance(new_shape, int):
+            new_shape = (new_shape,)
+        new_shape = tuple(int(s) for s in new_shape)
+        if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
+            raise ZarrfastError(
+                f"array {self.name!r}: new shape {new_shape} must have {self.ndim} "
+                f"non-negative lengths"
+            )
+        old_grid = self._stored_grid
+        new_md = self._metadata.update_shape(new_shape)
+        new_grid = new_md.chunk_grid.grid_shape(new_shape)
+        if any(n < o for n, o in zip(new_grid, old_grid, strict=True)):
+            import itertools
+
+            cke = self._metadata.chunk_key_encoding
+            base = f"{self._chunk_path}/" if self._chunk_path else ""
+            for coords in itertools.product(*(range(o) for o in old_grid)):
+                if any(c >= n for c, n in zip(coords, new_grid, strict=True)):
+                    self._store.delete(base + cke.encode(coords))
+        self._write_metadata(new_md)
+
+    @property
+    def nchunks_initialized(self) -> int:
+        """Chunks stored; for a sharded array, stored shards times chunks per shard
+        (as zarr-python counts)."""
+        per_object = 1
+        sharding = self._sharding
+        if sharding is not None:
+            per_object = math.prod(sharding.chunks_per_shard(self._metadata.chunks))
+        return self._count_stored_objects() * per_object
+
+    def _count_stored_objects(self) -> int:
+        cke = self._metadata.chunk_key_encoding
+        base = f"{self._chunk_path}/" if self._chunk_path else ""
+        import itertools
+
+        count = 0
+        for coords in itertools.product(*(range(n) for n in self._stored_grid)):
+            if self._store.exists(base + cke.encode(coords)):
+                count += 1
+        return count
+
+    def with_write_empty_chunks(self, value: bool) -> Array:
+        new = Array(self._store, self._path, self._metadata, read_only=self._read_only,
+                    write_empty_chunks=value, order=self._order, chunk_path=self._chunk_path)
+        return new
+
+    def _replace_metadata(self, **changes: Any) -> None:
+        self._write_metadata(replace(self._metadata, **changes))
+
+
+def _is_integer(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and x.dtype.kind in "iu"
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_bool_iterable(x: Any) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype == bool and x.ndim >= 1
+    return isinstance(x, list) and bool(x) and all(isinstance(v, (bool, np.bool_)) for v in x)
+
+
+class _Indexer:
+    """``a.oindex`` / ``a.vindex`` / ``a.blocks``: item access bound to a get and a set."""
+
+    __slots__ = ("_get", "_set")
+
+    def __init__(self, get: Any, set_: Any) -> None:
+        self._get = get
+        self._set = set_
+
+    def __getitem__(self, selection: Any) -> Any:
+        return self._get(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self._set(selection, value)
+
+
+def _is_flat_index(x: Any) -> bool:
+    """A 1-d integer or boolean list/array (what zarr-python's orthogonal indexing takes;
+    an empty list is not one to it)."""
+    if isinstance(x, np.ndarray):
+        return x.ndim == 1 and (x.dtype.kind in "iub" or x.size == 0)
+    return isinstance(x, list) and bool(x) and all(
+        isinstance(v, (bool, np.bool_)) or _is_integer(v) for v in x)
+
+
+def _is_fancy_item(x: Any) -> bool:
+    """Any index array or (nested) list: an advanced index in NumPy's sense."""
+    if isinstance(x, np.ndarray):
+        return x.ndim >= 1 and (x.dtype.kind in "iub" or x.size == 0)
+    return isinstance(x, list)
+
+
+def _is_python_int(x: Any) -> bool:
+    """A Python int: zarr-python's orthogonal indexing takes these, not NumPy scalars."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_int_array(x: Any) -> bool:
+    """An integer array of any rank (zarr-python's coordinate selections take these)."""
+    return isinstance(x, np.ndarray) and x.dtype.kind in "iu"
+

@@ -1,0 +1,174 @@
+"""Consolidated metadata: a whole hierarchy's metadata in one stored document.
+
+* Zarr v2: ``.zmetadata`` next to the group's ``.zgroup``::
+
+      {"zarr_consolidated_format": 1,
+       "metadata": {".zgroup": {...}, ".zattrs": {...}, "a/.zarray": {...}, ...}}
+
+* Zarr v3 (as zarr-python writes it): the group's ``zarr.json`` holds
+  ``"consolidated_metadata": {"kind": "inline", "must_understand": false,
+  "metadata": {"a": {<a's zarr.json>}, "a/b": {...}}}``.
+
+Opening a consolidated group reads that one key; members are then looked up
+in it, not in the store.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from zarrfast.errors import InvalidNodeNameError, MetadataError, MetadataValidationError
+from zarrfast.hierarchy.nodes import (
+    AnyMetadata,
+    child_node_names,
+    node_key,
+    read_node_metadata,
+    write_metadata,
+)
+from zarrfast.metadata.paths import validate_node_name
+from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
+from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
+from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
+from zarrfast.storage import Store
+
+__all__ = ["read_consolidated", "write_consolidated"]
+
+
+def _redump(value: Any, key: str, entry: str) -> bytes:
+    try:
+        return json.dumps(value, allow_nan=True).encode()
+    except (ValueError, TypeError, RecursionError) as e:
+        raise MetadataError(f"{key}: entry {entry!r} cannot be read ({e})") from None
+
+
+def _check_member_path(rel: Any, key: str, what: str) -> str:
+    """A member path of consolidated metadata must be relative node names joined by
+    ``/``: no empty, ``.`` or ``..`` segment can make it name a node outside the group."""
+    if not isinstance(rel, str) or not rel:
+        raise MetadataValidationError(
+            f"{key}: consolidated metadata {what} {rel!r} is not a node path"
+        )
+    try:
+        for name in rel.split("/"):
+            validate_node_name(name, path=rel)
+    except InvalidNodeNameError as e:
+        raise MetadataValidationError(
+            f"{key}: consolidated metadata {what} {rel!r} is not a valid node path: {e}"
+        ) from None
+    return rel
+
+
+def _v3_members(cm: Any, path: str, key: str) -> dict[str, AnyMetadata]:
+    if not isinstance(cm, dict) or cm.get("kind") != "inline" or not isinstance(
+        cm.get("metadata"), dict
+    ):
+        raise MetadataValidationError(
+            f"{key}: consolidated_metadata must be {{'kind': 'inline', 'metadata': {{...}}}}, "
+            f"got {cm!r}"
+        )
+    members: dict[str, AnyMetadata] = {}
+    for rel, doc in cm["metadata"].items():
+        _check_member_path(rel, key, "member")
+        child = node_key(path, rel)
+        if not isinstance(doc, dict):
+            raise MetadataValidationError(f"{key}: consolidated entry {rel!r} is not an object")
+        if doc.get("node_type") == "array":
+            members[rel] = ArrayMetadata.from_dict(doc, path=child)
+        else:
+            members[rel] = GroupMetadata.from_dict(doc, path=child)
+    return members
+
+
+def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[str, AnyMetadata]]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
+        raise MetadataValidationError(f"{key}: expected an object with a 'metadata' object")
+    meta = doc["metadata"]
+    if ".zgroup" not in meta:
+        raise MetadataValidationError(f"{key}: the consolidated metadata has no '.zgroup'")
+    group = GroupMetadataV2.from_documents(_redump(meta[".zgroup"], key, ".zgroup"),
+                                           _redump(meta.get(".zattrs", {}), key, ".zattrs"),
+                                           path=path, key=key + "[.zgroup]")
+    members: dict[str, AnyMetadata] = {}
+    for entry in meta:
+        rel, sep, name = entry.rpartition("/")
+        if name in (".zarray", ".zgroup", ".zattrs") and (sep or rel):
+            _check_member_path(rel, key, "key")
+    for entry, value in meta.items():
+        rel, _, name = entry.rpartition("/")
+        if not rel or name not in (".zarray", ".zgroup"):
+            continue
+        if not isinstance(value, dict):
+            raise MetadataValidationError(
+                f"{key}: consolidated entry {entry!r} must be an object, got {value!r}"
+            )
+        attrs = _redump(meta.get(f"{rel}/.zattrs", {}), key, f"{rel}/.zattrs")
+        child = node_key(path, rel)
+        raw = _redump(value, key, entry)
+        if name == ".zarray":
+            members[rel] = ArrayMetadataV2.from_documents(raw, attrs, path=child,
+                                                          key=f"{key}[{entry}]")
+        else:
+            members[rel] = GroupMetadataV2.from_documents(raw, attrs, path=child,
+                                                          key=f"{key}[{entry}]")
+    return group, members
+
+
+def read_consolidated(store: Store, path: str, zarr_format: int | None, *,
+                      root_doc: Any = ...) -> tuple[AnyMetadata, dict[str, AnyMetadata]] | None:
+    """``(group metadata, {relative path: metadata})`` or ``None`` without consolidation.
+    ``root_doc``: the group's ``zarr.json`` if the caller has already read it (``None``:
+    known to be missing)."""
+    if zarr_format in (None, 3):
+        key = node_key(path, "zarr.json")
+        raw = store.get(key) if root_doc is ... else root_doc
+        if raw is not None:
+            md = parse_metadata(raw, path=path, key=key)
+            cm = md.extra.get("consolidated_metadata") if isinstance(md, GroupMetadata) else None
+            if cm is None:
+                return None
+            return md, _v3_members(cm, path, key)
+    if zarr_format in (None, 2):
+        key = node_key(path, ".zmetadata")
+        raw = store.get(key)
+        if raw is not None:
+            return _v2_members(_load(raw, key), path, key)
+    return None
+
+
+def _walk(store: Store, path: str, zarr_format: int) -> dict[str, AnyMetadata]:
+    out: dict[str, AnyMetadata] = {}
+
+    def visit(p: str, rel: str) -> None:
+        for name in child_node_names(store, p):
+            child = node_key(p, name)
+            md = read_node_metadata(store, child, zarr_format)
+            key = f"{rel}/{name}" if rel else name
+            out[key] = md
+            if md.node_type == "group":
+                visit(child, key)
+
+    visit(path, "")
+    return out
+
+
+def write_consolidated(store: Store, path: str, group: AnyMetadata) -> None:
+    members = _walk(store, path, group.zarr_format)
+    if group.zarr_format == 3:
+        docs = {}
+        for rel, md in sorted(members.items()):
+            doc = md.to_dict()
+            if md.node_type == "group":
+                doc.pop("consolidated_metadata", None)
+            docs[rel] = doc
+        cm = {"kind": "inline", "must_understand": False, "metadata": docs}
+        write_metadata(store, path, replace(group, extra={**group.extra,
+                                                          "consolidated_metadata": cm}))
+        return
+    meta: dict[str, Any] = {".zgroup": group.to_dict(), ".zattrs": group.attributes}
+    for rel, md in sorted(members.items()):
+        meta[f"{rel}/.zarray" if md.node_type == "array" else f"{rel}/.zgroup"] = md.to_dict()
+        meta[f"{rel}/.zattrs"] = md.attributes
+    doc = {"zarr_consolidated_format": 1, "metadata": meta}
+    store.set(node_key(path, ".zmetadata"), json.dumps(doc, indent=2, allow_nan=True).encode())

@@ -1,0 +1,373 @@
+"""Building metadata from user arguments, and reading or writing nodes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from zarrfast.codecs import (
+    ArrayArrayCodec,
+    ArrayBytesCodec,
+    BytesBytesCodec,
+    BytesCodec,
+    Codec,
+    VLenBytesCodec,
+    VLenUTF8Codec,
+    ZstdCodec,
+    parse_codec,
+)
+from zarrfast.codecs.numcodecs_codec import get_numcodecs_codec
+from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.errors import FillValueError, MetadataValidationError, ZarrfastError
+from zarrfast.metadata.chunk_grid import (
+    ChunkKeyEncoding,
+    RegularChunkGrid,
+    parse_chunk_key_encoding,
+)
+from zarrfast.metadata.dtype import DataType, data_type_from_numpy
+from zarrfast.metadata.v2 import ArrayMetadataV2
+from zarrfast.metadata.v3 import ArrayMetadata, validate_codec_chain
+
+__all__ = ["DEFAULT_FILL_VALUE", "build_array_metadata", "build_array_metadata_v2"]
+
+_AUTO_CHUNK_BYTES = 1 << 20
+
+
+class _DefaultFillValue:
+    """The ``fill_value`` of a caller that gave none (zarr-python's ``DefaultFillValue``):
+    the data type's default, whereas an explicit ``None`` is a v2 ``null`` fill value."""
+
+    _instance: _DefaultFillValue | None = None
+
+    def __new__(cls) -> _DefaultFillValue:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "DEFAULT_FILL_VALUE"
+
+    def __reduce__(self) -> str:
+        return "DEFAULT_FILL_VALUE"
+
+
+DEFAULT_FILL_VALUE = _DefaultFillValue()
+
+#: numcodecs codecs that turn objects into bytes: only an object dtype can use them
+OBJECT_CODEC_IDS = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array", "json2", "msgpack2",
+                              "pickle"})
+
+
+def _default_serializer(data_type: DataType) -> Codec:
+    """What zarr-python 3 serialises a data type with."""
+    if data_type.name == "string":
+        return VLenUTF8Codec()
+    if data_type.name == "variable_length_bytes":
+        return VLenBytesCodec()
+    return BytesCodec()
+
+
+def normalize_shape(shape: Any, node: str) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (int(shape),)
+    try:
+        out = tuple(int(s) for s in shape)
+    except TypeError:
+        raise ZarrfastError(f"{node}: shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(s < 0 for s in out) or any(isinstance(s, bool) for s in shape):
+        raise ZarrfastError(f"{node}: shape must be non-negative integers, got {shape!r}")
+    return out
+
+
+def guess_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Chunks of about 1 MiB: halve the longest dimension until the chunk fits."""
+    chunks = [max(s, 1) for s in shape]
+    while math.prod(chunks) * itemsize > _AUTO_CHUNK_BYTES and max(chunks) > 1:
+        d = int(np.argmax(chunks))
+        chunks[d] = -(-chunks[d] // 2)
+    return tuple(chunks)
+
+
+def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int, node: str
+                     ) -> tuple[int, ...]:
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
+        return guess_chunks(shape, itemsize)
+    if isinstance(chunks, (int, np.integer)) and not isinstance(chunks, bool):
+        chunks = (int(chunks),) * len(shape)
+    try:
+        out = list(chunks)
+    except TypeError:
+        raise ZarrfastError(f"{node}: chunks must be 'auto', an int or a tuple, got {chunks!r}"
+                            ) from None
+    if len(out) != len(shape):
+        raise ZarrfastError(
+            f"{node}: chunks {tuple(out)} has rank {len(out)} but shape {shape} has rank "
+            f"{len(shape)}"
+        )
+    for d, c in enumerate(out):
+        if c is None or c == -1:
+            out[d] = max(shape[d], 1)
+        elif isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+            raise ZarrfastError(f"{node}: chunk sizes must be integers >= 1, got {chunks!r}")
+        else:
+            out[d] = int(c)
+    return tuple(out)
+
+
+def normalize_shards(shards: Any, shape: tuple[int, ...], inner: tuple[int, ...], node: str
+                     ) -> tuple[int, ...]:
+    if isinstance(shards, Mapping):
+        shards = shards.get("shape")
+    if isinstance(shards, (int, np.integer)) and not isinstance(shards, bool):
+        shards = (int(shards),) * len(shape)
+    try:
+        out = tuple(int(s) for s in shards)
+    except (TypeError, ValueError):
+        raise ZarrfastError(f"{node}: shards must be a tuple of ints, got {shards!r}") from None
+    if len(out) != len(shape):
+        raise ZarrfastError(
+            f"{node}: shards {out} has rank {len(out)} but shape {shape} has rank {len(shape)}"
+        )
+    for s, c in zip(out, inner, strict=True):
+        if s < 1 or s % c:
+            raise ZarrfastError(
+                f"{node}: shard shape {out} must be a positive multiple of the chunk shape "
+                f"{inner} in every dimension"
+            )
+    return out
+
+
+def _codec_list(value: Any, default: list, what: str, node: str) -> list[Codec]:
+    if isinstance(value, str) and value == "auto":
+        value = default
+    if value is None:
+        return []
+    if isinstance(value, (Codec, Mapping, str)):
+        value = [value]
+    out = []
+    for i, v in enumerate(value):
+        c = parse_codec(v, where=f"{node}: {what}[{i}]")
+        if c is None:
+            raise MetadataValidationError(f"{node}: {what}[{i}] {v!r} is not a known codec")
+        out.append(c)
+    return out
+
+
+def build_array_metadata(
+    *,
+    shape: Any,
+    dtype: Any,
+    chunks: Any = "auto",
+    fill_value: Any = DEFAULT_FILL_VALUE,
+    filters: Any = "auto",
+    compressors: Any = "auto",
+    serializer: Any = "auto",
+    chunk_key_encoding: Any = None,
+    dimension_names: Iterable[str | None] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    shards: Any = None,
+    node: str = "array",
+) -> ArrayMetadata:
+    """The metadata :func:`zarrfast.create_array` writes, from its arguments.
+
+    ``fill_value`` ``None`` (or not given) is the data type's default, as in zarr-python
+    for Zarr v3."""
+    shape_t = normalize_shape(shape, node)
+    data_type: DataType = data_type_from_numpy(dtype, where=f"{node}: dtype")
+    chunk_shape = normalize_chunks(chunks, shape_t, data_type.itemsize, node)
+    aa = _codec_list(filters, [], "filters", node)
+    ser = _codec_list(serializer, [_default_serializer(data_type)], "serializer", node)
+    bb = _codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors", node)
+    for what, codecs, cls in (("filters", aa, ArrayArrayCodec),
+                              ("compressors", bb, BytesBytesCodec)):
+        for c in codecs:
+            if not isinstance(c, cls):
+                raise MetadataValidationError(
+                    f"{node}: {what} take {cls.__name__}s; {c.name!r} is not one"
+                )
+    if len(ser) != 1 or not isinstance(ser[0], ArrayBytesCodec):
+        raise MetadataValidationError(
+            f"{node}: serializer must be one array -> bytes codec (such as 'bytes'), got "
+            f"{serializer!r}"
+        )
+    validate_codec_chain((*aa, *ser, *bb), shape=chunk_shape, data_type=data_type, node=node)
+    # fill in automatically chosen parameters, following the chunk through the chain
+    evolved: list[Codec] = []
+    cur_shape = chunk_shape
+    for c in [*aa, *ser, *bb]:
+        c2 = c.evolve(shape=cur_shape, data_type=data_type)
+        evolved.append(c2)
+        if isinstance(c2, ArrayArrayCodec):
+            cur_shape = c2.encoded_shape(cur_shape)
+    codecs = tuple(evolved)
+    validate_codec_chain(codecs, shape=chunk_shape, data_type=data_type, node=node)
+    if shards is not None:
+        # as in zarr-python: `chunks` are the inner chunks, the codecs go inside the shard
+        shard_shape = normalize_shards(shards, shape_t, chunk_shape, node)
+        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=codecs)
+        sharding = sharding.evolve(shape=shard_shape, data_type=data_type)
+        codecs = (sharding,)
+        chunk_shape = shard_shape
+        validate_codec_chain(codecs, shape=chunk_shape, data_type=data_type, node=node)
+
+    cke: ChunkKeyEncoding
+    if chunk_key_encoding is None:
+        cke = parse_chunk_key_encoding("default")
+    elif isinstance(chunk_key_encoding, Mapping) and "separator" in chunk_key_encoding:
+        cke = parse_chunk_key_encoding(
+            {"name": chunk_key_encoding.get("name", "default"),
+             "configuration": {"separator": chunk_key_encoding["separator"]}},
+            where=f"{node}: chunk_key_encoding",
+        )
+    else:
+        cke = parse_chunk_key_encoding(chunk_key_encoding, where=f"{node}: chunk_key_encoding")
+
+    if fill_value is DEFAULT_FILL_VALUE:
+        fill_value = None
+    fv = data_type.coerce_fill_value(fill_value, where=f"{node}: fill_value")
+    dims = None
+    if dimension_names is not None:
+        dims = tuple(dimension_names)
+        if len(dims) != len(shape_t) or not all(d is None or isinstance(d, str) for d in dims):
+            raise MetadataValidationError(
+                f"{node}: dimension_names must be {len(shape_t)} strings or None, got "
+                f"{dimension_names!r}"
+            )
+    attrs = dict(attributes or {})
+    return ArrayMetadata(
+        shape=shape_t,
+        data_type=data_type,
+        chunk_grid=RegularChunkGrid(chunk_shape),
+        chunk_key_encoding=cke,
+        fill_value=fv,
+        codecs=codecs,
+        attributes=attrs,
+        dimension_names=dims,
+        storage_transformers=(),
+    )
+
+
+def _numcodecs_config(codec: Any, what: str, node: str) -> dict:
+    """A numcodecs codec (instance or config dict) as its config dict."""
+    if isinstance(codec, Mapping):
+        config = dict(codec)
+    elif hasattr(codec, "get_config"):
+        config = codec.get_config()
+    else:
+        raise ZarrfastError(
+            f"{node}: {what} for Zarr v2 must be numcodecs codecs or their config dicts, "
+            f"got {codec!r}"
+        )
+    get_numcodecs_codec(config, where=f"{node}: {what}")  # validates the id
+    return config
+
+
+def build_array_metadata_v2(
+    *,
+    shape: Any,
+    dtype: Any,
+    chunks: Any = "auto",
+    fill_value: Any = DEFAULT_FILL_VALUE,
+    filters: Any = "auto",
+    compressors: Any = "auto",
+    order: str | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Iterable[str | None] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    node: str = "array",
+) -> ArrayMetadataV2:
+    """The Zarr v2 metadata :func:`zarrfast.create_array` writes with ``zarr_format=2``.
+
+    As zarr-python: ``fill_value=None`` is stored as ``null`` (missing chunks then read as
+    zeros, ``""`` for vlen strings, NaT for datetimes); not giving one
+    (:data:`DEFAULT_FILL_VALUE`) stores the dtype's default."""
+    shape_t = normalize_shape(shape, node)
+    if isinstance(dtype, str) and dtype in ("str", "string"):
+        dtype = str
+    if dtype is str:
+        np_dtype = np.dtype(object)
+        default_filters: list = [{"id": "vlen-utf8"}]
+    elif dtype is bytes:
+        np_dtype = np.dtype(object)
+        default_filters = [{"id": "vlen-bytes"}]
+    else:
+        try:
+            np_dtype = np.dtype(dtype)
+        except TypeError as e:
+            raise ZarrfastError(f"{node}: {dtype!r} is not a data type ({e})") from None
+        default_filters = []
+        if np_dtype.kind == "T":  # NumPy's StringDType: stored as v2 vlen strings
+            np_dtype = np.dtype(object)
+            default_filters = [{"id": "vlen-utf8"}]
+    chunk_shape = normalize_chunks(chunks, shape_t, max(np_dtype.itemsize, 8), node)
+    if isinstance(filters, str) and filters == "auto":
+        filters = default_filters
+    filter_list = [] if filters is None else (
+        [filters] if isinstance(filters, Mapping) or hasattr(filters, "get_config")
+        else list(filters))
+    filter_configs = [_numcodecs_config(f, f"filters[{i}]", node)
+                      for i, f in enumerate(filter_list)]
+    for i, config in enumerate(filter_configs):
+        if config.get("id") in OBJECT_CODEC_IDS and np_dtype.kind != "O":
+            raise ZarrfastError(
+                f"{node}: filters[{i}] {config['id']!r} is an object codec, which needs an "
+                f"object dtype, but dtype is {np_dtype}; pass dtype=str (or bytes, or object) "
+                f"for variable-length elements, or drop the filter for {np_dtype}"
+            )
+    if np_dtype.kind == "O" and not filter_configs:
+        raise ZarrfastError(
+            f"{node}: an object dtype needs an object codec in filters, e.g. "
+            f"numcodecs.VLenUTF8(); or pass dtype=str"
+        )
+    if isinstance(compressors, str) and compressors == "auto":
+        compressor: Any = {"id": "zstd", "level": 0}
+    elif compressors is None:
+        compressor = None
+    else:
+        items = ([compressors] if isinstance(compressors, Mapping)
+                 or hasattr(compressors, "get_config") else list(compressors))
+        if len(items) > 1:
+            raise ZarrfastError(f"{node}: Zarr v2 takes at most one compressor, got {items!r}")
+        compressor = _numcodecs_config(items[0], "compressor", node) if items else None
+    sep = "."
+    if chunk_key_encoding is not None:
+        cke = chunk_key_encoding
+        if isinstance(cke, Mapping):
+            if cke.get("name", "v2") != "v2":
+                raise ZarrfastError(f"{node}: Zarr v2 arrays use the 'v2' chunk key encoding")
+            sep = cke.get("separator", cke.get("configuration", {}).get("separator", "."))
+    attrs = dict(attributes or {})
+    if dimension_names is not None:
+        dims = list(dimension_names)
+        if len(dims) != len(shape_t):
+            raise MetadataValidationError(
+                f"{node}: dimension_names must have {len(shape_t)} entries, got {dims!r}"
+            )
+        attrs["_ARRAY_DIMENSIONS"] = dims
+    if fill_value is None:
+        fill = None  # "fill_value": null
+    elif fill_value is DEFAULT_FILL_VALUE:
+        if np_dtype.kind == "O":
+            fill = "" if filter_configs and filter_configs[0].get("id") == "vlen-utf8" else None
+        elif np_dtype.kind in "mM":
+            fill = np.array("NaT", dtype=np_dtype)[()]
+        else:
+            fill = np.zeros((), dtype=np_dtype)[()]
+    elif np_dtype.kind == "O":
+        fill = fill_value
+    else:
+        try:
+            fill = np.asarray(fill_value, dtype=np_dtype)[()]
+        except (TypeError, ValueError) as e:
+            raise FillValueError(f"{node}: fill_value {fill_value!r} does not fit {np_dtype}: {e}"
+                                 ) from None
+    if order not in (None, "C", "F"):
+        raise ZarrfastError(f"{node}: order must be 'C' or 'F', got {order!r}")
+    return ArrayMetadataV2(
+        shape=shape_t, chunks=chunk_shape, dtype=np_dtype, compressor=compressor,
+        filters=tuple(filter_configs) or None, fill_value=fill, order=order or "C",
+        dimension_separator=sep, attributes=attrs,
+    )

@@ -1,0 +1,341 @@
+"""The :class:`Group`: a node holding arrays and groups (Zarr v3 or v2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from zarrfast.errors import (
+    ContainsArrayError,
+    MemberNotFoundError,
+    NodeNotFoundError,
+    ZarrfastError,
+)
+from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.attributes import Attributes
+from zarrfast.hierarchy.node import Node
+from zarrfast.hierarchy.nodes import (
+    AnyMetadata,
+    child_node_names,
+    delete_node_metadata,
+    existing_node,
+    metadata_from_state,
+    metadata_state,
+    read_node_metadata,
+    write_metadata,
+    write_new_node,
+)
+from zarrfast.metadata.paths import join_path
+from zarrfast.metadata.v2 import GroupMetadataV2
+from zarrfast.metadata.v3 import GroupMetadata
+from zarrfast.storage import Store
+
+__all__ = ["Group"]
+
+
+def node_from_metadata(store: Store, path: str, md: AnyMetadata, read_only: bool,
+                       consolidated: Mapping[str, AnyMetadata] | None = None) -> Array | Group:
+    if md.node_type == "array":
+        return Array(store, path, md, read_only=read_only)
+    return Group(store, path, md, read_only=read_only, consolidated=consolidated)
+
+
+class Group(Node):
+    """A Zarr group: a mapping of member names to arrays and groups.
+
+    A group opened from consolidated metadata (see
+    :func:`zarrfast.open_consolidated`) answers member lookups and listings from
+    that metadata, without reading the store; creating or deleting members
+    drops the consolidated view.
+    """
+
+    _kind = "group"
+
+    def __init__(self, store: Store, path: str, metadata: GroupMetadata | GroupMetadataV2, *,
+                 read_only: bool | None = None,
+                 consolidated: Mapping[str, AnyMetadata] | None = None) -> None:
+        super().__init__(store, path, metadata, read_only)
+        #: metadata of every node below this group, by path relative to it
+        self._consolidated = dict(consolidated) if consolidated is not None else None
+
+    @property
+    def zarr_format(self) -> int:
+        return self._metadata.zarr_format
+
+    # -- attributes ---------------------------------------------------------------------
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(lambda: self._metadata.attributes, self._put_attributes,
+                          f"group {self.name!r}")
+
+    def _put_attributes(self, attrs: dict[str, Any]) -> None:
+        self._check_writable()
+        md = replace(self._metadata, attributes=attrs)
+        write_metadata(self._store, self._path, md)
+        self._metadata = md
+
+    def update_attributes(self, new_attributes: dict[str, Any]) -> Group:
+        self.attrs.update(new_attributes)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<zarrfast.Group {self._store!r} {self.name!r}>"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"store": self._store, "path": self._path,
+                "metadata": metadata_state(self._metadata), "read_only": self._read_only}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        md = metadata_from_state(state["metadata"], state["path"])
+        self.__init__(state["store"], state["path"], md,  # type: ignore[misc]
+                      read_only=state["read_only"])
+
+    # -- members -------------------------------------------------------------------------
+    def _child_path(self, name: str) -> str:
+        return join_path(self._path, name)
+
+    def _relative(self, path: str) -> str:
+        return path[len(self._path) + 1:] if self._path else path
+
+    def _sub_consolidated(self, rel: str) -> dict[str, AnyMetadata] | None:
+        if self._consolidated is None:
+            return None
+        prefix = rel + "/"
+        return {k[len(prefix):]: v for k, v in self._consolidated.items() if k.startswith(prefix)}
+
+    def __getitem__(self, name: str) -> Array | Group:
+        path = self._child_path(name)
+        rel = self._relative(path)
+        if self._consolidated is not None:
+            md = self._consolidated.get(rel)
+            if md is None:
+                raise MemberNotFoundError(
+                    f"group {self.name!r} has no member {name!r} (per its consolidated metadata)"
+                )
+            return node_from_metadata(self._store, path, md, self._read_only,
+                                      self._sub_consolidated(rel))
+        try:
+            md = read_node_metadata(self._store, path, self.zarr_format)
+        except NodeNotFoundError as e:
+            raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}: {e}"
+                                      ) from None
+        return node_from_metadata(self._store, path, md, self._read_only)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except MemberNotFoundError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            path = self._child_path(name)
+        except ZarrfastError:  # an invalid name is simply not a member
+            return False
+        if self._consolidated is not None:
+            return self._relative(path) in self._consolidated
+        return existing_node(self._store, path) is not None
+
+    def _child_names(self) -> list[str]:
+        if self._consolidated is not None:
+            return sorted(k for k in self._consolidated if "/" not in k)
+        return child_node_names(self._store, self._path)
+
+    def keys(self) -> Iterator[str]:
+        return iter(self._child_names())
+
+    def __iter__(self) -> Iterator[str]:
+        return self.keys()
+
+    def __len__(self) -> int:
+        return len(self._child_names())
+
+    def members(self, max_depth: int | None = 0) -> tuple[tuple[str, Array | Group], ...]:
+        """``(relative path, node)`` for the members, down to ``max_depth`` levels below the
+        direct children (``None``: all)."""
+        out: list[tuple[str, Array | Group]] = []
+
+        def walk(group: Group, rel: str, depth: int) -> None:
+            for name in group._child_names():
+                node = group[name]
+                key = f"{rel}/{name}" if rel else name
+                out.append((key, node))
+                if isinstance(node, Group) and (max_depth is None or depth < max_depth):
+                    walk(node, key, depth + 1)
+
+        walk(self, "", 0)
+        return tuple(out)
+
+    def arrays(self) -> Iterator[tuple[str, Array]]:
+        return ((k, v) for k, v in self.members() if isinstance(v, Array))
+
+    def groups(self) -> Iterator[tuple[str, Group]]:
+        return ((k, v) for k, v in self.members() if isinstance(v, Group))
+
+    def array_keys(self) -> Iterator[str]:
+        return (k for k, _ in self.arrays())
+
+    def group_keys(self) -> Iterator[str]:
+        return (k for k, _ in self.groups())
+
+    def __delitem__(self, name: str) -> None:
+        self._check_writable()
+        path = self._child_path(name)
+        if existing_node(self._store, path) is None:
+            raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}")
+        self._store.delete_dir(path)
+        delete_node_metadata(self._store, path)
+        self._consolidated = None
+
+    # -- creation -------------------------------------------------------------------------
+    def create_group(self, name: str, *, attributes: dict[str, Any] | None = None,
+                     overwrite: bool = False) -> Group:
+        self._check_writable()
+        path = self._child_path(name)
+        md: GroupMetadata | GroupMetadataV2 = (
+            GroupMetadata(attributes=dict(attributes or {})) if self.zarr_format == 3
+            else GroupMetadataV2(attributes=dict(attributes or {}))
+        )
+        write_new_node(self._store, path, md, overwrite=overwrite)
+        self._consolidated = None
+        return Group(self._store, path, md, read_only=False)
+
+    def require_group(self, name: str, *, attributes: dict[str, Any] | None = None,
+                      overwrite: bool = False) -> Group:
+        """The member group ``name``, created if missing."""
+        if not overwrite and name in self:
+            node = self[name]
+            if not isinstance(node, Group):
+                raise ContainsArrayError(
+                    f"member {name!r} of group {self.name!r} is an array, not a group"
+                )
+            return node
+        return self.create_group(name, attributes=attributes, overwrite=overwrite)
+
+    def require_groups(self, *names: str) -> tuple[Group, ...]:
+        return tuple(self.require_group(n) for n in names)
+
+    def create_array(self, name: str, *, shape: Any = None, dtype: Any = None,
+                     data: Any = None, overwrite: bool = False, **kwargs: Any) -> Array:
+        """Create an array member; arguments as for :func:`zarrfast.create_array` (the
+        array has the group's Zarr format)."""
+        from zarrfast.api import _create_array_at
+
+        self._check_writable()
+        kwargs.setdefault("zarr_format", self.zarr_format)
+        arr = _create_array_at(self._store, self._child_path(name), shape=shape, dtype=dtype,
+                               data=data, overwrite=overwrite, **kwargs)
+        self._consolidated = None
+        return arr
+
+    def require_array(self, name: str, *, shape: Any, dtype: Any = None, **kwargs: Any) -> Array:
+        if name in self:
+            node = self[name]
+            if not isinstance(node, Array):
+                raise ContainsArrayError(f"member {name!r} of {self.name!r} is a group")
+            if tuple(node.shape) != tuple(shape if isinstance(shape, tuple) else (shape,)):
+                raise ZarrfastError(
+                    f"array {node.name!r} exists with shape {node.shape}, not {shape}"
+                )
+            return node
+        return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        """``g["x"] = array_like`` creates (or replaces) an array holding ``value``."""
+        import numpy as np
+
+        self.create_array(name, data=np.asarray(value), overwrite=True)
+
+    def empty(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, **kwargs)
+
+    def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, fill_value=0, **kwargs)
+
+    def ones(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, fill_value=1, **kwargs)
+
+    def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
+
+    def move(self, source: str, dest: str) -> None:
+        """Move the member at ``source`` (a path below this group) to ``dest``."""
+        self._check_writable()
+        src = self._child_path(source)
+        dst = self._child_path(dest)
+        if existing_node(self._store, src) is None:
+            raise MemberNotFoundError(f"group {self.name!r} has no member {source!r}")
+        if existing_node(self._store, dst) is not None:
+            raise ContainsArrayError(f"cannot move {source!r} to {dest!r}: it exists")
+        # the destination's parents exist (in this format); then every key moves
+        parent = dst.rsplit("/", 1)[0] if "/" in dst else ""
+        if parent and existing_node(self._store, parent) is None:
+            write_new_node(self._store, parent, replace(self._metadata, attributes={},
+                                                        extra={}), overwrite=False)
+        for key in list(self._store.list_prefix(src + "/")):
+            value = self._store.get(key)
+            if value is not None:
+                self._store.set(dst + key[len(src):], value)
+        self._store.delete_dir(src)
+        delete_node_metadata(self._store, src)
+        self._consolidated = None
+
+    def tree(self, expand: bool | None = None, level: int | None = None) -> TreeRepr:
+        """The hierarchy below this group: prints as indented text (arrays with shape and
+        dtype); with ``rich`` installed, renders as a rich tree (``rich.print(g.tree())``)."""
+        entries = []
+        for key, node in self.members(max_depth=None if level is None else max(level - 1, 0)):
+            label = (f"{key.rsplit('/', 1)[-1]} {node.shape} {node.dtype}"
+                     if isinstance(node, Array) else key.rsplit("/", 1)[-1])
+            entries.append((key.count("/"), label))
+        return TreeRepr(self.name, entries)
+
+    @property
+    def info(self) -> str:
+        rows = [("Name", self.name), ("Type", "Group"), ("Zarr format", str(self.zarr_format)),
+                ("Read-only", str(self.read_only)),
+                ("Store type", type(self._store).__name__),
+                ("No. members", str(len(self)))]
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Group) and other._store == self._store
+                and other._path == self._path)
+
+    def __hash__(self) -> int:
+        return hash((self._store, self._path))
+
+
+class TreeRepr:
+    """What :meth:`Group.tree` returns: text via ``str``/``repr``, a rich tree via
+    ``__rich__`` when the ``rich`` package is installed."""
+
+    def __init__(self, root: str, entries: list[tuple[int, str]]) -> None:
+        self.root = root
+        self.entries = entries  # (depth, label) in depth-first order
+
+    def __str__(self) -> str:
+        return "\n".join([self.root, *("  " * (d + 1) + label for d, label in self.entries)])
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        return str(self) == (other if isinstance(other, str) else str(other))
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __rich__(self) -> Any:
+        from rich.tree import Tree
+
+        root = Tree(self.root)
+        stack = [root]
+        for depth, label in self.entries:
+            del stack[depth + 1:]
+            stack.append(stack[depth].add(label))
+        return root
+

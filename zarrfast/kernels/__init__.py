@@ -1,0 +1,156 @@
+"""Kernel selector: the compiled ``zarrfast._ext`` kernels, or their NumPy twins.
+
+The twins in ``zarrfast.kernels.reference`` are used when ``ZARRFAST_PURE_PYTHON=1``
+or when the extensions cannot be imported; ``USING_EXTENSIONS`` says which.
+Both sets share names, signatures and errors.
+"""
+
+import os
+
+__all__ = [
+    "USING_EXTENSIONS",
+    "byteswap_copy",
+    "byteswap_inplace",
+    "check_index",
+    "copy_region",
+    "copy_regions",
+    "fill_region",
+    "format_chunk_keys",
+    "group_by_chunk",
+    "is_uniform",
+    "project",
+    "read_files_into",
+    "transpose",
+    "write_files",
+    "BATCH_CODECS",
+    "ChunkDecoder",
+]
+
+
+def _load():
+    if os.environ.get("ZARRFAST_PURE_PYTHON") != "1":
+        try:
+            from zarrfast._ext import _assemble, _byteswap, _indexing, _shard_index, _transpose
+        except ImportError:
+            pass
+        else:
+            return True, _assemble, _byteswap, _indexing, _shard_index, _transpose
+    from zarrfast.kernels import reference as _reference
+
+    return False, _reference, _reference, _reference, _reference, _reference
+
+
+USING_EXTENSIONS, _assemble, _byteswap, _indexing, _shard_index, _transpose = _load()
+
+copy_region = _assemble.copy_region
+copy_regions = _assemble.copy_regions
+fill_region = _assemble.fill_region
+is_uniform = _assemble.is_uniform
+transpose = _transpose.transpose
+byteswap_inplace = _byteswap.byteswap_inplace
+byteswap_copy = _byteswap.byteswap_copy
+project = _indexing.project
+format_chunk_keys = _indexing.format_chunk_keys
+group_by_chunk = _indexing.group_by_chunk
+check_index = _shard_index.check_index
+
+
+def _load_fileio(name: str):
+    """A batched file kernel (``read_files_into``, ``write_files``): compiled on POSIX,
+    else (or pure mode) the twin."""
+    if USING_EXTENSIONS:
+        try:
+            from zarrfast._ext import _fileio
+        except ImportError:  # pragma: no cover - Windows builds skip the module
+            pass
+        else:
+            return getattr(_fileio, name)
+    from zarrfast.kernels import reference as _reference
+
+    return getattr(_reference, name)
+
+
+read_files_into = _load_fileio("read_files_into")
+write_files = _load_fileio("write_files")
+
+
+#: the C functions ``_ext._decode`` binds, in ``bind_zstd``'s order
+_ZSTD_FUNCTIONS = ("ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressDCtx", "ZSTD_isError",
+                   "ZSTD_getFrameContentSize", "ZSTD_versionNumber")
+_BLOSC_FUNCTIONS = ("blosc_cbuffer_validate", "blosc_decompress_ctx", "blosc_compress_ctx")
+
+
+def _libraries(module: str, system: str):
+    """Shared objects that may export a codec library's C API: numcodecs' extension
+    ``module`` (which carries the library), then the system's ``system`` library
+    (looked for only when needed: ``find_library`` runs programs)."""
+    import ctypes.util
+    import importlib
+
+    try:
+        yield importlib.import_module(module).__file__
+    except ImportError:  # pragma: no cover - numcodecs is a dependency
+        pass
+    path = ctypes.util.find_library(system)
+    if path:
+        yield path
+
+
+def _address(lib, name: str) -> int:
+    import ctypes
+
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+
+
+def _bind(decode, codec: str, libraries, bind) -> None:
+    """Bind ``codec`` with the first library that exports its functions."""
+    import ctypes
+
+    for path in libraries:
+        if codec in decode.bound():
+            return
+        try:
+            bind(ctypes.CDLL(path))
+        except (OSError, AttributeError, ValueError):
+            continue
+
+
+def _load_chunk_decoder():
+    """``_ext._decode.ChunkDecoder`` and the codecs it could bind (none: callers decode
+    chunk by chunk).  ``ZARRFAST_BATCH_DECODE=0`` turns it off."""
+    if not USING_EXTENSIONS or os.environ.get("ZARRFAST_BATCH_DECODE", "1") == "0":
+        return None, frozenset()
+    try:
+        from zarrfast._ext import _decode
+    except ImportError:  # pragma: no cover - built without it
+        return None, frozenset()
+
+    def zstd(lib) -> None:
+        _decode.bind_zstd(*(_address(lib, name) for name in _ZSTD_FUNCTIONS))
+
+    def blosc(lib) -> None:
+        import ctypes
+
+        get_version = lib.blosc_get_version_string
+        get_version.restype = ctypes.c_char_p
+        _decode.bind_blosc(*(_address(lib, name) for name in _BLOSC_FUNCTIONS),
+                           get_version().decode("ascii", "replace"))
+
+    _bind(_decode, "zstd", _libraries("numcodecs.zstd", "zstd"), zstd)
+    _bind(_decode, "blosc", _libraries("numcodecs.blosc", "blosc"), blosc)
+    global blosc_compress
+    if "blosc" in _decode.bound():
+        blosc_compress = _decode.blosc_compress
+    return _decode.ChunkDecoder, _decode.bound()
+
+
+#: ``blosc_compress(src, clevel, shuffle, typesize, cname, blocksize) -> bytes`` (c-blosc
+#: bound by ``_ext._decode``, GIL released), or ``None``: numcodecs encodes
+blosc_compress = None
+
+
+#: ``ChunkDecoder(codec, nbytes).decode_regions(...)`` (``_ext._decode``) for the codecs
+#: in ``BATCH_CODECS``, or ``None``
+ChunkDecoder, BATCH_CODECS = _load_chunk_decoder()
+#: its statuses (the compiled module and the twin share them)
+DECODED, NO_DATA, FAILED = 0, 1, 2

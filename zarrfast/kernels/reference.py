@@ -1,0 +1,890 @@
+"""Pure-NumPy twins of the Cython kernels in ``zarrfast._ext``.
+
+Every function here has the same name, signature, accepted inputs, result and
+errors as its compiled twin (``src_ext/*.pyx``), written for clarity rather
+than speed. It is the fallback when the extensions are unavailable (or
+``ZARRFAST_PURE_PYTHON=1``; see ``zarrfast.kernels``) and the oracle of
+``tests/test_kernels.py``.
+
+Argument conventions shared with the extensions:
+
+* byte buffers are 1-d C-contiguous buffers of format ``B`` (``bytes``,
+  ``bytearray``, ``memoryview``, ``np.uint8`` arrays); outputs must be writable;
+* integer arrays are 1-d C-contiguous int64 buffers (``np.int64`` arrays) -- not
+  lists or tuples;
+* invalid values raise ``ValueError`` naming the offending shapes/values.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+__all__ = [
+    "byteswap_copy",
+    "byteswap_inplace",
+    "check_index",
+    "copy_region",
+    "fill_region",
+    "format_chunk_keys",
+    "is_uniform",
+    "project",
+    "transpose",
+]
+
+MAX_NDIM = 64
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_MAX_ROWS = 2**62
+
+
+# ---------------------------------------------------------------------------
+# argument coercion (mirrors Cython's typed-memoryview checks)
+# ---------------------------------------------------------------------------
+
+
+def _u8(buf, *, writable: bool = False) -> np.ndarray:
+    """View a 1-d contiguous byte buffer as a uint8 array (as ``uint8_t[::1]``)."""
+    if buf is None:
+        raise TypeError("a bytes-like object is required, not 'NoneType'")
+    m = memoryview(buf)
+    if m.ndim != 1:
+        raise ValueError(f"Buffer has wrong number of dimensions (expected 1, got {m.ndim})")
+    # Cython's uint8_t memoryviews take unsigned char, char and bool items.
+    if m.format.lstrip("@=<>!") not in ("B", "c", "?"):
+        raise ValueError(f"Buffer dtype mismatch, expected 'uint8_t' but got {m.format!r}")
+    if not m.c_contiguous:
+        raise ValueError("Buffer not C contiguous.")
+    if writable and m.readonly:
+        # What the exporter raises for a writable-buffer request.
+        if isinstance(buf, np.ndarray):
+            raise ValueError("buffer source array is read-only")
+        raise BufferError("Object is not writable.")
+    return np.frombuffer(m.cast("B") if m.format != "B" else m, dtype=np.uint8)
+
+
+def _i64(buf, ndim: int = 1) -> np.ndarray:
+    """View a C-contiguous int64 buffer as an array (as ``const int64_t[::1]``)."""
+    if buf is None:
+        raise TypeError("a bytes-like object is required, not 'NoneType'")
+    m = memoryview(buf)
+    if m.ndim != ndim:
+        raise ValueError(f"Buffer has wrong number of dimensions (expected {ndim}, got {m.ndim})")
+    if m.itemsize != 8 or m.format.lstrip("@=<>!") not in ("q", "l"):
+        raise ValueError(f"Buffer dtype mismatch, expected 'int64_t' but got {m.format!r}")
+    if not m.c_contiguous:
+        raise ValueError("Buffer not C contiguous.")
+    return np.asarray(m).view(np.int64)
+
+
+def _ssize(value) -> int:
+    """``Py_ssize_t`` argument conversion."""
+    v = operator.index(value)
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        raise OverflowError("Python int too large to convert to C ssize_t")
+    return v
+
+
+def _ints(a: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(x) for x in a)
+
+
+# ---------------------------------------------------------------------------
+# _byteswap
+# ---------------------------------------------------------------------------
+
+
+def _check_unit(nbytes: int, unit: int, what: str) -> None:
+    if unit not in (1, 2, 4, 8):
+        raise ValueError(f"{what}: unit must be 1, 2, 4 or 8, got {unit}")
+    if nbytes % unit != 0:
+        raise ValueError(f"{what}: buffer length {nbytes} is not a multiple of unit {unit}")
+
+
+def byteswap_inplace(buf, unit) -> None:
+    """Reverse the bytes of every ``unit``-byte group of ``buf`` in place."""
+    b = _u8(buf, writable=True)
+    unit = _ssize(unit)
+    _check_unit(b.size, unit, "byteswap_inplace")
+    if unit == 1 or b.size == 0:
+        return
+    b.view(f"u{unit}").byteswap(inplace=True)
+
+
+def byteswap_copy(src, dst, unit) -> None:
+    """Write ``src`` with every ``unit``-byte group reversed into ``dst``."""
+    s = _u8(src)
+    d = _u8(dst, writable=True)
+    unit = _ssize(unit)
+    if d.size != s.size:
+        raise ValueError(
+            f"byteswap_copy: src has {s.size} bytes but dst has {d.size}; they must match"
+        )
+    _check_unit(s.size, unit, "byteswap_copy")
+    if s.size == 0:
+        return
+    if unit == 1:
+        d[:] = s
+    else:
+        d.view(f"u{unit}")[:] = s.view(f"u{unit}").byteswap()
+
+
+# ---------------------------------------------------------------------------
+# _transpose
+# ---------------------------------------------------------------------------
+
+
+def transpose(src, dst, shape, perm, itemsize) -> None:
+    """Write the C-order bytes of ``np.transpose(src_array, perm)`` into ``dst``."""
+    s = _u8(src)
+    d = _u8(dst, writable=True)
+    shp = _i64(shape)
+    prm = _i64(perm)
+    itemsize = _ssize(itemsize)
+    ndim = shp.size
+    if prm.size != ndim:
+        raise ValueError(
+            f"transpose: shape {_ints(shp)} has rank {ndim} but perm {_ints(prm)} "
+            f"has {prm.size} entries"
+        )
+    if ndim > MAX_NDIM:
+        raise ValueError(f"transpose: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+    if itemsize < 1:
+        raise ValueError(f"transpose: itemsize must be >= 1, got {itemsize}")
+    if (shp < 0).any():
+        raise ValueError(f"transpose: shape {_ints(shp)} has a negative dim")
+    if sorted(_ints(prm)) != list(range(ndim)):
+        raise ValueError(f"transpose: perm {_ints(prm)} is not a permutation of range({ndim})")
+    nbytes = itemsize
+    for n in _ints(shp):
+        nbytes *= n
+    if nbytes > _INT64_MAX:
+        raise ValueError(f"transpose: shape {_ints(shp)} with itemsize {itemsize} overflows int64")
+    if s.size != nbytes or d.size != nbytes:
+        raise ValueError(
+            f"transpose: shape {_ints(shp)} with itemsize {itemsize} needs {nbytes} bytes, "
+            f"but src has {s.size} and dst has {d.size}"
+        )
+    if nbytes == 0:
+        return
+    items = s.reshape(*_ints(shp), itemsize)
+    moved = np.transpose(items, (*_ints(prm), ndim))
+    d.reshape(moved.shape)[...] = moved
+
+
+# ---------------------------------------------------------------------------
+# _assemble
+# ---------------------------------------------------------------------------
+
+
+def _check_shape(func: str, shape: np.ndarray) -> None:
+    if shape.size > MAX_NDIM:
+        raise ValueError(f"{func}: rank {shape.size} exceeds the maximum of {MAX_NDIM}")
+    if (shape < 0).any():
+        raise ValueError(f"{func}: shape {_ints(shape)} has a negative dim")
+
+
+def _check_dst_strides(func: str, strides: np.ndarray, shape: np.ndarray) -> None:
+    for d, (t, n) in enumerate(zip(_ints(strides), _ints(shape), strict=True)):
+        if t == 0 and n > 1:
+            raise ValueError(
+                f"{func}: dst_strides {_ints(strides)} has a zero stride along dim {d} "
+                f"of shape {_ints(shape)}; every index would write the same bytes"
+            )
+
+
+def _check_span(
+    func: str, name: str, buflen: int, offset: int, strides: np.ndarray,
+    shape: np.ndarray, itemsize: int,
+) -> None:
+    """Raise unless every byte of the (non-empty) region lies in ``[0, buflen)``.
+
+    Intermediate sums must fit int64, as in the compiled twin.
+    """
+    lo = hi = offset
+    overflow = False
+    for n, t in zip(_ints(shape), _ints(strides), strict=True):
+        ext = (n - 1) * t
+        if ext > 0:
+            hi += ext
+        else:
+            lo += ext
+        if not (_INT64_MIN <= ext <= _INT64_MAX and _INT64_MIN <= lo and hi <= _INT64_MAX):
+            overflow = True
+            break
+    hi += itemsize
+    if overflow or hi > _INT64_MAX:
+        raise ValueError(
+            f"{func}: region of shape {_ints(shape)} with {name}_offset {offset} and "
+            f"{name}_strides {_ints(strides)} overflows int64 byte offsets "
+            f"({name} has {buflen} bytes)"
+        )
+    if lo < 0 or hi > buflen:
+        raise ValueError(
+            f"{func}: region of shape {_ints(shape)} with {name}_offset {offset}, "
+            f"{name}_strides {_ints(strides)} and itemsize {itemsize} touches bytes "
+            f"[{lo}, {hi}) but {name} has {buflen} bytes"
+        )
+
+
+def _item_view(base: np.ndarray, offset: int, strides: np.ndarray, shape: np.ndarray,
+               itemsize: int, writeable: bool) -> np.ndarray:
+    """uint8 view of shape ``(*shape, itemsize)`` over a validated region of ``base``."""
+    return as_strided(
+        base[offset:],
+        shape=(*_ints(shape), itemsize),
+        strides=(*_ints(strides), 1),
+        writeable=writeable,
+    )
+
+
+def _check_item(func: str, itemsize: int, swap_unit: int) -> None:
+    if itemsize < 1:
+        raise ValueError(f"{func}: itemsize must be >= 1, got {itemsize}")
+    if swap_unit not in (1, 2, 4, 8):
+        raise ValueError(f"{func}: swap_unit must be 1, 2, 4 or 8, got {swap_unit}")
+    if itemsize % swap_unit != 0:
+        raise ValueError(
+            f"{func}: itemsize {itemsize} is not a multiple of swap_unit {swap_unit}"
+        )
+
+
+def copy_region(src, src_offset, src_strides, dst, dst_offset, dst_strides, shape,
+                itemsize, swap_unit=1) -> None:
+    """Copy the items of an N-d region from ``src`` to ``dst`` (see ``_ext._assemble``)."""
+    s = _u8(src)
+    src_offset = _ssize(src_offset)
+    sst = _i64(src_strides)
+    d = _u8(dst, writable=True)
+    dst_offset = _ssize(dst_offset)
+    dstr = _i64(dst_strides)
+    shp = _i64(shape)
+    itemsize = _ssize(itemsize)
+    swap_unit = _ssize(swap_unit)
+    if sst.size != shp.size or dstr.size != shp.size:
+        raise ValueError(
+            f"copy_region: shape {_ints(shp)}, src_strides {_ints(sst)} and "
+            f"dst_strides {_ints(dstr)} must have the same length"
+        )
+    _check_shape("copy_region", shp)
+    _check_item("copy_region", itemsize, swap_unit)
+    if (shp == 0).any():
+        return
+    _check_dst_strides("copy_region", dstr, shp)
+    _check_span("copy_region", "src", s.size, src_offset, sst, shp, itemsize)
+    _check_span("copy_region", "dst", d.size, dst_offset, dstr, shp, itemsize)
+
+    items = _item_view(s, src_offset, sst, shp, itemsize, writeable=False)
+    if swap_unit > 1:
+        lead = items.shape[:-1]
+        items = items.reshape(*lead, itemsize // swap_unit, swap_unit)[..., ::-1]
+        items = items.reshape(*lead, itemsize)
+    else:
+        items = items.copy()  # src may overlap dst: read everything first
+    _item_view(d, dst_offset, dstr, shp, itemsize, writeable=True)[...] = items
+
+
+def copy_regions(src, src_offsets, src_strides, dst, dst_offsets, dst_strides, shapes,
+                 itemsize, swap_unit=1) -> None:
+    """``copy_region`` for many regions sharing strides; all are validated before any
+    byte is copied (see ``_ext._assemble``)."""
+    s = _u8(src)
+    so = _i64(src_offsets)
+    sst = _i64(src_strides)
+    d = _u8(dst, writable=True)
+    do = _i64(dst_offsets)
+    dstr = _i64(dst_strides)
+    shp = _i64(shapes, ndim=2)
+    itemsize = _ssize(itemsize)
+    swap_unit = _ssize(swap_unit)
+    n, ndim = shp.shape
+    if so.size != n or do.size != n:
+        raise ValueError(
+            f"copy_regions: {n} shapes but {so.size} src_offsets and {do.size} dst_offsets"
+        )
+    if sst.size != ndim or dstr.size != ndim:
+        raise ValueError(
+            f"copy_regions: shapes of rank {ndim}, src_strides {_ints(sst)} and "
+            f"dst_strides {_ints(dstr)} must have the same length"
+        )
+    if ndim > MAX_NDIM:
+        raise ValueError(f"copy_regions: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+    _check_item("copy_regions", itemsize, swap_unit)
+    todo = []
+    for r in range(n):
+        try:
+            _check_shape("copy_regions", shp[r])
+            if (shp[r] == 0).any():
+                continue
+            _check_dst_strides("copy_regions", dstr, shp[r])
+            _check_span("copy_regions", "src", s.size, int(so[r]), sst, shp[r], itemsize)
+            _check_span("copy_regions", "dst", d.size, int(do[r]), dstr, shp[r], itemsize)
+        except ValueError as e:
+            raise ValueError(f"{e} (region {r})") from None
+        todo.append(r)
+    for r in todo:
+        copy_region(s, int(so[r]), sst, d, int(do[r]), dstr, shp[r], itemsize, swap_unit)
+
+
+#: ``ChunkDecoder.decode_regions`` statuses (see ``_ext._decode``)
+DECODED, NO_DATA, FAILED = 0, 1, 2
+#: the codecs ``ChunkDecoder`` decodes
+BATCH_CODECS = frozenset({"zstd", "blosc"})
+
+
+class ChunkDecoder:
+    """Batched decoding of zstd or blosc chunks into regions of an output (see
+    ``_ext._decode``), with python-zstandard and numcodecs' blosc."""
+
+    def __init__(self, codec: str, nbytes: int) -> None:
+        if codec not in ("zstd", "blosc"):
+            raise ValueError(f"ChunkDecoder: codec {codec!r} is not bound")
+        nbytes = _ssize(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"ChunkDecoder: nbytes {nbytes} is negative")
+        self.codec = codec
+        self.nbytes = nbytes
+
+    def _decode(self, frame: np.ndarray) -> np.ndarray | None:
+        """The frame's ``nbytes`` decoded bytes, or ``None``."""
+        data = frame.tobytes()
+        if self.codec == "blosc":
+            from numcodecs import blosc
+
+            if len(data) < 16:
+                return None
+            # (blosc_cbuffer_validate: the header's sizes)
+            nbytes = int.from_bytes(data[4:8], "little")
+            cbytes = int.from_bytes(data[12:16], "little")
+            if cbytes != len(data) or nbytes != self.nbytes:
+                return None
+            out = np.empty(self.nbytes, dtype=np.uint8)
+            try:
+                blosc.decompress(data, out)
+            except RuntimeError:
+                return None
+            return out
+        import numcodecs.zstd
+        import zstandard
+
+        # the first frame's declared size (ZSTD_getFrameContentSize: 0 for a skippable
+        # frame) must be unknown or the chunk's
+        if len(data) >= 4 and int.from_bytes(data[:4], "little") & ~0xF == 0x184D2A50:
+            declared = 0
+        else:
+            try:
+                declared = zstandard.get_frame_parameters(data).content_size
+            except zstandard.ZstdError:
+                return None
+        if declared not in (zstandard.CONTENTSIZE_UNKNOWN, self.nbytes):
+            return None
+        out = np.empty(self.nbytes, dtype=np.uint8)
+        try:  # every frame, into exactly nbytes (ZSTD_decompressDCtx)
+            numcodecs.zstd.decompress(data, out)
+        except (RuntimeError, ValueError):
+            return None
+        return out
+
+    def _plan(self, func, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides, shapes,
+              itemsize, swap_unit, direct, status):
+        """Validate where every chunk goes (``_ext._decode._Plan``); the rows to place."""
+        co = _i64(chunk_offsets)
+        cst = _i64(chunk_strides)
+        d = _u8(dst, writable=True)
+        do = _i64(dst_offsets)
+        dstr = _i64(dst_strides)
+        shp = _i64(shapes, ndim=2)
+        flags = _u8(direct)
+        itemsize = _ssize(itemsize)
+        swap_unit = _ssize(swap_unit)
+        n, ndim = shp.shape
+        nb = self.nbytes
+        if co.size != n or do.size != n or flags.size != n:
+            raise ValueError(
+                f"{func}: {n} shapes but {co.size} chunk_offsets, {do.size} dst_offsets and "
+                f"{flags.size} direct flags"
+            )
+        if cst.size != ndim or dstr.size != ndim:
+            raise ValueError(
+                f"{func}: shapes of rank {ndim}, but {cst.size} chunk_strides and "
+                f"{dstr.size} dst_strides"
+            )
+        if ndim > MAX_NDIM:
+            raise ValueError(f"{func}: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+        _check_item(func, itemsize, swap_unit)
+        todo = []
+        for r in range(n):
+            if status[r] == NO_DATA:
+                continue
+            try:
+                if flags[r]:
+                    if do[r] < 0 or do[r] > d.size - nb:
+                        raise ValueError(
+                            f"{func}: direct bytes [{do[r]}, {do[r] + nb}) lie outside dst's "
+                            f"{d.size} bytes"
+                        )
+                else:
+                    _check_shape(func, shp[r])
+                    if (shp[r] == 0).any():
+                        continue
+                    _check_dst_strides(func, dstr, shp[r])
+                    _check_span(func, "chunk", nb, int(co[r]), cst, shp[r], itemsize)
+                    _check_span(func, "dst", d.size, int(do[r]), dstr, shp[r], itemsize)
+            except ValueError as e:
+                raise ValueError(f"{e} (chunk {r})") from None
+            todo.append(r)
+
+        def place(r: int, frame: np.ndarray) -> bool:
+            chunk = self._decode(frame)
+            if chunk is None:
+                return False
+            if flags[r]:
+                d[int(do[r]):int(do[r]) + nb] = chunk
+            else:
+                copy_region(chunk, int(co[r]), cst, d, int(do[r]), dstr, shp[r], itemsize,
+                            swap_unit)
+            return True
+
+        return todo, place
+
+    def decode_regions(self, src, src_offsets, src_sizes, chunk_offsets, chunk_strides,
+                       dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct):
+        s = _u8(src)
+        so = _i64(src_offsets)
+        sz = _i64(src_sizes)
+        n = _i64(shapes, ndim=2).shape[0]
+        if so.size != n or sz.size != n:
+            raise ValueError(
+                f"decode_regions: {n} shapes but {so.size} src_offsets and {sz.size} src_sizes"
+            )
+        for r in range(n):
+            if sz[r] >= 0 and (so[r] < 0 or so[r] > s.size - sz[r]):
+                raise ValueError(
+                    f"decode_regions: bytes [{so[r]}, {so[r] + sz[r]}) lie outside src's "
+                    f"{s.size} bytes (chunk {r})"
+                )
+        status = np.where(sz < 0, NO_DATA, DECODED).astype(np.int8)
+        todo, place = self._plan("decode_regions", chunk_offsets, chunk_strides, dst,
+                                 dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
+                                 status)
+        for r in todo:
+            if not place(r, s[int(so[r]):int(so[r]) + int(sz[r])]):
+                status[r] = FAILED
+        return status
+
+    def decode_files(self, paths, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
+                     shapes, itemsize, swap_unit, direct):
+        import errno as _errno
+        import os
+        import stat as _stat
+
+        if not isinstance(paths, list):
+            raise TypeError(f"decode_files: paths must be a list, got {type(paths).__name__}")
+        n = _i64(shapes, ndim=2).shape[0]
+        if len(paths) != n:
+            raise ValueError(f"decode_files: {n} shapes but {len(paths)} paths")
+        for r, p in enumerate(paths):
+            if not isinstance(p, bytes):
+                raise TypeError(f"decode_files: path {r} is {type(p).__name__}, expected bytes")
+            if b"\0" in p:
+                raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
+        status = np.full(n, DECODED, dtype=np.int8)
+        sizes = np.full(n, -1, dtype=np.int64)
+        errors = np.zeros(n, dtype=np.int64)
+        todo, place = self._plan("decode_files", chunk_offsets, chunk_strides, dst, dst_offsets,
+                                 dst_strides, shapes, itemsize, swap_unit, direct, status)
+        limit = 2 * self.nbytes + 65536
+        for r in todo:
+            try:
+                fd = os.open(paths[r], os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            except OSError as e:
+                code = e.errno or _errno.EIO
+                if code in (_errno.ENOENT, _errno.ENOTDIR, _errno.EISDIR):
+                    status[r] = NO_DATA
+                else:
+                    status[r], errors[r] = FAILED, code
+                continue
+            try:
+                st = os.fstat(fd)
+                if not _stat.S_ISREG(st.st_mode):
+                    status[r] = NO_DATA
+                    continue
+                sizes[r] = st.st_size
+                if st.st_size > limit:
+                    status[r], errors[r] = FAILED, _errno.EFBIG
+                    continue
+                data = os.pread(fd, st.st_size, 0) if st.st_size else b""
+                if len(data) != st.st_size:
+                    status[r], errors[r] = FAILED, _errno.EIO
+                    continue
+            except OSError as e:
+                status[r], errors[r] = FAILED, e.errno or _errno.EIO
+                continue
+            finally:
+                os.close(fd)
+            if not place(r, np.frombuffer(data, dtype=np.uint8)):
+                status[r] = FAILED
+        return status, sizes, errors
+
+
+def read_files_into(paths, dst, offsets, nbytes, exact=True):
+    """Read files into ``dst`` at ``offsets`` when they hold ``nbytes`` bytes (at most
+    ``nbytes`` when not ``exact``); returns ``(sizes, errors)`` (see ``_ext._fileio``)."""
+    import errno as _errno
+    import os
+    import stat as _stat
+
+    if not isinstance(paths, list):
+        raise TypeError(f"read_files_into: paths must be a list, got {type(paths).__name__}")
+    d = _u8(dst, writable=True)
+    offs = _i64(offsets)
+    nbytes = _ssize(nbytes)
+    n = len(paths)
+    if offs.size != n:
+        raise ValueError(f"read_files_into: {n} paths but {offs.size} offsets")
+    if nbytes < 0:
+        raise ValueError(f"read_files_into: nbytes {nbytes} is negative")
+    for i, p in enumerate(paths):
+        if not isinstance(p, bytes):
+            raise TypeError(f"read_files_into: path {i} is {type(p).__name__}, expected bytes")
+        if b"\0" in p:
+            raise ValueError(f"read_files_into: path {p!r} contains a NUL byte")
+        if offs[i] < 0 or offs[i] > d.size - nbytes:
+            raise ValueError(
+                f"read_files_into: range [{offs[i]}, {offs[i] + nbytes}) of file {i} "
+                f"lies outside the destination's {d.size} bytes"
+            )
+    sizes = np.full(n, -1, dtype=np.int64)
+    errors = np.zeros(n, dtype=np.int64)
+    for i, p in enumerate(paths):
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except OSError as e:
+            errors[i] = e.errno or _errno.EIO
+            continue
+        try:
+            st = os.fstat(fd)
+            if not _stat.S_ISREG(st.st_mode):
+                errors[i] = _errno.EISDIR
+                continue
+            sizes[i] = want = st.st_size
+            if want != nbytes and (exact or want > nbytes):
+                continue
+            got = 0
+            while got < want:
+                os.lseek(fd, got, os.SEEK_SET)
+                chunk = os.read(fd, want - got)
+                if not chunk:
+                    sizes[i] = got
+                    break
+                start = int(offs[i]) + got
+                d[start:start + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+                got += len(chunk)
+        except OSError as e:
+            errors[i] = e.errno or _errno.EIO
+        finally:
+            os.close(fd)
+    return sizes, errors
+
+
+def write_files(tmp_paths, paths, values, refuse_links=True):
+    """Write each value to its temporary file, then rename it over its path; the
+    errno of each failure, or 0 (see ``_ext._fileio.write_files``)."""
+    import errno as _errno
+    import os
+    import stat as _stat
+
+    for name, seq in (("tmp_paths", tmp_paths), ("paths", paths), ("values", values)):
+        if not isinstance(seq, list):
+            raise TypeError(f"write_files: {name} must be a list, got {type(seq).__name__}")
+    n = len(paths)
+    if len(tmp_paths) != n or len(values) != n:
+        raise ValueError(f"write_files: {n} paths but {len(tmp_paths)} temporary paths "
+                         f"and {len(values)} values")
+    for i in range(n):
+        for p in (tmp_paths[i], paths[i]):
+            if not isinstance(p, bytes):
+                raise TypeError(f"write_files: path {i} is {type(p).__name__}, expected bytes")
+            if b"\0" in p:
+                raise ValueError(f"write_files: path {p!r} contains a NUL byte")
+    views = []
+    for i, v in enumerate(values):
+        try:
+            m = memoryview(v)
+        except TypeError as e:
+            raise BufferError(f"write_files: value {i} has no C-contiguous buffer ({e})") from None
+        if not m.c_contiguous:
+            raise BufferError(f"write_files: value {i} has no C-contiguous buffer")
+        views.append(memoryview(m.tobytes()) if m.nbytes == 0 else m.cast("B"))
+    errors = np.zeros(n, dtype=np.int64)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for i in range(n):
+        if refuse_links:
+            try:
+                if _stat.S_ISLNK(os.lstat(paths[i]).st_mode):
+                    errors[i] = _errno.ELOOP
+                    continue
+            except OSError:
+                pass
+        try:
+            fd = os.open(tmp_paths[i], flags, 0o666)
+        except OSError as e:
+            errors[i] = e.errno or _errno.EIO
+            continue
+        try:
+            try:
+                done = 0
+                while done < len(views[i]):
+                    done += os.write(fd, views[i][done:])
+            finally:
+                os.close(fd)
+            os.replace(tmp_paths[i], paths[i])
+        except OSError as e:
+            errors[i] = e.errno or _errno.EIO
+            try:
+                os.unlink(tmp_paths[i])
+            except OSError:
+                pass
+    return errors
+
+
+def fill_region(dst, dst_offset, dst_strides, shape, fill) -> None:
+    """Write the item ``fill`` at every index of a region of ``dst``."""
+    d = _u8(dst, writable=True)
+    dst_offset = _ssize(dst_offset)
+    dstr = _i64(dst_strides)
+    shp = _i64(shape)
+    f = _u8(fill)
+    if dstr.size != shp.size:
+        raise ValueError(
+            f"fill_region: shape {_ints(shp)} and dst_strides {_ints(dstr)} "
+            f"must have the same length"
+        )
+    _check_shape("fill_region", shp)
+    if f.size < 1:
+        raise ValueError("fill_region: fill must be at least 1 byte long")
+    if (shp == 0).any():
+        return
+    _check_dst_strides("fill_region", dstr, shp)
+    _check_span("fill_region", "dst", d.size, dst_offset, dstr, shp, f.size)
+    _item_view(d, dst_offset, dstr, shp, f.size, writeable=True)[...] = f
+
+
+def is_uniform(buf, fill) -> bool:
+    """Return True iff ``buf`` is the item ``fill`` repeated (True for an empty ``buf``)."""
+    b = _u8(buf)
+    f = _u8(fill)
+    if f.size < 1:
+        raise ValueError("is_uniform: fill must be at least 1 byte long")
+    if b.size % f.size != 0:
+        raise ValueError(
+            f"is_uniform: buffer length {b.size} is not a multiple of the fill length {f.size}"
+        )
+    if b.size == 0:
+        return True
+    return bool((b.reshape(-1, f.size) == f).all())
+
+
+# ---------------------------------------------------------------------------
+# _indexing
+# ---------------------------------------------------------------------------
+
+
+def _dim_segments(n: int, c: int, s: int, t: int, m: int) -> np.ndarray:
+    """Segments of ``s + k*t, k < m`` on chunks of size ``c``, as rows of
+    ``(chunk, local_start, local_count, out_start, complete)``.
+
+    Vectorised over the chunks between the first and the last selected index:
+    chunk ``ci`` holds the selected ``k`` in ``[k_lo, k_hi)``.
+    """
+    first, last = s, s + (m - 1) * t
+    a = abs(t)
+    # Python-int arithmetic when int64 intermediates (ci*c + c) could overflow.
+    dtype = np.int64 if n + c < 2**62 else object
+    if t > 0:
+        ci = np.arange(first // c, last // c + 1, dtype=dtype)
+        k_lo = -((s - ci * c) // a)            # ceil((ci*c - s) / a)
+        k_hi = -((s - (ci + 1) * c) // a)      # ceil(((ci+1)*c - s) / a)
+    else:
+        ci = np.arange(first // c, last // c - 1, -1, dtype=dtype)
+        k_lo = -((ci * c + c - 1 - s) // a)    # ceil((s - (ci*c + c - 1)) / a)
+        k_hi = (s - ci * c) // a + 1           # floor((s - ci*c) / a) + 1
+    k_lo = np.clip(k_lo, 0, m)
+    k_hi = np.clip(k_hi, 0, m)
+    keep = k_hi > k_lo
+    ci, k_lo, k_hi = ci[keep], k_lo[keep], k_hi[keep]
+    local_count = k_hi - k_lo
+    extent = np.minimum(c, n - ci * c)
+    complete = (a == 1) & (local_count == extent)
+    columns = [ci, s + k_lo * t - ci * c, local_count, k_lo, complete]
+    return np.stack([np.asarray(col).astype(np.int64) for col in columns], axis=1)
+
+
+def project(shape, chunk_shape, start, step, count):
+    """Project a strided selection onto a regular chunk grid (see ``_ext._indexing``)."""
+    arrays = [_i64(a) for a in (shape, chunk_shape, start, step, count)]
+    shp, chk, sta, ste, cnt = arrays
+    ndim = shp.size
+    if any(a.size != ndim for a in arrays):
+        raise ValueError(
+            f"project: shape {_ints(shp)}, chunk_shape {_ints(chk)}, start {_ints(sta)}, "
+            f"step {_ints(ste)} and count {_ints(cnt)} must have the same length"
+        )
+    if ndim > MAX_NDIM:
+        raise ValueError(f"project: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+    empty = False
+    dims = []
+    for d in range(ndim):
+        n, c, s, t, m = (int(a[d]) for a in arrays)
+        if n < 0:
+            raise ValueError(f"project: dim {d}: shape {n} is negative")
+        if c < 1:
+            raise ValueError(f"project: dim {d}: chunk_shape {c} must be >= 1")
+        if t == 0:
+            raise ValueError(f"project: dim {d}: step must be non-zero")
+        if m < 0:
+            raise ValueError(f"project: dim {d}: count {m} is negative")
+        if m == 0:
+            empty = True
+            continue
+        if not 0 <= s < n:
+            raise ValueError(f"project: dim {d}: selected index {s} is out of bounds for shape {n}")
+        last = s + (m - 1) * t
+        if not 0 <= last < n:
+            raise ValueError(
+                f"project: dim {d}: selected index {last} "
+                f"(start {s}, step {t}, count {m}) is out of bounds for shape {n}"
+            )
+        dims.append((n, c, s, t, m))
+
+    if ndim == 0 or empty:
+        rows = 0 if empty else 1
+        tables = tuple(np.zeros((rows, ndim), dtype=np.int64) for _ in range(4))
+        return (*tables, np.ones(rows, dtype=np.bool_))
+
+    segs = [_dim_segments(*dim) for dim in dims]
+    rows = 1
+    for seg in segs:
+        rows *= len(seg)
+        if rows > _MAX_ROWS:
+            raise ValueError(
+                f"project: the selection touches more than 2**62 chunks "
+                f"(segments per dim: {[len(x) for x in segs]})"
+            )
+    # Cartesian product in C order: row r takes segment idx[d][r] along dim d.
+    grids = np.indices([len(seg) for seg in segs]).reshape(ndim, -1)
+    picked = np.stack([seg[g] for seg, g in zip(segs, grids, strict=True)], axis=1)
+    # picked: (rows, ndim, 5)
+    tables = tuple(np.ascontiguousarray(picked[:, :, j]) for j in range(4))
+    complete = picked[:, :, 4].astype(np.bool_).all(axis=1)
+    return (*tables, complete)
+
+
+def format_chunk_keys(coords, prefix, separator) -> list[str]:
+    """Render chunk keys: ``prefix + separator.join(str(c) for c in row)`` per row."""
+    arr = _i64(coords, ndim=2)
+    if not isinstance(prefix, str):
+        raise TypeError(f"Argument 'prefix' has incorrect type (expected str, got {type(prefix).__name__})")
+    if not isinstance(separator, str):
+        raise TypeError(
+            f"Argument 'separator' has incorrect type (expected str, got {type(separator).__name__})"
+        )
+    if arr.shape[0] == 0:
+        return []
+    neg = np.argwhere(arr < 0)
+    if neg.size:
+        r, d = (int(x) for x in neg[0])
+        raise ValueError(
+            f"format_chunk_keys: row {r} has negative coordinate {int(arr[r, d])} (dim {d})"
+        )
+    return [prefix + separator.join(map(str, row)) for row in arr.tolist()]
+
+
+# ---------------------------------------------------------------------------
+# _shard_index
+# ---------------------------------------------------------------------------
+
+_UINT64_MAX = 2**64 - 1
+
+
+def _u64(value) -> int:
+    """``uint64_t`` argument conversion, integers only (as ``_ext._shard_index``)."""
+    v = operator.index(value)
+    if v < 0:
+        raise OverflowError("can't convert negative value to uint64_t")
+    if v > _UINT64_MAX:
+        raise OverflowError("Python int too large to convert to C unsigned long")
+    return v
+
+
+def check_index(index, low, high) -> tuple[int, int, int]:
+    """Check a shard index of shape ``(n, 2)``; return ``(code, a, b)``.
+
+    Codes: 0 fine, 1 entry ``a`` half empty, 2 its range overflows uint64,
+    3 it starts before ``low``, 4 it ends after ``high``, 5 entries ``a`` and
+    ``b`` overlap. Codes 1-4 take precedence: the first offending entry, its
+    lowest code. Then the overlap rule: among used non-zero-length entries in
+    ``(offset, entry)`` order, ``b`` is the first whose range meets an earlier
+    one's, ``a`` that earlier one (``b``'s predecessor in the order). See
+    ``src_ext/_shard_index.pyx``.
+    """
+    if index is None:
+        raise TypeError("Argument 'index' must not be None")
+    lo = _u64(low)
+    hi = _u64(high)
+    m = memoryview(index)
+    if m.ndim != 2 or m.shape[1] != 2:
+        raise ValueError(f"check_index: index has shape {m.shape}, expected (n, 2)")
+    if m.itemsize != 8 or m.format.lstrip("@=<") not in ("Q", "L"):
+        raise ValueError(f"Buffer dtype mismatch, expected 'const uint64_t' but got {m.format!r}")
+    if not m.c_contiguous:
+        raise ValueError("Buffer not C contiguous.")
+    idx = np.asarray(m).view(np.uint64)
+    off, nb = idx[:, 0], idx[:, 1]
+    empty_off, empty_nb = off == _UINT64_MAX, nb == _UINT64_MAX
+    used = ~(empty_off | empty_nb)
+    end = off + nb  # wraps modulo 2**64
+    over = used & (end < off)
+    ok = used & ~over
+    codes = np.select(
+        [empty_off != empty_nb, over, ok & (off < np.uint64(lo)), ok & (end > np.uint64(hi))],
+        [1, 2, 3, 4],
+        0,
+    )
+    bad = np.flatnonzero(codes)
+    if bad.size:
+        j = int(bad[0])
+        return (int(codes[j]), j, -1)
+    live = np.flatnonzero(used & (nb > 0))  # entry order, so a stable sort breaks ties by entry
+    order = live[np.argsort(off[live], kind="stable")]
+    hits = np.flatnonzero(end[order[:-1]] > off[order[1:]])
+    if hits.size:
+        p = int(hits[0])
+        return (5, int(order[p]), int(order[p + 1]))
+    return (0, -1, -1)
+
+
+def group_by_chunk(ids, nchunks):
+    """Twin of ``_indexing.group_by_chunk``: positions grouped by chunk id, stably."""
+    ids = np.asarray(ids)
+    if ids.dtype != np.int64 or ids.ndim != 1:
+        raise TypeError("group_by_chunk: ids must be a 1-d int64 buffer")
+    nchunks = operator.index(nchunks)
+    if nchunks < 0:
+        raise ValueError(f"group_by_chunk: nchunks must be >= 0, got {nchunks}")
+    bad = np.flatnonzero((ids < 0) | (ids >= nchunks))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"group_by_chunk: id {int(ids[i])} at position {i} is outside [0, {nchunks})"
+        )
+    n = ids.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
+    order = np.argsort(ids, kind="stable").astype(np.int64)
+    sorted_ids = ids[order]
+    first = np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1]))
+    starts_body = np.flatnonzero(first)
+    return order, sorted_ids[starts_body], np.append(starts_body, n).astype(np.int64)

@@ -1,0 +1,51 @@
+"""Stores: where keys and bytes live."""
+
+from zarrfast.storage.base import (
+    ByteRequest,
+    OffsetByteRequest,
+    RangeByteRequest,
+    Store,
+    SuffixByteRequest,
+    validate_key,
+)
+from zarrfast.storage.errors import (
+    ArchiveNotFoundError,
+    MissingDependencyError,
+    RemotePermissionError,
+    RemoteStoreError,
+    RetriesExhaustedError,
+    StorageOptionsError,
+    StoreError,
+    UnsafeArchiveMemberError,
+    UnsupportedStoreOperationError,
+)
+from zarrfast.storage.fsspec import FsspecStore, RetryPolicy
+from zarrfast.storage.local import LocalStore
+from zarrfast.storage.memory import MemoryStore
+from zarrfast.storage.resolve import StoreLike, make_store  # noqa: E402  (uses the stores above)
+from zarrfast.storage.zip import ZipStore
+
+__all__ = [
+    "ArchiveNotFoundError",
+    "ByteRequest",
+    "FsspecStore",
+    "LocalStore",
+    "MemoryStore",
+    "MissingDependencyError",
+    "OffsetByteRequest",
+    "RangeByteRequest",
+    "RemotePermissionError",
+    "RemoteStoreError",
+    "RetriesExhaustedError",
+    "RetryPolicy",
+    "StorageOptionsError",
+    "Store",
+    "StoreError",
+    "SuffixByteRequest",
+    "UnsafeArchiveMemberError",
+    "UnsupportedStoreOperationError",
+    "StoreLike",
+    "ZipStore",
+    "make_store",
+    "validate_key",
+]

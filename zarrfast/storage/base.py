@@ -1,0 +1,310 @@
+"""The store interface.
+
+A store maps string keys (``"a/b/zarr.json"``, ``"a/b/c/0/1"``) to bytes.  The
+interface is synchronous; stores that can serve many keys at once (the local
+store with threads, remote stores with concurrent requests) override
+:meth:`Store.get_many` and :meth:`Store.set_many`.
+
+Contract (checked by :class:`zarrfast.testing.StoreTests`):
+
+* ``get(key)`` returns the value as ``bytes`` (or another read-only
+  bytes-like object) or ``None`` when the key is missing; it never raises for
+  a missing key.
+* ``get(key, byte_range)`` returns only the requested bytes.  A range that
+  reaches past the end is clipped, as for Python slices.
+* Keys are ``/``-separated, relative, with no empty, ``.`` or ``..`` segments,
+  no backslashes and no NUL characters.  Anything else raises
+  :class:`~zarrfast.errors.InvalidKeyError`: no key can leave the store.
+* Writes on a read-only store raise :class:`~zarrfast.errors.ReadOnlyError`
+  and change nothing.
+* ``list*`` methods return keys in sorted order.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
+
+__all__ = [
+    "ByteRequest",
+    "OffsetByteRequest",
+    "RangeByteRequest",
+    "Store",
+    "SuffixByteRequest",
+    "normalize_byte_range",
+    "validate_key",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RangeByteRequest:
+    """Bytes ``[start, end)`` of a value."""
+
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.start, int) and isinstance(self.end, int)):
+            raise ZarrfastError(f"byte range bounds must be integers, got {self!r}")
+        if self.start < 0 or self.end < self.start:
+            raise ZarrfastError(f"invalid byte range {self!r}: need 0 <= start <= end")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetByteRequest:
+    """All bytes from ``offset`` to the end of a value."""
+
+    offset: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.offset, int) or self.offset < 0:
+            raise ZarrfastError(f"invalid byte range {self!r}: offset must be an integer >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class SuffixByteRequest:
+    """The last ``suffix`` bytes of a value."""
+
+    suffix: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.suffix, int) or self.suffix < 0:
+            raise ZarrfastError(f"invalid byte range {self!r}: suffix must be an integer >= 0")
+
+
+ByteRequest = RangeByteRequest | OffsetByteRequest | SuffixByteRequest
+
+
+def normalize_byte_range(byte_range: ByteRequest, size: int) -> tuple[int, int]:
+    """Resolve a byte request against a value of ``size`` bytes to ``(start, stop)``."""
+    if isinstance(byte_range, RangeByteRequest):
+        start, stop = byte_range.start, byte_range.end
+    elif isinstance(byte_range, OffsetByteRequest):
+        start, stop = byte_range.offset, size
+    elif isinstance(byte_range, SuffixByteRequest):
+        start, stop = max(size - byte_range.suffix, 0), size
+    else:
+        raise ZarrfastError(
+            f"byte_range must be a RangeByteRequest, OffsetByteRequest or SuffixByteRequest, "
+            f"got {byte_range!r}"
+        )
+    start = min(start, size)
+    stop = min(max(stop, start), size)
+    return start, stop
+
+
+def validate_key(key: str) -> str:
+    """Return ``key`` if it is a valid store key, else raise :class:`InvalidKeyError`."""
+    if not isinstance(key, str):
+        raise InvalidKeyError(f"store key must be a str, got {type(key).__name__} {key!r}")
+    if key == "":
+        raise InvalidKeyError("store key must not be empty")
+    if "\\" in key or "\x00" in key:
+        raise InvalidKeyError(
+            f"store key {key!r} contains a backslash or NUL character; keys use '/' separators"
+        )
+    if key.startswith("/"):
+        raise InvalidKeyError(f"store key {key!r} is absolute; keys are relative to the store root")
+    for segment in key.split("/"):
+        if segment in ("", ".", ".."):
+            raise InvalidKeyError(
+                f"store key {key!r} has an empty, '.' or '..' segment; such keys could leave "
+                f"the store or alias other keys"
+            )
+    if len(key) >= 2 and key[1] == ":" and key[0].isalpha():
+        raise InvalidKeyError(f"store key {key!r} looks like a drive-qualified path")
+    return key
+
+
+def validate_prefix(prefix: str) -> str:
+    """Validate a listing prefix: ``""`` or a key, optionally ending in ``/``."""
+    if prefix == "":
+        return prefix
+    validate_key(prefix[:-1] if prefix.endswith("/") else prefix)
+    return prefix
+
+
+class Store(abc.ABC):
+    """Abstract key-value store.  See the module docstring for the contract."""
+
+    #: whether :meth:`set` / :meth:`delete` are implemented
+    supports_writes: bool = True
+    #: whether :meth:`delete` is implemented
+    supports_deletes: bool = True
+    #: whether byte ranges are served without reading the whole value
+    supports_partial_reads: bool = True
+    #: whether :meth:`list` and friends are implemented
+    supports_listing: bool = True
+    #: whether the pipeline should fetch chunks with :meth:`get_many` in batches
+    #: (remote stores: one batch of concurrent requests instead of one round trip
+    #: per chunk from each pool thread) rather than :meth:`get` per chunk task
+    batched_reads: bool = False
+    #: whether :meth:`get_into` reads straight into the caller's buffer (no copy)
+    fast_get_into: bool = False
+    #: whether :meth:`set_many` writes many values faster than :meth:`set` one by one
+    #: (the chunk pipeline then writes a batch of chunks at a time)
+    fast_set_many: bool = False
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        self._read_only = bool(read_only)
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    def _check_writable(self, key: str | None = None) -> None:
+        if self._read_only:
+            what = f"key {key!r}" if key is not None else "it"
+            raise ReadOnlyError(f"{self!r} is read-only; cannot write or delete {what}")
+
+    # -- reads ------------------------------------------------------------
+    @abc.abstractmethod
+    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Return the value of ``key`` (or the requested bytes of it), ``None`` if missing."""
+
+    def get_many(
+        self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
+    ) -> list[bytes | None]:
+        """Return the values of many keys, in order; ``None`` for missing ones."""
+        if byte_ranges is None:
+            return [self.get(k) for k in keys]
+        if len(byte_ranges) != len(keys):
+            raise ZarrfastError(
+                f"get_many: {len(keys)} keys but {len(byte_ranges)} byte ranges"
+            )
+        return [self.get(k, r) for k, r in zip(keys, byte_ranges, strict=True)]
+
+    def get_into(self, key: str, out: memoryview) -> int | None:
+        """Read the whole value of ``key`` into ``out`` (a writable byte buffer) when
+        it has exactly ``len(out)`` bytes.  Returns the value's size, or ``None``
+        when the key is missing; when the size differs from ``len(out)`` the
+        contents of ``out`` are unspecified."""
+        value = self.get(key)
+        if value is None:
+            return None
+        n = len(value)
+        if n == len(out):
+            out[:] = value
+        return n
+
+    def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
+                       nbytes: int, *, exact: bool = True) -> Any:
+        """Read the values of ``keys`` into ``out`` (a writable uint8 buffer) at
+        ``offsets`` when they hold exactly ``nbytes`` bytes (``exact``, as
+        :meth:`get_into` does one by one) or at most ``nbytes`` bytes (not ``exact``).
+        Returns an int64 array of the values' sizes, ``-1`` for a missing key."""
+        import numpy as np
+
+        view = memoryview(out).cast("B")
+        sizes = np.full(len(keys), -1, dtype=np.int64)
+        for i, key in enumerate(keys):
+            off = int(offsets[i])
+            if exact:
+                n = self.get_into(key, view[off:off + nbytes])
+            else:
+                value = self.get(key)
+                n = None if value is None else len(value)
+                if n is not None and n <= nbytes:
+                    view[off:off + n] = value
+            if n is not None:
+                sizes[i] = n
+        return sizes
+
+    def file_paths(self, keys: Sequence[str]) -> list[bytes] | None:
+        """The files holding the values of ``keys`` (file-system encoded), for kernels
+        that read files themselves; ``None`` when values are not plain files, or
+        reading them directly would bypass what this store does in :meth:`get`."""
+        return None
+
+    def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value."""
+        return self.get(key) is not None
+
+    def version(self, key: str) -> Hashable | None:
+        """A token that changes whenever the value of ``key`` is replaced, or ``None``
+        when the store cannot tell (or the key is missing).  Caches of data derived
+        from a value (shard indexes) are only kept for stores that give tokens."""
+        return None
+
+    def getsize(self, key: str) -> int:
+        """Size in bytes of the value of ``key``; ``FileNotFoundError`` if missing."""
+        value = self.get(key)
+        if value is None:
+            raise FileNotFoundError(f"key {key!r} not found in {self!r}")
+        return len(value)
+
+    # -- writes -----------------------------------------------------------
+    @abc.abstractmethod
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Store ``value`` under ``key`` (atomically replacing an old value)."""
+
+    def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        """Store many values."""
+        pairs = items.items() if isinstance(items, Mapping) else items
+        for k, v in pairs:
+            self.set(k, v)
+
+    def set_if_not_exists(self, key: str, value: bytes) -> None:
+        if not self.exists(key):
+            self.set(key, value)
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> None:
+        """Delete ``key``; deleting a missing key is not an error."""
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        for k in keys:
+            self.delete(k)
+
+    def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix`` (a node path; ``""`` means everything)."""
+        self._check_writable(prefix or "<root>")
+        validate_prefix(prefix)
+        p = prefix[:-1] if prefix.endswith("/") else prefix
+        keys = list(self.list_prefix(p + "/" if p else ""))
+        self.delete_many(keys)
+
+    def clear(self) -> None:
+        self.delete_dir("")
+
+    # -- listing ----------------------------------------------------------
+    @abc.abstractmethod
+    def list(self) -> Iterator[str]:
+        """All keys, sorted."""
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        """All keys that start with ``prefix``, sorted."""
+        validate_prefix(prefix)
+        return iter([k for k in self.list() if k.startswith(prefix)])
+
+    def list_dir(self, prefix: str) -> Iterator[str]:
+        """Names of the immediate children below ``prefix`` (keys and 'directories'), sorted."""
+        validate_prefix(prefix)
+        if prefix and not prefix.endswith("/"):
+            prefix = prefix + "/"
+        names = set()
+        for k in self.list_prefix(prefix):
+            rest = k[len(prefix):]
+            names.add(rest.split("/", 1)[0])
+        return iter(sorted(names))
+
+    def is_empty(self, prefix: str = "") -> bool:
+        return next(iter(self.list_prefix(prefix)), None) is None
+
+    # -- misc -------------------------------------------------------------
+    def with_read_only(self, read_only: bool = True) -> Store:
+        """A view of this store with another read-only flag."""
+        raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources; the default does nothing."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,67 @@
+"""Errors of the remote and archive stores.
+
+They extend the :mod:`zarrfast.errors` hierarchy (every one is a
+:class:`~zarrfast.errors.ZarrfastError`) and mix in the builtin that fits, so
+``except OSError`` / ``except PermissionError`` written for fsspec or
+zarr-python keeps working.  Messages name the store URL (or archive) and key.
+"""
+
+from __future__ import annotations
+
+from zarrfast.errors import InvalidKeyError, ZarrfastError
+
+__all__ = [
+    "MissingDependencyError",
+    "RemotePermissionError",
+    "RemoteStoreError",
+    "RetriesExhaustedError",
+    "StoreError",
+    "StorageOptionsError",
+    "UnsafeArchiveMemberError",
+    "UnsupportedStoreOperationError",
+]
+
+
+class StoreError(ZarrfastError):
+    """A store could not carry out a request."""
+
+
+class ArchiveNotFoundError(StoreError, FileNotFoundError):
+    """A zip archive opened for reading does not exist."""
+
+
+class RemoteStoreError(StoreError, OSError):
+    """A request to a remote store failed (and will not succeed by retrying)."""
+
+
+class RemotePermissionError(RemoteStoreError, PermissionError):
+    """The remote store refused access (HTTP 403, bad credentials)."""
+
+
+class RetriesExhaustedError(RemoteStoreError):
+    """A transient failure (HTTP 5xx, connection reset, timeout) persisted through
+    every attempt; ``attempts`` says how many were made."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.attempts))
+
+
+class MissingDependencyError(StoreError, ImportError):
+    """An optional dependency of a store is not installed."""
+
+
+class StorageOptionsError(StoreError, TypeError):
+    """``storage_options`` were given for a store that does not use them."""
+
+
+class UnsupportedStoreOperationError(StoreError, NotImplementedError):
+    """The store cannot do this at all (deleting from a zip archive)."""
+
+
+class UnsafeArchiveMemberError(InvalidKeyError, StoreError):
+    """An archive member name would leave the archive's root when extracted or used
+    as a key (``..`` segments, absolute paths, backslashes, drive letters)."""

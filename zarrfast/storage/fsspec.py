@@ -1,0 +1,724 @@
+"""A store on any fsspec file system: ``s3://``, ``gs://``, ``http(s)://``, ``memory://``...
+
+Every request is a coroutine run on the file system's event loop (fsspec's I/O
+thread), so :meth:`FsspecStore.get_many`, :meth:`~FsspecStore.set_many` and
+:meth:`~FsspecStore.delete_many` issue their requests concurrently: one batch
+of requests in flight, not one round trip per key.  A synchronous file system
+(``memory://``, ``sftp://``) is wrapped with fsspec's
+``AsyncFileSystemWrapper``, which runs its calls on threads.
+
+Transient failures (HTTP 408/429/5xx, connection resets and refusals,
+timeouts) are retried with exponential backoff and jitter, bounded by a
+:class:`RetryPolicy`; for stores made with :meth:`FsspecStore.from_url` on
+S3 this policy replaces botocore's and s3fs's own retries, so the bound is
+exact.  Other failures are not retried.  A missing key (HTTP 404) reads as
+``None``.  Every error names the URL of the key.
+
+fsspec (and s3fs for ``s3://``) are optional: ``pip install 'zarrfast[remote]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import inspect
+import os
+import random
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from zarrfast.errors import ZarrfastError
+from zarrfast.storage.base import (
+    ByteRequest,
+    OffsetByteRequest,
+    RangeByteRequest,
+    Store,
+    SuffixByteRequest,
+    normalize_byte_range,
+    validate_key,
+    validate_prefix,
+)
+from zarrfast.storage.errors import (
+    MissingDependencyError,
+    RemotePermissionError,
+    RemoteStoreError,
+    RetriesExhaustedError,
+)
+
+__all__ = ["FsspecStore", "RetryPolicy"]
+
+T = TypeVar("T")
+
+_EXTRA_HINT = "pip install 'zarrfast[remote]'"
+
+#: S3 error codes that mean "try again later"
+_TRANSIENT_CODES = frozenset({
+    "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling",
+    "ThrottlingException", "RequestTimeTooSkewed", "RequestLimitExceeded", "TooManyRequests",
+})
+_TRANSIENT_ERRNOS = frozenset({
+    errno.EBUSY, errno.EAGAIN, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNREFUSED,
+    errno.ECONNABORTED, errno.EPIPE, errno.ENETUNREACH, errno.EHOSTUNREACH,
+})
+_S3_PROTOCOLS = ("s3", "s3a")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient failures are retried.
+
+    ``attempts`` is the total number of tries of one request (1: never retry).
+    Before try ``n + 1`` the store sleeps a random time between half and all of
+    ``min(max_delay, base_delay * 2**(n - 1))`` seconds, so the total wait is at
+    most ``(attempts - 1) * max_delay``.
+    """
+
+    attempts: int = 5
+    base_delay: float = 0.1
+    max_delay: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attempts, int) or self.attempts < 1:
+            raise ZarrfastError(f"RetryPolicy.attempts must be an int >= 1, got {self.attempts!r}")
+        if self.base_delay < 0 or self.max_delay < 0:
+            raise ZarrfastError(f"RetryPolicy delays must be >= 0, got {self!r}")
+
+    def delay(self, failed_attempt: int) -> float:
+        """Seconds to wait after the ``failed_attempt``-th try (1-based) failed."""
+        cap = min(self.max_delay, self.base_delay * 2 ** (failed_attempt - 1))
+        return random.uniform(cap / 2, cap)
+
+
+# -- optional dependencies ------------------------------------------------------------
+
+
+def _import_fsspec() -> Any:
+    try:
+        import fsspec
+        import fsspec.asyn
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"remote stores need fsspec, which is not installed ({e}); install it with "
+            f"{_EXTRA_HINT}"
+        ) from None
+    return fsspec
+
+
+def _transient_types() -> tuple[type[BaseException], ...]:
+    """Exception types of connection-level failures, from whichever clients exist."""
+    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    try:
+        import aiohttp
+
+        types += [aiohttp.ClientConnectionError, aiohttp.ClientPayloadError]
+    except ImportError:  # pragma: no cover - aiohttp comes with s3fs / http
+        pass
+    try:
+        import botocore.exceptions as bce
+
+        types += [bce.HTTPClientError, bce.ConnectionError, bce.IncompleteReadError]
+    except (ImportError, AttributeError):  # pragma: no cover
+        pass
+    try:
+        from fsspec.exceptions import FSTimeoutError
+
+        types.append(FSTimeoutError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(types)
+
+
+_TRANSIENT_TYPES: tuple[type[BaseException], ...] | None = None
+
+
+# -- classifying failures ---------------------------------------------------------------
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from (a bounded walk)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen and len(seen) < 8:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def _http_status(exc: BaseException) -> int | None:
+    """The HTTP status of a botocore ``ClientError`` or an aiohttp response error."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, Mapping):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if isinstance(status, int):
+            return status
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) and 100 <= status < 600 else None
+
+
+def _error_code(exc: BaseException) -> str | None:
+    response = getattr(exc, "response", None)
+    if isinstance(response, Mapping):
+        code = response.get("Error", {}).get("Code")
+        return code if isinstance(code, str) else None
+    return None
+
+
+def classify(exc: BaseException) -> str:
+    """``"missing"``, ``"denied"``, ``"transient"`` or ``"fatal"``."""
+    global _TRANSIENT_TYPES
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+        return "missing"
+    if isinstance(exc, PermissionError):
+        return "denied"
+    if _TRANSIENT_TYPES is None:
+        _TRANSIENT_TYPES = _transient_types()
+    for e in _chain(exc):
+        status = _http_status(e)
+        if status is not None:
+            if status == 404:
+                return "missing"
+            if status in (401, 403):
+                return "denied"
+            if status in (408, 429) or status >= 500:
+                return "transient"
+            return "fatal"
+        if _error_code(e) in _TRANSIENT_CODES:
+            return "transient"
+        if isinstance(e, _TRANSIENT_TYPES):
+            return "transient"
+        if type(e) is OSError and e.errno in _TRANSIENT_ERRNOS:
+            return "transient"
+    return "fatal"
+
+
+def _range_status(exc: BaseException) -> bool:
+    """Whether ``exc`` says a requested byte range is not satisfiable (HTTP 416)."""
+    return any(_http_status(e) == 416 or _error_code(e) == "InvalidRange" for e in _chain(exc))
+
+
+def _has_glob_magic(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+# -- the store -------------------------------------------------------------------------
+
+
+class FsspecStore(Store):
+    """Keys below ``path`` on the fsspec file system ``fs``.
+
+    Parameters
+    ----------
+    fs
+        An fsspec file system (async ones such as s3fs are used natively).
+    path
+        The root of the store on ``fs`` (``"bucket/data.zarr"`` for S3).
+    read_only
+        Refuse writes and deletes.
+    retry
+        A :class:`RetryPolicy`, or an ``int``: the number of attempts.
+    max_concurrency
+        At most this many requests of one batch are in flight at once.
+
+    Use :meth:`from_url` to open a URL, as with zarr-python's ``FsspecStore``.
+    """
+
+    supports_partial_reads = True
+    batched_reads = True
+
+    def __init__(
+        self,
+        fs: Any,
+        path: str = "",
+        *,
+        read_only: bool = False,
+        retry: RetryPolicy | int | None = None,
+        max_concurrency: int = 64,
+    ) -> None:
+        super().__init__(read_only=read_only)
+        fsspec = _import_fsspec()
+        if not isinstance(fs, fsspec.AbstractFileSystem):
+            raise ZarrfastError(f"FsspecStore needs an fsspec file system, got {fs!r}")
+        if getattr(fs, "asynchronous", False):
+            raise ZarrfastError(
+                f"FsspecStore is synchronous: create {type(fs).__name__} with "
+                f"asynchronous=False (the default), got an asynchronous instance"
+            )
+        if retry is None:
+            retry = RetryPolicy()
+        elif isinstance(retry, int):
+            retry = RetryPolicy(attempts=retry)
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise ZarrfastError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        self.fs = fs
+        stripped = fs._strip_protocol(path) if path else ""
+        # a root of "/" stays "/" (rstrip would make it "", relative to the cwd)
+        self.path = stripped.rstrip("/") or ("/" if stripped.startswith("/") else "")
+        self.retry = retry
+        self.max_concurrency = max_concurrency
+        self._afs = fs if fs.async_impl else _wrap_sync(fs)
+        self._cat_kwargs = _single_request_kwargs(self._afs)
+        self._origin: tuple = ("fs",)
+        url = fs.unstrip_protocol(self.path) if self.path else fs.unstrip_protocol("")
+        self.url = url.rstrip("/") if self.path else url
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        storage_options: Mapping[str, Any] | None = None,
+        read_only: bool = False,
+        *,
+        retry: RetryPolicy | int | None = None,
+        max_concurrency: int = 64,
+    ) -> FsspecStore:
+        """Open ``url``; ``storage_options`` go to ``fsspec.url_to_fs`` (credentials,
+        ``endpoint_url``, ...).  On S3, unless the options configure them, botocore's
+        and s3fs's own retries are turned off (zarrfast's ``retry`` policy replaces
+        them) and the connection pool is sized to ``max_concurrency``."""
+        fsspec = _import_fsspec()
+        if not isinstance(url, str) or "://" not in url:
+            raise ZarrfastError(f"FsspecStore.from_url needs a URL with '://', got {url!r}")
+        user_options = dict(storage_options or {})
+        # chained URLs ("simplecache::s3://...") take per-layer options: left alone
+        protocol = "" if "::" in url else url.split("://", 1)[0]
+        options, take_over = _effective_options(protocol, user_options, max_concurrency)
+        try:
+            fs, path = _url_to_fs(fsspec, url, options, take_over)
+        except ImportError as e:
+            raise MissingDependencyError(
+                f"cannot open {url!r}: a package it needs is missing ({e}); install the remote "
+                f"store dependencies with {_EXTRA_HINT}"
+            ) from None
+        except (TypeError, ValueError) as e:
+            raise ZarrfastError(f"cannot open {url!r} with storage_options "
+                                f"{sorted(user_options)}: {e}") from e
+        store = cls(fs, path, read_only=read_only, retry=retry, max_concurrency=max_concurrency)
+        store._origin = ("url", url, user_options)
+        store.url = url.rstrip("/")
+        return store
+
+    def __reduce__(self):
+        if self._origin[0] == "url":
+            _, url, options = self._origin
+            return (_rebuild_from_url, (url, options, self.read_only, self.retry,
+                                        self.max_concurrency))
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return (_rebuild_from_fs, (protocol, self.fs.storage_args, dict(self.fs.storage_options),
+                                   self.path, self.read_only, self.retry, self.max_concurrency))
+
+    def _clone(self, read_only: bool) -> FsspecStore:
+        clone = FsspecStore(self.fs, self.path, read_only=read_only, retry=self.retry,
+                            max_concurrency=self.max_concurrency)
+        clone._origin, clone.url = self._origin, self.url
+        return clone
+
+    def with_read_only(self, read_only: bool = True) -> FsspecStore:
+        return self._clone(read_only)
+
+    def __repr__(self) -> str:
+        return f"FsspecStore({self.url!r}{', read_only=True' if self.read_only else ''})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, FsspecStore)
+            and other.fs == self.fs
+            and other.path == self.path
+            and other.read_only == self.read_only
+        )
+
+    def __hash__(self) -> int:
+        return hash((FsspecStore, self.path, self.read_only))  # as __eq__: fs and path
+
+    # -- paths and errors -------------------------------------------------------------
+    def _full(self, key: str) -> str:
+        validate_key(key)
+        return f"{self.path.rstrip('/')}/{key}" if self.path else key
+
+    def _key_url(self, key: str) -> str:
+        return f"{self.url}/{key}"
+
+    def _failure(self, action: str, key: str, exc: BaseException, kind: str,
+                 attempts: int, waited: float) -> ZarrfastError:
+        where = f"{self._key_url(key)} (key {key!r})"
+        detail = f"{type(exc).__name__}: {exc}"
+        if kind == "denied":
+            return RemotePermissionError(f"access denied {action} {where}: {detail}")
+        if kind == "transient":
+            return RetriesExhaustedError(
+                f"{action} {where} failed after {attempts} attempts ({waited:.2f} s of "
+                f"backoff); last error: {detail}", attempts)
+        return RemoteStoreError(f"{action} {where} failed: {detail}")
+
+    # -- the event loop ------------------------------------------------------------
+    def _run(self, coro_fn: Callable[[], Awaitable[T]]) -> T:
+        """Run a coroutine on the file system's loop and wait for it."""
+        import fsspec.asyn
+
+        async def main() -> T:
+            return await coro_fn()
+
+        return fsspec.asyn.sync(self._afs.loop, main)
+
+    async def _retrying(self, action: str, key: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Await ``call()``, retrying transient failures.  Missing-key errors
+        (``FileNotFoundError``...) propagate unchanged for the caller to handle."""
+        waited = 0.0
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await call()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - classified below
+                kind = classify(e)
+                if kind == "missing":
+                    if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+                        raise
+                    raise FileNotFoundError(self._key_url(key)) from e
+                if kind != "transient" or attempt >= self.retry.attempts:
+                    raise self._failure(action, key, e, kind, attempt, waited) from e
+                pause = self.retry.delay(attempt)
+                waited += pause
+                await asyncio.sleep(pause)
+
+    async def _gather(self, coros: Iterable[Awaitable[T]]) -> list[T]:
+        """Await all, at most ``max_concurrency`` at a time; every one finishes before
+        the first error (in order) is raised."""
+        sem = asyncio.Semaphore(self.max_concurrency)
+
+        async def limited(c: Awaitable[T]) -> T:
+            async with sem:
+                return await c
+
+        results = await asyncio.gather(*(limited(c) for c in coros), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return results  # type: ignore[return-value]
+
+    # -- reads --------------------------------------------------------------------
+    async def _aget(self, key: str, path: str, byte_range: ByteRequest | None) -> bytes | None:
+        start, end = _range_args(byte_range)
+        if start is not None and end is not None and end <= start:
+            # nothing to fetch (S3 has no empty range): b"" if the key exists
+            return b"" if await self._ais_file(key, path) else None
+
+        async def fetch() -> bytes:
+            try:
+                return await self._afs._cat_file(path, start=start, end=end, **self._cat_kwargs)
+            except Exception as e:
+                if byte_range is not None and _range_status(e):
+                    return await self._clipped_empty(path, byte_range, e)
+                raise
+
+        try:
+            value = await self._retrying("reading", key, fetch)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        return bytes(value) if not isinstance(value, bytes) else value
+
+    async def _clipped_empty(self, path: str, byte_range: ByteRequest, exc: Exception) -> bytes:
+        """An unsatisfiable range (HTTP 416) of an existing value: the empty clipped
+        slice, as the store contract says, or the original error if it is not empty."""
+        info = await self._afs._info(path)
+        if info.get("type") != "file":
+            raise FileNotFoundError(path) from exc
+        start, stop = normalize_byte_range(byte_range, int(info.get("size") or 0))
+        if stop > start:
+            raise exc
+        return b""
+
+    async def _ainfo(self, key: str, path: str) -> dict | None:
+        self.fs.invalidate_cache(path)
+        try:
+            return await self._retrying("inspecting", key, lambda: self._afs._info(path))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    async def _ais_file(self, key: str, path: str) -> bool:
+        info = await self._ainfo(key, path)
+        return info is not None and info.get("type") == "file"
+
+    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        path = self._full(key)
+        _check_range(byte_range)
+        return self._run(lambda: self._aget(key, path, byte_range))
+
+    def get_many(
+        self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
+    ) -> list[bytes | None]:
+        keys = list(keys)
+        if byte_ranges is None:
+            ranges: list[ByteRequest | None] = [None] * len(keys)
+        else:
+            ranges = list(byte_ranges)
+            if len(ranges) != len(keys):
+                raise ZarrfastError(f"get_many: {len(keys)} keys but {len(ranges)} byte ranges")
+        paths = [self._full(k) for k in keys]  # validate every key before any request
+        for r in ranges:
+            _check_range(r)
+        if not keys:
+            return []
+        return self._run(lambda: self._gather(
+            self._aget(k, p, r) for k, p, r in zip(keys, paths, ranges, strict=True)))
+
+    def exists(self, key: str) -> bool:
+        path = self._full(key)
+        return self._run(lambda: self._ais_file(key, path))
+
+    def getsize(self, key: str) -> int:
+        path = self._full(key)
+        info = self._run(lambda: self._ainfo(key, path))
+        if info is None or info.get("type") != "file":
+            raise FileNotFoundError(f"key {key!r} not found in {self!r} ({self._key_url(key)})")
+        return int(info.get("size") or 0)
+
+    # -- writes -------------------------------------------------------------------
+    async def _aset(self, key: str, path: str, data: bytes) -> None:
+        try:
+            await self._retrying("writing", key, lambda: self._afs._pipe_file(path, data))
+        except (FileNotFoundError, NotADirectoryError) as e:
+            # a missing bucket (or parent directory): not a missing key, a failed write
+            raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
+
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        self._check_writable(key)
+        path = self._full(key)
+        data = _as_bytes(value)
+        self._run(lambda: self._aset(key, path, data))
+
+    def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        pairs = list(items.items() if isinstance(items, Mapping) else items)
+        self._check_writable(pairs[0][0] if pairs else None)
+        work = [(k, self._full(k), _as_bytes(v)) for k, v in pairs]  # validate first
+        if not work:
+            return
+        self._run(lambda: self._gather(self._aset(k, p, d) for k, p, d in work))
+
+    async def _adelete(self, key: str, path: str) -> None:
+        try:
+            await self._retrying("deleting", key, lambda: self._afs._rm_file(path))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            pass
+
+    def delete(self, key: str) -> None:
+        self.delete_many([key])
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self._check_writable(keys[0] if keys else None)
+        paths = [self._full(k) for k in keys]
+        if not keys:
+            return
+        if self._afs is self.fs and hasattr(self.fs, "_bulk_delete") and not any(
+                _has_glob_magic(p) for p in paths):
+            # S3: one DeleteObjects request per 1000 keys; missing keys are no error
+            self._run(lambda: self._abulk_delete(keys, paths))
+            return
+        self._run(lambda: self._gather(self._adelete(k, p) for k, p in zip(keys, paths,
+                                                                            strict=True)))
+
+    async def _abulk_delete(self, keys: list[str], paths: list[str]) -> None:
+        """DeleteObjects, checking the per-key errors of the reply (s3fs' own bulk
+        delete sends ``Quiet`` and ignores them, so a refused delete looked done)."""
+        by_bucket: dict[str, list[tuple[str, str]]] = {}
+        for key, path in zip(keys, paths, strict=True):
+            bucket, _, name = path.partition("/")
+            by_bucket.setdefault(bucket, []).append((key, name))
+        for bucket, items in by_bucket.items():
+            for lo in range(0, len(items), 1000):
+                batch = items[lo:lo + 1000]
+                label = batch[0][0] if len(batch) == 1 else (
+                    f"{batch[0][0]} (and {len(batch) - 1} more)")
+                request = {"Objects": [{"Key": name} for _, name in batch], "Quiet": True}
+                try:
+                    out = await self._retrying("deleting", label, lambda r=request, b=bucket:
+                                               self.fs._call_s3("delete_objects", Bucket=b,
+                                                                Delete=r))
+                except FileNotFoundError:
+                    continue  # no such bucket: nothing to delete
+                self.fs.invalidate_cache(bucket)
+                failed = [e for e in out.get("Errors", []) if e.get("Code") != "NoSuchKey"]
+                if failed:
+                    names = {name: key for key, name in batch}
+                    e = failed[0]
+                    key = names.get(e.get("Key"), str(e.get("Key")))
+                    kind = "denied" if e.get("Code") == "AccessDenied" else "fatal"
+                    raise self._failure(
+                        "deleting", key, OSError(f"{e.get('Code')}: {e.get('Message')} "
+                                                 f"({len(failed)} of {len(batch)} keys "
+                                                 f"refused)"), kind, 1, 0.0)
+
+    # -- listing ------------------------------------------------------------------
+    def _key_of(self, full: str) -> str | None:
+        """The key of a listed path, or ``None`` for paths outside the root or names
+        no key could have (``..`` segments and the like, possible on S3)."""
+        full = full.rstrip("/") if full.endswith("/") and len(full) > 1 else full
+        base = self.path.rstrip("/") + "/" if self.path else ""
+        if base and not full.startswith(base):
+            return None
+        key = full[len(base):].lstrip("/") if not base else full[len(base):]
+        try:
+            return validate_key(key)
+        except ZarrfastError:
+            return None
+
+    def list(self) -> Iterator[str]:
+        return self.list_prefix("")
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        start = self._full(base) if base else self.path
+        label = base or "<root>"
+
+        async def find() -> list[str]:
+            self.fs.invalidate_cache(start)
+            try:
+                return await self._retrying("listing", label,
+                                            lambda: self._afs._find(start or "/"))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+
+        keys = {k for k in map(self._key_of, self._run(find)) if k is not None}
+        return iter(sorted(k for k in keys if k.startswith(prefix)))
+
+    def list_dir(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        p = prefix.rstrip("/")
+        where = self._full(p) if p else self.path
+        label = p or "<root>"
+
+        async def ls() -> list[Any]:
+            self.fs.invalidate_cache(where)
+            try:
+                return await self._retrying("listing", label,
+                                            lambda: self._afs._ls(where or "/", detail=True))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+
+        names = set()
+        for entry in self._run(ls):
+            key = self._key_of(entry["name"] if isinstance(entry, Mapping) else entry)
+            if key is None:
+                continue
+            if p and not key.startswith(p + "/"):
+                continue  # `where` is a key: ls listed the key itself
+            names.add(key[len(p) + 1:].split("/", 1)[0] if p else key.split("/", 1)[0])
+        return iter(sorted(names))
+
+    def delete_dir(self, prefix: str) -> None:
+        self._check_writable(prefix or "<root>")
+        validate_prefix(prefix)
+        p = prefix[:-1] if prefix.endswith("/") else prefix
+        keys = list(self.list_prefix(p + "/" if p else ""))
+        for i in range(0, len(keys), 1000):
+            self.delete_many(keys[i:i + 1000])
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _effective_options(protocol: str, options: dict[str, Any],
+                       max_concurrency: int) -> tuple[dict[str, Any], bool]:
+    """The options given to fsspec: for S3, zarrfast's defaults where the user set none.
+    Returns ``(options, whether zarrfast takes over retrying)``."""
+    if protocol not in _S3_PROTOCOLS:
+        return options, False
+    out = dict(options)
+    config = dict(out.get("config_kwargs") or {})
+    take_over = "retries" not in config
+    if take_over:
+        config["retries"] = {"total_max_attempts": 1}
+    config.setdefault("max_pool_connections", max_concurrency)
+    out["config_kwargs"] = config
+    if take_over:
+        out["skip_instance_cache"] = True  # we change this instance's retry count
+    return out, take_over
+
+
+#: file systems whose retry settings zarrfast changed, by (pid, protocol, options):
+#: fsspec's own instance cache cannot hold them (other users would share the change),
+#: and a new S3 client per open costs a large fraction of a second
+_OWN_FS: dict[tuple, Any] = {}
+_OWN_FS_LOCK = threading.Lock()
+
+
+def _url_to_fs(fsspec: Any, url: str, options: dict[str, Any], take_over: bool) -> Any:
+    """``fsspec.url_to_fs``; a file system zarrfast takes retrying over from is made
+    once per process and set of options, and its s3fs retry loop is turned off."""
+    if not take_over:
+        return fsspec.url_to_fs(url, **options)
+    protocol = url.split("://", 1)[0]
+    cache_key = (os.getpid(), protocol, fsspec.utils.tokenize(options))
+    with _OWN_FS_LOCK:
+        fs = _OWN_FS.get(cache_key)
+        if fs is None:
+            fs, _ = fsspec.url_to_fs(url, **options)
+            fs.retries = 1  # s3fs's own retry loop: zarrfast's policy replaces it
+            _OWN_FS[cache_key] = fs
+    return fs, fs._strip_protocol(url)
+
+
+def _wrap_sync(fs: Any) -> Any:
+    """An async view of a synchronous file system (its calls run on threads)."""
+    from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
+
+    return AsyncFileSystemWrapper(fs, asynchronous=False)
+
+
+def _single_request_kwargs(afs: Any) -> dict[str, Any]:
+    """Keyword arguments that make ``_cat_file`` one GET (s3fs otherwise asks for the
+    size first to split big reads)."""
+    try:
+        params = inspect.signature(afs._cat_file).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return {}
+    return {"max_concurrency": 1} if "max_concurrency" in params else {}
+
+
+def _check_range(byte_range: ByteRequest | None) -> None:
+    if byte_range is not None and not isinstance(
+            byte_range, (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)):
+        raise ZarrfastError(
+            f"byte_range must be a RangeByteRequest, OffsetByteRequest or SuffixByteRequest, "
+            f"got {byte_range!r}")
+
+
+def _range_args(byte_range: ByteRequest | None) -> tuple[int | None, int | None]:
+    """``(start, end)`` for ``_cat_file``; ``end <= start`` marks an empty request."""
+    if byte_range is None:
+        return None, None
+    if isinstance(byte_range, RangeByteRequest):
+        return byte_range.start, byte_range.end
+    if isinstance(byte_range, OffsetByteRequest):
+        return byte_range.offset, None
+    if byte_range.suffix == 0:
+        return 0, 0
+    return -byte_range.suffix, None
+
+
+def _as_bytes(value: Any) -> bytes:
+    """An immutable copy of a buffer; ``TypeError`` for anything that is not one."""
+    if type(value) is bytes:
+        return value
+    view = memoryview(value)  # TypeError for str, int, None, lists
+    return view.tobytes()
+
+
+def _rebuild_from_url(url: str, options: dict, read_only: bool, retry: RetryPolicy,
+                      max_concurrency: int) -> FsspecStore:
+    return FsspecStore.from_url(url, options, read_only, retry=retry,
+                                max_concurrency=max_concurrency)
+
+
+def _rebuild_from_fs(protocol: str, args: tuple, options: dict, path: str, read_only: bool,
+                     retry: RetryPolicy, max_concurrency: int) -> FsspecStore:
+    fsspec = _import_fsspec()
+    fs = fsspec.get_filesystem_class(protocol)(*args, **options)
+    return FsspecStore(fs, path, read_only=read_only, retry=retry,
+                       max_concurrency=max_concurrency)

@@ -1,0 +1,103 @@
+"""A store that keeps values in a dict, for tests and scratch data."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator, MutableMapping
+
+from zarrfast.storage.base import (
+    ByteRequest,
+    Store,
+    normalize_byte_range,
+    validate_key,
+    validate_prefix,
+)
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(Store):
+    """Values in a dict (``store_dict``, shared if given) guarded by a lock.
+
+    Values are stored as immutable ``bytes``.
+    """
+
+    supports_partial_reads = True
+
+    def __init__(
+        self, store_dict: MutableMapping[str, bytes] | None = None, *, read_only: bool = False
+    ) -> None:
+        super().__init__(read_only=read_only)
+        self._data: MutableMapping[str, bytes] = {} if store_dict is None else store_dict
+        self._lock = threading.Lock()
+        self._versions: dict[str, int] = {}  # key -> number of the set() that wrote it
+        self._counter = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(<{len(self._data)} keys>{', read_only=True' if self.read_only else ''})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MemoryStore) and other._data is self._data
+
+    def __hash__(self) -> int:
+        return id(self._data)
+
+    def __getstate__(self) -> dict:
+        # a pickled MemoryStore carries a snapshot of its values (a new process
+        # cannot share this process's memory); the lock is recreated
+        with self._lock:
+            return {"data": dict(self._data), "read_only": self._read_only}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["data"], read_only=state["read_only"])  # type: ignore[misc]
+
+    def with_read_only(self, read_only: bool = True) -> MemoryStore:
+        return MemoryStore(self._data, read_only=read_only)
+
+    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        validate_key(key)
+        value = self._data.get(key)
+        if value is None or byte_range is None:
+            return value
+        start, stop = normalize_byte_range(byte_range, len(value))
+        return value[start:stop]
+
+    def exists(self, key: str) -> bool:
+        validate_key(key)
+        return key in self._data
+
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        self._check_writable(key)
+        validate_key(key)
+        # bytes(memoryview(...)) refuses ints and lists, which bytes() alone would accept
+        data = value if type(value) is bytes else memoryview(value).tobytes()
+        with self._lock:
+            self._data[key] = data
+            self._versions[key] = next(self._counter)
+
+    def version(self, key: str) -> tuple[int, int] | None:
+        validate_key(key)
+        with self._lock:
+            value = self._data.get(key)
+            if value is None:
+                return None
+            # the object's id also changes when code sharing the dict replaces a value
+            return (self._versions.get(key, 0), id(value))
+
+    def delete(self, key: str) -> None:
+        self._check_writable(key)
+        validate_key(key)
+        with self._lock:
+            self._data.pop(key, None)
+
+    def list(self) -> Iterator[str]:
+        with self._lock:
+            keys = sorted(self._data)
+        return iter(keys)
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        with self._lock:
+            keys = sorted(k for k in self._data if k.startswith(prefix))
+        return iter(keys)

@@ -1,0 +1,310 @@
+"""A store in one zip archive, compatible with zarr-python's ``ZipStore``.
+
+Keys are member names (``"zarr.json"``, ``"c/0/0"``).  Modes are those of
+:class:`zipfile.ZipFile`: ``"r"`` reads, ``"w"`` creates (truncating),
+``"a"`` appends to an existing archive (or creates one), ``"x"`` creates and
+refuses an existing file.  Writing a key again appends a new member; reads see
+the latest one (zip archives cannot replace members in place), and deletes are
+not supported.  The archive is finalised by :meth:`ZipStore.close` (also on
+garbage collection and at interpreter exit); until then its central directory
+is not written.
+
+Member names of an archive opened for reading are checked like keys: names
+that would leave the archive's root when extracted or used as a path (``..``
+segments, absolute paths, backslashes, drive letters; "zip slip") make the
+open fail, naming the archive and the member.
+
+One lock serialises every access to the archive, so a store may be shared by
+threads.  Byte ranges of a stored (uncompressed) member seek within it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+import weakref
+import zipfile
+import zlib
+from collections.abc import Hashable, Iterator
+from pathlib import Path
+
+from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
+from zarrfast.storage.base import (
+    ByteRequest,
+    Store,
+    normalize_byte_range,
+    validate_key,
+    validate_prefix,
+)
+from zarrfast.storage.errors import (
+    ArchiveNotFoundError,
+    StoreError,
+    UnsafeArchiveMemberError,
+    UnsupportedStoreOperationError,
+)
+
+__all__ = ["ZipStore"]
+
+_MODES = ("r", "w", "a", "x")
+
+
+class _Archive:
+    """The open ``ZipFile`` and the lock guarding it, shared by a store and its views."""
+
+    def __init__(self, path: Path, mode: str, compression: int, allow_zip64: bool) -> None:
+        self.path = path
+        self.mode = mode
+        self.lock = threading.RLock()
+        try:
+            self.zf = zipfile.ZipFile(path, mode=mode, compression=compression,
+                                      allowZip64=allow_zip64)
+        except FileNotFoundError:
+            raise ArchiveNotFoundError(f"zip archive {os.fspath(path)!r} does not exist"
+                                       ) from None
+        except FileExistsError:
+            raise FileExistsError(
+                f"zip archive {os.fspath(path)!r} already exists (mode 'x' creates a new one)"
+            ) from None
+        except zipfile.BadZipFile as e:
+            raise StoreError(f"{os.fspath(path)!r} is not a readable zip archive: {e}") from None
+        # finalise the central directory even if nobody calls close()
+        self._finalizer = weakref.finalize(self, _close_quietly, self.zf)
+
+    @property
+    def closed(self) -> bool:
+        return self.zf.fp is None
+
+    def close(self) -> None:
+        with self.lock:
+            self._finalizer()
+
+
+def _close_quietly(zf: zipfile.ZipFile) -> None:
+    try:
+        zf.close()
+    except (OSError, ValueError):  # pragma: no cover - the file vanished under us
+        pass
+
+
+def check_member_name(archive: str, name: str) -> str:
+    """The key of member ``name`` (directory entries end in ``/``), or an
+    :class:`UnsafeArchiveMemberError` naming ``archive`` and the member."""
+    key = name[:-1] if name.endswith("/") and len(name) > 1 else name
+    try:
+        return validate_key(key)
+    except InvalidKeyError as e:
+        raise UnsafeArchiveMemberError(
+            f"zip archive {archive!r} has an unsafe member name {name!r}: {e}; refusing to "
+            f"use it (it could write or read outside the archive's root)"
+        ) from None
+
+
+class ZipStore(Store):
+    """Keys and values in the zip archive at ``path``.
+
+    Parameters
+    ----------
+    path
+        The archive file.
+    mode
+        ``"r"``, ``"w"``, ``"a"`` or ``"x"`` (see the module docstring).
+    read_only
+        Refuse writes; defaults to ``mode == "r"``.  A store opened with mode ``"r"``
+        is always read-only.
+    compression
+        ``zipfile.ZIP_STORED`` (the default: byte ranges seek without decompressing)
+        or another :mod:`zipfile` method for new members.
+    allowZip64
+        Allow archives and members larger than 4 GiB.
+    """
+
+    supports_deletes = False
+    supports_partial_reads = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        mode: str = "r",
+        read_only: bool | None = None,
+        compression: int = zipfile.ZIP_STORED,
+        allowZip64: bool = True,  # noqa: N803 - zarr-python's name
+    ) -> None:
+        if mode not in _MODES:
+            raise ZarrfastError(f"ZipStore mode must be one of {_MODES}, got {mode!r}")
+        if read_only is None:
+            read_only = mode == "r"
+        if mode == "r" and not read_only:
+            raise ZarrfastError(f"ZipStore {os.fspath(path)!r}: mode 'r' cannot be writable")
+        super().__init__(read_only=read_only)
+        self.path = Path(path).expanduser().absolute()
+        self.mode = mode
+        self.compression = compression
+        self.allowZip64 = allowZip64
+        self._archive = _Archive(self.path, mode, compression, allowZip64)
+        try:
+            self._check_members()
+        except BaseException:
+            self._archive.close()
+            raise
+
+    @classmethod
+    def _view(cls, other: ZipStore, read_only: bool) -> ZipStore:
+        view = cls.__new__(cls)
+        Store.__init__(view, read_only=read_only)
+        view.path, view.mode = other.path, other.mode
+        view.compression, view.allowZip64 = other.compression, other.allowZip64
+        view._archive = other._archive
+        return view
+
+    def with_read_only(self, read_only: bool = True) -> ZipStore:
+        if not read_only and self.mode == "r":
+            raise ReadOnlyError(f"{self!r} was opened with mode 'r'; it cannot be made writable")
+        return ZipStore._view(self, read_only)
+
+    def __repr__(self) -> str:
+        ro = ", read_only=True" if self.read_only else ""
+        return f"ZipStore({os.fspath(self.path)!r}, mode={self.mode!r}{ro})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ZipStore) and other._archive is self._archive
+                and other.read_only == self.read_only)
+
+    def __hash__(self) -> int:
+        return hash((ZipStore, id(self._archive), self.read_only))
+
+    def __reduce__(self):
+        """An archive opened with mode 'r' pickles as its path (dask workers reopen it);
+        a writable one cannot be shared: its directory is only written on close."""
+        if self.mode != "r":
+            raise TypeError(f"{self!r} cannot be pickled: it is open for writing; close it "
+                            f"and pickle ZipStore(path, mode='r') instead")
+        return (_reopen, (os.fspath(self.path), self.compression, self.allowZip64))
+
+    # -- members -------------------------------------------------------------------
+    @property
+    def _name(self) -> str:
+        return os.fspath(self.path)
+
+    def _zf(self) -> zipfile.ZipFile:
+        if self._archive.closed:
+            raise StoreError(f"zip archive {self._name!r} is closed")
+        return self._archive.zf
+
+    def _check_members(self) -> None:
+        with self._archive.lock:
+            for info in self._zf().infolist():
+                check_member_name(self._name, info.filename)
+
+    def _info(self, key: str) -> zipfile.ZipInfo | None:
+        validate_key(key)
+        return self._zf().NameToInfo.get(key)  # the latest member of that name
+
+    # -- reads ---------------------------------------------------------------------
+    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        with self._archive.lock:
+            info = self._info(key)
+            if info is None:
+                return None
+            try:
+                with self._zf().open(info) as f:
+                    if byte_range is None:
+                        return f.read()
+                    start, stop = normalize_byte_range(byte_range, info.file_size)
+                    if stop <= start:
+                        return b""
+                    f.seek(start)
+                    return f.read(stop - start)
+            except (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError,
+                    NotImplementedError) as e:  # corrupt, encrypted, unknown compression
+                raise StoreError(
+                    f"cannot read member {key!r} of zip archive {self._name!r}: "
+                    f"{type(e).__name__}: {e}") from e
+
+    def exists(self, key: str) -> bool:
+        with self._archive.lock:
+            return self._info(key) is not None
+
+    def getsize(self, key: str) -> int:
+        with self._archive.lock:
+            info = self._info(key)
+        if info is None:
+            raise FileNotFoundError(f"key {key!r} not found in zip archive {self._name!r}")
+        return info.file_size
+
+    def version(self, key: str) -> Hashable | None:
+        """The offset of the latest member of that name: a new write is a new member."""
+        with self._archive.lock:
+            info = self._info(key)
+            return None if info is None else (id(self._archive), info.header_offset)
+
+    # -- writes --------------------------------------------------------------------
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        self._check_writable(key)
+        try:
+            validate_key(key)
+        except InvalidKeyError as e:
+            raise UnsafeArchiveMemberError(
+                f"cannot write key {key!r} to zip archive {self._name!r}: {e}") from None
+        view = memoryview(value)  # TypeError for str, int, None, lists
+        data = view.tobytes()
+        info = zipfile.ZipInfo(filename=key, date_time=time.localtime(time.time())[:6])
+        info.compress_type = self.compression
+        info.external_attr = 0o644 << 16
+        with self._archive.lock:
+            zf = self._zf()
+            if key in zf.NameToInfo:
+                # appending a new member of the same name is how an archive "overwrites"
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", "Duplicate name", UserWarning)
+                    zf.writestr(info, data)
+            else:
+                zf.writestr(info, data)
+
+    def delete(self, key: str) -> None:
+        """Deleting a missing key does nothing (as for every store); deleting a key
+        that exists raises :class:`UnsupportedStoreOperationError`."""
+        self._check_writable(key)
+        if self.exists(key):
+            raise UnsupportedStoreOperationError(
+                f"cannot delete key {key!r}: zip archive {self._name!r} does not support "
+                f"deletes (ZipStore.supports_deletes is False); write a new archive instead")
+
+    def delete_dir(self, prefix: str) -> None:
+        """Like :meth:`delete`: nothing to delete below ``prefix`` is fine, else an error."""
+        self._check_writable(prefix or "<root>")
+        validate_prefix(prefix)
+        p = prefix[:-1] if prefix.endswith("/") else prefix
+        if not self.is_empty(p + "/" if p else ""):
+            raise UnsupportedStoreOperationError(
+                f"cannot delete {p or '<root>'!r}: zip archive {self._name!r} does not "
+                f"support deletes (ZipStore.supports_deletes is False)")
+
+    # -- listing -------------------------------------------------------------------
+    def list(self) -> Iterator[str]:
+        with self._archive.lock:
+            names = [n for n in self._zf().NameToInfo if not n.endswith("/")]
+        return iter(sorted(names))
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        return iter([k for k in self.list() if k.startswith(prefix)])
+
+    # -- closing -------------------------------------------------------------------
+    def close(self) -> None:
+        """Write the central directory (modes "w", "a", "x") and close the file.
+        Views made with :meth:`with_read_only` share the archive and close it too."""
+        self._archive.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._archive.closed
+
+    def __enter__(self) -> ZipStore:
+        return self
+
+
+def _reopen(path: str, compression: int, allow_zip64: bool) -> ZipStore:
+    return ZipStore(path, mode="r", compression=compression, allowZip64=allow_zip64)
