@@ -16,8 +16,6 @@ from setuptools.command.build_ext import build_ext
 DEBUG = os.environ.get("ZARRFAST_DEBUG_BUILD") == "1"
 
 EXTENSIONS = [
-    Extension("zarrfast._ext._byteswap", ["src_ext/_byteswap.pyx"]),
-    Extension("zarrfast._ext._transpose", ["src_ext/_transpose.pyx"]),
     Extension("zarrfast._ext._assemble", ["src_ext/_assemble.pyx"]),
     Extension("zarrfast._ext._indexing", ["src_ext/_indexing.pyx"]),
     Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Partial-chunk assembly: strided N-d copies, fills and uniformity checks.
+"""The copy engine: strided N-d copies, fills, uniformity checks, transposes and byte swaps.
 
 * ``copy_region`` copies an N-d region of opaque ``itemsize``-byte items
   between two byte buffers described by offsets and signed byte strides,
@@ -8,6 +8,10 @@
 * ``fill_region`` writes one item at every index of a region.
 * ``is_uniform`` tells whether a buffer is one item repeated (empty-chunk
   detection on write).
+* ``transpose`` writes the C-order bytes of a permuted chunk, and
+  ``byteswap_copy`` / ``byteswap_inplace`` reverse the bytes of packed items:
+  the whole-chunk forms of what ``copy_region`` fuses into its copies, used by
+  the ``transpose`` and ``bytes`` codecs on the general path.
 
 All three validate with the GIL -- ranks, shapes, and that the lowest and
 highest byte touched in every buffer lie inside it -- and then run their
@@ -38,6 +42,11 @@ from _checks cimport (
 from _common cimport (
     ZF_MAX_NDIM,
     Layout,
+    bswap16,
+    bswap32,
+    bswap64,
+    checked_mul,
+    copy_line,
     load16,
     load32,
     load64,
@@ -375,3 +384,168 @@ def is_uniform(const uint8_t[::1] buf not None, const uint8_t[::1] fill not None
     with nogil:
         result = _uniform(b, n, f, k)
     return result
+
+
+# -- byte-order swapping of packed items (folded in from _byteswap) ------------------
+
+cdef void _swap_inplace(uint8_t* p, Py_ssize_t n, Py_ssize_t unit) noexcept nogil:
+    """Swap ``n`` items of ``unit`` bytes at ``p`` (single pointer: vectorisable)."""
+    cdef Py_ssize_t i
+    if unit == 2:
+        for i in range(n):
+            store16(p + 2 * i, bswap16(load16(p + 2 * i)))
+    elif unit == 4:
+        for i in range(n):
+            store32(p + 4 * i, bswap32(load32(p + 4 * i)))
+    elif unit == 8:
+        for i in range(n):
+            store64(p + 8 * i, bswap64(load64(p + 8 * i)))
+
+
+cdef int _check_unit(Py_ssize_t nbytes, Py_ssize_t unit, str what) except -1:
+    if unit != 1 and unit != 2 and unit != 4 and unit != 8:
+        raise ValueError(f"{what}: unit must be 1, 2, 4 or 8, got {unit}")
+    if nbytes % unit != 0:
+        raise ValueError(
+            f"{what}: buffer length {nbytes} is not a multiple of unit {unit}"
+        )
+    return 0
+
+
+def byteswap_inplace(uint8_t[::1] buf not None, Py_ssize_t unit):
+    """Reverse the bytes of every ``unit``-byte group of ``buf`` in place.
+
+    Parameters
+    ----------
+    buf : writable contiguous bytes-like
+    unit : {1, 2, 4, 8}
+        ``len(buf)`` must be a multiple of it; 1 is a no-op.
+    """
+    cdef Py_ssize_t nbytes = buf.shape[0]
+    _check_unit(nbytes, unit, "byteswap_inplace")
+    if unit == 1 or nbytes == 0:
+        return
+    cdef uint8_t* p = &buf[0]
+    with nogil:
+        _swap_inplace(p, nbytes // unit, unit)
+
+
+def byteswap_copy(const uint8_t[::1] src not None, uint8_t[::1] dst not None, Py_ssize_t unit):
+    """Write ``src`` with every ``unit``-byte group reversed into ``dst``.
+
+    Parameters
+    ----------
+    src : contiguous bytes-like
+    dst : writable contiguous bytes-like, ``len(dst) == len(src)``
+    unit : {1, 2, 4, 8}
+        ``len(src)`` must be a multiple of it; 1 is a plain copy.
+    """
+    cdef Py_ssize_t nbytes = src.shape[0]
+    if dst.shape[0] != nbytes:
+        raise ValueError(
+            f"byteswap_copy: src has {nbytes} bytes but dst has {dst.shape[0]}; they must match"
+        )
+    _check_unit(nbytes, unit, "byteswap_copy")
+    if nbytes == 0:
+        return
+    cdef const uint8_t* s = &src[0]
+    cdef uint8_t* d = &dst[0]
+    with nogil:
+        if unit == 1:
+            memmove(d, s, <size_t>nbytes)
+        else:
+            copy_line(s, unit, d, unit, nbytes // unit, unit, unit)
+
+
+# -- axis permutation of a C-contiguous chunk (folded in from _transpose) -------------
+
+
+
+def transpose(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
+              const int64_t[::1] shape not None, const int64_t[::1] perm not None,
+              Py_ssize_t itemsize):
+    """Write the C-order bytes of ``np.transpose(src_array, perm)`` into ``dst``.
+
+    Parameters
+    ----------
+    src : contiguous bytes-like
+        A C-contiguous array of ``shape`` with items of ``itemsize`` bytes.
+    dst : writable contiguous bytes-like
+        Receives the array of shape ``[shape[p] for p in perm]`` in C order;
+        must not overlap ``src``.
+    shape, perm : int64 buffers of equal length (the rank, 0..64)
+        ``perm`` must be a permutation of ``range(rank)``.
+    itemsize : int >= 1
+
+    Raises
+    ------
+    ValueError
+        Ranks differ, a dim is negative, ``perm`` is not a permutation, or a
+        buffer is not exactly ``prod(shape) * itemsize`` bytes.
+    """
+    cdef Py_ssize_t ndim = shape.shape[0]
+    cdef Py_ssize_t d, j
+    cdef int64_t nbytes, p
+    cdef char seen[ZF_MAX_NDIM]
+    cdef int64_t cstride[ZF_MAX_NDIM]
+    cdef int64_t oshape[ZF_MAX_NDIM]
+    cdef int64_t osst[ZF_MAX_NDIM]
+    cdef int64_t odst[ZF_MAX_NDIM]
+    cdef Layout L
+    cdef bint overflow = False
+
+    if perm.shape[0] != ndim:
+        raise ValueError(
+            f"transpose: shape {_tup(shape)} has rank {ndim} but perm {_tup(perm)} "
+            f"has {perm.shape[0]} entries"
+        )
+    if ndim > ZF_MAX_NDIM:
+        raise ValueError(f"transpose: rank {ndim} exceeds the maximum of {ZF_MAX_NDIM}")
+    if itemsize < 1:
+        raise ValueError(f"transpose: itemsize must be >= 1, got {itemsize}")
+    for d in range(ndim):
+        if shape[d] < 0:
+            raise ValueError(f"transpose: shape {_tup(shape)} has a negative dim")
+        seen[d] = 0
+    for d in range(ndim):
+        p = perm[d]
+        if p < 0 or p >= ndim or seen[p]:
+            raise ValueError(
+                f"transpose: perm {_tup(perm)} is not a permutation of range({ndim})"
+            )
+        seen[p] = 1
+
+    nbytes = itemsize
+    for d in range(ndim - 1, -1, -1):
+        cstride[d] = nbytes
+        if not overflow and checked_mul(nbytes, shape[d], &nbytes):
+            overflow = True
+    for d in range(ndim):
+        if shape[d] == 0:
+            nbytes = 0
+            overflow = False
+    if overflow:
+        raise ValueError(
+            f"transpose: shape {_tup(shape)} with itemsize {itemsize} overflows int64"
+        )
+    if src.shape[0] != nbytes or dst.shape[0] != nbytes:
+        raise ValueError(
+            f"transpose: shape {_tup(shape)} with itemsize {itemsize} needs {nbytes} bytes, "
+            f"but src has {src.shape[0]} and dst has {dst.shape[0]}"
+        )
+    if nbytes == 0:
+        return
+
+    # Output dim j walks src axis perm[j]; dst is the C layout of the output.
+    p = itemsize
+    for j in range(ndim - 1, -1, -1):
+        oshape[j] = shape[perm[j]]
+        osst[j] = cstride[perm[j]]
+        odst[j] = p
+        p *= oshape[j]
+    normalize_layout(<int>ndim, oshape, osst, odst, 0, 0, &L)
+
+    cdef const uint8_t* s = &src[0]
+    cdef uint8_t* o = &dst[0]
+    with nogil:
+        strided_copy(s, o, &L, itemsize, 1)

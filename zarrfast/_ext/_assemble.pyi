@@ -36,3 +36,15 @@ def is_uniform(
     buf: Buffer,  # const uint8_t[::1]
     fill: Buffer,  # const uint8_t[::1], len(buf) % len(fill) == 0
 ) -> bool: ...
+
+# byte-order swapping of packed items; unit in {1, 2, 4, 8}
+def byteswap_inplace(buf: Buffer, unit: int) -> None: ...  # buf: uint8_t[::1]
+def byteswap_copy(src: Buffer, dst: Buffer, unit: int) -> None: ...  # same length
+
+def transpose(
+    src: Buffer,  # const uint8_t[::1], C-order array of `shape`
+    dst: Buffer,  # uint8_t[::1], receives np.transpose(src_array, perm) in C order
+    shape: Buffer,  # const int64_t[::1], rank 0..64
+    perm: Buffer,  # const int64_t[::1], a permutation of range(rank)
+    itemsize: int,
+) -> None: ...

@@ -1,54 +1,195 @@
-"""What arrays and groups share: where they live and their metadata."""
+"""Reading and writing node metadata in either format.
+
+A node at ``path`` is Zarr v3 when ``path/zarr.json`` exists, Zarr v2 when
+``path/.zarray`` or ``path/.zgroup`` does (with optional ``path/.zattrs``).
+One hierarchy holds one format: creating a v3 node below a v2 group, or the
+reverse, is refused rather than silently mixed.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from zarrfast.errors import ReadOnlyError
+from zarrfast.errors import (
+    ArrayNotFoundError,
+    ContainsArrayAndGroupError,
+    ContainsArrayError,
+    ContainsGroupError,
+    GroupNotFoundError,
+    MetadataValidationError,
+    NodeNotFoundError,
+    NodeTypeValidationError,
+    ZarrfastError,
+)
+from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
+from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 from zarrfast.storage import Store
 
+AnyArrayMetadata = ArrayMetadata | ArrayMetadataV2
+AnyGroupMetadata = GroupMetadata | GroupMetadataV2
+AnyMetadata = AnyArrayMetadata | AnyGroupMetadata
 
-class Node:
-    """Base of :class:`~zarrfast.Array` and :class:`~zarrfast.Group`."""
+METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs")
 
-    _kind = "node"
+__all__ = [
+    "AnyMetadata",
+    "child_node_names",
+    "delete_node_metadata",
+    "metadata_from_state",
+    "node_key",
+    "read_node_metadata",
+    "read_typed_metadata",
+    "write_metadata",
+    "write_new_node",
+]
 
-    def __init__(self, store: Store, path: str, metadata: Any, read_only: bool | None) -> None:
-        self._store = store
-        self._path = path
-        self._metadata = metadata
-        self._read_only = store.read_only if read_only is None else bool(read_only)
 
-    @property
-    def store(self) -> Store:
-        return self._store
+def node_key(path: str, name: str) -> str:
+    return f"{path}/{name}" if path else name
 
-    @property
-    def path(self) -> str:
-        """Path of the node in its store (``""`` for the root)."""
-        return self._path
 
-    @property
-    def name(self) -> str:
-        """``"/" + path``, as in zarr-python."""
-        return "/" + self._path
+def _where(path: str) -> str:
+    return repr(path or "/")
 
-    @property
-    def basename(self) -> str:
-        return self._path.rsplit("/", 1)[-1]
 
-    @property
-    def metadata(self) -> Any:
-        return self._metadata
+def read_node_metadata(store: Store, path: str, zarr_format: int | None = None) -> AnyMetadata:
+    """The metadata of the node at ``path`` (v3 first, then v2, unless ``zarr_format``)."""
+    if zarr_format not in (None, 2, 3):
+        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+    if zarr_format in (None, 3):
+        key = node_key(path, "zarr.json")
+        raw = store.get(key)
+        if raw is not None:
+            return parse_metadata(raw, path=path, key=key)
+    if zarr_format in (None, 2):
+        zarray = store.get(node_key(path, ".zarray"))
+        zgroup = store.get(node_key(path, ".zgroup"))
+        if zarray is not None and zgroup is not None:
+            raise ContainsArrayAndGroupError(
+                f"path {_where(path)} in {store!r} has both .zarray and .zgroup"
+            )
+        if zarray is not None or zgroup is not None:
+            zattrs = store.get(node_key(path, ".zattrs"))
+            if zarray is not None:
+                return ArrayMetadataV2.from_documents(zarray, zattrs, path=path,
+                                                      key=node_key(path, ".zarray"))
+            return GroupMetadataV2.from_documents(zgroup, zattrs, path=path,
+                                                  key=node_key(path, ".zgroup"))
+    fmt = "" if zarr_format is None else f" (zarr_format={zarr_format})"
+    raise NodeNotFoundError(
+        f"no array or group at path {_where(path)} in {store!r}{fmt}: none of "
+        f"{', '.join(repr(node_key(path, n)) for n in METADATA_NAMES[:3])} exists"
+    )
 
-    @property
-    def read_only(self) -> bool:
-        return self._read_only
 
-    @property
-    def zarr_format(self) -> int:
-        return self._metadata.zarr_format
+def read_typed_metadata(store: Store, path: str, node_type: str,
+                        zarr_format: int | None = None) -> AnyMetadata:
+    """Like :func:`read_node_metadata`, for an array or a group only."""
+    missing = ArrayNotFoundError if node_type == "array" else GroupNotFoundError
+    try:
+        md = read_node_metadata(store, path, zarr_format)
+    except NodeNotFoundError as e:
+        raise missing(str(e).replace("no array or group", f"no {node_type}", 1)) from None
+    if md.node_type != node_type:
+        article = {"array": "an array", "group": "a group"}
+        raise NodeTypeValidationError(
+            f"node at path {_where(path)} is {article[md.node_type]}, not {article[node_type]}"
+        )
+    return md
 
-    def _check_writable(self) -> None:
-        if self._read_only:
-            raise ReadOnlyError(f"{self._kind} {self.name!r} is read-only (opened with mode 'r')")
+
+def existing_node(store: Store, path: str) -> tuple[int, str] | None:
+    """``(zarr_format, node_type)`` of whatever node is at ``path`` (parsing as little as
+    possible), or ``None``."""
+    raw = store.get(node_key(path, "zarr.json"))
+    if raw is not None:
+        try:
+            doc = json.loads(bytes(raw))
+            kind = doc.get("node_type") if isinstance(doc, dict) else None
+        except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+            kind = None
+        return 3, kind if kind in ("array", "group") else "unknown"
+    if store.exists(node_key(path, ".zarray")):
+        return 2, "array"
+    if store.exists(node_key(path, ".zgroup")):
+        return 2, "group"
+    return None
+
+
+def write_metadata(store: Store, path: str, metadata: AnyMetadata) -> None:
+    for name, doc in metadata.store_documents().items():
+        store.set(node_key(path, name), doc)
+
+
+def delete_node_metadata(store: Store, path: str) -> None:
+    for name in METADATA_NAMES:
+        store.delete(node_key(path, name))
+
+
+def write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite: bool) -> None:
+    """Write a new node's metadata, creating missing parent groups in the same format.
+
+    Raises ``ContainsArrayError``/``ContainsGroupError`` if a node exists (unless
+    ``overwrite``) and refuses to put a node of one format below a group of the other.
+    """
+    fmt = metadata.zarr_format
+    existing = existing_node(store, path)
+    if existing is not None and not overwrite:
+        cls = ContainsArrayError if existing[1] == "array" else ContainsGroupError
+        raise cls(
+            f"{'an array' if existing[1] == 'array' else 'a group'} (Zarr v{existing[0]}) "
+            f"already exists at path {_where(path)} in {store!r}; pass overwrite=True "
+            f"(or mode='w') to replace it"
+        )
+    parts = path.split("/") if path else []
+    parents = []
+    for i in range(len(parts)):
+        parent = "/".join(parts[:i])
+        node = existing_node(store, parent)
+        if node is not None and node[1] == "array":
+            raise ContainsArrayError(
+                f"cannot create {path!r}: its parent {parent or '/'!r} is an array"
+            )
+        if node is not None and node[0] != fmt:
+            raise MetadataValidationError(
+                f"cannot create a Zarr v{fmt} node at {path!r}: its parent group "
+                f"{parent or '/'!r} is Zarr v{node[0]}; one hierarchy holds one format"
+            )
+        if node is None:
+            parents.append(parent)
+    if overwrite:
+        store.delete_dir(path)
+        delete_node_metadata(store, path)
+    empty_group = GroupMetadata() if fmt == 3 else GroupMetadataV2()
+    for parent in parents:
+        write_metadata(store, parent, empty_group)
+    write_metadata(store, path, metadata)
+
+
+def child_node_names(store: Store, path: str) -> list[str]:
+    """Names of the nodes directly below ``path`` (either format)."""
+    prefix = path + "/" if path else ""
+    names = []
+    for name in store.list_dir(prefix):
+        if name in METADATA_NAMES or name == ".zmetadata":
+            continue
+        if existing_node(store, node_key(path, name)) is not None:
+            names.append(name)
+    return names
+
+
+def metadata_state(metadata: AnyMetadata) -> dict[str, Any]:
+    """A picklable description of metadata (see :func:`metadata_from_state`)."""
+    return {"zarr_format": metadata.zarr_format, "doc": metadata.to_json()}
+
+
+def metadata_from_state(state: dict[str, Any], path: str) -> AnyMetadata:
+    raw = state["doc"]
+    if state["zarr_format"] == 3:
+        return parse_metadata(raw, path=path, key="<pickle>")
+    doc = json.loads(raw)
+    if "zarray" in doc:
+        return ArrayMetadataV2.from_dict(doc["zarray"], doc["zattrs"], path=path)
+    return GroupMetadataV2(attributes=doc["zattrs"],
+                           extra={k: v for k, v in doc["zgroup"].items() if k != "zarr_format"})

@@ -30,25 +30,25 @@ __all__ = [
 def _load():
     if os.environ.get("ZARRFAST_PURE_PYTHON") != "1":
         try:
-            from zarrfast._ext import _assemble, _byteswap, _indexing, _shard_index, _transpose
+            from zarrfast._ext import _assemble, _indexing, _shard_index
         except ImportError:
             pass
         else:
-            return True, _assemble, _byteswap, _indexing, _shard_index, _transpose
+            return True, _assemble, _indexing, _shard_index
     from zarrfast.kernels import reference as _reference
 
-    return False, _reference, _reference, _reference, _reference, _reference
+    return False, _reference, _reference, _reference
 
 
-USING_EXTENSIONS, _assemble, _byteswap, _indexing, _shard_index, _transpose = _load()
+USING_EXTENSIONS, _assemble, _indexing, _shard_index = _load()
 
 copy_region = _assemble.copy_region
 copy_regions = _assemble.copy_regions
 fill_region = _assemble.fill_region
 is_uniform = _assemble.is_uniform
-transpose = _transpose.transpose
-byteswap_inplace = _byteswap.byteswap_inplace
-byteswap_copy = _byteswap.byteswap_copy
+transpose = _assemble.transpose
+byteswap_inplace = _assemble.byteswap_inplace
+byteswap_copy = _assemble.byteswap_copy
 project = _indexing.project
 format_chunk_keys = _indexing.format_chunk_keys
 group_by_chunk = _indexing.group_by_chunk
