@@ -14,14 +14,9 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 from zarrfast.hierarchy.array import Array
-from zarrfast.hierarchy.create import (
-    DEFAULT_FILL_VALUE,
-    build_array_metadata,
-    build_array_metadata_v2,
-)
+from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, check_zarr_format, create_array_at
 from zarrfast.hierarchy.group import Group, node_from_metadata
-from zarrfast.hierarchy.nodes import (
-    node_key,
+from zarrfast.hierarchy.node import (
     read_node_metadata,
     read_typed_metadata,
     write_new_node,
@@ -64,15 +59,9 @@ __all__ = [
 _MODES = ("r", "r+", "a", "w", "w-")
 
 
-
 def _check_mode(mode: str) -> None:
     if mode not in _MODES:
         raise ZarrfastError(f"mode must be one of {_MODES}, got {mode!r}")
-
-
-def _check_format(zarr_format: Any) -> None:
-    if zarr_format not in (None, 2, 3):
-        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
 
 
 def _new_group_metadata(zarr_format: int | None, attributes: Mapping[str, Any] | None):
@@ -102,77 +91,6 @@ def _draft_node(store: Store, path: str, mode: str, node_type: str | None,
         )
     return open_draft(store, path, mode, node_type=node_type, hierarchy=hierarchy,
                       order=order or "C")
-
-
-def _create_array_at(
-    store: Store,
-    path: str,
-    *,
-    shape: Any = None,
-    dtype: Any = None,
-    data: Any = None,
-    chunks: Any = "auto",
-    shards: Any = None,
-    filters: Any = "auto",
-    compressors: Any = "auto",
-    compressor: Any = "auto",
-    serializer: Any = "auto",
-    fill_value: Any = DEFAULT_FILL_VALUE,
-    order: str | None = None,
-    zarr_format: int | None = 3,
-    attributes: Mapping[str, Any] | None = None,
-    chunk_key_encoding: Any = None,
-    dimension_names: Iterable[str | None] | None = None,
-    overwrite: bool = False,
-    config: Mapping[str, Any] | None = None,
-    write_data: bool = True,
-) -> Array:
-    _check_format(zarr_format)
-    node = f"array {('/' + path)!r}"
-    if compressor != "auto":
-        compressors = compressor
-    if data is not None:
-        data_arr = np.asarray(data)
-        if shape is None:
-            shape = data_arr.shape
-        if dtype is None:
-            dtype = data_arr.dtype
-    else:
-        data_arr = None
-    if shape is None:
-        raise ZarrfastError(f"{node}: shape is required (or pass data=)")
-    if dtype is None:
-        dtype = np.float64
-    if order not in (None, "C", "F"):
-        raise ZarrfastError(f"{node}: order must be 'C' or 'F', got {order!r}")
-    config = dict(config or {})
-    unknown = set(config) - {"write_empty_chunks", "order"}
-    if unknown:
-        raise ZarrfastError(f"{node}: unknown array config keys {sorted(unknown)}")
-    if zarr_format == 2:
-        if shards is not None or serializer != "auto":
-            raise ZarrfastError(f"{node}: Zarr v2 arrays have no shards or serializer")
-        md: Any = build_array_metadata_v2(
-            shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
-            compressors=compressors, order=order, chunk_key_encoding=chunk_key_encoding,
-            dimension_names=dimension_names, attributes=attributes, node=node,
-        )
-    else:
-        md = build_array_metadata(
-            shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
-            compressors=compressors, serializer=serializer,
-            chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
-            attributes=attributes, shards=shards, node=node,
-        )
-    if store.read_only:
-        store._check_writable(node_key(path, "zarr.json"))
-    write_new_node(store, path, md, overwrite=overwrite)
-    arr = Array(store, path, md, read_only=False,
-                write_empty_chunks=config.get("write_empty_chunks"),
-                order=order or config.get("order") or "C")
-    if data_arr is not None and write_data:
-        arr[...] = data_arr
-    return arr
 
 
 def create_array(
@@ -233,7 +151,7 @@ def create_array(
     Array
     """
     s = make_store(store, storage_options=storage_options)
-    return _create_array_at(
+    return create_array_at(
         s, normalize_path(name), shape=shape, dtype=dtype, data=data, chunks=chunks,
         shards=shards, filters=filters, compressors=compressors, serializer=serializer,
         fill_value=fill_value, order=order, zarr_format=zarr_format, attributes=attributes,
@@ -260,7 +178,7 @@ def open_array(
     """Open an existing array (``mode`` ``'r'``, ``'r+'``, ``'a'``), or create one
     (``'w'``, ``'w-'``, or ``'a'`` when missing and ``shape`` is given)."""
     _check_mode(mode)
-    _check_format(zarr_format)
+    check_zarr_format(zarr_format)
     p = normalize_path(path if path is not None else kwargs.pop("name", None))
     s = make_store(store, read_only=mode == "r", storage_options=storage_options)
     draft = (None if zarr_format == 2 else
@@ -268,14 +186,14 @@ def open_array(
     if draft is not None:
         return draft
     if mode in ("w", "w-"):
-        return _create_array_at(s, p, overwrite=mode == "w", **kwargs)
+        return create_array_at(s, p, overwrite=mode == "w", **kwargs)
     try:
         md = read_typed_metadata(s, p, "array", zarr_format)
     except ArrayNotFoundError:
         if mode == "a" and kwargs.get("shape") is not None or (
             mode == "a" and kwargs.get("data") is not None
         ):
-            return _create_array_at(s, p, **kwargs)
+            return create_array_at(s, p, **kwargs)
         raise
     order = kwargs.get("order") or "C"
     cfg = kwargs.get("config") or {}
@@ -297,7 +215,7 @@ def open_group(
     """Open a group, creating it (with ``attributes``) for ``'w'``, ``'w-'``, or ``'a'``
     when missing."""
     _check_mode(mode)
-    _check_format(zarr_format)
+    check_zarr_format(zarr_format)
     p = normalize_path(path)
     s = make_store(store, read_only=mode == "r", storage_options=storage_options)
     # read once: draft detection, and v3 metadata at the root (v2 has no zarr.json)
@@ -339,7 +257,7 @@ def create_group(store: StoreLike, *, path: str | None = None, overwrite: bool =
                  storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> Group:
     """Create a new group; an existing node is an error unless ``overwrite``."""
     zarr_format = kwargs.pop("zarr_format", None)
-    _check_format(zarr_format)
+    check_zarr_format(zarr_format)
     p = normalize_path(path)
     s = make_store(store, storage_options=storage_options)
     md = _new_group_metadata(zarr_format, attributes)
@@ -359,7 +277,7 @@ def open(  # noqa: A001 - zarr-python's name
     """Open the array or group at ``path``; create an array when ``shape`` is given,
     otherwise a group, if nothing is there (modes ``'a'``, ``'w'``, ``'w-'``)."""
     _check_mode(mode)
-    _check_format(zarr_format)
+    check_zarr_format(zarr_format)
     p = normalize_path(path)
     s = make_store(store, read_only=mode == "r", storage_options=storage_options)
     draft = (None if zarr_format == 2 else
@@ -368,14 +286,14 @@ def open(  # noqa: A001 - zarr-python's name
         return draft
     if mode in ("w", "w-"):
         if "shape" in kwargs or "data" in kwargs:
-            return _create_array_at(s, p, overwrite=mode == "w", **kwargs)
+            return create_array_at(s, p, overwrite=mode == "w", **kwargs)
         return open_group(s, mode=mode, path=p, **kwargs)
     try:
         md = read_node_metadata(s, p, zarr_format)
     except NodeNotFoundError:
         if mode == "a":
             if "shape" in kwargs or "data" in kwargs:
-                return _create_array_at(s, p, **kwargs)
+                return create_array_at(s, p, **kwargs)
             return open_group(s, mode="a", path=p, **kwargs)
         raise
     return node_from_metadata(s, p, md, read_only=mode == "r" or s.read_only)
@@ -459,7 +377,7 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
            storage_options: Mapping[str, Any] | None = None,
            config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
     """zarr-python's older ``create``: an array from keyword arguments (v3 by default)."""
-    _check_format(zarr_format)
+    check_zarr_format(zarr_format)
     fmt = zarr_format or 3
     s = make_store(store, storage_options=storage_options)
     cfg = dict(config or {})
@@ -480,7 +398,7 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
         extra["compressors"] = compressor
         if filters is not None or object_codec is not None:
             extra["filters"] = [*(filters or ()), *([object_codec] if object_codec else [])]
-    arr = _create_array_at(
+    arr = create_array_at(
         s, normalize_path(path), shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value,
         order=order, zarr_format=fmt, attributes=attributes,
         chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
@@ -615,7 +533,7 @@ def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
                path: str | None = None, storage_options: Mapping[str, Any] | None = None,
                **kwargs: Any) -> None:
     data = np.asarray(arr)
-    _create_array_at(make_store(store, storage_options=storage_options), normalize_path(path),
+    create_array_at(make_store(store, storage_options=storage_options), normalize_path(path),
                      data=data,
                      zarr_format=zarr_format or 3, overwrite=True, **kwargs)
 
@@ -663,7 +581,7 @@ def create_hierarchy(*, store: Store, nodes: Mapping[str, Any], overwrite: bool 
                      ) -> Iterator[tuple[str, Array | Group]]:
     """Write the metadata of many nodes (``{path: ArrayMetadata | GroupMetadata | ...}``) and
     yield ``(path, node)`` for each."""
-    from zarrfast.hierarchy.nodes import write_new_node as _write
+    from zarrfast.hierarchy.node import write_new_node as _write
 
     for path, md in nodes.items():
         p = normalize_path(path)

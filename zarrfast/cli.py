@@ -137,7 +137,7 @@ def _size(n: float) -> str:
 
 def _describe_array(a) -> str:
     codecs = ", ".join(
-        c.to_dict().get("name") or c.to_dict().get("id", "?") for c in a.metadata.codecs
+        c.to_dict().get("name") or c.to_dict().get("id", "?") for c in a.codec_chain.codecs
     )
     shards = f" shards {a.shards}" if a.shards else ""
     return (f"{a.shape} {a.dtype} chunks {a.chunks}{shards} [{codecs}] "

@@ -27,7 +27,7 @@ from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
 from zarrfast.errors import ZarrfastError
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.group import Group
-from zarrfast.hierarchy.nodes import node_key
+from zarrfast.hierarchy.node import node_key
 from zarrfast.metadata.dtype import data_type_from_numpy
 from zarrfast.storage import Store
 from zarrfast.storage.resolve import StoreLike, make_store
@@ -106,12 +106,8 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
     """create_array arguments for a v2 copy of a v3 array, and whether bytes carry over."""
     md = arr.metadata
     name = f"array {arr.name!r}"
-    from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
-
-    codecs = md.codecs
-    aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
-    ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
-    bb = [c for c in codecs if isinstance(c, BytesBytesCodec)]
+    chain = arr.codec_chain
+    aa, ab, bb = list(chain.aa), chain.ab, list(chain.bb)
     if md.data_type.kind == "V":
         raise ZarrfastError(f"{name}: raw data type {md.data_type.name} is kept in Zarr v3")
     order = "C"
@@ -144,8 +140,8 @@ def _copy_array(src: Array, dst_store: Store, dst_path: str, zarr_format: int,
                 overwrite: bool, bar: Any) -> Array:
     from dataclasses import replace
 
-    from zarrfast.api import _create_array_at
-    from zarrfast.hierarchy.nodes import write_new_node
+    from zarrfast.hierarchy.create import create_array_at
+    from zarrfast.hierarchy.node import write_new_node
     from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
 
     if src.metadata.zarr_format == zarr_format:
@@ -159,7 +155,7 @@ def _copy_array(src: Array, dst_store: Store, dst_path: str, zarr_format: int,
         raw = True
     else:
         plan, raw = _plan_v3(src) if zarr_format == 3 else _plan_v2(src)
-        dst = _create_array_at(dst_store, dst_path, zarr_format=zarr_format,
+        dst = create_array_at(dst_store, dst_path, zarr_format=zarr_format,
                                overwrite=overwrite, **plan)
     grid = src.metadata.chunk_grid.grid_shape(src.shape)
     if raw:
@@ -217,7 +213,7 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
         The progress bar's label.
     """
     from zarrfast import open as zopen
-    from zarrfast.hierarchy.nodes import write_new_node
+    from zarrfast.hierarchy.node import write_new_node
     from zarrfast.metadata.v2 import GroupMetadataV2
     from zarrfast.metadata.v3 import GroupMetadata
 

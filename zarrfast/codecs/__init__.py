@@ -1,8 +1,15 @@
-"""Codecs: the core Zarr v3 codecs and the registry third parties extend."""
+"""Codecs: the core Zarr v3 codecs, the registry third parties extend, the codec chain
+(:class:`CodecChain`, the one interpreter of a chain) and the shard format.
+
+Every codec name is registered here, explicitly: the core codecs and the
+``numcodecs.*`` compressors that zarr-python 3 writes.
+"""
 
 from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 from zarrfast.codecs.bytes import BytesCodec
+from zarrfast.codecs.chain import CodecChain
 from zarrfast.codecs.compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
+from zarrfast.codecs.numcodecs_codec import BZ2Codec, LZ4Codec, LZMACodec, ZlibCodec
 from zarrfast.codecs.registry import (
     get_codec_class,
     parse_codec,
@@ -14,7 +21,8 @@ from zarrfast.codecs.transpose import TransposeCodec
 from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 
 for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
-             ShardingCodec, VLenUTF8Codec, VLenBytesCodec):
+             ShardingCodec, VLenUTF8Codec, VLenBytesCodec, ZlibCodec, BZ2Codec, LZMACodec,
+             LZ4Codec):
     register_codec(_cls)
 del _cls
 
@@ -25,6 +33,7 @@ __all__ = [
     "BytesBytesCodec",
     "BytesCodec",
     "Codec",
+    "CodecChain",
     "Crc32cCodec",
     "GzipCodec",
     "ShardingCodec",

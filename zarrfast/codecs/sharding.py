@@ -14,11 +14,13 @@ Example::
                          {"name": "crc32c"}],
         "index_location": "end"}}
 
-Arrays whose codecs are this codec (optionally followed by bytes -> bytes
-codecs) are read and written by :mod:`zarrfast.engine.sharded`, which fetches only
-the index and the inner chunks a selection touches.  :meth:`encode` and
-:meth:`decode` (whole shards) serve the general pipeline, e.g. when an array ->
-array codec comes before the sharding codec, and nested sharding.
+The byte format is :class:`~zarrfast.codecs.shard_format.ShardFormat`.  Arrays
+whose codecs are this codec (optionally followed by bytes -> bytes codecs) are
+read and written by :mod:`zarrfast.engine.sharded`, which fetches only the index
+and the inner chunks a selection touches.  :meth:`encode` and :meth:`decode`
+(whole shards, with the inner codecs' own methods) serve the general path: an
+array -> array codec before the sharding codec, nested sharding, and arrays of
+variable-length elements.
 """
 
 from __future__ import annotations
@@ -29,29 +31,21 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.codecs._base import (
-    ArrayArrayCodec,
-    ArrayBytesCodec,
-    BytesBytesCodec,
-    Codec,
-    parse_named_config,
-)
+from zarrfast.codecs._base import ArrayBytesCodec, BytesBytesCodec, Codec, parse_named_config
 from zarrfast.codecs.bytes import BytesCodec
+from zarrfast.codecs.chain import CodecChain, parse_codecs, validate_codec_chain
 from zarrfast.codecs.compressors import Crc32cCodec
-from zarrfast.errors import MetadataValidationError
+from zarrfast.codecs.shard_format import EMPTY, ShardFormat
+from zarrfast.errors import ChunkDecodeError, CodecError, MetadataValidationError
+from zarrfast.metadata.dtype import DataType, is_fill_chunk, parse_data_type
+
+_UINT64: DataType = parse_data_type("uint64")
 
 
 def _parse_chain(value: Any, what: str) -> tuple[Codec, ...]:
-    from zarrfast.codecs.registry import parse_codec
-
     if not isinstance(value, (list, tuple)):
         raise MetadataValidationError(f"sharding_indexed: {what} must be a list, got {value!r}")
-    out = []
-    for i, c in enumerate(value):
-        codec = parse_codec(c, where=f"sharding_indexed: {what}[{i}]")
-        if codec is not None:
-            out.append(codec)
-    return tuple(out)
+    return parse_codecs(value, node="sharding_indexed", member=what)
 
 
 @dataclass(frozen=True)
@@ -146,9 +140,6 @@ class ShardingCodec(ArrayBytesCodec):
         return n
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
-        from zarrfast.metadata.dtype import parse_data_type
-        from zarrfast.metadata.v3 import validate_codec_chain
-
         if len(self.chunk_shape) != len(shape):
             raise MetadataValidationError(
                 f"sharding_indexed: chunk_shape {list(self.chunk_shape)} has rank "
@@ -163,41 +154,64 @@ class ShardingCodec(ArrayBytesCodec):
         validate_codec_chain(self.codecs, shape=self.chunk_shape, data_type=data_type,
                              node="sharding_indexed codecs")
         validate_codec_chain(self.index_codecs, shape=self.index_shape(shape),
-                             data_type=parse_data_type("uint64"),
-                             node="sharding_indexed index_codecs")
+                             data_type=_UINT64, node="sharding_indexed index_codecs")
         self.index_nbytes(shape)
 
+    def inner_chain(self, data_type: Any, *, validate: bool = False) -> CodecChain:
+        """The chain of the inner chunks."""
+        return CodecChain(self.codecs, chunk_shape=self.chunk_shape, data_type=data_type,
+                          node="sharding_indexed codecs", validate=validate)
+
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> ShardingCodec:
-        from zarrfast.metadata.dtype import parse_data_type
-
-        def evolve_chain(chain: tuple[Codec, ...], cshape: tuple[int, ...], dt: Any):
-            out = []
-            for c in chain:
-                c2 = c.evolve(shape=cshape, data_type=dt)
-                out.append(c2)
-                if isinstance(c2, ArrayArrayCodec):
-                    cshape = c2.encoded_shape(cshape)
-            return tuple(out)
-
-        codecs = evolve_chain(self.codecs, self.chunk_shape, data_type)
-        index_codecs = evolve_chain(self.index_codecs, self.index_shape(shape),
-                                    parse_data_type("uint64"))
+        codecs = self.inner_chain(data_type, validate=True).evolve().codecs
+        index_codecs = CodecChain(self.index_codecs, chunk_shape=self.index_shape(shape),
+                                  data_type=_UINT64, node="sharding_indexed index_codecs"
+                                  ).evolve().codecs
         if codecs == self.codecs and index_codecs == self.index_codecs:
             return self
         return ShardingCodec(self.chunk_shape, codecs, index_codecs, self.index_location,
                              self.write_index_location)
 
+    def format(self, shard_shape: tuple[int, ...]) -> ShardFormat:
+        return ShardFormat(self, tuple(shard_shape))
+
     # -- whole-shard encode/decode (general path) -----------------------------------
-    def encode(self, chunk: np.ndarray, data_type: Any) -> bytes:
-        from zarrfast.engine.sharded import ShardLayout
+    def decode(self, data: Any, shape: tuple[int, ...], data_type: Any, *,
+               fill_value: Any = None, key: str = "<shard>") -> np.ndarray:
+        """A whole shard's bytes -> an array of ``shape``; empty inner chunks read as
+        ``fill_value`` (default: the data type's)."""
+        fmt = self.format(shape)
+        inner = self.inner_chain(data_type)
+        fill = data_type.default_fill_value() if fill_value is None else fill_value
+        index = fmt.index_of_shard(memoryview(data).cast("B"), key)
+        out = np.empty(fmt.shard_shape, dtype=data_type.dtype)
+        out.fill(fill)
+        for j in np.flatnonzero(index[:, 0] != EMPTY).tolist():
+            name = fmt.inner_name(j)
+            try:
+                arr = inner.decode(fmt.inner_bytes(data, index, j), fill_value=fill,
+                                   key=f"{key}[{name}]")
+            except CodecError as e:
+                raise type(e)(f"shard {key!r}, inner chunk {name}: {e}") from None
+            if arr.shape != fmt.inner_shape:
+                raise ChunkDecodeError(f"shard {key!r}, inner chunk {name}: decoded to shape "
+                                       f"{arr.shape}, expected {fmt.inner_shape}")
+            out[fmt.inner_region(j)] = arr
+        return out
 
-        layout = ShardLayout.for_codec(self, tuple(chunk.shape), data_type, None)
-        return layout.encode_array(chunk)
-
-    def decode(self, data: Any, shape: tuple[int, ...], data_type: Any) -> np.ndarray:
-        from zarrfast.engine.sharded import ShardLayout
-
-        layout = ShardLayout.for_codec(self, tuple(shape), data_type, None)
-        return layout.decode_array(data, key="<shard>")
-
-
+    def encode(self, chunk: np.ndarray, data_type: Any, *, fill_value: Any = None,
+               write_empty_chunks: bool = False) -> bytes:
+        """A whole shard -> its bytes; inner chunks equal to ``fill_value`` everywhere are
+        left out unless ``write_empty_chunks``."""
+        fmt = self.format(chunk.shape)
+        inner = self.inner_chain(data_type)
+        fill = data_type.default_fill_value() if fill_value is None else fill_value
+        encoded: list[Any] = [None] * fmt.n_inner
+        for j in range(fmt.n_inner):
+            sub = chunk[fmt.inner_region(j)]
+            if not write_empty_chunks and is_fill_chunk(sub, fill, data_type):
+                continue
+            encoded[j] = inner.encode(np.ascontiguousarray(sub), fill_value=fill,
+                                      write_empty_chunks=write_empty_chunks)
+        out = fmt.assemble(encoded)
+        return fmt.empty_shard() if out is None else out

@@ -18,7 +18,6 @@ the shared pool (:mod:`zarrfast.concurrency`).
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import threading
 from collections.abc import Sequence
@@ -27,13 +26,8 @@ from typing import Any
 import numpy as np
 
 from zarrfast import kernels as _kernels
-from zarrfast.codecs import (
-    ArrayArrayCodec,
-    ArrayBytesCodec,
-    BytesBytesCodec,
-    BytesCodec,
-    TransposeCodec,
-)
+from zarrfast.codecs import CodecChain
+from zarrfast.codecs.chain import accepts_limit
 from zarrfast.concurrency import batch_count, map_unordered_into
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import ChunkDecodeError, CodecError, ZarrfastError
@@ -42,28 +36,6 @@ from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
 
 __all__ = ["PreparedChain", "read_selection", "write_selection"]
-
-
-def accepts_limit(codec: Any) -> bool:
-    """Whether ``codec.decode`` takes ``limit=`` (the core compressors do; third-party
-    codecs may not)."""
-    try:
-        return "limit" in inspect.signature(codec.decode).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
-        return False
-
-
-class BoundedDecoders:
-    """Bytes -> bytes codecs in decode order, each told the most it may produce
-    (``limit=``) when it takes that argument: decompression bombs stop there."""
-
-    def __init__(self, codecs: Sequence[Any]) -> None:
-        self.steps = [(c, accepts_limit(c)) for c in reversed(codecs)]
-
-    def decode(self, data: Any, limit: int) -> Any:
-        for c, limited in self.steps:
-            data = c.decode(data, limit=limit) if limited else c.decode(data)
-        return data
 
 
 def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
@@ -96,8 +68,10 @@ class PreparedChain:
         The fill value as one item in the chunk buffer's byte order.
     """
 
-    def __init__(self, metadata: ArrayMetadata) -> None:
+    def __init__(self, metadata: ArrayMetadata, codecs: CodecChain | None = None) -> None:
         self.metadata = metadata
+        #: the array's codec chain (which fast path applies is its answer)
+        self.codecs = codecs = CodecChain.from_metadata(metadata) if codecs is None else codecs
         dt = metadata.data_type
         self.data_type = dt
         self.dtype = dt.dtype
@@ -106,22 +80,13 @@ class PreparedChain:
         self.chunk_shape_arr = np.array(self.chunk_shape, dtype=np.int64)
         self.ndim = len(self.chunk_shape)
         self.chunk_nbytes = math.prod(self.chunk_shape) * self.itemsize
-        codecs = metadata.codecs
-        self.aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
-        self.ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
-        self.bb = [c for c in codecs if isinstance(c, BytesBytesCodec)]
-        self.fast = isinstance(self.ab, BytesCodec) and all(
-            isinstance(c, TransposeCodec) for c in self.aa
-        )
+        self.aa, self.ab, self.bb = list(codecs.aa), codecs.ab, list(codecs.bb)
+        self.fast = codecs.fast
         fill_value = metadata.effective_fill_value  # v2: zeros when the fill value is null
         self.fill_native = fill_bytes(dt, fill_value)
         if self.fast:
-            # compose the transposes: encoded = chunk.transpose(q)
-            q = list(range(self.ndim))
-            for c in self.aa:
-                p = c.permutation(self.ndim)
-                q = [q[p[k]] for k in range(self.ndim)]
-            self.permutation = tuple(q)
+            q = codecs.permutation  # encoded = chunk.transpose(q)
+            self.permutation = q
             stored_shape = [self.chunk_shape[q[k]] for k in range(self.ndim)]
             stored_strides = _c_strides(stored_shape, self.itemsize)
             logical = [0] * self.ndim
@@ -139,16 +104,6 @@ class PreparedChain:
             self.chunk_strides = np.array(_c_strides(self.chunk_shape, self.itemsize), np.int64)
             self.swap_unit = 1
             self.fill_chunk_item = self.fill_native
-        self._shard_layout = None
-        if not self.fast and getattr(self.ab, "name", None) == "sharding_indexed":
-            from zarrfast.engine.sharded import (
-                ShardLayout,  # import cycle: sharding builds on this module
-            )
-
-            shape = self.chunk_shape
-            for c in self.aa:
-                shape = c.encoded_shape(shape)
-            self._shard_layout = ShardLayout(self.ab, shape, dt, metadata.fill_value)
         self._fill_chunk_item_arr = np.frombuffer(self.fill_chunk_item, dtype=np.uint8)
         self._fill_native_arr = np.frombuffer(self.fill_native, dtype=np.uint8)
         self._scratch = _Scratch()
@@ -161,13 +116,13 @@ class PreparedChain:
         # bytes (the innermost on the fast path), else room for what an array -> bytes
         # codec adds (a shard's index and checksums, variable-length headers)
         self._bb_limit = (self.chunk_nbytes if self.fast and len(self.bb) == 1
-                          else 2 * self.chunk_nbytes + 2**20)
+                          else codecs.decode_limit)
         # (a list in decode order: third-party codecs need not be hashable)
         self._bb_limited = [accepts_limit(c) for c in reversed(self.bb)]
         #: zstd or blosc chunks with nothing else to undo but a transpose or byte swap
         #: are decoded and placed many at a time, without the GIL (``decode_regions``)
-        codec = self.bb[0].batch_codec if len(self.bb) == 1 else None
-        self.batch_codec = (codec if self.fast and codec in _kernels.BATCH_CODECS else None)
+        self.batch_codec = (codecs.batch_codec if codecs.batch_codec in _kernels.BATCH_CODECS
+                            else None)
         #: room for one stored chunk in a batch read (the compressors' worst-case
         #: expansion of incompressible data is far below this; a larger file is read
         #: on its own)
@@ -259,15 +214,7 @@ class PreparedChain:
 
     def _decode_general(self, data: Any, key: str) -> np.ndarray:
         shape = self.chunk_shape
-        shapes = [shape]
-        for c in self.aa:
-            shapes.append(c.encoded_shape(shapes[-1]))
-        if self._shard_layout is not None:  # needs the fill value for empty inner chunks
-            arr = self._shard_layout.decode_array(data, key)
-        else:
-            arr = self.ab.decode(data, shapes[-1], self.data_type)
-        for c, s in zip(reversed(self.aa), reversed(shapes[:-1]), strict=True):
-            arr = c.decode(arr, s)
+        arr = self.codecs.decode_array(data, fill_value=self.metadata.fill_value, key=key)
         if arr.shape != shape:
             raise ChunkDecodeError(
                 f"chunk {key!r}: decoded to shape {arr.shape}, expected {shape}"
@@ -283,17 +230,10 @@ class PreparedChain:
         if self.fast:
             data: Any = buf
         else:
-            arr = buf.view(self.dtype).reshape(self.chunk_shape)
-            for c in self.aa:
-                arr = c.encode(arr)
-            if self._shard_layout is not None:
-                data = self._shard_layout.encode_array(np.ascontiguousarray(arr),
-                                                       write_empty_chunks=write_empty_chunks)
-            else:
-                data = self.ab.encode(arr, self.data_type)
-        for c in self.bb:
-            data = c.encode(data)
-        return data
+            data = self.codecs.encode_array(buf.view(self.dtype).reshape(self.chunk_shape),
+                                            fill_value=self.metadata.fill_value,
+                                            write_empty_chunks=write_empty_chunks)
+        return self.codecs.encode_bytes(data)
 
     def new_fill_chunk(self) -> np.ndarray:
         buf = np.empty(self.chunk_nbytes, dtype=np.uint8)

@@ -27,6 +27,7 @@ from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import PreparedChain, chunk_keys
 from zarrfast.engine.selection import expand_ellipsis, slice_indices
 from zarrfast.errors import BoundsCheckError, IndexingError
+from zarrfast.metadata.dtype import is_fill_chunk
 
 __all__ = ["normalize_coordinate", "normalize_mask", "normalize_orthogonal"]
 
@@ -241,9 +242,9 @@ def _chunk_writer(array: Any):
         if array._object:
             chunk = chain.new_fill_chunk() if raw is None else chain.decode(raw, key).copy()
             update(chunk)
-            from zarrfast.engine.objects import _same
 
-            if not array.write_empty_chunks and all(_same(v, chain.fill) for v in chunk.flat):
+            if not array.write_empty_chunks and is_fill_chunk(chunk, chain.fill,
+                                                              array.metadata.data_type):
                 store.delete(key)
             else:
                 store.set(key, chain.encode(chunk))

@@ -33,18 +33,18 @@ import itertools
 import math
 import threading
 from collections import OrderedDict
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from zarrfast import config
 from zarrfast import kernels as _kernels
-from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
-from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.codecs import CodecChain
+from zarrfast.codecs.chain import BoundedDecoders
+from zarrfast.codecs.shard_format import EMPTY, ShardFormat
 from zarrfast.concurrency import map_io, map_unordered_into
 from zarrfast.engine.chunked import (
     RAW_COST_RATIO,
-    BoundedDecoders,
     PreparedChain,
     Projection,
     RowReader,
@@ -52,219 +52,20 @@ from zarrfast.engine.chunked import (
     chunk_keys,
     read_one_chunk,
 )
-from zarrfast.engine.selection import BasicSelection, normalize_basic
+from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import ChecksumError, ChunkDecodeError, CodecError, ZarrfastError
 from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
-from zarrfast.metadata.dtype import DataType, parse_data_type
 from zarrfast.metadata.v3 import ArrayMetadata
-from zarrfast.storage import RangeByteRequest, Store, SuffixByteRequest
+from zarrfast.storage import ByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
-__all__ = ["ShardLayout", "ShardedChain", "read_sharded", "write_sharded", "is_sharded_fast"]
-
-_EMPTY = np.uint64(2**64 - 1)
-_EMPTY_INT = 2**64 - 1
-_UINT64: DataType = parse_data_type("uint64")
+__all__ = ["ShardedChain", "read_sharded", "shard_index_request", "write_sharded"]
 
 
-def _general_decode(codecs, data: Any, shape: tuple[int, ...], data_type: DataType) -> np.ndarray:
-    """Decode with the codecs' own methods (used for the small index)."""
-    aa = [c for c in codecs if isinstance(c, ArrayArrayCodec)]
-    ab = next(c for c in codecs if isinstance(c, ArrayBytesCodec))
-    for c in reversed([c for c in codecs if isinstance(c, BytesBytesCodec)]):
-        data = c.decode(data)
-    shapes = [shape]
-    for c in aa:
-        shapes.append(c.encoded_shape(shapes[-1]))
-    arr = ab.decode(data, shapes[-1], data_type)
-    for c, s in zip(reversed(aa), reversed(shapes[:-1]), strict=True):
-        arr = c.decode(arr, s)
-    return arr
 
-
-def _general_encode(codecs, arr: np.ndarray, data_type: DataType) -> bytes:
-    data: Any = arr
-    for c in codecs:
-        if isinstance(c, ArrayArrayCodec):
-            data = c.encode(data)
-        elif isinstance(c, ArrayBytesCodec):
-            data = c.encode(data, data_type)
-        else:
-            data = c.encode(data)
-    return bytes(data)
-
-
-class ShardLayout:
-    """Geometry and (de)serialisation of one array's shards."""
-
-    def __init__(self, codec: ShardingCodec, shard_shape: tuple[int, ...], data_type: DataType,
-                 fill_value: Any) -> None:
-        self.codec = codec
-        self.shard_shape = tuple(shard_shape)
-        self.inner_shape = codec.chunk_shape
-        self.cps = codec.chunks_per_shard(self.shard_shape)
-        self.n_inner = math.prod(self.cps)
-        self.index_shape = codec.index_shape(self.shard_shape)
-        self.index_nbytes = codec.index_nbytes(self.shard_shape)
-        self.at_end = codec.index_location == "end"
-        fv = data_type.default_fill_value() if fill_value is None else fill_value
-        # the inner chunks as an array of the shard's shape chunked by the inner shape
-        self.inner_metadata = ArrayMetadata(
-            shape=self.shard_shape,
-            data_type=data_type,
-            chunk_grid=RegularChunkGrid(self.inner_shape),
-            chunk_key_encoding=DefaultChunkKeyEncoding(),
-            fill_value=fv,
-            codecs=codec.codecs,
-        )
-        self.inner = PreparedChain(self.inner_metadata)
-
-    @classmethod
-    def for_codec(cls, codec: ShardingCodec, shard_shape: tuple[int, ...], data_type: DataType,
-                  fill_value: Any) -> ShardLayout:
-        return cls(codec, shard_shape, data_type, fill_value)
-
-    def index_request(self):
-        return (SuffixByteRequest(self.index_nbytes) if self.at_end
-                else RangeByteRequest(0, self.index_nbytes))
-
-    def inner_name(self, j: int) -> str:
-        return str(tuple(int(x) for x in np.unravel_index(j, self.cps)))
-
-    # -- index --------------------------------------------------------------------
-    def decode_index(self, raw: Any, key: str) -> np.ndarray:
-        """Decode and check an encoded index -> ``(n_inner, 2)`` uint64 array."""
-        if len(raw) != self.index_nbytes:
-            raise ChunkDecodeError(
-                f"shard {key!r}: index has {len(raw)} bytes, expected {self.index_nbytes} "
-                f"(the shard is truncated or not a shard)"
-            )
-        try:
-            arr = _general_decode(self.codec.index_codecs, raw, self.index_shape, _UINT64)
-        except ChecksumError as e:
-            raise ChecksumError(f"shard {key!r}: index checksum mismatch: {e}") from None
-        except (CodecError, ValueError) as e:
-            raise ChunkDecodeError(f"shard {key!r}: cannot decode the index: {e}") from None
-        # a copy: `raw` may be a reused read buffer, and indexes outlive reads in the cache
-        index = np.array(arr, dtype=np.uint64, order="C", copy=True).reshape(self.n_inner, 2)
-        self._check_index(index, key)
-        return index
-
-    def _check_index(self, index: np.ndarray, key: str) -> None:
-        low = 0 if self.at_end else self.index_nbytes
-        code, a, b = _kernels.check_index(index, low, _EMPTY_INT)
-        if code:
-            self._raise_bad_index(index, key, code, a, b, None)
-
-    def _raise_bad_index(self, index: np.ndarray, key: str, code: int, a: int, b: int,
-                         limit: int | None) -> NoReturn:
-        """Raise the ChunkDecodeError for a ``check_index`` result ``(code, a, b)``."""
-        off, nb = int(index[a, 0]), int(index[a, 1])
-        if code == 1:
-            raise ChunkDecodeError(
-                f"shard {key!r}: index entry of inner chunk {self.inner_name(a)} is half empty "
-                f"(offset {off}, nbytes {nb})"
-            )
-        if code == 2:
-            raise ChunkDecodeError(
-                f"shard {key!r}: inner chunk {self.inner_name(a)} has an impossible range "
-                f"(offset {off}, nbytes {nb})"
-            )
-        if code == 3:
-            raise ChunkDecodeError(
-                f"shard {key!r}: inner chunk {self.inner_name(a)} overlaps the index "
-                f"at the start of the shard (offset {off})"
-            )
-        if code == 4:
-            raise ChunkDecodeError(
-                f"shard {key!r}: inner chunk {self.inner_name(a)} points past the end of the "
-                f"shard (bytes {off}+{nb}, shard data ends at {limit})"
-            )
-        raise ChunkDecodeError(
-            f"shard {key!r}: inner chunks {self.inner_name(a)} and "
-            f"{self.inner_name(b)} overlap (bytes {off}+{nb} and "
-            f"{int(index[b, 0])}+{int(index[b, 1])})"
-        )
-
-    def index_of_shard(self, data: Any, key: str) -> np.ndarray:
-        """The index of a whole shard's bytes, checked against the shard's size."""
-        n = len(data)
-        if n < self.index_nbytes:
-            raise ChunkDecodeError(
-                f"shard {key!r}: {n} bytes is too short to hold the {self.index_nbytes}-byte index"
-            )
-        raw = data[n - self.index_nbytes:] if self.at_end else data[:self.index_nbytes]
-        index = self.decode_index(raw, key)
-        limit = n - self.index_nbytes if self.at_end else n
-        self.check_within(index, limit, key)
-        return index
-
-    def check_within(self, index: np.ndarray, limit: int, key: str) -> None:
-        low = 0 if self.at_end else self.index_nbytes
-        code, a, b = _kernels.check_index(index, low, limit)
-        if code:
-            self._raise_bad_index(index, key, code, a, b, limit)
-
-    def inner_bytes(self, data: Any, index: np.ndarray, j: int) -> Any:
-        off, nb = index[j]
-        if off == _EMPTY:
-            return None
-        return memoryview(data)[int(off):int(off) + int(nb)]
-
-    # -- assembling -----------------------------------------------------------------
-    def assemble(self, encoded: list[Any]) -> bytes | None:
-        """Serialise inner chunks (``None``: empty) into shard bytes; ``None`` if all empty."""
-        index = np.full((self.n_inner, 2), _EMPTY, dtype=np.uint64)
-        parts = []
-        pos = 0 if self.at_end else self.index_nbytes
-        for j, chunk in enumerate(encoded):
-            if chunk is None:
-                continue
-            n = len(memoryview(chunk).cast("B"))
-            index[j] = (pos, n)
-            parts.append(chunk)
-            pos += n
-        if not parts:
-            return None
-        raw_index = _general_encode(self.codec.index_codecs,
-                                    index.reshape(self.index_shape), _UINT64)
-        if self.at_end:
-            return b"".join([*parts, raw_index])
-        return b"".join([raw_index, *parts])
-
-    # -- whole shards as arrays (general pipeline path) --------------------------------
-    def decode_array(self, data: Any, key: str) -> np.ndarray:
-        out = np.empty(self.shard_shape, dtype=self.inner.dtype)
-        index = self.index_of_shard(data, key)
-        sel = normalize_basic(Ellipsis, self.shard_shape)
-        proj = Projection(self.shard_shape, self.inner, sel)
-        reader = RowReader(proj, out)
-        lin = np.ravel_multi_index(proj.coords.T, self.cps) if proj.nrows else []
-        for i in range(proj.nrows):
-            j = int(lin[i])
-            reader.read(i, self.inner_bytes(data, index, j), f"{key}[{self.inner_name(j)}]")
-        return out
-
-    def encode_array(self, arr: np.ndarray, *, write_empty_chunks: bool = False) -> bytes:
-        sel = normalize_basic(Ellipsis, self.shard_shape)
-        proj = Projection(self.shard_shape, self.inner, sel)
-        writer = RowWriter(proj, np.ascontiguousarray(arr, dtype=self.inner.dtype), None,
-                           write_empty_chunks)
-        encoded: list[Any] = [None] * self.n_inner
-        lin = np.ravel_multi_index(proj.coords.T, self.cps)
-        for i in range(proj.nrows):
-            encoded[int(lin[i])] = writer.write(i, None, "<shard>")
-        out = self.assemble(encoded)
-        if out is None:  # every inner chunk is the fill value: still a valid shard
-            out = _general_encode(self.codec.index_codecs,
-                                  np.full(self.index_shape, _EMPTY, np.uint64), _UINT64)
-        return out
-
-
-def is_sharded_fast(metadata: ArrayMetadata) -> bool:
-    """Whether the array takes the partial-read sharded path: the sharding codec is the
-    array -> bytes codec, with no array -> array codec before it."""
-    codecs = metadata.codecs
-    return isinstance(codecs[0], ShardingCodec)
+def shard_index_request(layout: ShardFormat) -> ByteRequest:
+    """The byte range of a shard's index."""
+    return (SuffixByteRequest(layout.index_nbytes) if layout.at_end
+            else RangeByteRequest(0, layout.index_nbytes))
 
 
 class _IndexCache:
@@ -296,14 +97,25 @@ class _IndexCache:
 class ShardedChain:
     """Per-array state of the sharded path: layout, inner chain, index cache."""
 
-    def __init__(self, metadata: ArrayMetadata) -> None:
+    def __init__(self, metadata: ArrayMetadata, codecs: CodecChain) -> None:
         self.metadata = metadata
-        codec = metadata.codecs[0]
-        assert isinstance(codec, ShardingCodec)
+        codec = codecs.sharding
+        assert codec is not None
         self.codec = codec
-        self.outer_bb = [c for c in metadata.codecs[1:]]
-        self.layout = ShardLayout(codec, metadata.chunks, metadata.data_type, metadata.fill_value)
-        self.inner = self.layout.inner
+        self.outer_bb = list(codecs.bb)
+        self.layout = layout = codec.format(metadata.chunks)
+        # the inner chunks: an array of the shard's shape chunked by the inner shape
+        fv = (metadata.data_type.default_fill_value() if metadata.fill_value is None
+              else metadata.fill_value)
+        inner_metadata = ArrayMetadata(
+            shape=layout.shard_shape,
+            data_type=metadata.data_type,
+            chunk_grid=RegularChunkGrid(layout.inner_shape),
+            chunk_key_encoding=DefaultChunkKeyEncoding(),
+            fill_value=fv,
+            codecs=codec.codecs,
+        )
+        self.inner = PreparedChain(inner_metadata, codec.inner_chain(metadata.data_type))
         self.partial_reads = not self.outer_bb
         # bound for codecs after the shard (decompression bombs): the shard's chunks
         # uncompressed, twice, plus room for its index and checksums
@@ -338,7 +150,7 @@ class ShardedChain:
             hit = self.cache.get(key)
             if hit is not None and hit[0] == token:
                 return hit[1]
-        raw = store.get(key, self.layout.index_request())
+        raw = store.get(key, shard_index_request(self.layout))
         if raw is None:
             self.cache.put(key, None)
             return None
@@ -499,7 +311,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             if token is not None:
                 chain.cache.put(key, (token, index))
             entries = index[inner_lin[rows]]
-            used = entries[:, 0] != _EMPTY
+            used = entries[:, 0] != EMPTY
             place(key, data, rows[used], entries[used, 0].astype(np.int64),
                   entries[used, 1].astype(np.int64))
             return
@@ -507,7 +319,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         if index is None:
             return
         entries = index[inner_lin[rows]]
-        used = entries[:, 0] != _EMPTY
+        used = entries[:, 0] != EMPTY
         if not used.any():
             return
         rows_used = rows[used]
@@ -573,7 +385,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         map_unordered_into(assemble, rows.tolist(), work_bytes=len(rows) * inner.chunk_nbytes)
 
 
-def _assemble_raw_shard(layout: ShardLayout, inner: PreparedChain, writer: RowWriter,
+def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWriter,
                         proj: Projection, rows: np.ndarray, lin: np.ndarray,
                         write_empty_chunks: bool) -> np.ndarray | None:
     """The bytes of a shard whose every inner chunk is written whole and stored
@@ -597,9 +409,7 @@ def _assemble_raw_shard(layout: ShardLayout, inner: PreparedChain, writer: RowWr
     index = np.empty((layout.n_inner, 2), dtype=np.uint64)
     index[:, 0] = base + np.arange(layout.n_inner, dtype=np.uint64) * nb
     index[:, 1] = nb
-    raw_index = np.frombuffer(
-        _general_encode(layout.codec.index_codecs, index.reshape(layout.index_shape), _UINT64),
-        dtype=np.uint8)
+    raw_index = np.frombuffer(layout.encode_index(index), dtype=np.uint8)
     if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
         return None
     at = layout.n_inner * nb if layout.at_end else 0
@@ -691,7 +501,7 @@ def _fetch_inner(store: Store, chain: ShardedChain, key: str, index: np.ndarray,
     ``shard_coalesce_gap`` bytes apart, all at once."""
     gap = int(config.get("shard_coalesce_gap"))
     spans = sorted((off, off + nb, chunk) for chunk in chunks
-                   for off, nb in [index[chunk[1]].tolist()] if off != _EMPTY_INT)
+                   for off, nb in [index[chunk[1]].tolist()] if off != EMPTY)
     runs: list[list[Any]] = []  # [start, end, [(start, end, chunk), ...]]
     for a, b, chunk in spans:
         if runs and a - runs[-1][1] <= gap:

@@ -10,20 +10,27 @@ from typing import Any
 import numpy as np
 
 from zarrfast import config
-from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, CodecChain
 from zarrfast.codecs.sharding import ShardingCodec
 from zarrfast.engine.chunked import PreparedChain, read_selection, write_selection
 from zarrfast.engine.objects import ObjectChain, read_object_selection, write_object_selection
 from zarrfast.engine.selection import normalize_basic
-from zarrfast.engine.sharded import ShardedChain, is_sharded_fast, read_sharded, write_sharded
+from zarrfast.engine.sharded import ShardedChain, read_sharded, write_sharded
 from zarrfast.errors import IndexingError, ZarrfastError
 from zarrfast.hierarchy.attributes import Attributes
-from zarrfast.hierarchy.node import Node
-from zarrfast.hierarchy.nodes import metadata_from_state, metadata_state, write_metadata
+from zarrfast.hierarchy.node import Node, metadata_from_state, metadata_state, write_metadata
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
 
 __all__ = ["Array"]
+
+
+def _chain_inputs(metadata: Any) -> tuple:
+    """What an array's codec chain is made from (equal inputs, equal chains)."""
+    if getattr(metadata, "zarr_format", 3) == 2:
+        return (metadata.chunks, metadata.dtype, metadata.order, len(metadata.shape),
+                repr(metadata.filters), repr(metadata.compressor))
+    return (metadata.chunks, metadata.data_type, repr(metadata.codecs))
 
 
 class Array(Node):
@@ -47,8 +54,10 @@ class Array(Node):
         write_empty_chunks: bool | None = None,
         order: str = "C",
         chunk_path: str | None = None,
+        codecs: CodecChain | None = None,
     ) -> None:
         super().__init__(store, path, metadata, read_only)
+        self._codecs = codecs
         #: where the chunk keys live (``path`` except for arrays read from a draft layout)
         self._chunk_path = path if chunk_path is None else chunk_path
         self._write_empty_chunks = write_empty_chunks
@@ -96,13 +105,17 @@ class Array(Node):
         return self._metadata.shape
 
     @property
+    def codec_chain(self) -> CodecChain:
+        """The array's codec chain, parsed and validated (for a Zarr v2 array, the chain
+        its ``order``, ``filters`` and ``compressor`` make)."""
+        return self._codecs
+
+    @property
     def _sharding(self) -> ShardingCodec | None:
         """The sharding codec when it is the array's only codec (zarr-python's notion of
         a sharded array: ``chunks`` are then the inner chunks)."""
-        codecs = self._metadata.codecs
-        if len(codecs) == 1 and isinstance(codecs[0], ShardingCodec):
-            return codecs[0]
-        return None
+        codecs = self._codecs
+        return codecs.sharding if len(codecs.codecs) == 1 else None
 
     @property
     def chunks(self) -> tuple[int, ...]:
@@ -157,7 +170,7 @@ class Array(Node):
     def _user_codecs(self) -> tuple[Any, ...]:
         """The codecs users chose: those inside the shard for a sharded array."""
         sharding = self._sharding
-        return sharding.codecs if sharding is not None else self._metadata.codecs
+        return sharding.codecs if sharding is not None else self._codecs.codecs
 
     @property
     def filters(self) -> tuple[ArrayArrayCodec, ...]:
@@ -188,21 +201,29 @@ class Array(Node):
         return self._write_empty_chunks
 
     def _set_chain(self, metadata: Any) -> None:
+        # the codec chain: parsed and validated here (a bad chain fails at open, naming
+        # the array), kept while the metadata's codecs and chunks do not change (attribute
+        # writes), and given by the creator (whose codec objects need not be registered)
+        key = _chain_inputs(metadata)
+        codecs = self._codecs
+        if codecs is None or key != getattr(self, "_codecs_key", key):
+            codecs = CodecChain.from_metadata(metadata, node=f"array {self._path or '/'!r}")
+        self._codecs, self._codecs_key = codecs, key
         objects = metadata.dtype.hasobject  # v2 |O, v3 string / variable_length_bytes
-        sharded = is_sharded_fast(metadata)
+        sharded = codecs.sharding is not None
         # a sharded object array's chunks are shards: its fancy selections take the
         # per-inner-chunk path (``_object`` False), its basic ones the object chain
         self._object = objects and not sharded
         self._sharded = not objects and sharded
         self._chain: Any
         if objects:
-            self._chain = ObjectChain(metadata)
+            self._chain = ObjectChain(metadata, codecs)
             self._read, self._write_fn = read_object_selection, write_object_selection
         elif self._sharded:
-            self._chain = ShardedChain(metadata)
+            self._chain = ShardedChain(metadata, codecs)
             self._read, self._write_fn = read_sharded, write_sharded
         else:
-            self._chain = PreparedChain(metadata)
+            self._chain = PreparedChain(metadata, codecs)
             self._read, self._write_fn = read_selection, write_selection
 
     def _write_metadata(self, metadata: Any) -> None:

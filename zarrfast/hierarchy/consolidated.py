@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from zarrfast.errors import InvalidNodeNameError, MetadataError, MetadataValidationError
-from zarrfast.hierarchy.nodes import (
+from zarrfast.hierarchy.node import (
     AnyMetadata,
     child_node_names,
     node_key,

@@ -14,6 +14,7 @@ from zarrfast.codecs import (
     BytesBytesCodec,
     BytesCodec,
     Codec,
+    CodecChain,
     VLenBytesCodec,
     VLenUTF8Codec,
     ZstdCodec,
@@ -22,6 +23,8 @@ from zarrfast.codecs import (
 from zarrfast.codecs.numcodecs_codec import get_numcodecs_codec
 from zarrfast.codecs.sharding import ShardingCodec
 from zarrfast.errors import FillValueError, MetadataValidationError, ZarrfastError
+from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.node import node_key, write_new_node
 from zarrfast.metadata.chunk_grid import (
     ChunkKeyEncoding,
     RegularChunkGrid,
@@ -29,9 +32,16 @@ from zarrfast.metadata.chunk_grid import (
 )
 from zarrfast.metadata.dtype import DataType, data_type_from_numpy
 from zarrfast.metadata.v2 import ArrayMetadataV2
-from zarrfast.metadata.v3 import ArrayMetadata, validate_codec_chain
+from zarrfast.metadata.v3 import ArrayMetadata
+from zarrfast.storage import Store
 
-__all__ = ["DEFAULT_FILL_VALUE", "build_array_metadata", "build_array_metadata_v2"]
+__all__ = [
+    "DEFAULT_FILL_VALUE",
+    "build_array_metadata",
+    "build_array_metadata_v2",
+    "check_zarr_format",
+    "create_array_at",
+]
 
 _AUTO_CHUNK_BYTES = 1 << 20
 
@@ -170,8 +180,9 @@ def build_array_metadata(
     attributes: Mapping[str, Any] | None = None,
     shards: Any = None,
     node: str = "array",
-) -> ArrayMetadata:
-    """The metadata :func:`zarrfast.create_array` writes, from its arguments.
+) -> tuple[ArrayMetadata, CodecChain]:
+    """The metadata :func:`zarrfast.create_array` writes, from its arguments, and the codec
+    chain it records (its codec objects, which need not be registered).
 
     ``fill_value`` ``None`` (or not given) is the data type's default, as in zarr-python
     for Zarr v3."""
@@ -193,25 +204,16 @@ def build_array_metadata(
             f"{node}: serializer must be one array -> bytes codec (such as 'bytes'), got "
             f"{serializer!r}"
         )
-    validate_codec_chain((*aa, *ser, *bb), shape=chunk_shape, data_type=data_type, node=node)
-    # fill in automatically chosen parameters, following the chunk through the chain
-    evolved: list[Codec] = []
-    cur_shape = chunk_shape
-    for c in [*aa, *ser, *bb]:
-        c2 = c.evolve(shape=cur_shape, data_type=data_type)
-        evolved.append(c2)
-        if isinstance(c2, ArrayArrayCodec):
-            cur_shape = c2.encoded_shape(cur_shape)
-    codecs = tuple(evolved)
-    validate_codec_chain(codecs, shape=chunk_shape, data_type=data_type, node=node)
+    # validated, then automatically chosen parameters filled in (blosc's typesize)
+    chain = CodecChain((*aa, *ser, *bb), chunk_shape=chunk_shape, data_type=data_type,
+                       node=node).evolve()
     if shards is not None:
         # as in zarr-python: `chunks` are the inner chunks, the codecs go inside the shard
         shard_shape = normalize_shards(shards, shape_t, chunk_shape, node)
-        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=codecs)
-        sharding = sharding.evolve(shape=shard_shape, data_type=data_type)
-        codecs = (sharding,)
+        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs)
+        chain = CodecChain((sharding,), chunk_shape=shard_shape, data_type=data_type,
+                           node=node).evolve()
         chunk_shape = shard_shape
-        validate_codec_chain(codecs, shape=chunk_shape, data_type=data_type, node=node)
 
     cke: ChunkKeyEncoding
     if chunk_key_encoding is None:
@@ -243,11 +245,11 @@ def build_array_metadata(
         chunk_grid=RegularChunkGrid(chunk_shape),
         chunk_key_encoding=cke,
         fill_value=fv,
-        codecs=codecs,
+        codecs=chain.codecs,
         attributes=attrs,
         dimension_names=dims,
         storage_transformers=(),
-    )
+    ), chain
 
 
 def _numcodecs_config(codec: Any, what: str, node: str) -> dict:
@@ -371,3 +373,82 @@ def build_array_metadata_v2(
         filters=tuple(filter_configs) or None, fill_value=fill, order=order or "C",
         dimension_separator=sep, attributes=attrs,
     )
+
+
+def check_zarr_format(zarr_format: Any) -> None:
+    if zarr_format not in (None, 2, 3):
+        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+
+
+def create_array_at(
+    store: Store,
+    path: str,
+    *,
+    shape: Any = None,
+    dtype: Any = None,
+    data: Any = None,
+    chunks: Any = "auto",
+    shards: Any = None,
+    filters: Any = "auto",
+    compressors: Any = "auto",
+    compressor: Any = "auto",
+    serializer: Any = "auto",
+    fill_value: Any = DEFAULT_FILL_VALUE,
+    order: str | None = None,
+    zarr_format: int | None = 3,
+    attributes: Mapping[str, Any] | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Iterable[str | None] | None = None,
+    overwrite: bool = False,
+    config: Mapping[str, Any] | None = None,
+    write_data: bool = True,
+) -> Array:
+    """Create the array at ``path`` in ``store`` (what :func:`zarrfast.create_array`,
+    :meth:`Group.create_array` and the converters call)."""
+    check_zarr_format(zarr_format)
+    node = f"array {('/' + path)!r}"
+    if compressor != "auto":
+        compressors = compressor
+    if data is not None:
+        data_arr = np.asarray(data)
+        if shape is None:
+            shape = data_arr.shape
+        if dtype is None:
+            dtype = data_arr.dtype
+    else:
+        data_arr = None
+    if shape is None:
+        raise ZarrfastError(f"{node}: shape is required (or pass data=)")
+    if dtype is None:
+        dtype = np.float64
+    if order not in (None, "C", "F"):
+        raise ZarrfastError(f"{node}: order must be 'C' or 'F', got {order!r}")
+    config = dict(config or {})
+    unknown = set(config) - {"write_empty_chunks", "order"}
+    if unknown:
+        raise ZarrfastError(f"{node}: unknown array config keys {sorted(unknown)}")
+    if zarr_format == 2:
+        if shards is not None or serializer != "auto":
+            raise ZarrfastError(f"{node}: Zarr v2 arrays have no shards or serializer")
+        chain = None
+        md: Any = build_array_metadata_v2(
+            shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
+            compressors=compressors, order=order, chunk_key_encoding=chunk_key_encoding,
+            dimension_names=dimension_names, attributes=attributes, node=node,
+        )
+    else:
+        md, chain = build_array_metadata(
+            shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,
+            compressors=compressors, serializer=serializer,
+            chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+            attributes=attributes, shards=shards, node=node,
+        )
+    if store.read_only:
+        store._check_writable(node_key(path, "zarr.json"))
+    write_new_node(store, path, md, overwrite=overwrite)
+    arr = Array(store, path, md, read_only=False, codecs=chain,
+                write_empty_chunks=config.get("write_empty_chunks"),
+                order=order or config.get("order") or "C")
+    if data_arr is not None and write_data:
+        arr[...] = data_arr
+    return arr

@@ -14,9 +14,10 @@ from zarrfast.errors import (
 )
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.attributes import Attributes
-from zarrfast.hierarchy.node import Node
-from zarrfast.hierarchy.nodes import (
+from zarrfast.hierarchy.create import create_array_at
+from zarrfast.hierarchy.node import (
     AnyMetadata,
+    Node,
     child_node_names,
     delete_node_metadata,
     existing_node,
@@ -222,11 +223,9 @@ class Group(Node):
                      data: Any = None, overwrite: bool = False, **kwargs: Any) -> Array:
         """Create an array member; arguments as for :func:`zarrfast.create_array` (the
         array has the group's Zarr format)."""
-        from zarrfast.api import _create_array_at
-
         self._check_writable()
         kwargs.setdefault("zarr_format", self.zarr_format)
-        arr = _create_array_at(self._store, self._child_path(name), shape=shape, dtype=dtype,
+        arr = create_array_at(self._store, self._child_path(name), shape=shape, dtype=dtype,
                                data=data, overwrite=overwrite, **kwargs)
         self._consolidated = None
         return arr

@@ -1,4 +1,5 @@
-"""Reading and writing node metadata in either format.
+"""Nodes: what arrays and groups share, and reading and writing node metadata in either
+format.
 
 A node at ``path`` is Zarr v3 when ``path/zarr.json`` exists, Zarr v2 when
 ``path/.zarray`` or ``path/.zgroup`` does (with optional ``path/.zattrs``).
@@ -20,6 +21,7 @@ from zarrfast.errors import (
     MetadataValidationError,
     NodeNotFoundError,
     NodeTypeValidationError,
+    ReadOnlyError,
     ZarrfastError,
 )
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
@@ -33,6 +35,7 @@ AnyMetadata = AnyArrayMetadata | AnyGroupMetadata
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs")
 
 __all__ = [
+    "Node",
     "AnyMetadata",
     "child_node_names",
     "delete_node_metadata",
@@ -193,3 +196,49 @@ def metadata_from_state(state: dict[str, Any], path: str) -> AnyMetadata:
         return ArrayMetadataV2.from_dict(doc["zarray"], doc["zattrs"], path=path)
     return GroupMetadataV2(attributes=doc["zattrs"],
                            extra={k: v for k, v in doc["zgroup"].items() if k != "zarr_format"})
+
+
+class Node:
+    """Base of :class:`~zarrfast.Array` and :class:`~zarrfast.Group`."""
+
+    _kind = "node"
+
+    def __init__(self, store: Store, path: str, metadata: Any, read_only: bool | None) -> None:
+        self._store = store
+        self._path = path
+        self._metadata = metadata
+        self._read_only = store.read_only if read_only is None else bool(read_only)
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def path(self) -> str:
+        """Path of the node in its store (``""`` for the root)."""
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """``"/" + path``, as in zarr-python."""
+        return "/" + self._path
+
+    @property
+    def basename(self) -> str:
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def metadata(self) -> Any:
+        return self._metadata
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    @property
+    def zarr_format(self) -> int:
+        return self._metadata.zarr_format
+
+    def _check_writable(self) -> None:
+        if self._read_only:
+            raise ReadOnlyError(f"{self._kind} {self.name!r} is read-only (opened with mode 'r')")

@@ -53,25 +53,11 @@ import math
 import re
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any
 
-import numcodecs
 import numpy as np
 
-from zarrfast.codecs import (
-    BloscCodec,
-    BytesBytesCodec,
-    BytesCodec,
-    Codec,
-    GzipCodec,
-    TransposeCodec,
-    ZstdCodec,
-    get_codec_class,
-    register_codec,
-)
-from zarrfast.codecs._base import parse_named_config
 from zarrfast.errors import (
-    CodecError,
     ContainsArrayAndGroupError,
     FillValueError,
     InvalidNodeNameError,
@@ -88,7 +74,7 @@ from zarrfast.metadata.chunk_grid import (
 )
 from zarrfast.metadata.dtype import DataType, data_type_from_numpy, parse_data_type
 from zarrfast.metadata.paths import normalize_path, validate_node_name
-from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, _load_json, validate_codec_chain
+from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, _load_json
 
 __all__ = [
     "CORE_2022_URI",
@@ -162,95 +148,6 @@ class DraftChunkKeyEncoding(ChunkKeyEncoding):
         return "c" + self.separator.join(map(str, coords))
 
 
-# ---------------------------------------------------------------------------
-# numcodecs compressors without a core v3 codec (zarrita's zlib, bz2, lzma, lz4)
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _NumcodecsBytesCodec(BytesBytesCodec):
-    """A numcodecs compressor as a bytes -> bytes codec named ``numcodecs.<id>``, the
-    name zarr-python 3 (``zarr.codecs.numcodecs``) gives it in final v3 metadata."""
-
-    configuration: dict = field(default_factory=dict, hash=False)
-    _impl: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
-    codec_id: ClassVar[str] = ""
-    allowed: ClassVar[tuple[str, ...]] = ()
-
-    def __post_init__(self) -> None:
-        unknown = set(self.configuration) - set(self.allowed)
-        if unknown:
-            raise MetadataValidationError(
-                f"{self.name} codec: unknown configuration members {sorted(unknown)}; "
-                f"expected some of {list(self.allowed)}"
-            )
-        try:
-            impl = numcodecs.get_codec({"id": self.codec_id, **self.configuration})
-        except Exception as e:  # noqa: BLE001 - numcodecs raises anything on bad config
-            raise MetadataValidationError(
-                f"{self.name} codec: invalid configuration {self.configuration!r} ({e})"
-            ) from None
-        object.__setattr__(self, "_impl", impl)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> _NumcodecsBytesCodec:
-        config = parse_named_config(data, cls.name, allowed=cls.allowed)
-        return cls(configuration=dict(config))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "configuration": dict(self.configuration)}
-
-    def encode(self, data: Any) -> Any:
-        try:
-            return self._impl.encode(np.frombuffer(data, dtype=np.uint8))
-        except Exception as e:  # noqa: BLE001
-            raise CodecError(f"{self.name}: cannot compress: {e}") from e
-
-    def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
-        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
-        from zarrfast.codecs.numcodecs_codec import decode_bounded
-
-        try:
-            return decode_bounded(self._impl, self.codec_id, data, out, limit, self.name)
-        except CodecError:
-            raise
-        except Exception as e:  # noqa: BLE001
-            raise CodecError(f"{self.name}: cannot decompress {memoryview(data).nbytes} bytes: "
-                             f"{e}") from e
-
-
-@dataclass(frozen=True)
-class ZlibCodec(_NumcodecsBytesCodec):
-    name = "numcodecs.zlib"
-    codec_id = "zlib"
-    allowed = ("level",)
-
-
-@dataclass(frozen=True)
-class BZ2Codec(_NumcodecsBytesCodec):
-    name = "numcodecs.bz2"
-    codec_id = "bz2"
-    allowed = ("level",)
-
-
-@dataclass(frozen=True)
-class LZMACodec(_NumcodecsBytesCodec):
-    name = "numcodecs.lzma"
-    codec_id = "lzma"
-    allowed = ("format", "check", "preset", "filters")
-
-
-@dataclass(frozen=True)
-class LZ4Codec(_NumcodecsBytesCodec):
-    name = "numcodecs.lz4"
-    codec_id = "lz4"
-    allowed = ("acceleration",)
-
-
-for _cls in (ZlibCodec, BZ2Codec, LZMACodec, LZ4Codec):
-    if get_codec_class(_cls.name) is None:  # converted metadata must read back
-        register_codec(_cls)
-del _cls
 
 
 # ---------------------------------------------------------------------------
@@ -515,7 +412,9 @@ _URI_PATTERNS = (
 )
 _CODECS_2022 = ("gzip", "zstd", "blosc", "transpose", "endian", "bytes")
 _CODECS_ZARRITA = ("gzip", "zlib", "blosc", "zstd", "bz2", "lzma", "lz4")
-_NUMCODECS_CLASSES = {"zlib": ZlibCodec, "bz2": BZ2Codec, "lzma": LZMACodec, "lz4": LZ4Codec}
+#: compressors without a core v3 codec, named as zarr-python 3 names them
+_NUMCODECS_NAMES = {"zlib": "numcodecs.zlib", "bz2": "numcodecs.bz2", "lzma": "numcodecs.lzma",
+                    "lz4": "numcodecs.lz4"}
 _SHUFFLE_NAMES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 
 
@@ -532,7 +431,7 @@ def _codec_name(uri: Any, known: tuple[str, ...], where: str) -> str:
     )
 
 
-def _blosc(config: dict, data_type: DataType, where: str) -> BloscCodec:
+def _blosc(config: dict, data_type: DataType, where: str) -> dict[str, Any]:
     unknown = set(config) - {"cname", "clevel", "shuffle", "blocksize", "typesize"}
     if unknown:
         raise MetadataValidationError(
@@ -549,25 +448,42 @@ def _blosc(config: dict, data_type: DataType, where: str) -> BloscCodec:
         else:
             raise MetadataValidationError(f"{where}: blosc: invalid shuffle {shuffle!r}")
     typesize = config.get("typesize", data_type.itemsize if data_type.itemsize <= 255 else 1)
-    return BloscCodec(
-        cname=config.get("cname", "lz4"),
-        clevel=config.get("clevel", 5),
-        shuffle=shuffle,
-        typesize=typesize,
-        blocksize=config.get("blocksize", 0),
-    )
+    return {"name": "blosc", "configuration": {
+        "cname": config.get("cname", "lz4"),
+        "clevel": config.get("clevel", 5),
+        "shuffle": shuffle,
+        "typesize": typesize,
+        "blocksize": config.get("blocksize", 0),
+    }}
 
 
-def _bytes_codec(name: str, config: dict, data_type: DataType, where: str) -> Codec:
-    """A draft bytes -> bytes codec (by short name) as a final codec."""
+def _bytes_codec(name: str, config: dict, data_type: DataType, where: str) -> dict[str, Any]:
+    """A draft bytes -> bytes codec (by short name) as a final codec's metadata object
+    (the codec chain checks its configuration when the array opens)."""
     if name == "blosc":
         return _blosc(config, data_type, where)
-    if name == "gzip":
-        return GzipCodec.from_dict({"name": "gzip", "configuration": config})
-    if name == "zstd":
-        return ZstdCodec.from_dict({"name": "zstd", "configuration": config})
-    cls = _NUMCODECS_CLASSES[name]
-    return cls(configuration=dict(config))
+    return {"name": _NUMCODECS_NAMES.get(name, name), "configuration": dict(config)}
+
+
+def _draft_permutation(config: dict, ndim: int) -> tuple[int, ...]:
+    """The permutation of a draft transpose codec: ``order`` ``"C"``, ``"F"`` or a
+    permutation of the dimensions."""
+    unknown = set(config) - {"order"}
+    if unknown:
+        raise MetadataValidationError(
+            f"transpose codec: unknown configuration members {sorted(unknown)}")
+    order = config.get("order", "C")
+    if order == "C":
+        return tuple(range(ndim))
+    if order == "F":
+        return tuple(reversed(range(ndim)))
+    if (not isinstance(order, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                               for i in order)
+            or sorted(order) != list(range(ndim))):
+        raise MetadataValidationError(
+            f"transpose codec: order must be 'C', 'F' or a permutation of "
+            f"{list(range(ndim))}, got {order!r}")
+    return tuple(order)
 
 
 def _compose(p1: tuple[int, ...], p2: tuple[int, ...]) -> tuple[int, ...]:
@@ -583,8 +499,9 @@ def _build_chain(
     type_endian: str | None,
     ndim: int,
     key: str,
-) -> tuple[Codec, ...]:
-    """The final codec chain equivalent to the draft's layout + codecs/compressor."""
+) -> tuple[dict[str, Any], ...]:
+    """The final codec chain (metadata objects) equivalent to the draft's layout +
+    codecs/compressor."""
     layout_member = doc.get("chunk_memory_layout", "C")
     if isinstance(layout_member, dict):
         raise MetadataValidationError(
@@ -600,7 +517,7 @@ def _build_chain(
         perm = tuple(reversed(perm))
     endian = type_endian
     codec_endian: str | None = None
-    tail: list[Codec] = []
+    tail: list[dict[str, Any]] = []
 
     if layout == DRAFT_2022:
         raw = doc.get("codecs", [])
@@ -641,17 +558,19 @@ def _build_chain(
                             "the transpose codec needs an array, but an earlier codec "
                             "produces bytes"
                         )
-                    t = TransposeCodec.from_dict({"name": "transpose", "configuration": config})
-                    t.validate(shape=(0,) * ndim, data_type=data_type)
-                    perm = _compose(perm, t.permutation(ndim))
+                    perm = _compose(perm, _draft_permutation(config, ndim))
                 elif name in ("endian", "bytes"):
                     if seen_bytes:
                         raise MetadataValidationError(
                             "the endian codec must come before any bytes -> bytes codec and "
                             "only once"
                         )
-                    b = BytesCodec.from_dict({"name": "bytes", "configuration": config})
-                    codec_endian = b.endian
+                    if set(config) - {"endian"} or config.get("endian") not in (
+                            "little", "big", None):
+                        raise MetadataValidationError(
+                            f"endian codec: expected {{'endian': 'little' or 'big'}}, got "
+                            f"{config!r}")
+                    codec_endian = config.get("endian")
                     seen_bytes = True
                 else:
                     tail.append(_bytes_codec(name, config, data_type, where))
@@ -706,10 +625,11 @@ def _build_chain(
         endian = None
     elif endian is None:
         endian = "little"  # the draft's default binary representation
-    codecs: list[Codec] = []
+    codecs: list[dict[str, Any]] = []
     if perm != tuple(range(ndim)):
-        codecs.append(TransposeCodec(order=perm))
-    codecs.append(BytesCodec(endian=endian))
+        codecs.append({"name": "transpose", "configuration": {"order": list(perm)}})
+    codecs.append({"name": "bytes", "configuration": {"endian": endian}} if endian is not None
+                  else {"name": "bytes"})
     codecs.extend(tail)
     return tuple(codecs)
 
@@ -828,7 +748,6 @@ def convert_array_document(doc: Any, *, layout: str, key: str) -> ArrayMetadata:
         )
     codecs = _build_chain(layout=layout, doc=doc, data_type=data_type,
                           type_endian=type_endian, ndim=len(shape), key=key)
-    validate_codec_chain(codecs, shape=chunk_shape, data_type=data_type, node=key)
     return ArrayMetadata(
         shape=shape,
         data_type=data_type,

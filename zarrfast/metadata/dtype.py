@@ -536,3 +536,26 @@ def fill_bytes(dtype: DataType, value: np.generic, *, byteorder: str = "=") -> b
     return arr.tobytes()
 
 
+
+
+def same_value(value: Any, fill: Any) -> bool:
+    """``value == fill`` for the elements of object arrays (which may be arrays)."""
+    if value is fill:
+        return True
+    if isinstance(value, np.ndarray) or isinstance(fill, np.ndarray):
+        return (isinstance(value, np.ndarray) and isinstance(fill, np.ndarray)
+                and np.array_equal(value, fill))
+    try:
+        return type(value) is type(fill) and bool(value == fill)
+    except (TypeError, ValueError):
+        return False
+
+
+def is_fill_chunk(chunk: np.ndarray, fill: Any, data_type: DataType) -> bool:
+    """Whether every element of ``chunk`` is the fill value: bit for bit for fixed-size
+    types (so a NaN fill matches NaN), by value for objects."""
+    if chunk.dtype.hasobject:
+        return all(same_value(v, fill) for v in chunk.flat)
+    item = np.frombuffer(fill_bytes(data_type, fill), dtype=np.uint8)
+    raw = np.ascontiguousarray(chunk, dtype=data_type.dtype).reshape(-1).view(np.uint8)
+    return bool((raw.reshape(-1, item.size) == item).all()) if raw.size else True

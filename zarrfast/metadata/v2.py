@@ -17,9 +17,10 @@ Fill values: ``null``; numbers; ``"NaN"``, ``"Infinity"``, ``"-Infinity"``;
 string itself for ``U``; anything JSON for object arrays.
 
 :class:`ArrayMetadataV2` offers the interface of the v3
-:class:`~zarrfast.metadata.v3.ArrayMetadata` that the pipeline and
+:class:`~zarrfast.metadata.v3.ArrayMetadata` that the engine and
 :class:`~zarrfast.Array` use (``shape``, ``chunks``, ``data_type``,
-``codecs``, ``chunk_key_encoding``, ...).
+``chunk_key_encoding``, ...); its ``order``, ``filters`` and ``compressor``
+become a codec chain in :meth:`zarrfast.codecs.CodecChain.from_v2`.
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.codecs import BytesCodec, TransposeCodec
-from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
 from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
 from zarrfast.metadata.chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
 from zarrfast.metadata.dtype import DataType, _parse_float
@@ -264,24 +263,6 @@ class ArrayMetadataV2:
         if self.fill_value_json is None and self.fill_value is not None:
             object.__setattr__(self, "fill_value_json",
                                encode_v2_fill_value(self.fill_value, self.dtype))
-        node = "array"
-        # A decoded chunk holds prod(chunks) items; filters may change the size of what a
-        # stage produces (astype, packbits, ...), by at most 16x for fixed-size dtypes.  The
-        # bound keeps a decompression bomb from allocating gigabytes (object arrays: none).
-        bound = None
-        if self.dtype.kind != "O":
-            bound = 16 * math.prod(self.chunks) * self.dtype.itemsize + (1 << 20)
-        # parse the numcodecs codecs once (errors name the member)
-        compressor = (None if self.compressor is None else
-                      NumcodecsCodec.from_config(self.compressor, where=f"{node}: compressor",
-                                                 max_decoded=bound))
-        filters = []
-        for i, f in enumerate(self.filters or ()):
-            filters.append(NumcodecsCodec.from_config(
-                f, where=f"{node}: filters[{i}]", view_dtype=self.dtype if i == 0 else None,
-                max_decoded=bound))
-        object.__setattr__(self, "_compressor_codec", compressor)
-        object.__setattr__(self, "_filter_codecs", tuple(filters))
 
     # -- the interface of ArrayMetadata used by the pipeline and Array -------------------
     @property
@@ -299,18 +280,6 @@ class ArrayMetadataV2:
     @property
     def chunk_key_encoding(self) -> V2ChunkKeyEncoding:
         return V2ChunkKeyEncoding(separator=self.dimension_separator)
-
-    @property
-    def codecs(self) -> tuple[Any, ...]:
-        """The v2 chunk encoding as a codec chain: [transpose if F] bytes filters compressor."""
-        chain: list[Any] = []
-        if self.order == "F" and len(self.shape) > 1:
-            chain.append(TransposeCodec(order=tuple(reversed(range(len(self.shape))))))
-        chain.append(BytesCodec(endian=None))  # stored in the declared byte order
-        chain.extend(self._filter_codecs)  # type: ignore[attr-defined]
-        if self._compressor_codec is not None:  # type: ignore[attr-defined]
-            chain.append(self._compressor_codec)  # type: ignore[attr-defined]
-        return tuple(chain)
 
     @property
     def effective_fill_value(self) -> Any:

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec, parse_codec
 from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
 from zarrfast.metadata.chunk_grid import (
     ChunkKeyEncoding,
@@ -29,7 +28,7 @@ from zarrfast.metadata.chunk_grid import (
 )
 from zarrfast.metadata.dtype import DataType, parse_data_type
 
-__all__ = ["ArrayMetadata", "GroupMetadata", "parse_metadata", "validate_codec_chain"]
+__all__ = ["ArrayMetadata", "GroupMetadata", "parse_metadata"]
 
 _ARRAY_KEYS = {
     "zarr_format",
@@ -93,48 +92,25 @@ def _parse_attributes(value: Any, node: str) -> dict[str, Any]:
     return value
 
 
-def validate_codec_chain(
-    codecs: tuple[Codec, ...], *, shape: tuple[int, ...], data_type: DataType, node: str
-) -> None:
-    """Check the chain is [array->array]* array->bytes [bytes->bytes]* and fits the data."""
-    if not codecs:
-        raise MetadataValidationError(
-            f"{node}: 'codecs' must hold exactly one array -> bytes codec (such as 'bytes'), "
-            f"got an empty list"
-        )
-    stage = 0  # 0: array->array, 1: after array->bytes
-    n_ab = 0
-    cur_shape = shape
-    for i, c in enumerate(codecs):
-        label = f"{node}: codecs[{i}] ({c.name!r})"
-        if isinstance(c, ArrayArrayCodec):
-            if stage != 0:
-                raise MetadataValidationError(
-                    f"{label}: an array -> array codec cannot follow the array -> bytes codec"
-                )
-        elif isinstance(c, ArrayBytesCodec):
-            n_ab += 1
-            if n_ab > 1:
-                raise MetadataValidationError(
-                    f"{label}: only one array -> bytes codec is allowed"
-                )
-            stage = 1
-        elif isinstance(c, BytesBytesCodec):
-            if stage != 1:
-                raise MetadataValidationError(
-                    f"{label}: a bytes -> bytes codec must come after the array -> bytes codec"
-                )
-        try:
-            if stage == 0 or isinstance(c, ArrayBytesCodec):
-                c.validate(shape=cur_shape, data_type=data_type)
-            if isinstance(c, ArrayArrayCodec):
-                cur_shape = c.encoded_shape(cur_shape)
-        except MetadataValidationError as e:
-            raise MetadataValidationError(f"{label}: {e}") from None
-    if n_ab == 0:
-        raise MetadataValidationError(
-            f"{node}: 'codecs' has no array -> bytes codec (such as 'bytes')"
-        )
+def _parse_codec_list(value: Any, node: str) -> tuple[Any, ...]:
+    """The ``codecs`` member as JSON: a list of codec objects (``{"name": ...,
+    "configuration": {...}}``) or name strings.  Which codecs they are, and whether the
+    chain fits the data, is :class:`zarrfast.codecs.CodecChain`'s business."""
+    if not isinstance(value, list):
+        raise MetadataValidationError(f"{node}: 'codecs' must be a list, got {value!r}")
+    for i, c in enumerate(value):
+        name = c.get("name") if isinstance(c, dict) else c
+        if not isinstance(name, str):
+            raise MetadataValidationError(
+                f"{node}: codecs[{i}]: a codec must be an object with a string 'name' (and "
+                f"'configuration') or a name string, got {c!r}"
+            )
+    return tuple(value)
+
+
+def _codec_json(codec: Any) -> Any:
+    """A codec's metadata object (codec objects, as callers may pass them, give theirs)."""
+    return codec if isinstance(codec, (dict, str)) else codec.to_dict()
 
 
 @dataclass(frozen=True)
@@ -146,7 +122,9 @@ class ArrayMetadata:
     chunk_grid: RegularChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
     fill_value: Any  # a NumPy scalar of data_type
-    codecs: tuple[Codec, ...]
+    #: the codec chain as JSON objects, in encode order (:class:`zarrfast.codecs.CodecChain`
+    #: parses and validates it)
+    codecs: tuple[Any, ...]
     attributes: dict[str, Any] = field(default_factory=dict)
     dimension_names: tuple[str | None, ...] | None = None
     #: ``None`` when the document has no ``storage_transformers`` member
@@ -160,6 +138,7 @@ class ArrayMetadata:
     node_type: str = "array"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "codecs", tuple(_codec_json(c) for c in self.codecs))
         if self.fill_value_json is None:
             object.__setattr__(
                 self, "fill_value_json", self.data_type.fill_value_to_json(self.fill_value)
@@ -222,18 +201,7 @@ class ArrayMetadata:
             fill_value = data_type.parse_fill_value(doc["fill_value"], where=f"{node}: fill_value")
         except FillValueError:
             raise
-        codecs_raw = doc["codecs"]
-        if not isinstance(codecs_raw, list):
-            raise MetadataValidationError(f"{node}: 'codecs' must be a list, got {codecs_raw!r}")
-        codecs = []
-        for i, c in enumerate(codecs_raw):
-            parsed = parse_codec(c, where=f"{node}: codecs[{i}]")
-            if parsed is not None:
-                codecs.append(parsed)
-        codecs_t = tuple(codecs)
-        validate_codec_chain(
-            codecs_t, shape=chunk_grid.chunk_shape, data_type=data_type, node=node
-        )
+        codecs_t = _parse_codec_list(doc["codecs"], node)
 
         attributes = _parse_attributes(doc.get("attributes"), node)
         dim_names = doc.get("dimension_names")
@@ -289,7 +257,7 @@ class ArrayMetadata:
             "chunk_grid": self.chunk_grid.to_dict(),
             "chunk_key_encoding": self.chunk_key_encoding.to_dict(),
             "fill_value": self.fill_value_json,
-            "codecs": [c.to_dict() for c in self.codecs],
+            "codecs": list(self.codecs),
         }
         if self.attributes or self.write_attributes:
             doc["attributes"] = self.attributes

@@ -1,0 +1,308 @@
+"""The codec chain of an array: the one place a chain is interpreted.
+
+A Zarr v3 chain is ``[array -> array]* array -> bytes [bytes -> bytes]*``
+(zarr-specs ``docs/v3/core/index.rst``, "Codecs"); a Zarr v2 array's
+``order``, ``filters`` and ``compressor`` make the same kind of chain
+(``[transpose if F] bytes(declared order) filters compressor``).
+:class:`CodecChain` parses and validates the chain once, for a chunk shape and
+a data type, and everybody else asks it:
+
+* which codecs sit in which position (``aa``, ``ab``, ``bb``), the shape after
+  each array -> array codec, the sharding codec when the array is sharded;
+* which fast path applies: ``fast`` (transposes + ``bytes``, fused into the
+  copy kernels as a stride permutation and a byte swap), ``batch_codec`` (a
+  zstd or blosc chunk the batched decoder places without the GIL);
+* how much a bytes -> bytes codec may inflate a chunk to (``decode_limit``,
+  the bound that stops decompression bombs);
+* the general decode and encode of a chunk with the codecs' own methods.
+
+Metadata holds the chain as JSON (:mod:`zarrfast.metadata` never imports a
+codec); :meth:`CodecChain.from_metadata` turns it into codec objects and
+names the node in every error.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
+from zarrfast.codecs.bytes import BytesCodec
+from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
+from zarrfast.codecs.registry import parse_codec
+from zarrfast.codecs.transpose import TransposeCodec
+from zarrfast.errors import MetadataValidationError
+
+__all__ = [
+    "MAX_VLEN_DATA",
+    "BoundedDecoders",
+    "CodecChain",
+    "accepts_limit",
+    "parse_codecs",
+    "validate_codec_chain",
+]
+
+#: bound on what the bytes -> bytes codecs may inflate one chunk of variable-length
+#: elements to (4 bytes of count, 4 of length per element, then at most this much data)
+MAX_VLEN_DATA = 2**31
+
+
+def parse_codecs(value: Any, *, node: str, member: str = "codecs") -> tuple[Codec, ...]:
+    """Codec objects from a metadata ``codecs`` list (codec objects pass through); an
+    unknown codec marked ``"must_understand": false`` is left out."""
+    if not isinstance(value, (list, tuple)):
+        raise MetadataValidationError(f"{node}: {member!r} must be a list, got {value!r}")
+    out = []
+    for i, c in enumerate(value):
+        codec = parse_codec(c, where=f"{node}: {member}[{i}]")
+        if codec is not None:
+            out.append(codec)
+    return tuple(out)
+
+
+def validate_codec_chain(
+    codecs: Sequence[Codec], *, shape: tuple[int, ...], data_type: Any, node: str
+) -> None:
+    """Check the chain is [array->array]* array->bytes [bytes->bytes]* and fits the data."""
+    if not codecs:
+        raise MetadataValidationError(
+            f"{node}: 'codecs' must hold exactly one array -> bytes codec (such as 'bytes'), "
+            f"got an empty list"
+        )
+    stage = 0  # 0: array->array, 1: after array->bytes
+    n_ab = 0
+    cur_shape = shape
+    for i, c in enumerate(codecs):
+        label = f"{node}: codecs[{i}] ({c.name!r})"
+        if isinstance(c, ArrayArrayCodec):
+            if stage != 0:
+                raise MetadataValidationError(
+                    f"{label}: an array -> array codec cannot follow the array -> bytes codec"
+                )
+        elif isinstance(c, ArrayBytesCodec):
+            n_ab += 1
+            if n_ab > 1:
+                raise MetadataValidationError(
+                    f"{label}: only one array -> bytes codec is allowed"
+                )
+            stage = 1
+        elif isinstance(c, BytesBytesCodec):
+            if stage != 1:
+                raise MetadataValidationError(
+                    f"{label}: a bytes -> bytes codec must come after the array -> bytes codec"
+                )
+        try:
+            if stage == 0 or isinstance(c, ArrayBytesCodec):
+                c.validate(shape=cur_shape, data_type=data_type)
+            if isinstance(c, ArrayArrayCodec):
+                cur_shape = c.encoded_shape(cur_shape)
+        except MetadataValidationError as e:
+            raise MetadataValidationError(f"{label}: {e}") from None
+    if n_ab == 0:
+        raise MetadataValidationError(
+            f"{node}: 'codecs' has no array -> bytes codec (such as 'bytes')"
+        )
+
+
+def accepts_limit(codec: Any) -> bool:
+    """Whether ``codec.decode`` takes ``limit=`` (the core compressors do; third-party
+    codecs may not)."""
+    try:
+        return "limit" in inspect.signature(codec.decode).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
+        return False
+
+
+class BoundedDecoders:
+    """Bytes -> bytes codecs in decode order, each told the most it may produce
+    (``limit=``) when it takes that argument: decompression bombs stop there."""
+
+    def __init__(self, codecs: Sequence[Any]) -> None:
+        self.steps = [(c, accepts_limit(c)) for c in reversed(codecs)]
+
+    def decode(self, data: Any, limit: int) -> Any:
+        for c, limited in self.steps:
+            data = c.decode(data, limit=limit) if limited else c.decode(data)
+        return data
+
+
+def _is_sharding(codec: Any) -> bool:
+    return getattr(codec, "name", None) == "sharding_indexed"
+
+
+class CodecChain:
+    """A validated codec chain for chunks of ``chunk_shape`` holding ``data_type``.
+
+    Parameters
+    ----------
+    codecs
+        Codec objects, or their metadata objects (``{"name": ..., "configuration":
+        ...}``), in encode order.
+    chunk_shape, data_type
+        What one decoded chunk is.
+    node
+        Named in every error (``"array 'a/b'"``).
+    validate
+        Check the order of the codecs and that each fits the data (Zarr v2 chains,
+        made here from valid v2 metadata, skip it).
+    """
+
+    def __init__(self, codecs: Sequence[Any], *, chunk_shape: Sequence[int], data_type: Any,
+                 node: str = "array", validate: bool = True) -> None:
+        self.codecs: tuple[Codec, ...] = parse_codecs(codecs, node=node)
+        self.chunk_shape = tuple(int(c) for c in chunk_shape)
+        self.data_type = data_type
+        self.node = node
+        if validate:
+            validate_codec_chain(self.codecs, shape=self.chunk_shape, data_type=data_type,
+                                 node=node)
+        self.aa = tuple(c for c in self.codecs if isinstance(c, ArrayArrayCodec))
+        self.ab = next(c for c in self.codecs if isinstance(c, ArrayBytesCodec))
+        self.bb = tuple(c for c in self.codecs if isinstance(c, BytesBytesCodec))
+        #: the chunk shape each array -> array codec receives, then the array -> bytes one's
+        self.shapes = [self.chunk_shape]
+        for c in self.aa:
+            self.shapes.append(c.encoded_shape(self.shapes[-1]))
+        #: the sharding codec when the array's chunks are shards read in part (it is the
+        #: array -> bytes codec and no array -> array codec comes before it)
+        self.sharding = self.ab if _is_sharding(self.ab) and not self.aa else None
+        #: transposes and ``bytes`` only: the copy kernels do all of it
+        self.fast = isinstance(self.ab, BytesCodec) and all(
+            isinstance(c, TransposeCodec) for c in self.aa)
+        self.chunk_nbytes = math.prod(self.chunk_shape) * data_type.itemsize
+        codec = self.bb[0].batch_codec if len(self.bb) == 1 else None
+        #: the compressed format of a fast chain the batched decoder may decode (if bound)
+        self.batch_codec = codec if self.fast else None
+        self.bounded = BoundedDecoders(self.bb)
+
+    # -- construction from metadata ------------------------------------------------------
+    @classmethod
+    def from_metadata(cls, metadata: Any, *, node: str = "array") -> CodecChain:
+        """The chain of an array's metadata, v3 (its ``codecs``) or v2 (``order``,
+        ``filters`` and ``compressor``)."""
+        if getattr(metadata, "zarr_format", 3) == 2:
+            return cls.from_v2(metadata, node=node)
+        return cls(metadata.codecs, chunk_shape=metadata.chunks, data_type=metadata.data_type,
+                   node=node)
+
+    @classmethod
+    def from_v2(cls, metadata: Any, *, node: str = "array") -> CodecChain:
+        """``[transpose if order F] bytes(declared byte order) filters compressor``."""
+        dtype = metadata.dtype
+        # A decoded chunk holds prod(chunks) items; filters may change the size of what a
+        # stage produces (astype, packbits, ...), by at most 16x for fixed-size dtypes.  The
+        # bound keeps a decompression bomb from allocating gigabytes (object arrays: none).
+        bound = None
+        if dtype.kind != "O":
+            bound = 16 * math.prod(metadata.chunks) * dtype.itemsize + (1 << 20)
+        chain: list[Codec] = []
+        if metadata.order == "F" and len(metadata.shape) > 1:
+            chain.append(TransposeCodec(order=tuple(reversed(range(len(metadata.shape))))))
+        chain.append(BytesCodec(endian=None))  # stored in the declared byte order
+        for i, f in enumerate(metadata.filters or ()):
+            chain.append(NumcodecsCodec.from_config(
+                f, where=f"{node}: filters[{i}]", view_dtype=dtype if i == 0 else None,
+                max_decoded=bound))
+        if metadata.compressor is not None:
+            chain.append(NumcodecsCodec.from_config(metadata.compressor,
+                                                    where=f"{node}: compressor",
+                                                    max_decoded=bound))
+        return cls(chain, chunk_shape=metadata.chunks, data_type=metadata.data_type, node=node,
+                   validate=False)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [c.to_dict() for c in self.codecs]
+
+    def evolve(self) -> CodecChain:
+        """The chain with automatically chosen parameters filled in (blosc's typesize, a
+        shard's inner chain): what metadata records."""
+        out = []
+        for c, shape in zip(self.codecs, self._shape_of_each(), strict=True):
+            out.append(c.evolve(shape=shape, data_type=self.data_type))
+        return CodecChain(out, chunk_shape=self.chunk_shape, data_type=self.data_type,
+                          node=self.node)
+
+    def _shape_of_each(self) -> list[tuple[int, ...]]:
+        shapes, k = [], 0
+        for c in self.codecs:
+            shapes.append(self.shapes[min(k, len(self.shapes) - 1)])
+            if isinstance(c, ArrayArrayCodec):
+                k += 1
+        return shapes
+
+    # -- facts --------------------------------------------------------------------------
+    @property
+    def permutation(self) -> tuple[int, ...]:
+        """The composed transposes of a fast chain: ``stored = chunk.transpose(q)``."""
+        n = len(self.chunk_shape)
+        q = list(range(n))
+        for c in self.aa:
+            p = c.permutation(n)
+            q = [q[p[k]] for k in range(n)]
+        return tuple(q)
+
+    @property
+    def decode_limit(self) -> int:
+        """The most the bytes -> bytes codecs may inflate one stored chunk to, when the
+        chunk's size is not known exactly: room for what the array -> bytes codec adds (a
+        shard's index and checksums, variable-length headers)."""
+        n = math.prod(self.chunk_shape)
+        if self.data_type.dtype.hasobject:
+            limit = 4 + 4 * n + MAX_VLEN_DATA
+            if _is_sharding(self.ab):
+                shard = self.shapes[-1]
+                limit += self.ab.index_nbytes(shard) + 4 * math.prod(
+                    self.ab.chunks_per_shard(shard))
+            return limit
+        return 2 * self.chunk_nbytes + 2**20
+
+    # -- the general path: the codecs' own methods ----------------------------------------
+    def decode_array(self, data: Any, *, fill_value: Any = None, key: str = "chunk"
+                     ) -> np.ndarray:
+        """Bytes left by the bytes -> bytes codecs -> the chunk as an array of
+        ``chunk_shape``: the array -> bytes codec, then the array -> array codecs."""
+        shapes = self.shapes
+        if _is_sharding(self.ab):  # empty inner chunks read as the fill value
+            arr = self.ab.decode(data, shapes[-1], self.data_type, fill_value=fill_value,
+                                 key=key)
+        else:
+            arr = self.ab.decode(data, shapes[-1], self.data_type)
+        for c, s in zip(reversed(self.aa), reversed(shapes[:-1]), strict=True):
+            arr = c.decode(arr, s)
+        return arr
+
+    def decode(self, raw: Any, *, fill_value: Any = None, key: str = "chunk",
+               limit: int | None = None) -> np.ndarray:
+        """A stored chunk -> an array of ``chunk_shape``, every bytes -> bytes codec bounded
+        by ``limit`` (default :attr:`decode_limit`)."""
+        data = self.bounded.decode(raw, self.decode_limit if limit is None else limit)
+        return self.decode_array(data, fill_value=fill_value, key=key)
+
+    def encode_array(self, arr: np.ndarray, *, fill_value: Any = None,
+                     write_empty_chunks: bool = False) -> Any:
+        """A chunk array -> bytes for the bytes -> bytes codecs (``write_empty_chunks``
+        and ``fill_value`` matter to a sharding codec: whether its inner chunks equal to
+        the fill value are kept)."""
+        data: Any = arr
+        for c in self.aa:
+            data = c.encode(data)
+        if _is_sharding(self.ab):
+            return self.ab.encode(np.asarray(data), self.data_type, fill_value=fill_value,
+                                  write_empty_chunks=write_empty_chunks)
+        return self.ab.encode(data, self.data_type)
+
+    def encode_bytes(self, data: Any) -> Any:
+        for c in self.bb:
+            data = c.encode(data)
+        return data
+
+    def encode(self, arr: np.ndarray, *, fill_value: Any = None,
+               write_empty_chunks: bool = False) -> bytes:
+        """A chunk array -> the bytes to store."""
+        data = self.encode_array(arr, fill_value=fill_value,
+                                 write_empty_chunks=write_empty_chunks)
+        return bytes(self.encode_bytes(data))

@@ -1,0 +1,167 @@
+"""The byte format of a shard (``sharding_indexed``), written once.
+
+A shard of ``shard_shape`` holds the encoded inner chunks of ``chunk_shape``
+followed (``index_location: "end"``) or preceded (``"start"``) by an index: a
+``uint64`` array of shape ``chunks_per_shard + [2]`` with the ``(offset,
+nbytes)`` of every inner chunk, ``2**64 - 1`` twice for an empty one, encoded
+with ``index_codecs`` (of a fixed size).  Spec:
+https://zarr-specs.readthedocs.io/en/latest/v3/codecs/sharding-indexed/
+
+:class:`ShardFormat` decodes and checks an index (one ``check_index`` kernel
+call: half-empty entries, impossible ranges, overlaps, entries past the data),
+finds an inner chunk's bytes and assembles inner chunks into shard bytes.  The
+sharding codec's whole-shard ``decode``/``encode`` and the engine's partial
+reads and writes both use it.  Errors are
+:class:`~zarrfast.errors.ChunkDecodeError` (or :class:`~zarrfast.errors.ChecksumError`)
+naming the shard's key and the inner chunk.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NoReturn
+
+import numpy as np
+
+from zarrfast import kernels as _kernels
+from zarrfast.codecs.chain import CodecChain
+from zarrfast.errors import ChecksumError, ChunkDecodeError, CodecError
+from zarrfast.metadata.dtype import DataType, parse_data_type
+
+__all__ = ["EMPTY", "ShardFormat"]
+
+#: the offset and size of an empty inner chunk
+EMPTY = 2**64 - 1
+_EMPTY = np.uint64(EMPTY)
+_UINT64: DataType = parse_data_type("uint64")
+
+
+class ShardFormat:
+    """The layout of shards of ``shard_shape`` for one sharding codec."""
+
+    def __init__(self, codec: Any, shard_shape: tuple[int, ...]) -> None:
+        self.codec = codec
+        self.shard_shape = tuple(shard_shape)
+        self.inner_shape = codec.chunk_shape
+        self.cps = codec.chunks_per_shard(self.shard_shape)
+        self.n_inner = math.prod(self.cps)
+        self.index_shape = codec.index_shape(self.shard_shape)
+        self.index_nbytes = codec.index_nbytes(self.shard_shape)
+        self.at_end = codec.index_location == "end"
+        #: where the inner chunks' bytes may start
+        self.data_start = 0 if self.at_end else self.index_nbytes
+        self.index_chain = CodecChain(codec.index_codecs, chunk_shape=self.index_shape,
+                                      data_type=_UINT64, node="sharding_indexed index_codecs",
+                                      validate=False)
+
+    def inner_name(self, j: int) -> str:
+        return str(tuple(int(x) for x in np.unravel_index(j, self.cps)))
+
+    # -- index --------------------------------------------------------------------
+    def decode_index(self, raw: Any, key: str) -> np.ndarray:
+        """Decode and check an encoded index -> ``(n_inner, 2)`` uint64 array."""
+        if len(raw) != self.index_nbytes:
+            raise ChunkDecodeError(
+                f"shard {key!r}: index has {len(raw)} bytes, expected {self.index_nbytes} "
+                f"(the shard is truncated or not a shard)"
+            )
+        try:
+            arr = self.index_chain.decode(raw, limit=self.index_nbytes + 2**20)
+        except ChecksumError as e:
+            raise ChecksumError(f"shard {key!r}: index checksum mismatch: {e}") from None
+        except (CodecError, ValueError) as e:
+            raise ChunkDecodeError(f"shard {key!r}: cannot decode the index: {e}") from None
+        # a copy: `raw` may be a reused read buffer, and indexes outlive reads in the cache
+        index = np.array(arr, dtype=np.uint64, order="C", copy=True).reshape(self.n_inner, 2)
+        self._check(index, key, EMPTY)
+        return index
+
+    def encode_index(self, index: np.ndarray) -> bytes:
+        return self.index_chain.encode(np.ascontiguousarray(index).reshape(self.index_shape))
+
+    def _check(self, index: np.ndarray, key: str, limit: int) -> None:
+        code, a, b = _kernels.check_index(index, self.data_start, limit)
+        if code:
+            self._raise_bad_index(index, key, code, a, b, limit)
+
+    def _raise_bad_index(self, index: np.ndarray, key: str, code: int, a: int, b: int,
+                         limit: int) -> NoReturn:
+        """Raise the ChunkDecodeError for a ``check_index`` result ``(code, a, b)``."""
+        off, nb = int(index[a, 0]), int(index[a, 1])
+        if code == 1:
+            raise ChunkDecodeError(
+                f"shard {key!r}: index entry of inner chunk {self.inner_name(a)} is half empty "
+                f"(offset {off}, nbytes {nb})"
+            )
+        if code == 2:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} has an impossible range "
+                f"(offset {off}, nbytes {nb})"
+            )
+        if code == 3:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} overlaps the index "
+                f"at the start of the shard (offset {off})"
+            )
+        if code == 4:
+            raise ChunkDecodeError(
+                f"shard {key!r}: inner chunk {self.inner_name(a)} points past the end of the "
+                f"shard (bytes {off}+{nb}, shard data ends at {limit})"
+            )
+        raise ChunkDecodeError(
+            f"shard {key!r}: inner chunks {self.inner_name(a)} and "
+            f"{self.inner_name(b)} overlap (bytes {off}+{nb} and "
+            f"{int(index[b, 0])}+{int(index[b, 1])})"
+        )
+
+    def index_of_shard(self, data: Any, key: str) -> np.ndarray:
+        """The index of a whole shard's bytes, checked against the shard's size."""
+        n = len(data)
+        if n < self.index_nbytes:
+            raise ChunkDecodeError(
+                f"shard {key!r}: {n} bytes is too short to hold the {self.index_nbytes}-byte index"
+            )
+        raw = data[n - self.index_nbytes:] if self.at_end else data[:self.index_nbytes]
+        index = self.decode_index(raw, key)
+        self.check_within(index, n - self.index_nbytes if self.at_end else n, key)
+        return index
+
+    def check_within(self, index: np.ndarray, limit: int, key: str) -> None:
+        """Every entry of ``index`` ends at or before byte ``limit`` of the shard."""
+        self._check(index, key, limit)
+
+    def inner_bytes(self, data: Any, index: np.ndarray, j: int) -> Any:
+        off, nb = index[j]
+        if off == _EMPTY:
+            return None
+        return memoryview(data)[int(off):int(off) + int(nb)]
+
+    def inner_region(self, j: int) -> tuple[slice, ...]:
+        """Where inner chunk ``j`` lies in the shard."""
+        coords = np.unravel_index(j, self.cps)
+        return tuple(slice(int(c) * s, (int(c) + 1) * s)
+                     for c, s in zip(coords, self.inner_shape, strict=True))
+
+    # -- assembling -----------------------------------------------------------------
+    def assemble(self, encoded: list[Any]) -> bytes | None:
+        """Serialise inner chunks (``None``: empty) into shard bytes; ``None`` if all empty."""
+        index = np.full((self.n_inner, 2), _EMPTY, dtype=np.uint64)
+        parts = []
+        pos = self.data_start
+        for j, chunk in enumerate(encoded):
+            if chunk is None:
+                continue
+            n = len(memoryview(chunk).cast("B"))
+            index[j] = (pos, n)
+            parts.append(chunk)
+            pos += n
+        if not parts:
+            return None
+        raw_index = self.encode_index(index)
+        if self.at_end:
+            return b"".join([*parts, raw_index])
+        return b"".join([raw_index, *parts])
+
+    def empty_shard(self) -> bytes:
+        """A shard with no inner chunk: only its index."""
+        return self.encode_index(np.full(self.index_shape, _EMPTY, np.uint64))
