@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,15 +151,38 @@ def normalize_mask(mask: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
 # -- execution ------------------------------------------------------------------------
 
 
-def _fast(array: Any) -> bool:
-    return isinstance(array._chain, PreparedChain)
+@dataclass(frozen=True)
+class FancyTarget:
+    """What a fancy selection reads and writes: an array as the engine sees it.
+
+    ``chain`` is the array's engine chain (:class:`~zarrfast.engine.chunked.PreparedChain`,
+    an object chain, or a sharded chain, whose selections go through the array's basic
+    selection functions, one inner chunk at a time)."""
+
+    name: str
+    store: Any
+    chunk_path: str
+    metadata: Any
+    chain: Any
+    objects: bool
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype: np.dtype
+    fill_value: Any
+    write_empty_chunks: bool
+    get_basic_selection: Callable[..., np.ndarray]
+    set_basic_selection: Callable[..., None]
 
 
-def _chunk_reader(array: Any):
+def _fast(array: FancyTarget) -> bool:
+    return isinstance(array.chain, PreparedChain)
+
+
+def _chunk_reader(array: FancyTarget):
     """``read(coords) -> chunk array or None`` for plain (PreparedChain / object) arrays."""
-    chain = array._chain
+    chain = array.chain
     store = array.store
-    base = array._chunk_path
+    base = array.chunk_path
 
     def keys_for(coords: np.ndarray) -> list[str]:
         return chunk_keys(array.metadata, base, coords)
@@ -167,14 +191,14 @@ def _chunk_reader(array: Any):
         raw = store.get(key)
         if raw is None:
             return None
-        if array._object:
+        if array.objects:
             return chain.decode(raw, key)
         return chain.view(chain.decode(raw, key))
 
     return keys_for, read
 
 
-def _region_slices(array: Any, coords: tuple[int, ...]) -> tuple[slice, ...]:
+def _region_slices(array: FancyTarget, coords: tuple[int, ...]) -> tuple[slice, ...]:
     chunks = array.chunks
     return tuple(slice(c * s, min((c + 1) * s, n))
                  for c, s, n in zip(coords, chunks, array.shape, strict=True))
@@ -193,7 +217,7 @@ def _per_dim_groups(indices: tuple[np.ndarray, ...], chunks: tuple[int, ...],
     return groups
 
 
-def get_orthogonal(array: Any, osel: OrthogonalSelection) -> np.ndarray:
+def get_orthogonal(array: FancyTarget, osel: OrthogonalSelection) -> np.ndarray:
     out = np.empty(osel.full_shape, dtype=array.dtype)
     if out.size == 0:
         return out.reshape(osel.out_shape)
@@ -201,10 +225,10 @@ def get_orthogonal(array: Any, osel: OrthogonalSelection) -> np.ndarray:
     grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
     groups = _per_dim_groups(osel.indices, chunks, grid)
     combos = list(itertools.product(*groups))
-    fill = array.fill_value if not hasattr(array._chain, "fill_scalar") else (
-        array._chain.fill_scalar)
+    fill = array.fill_value if not hasattr(array.chain, "fill_scalar") else (
+        array.chain.fill_scalar)
 
-    if _fast(array) or array._object:
+    if _fast(array) or array.objects:
         keys_for, read = _chunk_reader(array)
         keys = keys_for(np.array([[g[0] for g in combo] for combo in combos], dtype=np.int64))
 
@@ -228,18 +252,18 @@ def get_orthogonal(array: Any, osel: OrthogonalSelection) -> np.ndarray:
     return out.reshape(osel.out_shape)
 
 
-def _work(array: Any, nchunks: int) -> int:
+def _work(array: FancyTarget, nchunks: int) -> int:
     """Bytes of ``nchunks`` (inner) chunks: the size of a job, for inlining small ones."""
     return nchunks * math.prod(array.chunks) * array.dtype.itemsize
 
 
-def _chunk_writer(array: Any):
-    chain = array._chain
+def _chunk_writer(array: FancyTarget):
+    chain = array.chain
     store = array.store
 
     def write(key: str, update) -> None:
         raw = store.get(key)
-        if array._object:
+        if array.objects:
             chunk = chain.new_fill_chunk() if raw is None else chain.decode(raw, key).copy()
             update(chunk)
 
@@ -259,7 +283,7 @@ def _chunk_writer(array: Any):
     return write
 
 
-def set_orthogonal(array: Any, osel: OrthogonalSelection, value: Any) -> None:
+def set_orthogonal(array: FancyTarget, osel: OrthogonalSelection, value: Any) -> None:
     full = osel.full_shape
     if math.prod(full) == 0:
         return
@@ -267,7 +291,7 @@ def set_orthogonal(array: Any, osel: OrthogonalSelection, value: Any) -> None:
     chunks = tuple(array.chunks)
     grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
     combos = list(itertools.product(*_per_dim_groups(osel.indices, chunks, grid)))
-    if _fast(array) or array._object:
+    if _fast(array) or array.objects:
         keys_for, _ = _chunk_reader(array)
         keys = keys_for(np.array([[g[0] for g in combo] for combo in combos], dtype=np.int64))
         write = _chunk_writer(array)
@@ -290,8 +314,8 @@ def set_orthogonal(array: Any, osel: OrthogonalSelection, value: Any) -> None:
         array.set_basic_selection(region, block)
 
 
-def _broadcast_value(array: Any, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    arr = np.asarray(value, dtype=array.dtype) if not array._object else np.asarray(
+def _broadcast_value(array: FancyTarget, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    arr = np.asarray(value, dtype=array.dtype) if not array.objects else np.asarray(
         value, dtype=object)
     try:
         return np.broadcast_to(arr, shape)
@@ -302,7 +326,7 @@ def _broadcast_value(array: Any, value: Any, shape: tuple[int, ...]) -> np.ndarr
         ) from None
 
 
-def _point_groups(array: Any, coords: tuple[np.ndarray, ...]):
+def _point_groups(array: FancyTarget, coords: tuple[np.ndarray, ...]):
     chunks = tuple(array.chunks)
     grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
     ccoords = [c // s for c, s in zip(coords, chunks, strict=True)]
@@ -320,15 +344,15 @@ def _point_groups(array: Any, coords: tuple[np.ndarray, ...]):
     return out, chunk_coords
 
 
-def get_points(array: Any, coords: tuple[np.ndarray, ...], out_shape: tuple[int, ...]
+def get_points(array: FancyTarget, coords: tuple[np.ndarray, ...], out_shape: tuple[int, ...]
                ) -> np.ndarray:
     n = len(coords[0]) if coords else 0
     out = np.empty(n, dtype=array.dtype)
     if n:
         groups, chunk_coords = _point_groups(array, coords)
-        fill = array._chain.fill_scalar if hasattr(array._chain, "fill_scalar") else (
+        fill = array.chain.fill_scalar if hasattr(array.chain, "fill_scalar") else (
             array.fill_value)
-        if _fast(array) or array._object:
+        if _fast(array) or array.objects:
             keys_for, read = _chunk_reader(array)
             keys = keys_for(chunk_coords)
 
@@ -348,14 +372,14 @@ def get_points(array: Any, coords: tuple[np.ndarray, ...], out_shape: tuple[int,
     return out.reshape(out_shape)
 
 
-def set_points(array: Any, coords: tuple[np.ndarray, ...], out_shape: tuple[int, ...],
+def set_points(array: FancyTarget, coords: tuple[np.ndarray, ...], out_shape: tuple[int, ...],
                value: Any) -> None:
     n = len(coords[0]) if coords else 0
     if not n:
         return
     val = _broadcast_value(array, value, out_shape).reshape(-1)
     groups, chunk_coords = _point_groups(array, coords)
-    if _fast(array) or array._object:
+    if _fast(array) or array.objects:
         keys_for, _ = _chunk_reader(array)
         keys = keys_for(chunk_coords)
         write = _chunk_writer(array)
@@ -378,7 +402,7 @@ def set_points(array: Any, coords: tuple[np.ndarray, ...], out_shape: tuple[int,
         array.set_basic_selection(region, block)
 
 
-def block_region(array: Any, selection: Any) -> tuple[slice, ...]:
+def block_region(array: FancyTarget, selection: Any) -> tuple[slice, ...]:
     """The basic selection covering the blocks ``selection`` names: chunks, or shards of
     a sharded array (as in zarr-python)."""
     sel = selection if isinstance(selection, tuple) else (selection,)

@@ -324,7 +324,7 @@ class Array(Node):
             from zarrfast.engine.fancy import get_orthogonal, numpy_plan
 
             block_sel, np_sel = numpy_plan(selection, self.shape)
-            block = get_orthogonal(self, block_sel)
+            block = get_orthogonal(self._fancy_target(), block_sel)
             try:
                 result = block[np_sel]
             except IndexError as e:  # e.g. index arrays that do not broadcast together
@@ -340,13 +340,25 @@ class Array(Node):
         return np.asarray(result)[fields]
 
     # -- fancy selections ----------------------------------------------------------------
+    def _fancy_target(self) -> Any:
+        from zarrfast.engine.fancy import FancyTarget
+
+        return FancyTarget(
+            name=self.name, store=self._store, chunk_path=self._chunk_path, metadata=self._metadata,
+            chain=self._chain, objects=self._object, shape=self.shape, chunks=self.chunks,
+            dtype=self.dtype, fill_value=self.fill_value,
+            write_empty_chunks=self.write_empty_chunks,
+            get_basic_selection=self.get_basic_selection,
+            set_basic_selection=self.set_basic_selection,
+        )
+
     def get_orthogonal_selection(self, selection: Any, *, out: np.ndarray | None = None,
                                  fields: str | list[str] | None = None) -> np.ndarray:
         """Outer indexing: per dimension an int, a slice, an integer array (any order,
         repeats, negatives) or a boolean mask."""
         from zarrfast.engine.fancy import get_orthogonal, normalize_orthogonal
 
-        result = get_orthogonal(self, normalize_orthogonal(selection, self.shape))
+        result = get_orthogonal(self._fancy_target(), normalize_orthogonal(selection, self.shape))
         result = self._with_fields(result, fields)
         if out is not None:
             out[...] = result
@@ -363,7 +375,7 @@ class Array(Node):
             self._check_fields(fields)
             current[fields] = value
             value = current
-        set_orthogonal(self, normalize_orthogonal(selection, self.shape), value)
+        set_orthogonal(self._fancy_target(), normalize_orthogonal(selection, self.shape), value)
 
     def get_coordinate_selection(self, selection: Any, *, out: np.ndarray | None = None,
                                  fields: str | list[str] | None = None) -> np.ndarray:
@@ -371,7 +383,7 @@ class Array(Node):
         from zarrfast.engine.fancy import get_points, normalize_coordinate
 
         coords, shape = normalize_coordinate(selection, self.shape)
-        result = self._with_fields(get_points(self, coords, shape), fields)
+        result = self._with_fields(get_points(self._fancy_target(), coords, shape), fields)
         if out is not None:
             out[...] = result
             return out
@@ -386,11 +398,11 @@ class Array(Node):
         if fields is not None:
             from zarrfast.engine.fancy import get_points
 
-            current = get_points(self, coords, shape)
+            current = get_points(self._fancy_target(), coords, shape)
             self._check_fields(fields)
             current[fields] = value
             value = current
-        set_points(self, coords, shape, value)
+        set_points(self._fancy_target(), coords, shape, value)
 
     def get_mask_selection(self, mask: Any, *, out: np.ndarray | None = None,
                            fields: str | list[str] | None = None) -> np.ndarray:
@@ -398,7 +410,7 @@ class Array(Node):
         from zarrfast.engine.fancy import get_points, normalize_mask
 
         coords = normalize_mask(mask, self.shape)
-        result = self._with_fields(get_points(self, coords, (len(coords[0]),)), fields)
+        result = self._with_fields(get_points(self._fancy_target(), coords, (len(coords[0]),)), fields)
         if out is not None:
             out[...] = result
             return out
@@ -416,13 +428,13 @@ class Array(Node):
         """Whole chunks by chunk-grid index (ints or step-1 slices per dimension)."""
         from zarrfast.engine.fancy import block_region
 
-        return self.get_basic_selection(block_region(self, selection), out=out, fields=fields)
+        return self.get_basic_selection(block_region(self._fancy_target(), selection), out=out, fields=fields)
 
     def set_block_selection(self, selection: Any, value: Any, *,
                             fields: str | list[str] | None = None) -> None:
         from zarrfast.engine.fancy import block_region
 
-        self.set_basic_selection(block_region(self, selection), value, fields=fields)
+        self.set_basic_selection(block_region(self._fancy_target(), selection), value, fields=fields)
 
     @property
     def oindex(self) -> _Indexer:
@@ -506,7 +518,7 @@ class Array(Node):
 
             self._check_writable()
             block_sel, np_sel = numpy_plan(selection, self.shape)
-            block = get_orthogonal(self, block_sel)
+            block = get_orthogonal(self._fancy_target(), block_sel)
             target = block
             if fields is not None:
                 self._check_fields(fields)
@@ -518,7 +530,7 @@ class Array(Node):
                     f"array {self.name!r}: cannot assign the value to selection "
                     f"{selection!r}: {e}"
                 ) from None
-            set_orthogonal(self, block_sel, block)
+            set_orthogonal(self._fancy_target(), block_sel, block)
         else:
             self.set_basic_selection(selection, value, fields=fields)
 
