@@ -6,12 +6,12 @@
 TileMatrixSets ship as package data (:func:`get_tile_matrix_set`).
 """
 
-from zarrfast.geozarr.tms import get_tile_matrix_set, well_known_tile_matrix_sets
+from zarrfast.geozarr.findings import Finding, GeoZarrError
+from zarrfast.geozarr.tms import well_known_tile_matrix_sets
 from zarrfast.geozarr.validate import (
     RULES,
-    Finding,
-    GeoZarrError,
     check,
+    get_tile_matrix_set,
     validate,
     validate_tile_matrix_set,
 )

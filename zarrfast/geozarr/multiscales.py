@@ -56,6 +56,7 @@ import numpy as np
 from zarrfast.api import open_group
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.errors import ZarrfastError
+from zarrfast.geozarr.validate import get_tile_matrix_set, validate
 from zarrfast.geozarr.write import DIMENSION_KEY, decode_fill_attr, encode_fill_attr
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.group import Group
@@ -134,17 +135,9 @@ def _resolve_tms(tile_matrix_set: Any) -> tuple[dict[str, Any], bool]:
         _raise(f"tile_matrix_set must be a well-known id or a TileMatrixSet object, got "
                f"{type(tile_matrix_set).__name__}")
     try:
-        from zarrfast.geozarr.tms import get_tile_matrix_set
-    except ImportError:  # pragma: no cover - shipped together
-        if isinstance(tile_matrix_set, str):
-            _raise(f"cannot resolve TileMatrixSet {tile_matrix_set!r}: "
-                   f"zarrfast.geozarr.tms is unavailable")
-        tms = dict(tile_matrix_set)
-    else:
-        try:
-            tms = get_tile_matrix_set(tile_matrix_set)
-        except (ValueError, KeyError, TypeError, LookupError) as e:
-            _raise(f"cannot resolve tile_matrix_set: {e}")
+        tms = get_tile_matrix_set(tile_matrix_set)
+    except (ValueError, KeyError, TypeError, LookupError) as e:
+        _raise(f"cannot resolve tile_matrix_set: {e}")
     # what the pyramid needs, checked whatever validated the set before
     mats = tms.get("tileMatrices")
     if not isinstance(mats, list) or not mats:
@@ -471,15 +464,10 @@ def build_multiscales(source_group: Any, target_group: Any, *,
     method = _check_method(resampling_method)
     tms, by_id = _resolve_tms(tile_matrix_set)
     source = _as_group(source_group, "source", "r")
-    try:
-        from zarrfast.geozarr.validate import validate
-    except ImportError:  # pragma: no cover - shipped together
-        validate = None
-    if validate is not None:
-        errors = [f for f in validate(source, "dataset") if f.severity in ("E", "R")]
-        if errors:
-            _raise(f"source group {source.name!r} is not a valid GeoZarr Dataset:\n"
-                   + "\n".join(f"  {f}" for f in errors))
+    errors = [f for f in validate(source, "dataset") if f.severity in ("E", "R")]
+    if errors:
+        _raise(f"source group {source.name!r} is not a valid GeoZarr Dataset:\n"
+               + "\n".join(f"  {f}" for f in errors))
     target: Any = target_group
     if isinstance(target, Group):
         if target.read_only:

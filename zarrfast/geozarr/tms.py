@@ -8,14 +8,15 @@ registry: ``WebMercatorQuad``, ``WorldCRS84Quad``, ``WorldMercatorWGS84Quad``,
 ``zarrfast/geozarr/tms/<id>.json``: the OGC TMS 2.0 JSON encoding, with every
 tile matrix's ``cellSize``, ``scaleDenominator``, ``pointOfOrigin``, tile and
 matrix sizes.  They are generated at development time by
-``zarrfast/geozarr/make_tms_data.py`` from the OGC definitions; nothing is
+``tools/make_tms_data.py`` from the OGC definitions; nothing is
 fetched at run time.
 
 Ids are case-sensitive; aliases (``GoogleMapsCompatible``) and URIs are not ids.
 
-Example::
+Inline sets are checked by :func:`zarrfast.geozarr.get_tile_matrix_set` (in
+:mod:`zarrfast.geozarr.validate`, which builds on this module).  Example::
 
-    >>> tms = get_tile_matrix_set("WebMercatorQuad")
+    >>> tms = well_known_tile_matrix_set("WebMercatorQuad")
     >>> tms["tileMatrices"][0]["matrixWidth"], tms["tileMatrices"][0]["cellSize"]
     (1, 156543.03392804097)
 """
@@ -26,13 +27,12 @@ import copy
 import difflib
 import functools
 import json
-from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from zarrfast.geozarr.validate import GeoZarrError, validate_tile_matrix_set
+from zarrfast.geozarr.findings import GeoZarrError
 
-__all__ = ["get_tile_matrix_set", "is_well_known", "tile_matrix_ids",
+__all__ = ["is_well_known", "tile_matrix_ids", "well_known_tile_matrix_set",
            "well_known_tile_matrix_sets"]
 
 _DATA_DIR = "tms"
@@ -68,6 +68,12 @@ def tile_matrix_ids(name: str) -> list[str]:
     return [tm["id"] for tm in _well_known(name)["tileMatrices"]]
 
 
+def well_known_tile_matrix_set(name: str) -> dict[str, Any]:
+    """A fresh copy of the shipped TileMatrixSet ``name`` (callers may modify it);
+    :class:`GeoZarrError` naming the id (and the likely one meant) when it is unknown."""
+    return copy.deepcopy(_well_known(name))
+
+
 def _well_known(name: str) -> dict[str, Any]:
     if not is_well_known(name):
         hint = difflib.get_close_matches(name, _names(), n=1, cutoff=0.6)
@@ -82,40 +88,3 @@ def _well_known(name: str) -> dict[str, Any]:
             f"ids (ids are case-sensitive; URIs are not accepted){extra}"
         )
     return _load(name)
-
-
-def get_tile_matrix_set(name_or_dict: str | Mapping[str, Any]) -> dict[str, Any]:
-    """The OGC TileMatrixSet JSON object for a well-known id, or a validated inline set.
-
-    Parameters
-    ----------
-    name_or_dict
-        A well-known id (see :func:`well_known_tile_matrix_sets`), or a TileMatrixSet
-        object, which is checked against the TMS rules (errors and recommended errors).
-
-    Returns
-    -------
-    dict
-        For an id, a fresh copy of the shipped definition (callers may modify it); for
-        a mapping, the mapping itself as a ``dict``.
-
-    Raises
-    ------
-    GeoZarrError
-        An unknown id (named in the message), or a set breaking TMS1-TMS8.
-    """
-    if isinstance(name_or_dict, str):
-        return copy.deepcopy(_well_known(name_or_dict))
-    if isinstance(name_or_dict, Mapping):
-        doc = dict(name_or_dict)
-        problems = [f for f in validate_tile_matrix_set(doc) if f.severity in ("E", "R")]
-        if problems:
-            raise GeoZarrError(
-                "invalid TileMatrixSet:\n" + "\n".join(f"  {f}" for f in problems),
-                findings=problems,
-            )
-        return doc
-    raise GeoZarrError(
-        f"a TileMatrixSet is a well-known id (str) or a TileMatrixSet object (dict), "
-        f"got {type(name_or_dict).__name__} {name_or_dict!r}"
-    )

@@ -58,7 +58,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zarrfast.errors import ZarrfastError
+from zarrfast.geozarr import tms as _tms
+from zarrfast.geozarr.findings import Finding, GeoZarrError
 from zarrfast.metadata.paths import normalize_path
 from zarrfast.storage import Store
 from zarrfast.storage.resolve import make_store
@@ -69,6 +70,7 @@ __all__ = [
     "Finding",
     "GeoZarrError",
     "check",
+    "get_tile_matrix_set",
     "validate",
     "validate_tile_matrix_set",
 ]
@@ -140,44 +142,6 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
-
-
-# -- public records ---------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One validation finding.
-
-    Attributes
-    ----------
-    rule
-        The rule id of ``geozarr-rules.md`` (``"DS5"``).
-    severity
-        ``"E"`` (error), ``"R"`` (recommended error) or ``"W"`` (warning).
-    path
-        The node the finding is about: ``"/"`` for the root, ``"/s0/data"`` below it.
-    message
-        What is wrong, naming the value or member at fault.
-    """
-
-    rule: str
-    severity: str
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.severity} {self.rule} {self.path}: {self.message}"
-
-    def to_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "severity": self.severity, "path": self.path,
-                "message": self.message}
-
-
-class GeoZarrError(ZarrfastError):
-    """A hierarchy (or TileMatrixSet) breaks GeoZarr rules; ``findings`` lists them."""
-
-    def __init__(self, message: str, findings: list[Finding] | None = None) -> None:
-        super().__init__(message)
-        self.findings: list[Finding] = list(findings or [])
 
 
 # -- JSON typing ------------------------------------------------------------------------
@@ -664,8 +628,6 @@ def _tms_form_levels(ms: dict[str, Any], children: dict[str, _Node], rep: _Repor
                      path: str) -> list[str] | None:
     """MS3-MS8 and TMS/TML for the TileMatrixSet form; the declared levels (MS8), or
     ``None`` when they cannot be told."""
-    from zarrfast.geozarr import tms as _tms
-
     _check_resampling(ms.get("resampling_method", _MISSING), rep, path,
                       "multiscales.resampling_method")
     tms = ms.get("tile_matrix_set", _MISSING)
@@ -675,10 +637,10 @@ def _tms_form_levels(ms: dict[str, Any], children: dict[str, _Node], rep: _Repor
                                   "TileMatrixSet id or a TileMatrixSet object)")
     elif isinstance(tms, str):
         if _tms.is_well_known(tms):
-            resolved = _tms.get_tile_matrix_set(tms)
+            resolved = _tms.well_known_tile_matrix_set(tms)
         else:
             try:
-                _tms.get_tile_matrix_set(tms)
+                _tms.well_known_tile_matrix_set(tms)
             except GeoZarrError as e:
                 rep.add("MS5", "E", path, f"multiscales.tile_matrix_set: {e}")
     elif isinstance(tms, dict):
@@ -925,3 +887,40 @@ def check(store_or_path: Any, as_: str = "dataset", *, path: str = "",
             findings=errors,
         )
     return findings
+
+
+def get_tile_matrix_set(name_or_dict: str | Mapping[str, Any]) -> dict[str, Any]:
+    """The OGC TileMatrixSet JSON object for a well-known id, or a validated inline set.
+
+    Parameters
+    ----------
+    name_or_dict
+        A well-known id (see :func:`zarrfast.geozarr.well_known_tile_matrix_sets`), or a TileMatrixSet
+        object, which is checked against the TMS rules (errors and recommended errors).
+
+    Returns
+    -------
+    dict
+        For an id, a fresh copy of the shipped definition (callers may modify it); for
+        a mapping, the mapping itself as a ``dict``.
+
+    Raises
+    ------
+    GeoZarrError
+        An unknown id (named in the message), or a set breaking TMS1-TMS8.
+    """
+    if isinstance(name_or_dict, str):
+        return _tms.well_known_tile_matrix_set(name_or_dict)
+    if isinstance(name_or_dict, Mapping):
+        doc = dict(name_or_dict)
+        problems = [f for f in validate_tile_matrix_set(doc) if f.severity in ("E", "R")]
+        if problems:
+            raise GeoZarrError(
+                "invalid TileMatrixSet:\n" + "\n".join(f"  {f}" for f in problems),
+                findings=problems,
+            )
+        return doc
+    raise GeoZarrError(
+        f"a TileMatrixSet is a well-known id (str) or a TileMatrixSet object (dict), "
+        f"got {type(name_or_dict).__name__} {name_or_dict!r}"
+    )
