@@ -1,15 +1,27 @@
-"""Shared fixtures: a real S3 server (moto's, over HTTP on loopback) for the remote
-store tests.  Clients talk to it through s3fs/botocore exactly as they would to AWS."""
+"""Fixtures shared by the whole suite (each layer's folder has its own ``conftest.py``).
+
+* ``s3_server``: a real S3 server (moto's, over HTTP on loopback) for the remote store
+  tests.  Clients talk to it through s3fs/botocore exactly as they would to AWS.
+
+Helpers that are not fixtures live in the ``_helpers`` package next to this file; this
+module puts ``tests/`` on ``sys.path`` so test modules import them as ``_helpers...``
+whatever the working directory and the import mode.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)
 
 #: fake credentials: moto accepts any; real ones in the environment are never used
 FAKE_KEY = "testing-key"

@@ -4,7 +4,7 @@
 the pipeline that reads zstd (and blosc) arrays from a ``LocalStore`` a batch of chunk
 files at a time.
 
-Kernel tests follow ``tests/test_kernels.py``: both implementations run on the same
+Kernel tests follow ``tests/kernels/test_kernels.py``: both implementations run on the same
 inputs and must agree (statuses and every byte of ``dst``), and each result is also
 checked against an independent computation (python-zstandard for the decoding, NumPy
 fancy indexing for the placement).  Pipeline tests compare the batched reads with
@@ -41,8 +41,7 @@ from zarrfast.errors import ChunkDecodeError
 from zarrfast.kernels import reference as ref
 from zarrfast.storage import LocalStore, MemoryStore
 
-# shared helpers of the kernel tests (pytest puts tests/ on sys.path)
-from test_kernels import dense_strides, i64, rng_bytes, span_of  # noqa: E402  isort: skip
+from _helpers.kernels import dense_strides, i64, rng_bytes, span_of
 
 try:
     from zarrfast._ext import _fileio

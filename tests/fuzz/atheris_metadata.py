@@ -12,7 +12,7 @@ Zarr v3 parser (``zarr.json``, consolidated metadata included, and through
 array and group documents).  Any exception other than a
 :class:`zarrfast.errors.ZarrfastError` is a finding: atheris stops, prints the
 traceback and writes the input to ``crash-<sha1>``.  The corpus is seeded with
-valid documents from ``tests/fixtures`` and ``tests/test_fuzz_metadata.py``.
+valid documents from ``tests/fixtures`` and ``tests/reliability/test_fuzz_metadata.py``.
 
 The file name does not start with ``test_``: pytest does not collect it.
 """
@@ -32,7 +32,7 @@ os.environ.setdefault("ZARRFAST_THREADS", "1")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "reliability"))
 
 import atheris  # noqa: E402
 

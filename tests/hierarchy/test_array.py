@@ -62,7 +62,9 @@ from zarrfast.errors import (
 )
 from zarrfast.kernels import reference as _reference
 
-ROOT = Path(__file__).resolve().parents[1]
+import _helpers
+
+ROOT = _helpers.ROOT
 
 # ---------------------------------------------------------------------------
 # helpers

@@ -23,7 +23,6 @@ import json
 import pickle
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,9 +58,11 @@ from zarrfast.metadata.draft import (
 )
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 
+import _helpers
+
 zarr = pytest.importorskip("zarr")
 
-FIXTURES = Path(__file__).parent / "fixtures" / "drafts"
+FIXTURES = _helpers.FIXTURES / "drafts"
 PAIRS = {  # draft fixture -> its Zarr v2 twin
     "zarrita": "zarrita_v2",
     "draft2022": "draft2022_v2",

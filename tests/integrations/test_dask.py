@@ -7,10 +7,11 @@ import pickle
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+import _helpers
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -270,7 +271,7 @@ def test_missing_dask_names_the_extra():
             "try:\n    import zarrfast.dask\n"
             "except ImportError as e:\n    print('ERR', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).parent.parent)
+                         check=True, cwd=_helpers.ROOT)
     assert "ERR" in out.stdout and "pip install 'zarrfast[dask]'" in out.stdout, out
 
 

@@ -34,6 +34,8 @@ from zarrfast.geozarr import (
 from zarrfast.geozarr.validate import RESAMPLING_METHODS
 from zarrfast.storage import LocalStore, MemoryStore
 
+import _helpers
+
 NO = object()  # "leave the member out"
 
 # -- building hierarchies from raw documents --------------------------------------------
@@ -771,10 +773,9 @@ def test_inline_set_validated_and_returned() -> None:
 
 
 def test_package_data_is_declared() -> None:
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(here, "pyproject.toml"), encoding="utf-8") as f:
+    with open(_helpers.ROOT / "pyproject.toml", encoding="utf-8") as f:
         assert '"zarrfast.geozarr" = ["tms/*.json"]' in f.read()
-    with open(os.path.join(here, "MANIFEST.in"), encoding="utf-8") as f:
+    with open(_helpers.ROOT / "MANIFEST.in", encoding="utf-8") as f:
         assert "zarrfast/geozarr/tms *.json" in f.read()
 
 
@@ -782,8 +783,7 @@ def test_shipped_data_is_up_to_date() -> None:
     pytest.importorskip("morecantile")
     import importlib.util
 
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
-                          "make_tms_data.py")
+    script = _helpers.ROOT / "tools" / "make_tms_data.py"
     spec = importlib.util.spec_from_file_location("make_tms_data", script)
     make_tms_data = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_tms_data)

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import _helpers
+
 xr = pytest.importorskip("xarray")
 zarr = pytest.importorskip("zarr")
 dask = pytest.importorskip("dask")
@@ -469,7 +471,7 @@ def test_missing_xarray_names_the_extra():
             "try:\n    import zarrfast.xarray\n"
             "except ImportError as e:\n    print('ERR', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).parent.parent)
+                         check=True, cwd=_helpers.ROOT)
     assert "ERR" in out.stdout and "pip install 'zarrfast[xarray]'" in out.stdout, out
 
 

@@ -45,6 +45,8 @@ from zarrfast.errors import (
 from zarrfast.metadata.v2 import ArrayMetadataV2
 from zarrfast.storage import LocalStore
 
+import _helpers
+
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
 
@@ -58,7 +60,7 @@ pytestmark = [
 
 NAN = float("nan")
 INF = float("inf")
-FIXTURES = Path(__file__).parent / "fixtures" / "zarr2"
+FIXTURES = _helpers.FIXTURES / "zarr2"
 
 # ---------------------------------------------------------------------------
 # data and comparison helpers

@@ -26,10 +26,12 @@ import pytest
 import zarrfast
 from zarrfast.storage import LocalStore
 
+import _helpers
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and rename")
 
 TMP_MARK = ".zarrfast-tmp-"
-ENV = {**os.environ, "ZARRFAST_THREADS": "2", "PYTHONPATH": str(Path(__file__).parents[1])}
+ENV = {**os.environ, "ZARRFAST_THREADS": "2", "PYTHONPATH": str(_helpers.ROOT)}
 
 
 def temp_files(root: Path) -> list[str]:
