@@ -1,0 +1,34 @@
+"""Store subclasses shared by tests in more than one layer."""
+
+from __future__ import annotations
+
+import threading
+
+from zarrfast.storage import LocalStore
+
+
+class GetOnlyStore(LocalStore):
+    """Overrides ``get`` only: counts calls, and serves chunk keys from ``overlay``
+    (the files on disk hold garbage), so any read bypassing ``get`` fails."""
+
+    def __init__(self, root, overlay=None):
+        super().__init__(root)
+        self.overlay = overlay or {}
+        self.calls: list[str] = []
+        self._lock = threading.Lock()
+
+    def get(self, key, byte_range=None):
+        with self._lock:
+            self.calls.append(key)
+        if key in self.overlay:
+            value = self.overlay[key]
+            return value if byte_range is None else LocalStore.get(self, key, byte_range)
+        return super().get(key, byte_range)
+
+
+class GetAndIntoStore(LocalStore):
+    def get(self, key, byte_range=None):
+        return super().get(key, byte_range)
+
+    def get_into(self, key, out):
+        return super().get_into(key, out)
