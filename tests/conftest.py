@@ -1,5 +1,6 @@
 """Fixtures shared by the whole suite (each layer's folder has its own ``conftest.py``).
 
+* ``store``: an empty store, once a ``MemoryStore`` and once a ``LocalStore``;
 * ``s3_server``: a real S3 server (moto's, over HTTP on loopback) for the remote store
   tests.  Clients talk to it through s3fs/botocore exactly as they would to AWS.
 
@@ -16,12 +17,22 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+
+import zarrfast
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
+
+@pytest.fixture(params=["memory", "local"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> zarrfast.Store:
+    if request.param == "memory":
+        return zarrfast.MemoryStore()
+    return zarrfast.LocalStore(tmp_path / "data.zarr")
+
 
 #: fake credentials: moto accepts any; real ones in the environment are never used
 FAKE_KEY = "testing-key"

@@ -25,13 +25,6 @@ from zarrfast.errors import (
 )
 
 
-@pytest.fixture(params=["memory", "local"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> zarrfast.Store:
-    if request.param == "memory":
-        return zarrfast.MemoryStore()
-    return zarrfast.LocalStore(tmp_path / "data.zarr")
-
-
 def node_doc(store: zarrfast.Store, path: str) -> dict | None:
     raw = store.get(f"{path}/zarr.json" if path else "zarr.json")
     return None if raw is None else json.loads(raw)
