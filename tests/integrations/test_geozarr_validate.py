@@ -19,145 +19,26 @@ from typing import Any
 import pytest
 
 import zarrfast
-from zarrfast.cli import main as cli_main
 from zarrfast.errors import ZarrfastError
-from zarrfast.geozarr import (
-    RULES,
-    Finding,
-    GeoZarrError,
-    check,
-    get_tile_matrix_set,
-    validate,
-    validate_tile_matrix_set,
-    well_known_tile_matrix_sets,
-)
+from zarrfast.geozarr import RULES, Finding, GeoZarrError, check, validate
 from zarrfast.geozarr.validate import RESAMPLING_METHODS
 from zarrfast.storage import LocalStore, MemoryStore
 
-import _helpers
-
-NO = object()  # "leave the member out"
-
-# -- building hierarchies from raw documents --------------------------------------------
-
-
-def A(fmt: int, shape: list[Any], dims: Any = NO, *, attrs: dict | None = None,
-      chunks: Any = NO, drop: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
-    """The documents of an array node."""
-    chunk_shape = [max(1, n) if isinstance(n, int) else 1 for n in shape] if chunks is NO \
-        else chunks
-    if fmt == 3:
-        doc: dict[str, Any] = {
-            "zarr_format": 3, "node_type": "array", "shape": shape, "data_type": "uint8",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "fill_value": 0, "codecs": [{"name": "bytes"}],
-        }
-        if dims is not NO:
-            doc["dimension_names"] = dims
-        if attrs:
-            doc["attributes"] = attrs
-        doc.update(extra)
-        for k in drop:
-            del doc[k]
-        return {"zarr.json": doc}
-    doc = {"zarr_format": 2, "shape": shape, "chunks": chunk_shape, "dtype": "|u1",
-           "compressor": None, "fill_value": 0, "filters": None, "order": "C",
-           "dimension_separator": "/"}
-    doc.update(extra)
-    for k in drop:
-        del doc[k]
-    zattrs = dict(attrs or {})
-    if dims is not NO:
-        zattrs["_ARRAY_DIMENSIONS"] = dims
-    docs: dict[str, Any] = {".zarray": doc}
-    if zattrs:
-        docs[".zattrs"] = zattrs
-    return docs
-
-
-def G(fmt: int, attrs: dict | None = None) -> dict[str, Any]:
-    """The documents of a group node."""
-    if fmt == 3:
-        doc: dict[str, Any] = {"zarr_format": 3, "node_type": "group"}
-        if attrs is not None:
-            doc["attributes"] = attrs
-        return {"zarr.json": doc}
-    docs: dict[str, Any] = {".zgroup": {"zarr_format": 2}}
-    if attrs is not None:
-        docs[".zattrs"] = attrs
-    return docs
-
-
-def dataset(fmt: int, at: str = "", *, y: int = 2, x: int = 3) -> dict[str, dict]:
-    """A valid Dataset: ``data(y, x)`` with its two coordinate variables."""
-    p = f"{at}/" if at else ""
-    tree = {p + "data": A(fmt, [y, x], ["y", "x"]),
-            p + "y": A(fmt, [y], ["y"]),
-            p + "x": A(fmt, [x], ["x"])}
-    if at:
-        tree[at] = G(fmt)
-    return tree
-
-
-def write_tree(store: Any, tree: dict[str, dict[str, Any]]) -> None:
-    for path, docs in tree.items():
-        for name, doc in docs.items():
-            key = f"{path}/{name}" if path else name
-            store.set(key, doc if isinstance(doc, bytes) else json.dumps(doc).encode())
-
-
-def TM(tm_id: Any, scale: Any = 1000.0, cell: Any = 1.0, size: Any = 1, **over: Any) -> dict:
-    tm = {"id": tm_id, "scaleDenominator": scale, "cellSize": cell,
-          "pointOfOrigin": [0.0, 100.0], "tileWidth": 256, "tileHeight": 256,
-          "matrixWidth": size, "matrixHeight": size}
-    tm.update(over)
-    return {k: v for k, v in tm.items() if v is not NO}
-
-
-def TMS(*matrices: dict, **over: Any) -> dict:
-    doc = {"id": "Custom", "title": "a custom set", "crs": "EPSG:32631",
-           "orderedAxes": ["E", "N"],
-           "tileMatrices": list(matrices) or [TM("0", 2000.0, 2.0, 1), TM("1", 1000.0, 1.0, 2)]}
-    doc.update(over)
-    return {k: v for k, v in doc.items() if v is not NO}
-
-
-def LIM(tm_id: str, min_col: Any = 0, max_col: Any = 0, min_row: Any = 0, max_row: Any = 0,
-        **over: Any) -> dict:
-    lim = {"tileMatrix": tm_id, "minTileCol": min_col, "maxTileCol": max_col,
-           "minTileRow": min_row, "maxTileRow": max_row}
-    lim.update(over)
-    return {k: v for k, v in lim.items() if v is not NO}
-
-
-def multiscale(fmt: int, ms: Any, levels: tuple[str, ...] = ("0", "1"),
-               sizes: tuple[int, ...] = (4, 2)) -> dict[str, dict]:
-    """A Multiscale Dataset: the root carries ``multiscales``; one valid Dataset per level."""
-    tree: dict[str, dict] = {"": G(fmt, {"multiscales": ms})}
-    for level, n in zip(levels, sizes, strict=False):
-        tree.update(dataset(fmt, level, y=n, x=n))
-    return tree
-
-
-def WMQ(**over: Any) -> dict:
-    ms = {"tile_matrix_set": "WebMercatorQuad", "resampling_method": "average"}
-    ms.update(over)
-    return {k: v for k, v in ms.items() if v is not NO}
-
-
-def INLINE(tms: Any = NO, **over: Any) -> dict:
-    ms = {"tile_matrix_set": TMS() if tms is NO else tms, "resampling_method": "nearest"}
-    ms.update(over)
-    return ms
-
-
-def merge(*trees: dict) -> dict:
-    out: dict = {}
-    for t in trees:
-        out.update(t)
-    return out
-
+from _helpers.geozarr_docs import (
+    INLINE,
+    LIM,
+    NO,
+    TM,
+    TMS,
+    WMQ,
+    A,
+    G,
+    _root,
+    dataset,
+    merge,
+    multiscale,
+    write_tree,
+)
 
 # -- the cases ---------------------------------------------------------------------------
 
@@ -174,10 +55,6 @@ class Case:
 
     def want(self, fmt: int) -> set[str]:
         return self.expected(fmt) if callable(self.expected) else set(self.expected)
-
-
-def _root(fmt: int, *rest: dict) -> dict:
-    return merge({"": G(fmt)}, *rest)
 
 
 CASES: list[Case] = [
@@ -711,146 +588,3 @@ def test_bad_arguments() -> None:
         validate(MemoryStore(), "pyramid")
     with pytest.raises(ZarrfastError):
         validate(MemoryStore(), path="__bad")
-
-
-# -- TileMatrixSets ---------------------------------------------------------------------
-
-TABLE = {
-    "WebMercatorQuad": (0, 24), "WorldCRS84Quad": (0, 23), "WorldMercatorWGS84Quad": (0, 24),
-    **{f"UTM{z:02d}WGS84Quad": (1, 24) for z in range(1, 61)},
-    "UPSArcticWGS84Quad": (0, 24), "UPSAntarcticWGS84Quad": (0, 24),
-    "EuropeanETRS89_LAEAQuad": (0, 15), "CanadianNAD83_LCC": (0, 25),
-    "GNOSISGlobalGrid": (0, 28), "CDB1GlobalGrid": (-10, 21), "WGS1984Quad": (0, 23),
-}
-
-
-def test_well_known_sets_match_the_table() -> None:
-    assert sorted(well_known_tile_matrix_sets()) == sorted(TABLE)
-    for name, (first, last) in TABLE.items():
-        tms = get_tile_matrix_set(name)
-        assert tms["id"] == name
-        assert [tm["id"] for tm in tms["tileMatrices"]] == [str(i) for i in range(first,
-                                                                                  last + 1)]
-        assert validate_tile_matrix_set(tms) == [], name
-        assert isinstance(tms["crs"], str)
-
-
-def test_well_known_definitions() -> None:
-    wmq = get_tile_matrix_set("WebMercatorQuad")
-    z0, z1 = wmq["tileMatrices"][:2]
-    assert (z0["matrixWidth"], z0["matrixHeight"], z1["matrixWidth"]) == (1, 1, 2)
-    assert z0["cellSize"] == pytest.approx(156543.03392804097)
-    assert z0["pointOfOrigin"] == pytest.approx([-20037508.3427892, 20037508.3427892])
-    assert wmq["crs"].endswith("EPSG/0/3857")
-    utm = get_tile_matrix_set("UTM05WGS84Quad")
-    assert utm["crs"].endswith("EPSG/0/32605")
-    assert utm["tileMatrices"] == get_tile_matrix_set("UTM31WGS84Quad")["tileMatrices"]
-    # a fresh copy each time
-    wmq["tileMatrices"].clear()
-    assert len(get_tile_matrix_set("WebMercatorQuad")["tileMatrices"]) == 25
-
-
-@pytest.mark.parametrize("name", ["GoogleMapsCompatible", "webmercatorquad", "UTM61WGS84Quad",
-                                  "http://www.opengis.net/def/tilematrixset/OGC/1.0/"
-                                  "WebMercatorQuad", ""])
-def test_unknown_set_names_it(name: str) -> None:
-    with pytest.raises(GeoZarrError) as info:
-        get_tile_matrix_set(name)
-    assert repr(name) in str(info.value)
-
-
-def test_inline_set_validated_and_returned() -> None:
-    tms = TMS()
-    assert get_tile_matrix_set(tms) == tms
-    with pytest.raises(GeoZarrError, match="TMS5") as info:
-        get_tile_matrix_set(TMS(TM("0", size=1.0)))
-    assert {f.rule for f in info.value.findings} == {"TMS5"}
-    with pytest.raises(GeoZarrError, match="TMS6"):
-        get_tile_matrix_set(TMS(TM("0", size=0)))
-    assert get_tile_matrix_set(TMS(TM("0", 1.0), TM("1", 1.0)))  # TMS9 is only a warning
-    with pytest.raises(GeoZarrError):
-        get_tile_matrix_set(42)  # type: ignore[arg-type]
-
-
-def test_package_data_is_declared() -> None:
-    with open(_helpers.ROOT / "pyproject.toml", encoding="utf-8") as f:
-        assert '"zarrfast.geozarr" = ["tms/*.json"]' in f.read()
-    with open(_helpers.ROOT / "MANIFEST.in", encoding="utf-8") as f:
-        assert "zarrfast/geozarr/tms *.json" in f.read()
-
-
-def test_shipped_data_is_up_to_date() -> None:
-    pytest.importorskip("morecantile")
-    import importlib.util
-
-    script = _helpers.ROOT / "tools" / "make_tms_data.py"
-    spec = importlib.util.spec_from_file_location("make_tms_data", script)
-    make_tms_data = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make_tms_data)
-    assert make_tms_data.main(["--check"]) == 0
-
-
-# -- command line -----------------------------------------------------------------------
-
-
-def _write_local(tmp_path: Any, tree: dict) -> str:
-    path = tmp_path / "cli.zarr"
-    write_tree(LocalStore(path), tree)
-    return str(path)
-
-
-def test_cli_valid(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, multiscale(3, WMQ()))
-    assert cli_main(["geozarr", "validate", path]) == 0
-    out = capsys.readouterr().out
-    assert "valid" in out and "INVALID" not in out
-    assert cli_main(["geozarr", "validate", path, "--as", "multiscale"]) == 0
-    assert cli_main(["geozarr", "validate", path, "--as", "dataset"]) == 0  # levels are groups
-    assert cli_main(["geozarr", "validate", path, "--as", "dataarray"]) == 1
-
-
-def test_cli_errors_exit_nonzero(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, _root(2, dataset(2), {"x": A(2, [4], ["x"])}))
-    assert cli_main(["geozarr", "validate", path, "--as", "dataset"]) == 1
-    out = capsys.readouterr().out
-    assert "INVALID" in out and "E DS5 /data" in out
-
-
-def test_cli_recommended_only(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, _root(2, {"data": A(2, [2, 2], ["y", "y"]),
-                                            "y": A(2, [2], ["y"])}))
-    assert cli_main(["geozarr", "validate", path]) == 1
-    assert "R DA5 /data" in capsys.readouterr().out
-    assert cli_main(["geozarr", "validate", path, "--no-recommended"]) == 0
-
-
-def test_cli_warnings_only_exit_zero(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, _root(3, dataset(3, x=2, y=2), {"x": A(3, [2], ["y"])}))
-    assert cli_main(["geozarr", "validate", path]) == 0
-    assert "W DS6 /x" in capsys.readouterr().out
-
-
-def test_cli_json(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, merge(multiscale(3, WMQ(resampling_method="Average")),
-                                        {"zz": G(3)}))
-    assert cli_main(["geozarr", "validate", path, "--json", "--as", "multiscale"]) == 1
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["valid"] is False and doc["as"] == "multiscale" and doc["path"] == path
-    assert {(f["severity"], f["rule"], f["path"]) for f in doc["findings"]} == {
-        ("E", "MS3", "/"), ("W", "MS12", "/zz")}
-    assert all(set(f) == {"rule", "severity", "path", "message"} for f in doc["findings"])
-    ok = _write_local(tmp_path / "ok", {"": A(3, [3], ["x"])})
-    assert cli_main(["geozarr", "validate", ok, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"path": ok, "as": "auto", "valid": True,
-                                                   "findings": []}
-
-
-def test_cli_grid_mapping_flag_and_missing_path(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, _root(3, {"spatial_ref": A(3, [], [], attrs={
-        "grid_mapping_name": "latitude_longitude"})}))
-    assert cli_main(["geozarr", "validate", path]) == 1
-    assert cli_main(["geozarr", "validate", path, "--allow-grid-mapping-scalars"]) == 0
-    assert cli_main(["geozarr", "validate", str(tmp_path / "nothing")]) == 1
-    assert "E Z1 /" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        cli_main(["geozarr", "validate", path, "--as", "pyramid"])

@@ -1,9 +1,5 @@
-"""GeoZarr writing: the downsampling kernels, ``write_dataset`` and ``build_multiscales``.
+"""GeoZarr writing: ``write_dataset`` and ``build_multiscales``.
 
-* Kernels: the compiled ``zarrfast._ext._downsample`` against its NumPy twins in
-  ``zarrfast.kernels.downsample`` (same results bit for bit on x86-64, same
-  exception types), and both against a brute-force per-block oracle written
-  here (Python loops, ``math.fsum``, ``collections.Counter``).
 * ``write_dataset``: Zarr v2/v3 round trips read back by zarr-python (and by
   ``xarray.open_zarr`` when xarray is installed), an ``xarray.Dataset`` input, and
   invalid input rejected before anything is written.
@@ -12,29 +8,27 @@
   tile-aligned chunks, ``multiscales`` metadata, the GeoZarr validator, zarr-python
   -- and bad input rejected before anything is written.
 
-Without a built extension the twin is tested alone (against the oracle).
+The downsampling kernels themselves: ``tests/kernels/test_kernel_downsample.py``.
 """
 
 from __future__ import annotations
 
-import collections
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import zarrfast
 from zarrfast.errors import ZarrfastError
 from zarrfast.geozarr.multiscales import build_multiscales
 from zarrfast.geozarr.write import decode_fill_attr, encode_fill_attr, write_dataset
-from zarrfast.kernels import downsample as twin
+
+import _helpers
+from _helpers.geozarr import METHODS, make_source, oracle, small_tms
 
 try:
     from zarrfast._ext import _downsample as compiled
@@ -53,385 +47,12 @@ except ImportError:  # pragma: no cover - optional extra
 
 import zarr
 
-IMPLS = [pytest.param(twin, id="twin")]
-if compiled is not None:
-    IMPLS.append(pytest.param(compiled, id="compiled"))
-
-PROPS = settings(max_examples=300, deadline=None,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-FEW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-METHODS = twin.METHODS
-ARITHMETIC = ("average", "sum", "rms")
-DTYPES = ["float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-          "int64", "uint64"]
-#: bit-identical floats need the same operation order and no FMA contraction
-EXACT_FLOATS = platform.machine().lower() in ("x86_64", "amd64", "i686", "x86")
-
-requires_compiled = pytest.mark.skipif(compiled is None, reason="zarrfast._ext not built")
 requires_xarray = pytest.mark.skipif(xr is None, reason="xarray not installed")
 
 
 def _assert_errors_or_findings_clean(findings):
     bad = [f for f in findings if f.severity in ("E", "R")]
     assert not bad, "\n".join(str(f) for f in bad)
-
-
-# ---------------------------------------------------------------------------
-# the brute-force oracle
-# ---------------------------------------------------------------------------
-
-
-def _validity(dtype, fill):
-    """``valid(v)`` for elements of ``dtype`` (as Python numbers) and a fill value."""
-    fc = None if fill is None else np.asarray(fill).astype(dtype)[()].item()
-    is_float = dtype.kind == "f"
-
-    def valid(v) -> bool:
-        if is_float and math.isnan(v):
-            return False
-        return fc is None or not (v == fc)
-
-    return valid
-
-
-def _to_dtype(x: float, dtype: np.dtype, rnd: bool):
-    if dtype.kind == "f":
-        return np.asarray(x).astype(dtype)[()]
-    if rnd:
-        x = float(np.rint(x))
-    info = np.iinfo(dtype)
-    if x >= float(info.max):
-        return info.max
-    if x <= float(info.min):
-        return info.min
-    return int(x)
-
-
-def oracle(a: np.ndarray, fy: int, fx: int, method: str, fill=None):
-    """``(result, tolerance)``: per-block reduction in plain Python, and for each element
-    the absolute error a double accumulation in another order may show."""
-    a = np.asarray(a)
-    dtype = a.dtype
-    n, H, W = a.shape
-    oy, ox = -(-H // fy), -(-W // fx)
-    out = np.empty((n, oy, ox), dtype=dtype)
-    tol = np.zeros((n, oy, ox), dtype=np.float64)
-    if dtype.kind == "f":
-        empty = np.asarray(np.nan if fill is None else fill).astype(dtype)[()]
-    else:
-        empty = 0 if fill is None else fill
-    eps = np.finfo(dtype).eps if dtype.kind == "f" else 0.0
-    valid = _validity(dtype, fill)
-    for b in range(n):
-        for i in range(oy):
-            for j in range(ox):
-                blk = a[b, i * fy:(i + 1) * fy, j * fx:(j + 1) * fx]
-                if method == "nearest":
-                    out[b, i, j] = blk[blk.shape[0] // 2, blk.shape[1] // 2]
-                    continue
-                vals = [v for v in blk.ravel().tolist() if valid(v)]
-                if not vals:
-                    out[b, i, j] = empty
-                    continue
-                if method == "min":
-                    out[b, i, j] = min(vals)
-                elif method == "max":
-                    out[b, i, j] = max(vals)
-                elif method == "mode":
-                    counts = collections.Counter(vals)
-                    best = max(counts.values())
-                    out[b, i, j] = min(v for v, c in counts.items() if c == best) + 0
-                else:
-                    dvals = [float(v) for v in vals]
-                    if method == "rms":
-                        dvals = [v * v for v in dvals]
-                    s = math.fsum(dvals)
-                    mag = math.fsum(abs(v) for v in dvals)
-                    if method == "sum":
-                        r = s
-                        t = mag
-                    else:
-                        r = s / len(dvals)
-                        t = mag / len(dvals)
-                        if method == "rms":
-                            r = math.sqrt(r)
-                            t = math.sqrt(t)
-                    out[b, i, j] = _to_dtype(r, dtype, method != "sum")
-                    # accumulation error in double, then one rounding to the dtype
-                    tol[b, i, j] = 4 * len(dvals) * 2.0**-52 * t + 2 * eps * abs(r)
-                    if dtype.kind != "f":  # exact below 2**53; else double rounding
-                        tol[b, i, j] = 0.0 if t <= 2**52 else \
-                            4 * len(dvals) * 2.0**-52 * t + 1.0
-    return out, tol
-
-
-def assert_matches_oracle(got, a, fy, fx, method, fill):
-    want, tol = oracle(a, fy, fx, method, fill)
-    assert got.shape == want.shape and got.dtype == want.dtype
-    if got.dtype.kind == "f":
-        gn, wn = np.isnan(got), np.isnan(want)
-        np.testing.assert_array_equal(gn, wn)
-        g = got[~gn].astype(np.float64)
-        w = want[~wn].astype(np.float64)
-        t = tol[~gn]
-        finite = np.isfinite(w)
-        np.testing.assert_array_equal(g[~finite], w[~finite])
-        assert np.all(np.abs(g[finite] - w[finite]) <= t[finite]), (got, want)
-    else:
-        diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        assert np.all(diff <= tol), (got, want)
-
-
-def assert_same(x, y):
-    assert x.dtype == y.dtype and x.shape == y.shape
-    if x.dtype.kind == "f" and not EXACT_FLOATS:  # pragma: no cover - FMA platforms
-        np.testing.assert_allclose(x, y, rtol=4 * np.finfo(x.dtype).eps, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(x, y)
-
-
-# ---------------------------------------------------------------------------
-# strategies
-# ---------------------------------------------------------------------------
-
-
-def _float_pool(dtype, fill):
-    pool = [np.nan, 0.0, -0.0, 1.0, -1.0, 2.0, 2.5, -3.25, 7.0, 1e6, 0.1]
-    if fill is not None:
-        pool.append(fill)
-    return pool
-
-
-def _int_pool(dtype, fill):
-    info = np.iinfo(dtype)
-    pool = [0, 1, 2, 3, 7, int(info.max), int(info.min), int(info.max) - 1]
-    if info.min < 0:
-        pool += [-1, -2]
-    if fill is not None:
-        pool.append(fill)
-    return pool
-
-
-@st.composite
-def kernel_case(draw, *, dtypes=DTYPES, wide=False):
-    dtype = np.dtype(draw(st.sampled_from(dtypes)))
-    n = draw(st.integers(0, 3))
-    H = draw(st.integers(0, 11))
-    W = draw(st.integers(0, 11))
-    fy = draw(st.integers(1, 5))
-    fx = draw(st.integers(1, 5))
-    if dtype.kind == "f":
-        fill = draw(st.sampled_from([None, None, -9999.0, 0.0, 2.0, np.nan]))
-        pool = _float_pool(dtype, fill)
-        if wide:
-            pool += [np.inf, -np.inf, 3.4e38, -1e300 if dtype.itemsize == 8 else -3e38]
-    else:
-        info = np.iinfo(dtype)
-        fill = draw(st.sampled_from([None, None, 0, int(info.max), 3]))
-        pool = _int_pool(dtype, fill)
-    values = draw(st.lists(st.sampled_from(pool), min_size=n * H * W, max_size=n * H * W))
-    with np.errstate(over="ignore"):
-        a = np.array(values, dtype=np.float64 if dtype.kind == "f" else object)
-        a = a.astype(dtype).reshape(n, H, W)
-    method = draw(st.sampled_from(METHODS))
-    return a, fy, fx, method, fill
-
-
-def _run(impl, a, fy, fx, method, fill):
-    out = np.full((a.shape[0], -(-a.shape[1] // fy), -(-a.shape[2] // fx)), 5, dtype=a.dtype)
-    impl.block_reduce(a, out, fy, fx, method, fill)
-    return out
-
-
-# ---------------------------------------------------------------------------
-# kernels
-# ---------------------------------------------------------------------------
-
-
-@requires_compiled
-@PROPS
-@given(kernel_case(wide=True))
-def test_compiled_matches_twin(case):
-    a, fy, fx, method, fill = case
-    assert_same(_run(compiled, a, fy, fx, method, fill), _run(twin, a, fy, fx, method, fill))
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-@PROPS
-@given(case=kernel_case())
-def test_kernel_matches_oracle(impl, case):
-    a, fy, fx, method, fill = case
-    got = _run(impl, a, fy, fx, method, fill)
-    assert_matches_oracle(got, a, fy, fx, method, fill)
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-@FEW
-@given(st.data())
-def test_kernel_random_floats_vs_oracle(impl, data):
-    """Arbitrary finite floats (not just a small pool): arithmetic within rounding."""
-    dtype = np.dtype(data.draw(st.sampled_from(["float32", "float64"])))
-    H = data.draw(st.integers(1, 9))
-    W = data.draw(st.integers(1, 9))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    a = (rng.standard_normal((2, H, W)) * 10.0 ** rng.integers(-3, 4)).astype(dtype)
-    a[rng.random(a.shape) < 0.15] = np.nan
-    fy, fx = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
-    for method in METHODS:
-        assert_matches_oracle(_run(impl, a, fy, fx, method, None), a, fy, fx, method, None)
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("method", METHODS)
-def test_per_method_wrappers(impl, method):
-    a = np.random.default_rng(1).random((2, 7, 9)).astype("f4")
-    a[0, 1, 1] = -1
-    want = _run(impl, a, 3, 2, method, -1)
-    out = np.empty_like(want)
-    getattr(impl, f"block_{method}")(a, out, 3, 2, -1)
-    np.testing.assert_array_equal(out, want)
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-def test_semantics_by_example(impl):
-    a = np.array([[[1, 2, 9, np.nan, 4],
-                   [3, 4, -9, np.nan, 4],
-                   [5, 5, 5, 1, 2]]], dtype="f8")
-    out = np.empty((1, 2, 3))
-    impl.block_reduce(a, out, 2, 2, "average", -9)
-    np.testing.assert_array_equal(out, [[[2.5, 9.0, 4.0], [5.0, 3.0, 2.0]]])
-    impl.block_reduce(a, out, 2, 2, "nearest")
-    np.testing.assert_array_equal(out, [[[4, np.nan, 4], [5, 1, 2]]])
-    impl.block_reduce(a, out, 2, 2, "sum", -9)
-    np.testing.assert_array_equal(out, [[[10, 9, 8], [10, 6, 2]]])
-    impl.block_reduce(a, out, 2, 2, "mode", -9)
-    np.testing.assert_array_equal(out, [[[1, 9, 4], [5, 1, 2]]])
-    impl.block_reduce(a, out, 2, 2, "rms")
-    np.testing.assert_allclose(out[0, 0], [math.sqrt(30 / 4), math.sqrt(81 + 81) / math.sqrt(2),
-                                           4])
-    allnan = np.full((1, 2, 2), np.nan)
-    o = np.empty((1, 1, 1))
-    impl.block_reduce(allnan, o, 2, 2, "max")
-    assert np.isnan(o[0, 0, 0])
-    impl.block_reduce(allnan, o, 2, 2, "max", -5)
-    assert o[0, 0, 0] == -5
-    # integers: rounding half to even, saturation, fill
-    i = np.array([[[1, 2, 2, 3], [250, 250, 0, 0]]], dtype="u1")
-    oi = np.empty((1, 1, 2), dtype="u1")
-    impl.block_reduce(i, oi, 2, 2, "sum")
-    np.testing.assert_array_equal(oi, [[[255, 5]]])
-    impl.block_reduce(i, oi, 2, 2, "average", 0)
-    np.testing.assert_array_equal(oi, [[[126, 2]]])  # 503 / 4 = 125.75; 5 / 2 = 2.5 -> 2
-    o32 = np.empty((1, 1, 2), "i4")
-    impl.block_reduce(np.array([[[1, 2, -3, -4]]], dtype="i4"), o32, 1, 2, "average")
-    np.testing.assert_array_equal(o32, [[[2, -4]]])  # 1.5 -> 2, -3.5 -> -4 (half to even)
-
-
-@pytest.mark.parametrize("impl", IMPLS)
-def test_invalid_arguments(impl):
-    a = np.zeros((1, 4, 4), "f4")
-    o = np.zeros((1, 2, 2), "f4")
-    with pytest.raises(ValueError, match="method"):
-        impl.block_reduce(a, o, 2, 2, "bilinear")
-    with pytest.raises(ValueError, match="factors"):
-        impl.block_reduce(a, o, 0, 2, "average")
-    with pytest.raises(ValueError, match=r"\(1, 3, 2\).*\(1, 4, 4\).*\(1, 2, 2\)"):
-        impl.block_reduce(a, np.zeros((1, 3, 2), "f4"), 2, 2, "average")
-    with pytest.raises(TypeError):
-        impl.block_reduce(a, np.zeros((1, 2, 2), "f8"), 2, 2, "average")
-    with pytest.raises(TypeError):
-        impl.block_reduce(a.astype("c8"), o.astype("c8"), 2, 2, "average")
-    with pytest.raises(TypeError):
-        impl.block_reduce(a.astype(">f4"), o.astype(">f4"), 2, 2, "average")
-    with pytest.raises(TypeError):
-        impl.block_reduce(None, o, 2, 2, "average")
-    with pytest.raises(TypeError):
-        impl.block_reduce(a, o, 2.0, 2, "average")
-    with pytest.raises(ValueError, match="3-D"):
-        impl.block_reduce(a[0], o[0], 2, 2, "average")
-    with pytest.raises(ValueError, match="contiguous"):
-        impl.block_reduce(np.zeros((1, 4, 8), "f4")[:, :, ::2], o, 2, 2, "average")
-    ro = o.copy()
-    ro.flags.writeable = False
-    with pytest.raises(ValueError, match="read-only"):
-        impl.block_reduce(a, ro, 2, 2, "average")
-    ai, oi = a.astype("i2"), o.astype("i2")
-    for bad in (1e6, 1.5, np.nan, -40000):
-        with pytest.raises(ValueError, match="not representable"):
-            impl.block_reduce(ai, oi, 2, 2, "average", bad)
-    with pytest.raises(TypeError):
-        impl.block_reduce(ai, oi, 2, 2, "average", "3")
-    impl.block_reduce(ai, oi, 2, 2, "average", 3.0)  # integral floats are fine
-
-
-@requires_compiled
-@FEW
-@given(st.data())
-def test_invalid_arguments_same_exception(data):
-    """Compiled and twin raise the same exception type for the same bad call."""
-    a = np.zeros((1, 4, 4), "f4")
-    candidates = [
-        (a, np.zeros((1, 2, 2), "f4")), (a, np.zeros((1, 2, 2), "f8")),
-        (a, np.zeros((2, 2, 2), "f4")), (a.astype("?"), np.zeros((1, 2, 2), "?")),
-        (a.astype("f2"), np.zeros((1, 2, 2), "f2")), (a.tolist(), np.zeros((1, 2, 2), "f4")),
-        (a.astype("M8[s]"), np.zeros((1, 2, 2), "M8[s]")),
-        (a.astype("i8"), np.zeros((1, 2, 2), "i8")), (bytearray(64), bytearray(16)),
-    ]
-    src, out = data.draw(st.sampled_from(candidates))
-    fy = data.draw(st.sampled_from([2, 0, -1, 2**70]))
-    method = data.draw(st.sampled_from(["average", "mode", "x", None, 3]))
-    fill = data.draw(st.sampled_from([None, 1, 1.5, "a", 1e40, np.nan]))
-
-    def outcome(impl):
-        try:
-            impl.block_reduce(src, out, fy, 2, method, fill)
-        except (ValueError, TypeError, OverflowError) as e:
-            return type(e)
-        return "ok"
-
-    assert outcome(compiled) == outcome(twin)
-
-
-def test_selector_pure_python_env(tmp_path):
-    code = ("from zarrfast.kernels import downsample as d; "
-            "print(d.USING_EXTENSIONS, d.kernels.__name__)")
-    env = dict(os.environ, ZARRFAST_PURE_PYTHON="1")
-    # the package under test, as installed: a temporary working directory, no source tree
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True, cwd=tmp_path)
-    assert res.stdout.split() == ["False", "zarrfast.kernels.downsample"]
-    if compiled is not None and os.environ.get("ZARRFAST_PURE_PYTHON") != "1":
-        assert twin.USING_EXTENSIONS and twin.kernels is compiled
-
-
-@pytest.mark.parametrize("method", METHODS)
-def test_downsample_nd(method):
-    rng = np.random.default_rng(3)
-    a = rng.integers(0, 5, size=(2, 3, 9, 10)).astype("f4")
-    got = twin.downsample(a, (2, 3), method, 0)
-    want, _ = oracle(a.reshape(6, 9, 10), 2, 3, method, 0)
-    assert got.shape == (2, 3, 5, 4)
-    np.testing.assert_allclose(got.reshape(6, 5, 4), want, rtol=1e-6)
-    one = twin.downsample(a[0, 0, 0], 4, method)
-    w1, _ = oracle(a[0, 0, 0].reshape(1, 1, 10), 1, 4, method, None)
-    np.testing.assert_allclose(one, w1.reshape(3), rtol=1e-6)
-    f16 = twin.downsample(a.astype("f2"), (2, 2), method)
-    assert f16.dtype == np.float16 and f16.shape == (2, 3, 5, 5)
-    be = twin.downsample(a.astype(">f8"), (2, 2), method)
-    np.testing.assert_array_equal(be, twin.downsample(a.astype("f8"), (2, 2), method))
-    if method in twin.SELECTING:
-        b = twin.downsample(a > 2, (2, 2), method)
-        assert b.dtype == bool
-        t = twin.downsample(a.astype("i8").astype("M8[D]"), (2, 2), method)
-        assert t.dtype == np.dtype("M8[D]")
-    else:
-        with pytest.raises(TypeError):
-            twin.downsample(a > 2, (2, 2), method)
-    with pytest.raises(ValueError):
-        twin.downsample(a, (0, 2), method)
-    with pytest.raises(TypeError):
-        twin.downsample(a.astype("c8"), (2, 2), method)
 
 
 # ---------------------------------------------------------------------------
@@ -606,44 +227,6 @@ def test_write_dataset_from_xarray(tmp_path, fmt):
 # ---------------------------------------------------------------------------
 
 
-def small_tms(n=6, tile=8, id_="tiny"):
-    """A quad TileMatrixSet with ``tile``-pixel tiles: level ``z{i}`` is 2**i tiles wide."""
-    return {"id": id_, "crs": "http://www.opengis.net/def/crs/EPSG/0/3857",
-            "tileMatrices": [
-                {"id": f"z{z}", "scaleDenominator": 1e6 / 2**z, "cellSize": 100.0 / 2**z,
-                 "pointOfOrigin": [0.0, 0.0], "tileWidth": tile, "tileHeight": tile,
-                 "matrixWidth": 2**z, "matrixHeight": 2**z} for z in range(n)]}
-
-
-def make_source(store, *, fmt=3, shape=(37, 50), lead=(), chunks=None, dtype="f4",
-                fill=-9999.0, seed=0):
-    """A Dataset with data variables ``v`` (lead + (y, x)) and ``w`` (y, x, float64),
-    plus a 1-D non-spatial variable when ``lead`` is given."""
-    rng = np.random.default_rng(seed)
-    full = tuple(lead) + tuple(shape)
-    if np.dtype(dtype).kind == "f":
-        v = (rng.random(full) * 100).astype(dtype)
-        v[rng.random(full) < 0.05] = np.nan
-    else:
-        v = rng.integers(1, 6, size=full).astype(dtype)
-    if fill is not None:
-        v[rng.random(full) < 0.1] = fill
-        v[..., :4, :4] = fill  # a whole block of nodata
-    dims = ("time",) * bool(lead) + ("y", "x")
-    data_vars = {"v": (dims, v, {"units": "K"} | ({"_FillValue": fill} if fill is not None
-                                                  else {})),
-                 "w": (("y", "x"), rng.standard_normal(shape))}
-    coords = {"y": ("y", 1000.0 - 10.0 * np.arange(shape[0]) - 5.0, {"units": "m"}),
-              "x": ("x", 10.0 * np.arange(shape[1]) + 5.0, {"units": "m"})}
-    if lead:
-        coords["time"] = ("time", np.arange(lead[0]) * 86400)
-        data_vars["station"] = (("time",), np.arange(lead[0], dtype="i4"))
-    chunk_spec = chunks if chunks is not None else {"y": 16, "x": 16, "time": 2}
-    g = write_dataset(store, data_vars, coords, zarr_format=fmt, chunks=chunk_spec,
-                      attrs={"title": "src"})
-    return g, data_vars, coords
-
-
 def reference_levels(values, factors, method, fill):
     """Level-from-level downsampling of the last two axes with the oracle."""
     out = [values]
@@ -798,7 +381,7 @@ def test_pyramid_many_chunks_many_threads():
     code = """if True:
         import numpy as np, zarrfast, sys
         sys.path.insert(0, {tests!r})
-        from test_geozarr_write import make_source, small_tms
+        from _helpers.geozarr import make_source, small_tms
         from zarrfast.geozarr.multiscales import build_multiscales
         src, data_vars, coords = make_source(None, shape=(200, 260),
                                              chunks={{"y": 20, "x": 36}})
@@ -813,7 +396,7 @@ def test_pyramid_many_chunks_many_threads():
             np.testing.assert_array_equal(outs[0][k], outs[1][k])
         print("ok", len(outs[0]))
     """
-    tests = os.path.dirname(os.path.abspath(__file__))
+    tests = str(_helpers.TESTS)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.dirname(tests) + os.pathsep + env.get("PYTHONPATH", "")
     res = subprocess.run([sys.executable, "-c", code.format(tests=tests)], env=env,
