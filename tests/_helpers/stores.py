@@ -1,8 +1,10 @@
-"""Store subclasses shared by tests in more than one layer."""
+"""Stores and store data shared by tests in more than one layer."""
 
 from __future__ import annotations
 
 import threading
+
+import numpy as np
 
 from zarrfast.storage import LocalStore
 
@@ -32,3 +34,8 @@ class GetAndIntoStore(LocalStore):
 
     def get_into(self, key, out):
         return super().get_into(key, out)
+
+
+def archive_data(seed: int = 0) -> np.ndarray:
+    """The float32 values the zip archive tests store."""
+    return np.random.default_rng(seed).random((30, 40)).astype("float32")

@@ -1,6 +1,6 @@
 """FsspecStore: the store conformance suite on ``memory://`` and on a real S3 server
-(moto, over HTTP), round trips and zarr-python interoperability through S3, and the
-behaviour of the network layer (concurrency, retries, errors) checked through a
+(moto, over HTTP), round trips through S3 (zarr-python reading and writing the same
+objects: ``tests/interop/test_store_peers.py``), and the behaviour of the network layer (concurrency, retries, errors) checked through a
 loopback HTTP proxy in front of the S3 server that delays, counts and fails requests."""
 
 from __future__ import annotations
@@ -146,77 +146,9 @@ def test_storage_options_unused_is_an_error(tmp_path: Path, store: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# arrays through S3, and zarr-python reading / writing the same objects
+# arrays through S3 (zarr-python reading / writing the same objects:
+# tests/interop/test_store_peers.py)
 # ---------------------------------------------------------------------------
-ARRAY_CASES = {
-    "v3-zstd": dict(zarr_format=3, chunks=(16, 16)),
-    "v3-sharded": dict(zarr_format=3, chunks=(8, 8), shards=(32, 32)),
-    "v2-blosc": dict(zarr_format=2, chunks=(16, 16)),
-}
-
-
-def _data() -> np.ndarray:
-    return np.arange(40 * 50, dtype="float32").reshape(40, 50) * 0.5
-
-
-@pytest.mark.parametrize("case", list(ARRAY_CASES))
-def test_zarrfast_round_trip_and_zarr_python_reads(s3_server, case: str) -> None:
-    zarr = pytest.importorskip("zarr")
-    opts = s3_server.storage_options()
-    url = s3_server.url(f"{uuid.uuid4().hex}/x.zarr")
-    data = _data()
-    a = zarrfast.create_array(url, shape=data.shape, dtype=data.dtype, fill_value=-1,
-                              storage_options=opts, **ARRAY_CASES[case])
-    a[:] = data
-    a[3:7, 41:] = 7.0
-    expected = data.copy()
-    expected[3:7, 41:] = 7.0
-    back = zarrfast.open_array(url, mode="r", storage_options=opts)
-    assert isinstance(back.store, FsspecStore) and back.store.read_only
-    np.testing.assert_array_equal(back[:], expected)
-    np.testing.assert_array_equal(back[5:30:3, ::7], expected[5:30:3, ::7])
-    theirs = zarr.open_array(url, mode="r", storage_options=opts)
-    np.testing.assert_array_equal(theirs[:], expected)
-
-
-@pytest.mark.parametrize("case", list(ARRAY_CASES))
-def test_zarrfast_reads_what_zarr_python_wrote(s3_server, case: str) -> None:
-    zarr = pytest.importorskip("zarr")
-    opts = s3_server.storage_options()
-    url = s3_server.url(f"{uuid.uuid4().hex}/zp.zarr")
-    data = _data()
-    kwargs = dict(ARRAY_CASES[case])
-    theirs = zarr.create_array(url, shape=data.shape, dtype=data.dtype, fill_value=-1,
-                               storage_options=opts, **kwargs)
-    theirs[:] = data
-    ours = zarrfast.open_array(url, mode="r", storage_options=opts)
-    np.testing.assert_array_equal(ours[:], data)
-    np.testing.assert_array_equal(ours[::-3, 7], data[::-3, 7])
-
-
-def test_consolidated_metadata_through_s3(s3_server) -> None:
-    zarr = pytest.importorskip("zarr")
-    opts = s3_server.storage_options()
-    url = s3_server.url(f"{uuid.uuid4().hex}/h.zarr")
-    root = zarrfast.open_group(url, mode="w", storage_options=opts, attributes={"x": 1})
-    root.create_array("a", data=np.arange(10, dtype="i4"), chunks=(4,))
-    root.create_group("g").create_array("b", data=np.ones((3, 3)), chunks=(2, 2))
-    zarrfast.consolidate_metadata(url, storage_options=opts)
-    ours = zarrfast.open_consolidated(url, storage_options=opts)
-    assert sorted(ours.keys()) == ["a", "g"]
-    np.testing.assert_array_equal(ours["g/b"][:], np.ones((3, 3)))
-    theirs = zarr.open_consolidated(url, storage_options=opts)
-    assert theirs.attrs["x"] == 1
-    np.testing.assert_array_equal(theirs["a"][:], np.arange(10))
-    # and the other way around: zarr-python consolidates, zarrfast opens
-    url2 = s3_server.url(f"{uuid.uuid4().hex}/zp.zarr")
-    g = zarr.open_group(url2, mode="w", storage_options=opts)
-    g.create_array("c", shape=(5,), dtype="u2", chunks=(2,))[:] = np.arange(5)
-    zarr.consolidate_metadata(g.store)
-    ours2 = zarrfast.open_consolidated(url2, storage_options=opts)
-    np.testing.assert_array_equal(ours2["c"][:], np.arange(5))
-
-
 def test_save_load_and_convenience_creators(s3_server) -> None:
     opts = s3_server.storage_options()
     url = s3_server.url()

@@ -1,5 +1,6 @@
 """ZipStore: the store conformance suite, arrays in archives, appending, hostile
-archives ("zip slip") and interoperability with zarr-python's ZipStore."""
+archives ("zip slip").  Interoperability with zarr-python's ZipStore:
+``tests/interop/test_store_peers.py``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from zarrfast.storage import (
     make_store,
 )
 from zarrfast.testing import StoreTests
+
+from _helpers.stores import archive_data
 
 
 class TestZipStore(StoreTests):
@@ -180,10 +183,6 @@ def test_deletes_are_unsupported(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 # arrays
 # ---------------------------------------------------------------------------
-def _data(seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).random((30, 40)).astype("float32")
-
-
 @pytest.mark.parametrize("kwargs", [
     dict(chunks=(8, 8)),
     dict(chunks=(4, 4), shards=(16, 16)),
@@ -191,7 +190,7 @@ def _data(seed: int = 0) -> np.ndarray:
 ], ids=["v3", "sharded", "v2"])
 def test_array_round_trip(tmp_path: Path, kwargs: dict) -> None:
     path = tmp_path / "arr.zip"
-    data = _data()
+    data = archive_data()
     with ZipStore(path, mode="w") as store:
         a = zarrfast.create_array(store, shape=data.shape, dtype=data.dtype, **kwargs)
         a[:] = data
@@ -210,52 +209,16 @@ def test_append_second_array_to_existing_archive(tmp_path: Path) -> None:
     path = tmp_path / "two.zip"
     with ZipStore(path, mode="w") as store:
         g = zarrfast.open_group(store, mode="w")
-        g.create_array("first", data=_data(1), chunks=(10, 10))
+        g.create_array("first", data=archive_data(1), chunks=(10, 10))
     store = make_store(str(path))  # a .zip path, writable: mode "a"
     assert isinstance(store, ZipStore) and store.mode == "a"
     g = zarrfast.open_group(store, mode="r+")
-    g.create_array("second", data=_data(2), chunks=(10, 10))
+    g.create_array("second", data=archive_data(2), chunks=(10, 10))
     store.close()
     g = zarrfast.open_group(str(path), mode="r")
     assert sorted(g.keys()) == ["first", "second"]
-    np.testing.assert_array_equal(g["first"][:], _data(1))
-    np.testing.assert_array_equal(g["second"][:], _data(2))
-    g.store.close()
-
-
-def test_zarr_python_reads_our_archive(tmp_path: Path) -> None:
-    zarr = pytest.importorskip("zarr")
-    path = tmp_path / "ours.zip"
-    data = _data(3)
-    with ZipStore(path, mode="w") as store:
-        g = zarrfast.open_group(store, mode="w", attributes={"who": "zarrfast"})
-        g.create_array("x", data=data, chunks=(8, 8))
-        g.create_array("s", data=data, chunks=(4, 4), shards=(16, 16))
-    theirs = zarr.storage.ZipStore(path, mode="r")
-    try:
-        tg = zarr.open_group(theirs, mode="r")
-        assert tg.attrs["who"] == "zarrfast"
-        np.testing.assert_array_equal(tg["x"][:], data)
-        np.testing.assert_array_equal(tg["s"][:], data)
-    finally:
-        theirs.close()
-
-
-def test_we_read_zarr_pythons_archive(tmp_path: Path) -> None:
-    zarr = pytest.importorskip("zarr")
-    path = tmp_path / "theirs.zip"
-    data = _data(4)
-    theirs = zarr.storage.ZipStore(path, mode="w")
-    try:
-        g = zarr.open_group(theirs, mode="w")
-        g.create_array("x", shape=data.shape, dtype=data.dtype, chunks=(8, 8))[:] = data
-        g.create_array("s", shape=data.shape, dtype=data.dtype, chunks=(4, 4),
-                       shards=(16, 16))[:] = data
-    finally:
-        theirs.close()
-    g = zarrfast.open_group(str(path), mode="r")
-    np.testing.assert_array_equal(g["x"][:], data)
-    np.testing.assert_array_equal(g["s"][7:29, 3:33], data[7:29, 3:33])
+    np.testing.assert_array_equal(g["first"][:], archive_data(1))
+    np.testing.assert_array_equal(g["second"][:], archive_data(2))
     g.store.close()
 
 
