@@ -1,10 +1,12 @@
 """What the array tests share: running with the compiled kernels or their NumPy twins,
-byte-exact comparison, random data of any dtype, chunk keys, and named codec chains.
+byte-exact comparison, random data of any dtype, chunk keys and metadata documents in a
+store, and named codec chains.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -132,3 +134,12 @@ def full_fill(shape: tuple[int, ...], dtype: np.dtype, fill: Any) -> np.ndarray:
 
 
 IMPLS = ["compiled", "pure"]
+
+
+def node_doc(store: zarrfast.Store, path: str) -> dict | None:
+    raw = store.get(f"{path}/zarr.json" if path else "zarr.json")
+    return None if raw is None else json.loads(raw)
+
+
+def metadata_keys(store: zarrfast.Store) -> list[str]:
+    return sorted(k for k in store.list() if k.endswith("zarr.json"))

@@ -1,5 +1,5 @@
-"""``open`` / ``open_array`` / ``create_array`` modes (``r``, ``r+``, ``a``, ``w``, ``w-``),
-refusals of existing nodes and of the wrong node type, paths.
+"""``open`` / ``open_array`` / ``create_array`` / ``open_group`` / ``group`` modes (``r``,
+``r+``, ``a``, ``w``, ``w-``), refusals of existing nodes and of the wrong node type, paths.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from zarrfast.errors import (
     ArrayNotFoundError,
     ContainsArrayError,
     ContainsGroupError,
+    GroupNotFoundError,
     NodeNotFoundError,
     NodeTypeValidationError,
     ReadOnlyError,
@@ -21,7 +22,7 @@ from zarrfast.errors import (
 )
 
 import _helpers
-from _helpers.arrays import chunk_keys, same
+from _helpers.arrays import chunk_keys, metadata_keys, node_doc, same
 
 ROOT = _helpers.ROOT
 
@@ -140,3 +141,34 @@ def test_nested_array_path(store: zarrfast.Store) -> None:
     assert chunk_keys(store) == ["g/h/arr/c/0", "g/h/arr/c/1"]
     b = zarrfast.open_array(store, path="/g/h/arr/", mode="r")
     assert list(b[:]) == [1, 2, 3]
+
+
+def test_open_group_modes(store: zarrfast.Store) -> None:
+    with pytest.raises(GroupNotFoundError) as info:
+        zarrfast.open_group(store, mode="r")
+    assert isinstance(info.value, FileNotFoundError)
+    with pytest.raises(GroupNotFoundError):
+        zarrfast.open_group(store, mode="r+")
+    assert store.get("zarr.json") is None
+    g = zarrfast.open_group(store, mode="a", attributes={"v": 1})  # created
+    assert node_doc(store, "")["attributes"] == {"v": 1}
+    g.create_group("child")
+    again = zarrfast.open_group(store, mode="a", attributes={"v": 2})  # opened as is
+    assert dict(again.attrs) == {"v": 1} and list(again.keys()) == ["child"]
+    with pytest.raises(ContainsGroupError):
+        zarrfast.open_group(store, mode="w-")
+    w = zarrfast.open_group(store, mode="w", attributes={"v": 3})  # replaced
+    assert dict(w.attrs) == {"v": 3} and list(w.keys()) == []
+    assert metadata_keys(store) == ["zarr.json"]
+    assert zarrfast.open_group(store, mode="r+").read_only is False
+    with pytest.raises(ZarrfastError, match="mode"):
+        zarrfast.open_group(store, mode="rw")
+
+
+def test_group_function(store: zarrfast.Store) -> None:
+    g = zarrfast.group(store, attributes={"a": 1})
+    g.create_group("k")
+    g2 = zarrfast.group(store)
+    assert list(g2.keys()) == ["k"] and dict(g2.attrs) == {"a": 1}
+    g3 = zarrfast.group(store, overwrite=True)
+    assert list(g3.keys()) == []

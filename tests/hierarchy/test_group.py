@@ -24,14 +24,7 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 
-
-def node_doc(store: zarrfast.Store, path: str) -> dict | None:
-    raw = store.get(f"{path}/zarr.json" if path else "zarr.json")
-    return None if raw is None else json.loads(raw)
-
-
-def metadata_keys(store: zarrfast.Store) -> list[str]:
-    return sorted(k for k in store.list() if k.endswith("zarr.json"))
+from _helpers.arrays import metadata_keys, node_doc
 
 
 @pytest.fixture
@@ -324,39 +317,8 @@ def test_group_unknown_member_refused(store: zarrfast.Store) -> None:
 
 
 # ---------------------------------------------------------------------------
-# modes and read-only groups
+# read-only groups (open_group modes: tests/api/test_open_modes.py)
 # ---------------------------------------------------------------------------
-
-
-def test_open_group_modes(store: zarrfast.Store) -> None:
-    with pytest.raises(GroupNotFoundError) as info:
-        zarrfast.open_group(store, mode="r")
-    assert isinstance(info.value, FileNotFoundError)
-    with pytest.raises(GroupNotFoundError):
-        zarrfast.open_group(store, mode="r+")
-    assert store.get("zarr.json") is None
-    g = zarrfast.open_group(store, mode="a", attributes={"v": 1})  # created
-    assert node_doc(store, "")["attributes"] == {"v": 1}
-    g.create_group("child")
-    again = zarrfast.open_group(store, mode="a", attributes={"v": 2})  # opened as is
-    assert dict(again.attrs) == {"v": 1} and list(again.keys()) == ["child"]
-    with pytest.raises(ContainsGroupError):
-        zarrfast.open_group(store, mode="w-")
-    w = zarrfast.open_group(store, mode="w", attributes={"v": 3})  # replaced
-    assert dict(w.attrs) == {"v": 3} and list(w.keys()) == []
-    assert metadata_keys(store) == ["zarr.json"]
-    assert zarrfast.open_group(store, mode="r+").read_only is False
-    with pytest.raises(ZarrfastError, match="mode"):
-        zarrfast.open_group(store, mode="rw")
-
-
-def test_group_function(store: zarrfast.Store) -> None:
-    g = zarrfast.group(store, attributes={"a": 1})
-    g.create_group("k")
-    g2 = zarrfast.group(store)
-    assert list(g2.keys()) == ["k"] and dict(g2.attrs) == {"a": 1}
-    g3 = zarrfast.group(store, overwrite=True)
-    assert list(g3.keys()) == []
 
 
 def test_read_only_group(tree: zarrfast.Group) -> None:
