@@ -1,4 +1,5 @@
-"""Fixtures shared by the whole suite (each layer's folder has its own ``conftest.py``).
+"""Fixtures shared by the whole suite.  (A layer's folder gets its own ``conftest.py``
+when several of its modules share a fixture; none does today.)
 
 * ``store``: an empty store, once a ``MemoryStore`` and once a ``LocalStore``;
 * ``s3_server``: a real S3 server (moto's, over HTTP on loopback) for the remote store

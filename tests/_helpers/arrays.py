@@ -29,11 +29,6 @@ from zarrfast.codecs import (
 )
 from zarrfast.kernels import reference as _reference
 
-import _helpers
-
-ROOT = _helpers.ROOT
-
-
 KERNEL_NAMES = [n for n in _kernels.__all__ if n != "USING_EXTENSIONS"]
 
 

@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, settings
 from zarrfast import kernels as _kernels
 from zarrfast.kernels import reference as ref
 
+from _helpers.kernels import I64
+
 try:
     from zarrfast._ext import _fileio
 except ImportError:  # pragma: no cover - not built on this platform
@@ -54,7 +56,6 @@ PROPS = settings(max_examples=150, deadline=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 DECODED, NO_DATA, FAILED = 0, 1, 2
-I64 = np.int64
 GUARD = 16
 MAGIC = b"\x28\xb5\x2f\xfd"
 

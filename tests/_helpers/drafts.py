@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from zarrfast.metadata.draft import DRAFT_2022, ZARRITA
 
@@ -17,6 +18,13 @@ try:
     import zarr
 except ImportError:  # pragma: no cover - a test-only peer: the tests that use it skip
     zarr = None
+
+#: the ``pytestmark`` of the draft modules
+WARNINGS = pytest.mark.filterwarnings(
+    # zarr-python 3 warns about numcodecs.* codecs and v2 details it reads fine
+    "ignore::UserWarning",
+    "ignore::DeprecationWarning",
+)
 
 
 FIXTURES = _helpers.FIXTURES / "drafts"

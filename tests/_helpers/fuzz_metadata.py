@@ -25,6 +25,8 @@ from zarrfast.metadata.v2 import ArrayMetadataV2
 from zarrfast.metadata.v3 import parse_metadata
 from zarrfast.storage import MemoryStore
 
+from _helpers import LE
+
 #: examples per fuzz test (about 1 ms each); ZARRFAST_FUZZ_EXAMPLES=20000 for a long run
 FUZZ_EXAMPLES = int(os.environ.get("ZARRFAST_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None,
@@ -34,8 +36,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*fallback:UserWarning")
 
 GROUP = "grp"
 ARR = "grp/arr"  # every mutated array lives here; errors must name it
-
-LE = {"name": "bytes", "configuration": {"endian": "little"}}
 
 
 def _v3_array(**kw: Any) -> dict[str, Any]:

@@ -14,10 +14,10 @@ from zarrfast.errors import ZarrfastError
 from zarrfast.metadata import parse_data_type
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 
+from _helpers import LE
+
 PATH = "a/b"
 KEY = "a/b/zarr.json"
-
-LE = {"name": "bytes", "configuration": {"endian": "little"}}
 
 
 def array_doc(**overrides: Any) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import struct
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ import pytest
 
 import zarrfast
 from zarrfast.codecs import ShardingCodec
+
+from _helpers import LE, seed_of
 
 try:
     import zarr
@@ -34,7 +35,6 @@ except ImportError:  # pragma: no cover - likewise
 EMPTY = 2**64 - 1
 NAN = float("nan")
 
-LE = {"name": "bytes", "configuration": {"endian": "little"}}
 BE = {"name": "bytes", "configuration": {"endian": "big"}}
 CRC = {"name": "crc32c"}
 ZSTD = {"name": "zstd", "configuration": {"level": 1, "checksum": False}}
@@ -153,8 +153,6 @@ CASE_BY_ID = {c.id: c for c in CASES}
 # ---------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------
-def _seed(*parts: Any) -> int:
-    return zlib.crc32(repr(parts).encode())
 
 
 def make_data(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -190,7 +188,7 @@ def fill_mask(a: np.ndarray, fill: Any) -> np.ndarray:
 
 
 def expected_array(case: Case) -> np.ndarray:
-    data = make_data(case.dtype, case.shape, _seed(case.id))
+    data = make_data(case.dtype, case.shape, seed_of(case.id))
     # inner chunk (0, ..., 0) of shard (0, ..., 0): fill only, so writers leave it out
     data[tuple(slice(0, b) for b in case.inner_block)] = case.fill
     # the shard row(s) past `written_stop` are never written: missing shards
@@ -433,7 +431,7 @@ def _pw_case(location: str) -> Case:
 
 
 def _pw_array(tmp_path: Path, writer: str, case: Case) -> np.ndarray:
-    rng = np.random.default_rng(_seed("pw", writer, case.location))
+    rng = np.random.default_rng(seed_of("pw", writer, case.location))
     data = rng.integers(1, 1000, size=case.shape).astype("int32")
     data[0:2, 0:3] = 0  # inner chunk (0, 0) of shard (0, 0): missing
     if writer == "zarr":

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import threading
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from zarrfast.storage import LocalStore
 
@@ -39,3 +42,14 @@ class GetAndIntoStore(LocalStore):
 def archive_data(seed: int = 0) -> np.ndarray:
     """The float32 values the zip archive tests store."""
     return np.random.default_rng(seed).random((30, 40)).astype("float32")
+
+
+def make_symlink(target: Path, link: Path, *, is_dir: bool) -> None:
+    try:
+        os.symlink(target, link, target_is_directory=is_dir)
+    except (OSError, NotImplementedError) as e:  # Windows without the privilege
+        pytest.skip(f"cannot create symbolic links here: {e}")
+
+
+#: the marker in the names of LocalStore's temporary files (written, then renamed)
+TMP_MARK = ".zarrfast-tmp-"

@@ -17,6 +17,7 @@ from typing import Any
 
 import numcodecs
 import numpy as np
+import pytest
 
 import zarrfast
 from zarrfast.metadata.v2 import ArrayMetadataV2
@@ -28,6 +29,15 @@ try:
     import zarr
 except ImportError:  # pragma: no cover - a test-only peer: the tests that use it skip
     zarr = None
+
+#: the ``pytestmark`` of the Zarr v2 interoperability modules
+MARKS = [
+    pytest.mark.interop,
+    # zarr-python 3 warns that v2 consolidated metadata / some numcodecs codecs are not
+    # part of a spec; that is not what these tests are about
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
 
 
 NAN = float("nan")
@@ -480,12 +490,6 @@ def ts_spec(path: Path, case: Case | None = None, **extra: Any) -> dict:
                     })
     spec.update(extra)
     return spec
-
-
-def _objects(values, shape) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = list(values)
-    return out.reshape(shape)
 
 
 class CountingStore(LocalStore):

@@ -21,11 +21,7 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 
-import _helpers
 from _helpers.arrays import chunk_keys, metadata_keys, node_doc, same
-
-ROOT = _helpers.ROOT
-
 
 # ---------------------------------------------------------------------------
 # open / create modes

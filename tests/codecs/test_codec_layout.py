@@ -23,11 +23,7 @@ from zarrfast.codecs import (
 )
 from zarrfast.errors import MetadataValidationError
 
-import _helpers
 from _helpers.arrays import random_data, same
-
-ROOT = _helpers.ROOT
-
 
 # ---------------------------------------------------------------------------
 # data types and codecs: what lands in the store

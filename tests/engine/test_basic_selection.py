@@ -12,11 +12,7 @@ import pytest
 import zarrfast
 from zarrfast.errors import BoundsCheckError, IndexingError
 
-import _helpers
 from _helpers.arrays import chunk_keys, same
-
-ROOT = _helpers.ROOT
-
 
 # ---------------------------------------------------------------------------
 # indexing errors

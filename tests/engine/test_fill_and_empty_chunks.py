@@ -12,11 +12,7 @@ import pytest
 import zarrfast
 from zarrfast.errors import FillValueError
 
-import _helpers
 from _helpers.arrays import chunk_keys, codec_config, full_fill, random_data, same
-
-ROOT = _helpers.ROOT
-
 
 # ---------------------------------------------------------------------------
 # fill values, empty chunks, edge chunks

@@ -25,7 +25,6 @@ from zarrfast import kernels as _kernels
 from zarrfast.errors import IndexingError
 from zarrfast.kernels import reference as _reference
 
-import _helpers
 from _helpers.arrays import (
     IMPLS,
     codec_config,
@@ -35,8 +34,6 @@ from _helpers.arrays import (
     random_data,
     same,
 )
-
-ROOT = _helpers.ROOT
 
 
 def test_pure_kernel_patch_reaches_the_pipeline() -> None:

@@ -19,9 +19,9 @@ from zarrfast.codecs import BytesCodec, ShardingCodec
 from zarrfast.engine import sharded as zf_sharding
 from zarrfast.storage import MemoryStore
 
+from _helpers import LE
 from _helpers.sharding import (
     EMPTY,
-    LE,
     ZSTD,
     Case,
     _pw_case,

@@ -13,7 +13,8 @@ import pytest
 import zarrfast
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, SuffixByteRequest
 
-from _helpers.sharding import EMPTY, LE, ZSTD, Case, assert_equal, create_zf, parse_index, shard_key
+from _helpers import LE
+from _helpers.sharding import EMPTY, ZSTD, Case, assert_equal, create_zf, parse_index, shard_key
 
 
 # ---------------------------------------------------------------------------

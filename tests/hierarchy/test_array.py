@@ -14,11 +14,7 @@ import pytest
 import zarrfast
 from zarrfast.errors import MetadataValidationError, ReadOnlyError, ZarrfastError
 
-import _helpers
 from _helpers.arrays import chunk_keys, random_data, same
-
-ROOT = _helpers.ROOT
-
 
 # ---------------------------------------------------------------------------
 # pickling, attributes, dimension names, resize

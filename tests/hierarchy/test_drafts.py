@@ -50,15 +50,20 @@ from zarrfast.metadata.draft import (
 )
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 
-from _helpers.drafts import FIXTURES, LAYOUTS, PAIRS, _assert_same, _mem, _reference, _selections
+from _helpers.drafts import (
+    FIXTURES,
+    LAYOUTS,
+    PAIRS,
+    WARNINGS,
+    _assert_same,
+    _mem,
+    _reference,
+    _selections,
+)
 
 zarr = pytest.importorskip("zarr")
 
-pytestmark = pytest.mark.filterwarnings(
-    # zarr-python 3 warns about numcodecs.* codecs and v2 details it reads fine
-    "ignore::UserWarning",
-    "ignore::DeprecationWarning",
-)
+pytestmark = WARNINGS
 
 
 def _v2_members(name: str) -> dict[str, str]:

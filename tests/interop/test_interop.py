@@ -29,6 +29,7 @@ import pytest
 import zarrfast
 from zarrfast.metadata.v3 import ArrayMetadata
 
+from _helpers import seed_of
 from _helpers.interop import (
     ALL_CASES,
     CKE_CASES,
@@ -38,7 +39,6 @@ from _helpers.interop import (
     READERS,
     WRITERS,
     Case,
-    _seed,
     assert_fill_equal,
     assert_identical,
     expected_array,
@@ -109,7 +109,7 @@ def test_metadata_document_roundtrip(written, writer, case):
                                    "complex64"])
 def test_zarr_python_default_codecs(tmp_path, dtype):
     """Arrays zarr-python writes with its defaults (codecs chosen automatically)."""
-    data = make_data(dtype, (9, 5), _seed(dtype, "defaults"))
+    data = make_data(dtype, (9, 5), seed_of(dtype, "defaults"))
     z = zarr.create_array(store=str(tmp_path), shape=data.shape, chunks=(4, 4), dtype=dtype)
     z[...] = data
     doc = json.loads((tmp_path / "zarr.json").read_bytes())

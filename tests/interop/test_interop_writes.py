@@ -13,6 +13,7 @@ import pytest
 
 import zarrfast
 
+from _helpers import seed_of
 from _helpers.interop import (
     CODEC_CHAINS,
     INF,
@@ -22,7 +23,6 @@ from _helpers.interop import (
     WRITERS,
     Case,
     _fill_id,
-    _seed,
     assert_identical,
     expected_array,
     make_data,
@@ -51,7 +51,7 @@ EMPTY_FILLS = [("float32", NAN), ("float64", -INF), ("int16", -5), ("uint64", 2*
 def test_write_empty_chunks_false(tmp_path, reader, dtype, fill):
     shape, chunks = (8, 6), (3, 4)  # grid 3 x 2, edge chunks in both dimensions
     data = np.full(shape, fill, dtype=dtype)
-    other = make_data(dtype, (2,), _seed(dtype, "other"))
+    other = make_data(dtype, (2,), seed_of(dtype, "other"))
     other = other[other != np.asarray(fill, dtype)][:1]
     data[1, 2] = other[0]   # chunk (0, 0)
     data[7, 5] = other[0]   # chunk (2, 1): the corner edge chunk
@@ -150,9 +150,9 @@ def _sel_id(sel: Any) -> str:
 def _apply_write(a: Any, expected: np.ndarray, sel: Any, case: Case) -> None:
     if sel == "scalar-broadcast":
         sel = (slice(None, None, -3), slice(2, 7), Ellipsis)
-        value = make_data(case.dtype, (1,), _seed(case.id, "scalar"))[0]
+        value = make_data(case.dtype, (1,), seed_of(case.id, "scalar"))[0]
     else:
-        value = make_data(case.dtype, expected[sel].shape, _seed(case.id, _sel_id(sel)))
+        value = make_data(case.dtype, expected[sel].shape, seed_of(case.id, _sel_id(sel)))
     a[sel] = value
     expected[sel] = value
 
@@ -284,7 +284,7 @@ def test_zarr_python_opens_zarrfast_hierarchy(tmp_path):
 
 @pytest.mark.parametrize("dtype", ["int32", "float16", "complex128", "bool"])
 def test_create_array_with_data_read_by_peers(tmp_path, dtype):
-    data = make_data(dtype, (6, 7), _seed(dtype, "data="))
+    data = make_data(dtype, (6, 7), seed_of(dtype, "data="))
     zarrfast.create_array(str(tmp_path), data=data, chunks=(4, 3),
                           compressors=zarrfast.codecs.GzipCodec(level=2))
     for reader in PEERS:

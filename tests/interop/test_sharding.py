@@ -34,12 +34,12 @@ from zarrfast.codecs import ShardingCodec
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import MemoryStore
 
+from _helpers import LE, seed_of
 from _helpers.sharding import (
     CASE_BY_ID,
     CASES,
     CRC,
     EMPTY,
-    LE,
     READERS,
     WRITERS,
     ZSTD,
@@ -47,7 +47,6 @@ from _helpers.sharding import (
     _inner_chunks,
     _pw_array,
     _pw_case,
-    _seed,
     assert_equal,
     check_structure,
     create_zf,
@@ -264,7 +263,7 @@ def apply_updates(a: Any, mirror: np.ndarray, case: Case) -> None:
     """Partial writes of every kind, applied to a zarrfast array and a NumPy mirror."""
     nd = len(case.shape)
     block, shard = case.inner_block, case.shard
-    rng = np.random.default_rng(_seed(case.id, "updates"))
+    rng = np.random.default_rng(seed_of(case.id, "updates"))
 
     def put(sel, value):
         a[sel] = value

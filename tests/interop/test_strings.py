@@ -37,6 +37,8 @@ from zarrfast.errors import (
 from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, build_array_metadata_v2
 from zarrfast.metadata.dtype import data_type_from_numpy, parse_data_type
 
+from _helpers import object_array
+
 zarr = pytest.importorskip("zarr")
 from zarr.dtype import VariableLengthBytes  # noqa: E402
 
@@ -47,12 +49,6 @@ CHUNKS = (3, 2)
 
 TEXT = ["a", "", "é😀", "中文字", "x" * 40, "ß\x00z", "\u00a0", "q", "rr", "😀😀😀"]
 RAW = [b"a", b"", b"\x00\xff", b"abc" * 10, b"z", b"\n\x00", b"q", b"\xe9", b"s", b"tt"]
-
-
-def _objects(values: list, shape: tuple[int, ...]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out.reshape(shape)
 
 
 def _values(kind: str, n: int, shape: tuple[int, ...], salt: str = "") -> np.ndarray:
@@ -67,7 +63,7 @@ def _values(kind: str, n: int, shape: tuple[int, ...], salt: str = "") -> np.nda
                 for i in range(n)]
         if kind == "S":
             vals = [v.rstrip(b"\x00")[:6] for v in vals]
-    return _objects(vals, shape)
+    return object_array(vals, shape)
 
 
 #: kind -> (zarr-python dtype, zarrfast dtype, the zarr.json data_type, a non-default fill)
@@ -270,8 +266,8 @@ def test_fancy_writes_on_strings(tmp_path: Path) -> None:
                                   shards=(6, 4) if sharded else None)
         a[...] = model
         m = model.copy()
-        a.oindex[[6, 0], [4, 2, 1]] = _objects(["o1", "o2", "o3", "o4", "o5", "o6"], (2, 3))
-        m[np.ix_([6, 0], [4, 2, 1])] = _objects(["o1", "o2", "o3", "o4", "o5", "o6"], (2, 3))
+        a.oindex[[6, 0], [4, 2, 1]] = object_array(["o1", "o2", "o3", "o4", "o5", "o6"], (2, 3))
+        m[np.ix_([6, 0], [4, 2, 1])] = object_array(["o1", "o2", "o3", "o4", "o5", "o6"], (2, 3))
         a.vindex[[1, 5], [3, 0]] = "😀v"
         m[[1, 5], [3, 0]] = "😀v"
         mask = np.zeros(SHAPE, dtype=bool)
@@ -296,7 +292,7 @@ def test_transpose_before_vlen_uses_c_order_of_the_transposed_chunk(tmp_path: Pa
     stored in C order of the transposed shape.  (zarr-python 3.1.6 hands numcodecs the
     transposed view, which numcodecs flattens in memory order: it stores, and then reads
     back, other values; so zarr-python is not the reference here.)"""
-    x = _objects([f"{i},{j}" for i in range(2) for j in range(3)], (2, 3))
+    x = object_array([f"{i},{j}" for i in range(2) for j in range(3)], (2, 3))
     a = zarrfast.create_array(tmp_path / "a", shape=(2, 3), chunks=(2, 3), dtype=str,
                               filters=[{"name": "transpose", "configuration": {"order": [1, 0]}}],
                               compressors=None)
@@ -309,13 +305,13 @@ def test_transpose_before_vlen_uses_c_order_of_the_transposed_chunk(tmp_path: Pa
 
 def test_write_empty_chunks(tmp_path: Path) -> None:
     a = zarrfast.create_array(tmp_path / "a", shape=(6,), chunks=(2,), dtype=str)
-    a[...] = _objects(["", "", "x", "", "", ""], (6,))
+    a[...] = object_array(["", "", "x", "", "", ""], (6,))
     assert sorted(p.name for p in (tmp_path / "a" / "c").iterdir()) == ["1"]
     a[2] = ""
     assert not (tmp_path / "a" / "c").exists() or not list((tmp_path / "a" / "c").iterdir())
     b = zarrfast.create_array(tmp_path / "b", shape=(6,), chunks=(2,), dtype=bytes,
                               config={"write_empty_chunks": True})
-    b[...] = _objects([b""] * 6, (6,))
+    b[...] = object_array([b""] * 6, (6,))
     assert sorted(p.name for p in (tmp_path / "b" / "c").iterdir()) == ["0", "1", "2"]
     _assert_same(zarr.open_array(str(tmp_path / "b"))[...], [b""] * 6)
 
@@ -326,7 +322,7 @@ def test_element_count_mismatch_names_key_and_counts(tmp_path: Path, codec: str)
     a = zarrfast.create_array(tmp_path / "a", shape=(6,), chunks=(3,), dtype=dtype,
                               compressors=None)
     impl = numcodecs.VLenUTF8() if codec == "vlen-utf8" else numcodecs.VLenBytes()
-    two = _objects(["a", "b"] if codec == "vlen-utf8" else [b"a", b"b"], (2,))
+    two = object_array(["a", "b"] if codec == "vlen-utf8" else [b"a", b"b"], (2,))
     (tmp_path / "a" / "c").mkdir()
     (tmp_path / "a" / "c" / "1").write_bytes(bytes(impl.encode(two)))
     with pytest.raises(ChunkDecodeError, match=r"chunk 'c/1'.*decoded 2 elements, expected 3"):
@@ -344,7 +340,7 @@ def test_element_count_mismatch_names_key_and_counts(tmp_path: Path, codec: str)
 
 def test_compressed_chunk_is_bounded_and_named(tmp_path: Path) -> None:
     a = zarrfast.create_array(tmp_path / "a", shape=(4,), chunks=(2,), dtype=str)
-    a[...] = _objects(["a", "b", "c", "d"], (4,))
+    a[...] = object_array(["a", "b", "c", "d"], (4,))
     (tmp_path / "a" / "c" / "1").write_bytes(b"not zstd")
     with pytest.raises(ChunkDecodeError, match=r"chunk 'c/1'"):
         a[...]
@@ -353,7 +349,7 @@ def test_compressed_chunk_is_bounded_and_named(tmp_path: Path) -> None:
 def test_storing_the_wrong_element_type_is_refused() -> None:
     a = zarrfast.create_array(None, shape=(2,), chunks=(2,), dtype=bytes)
     with pytest.raises(ZarrfastError, match=r"vlen-bytes codec: element 0 .* is not bytes"):
-        a[...] = _objects(["text", b"b"], (2,))
+        a[...] = object_array(["text", b"b"], (2,))
 
 
 def _doc(data_type: Any, fill_value: Any, codecs: list | None = None) -> dict:
@@ -417,7 +413,7 @@ def test_metadata_round_trips_and_zarr_python_encodings(tmp_path: Path) -> None:
     assert b.metadata.to_dict()["data_type"] == S3
     c = _open_doc(tmp_path, _doc("variable_length_bytes", "YWIA", [{"name": "vlen-bytes"}]))
     assert c.fill_value == b"ab\x00"
-    _assert_same(c[...], _objects([b"ab\x00"] * 4, (4,)))
+    _assert_same(c[...], object_array([b"ab\x00"] * 4, (4,)))
     assert parse_data_type(U8).to_json() == U8
     assert data_type_from_numpy(">U2").dtype == np.dtype("<U2").newbyteorder("=")
 
@@ -535,7 +531,7 @@ def test_v2_stringdtype_is_vlen_utf8(tmp_path: Path) -> None:
         a = zarrfast.create_array(tmp_path / "a", shape=(3,), chunks=(2,), dtype="T",
                                   zarr_format=2)
     assert a.dtype == np.dtype(object)
-    a[...] = _objects(["a", "é", ""], (3,))
+    a[...] = object_array(["a", "é", ""], (3,))
     zarray = json.loads((tmp_path / "a" / ".zarray").read_text())
     assert zarray["dtype"] == "|O" and zarray["filters"] == [{"id": "vlen-utf8"}]
     _assert_same(zarr.open_array(str(tmp_path / "a"))[...], ["a", "é", ""])
@@ -547,7 +543,7 @@ def test_decompression_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     import zarrfast.engine.objects as obj
 
     a = zarrfast.create_array(tmp_path / "a", shape=(2,), chunks=(2,), dtype=str)
-    a[...] = _objects(["x" * 5000, "y"], (2,))
+    a[...] = object_array(["x" * 5000, "y"], (2,))
     monkeypatch.setattr(obj, "MAX_VLEN_DATA", 1000)
     b = zarrfast.open_array(tmp_path / "a")
     with pytest.raises(ChunkDecodeError, match=r"chunk 'c/0'.*1012"):
@@ -561,7 +557,7 @@ def test_corrupt_string_shard_is_named(tmp_path: Path) -> None:
 
     a = zarrfast.create_array(tmp_path / "a", shape=(8,), chunks=(2,), shards=(4,), dtype=str,
                               compressors=None)
-    a[...] = _objects([f"v{i}" for i in range(8)], (8,))
+    a[...] = object_array([f"v{i}" for i in range(8)], (8,))
     key = tmp_path / "a" / "c" / "1"
     good = key.read_bytes()
     index_nbytes = 2 * 2 * 8 + 4

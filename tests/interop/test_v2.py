@@ -28,6 +28,7 @@ from _helpers.v2 import (
     _3D,
     DTYPES,
     INF,
+    MARKS,
     MATRIX,
     NAN,
     TS_COMPRESSORS,
@@ -49,13 +50,7 @@ from _helpers.v2 import (
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
 
-pytestmark = [
-    pytest.mark.interop,
-    # zarr-python 3 warns that v2 consolidated metadata / some numcodecs codecs are not
-    # part of a spec; that is not what these tests are about
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = MARKS
 
 
 # ---------------------------------------------------------------------------

@@ -17,9 +17,10 @@ import pytest
 import zarrfast
 from zarrfast.metadata.v2 import ArrayMetadataV2
 
+from _helpers import object_array
 from _helpers.v2 import (
+    MARKS,
     NAN,
-    _objects,
     _same_object,
     assert_identical,
     assert_metadata_roundtrip,
@@ -36,13 +37,7 @@ from _helpers.v2 import (
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
 
-pytestmark = [
-    pytest.mark.interop,
-    # zarr-python 3 warns that v2 consolidated metadata / some numcodecs codecs are not
-    # part of a spec; that is not what these tests are about
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = MARKS
 
 
 # ---------------------------------------------------------------------------
@@ -288,9 +283,9 @@ def test_attributes_and_resize_seen_by_zarr_python(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 
 
-STRINGS = _objects(["a", "", "é😀", "中文字", "x" * 50, "\x00z", "ß", "q", "r", "s", "t", "u"],
+STRINGS = object_array(["a", "", "é😀", "中文字", "x" * 50, "\x00z", "ß", "q", "r", "s", "t", "u"],
                    (4, 3))
-BYTESV = _objects([b"a", b"", b"\x00\xff", b"abc" * 20, b"z", b"\n", b"q", b"r", b"s", b"t",
+BYTESV = object_array([b"a", b"", b"\x00\xff", b"abc" * 20, b"z", b"\n", b"q", b"r", b"s", b"t",
                    b"u", b"v"], (4, 3))
 
 
@@ -377,8 +372,8 @@ def test_object_partial_writes_and_missing_chunks(tmp_path: Path) -> None:
     assert stored_chunk_keys(tmp_path / "p") == set()
     a[5] = "five"
     assert stored_chunk_keys(tmp_path / "p") == {"1"}
-    a[::3] = _objects(["z0", "z3", "z6", "z9"], (4,))
-    a[8:] = _objects(["é", "😀"], (2,))
+    a[::3] = object_array(["z0", "z3", "z6", "z9"], (4,))
+    a[8:] = object_array(["é", "😀"], (2,))
     exp = ["z0", "-", "-", "z3", "-", "five", "z6", "-", "é", "😀"]
     assert a[...].tolist() == exp
     assert a[::-2].tolist() == exp[::-2]
@@ -391,7 +386,7 @@ def test_object_partial_writes_and_missing_chunks(tmp_path: Path) -> None:
                                                                            ).tolist() == exp
     # zarr-python writes into zarrfast's object array, zarrfast reads
     theirs = zarr.open_array(str(tmp_path), path="p", mode="r+")
-    theirs[1:3] = _objects(["p1", "p2"], (2,))
+    theirs[1:3] = object_array(["p1", "p2"], (2,))
     exp[1:3] = ["p1", "p2"]
     assert zarrfast.open_array(str(tmp_path), path="p")[...].tolist() == exp
 
@@ -421,7 +416,7 @@ def test_object_null_fill_is_consistent(tmp_path: Path) -> None:
 def test_vlen_array_write(tmp_path: Path) -> None:
     a = zarrfast.create_array(str(tmp_path), name="va", shape=(4,), chunks=(2,), dtype=object,
                               filters=[numcodecs.VLenArray("<i4")], zarr_format=2)
-    a[:2] = _objects([np.array([1, 2, 3], dtype="<i4"), np.array([], dtype="<i4")], (2,))
+    a[:2] = object_array([np.array([1, 2, 3], dtype="<i4"), np.array([], dtype="<i4")], (2,))
     got = zarrfast.open_array(str(tmp_path), path="va")[...]
     assert got[0].tolist() == [1, 2, 3] and got[1].tolist() == []
 
@@ -434,7 +429,7 @@ def test_categorize_filter_roundtrip(tmp_path: Path) -> None:
                               fill_value="low", zarr_format=2,
                               filters=[numcodecs.Categorize(labels, dtype=object)],
                               compressors=None)
-    a[1:4] = _objects(["high", "mid", "high"], (3,))
+    a[1:4] = object_array(["high", "mid", "high"], (3,))
     zarray, _ = read_docs(tmp_path / "c")
     assert zarray["filters"][0]["id"] == "categorize"
     got = zarrfast.open_array(str(tmp_path), path="c")[...]

@@ -17,10 +17,11 @@ import pytest
 import zarrfast
 from zarrfast.metadata.v2 import ArrayMetadataV2
 
+from _helpers import object_array
 from _helpers.v2 import (
     FIXTURES,
+    MARKS,
     CountingStore,
-    _objects,
     assert_identical,
     assert_metadata_roundtrip,
     generic_selections,
@@ -29,13 +30,7 @@ from _helpers.v2 import (
 
 zarr = pytest.importorskip("zarr")
 
-pytestmark = [
-    pytest.mark.interop,
-    # zarr-python 3 warns that v2 consolidated metadata / some numcodecs codecs are not
-    # part of a spec; that is not what these tests are about
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = MARKS
 
 
 # ---------------------------------------------------------------------------
@@ -85,7 +80,7 @@ def test_zarr_python_2_fixture_numeric(path: str, via: str) -> None:
 def test_zarr_python_2_fixture_objects(path: str) -> None:
     arr = zarrfast.open_array(str(FIXTURES / "data.zarr"), path=path, mode="r")
     values = [_untag(v) for v in FIXTURE_OBJECTS[path]]
-    exp = _objects(values, arr.shape)
+    exp = object_array(values, arr.shape)
     assert arr.dtype == np.dtype(object)
     assert_identical(arr[...], exp, what=path)
     for sel in generic_selections(arr.ndim):
@@ -144,7 +139,7 @@ def test_zarr_python_2_fixture_copy_is_writable(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "d" / "numeric" / "i4_F_2d" / ".zarray").read_text())
     assert "dimension_separator" not in doc
     s = zarrfast.open_array(str(tmp_path / "d"), path="objects/vlen_utf8_fill", mode="r+")
-    s[4:] = _objects(["new", "er"], (2,))
+    s[4:] = object_array(["new", "er"], (2,))
     assert s[...].tolist() == ["~", "ab", "c", "~", "new", "er"]
 
 

@@ -21,17 +21,11 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 
-from _helpers.v2 import CountingStore, assert_identical
+from _helpers.v2 import MARKS, CountingStore, assert_identical
 
 zarr = pytest.importorskip("zarr")
 
-pytestmark = [
-    pytest.mark.interop,
-    # zarr-python 3 warns that v2 consolidated metadata / some numcodecs codecs are not
-    # part of a spec; that is not what these tests are about
-    pytest.mark.filterwarnings("ignore::UserWarning"),
-    pytest.mark.filterwarnings("ignore::FutureWarning"),
-]
+pytestmark = MARKS
 
 
 # ---------------------------------------------------------------------------

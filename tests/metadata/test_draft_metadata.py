@@ -26,15 +26,11 @@ from zarrfast.errors import (
 from zarrfast.hierarchy.draft import detect_draft, open_draft
 from zarrfast.metadata.draft import DRAFT_2022, ZARRITA, convert_array_document
 
-from _helpers.drafts import FIXTURES, LAYOUTS, _assert_same, _doc, _mem, _put, _reference
+from _helpers.drafts import FIXTURES, LAYOUTS, WARNINGS, _assert_same, _doc, _mem, _put, _reference
 
 zarr = pytest.importorskip("zarr")
 
-pytestmark = pytest.mark.filterwarnings(
-    # zarr-python 3 warns about numcodecs.* codecs and v2 details it reads fine
-    "ignore::UserWarning",
-    "ignore::DeprecationWarning",
-)
+pytestmark = WARNINGS
 
 
 # ---------------------------------------------------------------------------

@@ -19,7 +19,8 @@ from zarrfast.errors import MetadataError, MetadataValidationError, UnknownCodec
 from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
 from zarrfast.metadata.v3 import parse_metadata
 
-from _helpers.metadata import KEY, LE, PATH, array_doc, expect_error, parse
+from _helpers import LE
+from _helpers.metadata import KEY, PATH, array_doc, expect_error, parse
 
 # ---------------------------------------------------------------------------
 # Malformed documents

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
 import sys
 import textwrap
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +32,11 @@ import zarrfast
 from zarrfast.errors import ChecksumError, ChunkDecodeError, InvalidKeyError, ZarrfastError
 from zarrfast.storage import LocalStore, MemoryStore
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+import _helpers
+from _helpers import LE
+from _helpers.bombs import deflate_bomb, zstd_rle_frame
+from _helpers.stores import make_symlink
 
-LE = {"name": "bytes", "configuration": {"endian": "little"}}
 SHAPE, CHUNKS = (30, 30), (10, 10)
 CHUNK_NBYTES = 10 * 10 * 8  # float64
 RNG = np.random.default_rng(7)
@@ -293,36 +292,6 @@ def test_sharded_inner_chunk_and_index_corruption(location: str) -> None:
 # -- decompression bombs --------------------------------------------------------------------
 
 
-def zstd_rle_frame(total: int, *, content_size: bool) -> bytes:
-    """A valid zstd frame of ``total`` zero bytes made of RLE blocks: ~4 bytes per 128 KiB
-    (``zstd.compress(bytes(2**31))`` is about this), with or without the content size."""
-    block = 1 << 17
-    out = bytearray(struct.pack("<I", 0xFD2FB528))
-    if content_size:
-        out.append(0b11100000)  # 8-byte frame content size, single segment
-        out += struct.pack("<Q", total)
-    else:
-        out += bytes([0, 0x58])  # no content size; 2 MiB window
-    n = total
-    while n > 0:
-        size = min(block, n)
-        n -= size
-        out += ((1 if n == 0 else 0) | (1 << 1) | (size << 3)).to_bytes(3, "little") + b"\0"
-    return bytes(out)
-
-
-def deflate_bomb(total_mib: int, *, gzip: bool) -> bytes:
-    """A zlib or gzip stream of ``total_mib`` MiB of zeros (~1 KiB per MiB), built from one
-    compressed MiB repeated (full flushes make the pieces independent)."""
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    piece = c.compress(bytes(1 << 20)) + c.flush(zlib.Z_FULL_FLUSH)
-    body = piece * total_mib + c.flush(zlib.Z_FINISH)
-    if gzip:
-        return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + body
-                + struct.pack("<II", 0, (total_mib << 20) & 0xFFFFFFFF))
-    return b"\x78\xda" + body + struct.pack(">I", 1)
-
-
 def _bombs() -> dict[str, tuple[str, Any, bytes]]:
     """name -> (format, codecs, chunk bytes) of chunks of 100 float64 that inflate to >=
     32 MiB."""
@@ -440,8 +409,9 @@ _V3_UNBOUNDED_SCRIPT = textwrap.dedent("""
     import zarrfast
     from zarrfast.errors import ChunkDecodeError
     from zarrfast.storage import MemoryStore
-    sys.path.insert(0, sys.argv[1])
-    from test_corrupt import deflate_bomb, LE
+    sys.path.insert(0, sys.argv[1])  # tests/: the _helpers package
+    from _helpers import LE
+    from _helpers.bombs import deflate_bomb
     gz = deflate_bomb(512, gzip=True)
     peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     s = MemoryStore()
@@ -470,7 +440,7 @@ _V3_UNBOUNDED_SCRIPT = textwrap.dedent("""
 
 
 def test_outer_bytes_codec_bomb_is_bounded() -> None:
-    proc = subprocess.run([sys.executable, "-c", _V3_UNBOUNDED_SCRIPT, str(HERE)],
+    proc = subprocess.run([sys.executable, "-c", _V3_UNBOUNDED_SCRIPT, str(_helpers.TESTS)],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "ZARRFAST_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -600,13 +570,6 @@ def test_kernels_reject_bad_arguments_without_crashing() -> None:
 # -- keys and paths --------------------------------------------------------------------------
 
 
-def _symlink(target: Path, link: Path, is_dir: bool) -> None:
-    try:
-        os.symlink(target, link, target_is_directory=is_dir)
-    except (OSError, NotImplementedError) as e:
-        pytest.skip(f"cannot create symbolic links here: {e}")
-
-
 @pytest.mark.parametrize("key", [
     "../x", "a/../../x", "/etc/passwd", "a\\..\\x", "a//b", "", ".", "a/./b", "c:x", "C:/x",
     "a/\x00", "..", "a/..", "x/", "/",
@@ -626,9 +589,9 @@ def test_local_store_symlinks_pointing_outside(tmp_path: Path) -> None:
     root.mkdir()
     outside.mkdir()
     (outside / "secret").write_bytes(b"secret")
-    _symlink(outside, root / "dirlink", is_dir=True)
-    _symlink(outside / "secret", root / "filelink", is_dir=False)
-    _symlink(outside / "new", root / "dangling", is_dir=False)
+    make_symlink(outside, root / "dirlink", is_dir=True)
+    make_symlink(outside / "secret", root / "filelink", is_dir=False)
+    make_symlink(outside / "new", root / "dangling", is_dir=False)
     store = LocalStore(root)
     # writes never go through a link that leaves the root
     for key in ("dirlink/secret", "dirlink/new", "dirlink/a/b", "filelink", "dangling"):
@@ -646,7 +609,7 @@ def test_local_store_symlinks_pointing_outside(tmp_path: Path) -> None:
     assert (outside / "secret").read_bytes() == b"secret"
     # an array whose chunk directory is a link out of the root cannot be written
     a = zarrfast.create_array(store, name="arr", shape=(4,), chunks=(2,), dtype="u1")
-    _symlink(outside, root / "arr" / "c", is_dir=True)
+    make_symlink(outside, root / "arr" / "c", is_dir=True)
     with pytest.raises(InvalidKeyError):
         a[:] = 1
     assert sorted(os.listdir(outside)) == ["secret"]
@@ -656,7 +619,7 @@ def test_local_store_links_inside_the_root_work(tmp_path: Path) -> None:
     root = tmp_path / "root"
     store = LocalStore(root)
     store.set("real/a", b"1")
-    _symlink(root / "real", root / "alias", is_dir=True)
+    make_symlink(root / "real", root / "alias", is_dir=True)
     assert store.get("alias/a") == b"1"
     store.set("alias/b", b"2")  # resolves inside the root
     assert store.get("real/b") == b"2"

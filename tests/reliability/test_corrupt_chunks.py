@@ -14,11 +14,7 @@ import zarrfast
 from zarrfast.codecs import Crc32cCodec, GzipCodec
 from zarrfast.errors import ChecksumError, ChunkDecodeError
 
-import _helpers
 from _helpers.arrays import IMPLS, codec_config, kernels, random_data, same
-
-ROOT = _helpers.ROOT
-
 
 # ---------------------------------------------------------------------------
 # corrupt chunks

@@ -13,10 +13,10 @@ import zarrfast
 from zarrfast.errors import ChecksumError, ChunkDecodeError
 from zarrfast.storage import MemoryStore
 
+from _helpers import LE
 from _helpers.sharding import (
     CRC,
     EMPTY,
-    LE,
     ZSTD,
     Case,
     T,

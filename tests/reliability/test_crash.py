@@ -27,10 +27,10 @@ import zarrfast
 from zarrfast.storage import LocalStore
 
 import _helpers
+from _helpers.stores import TMP_MARK
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and rename")
 
-TMP_MARK = ".zarrfast-tmp-"
 ENV = {**os.environ, "ZARRFAST_THREADS": "2", "PYTHONPATH": str(_helpers.ROOT)}
 
 

@@ -24,11 +24,11 @@ from zarrfast.errors import (
 from zarrfast.metadata.draft import DRAFT_2022
 from zarrfast.storage import LocalStore, MemoryStore
 
+from _helpers import LE
 from _helpers.fuzz_metadata import (
     ARR,
     DRAFT_ARRAYS,
     DRAFT_ENTRY,
-    LE,
     V2_ARRAYS,
     V2_ZMETADATA,
     V3_ARRAYS,

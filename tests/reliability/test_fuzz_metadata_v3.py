@@ -17,7 +17,8 @@ from zarrfast.errors import ZarrfastError
 from zarrfast.metadata import parse_data_type
 from zarrfast.metadata.v3 import parse_metadata
 
-from _helpers.metadata import DATA_TYPES, FULL_DOCS, LE, array_doc, parse
+from _helpers import LE
+from _helpers.metadata import DATA_TYPES, FULL_DOCS, array_doc, parse
 
 # ---------------------------------------------------------------------------
 # Fuzzing: any mutation of a valid document parses or raises ZarrfastError

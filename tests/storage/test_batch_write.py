@@ -16,7 +16,7 @@ from zarrfast import config
 from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage import LocalStore
 
-TMP_MARK = ".zarrfast-tmp-"
+from _helpers.stores import TMP_MARK
 
 
 def leftovers(root) -> list[str]:

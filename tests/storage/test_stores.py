@@ -14,6 +14,8 @@ from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, Store
 from zarrfast.testing import StoreTests
 
+from _helpers.stores import make_symlink
+
 
 def walk_files(root: Path) -> list[str]:
     """Every file (or symbolic link) below ``root`` as a sorted '/'-separated relative path."""
@@ -23,13 +25,6 @@ def walk_files(root: Path) -> list[str]:
         for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
             out.append((rel / name).as_posix())
     return sorted(out)
-
-
-def make_symlink(target: Path, link: Path, *, is_dir: bool) -> None:
-    try:
-        os.symlink(target, link, target_is_directory=is_dir)
-    except (OSError, NotImplementedError) as e:  # Windows without the privilege
-        pytest.skip(f"cannot create symbolic links here: {e}")
 
 
 # ---------------------------------------------------------------------------
