@@ -227,7 +227,7 @@ def test_read_into_out_and_scalars(arrays):
     assert arr[21, 9, 6] == truths["c3d_i2"][21, 9, 6]
 
 
-def test_batch_decode_can_be_disabled_by_environment(arrays):
+def test_batch_decode_can_be_disabled_by_environment(arrays, subprocess_cwd):
     root, truths = arrays
     script = textwrap.dedent("""
         import sys
@@ -244,7 +244,8 @@ def test_batch_decode_can_be_disabled_by_environment(arrays):
     env["ZARRFAST_BATCH_DECODE"] = "0"
     target = root / "env_out.npy"
     proc = subprocess.run([sys.executable, "-c", script, str(root), "big_f8_T", str(target)],
-                          env=env, capture_output=True, text=True, timeout=120)
+                          env=env, capture_output=True, text=True, timeout=120,
+                          cwd=subprocess_cwd)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(target), truths["big_f8_T"])
 

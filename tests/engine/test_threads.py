@@ -17,11 +17,7 @@ import zarrfast
 from zarrfast.codecs import BloscCodec
 from zarrfast.errors import ZarrfastError
 
-import _helpers
 from _helpers.arrays import random_data, same
-
-ROOT = _helpers.ROOT
-
 
 # ---------------------------------------------------------------------------
 # threads
@@ -70,7 +66,7 @@ def test_zarrfast_threads_environment_variable(tmp_path: Path) -> None:
     )
     data = random_data(np.dtype("i8"), (20, 20), np.random.default_rng(4))
     zarrfast.create_array(tmp_path / "a.zarr", data=data, chunks=(3, 7))
-    env = {**os.environ, "ZARRFAST_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "ZARRFAST_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "a.zarr")], env=env,
                          capture_output=True, text=True, check=False, cwd=tmp_path)
     assert out.returncode == 0, out.stderr

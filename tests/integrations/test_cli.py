@@ -19,10 +19,6 @@ import zarrfast
 from zarrfast import cli
 from zarrfast.cli import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(zarrfast.__file__)))
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
-    p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
-
 
 @pytest.fixture
 def tree(tmp_path):
@@ -65,10 +61,12 @@ def _script() -> str | None:
     return None
 
 
-def _run(*args, script=False, cwd=None, timeout=120):
+def _run(*args, cwd, script=False, timeout=120):
+    """``zarrfast *args`` as a process, in ``cwd`` (a temporary directory: ``python -m``
+    from a source checkout would import the source tree, not the installed package)."""
     cmd = ([_script()] if script
            else [sys.executable, "-m", "zarrfast.cli"]) + [str(a) for a in args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=cwd,
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, check=False)
 
 
@@ -323,40 +321,42 @@ def test_unexpected_error_one_line_and_debug_traceback(tree, monkeypatch, capsys
 
 
 @pytest.mark.parametrize("script", [False, True], ids=["python-m", "console-script"])
-def test_subcommands_in_a_process(tree, tmp_path, script):
+def test_subcommands_in_a_process(tree, tmp_path, subprocess_cwd, script):
     if script and _script() is None:
         pytest.skip("the zarrfast console script is not installed")
-    p = _run("--version", script=script)
+    p = _run("--version", script=script, cwd=subprocess_cwd)
     assert p.returncode == 0 and p.stdout.strip() == f"zarrfast {zarrfast.__version__}"
-    p = _run("info", tree, script=script)
+    p = _run("info", tree, script=script, cwd=subprocess_cwd)
     assert p.returncode == 0 and "(group, Zarr v3)" in p.stdout, p.stderr
-    p = _run("tree", tree, "--node", "sub", script=script)
+    p = _run("tree", tree, "--node", "sub", script=script, cwd=subprocess_cwd)
     assert p.returncode == 0 and "b (17,)" in p.stdout, p.stderr
-    p = _run("copy", tree, tmp_path / "c.zarr", script=script)
+    p = _run("copy", tree, tmp_path / "c.zarr", script=script, cwd=subprocess_cwd)
     assert p.returncode == 0, p.stderr
     assert "100%" in p.stderr and "chunk" in p.stderr  # the progress bar
     p = _run("convert", tree, tmp_path / "v2.zarr", "--zarr-format", "2", "--quiet",
-             script=script)
+             script=script, cwd=subprocess_cwd)
     assert p.returncode == 0 and p.stderr == "", p.stderr
-    p = _run("geozarr", "validate", tmp_path / "v2.zarr", "--as", "dataset", script=script)
+    p = _run("geozarr", "validate", tmp_path / "v2.zarr", "--as", "dataset", script=script,
+             cwd=subprocess_cwd)
     assert p.returncode in (0, 1) and "GeoZarr dataset" in p.stdout, p.stderr
     p = _run("bench", "--size", "256KiB", "--layouts", "raw", "--ops", "read",
-             "--libs", "zarrfast", "--repeat", "1", "--threads", "1", script=script)
+             "--libs", "zarrfast", "--repeat", "1", "--threads", "1", script=script,
+             cwd=subprocess_cwd)
     assert p.returncode == 0 and "zarrfast" in p.stdout and " ok" in p.stdout, p.stderr
-    p = _run("info", tmp_path / "missing.zarr", script=script)
+    p = _run("info", tmp_path / "missing.zarr", script=script, cwd=subprocess_cwd)
     assert p.returncode == 3 and "Traceback" not in p.stderr
-    p = _run("info", script=script)
+    p = _run("info", script=script, cwd=subprocess_cwd)
     assert p.returncode == 2 and "usage:" in p.stderr
-    p = _run("--help", script=script)
+    p = _run("--help", script=script, cwd=subprocess_cwd)
     assert p.returncode == 0 and "exit codes:" in p.stdout
 
 
-def test_sigint_in_a_process_exits_130(tmp_path):
+def test_sigint_in_a_process_exits_130(tmp_path, subprocess_cwd):
     """A real Ctrl-C while the harness generates its data: exit 130, no traceback."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "zarrfast.cli", "bench", "--size", "1GiB", "--layouts", "gzip",
          "--libs", "zarrfast", "--path", str(tmp_path / "d")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=subprocess_cwd)
     try:
         line = proc.stdout.readline()  # the "# size ..." line: inside the command by now
         assert line.startswith("#"), line

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -122,7 +121,6 @@ def test_cli_convert_shows_progress(tmp_path, v2_tree):
         [sys.executable, "-c", "import sys; from zarrfast.cli import main; sys.exit(main())",
          "convert", str(root), str(tmp_path / "p"), "--zarr-format", "3"],
         capture_output=True, text=True, cwd=tmp_path, check=False,
-        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(zarrfast.__file__))},
     )
     assert proc.returncode == 0, proc.stderr
     assert "chunk" in proc.stderr and "100%" in proc.stderr  # the tqdm bar

@@ -11,8 +11,6 @@ import warnings
 import numpy as np
 import pytest
 
-import _helpers
-
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
@@ -265,13 +263,13 @@ def test_distributed_read_and_write(tmp_path):
 # -- the optional dependency ------------------------------------------------------------------
 
 
-def test_missing_dask_names_the_extra():
+def test_missing_dask_names_the_extra(subprocess_cwd):
     code = ("import sys; sys.modules['dask'] = None\n"
             "import zarrfast\n"
             "try:\n    import zarrfast.dask\n"
             "except ImportError as e:\n    print('ERR', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=_helpers.ROOT)
+                         check=True, cwd=subprocess_cwd)
     assert "ERR" in out.stdout and "pip install 'zarrfast[dask]'" in out.stdout, out
 
 

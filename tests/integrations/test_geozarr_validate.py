@@ -316,8 +316,9 @@ CASES: list[Case] = [
     Case("TMS1-id-missing", lambda f: multiscale(f, INLINE(TMS(id=NO))), {"E TMS1 /"},
          as_="multiscale", covers=("TMS1",)),
     Case("TMS2-crs-object",
-         lambda f: multiscale(f, INLINE(TMS(crs={"uri": "http://www.opengis.net/def/crs/EPSG/0/3857"},
-                                            title=1, supportedCRS=None))),
+         lambda f: multiscale(f, INLINE(TMS(
+             crs={"uri": "http://www.opengis.net/def/crs/EPSG/0/3857"},
+             title=1, supportedCRS=None))),
          {"E TMS2 /"}, as_="multiscale", covers=("TMS2",)),
     Case("TMS3-ordered-axes", lambda f: multiscale(f, INLINE(TMS(orderedAxes=["E"]))),
          {"E TMS3 /"}, as_="multiscale", covers=("TMS3",)),

@@ -376,11 +376,11 @@ def test_pyramid_overwrite():
     assert target.attrs["multiscales"]["resampling_method"] == "max"
 
 
-def test_pyramid_many_chunks_many_threads():
+def test_pyramid_many_chunks_many_threads(subprocess_cwd):
     """Tasks on the shared pool whose reads/writes stay inline: no deadlock, same result."""
     code = """if True:
         import numpy as np, zarrfast, sys
-        sys.path.insert(0, {tests!r})
+        sys.path.insert(0, {tests!r})  # tests/: the _helpers package (not the source tree)
         from _helpers.geozarr import make_source, small_tms
         from zarrfast.geozarr.multiscales import build_multiscales
         src, data_vars, coords = make_source(None, shape=(200, 260),
@@ -396,11 +396,8 @@ def test_pyramid_many_chunks_many_threads():
             np.testing.assert_array_equal(outs[0][k], outs[1][k])
         print("ok", len(outs[0]))
     """
-    tests = str(_helpers.TESTS)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.dirname(tests) + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([sys.executable, "-c", code.format(tests=tests)], env=env,
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run([sys.executable, "-c", code.format(tests=str(_helpers.TESTS))],
+                         capture_output=True, text=True, timeout=300, cwd=subprocess_cwd)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split()[0] == "ok"
 

@@ -17,8 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import _helpers
-
 xr = pytest.importorskip("xarray")
 zarr = pytest.importorskip("zarr")
 dask = pytest.importorskip("dask")
@@ -465,13 +463,13 @@ def test_open_from_store_and_group_objects(written):
     xr.testing.assert_identical(ref, _open(g["sub"], "zarrfast"))
 
 
-def test_missing_xarray_names_the_extra():
+def test_missing_xarray_names_the_extra(subprocess_cwd):
     code = ("import sys; sys.modules['xarray'] = None\n"
             "import zarrfast\n"
             "try:\n    import zarrfast.xarray\n"
             "except ImportError as e:\n    print('ERR', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=_helpers.ROOT)
+                         check=True, cwd=subprocess_cwd)
     assert "ERR" in out.stdout and "pip install 'zarrfast[xarray]'" in out.stdout, out
 
 

@@ -283,10 +283,10 @@ def test_attributes_and_resize_seen_by_zarr_python(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 
 
-STRINGS = object_array(["a", "", "é😀", "中文字", "x" * 50, "\x00z", "ß", "q", "r", "s", "t", "u"],
-                   (4, 3))
+STRINGS = object_array(["a", "", "é😀", "中文字", "x" * 50, "\x00z", "ß", "q", "r", "s", "t",
+                        "u"], (4, 3))
 BYTESV = object_array([b"a", b"", b"\x00\xff", b"abc" * 20, b"z", b"\n", b"q", b"r", b"s", b"t",
-                   b"u", b"v"], (4, 3))
+                       b"u", b"v"], (4, 3))
 
 
 def _zp_object_dtype(kind: str) -> Any:

@@ -92,7 +92,8 @@ def frame_of(draw, kind, nbytes):
         return first + second, data
     if kind == "good_rle":
         byte = draw(st.integers(0, 255))
-        return rle_frame(nbytes, byte, draw(st.sampled_from([None, nbytes]))), bytes([byte]) * nbytes
+        return (rle_frame(nbytes, byte, draw(st.sampled_from([None, nbytes]))),
+                bytes([byte]) * nbytes)
     if kind == "truncated":
         frame = draw(st.sampled_from([
             compress(data, level=level, checksum=checksum),

@@ -44,9 +44,7 @@ def test_kernels_selector(tmp_path):
         assert _kernels.copy_region is ref.copy_region
     code = "from zarrfast import kernels as k; print(k.USING_EXTENSIONS, k.project.__module__)"
     for flag, expected in (("1", False), ("0", ext is not None)):
-        # import the same zarrfast as this process (installed, or a source tree built in place)
-        pkg_parent = os.path.dirname(os.path.dirname(_kernels.__file__))
-        env = dict(os.environ, ZARRFAST_PURE_PYTHON=flag, PYTHONPATH=pkg_parent)
+        env = dict(os.environ, ZARRFAST_PURE_PYTHON=flag)
         # cwd=tmp_path: `python -c` puts its cwd first on sys.path, which from the repo
         # root would import the source tree instead of the installed package
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,

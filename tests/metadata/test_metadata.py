@@ -232,7 +232,8 @@ def test_hex_nan_fill_values_round_trip_bit_exactly(name: str, hexval: str, cano
 @pytest.mark.parametrize(
     ("name", "hexval", "expected"),
     [("float32", "0x3f800000", 1.0), ("float64", "0xc000000000000000", -2.0),
-     ("float16", "0x3c00", 1.0), ("float16", "0x7c00", math.inf), ("float32", "0xff800000", -math.inf),
+     ("float16", "0x3c00", 1.0), ("float16", "0x7c00", math.inf),
+     ("float32", "0xff800000", -math.inf),
      ("float32", "0x3F800000", 1.0), ("float64", "0x8000000000000000", -0.0)],
 )
 def test_hex_non_nan_fill_values(name: str, hexval: str, expected: float) -> None:

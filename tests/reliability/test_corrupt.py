@@ -367,7 +367,8 @@ _BOMB_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_decompression_bombs_are_refused_without_allocating(tmp_path: Path) -> None:
+def test_decompression_bombs_are_refused_without_allocating(tmp_path: Path,
+                                                            subprocess_cwd: Path) -> None:
     store = LocalStore(tmp_path)
     bombs = _bombs()
     for name, (fmt, codecs, bomb) in bombs.items():
@@ -391,7 +392,7 @@ def test_decompression_bombs_are_refused_without_allocating(tmp_path: Path) -> N
     (tmp_path / "names.json").write_text(json.dumps(list(bombs)))
     proc = subprocess.run([sys.executable, "-c", _BOMB_SCRIPT, str(tmp_path)],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "ZARRFAST_THREADS": "1"})
+                          env={**os.environ, "ZARRFAST_THREADS": "1"}, cwd=subprocess_cwd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout)
     problems = []
@@ -439,10 +440,10 @@ _V3_UNBOUNDED_SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_outer_bytes_codec_bomb_is_bounded() -> None:
+def test_outer_bytes_codec_bomb_is_bounded(subprocess_cwd: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", _V3_UNBOUNDED_SCRIPT, str(_helpers.TESTS)],
                           capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "ZARRFAST_THREADS": "1"})
+                          env={**os.environ, "ZARRFAST_THREADS": "1"}, cwd=subprocess_cwd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert int(proc.stdout.strip()) < 64, f"peak RSS grew by {proc.stdout.strip()} MiB"
 
@@ -552,7 +553,7 @@ _KERNEL_FUZZ = textwrap.dedent("""
 """)
 
 
-def test_kernels_reject_bad_arguments_without_crashing() -> None:
+def test_kernels_reject_bad_arguments_without_crashing(subprocess_cwd: Path) -> None:
     """Random shapes, offsets, strides, itemsizes and ranks (including negative, huge and
     above the maximum rank): every call either works within its buffers or raises a Python
     error; a crash (segfault) or a write outside the output buffer fails the test."""
@@ -560,8 +561,9 @@ def test_kernels_reject_bad_arguments_without_crashing() -> None:
 
     if not _kernels.USING_EXTENSIONS:
         pytest.skip("the compiled kernels are not built")
+    # (from the repo root, `python -c` would import the source tree: maybe no kernels)
     proc = subprocess.run([sys.executable, "-c", _KERNEL_FUZZ, "1", "6000"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, cwd=subprocess_cwd)
     assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stderr[-3000:]}"
     calls, errors = map(int, proc.stdout.split())
     assert calls == 6000 and 0 < errors < calls

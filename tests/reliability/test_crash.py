@@ -26,12 +26,11 @@ import pytest
 import zarrfast
 from zarrfast.storage import LocalStore
 
-import _helpers
 from _helpers.stores import TMP_MARK
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and rename")
 
-ENV = {**os.environ, "ZARRFAST_THREADS": "2", "PYTHONPATH": str(_helpers.ROOT)}
+ENV = {**os.environ, "ZARRFAST_THREADS": "2"}
 
 
 def temp_files(root: Path) -> list[str]:
@@ -179,7 +178,7 @@ def _chunk_slices(shape, chunks):
                     for i, c, s in zip(idx, chunks, shape, strict=True))
 
 
-def test_sigkill_during_writes_never_tears_a_chunk(tmp_path: Path) -> None:
+def test_sigkill_during_writes_never_tears_a_chunk(tmp_path: Path, subprocess_cwd: Path) -> None:
     root = tmp_path / "store"
     a = _create(root)
     A = np.random.default_rng(1).standard_normal(a.shape)
@@ -190,7 +189,8 @@ def test_sigkill_during_writes_never_tears_a_chunk(tmp_path: Path) -> None:
     mixed_rounds = 0
     for rnd_i in range(6):
         proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(root), str(rnd_i)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
+                                cwd=subprocess_cwd)
         assert proc.stdout.readline().strip() == b"ready", proc.stderr.read()[-2000:]
         time.sleep(rnd.uniform(0.05, 0.6))
         os.kill(proc.pid, signal.SIGKILL)
@@ -232,11 +232,13 @@ _DISJOINT = textwrap.dedent("""
 """)
 
 
-def test_processes_writing_disjoint_chunks_make_the_union(tmp_path: Path) -> None:
+def test_processes_writing_disjoint_chunks_make_the_union(tmp_path: Path,
+                                                          subprocess_cwd: Path) -> None:
     n = 4
     a = _create(tmp_path, shape=(64, 48, 16), chunks=(16, 16, 16))
     procs = [subprocess.Popen([sys.executable, "-c", _DISJOINT, str(tmp_path), str(k), str(n)],
-                              stderr=subprocess.PIPE, env=ENV) for k in range(n)]
+                              stderr=subprocess.PIPE, env=ENV, cwd=subprocess_cwd)
+             for k in range(n)]
     for p in procs:
         assert p.wait(timeout=60) == 0, p.stderr.read()[-2000:]
     expected = np.repeat(np.arange(n) * 1000.0 + 2, 16)[:, None, None] * np.ones(a.shape)
@@ -283,15 +285,17 @@ _READER = textwrap.dedent("""
 """)
 
 
-def test_two_writers_same_chunks_and_a_reader_never_see_a_torn_chunk(tmp_path: Path) -> None:
+def test_two_writers_same_chunks_and_a_reader_never_see_a_torn_chunk(
+        tmp_path: Path, subprocess_cwd: Path) -> None:
     a = _create(tmp_path, shape=(32, 32, 32), chunks=(16, 16, 16))
     a[...] = 0.0
     seconds = 4.0
     writers = [subprocess.Popen([sys.executable, "-c", _SAME, str(tmp_path), str(k),
                                  str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=ENV) for k in (1, 2)]
+                                env=ENV, cwd=subprocess_cwd) for k in (1, 2)]
     reader = subprocess.Popen([sys.executable, "-c", _READER, str(tmp_path), str(seconds)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
+                              cwd=subprocess_cwd)
     out, err = reader.communicate(timeout=60)
     assert reader.returncode == 0, err.decode()[-2000:]
     result = json.loads(out)

@@ -1,7 +1,8 @@
 """FsspecStore: the store conformance suite on ``memory://`` and on a real S3 server
 (moto, over HTTP), round trips through S3 (zarr-python reading and writing the same
-objects: ``tests/interop/test_store_peers.py``), and the behaviour of the network layer (concurrency, retries, errors) checked through a
-loopback HTTP proxy in front of the S3 server that delays, counts and fails requests."""
+objects: ``tests/interop/test_store_peers.py``), and the behaviour of the network layer
+(concurrency, retries, errors) checked through a loopback HTTP proxy in front of the S3
+server that delays, counts and fails requests."""
 
 from __future__ import annotations
 
@@ -440,7 +441,7 @@ def test_unreachable_endpoint(s3_server) -> None:
 
 
 @pytest.mark.parametrize("blocked", ["fsspec", "s3fs"])
-def test_missing_optional_dependency_names_the_extra(blocked: str) -> None:
+def test_missing_optional_dependency_names_the_extra(blocked: str, subprocess_cwd) -> None:
     code = (
         f"import sys; sys.modules[{blocked!r}] = None\n"
         "import zarrfast\n"
@@ -451,7 +452,7 @@ def test_missing_optional_dependency_names_the_extra(blocked: str) -> None:
     )
     env = dict(os.environ, AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="y")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, env=env)
+                         timeout=60, env=env, cwd=subprocess_cwd)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("MissingDependencyError"), out.stdout + out.stderr
     assert "pip install 'zarrfast[remote]'" in out.stdout
