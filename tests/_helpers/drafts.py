@@ -36,7 +36,7 @@ PAIRS = {  # draft fixture -> its Zarr v2 twin
 LAYOUTS = {"zarrita": ZARRITA, "draft2022": DRAFT_2022, "draft2022_root": DRAFT_2022}
 
 
-def _reference(name: str, path: str):
+def v2_reference(name: str, path: str):
     return zarr.open_array(str(FIXTURES / PAIRS[name]), path=path, mode="r", zarr_format=2)
 
 
@@ -45,7 +45,7 @@ def _native(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a.astype(a.dtype.newbyteorder("="), copy=False))
 
 
-def _assert_same(got: np.ndarray, want: np.ndarray, what: str) -> None:
+def assert_same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
     got, want = _native(got), _native(want)
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
@@ -55,7 +55,7 @@ def _assert_same(got: np.ndarray, want: np.ndarray, what: str) -> None:
     )
 
 
-def _selections(ndim: int) -> list:
+def draft_selections(ndim: int) -> list:
     if ndim == 0:
         return [(), Ellipsis]
     sels = [
@@ -73,16 +73,16 @@ def _selections(ndim: int) -> list:
     return sels
 
 
-def _mem(name: str) -> dict[str, bytes]:
+def fixture_dict(name: str) -> dict[str, bytes]:
     """A fixture as a dict (for a MemoryStore) to break in tests."""
     root = FIXTURES / name
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
             if p.is_file()}
 
 
-def _doc(d: dict[str, bytes], key: str) -> dict:
+def get_doc(d: dict[str, bytes], key: str) -> dict:
     return json.loads(d[key])
 
 
-def _put(d: dict[str, bytes], key: str, doc) -> None:
+def put_doc(d: dict[str, bytes], key: str, doc) -> None:
     d[key] = json.dumps(doc).encode()

@@ -142,7 +142,7 @@ def zarr_dispatch(sel: Any, ndim: int) -> str | None:
     return "basic"
 
 
-def _is_fancy_item(s: Any) -> bool:
+def is_fancy_item(s: Any) -> bool:
     return isinstance(s, (list, np.ndarray))
 
 
@@ -297,7 +297,7 @@ def coord_selections(draw: Any, shape: tuple[int, ...], lists: bool = True,
                 ashape.pop(0)
         arr = draw(int_arrays(n, tuple(ashape)))
         sel.append(arr.tolist() if lists and arr.ndim == 1 and draw(st.booleans()) else arr)
-    if not any(_is_fancy_item(s) for s in sel):
+    if not any(is_fancy_item(s) for s in sel):
         sel[0] = np.array([sel[0]])
     assert ndim
     return tuple(sel)
@@ -329,7 +329,7 @@ def check_scatter(got: np.ndarray, x: np.ndarray, lin: np.ndarray, value: Any,
         assert got.flat[p] in set(v[lin == p].tolist()), (p, got.flat[p], v[lin == p])
 
 
-def _zarr_or_none(fn: Callable[[], Any]) -> Any:
+def zarr_or_none(fn: Callable[[], Any]) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -38,7 +38,7 @@ GROUP = "grp"
 ARR = "grp/arr"  # every mutated array lives here; errors must name it
 
 
-def _v3_array(**kw: Any) -> dict[str, Any]:
+def v3_array_doc(**kw: Any) -> dict[str, Any]:
     doc = {
         "zarr_format": 3, "node_type": "array", "shape": [10, 7], "data_type": "float32",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 3]}},
@@ -50,31 +50,31 @@ def _v3_array(**kw: Any) -> dict[str, Any]:
 
 
 V3_ARRAYS = [
-    _v3_array(),
-    _v3_array(data_type="int16", fill_value=-3, dimension_names=["y", None],
+    v3_array_doc(),
+    v3_array_doc(data_type="int16", fill_value=-3, dimension_names=["y", None],
               chunk_key_encoding={"name": "v2", "configuration": {"separator": "."}},
               codecs=[{"name": "transpose", "configuration": {"order": [1, 0]}},
                       {"name": "bytes", "configuration": {"endian": "big"}},
                       {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
                                                           "shuffle": "shuffle", "typesize": 2,
                                                           "blocksize": 0}}]),
-    _v3_array(shape=[9], data_type="complex64", fill_value=["NaN", 1.5],
+    v3_array_doc(shape=[9], data_type="complex64", fill_value=["NaN", 1.5],
               chunk_grid={"name": "regular", "configuration": {"chunk_shape": [4]}},
               codecs=[LE, {"name": "gzip", "configuration": {"level": 1}},
                       {"name": "crc32c"}]),
-    _v3_array(shape=[6, 4], data_type="uint64", fill_value=2**64 - 1,
+    v3_array_doc(shape=[6, 4], data_type="uint64", fill_value=2**64 - 1,
               chunk_grid={"name": "regular", "configuration": {"chunk_shape": [6, 4]}},
               codecs=[{"name": "sharding_indexed", "configuration": {
                   "chunk_shape": [3, 2], "codecs": [LE, {"name": "zstd", "configuration": {
                       "level": 1, "checksum": False}}],
                   "index_codecs": [LE, {"name": "crc32c"}], "index_location": "end"}}]),
-    _v3_array(shape=[5], data_type="r16", fill_value=[1, 2],
+    v3_array_doc(shape=[5], data_type="r16", fill_value=[1, 2],
               chunk_grid={"name": "regular", "configuration": {"chunk_shape": [2]}},
               codecs=[{"name": "bytes"}]),
-    _v3_array(shape=[], data_type="bool", fill_value=True,
+    v3_array_doc(shape=[], data_type="bool", fill_value=True,
               chunk_grid={"name": "regular", "configuration": {"chunk_shape": []}},
               codecs=[{"name": "bytes"}], storage_transformers=[]),
-    _v3_array(shape=[3, 3], data_type="float16", fill_value="0x7e00",
+    v3_array_doc(shape=[3, 3], data_type="float16", fill_value="0x7e00",
               chunk_grid={"name": "regular", "configuration": {"chunk_shape": [2, 2]}}),
 ]
 
@@ -91,7 +91,7 @@ V3_GROUP = {
 }
 
 
-def _v2_array(**kw: Any) -> dict[str, Any]:
+def v2_array_doc(**kw: Any) -> dict[str, Any]:
     doc = {"zarr_format": 2, "shape": [10, 7], "chunks": [4, 3], "dtype": "<f8",
            "compressor": {"id": "zstd", "level": 1}, "fill_value": "NaN", "order": "C",
            "filters": None, "dimension_separator": "."}
@@ -100,22 +100,22 @@ def _v2_array(**kw: Any) -> dict[str, Any]:
 
 
 V2_ARRAYS = [
-    _v2_array(),
-    _v2_array(dtype=">i4", fill_value=-7, order="F", dimension_separator="/",
+    v2_array_doc(),
+    v2_array_doc(dtype=">i4", fill_value=-7, order="F", dimension_separator="/",
               compressor={"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1,
                           "blocksize": 0},
               filters=[{"id": "delta", "dtype": ">i4"}]),
-    _v2_array(shape=[5], chunks=[2], dtype="|S3", fill_value="YWJj", compressor=None),
-    _v2_array(shape=[5], chunks=[2], dtype="<U2", fill_value="hi",
+    v2_array_doc(shape=[5], chunks=[2], dtype="|S3", fill_value="YWJj", compressor=None),
+    v2_array_doc(shape=[5], chunks=[2], dtype="<U2", fill_value="hi",
               compressor={"id": "zlib", "level": 1}),
-    _v2_array(shape=[4], chunks=[3], dtype="|O", fill_value="",
+    v2_array_doc(shape=[4], chunks=[3], dtype="|O", fill_value="",
               filters=[{"id": "vlen-utf8"}], compressor=None),
-    _v2_array(shape=[4], chunks=[3], dtype=[["a", "<i4"], ["b", "|S2", [2]]],
+    v2_array_doc(shape=[4], chunks=[3], dtype=[["a", "<i4"], ["b", "|S2", [2]]],
               fill_value="AAAAAAAAAAA=", compressor=None),
-    _v2_array(shape=[3], chunks=[2], dtype="<c16", fill_value=["NaN", 2.0],
+    v2_array_doc(shape=[3], chunks=[2], dtype="<c16", fill_value=["NaN", 2.0],
               compressor={"id": "gzip", "level": 1}),
-    _v2_array(shape=[3], chunks=[2], dtype="<M8[ns]", fill_value=0, compressor=None),
-    _v2_array(shape=[3], chunks=[2], dtype="|b1", fill_value=True, compressor=None),
+    v2_array_doc(shape=[3], chunks=[2], dtype="<M8[ns]", fill_value=0, compressor=None),
+    v2_array_doc(shape=[3], chunks=[2], dtype="|b1", fill_value=True, compressor=None),
 ]
 
 V2_ZMETADATA = {
@@ -295,7 +295,7 @@ def mutate(draw: Any, doc: Any, protect_root: bool = True) -> tuple[Any, list[tu
     return doc, hit
 
 
-def _dumps(doc: Any) -> bytes:
+def dump_doc(doc: Any) -> bytes:
     return json.dumps(doc, allow_nan=True).encode()
 
 
@@ -355,7 +355,7 @@ def _names_member(msg: str, hit: list[tuple], related: dict[str, set[str]]) -> b
     return any(w and (repr(w)[1:-1] in msg or w in msg) for w in words)
 
 
-def _check_error(e: BaseException, where: str, hit: list[tuple],
+def check_error(e: BaseException, where: str, hit: list[tuple],
                  related: dict[str, set[str]]) -> None:
     assert isinstance(e, ZarrfastError), f"{type(e).__name__} leaked: {e!r}"
     msg = str(e)
@@ -363,7 +363,7 @@ def _check_error(e: BaseException, where: str, hit: list[tuple],
     assert _names_member(msg, hit, related), f"message names none of {hit}: {msg}"
 
 
-def _exercise_array(a: Any) -> None:
+def exercise_array(a: Any) -> None:
     """Small reads of a freshly opened array (nothing stored: fill values), then, for a
     writable array with small chunks, a write/read round trip."""
     sel = tuple(slice(0, 2) for _ in a.shape)
@@ -396,44 +396,44 @@ def _exercise_array(a: Any) -> None:
         np.testing.assert_array_equal(back, value)
 
 
-def _v3_store(doc_raw: bytes) -> MemoryStore:
+def v3_store(doc_raw: bytes) -> MemoryStore:
     s = MemoryStore()
-    s.set("zarr.json", _dumps({"zarr_format": 3, "node_type": "group", "attributes": {}}))
-    s.set(f"{GROUP}/zarr.json", _dumps({"zarr_format": 3, "node_type": "group"}))
+    s.set("zarr.json", dump_doc({"zarr_format": 3, "node_type": "group", "attributes": {}}))
+    s.set(f"{GROUP}/zarr.json", dump_doc({"zarr_format": 3, "node_type": "group"}))
     s.set(f"{ARR}/zarr.json", doc_raw)
     return s
 
 
-def _check_v3_array(doc: Any, hit: list[tuple]) -> str:
-    raw = _dumps(doc)
+def check_v3_array(doc: Any, hit: list[tuple]) -> str:
+    raw = dump_doc(doc)
     try:
         parse_metadata(raw, path=ARR, key=f"{ARR}/zarr.json")
         parsed = True
     except Exception as e:  # noqa: BLE001 - the check itself tells what may leak
-        _check_error(e, ARR, hit, RELATED_V3)
+        check_error(e, ARR, hit, RELATED_V3)
         parsed = False
     for mode in ("r", "r+"):
-        s = _v3_store(raw)
+        s = v3_store(raw)
         try:
             node = zarrfast.open(s, path=ARR, mode=mode)
         except Exception as e:  # noqa: BLE001
-            _check_error(e, ARR, hit, RELATED_V3)
+            check_error(e, ARR, hit, RELATED_V3)
             assert not parsed, f"the parser accepts the document but open() refuses it: {e}"
             return "refused"
         assert parsed, "open() accepts a document the parser refuses"
         if isinstance(node, zarrfast.Array):
-            _exercise_array(node)
+            exercise_array(node)
     return "opened"
 
 
-def _check_v2_array(doc: Any, hit: list[tuple], attrs: Any = None) -> str:
-    raw = _dumps(doc)
-    raw_attrs = None if attrs is None else _dumps(attrs)
+def check_v2_array(doc: Any, hit: list[tuple], attrs: Any = None) -> str:
+    raw = dump_doc(doc)
+    raw_attrs = None if attrs is None else dump_doc(attrs)
     try:
         ArrayMetadataV2.from_documents(raw, raw_attrs, path=ARR, key=f"{ARR}/.zarray")
         parsed = True
     except Exception as e:  # noqa: BLE001
-        _check_error(e, ARR, hit, RELATED_V2)
+        check_error(e, ARR, hit, RELATED_V2)
         parsed = False
     for mode in ("r", "r+"):
         s = MemoryStore()
@@ -445,9 +445,9 @@ def _check_v2_array(doc: Any, hit: list[tuple], attrs: Any = None) -> str:
         try:
             a = zarrfast.open_array(s, path=ARR, mode=mode)
         except Exception as e:  # noqa: BLE001
-            _check_error(e, ARR, hit, RELATED_V2)
+            check_error(e, ARR, hit, RELATED_V2)
             assert not parsed, f"the parser accepts the document but open() refuses it: {e}"
             return "refused"
         assert parsed
-        _exercise_array(a)
+        exercise_array(a)
     return "opened"

@@ -131,5 +131,5 @@ def merge(*trees: dict) -> dict:
     return out
 
 
-def _root(fmt: int, *rest: dict) -> dict:
+def rooted(fmt: int, *rest: dict) -> dict:
     return merge({"": G(fmt)}, *rest)

@@ -136,7 +136,7 @@ FILLS: dict[str, list] = {
 }
 
 
-def _fill_id(v: Any) -> str:
+def fill_id(v: Any) -> str:
     if v is None:
         return "default"
     return re.sub(r"[^A-Za-z0-9.+-]", "", repr(v)).replace("nan", "NaN")
@@ -149,7 +149,7 @@ CODEC_CASES = [
 ]
 
 FILL_CASES = [
-    Case(f"fill-{dt}-{_fill_id(v)}", dt, v,
+    Case(f"fill-{dt}-{fill_id(v)}", dt, v,
          (_bytes(), {"name": "zstd", "configuration": {"level": 0, "checksum": False}}),
          shape=(6, 5), chunks=(4, 2), region=(slice(1, 3), slice(4, 5)))
     for dt in DTYPES

@@ -425,12 +425,12 @@ def check_structure(path: Path, case: Case, mirror: np.ndarray) -> None:
 PW_SHAPE, PW_SHARD, PW_INNER = (16, 12), (8, 12), (2, 3)  # 4 x 4 inner chunks per shard
 
 
-def _pw_case(location: str) -> Case:
+def pw_case(location: str) -> Case:
     return Case(f"pw_{location}", "int32", 0, PW_SHAPE, PW_SHARD, PW_INNER, (LE, ZSTD),
                 location=location)
 
 
-def _pw_array(tmp_path: Path, writer: str, case: Case) -> np.ndarray:
+def pw_array(tmp_path: Path, writer: str, case: Case) -> np.ndarray:
     rng = np.random.default_rng(seed_of("pw", writer, case.location))
     data = rng.integers(1, 1000, size=case.shape).astype("int32")
     data[0:2, 0:3] = 0  # inner chunk (0, 0) of shard (0, 0): missing
@@ -447,5 +447,5 @@ def _pw_array(tmp_path: Path, writer: str, case: Case) -> np.ndarray:
     return data
 
 
-def _inner_chunks(path: Path, case: Case, coords=(0, 0)) -> list[bytes | None]:
+def inner_chunks(path: Path, case: Case, coords=(0, 0)) -> list[bytes | None]:
     return parse_shard((path / shard_key(coords)).read_bytes(), case.sharding, case.shard)

@@ -168,7 +168,7 @@ def full_like_fill(shape: tuple[int, ...], dtype: Any, fill: Any) -> np.ndarray:
     return out
 
 
-def _same_object(a: Any, b: Any) -> bool:
+def same_object(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
                 and a.shape == b.shape and a.tobytes() == b.tobytes())
@@ -186,7 +186,7 @@ def assert_identical(actual: Any, expected: np.ndarray, *, check_dtype: bool = T
             actual.ravel())
         e_list = list(expected.ravel())
         bad = [(i, x, y) for i, (x, y) in enumerate(zip(a_list, e_list, strict=True))
-               if not _same_object(x, y)]
+               if not same_object(x, y)]
         assert not bad, f"{what}: elements differ (index, actual, expected): {bad[:6]}"
         return
     if check_dtype:
@@ -337,7 +337,7 @@ class Case:
 
 
 _COMP_NAMES = list(COMPRESSORS)
-_3D = dict(shape=(5, 4, 3), chunks=(2, 3, 2), region=(slice(1, 4), slice(0, 3), slice(0, 2)))
+SHAPE_3D = dict(shape=(5, 4, 3), chunks=(2, 3, 2), region=(slice(1, 4), slice(0, 3), slice(0, 2)))
 
 DTYPE_CASES = [
     Case(f"{dt}-{order}-{_COMP_NAMES[(2 * i + j) % len(_COMP_NAMES)]}", dt, special_fill(dt),
@@ -349,7 +349,7 @@ DTYPE_CASES = [
 
 THREE_D_CASES = [
     Case(f"3d-{dt}-{order}-{sep}", dt, special_fill(dt), order=order, sep=sep,
-         compressor="blosc-shuffle", **_3D)
+         compressor="blosc-shuffle", **SHAPE_3D)
     for dt, order, sep in [("<f4", "F", "/"), (">i2", "F", "."), ("<c16", "F", "/"),
                            ("|S5", "F", "."), ("<U4", "F", "/"), (">u8", "C", "/"),
                            (">M8[ns]", "F", ".")]
@@ -386,7 +386,7 @@ FILTER_CASES = [
     Case("filter-adler32", "<f8", NAN, filters=(numcodecs.Adler32(),)),
     Case("filter-chain-F-3d", "<f8", 0.0, order="F", sep="/", compressor="blosc-bitshuffle",
          filters=(numcodecs.Quantize(digits=2, dtype="<f8"), numcodecs.Delta(dtype="<f8")),
-         tolerance=0.02, specials=False, **_3D),
+         tolerance=0.02, specials=False, **SHAPE_3D),
 ]
 
 FILL_CASES = [

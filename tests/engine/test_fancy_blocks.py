@@ -1,5 +1,4 @@
-"""Block selections (``a.blocks``), and fancy indexing of 0-d and zero-length arrays.
-"""
+"""Block selections (``a.blocks``), and fancy indexing of 0-d and zero-length arrays."""
 
 from __future__ import annotations
 

@@ -20,18 +20,18 @@ from _helpers.fancy import (
     KINDS,
     SETTINGS,
     Case,
-    _is_fancy_item,
-    _zarr_or_none,
     cases,
     check,
     check_scatter,
     int_arrays,
     ints,
+    is_fancy_item,
     masks,
     orthogonal_get,
     slices,
     values,
     zarr_dispatch,
+    zarr_or_none,
     zarr_python,
 )
 
@@ -69,7 +69,7 @@ def mixed_selections(draw: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
         i = draw(st.integers(0, ndim))
         j = draw(st.integers(i, ndim))
         sel = [*items[:i], Ellipsis, *items[j:]]
-    arrays = [s for s in sel if _is_fancy_item(s)]
+    arrays = [s for s in sel if is_fancy_item(s)]
     has_ellipsis = any(s is Ellipsis for s in sel)
     assume((len(arrays) >= 2 and (has_ellipsis or any(isinstance(s, slice) for s in sel)))
            or (len(arrays) >= 1 and has_ellipsis))
@@ -180,7 +180,7 @@ def any_selections(draw: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
 
 def _flat_item(s: Any) -> bool:
     return isinstance(s, (int, np.integer, slice)) or (
-        _is_fancy_item(s) and np.ndim(s) == 1 and np.asarray(s).dtype.kind in "iub")
+        is_fancy_item(s) and np.ndim(s) == 1 and np.asarray(s).dtype.kind in "iub")
 
 
 def expected_getitem(case: Case, sel: tuple[Any, ...]) -> tuple[Any, str]:
@@ -198,7 +198,7 @@ def expected_getitem(case: Case, sel: tuple[Any, ...]) -> tuple[Any, str]:
     how = zarr_dispatch(sel, ndim)
     all_scalar = how == "vindex" and not any(np.ndim(s) for s in sel)
     if zarr_python is not None and not all_scalar:
-        got = _zarr_or_none(lambda: case.zarr()[sel])
+        got = zarr_or_none(lambda: case.zarr()[sel])
         if got is not None:
             return got, "zarr"
     if how == "orthogonal" and all(map(_flat_item, sel)):
@@ -217,7 +217,7 @@ def test_getitem_is_zarr_python_else_numpy(case: Case, data: st.DataObject) -> N
     sel = data.draw(any_selections(case.shape))
     # (an empty list with a mask: see test_empty_list_with_mask)
     assume(not (any(isinstance(s, list) and not s for s in sel) and any(
-        np.asarray(s).dtype == bool for s in sel if _is_fancy_item(s))))
+        np.asarray(s).dtype == bool for s in sel if is_fancy_item(s))))
     want, source = expected_getitem(case, sel)
     if isinstance(want, IndexError):
         with pytest.raises(IndexError):
@@ -279,7 +279,7 @@ def test_these_are_refused_by_zarr_python(sel: tuple[Any, ...]) -> None:
     """So the promise for them is NumPy's result."""
     pytest.importorskip("zarr")
     z = Case("v3", (4, 5, 6), (2, 3, 4), None, "<i8", None).zarr()
-    assert _zarr_or_none(lambda: z[sel]) is None
+    assert zarr_or_none(lambda: z[sel]) is None
 
 
 MISSIZED_MASKS = [
@@ -311,7 +311,7 @@ def test_numpy_integer_scalars_with_an_index_array() -> None:
     sel = (np.int64(2), slice(None), [0, 1])
     if zarr_python is not None:
         z = Case("v3", (4, 5, 6), (2, 3, 4), None, "<i8", None).zarr()
-        assert _zarr_or_none(lambda: z[sel]) is None  # refused by zarr-python
+        assert zarr_or_none(lambda: z[sel]) is None  # refused by zarr-python
     check(a[sel], x[sel])
 
 

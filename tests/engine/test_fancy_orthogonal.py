@@ -16,12 +16,12 @@ import zarrfast
 from _helpers.fancy import (
     SETTINGS,
     Case,
-    _is_fancy_item,
     cases,
     check,
     check_scatter,
     coord_selections,
     coordinates,
+    is_fancy_item,
     masks,
     orth_selections,
     orthogonal_get,
@@ -49,7 +49,7 @@ def test_orthogonal_get(case: Case, data: st.DataObject) -> None:
     check(out, want)
     sels = sel if isinstance(sel, tuple) else (sel,)
     how = zarr_dispatch(sel, len(case.shape))
-    if how == "orthogonal" or (how == "basic" and not any(map(_is_fancy_item, sels))) or (
+    if how == "orthogonal" or (how == "basic" and not any(map(is_fancy_item, sels))) or (
             how == "vindex" and len(case.shape) == 1):
         check(a[sel], want)  # where zarr-python's a[sel] is this orthogonal selection
 
@@ -64,7 +64,7 @@ def test_orthogonal_set(case: Case, data: st.DataObject) -> None:
     sels = sel if isinstance(sel, tuple) else (sel,)
     how = zarr_dispatch(sel, len(case.shape))
     ways = ["oindex", "method"]
-    if how == "orthogonal" or (how == "basic" and not any(map(_is_fancy_item, sels))):
+    if how == "orthogonal" or (how == "basic" and not any(map(is_fancy_item, sels))):
         ways.append("[]")
     way = data.draw(st.sampled_from(ways))
     if way == "oindex":

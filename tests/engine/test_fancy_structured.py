@@ -1,5 +1,4 @@
-"""Fancy indexing of Zarr v2 structured and object-string arrays.
-"""
+"""Fancy indexing of Zarr v2 structured and object-string arrays."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Fill values of missing chunks, ``write_empty_chunks`` and edge chunks.
-"""
+"""Fill values of missing chunks, ``write_empty_chunks`` and edge chunks."""
 
 from __future__ import annotations
 

@@ -24,18 +24,18 @@ from _helpers.sharding import (
     EMPTY,
     ZSTD,
     Case,
-    _pw_case,
     assert_equal,
     create_zf,
     parse_index,
     parse_shard,
+    pw_case,
     shard_key,
 )
 
 
 @pytest.mark.parametrize("location", ["end", "start"])
 def test_write_empty_chunks_true_keeps_fill_inner_chunks(tmp_path, location):
-    case = _pw_case(location)
+    case = pw_case(location)
     a = create_zf(str(tmp_path), case, config={"write_empty_chunks": True})
     data = np.zeros(case.shape, dtype="int32")
     data[0, 0] = 1
@@ -58,7 +58,7 @@ def test_write_empty_chunks_true_keeps_fill_inner_chunks(tmp_path, location):
 
 
 def test_whole_shard_write_of_fill_deletes_shard(tmp_path):
-    case = _pw_case("end")
+    case = pw_case("end")
     a = create_zf(str(tmp_path), case)
     a[...] = 5
     assert sorted(p.name for p in (tmp_path / "c").rglob("*") if p.is_file()) == ["0", "0"]

@@ -152,13 +152,13 @@ def _seeds() -> list[bytes]:
         import _helpers.fuzz_metadata as t
 
         for d in t.V3_ARRAYS:
-            docs += [(0, t._dumps(d)), (1, t._dumps(d))]
-        docs.append((2, t._dumps({**t.V3_GROUP})))
-        docs += [(3, t._dumps(d)) for d in t.V2_ARRAYS]
-        docs.append((5, t._dumps(t.V2_ZMETADATA)))
+            docs += [(0, t.dump_doc(d)), (1, t.dump_doc(d))]
+        docs.append((2, t.dump_doc({**t.V3_GROUP})))
+        docs += [(3, t.dump_doc(d)) for d in t.V2_ARRAYS]
+        docs.append((5, t.dump_doc(t.V2_ZMETADATA)))
         for layout, d in t.DRAFT_ARRAYS:
-            docs.append((7 if layout == DRAFT_2022 else 8, t._dumps(d)))
-        docs += [(6, t._dumps(e)) for e in t.DRAFT_ENTRY.values()]
+            docs.append((7 if layout == DRAFT_2022 else 8, t.dump_doc(d)))
+        docs += [(6, t.dump_doc(e)) for e in t.DRAFT_ENTRY.values()]
     except Exception as e:  # noqa: BLE001 - seeds are a convenience
         print(f"(no seeds from _helpers.fuzz_metadata: {e})")
     return [bytes([which]) + json.dumps(json.loads(raw)).encode()

@@ -1,5 +1,4 @@
-"""Arrays: pickling, attributes, dimension names, resizing and properties.
-"""
+"""Arrays: pickling, attributes, dimension names, resizing and properties."""
 
 from __future__ import annotations
 

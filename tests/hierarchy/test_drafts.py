@@ -55,10 +55,10 @@ from _helpers.drafts import (
     LAYOUTS,
     PAIRS,
     WARNINGS,
-    _assert_same,
-    _mem,
-    _reference,
-    _selections,
+    assert_same_bits,
+    draft_selections,
+    fixture_dict,
+    v2_reference,
 )
 
 zarr = pytest.importorskip("zarr")
@@ -96,7 +96,7 @@ def test_detect_draft(name):
     assert isinstance(h, DraftHierarchy)
     assert h.layout == LAYOUTS[name]
     assert detect_draft(zarrfast.LocalStore(FIXTURES / name)).layout == LAYOUTS[name]
-    assert detect_draft(_mem(name)).layout == LAYOUTS[name]
+    assert detect_draft(fixture_dict(name)).layout == LAYOUTS[name]
 
 
 @pytest.mark.parametrize("name", sorted(PAIRS.values()))
@@ -201,7 +201,7 @@ def test_root_array_hierarchy():
 
 @pytest.mark.parametrize("name,path", ARRAY_CASES, ids=[f"{n}:{p}" for n, p in ARRAY_CASES])
 def test_arrays_read_like_v2(name, path):
-    ref = _reference(name, path)
+    ref = v2_reference(name, path)
     want = ref[...]
     g = open_draft(str(FIXTURES / name))
     a = g if path == "" else g[path]
@@ -213,13 +213,13 @@ def test_arrays_read_like_v2(name, path):
     if rfv is None:  # zarrita's null fill value becomes the data type's default
         assert fv == np.zeros((), a.dtype)[()]
     else:
-        _assert_same(np.asarray(fv, a.dtype), np.asarray(rfv, ref.dtype), f"{path} fill")
+        assert_same_bits(np.asarray(fv, a.dtype), np.asarray(rfv, ref.dtype), f"{path} fill")
     assert dict(a.attrs) == dict(ref.attrs)
-    for sel in _selections(a.ndim):
-        _assert_same(a[sel], np.asarray(want)[sel], f"{name}:{path}[{sel}]")
+    for sel in draft_selections(a.ndim):
+        assert_same_bits(a[sel], np.asarray(want)[sel], f"{name}:{path}[{sel}]")
     # also through a node opened directly and from a dict store
-    b = open_draft(_mem(name), path, node_type="array")
-    _assert_same(b[...], want, f"{name}:{path} (memory store)")
+    b = open_draft(fixture_dict(name), path, node_type="array")
+    assert_same_bits(b[...], want, f"{name}:{path} (memory store)")
     # chunk counting goes through chunk_path too
     n_ref = ref.nchunks_initialized
     assert a.nchunks_initialized == (n_ref() if callable(n_ref) else n_ref)
@@ -297,14 +297,14 @@ def test_final_chunk_key():
 
 def test_order_and_out():
     a = open_draft(str(FIXTURES / "draft2022"), "grp/i4_F_endian_blosc", order="F")
-    ref = _reference("draft2022", "grp/i4_F_endian_blosc")[...]
+    ref = v2_reference("draft2022", "grp/i4_F_endian_blosc")[...]
     got = a[...]
     assert got.flags.f_contiguous
-    _assert_same(got, ref, "order F")
+    assert_same_bits(got, ref, "order F")
     out = np.empty(a.shape, a.dtype)
     a.get_basic_selection(Ellipsis, out=out)
-    _assert_same(out, ref, "out=")
-    _assert_same(np.asarray(a), ref, "__array__")
+    assert_same_bits(out, ref, "out=")
+    assert_same_bits(np.asarray(a), ref, "__array__")
 
 
 def test_pickle_roundtrip():
@@ -314,7 +314,7 @@ def test_pickle_roundtrip():
     a = g["grp/i2_zlib_F"]
     a2 = pickle.loads(pickle.dumps(a))
     assert isinstance(a2, DraftArray) and a2.read_only
-    _assert_same(a2[...], a[...], "pickled")
+    assert_same_bits(a2[...], a[...], "pickled")
 
 
 # ---------------------------------------------------------------------------
@@ -352,7 +352,7 @@ def test_writes_are_refused():
         with pytest.raises(ReadOnlyError, match="draft"):
             open_draft(str(FIXTURES / "draft2022"), mode=mode)
     assert isinstance(ReadOnlyError("x"), PermissionError)
-    _assert_same(a[...], before, "unchanged")
+    assert_same_bits(a[...], before, "unchanged")
     assert not (FIXTURES / "draft2022" / "meta" / "new.group.json").exists()
     assert not (FIXTURES / "draft2022" / "new").exists()
 
@@ -396,14 +396,14 @@ def test_convert_to_final_v3(name, tmp_path):
                    for k, v in zarr.open_group(str(dest), mode="r").members(max_depth=None)}
         assert members == _v2_members(name)
     for path in cases:
-        want = _reference(name, path)[...]
+        want = v2_reference(name, path)[...]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             peer = zarr.open_array(str(dest), path=path, mode="r", zarr_format=3)
-            _assert_same(peer[...], want, f"zarr-python reads converted {path}")
+            assert_same_bits(peer[...], want, f"zarr-python reads converted {path}")
         ours = zarrfast.open_array(str(dest), path=path, mode="r")
-        _assert_same(ours[...], want, f"zarrfast reads converted {path}")
-        assert dict(ours.attrs) == dict(_reference(name, path).attrs)
+        assert_same_bits(ours[...], want, f"zarrfast reads converted {path}")
+        assert dict(ours.attrs) == dict(v2_reference(name, path).attrs)
     with pytest.raises(ZarrfastError, match="already exists"):
         zarrfast.convert(str(FIXTURES / name), str(dest), progress=False)
     zarrfast.convert(str(FIXTURES / name), str(dest), progress=False, overwrite=True)

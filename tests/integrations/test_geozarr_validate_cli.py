@@ -12,7 +12,7 @@ import pytest
 from zarrfast.cli import main as cli_main
 from zarrfast.storage import LocalStore
 
-from _helpers.geozarr_docs import WMQ, A, G, _root, dataset, merge, multiscale, write_tree
+from _helpers.geozarr_docs import WMQ, A, G, dataset, merge, multiscale, rooted, write_tree
 
 # -- command line -----------------------------------------------------------------------
 
@@ -34,14 +34,14 @@ def test_cli_valid(tmp_path: Any, capsys: Any) -> None:
 
 
 def test_cli_errors_exit_nonzero(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, _root(2, dataset(2), {"x": A(2, [4], ["x"])}))
+    path = _write_local(tmp_path, rooted(2, dataset(2), {"x": A(2, [4], ["x"])}))
     assert cli_main(["geozarr", "validate", path, "--as", "dataset"]) == 1
     out = capsys.readouterr().out
     assert "INVALID" in out and "E DS5 /data" in out
 
 
 def test_cli_recommended_only(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, _root(2, {"data": A(2, [2, 2], ["y", "y"]),
+    path = _write_local(tmp_path, rooted(2, {"data": A(2, [2, 2], ["y", "y"]),
                                             "y": A(2, [2], ["y"])}))
     assert cli_main(["geozarr", "validate", path]) == 1
     assert "R DA5 /data" in capsys.readouterr().out
@@ -49,7 +49,7 @@ def test_cli_recommended_only(tmp_path: Any, capsys: Any) -> None:
 
 
 def test_cli_warnings_only_exit_zero(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, _root(3, dataset(3, x=2, y=2), {"x": A(3, [2], ["y"])}))
+    path = _write_local(tmp_path, rooted(3, dataset(3, x=2, y=2), {"x": A(3, [2], ["y"])}))
     assert cli_main(["geozarr", "validate", path]) == 0
     assert "W DS6 /x" in capsys.readouterr().out
 
@@ -70,7 +70,7 @@ def test_cli_json(tmp_path: Any, capsys: Any) -> None:
 
 
 def test_cli_grid_mapping_flag_and_missing_path(tmp_path: Any, capsys: Any) -> None:
-    path = _write_local(tmp_path, _root(3, {"spatial_ref": A(3, [], [], attrs={
+    path = _write_local(tmp_path, rooted(3, {"spatial_ref": A(3, [], [], attrs={
         "grid_mapping_name": "latitude_longitude"})}))
     assert cli_main(["geozarr", "validate", path]) == 1
     assert cli_main(["geozarr", "validate", path, "--allow-grid-mapping-scalars"]) == 0

@@ -20,7 +20,6 @@ from _helpers.fancy import (
     KINDS,
     SETTINGS,
     Case,
-    _zarr_or_none,
     block_selections,
     cases,
     check,
@@ -29,6 +28,7 @@ from _helpers.fancy import (
     masks,
     orth_selections,
     string_arrays,
+    zarr_or_none,
     zarr_python,
 )
 
@@ -80,7 +80,7 @@ def _set(a: Any, way: str, sel: Any, value: Any) -> None:
 def test_differential_get(case: Case, data: st.DataObject) -> None:
     z, a = case.zarr(), case.fast()
     way, sel = data.draw(zarr_selections(case))
-    want = _zarr_or_none(lambda: _get(z, way, sel))
+    want = zarr_or_none(lambda: _get(z, way, sel))
     assume(want is not None)  # only selections zarr-python accepts
     check(_get(a, way, sel), want)
 
@@ -96,15 +96,15 @@ def test_differential_set(case: Case, data: st.DataObject) -> None:
     "shape mismatch".)"""
     z, a = case.zarr(), case.fast()
     way, sel = data.draw(zarr_selections(case))
-    got = _zarr_or_none(lambda: _get(z, way, sel))
+    got = zarr_or_none(lambda: _get(z, way, sel))
     assume(got is not None and got.size)
     # repeated positions: which write wins is unspecified (zarr-python's differs from
     # NumPy's last-wins), so only selections touching each element once
     positions = Case("v3", case.shape, case.chunks, None, "<i8", None).zarr()
-    touched = _zarr_or_none(lambda: _get(positions, way, sel))
+    touched = zarr_or_none(lambda: _get(positions, way, sel))
     assume(touched is not None and len(np.unique(touched)) == touched.size)
     value = (-(np.arange(got.size) + 2)).astype(case.dtype).reshape(got.shape)
-    zarr_after = _zarr_or_none(lambda: (_set(z, way, sel, value), z[...])[1])
+    zarr_after = zarr_or_none(lambda: (_set(z, way, sel, value), z[...])[1])
     assume(zarr_after is not None)
     _set(a, way, sel, value)
     check(a[...], zarr_after)
@@ -128,6 +128,6 @@ def test_differential_object_strings(x: np.ndarray, data: st.DataObject) -> None
     case = Case("v2_F", x.shape, chunks, None, "<i4", None)
     way, sel = data.draw(zarr_selections(case))
     assume(way != "blocks")
-    want = _zarr_or_none(lambda: _get(z, way, sel))
+    want = zarr_or_none(lambda: _get(z, way, sel))
     assume(want is not None)
     check_objects(_get(a, way, sel), want.astype(object))

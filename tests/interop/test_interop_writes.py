@@ -22,9 +22,9 @@ from _helpers.interop import (
     READERS,
     WRITERS,
     Case,
-    _fill_id,
     assert_identical,
     expected_array,
+    fill_id,
     make_data,
     read_ts,
     stored_keys,
@@ -46,7 +46,7 @@ EMPTY_FILLS = [("float32", NAN), ("float64", -INF), ("int16", -5), ("uint64", 2*
 
 
 @pytest.mark.parametrize("reader", PEERS)
-@pytest.mark.parametrize(("dtype", "fill"), EMPTY_FILLS, ids=[f"{d}-{_fill_id(f)}"
+@pytest.mark.parametrize(("dtype", "fill"), EMPTY_FILLS, ids=[f"{d}-{fill_id(f)}"
                                                                for d, f in EMPTY_FILLS])
 def test_write_empty_chunks_false(tmp_path, reader, dtype, fill):
     shape, chunks = (8, 6), (3, 4)  # grid 3 x 2, edge chunks in both dimensions
@@ -83,7 +83,7 @@ NOT_IDENTICAL = [  # (dtype, fill, a value that compares equal (NaN-aware) but d
 
 
 @pytest.mark.parametrize(("dtype", "fill", "value"), NOT_IDENTICAL,
-                         ids=[f"{d}-{_fill_id(f)}-{_fill_id(v)}" for d, f, v in NOT_IDENTICAL])
+                         ids=[f"{d}-{fill_id(f)}-{fill_id(v)}" for d, f, v in NOT_IDENTICAL])
 def test_write_empty_chunks_keeps_data_not_identical_to_fill(tmp_path, dtype, fill, value):
     """A chunk is only "empty" if it is bit for bit the fill value; otherwise dropping it
     would change what is read back (the sign of a zero, the other part of a complex)."""

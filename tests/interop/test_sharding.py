@@ -44,16 +44,16 @@ from _helpers.sharding import (
     WRITERS,
     ZSTD,
     Case,
-    _inner_chunks,
-    _pw_array,
-    _pw_case,
     assert_equal,
     check_structure,
     create_zf,
     expected_array,
+    inner_chunks,
     make_data,
     other_value,
     parse_index,
+    pw_array,
+    pw_case,
     read_shard_file,
     read_ts,
     read_zarr,
@@ -342,9 +342,9 @@ def test_zarrfast_updates_peer_array(written, tmp_path, writer, case):
 @pytest.mark.parametrize("location", ["end", "start"])
 @pytest.mark.parametrize("writer", ["zarrfast", "zarr"])
 def test_partial_write_keeps_other_inner_chunks(tmp_path, writer, location):
-    case = _pw_case(location)
-    data = _pw_array(tmp_path, writer, case)
-    before = _inner_chunks(tmp_path, case)
+    case = pw_case(location)
+    data = pw_array(tmp_path, writer, case)
+    before = inner_chunks(tmp_path, case)
     other_shard = (tmp_path / "c/1/0").read_bytes()
     assert before[0] is None and all(c is not None for c in before[1:])
     a = zarrfast.open_array(str(tmp_path))
@@ -352,7 +352,7 @@ def test_partial_write_keeps_other_inner_chunks(tmp_path, writer, location):
     # values do not compress like the old ones, so the chunk changes size
     a[2, 7] = data[2, 7] = 2_000_000_000
     a[3, 6:9:2] = data[3, 6:9:2] = [-7, 123456789]
-    after = _inner_chunks(tmp_path, case)
+    after = inner_chunks(tmp_path, case)
     touched = 1 * 4 + 2
     for j in range(16):
         if j == touched:
@@ -370,8 +370,8 @@ def test_partial_write_keeps_other_inner_chunks(tmp_path, writer, location):
 @pytest.mark.parametrize("writer", ["zarrfast", "zarr"])
 def test_partial_write_of_fill_empties_inner_chunk_then_deletes_shard(tmp_path, writer,
                                                                       location):
-    case = _pw_case(location)
-    data = _pw_array(tmp_path, writer, case)
+    case = pw_case(location)
+    data = pw_array(tmp_path, writer, case)
     a = zarrfast.open_array(str(tmp_path))
     a[4:6, 3:6] = data[4:6, 3:6] = 0  # inner chunk (2, 1) becomes fill
     index = parse_index((tmp_path / "c/0/0").read_bytes(), case.sharding, case.shard)
@@ -394,9 +394,9 @@ def test_partial_write_of_fill_empties_inner_chunk_then_deletes_shard(tmp_path, 
 def test_inner_chunks_in_any_order_with_unused_bytes(tmp_path, location):
     """The spec leaves the order of inner chunks open and allows unused bytes between them:
     such a shard (crafted here, and checked with both peers) reads and updates correctly."""
-    case = _pw_case(location)
-    data = _pw_array(tmp_path, "zarrfast", case)
-    chunks = _inner_chunks(tmp_path, case)
+    case = pw_case(location)
+    data = pw_array(tmp_path, "zarrfast", case)
+    chunks = inner_chunks(tmp_path, case)
     n_index = 16 * len(chunks) + 4
     body = bytearray(b"" if location == "end" else bytes(n_index))
     index = np.full((len(chunks), 2), EMPTY, dtype=np.uint64)
@@ -415,7 +415,7 @@ def test_inner_chunks_in_any_order_with_unused_bytes(tmp_path, location):
     assert_equal(a[1:6, 2:11:3], data[1:6, 2:11:3])
     assert_equal(a[7::-3, ::-1], data[7::-3, ::-1])
     a[2, 7] = data[2, 7] = -1
-    assert [c for j, c in enumerate(_inner_chunks(tmp_path, case)) if j != 6] == [
+    assert [c for j, c in enumerate(inner_chunks(tmp_path, case)) if j != 6] == [
         c for j, c in enumerate(chunks) if j != 6]
     assert_equal(a[...], data)
     assert_equal(read_zarr(tmp_path), data)

@@ -25,12 +25,12 @@ import pytest
 import zarrfast
 
 from _helpers.v2 import (
-    _3D,
     DTYPES,
     INF,
     MARKS,
     MATRIX,
     NAN,
+    SHAPE_3D,
     TS_COMPRESSORS,
     Case,
     assert_identical,
@@ -125,7 +125,7 @@ TS_CASES = [
     for j, order in enumerate("CF")
 ] + [
     Case(f"ts-3d-{dt}-{order}", dt, fill, order=order, sep="/", compressor="blosc-shuffle",
-         **_3D)
+         **SHAPE_3D)
     for dt, order, fill in [(">f8", "F", -INF), ("<i2", "F", 3), ("<c8", "C", complex(0, NAN))]
 ] + [
     Case(f"ts-fill-{dt}-{name}", dt, fill, compressor="none", shape=(6, 5), chunks=(4, 2),

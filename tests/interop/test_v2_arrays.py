@@ -21,13 +21,13 @@ from _helpers import object_array
 from _helpers.v2 import (
     MARKS,
     NAN,
-    _same_object,
     assert_identical,
     assert_metadata_roundtrip,
     full_like_fill,
     generic_selections,
     make_data,
     read_docs,
+    same_object,
     selections,
     stored_chunk_keys,
     touched_chunk_keys,
@@ -410,7 +410,7 @@ def test_object_null_fill_is_consistent(tmp_path: Path) -> None:
     got = a[...].tolist()
     assert got[1] == b"x"
     unwritten = [got[i] for i in (0, 2, 3, 4, 5)]  # 0, 2, 3 in chunk 0; 4, 5 missing
-    assert all(_same_object(v, unwritten[0]) for v in unwritten), unwritten
+    assert all(same_object(v, unwritten[0]) for v in unwritten), unwritten
 
 
 def test_vlen_array_write(tmp_path: Path) -> None:

@@ -27,7 +27,6 @@ from _helpers.decode import (
     FAILED,
     FRAME,
     GUARD,
-    I64,
     ITEM_SWAPS,
     MAGIC,
     NO_DATA,
@@ -44,7 +43,7 @@ from _helpers.decode import (
     rle_frame,
     skippable,
 )
-from _helpers.kernels import dense_strides, i64, rng_bytes, span_of
+from _helpers.kernels import I64, dense_strides, i64, rng_bytes, span_of
 
 
 def test_rle_frames_are_valid_zstd():

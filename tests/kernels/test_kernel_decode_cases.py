@@ -19,7 +19,6 @@ from _helpers.decode import (
     FAILED,
     FRAME,
     GUARD,
-    I64,
     NO_DATA,
     CompiledDecoder,
     TwinDecoder,
@@ -34,7 +33,7 @@ from _helpers.decode import (
     rle_frame,
     skippable,
 )
-from _helpers.kernels import i64
+from _helpers.kernels import I64, i64
 
 # ---------------------------------------------------------------------------
 # decode_regions: explicit cases

@@ -26,7 +26,16 @@ from zarrfast.errors import (
 from zarrfast.hierarchy.draft import detect_draft, open_draft
 from zarrfast.metadata.draft import DRAFT_2022, ZARRITA, convert_array_document
 
-from _helpers.drafts import FIXTURES, LAYOUTS, WARNINGS, _assert_same, _doc, _mem, _put, _reference
+from _helpers.drafts import (
+    FIXTURES,
+    LAYOUTS,
+    WARNINGS,
+    assert_same_bits,
+    fixture_dict,
+    get_doc,
+    put_doc,
+    v2_reference,
+)
 
 zarr = pytest.importorskip("zarr")
 
@@ -53,10 +62,10 @@ def _open_broken(d: dict[str, bytes], path: str = "f8_gzip"):
     ("dimension_names", ["x", "y"]),
 ])
 def test_array_document_with_final_members(name, key, member, value):
-    d = _mem(name)
-    doc = _doc(d, key)
+    d = fixture_dict(name)
+    doc = get_doc(d, key)
     doc[member] = value
-    _put(d, key, doc)
+    put_doc(d, key, doc)
     with pytest.raises(MetadataValidationError, match=re.escape(key) + ".*mixes layouts.*"
                        + member):
         _open_broken(d)
@@ -68,72 +77,72 @@ def test_array_document_with_final_members(name, key, member, value):
 
 
 def test_final_v3_array_document_in_draft_layout():
-    d = _mem("draft2022")
+    d = fixture_dict("draft2022")
     final = zarrfast.create_array(zarrfast.MemoryStore(), shape=(7, 11), chunks=(3, 4),
                                   dtype="f8").metadata.to_dict()
-    _put(d, D_ARRAY, final)
+    put_doc(d, D_ARRAY, final)
     with pytest.raises(MetadataValidationError, match=re.escape(D_ARRAY) + ".*mixes layouts"):
         _open_broken(d)
 
 
 def test_layout_specific_members_do_not_mix():
-    d = _mem("draft2022")
-    doc = _doc(d, D_ARRAY)
+    d = fixture_dict("draft2022")
+    doc = get_doc(d, D_ARRAY)
     doc["compressor"] = {"codec": "https://purl.org/zarr/spec/codec/gzip/1.0",
                          "configuration": {"level": 1}}
-    _put(d, D_ARRAY, doc)
+    put_doc(d, D_ARRAY, doc)
     with pytest.raises(MetadataValidationError,
                        match=re.escape(D_ARRAY) + ".*mixes layouts.*compressor.*zarrita"):
         _open_broken(d)
-    d = _mem("zarrita")
-    doc = _doc(d, Z_ARRAY)
+    d = fixture_dict("zarrita")
+    doc = get_doc(d, Z_ARRAY)
     doc["codecs"] = []
-    _put(d, Z_ARRAY, doc)
+    put_doc(d, Z_ARRAY, doc)
     with pytest.raises(MetadataValidationError, match=re.escape(Z_ARRAY) + ".*mixes layouts"):
         _open_broken(d)
     # final-style codec objects and chunk grids
-    d = _mem("draft2022")
-    doc = _doc(d, D_ARRAY)
+    d = fixture_dict("draft2022")
+    doc = get_doc(d, D_ARRAY)
     doc["codecs"] = [{"name": "gzip", "configuration": {"level": 1}}]
-    _put(d, D_ARRAY, doc)
+    put_doc(d, D_ARRAY, doc)
     with pytest.raises(MetadataValidationError,
                        match=re.escape(D_ARRAY + ": codecs[0]") + ".*mixes layouts"):
         _open_broken(d)
-    d = _mem("draft2022")
-    doc = _doc(d, D_ARRAY)
+    d = fixture_dict("draft2022")
+    doc = get_doc(d, D_ARRAY)
     doc["chunk_grid"] = {"name": "regular", "configuration": {"chunk_shape": [3, 4]}}
-    _put(d, D_ARRAY, doc)
+    put_doc(d, D_ARRAY, doc)
     with pytest.raises(MetadataValidationError, match=re.escape(D_ARRAY) + ".*mixes layouts"):
         _open_broken(d)
-    d = _mem("zarrita")
-    doc = _doc(d, Z_ARRAY)
+    d = fixture_dict("zarrita")
+    doc = get_doc(d, Z_ARRAY)
     doc["compressor"] = {"id": "gzip", "level": 1}
-    _put(d, Z_ARRAY, doc)
+    put_doc(d, Z_ARRAY, doc)
     with pytest.raises(MetadataValidationError, match=re.escape(Z_ARRAY) + ".*mixes layouts"):
         _open_broken(d)
 
 
 @pytest.mark.parametrize("name", ["zarrita", "draft2022"])
 def test_group_document_with_final_members(name):
-    d = _mem(name)
+    d = fixture_dict(name)
     key = "meta/root/grp.group.json" if name == "zarrita" else "meta/grp.group.json"
-    doc = _doc(d, key)
+    doc = get_doc(d, key)
     doc.update({"zarr_format": 3, "node_type": "group"})
-    _put(d, key, doc)
+    put_doc(d, key, doc)
     with pytest.raises(MetadataValidationError, match=re.escape(key) + ".*mixes layouts"):
         open_draft(zarrfast.MemoryStore(d), "grp")
-    d = _mem(name)
-    _put(d, key, {"attributes": {}, "extensions": []})
+    d = fixture_dict(name)
+    put_doc(d, key, {"attributes": {}, "extensions": []})
     with pytest.raises(MetadataValidationError, match=re.escape(key) + ".*unknown"):
         open_draft(zarrfast.MemoryStore(d), "grp")
 
 
 @pytest.mark.parametrize("member", ["node_type", "shape", "codecs", "attributes"])
 def test_entry_point_with_final_members(member):
-    d = _mem("draft2022")
-    doc = _doc(d, "zarr.json")
+    d = fixture_dict("draft2022")
+    doc = get_doc(d, "zarr.json")
     doc[member] = {"node_type": "group", "shape": [1], "codecs": [], "attributes": {}}[member]
-    _put(d, "zarr.json", doc)
+    put_doc(d, "zarr.json", doc)
     with pytest.raises(MetadataValidationError, match=r"zarr\.json.*mixes layouts.*" + member):
         detect_draft(d)
     with pytest.raises(MetadataValidationError, match=r"zarr\.json"):
@@ -147,55 +156,55 @@ def test_entry_point_with_final_members(member):
     ("draft2022", D_ARRAY, "https://purl.org/zarr/spec/codec/zlib/1.0"),  # zarrita-only
 ])
 def test_unknown_codec_uri_2022(name, key, uri):
-    d = _mem(name)
-    doc = _doc(d, key)
+    d = fixture_dict(name)
+    doc = get_doc(d, key)
     doc["codecs"] = [{"type": uri, "configuration": {}}]
-    _put(d, key, doc)
+    put_doc(d, key, doc)
     with pytest.raises(UnknownCodecError, match=re.escape(key) + ".*" + re.escape(uri)):
         _open_broken(d)
 
 
 def test_unknown_compressor_uri_zarrita():
-    d = _mem("zarrita")
-    doc = _doc(d, Z_ARRAY)
+    d = fixture_dict("zarrita")
+    doc = get_doc(d, Z_ARRAY)
     uri = "https://purl.org/zarr/spec/codec/snappy/1.0"
     doc["compressor"] = {"codec": uri, "configuration": {}}
-    _put(d, Z_ARRAY, doc)
+    put_doc(d, Z_ARRAY, doc)
     with pytest.raises(UnknownCodecError, match=re.escape(Z_ARRAY) + ".*" + re.escape(uri)):
         _open_broken(d)
     doc["compressor"] = {"codec": "https://purl.org/zarr/spec/codec/gzip/1.0",
                          "configuration": {"level": 42}}
-    _put(d, Z_ARRAY, doc)
+    put_doc(d, Z_ARRAY, doc)
     with pytest.raises(MetadataValidationError, match=re.escape(Z_ARRAY + ": compressor")):
         _open_broken(d)
     doc["compressor"] = None
     doc["attributes"] = {"filters": [{"id": "delta", "dtype": "<f8"}]}
-    _put(d, Z_ARRAY, doc)
+    put_doc(d, Z_ARRAY, doc)
     with pytest.raises(UnknownCodecError, match=re.escape(Z_ARRAY) + ".*filters"):
         _open_broken(d)
 
 
 @pytest.mark.parametrize("name", ["zarrita", "draft2022"])
 def test_must_understand_extension_in_entry_point(name):
-    d = _mem(name)
-    doc = _doc(d, "zarr.json")
+    d = fixture_dict(name)
+    doc = get_doc(d, "zarr.json")
     ext = "https://example.org/zarr/extension/needed"
     doc["extensions"] = [{"extension": ext, "must_understand": True}]
-    _put(d, "zarr.json", doc)
+    put_doc(d, "zarr.json", doc)
     with pytest.raises(MetadataValidationError,
                        match=r"zarr\.json.*" + re.escape(ext) + ".*must_understand"):
         open_draft(d)
     # extensions that may be ignored are
     doc["extensions"] = [{"extension": ext, "must_understand": False, "configuration": {}}]
-    _put(d, "zarr.json", doc)
+    put_doc(d, "zarr.json", doc)
     assert open_draft(d).draft_layout == LAYOUTS[name]
 
 
 def test_must_understand_extension_in_array():
-    d = _mem("draft2022")
-    doc = _doc(d, D_ARRAY)
+    d = fixture_dict("draft2022")
+    doc = get_doc(d, D_ARRAY)
     doc["extensions"] = [{"extension": "https://example.org/ext/a", "must_understand": True}]
-    _put(d, D_ARRAY, doc)
+    put_doc(d, D_ARRAY, doc)
     with pytest.raises(MetadataValidationError,
                        match=re.escape(D_ARRAY) + ".*https://example.org/ext/a"):
         _open_broken(d)
@@ -204,7 +213,7 @@ def test_must_understand_extension_in_array():
 @pytest.mark.parametrize("key", ["zarr.json", D_ARRAY, "meta/grp.group.json",
                                  "meta/group.json"])
 def test_malformed_json(key):
-    d = _mem("draft2022")
+    d = fixture_dict("draft2022")
     d[key] = b'{"shape": [7, 11], '
     with pytest.raises(MetadataError, match=re.escape(key) + ": not valid JSON"):
         g = open_draft(d)
@@ -220,36 +229,36 @@ def test_malformed_json(key):
     ({"type": "json", "metadata_key_suffix": "/x"}, "metadata_key_suffix"),
 ])
 def test_bad_metadata_encoding(encoding, match):
-    d = _mem("draft2022")
-    doc = _doc(d, "zarr.json")
+    d = fixture_dict("draft2022")
+    doc = get_doc(d, "zarr.json")
     if encoding is None:
         del doc["metadata_encoding"]
     else:
         doc["metadata_encoding"] = encoding
-    _put(d, "zarr.json", doc)
+    put_doc(d, "zarr.json", doc)
     with pytest.raises(MetadataValidationError, match=r"zarr\.json.*" + re.escape(match)):
         detect_draft(d)
 
 
 def test_unknown_draft_zarr_format():
-    d = _mem("draft2022")
-    doc = _doc(d, "zarr.json")
+    d = fixture_dict("draft2022")
+    doc = get_doc(d, "zarr.json")
     doc["zarr_format"] = "https://purl.org/zarr/spec/core/4.0"
-    _put(d, "zarr.json", doc)
+    put_doc(d, "zarr.json", doc)
     with pytest.raises(MetadataValidationError, match=r"zarr\.json.*core/4\.0"):
         detect_draft(d)
 
 
 def test_other_metadata_key_suffix():
     d = {}
-    for k, v in _mem("draft2022").items():
+    for k, v in fixture_dict("draft2022").items():
         d[k[: -len(".json")] + ".js" if k.startswith("meta/") else k] = v
     doc = json.loads(d["zarr.json"])
     doc["metadata_encoding"]["metadata_key_suffix"] = ".js"
-    _put(d, "zarr.json", doc)
+    put_doc(d, "zarr.json", doc)
     g = open_draft(d)
     assert sorted(g) == sorted(open_draft(str(FIXTURES / "draft2022")))
-    _assert_same(g["f8_gzip"][...], _reference("draft2022", "f8_gzip")[...], "suffix .js")
+    assert_same_bits(g["f8_gzip"][...], v2_reference("draft2022", "f8_gzip")[...], "suffix .js")
     assert dict(g.attrs)["eggs"] == 42
 
 
@@ -285,17 +294,17 @@ def test_other_metadata_key_suffix():
     (lambda doc: doc.update(codecs={"type": "gzip"}), MetadataValidationError, "list"),
 ])
 def test_invalid_2022_array_documents(mutate, error, match):
-    d = _mem("draft2022")
-    doc = _doc(d, D_ARRAY)
+    d = fixture_dict("draft2022")
+    doc = get_doc(d, D_ARRAY)
     mutate(doc)
-    _put(d, D_ARRAY, doc)
+    put_doc(d, D_ARRAY, doc)
     with pytest.raises(error, match=re.escape(D_ARRAY) + ".*" + re.escape(match)):
         _open_broken(d)
 
 
 def test_array_and_group_at_one_path():
-    d = _mem("draft2022")
-    _put(d, "meta/f8_gzip.group.json", {"attributes": {}})
+    d = fixture_dict("draft2022")
+    put_doc(d, "meta/f8_gzip.group.json", {"attributes": {}})
     with pytest.raises(ContainsArrayAndGroupError, match=re.escape("meta/f8_gzip.group.json")):
         _open_broken(d)
 
@@ -364,7 +373,7 @@ def test_data_type_fallback_warns():
 def test_fill_values(data_type, fill, expected):
     doc = dict(_grid([4], [2]), data_type=data_type, chunk_memory_layout="C", fill_value=fill)
     md = convert_array_document(doc, layout=DRAFT_2022, key="k")
-    _assert_same(np.asarray(md.fill_value), np.asarray(expected, md.dtype), str(fill))
+    assert_same_bits(np.asarray(md.fill_value), np.asarray(expected, md.dtype), str(fill))
 
 
 def test_transpose_and_layout_composition():

@@ -54,13 +54,13 @@ from _helpers.fuzz_metadata import (
     V2_ZMETADATA,
     V3_ARRAYS,
     V3_GROUP,
-    _check_error,
-    _check_v2_array,
-    _check_v3_array,
-    _dumps,
-    _exercise_array,
-    _v3_store,
+    check_error,
+    check_v2_array,
+    check_v3_array,
+    dump_doc,
+    exercise_array,
     mutate,
+    v3_store,
 )
 
 # -- tests ----------------------------------------------------------------------------------
@@ -69,15 +69,15 @@ from _helpers.fuzz_metadata import (
 def test_unmutated_documents_open() -> None:
     """The documents the fuzzers start from are valid (so mutants test one change)."""
     for doc in V3_ARRAYS:
-        assert _check_v3_array(doc, []) == "opened"
+        assert check_v3_array(doc, []) == "opened"
     for doc in V2_ARRAYS:
-        assert _check_v2_array(doc, []) == "opened"
+        assert check_v2_array(doc, []) == "opened"
     for layout, doc in DRAFT_ARRAYS:
-        s = _draft_store(layout, DRAFT_ENTRY[layout], _dumps(doc))
-        _exercise_array(zarrfast.open_array(s, path=ARR, mode="r"))
+        s = _draft_store(layout, DRAFT_ENTRY[layout], dump_doc(doc))
+        exercise_array(zarrfast.open_array(s, path=ARR, mode="r"))
     for doc, zarr_json in [(V3_GROUP, True), (V2_ZMETADATA, False)]:
         s = MemoryStore()
-        s.set(f"{GROUP}/zarr.json" if zarr_json else f"{GROUP}/.zmetadata", _dumps(doc))
+        s.set(f"{GROUP}/zarr.json" if zarr_json else f"{GROUP}/.zmetadata", dump_doc(doc))
         if not zarr_json:
             s.set(f"{GROUP}/.zgroup", b'{"zarr_format": 2}')
         g = zarrfast.open_group(s, path=GROUP, mode="r")
@@ -88,7 +88,7 @@ def test_unmutated_documents_open() -> None:
 @given(data=st.data(), base=st.sampled_from(V3_ARRAYS))
 def test_v3_array_mutations(data: Any, base: dict) -> None:
     doc, hit = data.draw(mutate(base))
-    event(_check_v3_array(doc, hit))
+    event(check_v3_array(doc, hit))
 
 
 def _check_group_consolidated(s: MemoryStore, where: str) -> None:
@@ -96,7 +96,7 @@ def _check_group_consolidated(s: MemoryStore, where: str) -> None:
         g = zarrfast.open_group(s, path=GROUP, mode="r")
         for _name, node in g.members(max_depth=None):
             if isinstance(node, zarrfast.Array):
-                _exercise_array(node)
+                exercise_array(node)
     except Exception as e:  # noqa: BLE001
         assert isinstance(e, ZarrfastError), f"{type(e).__name__} leaked: {e!r}"
         assert where in str(e), f"message does not name {where!r}: {e}"
@@ -107,9 +107,9 @@ def _check_group_consolidated(s: MemoryStore, where: str) -> None:
 def test_v3_consolidated_mutations(data: Any) -> None:
     doc, hit = data.draw(mutate(V3_GROUP))
     s = MemoryStore()
-    s.set(f"{GROUP}/zarr.json", _dumps(doc))
+    s.set(f"{GROUP}/zarr.json", dump_doc(doc))
     try:
-        parse_metadata(_dumps(doc), path=GROUP, key=f"{GROUP}/zarr.json")
+        parse_metadata(dump_doc(doc), path=GROUP, key=f"{GROUP}/zarr.json")
     except Exception as e:  # noqa: BLE001
         assert isinstance(e, ZarrfastError), f"{type(e).__name__} leaked: {e!r}"
         assert GROUP in str(e)
@@ -120,7 +120,7 @@ def test_v3_consolidated_mutations(data: Any) -> None:
 @given(data=st.data(), base=st.sampled_from(V2_ARRAYS))
 def test_v2_array_mutations(data: Any, base: dict) -> None:
     doc, hit = data.draw(mutate(base))
-    event(_check_v2_array(doc, hit))
+    event(check_v2_array(doc, hit))
 
 
 @FUZZ
@@ -128,10 +128,10 @@ def test_v2_array_mutations(data: Any, base: dict) -> None:
     {"zarr_format": 2}, {"zarr_format": 3}, {"zarr_format": 2, "x": NESTED}]))
 def test_v2_zattrs_and_zgroup_mutations(attrs: Any, group: Any) -> None:
     s = MemoryStore()
-    s.set(f"{GROUP}/.zgroup", _dumps(group))
-    s.set(f"{GROUP}/.zattrs", _dumps(attrs))
+    s.set(f"{GROUP}/.zgroup", dump_doc(group))
+    s.set(f"{GROUP}/.zattrs", dump_doc(attrs))
     try:
-        GroupMetadataV2.from_documents(_dumps(group), _dumps(attrs), path=GROUP,
+        GroupMetadataV2.from_documents(dump_doc(group), dump_doc(attrs), path=GROUP,
                                        key=f"{GROUP}/.zgroup")
         g = zarrfast.open_group(s, path=GROUP, mode="r", zarr_format=2)
         assert dict(g.attrs) == attrs
@@ -148,13 +148,13 @@ def test_v2_zmetadata_mutations(data: Any) -> None:
     doc, _hit = data.draw(mutate(V2_ZMETADATA))
     s = MemoryStore()
     s.set(f"{GROUP}/.zgroup", b'{"zarr_format": 2}')
-    s.set(f"{GROUP}/.zmetadata", _dumps(doc))
+    s.set(f"{GROUP}/.zmetadata", dump_doc(doc))
     _check_group_consolidated(s, GROUP)
 
 
 def _draft_store(layout: str, entry: Any, doc_raw: bytes) -> MemoryStore:
     s = MemoryStore()
-    s.set("zarr.json", _dumps(entry))
+    s.set("zarr.json", dump_doc(entry))
     s.set(f"{DRAFT_META[layout]}/{ARR}.array.json", doc_raw)
     return s
 
@@ -169,17 +169,17 @@ def test_draft_array_mutations(data: Any, case: tuple[str, dict]) -> None:
         convert_array_document(doc, layout=layout, key=key)
         parsed = True
     except Exception as e:  # noqa: BLE001
-        _check_error(e, ARR, hit, RELATED_DRAFT)
+        check_error(e, ARR, hit, RELATED_DRAFT)
         parsed = False
-    s = _draft_store(layout, DRAFT_ENTRY[layout], _dumps(doc))
+    s = _draft_store(layout, DRAFT_ENTRY[layout], dump_doc(doc))
     try:
         a = zarrfast.open_array(s, path=ARR, mode="r")
     except Exception as e:  # noqa: BLE001
-        _check_error(e, ARR, hit, RELATED_DRAFT)
+        check_error(e, ARR, hit, RELATED_DRAFT)
         assert not parsed
         return
     assert parsed
-    _exercise_array(a)
+    exercise_array(a)
 
 
 @FUZZ
@@ -188,7 +188,7 @@ def test_draft_entry_point_and_group_mutations(data: Any, layout: str) -> None:
     entry, _ = data.draw(mutate(DRAFT_ENTRY[layout], protect_root=False))
     group, _ = data.draw(mutate({"attributes": {"a": [1, 2]}}, protect_root=False))
     try:
-        parse_entry_point(_dumps(entry))
+        parse_entry_point(dump_doc(entry))
     except Exception as e:  # noqa: BLE001
         assert isinstance(e, MetadataError), f"{type(e).__name__} leaked: {e!r}"
         assert "zarr.json" in str(e)
@@ -199,9 +199,9 @@ def test_draft_entry_point_and_group_mutations(data: Any, layout: str) -> None:
         assert isinstance(e, MetadataError), f"{type(e).__name__} leaked: {e!r}"
         assert gkey in str(e)
     s = MemoryStore()
-    s.set("zarr.json", _dumps(entry))
-    s.set(gkey, _dumps(group))
-    s.set(f"{DRAFT_META[layout]}/{ARR}.array.json", _dumps(DRAFT_ARRAYS[-1][1]))
+    s.set("zarr.json", dump_doc(entry))
+    s.set(gkey, dump_doc(group))
+    s.set(f"{DRAFT_META[layout]}/{ARR}.array.json", dump_doc(DRAFT_ARRAYS[-1][1]))
     try:
         g = zarrfast.open_group(s, path=GROUP, mode="r")
         for _name, node in g.members(max_depth=None):
@@ -250,7 +250,7 @@ def test_malformed_bytes_every_parser(raw: bytes) -> None:
                     (f"meta/{ARR}.array.json", {})]:
         s = MemoryStore()
         if key.startswith("meta/"):
-            s.set("zarr.json", _dumps(DRAFT_ENTRY[DRAFT_2022]))
+            s.set("zarr.json", dump_doc(DRAFT_ENTRY[DRAFT_2022]))
         if key.endswith(".zmetadata"):
             s.set(f"{GROUP}/.zgroup", b'{"zarr_format": 2}')
         s.set(key, raw)
@@ -264,9 +264,9 @@ def test_malformed_bytes_every_parser(raw: bytes) -> None:
 
 
 def test_malformed_json_message_names_key_and_node() -> None:
-    s = _v3_store(b'{"zarr_format": 3, ')
+    s = v3_store(b'{"zarr_format": 3, ')
     with pytest.raises(MetadataError, match="grp/arr/zarr.json.*not valid JSON"):
         zarrfast.open_array(s, path=ARR, mode="r")
-    s = _v3_store(b"[" * 200_000 + b"]" * 200_000)
+    s = v3_store(b"[" * 200_000 + b"]" * 200_000)
     with pytest.raises(MetadataError, match="grp/arr/zarr.json"):
         zarrfast.open_array(s, path=ARR, mode="r")

@@ -33,12 +33,12 @@ from _helpers.fuzz_metadata import (
     V2_ZMETADATA,
     V3_ARRAYS,
     V3_GROUP,
-    _check_v2_array,
-    _check_v3_array,
-    _dumps,
-    _v2_array,
-    _v3_array,
-    _v3_store,
+    check_v2_array,
+    check_v3_array,
+    dump_doc,
+    v2_array_doc,
+    v3_array_doc,
+    v3_store,
 )
 
 # -- targeted mutations with the member the message must name ---------------------------
@@ -124,8 +124,8 @@ V3_TARGETED = [
 @pytest.mark.parametrize("change,member", V3_TARGETED, ids=[m for _c, m in V3_TARGETED])
 def test_v3_targeted_errors_name_node_and_member(change: dict, member: str,
                                                  tmp_path: Any) -> None:
-    doc = _v3_array(**change)
-    mem = _v3_store(_dumps(doc))
+    doc = v3_array_doc(**change)
+    mem = v3_store(dump_doc(doc))
     local = LocalStore(tmp_path)  # the same documents on a directory store
     for key in mem.list():
         local.set(key, mem.get(key))
@@ -156,7 +156,7 @@ V3_VALID = [
 
 @pytest.mark.parametrize("change", V3_VALID, ids=range(len(V3_VALID)))
 def test_v3_valid_variants_open_and_round_trip(change: dict) -> None:
-    assert _check_v3_array(_v3_array(**change), []) == "opened"
+    assert check_v3_array(v3_array_doc(**change), []) == "opened"
 
 
 V2_TARGETED = [
@@ -209,7 +209,7 @@ V2_TARGETED = [
 @pytest.mark.parametrize("change,member", V2_TARGETED, ids=[m for _c, m in V2_TARGETED])
 def test_v2_targeted_errors_name_node_and_member(change: dict, member: str) -> None:
     s = MemoryStore()
-    s.set(f"{ARR}/.zarray", _dumps(_v2_array(**change)))
+    s.set(f"{ARR}/.zarray", dump_doc(v2_array_doc(**change)))
     with pytest.raises(ZarrfastError) as info:
         zarrfast.open_array(s, path=ARR, mode="r", zarr_format=2)
     assert ARR in str(info.value) and member in str(info.value), str(info.value)
@@ -231,7 +231,7 @@ V2_VALID = [
 
 @pytest.mark.parametrize("change", V2_VALID, ids=range(len(V2_VALID)))
 def test_v2_valid_variants_open_and_round_trip(change: dict) -> None:
-    assert _check_v2_array(_v2_array(**change), []) == "opened"
+    assert check_v2_array(v2_array_doc(**change), []) == "opened"
 
 
 # -- node names in documents ---------------------------------------------------------------
@@ -245,7 +245,7 @@ def test_v3_consolidated_member_names_are_validated(name: str) -> None:
     doc = copy.deepcopy(V3_GROUP)
     doc["consolidated_metadata"]["metadata"][name] = V3_ARRAYS[0]
     s = MemoryStore()
-    s.set("zarr.json", _dumps(doc))
+    s.set("zarr.json", dump_doc(doc))
     with pytest.raises((InvalidNodeNameError, MetadataError)) as info:
         zarrfast.open_group(s, mode="r")
     assert repr(name)[1:-1] in str(info.value) or name in str(info.value), str(info.value)
@@ -257,7 +257,7 @@ def test_v2_zmetadata_keys_are_validated(name: str) -> None:
     doc["metadata"][f"{name}/.zarray"] = V2_ARRAYS[0]
     s = MemoryStore()
     s.set(".zgroup", b'{"zarr_format": 2}')
-    s.set(".zmetadata", _dumps(doc))
+    s.set(".zmetadata", dump_doc(doc))
     with pytest.raises((InvalidNodeNameError, MetadataError)) as info:
         zarrfast.open_group(s, mode="r")
     assert repr(name)[1:-1] in str(info.value) or name in str(info.value), str(info.value)
@@ -267,10 +267,10 @@ def test_draft_hierarchy_entries_are_validated(tmp_path: Any) -> None:
     """A draft hierarchy lists its members from store keys; names that are not node names
     (``__x``) are not members, and paths with ``..`` cannot be opened."""
     s = MemoryStore()
-    s.set("zarr.json", _dumps(DRAFT_ENTRY[DRAFT_2022]))
+    s.set("zarr.json", dump_doc(DRAFT_ENTRY[DRAFT_2022]))
     s.set("meta/group.json", b'{"attributes": {}}')
-    s.set("meta/ok.array.json", _dumps(DRAFT_ARRAYS[1][1]))
-    s.set("meta/__bad.array.json", _dumps(DRAFT_ARRAYS[1][1]))
+    s.set("meta/ok.array.json", dump_doc(DRAFT_ARRAYS[1][1]))
+    s.set("meta/__bad.array.json", dump_doc(DRAFT_ARRAYS[1][1]))
     g = zarrfast.open_group(s, mode="r")
     assert list(g) == ["ok"]
     for bad in ["../x", "a/../../b", "__bad"]:
@@ -286,11 +286,11 @@ def test_huge_shape_opens_and_reads_lazily(fmt: int) -> None:
     s = MemoryStore()
     shape, chunks = [2**31, 2**31], [1000, 1000]
     if fmt == 3:
-        s.set("zarr.json", _dumps(_v3_array(
+        s.set("zarr.json", dump_doc(v3_array_doc(
             shape=shape, chunk_grid={"name": "regular",
                                      "configuration": {"chunk_shape": chunks}})))
     else:
-        s.set(".zarray", _dumps(_v2_array(shape=shape, chunks=chunks)))
+        s.set(".zarray", dump_doc(v2_array_doc(shape=shape, chunks=chunks)))
     tracemalloc.start()
     try:
         t0 = time.perf_counter()
@@ -315,9 +315,9 @@ def test_huge_shape_opens_and_reads_lazily(fmt: int) -> None:
 def test_element_count_overflowing_int64_is_refused(fmt: int, shape: list) -> None:
     s = MemoryStore()
     if fmt == 3:
-        s.set("zarr.json", _dumps(_v3_array(shape=shape, chunk_grid={
+        s.set("zarr.json", dump_doc(v3_array_doc(shape=shape, chunk_grid={
             "name": "regular", "configuration": {"chunk_shape": [1] * len(shape)}})))
     else:
-        s.set(".zarray", _dumps(_v2_array(shape=shape, chunks=[1] * len(shape))))
+        s.set(".zarray", dump_doc(v2_array_doc(shape=shape, chunks=[1] * len(shape))))
     with pytest.raises(MetadataValidationError, match=r"shape.*2\*\*63-1"):
         zarrfast.open_array(s, mode="r")

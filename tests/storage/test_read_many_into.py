@@ -9,8 +9,7 @@ import pytest
 
 from zarrfast.storage import LocalStore, MemoryStore
 
-from _helpers.decode import I64
-from _helpers.kernels import i64
+from _helpers.kernels import I64, i64
 from _helpers.stores import GetAndIntoStore, GetOnlyStore
 
 # ---------------------------------------------------------------------------
