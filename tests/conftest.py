@@ -1,15 +1,52 @@
-"""Shared fixtures: a real S3 server (moto's, over HTTP on loopback) for the remote
-store tests.  Clients talk to it through s3fs/botocore exactly as they would to AWS."""
+"""Fixtures shared by the whole suite.  (A layer's folder gets its own ``conftest.py``
+when several of its modules share a fixture; none does today.)
+
+* ``store``: an empty store, once a ``MemoryStore`` and once a ``LocalStore``;
+* ``subprocess_cwd``: an empty temporary directory to run child Pythons in;
+* ``s3_server``: a real S3 server (moto's, over HTTP on loopback) for the remote store
+  tests.  Clients talk to it through s3fs/botocore exactly as they would to AWS.
+
+Helpers that are not fixtures live in the ``_helpers`` package next to this file; this
+module puts ``tests/`` on ``sys.path`` so test modules import them as ``_helpers...``
+whatever the working directory and the import mode.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+
+import zarrfast
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)
+
+@pytest.fixture(params=["memory", "local"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> zarrfast.Store:
+    if request.param == "memory":
+        return zarrfast.MemoryStore()
+    return zarrfast.LocalStore(tmp_path / "data.zarr")
+
+
+@pytest.fixture
+def subprocess_cwd(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty temporary directory for ``cwd=`` of child Pythons.
+
+    ``python -c`` and ``python -m`` put their working directory first on ``sys.path``:
+    started from a source checkout they would import its ``zarrfast`` (perhaps without
+    compiled kernels) instead of the installed package under test.  Never put the source
+    tree on ``PYTHONPATH`` either.
+    """
+    return tmp_path_factory.mktemp("cwd")
+
 
 #: fake credentials: moto accepts any; real ones in the environment are never used
 FAKE_KEY = "testing-key"

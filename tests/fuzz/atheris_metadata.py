@@ -12,7 +12,7 @@ Zarr v3 parser (``zarr.json``, consolidated metadata included, and through
 array and group documents).  Any exception other than a
 :class:`zarrfast.errors.ZarrfastError` is a finding: atheris stops, prints the
 traceback and writes the input to ``crash-<sha1>``.  The corpus is seeded with
-valid documents from ``tests/fixtures`` and ``tests/test_fuzz_metadata.py``.
+valid documents from ``tests/fixtures`` and ``tests/_helpers/fuzz_metadata.py``.
 
 The file name does not start with ``test_``: pytest does not collect it.
 """
@@ -32,7 +32,7 @@ os.environ.setdefault("ZARRFAST_THREADS", "1")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent))  # tests/: the _helpers package
 
 import atheris  # noqa: E402
 
@@ -149,18 +149,18 @@ def _seeds() -> list[bytes]:
         elif name.endswith(".group.json"):
             docs.append((9, raw))
     try:
-        import test_fuzz_metadata as t
+        import _helpers.fuzz_metadata as t
 
         for d in t.V3_ARRAYS:
-            docs += [(0, t._dumps(d)), (1, t._dumps(d))]
-        docs.append((2, t._dumps({**t.V3_GROUP})))
-        docs += [(3, t._dumps(d)) for d in t.V2_ARRAYS]
-        docs.append((5, t._dumps(t.V2_ZMETADATA)))
+            docs += [(0, t.dump_doc(d)), (1, t.dump_doc(d))]
+        docs.append((2, t.dump_doc({**t.V3_GROUP})))
+        docs += [(3, t.dump_doc(d)) for d in t.V2_ARRAYS]
+        docs.append((5, t.dump_doc(t.V2_ZMETADATA)))
         for layout, d in t.DRAFT_ARRAYS:
-            docs.append((7 if layout == DRAFT_2022 else 8, t._dumps(d)))
-        docs += [(6, t._dumps(e)) for e in t.DRAFT_ENTRY.values()]
+            docs.append((7 if layout == DRAFT_2022 else 8, t.dump_doc(d)))
+        docs += [(6, t.dump_doc(e)) for e in t.DRAFT_ENTRY.values()]
     except Exception as e:  # noqa: BLE001 - seeds are a convenience
-        print(f"(no seeds from test_fuzz_metadata: {e})")
+        print(f"(no seeds from _helpers.fuzz_metadata: {e})")
     return [bytes([which]) + json.dumps(json.loads(raw)).encode()
             if raw.strip().startswith((b"{", b"[")) else bytes([which]) + raw
             for which, raw in docs]

@@ -1,0 +1,126 @@
+"""zarrfast.convert and the CLI (`zarrfast info`, `zarrfast convert`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numcodecs
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast.cli import main
+from zarrfast.convert import convert
+from zarrfast.errors import ZarrfastError
+
+
+@pytest.fixture
+def v2_tree(tmp_path):
+    root = tmp_path / "src.zarr"
+    g = zarrfast.open_group(str(root), mode="w", zarr_format=2, attributes={"title": "t"})
+    data = np.arange(7 * 9, dtype=">i4").reshape(7, 9)
+    a = g.create_array("a", shape=data.shape, chunks=(3, 4), dtype=">i4", order="F",
+                       compressors=numcodecs.Blosc(cname="lz4", shuffle=-1),
+                       dimension_names=["y", "x"], attributes={"units": "m"})
+    a[...] = data
+    f = g.create_array("sub/f", shape=(10,), chunks=(4,), dtype="<f8",
+                       filters=[numcodecs.Delta(dtype="<f8")], compressors=numcodecs.Zlib(1),
+                       fill_value=np.nan)
+    f[2:7] = np.arange(5.0)
+    e = g.create_array("sub/empty", shape=(5, 5), chunks=(2, 2), dtype="u1", fill_value=3,
+                       compressors=None)
+    return root, data, f[...], e[...]
+
+
+def test_v2_to_v3_copies_bytes_where_encoding_carries_over(tmp_path, v2_tree):
+    zarr = pytest.importorskip("zarr")
+    root, data, fvals, evals = v2_tree
+    dst = tmp_path / "v3.zarr"
+    out = convert(str(root), str(dst), zarr_format=3, progress=False)
+    assert out.zarr_format == 3
+    a = zarrfast.open_array(str(dst), path="a", mode="r")
+    np.testing.assert_array_equal(a[...], data)
+    assert a.dimension_names == ("y", "x") and dict(a.attrs) == {"units": "m"}
+    names = [c.name for c in a.metadata.codecs]
+    assert names == ["transpose", "bytes", "blosc"]
+    assert a.metadata.codecs[1].endian == "big"
+    # blosc + F order + big endian carry over: the chunk files hold the same bytes
+    src_chunk = (root / "a" / "1.2").read_bytes()
+    assert (dst / "a" / "c" / "1" / "2").read_bytes() == src_chunk
+    # filters have no v3 codec: decoded and re-encoded, same values
+    np.testing.assert_array_equal(zarrfast.open_array(str(dst), path="sub/f")[...], fvals)
+    np.testing.assert_array_equal(zarrfast.open_array(str(dst), path="sub/empty")[...], evals)
+    assert not (dst / "sub" / "empty" / "c").exists()  # never-written chunks stay missing
+    # the reference implementation reads the result
+    z = zarr.open_group(str(dst), mode="r")
+    np.testing.assert_array_equal(z["a"][...], data)
+    np.testing.assert_array_equal(z["sub/f"][...], fvals)
+    assert z.attrs["title"] == "t"
+
+
+def test_v3_to_v2_round_trip(tmp_path, v2_tree):
+    zarr = pytest.importorskip("zarr")
+    root, data, fvals, _ = v2_tree
+    convert(str(root), str(tmp_path / "v3"), zarr_format=3, progress=False)
+    convert(str(tmp_path / "v3"), str(tmp_path / "v2"), zarr_format=2, progress=False)
+    z = zarr.open_group(str(tmp_path / "v2"), mode="r", zarr_format=2)
+    np.testing.assert_array_equal(z["a"][...], data)
+    assert z["a"].dtype == np.dtype(">i4") and z["a"].order == "F"
+    np.testing.assert_array_equal(z["sub/f"][...], fvals)
+    meta = json.loads((tmp_path / "v2" / "a" / ".zarray").read_text())
+    assert meta["compressor"]["id"] == "blosc"
+
+
+def test_sharded_v3_to_v2_decodes(tmp_path):
+    data = np.random.default_rng(1).integers(0, 100, (12, 10)).astype("u2")
+    src = zarrfast.create_array(str(tmp_path / "s"), shape=data.shape, chunks=(2, 5),
+                                shards=(4, 10), dtype="u2")
+    src[...] = data
+    convert(str(tmp_path / "s"), str(tmp_path / "d"), zarr_format=2, progress=False)
+    out = zarrfast.open_array(str(tmp_path / "d"), mode="r")
+    assert out.zarr_format == 2
+    np.testing.assert_array_equal(out[...], data)
+
+
+def test_unrepresentable_dtype_is_refused(tmp_path):
+    g = zarrfast.open_group(str(tmp_path / "s"), mode="w", zarr_format=2)
+    g.create_array("names", shape=(3,), chunks=(2,), dtype=str)[...] = ["a", "b", "c"]
+    with pytest.raises(ZarrfastError, match="'/names'.*cannot be converted"):
+        convert(str(tmp_path / "s"), str(tmp_path / "d"), zarr_format=3, progress=False)
+
+
+def test_existing_target_needs_overwrite(tmp_path, v2_tree):
+    root, data, _, _ = v2_tree
+    convert(str(root), str(tmp_path / "d"), progress=False)
+    with pytest.raises(zarrfast.errors.ContainsGroupError):
+        convert(str(root), str(tmp_path / "d"), progress=False)
+    convert(str(root), str(tmp_path / "d"), progress=False, overwrite=True)
+    np.testing.assert_array_equal(zarrfast.open_array(str(tmp_path / "d"), path="a")[...], data)
+
+
+def test_cli_info_and_convert(tmp_path, v2_tree, capsys):
+    root, data, _, _ = v2_tree
+    assert main(["info", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "(group, Zarr v2)" in out
+    assert "a (7, 9) >i4 chunks (3, 4) [bytes, blosc]" in out.replace("transpose, ", "")
+    assert "stored" in out and "f (10,) float64" in out
+    assert main(["convert", str(root), str(tmp_path / "c"), "--quiet"]) == 0
+    assert main(["info", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "(group, Zarr v3)" in out and "[transpose, bytes, blosc]" in out
+    assert main(["info", str(tmp_path / "missing")]) == 3  # exit code 3: not found
+    assert "not found" in capsys.readouterr().err
+
+
+def test_cli_convert_shows_progress(tmp_path, v2_tree):
+    root, *_ = v2_tree
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from zarrfast.cli import main; sys.exit(main())",
+         "convert", str(root), str(tmp_path / "p"), "--zarr-format", "3"],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "chunk" in proc.stderr and "100%" in proc.stderr  # the tqdm bar

@@ -1,0 +1,458 @@
+"""Batched zstd decoding: ``_ext._decode.ChunkDecoder`` (``decode_regions``,
+``decode_files``) against its twin in ``zarrfast.kernels.reference``: property tests.
+
+Both implementations run on the same inputs and must agree (statuses and every byte
+of ``dst``), and each result is also checked against an independent computation
+(python-zstandard for the decoding, NumPy fancy indexing for the placement).
+Explicit cases: ``test_kernel_decode_cases.py``; the pipeline that uses the decoder:
+``tests/engine/test_batch_decode.py``.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+
+import numpy as np
+import pytest
+import zstandard
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from _helpers.decode import (
+    CHUNK,
+    DECODED,
+    DECODERS,
+    FAILED,
+    FRAME,
+    GUARD,
+    ITEM_SWAPS,
+    MAGIC,
+    NO_DATA,
+    PROPS,
+    CompiledDecoder,
+    TwinDecoder,
+    c_strides,
+    compress,
+    compress_stream,
+    independent_decode,
+    new_decoder,
+    numpy_place,
+    outcome,
+    rle_frame,
+    skippable,
+)
+from _helpers.kernels import I64, dense_strides, i64, rng_bytes, span_of
+
+
+def test_rle_frames_are_valid_zstd():
+    for total, declare in [(0, None), (5, 5), (300_000, None), (300_000, 300_000)]:
+        f = rle_frame(total, 0x41, declare)
+        assert zstandard.ZstdDecompressor().stream_reader(f).read() == b"A" * total
+        size = zstandard.get_frame_parameters(f).content_size
+        assert size == (zstandard.CONTENTSIZE_UNKNOWN if declare is None else declare)
+
+
+# ---------------------------------------------------------------------------
+# decode_regions: property test
+# ---------------------------------------------------------------------------
+
+KINDS = ("good", "good", "good_nosize", "good_stream", "good_multi", "good_rle", "truncated",
+         "wrong_size", "garbage", "junk_tail", "bomb_declared", "bomb_rle", "missing", "empty")
+
+
+@st.composite
+def chunk_data(draw, nbytes):
+    seed = draw(st.integers(0, 2**32 - 1))
+    if draw(st.booleans()):
+        return rng_bytes(seed, nbytes)
+    pattern = rng_bytes(seed, draw(st.integers(1, 5)))  # compressible
+    return (pattern * (nbytes // len(pattern) + 1))[:nbytes]
+
+
+@st.composite
+def frame_of(draw, kind, nbytes):
+    """(stored bytes or None for a missing chunk, the chunk they decode to or None)."""
+    data = draw(chunk_data(nbytes))
+    level = draw(st.sampled_from([1, 3, -1]))
+    checksum = draw(st.booleans())
+    if kind == "good":
+        return compress(data, level=level, checksum=checksum), data
+    if kind == "good_nosize":
+        return compress(data, level=level, checksum=checksum, content_size=False), data
+    if kind == "good_stream":
+        return compress_stream(data, draw(st.integers(1, 3)), checksum), data
+    if kind == "good_multi":  # two frames; the first declares no size
+        k = draw(st.integers(0, nbytes))
+        first = compress(data[:k], checksum=checksum, content_size=False)
+        second = compress(data[k:], checksum=draw(st.booleans()),
+                          content_size=draw(st.booleans()))
+        return first + second, data
+    if kind == "good_rle":
+        byte = draw(st.integers(0, 255))
+        return (rle_frame(nbytes, byte, draw(st.sampled_from([None, nbytes]))),
+                bytes([byte]) * nbytes)
+    if kind == "truncated":
+        frame = draw(st.sampled_from([
+            compress(data, level=level, checksum=checksum),
+            compress(data, level=level, checksum=checksum, content_size=False),
+            compress_stream(data, 2, checksum),
+        ]))
+        # (a cut inside the 4-byte checksum: see test_truncated_checksum_is_failed)
+        return frame[:draw(st.integers(0, len(frame) - 1 - 4 * checksum))], None
+    if kind == "wrong_size":
+        delta = draw(st.integers(1, 2 * nbytes))
+        n = nbytes - delta if delta <= nbytes and draw(st.booleans()) else nbytes + delta
+        other = draw(chunk_data(n))
+        if draw(st.booleans()):
+            return compress(other, checksum=checksum, content_size=draw(st.booleans())), None
+        return compress_stream(other, 2, checksum), None
+    if kind == "garbage":
+        junk = draw(st.binary(min_size=0, max_size=48))
+        frame = (MAGIC + junk) if draw(st.booleans()) else junk
+        return frame, independent_decode(frame, nbytes)
+    if kind == "junk_tail":
+        frame = compress(data, level=level, checksum=checksum, content_size=draw(st.booleans()))
+        return frame + b"\x00" + draw(st.binary(min_size=0, max_size=8)), None
+    if kind == "bomb_declared":
+        declare = draw(st.sampled_from([nbytes + 1, 2 * nbytes, 2**40, 2**63]))
+        return rle_frame(draw(st.sampled_from([nbytes, 4 * nbytes])), 7, declare), None
+    if kind == "bomb_rle":  # decodes to more than nbytes, declared as nbytes or not at all
+        total = nbytes + draw(st.integers(1, 1 << 20))
+        return rle_frame(total, 7, draw(st.sampled_from([None, nbytes]))), None
+    if kind == "empty":
+        return b"", None
+    assert kind == "missing"
+    return None, None
+
+
+@st.composite
+def decode_cases(draw):
+    ndim = draw(st.integers(1, 4))
+    chunk = [draw(st.integers(1, 5)) for _ in range(ndim)]
+    itemsize, swap_unit = draw(st.sampled_from(ITEM_SWAPS))
+    nbytes = math.prod(chunk) * itemsize
+    mode = draw(st.sampled_from(["layout", "layout", "layout", "any"]))
+    if mode == "layout":
+        # the stored (maybe transposed) layout's strides, times a (maybe negative) step
+        perm = draw(st.permutations(range(ndim)))
+        stored = c_strides([chunk[p] for p in perm], itemsize)
+        base = [0] * ndim
+        for k in range(ndim):
+            base[perm[k]] = stored[k]
+        steps = [draw(st.sampled_from([1, 1, 1, 2, 3, -1, -2])) for _ in range(ndim)]
+        chunk_strides = [b * t for b, t in zip(base, steps, strict=True)]
+        max_count = [-(-c // abs(t)) for c, t in zip(chunk, steps, strict=True)]
+    else:  # arbitrary reads: zero, overlapping, unaligned strides
+        lim = 2 * itemsize * max(chunk)
+        chunk_strides = [draw(st.integers(-lim, lim)) for _ in range(ndim)]
+        max_count = [4] * ndim
+    nrows = draw(st.integers(1, 6))
+    rows = []
+    for _ in range(nrows):
+        counts = [draw(st.integers(1, m)) for m in max_count]
+        if draw(st.integers(0, 11)) == 0:
+            counts[draw(st.integers(0, ndim - 1))] = 0
+        lo, hi = span_of(counts, chunk_strides, itemsize)
+        if hi - lo > nbytes:
+            counts = [1] * ndim
+            lo, hi = 0, itemsize
+        if 0 in counts:
+            offset = draw(st.integers(0, nbytes))
+        else:
+            offset = draw(st.integers(-lo, nbytes - hi))
+            aligned = offset - offset % itemsize
+            if mode == "layout" and aligned >= -lo:
+                offset = aligned
+        kind = draw(st.sampled_from(KINDS))
+        frame, expect = draw(frame_of(kind, nbytes))
+        rows.append(dict(counts=counts, chunk_offset=offset, kind=kind, frame=frame,
+                         expect=expect, direct=draw(st.integers(0, 3)) == 0))
+    # dst: one block per row (room for the largest region, or the whole chunk for a
+    # direct row), guard bytes around everything
+    biggest = [max(max(r["counts"][d] for r in rows), 1) for d in range(ndim)]
+    dst_strides = draw(dense_strides(biggest, itemsize))
+    lo, hi = span_of(biggest, dst_strides, itemsize)
+    block = max(hi - lo, nbytes) + draw(st.integers(0, 3))
+    for r, row in enumerate(rows):
+        start = GUARD + r * block
+        row["dst_offset"] = start if row["direct"] else start - lo
+        row["block"] = (start, start + block)
+    dst_len = 2 * GUARD + nrows * block
+    # src: the frames one after another with gaps
+    src = bytearray()
+    for row in rows:
+        src += b"\xaa" * draw(st.integers(0, 3))
+        if row["frame"] is None:
+            row["src_offset"], row["src_size"] = draw(st.integers(-100, 10**6)), -1
+        else:
+            row["src_offset"], row["src_size"] = len(src), len(row["frame"])
+            src += row["frame"]
+    src += b"\xaa" * draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        rows = draw(st.permutations(rows))  # frames out of src order
+    # perturbations that must be rejected before anything is written
+    bad = draw(st.sampled_from([None] * 8 + ["chunk", "src", "direct_dst", "dst"]))
+    return dict(chunk=chunk, itemsize=itemsize, swap_unit=swap_unit, nbytes=nbytes,
+                chunk_strides=chunk_strides, dst_strides=dst_strides, rows=rows,
+                src=bytes(src), dst_len=dst_len, seed=draw(st.integers(0, 2**32 - 1)),
+                bad=bad, bad_row=draw(st.integers(0, nrows - 1)),
+                bad_by=draw(st.integers(1, 20)))
+
+
+def perturb(case) -> bool:
+    """Apply ``case["bad"]`` to one row; whether the arguments are now invalid."""
+    bad, by = case["bad"], case["bad_by"]
+    if bad is None:
+        return False
+    itemsize, nbytes = case["itemsize"], case["nbytes"]
+    rows = case["rows"]
+    # first candidate row at or after bad_row (cyclically)
+    order = rows[case["bad_row"]:] + rows[:case["bad_row"]]
+    for row in order:
+        nonempty = 0 not in row["counts"]
+        if bad == "chunk" and not row["direct"] and nonempty and row["src_size"] >= 0:
+            lo, hi = span_of(row["counts"], case["chunk_strides"], itemsize)
+            row["chunk_offset"] = (-lo - by) if by % 2 else (nbytes - hi + by)
+            return True
+        if bad == "src" and row["src_size"] >= 0:
+            row["src_offset"] = (-by) if by % 2 else (len(case["src"]) - row["src_size"] + by)
+            return True
+        if bad == "direct_dst" and row["direct"] and row["src_size"] >= 0:
+            row["dst_offset"] = (-by) if by % 2 else (case["dst_len"] - nbytes + by)
+            return True
+        if bad == "dst" and not row["direct"] and nonempty and row["src_size"] >= 0:
+            lo, hi = span_of(row["counts"], case["dst_strides"], itemsize)
+            row["dst_offset"] = (-lo - by) if by % 2 else (case["dst_len"] - hi + by)
+            return True
+    return False
+
+
+def decode_args(case, dst):
+    rows = case["rows"]
+    return [
+        np.frombuffer(case["src"], dtype=np.uint8),
+        i64(*[r["src_offset"] for r in rows]),
+        i64(*[r["src_size"] for r in rows]),
+        i64(*[r["chunk_offset"] for r in rows]),
+        i64(*case["chunk_strides"]),
+        dst,
+        i64(*[r["dst_offset"] for r in rows]),
+        i64(*case["dst_strides"]),
+        np.array([r["counts"] for r in rows], dtype=I64).reshape(len(rows), -1),
+        case["itemsize"],
+        case["swap_unit"],
+        np.array([r["direct"] for r in rows], dtype=np.uint8),
+    ]
+
+
+def expected_statuses(case) -> list[int]:
+    out = []
+    for row in case["rows"]:
+        if row["src_size"] < 0:
+            out.append(NO_DATA)
+        elif not row["direct"] and 0 in row["counts"]:
+            out.append(DECODED)  # nothing to place: the stream is not even looked at
+        else:
+            out.append(DECODED if row["expect"] is not None else FAILED)
+    return out
+
+
+def expected_dst(case, dst0: np.ndarray) -> np.ndarray:
+    out = dst0.copy()
+    nbytes, itemsize = case["nbytes"], case["itemsize"]
+    for row, status in zip(case["rows"], expected_statuses(case), strict=True):
+        if status != DECODED or row["expect"] is None:
+            continue
+        chunk = np.frombuffer(row["expect"], dtype=np.uint8)
+        if row["direct"]:
+            out[row["dst_offset"]:row["dst_offset"] + nbytes] = chunk
+        else:
+            numpy_place(out, chunk, row["chunk_offset"], case["chunk_strides"],
+                        row["dst_offset"], case["dst_strides"], row["counts"], itemsize,
+                        case["swap_unit"])
+    return out
+
+
+def failed_direct_mask(case, statuses) -> np.ndarray:
+    """Bytes a FAILED direct row may have scribbled on (its own block)."""
+    mask = np.zeros(case["dst_len"], dtype=bool)
+    for row, s in zip(case["rows"], statuses, strict=True):
+        if row["direct"] and s == FAILED:
+            mask[row["dst_offset"]:row["dst_offset"] + case["nbytes"]] = True
+    return mask
+
+
+def run_decoder(cls, case, dst0, decoder=None):
+    dec = decoder if decoder is not None else new_decoder(cls, case["nbytes"])
+    dst = dst0.copy()
+    got = outcome(dec.decode_regions, *decode_args(case, dst))
+    return got, dst, dec
+
+
+@PROPS
+@given(case=decode_cases())
+def test_decode_regions_matches_twin_and_numpy(case):
+    invalid = perturb(case)
+    dst0 = np.frombuffer(rng_bytes(case["seed"], case["dst_len"]), dtype=np.uint8).copy()
+    impls = [TwinDecoder] + ([CompiledDecoder] if CompiledDecoder is not None else [])
+    results = []
+    for cls in impls:
+        got, dst, dec = run_decoder(cls, case, dst0)
+        results.append((got, dst))
+        if invalid:
+            assert got[0] == "raised" and got[1] is ValueError, (cls, got)
+            assert np.array_equal(dst, dst0), f"{cls}: dst changed before the ValueError"
+            continue
+        assert got[0] == "ok", (cls, got)
+        status = got[1]
+        assert isinstance(status, np.ndarray) and status.dtype == np.int8
+        assert status.tolist() == expected_statuses(case), (
+            cls, [r["kind"] for r in case["rows"]], status.tolist())
+        mask = failed_direct_mask(case, status)
+        want = expected_dst(case, dst0)
+        assert np.array_equal(dst[~mask], want[~mask]), f"{cls}: dst differs from NumPy"
+        assert np.array_equal(dst[:GUARD], dst0[:GUARD])
+        assert np.array_equal(dst[-GUARD:], dst0[-GUARD:])
+        # the decoder (and its scratch buffer) is reusable: a second call agrees
+        got2, dst2, _ = run_decoder(cls, case, dst0, decoder=dec)
+        assert got2[0] == "ok" and got2[1].tolist() == status.tolist()
+        assert np.array_equal(dst2[~mask], dst[~mask])
+    for row, s in zip(case["rows"], expected_statuses(case), strict=True):
+        event(f"status {s}")
+        event(f"kind {row['kind']}{' direct' if row['direct'] else ''}")
+    event(f"rejected: {case['bad']}" if invalid else "valid arguments")
+    if len(results) == 2:
+        (a, da), (b, db) = results
+        assert a[0] == b[0]
+        if a[0] == "ok":
+            assert a[1].tolist() == b[1].tolist()
+            mask = failed_direct_mask(case, a[1])
+            assert np.array_equal(da[~mask], db[~mask])
+        else:
+            assert a[1] is b[1]
+            assert np.array_equal(da, db)
+
+
+# ---------------------------------------------------------------------------
+# decode_files (chunks read from their files in the same kernel call), if present
+# ---------------------------------------------------------------------------
+
+HAS_DECODE_FILES = hasattr(TwinDecoder, "decode_files")
+needs_decode_files = pytest.mark.skipif(not HAS_DECODE_FILES, reason="no decode_files")
+
+
+def decode_files_args(case, dst, paths):
+    args = decode_args(case, dst)
+    return [paths, *args[3:]]  # no src, src_offsets, src_sizes
+
+
+def write_frames(case, root) -> list[bytes]:
+    """One file per row holding its frame (none for a missing chunk)."""
+    paths = []
+    for r, row in enumerate(case["rows"]):
+        p = os.path.join(root, f"chunk{r}")
+        if row["frame"] is not None:
+            with open(p, "wb") as f:
+                f.write(row["frame"])
+        paths.append(os.fsencode(p))
+    return paths
+
+
+@needs_decode_files
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=decode_cases())
+def test_decode_files_matches_twin_and_numpy(case):
+    """``decode_files`` on files holding the frames gives what ``decode_regions`` gives
+    on the frames in a buffer (missing files: NO_DATA), in both implementations."""
+    import tempfile
+
+    if case["bad"] == "src":
+        case["bad"] = None  # (no src ranges here)
+    invalid = perturb(case)
+    dst0 = np.frombuffer(rng_bytes(case["seed"], case["dst_len"]), dtype=np.uint8).copy()
+    impls = [TwinDecoder] + ([CompiledDecoder] if CompiledDecoder is not None else [])
+    with tempfile.TemporaryDirectory() as root:
+        paths = write_frames(case, root)
+        results = []
+        for cls in impls:
+            dst = dst0.copy()
+            got = outcome(new_decoder(cls, case["nbytes"]).decode_files,
+                          *decode_files_args(case, dst, list(paths)))
+            results.append((got, dst))
+            if invalid:
+                assert got[0] == "raised" and got[1] is ValueError, (cls, got)
+                assert np.array_equal(dst, dst0)
+                continue
+            assert got[0] == "ok", (cls, got)
+            status, sizes, errors = got[1]
+            # (an empty region is skipped before its file is opened: DECODED, not NO_DATA)
+            want_status = [DECODED if not row["direct"] and 0 in row["counts"] else s
+                           for row, s in zip(case["rows"], expected_statuses(case), strict=True)]
+            assert status.tolist() == want_status, (cls, status.tolist())
+            assert not errors.any()
+            for row, s, n in zip(case["rows"], status.tolist(), sizes.tolist(), strict=True):
+                if s != NO_DATA and (row["direct"] or 0 not in row["counts"]):
+                    assert n == len(row["frame"])
+            mask = failed_direct_mask(case, status)
+            want = expected_dst(case, dst0)
+            assert np.array_equal(dst[~mask], want[~mask]), f"{cls}: dst differs from NumPy"
+    if len(results) == 2:
+        (a, da), (b, db) = results
+        assert a[0] == b[0]
+        if a[0] == "ok":
+            for x, y in zip(a[1], b[1], strict=True):
+                assert x.tolist() == y.tolist()
+            mask = failed_direct_mask(case, a[1][0])
+            assert np.array_equal(da[~mask], db[~mask])
+        else:
+            assert a[1] is b[1] and a[2] == b[2]
+
+
+@needs_decode_files
+@pytest.mark.parametrize("cls", DECODERS)
+def test_decode_files_sizes_errors_and_rejections(cls, tmp_path):
+    nbytes = 24
+    limit = 2 * nbytes + 65536
+    files = {
+        "good": FRAME,
+        "dir": None,
+        "big_valid": FRAME + skippable(limit),  # valid zstd, but over the read limit
+        "at_limit": FRAME + skippable(limit - len(FRAME) - 8),
+        "garbage": b"nope",
+    }
+    for name, content in files.items():
+        if content is None:
+            (tmp_path / name).mkdir()
+        else:
+            (tmp_path / name).write_bytes(content)
+    names = [*files, "missing"]
+    paths = [os.fsencode(tmp_path / n) for n in names]
+    n = len(names)
+    dst = np.full(n * nbytes, 0xEE, dtype=np.uint8)
+    dec = new_decoder(cls, nbytes)
+    status, sizes, errors = dec.decode_files(
+        paths, np.zeros(n, I64), i64(2), dst, np.arange(n, dtype=I64) * nbytes, i64(2),
+        np.full((n, 1), 12, I64), 2, 1, np.ones(n, np.uint8))
+    # (a trailing skippable frame is fine for both; a file of exactly the limit is read)
+    assert status.tolist() == [DECODED, NO_DATA, FAILED, DECODED, FAILED, NO_DATA]
+    assert sizes.tolist() == [len(FRAME), -1, len(files["big_valid"]), limit, 4, -1]
+    assert errors.tolist() == [0, 0, errno.EFBIG, 0, 0, 0]
+    assert dst[:nbytes].tobytes() == CHUNK
+    assert (dst[nbytes:2 * nbytes] == 0xEE).all()
+    good = [paths[0]]
+    args = (np.zeros(1, I64), i64(2), dst, i64(0), i64(2), np.full((1, 1), 12, I64), 2, 1,
+            np.zeros(1, np.uint8))
+    with pytest.raises(TypeError):
+        dec.decode_files([os.fsdecode(paths[0])], *args)
+    with pytest.raises(ValueError, match="NUL"):
+        dec.decode_files([b"a\0b"], *args)
+    with pytest.raises(ValueError):
+        dec.decode_files(good + good, *args)
+    before = dst.copy()
+    with pytest.raises(ValueError):  # a region outside dst: nothing read or written
+        dec.decode_files(good, np.zeros(1, I64), i64(2), dst, i64(dst.size - 2), i64(2),
+                         np.full((1, 1), 12, I64), 2, 1, np.zeros(1, np.uint8))
+    assert np.array_equal(dst, before)

@@ -1,0 +1,170 @@
+"""Batched local writes: ``LocalStore.set_many`` and the chunk pipeline that writes a
+batch of chunks at a time through it (atomic writes: a temporary file, then a
+rename).  The ``write_files`` kernel itself:
+``tests/kernels/test_kernel_write_files.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast import config
+from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
+from zarrfast.storage import LocalStore
+
+from _helpers.stores import TMP_MARK
+
+
+def leftovers(root) -> list[str]:
+    return [f for _, _, files in os.walk(root) for f in files if TMP_MARK in f or ".tmp" in f]
+
+
+# ---------------------------------------------------------------------------
+# LocalStore.set_many
+# ---------------------------------------------------------------------------
+
+def test_set_many_writes_every_value_atomically(tmp_path):
+    store = LocalStore(tmp_path)
+    assert store.fast_set_many
+    items = {f"x/{i}/{j}": bytes([i, j]) * (i + 1) for i in range(5) for j in range(7)}
+    store.set_many(items)
+    for k, v in items.items():
+        assert store.get(k) == v
+    store.set_many([(k, v + b"!") for k, v in items.items()])  # replacing
+    assert all(store.get(k) == v + b"!" for k, v in items.items())
+    assert leftovers(tmp_path) == []
+
+
+def test_set_many_refuses_links_out_like_set(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "f").write_bytes(b"precious")
+    (root / "leaf").symlink_to(outside / "f")
+    (root / "dir").symlink_to(outside, target_is_directory=True)
+    store = LocalStore(root)
+    with pytest.raises(InvalidKeyError, match="leaf"):
+        store.set_many([("ok1", b"1"), ("leaf", b"through a link"), ("ok2", b"2")])
+    assert (outside / "f").read_bytes() == b"precious"
+    assert store.get("ok1") == b"1" and store.get("ok2") == b"2"  # the others are written
+    with pytest.raises(InvalidKeyError, match="dir/a"):
+        store.set_many([("dir/a", b"a"), ("dir/b", b"b")])
+    assert sorted(os.listdir(outside)) == ["f"]
+    assert leftovers(tmp_path) == []
+
+
+def test_set_many_errors_name_the_key(tmp_path):
+    store = LocalStore(tmp_path)
+    store.set("file", b"x")
+    with pytest.raises(ZarrfastError, match="file/a"):
+        store.set_many([("file/a", b"1"), ("file/b", b"2")])
+    with pytest.raises(ReadOnlyError):
+        LocalStore(tmp_path, read_only=True).set_many([("a", b"1"), ("b", b"2")])
+    with pytest.raises(InvalidKeyError):
+        store.set_many([("a", b"1"), ("../escape", b"2")])
+
+
+def test_set_many_keeps_a_subclass_set_and_fsync(tmp_path):
+    calls = []
+
+    class Logged(LocalStore):
+        def set(self, key, value):
+            calls.append(key)
+            super().set(key, value)
+
+    store = Logged(tmp_path)
+    assert not store.fast_set_many
+    store.set_many([("a", b"1"), ("b", b"2")])
+    assert calls == ["a", "b"]
+    assert not LocalStore(tmp_path, fsync=True).fast_set_many
+    a = zarrfast.create_array(store, name="arr", shape=(40,), chunks=(10,), dtype="i4")
+    calls.clear()
+    a[...] = np.arange(40)
+    assert sorted(k for k in calls if "/c/" in k) == [f"arr/c/{i}" for i in range(4)]
+
+
+# ---------------------------------------------------------------------------
+# the chunk pipeline
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("compressor", [None, "zstd"])
+def test_array_writes_go_through_set_many(tmp_path, threads, compressor, monkeypatch):
+    import zarr
+
+    batches = []
+    original = LocalStore.set_many
+
+    def spy(self, items):
+        items = list(items)
+        batches.append(len(items))
+        return original(self, items)
+
+    monkeypatch.setattr(LocalStore, "set_many", spy)
+    comp = None if compressor is None else {"name": "zstd", "configuration": {"level": 1}}
+    data = np.arange(200 * 300, dtype="<i4").reshape(200, 300)
+    with config.set(threads=threads):
+        a = zarrfast.create_array(str(tmp_path), shape=data.shape, chunks=(20, 30),
+                                  dtype="<i4", compressors=comp, fill_value=0)
+        a[...] = data
+        assert sum(batches) == 100 and max(batches) > 1
+        a[5:95, 7:123] = -data[5:95, 7:123]  # partial chunks: old values kept
+        expect = data.copy()
+        expect[5:95, 7:123] *= -1
+        a[100:200] = 0  # equal to the fill value: those chunk files are removed
+        expect[100:200] = 0
+    np.testing.assert_array_equal(a[...], expect)
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path), mode="r")[...], expect)
+    assert not any(files for i in range(5, 10)
+                   for _, _, files in os.walk(tmp_path / "c" / str(i)))
+    assert leftovers(tmp_path) == []
+
+
+def test_set_many_takes_values_set_takes(tmp_path):
+    store = LocalStore(tmp_path)
+    strided = np.arange(10, dtype="u1")[::2]
+    fortran = np.asfortranarray(np.arange(6, dtype="u1").reshape(2, 3))
+    store.set_many([("a", strided), ("b", fortran), ("c", bytearray(b"xyz")),
+                    ("d", np.zeros((0, 3)))])
+    assert store.get("a") == strided.tobytes()
+    assert store.get("b") == memoryview(fortran).tobytes()
+    assert store.get("c") == b"xyz" and store.get("d") == b""
+
+
+def test_write_batches_are_bounded_in_bytes(tmp_path, monkeypatch):
+    from zarrfast.engine import chunked as pipeline
+
+    sizes = []
+    original = LocalStore.set_many
+
+    def spy(self, items):
+        items = list(items)
+        sizes.append(sum(memoryview(v).nbytes for _, v in items))
+        return original(self, items)
+
+    monkeypatch.setattr(LocalStore, "set_many", spy)
+    monkeypatch.setattr(pipeline, "WRITE_BATCH_BYTES", 4 * 2**20)
+    with config.set(threads=1):
+        a = zarrfast.create_array(str(tmp_path), shape=(64, 2**17), chunks=(1, 2**17),
+                                  dtype="<f8", compressors=None)  # 64 chunks of 1 MiB
+        a[...] = 1.5
+    assert sizes and max(sizes) <= 4 * 2**20
+    np.testing.assert_array_equal(a[...], 1.5)
+
+
+def test_an_error_mid_batch_still_writes_what_came_before(tmp_path):
+    """A chunk that cannot be decoded for a partial write fails the write, naming it;
+    the chunks of its batch encoded before it are written, as chunk by chunk."""
+    from zarrfast.errors import ChunkDecodeError
+
+    a = zarrfast.create_array(str(tmp_path), shape=(100,), chunks=(10,), dtype="i4",
+                              compressors={"name": "zstd", "configuration": {"level": 1}})
+    a[...] = np.arange(100)
+    (tmp_path / "c" / "9").write_bytes(b"not zstd")
+    with config.set(threads=1), pytest.raises(ChunkDecodeError, match="c/9"):
+        a[1:99] = -1  # partial first and last chunks (the last one corrupt)
+    np.testing.assert_array_equal(a[0:90], np.r_[0, np.full(89, -1)])
