@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 import zarrfast
+from zarrfast.codecs import CodecChain
 from zarrfast.errors import CodecError, ZarrfastError
 from zarrfast.metadata.draft import DRAFT_2022, ZARRITA
 from zarrfast.metadata.v2 import ArrayMetadataV2
@@ -407,7 +408,9 @@ def v3_store(doc_raw: bytes) -> MemoryStore:
 def check_v3_array(doc: Any, hit: list[tuple]) -> str:
     raw = dump_doc(doc)
     try:
-        parse_metadata(raw, path=ARR, key=f"{ARR}/zarr.json")
+        md = parse_metadata(raw, path=ARR, key=f"{ARR}/zarr.json")
+        if md.node_type == "array":  # opening also parses the codec chain
+            CodecChain.from_metadata(md, node=f"array {ARR!r}")
         parsed = True
     except Exception as e:  # noqa: BLE001 - the check itself tells what may leak
         check_error(e, ARR, hit, RELATED_V3)
@@ -430,7 +433,8 @@ def check_v2_array(doc: Any, hit: list[tuple], attrs: Any = None) -> str:
     raw = dump_doc(doc)
     raw_attrs = None if attrs is None else dump_doc(attrs)
     try:
-        ArrayMetadataV2.from_documents(raw, raw_attrs, path=ARR, key=f"{ARR}/.zarray")
+        md = ArrayMetadataV2.from_documents(raw, raw_attrs, path=ARR, key=f"{ARR}/.zarray")
+        CodecChain.from_metadata(md, node=f"array {ARR!r}")  # as opening the array does
         parsed = True
     except Exception as e:  # noqa: BLE001
         check_error(e, ARR, hit, RELATED_V2)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from zarrfast.kernels import reference as ref
 
 try:
-    from zarrfast._ext import _assemble, _byteswap, _indexing, _shard_index, _transpose
+    from zarrfast._ext import _assemble, _indexing, _shard_index
 except ImportError:  # pragma: no cover - the extension-less CI job
     ext = None
 else:
@@ -23,9 +23,9 @@ else:
         copy_regions=_assemble.copy_regions,
         fill_region=_assemble.fill_region,
         is_uniform=_assemble.is_uniform,
-        transpose=_transpose.transpose,
-        byteswap_inplace=_byteswap.byteswap_inplace,
-        byteswap_copy=_byteswap.byteswap_copy,
+        transpose=_assemble.transpose,
+        byteswap_inplace=_assemble.byteswap_inplace,
+        byteswap_copy=_assemble.byteswap_copy,
         project=_indexing.project,
         format_chunk_keys=_indexing.format_chunk_keys,
         group_by_chunk=_indexing.group_by_chunk,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from zarrfast.codecs import CodecChain
 from zarrfast.errors import ZarrfastError
 from zarrfast.metadata import parse_data_type
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
@@ -61,10 +62,24 @@ def parse(doc: Any, path: str = PATH) -> ArrayMetadata | GroupMetadata:
     return parse_metadata(json.dumps(doc).encode(), path=path, key=key)
 
 
+def codecs_of(md: Any, path: str = PATH) -> tuple[Any, ...]:
+    """The codec objects of an array's metadata, as opening the array parses them."""
+    return CodecChain.from_metadata(md, node=f"array {path!r}").codecs
+
+
+def parse_and_open(doc: Any, path: str = PATH) -> ArrayMetadata | GroupMetadata:
+    """What opening the node checks: the document, and an array's codec chain."""
+    md = parse(doc, path)
+    if isinstance(md, ArrayMetadata):
+        codecs_of(md, path)
+    return md
+
+
 def expect_error(doc: Any, cls: type[Exception], *fragments: str) -> ZarrfastError:
-    """``doc`` must fail with ``cls``; the message names the node path and every fragment."""
+    """``doc`` must fail with ``cls`` when opened; the message names the node path and every
+    fragment."""
     with pytest.raises(cls) as info:
-        parse(doc)
+        parse_and_open(doc)
     err = info.value
     assert isinstance(err, ZarrfastError)
     msg = str(err)

@@ -129,7 +129,7 @@ def test_compressor_chains(store: zarrfast.Store, name: str, dtype: str) -> None
 
 def test_default_codecs(store: zarrfast.Store) -> None:
     a = zarrfast.create_array(store, shape=(3,), dtype="f4")
-    assert [type(c) for c in a.metadata.codecs] == [BytesCodec, ZstdCodec]
+    assert [type(c) for c in a.codec_chain.codecs] == [BytesCodec, ZstdCodec]
     assert a.filters == () and isinstance(a.serializer, BytesCodec)
     assert len(a.compressors) == 1
 

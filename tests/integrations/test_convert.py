@@ -43,9 +43,9 @@ def test_v2_to_v3_copies_bytes_where_encoding_carries_over(tmp_path, v2_tree):
     a = zarrfast.open_array(str(dst), path="a", mode="r")
     np.testing.assert_array_equal(a[...], data)
     assert a.dimension_names == ("y", "x") and dict(a.attrs) == {"units": "m"}
-    names = [c.name for c in a.metadata.codecs]
+    names = [c.name for c in a.codec_chain.codecs]
     assert names == ["transpose", "bytes", "blosc"]
-    assert a.metadata.codecs[1].endian == "big"
+    assert a.codec_chain.codecs[1].endian == "big"
     # blosc + F order + big endian carry over: the chunk files hold the same bytes
     src_chunk = (root / "a" / "1.2").read_bytes()
     assert (dst / "a" / "c" / "1" / "2").read_bytes() == src_chunk

@@ -1,5 +1,5 @@
-"""The ``_transpose`` and ``_byteswap`` kernels against their twins and NumPy
-(``np.transpose``, ``byteswap``).
+"""The copy engine's ``transpose`` and ``byteswap_*`` kernels (in ``_assemble``) against
+their twins and NumPy (``np.transpose``, ``byteswap``).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from _helpers.metadata import (
     PATH,
     array_doc,
     bits_of,
+    codecs_of,
     expect_error,
     one_d,
     parse,
@@ -68,13 +69,13 @@ def test_array_round_trip_parsed_values() -> None:
     assert md.storage_transformers == ()
     assert isinstance(md.chunk_key_encoding, V2ChunkKeyEncoding)
     assert md.chunk_key_encoding.separator == "."
-    assert [type(c) for c in md.codecs] == [
+    assert [type(c) for c in codecs_of(md)] == [
         TransposeCodec, BytesCodec, BloscCodec, GzipCodec, ZstdCodec, Crc32cCodec
     ]
-    assert md.codecs[0].order == (2, 0, 1)
-    assert md.codecs[1].endian == "big"
-    assert md.codecs[3].level == 9
-    assert md.codecs[4].checksum is True
+    assert codecs_of(md)[0].order == (2, 0, 1)
+    assert codecs_of(md)[1].endian == "big"
+    assert codecs_of(md)[3].level == 9
+    assert codecs_of(md)[4].checksum is True
     assert np.isnan(md.fill_value.real) and md.fill_value.imag == -np.inf
     assert md.attributes["nested"]["x"] == [1, 2.5, None, "s", True]
 

@@ -20,7 +20,7 @@ from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEnco
 from zarrfast.metadata.v3 import parse_metadata
 
 from _helpers import LE
-from _helpers.metadata import KEY, PATH, array_doc, expect_error, parse
+from _helpers.metadata import KEY, PATH, array_doc, codecs_of, expect_error, parse
 
 # ---------------------------------------------------------------------------
 # Malformed documents
@@ -142,8 +142,8 @@ def test_unknown_codec() -> None:
 def test_unknown_codec_with_must_understand_false_is_skipped() -> None:
     md = parse(array_doc(codecs=[LE, {"name": "lzma9000", "must_understand": False,
                                       "configuration": {"x": 1}}]))
-    assert len(md.codecs) == 1
-    assert isinstance(md.codecs[0], BytesCodec)
+    assert len(codecs_of(md)) == 1
+    assert isinstance(codecs_of(md)[0], BytesCodec)
     # skipping it must not let an invalid chain through
     expect_error(array_doc(codecs=[{"name": "lzma9000", "must_understand": False}]),
                  MetadataValidationError, "codecs")
@@ -151,7 +151,7 @@ def test_unknown_codec_with_must_understand_false_is_skipped() -> None:
 
 def test_known_codec_may_carry_must_understand() -> None:
     md = parse(array_doc(codecs=[{**LE, "must_understand": True}, {"name": "crc32c"}]))
-    assert [type(c) for c in md.codecs] == [BytesCodec, Crc32cCodec]
+    assert [type(c) for c in codecs_of(md)] == [BytesCodec, Crc32cCodec]
 
 
 @pytest.mark.parametrize(
@@ -182,7 +182,7 @@ def test_mistyped_codecs(codecs: Any) -> None:
 
 def test_codec_short_name_form() -> None:
     md = parse(array_doc(data_type="uint8", fill_value=0, codecs=["bytes", "crc32c"]))
-    assert [type(c) for c in md.codecs] == [BytesCodec, Crc32cCodec]
+    assert [type(c) for c in codecs_of(md)] == [BytesCodec, Crc32cCodec]
 
 
 @pytest.mark.parametrize(
@@ -237,7 +237,7 @@ def test_transpose_chain_shapes_are_validated() -> None:
     codecs = [{"name": "transpose", "configuration": {"order": [1, 0]}},
               {"name": "transpose", "configuration": {"order": [1, 0]}}, LE]
     md = parse(array_doc(codecs=codecs))
-    assert [c.order for c in md.codecs[:2]] == [(1, 0), (1, 0)]
+    assert [c.order for c in codecs_of(md)[:2]] == [(1, 0), (1, 0)]
 
 
 @pytest.mark.parametrize(
@@ -257,7 +257,7 @@ def test_bad_bytes_codec(bytes_codec: dict, data_type: str, fragment: str) -> No
 def test_bytes_codec_endian_optional_for_single_byte_types(data_type: str) -> None:
     fill = {"bool": False, "r8": [0], "r24": [0, 0, 0]}.get(data_type, 0)
     md = parse(array_doc(codecs=[{"name": "bytes"}], data_type=data_type, fill_value=fill))
-    assert md.codecs[0].endian is None
+    assert codecs_of(md)[0].endian is None
 
 
 # ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 import zarrfast
+from zarrfast.codecs import CodecChain
 from zarrfast.errors import MetadataError, ZarrfastError
 from zarrfast.metadata.draft import (
     DRAFT_2022,
@@ -166,7 +167,8 @@ def test_draft_array_mutations(data: Any, case: tuple[str, dict]) -> None:
     doc, hit = data.draw(mutate(base))
     key = f"{DRAFT_META[layout]}/{ARR}.array.json"
     try:
-        convert_array_document(doc, layout=layout, key=key)
+        md = convert_array_document(doc, layout=layout, key=key)
+        CodecChain.from_metadata(md, node=f"array {ARR!r}")  # as opening the array does
         parsed = True
     except Exception as e:  # noqa: BLE001
         check_error(e, ARR, hit, RELATED_DRAFT)

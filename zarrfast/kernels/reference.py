@@ -4,7 +4,7 @@ Every function here has the same name, signature, accepted inputs, result and
 errors as its compiled twin (``src_ext/*.pyx``), written for clarity rather
 than speed. It is the fallback when the extensions are unavailable (or
 ``ZARRFAST_PURE_PYTHON=1``; see ``zarrfast.kernels``) and the oracle of
-``tests/test_kernels.py``.
+the kernel tests in ``tests/kernels/``.
 
 Argument conventions shared with the extensions:
 
