@@ -3,6 +3,7 @@ when several of its modules share a fixture; none does today.)
 
 * ``store``: an empty store, once a ``MemoryStore`` and once a ``LocalStore``;
 * ``subprocess_cwd``: an empty temporary directory to run child Pythons in;
+* ``zarr_peer``: zarr-python 3.4 in a Python 3.12 venv of its own (``_helpers.zarr_peer``);
 * ``s3_server``: a real S3 server (moto's, over HTTP on loopback) for the remote store
   tests.  Clients talk to it through s3fs/botocore exactly as they would to AWS.
 
@@ -34,6 +35,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> zarrfast.Store:
     if request.param == "memory":
         return zarrfast.MemoryStore()
     return zarrfast.LocalStore(tmp_path / "data.zarr")
+
+
+@pytest.fixture(scope="session")
+def zarr_peer():
+    """zarr-python 3.4, run in a child Python 3.12 (skips when there is none)."""
+    from _helpers.zarr_peer import get_zarr_peer
+
+    return get_zarr_peer()
 
 
 @pytest.fixture
