@@ -2,14 +2,20 @@
 (:class:`CodecChain`, the one interpreter of a chain) and the shard format.
 
 Every codec name is registered here, explicitly: the core codecs and the
-``numcodecs.*`` compressors that zarr-python 3 writes.
+``numcodecs.*`` codecs that zarr-python 3 writes (:mod:`.numcodecs_v3`).
 """
 
 from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.chain import CodecChain
 from zarrfast.codecs.compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
-from zarrfast.codecs.numcodecs_codec import BZ2Codec, LZ4Codec, LZMACodec, ZlibCodec
+from zarrfast.codecs.numcodecs_v3 import (
+    BZ2Codec,
+    LZ4Codec,
+    LZMACodec,
+    ZlibCodec,
+    numcodecs_v3_classes,
+)
 from zarrfast.codecs.registry import (
     get_codec_class,
     parse_codec,
@@ -21,8 +27,7 @@ from zarrfast.codecs.transpose import TransposeCodec
 from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 
 for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
-             ShardingCodec, VLenUTF8Codec, VLenBytesCodec, ZlibCodec, BZ2Codec, LZMACodec,
-             LZ4Codec):
+             ShardingCodec, VLenUTF8Codec, VLenBytesCodec, *numcodecs_v3_classes()):
     register_codec(_cls)
 del _cls
 

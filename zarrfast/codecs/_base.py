@@ -101,6 +101,10 @@ class ArrayArrayCodec(Codec):
     def encoded_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         return shape
 
+    def encoded_data_type(self, data_type: Any) -> Any:
+        """The data type of what :meth:`encode` gives for ``data_type`` (most keep it)."""
+        return data_type
+
     def encode(self, chunk: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 

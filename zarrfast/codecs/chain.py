@@ -35,7 +35,7 @@ from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
 from zarrfast.codecs.registry import parse_codec
 from zarrfast.codecs.transpose import TransposeCodec
-from zarrfast.errors import MetadataValidationError
+from zarrfast.errors import CodecError, MetadataValidationError
 
 __all__ = [
     "MAX_VLEN_DATA",
@@ -76,6 +76,7 @@ def validate_codec_chain(
     stage = 0  # 0: array->array, 1: after array->bytes
     n_ab = 0
     cur_shape = shape
+    cur_type = data_type
     for i, c in enumerate(codecs):
         label = f"{node}: codecs[{i}] ({c.name!r})"
         if isinstance(c, ArrayArrayCodec):
@@ -97,9 +98,10 @@ def validate_codec_chain(
                 )
         try:
             if stage == 0 or isinstance(c, ArrayBytesCodec):
-                c.validate(shape=cur_shape, data_type=data_type)
+                c.validate(shape=cur_shape, data_type=cur_type)
             if isinstance(c, ArrayArrayCodec):
                 cur_shape = c.encoded_shape(cur_shape)
+                cur_type = c.encoded_data_type(cur_type)
         except MetadataValidationError as e:
             raise MetadataValidationError(f"{label}: {e}") from None
     if n_ab == 0:
@@ -128,6 +130,23 @@ class BoundedDecoders:
         for c, limited in self.steps:
             data = c.decode(data, limit=limit) if limited else c.decode(data)
         return data
+
+
+def _as_stage(arr: Any, data_type: Any, codec: Any) -> Any:
+    """What an array -> array codec gave, as the data type of its stage: numcodecs'
+    filters may give an explicit byte order, or the same bytes as another type (bitround
+    gives unsigned integers); the bytes are what count, as in zarr-python."""
+    if not isinstance(arr, np.ndarray) or arr.dtype == data_type.dtype:
+        return arr
+    native = arr.dtype.newbyteorder("=")
+    if arr.dtype != native and arr.dtype.byteorder != "|":
+        arr = arr.astype(native)
+    if arr.dtype == data_type.dtype:
+        return arr
+    if arr.dtype.itemsize != data_type.itemsize or arr.dtype.hasobject:
+        raise CodecError(f"codec {codec.name!r} gave {arr.dtype} elements where "
+                         f"{data_type.name} was expected")
+    return np.ascontiguousarray(arr).view(data_type.dtype)
 
 
 def _is_sharding(codec: Any) -> bool:
@@ -163,10 +182,13 @@ class CodecChain:
         self.aa = tuple(c for c in self.codecs if isinstance(c, ArrayArrayCodec))
         self.ab = next(c for c in self.codecs if isinstance(c, ArrayBytesCodec))
         self.bb = tuple(c for c in self.codecs if isinstance(c, BytesBytesCodec))
-        #: the chunk shape each array -> array codec receives, then the array -> bytes one's
+        #: the chunk shape and data type each array -> array codec receives, then the
+        #: array -> bytes one's (filters such as ``numcodecs.astype`` change the type)
         self.shapes = [self.chunk_shape]
+        self.data_types = [data_type]
         for c in self.aa:
             self.shapes.append(c.encoded_shape(self.shapes[-1]))
+            self.data_types.append(c.encoded_data_type(self.data_types[-1]))
         #: the sharding codec when the array's chunks are shards read in part (it is the
         #: array -> bytes codec and no array -> array codec comes before it)
         self.sharding = self.ab if _is_sharding(self.ab) and not self.aa else None
@@ -217,22 +239,32 @@ class CodecChain:
     def to_json(self) -> list[dict[str, Any]]:
         return [c.to_dict() for c in self.codecs]
 
-    def evolve(self) -> CodecChain:
-        """The chain with automatically chosen parameters filled in (blosc's typesize, a
-        shard's inner chain): what metadata records."""
+    @classmethod
+    def create(cls, codecs: Sequence[Any], *, chunk_shape: Sequence[int], data_type: Any,
+               node: str = "array") -> CodecChain:
+        """The chain a new array records: each codec with its automatically chosen
+        parameters filled in (blosc's typesize, a filter's data type, a shard's inner
+        chain), then validated.  Every codec is told the array's data type, as in
+        zarr-python, and the chunk shape it receives."""
+        parsed = parse_codecs(codecs, node=node)
+        shape = tuple(int(c) for c in chunk_shape)
         out = []
-        for c, shape in zip(self.codecs, self._shape_of_each(), strict=True):
-            out.append(c.evolve(shape=shape, data_type=self.data_type))
-        return CodecChain(out, chunk_shape=self.chunk_shape, data_type=self.data_type,
-                          node=self.node)
+        for i, c in enumerate(parsed):
+            try:
+                out.append(c.evolve(shape=shape, data_type=data_type))
+                if isinstance(c, ArrayArrayCodec):
+                    shape = c.encoded_shape(shape)
+            except (ValueError, TypeError, IndexError):
+                # a codec that does not fit: validation (below) says why, naming it
+                out[i:] = parsed[i:]
+                break
+        return cls(out, chunk_shape=chunk_shape, data_type=data_type, node=node)
 
-    def _shape_of_each(self) -> list[tuple[int, ...]]:
-        shapes, k = [], 0
-        for c in self.codecs:
-            shapes.append(self.shapes[min(k, len(self.shapes) - 1)])
-            if isinstance(c, ArrayArrayCodec):
-                k += 1
-        return shapes
+    def evolve(self) -> CodecChain:
+        """The chain with automatically chosen parameters filled in: what metadata
+        records (:meth:`create`)."""
+        return self.create(self.codecs, chunk_shape=self.chunk_shape,
+                           data_type=self.data_type, node=self.node)
 
     # -- facts --------------------------------------------------------------------------
     @property
@@ -258,21 +290,23 @@ class CodecChain:
                 limit += self.ab.index_nbytes(shard) + 4 * math.prod(
                     self.ab.chunks_per_shard(shard))
             return limit
-        return 2 * self.chunk_nbytes + 2**20
+        encoded = math.prod(self.shapes[-1]) * self.data_types[-1].itemsize
+        return 2 * max(self.chunk_nbytes, encoded) + 2**20
 
     # -- the general path: the codecs' own methods ----------------------------------------
     def decode_array(self, data: Any, *, fill_value: Any = None, key: str = "chunk"
                      ) -> np.ndarray:
         """Bytes left by the bytes -> bytes codecs -> the chunk as an array of
         ``chunk_shape``: the array -> bytes codec, then the array -> array codecs."""
-        shapes = self.shapes
+        shapes, types = self.shapes, self.data_types
         if _is_sharding(self.ab):  # empty inner chunks read as the fill value
-            arr = self.ab.decode(data, shapes[-1], self.data_type, fill_value=fill_value,
+            arr = self.ab.decode(data, shapes[-1], types[-1], fill_value=fill_value,
                                  key=key)
         else:
-            arr = self.ab.decode(data, shapes[-1], self.data_type)
-        for c, s in zip(reversed(self.aa), reversed(shapes[:-1]), strict=True):
-            arr = c.decode(arr, s)
+            arr = self.ab.decode(data, shapes[-1], types[-1])
+        for c, s, t in zip(reversed(self.aa), reversed(shapes[:-1]), reversed(types[:-1]),
+                           strict=True):
+            arr = _as_stage(c.decode(arr, s), t, c)
         return arr
 
     def decode(self, raw: Any, *, fill_value: Any = None, key: str = "chunk",
@@ -288,12 +322,12 @@ class CodecChain:
         and ``fill_value`` matter to a sharding codec: whether its inner chunks equal to
         the fill value are kept)."""
         data: Any = arr
-        for c in self.aa:
-            data = c.encode(data)
+        for c, t in zip(self.aa, self.data_types[1:], strict=True):
+            data = _as_stage(c.encode(data), t, c)
         if _is_sharding(self.ab):
-            return self.ab.encode(np.asarray(data), self.data_type, fill_value=fill_value,
+            return self.ab.encode(np.asarray(data), self.data_types[-1], fill_value=fill_value,
                                   write_empty_chunks=write_empty_chunks)
-        return self.ab.encode(data, self.data_type)
+        return self.ab.encode(data, self.data_types[-1])
 
     def encode_bytes(self, data: Any) -> Any:
         for c in self.bb:

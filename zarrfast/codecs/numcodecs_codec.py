@@ -10,12 +10,12 @@ chunk viewed as the array's dtype (some filters, e.g. ``bitround``, check it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numcodecs
 import numpy as np
 
-from zarrfast.codecs._base import BytesBytesCodec, parse_named_config
+from zarrfast.codecs._base import BytesBytesCodec
 from zarrfast.codecs.compressors import (
     _fill_out,
     _too_big,
@@ -23,7 +23,7 @@ from zarrfast.codecs.compressors import (
     inflate_bounded,
     zstd_decode_bounded,
 )
-from zarrfast.errors import CodecError, MetadataValidationError, UnknownCodecError
+from zarrfast.errors import CodecError, UnknownCodecError
 
 
 def decode_bounded(impl: Any, codec_id: Any, data: Any, out: Any, limit: int | None,
@@ -145,85 +145,3 @@ class NumcodecsCodec(BytesBytesCodec):
             raise
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{what}: cannot decode: {e}") from e
-
-
-# -- numcodecs compressors by their final v3 names (``numcodecs.zlib``, ...), as
-# zarr-python 3 (``zarr.codecs.numcodecs``) writes them; the draft layouts' zlib,
-# bz2, lzma and lz4 convert to these
-
-@dataclass(frozen=True)
-class _NumcodecsBytesCodec(BytesBytesCodec):
-    """A numcodecs compressor as a bytes -> bytes codec named ``numcodecs.<id>``, the
-    name zarr-python 3 (``zarr.codecs.numcodecs``) gives it in final v3 metadata."""
-
-    configuration: dict = field(default_factory=dict, hash=False)
-    _impl: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
-    codec_id: ClassVar[str] = ""
-    allowed: ClassVar[tuple[str, ...]] = ()
-
-    def __post_init__(self) -> None:
-        unknown = set(self.configuration) - set(self.allowed)
-        if unknown:
-            raise MetadataValidationError(
-                f"{self.name} codec: unknown configuration members {sorted(unknown)}; "
-                f"expected some of {list(self.allowed)}"
-            )
-        try:
-            impl = numcodecs.get_codec({"id": self.codec_id, **self.configuration})
-        except Exception as e:  # noqa: BLE001 - numcodecs raises anything on bad config
-            raise MetadataValidationError(
-                f"{self.name} codec: invalid configuration {self.configuration!r} ({e})"
-            ) from None
-        object.__setattr__(self, "_impl", impl)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> _NumcodecsBytesCodec:
-        config = parse_named_config(data, cls.name, allowed=cls.allowed)
-        return cls(configuration=dict(config))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "configuration": dict(self.configuration)}
-
-    def encode(self, data: Any) -> Any:
-        try:
-            return self._impl.encode(np.frombuffer(data, dtype=np.uint8))
-        except Exception as e:  # noqa: BLE001
-            raise CodecError(f"{self.name}: cannot compress: {e}") from e
-
-    def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
-        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
-        try:
-            return decode_bounded(self._impl, self.codec_id, data, out, limit, self.name)
-        except CodecError:
-            raise
-        except Exception as e:  # noqa: BLE001
-            raise CodecError(f"{self.name}: cannot decompress {memoryview(data).nbytes} bytes: "
-                             f"{e}") from e
-
-
-@dataclass(frozen=True)
-class ZlibCodec(_NumcodecsBytesCodec):
-    name = "numcodecs.zlib"
-    codec_id = "zlib"
-    allowed = ("level",)
-
-
-@dataclass(frozen=True)
-class BZ2Codec(_NumcodecsBytesCodec):
-    name = "numcodecs.bz2"
-    codec_id = "bz2"
-    allowed = ("level",)
-
-
-@dataclass(frozen=True)
-class LZMACodec(_NumcodecsBytesCodec):
-    name = "numcodecs.lzma"
-    codec_id = "lzma"
-    allowed = ("format", "check", "preset", "filters")
-
-
-@dataclass(frozen=True)
-class LZ4Codec(_NumcodecsBytesCodec):
-    name = "numcodecs.lz4"
-    codec_id = "lz4"
-    allowed = ("acceleration",)

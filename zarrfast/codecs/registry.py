@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from zarrfast.codecs._base import Codec
-from zarrfast.errors import MetadataValidationError, UnknownCodecError
+from zarrfast.errors import MetadataError, MetadataValidationError, UnknownCodecError
 
 __all__ = ["get_codec_class", "parse_codec", "register_codec", "registered_codecs"]
 
@@ -98,7 +98,7 @@ def parse_codec(value: Any, *, where: str = "codecs") -> Codec | None:
         )
     try:
         return cls.from_dict(value)
-    except MetadataValidationError as e:
+    except MetadataError as e:  # invalid, or needs a package that is not installed
         raise type(e)(f"{where}: {e}") from None
     except (TypeError, ValueError, KeyError) as e:
         raise MetadataValidationError(f"{where}: invalid codec {value!r}: {e}") from None

@@ -163,10 +163,11 @@ class ShardingCodec(ArrayBytesCodec):
                           node="sharding_indexed codecs", validate=validate)
 
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> ShardingCodec:
-        codecs = self.inner_chain(data_type, validate=True).evolve().codecs
-        index_codecs = CodecChain(self.index_codecs, chunk_shape=self.index_shape(shape),
-                                  data_type=_UINT64, node="sharding_indexed index_codecs"
-                                  ).evolve().codecs
+        codecs = CodecChain.create(self.codecs, chunk_shape=self.chunk_shape,
+                                   data_type=data_type, node="sharding_indexed codecs").codecs
+        index_codecs = CodecChain.create(self.index_codecs, chunk_shape=self.index_shape(shape),
+                                         data_type=_UINT64,
+                                         node="sharding_indexed index_codecs").codecs
         if codecs == self.codecs and index_codecs == self.index_codecs:
             return self
         return ShardingCodec(self.chunk_shape, codecs, index_codecs, self.index_location,

@@ -21,6 +21,7 @@ from zarrfast.codecs import (
     parse_codec,
 )
 from zarrfast.codecs.numcodecs_codec import get_numcodecs_codec
+from zarrfast.codecs.numcodecs_v3 import codec_json_of
 from zarrfast.codecs.sharding import ShardingCodec
 from zarrfast.errors import FillValueError, MetadataValidationError, ZarrfastError
 from zarrfast.hierarchy.array import Array
@@ -155,11 +156,12 @@ def _codec_list(value: Any, default: list, what: str, node: str) -> list[Codec]:
         value = default
     if value is None:
         return []
-    if isinstance(value, (Codec, Mapping, str)):
+    if not isinstance(value, (list, tuple)):  # one codec (ours, numcodecs', zarr-python's)
         value = [value]
     out = []
     for i, v in enumerate(value):
-        c = parse_codec(v, where=f"{node}: {what}[{i}]")
+        where = f"{node}: {what}[{i}]"
+        c = parse_codec(codec_json_of(v, where=where), where=where)
         if c is None:
             raise MetadataValidationError(f"{node}: {what}[{i}] {v!r} is not a known codec")
         out.append(c)
@@ -205,14 +207,14 @@ def build_array_metadata(
             f"{serializer!r}"
         )
     # validated, then automatically chosen parameters filled in (blosc's typesize)
-    chain = CodecChain((*aa, *ser, *bb), chunk_shape=chunk_shape, data_type=data_type,
-                       node=node).evolve()
+    chain = CodecChain.create((*aa, *ser, *bb), chunk_shape=chunk_shape,
+                              data_type=data_type, node=node)
     if shards is not None:
         # as in zarr-python: `chunks` are the inner chunks, the codecs go inside the shard
         shard_shape = normalize_shards(shards, shape_t, chunk_shape, node)
         sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs)
-        chain = CodecChain((sharding,), chunk_shape=shard_shape, data_type=data_type,
-                           node=node).evolve()
+        chain = CodecChain.create((sharding,), chunk_shape=shard_shape, data_type=data_type,
+                                  node=node)
         chunk_shape = shard_shape
 
     cke: ChunkKeyEncoding
