@@ -6,6 +6,7 @@ Every codec name is registered here, explicitly: the core codecs and the
 """
 
 from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
+from zarrfast.codecs.arithmetic import BitroundCodec, CastValueCodec, ReshapeCodec, ScaleOffsetCodec
 from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.chain import CodecChain
 from zarrfast.codecs.compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
@@ -27,7 +28,8 @@ from zarrfast.codecs.transpose import TransposeCodec
 from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 
 for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
-             ShardingCodec, VLenUTF8Codec, VLenBytesCodec, *numcodecs_v3_classes()):
+             ShardingCodec, VLenUTF8Codec, VLenBytesCodec, ScaleOffsetCodec, CastValueCodec,
+             BitroundCodec, ReshapeCodec, *numcodecs_v3_classes()):
     register_codec(_cls)
 del _cls
 
@@ -35,6 +37,8 @@ __all__ = [
     "ArrayArrayCodec",
     "ArrayBytesCodec",
     "BZ2Codec",
+    "BitroundCodec",
+    "CastValueCodec",
     "BloscCodec",
     "BytesBytesCodec",
     "BytesCodec",
@@ -44,6 +48,8 @@ __all__ = [
     "GzipCodec",
     "LZ4Codec",
     "LZMACodec",
+    "ReshapeCodec",
+    "ScaleOffsetCodec",
     "ShardingCodec",
     "TransposeCodec",
     "VLenBytesCodec",

@@ -112,6 +112,12 @@ class ArrayArrayCodec(Codec):
         """Decode ``chunk`` (of ``encoded_shape(shape)``) into an array of ``shape``."""
         raise NotImplementedError
 
+    def decode_as(self, chunk: np.ndarray, shape: tuple[int, ...],
+                  data_type: Any) -> np.ndarray:
+        """:meth:`decode`, told the data type to give (a codec that changes the type,
+        such as ``cast_value``, needs it)."""
+        return self.decode(chunk, shape)
+
 
 @dataclass(frozen=True)
 class ArrayBytesCodec(Codec):

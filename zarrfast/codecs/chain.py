@@ -136,14 +136,15 @@ def _as_stage(arr: Any, data_type: Any, codec: Any) -> Any:
     """What an array -> array codec gave, as the data type of its stage: numcodecs'
     filters may give an explicit byte order, or the same bytes as another type (bitround
     gives unsigned integers); the bytes are what count, as in zarr-python."""
-    if not isinstance(arr, np.ndarray) or arr.dtype == data_type.dtype:
-        return arr
+    if (not isinstance(arr, np.ndarray) or arr.dtype == data_type.dtype
+            or arr.dtype.kind in "OT" or data_type.dtype.kind in "OT"):
+        return arr  # (variable-length elements: the vlen codecs take either form)
     native = arr.dtype.newbyteorder("=")
     if arr.dtype != native and arr.dtype.byteorder != "|":
         arr = arr.astype(native)
     if arr.dtype == data_type.dtype:
         return arr
-    if arr.dtype.itemsize != data_type.itemsize or arr.dtype.hasobject:
+    if arr.dtype.itemsize != data_type.itemsize:
         raise CodecError(f"codec {codec.name!r} gave {arr.dtype} elements where "
                          f"{data_type.name} was expected")
     return np.ascontiguousarray(arr).view(data_type.dtype)
@@ -244,16 +245,20 @@ class CodecChain:
                node: str = "array") -> CodecChain:
         """The chain a new array records: each codec with its automatically chosen
         parameters filled in (blosc's typesize, a filter's data type, a shard's inner
-        chain), then validated.  Every codec is told the array's data type, as in
-        zarr-python, and the chunk shape it receives."""
+        chain), then validated.  Every codec is told the chunk shape and data type it
+        receives, as in zarr-python (after ``cast_value`` to uint8, ``bytes`` needs no
+        ``endian``)."""
         parsed = parse_codecs(codecs, node=node)
         shape = tuple(int(c) for c in chunk_shape)
-        out = []
+        stage_type = data_type
+        out: list[Codec] = []
         for i, c in enumerate(parsed):
             try:
-                out.append(c.evolve(shape=shape, data_type=data_type))
-                if isinstance(c, ArrayArrayCodec):
-                    shape = c.encoded_shape(shape)
+                evolved = c.evolve(shape=shape, data_type=stage_type)
+                out.append(evolved)
+                if isinstance(evolved, ArrayArrayCodec):
+                    shape = evolved.encoded_shape(shape)
+                    stage_type = evolved.encoded_data_type(stage_type)
             except (ValueError, TypeError, IndexError):
                 # a codec that does not fit: validation (below) says why, naming it
                 out[i:] = parsed[i:]
@@ -306,7 +311,7 @@ class CodecChain:
             arr = self.ab.decode(data, shapes[-1], types[-1])
         for c, s, t in zip(reversed(self.aa), reversed(shapes[:-1]), reversed(types[:-1]),
                            strict=True):
-            arr = _as_stage(c.decode(arr, s), t, c)
+            arr = _as_stage(c.decode_as(arr, s, t), t, c)
         return arr
 
     def decode(self, raw: Any, *, fill_value: Any = None, key: str = "chunk",

@@ -1,0 +1,356 @@
+"""Array -> array codecs of the extension registry (zarr-developers/zarr-extensions
+``codecs/``) that change values or shapes: ``scale_offset``, ``cast_value``,
+``bitround`` and ``reshape``.
+
+* ``scale_offset`` (``{"offset": o, "scale": s}``, each in the fill-value encoding of the
+  array's data type): stores ``(x - o) * s``, reads ``y / s + o``, in the arithmetic of the
+  data type; a value that does not fit (or an integer division with a remainder) is an
+  error, never a silent wrap.
+* ``cast_value`` (``{"data_type": ..., "rounding": ..., "out_of_range": ...,
+  "scalar_map": {"encode": [[in, out], ...], "decode": [...]}}``): converts values to
+  another data type.  The casting is the ``cast-value-rs`` package's (the library
+  zarr-python uses; extra ``zarrfast[cast]``).
+* ``bitround`` (``{"keepbits": k}``): keeps ``k`` mantissa bits of floats (numcodecs'
+  ``BitRound``) or ``k`` bits from the most significant set bit of integers.  What is
+  stored is already rounded: decoding is the identity.
+* ``reshape`` (``{"shape": [...]}``, each entry a size, a list of input dimensions
+  or ``-1``): the chunk in C order with another shape.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from zarrfast.codecs._base import ArrayArrayCodec, parse_named_config
+from zarrfast.errors import CodecError, MetadataValidationError, UnknownCodecError
+from zarrfast.metadata.dtype import data_type_from_numpy, parse_data_type
+
+__all__ = ["BitroundCodec", "CastValueCodec", "ReshapeCodec", "ScaleOffsetCodec"]
+
+
+def _numeric(data_type: Any, codec: str, kinds: str = "iuf") -> None:
+    if data_type.dtype.kind not in kinds:
+        raise MetadataValidationError(f"{codec} codec: takes integer or floating-point data, "
+                                      f"not {data_type.name}")
+
+
+# -- scale_offset ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ScaleOffsetCodec(ArrayArrayCodec):
+    """``scale_offset``: ``stored = (x - offset) * scale``."""
+
+    offset: Any = None
+    scale: Any = None
+    name = "scale_offset"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ScaleOffsetCodec:
+        config = parse_named_config(data, cls.name, allowed=("offset", "scale"))
+        return cls(offset=config.get("offset"), scale=config.get("scale"))
+
+    def to_dict(self) -> dict[str, Any]:
+        config = {k: v for k, v in (("offset", self.offset), ("scale", self.scale))
+                  if v is not None}
+        return {"name": self.name, "configuration": config} if config else {"name": self.name}
+
+    def _params(self, dtype: np.dtype) -> tuple[Any, Any]:
+        data_type = data_type_from_numpy(dtype)
+        offset = (dtype.type(0) if self.offset is None
+                  else data_type.parse_fill_value(self.offset, where="scale_offset: offset"))
+        scale = (dtype.type(1) if self.scale is None
+                 else data_type.parse_fill_value(self.scale, where="scale_offset: scale"))
+        return offset, scale
+
+    def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        _numeric(data_type, self.name)
+        try:
+            _, scale = self._params(data_type.dtype)
+        except ValueError as e:
+            raise MetadataValidationError(str(e)) from None
+        if scale == 0:
+            raise MetadataValidationError("scale_offset codec: scale must not be 0")
+
+    def encode(self, chunk: np.ndarray) -> np.ndarray:
+        offset, scale = self._params(chunk.dtype)
+        if chunk.dtype.kind == "f":
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = (chunk - offset) * scale
+            bad = ~np.isfinite(out) & np.isfinite(chunk)
+            if bad.any():
+                raise CodecError(f"scale_offset: ({chunk[bad][0]!r} - {offset}) * {scale} is "
+                                 f"not representable in {chunk.dtype}")
+            return out.astype(chunk.dtype, copy=False)
+        wide = chunk.astype(object) if chunk.dtype == np.uint64 else chunk.astype(np.int64)
+        with np.errstate(over="raise"):
+            try:
+                out = (wide - int(offset)) * int(scale)
+            except FloatingPointError:
+                out = (chunk.astype(object) - int(offset)) * int(scale)
+        return _checked_int(out, chunk.dtype, "encoded")
+
+    def decode(self, chunk: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        offset, scale = self._params(chunk.dtype)
+        if chunk.dtype.kind == "f":
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                out = chunk / scale + offset
+            return out.astype(chunk.dtype, copy=False).reshape(shape)
+        wide = chunk.astype(object) if chunk.dtype == np.uint64 else chunk.astype(np.int64)
+        if (wide % int(scale)).any():
+            raise CodecError(f"scale_offset: stored integers are not multiples of the scale "
+                             f"{int(scale)}")
+        out = wide // int(scale) + int(offset)
+        return _checked_int(out, chunk.dtype, "decoded").reshape(shape)
+
+
+def _checked_int(values: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    info = np.iinfo(dtype)
+    if values.size and (values.min() < info.min or values.max() > info.max):
+        raise CodecError(f"scale_offset: {what} values reach [{values.min()}, "
+                         f"{values.max()}], outside {dtype} [{info.min}, {info.max}]")
+    return values.astype(dtype)
+
+
+# -- cast_value -----------------------------------------------------------------------
+
+_ROUNDING = ("nearest-even", "towards-zero", "towards-positive", "towards-negative",
+             "nearest-away")
+_OUT_OF_RANGE = ("clamp", "wrap")
+
+
+def _cast_array() -> Any:
+    try:
+        from cast_value_rs import cast_array
+    except ImportError:
+        raise UnknownCodecError(
+            "codec 'cast_value' needs the 'cast-value-rs' package, which is not installed: "
+            "pip install 'zarrfast[cast]'") from None
+    return cast_array
+
+
+@dataclass(frozen=True)
+class CastValueCodec(ArrayArrayCodec):
+    """``cast_value``: the values converted to ``data_type``."""
+
+    configuration: dict = field(default_factory=dict, hash=False)
+    name = "cast_value"
+
+    def __post_init__(self) -> None:
+        config = self.configuration
+        if "data_type" not in config:
+            raise MetadataValidationError("cast_value codec: 'data_type' is required")
+        parse_data_type(config["data_type"], where="cast_value codec: data_type")
+        if config.get("rounding", "nearest-even") not in _ROUNDING:
+            raise MetadataValidationError(f"cast_value codec: rounding must be one of "
+                                          f"{list(_ROUNDING)}, got {config['rounding']!r}")
+        if config.get("out_of_range") not in (None, *_OUT_OF_RANGE):
+            raise MetadataValidationError(
+                f"cast_value codec: out_of_range must be one of {list(_OUT_OF_RANGE)}, got "
+                f"{config['out_of_range']!r}")
+        smap = config.get("scalar_map", {})
+        if not isinstance(smap, dict) or set(smap) - {"encode", "decode"} or not all(
+                isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 for p in v)
+                for v in smap.values()):
+            raise MetadataValidationError(
+                f"cast_value codec: scalar_map must be {{'encode': [[in, out], ...], "
+                f"'decode': [...]}}, got {smap!r}")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> CastValueCodec:
+        config = parse_named_config(data, cls.name, allowed=("data_type", "rounding",
+                                                             "out_of_range", "scalar_map"))
+        return cls(configuration=dict(config))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": dict(self.configuration)}
+
+    @property
+    def target(self) -> Any:
+        return parse_data_type(self.configuration["data_type"])
+
+    def encoded_data_type(self, data_type: Any) -> Any:
+        return self.target
+
+    def _entries(self, direction: str, src: Any, dst: Any) -> list[tuple[Any, Any]]:
+        pairs = self.configuration.get("scalar_map", {}).get(direction, [])
+        out, seen = [], set()
+        for i, (a, b) in enumerate(pairs):
+            where = f"cast_value codec: scalar_map.{direction}[{i}]"
+            x = src.parse_fill_value(a, where=where).item()
+            y = dst.parse_fill_value(b, where=where).item()
+            key = "nan" if isinstance(x, float) and math.isnan(x) else x
+            if key not in seen:  # the first occurrence wins
+                seen.add(key)
+                out.append((x, y))
+        return out
+
+    def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        _numeric(data_type, self.name)
+        _numeric(self.target, self.name)
+        if self.configuration.get("out_of_range") == "wrap" and self.target.kind not in "iu":
+            raise MetadataValidationError("cast_value codec: out_of_range 'wrap' needs an "
+                                          "integer data_type")
+        self._entries("encode", data_type, self.target)
+        self._entries("decode", self.target, data_type)
+        _cast_array()
+
+    def _cast(self, arr: np.ndarray, to: Any, direction: str) -> np.ndarray:
+        src = data_type_from_numpy(arr.dtype)
+        try:
+            return _cast_array()(
+                np.ascontiguousarray(arr), target_dtype=to.dtype,
+                rounding_mode=self.configuration.get("rounding", "nearest-even"),
+                out_of_range_mode=self.configuration.get("out_of_range"),
+                scalar_map_entries=self._entries(direction, src, to) or None)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise CodecError(f"cast_value: cannot cast {src.name} to {to.name}: {e}") from None
+
+    def encode(self, chunk: np.ndarray) -> np.ndarray:
+        return self._cast(chunk, self.target, "encode")
+
+    def decode_as(self, chunk: np.ndarray, shape: tuple[int, ...],
+                  data_type: Any) -> np.ndarray:
+        return self._cast(chunk, data_type, "decode").reshape(shape)
+
+
+# -- bitround -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BitroundCodec(ArrayArrayCodec):
+    """``bitround``: values rounded to ``keepbits`` significant bits when written."""
+
+    keepbits: int = 0
+    name = "bitround"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> BitroundCodec:
+        config = parse_named_config(data, cls.name, allowed=("keepbits",))
+        k = config.get("keepbits")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise MetadataValidationError(f"bitround codec: keepbits must be an integer >= 1, "
+                                          f"got {k!r}")
+        return cls(keepbits=k)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {"keepbits": self.keepbits}}
+
+    def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        _numeric(data_type, self.name)
+
+    def encode(self, chunk: np.ndarray) -> np.ndarray:
+        if chunk.dtype.kind == "f":
+            import numcodecs
+
+            mantissa = {2: 10, 4: 23, 8: 52}[chunk.dtype.itemsize]
+            if self.keepbits >= mantissa:
+                return chunk
+            out = numcodecs.BitRound(keepbits=self.keepbits).encode(chunk)
+            return np.asarray(out).view(chunk.dtype).reshape(chunk.shape)
+        return _round_int(chunk, self.keepbits)
+
+    def decode(self, chunk: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        return chunk.reshape(shape)
+
+
+def _round_int(chunk: np.ndarray, keepbits: int) -> np.ndarray:
+    """Integers with their magnitude rounded (half to even) to ``keepbits`` bits from its
+    most significant set bit; a magnitude the rounding would carry past the data type's
+    largest value is truncated instead (the registry's sample data: uint8 255 -> 224)."""
+    signed = chunk.dtype.kind == "i"
+    x = chunk.astype(np.int64) if signed else chunk.astype(np.uint64)
+    neg = x < 0 if signed else np.zeros(x.shape, dtype=bool)
+    mag = np.where(neg, -(x + 1), x).astype(np.uint64) + neg.astype(np.uint64)  # |x|
+    bitlen = np.zeros(mag.shape, dtype=np.uint64)
+    for k in range(64):
+        bitlen += (mag >> np.uint64(k)) != 0
+    drop = np.maximum(bitlen.astype(np.int64) - keepbits, 0).astype(np.uint64)
+    one = np.uint64(1)
+    base = mag >> drop
+    low = mag - (base << drop)
+    half = np.where(drop > 0, one << (drop - np.minimum(drop, one)), 0).astype(np.uint64)
+    up = (drop > 0) & ((low > half) | ((low == half) & ((base & one) == one)))
+    rounded = (base + up.astype(np.uint64)) << drop
+    info = np.iinfo(chunk.dtype)
+    limit = np.where(neg, np.uint64(-int(info.min)), np.uint64(info.max))
+    rounded = np.where(rounded > limit, base << drop, rounded)
+    if not signed:
+        return rounded.astype(chunk.dtype)
+    out = rounded.astype(object if chunk.dtype.itemsize == 8 else np.int64)
+    return np.where(neg, -out, out).astype(chunk.dtype)
+
+
+# -- reshape --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReshapeCodec(ArrayArrayCodec):
+    """``reshape``: the chunk, in C order, with the shape the configuration gives."""
+
+    shape: tuple = ()
+    name = "reshape"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ReshapeCodec:
+        config = parse_named_config(data, cls.name, allowed=("shape",))
+        spec = config.get("shape")
+        if not isinstance(spec, list) or not spec:
+            raise MetadataValidationError(f"reshape codec: shape must be a non-empty list, "
+                                          f"got {spec!r}")
+        out: list[Any] = []
+        for s in spec:
+            if isinstance(s, list) and s and all(isinstance(d, int) and not isinstance(d, bool)
+                                                 and d >= 0 for d in s):
+                out.append(tuple(s))
+            elif isinstance(s, int) and not isinstance(s, bool) and (s >= 1 or s == -1):
+                out.append(s)
+            else:
+                raise MetadataValidationError(
+                    f"reshape codec: each shape entry must be a positive size, -1 or a list of "
+                    f"input dimensions, got {s!r}")
+        if sum(1 for s in out if s == -1) > 1:
+            raise MetadataValidationError("reshape codec: -1 may occur at most once in shape")
+        dims = [d for s in out if isinstance(s, tuple) for d in s]
+        if any(b <= a for a, b in zip(dims, dims[1:], strict=False)):
+            raise MetadataValidationError(f"reshape codec: the input dimensions {dims} must be "
+                                          f"strictly increasing")
+        return cls(shape=tuple(out))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {
+            "shape": [list(s) if isinstance(s, tuple) else s for s in self.shape]}}
+
+    def encoded_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        out = [math.prod(shape[d] for d in s) if isinstance(s, tuple) else s
+               for s in self.shape]
+        total = math.prod(shape)
+        if -1 in out:
+            known = math.prod(s for s in out if s != -1)
+            if known == 0 or total % known:
+                raise MetadataValidationError(f"reshape codec: {total} elements cannot be "
+                                              f"shaped as {self.to_dict()['configuration']}")
+            out[out.index(-1)] = total // known
+        if math.prod(out) != total:
+            raise MetadataValidationError(f"reshape codec: shape {out} holds {math.prod(out)} "
+                                          f"elements, the chunk {list(shape)} holds {total}")
+        for i, s in enumerate(self.shape):
+            if isinstance(s, tuple):
+                before = math.prod(shape[: s[0]])
+                after = math.prod(shape[s[-1] + 1:])
+                if (math.prod(out[:i]) != before or math.prod(out[i + 1:]) != after
+                        or s[-1] >= len(shape)):
+                    raise MetadataValidationError(
+                        f"reshape codec: output dimension {i} from input dimensions "
+                        f"{list(s)} does not line up with chunk shape {list(shape)}")
+        return tuple(out)
+
+    def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        self.encoded_shape(shape)
+
+    def encode(self, chunk: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(chunk).reshape(self.encoded_shape(chunk.shape))
+
+    def decode(self, chunk: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        return np.ascontiguousarray(chunk).reshape(shape)
