@@ -6,8 +6,9 @@ carries over unchanged — the same bytes decode the same way under the new
 metadata (v2 ``zstd``/``gzip``/``blosc`` or no compressor and no filters, C or
 F order, either byte order, to the v3 ``bytes``/``transpose`` codecs, and
 back; draft arrays to final v3) — chunk bytes are copied without decoding,
-only their keys change.  Otherwise chunks are decoded and re-encoded (zstd
-by default).  A progress bar (tqdm) shows the chunks copied.
+only their keys change.  Other numcodecs compressors and filters become the
+``numcodecs.*`` codecs zarr-python 3 writes, and back (a compressor alone keeps
+its chunk bytes).  Otherwise chunks are decoded and re-encoded (zstd by default).  A progress bar (tqdm) shows the chunks copied.
 
 Types a format cannot hold (v2 strings, structured and object dtypes in v3)
 are refused with an error naming the array.
@@ -24,6 +25,7 @@ import numpy as np
 
 from zarrfast.codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
 from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
+from zarrfast.codecs.numcodecs_v3 import NUMCODECS_KINDS
 from zarrfast.errors import ZarrfastError
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.group import Group
@@ -54,7 +56,33 @@ def _v2_compressor_to_v3(config: dict | None, itemsize: int) -> Any:
         return BloscCodec(cname=config.get("cname", "lz4"), clevel=int(config.get("clevel", 5)),
                           shuffle=_BLOSC_SHUFFLE[shuffle], typesize=itemsize,
                           blocksize=int(config.get("blocksize", 0)))
+    if NUMCODECS_KINDS.get(cid) == "bytes_bytes":  # the same numcodecs codec, v3 name
+        return _as_numcodecs_v3(config)
     return False
+
+
+def _as_numcodecs_v3(config: dict) -> dict:
+    """A v2 numcodecs config as the ``numcodecs.<id>`` codec zarr-python 3 writes."""
+    rest = {k: v for k, v in config.items() if k != "id"}
+    return {"name": f"numcodecs.{config['id']}", "configuration": rest}
+
+
+def _v2_filters_to_v3(filters: Any, name: str) -> list[dict] | None:
+    """v2 filters as ``numcodecs.*`` array -> array codecs (``None``: one has no v3 name)."""
+    out = []
+    for f in filters or ():
+        if NUMCODECS_KINDS.get(f.get("id")) != "array_array":
+            return None
+        out.append(_as_numcodecs_v3(f))
+    return out
+
+
+def _numcodecs_v2_config(codec: Any) -> dict | None:
+    """A ``numcodecs.*`` codec as its v2 config dict (``None`` for other codecs)."""
+    doc = codec.to_dict()
+    if not doc["name"].startswith("numcodecs."):
+        return None
+    return {"id": doc["name"][len("numcodecs."):], **doc.get("configuration", {})}
 
 
 def _v3_compressor_to_v2(codec: Any) -> Any:
@@ -89,9 +117,12 @@ def _plan_v3(arr: Array) -> tuple[dict[str, Any], bool]:
     if md.order == "F" and md.ndim > 1:
         filters.append(TransposeCodec(order=tuple(reversed(range(md.ndim)))))
     compressor = _v2_compressor_to_v3(md.compressor, dtype.itemsize)
+    v3_filters = _v2_filters_to_v3(md.filters, name)
     raw = compressor is not False and not md.filters
     if compressor is False:
         compressor = ZstdCodec(level=0)
+    if v3_filters:  # carried as numcodecs.* codecs; chunks decoded and encoded again
+        filters.extend(v3_filters)
     dims = md.dimension_names
     attrs.pop("_ARRAY_DIMENSIONS", None)
     fill = md.effective_fill_value
@@ -125,13 +156,20 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
         dtype = dtype.newbyteorder("<") if md.data_type.swap_unit > 1 else dtype
     compressor: Any = _v3_compressor_to_v2(bb[0]) if len(bb) == 1 else None
     if compressor is False:
-        raw, compressor = False, {"id": "zstd", "level": 0}
+        compressor = _numcodecs_v2_config(bb[0])
+        if compressor is None:
+            raw, compressor = False, {"id": "zstd", "level": 0}
     if len(bb) > 1:
-        compressor = {"id": "zstd", "level": 0}
+        raw, compressor = False, {"id": "zstd", "level": 0}
+    # numcodecs filters carry over as v2 filters (chunks decoded and encoded again)
+    filters = [f for f in (_numcodecs_v2_config(c) for c in aa
+                           if not isinstance(c, TransposeCodec)) if f is not None]
+    if filters:
+        raw = False
     attrs = dict(md.attributes)
     return {"shape": md.shape, "dtype": dtype, "chunks": arr.metadata.chunks,
             "fill_value": np.asarray(md.fill_value).astype(dtype)[()],
-            "compressors": compressor, "filters": None, "order": order,
+            "compressors": compressor, "filters": filters or None, "order": order,
             "dimension_names": md.dimension_names, "attributes": attrs}, raw and not isinstance(
         ab, NumcodecsCodec)
 

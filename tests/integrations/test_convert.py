@@ -49,7 +49,7 @@ def test_v2_to_v3_copies_bytes_where_encoding_carries_over(tmp_path, v2_tree):
     # blosc + F order + big endian carry over: the chunk files hold the same bytes
     src_chunk = (root / "a" / "1.2").read_bytes()
     assert (dst / "a" / "c" / "1" / "2").read_bytes() == src_chunk
-    # filters have no v3 codec: decoded and re-encoded, same values
+    # filters: numcodecs.* codecs, decoded and encoded again, same values
     np.testing.assert_array_equal(zarrfast.open_array(str(dst), path="sub/f")[...], fvals)
     np.testing.assert_array_equal(zarrfast.open_array(str(dst), path="sub/empty")[...], evals)
     assert not (dst / "sub" / "empty" / "c").exists()  # never-written chunks stay missing
@@ -71,6 +71,35 @@ def test_v3_to_v2_round_trip(tmp_path, v2_tree):
     np.testing.assert_array_equal(z["sub/f"][...], fvals)
     meta = json.loads((tmp_path / "v2" / "a" / ".zarray").read_text())
     assert meta["compressor"]["id"] == "blosc"
+
+
+def test_numcodecs_filters_and_compressors_carry_over_as_numcodecs_codecs(tmp_path, v2_tree):
+    """v2 numcodecs filters and compressors become the ``numcodecs.*`` codecs zarr-python 3
+    writes (a compressor alone keeps its chunk bytes), and come back as v2 ones."""
+    root, _, fvals, _ = v2_tree
+    g = zarrfast.open_group(str(root), mode="a")
+    lz = g.create_array("lz", shape=(20,), chunks=(8,), dtype=">u2",
+                        compressors=numcodecs.LZMA(preset=1))
+    lz[...] = np.arange(20)
+    convert(str(root), str(tmp_path / "v3"), zarr_format=3, progress=False)
+    f = zarrfast.open_array(str(tmp_path / "v3"), path="sub/f")
+    assert f.codec_chain.to_json() == [
+        {"name": "numcodecs.delta", "configuration": {"dtype": "<f8", "astype": "<f8"}},
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "numcodecs.zlib", "configuration": {"level": 1}}]
+    np.testing.assert_array_equal(f[...], fvals)
+    assert [c["name"] for c in zarrfast.open_array(str(tmp_path / "v3"), path="lz")
+            .codec_chain.to_json()] == ["bytes", "numcodecs.lzma"]
+    assert ((tmp_path / "v3" / "lz" / "c" / "1").read_bytes()
+            == (root / "lz" / "1").read_bytes())  # the compressor's bytes carried over
+    convert(str(tmp_path / "v3"), str(tmp_path / "v2"), zarr_format=2, progress=False)
+    meta = json.loads((tmp_path / "v2" / "sub" / "f" / ".zarray").read_text())
+    assert meta["filters"] == [{"id": "delta", "dtype": "<f8", "astype": "<f8"}]
+    assert meta["compressor"] == {"id": "zlib", "level": 1}
+    np.testing.assert_array_equal(zarrfast.open_array(str(tmp_path / "v2"), path="sub/f")[...],
+                                  fvals)
+    np.testing.assert_array_equal(zarrfast.open_array(str(tmp_path / "v2"), path="lz")[...],
+                                  np.arange(20))
 
 
 def test_sharded_v3_to_v2_decodes(tmp_path):
