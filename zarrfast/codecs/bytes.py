@@ -53,7 +53,7 @@ class BytesCodec(ArrayBytesCodec):
                 f"bytes codec: cannot encode the variable-length data type {data_type.name!r}; "
                 f"use the {codec!r} codec"
             )
-        if self.endian is None and data_type.swap_unit > 1:
+        if self.endian is None and data_type.swap_unit > 1 and data_type.name != "structured":
             raise MetadataValidationError(
                 f"bytes codec: 'endian' is required for the {data_type.itemsize}-byte data "
                 f"type {data_type.name}"
@@ -64,16 +64,24 @@ class BytesCodec(ArrayBytesCodec):
             return BytesCodec(endian=None)
         return self
 
+    def endian_of(self, data_type: Any) -> str | None:
+        """The stored byte order: the configured one; none given means little endian for
+        the legacy ``structured`` type (zarr-extensions), else the declared order (v2)."""
+        if self.endian is None and getattr(data_type, "name", None) == "structured":
+            return "little"
+        return self.endian
+
     def swap_unit(self, data_type: Any) -> int:
         """1 if the stored order is native (or irrelevant), else the swap unit size."""
-        if self.endian is None or self.endian == NATIVE_ENDIAN:
+        endian = self.endian_of(data_type)
+        if endian is None or endian == NATIVE_ENDIAN:
             return 1
         return data_type.swap_unit
 
     def encode(self, chunk: np.ndarray, data_type: Any) -> bytes | bytearray | memoryview:
         arr = np.ascontiguousarray(chunk, dtype=data_type.dtype)
         if self.swap_unit(data_type) > 1:
-            order = "<" if self.endian == "little" else ">"
+            order = "<" if self.endian_of(data_type) == "little" else ">"
             arr = arr.astype(data_type.dtype.newbyteorder(order))
         return arr.reshape(-1).view(np.uint8).data
 
@@ -83,6 +91,6 @@ class BytesCodec(ArrayBytesCodec):
             raise ChunkDecodeError(f"bytes codec: expected {n} bytes, got {len(data)}")
         dt = data_type.dtype
         if self.swap_unit(data_type) > 1:
-            dt = dt.newbyteorder("<" if self.endian == "little" else ">")
+            dt = dt.newbyteorder("<" if self.endian_of(data_type) == "little" else ">")
         arr = np.frombuffer(data, dtype=dt).reshape(shape)
         return arr.astype(data_type.dtype) if dt != data_type.dtype else arr

@@ -195,7 +195,9 @@ class CodecChain:
         self.sharding = self.ab if _is_sharding(self.ab) and not self.aa else None
         #: transposes and ``bytes`` only: the copy kernels do all of it
         self.fast = isinstance(self.ab, BytesCodec) and all(
-            isinstance(c, TransposeCodec) for c in self.aa)
+            isinstance(c, TransposeCodec) for c in self.aa) and not (
+            # a struct's fields are swapped one by one: the copy kernels swap whole units
+            getattr(data_type, "fieldwise", False) and self.ab.swap_unit(data_type) > 1)
         self.chunk_nbytes = math.prod(self.chunk_shape) * data_type.itemsize
         codec = self.bb[0].batch_codec if len(self.bb) == 1 else None
         #: the compressed format of a fast chain the batched decoder may decode (if bound)

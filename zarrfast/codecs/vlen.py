@@ -37,7 +37,7 @@ def _declared_count(data: Any) -> int:
 @dataclass(frozen=True)
 class _VLenCodec(ArrayBytesCodec):
     #: the data type this codec serialises
-    data_type_name: ClassVar[str]
+    data_type_names: ClassVar[tuple[str, ...]]
     #: what the element type is called in messages
     element: ClassVar[str]
 
@@ -53,9 +53,9 @@ class _VLenCodec(ArrayBytesCodec):
         raise NotImplementedError
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
-        if getattr(data_type, "name", None) != self.data_type_name:
+        if getattr(data_type, "name", None) not in self.data_type_names:
             raise MetadataValidationError(
-                f"{self.name} codec: encodes the {self.data_type_name!r} data type, not "
+                f"{self.name} codec: encodes the {self.data_type_names[0]!r} data type, not "
                 f"{getattr(data_type, 'name', data_type)!r}"
             )
 
@@ -101,7 +101,7 @@ class VLenUTF8Codec(_VLenCodec):
     """Variable-length UTF-8 strings (the ``string`` data type)."""
 
     name = "vlen-utf8"
-    data_type_name = "string"
+    data_type_names = ("string",)
     element = "a str"
     _types: ClassVar[tuple[type, ...]] = (str,)
 
@@ -114,7 +114,7 @@ class VLenBytesCodec(_VLenCodec):
     """Variable-length byte strings (the ``variable_length_bytes`` data type)."""
 
     name = "vlen-bytes"
-    data_type_name = "variable_length_bytes"
+    data_type_names = ("variable_length_bytes", "bytes")
     element = "bytes"
     _types: ClassVar[tuple[type, ...]] = (bytes,)
 

@@ -76,7 +76,7 @@ def _default_serializer(data_type: DataType) -> Codec:
     """What zarr-python 3 serialises a data type with."""
     if data_type.name == "string":
         return VLenUTF8Codec()
-    if data_type.name == "variable_length_bytes":
+    if data_type.name in ("variable_length_bytes", "bytes"):
         return VLenBytesCodec()
     return BytesCodec()
 

@@ -25,6 +25,22 @@ String and bytes data types, as zarr-python 3 writes them (not yet in zarr-specs
 * ``{"name": "null_terminated_bytes", "configuration": {"length_bytes": N}}``: NumPy
   ``S{N}``; fill value base64
 
+Extension data types (zarr-developers/zarr-extensions ``data-types/``):
+
+* ``{"name": "numpy.datetime64" | "numpy.timedelta64", "configuration": {"unit": "s",
+  "scale_factor": 10}}``: NumPy ``M8[10s]`` / ``m8[10s]``; fill value an integer in the
+  int64 range or ``"NaT"`` (written as the integer -2**63, as zarr-python does)
+* ``{"name": "struct", "configuration": {"fields": [{"name": "x", "data_type": ...}]}}``
+  (and the legacy, read-only ``"structured"`` with ``[name, data_type]`` fields): a
+  packed NumPy structured dtype; fill value an object of the fields' fill values (legacy:
+  base64 of the packed little-endian bytes)
+* ``"bytes"``: the registry's name for variable-length bytes (read; both fill forms,
+  base64 or a list of byte values)
+* the ML types of the ``ml_dtypes`` package (extra ``zarrfast[ml]``): ``bfloat16``, the
+  ``float8_*``, ``float6_*`` and ``float4_*`` families, ``int2``, ``int4``, ``uint2``,
+  ``uint4``; fill values as for the core floats and integers
+* ``complex_float32`` / ``complex_float64``: NumPy ``complex64`` / ``complex128``
+
 A :class:`DataType` knows the native NumPy dtype used in memory; the byte
 order on disk is the ``bytes`` codec's business.
 """
@@ -68,6 +84,42 @@ VLEN_BYTES = "variable_length_bytes"
 FIXED_UTF32 = "fixed_length_utf32"
 FIXED_BYTES = "null_terminated_bytes"
 _HAS_STRINGDTYPE = hasattr(np.dtypes, "StringDType")
+#: the registry's name for variable-length bytes (zarr-python writes ``variable_length_bytes``)
+BYTES = "bytes"
+DATETIME = "numpy.datetime64"
+TIMEDELTA = "numpy.timedelta64"
+STRUCT = "struct"
+#: the legacy name of ``struct``: read, never written
+STRUCTURED = "structured"
+_TIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "\u03bcs", "ns", "ps", "fs",
+               "as", "generic")
+#: the ML data types, NumPy dtypes from the ml_dtypes package
+ML_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e4m3b11fnuz",
+             "float8_e5m2", "float8_e5m2fnuz", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu",
+             "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
+ML_INTS = ("int2", "int4", "uint2", "uint4")
+_COMPLEX_ALIASES = {"complex_float32": "c8", "complex_float64": "c16"}
+#: deepest nesting of struct fields accepted (metadata bombs)
+MAX_STRUCT_DEPTH = 16
+
+
+def _ml_dtype(name: str, where: str) -> np.dtype:
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise UnsupportedDataTypeError(
+            f"{where}: data type {name!r} needs the 'ml_dtypes' package, which is not "
+            f"installed: pip install 'zarrfast[ml]'") from None
+    t = getattr(ml_dtypes, name, None)
+    if t is None:
+        raise UnsupportedDataTypeError(
+            f"{where}: data type {name!r} is not in ml_dtypes {ml_dtypes.__version__}")
+    return np.dtype(t)
+
+
+def _is_ml(dt: np.dtype) -> bool:
+    return type(dt.type).__module__.startswith("ml_dtypes") or (
+        dt.type.__module__.startswith("ml_dtypes"))
 
 
 def _string_dtype() -> np.dtype:
@@ -105,23 +157,55 @@ class DataType:
 
     @property
     def swap_unit(self) -> int:
-        """Size of the units whose byte order the ``bytes`` codec may swap (1 = never)."""
-        if self.kind in "iuf":
+        """Size of the units whose byte order the ``bytes`` codec may swap (1 = never).
+        A struct gives its largest field's: its fields are swapped one by one
+        (:attr:`fieldwise`), never by the copy kernels."""
+        if self.name in ML_FLOATS or self.name in ML_INTS:
+            return self.itemsize  # bfloat16: 2; the others are one byte
+        if self.kind in "iufmM":
             return self.itemsize
         if self.kind == "c":
             return self.itemsize // 2
         if self.kind == "U":
             return 4  # UCS4 code units
+        if self.dtype.fields is not None:
+            return max((_field_swap_unit(f[0]) for f in self.dtype.fields.values()),
+                       default=1)
         return 1
+
+    @property
+    def fieldwise(self) -> bool:
+        """Whether a byte swap must go field by field (a struct with multi-byte fields)."""
+        return self.dtype.fields is not None and self.swap_unit > 1
 
     @property
     def variable_length(self) -> bool:
         """Whether elements are Python objects (``string``, ``variable_length_bytes``)."""
-        return self.name in (VLEN_UTF8, VLEN_BYTES)
+        return self.name in (VLEN_UTF8, VLEN_BYTES, BYTES)
 
     def to_json(self) -> Any:
         if self.name in (FIXED_UTF32, FIXED_BYTES):
             return {"name": self.name, "configuration": {"length_bytes": self.itemsize}}
+        if self.name in (DATETIME, TIMEDELTA):
+            unit, count = np.datetime_data(self.dtype)
+            return {"name": self.name, "configuration": {"unit": unit, "scale_factor": count}}
+        if self.name in (STRUCT, STRUCTURED):
+            return {"name": STRUCT, "configuration": {"fields": [
+                {"name": n, "data_type": data_type_from_numpy(f[0]).to_json()}
+                for n, f in self.dtype.fields.items()]}}
+        return self.name
+
+    def describe(self) -> str:
+        """A short readable name (``numpy.datetime64[10s]``, ``struct{x: float32}``)."""
+        if self.name in (DATETIME, TIMEDELTA):
+            unit, count = np.datetime_data(self.dtype)
+            return f"{self.name}[{count if count != 1 else ''}{unit}]"
+        if self.name in (STRUCT, STRUCTURED):
+            return STRUCT + "{" + ", ".join(
+                f"{n}: {data_type_from_numpy(f[0]).describe()}"
+                for n, f in self.dtype.fields.items()) + "}"
+        if self.name in (FIXED_UTF32, FIXED_BYTES):
+            return f"{self.name}[{self.itemsize}]"
         return self.name
 
     # -- fill values --------------------------------------------------------
@@ -132,13 +216,13 @@ class DataType:
     def default_fill_value(self) -> Any:
         if self.name == VLEN_UTF8:
             return ""
-        if self.name == VLEN_BYTES:
+        if self.name in (VLEN_BYTES, BYTES):
             return b""
         if self.kind in "US":
             return self.dtype.type()
-        if self.kind == "V":
-            return np.zeros((), dtype=self.dtype)[()]
-        return self.dtype.type(0)
+        if self.name in (DATETIME, TIMEDELTA):  # as zarr-python: NaT
+            return np.array(_NAT, dtype=np.int64).view(self.dtype)[()]
+        return np.zeros((), dtype=self.dtype)[()]
 
     def fill_value_to_json(self, value: np.generic) -> Any:
         """Encode a NumPy scalar of this type as JSON."""
@@ -148,8 +232,12 @@ class DataType:
         """Accept a Python/NumPy value (as users pass it) or a JSON encoding."""
         if value is None:
             return self.default_fill_value()
-        if self.name in (VLEN_UTF8, VLEN_BYTES, FIXED_UTF32, FIXED_BYTES):
+        if self.name in (VLEN_UTF8, VLEN_BYTES, BYTES, FIXED_UTF32, FIXED_BYTES):
             return _coerce_string(self, value, where)
+        if self.name in (DATETIME, TIMEDELTA):
+            return _coerce_time(self, value, where)
+        if self.dtype.fields is not None:
+            return _coerce_struct(self, value, where)
         if isinstance(value, (bytes, np.void)) and self.kind == "V":
             b = bytes(value.tobytes() if isinstance(value, np.void) else value)
             if len(b) != self.itemsize:
@@ -165,6 +253,14 @@ class DataType:
         return self.parse_fill_value(value, where=where)
 
 
+def _field_swap_unit(dt: np.dtype) -> int:
+    """A field's swap unit (a v2 field may be a sub-array, or of a type v3 lacks)."""
+    try:
+        return data_type_from_numpy(dt.base if dt.subdtype else dt).swap_unit
+    except UnsupportedDataTypeError:
+        return 1
+
+
 def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
     """Parse the ``data_type`` member of v3 array metadata."""
     if isinstance(value, dict):
@@ -175,6 +271,10 @@ def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
             )
         if name in (FIXED_UTF32, FIXED_BYTES):
             return _parse_fixed_length(value, where)
+        if name in (DATETIME, TIMEDELTA):
+            return _parse_time(value, where)
+        if name in (STRUCT, STRUCTURED):
+            return _parse_struct(value, where, depth=0)
         if value.get("configuration"):
             raise UnsupportedDataTypeError(
                 f"{where}: data type {value!r} with a configuration is not supported"
@@ -188,9 +288,17 @@ def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
         return DataType(value, np.dtype(_CORE[value]))
     if value == VLEN_UTF8:
         return DataType(VLEN_UTF8, _string_dtype())
-    if value == VLEN_BYTES:
-        return DataType(VLEN_BYTES, np.dtype(object))
-    if value in (FIXED_UTF32, FIXED_BYTES):
+    if value in (VLEN_BYTES, BYTES):
+        return DataType(value, np.dtype(object))
+    if value in ML_FLOATS or value in ML_INTS:
+        return DataType(value, _ml_dtype(value, where))
+    if value in _COMPLEX_ALIASES:
+        return DataType(value, np.dtype(_COMPLEX_ALIASES[value]))
+    if value.startswith("complex_"):
+        raise UnsupportedDataTypeError(
+            f"{where}: data type {value!r} has no NumPy or ml_dtypes equivalent (only "
+            f"complex_float32 and complex_float64 have: complex64 and complex128)")
+    if value in (FIXED_UTF32, FIXED_BYTES, DATETIME, TIMEDELTA, STRUCT, STRUCTURED):
         raise UnsupportedDataTypeError(
             f"{where}: data type {value!r} needs a configuration: "
             f"{{\"name\": {value!r}, \"configuration\": {{\"length_bytes\": N}}}}"
@@ -211,8 +319,77 @@ def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
         return DataType(value, dt)
     raise UnsupportedDataTypeError(
         f"{where}: unknown data type {value!r}; supported: {', '.join(_CORE)}, r<N>, "
-        f"{VLEN_UTF8}, {VLEN_BYTES}, {FIXED_UTF32} and {FIXED_BYTES}"
+        f"{VLEN_UTF8}, {VLEN_BYTES}, {BYTES}, {FIXED_UTF32}, {FIXED_BYTES}, {DATETIME}, "
+        f"{TIMEDELTA}, {STRUCT}, {', '.join(ML_FLOATS + ML_INTS)}, complex_float32 and "
+        f"complex_float64"
     )
+
+
+def _parse_time(value: dict, where: str) -> DataType:
+    """``{"name": "numpy.datetime64", "configuration": {"unit": u, "scale_factor": n}}``."""
+    name = value["name"]
+    config = value.get("configuration")
+    if not isinstance(config, dict) or set(config) != {"unit", "scale_factor"}:
+        raise UnsupportedDataTypeError(
+            f"{where}: data type {name!r} needs a configuration with exactly 'unit' and "
+            f"'scale_factor', got {value!r}")
+    unit, scale = config["unit"], config["scale_factor"]
+    if unit not in _TIME_UNITS:
+        raise UnsupportedDataTypeError(
+            f"{where}: {name!r}: unit {unit!r} is not one of {list(_TIME_UNITS)}")
+    if not _is_int(scale) or not 1 <= scale <= 2**31 - 1:
+        raise UnsupportedDataTypeError(
+            f"{where}: {name!r}: scale_factor must be an integer in [1, 2147483647], got "
+            f"{scale!r}")
+    code = "M8" if name == DATETIME else "m8"
+    if unit == "generic":
+        if scale != 1:
+            raise UnsupportedDataTypeError(
+                f"{where}: {name!r}: the generic unit takes no scale_factor, got {scale}")
+        return DataType(name, np.dtype(code))
+    unit = "us" if unit == "\u03bcs" else unit
+    return DataType(name, np.dtype(f"{code}[{scale}{unit}]"))
+
+
+def _parse_struct(value: dict, where: str, *, depth: int) -> DataType:
+    """``{"name": "struct", "configuration": {"fields": [{"name": ..., "data_type": ...}]}}``
+    (legacy ``structured``: fields may be ``[name, data_type]`` pairs)."""
+    name = value["name"]
+    if depth > MAX_STRUCT_DEPTH:
+        raise UnsupportedDataTypeError(
+            f"{where}: struct fields nested more than {MAX_STRUCT_DEPTH} deep")
+    config = value.get("configuration")
+    fields = config.get("fields") if isinstance(config, dict) else None
+    if not isinstance(config, dict) or set(config) != {"fields"} or not isinstance(
+            fields, list) or not fields:
+        raise UnsupportedDataTypeError(
+            f"{where}: data type {name!r} needs a configuration with a non-empty list "
+            f"'fields', got {value!r}")
+    out: list[tuple[str, np.dtype]] = []
+    for i, f in enumerate(fields):
+        at = f"{where}: fields[{i}]"
+        if isinstance(f, dict) and set(f) == {"name", "data_type"}:
+            fname, ftype = f["name"], f["data_type"]
+        elif name == STRUCTURED and isinstance(f, list) and len(f) == 2:
+            fname, ftype = f
+        else:
+            raise UnsupportedDataTypeError(
+                f"{at}: a field must be {{'name': ..., 'data_type': ...}}, got {f!r}")
+        if not isinstance(fname, str) or not fname:
+            raise UnsupportedDataTypeError(f"{at}: field name must be a non-empty string, "
+                                           f"got {fname!r}")
+        if any(fname == n for n, _ in out):
+            raise UnsupportedDataTypeError(f"{at}: field name {fname!r} is repeated")
+        if isinstance(ftype, dict) and ftype.get("name") in (STRUCT, STRUCTURED):
+            sub = _parse_struct(ftype, f"{at} {fname!r}", depth=depth + 1)
+        else:
+            sub = parse_data_type(ftype, where=f"{at} {fname!r}")
+        if sub.variable_length:
+            raise UnsupportedDataTypeError(
+                f"{at}: field {fname!r} has the variable-length data type {sub.name!r}; "
+                f"struct fields need a fixed size")
+        out.append((fname, sub.dtype))
+    return DataType(name, np.dtype(out))
 
 
 def _parse_fixed_length(value: dict, where: str) -> DataType:
@@ -244,9 +421,11 @@ def data_type_from_numpy(dtype: Any, *, where: str = "dtype") -> DataType:
     if isinstance(dtype, DataType):
         return dtype
     if isinstance(dtype, str) and (dtype in _CORE or _RAW.match(dtype)
-                                   or dtype in (VLEN_UTF8, VLEN_BYTES)):
+                                   or dtype in (VLEN_UTF8, VLEN_BYTES)
+                                   or dtype in ML_FLOATS or dtype in ML_INTS
+                                   or dtype in _COMPLEX_ALIASES):
         return parse_data_type(dtype, where=where)
-    if isinstance(dtype, dict) and dtype.get("name") in (FIXED_UTF32, FIXED_BYTES):
+    if isinstance(dtype, dict):  # a v3 data type's JSON
         return parse_data_type(dtype, where=where)
     # Python's str (and "str", "T", StringDType and object): variable-length UTF-8, as
     # zarr-python 3 maps str and StringDType; bytes: variable-length bytes
@@ -270,10 +449,18 @@ def data_type_from_numpy(dtype: Any, *, where: str = "dtype") -> DataType:
         # order (the stored order is the bytes codec's business)
         return DataType(FIXED_UTF32 if dt.kind == "U" else FIXED_BYTES,
                         dt.newbyteorder("=") if dt.kind == "U" else dt)
-    if dt.fields is not None or dt.subdtype is not None:
+    if _is_ml(dt):
+        if dt.name in ML_FLOATS or dt.name in ML_INTS:
+            return DataType(dt.name, dt)
+        raise UnsupportedDataTypeError(f"{where}: ml_dtypes type {dt.name} has no Zarr v3 "
+                                       f"data type")
+    if dt.kind in "mM":
+        return DataType(DATETIME if dt.kind == "M" else TIMEDELTA, dt.newbyteorder("="))
+    if dt.subdtype is not None:
         raise UnsupportedDataTypeError(
-            f"{where}: structured or sub-array dtype {dt} is not a Zarr v3 core data type"
-        )
+            f"{where}: sub-array dtype {dt} is not a Zarr v3 data type")
+    if dt.fields is not None:
+        return _struct_from_numpy(dt, where)
     if dt.kind == "V":
         return DataType(f"r{dt.itemsize * 8}", np.dtype(f"V{dt.itemsize}"))
     native = dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
@@ -286,9 +473,29 @@ def data_type_from_numpy(dtype: Any, *, where: str = "dtype") -> DataType:
     )
 
 
+def _struct_from_numpy(dt: np.dtype, where: str, depth: int = 0) -> DataType:
+    """A NumPy structured dtype as ``struct``: fields packed in order, native byte order."""
+    if depth > MAX_STRUCT_DEPTH:
+        raise UnsupportedDataTypeError(
+            f"{where}: struct fields nested more than {MAX_STRUCT_DEPTH} deep")
+    fields = []
+    for name in dt.names:
+        ft = dt.fields[name][0]
+        at = f"{where}: field {name!r}"
+        if not name:
+            raise UnsupportedDataTypeError(f"{at}: struct fields need non-empty names")
+        sub = (_struct_from_numpy(ft, at, depth + 1) if ft.fields is not None
+               else data_type_from_numpy(ft, where=at))
+        if sub.variable_length:
+            raise UnsupportedDataTypeError(
+                f"{at}: {ft} is variable-length; struct fields need a fixed size")
+        fields.append((name, sub.dtype))
+    return DataType(STRUCT, np.dtype(fields))
+
+
 # -- fill value helpers ----------------------------------------------------------
 
-_UINT_FOR_SIZE = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_UINT_FOR_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _is_int(v: Any) -> bool:
@@ -339,14 +546,25 @@ def _parse_fill(dtype: DataType, value: Any, where: str) -> np.generic:
         if isinstance(value, bool):
             return np.bool_(value)
         raise FillValueError(f"{where}: data type bool needs true or false, got {value!r}")
-    if dtype.name in (VLEN_UTF8, VLEN_BYTES, FIXED_UTF32, FIXED_BYTES):
+    if dtype.name in (VLEN_UTF8, VLEN_BYTES, BYTES, FIXED_UTF32, FIXED_BYTES):
         return _parse_string_fill(dtype, value, where)
-    if kind in "iu":
+    if dtype.name in (DATETIME, TIMEDELTA):
+        if value == "NaT":
+            return np.array(_NAT, dtype=np.int64).view(dt)[()]
+        if not _is_int(value) or not _NAT <= value <= 2**63 - 1:
+            raise FillValueError(f"{where}: data type {dtype.name} needs an integer in the "
+                                 f"int64 range or 'NaT', got {value!r}")
+        return np.array(value, dtype=np.int64).view(dt)[()]
+    if dt.fields is not None:
+        return _parse_struct_fill(dtype, value, where)
+    if dtype.name in ML_FLOATS:
+        return _parse_float(dt, value, where)
+    if kind in "iu" or dtype.name in ML_INTS:
         if not _is_int(value):
             raise FillValueError(
                 f"{where}: data type {dtype.name} needs an integer fill value, got {value!r}"
             )
-        info = np.iinfo(dt)
+        info = _iinfo(dt)
         if not info.min <= value <= info.max:
             raise FillValueError(
                 f"{where}: {value} is out of range [{info.min}, {info.max}] for {dtype.name}"
@@ -381,8 +599,95 @@ def _parse_fill(dtype: DataType, value: Any, where: str) -> np.generic:
     raise FillValueError(f"{where}: unsupported data type {dtype.name}")  # pragma: no cover
 
 
+_NAT = -(2**63)
+
+
+def _iinfo(dt: np.dtype) -> Any:
+    if _is_ml(dt):
+        import ml_dtypes
+
+        return ml_dtypes.iinfo(dt)
+    return np.iinfo(dt)
+
+
+def _parse_struct_fill(dtype: DataType, value: Any, where: str) -> Any:
+    """An object of the fields' fill values, or (legacy) base64 of the packed
+    little-endian bytes."""
+    dt = dtype.dtype
+    out = np.zeros((), dtype=dt)
+    if isinstance(value, str):
+        raw = _from_b64(value, dtype, where)
+        if len(raw) != dt.itemsize:
+            raise FillValueError(f"{where}: {len(raw)} bytes of base64 fill value, data type "
+                                 f"{dtype.name} has {dt.itemsize}")
+        return np.frombuffer(raw, dtype=dt.newbyteorder("<"))[0].astype(dt)
+    if not isinstance(value, dict) or set(value) != set(dt.names):
+        raise FillValueError(f"{where}: data type {dtype.describe()} needs an object with the "
+                             f"fields {list(dt.names)}, got {value!r}")
+    for name in dt.names:
+        sub = data_type_from_numpy(dt.fields[name][0])
+        out[name] = sub.parse_fill_value(value[name], where=f"{where}[{name!r}]")
+    return out[()]
+
+
+def _coerce_struct(dtype: DataType, value: Any, where: str) -> Any:
+    """A struct fill value as users pass it: a dict, a tuple, a NumPy record or 0."""
+    dt = dtype.dtype
+    if isinstance(value, dict) and all(isinstance(v, (bool, int, float, str, list, dict))
+                                       for v in value.values()):
+        try:
+            return _parse_struct_fill(dtype, value, where)
+        except FillValueError:
+            pass  # Python values rather than JSON: assign them below
+    out = np.zeros((), dtype=dt)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return out[()]
+    try:
+        if isinstance(value, dict):
+            if set(value) != set(dt.names):
+                raise ValueError(f"fields {sorted(value)} are not {list(dt.names)}")
+            for k, v in value.items():
+                out[k] = v
+        else:
+            out[()] = value.astype(dt) if isinstance(value, np.void) else value
+    except (TypeError, ValueError) as e:
+        raise FillValueError(f"{where}: {value!r} is not a value of {dtype.describe()} "
+                             f"({e})") from None
+    return out[()]
+
+
+def _coerce_time(dtype: DataType, value: Any, where: str) -> Any:
+    """A datetime64 / timedelta64 fill value: a NumPy scalar, an integer count, 'NaT' or a
+    date string."""
+    dt = dtype.dtype
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        if (value.dtype.kind == "M") != (dt.kind == "M"):
+            raise FillValueError(f"{where}: {value!r} is not a {dtype.name} value")
+        return value.astype(dt)
+    if _is_int(value) or isinstance(value, np.integer):
+        return np.array(int(value), dtype=np.int64).view(dt)[()]
+    if isinstance(value, str):
+        try:
+            return np.array(value, dtype=dt)[()]
+        except ValueError:
+            raise FillValueError(f"{where}: {value!r} is not a {dtype.describe()} value"
+                                 ) from None
+    raise FillValueError(f"{where}: data type {dtype.describe()} needs a NumPy "
+                         f"{dt.kind == 'M' and 'datetime64' or 'timedelta64'}, an integer or "
+                         f"'NaT', got {value!r}")
+
+
 def _coerce_python(dtype: DataType, value: Any, where: str) -> np.generic:
     dt = dtype.dtype
+    if dtype.name in ML_FLOATS or dtype.name in ML_INTS:
+        if isinstance(value, (complex, np.complexfloating)):
+            raise FillValueError(f"{where}: {value!r} is complex but the data type is "
+                                 f"{dtype.name}")
+        if dtype.name in ML_INTS:
+            return _parse_fill(dtype, int(value) if float(value).is_integer() else value,
+                               where)
+        with np.errstate(over="ignore"):
+            return np.array(value).astype(dt)[()]
     if dt.kind == "V":
         raise FillValueError(
             f"{where}: data type {dtype.name} needs bytes of length {dt.itemsize}, got {value!r}"
@@ -395,7 +700,7 @@ def _coerce_python(dtype: DataType, value: Any, where: str) -> np.generic:
         if isinstance(value, (complex, np.complexfloating)):
             raise FillValueError(f"{where}: {value!r} is not an integer ({dtype.name})")
         iv = int(value)
-        info = np.iinfo(dt)
+        info = _iinfo(dt)
         if not info.min <= iv <= info.max:
             raise FillValueError(
                 f"{where}: {value!r} is out of range [{info.min}, {info.max}] for {dtype.name}"
@@ -467,8 +772,13 @@ def _parse_string_fill(dtype: DataType, value: Any, where: str) -> Any:
                 f"{where}: data type {dtype.name} needs a string fill value, got {value!r}"
             )
         return value if dtype.name == VLEN_UTF8 else _check_fixed(dtype, value, where)
+    if dtype.name == BYTES and isinstance(value, list):  # the registry's other form
+        if not all(_is_int(b) and 0 <= b <= 255 for b in value):
+            raise FillValueError(f"{where}: data type bytes needs base64 or a list of "
+                                 f"integers in [0, 255], got {value!r}")
+        return bytes(value)
     raw = _from_b64(value, dtype, where)
-    return raw if dtype.name == VLEN_BYTES else _check_fixed(dtype, raw, where)
+    return raw if dtype.name in (VLEN_BYTES, BYTES) else _check_fixed(dtype, raw, where)
 
 
 def _coerce_string(dtype: DataType, value: Any, where: str) -> Any:
@@ -491,7 +801,7 @@ def _coerce_string(dtype: DataType, value: Any, where: str) -> Any:
         return text if dtype.name == VLEN_UTF8 else _check_fixed(dtype, text, where)
     if isinstance(value, (bytes, bytearray, np.bytes_)):
         raw = bytes(value)
-        return raw if dtype.name == VLEN_BYTES else _check_fixed(dtype, raw, where)
+        return raw if dtype.name in (VLEN_BYTES, BYTES) else _check_fixed(dtype, raw, where)
     raise FillValueError(
         f"{where}: data type {dtype.name} needs a bytes fill value, got {value!r}"
     )
@@ -500,7 +810,7 @@ def _coerce_string(dtype: DataType, value: Any, where: str) -> Any:
 def _fill_to_json(dtype: DataType, value: Any) -> Any:
     if dtype.name == VLEN_UTF8:
         return str(value)
-    if dtype.name == VLEN_BYTES:
+    if dtype.name in (VLEN_BYTES, BYTES):
         return _b64(bytes(value))
     if dtype.name == FIXED_UTF32:
         return str(value)
@@ -508,6 +818,15 @@ def _fill_to_json(dtype: DataType, value: Any) -> Any:
         return _b64(bytes(value))
     dt = dtype.dtype
     v = np.asarray(value, dtype=dt)[()]
+    if dtype.name in (DATETIME, TIMEDELTA):  # NaT too: as zarr-python, the integer -2**63
+        return int(np.asarray(v).view(np.int64))
+    if dt.fields is not None:
+        return {n: data_type_from_numpy(dt.fields[n][0]).fill_value_to_json(v[n])
+                for n in dt.names}
+    if dtype.name in ML_FLOATS:
+        return _float_to_json(v)
+    if dtype.name in ML_INTS:
+        return int(v)
     if dt.kind == "b":
         return bool(v)
     if dt.kind in "iu":

@@ -271,7 +271,8 @@ class ArrayMetadataV2:
 
     @property
     def data_type(self) -> DataType:
-        return DataType(self.dtype.str if self.dtype.fields is None else "structured", self.dtype)
+        # (a structured dtype's str is '|V<n>'; its stored order is each field's own)
+        return DataType(self.dtype.str, self.dtype)
 
     @property
     def chunk_grid(self) -> RegularChunkGrid:
