@@ -140,7 +140,11 @@ def _describe_array(a) -> str:
         c.to_dict().get("name") or c.to_dict().get("id", "?") for c in a.codec_chain.codecs
     )
     shards = f" shards {a.shards}" if a.shards else ""
-    return (f"{a.shape} {a.dtype} chunks {a.chunks}{shards} [{codecs}] "
+    data_type = a.metadata.data_type
+    # the v3 name where it says more than NumPy's (numpy.datetime64[10s], struct{...},
+    # bfloat16); NumPy's for the core types and Zarr v2
+    name = data_type.describe() if a.metadata.zarr_format == 3 else str(a.dtype)
+    return (f"{a.shape} {name} chunks {a.chunks}{shards} [{codecs}] "
             f"{_size(_stored_bytes(a))} stored")
 
 

@@ -10,8 +10,9 @@ only their keys change.  Other numcodecs compressors and filters become the
 ``numcodecs.*`` codecs zarr-python 3 writes, and back (a compressor alone keeps
 its chunk bytes).  Otherwise chunks are decoded and re-encoded (zstd by default).  A progress bar (tqdm) shows the chunks copied.
 
-Types a format cannot hold (v2 strings, structured and object dtypes in v3)
-are refused with an error naming the array.
+Types a format cannot hold (v2 object arrays in v3, v3 raw bits and ML types in
+v2) are refused with an error naming the array; datetimes, structured dtypes and
+fixed-length strings carry over both ways.
 """
 
 from __future__ import annotations
@@ -103,22 +104,26 @@ def _plan_v3(arr: Array) -> tuple[dict[str, Any], bool]:
     name = f"array {arr.name!r}"
     attrs = dict(md.attributes)
     dtype = md.dtype
-    if dtype.fields is not None or dtype.kind in "OSUMm" or dtype.hasobject:
+    if dtype.kind == "O" or dtype.hasobject:
         raise ZarrfastError(
-            f"{name}: dtype {dtype} has no Zarr v3 core data type; it cannot be converted "
-            f"to v3 (keep it in Zarr v2)"
+            f"{name}: dtype {dtype} (Python objects) has no Zarr v3 data type here; it "
+            f"cannot be converted to v3 (keep it in Zarr v2)"
         )
-    data_type = data_type_from_numpy(dtype.newbyteorder("=") if dtype.byteorder in "<>"
-                                     else dtype, where=name)
-    endian = "big" if dtype.byteorder == ">" or (
-        dtype.byteorder == "=" and sys.byteorder == "big") else "little"
+    orders = _byte_orders(dtype)
+    try:
+        data_type = data_type_from_numpy(dtype.newbyteorder("="), where=name)
+    except ZarrfastError as e:
+        raise ZarrfastError(f"{e}; it cannot be converted to v3 (keep it in Zarr v2)"
+                            ) from None
+    endian = "big" if orders == {">"} else "little"
     serializer = BytesCodec(endian=endian if data_type.swap_unit > 1 else None)
     filters = []
     if md.order == "F" and md.ndim > 1:
         filters.append(TransposeCodec(order=tuple(reversed(range(md.ndim)))))
     compressor = _v2_compressor_to_v3(md.compressor, dtype.itemsize)
     v3_filters = _v2_filters_to_v3(md.filters, name)
-    raw = compressor is not False and not md.filters
+    # (fields of mixed byte order are stored in one: decoded and encoded again)
+    raw = compressor is not False and not md.filters and len(orders) <= 1
     if compressor is False:
         compressor = ZstdCodec(level=0)
     if v3_filters:  # carried as numcodecs.* codecs; chunks decoded and encoded again
@@ -126,11 +131,23 @@ def _plan_v3(arr: Array) -> tuple[dict[str, Any], bool]:
     dims = md.dimension_names
     attrs.pop("_ARRAY_DIMENSIONS", None)
     fill = md.effective_fill_value
-    return {"shape": md.shape, "dtype": data_type.name, "chunks": md.chunks,
+    return {"shape": md.shape, "dtype": data_type, "chunks": md.chunks,
             "fill_value": np.asarray(fill).astype(data_type.dtype)[()],
             "filters": filters, "serializer": serializer,
             "compressors": [compressor] if compressor is not None else None,
             "dimension_names": dims, "attributes": attrs}, raw
+
+
+def _byte_orders(dtype: np.dtype) -> set[str]:
+    """The byte orders (``"<"``, ``">"``) of a dtype's multi-byte parts, fields included."""
+    if dtype.fields is not None:
+        return set().union(*(_byte_orders(f[0]) for f in dtype.fields.values()))
+    base = dtype.base if dtype.subdtype else dtype
+    if base.byteorder == "|" or base.itemsize == 1 and base.kind != "U":
+        return set()
+    if base.byteorder == "=":
+        return {"<" if sys.byteorder == "little" else ">"}
+    return {base.byteorder}
 
 
 def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
@@ -139,8 +156,9 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
     name = f"array {arr.name!r}"
     chain = arr.codec_chain
     aa, ab, bb = list(chain.aa), chain.ab, list(chain.bb)
-    if md.data_type.kind == "V":
-        raise ZarrfastError(f"{name}: raw data type {md.data_type.name} is kept in Zarr v3")
+    if md.data_type.kind == "V" and md.dtype.fields is None:
+        raise ZarrfastError(f"{name}: data type {md.data_type.name} has no Zarr v2 dtype; "
+                            f"it is kept in Zarr v3")
     order = "C"
     raw = isinstance(ab, BytesCodec) and len(bb) <= 1
     if aa:

@@ -144,6 +144,15 @@ def _arrayize(key: tuple, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def _time_dtype(dtype: np.dtype) -> np.dtype:
+    """A Zarr ``numpy.datetime64`` / ``timedelta64`` dtype as xarray takes it: a scale
+    factor (``M8[10s]``) folded into the unit (``M8[s]``)."""
+    if dtype.kind not in "mM":
+        return dtype
+    unit, count = np.datetime_data(dtype)
+    return dtype if count == 1 else np.dtype(f"{dtype.kind}8[{unit}]")
+
+
 class ZarrfastBackendArray(BackendArray):
     """A lazy xarray view of a zarrfast :class:`~zarrfast.Array`: indexing reads only the
     chunks the selection touches (basic, outer and vectorized indexing are native)."""
@@ -154,21 +163,29 @@ class ZarrfastBackendArray(BackendArray):
         self._array = array
         self.shape = tuple(array.shape)
         vlen = _vlen_kind(array)
-        self.dtype = _strings.create_vlen_dtype(vlen) if vlen is not None else array.dtype
+        self.dtype = (_strings.create_vlen_dtype(vlen) if vlen is not None
+                      else _time_dtype(array.dtype))
 
     def get_array(self) -> Array:
         return self._array
 
+    def _as_dtype(self, values: Any) -> Any:
+        """Datetimes with a scale factor (``M8[10s]``, which xarray refuses) in their unit:
+        the same instants, NaT kept."""
+        if values.dtype.kind in "mM" and values.dtype != self.dtype:
+            return values.astype(self.dtype)
+        return values
+
     def _basic(self, key: tuple) -> Any:
-        return self._array[key]
+        return self._as_dtype(self._array[key])
 
     def _outer(self, key: tuple) -> Any:
-        return self._array.oindex[key]
+        return self._as_dtype(self._array.oindex[key])
 
     def _vectorized(self, key: tuple) -> Any:
         if any(isinstance(k, slice) for k in key):
             key = _arrayize(key, self.shape)
-        return self._array.vindex[key]
+        return self._as_dtype(self._array.vindex[key])
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
         if isinstance(key, indexing.BasicIndexer):

@@ -102,6 +102,34 @@ def test_numcodecs_filters_and_compressors_carry_over_as_numcodecs_codecs(tmp_pa
                                   np.arange(20))
 
 
+@pytest.mark.parametrize(("dtype", "endian", "raw"), [
+    ("<M8[10s]", "little", True), (">m8[ms]", "big", True), ("<U4", "little", True),
+    ("S3", None, True), ([("x", "<f4"), ("y", "<i2")], "little", True),
+    ([("x", ">f8"), ("n", ">u2")], "big", True),
+    ([("x", ">f8"), ("n", "<u2")], "little", False),  # mixed orders: stored in one
+])
+def test_datetimes_structs_and_fixed_strings_carry_over_both_ways(tmp_path, dtype, endian,
+                                                                   raw):
+    dt = np.dtype(dtype)
+    v = np.zeros(9, dtype=dt)
+    v.view(np.uint8)[...] = np.random.default_rng(3).integers(0, 128, v.nbytes, np.uint8)
+    if dt.kind == "U":
+        v = np.array(["ab", "c", "déf", ""] * 2 + ["z"], dtype=dt)
+    a = zarrfast.create_array(str(tmp_path / "v2"), shape=(9,), chunks=(4,), dtype=dt,
+                              zarr_format=2)
+    a[...] = v
+    convert(str(tmp_path / "v2"), str(tmp_path / "v3"), zarr_format=3, progress=False)
+    b = zarrfast.open_array(str(tmp_path / "v3"))
+    assert b.metadata.zarr_format == 3
+    assert b[...].tobytes() == v.astype(b.dtype).tobytes()
+    assert b.codec_chain.ab.to_dict().get("configuration", {}).get("endian") == endian
+    assert ((tmp_path / "v3" / "c" / "1").read_bytes()
+            == (tmp_path / "v2" / "1").read_bytes()) is raw
+    convert(str(tmp_path / "v3"), str(tmp_path / "back"), zarr_format=2, progress=False)
+    c = zarrfast.open_array(str(tmp_path / "back"))
+    assert c[...].tobytes() == v.astype(c.dtype).tobytes()
+
+
 def test_sharded_v3_to_v2_decodes(tmp_path):
     data = np.random.default_rng(1).integers(0, 100, (12, 10)).astype("u2")
     src = zarrfast.create_array(str(tmp_path / "s"), shape=data.shape, chunks=(2, 5),

@@ -201,6 +201,29 @@ def test_v3_string_coords(tmp_path):
                                 _open(tmp_path / "s.zarr", "zarrfast"))
 
 
+def test_v3_native_datetime_and_timedelta_arrays(tmp_path):
+    """Arrays of the numpy.datetime64 / timedelta64 data types (as zarr-python writes them
+    when given datetime64 data, no CF attributes) open as datetime64 / timedelta64 values,
+    NaT fill included, as with xarray's own zarr engine."""
+    g = zarrfast.open_group(tmp_path / "t.zarr", mode="w")
+    t = g.create_array("time", shape=(6,), chunks=(4,), dtype="M8[10s]",
+                       dimension_names=["time"])
+    t[:4] = np.arange(4).astype("M8[10s]")  # the last chunk is never written: NaT
+    d = g.create_array("dur", shape=(6,), chunks=(4,), dtype="m8[ms]",
+                       dimension_names=["time"], fill_value=np.timedelta64(5, "ms"))
+    d[:2] = np.array([1, 2], "m8[ms]")
+    ours = _open(tmp_path / "t.zarr", "zarrfast")
+    # a scale factor (10 s) is folded into the unit, which xarray needs
+    assert ours.time.values[:4].tolist() == np.arange(0, 40, 10).astype("M8[s]").tolist()
+    assert np.isnat(ours.time.values[4:]).all()
+    assert ours.dur.values.tolist() == np.array([1, 2, 5, 5, 5, 5], "m8[ms]").tolist()
+    # xarray's own engine cannot open M8[10s]; with a plain unit both agree
+    g.create_array("time2", shape=(6,), chunks=(4,), dtype="M8[s]",
+                   dimension_names=["time2"])[:3] = np.arange(3).astype("M8[s]")
+    xr.testing.assert_identical(_open(tmp_path / "t.zarr", "zarrfast", drop_variables=["time"]),
+                                _open(tmp_path / "t.zarr", "zarr", drop_variables=["time"]))
+
+
 KWARGS = [
     {"decode_times": False},
     {"mask_and_scale": False},
