@@ -273,10 +273,11 @@ def _round_int(chunk: np.ndarray, keepbits: int) -> np.ndarray:
     low = mag - (base << drop)
     half = np.where(drop > 0, one << (drop - np.minimum(drop, one)), 0).astype(np.uint64)
     up = (drop > 0) & ((low > half) | ((low == half) & ((base & one) == one)))
-    rounded = (base + up.astype(np.uint64)) << drop
     info = np.iinfo(chunk.dtype)
     limit = np.where(neg, np.uint64(-int(info.min)), np.uint64(info.max))
-    rounded = np.where(rounded > limit, base << drop, rounded)
+    carried = base + up.astype(np.uint64)
+    # (compared before shifting: a carry out of uint64 would wrap to 0)
+    rounded = np.where(carried > (limit >> drop), base, carried) << drop
     if not signed:
         return rounded.astype(chunk.dtype)
     out = rounded.astype(object if chunk.dtype.itemsize == 8 else np.int64)
