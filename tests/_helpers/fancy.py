@@ -358,8 +358,10 @@ def block_selections(draw: Any, grid: tuple[int, ...]) -> tuple[Any, list[Any]]:
 @st.composite
 def string_arrays(draw: Any) -> np.ndarray:
     shape = tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=3)))
-    words = draw(st.lists(st.text(max_size=3), min_size=math.prod(shape),
-                          max_size=math.prod(shape)))
+    # (no trailing NUL: zarr-python, the oracle, reads "a\x00" back as "a" through
+    # NumPy's fixed-width strings, while zarrfast keeps what was written)
+    words = draw(st.lists(st.text(max_size=3).filter(lambda w: not w.endswith("\x00")),
+                          min_size=math.prod(shape), max_size=math.prod(shape)))
     x = np.empty(math.prod(shape), dtype=object)
     x[:] = words
     return x.reshape(shape)

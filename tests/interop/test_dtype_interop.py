@@ -253,12 +253,9 @@ def test_ml_data_types_against_tensorstore(tmp_path, name, endian):
     a[24:] = v[24:]
     back = ts.open({"driver": "zarr3", "kvstore": {"driver": "file",
                                                    "path": str(tmp_path / "zf")}}).result()
+    # (zarrfast writes float8_e8m0fnu fill values as their bits, "0x80": tensorstore 0.1.86
+    # misreads numbers for this type, e.g. its own 2.0 as 0x40)
     theirs = np.asarray(back.read().result()).view(np.uint8)
-    if name == "float8_e8m0fnu":
-        # tensorstore 0.1.86 reads a missing float8_e8m0fnu chunk as 0x40 (2**-63) whatever
-        # the fill value (its own arrays too: fill 2.0 reads back as 1.08e-19); the stored
-        # chunks must match
-        theirs, exp = np.delete(theirs, np.s_[16:24]), np.delete(exp, np.s_[16:24])
     assert theirs.tobytes() == exp.view(np.uint8).tobytes()
     md = json.loads((tmp_path / "zf" / "zarr.json").read_text())
     assert md["data_type"] == name

@@ -175,8 +175,14 @@ class DataType:
 
     @property
     def fieldwise(self) -> bool:
-        """Whether a byte swap must go field by field (a struct with multi-byte fields)."""
-        return self.dtype.fields is not None and self.swap_unit > 1
+        """Whether a byte swap must go field by field: a struct whose fields are not all
+        swapped in units of one size at offsets that are multiples of it (``f4, i4`` can
+        be swapped as 4-byte units throughout; ``f8, u2`` or ``f4, u1`` cannot)."""
+        if self.dtype.fields is None or self.swap_unit == 1:
+            return False
+        unit = self.swap_unit
+        return not all(u == unit and off % unit == 0
+                       for u, off in _leaf_units(self.dtype, 0))
 
     @property
     def variable_length(self) -> bool:
@@ -189,9 +195,13 @@ class DataType:
         if self.name in (DATETIME, TIMEDELTA):
             unit, count = np.datetime_data(self.dtype)
             return {"name": self.name, "configuration": {"unit": unit, "scale_factor": count}}
-        if self.name in (STRUCT, STRUCTURED):
+        if self.name == STRUCT:
             return {"name": STRUCT, "configuration": {"fields": [
                 {"name": n, "data_type": data_type_from_numpy(f[0]).to_json()}
+                for n, f in self.dtype.fields.items()]}}
+        if self.name == STRUCTURED:  # an existing legacy array keeps its form
+            return {"name": STRUCTURED, "configuration": {"fields": [
+                [n, data_type_from_numpy(f[0]).to_json()]
                 for n, f in self.dtype.fields.items()]}}
         return self.name
 
@@ -251,6 +261,15 @@ class DataType:
         ):
             return _coerce_python(self, value, where)
         return self.parse_fill_value(value, where=where)
+
+
+def _leaf_units(dt: np.dtype, offset: int) -> list[tuple[int, int]]:
+    """(swap unit, offset) of each swap unit in a structured dtype's items."""
+    if dt.fields is None:
+        base = dt.base if dt.subdtype else dt
+        unit = _field_swap_unit(base)
+        return [(unit, offset + k * unit) for k in range(dt.itemsize // unit)]
+    return [leaf for f in dt.fields.values() for leaf in _leaf_units(f[0], offset + f[1])]
 
 
 def _field_swap_unit(dt: np.dtype) -> int:
@@ -502,14 +521,27 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _representable(dt: np.dtype, value: float, out: Any, where: str, shown: Any) -> Any:
+    """``out`` (``value`` converted to ``dt``) if it stands for ``value``: NaN for NaN,
+    the same infinity, and finite for a finite number (the ML types round, and saturate
+    to NaN or lose infinities, silently)."""
+    got = float(out)
+    if math.isnan(value) and not math.isnan(got):
+        raise FillValueError(f"{where}: data type {dt.name} has no NaN ({shown!r})")
+    if math.isinf(value) and got != value:
+        raise FillValueError(f"{where}: data type {dt.name} has no infinity ({shown!r})")
+    if math.isfinite(value) and not math.isfinite(got):
+        raise FillValueError(f"{where}: {shown!r} is out of range for data type {dt.name}")
+    return out
+
+
 def _parse_float(dt: np.dtype, value: Any, where: str) -> Any:
     if isinstance(value, str):
-        if value == "NaN":
-            return dt.type(np.nan)
-        if value == "Infinity":
-            return dt.type(np.inf)
-        if value == "-Infinity":
-            return dt.type(-np.inf)
+        special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+        if value in special:
+            with np.errstate(invalid="ignore", over="ignore"):
+                return _representable(dt, special[value], dt.type(special[value]), where,
+                                      value)
         if _HEX.match(value):
             nhex = dt.itemsize * 2
             if len(value) - 2 != nhex:
@@ -524,12 +556,15 @@ def _parse_float(dt: np.dtype, value: Any, where: str) -> Any:
             f"'NaN', 'Infinity', '-Infinity' or a '0x…' bit pattern"
         )
     if _is_int(value) or isinstance(value, float):
+        if dt.name == "float8_e8m0fnu" and value == 0:
+            # no zero: the smallest value, all bits 0 (what tensorstore's default 0.0 means)
+            return np.zeros((), dtype=dt)[()]
         try:
-            with np.errstate(over="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):
                 out = dt.type(value)
         except OverflowError:
             raise FillValueError(f"{where}: {value!r} overflows data type {dt.name}") from None
-        if np.isinf(out) and not math.isinf(float(value)):
+        if math.isfinite(float(value)) and not math.isfinite(float(out)):
             raise FillValueError(
                 f"{where}: {value!r} overflows data type {dt.name}"
             )
@@ -686,8 +721,11 @@ def _coerce_python(dtype: DataType, value: Any, where: str) -> np.generic:
         if dtype.name in ML_INTS:
             return _parse_fill(dtype, int(value) if float(value).is_integer() else value,
                                where)
-        with np.errstate(over="ignore"):
-            return np.array(value).astype(dt)[()]
+        if dtype.name == "float8_e8m0fnu" and value == 0:
+            return np.zeros((), dtype=dt)[()]
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.array(value).astype(dt)[()]
+        return _representable(dt, float(value), out, where, value)
     if dt.kind == "V":
         raise FillValueError(
             f"{where}: data type {dtype.name} needs bytes of length {dt.itemsize}, got {value!r}"
@@ -823,6 +861,8 @@ def _fill_to_json(dtype: DataType, value: Any) -> Any:
     if dt.fields is not None:
         return {n: data_type_from_numpy(dt.fields[n][0]).fill_value_to_json(v[n])
                 for n in dt.names}
+    if dtype.name == "float8_e8m0fnu":  # no sign, no zero: the bits say it plainly
+        return "0x" + format(int(np.asarray(v).view(np.uint8)), "02x")
     if dtype.name in ML_FLOATS:
         return _float_to_json(v)
     if dtype.name in ML_INTS:
