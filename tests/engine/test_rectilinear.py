@@ -285,3 +285,19 @@ def test_one_dimension_every_position(sizes):
         ref[i] = i + 1
         assert a[i] == i + 1
     np.testing.assert_array_equal(a[::-1], ref[::-1])
+
+
+def test_from_array_and_like_keep_the_grid():
+    a = zarrfast.create_array(MemoryStore(), shape=(10, 20), chunks=[[3, 7], [5, 5, 10]],
+                              dtype="i2")
+    a[...] = np.arange(200, dtype="i2").reshape(10, 20)
+    b = zarrfast.from_array(MemoryStore(), data=a)
+    assert b.metadata.chunk_grid == a.metadata.chunk_grid
+    np.testing.assert_array_equal(b[...], a[...])
+    assert zarrfast.zeros_like(a).metadata.chunk_grid == a.metadata.chunk_grid
+    s = zarrfast.create_array(MemoryStore(), shape=(10, 20), shards=[[4, 6], [10, 10]],
+                              chunks=(2, 5), dtype="i4")
+    s[...] = 3
+    c = zarrfast.from_array(MemoryStore(), data=s)
+    assert c.metadata.chunk_grid == s.metadata.chunk_grid and c.chunks == (2, 5)
+    assert (c[...] == 3).all()
