@@ -426,12 +426,27 @@ def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
     return create(shape, fill_value=fill_value, **kwargs)
 
 
+def _layout_of(a: Array) -> dict[str, Any]:
+    """``chunks`` (and ``shards``) that make an array laid out as ``a``: for a rectilinear
+    grid its chunk (or shard) sizes inside the array, as nested lists."""
+    md = a.metadata
+    if getattr(md, "zarr_format", 3) == 2 or md.regular:
+        return {"chunks": a.chunks, "shards": a.shards}
+    sizes = [list(s) for s in a.write_chunk_sizes]
+    if a.codec_chain.sharding is not None and len(a.codec_chain.codecs) == 1:
+        return {"chunks": a.chunks, "shards": sizes, "rectilinear": True}
+    return {"chunks": sizes, "shards": None, "rectilinear": True}
+
+
 def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     out = dict(kwargs)
     out.setdefault("shape", a.shape)
     out.setdefault("dtype", a.dtype)
     if isinstance(a, Array):
-        out.setdefault("chunks", a.chunks)
+        layout = _layout_of(a)
+        out.setdefault("chunks", layout["chunks"])
+        if layout.get("rectilinear") and layout["shards"] is not None:
+            out.setdefault("shards", layout["shards"])
         out.setdefault("fill_value", a.fill_value)
         out.setdefault("zarr_format", a.zarr_format)
         out.setdefault("order", a.order)
@@ -484,8 +499,9 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
     kw: dict[str, Any] = {}
     if src is not None:
         same_format = zarr_format in (None, src.zarr_format)
-        kw["chunks"] = src.chunks if chunks == "keep" else chunks
-        kw["shards"] = src.shards if shards == "keep" else shards
+        layout = _layout_of(src)
+        kw["chunks"] = layout["chunks"] if chunks == "keep" else chunks
+        kw["shards"] = layout.get("shards") if shards == "keep" else shards
         if src.zarr_format == 3 and same_format:
             kw["filters"] = src.filters if filters == "keep" else filters
             kw["serializer"] = src.serializer if serializer == "keep" else serializer
@@ -519,7 +535,8 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
         if src is not None and out.ndim and out.shape[0]:
             # copy in slabs of whole chunk rows of about 64 MiB: memory stays bounded
             row_bytes = max(1, out.nbytes // out.shape[0])
-            step = out.chunks[0] * max(1, (64 << 20) // (row_bytes * out.chunks[0]))
+            first = out.write_chunk_sizes[0][0]  # (a rectilinear grid has no one chunk shape)
+            step = first * max(1, (64 << 20) // (row_bytes * first))
             for start in range(0, out.shape[0], step):
                 out[start:start + step] = src[start:start + step]
         elif src is not None:

@@ -135,17 +135,46 @@ def _size(n: float) -> str:
     return str(n)  # pragma: no cover
 
 
+#: runs of at least this many equal chunk sizes are shown as ``size*count``
+_RUN_SHOWN = 4
+
+
+def _rectilinear_text(grid) -> str:
+    """``rectilinear [[3, 7], [5, 5, 10]]``; long runs as ``size*count``, an integer step
+    as itself."""
+    dims = []
+    for v in grid.chunk_shapes:
+        if isinstance(v, int):
+            dims.append(str(v))
+            continue
+        parts, i = [], 0
+        while i < len(v):
+            j = i
+            while j < len(v) and v[j] == v[i]:
+                j += 1
+            parts += [f"{v[i]}*{j - i}"] if j - i >= _RUN_SHOWN else [str(v[i])] * (j - i)
+            i = j
+        dims.append("[" + ", ".join(parts) + "]")
+    return "rectilinear [" + ", ".join(dims) + "]"
+
+
 def _describe_array(a) -> str:
     codecs = ", ".join(
         c.to_dict().get("name") or c.to_dict().get("id", "?") for c in a.codec_chain.codecs
     )
-    shards = f" shards {a.shards}" if a.shards else ""
     data_type = a.metadata.data_type
     # the v3 name where it says more than NumPy's (numpy.datetime64[10s], struct{...},
     # bfloat16); NumPy's for the core types and Zarr v2
     name = data_type.describe() if a.metadata.zarr_format == 3 else str(a.dtype)
-    return (f"{a.shape} {name} chunks {a.chunks}{shards} [{codecs}] "
-            f"{_size(_stored_bytes(a))} stored")
+    grid = a.metadata.chunk_grid
+    if getattr(grid, "is_regular", True):
+        shards = f" shards {a.shards}" if a.shards else ""
+        chunks = f"chunks {a.chunks}{shards}"
+    elif a.codec_chain.sharding is not None and len(a.codec_chain.codecs) == 1:
+        chunks = f"chunks {a.chunks} shards {_rectilinear_text(grid)}"
+    else:
+        chunks = f"chunks {_rectilinear_text(grid)}"
+    return f"{a.shape} {name} {chunks} [{codecs}] {_size(_stored_bytes(a))} stored"
 
 
 def _open_node(target: str, node_path: str | None, options: dict | None):

@@ -211,8 +211,25 @@ class CodecChain:
         ``filters`` and ``compressor``)."""
         if getattr(metadata, "zarr_format", 3) == 2:
             return cls.from_v2(metadata, node=node)
+        grid = metadata.chunk_grid
+        if not grid.is_regular:
+            # one chain per chunk shape: the first chunk's is the array's; every edge
+            # length of every dimension is checked (sharding's divisibility is per dimension)
+            shapes = grid.probe_shapes(metadata.shape)
+            for shape in shapes[1:]:
+                cls(metadata.codecs, chunk_shape=shape, data_type=metadata.data_type,
+                    node=node)
+            return cls(metadata.codecs, chunk_shape=shapes[0], data_type=metadata.data_type,
+                       node=node)
         return cls(metadata.codecs, chunk_shape=metadata.chunks, data_type=metadata.data_type,
                    node=node)
+
+    def for_chunk_shape(self, chunk_shape: Sequence[int]) -> CodecChain:
+        """The same codecs for chunks of another shape (a rectilinear grid's)."""
+        if tuple(chunk_shape) == self.chunk_shape:
+            return self
+        return type(self)(self.codecs, chunk_shape=chunk_shape, data_type=self.data_type,
+                          node=self.node)
 
     @classmethod
     def from_v2(cls, metadata: Any, *, node: str = "array") -> CodecChain:

@@ -614,7 +614,12 @@ def read_selection(
         return
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)
-    reader = RowReader(proj, out, store)
+    read_rows(store, keys, RowReader(proj, out, store))
+
+
+def read_rows(store: Store, keys: Sequence[str], reader: RowReader) -> None:
+    """Read every row of ``reader``'s projection (``keys``: their chunks' keys)."""
+    chain, proj = reader.chain, reader.proj
     # Every task writes a disjoint region of `out` (chunks partition the array and
     # the projection maps each selected element to exactly one chunk), so the
     # tasks share `out` without locking.
@@ -687,7 +692,12 @@ def write_selection(
         return
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)
-    writer = RowWriter(proj, value, scalar, write_empty_chunks)
+    write_rows(store, keys, RowWriter(proj, value, scalar, write_empty_chunks))
+
+
+def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
+    """Write every row of ``writer``'s projection (``keys``: their chunks' keys)."""
+    chain, proj = writer.chain, writer.proj
     if store.batched_reads:
         _write_batched(store, keys, writer, chain.chunk_nbytes)
         return

@@ -172,6 +172,28 @@ class FancyTarget:
     write_empty_chunks: bool
     get_basic_selection: Callable[..., np.ndarray]
     set_basic_selection: Callable[..., None]
+    #: a rectilinear grid of chunks: per dimension the chunk boundaries (``chunks`` is
+    #: then the first chunk's shape)
+    bounds: list[np.ndarray] | None = None
+    #: a rectilinear grid of stored objects (chunks or shards): their boundaries
+    block_bounds: list[np.ndarray] | None = None
+
+
+def _chunk_of(idx: np.ndarray, d: int, array: FancyTarget) -> tuple[np.ndarray, np.ndarray]:
+    """Chunk index and index inside the chunk of the indices ``idx`` along ``d``."""
+    if array.bounds is None:
+        c = array.chunks[d]
+        cid = idx // c
+        return cid, idx - cid * c
+    b = array.bounds[d]
+    cid = np.searchsorted(b, idx, side="right") - 1
+    return cid, idx - b[cid]
+
+
+def _grid(array: FancyTarget) -> tuple[int, ...]:
+    if array.bounds is not None:
+        return tuple(len(b) - 1 for b in array.bounds)
+    return tuple(-(-n // c) for n, c in zip(array.shape, array.chunks, strict=True))
 
 
 def _fast(array: FancyTarget) -> bool:
@@ -199,20 +221,23 @@ def _chunk_reader(array: FancyTarget):
 
 
 def _region_slices(array: FancyTarget, coords: tuple[int, ...]) -> tuple[slice, ...]:
+    if array.bounds is not None:
+        return tuple(slice(int(b[c]), min(int(b[c + 1]), n))
+                     for c, b, n in zip(coords, array.bounds, array.shape, strict=True))
     chunks = array.chunks
     return tuple(slice(c * s, min((c + 1) * s, n))
                  for c, s, n in zip(coords, chunks, array.shape, strict=True))
 
 
-def _per_dim_groups(indices: tuple[np.ndarray, ...], chunks: tuple[int, ...],
-                    grid: tuple[int, ...]):
+def _per_dim_groups(array: FancyTarget, indices: tuple[np.ndarray, ...]):
     groups = []
-    for idx, c, g in zip(indices, chunks, grid, strict=True):
-        order, cids, starts = _kernels.group_by_chunk(np.ascontiguousarray(idx // c), g)
+    for d, (idx, g) in enumerate(zip(indices, _grid(array), strict=True)):
+        cid, local = _chunk_of(idx, d, array)
+        order, cids, starts = _kernels.group_by_chunk(np.ascontiguousarray(cid), g)
         dim = []
         for k in range(len(cids)):
             pos = order[starts[k]:starts[k + 1]]
-            dim.append((int(cids[k]), idx[pos] - int(cids[k]) * c, pos))
+            dim.append((int(cids[k]), local[pos], pos))
         groups.append(dim)
     return groups
 
@@ -221,9 +246,7 @@ def get_orthogonal(array: FancyTarget, osel: OrthogonalSelection) -> np.ndarray:
     out = np.empty(osel.full_shape, dtype=array.dtype)
     if out.size == 0:
         return out.reshape(osel.out_shape)
-    chunks = tuple(array.chunks)
-    grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
-    groups = _per_dim_groups(osel.indices, chunks, grid)
+    groups = _per_dim_groups(array, osel.indices)
     combos = list(itertools.product(*groups))
     fill = array.fill_value if not hasattr(array.chain, "fill_scalar") else (
         array.chain.fill_scalar)
@@ -288,9 +311,7 @@ def set_orthogonal(array: FancyTarget, osel: OrthogonalSelection, value: Any) ->
     if math.prod(full) == 0:
         return
     val = _broadcast_value(array, value, osel.out_shape).reshape(full)
-    chunks = tuple(array.chunks)
-    grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
-    combos = list(itertools.product(*_per_dim_groups(osel.indices, chunks, grid)))
+    combos = list(itertools.product(*_per_dim_groups(array, osel.indices)))
     if _fast(array) or array.objects:
         keys_for, _ = _chunk_reader(array)
         keys = keys_for(np.array([[g[0] for g in combo] for combo in combos], dtype=np.int64))
@@ -327,9 +348,9 @@ def _broadcast_value(array: FancyTarget, value: Any, shape: tuple[int, ...]) -> 
 
 
 def _point_groups(array: FancyTarget, coords: tuple[np.ndarray, ...]):
-    chunks = tuple(array.chunks)
-    grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
-    ccoords = [c // s for c, s in zip(coords, chunks, strict=True)]
+    grid = _grid(array)
+    split = [_chunk_of(c, d, array) for d, c in enumerate(coords)]
+    ccoords = [cid for cid, _ in split]
     lin = (np.ravel_multi_index(ccoords, grid) if coords else np.zeros(0, np.int64)
            ).astype(np.int64)
     order, cids, starts = _kernels.group_by_chunk(np.ascontiguousarray(lin), math.prod(grid))
@@ -339,7 +360,7 @@ def _point_groups(array: FancyTarget, coords: tuple[np.ndarray, ...]):
     for k in range(len(cids)):
         pos = order[starts[k]:starts[k + 1]]
         cc = chunk_coords[k]
-        local = tuple(coords[d][pos] - int(cc[d]) * chunks[d] for d in range(len(grid)))
+        local = tuple(split[d][1][pos] for d in range(len(grid)))
         out.append((tuple(int(x) for x in cc), local, pos))
     return out, chunk_coords
 
@@ -406,8 +427,13 @@ def block_region(array: FancyTarget, selection: Any) -> tuple[slice, ...]:
     """The basic selection covering the blocks ``selection`` names: chunks, or shards of
     a sharded array (as in zarr-python)."""
     sel = selection if isinstance(selection, tuple) else (selection,)
-    chunks = tuple(array.metadata.chunks)  # stored objects: shards of a sharded array
-    grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    bb = array.block_bounds
+    if bb is None:
+        chunks = tuple(array.metadata.chunks)  # stored objects: shards of a sharded array
+        grid = tuple(-(-n // c) for n, c in zip(array.shape, chunks, strict=True))
+    else:
+        chunks = (1,) * len(bb)  # (unused: the boundaries say where blocks are)
+        grid = tuple(len(b) - 1 for b in bb)
     if sum(1 for s in sel if s is Ellipsis) > 1:
         raise IndexingError(f"block selection {selection!r} has more than one Ellipsis")
     if any(s is Ellipsis for s in sel):
@@ -428,12 +454,18 @@ def block_region(array: FancyTarget, selection: Any) -> tuple[slice, ...]:
                     f"block index {i} is out of bounds for dimension {d} with {g} blocks"
                 )
             i %= g
-            out.append(slice(i * c, min((i + 1) * c, n)))
+            if bb is not None:
+                out.append(slice(int(bb[d][i]), min(int(bb[d][i + 1]), n)))
+            else:
+                out.append(slice(i * c, min((i + 1) * c, n)))
         elif isinstance(s, slice):
             if s.step not in (None, 1):
                 raise IndexingError(f"dimension {d}: block selections take step 1, got {s!r}")
             b, e, _ = s.indices(g)
-            out.append(slice(b * c, min(max(e, b) * c, n)))
+            if bb is not None:
+                out.append(slice(min(int(bb[d][b]), n), min(int(bb[d][max(e, b)]), n)))
+            else:
+                out.append(slice(b * c, min(max(e, b) * c, n)))
         else:
             raise IndexingError(f"dimension {d}: block selection items must be ints or "
                                 f"slices, got {s!r}")

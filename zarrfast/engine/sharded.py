@@ -58,7 +58,8 @@ from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGr
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import ByteRequest, RangeByteRequest, Store, SuffixByteRequest
 
-__all__ = ["ShardedChain", "read_sharded", "shard_index_request", "write_sharded"]
+__all__ = ["RectilinearShardedChain", "ShardedChain", "read_sharded", "shard_index_request",
+           "write_sharded"]
 
 
 
@@ -97,13 +98,22 @@ class _IndexCache:
 class ShardedChain:
     """Per-array state of the sharded path: layout, inner chain, index cache."""
 
-    def __init__(self, metadata: ArrayMetadata, codecs: CodecChain) -> None:
+    #: whether the shards form a rectilinear grid (:class:`RectilinearShardedChain`)
+    rectilinear = False
+
+    def __init__(self, metadata: ArrayMetadata, codecs: CodecChain, *,
+                 shard_shape: tuple[int, ...] | None = None,
+                 inner: PreparedChain | None = None, cache: _IndexCache | None = None
+                 ) -> None:
         self.metadata = metadata
         codec = codecs.sharding
         assert codec is not None
         self.codec = codec
         self.outer_bb = list(codecs.bb)
-        self.layout = layout = codec.format(metadata.chunks)
+        self._codecs = codecs
+        if shard_shape is None:
+            shard_shape = metadata.chunks
+        self.layout = layout = codec.format(shard_shape)
         # the inner chunks: an array of the shard's shape chunked by the inner shape
         fv = (metadata.data_type.default_fill_value() if metadata.fill_value is None
               else metadata.fill_value)
@@ -115,14 +125,16 @@ class ShardedChain:
             fill_value=fv,
             codecs=codec.codecs,
         )
-        self.inner = PreparedChain(inner_metadata, codec.inner_chain(metadata.data_type))
+        self.inner = inner if inner is not None else PreparedChain(
+            inner_metadata, codec.inner_chain(metadata.data_type))
         self.partial_reads = not self.outer_bb
         # bound for codecs after the shard (decompression bombs): the shard's chunks
         # uncompressed, twice, plus room for its index and checksums
-        self._outer_limit = 2 * math.prod(metadata.chunks) * metadata.data_type.itemsize \
+        self._outer_limit = 2 * math.prod(shard_shape) * metadata.data_type.itemsize \
             + 2 * self.layout.index_nbytes + 2**20
         self._outer = BoundedDecoders(self.outer_bb)
-        self.cache = _IndexCache(int(config.get("shard_index_cache")))
+        self.cache = cache if cache is not None else _IndexCache(
+            int(config.get("shard_index_cache")))
         self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
         self.cps = np.array(self.layout.cps, dtype=np.int64)
         self._shape = np.array(metadata.shape, dtype=np.int64)
@@ -165,9 +177,87 @@ class ShardedChain:
         extent = np.minimum(self._shard, self._shape - shard_coords * self._shard)
         return int(np.prod(-(-extent // self._inner)))
 
+    def shard_chain(self, shard_coords: np.ndarray) -> ShardedChain:
+        """The chain of the shard at ``shard_coords`` (its layout, its index requests)."""
+        return self
+
+
+class RectilinearShardedChain(ShardedChain):
+    """A rectilinear grid of shards.  Every shard is a whole number of inner chunks, so
+    the inner chunks tile the array as a regular grid; only which shard an inner chunk
+    is in, and each shard's layout (one per shard shape), vary."""
+
+    rectilinear = True
+
+    def __init__(self, metadata: ArrayMetadata, codecs: CodecChain) -> None:
+        grid = metadata.chunk_grid
+        super().__init__(metadata, codecs, shard_shape=tuple(codecs.chunk_shape))
+        self._subs: dict[tuple[int, ...], ShardedChain] = {self.layout.shard_shape: self}
+        self._lock = threading.Lock()
+        #: per dimension the shards' boundaries, in elements and in inner chunks
+        self.bounds = grid.boundaries(metadata.shape)
+        self.inner_bounds = [b // c for b, c in zip(self.bounds, self.layout.inner_shape,
+                                                     strict=True)]
+        self._shard_sizes = [np.diff(b) for b in self.bounds]
+
+    def shard_shape(self, shard_coords: Any) -> tuple[int, ...]:
+        return tuple(int(s[c]) for s, c in zip(self._shard_sizes, shard_coords, strict=True))
+
+    def shard_chain(self, shard_coords: np.ndarray) -> ShardedChain:
+        shape = self.shard_shape(shard_coords)
+        sub = self._subs.get(shape)
+        if sub is None:
+            with self._lock:
+                sub = self._subs.get(shape)
+                if sub is None:
+                    sub = ShardedChain(self.metadata, self.codecs_of, shard_shape=shape,
+                                       inner=self.inner, cache=self.cache)
+                    self._subs[shape] = sub
+        return sub
+
+    @property
+    def codecs_of(self) -> CodecChain:
+        return self._codecs
+
+    def inner_in_array(self, shard_coords: np.ndarray) -> int:
+        n = 1
+        for b, c, k, s in zip(self.bounds, self.layout.inner_shape, shard_coords.tolist(),
+                              self.metadata.shape, strict=True):
+            extent = min(int(b[k + 1]), s) - int(b[k])
+            n *= -(-extent // c)
+        return n
+
+    def group_rows(self, proj: Projection, path: str):
+        """As :func:`_group_by_shard`, for a rectilinear grid of shards."""
+        ndim = proj.coords.shape[1]
+        shard_coords = np.empty_like(proj.coords)
+        local = np.empty_like(proj.coords)
+        cps = np.empty_like(proj.coords)
+        for d in range(ndim):
+            ib = self.inner_bounds[d]
+            k = np.searchsorted(ib, proj.coords[:, d], side="right") - 1
+            shard_coords[:, d] = k
+            local[:, d] = proj.coords[:, d] - ib[k]
+            cps[:, d] = ib[k + 1] - ib[k]
+        inner_lin = np.zeros(proj.nrows, dtype=np.int64)
+        for d in range(ndim):
+            inner_lin = inner_lin * cps[:, d] + local[:, d]
+        if proj.nrows == 0:
+            return [], shard_coords[:0], [], inner_lin
+        shard_lin = np.ravel_multi_index(shard_coords.T, self.grid_shape) if ndim else \
+            np.zeros(proj.nrows, np.int64)
+        order = np.argsort(shard_lin, kind="stable")
+        uniq, starts = np.unique(shard_lin[order], return_index=True)
+        groups = np.split(order, starts[1:])
+        first = order[starts]
+        keys = chunk_keys(self.metadata, path, shard_coords[first])
+        return keys, shard_coords[first], groups, inner_lin
+
 
 def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
     """Rows grouped by shard: (shard keys, shard coords, per-shard row arrays, inner index)."""
+    if chain.rectilinear:
+        return chain.group_rows(proj, path)  # type: ignore[attr-defined]
     cps = chain.cps
     shard_coords = proj.coords // cps
     inner_lin = (np.ravel_multi_index((proj.coords % cps).T, chain.layout.cps)
@@ -189,9 +279,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     """Read a selection of a sharded array into ``out`` (shape ``sel.full_shape``)."""
     if out.size == 0 or _read_few_inner(store, path, chain, sel, out):
         return
-    layout = chain.layout
     proj = Projection(chain.metadata.shape, chain.inner, sel)
     keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
+    # each shard's own chain: the array's, but for a rectilinear grid of shards
+    subs = [chain.shard_chain(c) for c in shard_coords]
     payload: list[Any] = [None] * proj.nrows
     row_shard = np.empty(proj.nrows, dtype=np.int64)
     for g, rows in enumerate(groups):
@@ -209,7 +300,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     placed = np.zeros(proj.nrows, dtype=np.bool_)
 
     def place(key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
-              sizes: np.ndarray) -> None:
+              sizes: np.ndarray, layout: ShardFormat) -> None:
         """Rows ``rows`` have their stored bytes at ``offsets`` (``sizes`` long) in
         ``blob``."""
         if not raw_inner:
@@ -292,16 +383,18 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                     buf = thread_buffers[me] = np.empty(size + size // 4, dtype=np.uint8)
                 if store.get_into(key, buf[:size]) == size:
                     return buf[:size]
-            return chain.fetch_shard(store, key)
+            return subs[g].fetch_shard(store, key)
         slot = slots.get(g)
         if slot is not None:
             target = wave_buffer[0][slot[0]:slot[0] + slot[1]]
             if store.get_into(key, target) == slot[1]:
                 return target
-        return chain.fetch_shard(store, key)  # (replaced or removed since its size was read)
+        return subs[g].fetch_shard(store, key)  # (replaced or removed since its size was read)
 
     def fetch(g: int) -> None:
         key, rows = keys[g], groups[g]
+        sub = subs[g]
+        layout = sub.layout
         if is_whole(g):
             token = store.version(key) if chain.partial_reads else None
             data = read_shard(g)
@@ -313,9 +406,9 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             entries = index[inner_lin[rows]]
             used = entries[:, 0] != EMPTY
             place(key, data, rows[used], entries[used, 0].astype(np.int64),
-                  entries[used, 1].astype(np.int64))
+                  entries[used, 1].astype(np.int64), layout)
             return
-        index = chain.fetch_index(store, key)
+        index = sub.fetch_index(store, key)
         if index is None:
             return
         entries = index[inner_lin[rows]]
@@ -351,14 +444,14 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                     f"end of the shard (bytes {int(starts[k])}..{int(ends[k])}, only "
                     f"{base + got} readable)"
                 )
-            place(key, blob, rows_used[ks], starts[ks] - base, ends[ks] - starts[ks])
+            place(key, blob, rows_used[ks], starts[ks] - base, ends[ks] - starts[ks], layout)
 
     def assemble(i: int) -> None:
         key = keys[row_shard[i]]
         try:
             reader.read(i, payload[i], key)
         except ChunkDecodeError as e:
-            name = layout.inner_name(int(inner_lin[i]))
+            name = subs[row_shard[i]].layout.inner_name(int(inner_lin[i]))
             raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
         payload[i] = None  # let the fetched bytes go
 
@@ -451,7 +544,8 @@ def _read_few_inner(store: Store, path: str, chain: ShardedChain, sel: BasicSele
     nearby inner chunks, with plain integer arithmetic (no projection table, no
     pool).  ``False`` (having done nothing) for other selections."""
     inner = chain.inner
-    if not chain.partial_reads or sel.step.tolist() != [1] * inner.ndim:
+    if (chain.rectilinear or not chain.partial_reads
+            or sel.step.tolist() != [1] * inner.ndim):
         return False
     layout = chain.layout
     cps = layout.cps
@@ -543,12 +637,13 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
     """Write ``value`` or ``scalar`` into a selection of a sharded array."""
     if math.prod(sel.full_shape) == 0:
         return
-    layout = chain.layout
     proj = Projection(chain.metadata.shape, chain.inner, sel)
     keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
+    subs = [chain.shard_chain(c) for c in shard_coords]
     writer = RowWriter(proj, value, scalar, write_empty_chunks)
 
     def task(g: int) -> None:
+        layout = subs[g].layout
         try:
             write_shard(g)
         except MemoryError:
@@ -565,6 +660,8 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
 
     def write_shard(g: int) -> None:
         key, rows = keys[g], groups[g]
+        sub = subs[g]
+        layout = sub.layout
         whole = (len(rows) >= chain.inner_in_array(shard_coords[g])
                  and bool(proj.complete[rows].all()))
         if raw_whole and whole and len(rows) == layout.n_inner:
@@ -577,7 +674,7 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
                 chain.cache.put(key, None)
                 return
         encoded: list[Any] = [None] * layout.n_inner
-        data = None if whole else chain.fetch_shard(store, key)
+        data = None if whole else sub.fetch_shard(store, key)
         index = None if data is None else layout.index_of_shard(data, key)
         if index is not None:
             for j in range(layout.n_inner):  # untouched inner chunks keep their bytes

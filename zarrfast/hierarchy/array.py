@@ -14,11 +14,18 @@ from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, C
 from zarrfast.codecs.sharding import ShardingCodec
 from zarrfast.engine.chunked import PreparedChain, read_selection, write_selection
 from zarrfast.engine.objects import ObjectChain, read_object_selection, write_object_selection
+from zarrfast.engine.rectilinear import RectilinearChain, read_rectilinear, write_rectilinear
 from zarrfast.engine.selection import normalize_basic
-from zarrfast.engine.sharded import ShardedChain, read_sharded, write_sharded
+from zarrfast.engine.sharded import (
+    RectilinearShardedChain,
+    ShardedChain,
+    read_sharded,
+    write_sharded,
+)
 from zarrfast.errors import IndexingError, ZarrfastError
 from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.node import Node, metadata_from_state, metadata_state, write_metadata
+from zarrfast.metadata.chunk_grid import RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
 
@@ -30,7 +37,7 @@ def _chain_inputs(metadata: Any) -> tuple:
     if getattr(metadata, "zarr_format", 3) == 2:
         return (metadata.chunks, metadata.dtype, metadata.order, len(metadata.shape),
                 repr(metadata.filters), repr(metadata.compressor))
-    return (metadata.chunks, metadata.data_type, repr(metadata.codecs))
+    return (metadata.chunk_grid, metadata.data_type, repr(metadata.codecs))
 
 
 class Array(Node):
@@ -119,14 +126,36 @@ class Array(Node):
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        """The chunk shape: the inner chunks' shape for a sharded array."""
+        """The chunk shape: the inner chunks' shape for a sharded array.  An array with a
+        rectilinear chunk grid (not sharded) has none: :class:`NotImplementedError`, as
+        zarr-python (``read_chunk_sizes`` gives its chunks' sizes)."""
         sharding = self._sharding
         return sharding.chunk_shape if sharding is not None else self._metadata.chunks
 
     @property
     def shards(self) -> tuple[int, ...] | None:
-        """The shard shape, or ``None`` for an array without sharding."""
+        """The shard shape, or ``None`` for an array without sharding (a rectilinear grid of
+        shards has none: :class:`NotImplementedError`, as zarr-python)."""
         return self._metadata.chunks if self._sharding is not None else None
+
+    @property
+    def _regular(self) -> bool:
+        return getattr(self._metadata, "zarr_format", 3) == 2 or self._metadata.regular
+
+    @property
+    def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per dimension, the extent inside the array of each chunk (inner chunk, for a
+        sharded array) along it."""
+        sharding = self._sharding
+        if sharding is not None:
+            return RegularChunkGrid(sharding.chunk_shape).chunk_sizes(self.shape)
+        return self._metadata.chunk_grid.chunk_sizes(self.shape)
+
+    @property
+    def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per dimension, the extent inside the array of each stored object (chunk, or
+        shard) along it."""
+        return self._metadata.chunk_grid.chunk_sizes(self.shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -155,6 +184,8 @@ class Array(Node):
     @property
     def cdata_shape(self) -> tuple[int, ...]:
         """Number of chunks (inner chunks, for a sharded array) along each dimension."""
+        if not self._regular and self._sharding is None:
+            return self._stored_grid
         return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
 
     @property
@@ -211,6 +242,21 @@ class Array(Node):
         self._codecs, self._codecs_key = codecs, key
         objects = metadata.dtype.hasobject  # v2 |O, v3 string / variable_length_bytes
         sharded = codecs.sharding is not None
+        if getattr(metadata, "zarr_format", 3) == 3 and not metadata.regular:
+            if objects:
+                raise ZarrfastError(
+                    f"array {self._path or '/'!r}: variable-length data types "
+                    f"({metadata.data_type.name}) with a rectilinear chunk grid are not "
+                    f"supported")
+            self._object = False
+            self._sharded = sharded
+            if sharded:
+                self._chain = RectilinearShardedChain(metadata, codecs)
+                self._read, self._write_fn = read_sharded, write_sharded
+            else:
+                self._chain = RectilinearChain(metadata, codecs)
+                self._read, self._write_fn = read_rectilinear, write_rectilinear
+            return
         # a sharded object array's chunks are shards: its fancy selections take the
         # per-inner-chunk path (``_object`` False), its basic ones the object chain
         self._object = objects and not sharded
@@ -343,9 +389,18 @@ class Array(Node):
     def _fancy_target(self) -> Any:
         from zarrfast.engine.fancy import FancyTarget
 
+        bounds = block_bounds = None
+        chunks = None
+        if not self._regular:
+            grid = self._metadata.chunk_grid
+            block_bounds = grid.boundaries(self.shape)
+            if self._sharding is None:
+                bounds, chunks = block_bounds, self._codecs.chunk_shape
         return FancyTarget(
             name=self.name, store=self._store, chunk_path=self._chunk_path, metadata=self._metadata,
-            chain=self._chain, objects=self._object, shape=self.shape, chunks=self.chunks,
+            chain=self._chain, objects=self._object, shape=self.shape,
+            chunks=self.chunks if chunks is None else chunks, bounds=bounds,
+            block_bounds=block_bounds,
             dtype=self.dtype, fill_value=self.fill_value,
             write_empty_chunks=self.write_empty_chunks,
             get_basic_selection=self.get_basic_selection,
@@ -638,10 +693,15 @@ class Array(Node):
             ("Data type", str(self.dtype)),
             ("Fill value", repr(self.fill_value)),
             ("Shape", str(self.shape)),
-            ("Chunk shape", str(self.chunks)),
         ]
-        if self.shards:
-            lines.append(("Shard shape", str(self.shards)))
+        if self._regular:
+            lines.append(("Chunk shape", str(self.chunks)))
+            if self.shards:
+                lines.append(("Shard shape", str(self.shards)))
+        elif self._sharding is not None:  # (as zarr-python: a rectilinear grid is variable)
+            lines += [("Shard shape", "<variable>"), ("Chunk shape", str(self.chunks))]
+        else:
+            lines.append(("Chunk shape", "<variable>"))
         lines += [
             ("Order", self.order),
             ("Read-only", str(self.read_only)),
@@ -671,6 +731,9 @@ class Array(Node):
             )
         old_grid = self._stored_grid
         new_md = self._metadata.update_shape(new_shape)
+        if not self._regular and new_md.chunk_grid != self._metadata.chunk_grid:
+            # an appended chunk must suit the codecs (a shard: whole inner chunks)
+            CodecChain.from_metadata(new_md, node=f"array {self._path or '/'!r}")
         new_grid = new_md.chunk_grid.grid_shape(new_shape)
         if any(n < o for n, o in zip(new_grid, old_grid, strict=True)):
             import itertools
@@ -688,19 +751,30 @@ class Array(Node):
         (as zarr-python counts)."""
         per_object = 1
         sharding = self._sharding
+        if sharding is not None and not self._regular:
+            return self._count_stored_objects(per_shard=sharding.chunks_per_shard)
         if sharding is not None:
             per_object = math.prod(sharding.chunks_per_shard(self._metadata.chunks))
         return self._count_stored_objects() * per_object
 
-    def _count_stored_objects(self) -> int:
+    def _count_stored_objects(self, per_shard: Any = None) -> int:
+        """Stored chunks (or shards); with ``per_shard`` (shard shape -> inner chunks per
+        dimension), the inner chunks of the stored shards of a rectilinear grid."""
         cke = self._metadata.chunk_key_encoding
         base = f"{self._chunk_path}/" if self._chunk_path else ""
         import itertools
 
+        sizes = None
+        if per_shard is not None:
+            sizes = [self._metadata.chunk_grid.edges(d, n) for d, n in enumerate(self.shape)]
         count = 0
         for coords in itertools.product(*(range(n) for n in self._stored_grid)):
             if self._store.exists(base + cke.encode(coords)):
-                count += 1
+                if sizes is None:
+                    count += 1
+                else:
+                    count += math.prod(per_shard(tuple(e[c] for e, c in zip(
+                        sizes, coords, strict=True))))
         return count
 
     def with_write_empty_chunks(self, value: bool) -> Array:

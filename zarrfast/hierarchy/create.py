@@ -29,6 +29,8 @@ from zarrfast.hierarchy.node import node_key, write_new_node
 from zarrfast.metadata.chunk_grid import (
     ChunkKeyEncoding,
     RegularChunkGrid,
+    is_rectilinear_chunks,
+    normalize_rectilinear_chunks,
     parse_chunk_key_encoding,
 )
 from zarrfast.metadata.dtype import DataType, data_type_from_numpy
@@ -190,7 +192,16 @@ def build_array_metadata(
     for Zarr v3."""
     shape_t = normalize_shape(shape, node)
     data_type: DataType = data_type_from_numpy(dtype, where=f"{node}: dtype")
-    chunk_shape = normalize_chunks(chunks, shape_t, data_type.itemsize, node)
+    grid: Any = None  # a rectilinear grid of chunks or shards (nested lists)
+    if is_rectilinear_chunks(chunks):
+        if shards is not None:
+            raise ZarrfastError(
+                f"{node}: rectilinear chunks with sharding are not supported; give "
+                f"rectilinear shards instead: chunks=(inner sizes...), shards=[[sizes], ...]")
+        grid = normalize_rectilinear_chunks(chunks, shape_t, f"{node}: chunks")
+        chunk_shape = grid.first_chunk_shape()
+    else:
+        chunk_shape = normalize_chunks(chunks, shape_t, data_type.itemsize, node)
     aa = _codec_list(filters, [], "filters", node)
     ser = _codec_list(serializer, [_default_serializer(data_type)], "serializer", node)
     bb = _codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors", node)
@@ -209,13 +220,28 @@ def build_array_metadata(
     # validated, then automatically chosen parameters filled in (blosc's typesize)
     chain = CodecChain.create((*aa, *ser, *bb), chunk_shape=chunk_shape,
                               data_type=data_type, node=node)
-    if shards is not None:
+    if shards is not None and is_rectilinear_chunks(shards):
+        grid = normalize_rectilinear_chunks(shards, shape_t, f"{node}: shards")
+        for d, (v, c) in enumerate(zip(grid.chunk_shapes, chunk_shape, strict=True)):
+            for size in (v,) if isinstance(v, int) else v:
+                if size % c:
+                    raise ZarrfastError(
+                        f"{node}: shard edge length {size} in dimension {d} is not a "
+                        f"multiple of the inner chunk size {c}")
+        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs)
+        chunk_shape = grid.first_chunk_shape()
+        chain = CodecChain.create((sharding,), chunk_shape=chunk_shape, data_type=data_type,
+                                  node=node)
+    elif shards is not None:
         # as in zarr-python: `chunks` are the inner chunks, the codecs go inside the shard
         shard_shape = normalize_shards(shards, shape_t, chunk_shape, node)
         sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs)
         chain = CodecChain.create((sharding,), chunk_shape=shard_shape, data_type=data_type,
                                   node=node)
         chunk_shape = shard_shape
+    if grid is not None:
+        for probe in grid.probe_shapes(shape_t)[1:]:  # every edge length suits the codecs
+            chain.for_chunk_shape(probe)
 
     cke: ChunkKeyEncoding
     if chunk_key_encoding is None:
@@ -244,7 +270,7 @@ def build_array_metadata(
     return ArrayMetadata(
         shape=shape_t,
         data_type=data_type,
-        chunk_grid=RegularChunkGrid(chunk_shape),
+        chunk_grid=RegularChunkGrid(chunk_shape) if grid is None else grid,
         chunk_key_encoding=cke,
         fill_value=fv,
         codecs=chain.codecs,

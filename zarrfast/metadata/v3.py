@@ -21,8 +21,8 @@ import numpy as np
 
 from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
 from zarrfast.metadata.chunk_grid import (
+    ChunkGrid,
     ChunkKeyEncoding,
-    RegularChunkGrid,
     parse_chunk_grid,
     parse_chunk_key_encoding,
 )
@@ -119,7 +119,8 @@ class ArrayMetadata:
 
     shape: tuple[int, ...]
     data_type: DataType
-    chunk_grid: RegularChunkGrid
+    #: :class:`RegularChunkGrid` or :class:`RectilinearChunkGrid`
+    chunk_grid: ChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
     fill_value: Any  # a NumPy scalar of data_type
     #: the codec chain as JSON objects, in encode order (:class:`zarrfast.codecs.CodecChain`
@@ -151,7 +152,20 @@ class ArrayMetadata:
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
+        """The chunk shape of a regular grid.  A rectilinear grid has none: as
+        zarr-python, :class:`NotImplementedError` (see ``chunk_grid``)."""
+        grid = self.chunk_grid
+        if not grid.is_regular:
+            raise NotImplementedError(
+                "the chunk shape ('chunks') is only defined for arrays with a regular chunk "
+                "grid; this array's grid is rectilinear (see its chunk_grid, or "
+                "read_chunk_sizes)")
+        return grid.chunk_shape
+
+    @property
+    def regular(self) -> bool:
+        """Whether the chunk grid is regular (one chunk shape)."""
+        return self.chunk_grid.is_regular
 
     @property
     def dtype(self) -> np.dtype:
@@ -187,12 +201,17 @@ class ArrayMetadata:
 
         data_type = parse_data_type(doc["data_type"], where=f"{node}: data_type")
         chunk_grid = parse_chunk_grid(doc["chunk_grid"], where=f"{node}: chunk_grid")
-        if len(chunk_grid.chunk_shape) != len(shape):
-            raise MetadataValidationError(
-                f"{node}: chunk_grid.chunk_shape {list(chunk_grid.chunk_shape)} has rank "
-                f"{len(chunk_grid.chunk_shape)} but shape {list(shape)} has rank {len(shape)}"
-            )
-        if math.prod(chunk_grid.chunk_shape) * data_type.itemsize > _INT64_MAX:
+        if chunk_grid.is_regular:
+            largest = chunk_grid.chunk_shape
+            if len(largest) != len(shape):
+                raise MetadataValidationError(
+                    f"{node}: chunk_grid.chunk_shape {list(largest)} has rank "
+                    f"{len(largest)} but shape {list(shape)} has rank {len(shape)}"
+                )
+        else:
+            chunk_grid.check_shape(shape, f"{node}: chunk_grid")
+            largest = chunk_grid.max_chunk_shape()
+        if math.prod(largest) * data_type.itemsize > _INT64_MAX:
             raise MetadataValidationError(f"{node}: chunk_shape is too large")
         cke = parse_chunk_key_encoding(
             doc["chunk_key_encoding"], where=f"{node}: chunk_key_encoding"
@@ -286,7 +305,9 @@ class ArrayMetadata:
     def update_shape(self, shape: tuple[int, ...]) -> ArrayMetadata:
         from dataclasses import replace
 
-        return replace(self, shape=tuple(shape))
+        shape = tuple(shape)
+        return replace(self, shape=shape,
+                       chunk_grid=self.chunk_grid.resized(self.shape, shape))
 
 
 @dataclass(frozen=True)
