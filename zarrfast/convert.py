@@ -154,6 +154,9 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
     """create_array arguments for a v2 copy of a v3 array, and whether bytes carry over."""
     md = arr.metadata
     name = f"array {arr.name!r}"
+    if not getattr(md.chunk_grid, "is_regular", True):
+        raise ZarrfastError(f"{name}: its rectilinear chunk grid has no Zarr v2 form; it is "
+                            f"kept in Zarr v3")
     chain = arr.codec_chain
     aa, ab, bb = list(chain.aa), chain.ab, list(chain.bb)
     if md.data_type.kind == "V" and md.dtype.fields is None:

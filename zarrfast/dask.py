@@ -72,10 +72,27 @@ def from_zarr(url_or_array: Any, component: str | None = None,
         url = os.fspath(url_or_array) if isinstance(url_or_array, os.PathLike) else url_or_array
         kwargs.setdefault("mode", "r")
         z = open_array(url, path=component, **_open_kwargs(storage_options), **kwargs)
-    chunks = tuple(z.chunks) if chunks is None else chunks
+    source: Any = z
+    try:
+        regular = tuple(z.chunks)
+    except NotImplementedError:  # a rectilinear grid: its chunks' sizes
+        regular = None
+        source = _Rectilinear(z)  # (dask reads ``.chunks``, which such an array refuses)
+    if chunks is None:
+        chunks = regular if regular is not None else z.read_chunk_sizes
     if name is None:
         name = "from-zarrfast-" + tokenize(_token(z), chunks)
-    return da.from_array(z, chunks=chunks, name=name, inline_array=inline_array)
+    return da.from_array(source, chunks=chunks, name=name, inline_array=inline_array)
+
+
+class _Rectilinear:
+    """A rectilinear-grid array as dask takes it: shape, dtype and reads, no ``chunks``."""
+
+    def __init__(self, z: Array) -> None:
+        self.z, self.shape, self.dtype, self.ndim = z, z.shape, z.dtype, z.ndim
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.z[key]
 
 
 def _write_chunks(z: Array) -> tuple[int, ...]:

@@ -144,6 +144,13 @@ def _arrayize(key: tuple, shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def _shards_or_none(arr: Array) -> Any:
+    try:
+        return arr.shards
+    except NotImplementedError:  # rectilinear shards
+        return None
+
+
 def _time_dtype(dtype: np.dtype) -> np.dtype:
     """A Zarr ``numpy.datetime64`` / ``timedelta64`` dtype as xarray takes it: a scale
     factor (``M8[10s]``) folded into the unit (``M8[s]``)."""
@@ -276,12 +283,18 @@ class ZarrfastDataStore(AbstractDataStore):
         dims, attrs = _dims_and_attrs(arr, name)
         wrapper = ZarrfastBackendArray(arr)
         data = indexing.LazilyIndexedArray(wrapper)
-        chunks = tuple(arr.chunks)
+        try:
+            chunks: Any = tuple(arr.chunks)
+            preferred: Any = chunks
+        except NotImplementedError:  # a rectilinear grid: each chunk's size, per dimension
+            chunks, preferred = None, arr.read_chunk_sizes
         encoding: dict[str, Any] = {
             "chunks": chunks,
-            "preferred_chunks": dict(zip(dims, chunks, strict=True)),
-            "shards": arr.shards,
+            "preferred_chunks": dict(zip(dims, preferred, strict=True)),
+            "shards": _shards_or_none(arr),
         }
+        if chunks is None:
+            del encoding["chunks"]
         if arr.zarr_format == 3:
             encoding["compressors"] = tuple(_codec_config(c) for c in arr.compressors)
             encoding["filters"] = tuple(_codec_config(c) for c in arr.filters)

@@ -130,6 +130,16 @@ def test_datetimes_structs_and_fixed_strings_carry_over_both_ways(tmp_path, dtyp
     assert c[...].tobytes() == v.astype(c.dtype).tobytes()
 
 
+def test_a_rectilinear_grid_stays_in_v3(tmp_path):
+    a = zarrfast.create_array(str(tmp_path / "r"), shape=(10,), chunks=[[3, 7]], dtype="u1")
+    a[...] = np.arange(10)
+    with pytest.raises(ZarrfastError, match="rectilinear chunk grid has no Zarr v2 form"):
+        convert(str(tmp_path / "r"), str(tmp_path / "v2"), zarr_format=2, progress=False)
+    convert(str(tmp_path / "r"), str(tmp_path / "v3"), zarr_format=3, progress=False)
+    np.testing.assert_array_equal(zarrfast.open_array(str(tmp_path / "v3"))[...],
+                                  np.arange(10))
+
+
 def test_sharded_v3_to_v2_decodes(tmp_path):
     data = np.random.default_rng(1).integers(0, 100, (12, 10)).astype("u2")
     src = zarrfast.create_array(str(tmp_path / "s"), shape=data.shape, chunks=(2, 5),

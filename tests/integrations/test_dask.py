@@ -289,3 +289,13 @@ def test_remote_from_and_to_zarr():
         np.testing.assert_array_equal(y.compute(), np.arange(600).reshape(20, 30))
     finally:
         fsspec.filesystem("memory").rm(root, recursive=True)
+
+
+def test_from_zarr_takes_a_rectilinear_grid_s_chunks(tmp_path):
+    a = zarrfast.create_array(tmp_path / "r", shape=(10, 20), chunks=[[3, 7], [5, 5, 10]],
+                              dtype="f4")
+    v = np.arange(200, dtype="f4").reshape(10, 20)
+    a[...] = v
+    d = zd.from_zarr(str(tmp_path / "r"))
+    assert d.chunks == ((3, 7), (5, 5, 10))
+    np.testing.assert_array_equal(d.compute(), v)

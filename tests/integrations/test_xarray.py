@@ -224,6 +224,21 @@ def test_v3_native_datetime_and_timedelta_arrays(tmp_path):
                                 _open(tmp_path / "t.zarr", "zarr", drop_variables=["time"]))
 
 
+def test_rectilinear_grid_opens_with_its_chunk_sizes(tmp_path):
+    g = zarrfast.open_group(tmp_path / "r.zarr", mode="w")
+    a = g.create_array("v", shape=(10, 20), chunks=[[3, 7], [5, 5, 10]], dtype="f4",
+                       dimension_names=["y", "x"])
+    v = np.arange(200, dtype="f4").reshape(10, 20)
+    a[...] = v
+    ds = _open(tmp_path / "r.zarr", "zarrfast")
+    np.testing.assert_array_equal(ds.v.values, v)
+    assert ds.v.encoding["preferred_chunks"] == {"y": (3, 7), "x": (5, 5, 10)}
+    assert "chunks" not in ds.v.encoding
+    lazy = _open(tmp_path / "r.zarr", "zarrfast", chunks={})
+    assert lazy.v.chunks == ((3, 7), (5, 5, 10))
+    np.testing.assert_array_equal(lazy.v.values, v)
+
+
 KWARGS = [
     {"decode_times": False},
     {"mask_and_scale": False},
