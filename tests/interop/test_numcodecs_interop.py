@@ -136,8 +136,8 @@ def test_the_core_codecs_fast_paths_take_their_numcodecs_spellings(peer_written)
     for name, batch in (("zstd", "zstd"), ("zstd_checksum", "zstd"), ("blosc", "blosc"),
                         ("blosc_zstd_auto", "blosc")):
         assert zarrfast.open_array(base / name).codec_chain.batch_codec == batch, name
-    assert type(zarrfast.open_array(base / "gzip").codec_chain.bb[0]).__mro__[1] \
-        is zarrfast.codecs.GzipCodec
+    assert isinstance(zarrfast.open_array(base / "gzip").codec_chain.bb[0],
+                      zarrfast.codecs.GzipCodec)
     assert isinstance(zarrfast.open_array(base / "crc32c").codec_chain.bb[0],
                       zarrfast.codecs.Crc32cCodec)
     assert not isinstance(zarrfast.open_array(base / "crc32c_start").codec_chain.bb[0],

@@ -291,20 +291,36 @@ def _numcodecs_config(name: str, codec_id: str, data: Any) -> tuple[dict, Any]:
 
 
 @dataclass(frozen=True)
-class NumcodecsZstdCodec(ZstdCodec):
-    """``numcodecs.zstd``: the bytes of the ``zstd`` codec (a zstd frame)."""
+class _Spelled:
+    """A core codec under its ``numcodecs.<id>`` name: its JSON is numcodecs' configuration
+    as written; :meth:`_core` gives the core codec's parameters from numcodecs' codec."""
 
     configuration: dict = field(default_factory=dict, compare=False, hash=False)
-    name = "numcodecs.zstd"
-    aliases = ()
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_dict(cls, data: Any) -> NumcodecsZstdCodec:
-        config, impl = _numcodecs_config(cls.name, "zstd", data)
-        return cls(level=impl.level, checksum=bool(impl.checksum), configuration=config)
+    def _core(cls, impl: Any, config: dict) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Any:
+        config, impl = _numcodecs_config(cls.name, cls.name[len(PREFIX):], data)
+        return cls(**cls._core(impl, config), configuration=config)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": dict(self.configuration)}
+
+
+@dataclass(frozen=True)
+class NumcodecsZstdCodec(_Spelled, ZstdCodec):
+    """``numcodecs.zstd``: the bytes of the ``zstd`` codec (a zstd frame)."""
+
+    name = "numcodecs.zstd"
+
+    @classmethod
+    def _core(cls, impl: Any, config: dict) -> dict[str, Any]:
+        return {"level": impl.level, "checksum": bool(impl.checksum)}
 
 
 _BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle",
@@ -312,53 +328,38 @@ _BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle",
 
 
 @dataclass(frozen=True)
-class NumcodecsBloscCodec(BloscCodec):
+class NumcodecsBloscCodec(_Spelled, BloscCodec):
     """``numcodecs.blosc``: a blosc frame of the chunk's bytes (item size 1, as zarr-python
     hands numcodecs a ``uint8`` buffer)."""
 
-    configuration: dict = field(default_factory=dict, compare=False, hash=False)
     name = "numcodecs.blosc"
-    aliases = ()
 
     @classmethod
-    def from_dict(cls, data: Any) -> NumcodecsBloscCodec:
-        config, impl = _numcodecs_config(cls.name, "blosc", data)
+    def _core(cls, impl: Any, config: dict) -> dict[str, Any]:
         cname = impl.cname.decode() if isinstance(impl.cname, bytes) else impl.cname
-        typesize = config.get("typesize") or 1
-        return cls(cname=cname, clevel=impl.clevel, shuffle=_BLOSC_SHUFFLE[impl.shuffle],
-                   typesize=typesize, blocksize=impl.blocksize, configuration=config)
+        return {"cname": cname, "clevel": impl.clevel, "shuffle": _BLOSC_SHUFFLE[impl.shuffle],
+                "typesize": config.get("typesize") or 1, "blocksize": impl.blocksize}
 
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> NumcodecsBloscCodec:
         return self
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "configuration": dict(self.configuration)}
-
 
 @dataclass(frozen=True)
-class NumcodecsGzipCodec(GzipCodec):
+class NumcodecsGzipCodec(_Spelled, GzipCodec):
     """``numcodecs.gzip``: the bytes of the ``gzip`` codec."""
 
-    configuration: dict = field(default_factory=dict, compare=False, hash=False)
     name = "numcodecs.gzip"
-    aliases = ()
 
     @classmethod
-    def from_dict(cls, data: Any) -> NumcodecsGzipCodec:
-        config, impl = _numcodecs_config(cls.name, "gzip", data)
-        return cls(level=impl.level, configuration=config)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "configuration": dict(self.configuration)}
+    def _core(cls, impl: Any, config: dict) -> dict[str, Any]:
+        return {"level": impl.level}
 
 
 @dataclass(frozen=True)
-class NumcodecsCrc32cCodec(Crc32cCodec):
+class NumcodecsCrc32cCodec(_Spelled, Crc32cCodec):
     """``numcodecs.crc32c`` with the checksum at the end: the bytes of ``crc32c``."""
 
-    configuration: dict = field(default_factory=dict, compare=False, hash=False)
     name = "numcodecs.crc32c"
-    aliases = ()
 
     @classmethod
     def from_dict(cls, data: Any) -> Codec:
@@ -366,9 +367,6 @@ class NumcodecsCrc32cCodec(Crc32cCodec):
         if impl.location != "end":  # the checksum first: numcodecs' own code
             return _GENERIC["crc32c"](configuration=config)
         return cls(configuration=config)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "configuration": dict(self.configuration)}
 
 
 _KIND_BASES = {"bytes_bytes": NumcodecsBytesBytesCodec,
