@@ -50,8 +50,12 @@ cdef extern from *:
     #ifndef O_CLOEXEC
     #define O_CLOEXEC 0
     #endif
+    #ifndef O_NONBLOCK
+    #define O_NONBLOCK 0
+    #endif
     /* Read the whole file at `path` into `*buf` (grown with realloc up to `limit`
-       bytes).  Returns 0 (and the size), or an errno: EISDIR for a non-regular file,
+       bytes).  Returns 0 (and the size), or an errno: EISDIR for a directory, EINVAL for
+       another file that is not regular (a FIFO, a device),
        EFBIG when it is larger than `limit` (its size still reported), EIO when it
        shrank while being read. */
     static int zf_read_file(const char* path, uint8_t** buf, int64_t* cap, int64_t limit,
@@ -60,11 +64,14 @@ cdef extern from *:
         int64_t got = 0, want;
         ssize_t k;
         int err = 0;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  /* a FIFO: no wait */
         *size = -1;
         if (fd < 0) return errno;
         if (fstat(fd, &st) != 0) { err = errno; close(fd); return err; }
-        if (!S_ISREG(st.st_mode)) { close(fd); return EISDIR; }
+        if (!S_ISREG(st.st_mode)) {  /* a directory: no value; a FIFO, device: refused */
+            close(fd);
+            return S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        }
         want = (int64_t)st.st_size;
         *size = want;
         if (want > limit) { close(fd); return EFBIG; }

@@ -13,9 +13,10 @@ Twin: ``zarrfast._reference.read_files_into``.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING
-from libc.errno cimport EINTR, EISDIR, errno
+from libc.errno cimport EINTR, EINVAL, EISDIR, errno
 from libc.stdint cimport int64_t, uint8_t
-from posix.fcntl cimport O_RDONLY, open
+from posix.fcntl cimport O_NONBLOCK, O_RDONLY, open
+from posix.stat cimport S_ISDIR
 from posix.stat cimport S_ISREG, fstat, struct_stat
 from posix.types cimport off_t
 from posix.unistd cimport close, pread
@@ -89,7 +90,9 @@ def read_files_into(list paths not None, uint8_t[::1] dst not None,
     try:
         with nogil:
             for i in range(n):
-                fd = open(cpaths[i], O_RDONLY | O_CLOEXEC)
+                # non-blocking: a FIFO opens at once (and is refused below) instead of
+                # waiting for a writer forever
+                fd = open(cpaths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK)
                 if fd < 0:
                     errs[i] = errno
                     continue
@@ -98,7 +101,8 @@ def read_files_into(list paths not None, uint8_t[::1] dst not None,
                     close(fd)
                     continue
                 if not S_ISREG(st.st_mode):
-                    errs[i] = EISDIR
+                    # a directory is a prefix (no value); anything else is refused
+                    errs[i] = EISDIR if S_ISDIR(st.st_mode) else EINVAL
                     close(fd)
                     continue
                 sizes[i] = st.st_size

@@ -428,7 +428,8 @@ def test_decode_files_sizes_errors_and_rejections(cls, tmp_path):
             (tmp_path / name).mkdir()
         else:
             (tmp_path / name).write_bytes(content)
-    names = [*files, "missing"]
+    os.mkfifo(tmp_path / "fifo")  # opened without blocking, refused: FAILED, EINVAL
+    names = [*files, "missing", "fifo"]
     paths = [os.fsencode(tmp_path / n) for n in names]
     n = len(names)
     dst = np.full(n * nbytes, 0xEE, dtype=np.uint8)
@@ -437,9 +438,9 @@ def test_decode_files_sizes_errors_and_rejections(cls, tmp_path):
         paths, np.zeros(n, I64), i64(2), dst, np.arange(n, dtype=I64) * nbytes, i64(2),
         np.full((n, 1), 12, I64), 2, 1, np.ones(n, np.uint8))
     # (a trailing skippable frame is fine for both; a file of exactly the limit is read)
-    assert status.tolist() == [DECODED, NO_DATA, FAILED, DECODED, FAILED, NO_DATA]
-    assert sizes.tolist() == [len(FRAME), -1, len(files["big_valid"]), limit, 4, -1]
-    assert errors.tolist() == [0, 0, errno.EFBIG, 0, 0, 0]
+    assert status.tolist() == [DECODED, NO_DATA, FAILED, DECODED, FAILED, NO_DATA, FAILED]
+    assert sizes.tolist() == [len(FRAME), -1, len(files["big_valid"]), limit, 4, -1, -1]
+    assert errors.tolist() == [0, 0, errno.EFBIG, 0, 0, 0, errno.EINVAL]
     assert dst[:nbytes].tobytes() == CHUNK
     assert (dst[nbytes:2 * nbytes] == 0xEE).all()
     good = [paths[0]]

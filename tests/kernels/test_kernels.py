@@ -75,17 +75,18 @@ def test_read_files_into_reads_sizes_and_reports_errors(impl, tmp_path):
     (tmp_path / "c").write_bytes(bytes(range(100, 108)))
     (tmp_path / "d").mkdir()
     (tmp_path / "e").write_bytes(b"")
-    names = ["a", "b", "missing", "c", "d", "e"]
+    os.mkfifo(tmp_path / "f")  # opened without blocking, refused: EINVAL
+    names = ["a", "b", "missing", "c", "d", "e", "f"]
     paths = [os.fsencode(tmp_path / n) for n in names]
-    dst = bytearray(b"\xff" * 48)
-    sizes, errors = impl.read_files_into(paths, dst, i64(0, 8, 16, 24, 32, 40), 8)
-    assert sizes.tolist() == [8, 5, -1, 8, -1, 0]
+    dst = bytearray(b"\xff" * 56)
+    sizes, errors = impl.read_files_into(paths, dst, i64(0, 8, 16, 24, 32, 40, 48), 8)
+    assert sizes.tolist() == [8, 5, -1, 8, -1, 0, -1]
     import errno
-    assert errors.tolist() == [0, 0, errno.ENOENT, 0, errno.EISDIR, 0]
+    assert errors.tolist() == [0, 0, errno.ENOENT, 0, errno.EISDIR, 0, errno.EINVAL]
     assert bytes(dst[0:8]) == bytes(range(8))
     assert bytes(dst[24:32]) == bytes(range(100, 108))
     # nothing is written for files of another size or that failed
-    assert bytes(dst[8:24]) == b"\xff" * 16 and bytes(dst[32:48]) == b"\xff" * 16
+    assert bytes(dst[8:24]) == b"\xff" * 16 and bytes(dst[32:56]) == b"\xff" * 24
 
 
 @pytest.mark.parametrize("impl", IMPLS)

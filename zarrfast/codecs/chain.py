@@ -317,6 +317,13 @@ class CodecChain:
         encoded = math.prod(self.shapes[-1]) * self.data_types[-1].itemsize
         return 2 * max(self.chunk_nbytes, encoded) + 2**20
 
+    @property
+    def stored_limit(self) -> int:
+        """The most bytes a valid stored chunk of this chain can hold: no compressor's
+        worst case comes near it, so a larger file (a sparse multi-GiB file, an archive
+        bomb) is refused before it is read."""
+        return self.decode_limit
+
     # -- the general path: the codecs' own methods ----------------------------------------
     def decode_array(self, data: Any, *, fill_value: Any = None, key: str = "chunk"
                      ) -> np.ndarray:

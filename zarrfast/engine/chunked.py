@@ -72,6 +72,8 @@ class PreparedChain:
         self.metadata = metadata
         #: the array's codec chain (which fast path applies is its answer)
         self.codecs = codecs = CodecChain.from_metadata(metadata) if codecs is None else codecs
+        #: no valid stored chunk is larger (see ``CodecChain.stored_limit``)
+        self.stored_limit = codecs.stored_limit
         dt = metadata.data_type
         self.data_type = dt
         self.dtype = dt.dtype
@@ -375,7 +377,8 @@ class RowReader:
             for j in np.flatnonzero(status).tolist():
                 # missing: the fill value; else read again by the store, which raises
                 # for a file it cannot read, and decoded (or refused, naming the key)
-                raw = None if status[j] == _kernels.NO_DATA else store.get(names[j])
+                raw = (None if status[j] == _kernels.NO_DATA
+                       else store.get_limited(names[j], chain.stored_limit))
                 self.read(int(rows_arr[j]), raw, names[j])
             return
         cap = chain.stored_cap
@@ -386,7 +389,7 @@ class RowReader:
         for j in self.decode_stored(rows_arr, scratch, slots, np.where(big, -1, sizes)):
             n = int(sizes[j])
             if big[j]:
-                raw = store.get(names[j])
+                raw = store.get_limited(names[j], chain.stored_limit)
             elif n < 0:
                 raw = None  # missing: the fill value
             else:
@@ -572,7 +575,7 @@ def _read_single_chunk(store: Store, path: str, chain: PreparedChain, sel: Basic
             raise _raw_size_error(chain, key, n)
         raw = None
     else:
-        raw = store.get(key)
+        raw = store.get_limited(key, chain.stored_limit)
     read_one_chunk(chain, sel, coords, out, raw, key)
     return True
 
@@ -644,8 +647,10 @@ def read_rows(store: Store, keys: Sequence[str], reader: RowReader) -> None:
         map_unordered_into(fn, batches, work_bytes=work)
         return
 
+    limit = reader.chain.stored_limit
+
     def task(i: int) -> None:
-        reader.read(i, store.get(keys[i]), keys[i])
+        reader.read(i, store.get_limited(keys[i], limit), keys[i])
 
     map_unordered_into(task, range(proj.nrows), work_bytes=work)
 
@@ -718,7 +723,8 @@ def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
         try:
             for i in range(lo, min(lo + per, proj.nrows)):
                 key = keys[i]
-                old = store.get(key) if writer.needs_old(i) else None
+                old = (store.get_limited(key, chain.stored_limit) if writer.needs_old(i)
+                       else None)
                 encoded = writer.write(i, old, key)
                 if encoded is None:
                     gone.append(key)

@@ -52,6 +52,8 @@ class ObjectChain:
     def __init__(self, metadata: Any, codecs: CodecChain) -> None:
         self.metadata = metadata
         self.chunk_shape = tuple(metadata.chunks)
+        #: no valid stored chunk is larger (see ``CodecChain.stored_limit``)
+        self.stored_limit = codecs.stored_limit
         self.fill = metadata.effective_fill_value
         self.v3: CodecChain | None = None
         if getattr(metadata, "zarr_format", 3) == 2:
@@ -142,7 +144,7 @@ def read_object_selection(store: Store, path: str, chain: ObjectChain, sel: Basi
 
     def task(i: int) -> None:
         dst = _slices(out_start[i], local_count[i], ones)
-        raw = store.get(keys[i])
+        raw = store.get_limited(keys[i], chain.stored_limit)
         if raw is None:
             out[dst] = chain.fill
             return
@@ -163,7 +165,7 @@ def write_object_selection(store: Store, path: str, chain: ObjectChain, sel: Bas
     ones = np.ones_like(sel.step)
 
     def task(i: int) -> None:
-        raw = None if complete[i] else store.get(keys[i])
+        raw = None if complete[i] else store.get_limited(keys[i], chain.stored_limit)
         chunk = chain.new_fill_chunk() if raw is None else chain.decode(raw, keys[i]).copy()
         dst = _slices(local_start[i], local_count[i], sel.step)
         chunk[dst] = scalar if value is None else value[_slices(out_start[i], local_count[i],

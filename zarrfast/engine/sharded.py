@@ -111,6 +111,8 @@ class ShardedChain:
         self.codec = codec
         self.outer_bb = list(codecs.bb)
         self._codecs = codecs
+        #: no valid stored shard is larger (see ``CodecChain.stored_limit``)
+        self.stored_limit = codecs.stored_limit
         if shard_shape is None:
             shard_shape = metadata.chunks
         self.layout = layout = codec.format(shard_shape)
@@ -143,7 +145,7 @@ class ShardedChain:
 
     # -- fetching -------------------------------------------------------------------
     def fetch_shard(self, store: Store, key: str) -> Any:
-        data = store.get(key)
+        data = store.get_limited(key, self.stored_limit)
         if data is None or not self.outer_bb:
             return data
         try:

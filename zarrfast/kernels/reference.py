@@ -498,7 +498,8 @@ class ChunkDecoder:
         limit = 2 * self.nbytes + 65536
         for r in todo:
             try:
-                fd = os.open(paths[r], os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                fd = os.open(paths[r], os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                             | getattr(os, "O_BINARY", 0))
             except OSError as e:
                 code = e.errno or _errno.EIO
                 if code in (_errno.ENOENT, _errno.ENOTDIR, _errno.EISDIR):
@@ -509,7 +510,10 @@ class ChunkDecoder:
             try:
                 st = os.fstat(fd)
                 if not _stat.S_ISREG(st.st_mode):
-                    status[r] = NO_DATA
+                    if _stat.S_ISDIR(st.st_mode):
+                        status[r] = NO_DATA
+                    else:  # a FIFO, a device: refused
+                        status[r], errors[r] = FAILED, _errno.EINVAL
                     continue
                 sizes[r] = st.st_size
                 if st.st_size > limit:
@@ -560,14 +564,15 @@ def read_files_into(paths, dst, offsets, nbytes, exact=True):
     errors = np.zeros(n, dtype=np.int64)
     for i, p in enumerate(paths):
         try:
-            fd = os.open(p, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_BINARY", 0))
         except OSError as e:
             errors[i] = e.errno or _errno.EIO
             continue
         try:
             st = os.fstat(fd)
             if not _stat.S_ISREG(st.st_mode):
-                errors[i] = _errno.EISDIR
+                errors[i] = _errno.EISDIR if _stat.S_ISDIR(st.st_mode) else _errno.EINVAL
                 continue
             sizes[i] = want = st.st_size
             if want != nbytes and (exact or want > nbytes):

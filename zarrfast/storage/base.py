@@ -166,6 +166,18 @@ class Store(abc.ABC):
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         """Return the value of ``key`` (or the requested bytes of it), ``None`` if missing."""
 
+    def get_limited(self, key: str, limit: int) -> bytes | None:
+        """:meth:`get`, refusing a value larger than ``limit`` bytes (no valid value there is
+        larger: a chunk's bound).  Stores that know a value's size before reading it (local
+        files, zip members) refuse it unread; here it is refused once read."""
+        value = self.get(key)
+        if value is not None and len(value) > limit:
+            from zarrfast.storage.errors import ValueTooLargeError
+
+            raise ValueTooLargeError(f"key {key!r}: {len(value)} bytes, more than any valid "
+                                     f"value there ({limit} bytes at most)")
+        return value
+
     def get_many(
         self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
     ) -> list[bytes | None]:

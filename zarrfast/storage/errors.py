@@ -8,22 +8,35 @@ zarr-python keeps working.  Messages name the store URL (or archive) and key.
 
 from __future__ import annotations
 
-from zarrfast.errors import InvalidKeyError, ZarrfastError
+from zarrfast.errors import ChunkDecodeError, InvalidKeyError, ZarrfastError
 
 __all__ = [
     "MissingDependencyError",
     "RemotePermissionError",
     "RemoteStoreError",
     "RetriesExhaustedError",
+    "SpecialFileError",
     "StoreError",
     "StorageOptionsError",
     "UnsafeArchiveMemberError",
     "UnsupportedStoreOperationError",
+    "ValueTooLargeError",
 ]
 
 
 class StoreError(ZarrfastError):
     """A store could not carry out a request."""
+
+
+class SpecialFileError(StoreError, OSError):
+    """A key of a local store is a FIFO, a socket or a device: never read (a FIFO would
+    block the reader forever)."""
+
+
+class ValueTooLargeError(StoreError, ChunkDecodeError):
+    """A stored value is larger than any valid value at its key (a decompression or
+    archive bomb, a sparse multi-GiB file): refused before it is read.  (A chunk that
+    cannot be decoded, too: ``except ChunkDecodeError`` catches it.)"""
 
 
 class ArchiveNotFoundError(StoreError, FileNotFoundError):

@@ -31,6 +31,7 @@ from zarrfast.storage.base import (
     validate_key,
     validate_prefix,
 )
+from zarrfast.storage.errors import SpecialFileError, ValueTooLargeError
 
 __all__ = ["LocalStore"]
 
@@ -55,6 +56,17 @@ if hasattr(os, "register_at_fork"):
 
 
 _HAS_PREADV = hasattr(os, "preadv")
+
+
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR,
+          "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _special_file(key: str, path: str, mode: int) -> SpecialFileError:
+    what = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return SpecialFileError(f"key {key!r}: {path!r} is {what}, not a file holding a value; "
+                            f"not read")
 
 
 class LocalStore(Store):
@@ -112,9 +124,23 @@ class LocalStore(Store):
 
     # -- reads ------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        return self._read(key, byte_range, None)
+
+    def get_limited(self, key: str, limit: int) -> bytes | None:
+        """The value of ``key``; a file larger than ``limit`` bytes is refused, naming the
+        key and its size, before any of it is read (a sparse multi-GiB file costs an
+        ``fstat``).  A subclass's own ``get`` is honoured (then refused once read)."""
+        if type(self).get is not LocalStore.get:
+            return super().get_limited(key, limit)
+        return self._read(key, None, limit)
+
+    def _read(self, key: str, byte_range: ByteRequest | None, limit: int | None
+              ) -> bytes | None:
         path = self._path(key)
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            # non-blocking: a FIFO (or a device) opens at once instead of waiting for a
+            # writer, and is refused below
+            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | getattr(os, "O_BINARY", 0))
         except (FileNotFoundError, NotADirectoryError):
             return None
         except IsADirectoryError:
@@ -123,10 +149,20 @@ class LocalStore(Store):
             if os.path.isdir(path):  # Windows raises this for directories
                 return None
             raise
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # a socket (or a device without its driver)
+                raise _special_file(key, path, os.stat(path).st_mode) from None
+            raise
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):  # a directory: a prefix, not a key
-                return None
+            if not stat.S_ISREG(st.st_mode):
+                if stat.S_ISDIR(st.st_mode):  # a directory: a prefix, not a key
+                    return None
+                raise _special_file(key, path, st.st_mode)
+            if limit is not None and st.st_size > limit:
+                raise ValueTooLargeError(
+                    f"key {key!r}: the file holds {st.st_size} bytes, more than any valid "
+                    f"value there ({limit} bytes at most); not read")
             if byte_range is None:
                 start, stop = 0, st.st_size
             else:
@@ -183,13 +219,19 @@ class LocalStore(Store):
             return super().get_into(key, out)
         path = self._path(key)
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # a socket
+                raise _special_file(key, path, os.stat(path).st_mode) from None
+            raise
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                return None
+                if stat.S_ISDIR(st.st_mode):
+                    return None
+                raise _special_file(key, path, st.st_mode)
             n = st.st_size
             view = memoryview(out).cast("B")
             if n != len(view):
@@ -225,6 +267,9 @@ class LocalStore(Store):
             for i in np.flatnonzero(errors).tolist():
                 code = int(errors[i])
                 if code not in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):
+                    # not a regular file (a FIFO, a socket, a device): read again, which
+                    # raises naming the key and what it is
+                    self.get(keys[i])
                     raise OSError(code, f"cannot read key {keys[i]!r}: {os.strerror(code)}",
                                   os.fsdecode(paths[i]))
         return sizes

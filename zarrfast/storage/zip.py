@@ -43,6 +43,7 @@ from zarrfast.storage.errors import (
     StoreError,
     UnsafeArchiveMemberError,
     UnsupportedStoreOperationError,
+    ValueTooLargeError,
 )
 
 __all__ = ["ZipStore"]
@@ -222,6 +223,18 @@ class ZipStore(Store):
                 raise StoreError(
                     f"cannot read member {key!r} of zip archive {self._name!r}: "
                     f"{type(e).__name__}: {e}") from e
+
+    def get_limited(self, key: str, limit: int) -> bytes | None:
+        """:meth:`get`, refusing a member whose declared or stored size is above ``limit``
+        before decompressing any of it (an archive bomb)."""
+        with self._archive.lock:
+            info = self._info(key)
+        if info is not None and max(info.file_size, info.compress_size) > limit:
+            raise ValueTooLargeError(
+                f"member {key!r} of zip archive {self._name!r} declares {info.file_size} "
+                f"bytes ({info.compress_size} stored), more than any valid value there "
+                f"({limit} bytes at most); not read")
+        return self.get(key)
 
     def exists(self, key: str) -> bool:
         with self._archive.lock:
