@@ -48,6 +48,30 @@ def _parse_chain(value: Any, what: str) -> tuple[Codec, ...]:
     return parse_codecs(value, node="sharding_indexed", member=what)
 
 
+#: the deepest nesting of sharding codecs accepted (two is already unusual)
+MAX_SHARDING_DEPTH = 8
+
+
+def _check_nesting(config: dict) -> None:
+    """Refuse sharding codecs nested more than :data:`MAX_SHARDING_DEPTH` deep in a
+    configuration's chains, found without recursing (metadata crafted to exhaust the
+    stack gets an error, not a ``RecursionError``)."""
+    stack = [(config.get("codecs"), 2), (config.get("index_codecs"), 2)]
+    while stack:
+        chain, depth = stack.pop()
+        for c in chain if isinstance(chain, list) else ():
+            if not isinstance(c, dict) or c.get("name") != "sharding_indexed":
+                continue
+            inner = c.get("configuration")
+            if not isinstance(inner, dict):
+                continue
+            if depth > MAX_SHARDING_DEPTH:
+                raise MetadataValidationError(
+                    f"sharding_indexed: sharding codecs nested more than "
+                    f"{MAX_SHARDING_DEPTH} deep")
+            stack += [(inner.get("codecs"), depth + 1), (inner.get("index_codecs"), depth + 1)]
+
+
 @dataclass(frozen=True)
 class ShardingCodec(ArrayBytesCodec):
     chunk_shape: tuple[int, ...] = ()
@@ -98,6 +122,7 @@ class ShardingCodec(ArrayBytesCodec):
             raise MetadataValidationError(
                 f"sharding_indexed: chunk_shape must be a list of integers, got {shape!r}"
             )
+        _check_nesting(config)  # before parsing the inner chains recursively
         return cls(
             chunk_shape=tuple(shape),
             codecs=_parse_chain(config["codecs"], "codecs"),

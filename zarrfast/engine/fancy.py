@@ -48,8 +48,19 @@ def _as_index_array(item: Any) -> np.ndarray | None:
     return None
 
 
+def _int64(idx: np.ndarray, n: int, dim: int) -> np.ndarray:
+    """Indices as int64, refusing any that int64 cannot hold (``np.uint64(2**64 - 1)``
+    would otherwise wrap around to -1, a valid index) with the value itself."""
+    if idx.size and (idx.dtype.kind == "u" and idx.dtype.itemsize == 8 or idx.dtype == object):
+        big = [int(v) for v in idx.reshape(-1).tolist() if not -(2**63) <= int(v) < 2**63]
+        if big:
+            raise BoundsCheckError(
+                f"index {big[0]} is out of bounds for dimension {dim} with length {n}")
+    return idx.astype(np.int64, copy=False)
+
+
 def _wrap(idx: np.ndarray, n: int, dim: int) -> np.ndarray:
-    idx = idx.astype(np.int64, copy=False)
+    idx = _int64(idx, n, dim)
     bad = (idx < -n) | (idx >= n)
     if bad.any():
         i = int(idx[np.flatnonzero(bad)[0]])
@@ -125,7 +136,7 @@ def normalize_coordinate(selection: Any, shape: tuple[int, ...]
             raise IndexingError(
                 f"dimension {d}: coordinate selection items must be integers, got {s!r}"
             )
-        arrays.append(arr.astype(np.int64))
+        arrays.append(_int64(arr, shape[d], d))
     try:
         bcast = np.broadcast_arrays(*arrays)
     except ValueError:
@@ -210,7 +221,7 @@ def _chunk_reader(array: FancyTarget):
         return chunk_keys(array.metadata, base, coords)
 
     def read(key: str) -> np.ndarray | None:
-        raw = store.get(key)
+        raw = store.get_limited(key, chain.stored_limit)
         if raw is None:
             return None
         if array.objects:
@@ -285,7 +296,7 @@ def _chunk_writer(array: FancyTarget):
     store = array.store
 
     def write(key: str, update) -> None:
-        raw = store.get(key)
+        raw = store.get_limited(key, chain.stored_limit)
         if array.objects:
             chunk = chain.new_fill_chunk() if raw is None else chain.decode(raw, key).copy()
             update(chunk)

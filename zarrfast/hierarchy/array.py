@@ -22,7 +22,7 @@ from zarrfast.engine.sharded import (
     read_sharded,
     write_sharded,
 )
-from zarrfast.errors import IndexingError, ZarrfastError
+from zarrfast.errors import IndexingError, MetadataValidationError, ZarrfastError
 from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.node import Node, metadata_from_state, metadata_state, write_metadata
 from zarrfast.metadata.chunk_grid import RegularChunkGrid
@@ -730,7 +730,11 @@ class Array(Node):
                 f"non-negative lengths"
             )
         old_grid = self._stored_grid
-        new_md = self._metadata.update_shape(new_shape)
+        try:
+            new_md = self._metadata.update_shape(new_shape)
+        except MetadataValidationError as e:  # (too large for int64 offsets)
+            raise MetadataValidationError(f"array {self.name!r}: resize to {new_shape}: {e}"
+                                          ) from None
         if not self._regular and new_md.chunk_grid != self._metadata.chunk_grid:
             # an appended chunk must suit the codecs (a shard: whole inner chunks)
             CodecChain.from_metadata(new_md, node=f"array {self._path or '/'!r}")

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from zarrfast.errors import MetadataValidationError
+from zarrfast.metadata.limits import check_json_depth
 
 
 class Attributes(MutableMapping[str, Any]):
@@ -18,6 +19,7 @@ class Attributes(MutableMapping[str, Any]):
         self._node = node
 
     def _check(self, attrs: dict) -> None:
+        check_json_depth(attrs, where=f"{self._node}: attributes")
         try:
             json.dumps(attrs, allow_nan=True)
         except (TypeError, ValueError) as e:

@@ -34,6 +34,7 @@ from zarrfast.metadata.chunk_grid import (
     parse_chunk_key_encoding,
 )
 from zarrfast.metadata.dtype import DataType, data_type_from_numpy
+from zarrfast.metadata.limits import check_array_size
 from zarrfast.metadata.v2 import ArrayMetadataV2
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
@@ -192,6 +193,7 @@ def build_array_metadata(
     for Zarr v3."""
     shape_t = normalize_shape(shape, node)
     data_type: DataType = data_type_from_numpy(dtype, where=f"{node}: dtype")
+    check_array_size(shape_t, data_type.itemsize, where=f"{node}: shape")
     grid: Any = None  # a rectilinear grid of chunks or shards (nested lists)
     if is_rectilinear_chunks(chunks):
         if shards is not None:
@@ -332,6 +334,7 @@ def build_array_metadata_v2(
         if np_dtype.kind == "T":  # NumPy's StringDType: stored as v2 vlen strings
             np_dtype = np.dtype(object)
             default_filters = [{"id": "vlen-utf8"}]
+    check_array_size(shape_t, np_dtype.itemsize, where=f"{node}: shape")
     chunk_shape = normalize_chunks(chunks, shape_t, max(np_dtype.itemsize, 8), node)
     if isinstance(filters, str) and filters == "auto":
         filters = default_filters

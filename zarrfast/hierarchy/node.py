@@ -24,6 +24,7 @@ from zarrfast.errors import (
     ReadOnlyError,
     ZarrfastError,
 )
+from zarrfast.metadata.limits import check_json_depth
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 from zarrfast.storage import Store
@@ -120,7 +121,13 @@ def existing_node(store: Store, path: str) -> tuple[int, str] | None:
     return None
 
 
+def _check_writable_metadata(path: str, metadata: AnyMetadata) -> None:
+    """Before anything is written or deleted: metadata JSON readers can read back."""
+    check_json_depth(metadata.attributes, where=f"node {_where(path)}: attributes")
+
+
 def write_metadata(store: Store, path: str, metadata: AnyMetadata) -> None:
+    _check_writable_metadata(path, metadata)
     for name, doc in metadata.store_documents().items():
         store.set(node_key(path, name), doc)
 
@@ -136,6 +143,7 @@ def write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite:
     Raises ``ContainsArrayError``/``ContainsGroupError`` if a node exists (unless
     ``overwrite``) and refuses to put a node of one format below a group of the other.
     """
+    _check_writable_metadata(path, metadata)
     fmt = metadata.zarr_format
     existing = existing_node(store, path)
     if existing is not None and not overwrite:

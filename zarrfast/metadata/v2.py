@@ -38,11 +38,11 @@ import numpy as np
 from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
 from zarrfast.metadata.chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
 from zarrfast.metadata.dtype import DataType, _parse_float
+from zarrfast.metadata.limits import INT64_MAX, check_array_size
 from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_v2_dtype", "v2_dtype_to_json"]
 
-_INT64_MAX = 2**63 - 1
 _ARRAY_KEYS = {"zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order",
                "filters", "dimension_separator"}
 
@@ -260,6 +260,7 @@ class ArrayMetadataV2:
     node_type: str = "array"
 
     def __post_init__(self) -> None:
+        check_array_size(self.shape, self.dtype.itemsize)
         if self.fill_value_json is None and self.fill_value is not None:
             object.__setattr__(self, "fill_value_json",
                                encode_v2_fill_value(self.fill_value, self.dtype))
@@ -334,16 +335,15 @@ class ArrayMetadataV2:
                 f"{node}: chunks {list(chunks)} has rank {len(chunks)} but shape {list(shape)} "
                 f"has rank {len(shape)}"
             )
-        if any(s > _INT64_MAX for s in shape) or math.prod(shape) > _INT64_MAX:
-            raise MetadataValidationError(f"{node}: 'shape' {list(shape)} has more than "
-                                          f"2**63-1 elements")
-        if any(c > _INT64_MAX for c in chunks):
+        check_array_size(shape, 1, where=f"{node}: 'shape'")
+        if any(c > INT64_MAX for c in chunks):
             raise MetadataValidationError(f"{node}: 'chunks' {list(chunks)} has a length above "
                                           f"2**63-1")
         dtype = parse_v2_dtype(doc["dtype"], where=f"{node}: dtype")
         if dtype.itemsize == 0 and dtype.kind != "O":
             raise MetadataValidationError(f"{node}: dtype {doc['dtype']!r} has no size")
-        if math.prod(chunks) * max(dtype.itemsize, 1) > _INT64_MAX:
+        check_array_size(shape, dtype.itemsize, where=f"{node}: 'shape'")
+        if math.prod(chunks) * max(dtype.itemsize, 1) > INT64_MAX:
             raise MetadataValidationError(
                 f"{node}: 'chunks' {list(chunks)} of dtype {dtype} hold more than 2**63-1 bytes"
             )

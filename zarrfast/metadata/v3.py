@@ -27,6 +27,7 @@ from zarrfast.metadata.chunk_grid import (
     parse_chunk_key_encoding,
 )
 from zarrfast.metadata.dtype import DataType, parse_data_type
+from zarrfast.metadata.limits import INT64_MAX, check_array_size
 
 __all__ = ["ArrayMetadata", "GroupMetadata", "parse_metadata"]
 
@@ -44,7 +45,6 @@ _ARRAY_KEYS = {
     "storage_transformers",
 }
 _GROUP_KEYS = {"zarr_format", "node_type", "attributes"}
-_INT64_MAX = 2**63 - 1
 
 
 def _where(path: str) -> str:
@@ -139,6 +139,7 @@ class ArrayMetadata:
     node_type: str = "array"
 
     def __post_init__(self) -> None:
+        check_array_size(self.shape, self.data_type.itemsize)
         object.__setattr__(self, "codecs", tuple(_codec_json(c) for c in self.codecs))
         if self.fill_value_json is None:
             object.__setattr__(
@@ -194,12 +195,10 @@ class ArrayMetadata:
             raise MetadataValidationError(f"{node}: 'shape' has a negative length: {raw_shape!r}")
         # The element count must fit in int64 (NumPy's and the index kernels' type);
         # arrays that large still open lazily: only the chunks a selection touches exist.
-        if any(s > _INT64_MAX for s in shape) or math.prod(shape) > _INT64_MAX:
-            raise MetadataValidationError(
-                f"{node}: 'shape' {raw_shape!r} has more than 2**63-1 elements"
-            )
+        check_array_size(shape, 1, where=f"{node}: 'shape'")
 
         data_type = parse_data_type(doc["data_type"], where=f"{node}: data_type")
+        check_array_size(shape, data_type.itemsize, where=f"{node}: 'shape'")
         chunk_grid = parse_chunk_grid(doc["chunk_grid"], where=f"{node}: chunk_grid")
         if chunk_grid.is_regular:
             largest = chunk_grid.chunk_shape
@@ -211,7 +210,7 @@ class ArrayMetadata:
         else:
             chunk_grid.check_shape(shape, f"{node}: chunk_grid")
             largest = chunk_grid.max_chunk_shape()
-        if math.prod(largest) * data_type.itemsize > _INT64_MAX:
+        if math.prod(largest) * data_type.itemsize > INT64_MAX:
             raise MetadataValidationError(f"{node}: chunk_shape is too large")
         cke = parse_chunk_key_encoding(
             doc["chunk_key_encoding"], where=f"{node}: chunk_key_encoding"
