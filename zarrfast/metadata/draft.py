@@ -73,6 +73,7 @@ from zarrfast.metadata.chunk_grid import (
     RegularChunkGrid,
 )
 from zarrfast.metadata.dtype import DataType, data_type_from_numpy, parse_data_type
+from zarrfast.metadata.limits import check_array_size
 from zarrfast.metadata.paths import normalize_path, validate_node_name
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, _load_json
 
@@ -748,6 +749,7 @@ def convert_array_document(doc: Any, *, layout: str, key: str) -> ArrayMetadata:
         )
     codecs = _build_chain(layout=layout, doc=doc, data_type=data_type,
                           type_endian=type_endian, ndim=len(shape), key=key)
+    check_array_size(shape, data_type.itemsize, where=f"{key}: shape")
     return ArrayMetadata(
         shape=shape,
         data_type=data_type,
