@@ -26,8 +26,11 @@ Twin: ``zarrfast._reference.ChunkDecoder``.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdlib cimport free
-from libc.errno cimport EISDIR, ENOENT, ENOTDIR
+from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
+from posix.unistd cimport close
 from libc.stdint cimport int64_t, int8_t, uint8_t
+
+import os
 
 import numpy as np
 
@@ -41,30 +44,35 @@ cdef extern from *:
     #include <stdlib.h>
     #if defined(_WIN32)
     /* no batched file reads on Windows: every file is left to the per-chunk path */
-    static int zf_read_file(const char* path, uint8_t** buf, int64_t* cap, int64_t limit,
-                            int64_t* size) { *size = -1; return ENOSYS; }
+    static int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
+                            int64_t limit, int64_t* size) { *size = -1; return ENOSYS; }
+    static int zf_open_root(const char* path) { errno = ENOSYS; return -1; }
     #else
     #include <fcntl.h>
     #include <sys/stat.h>
     #include <unistd.h>
+    #include "zf_files.h"
     #ifndef O_CLOEXEC
     #define O_CLOEXEC 0
     #endif
     #ifndef O_NONBLOCK
     #define O_NONBLOCK 0
     #endif
-    /* Read the whole file at `path` into `*buf` (grown with realloc up to `limit`
+    /* Read the whole file at `path` (relative to the directory `dirfd` and opened
+       without following links, see zf_files.h; -1: a plain path) into `*buf` (grown with realloc up to `limit`
        bytes).  Returns 0 (and the size), or an errno: EISDIR for a directory, EINVAL for
        another file that is not regular (a FIFO, a device),
        EFBIG when it is larger than `limit` (its size still reported), EIO when it
        shrank while being read. */
-    static int zf_read_file(const char* path, uint8_t** buf, int64_t* cap, int64_t limit,
-                            int64_t* size) {
+    static int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
+                            int64_t limit, int64_t* size) {
         struct stat st;
         int64_t got = 0, want;
         ssize_t k;
         int err = 0;
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  /* a FIFO: no wait */
+        /* non-blocking: a FIFO opens at once and is refused below */
+        int fd = dirfd == -1 ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                             : zf_open_nolinks(dirfd, path, O_RDONLY | O_NONBLOCK, 0);
         *size = -1;
         if (fd < 0) return errno;
         if (fstat(fd, &st) != 0) { err = errno; close(fd); return err; }
@@ -96,8 +104,9 @@ cdef extern from *:
     }
     #endif
     """
-    int zf_read_file(const char* path, uint8_t** buf, int64_t* cap, int64_t limit,
-                     int64_t* size) noexcept nogil
+    int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
+                     int64_t limit, int64_t* size) noexcept nogil
+    int zf_open_root(const char* path) noexcept nogil
 
 
 ctypedef void* (*zstd_create_fn)() noexcept nogil
@@ -332,10 +341,14 @@ cdef class ChunkDecoder:
                      uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
                      const int64_t[::1] dst_strides not None,
                      const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
-                     Py_ssize_t swap_unit, const uint8_t[::1] direct not None):
+                     Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
+                     root=None):
         """``decode_regions`` for chunks stored one per file: chunk ``r`` is the
         whole file ``paths[r]`` (``bytes``, file-system encoded), read into this
         decoder's own buffer (open, fstat, pread, close) in the same ``nogil`` loop.
+        With ``root`` (``bytes``) the paths are relative to that directory and are
+        opened without following symbolic links (``FAILED`` with ``ELOOP`` for a
+        path through one: the caller decides).
 
         Returns ``(status, sizes, errors)``: statuses as ``decode_regions`` gives
         them (``NO_DATA``: the file does not exist, or is not a regular file;
@@ -372,13 +385,26 @@ cdef class ChunkDecoder:
             cpaths[r] = PyBytes_AS_STRING(paths[r])  # `paths` keeps the bytes alive
         cdef int64_t limit = 2 * self.nbytes + 65536
         cdef int err
+        cdef int rootfd = -1
+        if root is not None:
+            if not isinstance(root, bytes) or b"\0" in root:
+                PyMem_Free(cpaths)
+                raise TypeError(f"decode_files: root must be bytes without NUL, got {root!r}")
+            rootfd = zf_open_root(<const char*>root)
+            if rootfd == -1:
+                err = errno
+                PyMem_Free(cpaths)
+                raise OSError(err, os.strerror(err), os.fsdecode(root))
         try:
             with nogil:
                 for r in range(n):
                     if plan.skip[r]:
                         continue
-                    err = zf_read_file(cpaths[r], &self.filebuf, &self.filecap, limit,
-                                       &sizes[r])
+                    if rootfd == -2:  # no root directory: no files
+                        err = ENOENT
+                    else:
+                        err = zf_read_file(rootfd, cpaths[r], &self.filebuf, &self.filecap,
+                                           limit, &sizes[r])
                     if err == ENOENT or err == ENOTDIR or err == EISDIR:
                         status[r] = _NO_DATA
                         sizes[r] = -1
@@ -389,6 +415,8 @@ cdef class ChunkDecoder:
                         status[r] = _FAILED
         finally:
             PyMem_Free(cpaths)
+            if rootfd >= 0:
+                close(rootfd)
         return status_arr, sizes_arr, errors_arr
 
     cdef bint _place(self, _Plan plan, Py_ssize_t r, const uint8_t* frame,

@@ -13,7 +13,7 @@ Twin: ``zarrfast._reference.read_files_into``.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING
-from libc.errno cimport EINTR, EINVAL, EISDIR, errno
+from libc.errno cimport EINTR, EINVAL, EISDIR, ENOENT, errno
 from libc.stdint cimport int64_t, uint8_t
 from posix.fcntl cimport O_NONBLOCK, O_RDONLY, open
 from posix.stat cimport S_ISDIR
@@ -23,14 +23,65 @@ from posix.unistd cimport close, pread
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 
+import os
+
 import numpy as np
 
 cdef extern from "fcntl.h":
     int O_CLOEXEC
 
+cdef extern from "zf_files.h":
+    int zf_open_nolinks(int dirfd, const char* path, int flags, int mode) nogil
+    int zf_open_root(const char* path) nogil
+    int zf_openat2_works
+
+
+def use_openat2(bint on):
+    """Let :func:`open_nolinks` (and the file kernels of this module) use ``openat2``
+    where the system has it (the default), or walk paths with ``O_NOFOLLOW`` as
+    systems without it do (for tests).  Returns the previous setting."""
+    global zf_openat2_works
+    cdef bint before = zf_openat2_works
+    zf_openat2_works = on
+    return before
+
+
+def open_nolinks(int dirfd, bytes path not None, int flags, int mode=0o666):
+    """Open ``path`` relative to the directory ``dirfd`` without following any
+    symbolic link, in one step (``openat2`` with ``RESOLVE_BENEATH |
+    RESOLVE_NO_SYMLINKS``, else a walk with ``O_NOFOLLOW``); returns the descriptor.
+
+    Raises ``OSError``: ``ELOOP`` when a component is a symbolic link, ``EXDEV`` when
+    the path would leave ``dirfd``, or the error of the open.
+    """
+    if b"\0" in path:
+        raise ValueError(f"open_nolinks: path {path!r} contains a NUL byte")
+    cdef const char* c = path
+    cdef int fd, err
+    with nogil:
+        fd = zf_open_nolinks(dirfd, c, flags, mode)
+        err = errno
+    if fd < 0:
+        raise OSError(err, os.strerror(err), os.fsdecode(path))
+    return fd
+
+
+cdef int _open_root(object root) except -3:
+    """``root`` (``bytes`` or ``None``) opened for :func:`open_nolinks`: its descriptor,
+    ``-1`` for none, ``-2`` when it does not exist."""
+    if root is None:
+        return -1
+    if not isinstance(root, bytes) or b"\0" in root:
+        raise TypeError(f"root must be bytes without NUL, got {root!r}")
+    cdef int fd = zf_open_root(<const char*>root)
+    if fd == -1:
+        raise OSError(errno, os.strerror(errno), os.fsdecode(root))
+    return fd
+
 
 def read_files_into(list paths not None, uint8_t[::1] dst not None,
-                    const int64_t[::1] offsets not None, int64_t nbytes, bint exact=True):
+                    const int64_t[::1] offsets not None, int64_t nbytes, bint exact=True,
+                    root=None):
     """Read each file ``paths[i]`` (``bytes``, file-system encoded) into
     ``dst[offsets[i]:offsets[i] + nbytes]`` when it holds exactly ``nbytes`` bytes
     (``exact``), or at most ``nbytes`` bytes (not ``exact``: compressed chunks).
@@ -84,6 +135,7 @@ def read_files_into(list paths not None, uint8_t[::1] dst not None,
         cpaths[i] = PyBytes_AS_STRING(paths[i])  # `paths` keeps the bytes alive
     cdef uint8_t* base = &dst[0] if limit > 0 else NULL
     cdef int fd
+    cdef int rootfd = _open_root(root)
     cdef struct_stat st
     cdef int64_t got, want
     cdef Py_ssize_t k
@@ -92,7 +144,13 @@ def read_files_into(list paths not None, uint8_t[::1] dst not None,
             for i in range(n):
                 # non-blocking: a FIFO opens at once (and is refused below) instead of
                 # waiting for a writer forever
-                fd = open(cpaths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                if rootfd == -1:
+                    fd = open(cpaths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                elif rootfd == -2:
+                    errs[i] = ENOENT
+                    continue
+                else:
+                    fd = zf_open_nolinks(rootfd, cpaths[i], O_RDONLY | O_NONBLOCK, 0)
                 if fd < 0:
                     errs[i] = errno
                     continue
@@ -124,52 +182,67 @@ def read_files_into(list paths not None, uint8_t[::1] dst not None,
                 close(fd)
     finally:
         PyMem_Free(cpaths)
+        if rootfd >= 0:
+            close(rootfd)
     return sizes_arr, errors_arr
 
 
 cdef extern from "sys/stat.h":
-    int lstat(const char* path, struct_stat* buf) nogil
+    int fstatat(int dirfd, const char* path, struct_stat* buf, int flags) nogil
     bint S_ISLNK(int mode) nogil
 
 cdef extern from "stdio.h":
-    int rename(const char* old, const char* new) nogil
+    int renameat(int olddirfd, const char* old, int newdirfd, const char* new) nogil
+
+cdef extern from "fcntl.h":
+    int openat(int dirfd, const char* path, int flags, ...) nogil
+    int AT_SYMLINK_NOFOLLOW
+    int O_NOFOLLOW
+
+cdef extern from "unistd.h":
+    int unlinkat(int dirfd, const char* path, int flags) nogil
 
 cdef extern from "errno.h":
     int ELOOP
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from posix.fcntl cimport O_CREAT, O_EXCL, O_WRONLY
-from posix.unistd cimport unlink, write
+from posix.unistd cimport write
 
 
-def write_files(list tmp_paths not None, list paths not None, list values not None,
-                bint refuse_links=True):
-    """Write ``values[i]`` (any C-contiguous buffer) to the new file ``tmp_paths[i]``
-    (``O_CREAT | O_EXCL``), then rename it over ``paths[i]``, for every ``i`` in one
-    ``nogil`` loop: the atomic write of ``LocalStore.set`` without its per-file
-    Python.  Directories must exist.  With ``refuse_links`` a ``paths[i]`` that is a
-    symbolic link is not written (``ELOOP``: the caller applies its own policy).
+def write_files(const int64_t[::1] dir_fds not None, list tmp_names not None,
+                list names not None, list values not None, bint refuse_links=True):
+    """Write ``values[i]`` (any C-contiguous buffer) to the new file ``tmp_names[i]``
+    (``O_CREAT | O_EXCL | O_NOFOLLOW``) in the directory ``dir_fds[i]``, then rename
+    it over ``names[i]`` in that directory, for every ``i`` in one ``nogil`` loop:
+    the atomic write of ``LocalStore.set`` without its per-file Python.  Names are
+    single path components, resolved against the open directory, so the directory
+    cannot be swapped for a symbolic link between the caller's check and the write.
+    With ``refuse_links`` a ``names[i]`` that is a symbolic link is not written
+    (``ELOOP``: the caller applies its own policy).
 
     Returns an int64 array: 0, or the ``errno`` of a failed write (its temporary
-    file removed, ``paths[i]`` untouched).
+    file removed, ``names[i]`` untouched).
 
     Raises (before writing anything) ``ValueError``/``TypeError`` for lengths that
-    differ or paths that are not ``bytes`` or contain NUL, and ``BufferError`` for a
-    value without a C-contiguous buffer.
+    differ or names that are not ``bytes``, contain NUL or ``/``, and
+    ``BufferError`` for a value without a C-contiguous buffer.
     """
-    tmp_paths = list(tmp_paths)  # our own lists: the loop keeps pointers into them
-    paths = list(paths)
+    tmp_names = list(tmp_names)  # our own lists: the loop keeps pointers into them
+    names = list(names)
     values = list(values)
-    cdef Py_ssize_t n = len(paths), i, got = 0
-    if len(tmp_paths) != n or len(values) != n:
-        raise ValueError(f"write_files: {n} paths but {len(tmp_paths)} temporary paths "
-                         f"and {len(values)} values")
+    cdef Py_ssize_t n = len(names), i, got = 0
+    if len(tmp_names) != n or len(values) != n or dir_fds.shape[0] != n:
+        raise ValueError(f"write_files: {n} names but {len(tmp_names)} temporary names, "
+                         f"{len(values)} values and {dir_fds.shape[0]} directories")
     for i in range(n):
-        for p in (tmp_paths[i], paths[i]):
+        for p in (tmp_names[i], names[i]):
             if not isinstance(p, bytes):
-                raise TypeError(f"write_files: path {i} is {type(p).__name__}, expected bytes")
-            if b"\0" in p:
-                raise ValueError(f"write_files: path {p!r} contains a NUL byte")
+                raise TypeError(f"write_files: name {i} is {type(p).__name__}, expected bytes")
+            if b"\0" in p or b"/" in p or not p:
+                raise ValueError(f"write_files: name {p!r} is not one path component")
+        if dir_fds[i] < 0:
+            raise ValueError(f"write_files: directory {dir_fds[i]} of name {i} is not open")
     errors_arr = np.zeros(n, dtype=np.int64)
     cdef int64_t[::1] errs = errors_arr
     cdef Py_buffer* views = <Py_buffer*>PyMem_Malloc(max(n, 1) * sizeof(Py_buffer))
@@ -180,7 +253,7 @@ def write_files(list tmp_paths not None, list paths not None, list values not No
         PyMem_Free(ctmp)
         PyMem_Free(cpath)
         raise MemoryError()
-    cdef int fd, err
+    cdef int fd, err, dfd
     cdef int64_t done
     cdef Py_ssize_t k
     cdef struct_stat st
@@ -192,14 +265,17 @@ def write_files(list tmp_paths not None, list paths not None, list values not No
                 raise BufferError(
                     f"write_files: value {i} has no C-contiguous buffer ({e})") from None
             got += 1
-            ctmp[i] = PyBytes_AS_STRING(tmp_paths[i])
-            cpath[i] = PyBytes_AS_STRING(paths[i])
+            ctmp[i] = PyBytes_AS_STRING(tmp_names[i])
+            cpath[i] = PyBytes_AS_STRING(names[i])
         with nogil:
             for i in range(n):
-                if refuse_links and lstat(cpath[i], &st) == 0 and S_ISLNK(st.st_mode):
+                dfd = <int>dir_fds[i]
+                if (refuse_links and fstatat(dfd, cpath[i], &st, AT_SYMLINK_NOFOLLOW) == 0
+                        and S_ISLNK(st.st_mode)):
                     errs[i] = ELOOP
                     continue
-                fd = open(ctmp[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+                fd = openat(dfd, ctmp[i], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            0o666)
                 if fd < 0:
                     errs[i] = errno
                     continue
@@ -215,10 +291,10 @@ def write_files(list tmp_paths not None, list paths not None, list values not No
                     done += k
                 if close(fd) != 0 and err == 0:
                     err = errno
-                if err == 0 and rename(ctmp[i], cpath[i]) != 0:
+                if err == 0 and renameat(dfd, ctmp[i], dfd, cpath[i]) != 0:
                     err = errno
                 if err != 0:
-                    unlink(ctmp[i])
+                    unlinkat(dfd, ctmp[i], 0)
                     errs[i] = err
     finally:
         for i in range(got):

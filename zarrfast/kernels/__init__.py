@@ -20,6 +20,7 @@ __all__ = [
     "is_uniform",
     "project",
     "read_files_into",
+    "open_nolinks",
     "transpose",
     "write_files",
     "BATCH_CODECS",
@@ -72,6 +73,7 @@ def _load_fileio(name: str):
 
 read_files_into = _load_fileio("read_files_into")
 write_files = _load_fileio("write_files")
+open_nolinks = _load_fileio("open_nolinks")
 
 
 #: the C functions ``_ext._decode`` binds, in ``bind_zstd``'s order

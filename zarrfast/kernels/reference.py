@@ -475,10 +475,8 @@ class ChunkDecoder:
         return status
 
     def decode_files(self, paths, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
-                     shapes, itemsize, swap_unit, direct):
-        import errno as _errno
+                     shapes, itemsize, swap_unit, direct, root=None):
         import os
-        import stat as _stat
 
         if not isinstance(paths, list):
             raise TypeError(f"decode_files: paths must be a list, got {type(paths).__name__}")
@@ -496,10 +494,23 @@ class ChunkDecoder:
         todo, place = self._plan("decode_files", chunk_offsets, chunk_strides, dst, dst_offsets,
                                  dst_strides, shapes, itemsize, swap_unit, direct, status)
         limit = 2 * self.nbytes + 65536
+        rootfd = _root_fd("decode_files", root)
+        try:
+            self._decode_each(paths, rootfd, todo, place, limit, status, sizes, errors)
+        finally:
+            if rootfd >= 0:
+                os.close(rootfd)
+        return status, sizes, errors
+
+    @staticmethod
+    def _decode_each(paths, rootfd, todo, place, limit, status, sizes, errors) -> None:
+        import errno as _errno
+        import os
+        import stat as _stat
+
         for r in todo:
             try:
-                fd = os.open(paths[r], os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-                             | getattr(os, "O_BINARY", 0))
+                fd = _open_file(rootfd, paths[r])
             except OSError as e:
                 code = e.errno or _errno.EIO
                 if code in (_errno.ENOENT, _errno.ENOTDIR, _errno.EISDIR):
@@ -530,15 +541,91 @@ class ChunkDecoder:
                 os.close(fd)
             if not place(r, np.frombuffer(data, dtype=np.uint8)):
                 status[r] = FAILED
-        return status, sizes, errors
 
 
-def read_files_into(paths, dst, offsets, nbytes, exact=True):
-    """Read files into ``dst`` at ``offsets`` when they hold ``nbytes`` bytes (at most
-    ``nbytes`` when not ``exact``); returns ``(sizes, errors)`` (see ``_ext._fileio``)."""
+def open_nolinks(dirfd, path, flags, mode=0o666) -> int:
+    """Open ``path`` relative to the directory ``dirfd`` without following any symbolic
+    link: one directory at a time with ``O_NOFOLLOW`` (see ``_ext._fileio``)."""
     import errno as _errno
     import os
     import stat as _stat
+
+    if not isinstance(path, bytes):
+        raise TypeError(f"open_nolinks: path is {type(path).__name__}, expected bytes")
+    if b"\0" in path:
+        raise ValueError(f"open_nolinks: path {path!r} contains a NUL byte")
+
+    def fail(code: int) -> OSError:
+        return OSError(code, os.strerror(code), os.fsdecode(path))
+
+    def is_link(name: bytes, fd: int) -> bool:
+        try:
+            return _stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        except OSError:
+            return False
+
+    if path.startswith(b"/"):
+        raise fail(_errno.EXDEV)
+    parts = path.split(b"/")
+    search = (getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0)
+              | os.O_NOFOLLOW | os.O_CLOEXEC)
+    cur = dirfd
+    try:
+        for i, part in enumerate(parts):
+            if not part:
+                raise fail(_errno.ENOENT)
+            if part == b"..":
+                raise fail(_errno.EXDEV)
+            last = i == len(parts) - 1
+            if is_link(part, cur):  # (O_EXCL never follows the last component)
+                excl = last and flags & os.O_CREAT and flags & os.O_EXCL
+                raise fail(_errno.EEXIST if excl else _errno.ELOOP)
+            try:
+                fd = os.open(part, (flags | os.O_NOFOLLOW | os.O_CLOEXEC) if last else search,
+                             mode, dir_fd=cur)
+            except OSError as e:
+                raise fail(e.errno or _errno.EIO) from None
+            if cur != dirfd:
+                os.close(cur)
+            cur = fd
+        return cur
+    except BaseException:
+        if cur != dirfd:
+            os.close(cur)
+        raise
+
+
+def _root_fd(func: str, root) -> int:
+    """``root`` opened for :func:`open_nolinks`: ``-1`` for none, ``-2`` when missing."""
+    import os
+
+    if root is None:
+        return -1
+    if not isinstance(root, bytes) or b"\0" in root:
+        raise TypeError(f"{func}: root must be bytes without NUL, got {root!r}")
+    try:
+        return os.open(root, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return -2
+
+
+def _open_file(rootfd: int, path: bytes) -> int:
+    import errno as _errno
+    import os
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if rootfd == -1:
+        return os.open(path, flags)
+    if rootfd == -2:
+        raise OSError(_errno.ENOENT, os.strerror(_errno.ENOENT), os.fsdecode(path))
+    return open_nolinks(rootfd, path, flags, 0)
+
+
+def read_files_into(paths, dst, offsets, nbytes, exact=True, root=None):
+    """Read files into ``dst`` at ``offsets`` when they hold ``nbytes`` bytes (at most
+    ``nbytes`` when not ``exact``); returns ``(sizes, errors)`` (see ``_ext._fileio``).
+    With ``root`` the paths are relative to it and opened without following links."""
+    import os
 
     if not isinstance(paths, list):
         raise TypeError(f"read_files_into: paths must be a list, got {type(paths).__name__}")
@@ -562,10 +649,23 @@ def read_files_into(paths, dst, offsets, nbytes, exact=True):
             )
     sizes = np.full(n, -1, dtype=np.int64)
     errors = np.zeros(n, dtype=np.int64)
+    rootfd = _root_fd("read_files_into", root)
+    try:
+        _read_each(paths, rootfd, d, offs, nbytes, exact, sizes, errors)
+    finally:
+        if rootfd >= 0:
+            os.close(rootfd)
+    return sizes, errors
+
+
+def _read_each(paths, rootfd, d, offs, nbytes, exact, sizes, errors) -> None:
+    import errno as _errno
+    import os
+    import stat as _stat
+
     for i, p in enumerate(paths):
         try:
-            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-                         | getattr(os, "O_BINARY", 0))
+            fd = _open_file(rootfd, p)
         except OSError as e:
             errors[i] = e.errno or _errno.EIO
             continue
@@ -591,29 +691,32 @@ def read_files_into(paths, dst, offsets, nbytes, exact=True):
             errors[i] = e.errno or _errno.EIO
         finally:
             os.close(fd)
-    return sizes, errors
 
 
-def write_files(tmp_paths, paths, values, refuse_links=True):
-    """Write each value to its temporary file, then rename it over its path; the
-    errno of each failure, or 0 (see ``_ext._fileio.write_files``)."""
+def write_files(dir_fds, tmp_names, names, values, refuse_links=True):
+    """Write each value to its temporary file in its open directory, then rename it
+    over its name there; the errno of each failure, or 0 (see
+    ``_ext._fileio.write_files``)."""
     import errno as _errno
     import os
     import stat as _stat
 
-    for name, seq in (("tmp_paths", tmp_paths), ("paths", paths), ("values", values)):
+    for name, seq in (("tmp_names", tmp_names), ("names", names), ("values", values)):
         if not isinstance(seq, list):
             raise TypeError(f"write_files: {name} must be a list, got {type(seq).__name__}")
-    n = len(paths)
-    if len(tmp_paths) != n or len(values) != n:
-        raise ValueError(f"write_files: {n} paths but {len(tmp_paths)} temporary paths "
-                         f"and {len(values)} values")
+    fds = _i64(dir_fds)
+    n = len(names)
+    if len(tmp_names) != n or len(values) != n or fds.size != n:
+        raise ValueError(f"write_files: {n} names but {len(tmp_names)} temporary names, "
+                         f"{len(values)} values and {fds.size} directories")
     for i in range(n):
-        for p in (tmp_paths[i], paths[i]):
+        for p in (tmp_names[i], names[i]):
             if not isinstance(p, bytes):
-                raise TypeError(f"write_files: path {i} is {type(p).__name__}, expected bytes")
-            if b"\0" in p:
-                raise ValueError(f"write_files: path {p!r} contains a NUL byte")
+                raise TypeError(f"write_files: name {i} is {type(p).__name__}, expected bytes")
+            if b"\0" in p or b"/" in p or not p:
+                raise ValueError(f"write_files: name {p!r} is not one path component")
+        if fds[i] < 0:
+            raise ValueError(f"write_files: directory {fds[i]} of name {i} is not open")
     views = []
     for i, v in enumerate(values):
         try:
@@ -624,17 +727,19 @@ def write_files(tmp_paths, paths, values, refuse_links=True):
             raise BufferError(f"write_files: value {i} has no C-contiguous buffer")
         views.append(memoryview(m.tobytes()) if m.nbytes == 0 else m.cast("B"))
     errors = np.zeros(n, dtype=np.int64)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+             | getattr(os, "O_BINARY", 0))
     for i in range(n):
+        dfd = int(fds[i])
         if refuse_links:
             try:
-                if _stat.S_ISLNK(os.lstat(paths[i]).st_mode):
+                if _stat.S_ISLNK(os.stat(names[i], dir_fd=dfd, follow_symlinks=False).st_mode):
                     errors[i] = _errno.ELOOP
                     continue
             except OSError:
                 pass
         try:
-            fd = os.open(tmp_paths[i], flags, 0o666)
+            fd = os.open(tmp_names[i], flags, 0o666, dir_fd=dfd)
         except OSError as e:
             errors[i] = e.errno or _errno.EIO
             continue
@@ -645,11 +750,11 @@ def write_files(tmp_paths, paths, values, refuse_links=True):
                     done += os.write(fd, views[i][done:])
             finally:
                 os.close(fd)
-            os.replace(tmp_paths[i], paths[i])
+            os.replace(tmp_names[i], names[i], src_dir_fd=dfd, dst_dir_fd=dfd)
         except OSError as e:
             errors[i] = e.errno or _errno.EIO
             try:
-                os.unlink(tmp_paths[i])
+                os.unlink(tmp_names[i], dir_fd=dfd)
             except OSError:
                 pass
     return errors
