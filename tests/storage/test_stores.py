@@ -87,7 +87,7 @@ class TestLocalStore(StoreTests):
         store = LocalStore(root)
         store.set("k", b"old")
 
-        def broken_replace(src, dst):
+        def broken_replace(src, dst, **kwargs):
             raise OSError("disk on fire")
 
         monkeypatch.setattr(os, "replace", broken_replace)

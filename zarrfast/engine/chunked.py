@@ -365,18 +365,20 @@ class RowReader:
         chain = self.chain
         rows_arr = np.arange(rows.start, rows.stop, dtype=np.int64)
         names = keys[rows.start:rows.stop]
-        paths = store.file_paths(names)
-        if paths is not None:
+        files = store.file_paths(names)
+        if files is not None:
+            root, paths = files
             status, _sizes, _errors = chain.batch_decoder().decode_files(
                 paths, self.src_offsets[rows_arr], self.src_strides,
                 self.out_flat, self.dst_offsets[rows_arr], self.out_strides,
                 self.proj.local_count[rows_arr], chain.itemsize, chain.swap_unit,
-                self._direct_flags(rows_arr))
+                self._direct_flags(rows_arr), root=root)
             if not status.any():
                 return
             for j in np.flatnonzero(status).tolist():
                 # missing: the fill value; else read again by the store, which raises
-                # for a file it cannot read, and decoded (or refused, naming the key)
+                # for a file it cannot read (or follows a link on its path inside the
+                # root), and decoded (or refused, naming the key)
                 raw = (None if status[j] == _kernels.NO_DATA
                        else store.get_limited(names[j], chain.stored_limit))
                 self.read(int(rows_arr[j]), raw, names[j])

@@ -226,10 +226,13 @@ class Store(abc.ABC):
                 sizes[i] = n
         return sizes
 
-    def file_paths(self, keys: Sequence[str]) -> list[bytes] | None:
-        """The files holding the values of ``keys`` (file-system encoded), for kernels
-        that read files themselves; ``None`` when values are not plain files, or
-        reading them directly would bypass what this store does in :meth:`get`."""
+    def file_paths(self, keys: Sequence[str]) -> tuple[bytes, list[bytes]] | None:
+        """The files holding the values of ``keys``, for kernels that read files
+        themselves: a root directory and the paths relative to it (file-system
+        encoded), which the kernels open without following symbolic links
+        (``ELOOP``: read that key with :meth:`get`).  ``None`` when values are not
+        plain files, or reading them directly would bypass what this store does in
+        :meth:`get`."""
         return None
 
     def exists(self, key: str) -> bool:

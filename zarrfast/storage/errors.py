@@ -17,6 +17,8 @@ __all__ = [
     "RetriesExhaustedError",
     "SpecialFileError",
     "StoreError",
+    "StorePermissionError",
+    "StoreWriteError",
     "StorageOptionsError",
     "UnsafeArchiveMemberError",
     "UnsupportedStoreOperationError",
@@ -31,6 +33,29 @@ class StoreError(ZarrfastError):
 class SpecialFileError(StoreError, OSError):
     """A key of a local store is a FIFO, a socket or a device: never read (a FIFO would
     block the reader forever)."""
+
+
+class StoreWriteError(StoreError, OSError):
+    """A write or delete failed in the file system (disk full, quota, an I/O error):
+    the message names the key; ``errno`` and ``filename`` are the system's.  The
+    previous value of the key is unchanged."""
+
+    def __init__(self, message: str, errno: int | None = None,
+                 filename: str | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+        self.strerror = message
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.errno, self.filename))
+
+
+class StorePermissionError(StoreWriteError, PermissionError):
+    """The file system refused a write or delete (``EACCES``, ``EPERM``)."""
 
 
 class ValueTooLargeError(StoreError, ChunkDecodeError):

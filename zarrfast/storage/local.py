@@ -3,9 +3,18 @@
 Keys map to files below ``root`` (``"a/c/0/1"`` -> ``root/a/c/0/1``).  Writes
 go to a temporary file in the target's directory and are renamed into place,
 so a reader never sees a half-written value and a crash leaves the old value
-(or nothing).  Byte ranges are served with ``os.pread``.  No key can leave the
-root: keys are validated (see :func:`~zarrfast.storage.base.validate_key`) and
-writes refuse to go through a symbolic link that points outside the root.
+(or nothing).  Byte ranges are served with ``os.pread``.
+
+No read or write leaves the root.  Keys are validated (see
+:func:`~zarrfast.storage.base.validate_key`), and every file is opened relative
+to an open descriptor of the root without following symbolic links, in one step
+(:func:`zarrfast.kernels.open_nolinks`: ``openat2`` on Linux).  A path with a
+link on it takes a slower way: it is resolved, and used only when it stays
+inside the root (then opened again, link-free, relative to the root); a link
+that leads outside is refused naming the key.  Writes and deletes work on the
+open descriptor of the key's directory (``openat``/``renameat``/``unlinkat``),
+so a directory swapped for a link between the check and the write cannot
+redirect them.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import errno
 import itertools
 import os
 import stat
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -31,7 +41,12 @@ from zarrfast.storage.base import (
     validate_key,
     validate_prefix,
 )
-from zarrfast.storage.errors import SpecialFileError, ValueTooLargeError
+from zarrfast.storage.errors import (
+    SpecialFileError,
+    StorePermissionError,
+    StoreWriteError,
+    ValueTooLargeError,
+)
 
 __all__ = ["LocalStore"]
 
@@ -69,6 +84,65 @@ def _special_file(key: str, path: str, mode: int) -> SpecialFileError:
                             f"not read")
 
 
+#: open a directory to resolve paths against (``O_PATH`` where there is one)
+_O_SEARCH = (getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+#: open a directory to write in (``fsync`` needs a readable descriptor)
+_O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+#: open any file to look at it (``fstat``), without blocking on a FIFO
+_O_LOOK = getattr(os, "O_PATH", os.O_RDONLY | _O_NONBLOCK) | getattr(os, "O_CLOEXEC", 0)
+_O_READ = os.O_RDONLY | _O_NONBLOCK | getattr(os, "O_BINARY", 0)
+_LINKED = (errno.ELOOP, errno.EXDEV)
+#: how long a read trusts the open root before checking its path again
+_RECHECK_SECONDS = 0.1
+
+
+def _open_nolinks(dirfd: int, path: bytes, flags: int, mode: int) -> int:
+    """:func:`zarrfast.kernels.open_nolinks` (bound on first use)."""
+    global _open_nolinks
+    from zarrfast.kernels import open_nolinks
+
+    _open_nolinks = open_nolinks
+    return open_nolinks(dirfd, path, flags, mode)
+
+
+class _Root:
+    """An open descriptor of a store's root directory (what every file is opened
+    relative to), kept while the store is used; closed with the last reference."""
+
+    __slots__ = ("fd", "dev", "ino", "checked")
+
+    def __init__(self, path: str) -> None:
+        try:
+            fd = os.open(path, _O_DIR)
+        except PermissionError:  # a directory we may search but not list
+            fd = os.open(path, _O_SEARCH)
+        st = os.fstat(fd)
+        self.fd, self.dev, self.ino = fd, st.st_dev, st.st_ino
+        self.checked = time.monotonic()
+
+    def stale(self, path: str, within: float) -> bool:
+        """Whether ``path`` is no longer this directory (removed, moved or replaced);
+        not looked at again when it was less than ``within`` seconds ago."""
+        now = time.monotonic()
+        if now - self.checked < within:
+            return False
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if (st.st_dev, st.st_ino) != (self.dev, self.ino):
+            return True
+        self.checked = now
+        return False
+
+    def __del__(self) -> None:
+        try:
+            os.close(self.fd)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
 class LocalStore(Store):
     """A directory on the local file system.
 
@@ -93,6 +167,12 @@ class LocalStore(Store):
         self._root_str = os.fspath(self.root)
         self.fsync = bool(fsync)
         self._fast_get_into: bool | None = None  # set: overrides the property
+        self._root: _Root | None = None  # the open root, once a file was opened
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_root"] = None  # a descriptor: opened again where it is needed
+        return state
 
     def __repr__(self) -> str:
         return f"LocalStore({self._root_str!r}{', read_only=True' if self.read_only else ''})"
@@ -134,16 +214,86 @@ class LocalStore(Store):
             return super().get_limited(key, limit)
         return self._read(key, None, limit)
 
-    def _read(self, key: str, byte_range: ByteRequest | None, limit: int | None
-              ) -> bytes | None:
+    # -- opening files inside the root ------------------------------------
+    def _handle(self, *, create: bool = False, key: str = "") -> _Root | None:
+        """The open root (made first with ``create``); ``None`` when it does not exist."""
+        h = self._root
+        if h is None:
+            try:
+                h = _Root(self._root_str)
+            except (FileNotFoundError, NotADirectoryError):
+                if not create:
+                    return None
+                _makedirs(self._root_str, key, self._root_str)
+                h = _Root(self._root_str)
+            self._root = h
+        return h
+
+    def _inside(self, rel: str, key: str) -> bytes:
+        """The link-free path, relative to the root, that ``rel`` (a path with a
+        symbolic link on it) resolves to; refused naming ``key`` when it leaves the root."""
+        real_root = os.path.realpath(self._root_str)
+        try:
+            real = os.path.realpath(self._root_str + os.sep + rel)
+        except OSError as e:  # a link replaced while it was being resolved
+            raise InvalidKeyError(
+                f"key {key!r}: a symbolic link on its path changed while it was resolved "
+                f"({e.strerror}); refused") from None
+        if not real.startswith(real_root + os.sep):
+            raise InvalidKeyError(
+                f"key {key!r} resolves to {real!r}, outside the store root {real_root!r} "
+                f"(through a symbolic link); refused")
+        return os.fsencode(real[len(real_root) + 1:])
+
+    def _open(self, rel: str, flags: int, key: str, mode: int = 0o666) -> int:
+        """``rel`` (a key or one of its directories) opened relative to the open root
+        without following links; a path with a link on it is resolved and opened
+        only when it stays inside the root (:meth:`_inside`).  A root that was
+        removed, moved or replaced since it was opened is opened again: noticed on a
+        miss at once, and on a hit within ``_RECHECK_SECONDS`` (one ``stat`` of the
+        root's path then, not one per read)."""
+        h = self._handle()
+        if h is not None and h.stale(self._root_str, _RECHECK_SECONDS):
+            self._root = None  # removed, moved or replaced: open the path again
+            h = self._handle()
+        if h is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self._root_str)
+        try:
+            return self._open_in(h.fd, rel, flags, key, mode)
+        except (FileNotFoundError, NotADirectoryError):
+            if not h.stale(self._root_str, 0.0):
+                raise
+            self._root = None  # a miss in a root that is gone: look in the new one
+            h = self._handle()
+            if h is None:
+                raise
+            return self._open_in(h.fd, rel, flags, key, mode)
+
+    def _open_in(self, rootfd: int, rel: str, flags: int, key: str, mode: int) -> int:
+        try:
+            return _open_nolinks(rootfd, os.fsencode(rel), flags, mode)
+        except OSError as e:
+            if e.errno not in _LINKED:
+                raise
+        real = self._inside(rel, key)
+        try:
+            return _open_nolinks(rootfd, real, flags, mode)
+        except OSError as e:
+            if e.errno not in _LINKED:
+                raise
+            raise InvalidKeyError(
+                f"key {key!r}: a symbolic link on its path changed while it was opened; "
+                f"refused") from None
+
+    def _open_read(self, key: str) -> int | None:
+        """The file of ``key`` opened for reading (``None``: missing, or a directory);
+        a special file is refused naming the key."""
         path = self._path(key)
         try:
             # non-blocking: a FIFO (or a device) opens at once instead of waiting for a
-            # writer, and is refused below
-            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | getattr(os, "O_BINARY", 0))
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except IsADirectoryError:
+            # writer, and is refused by the caller's fstat
+            return self._open(key, _O_READ, key)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except PermissionError:
             if os.path.isdir(path):  # Windows raises this for directories
@@ -153,6 +303,26 @@ class LocalStore(Store):
             if e.errno == errno.ENXIO:  # a socket (or a device without its driver)
                 raise _special_file(key, path, os.stat(path).st_mode) from None
             raise
+
+    def _stat(self, key: str) -> os.stat_result | None:
+        """What ``key``'s file is (not following links out of the root); ``None``
+        when there is none."""
+        self._path(key)
+        try:
+            fd = self._open(key, _O_LOOK, key)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
+
+    def _read(self, key: str, byte_range: ByteRequest | None, limit: int | None
+              ) -> bytes | None:
+        fd = self._open_read(key)
+        if fd is None:
+            return None
+        path = self._path(key)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -217,15 +387,10 @@ class LocalStore(Store):
         """Read the file of ``key`` straight into ``out`` (``preadv``, no copy)."""
         if not self.fast_get_into:  # pragma: no cover - Windows
             return super().get_into(key, out)
-        path = self._path(key)
-        try:
-            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        fd = self._open_read(key)
+        if fd is None:
             return None
-        except OSError as e:
-            if e.errno == errno.ENXIO:  # a socket
-                raise _special_file(key, path, os.stat(path).st_mode) from None
-            raise
+        path = self._path(key)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -246,52 +411,65 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
-    def file_paths(self, keys: Sequence[str]) -> list[bytes] | None:
+    def file_paths(self, keys: Sequence[str]) -> tuple[bytes, list[bytes]] | None:
+        """The root and the keys' paths relative to it: kernels open them without
+        following links (see :meth:`Store.file_paths`)."""
         if not self._reads_files():
             return None
-        return [os.fsencode(self._path(k)) for k in keys]
+        for k in keys:
+            validate_key(k)
+        return os.fsencode(self._root_str), [os.fsencode(k) for k in keys]
 
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
                        nbytes: int, *, exact: bool = True) -> Any:
         """Many files straight into ``out`` in one ``nogil`` loop (open, fstat, pread,
         close per file; :func:`zarrfast.kernels.read_files_into`) -- or one by one
-        through a subclass's own ``get_into`` / ``get`` (see :meth:`_reads_files`)."""
-        if not self._reads_files():
+        through a subclass's own ``get_into`` / ``get`` (see :meth:`_reads_files`).
+        A file with a symbolic link on its path is read the careful way
+        (:meth:`get`), which follows the link only inside the root."""
+        files = self.file_paths(keys)
+        if files is None:
             return super().read_many_into(keys, out, offsets, nbytes, exact=exact)
         from zarrfast import kernels as _kernels
 
-        paths = [os.fsencode(self._path(k)) for k in keys]
-        sizes, errors = _kernels.read_files_into(
-            paths, out, np.ascontiguousarray(offsets, dtype=np.int64), nbytes, exact)
+        root, paths = files
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        sizes, errors = _kernels.read_files_into(paths, out, offsets, nbytes, exact,
+                                                 root=root)
         if errors.any():
+            view = memoryview(out).cast("B")
             for i in np.flatnonzero(errors).tolist():
                 code = int(errors[i])
-                if code not in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):
-                    # not a regular file (a FIFO, a socket, a device): read again, which
-                    # raises naming the key and what it is
-                    self.get(keys[i])
+                if code in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR):
+                    continue
+                # a link on the path: read again, which follows it inside the root and
+                # refuses it outside; not a regular file (a FIFO, a socket, a device):
+                # read again, which raises naming the key and what it is
+                value = self.get(keys[i])
+                if code not in _LINKED:
                     raise OSError(code, f"cannot read key {keys[i]!r}: {os.strerror(code)}",
-                                  os.fsdecode(paths[i]))
+                                  self._path(keys[i]))
+                if value is not None:
+                    n = sizes[i] = len(value)
+                    if n == nbytes or (not exact and n < nbytes):
+                        off = int(offsets[i])
+                        view[off:off + n] = value
         return sizes
 
     def exists(self, key: str) -> bool:
-        return os.path.isfile(self._path(key))
+        st = self._stat(key)
+        return st is not None and stat.S_ISREG(st.st_mode)
 
     def version(self, key: str) -> tuple[int, int, int, int] | None:
         # writes replace files by rename, so a new value is a new inode; size and
         # change times catch the rare reuse of an inode number
-        try:
-            st = os.stat(self._path(key))
-        except (FileNotFoundError, NotADirectoryError):
+        st = self._stat(key)
+        if st is None:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def getsize(self, key: str) -> int:
-        path = self._path(key)
-        try:
-            st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            st = None
+        st = self._stat(key)
         if st is None or not stat.S_ISREG(st.st_mode):
             raise FileNotFoundError(f"key {key!r} not found in {self!r}")
         return st.st_size
@@ -316,43 +494,57 @@ class LocalStore(Store):
         return out
 
     # -- writes -----------------------------------------------------------
-    def _check_inside(self, path: str, key: str, *, check_leaf: bool = True) -> None:
-        """Refuse writes whose parent directory resolves outside the root
-        (and, with ``check_leaf``, writes to a symbolic link pointing outside)."""
-        # Fast path: no directory between the root and the key is a symbolic link
-        # (one lstat per key segment; resolving whole paths costs one per component
-        # of the root as well).
-        d = self._root_str
-        linked = False
-        for segment in key.split("/")[:-1]:
-            d = d + os.sep + segment
-            try:
-                mode = os.lstat(d).st_mode
-            except OSError:
-                break  # missing: makedirs creates real directories from here on
-            if stat.S_ISLNK(mode):
-                linked = True
-                break
-        if not linked:
-            if check_leaf and os.path.islink(path):
-                linked = True
-            else:
-                return
-        parent = os.path.dirname(path)
-        real_parent = os.path.realpath(parent)
-        real_root = os.path.realpath(self._root_str)
-        if real_parent != real_root and not real_parent.startswith(real_root + os.sep):
-            raise InvalidKeyError(
-                f"key {key!r} resolves to {real_parent!r}, outside the store root "
-                f"{real_root!r} (through a symbolic link); refusing to write"
-            )
-        if check_leaf and os.path.islink(path):
-            target = os.path.realpath(path)
-            if not target.startswith(real_root + os.sep):
-                raise InvalidKeyError(
-                    f"key {key!r} is a symbolic link to {target!r}, outside the store root; "
-                    f"refusing to write"
-                )
+    def _open_dir(self, rel: str, key: str, *, create: bool) -> int | None:
+        """The directory ``rel`` (``""``: the root) opened to write in, inside the root;
+        made one level at a time (each ``mkdir`` relative to its open parent) with
+        ``create``, else ``None`` when it does not exist."""
+        h = self._handle(create=create, key=key)
+        if h is not None and h.stale(self._root_str, 0.0):  # removed, moved, replaced
+            self._root = None
+            h = self._handle(create=create, key=key)
+        if h is None:
+            return None
+        if not rel:
+            return os.dup(h.fd)
+        try:
+            return self._open(rel, _O_DIR, key)
+        except (FileNotFoundError, NotADirectoryError) as e:
+            if not create:
+                return None
+            if isinstance(e, NotADirectoryError):
+                raise _in_the_way(key, self._path(rel)) from None
+        parts = rel.split("/")
+        fd = self._open_dir("", key, create=True)
+        assert fd is not None
+        try:
+            for i, part in enumerate(parts):
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                    if self.fsync:
+                        os.fsync(fd)  # the new directory's entry
+                except FileExistsError:
+                    pass
+                sub = "/".join(parts[:i + 1])
+                try:
+                    nxt = self._open(sub, _O_DIR, key)
+                except (FileNotFoundError, NotADirectoryError):
+                    raise _in_the_way(key, self._path(sub)) from None
+                os.close(fd)
+                fd = nxt
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _check_leaf(self, dirfd: int, name: str, key: str) -> None:
+        """A symbolic link at the key itself is replaced by the write (a rename never
+        follows it) -- but only when it points inside the root."""
+        try:
+            mode = os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if stat.S_ISLNK(mode):
+            self._inside(key, key)
 
     @property
     def fast_set_many(self) -> bool:
@@ -362,8 +554,8 @@ class LocalStore(Store):
 
     def set_many(self, items: Any) -> None:
         """Many atomic writes (temporary file, then rename), as :meth:`set` does one by
-        one: directories are checked (symbolic links) and made once each, and the
-        files of a batch are written by one kernel call
+        one: each directory is opened (and made) once, inside the root, and the files
+        of a batch are written relative to their open directories by one kernel call
         (:func:`zarrfast.kernels.write_files`).  A key the kernel does not write
         (a symbolic link there, an error) goes through :meth:`set`, which applies its
         checks and raises naming the key."""
@@ -372,108 +564,134 @@ class LocalStore(Store):
             for key, value in pairs:
                 self.set(key, value)
             return
-        from zarrfast import kernels as _kernels
 
         self._check_writable(pairs[0][0])
-        tmps: list[bytes] = []
-        paths: list[bytes] = []
-        checked: set[str] = set()
         for key, _ in pairs:
-            path = self._path(key)
-            parent = os.path.dirname(path)
-            if parent not in checked:  # once per directory: links, then makedirs
-                self._check_inside(path, key, check_leaf=False)
-                if not os.path.isdir(parent):
-                    _makedirs(parent, key, path)
-                checked.add(parent)
-            paths.append(os.fsencode(path))
-            tmps.append(os.fsencode(f"{parent}{os.sep}{_TMP_MARK}{_unique()}"))
-        errors = _kernels.write_files(tmps, paths, [_contiguous(v) for _, v in pairs])
+            validate_key(key)
+        try:
+            errors = self._set_many(pairs)
+        except ZarrfastError:
+            raise
+        except OSError as e:  # a directory could not be made
+            raise _failed("write", pairs[0][0], self._root_str, e) from e
         for i in np.flatnonzero(errors).tolist():
             self.set(*pairs[i])  # its checks, a retry, or the error naming the key
 
-    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
-        self._check_writable(key)
-        path = self._path(key)
-        parent = os.path.dirname(path)
-        self._check_inside(path, key)  # before makedirs, which would follow a link out
-        created: list[str] = []  # directories this write creates (their entries need fsync)
-        if self.fsync:
-            d = parent
-            while d != self._root_str and len(d) > len(self._root_str) and not os.path.isdir(d):
-                created.append(d)
-                d = os.path.dirname(d)
-        tmp = f"{parent}{os.sep}{_TMP_MARK}{_unique()}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    def _set_many(self, pairs: list) -> Any:
+        from zarrfast import kernels as _kernels
+
+        dirs: dict[str, int] = {}
         try:
-            fd = os.open(tmp, flags, 0o666)
-        except (FileNotFoundError, NotADirectoryError):  # the parent does not exist yet
-            _makedirs(parent, key, path)
-            fd = os.open(tmp, flags, 0o666)
-        try:
-            try:
-                view = memoryview(value)
-                view = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
-                written = 0
-                n = len(view)
-                while written < n:
-                    written += os.write(fd, view[written:])
-                if self.fsync:
-                    os.fsync(fd)
-            finally:
+            fds = np.empty(len(pairs), dtype=np.int64)
+            names: list[bytes] = []
+            for i, (key, _) in enumerate(pairs):
+                parent, _, name = key.rpartition("/")
+                if parent not in dirs:
+                    dirs[parent] = self._open_dir(parent, key, create=True)
+                fds[i] = dirs[parent]
+                names.append(os.fsencode(name))
+            tmps = [os.fsencode(f"{_TMP_MARK}{_unique()}") for _ in pairs]
+            errors = _kernels.write_files(fds, tmps, names, [_contiguous(v) for _, v in pairs])
+        finally:
+            for fd in dirs.values():
                 os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        return errors
+
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Write ``value`` atomically (a temporary file in the key's directory, then a
+        rename over the key).  A failure of the file system (disk full, quota, an
+        I/O error) raises :class:`~zarrfast.storage.errors.StoreWriteError` naming
+        the key; the key's previous value stays as it was."""
+        self._check_writable(key)
+        validate_key(key)
+        try:
+            self._set(key, value)
+        except ZarrfastError:
             raise
-        if self.fsync and hasattr(os, "O_DIRECTORY"):
-            # the new entry in ``parent``, then the entries of the directories created for
-            # it, up to the first one that existed (the root's own entry: the caller's)
-            for d in [parent, *(os.path.dirname(c) for c in created)]:
-                dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as e:
+            raise _failed("write", key, self._path(key), e) from e
+
+    def _set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        parent, _, name = key.rpartition("/")
+        dirfd = self._open_dir(parent, key, create=True)
+        assert dirfd is not None
+        try:
+            self._check_leaf(dirfd, name, key)
+            tmp = f"{_TMP_MARK}{_unique()}"
+            flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+            fd = os.open(tmp, flags, 0o666, dir_fd=dirfd)
+            try:
                 try:
-                    os.fsync(dfd)
+                    view = memoryview(value)
+                    view = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
+                    written = 0
+                    n = len(view)
+                    while written < n:
+                        written += os.write(fd, view[written:])
+                    if self.fsync:
+                        os.fsync(fd)
                 finally:
-                    os.close(dfd)
+                    os.close(fd)
+                os.replace(tmp, name, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=dirfd)
+                except OSError:
+                    pass
+                raise
+            if self.fsync:
+                os.fsync(dirfd)  # the new entry
+        finally:
+            os.close(dirfd)
 
     def delete(self, key: str) -> None:
         self._check_writable(key)
-        path = self._path(key)
-        self._check_inside(path, key, check_leaf=False)
+        validate_key(key)
+        parent, _, name = key.rpartition("/")
+        dirfd = self._open_dir(parent, key, create=False)
+        if dirfd is None:
+            return
         try:
-            os.unlink(path)
-        except (FileNotFoundError, NotADirectoryError):
+            os.unlink(name, dir_fd=dirfd)  # a link itself, never what it points to
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             pass
-        except IsADirectoryError:
-            pass
-        except PermissionError:
-            if not os.path.isdir(path):
-                raise
+        except OSError as e:
+            if not (isinstance(e, PermissionError) and stat.S_ISDIR(
+                    os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode)):
+                raise _failed("delete", key, self._path(key), e) from e
+        finally:
+            os.close(dirfd)
 
     def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix`` (the directory, relative to its open
+        parent; a symbolic link there is left alone, never followed)."""
         self._check_writable(prefix or "<root>")
         import shutil
 
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
-        if p:
-            path = self._path(p)
-            self._check_inside(path, p, check_leaf=False)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            elif os.path.isfile(path) or os.path.islink(path):
-                pass  # a key, not a directory: leave it (zarr semantics: prefix + "/")
-        else:
-            if os.path.isdir(self._root_str):
-                for name in os.listdir(self._root_str):
-                    full = os.path.join(self._root_str, name)
-                    if os.path.isdir(full) and not os.path.islink(full):
-                        shutil.rmtree(full)
-                    else:
-                        os.unlink(full)
+        parent, _, name = p.rpartition("/")
+        dirfd = self._open_dir(parent, p, create=False)
+        if dirfd is None:
+            return
+        try:
+            for entry in [name] if p else os.listdir(dirfd):
+                try:
+                    mode = os.stat(entry, dir_fd=dirfd, follow_symlinks=False).st_mode
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                try:
+                    if stat.S_ISDIR(mode):
+                        shutil.rmtree(entry, dir_fd=dirfd)
+                    elif not p:
+                        os.unlink(entry, dir_fd=dirfd)
+                    # a key (or a link) named like the prefix: left (zarr: prefix + "/")
+                except OSError as e:
+                    key = f"{p}/{entry}" if p and entry != name else (p or entry)
+                    raise _failed("delete", key, self._path(key), e) from e
+        finally:
+            os.close(dirfd)
 
     # -- listing ----------------------------------------------------------
     def list(self) -> Iterator[str]:
@@ -487,6 +705,8 @@ class LocalStore(Store):
         out: list[str] = []
         if not os.path.isdir(start):
             return iter(out)
+        if base:
+            self._inside(base, prefix)  # never list a directory outside the root
         root_len = len(self._root_str) + 1
         for dirpath, dirnames, filenames in os.walk(start):
             dirnames.sort()
@@ -512,6 +732,8 @@ class LocalStore(Store):
             if e.errno == errno.ENOTDIR:
                 return iter([])
             raise
+        if p:
+            self._inside(p, prefix)  # never list a directory outside the root
         return iter(sorted(n for n in names if not n.startswith(_TMP_MARK)))
 
 
@@ -519,6 +741,19 @@ def _contiguous(value: Any) -> Any:
     """``value``, or a copy of its bytes when it is not C-contiguous (as ``set`` does)."""
     view = memoryview(value)
     return value if view.c_contiguous else view.tobytes()
+
+
+def _failed(action: str, key: str, path: str, e: OSError) -> StoreWriteError:
+    """An error of the file system, named: which key, where, and what the system said."""
+    cls = StorePermissionError if isinstance(e, PermissionError) else StoreWriteError
+    reason = e.strerror or str(e)
+    return cls(f"cannot {action} key {key!r} ({path}): {reason}"
+               f"{' [errno ' + str(e.errno) + ']' if e.errno else ''}",
+               e.errno, e.filename if e.filename is not None else path)
+
+
+def _in_the_way(key: str, path: str) -> ZarrfastError:
+    return ZarrfastError(f"cannot write key {key!r}: a parent path of it, {path!r}, is a file")
 
 
 def _makedirs(parent: str, key: str, path: str) -> None:
