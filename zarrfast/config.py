@@ -18,6 +18,11 @@ key                    environment variable       default
                        CACHE``                    per array
 ``io_concurrency``     ``ZARRFAST_IO_CONCURRENCY`` 32 requests in flight at
                                                   once to a remote store
+``vlen_bytes_per_``    ``ZARRFAST_VLEN_BYTES_PER_ 1024: a chunk of variable-
+``element``            ELEMENT``                  length elements (strings,
+                                                  bytes, objects) decodes to at
+                                                  most this many bytes per
+                                                  element (and 64 MiB at least)
 =====================  =========================  ==========================
 """
 
@@ -69,6 +74,7 @@ def defaults() -> dict[str, Any]:
         "shard_coalesce_gap": _env_int("ZARRFAST_SHARD_COALESCE_GAP", 64 * 1024, minimum=0),
         "shard_index_cache": _env_int("ZARRFAST_SHARD_INDEX_CACHE", 4096),
         "io_concurrency": _env_int("ZARRFAST_IO_CONCURRENCY", 32),
+        "vlen_bytes_per_element": _env_int("ZARRFAST_VLEN_BYTES_PER_ELEMENT", 1024),
     }
 
 
@@ -78,7 +84,8 @@ _values: dict[str, Any] = defaults()
 def _validate(key: str, value: Any) -> Any:
     if key not in _values:
         raise ZarrfastError(f"unknown config key {key!r}; known keys: {sorted(_values)}")
-    if key in ("threads", "shard_index_cache", "shard_coalesce_gap", "io_concurrency"):
+    if key in ("threads", "shard_index_cache", "shard_coalesce_gap", "io_concurrency",
+               "vlen_bytes_per_element"):
         minimum = 0 if key == "shard_coalesce_gap" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ZarrfastError(f"config {key}={value!r} must be an integer >= {minimum}")

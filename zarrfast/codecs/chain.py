@@ -39,6 +39,8 @@ from zarrfast.errors import CodecError, MetadataValidationError
 
 __all__ = [
     "MAX_VLEN_DATA",
+    "VLEN_MIN_LIMIT",
+    "vlen_limit",
     "BoundedDecoders",
     "CodecChain",
     "accepts_limit",
@@ -46,9 +48,24 @@ __all__ = [
     "validate_codec_chain",
 ]
 
-#: bound on what the bytes -> bytes codecs may inflate one chunk of variable-length
-#: elements to (4 bytes of count, 4 of length per element, then at most this much data)
+#: the most data one chunk of variable-length elements may decode to, whatever the
+#: configuration says (the offsets of the vlen codecs are 32-bit)
 MAX_VLEN_DATA = 2**31
+#: the least a chunk of variable-length elements may decode to (a chunk of few, large
+#: elements)
+VLEN_MIN_LIMIT = 64 << 20
+
+
+def vlen_limit(n: int) -> int:
+    """What the bytes -> bytes codecs may inflate a chunk of ``n`` variable-length
+    elements to: 4 bytes of count, 4 of length per element, then the data -- at most
+    ``config vlen_bytes_per_element`` bytes per element (at least
+    :data:`VLEN_MIN_LIMIT`, at most :data:`MAX_VLEN_DATA`).  A decompression bomb is
+    refused at that size, naming the chunk, before more memory is taken."""
+    from zarrfast import config
+
+    per = int(config.get("vlen_bytes_per_element"))
+    return 4 + 4 * n + min(max(n * per, VLEN_MIN_LIMIT), MAX_VLEN_DATA)
 
 
 def parse_codecs(value: Any, *, node: str, member: str = "codecs") -> tuple[Codec, ...]:
@@ -308,7 +325,7 @@ class CodecChain:
         shard's index and checksums, variable-length headers)."""
         n = math.prod(self.chunk_shape)
         if self.data_type.dtype.hasobject:
-            limit = 4 + 4 * n + MAX_VLEN_DATA
+            limit = vlen_limit(n)
             if _is_sharding(self.ab):
                 shard = self.shapes[-1]
                 limit += self.ab.index_nbytes(shard) + 4 * math.prod(

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from zarrfast.codecs import CodecChain
+from zarrfast.codecs.chain import vlen_limit
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import chunk_keys
 from zarrfast.engine.selection import BasicSelection
@@ -37,6 +38,18 @@ def _slices(start: np.ndarray, count: np.ndarray, step: np.ndarray) -> tuple[sli
         stop = b + n * s
         out.append(slice(b, stop if stop >= 0 else None, s))
     return tuple(out)
+
+
+#: the numcodecs object codecs whose encoding starts with the element count (uint32)
+_COUNTED = ("vlen-utf8", "vlen-bytes", "vlen-array")
+
+
+def _check_count(data: Any, n: int, codec_id: str) -> None:
+    b = memoryview(data).cast("B")
+    declared = int.from_bytes(b[:4], "little") if len(b) >= 4 else -1
+    if declared != n:
+        raise ChunkDecodeError(f"{codec_id}: the stored chunk declares {declared} elements, "
+                               f"expected {n}")
 
 
 def _filled(shape: tuple[int, ...], fill: Any) -> np.ndarray:
@@ -62,7 +75,8 @@ class ObjectChain:
             self.order = metadata.order
             nf = len(metadata.filters or ())
             self.filters = [c.codec for c in codecs.bb[:nf]]
-            self.compressor = codecs.bb[nf].codec if metadata.compressor is not None else None
+            # the wrapper: its decode is bounded (a decompression bomb is refused)
+            self.compressor = codecs.bb[nf] if metadata.compressor is not None else None
         else:
             self.order = "C"
             self.filters = []
@@ -85,14 +99,16 @@ class ObjectChain:
                 raise ChunkDecodeError(f"chunk {key!r}: cannot decode: out of memory") from None
             except (ValueError, RuntimeError, TypeError, OSError, EOFError) as e:
                 raise ChunkDecodeError(f"chunk {key!r}: cannot decode: {e}") from None
+        n = math.prod(self.chunk_shape)
         try:
             data = raw
             if self.compressor is not None:
-                data = self.compressor.decode(data)
+                data = self.compressor.decode(data, limit=vlen_limit(n))
             for f in reversed(self.filters):
+                if getattr(f, "codec_id", None) in _COUNTED:
+                    _check_count(data, n, f.codec_id)  # before it allocates that many
                 data = f.decode(data)
             arr = np.asarray(data, dtype=object)
-            n = math.prod(self.chunk_shape)
             if arr.size != n:
                 raise ChunkDecodeError(
                     f"decoded to {arr.size} objects, expected {n} (chunk shape "
