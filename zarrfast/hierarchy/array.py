@@ -22,6 +22,7 @@ from zarrfast.engine.sharded import (
     read_sharded,
     write_sharded,
 )
+from zarrfast.engine.stored import delete_outside, stored_coords
 from zarrfast.errors import IndexingError, MetadataValidationError, ZarrfastError
 from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.node import Node, metadata_from_state, metadata_state, write_metadata
@@ -739,14 +740,10 @@ class Array(Node):
             # an appended chunk must suit the codecs (a shard: whole inner chunks)
             CodecChain.from_metadata(new_md, node=f"array {self._path or '/'!r}")
         new_grid = new_md.chunk_grid.grid_shape(new_shape)
-        if any(n < o for n, o in zip(new_grid, old_grid, strict=True)):
-            import itertools
-
-            cke = self._metadata.chunk_key_encoding
-            base = f"{self._chunk_path}/" if self._chunk_path else ""
-            for coords in itertools.product(*(range(o) for o in old_grid)):
-                if any(c >= n for c, n in zip(coords, new_grid, strict=True)):
-                    self._store.delete(base + cke.encode(coords))
+        # the chunks (shards) wholly outside the new shape go; partial edge chunks keep
+        # their data (as zarr-python).  A few grid positions are deleted one by one, many
+        # (a huge, mostly empty grid) by listing the stored chunks: cost bounded by both
+        delete_outside(self._store, self._metadata, self._chunk_path, old_grid, new_grid)
         self._write_metadata(new_md)
 
     @property
@@ -764,22 +761,13 @@ class Array(Node):
     def _count_stored_objects(self, per_shard: Any = None) -> int:
         """Stored chunks (or shards); with ``per_shard`` (shard shape -> inner chunks per
         dimension), the inner chunks of the stored shards of a rectilinear grid."""
-        cke = self._metadata.chunk_key_encoding
-        base = f"{self._chunk_path}/" if self._chunk_path else ""
-        import itertools
-
-        sizes = None
-        if per_shard is not None:
-            sizes = [self._metadata.chunk_grid.edges(d, n) for d, n in enumerate(self.shape)]
-        count = 0
-        for coords in itertools.product(*(range(n) for n in self._stored_grid)):
-            if self._store.exists(base + cke.encode(coords)):
-                if sizes is None:
-                    count += 1
-                else:
-                    count += math.prod(per_shard(tuple(e[c] for e, c in zip(
-                        sizes, coords, strict=True))))
-        return count
+        stored = stored_coords(self._store, self._metadata, self._chunk_path,
+                               self._stored_grid)
+        if per_shard is None:
+            return len(stored)
+        sizes = [self._metadata.chunk_grid.edges(d, n) for d, n in enumerate(self.shape)]
+        return sum(math.prod(per_shard(tuple(e[c] for e, c in zip(sizes, coords, strict=True))))
+                   for coords in stored)
 
     def with_write_empty_chunks(self, value: bool) -> Array:
         new = Array(self._store, self._path, self._metadata, read_only=self._read_only,
