@@ -165,3 +165,78 @@ def test_resizing_by_listing_and_by_enumerating_agree(monkeypatch, variant):
     common = tuple(min(s[d] for s in steps) for d in range(2))
     final = np.array(results[1][-1][1])
     np.testing.assert_array_equal(final[:common[0], :common[1]], data[:common[0], :common[1]])
+
+
+# -- (b) listing a consolidated group of many members ----------------------------------
+
+N_MEMBERS = 20000
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_listing_a_consolidated_group_of_20000_arrays_is_linear(tmp_path, subprocess_cwd,
+                                                                zarr_format):
+    """keys(), len(), members() (one level and all), arrays(), array_keys(), groups() and
+    group_keys() of a consolidated group with 20000 arrays and a nested group: a few
+    seconds (it was quadratic: minutes), with the answers the hierarchy gives."""
+    code = f"""
+        import itertools, json, time
+        import zarrfast
+        store = zarrfast.LocalStore({str(tmp_path / "data")!r})
+        root = zarrfast.open_group(store, mode="w", zarr_format={zarr_format})
+        root.create_array("a00000", shape=(4,), chunks=(2,), dtype="u1")
+        sub = root.create_group("sub")
+        sub.create_array("x", shape=(3,), dtype="f8")
+        sub.create_group("deeper").create_array("y", shape=(2, 2), dtype="i4")
+        zarrfast.consolidate_metadata(store)
+        # the other arrays exist in the consolidated metadata only (what is listed)
+        if {zarr_format} == 3:
+            doc = json.loads(store.get("zarr.json"))
+            entries = doc["consolidated_metadata"]["metadata"]
+            for i in range(1, {N_MEMBERS}):
+                entries[f"a{{i:05d}}"] = entries["a00000"]
+            store.set("zarr.json", json.dumps(doc).encode())
+        else:
+            doc = json.loads(store.get(".zmetadata"))
+            entries = doc["metadata"]
+            for i in range(1, {N_MEMBERS}):
+                entries[f"a{{i:05d}}/.zarray"] = entries["a00000/.zarray"]
+                entries[f"a{{i:05d}}/.zattrs"] = {{}}
+            store.set(".zmetadata", json.dumps(doc).encode())
+        g = zarrfast.open_consolidated(store)
+        t = time.perf_counter()
+        keys = list(g.keys())
+        n = len(g)
+        top = g.members()
+        everything = g.members(max_depth=None)
+        arrays = list(itertools.islice(g.arrays(), 3))  # (makes three arrays, not all)
+        array_keys = list(g.array_keys())
+        group_keys = list(g.group_keys())
+        groups = list(g.groups())
+        sub = g["sub"]
+        elapsed = time.perf_counter() - t
+        print(json.dumps(dict(
+            keys=keys, n=n, top=[k for k, _ in top],
+            everything=[(k, type(v).__name__) for k, v in everything],
+            arrays=[(k, list(v.shape)) for k, v in arrays],
+            array_keys=array_keys, group_keys=group_keys,
+            groups=[(k, type(v).__name__) for k, v in groups],
+            sub=[(k, type(v).__name__) for k, v in sub.members(max_depth=None)],
+            sub_keys=list(sub.keys()), deeper_y=list(sub["deeper"]["y"].shape),
+            contains=["sub/deeper/y" in g, "sub/x" in g, "a19999" in g, "nope" in g],
+            elapsed=elapsed)))
+    """
+    r = json.loads(_child(code, subprocess_cwd, timeout=40,
+                          what=f"listing {N_MEMBERS} consolidated members"))
+    names = [f"a{i:05d}" for i in range(N_MEMBERS)]
+    assert r["keys"] == [*names, "sub"] and r["n"] == N_MEMBERS + 1
+    assert r["top"] == r["keys"]
+    assert r["everything"] == ([[n, "Array"] for n in names]
+                               + [["sub", "Group"], ["sub/deeper", "Group"],
+                                  ["sub/deeper/y", "Array"], ["sub/x", "Array"]])
+    assert r["arrays"] == [[n, [4]] for n in names[:3]]
+    assert r["array_keys"] == names
+    assert r["group_keys"] == ["sub"] and r["groups"] == [["sub", "Group"]]
+    assert r["sub"] == [["deeper", "Group"], ["deeper/y", "Array"], ["x", "Array"]]
+    assert r["sub_keys"] == ["deeper", "x"] and r["deeper_y"] == [2, 2]
+    assert r["contains"] == [True, True, True, False]
+    assert r["elapsed"] < 20, r["elapsed"]
