@@ -240,3 +240,86 @@ def test_listing_a_consolidated_group_of_20000_arrays_is_linear(tmp_path, subpro
     assert r["sub_keys"] == ["deeper", "x"] and r["deeper_y"] == [2, 2]
     assert r["contains"] == [True, True, True, False]
     assert r["elapsed"] < 20, r["elapsed"]
+
+
+# -- (c) out of memory: a named error, never a bare MemoryError ------------------------
+
+_OOM = """
+    import json
+    import zarrfast
+    from zarrfast.errors import ZarrfastError
+    store = zarrfast.LocalStore({root!r})
+    a = zarrfast.open_array(store, path="big", mode="r+")
+    try:
+        {action}
+    except MemoryError as e:
+        print(json.dumps(dict(type=type(e).__name__, message=str(e),
+                              zarrfast=isinstance(e, ZarrfastError),
+                              allocation=type(e).__name__.endswith("AllocationError"),
+                              decode=isinstance(e, zarrfast.errors.ChunkDecodeError))))
+    except Exception as e:
+        print(json.dumps(dict(type=type(e).__name__, message=str(e), zarrfast=False,
+                              allocation=False, decode=False)))
+    else:
+        print(json.dumps(dict(type=None, message="no error")))
+"""
+
+
+def _zstd_frame_of_4_gib_zeros() -> bytes:
+    from _helpers.bombs import zstd_rle_frame
+
+    return zstd_rle_frame(2**32, content_size=True)  # ~128 KiB stored
+
+
+#: (create_array arguments, what to run, bytes stored at big/c/0 or None, and the
+#: message's expected pieces)
+OOM_CASES = {
+    "reading a selection of 8 GiB": (
+        {"shape": (2**33,), "chunks": (2**20,), "dtype": "u1"}, "a[...]", None,
+        ["array '/big'", "the result of the selection", "8589934592 bytes", "8.0 GiB",
+         "shape (8589934592,)", "dtype uint8"]),
+    "an orthogonal selection of 4 GiB": (
+        {"shape": (2**17, 2**17), "chunks": (2**10, 2**10), "dtype": "u1"},
+        "a.oindex[list(range(2**15)), :]", None,
+        ["array '/big'", "orthogonal selection", "4294967296 bytes",
+         "shape (32768, 131072)", "dtype uint8"]),
+    "writing into a chunk of 4 GiB": (
+        {"shape": (2**32,), "chunks": (2**32,), "dtype": "u1"}, "a[0] = 1", None,
+        ["array '/big'", "chunk 'big/c/0'", "a chunk buffer", "4294967296 bytes",
+         "shape (4294967296,)", "dtype uint8"]),
+    "decoding a stored chunk of 4 GiB": (
+        {"shape": (2**31,), "chunks": (2**31,), "dtype": "<u2", "compressors": "auto"},
+        "a[0:10]", "zstd",
+        ["array '/big'", "chunk 'big/c/0'", "decoded chunk", "4294967296 bytes",
+         "shape (2147483648,)", "dtype uint16"]),
+    "reading a stored chunk file of 2 GiB": (
+        {"shape": (2**31,), "chunks": (2**31,), "dtype": "u1", "compressors": None},
+        "a[0:10]", "sparse",
+        ["array '/big'", "key 'big/c/0'", "2147483648 bytes", "2.0 GiB"]),
+}
+
+
+@posix_only
+@pytest.mark.parametrize("case", list(OOM_CASES))
+def test_out_of_memory_names_the_array_and_the_buffer(tmp_path, subprocess_cwd, case):
+    """In a child Python limited to 2 GiB of address space, an output array or a chunk
+    buffer that does not fit raises an AllocationError (a ZarrfastError and a
+    MemoryError) naming the array, the chunk key, the bytes, the shape and the dtype."""
+    kwargs, action, stored, pieces = OOM_CASES[case]
+    root = tmp_path / "data"
+    zarrfast.create_array(zarrfast.LocalStore(root), name="big", fill_value=0, **kwargs)
+    if stored is not None:
+        (root / "big" / "c").mkdir(parents=True)
+        with open(root / "big" / "c" / "0", "wb") as f:
+            if stored == "zstd":
+                f.write(_zstd_frame_of_4_gib_zeros())
+            else:
+                f.truncate(2**31)  # sparse: no disk space used
+    code = _OOM.format(root=str(root), action=action)
+    r = json.loads(_child(code, subprocess_cwd, timeout=60, limit_gib=2, what=case))
+    assert r["type"] is not None, f"{case}: no error (the limit did not apply?)"
+    assert r["zarrfast"] and r["allocation"], r
+    for piece in pieces:
+        assert piece in r["message"], (piece, r["message"])
+    if stored == "zstd":  # still a decode error of that chunk, as before
+        assert r["decode"] and r["type"] == "ChunkAllocationError", r
