@@ -36,6 +36,8 @@ __all__ = [
     "ChunkDecodeError",
     "ChecksumError",
     "CodecError",
+    "AllocationError",
+    "ChunkAllocationError",
 ]
 
 
@@ -135,3 +137,14 @@ class ChunkDecodeError(CodecError):
 
 class ChecksumError(ChunkDecodeError):
     """A stored checksum does not match the data."""
+
+
+class AllocationError(ZarrfastError, MemoryError):
+    """Memory for a buffer could not be allocated.  Also a ``MemoryError``; the message
+    names the node (or chunk key), what the buffer was for, its bytes, shape and dtype."""
+
+
+class ChunkAllocationError(ChunkDecodeError, AllocationError):
+    """Decoding a chunk needed a buffer larger than the memory available (a chunk of huge
+    nominal shape): a :class:`ChunkDecodeError` naming the key as well as an
+    :class:`AllocationError`."""

@@ -23,6 +23,7 @@ names the node in every error.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Sequence
@@ -129,9 +130,26 @@ def validate_codec_chain(
 
 def accepts_limit(codec: Any) -> bool:
     """Whether ``codec.decode`` takes ``limit=`` (the core compressors do; third-party
-    codecs may not)."""
+    codecs may not).  Answered once per ``decode`` function: every array opened builds
+    its chains, and ``inspect.signature`` costs more than the rest of a chain."""
+    decode = codec.decode
+    func = getattr(decode, "__func__", None)
+    if func is not None:
+        try:
+            return _function_accepts_limit(func)
+        except TypeError:  # pragma: no cover - an unhashable function object
+            pass
+    return _signature_has_limit(decode)
+
+
+@functools.lru_cache(maxsize=256)
+def _function_accepts_limit(func: Any) -> bool:
+    return _signature_has_limit(func)
+
+
+def _signature_has_limit(fn: Any) -> bool:
     try:
-        return "limit" in inspect.signature(codec.decode).parameters
+        return "limit" in inspect.signature(fn).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins without signatures
         return False
 

@@ -284,6 +284,8 @@ class ZstdCodec(BytesBytesCodec):
             return zstd_decode_bounded(self._impl, data, out, limit)
         except CodecError:
             raise
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"zstd: cannot decompress {_nbytes(data)} bytes: {e}") from e
 
@@ -409,6 +411,8 @@ class BloscCodec(BytesBytesCodec):
             if out is not None:
                 return self._impl.decode(data, out=out)
             return self._impl.decode(data)
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"blosc: cannot decompress {_nbytes(data)} bytes: {e}") from e
 

@@ -130,6 +130,8 @@ class NumcodecsCodec(BytesBytesCodec):
             data = data.view(self.view_dtype)
         try:
             return self.codec.encode(data)
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001 - numcodecs raises anything
             raise CodecError(f"numcodecs {self.config.get('id')!r}: cannot encode: {e}") from e
 
@@ -143,5 +145,7 @@ class NumcodecsCodec(BytesBytesCodec):
             return decode_bounded(self.codec, self.config.get("id"), data, out, limit, what)
         except CodecError:
             raise
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{what}: cannot decode: {e}") from e

@@ -140,6 +140,8 @@ class NumcodecsBytesBytesCodec(_Numcodecs, BytesBytesCodec):
     def encode(self, data: Any) -> Any:
         try:
             out = self._impl.encode(np.frombuffer(data, dtype=np.uint8))
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{self.name}: cannot encode {memoryview(data).nbytes} bytes: "
                              f"{e}") from e
@@ -151,6 +153,8 @@ class NumcodecsBytesBytesCodec(_Numcodecs, BytesBytesCodec):
             return decode_bounded(self._impl, self.codec_id, data, out, limit, self.name)
         except CodecError:
             raise
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{self.name}: cannot decode {memoryview(data).nbytes} bytes: "
                              f"{e}") from e
@@ -230,6 +234,8 @@ class NumcodecsArrayArrayCodec(_Numcodecs, ArrayArrayCodec):
     def encode(self, chunk: np.ndarray) -> np.ndarray:
         try:
             return np.asarray(self._impl.encode(np.ascontiguousarray(chunk)))
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{self.name}: cannot encode a chunk of shape {chunk.shape}: "
                              f"{e}") from e
@@ -237,6 +243,8 @@ class NumcodecsArrayArrayCodec(_Numcodecs, ArrayArrayCodec):
     def decode(self, chunk: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         try:
             out = np.asarray(self._impl.decode(np.ascontiguousarray(chunk)))
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{self.name}: cannot decode a chunk of {chunk.size} elements: "
                              f"{e}") from e
@@ -266,6 +274,8 @@ class NumcodecsArrayBytesCodec(_Numcodecs, ArrayBytesCodec):
         arr = np.ascontiguousarray(chunk, dtype=data_type.dtype)
         try:
             return bytes(self._impl.encode(arr))
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{self.name}: cannot encode a chunk of shape {arr.shape}: "
                              f"{e}") from e
@@ -273,6 +283,8 @@ class NumcodecsArrayBytesCodec(_Numcodecs, ArrayBytesCodec):
     def decode(self, data: Any, shape: tuple[int, ...], data_type: Any) -> np.ndarray:
         try:
             out = np.asarray(self._impl.decode(bytes(data)))
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001
             raise CodecError(f"{self.name}: cannot decode {memoryview(data).nbytes} bytes: "
                              f"{e}") from e

@@ -70,6 +70,8 @@ class _VLenCodec(ArrayBytesCodec):
                 )
         try:
             return bytes(self._impl().encode(flat))
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001 - numcodecs raises anything
             raise CodecError(f"{self.name} codec: cannot encode: {e}") from None
 
@@ -86,6 +88,8 @@ class _VLenCodec(ArrayBytesCodec):
             )
         try:
             out = self._impl().decode(memoryview(data).cast("B"))
+        except MemoryError:
+            raise  # out of memory is not bad data: the caller names what for
         except Exception as e:  # noqa: BLE001 - numcodecs raises anything on bad bytes
             raise ChunkDecodeError(f"{self.name} codec: cannot decode: {e}") from None
         out = np.asarray(out, dtype=object)

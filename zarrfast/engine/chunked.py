@@ -30,7 +30,14 @@ from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import accepts_limit
 from zarrfast.concurrency import batch_count, map_unordered_into
 from zarrfast.engine.selection import BasicSelection
-from zarrfast.errors import ChunkDecodeError, CodecError, ZarrfastError
+from zarrfast.errors import (
+    AllocationError,
+    ChunkAllocationError,
+    ChunkDecodeError,
+    CodecError,
+    ZarrfastError,
+)
+from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.dtype import fill_bytes
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
@@ -131,10 +138,21 @@ class PreparedChain:
         self.stored_cap = self.chunk_nbytes + self.chunk_nbytes // 64 + 4096
 
     # -- decoding -----------------------------------------------------------------
-    def _scratch_buffer(self) -> np.ndarray:
+    def chunk_buffer(self, key: str | None = None, *, what: str = "a chunk buffer",
+                     error: type[AllocationError] = AllocationError) -> np.ndarray:
+        """A fresh flat uint8 buffer of one chunk's bytes; out of memory, an
+        :class:`AllocationError` naming the chunk ``key``, the bytes, the chunk's shape
+        and dtype."""
+        return _buffers.empty(self.chunk_nbytes, np.uint8,
+                              where=f"chunk {key!r}" if key is not None else "", what=what,
+                              logical=(self.chunk_shape, self.dtype), error=error)
+
+    def _scratch_buffer(self, key: str | None = None) -> np.ndarray:
         buf = self._scratch.buf
         if buf is None or buf.nbytes != self.chunk_nbytes:
-            buf = np.empty(self.chunk_nbytes, dtype=np.uint8)
+            self._scratch.buf = None  # (a failed allocation leaves no stale buffer)
+            buf = self.chunk_buffer(key, what="a buffer to decode the chunk into",
+                                    error=ChunkAllocationError)
             self._scratch.buf = buf
         return buf
 
@@ -152,7 +170,10 @@ class PreparedChain:
         need = n * (self.chunk_nbytes if slot is None else slot)
         buf = self._scratch.batch
         if buf is None or buf.nbytes < need:
-            buf = np.empty(need, dtype=np.uint8)
+            self._scratch.batch = None
+            buf = _buffers.empty(need, np.uint8, where="",
+                                 what=f"a buffer for a batch of {n} chunks of shape "
+                                      f"{self.chunk_shape} and dtype {self.dtype}")
             self._scratch.batch = buf
         return buf[:need]
 
@@ -172,8 +193,9 @@ class PreparedChain:
         target = into  # a buffer the innermost codec should fill
         try:
             if target is None and self._decode_into:
-                target = (np.empty(self.chunk_nbytes, np.uint8) if writable
-                          else self._scratch_buffer())
+                target = (self.chunk_buffer(key, what="a buffer to decode the chunk into",
+                                            error=ChunkAllocationError) if writable
+                          else self._scratch_buffer(key))
             for i, c in enumerate(reversed(self.bb)):
                 if i == len(self.bb) - 1 and self._decode_into:
                     data = c.decode(data, out=target)
@@ -184,15 +206,18 @@ class PreparedChain:
                     data = c.decode(data)
             if not self.fast:
                 data = self._decode_general(data, key)
+        except MemoryError as e:  # (first: an AllocationError is a ZarrfastError too)
+            if isinstance(e, ChunkAllocationError):
+                raise  # a buffer of ours, named already
+            # a codec's own buffer: a ChunkDecodeError (as before) and a MemoryError
+            raise _buffers.allocation_error(
+                f"chunk {key!r}", "the decoded chunk", self.chunk_shape, self.dtype,
+                ChunkAllocationError,
+                detail=f" ({len(memoryview(raw).cast('B'))} stored bytes)") from None
         except ChunkDecodeError as e:
             raise type(e)(f"chunk {key!r}: {e}") from None
         except CodecError as e:
             raise ChunkDecodeError(f"chunk {key!r}: {e}") from None
-        except MemoryError:
-            raise ChunkDecodeError(
-                f"chunk {key!r}: cannot decode: out of memory for a chunk of "
-                f"{self.chunk_nbytes} bytes ({len(memoryview(raw).cast('B'))} stored bytes)"
-            ) from None
         except (ValueError, RuntimeError, TypeError, OSError, EOFError) as e:
             raise ChunkDecodeError(f"chunk {key!r}: cannot decode: {e}") from None
         if isinstance(data, np.ndarray):
@@ -237,8 +262,8 @@ class PreparedChain:
                                             write_empty_chunks=write_empty_chunks)
         return self.codecs.encode_bytes(data)
 
-    def new_fill_chunk(self) -> np.ndarray:
-        buf = np.empty(self.chunk_nbytes, dtype=np.uint8)
+    def new_fill_chunk(self, key: str | None = None) -> np.ndarray:
+        buf = self.chunk_buffer(key)
         self.fill_chunk(buf)
         return buf
 
@@ -486,11 +511,11 @@ class RowWriter:
         (``None``: missing); it is only used when :meth:`needs_old`."""
         chain = self.chain
         if self.proj.complete[i]:
-            buf = np.empty(chain.chunk_nbytes, dtype=np.uint8)
+            buf = chain.chunk_buffer(key)
             if self.proj.edge[i]:
                 chain.fill_chunk(buf)  # padding beyond the array's edge holds the fill value
         elif old is None:
-            buf = chain.new_fill_chunk()
+            buf = chain.new_fill_chunk(key)
         else:
             buf = chain.decode(old, key, writable=True)
         region = self.proj.local_count[i]

@@ -28,6 +28,7 @@ from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import PreparedChain, chunk_keys
 from zarrfast.engine.selection import expand_ellipsis, slice_indices
 from zarrfast.errors import BoundsCheckError, IndexingError
+from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.dtype import is_fill_chunk
 
 __all__ = ["normalize_coordinate", "normalize_mask", "normalize_orthogonal"]
@@ -254,7 +255,8 @@ def _per_dim_groups(array: FancyTarget, indices: tuple[np.ndarray, ...]):
 
 
 def get_orthogonal(array: FancyTarget, osel: OrthogonalSelection) -> np.ndarray:
-    out = np.empty(osel.full_shape, dtype=array.dtype)
+    out = _buffers.empty(osel.full_shape, array.dtype, where=f"array {array.name!r}",
+                         what="the result of an orthogonal selection")
     if out.size == 0:
         return out.reshape(osel.out_shape)
     groups = _per_dim_groups(array, osel.indices)
@@ -307,7 +309,8 @@ def _chunk_writer(array: FancyTarget):
             else:
                 store.set(key, chain.encode(chunk))
             return
-        buf = chain.new_fill_chunk() if raw is None else chain.decode(raw, key, writable=True)
+        buf = (chain.new_fill_chunk(key) if raw is None
+               else chain.decode(raw, key, writable=True))
         update(chain.view(buf))
         if not array.write_empty_chunks and chain.is_fill(buf):
             store.delete(key)
@@ -379,7 +382,8 @@ def _point_groups(array: FancyTarget, coords: tuple[np.ndarray, ...]):
 def get_points(array: FancyTarget, coords: tuple[np.ndarray, ...], out_shape: tuple[int, ...]
                ) -> np.ndarray:
     n = len(coords[0]) if coords else 0
-    out = np.empty(n, dtype=array.dtype)
+    out = _buffers.empty(n, array.dtype, where=f"array {array.name!r}",
+                         what=f"the result of a selection of {n} points")
     if n:
         groups, chunk_coords = _point_groups(array, coords)
         fill = array.chain.fill_scalar if hasattr(array.chain, "fill_scalar") else (

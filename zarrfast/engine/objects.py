@@ -26,7 +26,8 @@ from zarrfast.codecs.chain import vlen_limit
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import chunk_keys
 from zarrfast.engine.selection import BasicSelection
-from zarrfast.errors import ChunkDecodeError, CodecError
+from zarrfast.errors import ChunkAllocationError, ChunkDecodeError, CodecError
+from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.dtype import is_fill_chunk
 from zarrfast.storage import Store
 
@@ -83,6 +84,10 @@ class ObjectChain:
             self.compressor = None
             self.v3 = codecs
 
+    def _out_of_memory(self, key: str) -> ChunkAllocationError:
+        return _buffers.allocation_error(f"chunk {key!r}", "the decoded chunk",
+                                         self.chunk_shape, object, ChunkAllocationError)
+
     def decode(self, raw: Any, key: str) -> np.ndarray:
         if self.v3 is not None:
             try:
@@ -91,12 +96,12 @@ class ObjectChain:
                     raise ChunkDecodeError(
                         f"decoded to shape {arr.shape}, expected {self.chunk_shape}")
                 return arr
+            except MemoryError:
+                raise self._out_of_memory(key) from None
             except ChunkDecodeError as e:
                 raise type(e)(f"chunk {key!r}: {e}") from None
             except CodecError as e:
                 raise ChunkDecodeError(f"chunk {key!r}: {e}") from None
-            except MemoryError:
-                raise ChunkDecodeError(f"chunk {key!r}: cannot decode: out of memory") from None
             except (ValueError, RuntimeError, TypeError, OSError, EOFError) as e:
                 raise ChunkDecodeError(f"chunk {key!r}: cannot decode: {e}") from None
         n = math.prod(self.chunk_shape)
@@ -115,6 +120,8 @@ class ObjectChain:
                     f"{list(self.chunk_shape)})"
                 )
             return arr.reshape(self.chunk_shape, order=self.order)
+        except MemoryError:
+            raise self._out_of_memory(key) from None
         except ChunkDecodeError as e:
             raise ChunkDecodeError(f"chunk {key!r}: {e}") from None
         except Exception as e:  # noqa: BLE001 - numcodecs raises anything on bad bytes

@@ -53,7 +53,8 @@ from zarrfast.engine.chunked import (
     read_one_chunk,
 )
 from zarrfast.engine.selection import BasicSelection
-from zarrfast.errors import ChecksumError, ChunkDecodeError, CodecError, ZarrfastError
+from zarrfast.errors import AllocationError, ChecksumError, ChunkDecodeError, CodecError
+from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import ByteRequest, RangeByteRequest, Store, SuffixByteRequest
@@ -362,7 +363,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             slots[g] = (pos, size)
             pos += size
         if slots and (not wave_buffer or wave_buffer[0].nbytes < pos):
-            wave_buffer[:] = [np.empty(pos, dtype=np.uint8)]  # as large as a wave needs
+            wave_buffer[:] = []
+            wave_buffer.append(_buffers.empty(  # as large as a wave needs
+                pos, np.uint8, where="",
+                what=f"a buffer for a wave of {len(slots)} whole shards"))
 
     # When every inner chunk is placed during the fetch (uncompressed, zstd, blosc), a whole
     # shard of a local store is read into a buffer of the fetching thread's, reused for
@@ -382,7 +386,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                 me = threading.get_ident()
                 buf = thread_buffers.get(me)
                 if buf is None or buf.nbytes < size:  # (headroom: shard sizes vary)
-                    buf = thread_buffers[me] = np.empty(size + size // 4, dtype=np.uint8)
+                    thread_buffers.pop(me, None)
+                    buf = thread_buffers[me] = _buffers.empty(
+                        size + size // 4, np.uint8, where=f"shard {key!r}",
+                        what="a buffer to read the shard into")
                 if store.get_into(key, buf[:size]) == size:
                     return buf[:size]
             return subs[g].fetch_shard(store, key)
@@ -489,7 +496,8 @@ def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWr
     general path then compacts the shard)."""
     nb = inner.chunk_nbytes
     base = 0 if layout.at_end else layout.index_nbytes
-    buf = np.empty(layout.n_inner * nb + layout.index_nbytes, dtype=np.uint8)
+    buf = _buffers.empty(layout.n_inner * nb + layout.index_nbytes, np.uint8, where="",
+                         what=f"a shard of {layout.n_inner} inner chunks")
     slots = base + lin.astype(np.int64) * nb
     for slot in slots[proj.edge[rows]].tolist():
         inner.fill_chunk(buf[slot:slot + nb])  # padding beyond the array's edge
@@ -648,11 +656,11 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         layout = subs[g].layout
         try:
             write_shard(g)
-        except MemoryError:
-            raise ZarrfastError(
+        except MemoryError as e:
+            raise AllocationError(
                 f"shard {keys[g]!r}: out of memory writing a shard of {layout.n_inner} inner "
                 f"chunks (its index alone takes {layout.index_nbytes} bytes); use fewer inner "
-                f"chunks per shard"
+                f"chunks per shard ({e})"
             ) from None
 
     inner = chain.inner

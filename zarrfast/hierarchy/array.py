@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import replace
@@ -22,14 +23,43 @@ from zarrfast.engine.sharded import (
     read_sharded,
     write_sharded,
 )
-from zarrfast.errors import IndexingError, MetadataValidationError, ZarrfastError
+from zarrfast.engine.stored import delete_outside, stored_coords
+from zarrfast.errors import (
+    AllocationError,
+    IndexingError,
+    MetadataValidationError,
+    ZarrfastError,
+)
 from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.node import Node, metadata_from_state, metadata_state, write_metadata
+from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.chunk_grid import RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
 
 __all__ = ["Array"]
+
+
+def _names_memory_errors(doing: str) -> Any:
+    """Decorate an :class:`Array` method so that running out of memory in it is never a
+    bare ``MemoryError``: an :class:`AllocationError` starting with the array's name (a
+    buffer the engine allocated names itself, its bytes, shape and dtype; any other
+    allocation is described by NumPy's message, kept)."""
+    def decorate(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(self: Array, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except MemoryError as e:
+                where = f"array {self.name!r}"
+                if isinstance(e, AllocationError):
+                    if str(e).startswith(where):
+                        raise
+                    raise type(e)(f"{where}: {e}") from None
+                raise AllocationError(f"{where}: out of memory {doing}"
+                                      + (f": {e}" if str(e) else "")) from None
+        return wrapper
+    return decorate
 
 
 def _chain_inputs(metadata: Any) -> tuple:
@@ -357,6 +387,7 @@ class Array(Node):
                 return "orthogonal"
         return "numpy"
 
+    @_names_memory_errors("reading")
     def __getitem__(self, selection: Any) -> Any:
         selection, fields = self._split_fields(selection)
         kind = self._kind_of(selection)
@@ -407,6 +438,7 @@ class Array(Node):
             set_basic_selection=self.set_basic_selection,
         )
 
+    @_names_memory_errors("reading")
     def get_orthogonal_selection(self, selection: Any, *, out: np.ndarray | None = None,
                                  fields: str | list[str] | None = None) -> np.ndarray:
         """Outer indexing: per dimension an int, a slice, an integer array (any order,
@@ -420,6 +452,7 @@ class Array(Node):
             return out
         return result
 
+    @_names_memory_errors("writing")
     def set_orthogonal_selection(self, selection: Any, value: Any, *,
                                  fields: str | list[str] | None = None) -> None:
         from zarrfast.engine.fancy import normalize_orthogonal, set_orthogonal
@@ -432,6 +465,7 @@ class Array(Node):
             value = current
         set_orthogonal(self._fancy_target(), normalize_orthogonal(selection, self.shape), value)
 
+    @_names_memory_errors("reading")
     def get_coordinate_selection(self, selection: Any, *, out: np.ndarray | None = None,
                                  fields: str | list[str] | None = None) -> np.ndarray:
         """Points: one integer array per dimension (broadcast together)."""
@@ -444,6 +478,7 @@ class Array(Node):
             return out
         return result
 
+    @_names_memory_errors("writing")
     def set_coordinate_selection(self, selection: Any, value: Any, *,
                                  fields: str | list[str] | None = None) -> None:
         from zarrfast.engine.fancy import normalize_coordinate, set_points
@@ -459,6 +494,7 @@ class Array(Node):
             value = current
         set_points(self._fancy_target(), coords, shape, value)
 
+    @_names_memory_errors("reading")
     def get_mask_selection(self, mask: Any, *, out: np.ndarray | None = None,
                            fields: str | list[str] | None = None) -> np.ndarray:
         """The elements where a boolean array of the array's shape is true (1-d result)."""
@@ -471,6 +507,7 @@ class Array(Node):
             return out
         return result
 
+    @_names_memory_errors("writing")
     def set_mask_selection(self, mask: Any, value: Any, *,
                            fields: str | list[str] | None = None) -> None:
         from zarrfast.engine.fancy import normalize_mask
@@ -478,6 +515,7 @@ class Array(Node):
         coords = normalize_mask(mask, self.shape)
         self.set_coordinate_selection(coords, value, fields=fields)
 
+    @_names_memory_errors("reading")
     def get_block_selection(self, selection: Any, *, out: np.ndarray | None = None,
                             fields: str | list[str] | None = None) -> np.ndarray:
         """Whole chunks by chunk-grid index (ints or step-1 slices per dimension)."""
@@ -485,6 +523,7 @@ class Array(Node):
 
         return self.get_basic_selection(block_region(self._fancy_target(), selection), out=out, fields=fields)
 
+    @_names_memory_errors("writing")
     def set_block_selection(self, selection: Any, value: Any, *,
                             fields: str | list[str] | None = None) -> None:
         from zarrfast.engine.fancy import block_region
@@ -517,6 +556,7 @@ class Array(Node):
         """``a.blocks[i, j]``: whole chunks by their grid index."""
         return _Indexer(self.get_block_selection, self.set_block_selection)
 
+    @_names_memory_errors("reading")
     def get_basic_selection(self, selection: Any = Ellipsis, *, out: np.ndarray | None = None,
                             fields: str | list[str] | None = None) -> Any:
         """Read a basic selection (ints, slices, Ellipsis) into a new NumPy array.
@@ -549,7 +589,8 @@ class Array(Node):
                 )
             buf = out.reshape(full)
         else:
-            buf = np.empty(full, dtype=self.dtype)
+            buf = _buffers.empty(full, self.dtype, where=f"array {self.name!r}",
+                                 what="the result of the selection")
         self._read(self._store, self._chunk_path, self._chain, sel, buf)
         result = out if out is not None else buf.reshape(sel.out_shape)
         if self.ndim == 0:
@@ -559,6 +600,7 @@ class Array(Node):
         return result
 
     # -- writing -------------------------------------------------------------------------
+    @_names_memory_errors("writing")
     def __setitem__(self, selection: Any, value: Any) -> None:
         selection, fields = self._split_fields(selection)
         kind = self._kind_of(selection)
@@ -589,6 +631,7 @@ class Array(Node):
         else:
             self.set_basic_selection(selection, value, fields=fields)
 
+    @_names_memory_errors("writing")
     def set_basic_selection(self, selection: Any, value: Any, *,
                             fields: str | list[str] | None = None) -> None:
         """Write ``value`` (broadcast like NumPy) into a basic selection; with ``fields``,
@@ -636,6 +679,7 @@ class Array(Node):
                        write_empty_chunks=self.write_empty_chunks)
 
     # -- whole-array operations ---------------------------------------------------------
+    @_names_memory_errors("appending")
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow the array along ``axis`` and write ``data`` there; returns the new shape."""
         self._check_writable()
@@ -718,6 +762,7 @@ class Array(Node):
         width = max(len(k) for k, _ in lines)
         return "\n".join(f"{k:<{width}} : {v}" for k, v in lines)
 
+    @_names_memory_errors("resizing")
     def resize(self, new_shape: tuple[int, ...] | int) -> None:
         """Change the shape; chunks wholly outside the new shape are deleted."""
         self._check_writable()
@@ -739,14 +784,10 @@ class Array(Node):
             # an appended chunk must suit the codecs (a shard: whole inner chunks)
             CodecChain.from_metadata(new_md, node=f"array {self._path or '/'!r}")
         new_grid = new_md.chunk_grid.grid_shape(new_shape)
-        if any(n < o for n, o in zip(new_grid, old_grid, strict=True)):
-            import itertools
-
-            cke = self._metadata.chunk_key_encoding
-            base = f"{self._chunk_path}/" if self._chunk_path else ""
-            for coords in itertools.product(*(range(o) for o in old_grid)):
-                if any(c >= n for c, n in zip(coords, new_grid, strict=True)):
-                    self._store.delete(base + cke.encode(coords))
+        # the chunks (shards) wholly outside the new shape go; partial edge chunks keep
+        # their data (as zarr-python).  A few grid positions are deleted one by one, many
+        # (a huge, mostly empty grid) by listing the stored chunks: cost bounded by both
+        delete_outside(self._store, self._metadata, self._chunk_path, old_grid, new_grid)
         self._write_metadata(new_md)
 
     @property
@@ -764,22 +805,13 @@ class Array(Node):
     def _count_stored_objects(self, per_shard: Any = None) -> int:
         """Stored chunks (or shards); with ``per_shard`` (shard shape -> inner chunks per
         dimension), the inner chunks of the stored shards of a rectilinear grid."""
-        cke = self._metadata.chunk_key_encoding
-        base = f"{self._chunk_path}/" if self._chunk_path else ""
-        import itertools
-
-        sizes = None
-        if per_shard is not None:
-            sizes = [self._metadata.chunk_grid.edges(d, n) for d, n in enumerate(self.shape)]
-        count = 0
-        for coords in itertools.product(*(range(n) for n in self._stored_grid)):
-            if self._store.exists(base + cke.encode(coords)):
-                if sizes is None:
-                    count += 1
-                else:
-                    count += math.prod(per_shard(tuple(e[c] for e, c in zip(
-                        sizes, coords, strict=True))))
-        return count
+        stored = stored_coords(self._store, self._metadata, self._chunk_path,
+                               self._stored_grid)
+        if per_shard is None:
+            return len(stored)
+        sizes = [self._metadata.chunk_grid.edges(d, n) for d, n in enumerate(self.shape)]
+        return sum(math.prod(per_shard(tuple(e[c] for e, c in zip(sizes, coords, strict=True))))
+                   for coords in stored)
 
     def with_write_empty_chunks(self, value: bool) -> Array:
         new = Array(self._store, self._path, self._metadata, read_only=self._read_only,

@@ -16,6 +16,7 @@ in it, not in the store.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -33,7 +34,64 @@ from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
 from zarrfast.storage import Store
 
-__all__ = ["read_consolidated", "write_consolidated"]
+__all__ = ["ConsolidatedView", "read_consolidated", "write_consolidated"]
+
+
+class _Members:
+    """Every member of a consolidated hierarchy by path relative to its root, and (made
+    once, on first use) the sorted names of each node's children."""
+
+    __slots__ = ("children", "metadata")
+
+    def __init__(self, metadata: dict[str, AnyMetadata]) -> None:
+        self.metadata = metadata
+        self.children: dict[str, list[str]] | None = None
+
+    def children_of(self, parent: str) -> list[str]:
+        children = self.children
+        if children is None:  # one pass over the members, whatever the depth
+            children = {}
+            for rel in self.metadata:
+                up, _, name = rel.rpartition("/")
+                children.setdefault(up, []).append(name)
+            for names in children.values():
+                names.sort()
+            self.children = children
+        return children.get(parent, [])
+
+
+class ConsolidatedView:
+    """The consolidated metadata as one group below its root sees it: paths relative to
+    that group.  The views of the groups below share one dict of the members and one
+    index of children, so that looking up a member, listing a group's children and
+    descending into a member group each take time independent of the hierarchy's size
+    (listing every member of a hierarchy: linear in its members)."""
+
+    __slots__ = ("_members", "_prefix")
+
+    def __init__(self, members: Mapping[str, AnyMetadata] | ConsolidatedView,
+                 prefix: str = "") -> None:
+        if isinstance(members, ConsolidatedView):
+            self._members: _Members = members._members
+            self._prefix: str = members._prefix + prefix
+        else:
+            self._members = _Members(dict(members))
+            self._prefix = prefix
+
+    def get(self, rel: str) -> AnyMetadata | None:
+        return self._members.metadata.get(self._prefix + rel)
+
+    def __contains__(self, rel: object) -> bool:
+        return isinstance(rel, str) and self._prefix + rel in self._members.metadata
+
+    def child_names(self) -> list[str]:
+        """The sorted names of this group's direct members."""
+        return list(self._members.children_of(self._prefix[:-1]))
+
+    def sub(self, rel: str) -> ConsolidatedView:
+        """The view of the member group at ``rel`` (relative to this one)."""
+        return ConsolidatedView(self, rel + "/")
+
 
 
 def _redump(value: Any, key: str, entry: str) -> bytes:

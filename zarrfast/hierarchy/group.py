@@ -14,6 +14,7 @@ from zarrfast.errors import (
 )
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.attributes import Attributes
+from zarrfast.hierarchy.consolidated import ConsolidatedView
 from zarrfast.hierarchy.create import create_array_at
 from zarrfast.hierarchy.node import (
     AnyMetadata,
@@ -36,7 +37,8 @@ __all__ = ["Group"]
 
 
 def node_from_metadata(store: Store, path: str, md: AnyMetadata, read_only: bool,
-                       consolidated: Mapping[str, AnyMetadata] | None = None) -> Array | Group:
+                       consolidated: Mapping[str, AnyMetadata] | ConsolidatedView | None = None
+                       ) -> Array | Group:
     if md.node_type == "array":
         return Array(store, path, md, read_only=read_only)
     return Group(store, path, md, read_only=read_only, consolidated=consolidated)
@@ -55,10 +57,13 @@ class Group(Node):
 
     def __init__(self, store: Store, path: str, metadata: GroupMetadata | GroupMetadataV2, *,
                  read_only: bool | None = None,
-                 consolidated: Mapping[str, AnyMetadata] | None = None) -> None:
+                 consolidated: Mapping[str, AnyMetadata] | ConsolidatedView | None = None
+                 ) -> None:
         super().__init__(store, path, metadata, read_only)
-        #: metadata of every node below this group, by path relative to it
-        self._consolidated = dict(consolidated) if consolidated is not None else None
+        #: metadata of every node below this group, by path relative to it (a view that
+        #: the member groups share: descending into one copies nothing)
+        self._consolidated = (ConsolidatedView(consolidated) if consolidated is not None
+                              else None)
 
     @property
     def zarr_format(self) -> int:
@@ -99,11 +104,10 @@ class Group(Node):
     def _relative(self, path: str) -> str:
         return path[len(self._path) + 1:] if self._path else path
 
-    def _sub_consolidated(self, rel: str) -> dict[str, AnyMetadata] | None:
+    def _sub_consolidated(self, rel: str) -> ConsolidatedView | None:
         if self._consolidated is None:
             return None
-        prefix = rel + "/"
-        return {k[len(prefix):]: v for k, v in self._consolidated.items() if k.startswith(prefix)}
+        return self._consolidated.sub(rel)
 
     def __getitem__(self, name: str) -> Array | Group:
         path = self._child_path(name)
@@ -142,7 +146,7 @@ class Group(Node):
 
     def _child_names(self) -> list[str]:
         if self._consolidated is not None:
-            return sorted(k for k in self._consolidated if "/" not in k)
+            return self._consolidated.child_names()
         return child_node_names(self._store, self._path)
 
     def keys(self) -> Iterator[str]:
@@ -170,16 +174,32 @@ class Group(Node):
         walk(self, "", 0)
         return tuple(out)
 
+    def _names_of_type(self, node_type: str) -> list[str]:
+        """The direct members of one node type, from the consolidated metadata (no node
+        is made)."""
+        view = self._consolidated
+        if view is None:  # pragma: no cover - callers check
+            return []
+        return [n for n in view.child_names() if view.get(n).node_type == node_type]
+
     def arrays(self) -> Iterator[tuple[str, Array]]:
+        if self._consolidated is not None:  # only the arrays are made
+            return ((n, self[n]) for n in self._names_of_type("array"))  # type: ignore[misc]
         return ((k, v) for k, v in self.members() if isinstance(v, Array))
 
     def groups(self) -> Iterator[tuple[str, Group]]:
+        if self._consolidated is not None:
+            return ((n, self[n]) for n in self._names_of_type("group"))  # type: ignore[misc]
         return ((k, v) for k, v in self.members() if isinstance(v, Group))
 
     def array_keys(self) -> Iterator[str]:
+        if self._consolidated is not None:
+            return iter(self._names_of_type("array"))
         return (k for k, _ in self.arrays())
 
     def group_keys(self) -> Iterator[str]:
+        if self._consolidated is not None:
+            return iter(self._names_of_type("group"))
         return (k for k, _ in self.groups())
 
     def __delitem__(self, name: str) -> None:

@@ -391,6 +391,21 @@ class ChunkKeyEncoding:
     def encode(self, coords: tuple[int, ...]) -> str:
         raise NotImplementedError
 
+    def decode(self, key: str, ndim: int) -> tuple[int, ...] | None:
+        """The grid coordinates of the chunk key ``key`` (relative to the array's chunk
+        path) of an ``ndim``-dimensional array, or ``None`` when this encoding does not
+        make ``key`` (metadata documents, other separators, non-canonical numbers)."""
+        if ndim == 0:
+            return () if key == self.encode(()) else None
+        prefix = self.key_prefix()
+        if not key.startswith(prefix):
+            return None
+        parts = key[len(prefix):].split(self.separator)
+        if len(parts) != ndim or not all(p.isascii() and p.isdigit() for p in parts):
+            return None
+        coords = tuple(int(p) for p in parts)
+        return coords if self.encode(coords) == key else None
+
 
 @dataclass(frozen=True)
 class DefaultChunkKeyEncoding(ChunkKeyEncoding):

@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.errors import InvalidKeyError, ZarrfastError
+from zarrfast.errors import AllocationError, InvalidKeyError, ZarrfastError
+from zarrfast.kernels.buffers import human_bytes
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
@@ -323,6 +324,7 @@ class LocalStore(Store):
         if fd is None:
             return None
         path = self._path(key)
+        n = 0
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -357,6 +359,12 @@ class LocalStore(Store):
             return b"".join(chunks)
         except IsADirectoryError:
             return None
+        except MemoryError as e:
+            if isinstance(e, AllocationError):  # pragma: no cover - nothing here makes one
+                raise
+            raise AllocationError(
+                f"key {key!r}: out of memory reading {n} bytes ({human_bytes(n)}) of "
+                f"{path!r}") from None
         finally:
             os.close(fd)
 
