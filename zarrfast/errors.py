@@ -36,6 +36,8 @@ __all__ = [
     "ChunkDecodeError",
     "ChecksumError",
     "CodecError",
+    "ConcurrentWriteError",
+    "LockTimeoutError",
 ]
 
 
@@ -135,3 +137,16 @@ class ChunkDecodeError(CodecError):
 
 class ChecksumError(ChunkDecodeError):
     """A stored checksum does not match the data."""
+
+
+class ConcurrentWriteError(ZarrfastError):
+    """Another writer changed a node while this one was updating it (its metadata was
+    replaced between this writer's read and its write, or its directory was deleted while
+    a value was written there).  Nothing of this update was stored: open the node again
+    and retry."""
+
+
+class LockTimeoutError(ConcurrentWriteError, TimeoutError):
+    """The lock serialising updates of a node's metadata (an append, a resize, an
+    attribute change) was not acquired within ``config lock_timeout`` seconds: another
+    thread or process held it.  Nothing of this update was stored."""
