@@ -6,6 +6,19 @@ so a reader never sees a half-written value and a crash leaves the old value
 (or nothing).  Byte ranges are served with ``os.pread``.  No key can leave the
 root: keys are validated (see :func:`~zarrfast.storage.base.validate_key`) and
 writes refuse to go through a symbolic link that points outside the root.
+
+Updates of an array's metadata (append, resize, attributes) lock the file
+``.zarrfast.lock`` in the array's directory with ``flock`` (POSIX), excluding other
+processes as well as threads (:meth:`LocalStore.node_lock`); the file exists while the
+lock is held (one left by a killed process is empty and harmless).  It is not a key:
+listings skip it, as they skip the ``.zarrfast-tmp-*`` files of writes in progress.
+
+Deleting a node while another thread or process writes below it: the delete retries
+while values keep appearing (then raises :class:`~zarrfast.errors.ConcurrentWriteError`
+naming the node), and a write whose directory disappears under it raises
+``ConcurrentWriteError`` naming the key; a write that starts after the delete recreates
+its directories (a key below a node that no longer exists, which no listing of
+nodes shows).
 """
 
 from __future__ import annotations
@@ -15,7 +28,9 @@ import copyreg
 import errno
 import itertools
 import os
+import shutil
 import stat
+import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -23,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.errors import InvalidKeyError, ZarrfastError
+from zarrfast.errors import ConcurrentWriteError, InvalidKeyError, ZarrfastError
+from zarrfast.storage import locks as _locks
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
@@ -37,6 +53,14 @@ __all__ = ["LocalStore"]
 
 _TMP_MARK = ".zarrfast-tmp-"
 _tmp_counter = itertools.count()
+_LOCK_NAME = _locks.LOCK_NAME
+#: how many times ``delete_dir`` removes a tree again when values keep appearing in it
+_DELETE_ATTEMPTS = 20
+
+
+def _hidden(name: str) -> bool:
+    """Files of the store's own that are not keys: temporary files, lock files."""
+    return name.startswith(_TMP_MARK) or name == _LOCK_NAME
 
 
 def _unique() -> str:
@@ -84,6 +108,8 @@ class LocalStore(Store):
     """
 
     supports_partial_reads = True
+    #: ``flock`` on a lock file in the node's directory (POSIX)
+    interprocess_locks = _locks.HAVE_FLOCK
 
     def __init__(self, root: str | os.PathLike, *, read_only: bool = False, fsync: bool = False):
         super().__init__(read_only=read_only)
@@ -117,6 +143,18 @@ class LocalStore(Store):
         new = copy.copy(self)
         new._read_only = bool(read_only)
         return new
+
+    def _lock_scope(self) -> tuple[str, str]:
+        return ("local", self._root_str)
+
+    def _lock_interprocess(self, path: str, deadline: float, timed_out: Any) -> Any:
+        """``flock`` on ``.zarrfast.lock`` in the node's directory (made for the update,
+        removed after it).  Nothing is locked when the directory does not exist: the node
+        is gone, as the caller then finds."""
+        key = f"{path}/{_LOCK_NAME}" if path else _LOCK_NAME
+        lock_path = self._path(key)
+        self._check_inside(lock_path, key)
+        return _locks.flock_file(lock_path, deadline, timed_out)
 
     def _path(self, key: str) -> str:
         validate_key(key)
@@ -409,7 +447,10 @@ class LocalStore(Store):
             fd = os.open(tmp, flags, 0o666)
         except (FileNotFoundError, NotADirectoryError):  # the parent does not exist yet
             _makedirs(parent, key, path)
-            fd = os.open(tmp, flags, 0o666)
+            try:
+                fd = os.open(tmp, flags, 0o666)
+            except FileNotFoundError:  # made, then removed at once
+                raise _removed_under(self, key, parent) from None
         try:
             try:
                 view = memoryview(value)
@@ -422,7 +463,10 @@ class LocalStore(Store):
                     os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+            except FileNotFoundError:  # the directory (and the temporary file) went away
+                raise _removed_under(self, key, parent) from None
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -454,16 +498,18 @@ class LocalStore(Store):
                 raise
 
     def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix`` (its directory).  Values written meanwhile
+        by other threads or processes are deleted too, by removing the tree again (a
+        bounded number of times, then :class:`~zarrfast.errors.ConcurrentWriteError`
+        naming the prefix); values already gone are no error."""
         self._check_writable(prefix or "<root>")
-        import shutil
-
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
         if p:
             path = self._path(p)
             self._check_inside(path, p, check_leaf=False)
             if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
+                self._remove_tree(path, p)
             elif os.path.isfile(path) or os.path.islink(path):
                 pass  # a key, not a directory: leave it (zarr semantics: prefix + "/")
         else:
@@ -471,9 +517,28 @@ class LocalStore(Store):
                 for name in os.listdir(self._root_str):
                     full = os.path.join(self._root_str, name)
                     if os.path.isdir(full) and not os.path.islink(full):
-                        shutil.rmtree(full)
+                        self._remove_tree(full, name)
                     else:
-                        os.unlink(full)
+                        try:
+                            os.unlink(full)
+                        except FileNotFoundError:
+                            pass
+
+    def _remove_tree(self, path: str, prefix: str) -> None:
+        last: OSError | None = None
+        for _ in range(_DELETE_ATTEMPTS):
+            try:
+                shutil.rmtree(path, **_RMTREE_IGNORE_MISSING)
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                last = e  # a value was written below it meanwhile: remove the tree again
+                continue
+            return
+        raise ConcurrentWriteError(
+            f"cannot delete {prefix!r} from {self!r}: values kept being written below it "
+            f"while it was deleted ({_DELETE_ATTEMPTS} attempts; last: {last}); stop the "
+            f"writers and delete it again") from last
 
     # -- listing ----------------------------------------------------------
     def list(self) -> Iterator[str]:
@@ -492,7 +557,7 @@ class LocalStore(Store):
             dirnames.sort()
             rel_dir = dirpath[root_len:].replace(os.sep, "/") if dirpath != self._root_str else ""
             for name in filenames:
-                if name.startswith(_TMP_MARK):
+                if _hidden(name):
                     continue
                 key = f"{rel_dir}/{name}" if rel_dir else name
                 if key.startswith(prefix):
@@ -512,7 +577,7 @@ class LocalStore(Store):
             if e.errno == errno.ENOTDIR:
                 return iter([])
             raise
-        return iter(sorted(n for n in names if not n.startswith(_TMP_MARK)))
+        return iter(sorted(n for n in names if not _hidden(n)))
 
 
 def _contiguous(value: Any) -> Any:
@@ -529,6 +594,30 @@ def _makedirs(parent: str, key: str, path: str) -> None:
         raise ZarrfastError(
             f"cannot write key {key!r}: a parent path of {path!r} is a file"
         ) from None
+    except FileNotFoundError:  # a directory made here was removed before its child was
+        raise ConcurrentWriteError(
+            f"cannot write key {key!r}: the directories of {path!r} were removed while "
+            f"they were made (a concurrent delete of its node?); nothing was stored"
+        ) from None
+
+
+def _removed_under(store: LocalStore, key: str, parent: str) -> ConcurrentWriteError:
+    return ConcurrentWriteError(
+        f"cannot write key {key!r} to {store!r}: its directory {parent!r} was removed while "
+        f"the value was written (a concurrent delete of its node?); nothing was stored")
+
+
+def _ignore_missing(function: Any, path: str, exc: Any) -> None:
+    """For ``shutil.rmtree``: an entry already gone (removed by another deleter, or a
+    temporary file renamed into place meanwhile) is no error; anything else is."""
+    if isinstance(exc, tuple):  # onerror's sys.exc_info() (Python < 3.12)
+        exc = exc[1]
+    if not isinstance(exc, FileNotFoundError):
+        raise exc
+
+
+_RMTREE_IGNORE_MISSING: dict[str, Any] = (
+    {"onexc": _ignore_missing} if sys.version_info >= (3, 12) else {"onerror": _ignore_missing})
 
 
 def _rebuild(root: str, read_only: bool, fsync: bool) -> LocalStore:
