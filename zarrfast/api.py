@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from zarrfast.errors import (
     ArrayNotFoundError,
+    ContainsArrayError,
+    ContainsGroupError,
     GroupNotFoundError,
     NodeNotFoundError,
     ZarrfastError,
@@ -68,6 +70,16 @@ def _new_group_metadata(zarr_format: int | None, attributes: Mapping[str, Any] |
     attrs = dict(attributes or {})
     return GroupMetadataV2(attributes=attrs) if zarr_format == 2 else GroupMetadata(
         attributes=attrs)
+
+
+def _created_meanwhile(conflict: ZarrfastError, read: Callable[[], Any]) -> Any:
+    """The metadata of the node another thread or process created between this caller's
+    finding the path free and its creating a node there (``conflict``: the error that
+    creating raised); ``conflict`` itself when no node is there (its parent is an array)."""
+    try:
+        return read()
+    except NodeNotFoundError:
+        raise conflict from None
 
 
 def _draft_node(store: Store, path: str, mode: str, node_type: str | None,
@@ -193,8 +205,13 @@ def open_array(
         if mode == "a" and kwargs.get("shape") is not None or (
             mode == "a" and kwargs.get("data") is not None
         ):
-            return create_array_at(s, p, **kwargs)
-        raise
+            try:
+                return create_array_at(s, p, **kwargs)
+            except ContainsArrayError as conflict:  # another thread or process created it
+                md = _created_meanwhile(conflict, lambda: read_typed_metadata(
+                    s, p, "array", zarr_format))
+        else:
+            raise
     order = kwargs.get("order") or "C"
     cfg = kwargs.get("config") or {}
     return Array(s, p, md, read_only=mode == "r" or s.read_only,
@@ -237,11 +254,16 @@ def open_group(
     try:
         md = read_typed_metadata(s, p, "group", zarr_format)
     except GroupNotFoundError:
-        if mode == "a":
-            md = _new_group_metadata(zarr_format, attributes)
-            write_new_node(s, p, md, overwrite=False)
-            return Group(s, p, md, read_only=False)
-        raise
+        if mode != "a":
+            raise
+        new = _new_group_metadata(zarr_format, attributes)
+        try:
+            write_new_node(s, p, new, overwrite=False)
+        except (ContainsGroupError, ContainsArrayError) as conflict:  # created meanwhile?
+            md = _created_meanwhile(conflict, lambda: read_typed_metadata(
+                s, p, "group", zarr_format))
+        else:
+            return Group(s, p, new, read_only=False)
     return Group(s, p, md, read_only=read_only)
 
 
@@ -291,11 +313,16 @@ def open(  # noqa: A001 - zarr-python's name
     try:
         md = read_node_metadata(s, p, zarr_format)
     except NodeNotFoundError:
-        if mode == "a":
-            if "shape" in kwargs or "data" in kwargs:
+        if mode != "a":
+            raise
+        if "shape" in kwargs or "data" in kwargs:
+            try:
                 return create_array_at(s, p, **kwargs)
+            except (ContainsArrayError, ContainsGroupError) as conflict:  # created meanwhile?
+                md = _created_meanwhile(conflict, lambda: read_node_metadata(
+                    s, p, zarr_format))
+        else:
             return open_group(s, mode="a", path=p, **kwargs)
-        raise
     return node_from_metadata(s, p, md, read_only=mode == "r" or s.read_only)
 
 

@@ -23,6 +23,11 @@ key                    environment variable       default
                                                   bytes, objects) decodes to at
                                                   most this many bytes per
                                                   element (and 64 MiB at least)
+``lock_timeout``       ``ZARRFAST_LOCK_TIMEOUT``  60 (seconds): longest wait
+                                                  for the lock of a node's
+                                                  metadata (append, resize,
+                                                  attributes) before
+                                                  ``LockTimeoutError``
 =====================  =========================  ==========================
 """
 
@@ -54,6 +59,19 @@ def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
     return value
 
 
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ZarrfastError(f"environment variable {name}={raw!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise ZarrfastError(f"environment variable {name}={raw!r} must be a finite number > 0")
+    return value
+
+
 def _env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
@@ -75,6 +93,7 @@ def defaults() -> dict[str, Any]:
         "shard_index_cache": _env_int("ZARRFAST_SHARD_INDEX_CACHE", 4096),
         "io_concurrency": _env_int("ZARRFAST_IO_CONCURRENCY", 32),
         "vlen_bytes_per_element": _env_int("ZARRFAST_VLEN_BYTES_PER_ELEMENT", 1024),
+        "lock_timeout": _env_float("ZARRFAST_LOCK_TIMEOUT", 60.0),
     }
 
 
@@ -89,6 +108,12 @@ def _validate(key: str, value: Any) -> Any:
         minimum = 0 if key == "shard_coalesce_gap" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ZarrfastError(f"config {key}={value!r} must be an integer >= {minimum}")
+    elif key == "lock_timeout":
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not 0 < value < float("inf")):
+            raise ZarrfastError(f"config lock_timeout={value!r} must be a finite number > 0 "
+                                f"(seconds)")
+        value = float(value)
     elif key == "write_empty_chunks":
         if not isinstance(value, bool):
             raise ZarrfastError(f"config write_empty_chunks={value!r} must be a bool")

@@ -38,6 +38,8 @@ __all__ = [
     "CodecError",
     "AllocationError",
     "ChunkAllocationError",
+    "ConcurrentWriteError",
+    "LockTimeoutError",
 ]
 
 
@@ -148,3 +150,16 @@ class ChunkAllocationError(ChunkDecodeError, AllocationError):
     """Decoding a chunk needed a buffer larger than the memory available (a chunk of huge
     nominal shape): a :class:`ChunkDecodeError` naming the key as well as an
     :class:`AllocationError`."""
+
+
+class ConcurrentWriteError(ZarrfastError):
+    """Another writer changed a node while this one was updating it (its metadata was
+    replaced between this writer's read and its write, or its directory was deleted while
+    a value was written there).  Nothing of this update was stored: open the node again
+    and retry."""
+
+
+class LockTimeoutError(ConcurrentWriteError, TimeoutError):
+    """The lock serialising updates of a node's metadata (an append, a resize, an
+    attribute change) was not acquired within ``config lock_timeout`` seconds: another
+    thread or process held it.  Nothing of this update was stored."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -31,7 +33,16 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 from zarrfast.hierarchy.attributes import Attributes
-from zarrfast.hierarchy.node import Node, metadata_from_state, metadata_state, write_metadata
+from zarrfast.hierarchy.node import (
+    Node,
+    array_metadata_from_documents,
+    check_documents_unchanged,
+    metadata_document_names,
+    metadata_from_state,
+    metadata_state,
+    read_metadata_documents,
+    write_metadata,
+)
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.chunk_grid import RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
@@ -302,14 +313,49 @@ class Array(Node):
             self._chain = PreparedChain(metadata, codecs)
             self._read, self._write_fn = read_selection, write_selection
 
-    def _write_metadata(self, metadata: Any) -> None:
+    # -- updating the metadata ----------------------------------------------------------
+    # An append, a resize or an attribute change reads the stored metadata, changes it and
+    # writes it back, holding the array's lock (Store.node_lock: the threads of this
+    # process, and other processes where the store can lock, a LocalStore) from the read
+    # through the write -- and, for an append, through writing the new rows' chunks.  The
+    # metadata is read again under the lock: this object's copy may be stale (another
+    # writer appended since it was opened).  A store whose lock does not reach other
+    # processes checks, before writing, that the stored metadata is still what was read
+    # (ConcurrentWriteError otherwise: best effort, there is a window between that check
+    # and the write).
+
+    @contextlib.contextmanager
+    def _updating(self) -> Iterator[dict[str, bytes | None]]:
+        """Hold the array's lock and refresh its metadata from the store; yields the
+        stored documents read (for :meth:`_commit`)."""
         self._check_writable()
+        with self._store.node_lock(self._path):
+            yield self._refresh()
+
+    def _refresh(self) -> dict[str, bytes | None]:
+        names = metadata_document_names(self._metadata)
+        docs = read_metadata_documents(self._store, self._path, names)
+        if docs != self._metadata.store_documents():  # changed since this object read it
+            md = array_metadata_from_documents(self._store, self._path, docs)
+            self._metadata = md
+            self._set_chain(md)
+        return docs
+
+    def _commit(self, metadata: Any, docs: dict[str, bytes | None], *,
+                checked: bool = False) -> None:
+        """Write ``metadata`` (inside :meth:`_updating`, which read ``docs``; ``checked``:
+        the caller has just checked that they are unchanged)."""
+        if not checked and not self._store.interprocess_locks:
+            check_documents_unchanged(self._store, self._path, docs, "array")
         write_metadata(self._store, self._path, metadata)
         self._metadata = metadata
         self._set_chain(metadata)
 
-    def _put_attributes(self, attrs: dict[str, Any]) -> None:
-        self._write_metadata(self._metadata.update_attributes(attrs))
+    def _put_attributes(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Apply ``change`` to the stored attributes (other writers' changes kept)."""
+        with self._updating() as docs:
+            attrs = change(dict(self._metadata.attributes))
+            self._commit(self._metadata.update_attributes(attrs), docs)
 
     def update_attributes(self, new_attributes: dict[str, Any]) -> Array:
         self.attrs.update(new_attributes)
@@ -691,20 +737,23 @@ class Array(Node):
                 f"array {self.name!r}: axis {axis} is out of range for {self.ndim} dimensions"
             )
         axis %= self.ndim
-        if data.ndim != self.ndim or any(
-            a != b for d, (a, b) in enumerate(zip(data.shape, self.shape, strict=True))
-            if d != axis
-        ):
-            raise IndexingError(
-                f"array {self.name!r}: cannot append data of shape {data.shape} to shape "
-                f"{self.shape} along axis {axis}"
-            )
-        old = self.shape
-        new_shape = tuple(s + (data.shape[axis] if d == axis else 0) for d, s in enumerate(old))
-        self.resize(new_shape)
-        region = tuple(slice(old[d], None) if d == axis else slice(None)
-                       for d in range(self.ndim))
-        self[region] = data
+        with self._updating() as docs:
+            # the shape now stored (other writers may have appended since this object
+            # read it), then the new rows' chunks, all under the array's lock: rows that
+            # share a chunk with another writer's are never read-modify-written at once
+            old = self.shape
+            if len(old) != data.ndim or any(
+                    a != b for d, (a, b) in enumerate(zip(data.shape, old, strict=True))
+                    if d != axis):
+                raise IndexingError(
+                    f"array {self.name!r}: cannot append data of shape {data.shape} to "
+                    f"shape {old} along axis {axis}")
+            new_shape = tuple(s + (data.shape[axis] if d == axis else 0)
+                              for d, s in enumerate(old))
+            self._resize_locked(new_shape, docs)
+            region = tuple(slice(old[d], None) if d == axis else slice(None)
+                           for d in range(self.ndim))
+            self[region] = data
         return new_shape
 
     def nbytes_stored(self) -> int:
@@ -769,6 +818,11 @@ class Array(Node):
         if isinstance(new_shape, int):
             new_shape = (new_shape,)
         new_shape = tuple(int(s) for s in new_shape)
+        with self._updating() as docs:
+            self._resize_locked(new_shape, docs)
+
+    def _resize_locked(self, new_shape: tuple[int, ...], docs: dict[str, bytes | None]
+                       ) -> None:
         if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
             raise ZarrfastError(
                 f"array {self.name!r}: new shape {new_shape} must have {self.ndim} "
@@ -784,11 +838,13 @@ class Array(Node):
             # an appended chunk must suit the codecs (a shard: whole inner chunks)
             CodecChain.from_metadata(new_md, node=f"array {self._path or '/'!r}")
         new_grid = new_md.chunk_grid.grid_shape(new_shape)
+        if not self._store.interprocess_locks:  # before deleting any chunk
+            check_documents_unchanged(self._store, self._path, docs, "array")
         # the chunks (shards) wholly outside the new shape go; partial edge chunks keep
         # their data (as zarr-python).  A few grid positions are deleted one by one, many
         # (a huge, mostly empty grid) by listing the stored chunks: cost bounded by both
         delete_outside(self._store, self._metadata, self._chunk_path, old_grid, new_grid)
-        self._write_metadata(new_md)
+        self._commit(new_md, docs, checked=True)
 
     @property
     def nchunks_initialized(self) -> int:
@@ -819,7 +875,8 @@ class Array(Node):
         return new
 
     def _replace_metadata(self, **changes: Any) -> None:
-        self._write_metadata(replace(self._metadata, **changes))
+        with self._updating() as docs:
+            self._commit(replace(self._metadata, **changes), docs)
 
 
 def _is_integer(x: Any) -> bool:

@@ -9,14 +9,30 @@ from typing import Any
 from zarrfast.errors import MetadataValidationError
 from zarrfast.metadata.limits import check_json_depth
 
+Change = Callable[[dict], dict]
+
 
 class Attributes(MutableMapping[str, Any]):
-    """A live view of a node's ``attributes``; changes are stored immediately."""
+    """A live view of a node's ``attributes``; changes are stored immediately.
 
-    def __init__(self, get: Callable[[], dict], put: Callable[[dict], None], node: str) -> None:
+    ``put(change)`` stores a change: ``change`` maps the attributes as stored to the new
+    ones.  The node applies it to the attributes it reads under its lock, so concurrent
+    writers' changes to other keys are kept (last writer wins per key)."""
+
+    def __init__(self, get: Callable[[], dict], put: Callable[[Change], None],
+                 node: str) -> None:
         self._get = get
         self._put = put
         self._node = node
+
+    def _change(self, change: Change) -> None:
+        def checked(current: dict) -> dict:
+            attrs = change(dict(current))
+            self._check(attrs)
+            return attrs
+
+        checked(self._get())  # refuse a bad value before any lock or read
+        self._put(checked)
 
     def _check(self, attrs: dict) -> None:
         check_json_depth(attrs, where=f"{self._node}: attributes")
@@ -31,15 +47,21 @@ class Attributes(MutableMapping[str, Any]):
         return self._get()[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        attrs = dict(self._get())
-        attrs[key] = value
-        self._check(attrs)
-        self._put(attrs)
+        def change(attrs: dict) -> dict:
+            attrs[key] = value
+            return attrs
+
+        self._change(change)
 
     def __delitem__(self, key: str) -> None:
-        attrs = dict(self._get())
-        del attrs[key]
-        self._put(attrs)
+        if key not in self._get():
+            raise KeyError(key)
+
+        def change(attrs: dict) -> dict:
+            attrs.pop(key, None)  # (deleted meanwhile by another writer: as well)
+            return attrs
+
+        self._change(change)
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._get()))
@@ -50,14 +72,16 @@ class Attributes(MutableMapping[str, Any]):
     def put(self, attrs: dict[str, Any]) -> None:
         """Replace all attributes."""
         attrs = dict(attrs)
-        self._check(attrs)
-        self._put(attrs)
+        self._change(lambda current: dict(attrs))
 
     def update(self, *args: Any, **kwargs: Any) -> None:  # one write, not one per key
-        attrs = dict(self._get())
-        attrs.update(*args, **kwargs)
-        self._check(attrs)
-        self._put(attrs)
+        new = dict(*args, **kwargs)
+
+        def change(attrs: dict) -> dict:
+            attrs.update(new)
+            return attrs
+
+        self._change(change)
 
     def asdict(self) -> dict[str, Any]:
         return dict(self._get())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from zarrfast.errors import (
     ContainsArrayError,
+    ContainsGroupError,
+    GroupNotFoundError,
     MemberNotFoundError,
     NodeNotFoundError,
     ZarrfastError,
@@ -25,6 +27,7 @@ from zarrfast.hierarchy.node import (
     metadata_from_state,
     metadata_state,
     read_node_metadata,
+    read_typed_metadata,
     write_metadata,
     write_new_node,
 )
@@ -75,11 +78,21 @@ class Group(Node):
         return Attributes(lambda: self._metadata.attributes, self._put_attributes,
                           f"group {self.name!r}")
 
-    def _put_attributes(self, attrs: dict[str, Any]) -> None:
+    def _put_attributes(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Apply ``change`` to the stored attributes, holding the group's lock (the
+        threads of this process: other threads' changes to other keys are kept)."""
         self._check_writable()
-        md = replace(self._metadata, attributes=attrs)
-        write_metadata(self._store, self._path, md)
-        self._metadata = md
+        with self._store.node_lock(self._path, interprocess=False):
+            try:
+                stored = read_typed_metadata(self._store, self._path, "group",
+                                             self.zarr_format)
+            except GroupNotFoundError:
+                raise GroupNotFoundError(
+                    f"group {self.name!r} no longer exists in {self._store!r} (deleted by "
+                    f"another writer?); its attributes were not written") from None
+            md = replace(self._metadata, attributes=change(dict(stored.attributes)))
+            write_metadata(self._store, self._path, md)
+            self._metadata = md
 
     def update_attributes(self, new_attributes: dict[str, Any]) -> Group:
         self.attrs.update(new_attributes)
@@ -207,8 +220,10 @@ class Group(Node):
         path = self._child_path(name)
         if existing_node(self._store, path) is None:
             raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}")
-        self._store.delete_dir(path)
+        # the metadata first: the node is gone at once, even when deleting the rest fails
+        # (a concurrent writer kept writing below it: ConcurrentWriteError naming it)
         delete_node_metadata(self._store, path)
+        self._store.delete_dir(path)
         self._consolidated = None
 
     # -- creation -------------------------------------------------------------------------
@@ -226,15 +241,27 @@ class Group(Node):
 
     def require_group(self, name: str, *, attributes: dict[str, Any] | None = None,
                       overwrite: bool = False) -> Group:
-        """The member group ``name``, created if missing."""
-        if not overwrite and name in self:
-            node = self[name]
-            if not isinstance(node, Group):
-                raise ContainsArrayError(
-                    f"member {name!r} of group {self.name!r} is an array, not a group"
-                )
-            return node
-        return self.create_group(name, attributes=attributes, overwrite=overwrite)
+        """The member group ``name``, created if missing.  Threads (and processes)
+        requiring the same group at once all get it: whoever finds it created by another
+        meanwhile opens it."""
+        if overwrite:
+            return self.create_group(name, attributes=attributes, overwrite=True)
+        if name in self:
+            return self._required_group(name)
+        try:
+            return self.create_group(name, attributes=attributes)
+        except (ContainsGroupError, ContainsArrayError):  # created meanwhile
+            if name not in self:
+                raise
+            return self._required_group(name)
+
+    def _required_group(self, name: str) -> Group:
+        node = self[name]
+        if not isinstance(node, Group):
+            raise ContainsArrayError(
+                f"member {name!r} of group {self.name!r} is an array, not a group"
+            )
+        return node
 
     def require_groups(self, *names: str) -> tuple[Group, ...]:
         return tuple(self.require_group(n) for n in names)
@@ -251,16 +278,42 @@ class Group(Node):
         return arr
 
     def require_array(self, name: str, *, shape: Any, dtype: Any = None, **kwargs: Any) -> Array:
+        """The member array ``name``, created if missing; an existing one must have this
+        shape (and a dtype that casts to ``dtype``, as in zarr-python).  Threads (and
+        processes) requiring the same array at once all get it."""
         if name in self:
-            node = self[name]
-            if not isinstance(node, Array):
-                raise ContainsArrayError(f"member {name!r} of {self.name!r} is a group")
-            if tuple(node.shape) != tuple(shape if isinstance(shape, tuple) else (shape,)):
+            return self._required_array(name, shape, dtype)
+        try:
+            return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
+        except (ContainsArrayError, ContainsGroupError):  # created meanwhile
+            if name not in self:
+                raise
+            return self._required_array(name, shape, dtype)
+
+    def _required_array(self, name: str, shape: Any, dtype: Any) -> Array:
+        import numpy as np
+
+        node = self[name]
+        if not isinstance(node, Array):
+            raise ContainsArrayError(  # (the error require_array has always raised here)
+                f"member {name!r} of group {self.name!r} is a group, not an array")
+        if tuple(node.shape) != tuple(shape if isinstance(shape, tuple) else (shape,)):
+            raise ZarrfastError(
+                f"array {node.name!r} exists with shape {node.shape}, not {shape}"
+            )
+        if dtype is not None:
+            try:
+                wanted = np.dtype(dtype)
+            except TypeError:  # a v3 data type name NumPy does not know: not compared
+                wanted = None
+            # numbers only (strings and objects have several spellings: not compared)
+            if (wanted is not None and wanted.kind in "biufc" and node.dtype.kind in "biufc"
+                    and not np.can_cast(node.dtype, wanted)):
                 raise ZarrfastError(
-                    f"array {node.name!r} exists with shape {node.shape}, not {shape}"
+                    f"array {node.name!r} exists with dtype {node.dtype}, which does not "
+                    f"cast to {wanted}"
                 )
-            return node
-        return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
+        return node
 
     def __setitem__(self, name: str, value: Any) -> None:
         """``g["x"] = array_like`` creates (or replaces) an array holding ``value``."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from zarrfast.errors import (
     ArrayNotFoundError,
+    ConcurrentWriteError,
     ContainsArrayAndGroupError,
     ContainsArrayError,
     ContainsGroupError,
@@ -38,10 +39,14 @@ METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs")
 __all__ = [
     "Node",
     "AnyMetadata",
+    "array_metadata_from_documents",
+    "check_documents_unchanged",
     "child_node_names",
     "delete_node_metadata",
     "metadata_from_state",
+    "metadata_document_names",
     "node_key",
+    "read_metadata_documents",
     "read_node_metadata",
     "read_typed_metadata",
     "write_metadata",
@@ -144,6 +149,15 @@ def write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite:
     ``overwrite``) and refuses to put a node of one format below a group of the other.
     """
     _check_writable_metadata(path, metadata)
+    # one creation at a time in this process: checking that the path is free and writing
+    # the node are then one step for the other threads (another process can still win
+    # the race: the caller of an "open or create" then opens its node, see open_group)
+    with store.creation_lock():
+        _write_new_node(store, path, metadata, overwrite=overwrite)
+
+
+def _write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite: bool
+                    ) -> None:
     fmt = metadata.zarr_format
     existing = existing_node(store, path)
     if existing is not None and not overwrite:
@@ -176,6 +190,63 @@ def write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite:
     for parent in parents:
         write_metadata(store, parent, empty_group)
     write_metadata(store, path, metadata)
+
+
+def metadata_document_names(metadata: AnyMetadata) -> tuple[str, ...]:
+    """The keys (below the node's path) holding a node's metadata."""
+    return tuple(metadata.store_documents())
+
+
+def read_metadata_documents(store: Store, path: str, names: tuple[str, ...]
+                            ) -> dict[str, bytes | None]:
+    """The stored documents ``names`` of the node at ``path`` (``None`` when missing)."""
+    out: dict[str, bytes | None] = {}
+    for name in names:
+        raw = store.get(node_key(path, name))
+        out[name] = None if raw is None else bytes(raw)
+    return out
+
+
+def array_metadata_from_documents(store: Store, path: str, docs: dict[str, bytes | None]
+                                  ) -> AnyArrayMetadata:
+    """Parse what :func:`read_metadata_documents` read for an array (v3: ``zarr.json``;
+    v2: ``.zarray`` and ``.zattrs``).  The array must still be there, and be an array:
+    :class:`ArrayNotFoundError` or :class:`NodeTypeValidationError` naming it."""
+    if "zarr.json" in docs:
+        key = node_key(path, "zarr.json")
+        raw = docs["zarr.json"]
+        md = None if raw is None else parse_metadata(raw, path=path, key=key)
+    else:
+        key = node_key(path, ".zarray")
+        raw = docs.get(".zarray")
+        md = None if raw is None else ArrayMetadataV2.from_documents(
+            raw, docs.get(".zattrs"), path=path, key=key)
+        if md is None and store.exists(node_key(path, ".zgroup")):
+            md = GroupMetadataV2()
+    if md is None:
+        raise ArrayNotFoundError(
+            f"array {_where(path)} no longer exists in {store!r}: {key!r} is missing "
+            f"(deleted by another writer?)")
+    if md.node_type != "array":
+        raise NodeTypeValidationError(
+            f"node at path {_where(path)} is now a group, not an array (replaced by another "
+            f"writer?)")
+    return md
+
+
+def check_documents_unchanged(store: Store, path: str, docs: dict[str, bytes | None],
+                              what: str) -> None:
+    """Raise :class:`ConcurrentWriteError` when the stored metadata documents of the node
+    at ``path`` are no longer ``docs``: another writer (which this process's locks do not
+    exclude) changed them since they were read."""
+    now = read_metadata_documents(store, path, tuple(docs))
+    for name, old in docs.items():
+        if now[name] != old:
+            raise ConcurrentWriteError(
+                f"{what} {_where(path)}: {node_key(path, name)!r} in {store!r} was changed by "
+                f"another writer while this one was updating it (an append, resize or "
+                f"attribute change from another process?); nothing was written: open it "
+                f"again and retry")
 
 
 def child_node_names(store: Store, path: str) -> list[str]:

@@ -23,11 +23,15 @@ Contract (checked by :class:`zarrfast.testing.StoreTests`):
 from __future__ import annotations
 
 import abc
+import contextlib
+import time
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
+from zarrfast import config
+from zarrfast.errors import InvalidKeyError, LockTimeoutError, ReadOnlyError, ZarrfastError
+from zarrfast.storage import locks as _locks
 
 __all__ = [
     "ByteRequest",
@@ -148,6 +152,10 @@ class Store(abc.ABC):
     #: whether :meth:`set_many` writes many values faster than :meth:`set` one by one
     #: (the chunk pipeline then writes a batch of chunks at a time)
     fast_set_many: bool = False
+    #: whether :meth:`node_lock` also excludes other processes (``LocalStore``: a lock
+    #: file); otherwise it excludes the threads of this process only, and updates of a
+    #: node's metadata check that nobody else changed it meanwhile (best effort)
+    interprocess_locks: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self._read_only = bool(read_only)
@@ -310,6 +318,66 @@ class Store(abc.ABC):
     def is_empty(self, prefix: str = "") -> bool:
         return next(iter(self.list_prefix(prefix)), None) is None
 
+    # -- locks ------------------------------------------------------------
+    def _lock_scope(self) -> Hashable:
+        """What every store object holding the same data has in common (a root
+        directory, a dict): their threads share the locks of :meth:`node_lock`."""
+        try:
+            hash(self)
+        except TypeError:
+            return ("id", id(self))
+        return self
+
+    @contextlib.contextmanager
+    def node_lock(self, path: str, *, interprocess: bool = True,
+                  timeout: float | None = None) -> Iterator[None]:
+        """Hold the lock of the node at ``path`` while its metadata is read, changed and
+        written back (an append, a resize, an attribute change): reentrant; shared by
+        the threads of this process, and with ``interprocess`` (where
+        :attr:`interprocess_locks` says the store can) by other processes.  Waits at
+        most ``timeout`` seconds (``config lock_timeout``), then raises
+        :class:`~zarrfast.errors.LockTimeoutError` naming the node."""
+        if timeout is None:
+            timeout = config.get("lock_timeout")
+        deadline = time.monotonic() + timeout
+
+        def timed_out() -> LockTimeoutError:
+            return LockTimeoutError(
+                f"timed out after {timeout:g} s waiting for the lock of node "
+                f"{path or '/'!r} in {self!r}: another thread or process held it (config "
+                f"lock_timeout); nothing was written")
+
+        with _locks.node_locks.hold(("node", self._lock_scope(), path), timeout,
+                                    timed_out) as entry:
+            if not (interprocess and self.interprocess_locks) or entry.release is not None:
+                yield
+                return
+            entry.release = self._lock_interprocess(path, deadline, timed_out) or _nothing
+            try:
+                yield
+            finally:
+                release, entry.release = entry.release, None
+                release()
+
+    def _lock_interprocess(self, path: str, deadline: float, timed_out: Any) -> Any:
+        """Take the inter-process lock of the node at ``path`` (stores with
+        :attr:`interprocess_locks`); returns the function releasing it, or ``None``."""
+        return None
+
+    @contextlib.contextmanager
+    def creation_lock(self) -> Iterator[None]:
+        """Held while a node is created (checking that none exists, then writing its
+        metadata and its parents'): the threads of this process create nodes in this
+        store one at a time, so that two never both find a path free."""
+        timeout = config.get("lock_timeout")
+
+        def timed_out() -> LockTimeoutError:
+            return LockTimeoutError(f"timed out after {timeout:g} s waiting to create a node "
+                                    f"in {self!r} (config lock_timeout)")
+
+        with _locks.node_locks.hold(("create", self._lock_scope()), timeout, timed_out):
+            yield
+
     # -- misc -------------------------------------------------------------
     def with_read_only(self, read_only: bool = True) -> Store:
         """A view of this store with another read-only flag."""
@@ -323,3 +391,7 @@ class Store(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _nothing() -> None:
+    pass

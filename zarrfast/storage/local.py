@@ -15,6 +15,19 @@ that leads outside is refused naming the key.  Writes and deletes work on the
 open descriptor of the key's directory (``openat``/``renameat``/``unlinkat``),
 so a directory swapped for a link between the check and the write cannot
 redirect them.
+
+Updates of an array's metadata (append, resize, attributes) lock the file
+``.zarrfast.lock`` in the array's directory with ``flock`` (POSIX), excluding other
+processes as well as threads (:meth:`LocalStore.node_lock`); the file exists while the
+lock is held (one left by a killed process is empty and harmless).  It is not a key:
+listings skip it, as they skip the ``.zarrfast-tmp-*`` files of writes in progress.
+
+Deleting a node while another thread or process writes below it: the delete retries
+while values keep appearing (then raises :class:`~zarrfast.errors.ConcurrentWriteError`
+naming the node), and a write whose directory disappears under it raises
+``ConcurrentWriteError`` naming the key; a write that starts after the delete recreates
+its directories (a key below a node that no longer exists, which no listing of
+nodes shows).
 """
 
 from __future__ import annotations
@@ -24,7 +37,9 @@ import copyreg
 import errno
 import itertools
 import os
+import shutil
 import stat
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,8 +48,9 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.errors import AllocationError, InvalidKeyError, ZarrfastError
+from zarrfast.errors import AllocationError, ConcurrentWriteError, InvalidKeyError, ZarrfastError
 from zarrfast.kernels.buffers import human_bytes
+from zarrfast.storage import locks as _locks
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
@@ -53,6 +69,14 @@ __all__ = ["LocalStore"]
 
 _TMP_MARK = ".zarrfast-tmp-"
 _tmp_counter = itertools.count()
+_LOCK_NAME = _locks.LOCK_NAME
+#: how many times ``delete_dir`` removes a tree again when values keep appearing in it
+_DELETE_ATTEMPTS = 20
+
+
+def _hidden(name: str) -> bool:
+    """Files of the store's own that are not keys: temporary files, lock files."""
+    return name.startswith(_TMP_MARK) or name == _LOCK_NAME
 
 
 def _unique() -> str:
@@ -159,6 +183,8 @@ class LocalStore(Store):
     """
 
     supports_partial_reads = True
+    #: ``flock`` on a lock file in the node's directory (POSIX)
+    interprocess_locks = _locks.HAVE_FLOCK
 
     def __init__(self, root: str | os.PathLike, *, read_only: bool = False, fsync: bool = False):
         super().__init__(read_only=read_only)
@@ -198,6 +224,18 @@ class LocalStore(Store):
         new = copy.copy(self)
         new._read_only = bool(read_only)
         return new
+
+    def _lock_scope(self) -> tuple[str, str]:
+        return ("local", self._root_str)
+
+    def _lock_interprocess(self, path: str, deadline: float, timed_out: Any) -> Any:
+        """``flock`` on ``.zarrfast.lock`` in the node's directory (made for the update,
+        removed after it).  Nothing is locked when the directory does not exist: the node
+        is gone, as the caller then finds."""
+        key = f"{path}/{_LOCK_NAME}" if path else _LOCK_NAME
+        lock_path = self._path(key)
+        self._inside(key, key)  # never a lock file outside the root
+        return _locks.flock_file(lock_path, deadline, timed_out)
 
     def _path(self, key: str) -> str:
         validate_key(key)
@@ -535,8 +573,10 @@ class LocalStore(Store):
                 sub = "/".join(parts[:i + 1])
                 try:
                     nxt = self._open(sub, _O_DIR, key)
-                except (FileNotFoundError, NotADirectoryError):
+                except NotADirectoryError:
                     raise _in_the_way(key, self._path(sub)) from None
+                except FileNotFoundError:  # made, then removed at once
+                    raise _removed_under(self, key, self._path(sub)) from None
                 os.close(fd)
                 fd = nxt
             return fd
@@ -616,6 +656,8 @@ class LocalStore(Store):
             self._set(key, value)
         except ZarrfastError:
             raise
+        except FileNotFoundError:  # the directory (and the temporary file) went away
+            raise _removed_under(self, key, os.path.dirname(self._path(key))) from None
         except OSError as e:
             raise _failed("write", key, self._path(key), e) from e
 
@@ -675,8 +717,6 @@ class LocalStore(Store):
         """Delete every key below ``prefix`` (the directory, relative to its open
         parent; a symbolic link there is left alone, never followed)."""
         self._check_writable(prefix or "<root>")
-        import shutil
-
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
         parent, _, name = p.rpartition("/")
@@ -691,15 +731,39 @@ class LocalStore(Store):
                     continue
                 try:
                     if stat.S_ISDIR(mode):
-                        shutil.rmtree(entry, dir_fd=dirfd)
+                        self._remove_tree(entry, dirfd, p or entry)
                     elif not p:
-                        os.unlink(entry, dir_fd=dirfd)
+                        try:
+                            os.unlink(entry, dir_fd=dirfd)
+                        except FileNotFoundError:
+                            pass
                     # a key (or a link) named like the prefix: left (zarr: prefix + "/")
+                except ConcurrentWriteError:
+                    raise
                 except OSError as e:
                     key = f"{p}/{entry}" if p and entry != name else (p or entry)
                     raise _failed("delete", key, self._path(key), e) from e
         finally:
             os.close(dirfd)
+
+    def _remove_tree(self, name: str, dirfd: int, prefix: str) -> None:
+        """Remove the directory ``name`` of the open directory ``dirfd`` (never following
+        a link); values written below it meanwhile are removed by removing it again, a
+        bounded number of times."""
+        last: OSError | None = None
+        for _ in range(_DELETE_ATTEMPTS):
+            try:
+                shutil.rmtree(name, dir_fd=dirfd, **_RMTREE_IGNORE_MISSING)
+            except OSError as e:
+                if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                last = e  # a value was written below it meanwhile: remove the tree again
+                continue
+            return
+        raise ConcurrentWriteError(
+            f"cannot delete {prefix!r} from {self!r}: values kept being written below it "
+            f"while it was deleted ({_DELETE_ATTEMPTS} attempts; last: {last}); stop the "
+            f"writers and delete it again") from last
 
     # -- listing ----------------------------------------------------------
     def list(self) -> Iterator[str]:
@@ -720,7 +784,7 @@ class LocalStore(Store):
             dirnames.sort()
             rel_dir = dirpath[root_len:].replace(os.sep, "/") if dirpath != self._root_str else ""
             for name in filenames:
-                if name.startswith(_TMP_MARK):
+                if _hidden(name):
                     continue
                 key = f"{rel_dir}/{name}" if rel_dir else name
                 if key.startswith(prefix):
@@ -742,7 +806,7 @@ class LocalStore(Store):
             raise
         if p:
             self._inside(p, prefix)  # never list a directory outside the root
-        return iter(sorted(n for n in names if not n.startswith(_TMP_MARK)))
+        return iter(sorted(n for n in names if not _hidden(n)))
 
 
 def _contiguous(value: Any) -> Any:
@@ -772,6 +836,30 @@ def _makedirs(parent: str, key: str, path: str) -> None:
         raise ZarrfastError(
             f"cannot write key {key!r}: a parent path of {path!r} is a file"
         ) from None
+    except FileNotFoundError:  # a directory made here was removed before its child was
+        raise ConcurrentWriteError(
+            f"cannot write key {key!r}: the directories of {path!r} were removed while "
+            f"they were made (a concurrent delete of its node?); nothing was stored"
+        ) from None
+
+
+def _removed_under(store: LocalStore, key: str, parent: str) -> ConcurrentWriteError:
+    return ConcurrentWriteError(
+        f"cannot write key {key!r} to {store!r}: its directory {parent!r} was removed while "
+        f"the value was written (a concurrent delete of its node?); nothing was stored")
+
+
+def _ignore_missing(function: Any, path: str, exc: Any) -> None:
+    """For ``shutil.rmtree``: an entry already gone (removed by another deleter, or a
+    temporary file renamed into place meanwhile) is no error; anything else is."""
+    if isinstance(exc, tuple):  # onerror's sys.exc_info() (Python < 3.12)
+        exc = exc[1]
+    if not isinstance(exc, FileNotFoundError):
+        raise exc
+
+
+_RMTREE_IGNORE_MISSING: dict[str, Any] = (
+    {"onexc": _ignore_missing} if sys.version_info >= (3, 12) else {"onerror": _ignore_missing})
 
 
 def _rebuild(root: str, read_only: bool, fsync: bool) -> LocalStore:

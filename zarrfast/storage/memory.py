@@ -52,6 +52,9 @@ class MemoryStore(Store):
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["data"], read_only=state["read_only"])  # type: ignore[misc]
 
+    def _lock_scope(self) -> tuple[str, int]:
+        return ("memory", id(self._data))  # every store object sharing the dict
+
     def with_read_only(self, read_only: bool = True) -> MemoryStore:
         return MemoryStore(self._data, read_only=read_only)
 

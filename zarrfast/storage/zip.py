@@ -160,6 +160,9 @@ class ZipStore(Store):
         view._archive = other._archive
         return view
 
+    def _lock_scope(self) -> tuple[str, int]:
+        return ("zip", id(self._archive))  # views made by with_read_only share the archive
+
     def with_read_only(self, read_only: bool = True) -> ZipStore:
         if not read_only and self.mode == "r":
             raise ReadOnlyError(f"{self!r} was opened with mode 'r'; it cannot be made writable")

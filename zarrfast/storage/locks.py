@@ -1,0 +1,162 @@
+"""Locks serialising read-modify-writes of a node's metadata.
+
+An append (or a resize, or an attribute change) reads the node's metadata, changes it
+and writes it back; two writers doing that at once lose one update.  They hold the
+node's lock meanwhile (:meth:`zarrfast.storage.Store.node_lock`):
+
+* in this process, a reentrant lock per (store, node path), shared by every store
+  object of the same data (a ``LocalStore`` per root directory, a ``MemoryStore`` per
+  dict) and dropped when no thread holds or waits for it (:class:`KeyedLocks`);
+* across processes, where the store can: a ``LocalStore`` locks the file
+  :data:`LOCK_NAME` in the array's directory with ``flock`` (:func:`flock_file`),
+  created for the update and removed before the lock is released (a waiter that then
+  holds the removed file sees it gone and locks the path again).  A lock held by a
+  process that dies is released by the kernel; its file stays, empty and harmless.
+
+Every wait is bounded by ``config lock_timeout``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: locks within one process only
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["HAVE_FLOCK", "KeyedLocks", "LOCK_NAME", "flock_file", "node_locks"]
+
+#: the lock file a LocalStore makes in an array's directory while its metadata is updated:
+#: never a key (listings skip it); zarr-python and tensorstore ignore it
+LOCK_NAME = ".zarrfast.lock"
+
+HAVE_FLOCK = fcntl is not None
+
+
+class _Entry:
+    __slots__ = ("lock", "users", "depth", "release")
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.users = 0  # threads holding or waiting for the lock
+        self.depth = 0  # how many times the holding thread holds it
+        #: how to release what the outermost hold took besides ``lock`` (a file lock)
+        self.release: Callable[[], None] | None = None
+
+
+class KeyedLocks:
+    """Reentrant locks made on demand for hashable keys."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._entries: dict[Hashable, _Entry] = {}
+
+    @contextlib.contextmanager
+    def hold(self, key: Hashable, timeout: float,
+             on_timeout: Callable[[], BaseException]) -> Iterator[_Entry]:
+        """Hold the lock of ``key`` (waiting at most ``timeout`` seconds, then raising
+        ``on_timeout()``); yields its entry, whose ``depth`` is 1 for the outermost hold
+        of this thread."""
+        with self._guard:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = self._entries[key] = _Entry()
+            entry.users += 1
+        try:
+            if not entry.lock.acquire(timeout=timeout):
+                raise on_timeout()
+            try:
+                entry.depth += 1
+                yield entry
+            finally:
+                entry.depth -= 1
+                entry.lock.release()
+        finally:
+            with self._guard:
+                entry.users -= 1
+                if entry.users == 0:
+                    del self._entries[key]
+
+
+#: the locks of every store's nodes in this process
+node_locks = KeyedLocks()
+#: file descriptors of the lock files this process holds (closed in a forked child, which
+#: would otherwise keep the parent's locks held)
+_held_fds: set[int] = set()
+
+
+def _reset_after_fork() -> None:
+    global node_locks
+    node_locks = KeyedLocks()  # the parent's holders do not exist in the child
+    for fd in list(_held_fds):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held_fds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def flock_file(lock_path: str, deadline: float, on_timeout: Callable[[], BaseException]
+               ) -> Callable[[], None] | None:
+    """Lock the file ``lock_path`` (created if missing) with ``flock``, polling until
+    ``deadline`` (``time.monotonic()``), then raising ``on_timeout()``.  Returns the
+    function releasing it (which removes the file), or ``None`` when its directory does
+    not exist (the node is gone: nothing to protect; the caller finds no metadata)."""
+    if fcntl is None:  # pragma: no cover
+        return None
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        try:
+            fd = os.open(lock_path, flags, 0o666)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except PermissionError:  # a read-only directory: an existing lock file still locks
+            try:
+                fd = os.open(lock_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except (FileNotFoundError, NotADirectoryError):
+                raise PermissionError(f"cannot create the lock file {lock_path!r}") from None
+        try:
+            delay = 0.0005
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise on_timeout() from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.02)
+            # a deleted node takes its lock file along: a waiter that then acquires the
+            # old, unlinked file must lock the file now there (a new node's), if any
+            try:
+                st = os.stat(lock_path)
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
+            mine = os.fstat(fd)
+            if st is not None and (st.st_ino, st.st_dev) == (mine.st_ino, mine.st_dev):
+                _held_fds.add(fd)
+
+                def release(fd: int = fd) -> None:
+                    # removed while still locked: a waiter holding the removed file then
+                    # finds it gone and locks a new one, so no lock file stays behind
+                    try:
+                        os.unlink(lock_path)
+                    except OSError:
+                        pass  # gone with its node (or not ours to remove)
+                    _held_fds.discard(fd)
+                    os.close(fd)  # releases the lock
+
+                return release
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # a stale file: try again (or find the directory gone)
