@@ -249,12 +249,7 @@ class RectilinearShardedChain(ShardedChain):
             return [], shard_coords[:0], [], inner_lin
         shard_lin = np.ravel_multi_index(shard_coords.T, self.grid_shape) if ndim else \
             np.zeros(proj.nrows, np.int64)
-        order = np.argsort(shard_lin, kind="stable")
-        uniq, starts = np.unique(shard_lin[order], return_index=True)
-        groups = np.split(order, starts[1:])
-        first = order[starts]
-        keys = chunk_keys(self.metadata, path, shard_coords[first])
-        return keys, shard_coords[first], groups, inner_lin
+        return (*_split_by_shard(shard_lin, shard_coords, self.metadata, path), inner_lin)
 
 
 def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
@@ -269,12 +264,17 @@ def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
         keys = chunk_keys(chain.metadata, path, shard_coords[:1])
         return keys[:proj.nrows], shard_coords[:1], [np.arange(proj.nrows)], inner_lin
     shard_lin = np.ravel_multi_index(shard_coords.T, chain.grid_shape)
+    return (*_split_by_shard(shard_lin, shard_coords, chain.metadata, path), inner_lin)
+
+
+def _split_by_shard(shard_lin: np.ndarray, shard_coords: np.ndarray, metadata, path: str):
+    """The rows of each shard (by its linear index ``shard_lin``), in stable order: (shard
+    keys, shard coords, per-shard row arrays)."""
     order = np.argsort(shard_lin, kind="stable")
-    uniq, starts = np.unique(shard_lin[order], return_index=True)
-    groups = np.split(order, starts[1:])
+    _, starts = np.unique(shard_lin[order], return_index=True)
     first = order[starts]
-    keys = chunk_keys(chain.metadata, path, shard_coords[first])
-    return keys, shard_coords[first], groups, inner_lin
+    return (chunk_keys(metadata, path, shard_coords[first]), shard_coords[first],
+            np.split(order, starts[1:]))
 
 
 def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
