@@ -358,17 +358,16 @@ class LocalStore(Store):
 
     def _read(self, key: str, byte_range: ByteRequest | None, limit: int | None
               ) -> bytes | None:
-        fd = self._open_read(key)
+        fd = self._open_read(key)  # (validates the key)
         if fd is None:
             return None
-        path = self._path(key)
         n = 0
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 if stat.S_ISDIR(st.st_mode):  # a directory: a prefix, not a key
                     return None
-                raise _special_file(key, path, st.st_mode)
+                raise _special_file(key, self._path(key), st.st_mode)
             if limit is not None and st.st_size > limit:
                 raise ValueTooLargeError(
                     f"key {key!r}: the file holds {st.st_size} bytes, more than any valid "
@@ -402,7 +401,7 @@ class LocalStore(Store):
                 raise
             raise AllocationError(
                 f"key {key!r}: out of memory reading {n} bytes ({human_bytes(n)}) of "
-                f"{path!r}") from None
+                f"{self._path(key)!r}") from None
         finally:
             os.close(fd)
 
@@ -436,13 +435,12 @@ class LocalStore(Store):
         fd = self._open_read(key)
         if fd is None:
             return None
-        path = self._path(key)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 if stat.S_ISDIR(st.st_mode):
                     return None
-                raise _special_file(key, path, st.st_mode)
+                raise _special_file(key, self._path(key), st.st_mode)
             n = st.st_size
             view = memoryview(out).cast("B")
             if n != len(view):
