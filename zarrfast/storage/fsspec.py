@@ -19,14 +19,10 @@ fsspec (and s3fs for ``s3://``) are optional: ``pip install 'zarrfast[remote]'``
 
 from __future__ import annotations
 
-import asyncio
-import errno
 import inspect
 import os
-import random
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from zarrfast.errors import ZarrfastError
@@ -46,6 +42,14 @@ from zarrfast.storage.errors import (
     RemoteStoreError,
     RetriesExhaustedError,
 )
+from zarrfast.storage.remote import (
+    RetryPolicy,
+    error_code,
+    exception_chain,
+    gather_limited,
+    http_status,
+    retrying,
+)
 
 __all__ = ["FsspecStore", "RetryPolicy"]
 
@@ -53,42 +57,7 @@ T = TypeVar("T")
 
 _EXTRA_HINT = "pip install 'zarrfast[remote]'"
 
-#: S3 error codes that mean "try again later"
-_TRANSIENT_CODES = frozenset({
-    "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling",
-    "ThrottlingException", "RequestTimeTooSkewed", "RequestLimitExceeded", "TooManyRequests",
-})
-_TRANSIENT_ERRNOS = frozenset({
-    errno.EBUSY, errno.EAGAIN, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNREFUSED,
-    errno.ECONNABORTED, errno.EPIPE, errno.ENETUNREACH, errno.EHOSTUNREACH,
-})
 _S3_PROTOCOLS = ("s3", "s3a")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How transient failures are retried.
-
-    ``attempts`` is the total number of tries of one request (1: never retry).
-    Before try ``n + 1`` the store sleeps a random time between half and all of
-    ``min(max_delay, base_delay * 2**(n - 1))`` seconds, so the total wait is at
-    most ``(attempts - 1) * max_delay``.
-    """
-
-    attempts: int = 5
-    base_delay: float = 0.1
-    max_delay: float = 2.0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.attempts, int) or self.attempts < 1:
-            raise ZarrfastError(f"RetryPolicy.attempts must be an int >= 1, got {self.attempts!r}")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise ZarrfastError(f"RetryPolicy delays must be >= 0, got {self!r}")
-
-    def delay(self, failed_attempt: int) -> float:
-        """Seconds to wait after the ``failed_attempt``-th try (1-based) failed."""
-        cap = min(self.max_delay, self.base_delay * 2 ** (failed_attempt - 1))
-        return random.uniform(cap / 2, cap)
 
 
 # -- optional dependencies ------------------------------------------------------------
@@ -106,96 +75,10 @@ def _import_fsspec() -> Any:
     return fsspec
 
 
-def _transient_types() -> tuple[type[BaseException], ...]:
-    """Exception types of connection-level failures, from whichever clients exist."""
-    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    try:
-        import aiohttp
-
-        types += [aiohttp.ClientConnectionError, aiohttp.ClientPayloadError]
-    except ImportError:  # pragma: no cover - aiohttp comes with s3fs / http
-        pass
-    try:
-        import botocore.exceptions as bce
-
-        types += [bce.HTTPClientError, bce.ConnectionError, bce.IncompleteReadError]
-    except (ImportError, AttributeError):  # pragma: no cover
-        pass
-    try:
-        from fsspec.exceptions import FSTimeoutError
-
-        types.append(FSTimeoutError)
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(types)
-
-
-_TRANSIENT_TYPES: tuple[type[BaseException], ...] | None = None
-
-
-# -- classifying failures ---------------------------------------------------------------
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and the exceptions it was raised from (a bounded walk)."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen and len(seen) < 8:
-        seen.add(id(cur))
-        yield cur
-        cur = cur.__cause__ or cur.__context__
-
-
-def _http_status(exc: BaseException) -> int | None:
-    """The HTTP status of a botocore ``ClientError`` or an aiohttp response error."""
-    response = getattr(exc, "response", None)
-    if isinstance(response, Mapping):
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if isinstance(status, int):
-            return status
-    status = getattr(exc, "status", None)
-    return status if isinstance(status, int) and 100 <= status < 600 else None
-
-
-def _error_code(exc: BaseException) -> str | None:
-    response = getattr(exc, "response", None)
-    if isinstance(response, Mapping):
-        code = response.get("Error", {}).get("Code")
-        return code if isinstance(code, str) else None
-    return None
-
-
-def classify(exc: BaseException) -> str:
-    """``"missing"``, ``"denied"``, ``"transient"`` or ``"fatal"``."""
-    global _TRANSIENT_TYPES
-    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
-        return "missing"
-    if isinstance(exc, PermissionError):
-        return "denied"
-    if _TRANSIENT_TYPES is None:
-        _TRANSIENT_TYPES = _transient_types()
-    for e in _chain(exc):
-        status = _http_status(e)
-        if status is not None:
-            if status == 404:
-                return "missing"
-            if status in (401, 403):
-                return "denied"
-            if status in (408, 429) or status >= 500:
-                return "transient"
-            return "fatal"
-        if _error_code(e) in _TRANSIENT_CODES:
-            return "transient"
-        if isinstance(e, _TRANSIENT_TYPES):
-            return "transient"
-        if type(e) is OSError and e.errno in _TRANSIENT_ERRNOS:
-            return "transient"
-    return "fatal"
-
-
 def _range_status(exc: BaseException) -> bool:
     """Whether ``exc`` says a requested byte range is not satisfiable (HTTP 416)."""
-    return any(_http_status(e) == 416 or _error_code(e) == "InvalidRange" for e in _chain(exc))
+    return any(http_status(e) == 416 or error_code(e) == "InvalidRange"
+               for e in exception_chain(exc))
 
 
 def _has_glob_magic(path: str) -> bool:
@@ -364,41 +247,17 @@ class FsspecStore(Store):
 
     async def _retrying(self, action: str, key: str, call: Callable[[], Awaitable[T]]) -> T:
         """Await ``call()``, retrying transient failures.  Missing-key errors
-        (``FileNotFoundError``...) propagate unchanged for the caller to handle."""
-        waited = 0.0
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return await call()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 - classified below
-                kind = classify(e)
-                if kind == "missing":
-                    if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
-                        raise
-                    raise FileNotFoundError(self._key_url(key)) from e
-                if kind != "transient" or attempt >= self.retry.attempts:
-                    raise self._failure(action, key, e, kind, attempt, waited) from e
-                pause = self.retry.delay(attempt)
-                waited += pause
-                await asyncio.sleep(pause)
+        (``FileNotFoundError``...) propagate for the caller to handle."""
+        def failure(e: BaseException, kind: str, attempts: int, waited: float) -> BaseException:
+            return self._failure(action, key, e, kind, attempts, waited)
+
+        return await retrying(call, self.retry, failure=failure,
+                              missing=lambda e: FileNotFoundError(self._key_url(key)))
 
     async def _gather(self, coros: Iterable[Awaitable[T]]) -> list[T]:
         """Await all, at most ``max_concurrency`` at a time; every one finishes before
         the first error (in order) is raised."""
-        sem = asyncio.Semaphore(self.max_concurrency)
-
-        async def limited(c: Awaitable[T]) -> T:
-            async with sem:
-                return await c
-
-        results = await asyncio.gather(*(limited(c) for c in coros), return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
-        return results  # type: ignore[return-value]
+        return await gather_limited(coros, self.max_concurrency)
 
     # -- reads --------------------------------------------------------------------
     async def _aget(self, key: str, path: str, byte_range: ByteRequest | None) -> bytes | None:

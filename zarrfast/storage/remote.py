@@ -1,0 +1,260 @@
+"""What every remote store shares: one event loop on a daemon thread, bounded
+concurrency, and retries of transient failures.
+
+Remote clients (obstore, zarr-python stores, icechunk) are asynchronous.  A
+synchronous zarrfast store method runs its coroutines with :func:`run` on the
+loop of a daemon thread (one per process, made again after a fork), so a batch
+of requests (:func:`gather_limited`) is in flight at once while the calling
+thread, one of the engine's I/O threads, waits.
+
+Failures are sorted by :func:`classify` into ``"missing"``, ``"denied"``,
+``"transient"`` (HTTP 408/429/5xx, connection resets and refusals, timeouts)
+and ``"fatal"``; :func:`retrying` retries the transient ones with exponential
+backoff and jitter, bounded by a :class:`RetryPolicy`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import random
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from zarrfast.errors import ZarrfastError
+
+__all__ = ["RetryPolicy", "classify", "error_code", "exception_chain", "gather_limited",
+           "http_status", "loop", "retrying", "run"]
+
+T = TypeVar("T")
+
+#: S3 error codes that mean "try again later"
+_TRANSIENT_CODES = frozenset({
+    "SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling",
+    "ThrottlingException", "RequestTimeTooSkewed", "RequestLimitExceeded", "TooManyRequests",
+})
+_TRANSIENT_ERRNOS = frozenset({
+    errno.EBUSY, errno.EAGAIN, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNREFUSED,
+    errno.ECONNABORTED, errno.EPIPE, errno.ENETUNREACH, errno.EHOSTUNREACH,
+})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient failures are retried.
+
+    ``attempts`` is the total number of tries of one request (1: never retry).
+    Before try ``n + 1`` the store sleeps a random time between half and all of
+    ``min(max_delay, base_delay * 2**(n - 1))`` seconds, so the total wait is at
+    most ``(attempts - 1) * max_delay``.
+    """
+
+    attempts: int = 5
+    base_delay: float = 0.1
+    max_delay: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attempts, int) or self.attempts < 1:
+            raise ZarrfastError(f"RetryPolicy.attempts must be an int >= 1, got {self.attempts!r}")
+        if self.base_delay < 0 or self.max_delay < 0:
+            raise ZarrfastError(f"RetryPolicy delays must be >= 0, got {self!r}")
+
+    def delay(self, failed_attempt: int) -> float:
+        """Seconds to wait after the ``failed_attempt``-th try (1-based) failed."""
+        cap = min(self.max_delay, self.base_delay * 2 ** (failed_attempt - 1))
+        return random.uniform(cap / 2, cap)
+
+
+def _transient_types() -> tuple[type[BaseException], ...]:
+    """Exception types of connection-level failures, from whichever clients exist."""
+    types: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    try:
+        import aiohttp
+
+        types += [aiohttp.ClientConnectionError, aiohttp.ClientPayloadError]
+    except ImportError:  # pragma: no cover - aiohttp comes with s3fs / http
+        pass
+    try:
+        import botocore.exceptions as bce
+
+        types += [bce.HTTPClientError, bce.ConnectionError, bce.IncompleteReadError]
+    except (ImportError, AttributeError):  # pragma: no cover
+        pass
+    try:
+        from fsspec.exceptions import FSTimeoutError
+
+        types.append(FSTimeoutError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(types)
+
+
+_TRANSIENT_TYPES: tuple[type[BaseException], ...] | None = None
+
+
+# -- classifying failures ---------------------------------------------------------------
+
+
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from (a bounded walk)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen and len(seen) < 8:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status of a botocore ``ClientError`` or an aiohttp response error."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, Mapping):
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if isinstance(status, int):
+            return status
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) and 100 <= status < 600 else None
+
+
+def error_code(exc: BaseException) -> str | None:
+    response = getattr(exc, "response", None)
+    if isinstance(response, Mapping):
+        code = response.get("Error", {}).get("Code")
+        return code if isinstance(code, str) else None
+    return None
+
+
+def classify(exc: BaseException) -> str:
+    """``"missing"``, ``"denied"``, ``"transient"`` or ``"fatal"``."""
+    global _TRANSIENT_TYPES
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+        return "missing"
+    if isinstance(exc, PermissionError):
+        return "denied"
+    if _TRANSIENT_TYPES is None:
+        _TRANSIENT_TYPES = _transient_types()
+    for e in exception_chain(exc):
+        status = http_status(e)
+        if status is not None:
+            if status == 404:
+                return "missing"
+            if status in (401, 403):
+                return "denied"
+            if status in (408, 429) or status >= 500:
+                return "transient"
+            return "fatal"
+        if error_code(e) in _TRANSIENT_CODES:
+            return "transient"
+        if isinstance(e, _TRANSIENT_TYPES):
+            return "transient"
+        if type(e) is OSError and e.errno in _TRANSIENT_ERRNOS:
+            return "transient"
+    return "fatal"
+
+
+
+
+# -- the event loop ---------------------------------------------------------------------
+
+
+class _LoopThread:
+    """An event loop running forever on a daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def reset(self) -> None:
+        self._lock = threading.Lock()
+        self._loop = None
+        self._thread = None
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._thread is None or not self._thread.is_alive():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="zarrfast-aio",
+                                          daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+
+_loop_thread = _LoopThread()
+
+if hasattr(os, "register_at_fork"):
+    # in a forked child the parent's loop thread does not exist
+    os.register_at_fork(after_in_child=_loop_thread.reset)
+
+
+def loop() -> asyncio.AbstractEventLoop:
+    """zarrfast's event loop (started on first use)."""
+    return _loop_thread.get()
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on zarrfast's loop and wait for its result in this thread."""
+    target = loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is target:
+        coro.close()
+        raise ZarrfastError("a synchronous store method was called from zarrfast's own event "
+                            "loop; await the store's coroutine instead")
+    future = asyncio.run_coroutine_threadsafe(coro, target)
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+async def gather_limited(coros: Iterable[Awaitable[T]], limit: int) -> list[T]:
+    """Await all of ``coros``, at most ``limit`` at a time.  Every one finishes before
+    the first error (in order) is raised, so no request outlives the call."""
+    sem = asyncio.Semaphore(max(1, int(limit)))
+
+    async def limited(c: Awaitable[T]) -> T:
+        async with sem:
+            return await c
+
+    results = await asyncio.gather(*(limited(c) for c in coros), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results  # type: ignore[return-value]
+
+
+async def retrying(call: Callable[[], Awaitable[T]], policy: RetryPolicy, *,
+                   classify: Callable[[BaseException], str] = classify,
+                   failure: Callable[[BaseException, str, int, float], BaseException],
+                   missing: Callable[[BaseException], BaseException] | None = None) -> T:
+    """Await ``call()``, retrying while ``classify`` says a failure is transient, at most
+    ``policy.attempts`` tries in all.  A ``"missing"`` failure is re-raised as it is (as
+    ``missing(exc)``, or a :class:`FileNotFoundError`, if it is not one); any other final failure is replaced by
+    ``failure(exc, kind, attempts, seconds_waited)``, which names the key."""
+    waited = 0.0
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await call()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - classified below
+            kind = classify(e)
+            if kind == "missing":
+                if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+                    raise
+                raise (missing(e) if missing else FileNotFoundError(str(e))) from e
+            if kind != "transient" or attempt >= policy.attempts:
+                raise failure(e, kind, attempt, waited) from e
+            pause = policy.delay(attempt)
+            waited += pause
+            await asyncio.sleep(pause)
