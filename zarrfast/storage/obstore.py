@@ -1,0 +1,687 @@
+"""A store on obstore (Rust's ``object_store``): S3, GCS, Azure, HTTP and local paths.
+
+The fast path for remote reads.  Every request is one of obstore's coroutines run
+on zarrfast's event loop (:mod:`zarrfast.storage.remote`), so :meth:`ObjectStore.get_many`
+has a whole batch in flight at once (at most ``max_concurrency``); several byte
+ranges of one key in a batch (the sharded engine's coalesced inner chunks) go out
+as one ``get_ranges`` call, which merges nearby ranges into one request.  No request
+is made beyond the GET itself (no HEAD before a GET, no listing); only an empty or
+unsatisfiable range asks for the value's size.
+
+Stores made with :meth:`ObjectStore.from_url` turn obstore's own retries off
+(``max_retries=0``) and set client timeouts, so the :class:`RetryPolicy` bound is
+exact and a stalled server is an error, never a hang.  A body shorter or longer
+than the range the server says it sent is detected and retried like a dropped
+connection.  Every error names the URL of the key.
+
+obstore is optional: ``pip install 'zarrfast[obstore]'``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from zarrfast import config
+from zarrfast.errors import ZarrfastError
+from zarrfast.storage.base import (
+    ByteRequest,
+    OffsetByteRequest,
+    RangeByteRequest,
+    Store,
+    SuffixByteRequest,
+    normalize_byte_range,
+    validate_key,
+    validate_prefix,
+)
+from zarrfast.storage.errors import (
+    MissingDependencyError,
+    RemotePermissionError,
+    RemoteStoreError,
+    RetriesExhaustedError,
+    StorageOptionsError,
+)
+from zarrfast.storage.remote import RetryPolicy, exception_chain, gather_limited, retrying, run
+from zarrfast.storage.remote import classify as classify_common
+
+__all__ = ["ObjectStore", "classify", "translate_storage_options"]
+
+T = TypeVar("T")
+
+_EXTRA_HINT = "pip install 'zarrfast[obstore]'"
+
+#: seconds: the default time limit of one request (obstore's client ``timeout``)
+DEFAULT_TIMEOUT = 30.0
+
+_STATUS_RE = re.compile(r"status code: (\d{3})")
+_TRANSIENT_WORDS = ("timed out", "timeout", "error sending request", "connection reset",
+                    "connection refused", "connection closed", "broken pipe",
+                    "error decoding response body", "incomplete", "unexpected eof",
+                    "end of file before message length reached", "hyper", "io error")
+_RANGE_WORDS = ("InvalidRange", "Invalid range", "Range Not Satisfiable", "Requested range was invalid",
+                "status code: 416")
+
+#: obstore's (S3) configuration keys that s3fs-style options translate to
+_S3FS_KEYS = {"key": "access_key_id", "secret": "secret_access_key",
+              "token": "session_token", "endpoint_url": "endpoint"}
+_S3FS_CLIENT_KWARGS = {"endpoint_url": "endpoint", "region_name": "region"}
+
+
+def _import_obstore() -> Any:
+    try:
+        import obstore
+        import obstore.store
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"ObjectStore needs obstore, which is not installed ({e}); install it with "
+            f"{_EXTRA_HINT}") from None
+    return obstore
+
+
+# -- failures -----------------------------------------------------------------------
+
+
+class _BadBody(ConnectionError):
+    """The body of a response does not hold the bytes its headers promise (a dropped
+    connection, a broken proxy): retried like a reset connection."""
+
+
+def _status(exc: BaseException) -> int | None:
+    m = _STATUS_RE.search(str(exc))
+    return int(m.group(1)) if m else None
+
+
+def _is_obstore_error(exc: BaseException) -> bool:
+    try:
+        from obstore.exceptions import BaseError
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(exc, BaseError)
+
+
+def _is_bad_range(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(w in text for w in _RANGE_WORDS) or "Range started at" in text
+
+
+def classify(exc: BaseException) -> str:
+    """:func:`zarrfast.storage.remote.classify`, knowing obstore's exceptions:
+    ``NotFoundError`` is missing, ``PermissionDeniedError``/``UnauthenticatedError``
+    denied, a ``GenericError`` by the HTTP status or the connection failure its message
+    names."""
+    for e in exception_chain(exc):
+        name = type(e).__name__
+        if isinstance(e, FileNotFoundError) or name == "NotFoundError":
+            return "missing"
+        if name in ("PermissionDeniedError", "UnauthenticatedError"):
+            return "denied"
+        if isinstance(e, _BadBody):
+            return "transient"
+        if _is_obstore_error(e):
+            if "(os error 20)" in str(e) or "(os error 21)" in str(e):
+                return "missing"  # ENOTDIR/EISDIR of a local store: a prefix is no key
+            status = _status(e)
+            if status is not None:
+                if status == 404:
+                    return "missing"
+                if status in (401, 403):
+                    return "denied"
+                if status in (408, 429) or status >= 500:
+                    return "transient"
+                return "fatal"
+            text = str(e).lower()
+            if any(w in text for w in _TRANSIENT_WORDS):
+                return "transient"
+            return "fatal"
+    return classify_common(exc)
+
+
+# -- storage options -----------------------------------------------------------------
+
+
+def translate_storage_options(url: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """obstore's keyword arguments for ``from_url(url, **kwargs)``: obstore's own keys
+    pass as they are, the s3fs-style ``key``/``secret``/``token``/``anon``/
+    ``endpoint_url``/``client_kwargs`` are translated; anything else is refused with a
+    :class:`StorageOptionsError` naming the key."""
+    out: dict[str, Any] = {}
+    client: dict[str, Any] = {}
+    protocol = url.split("://", 1)[0].lower() if "://" in url else ""
+    for k, v in dict(options or {}).items():
+        if k in _S3FS_KEYS:
+            out[_S3FS_KEYS[k]] = v
+        elif k == "anon":
+            if v:
+                out["skip_signature"] = True
+        elif k == "client_kwargs":
+            if not isinstance(v, Mapping):
+                raise StorageOptionsError(f"storage option 'client_kwargs' must be a dict, "
+                                          f"got {v!r}")
+            for ck, cv in v.items():
+                if ck not in _S3FS_CLIENT_KWARGS:
+                    raise StorageOptionsError(
+                        f"storage option client_kwargs[{ck!r}] has no obstore equivalent "
+                        f"(translated: {sorted(_S3FS_CLIENT_KWARGS)}); use FsspecStore for "
+                        f"{url!r}")
+                out[_S3FS_CLIENT_KWARGS[ck]] = cv
+        elif k == "client_options":
+            if not isinstance(v, Mapping):
+                raise StorageOptionsError(f"storage option 'client_options' must be a dict, "
+                                          f"got {v!r}")
+            client.update(v)
+        elif k in ("config_kwargs", "skip_instance_cache", "use_listings_cache",
+                   "listings_expiry_time", "default_block_size", "default_fill_cache",
+                   "cache_regions", "requester_pays", "s3_additional_kwargs",
+                   "use_ssl", "profile", "asynchronous", "loop"):
+            raise StorageOptionsError(
+                f"storage option {k!r} is an fsspec/s3fs option with no obstore equivalent; "
+                f"use FsspecStore.from_url for {url!r} (or config remote_store='fsspec')")
+        elif not isinstance(k, str) or not k.replace("_", "").isalnum():
+            raise StorageOptionsError(f"storage option {k!r} is not a valid option name")
+        else:
+            out[k] = v  # obstore's own configuration key: obstore checks it
+    endpoint = out.get("endpoint")
+    if isinstance(endpoint, str) and endpoint.startswith("http://"):
+        client.setdefault("allow_http", True)
+    if protocol in ("s3", "s3a") and endpoint and "region" not in out:
+        out["region"] = "us-east-1"
+    if client:
+        out["client_options"] = client
+    return out
+
+
+# -- the store -------------------------------------------------------------------------
+
+
+class ObjectStore(Store):
+    """Keys of an obstore store (``obstore.store.S3Store``, ``GCSStore``, ``AzureStore``,
+    ``HTTPStore``, ``LocalStore``, ``MemoryStore``), below its prefix.
+
+    Parameters
+    ----------
+    store
+        An obstore store.  Its own retries and timeouts are those it was made with;
+        :meth:`from_url` turns obstore's retries off and sets timeouts.
+    read_only
+        Refuse writes and deletes.
+    retry
+        A :class:`RetryPolicy`, or an ``int``: the number of attempts.
+    max_concurrency
+        At most this many requests of one batch in flight (default: config
+        ``io_concurrency``).
+    """
+
+    supports_partial_reads = True
+    batched_reads = True
+    fast_set_many = True
+
+    def __init__(self, store: Any, *, read_only: bool = False,
+                 retry: RetryPolicy | int | None = None,
+                 max_concurrency: int | None = None) -> None:
+        super().__init__(read_only=read_only)
+        obstore = _import_obstore()
+        if not isinstance(store, _store_types(obstore)):
+            raise ZarrfastError(f"ObjectStore needs an obstore store (obstore.store.S3Store, "
+                                f"HTTPStore, LocalStore, ...), got {store!r}")
+        if retry is None:
+            retry = RetryPolicy()
+        elif isinstance(retry, int) and not isinstance(retry, bool):
+            retry = RetryPolicy(attempts=retry)
+        if not isinstance(retry, RetryPolicy):
+            raise ZarrfastError(f"retry must be a RetryPolicy or an int, got {retry!r}")
+        if max_concurrency is None:
+            max_concurrency = config.get("io_concurrency")
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) \
+                or max_concurrency < 1:
+            raise ZarrfastError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        self.store = store
+        self.retry = retry
+        self.max_concurrency = max_concurrency
+        self.url = _store_url(store)
+        self._origin: tuple = ("store",)
+
+    @classmethod
+    def from_url(cls, url: str, storage_options: Mapping[str, Any] | None = None,
+                 read_only: bool = False, *, retry: RetryPolicy | int | None = None,
+                 max_concurrency: int | None = None,
+                 timeout: float | None = None) -> ObjectStore:
+        """Open ``url`` (``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``,
+        ``memory://``) with ``obstore.store.from_url``.  ``storage_options`` are obstore's
+        configuration keys (plus ``client_options`` and ``retry_config``), or the s3fs
+        style ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url`` and
+        ``client_kwargs={"endpoint_url", "region_name"}``.  Unless the options say
+        otherwise obstore does not retry (zarrfast's ``retry`` does) and a request
+        takes at most ``timeout`` seconds (default 30)."""
+        obstore = _import_obstore()
+        if not isinstance(url, str) or "://" not in url:
+            raise ZarrfastError(f"ObjectStore.from_url needs a URL with '://', got {url!r}")
+        user_options = dict(storage_options or {})
+        kwargs = translate_storage_options(url, user_options)
+        if timeout is None:
+            timeout = DEFAULT_TIMEOUT
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ZarrfastError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        client = dict(kwargs.pop("client_options", {}))
+        client.setdefault("timeout", f"{int(timeout * 1000)}ms")
+        client.setdefault("connect_timeout", f"{int(min(timeout, 10.0) * 1000)}ms")
+        kwargs.setdefault("retry_config", {"max_retries": 0})
+        scheme = url.split("://", 1)[0].lower()
+        if scheme not in ("memory",):  # obstore's MemoryStore takes no options
+            kwargs["client_options"] = client
+        try:
+            inner = obstore.store.from_url(url, **kwargs)
+        except Exception as e:  # obstore: UnknownConfigurationKeyError, ValueError...
+            raise StorageOptionsError(
+                f"cannot open {url!r} with obstore and storage_options "
+                f"{sorted(user_options)}: {type(e).__name__}: {e}") from e
+        store = cls(inner, read_only=read_only, retry=retry, max_concurrency=max_concurrency)
+        store._origin = ("url", url, user_options, timeout)
+        store.url = url.rstrip("/")
+        return store
+
+    def __reduce__(self):
+        if self._origin[0] == "url":
+            _, url, options, timeout = self._origin
+            return (_rebuild_from_url, (url, options, self.read_only, self.retry,
+                                        self.max_concurrency, timeout))
+        return (_rebuild, (self.store, self.read_only, self.retry, self.max_concurrency))
+
+    def with_read_only(self, read_only: bool = True) -> ObjectStore:
+        clone = ObjectStore(self.store, read_only=read_only, retry=self.retry,
+                            max_concurrency=self.max_concurrency)
+        clone._origin, clone.url = self._origin, self.url
+        return clone
+
+    def __repr__(self) -> str:
+        return f"ObjectStore({self.url!r}{', read_only=True' if self.read_only else ''})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ObjectStore) or other.read_only != self.read_only:
+            return False
+        if other.store is self.store:
+            return True
+        return (self._origin[0] == "url" and other._origin[:3] == self._origin[:3])
+
+    def __hash__(self) -> int:
+        return hash((ObjectStore, self.url, self.read_only))
+
+    # -- errors ---------------------------------------------------------------------
+    def _key_url(self, key: str) -> str:
+        return self.url + key if self.url.endswith("/") else f"{self.url}/{key}"
+
+    def _failure(self, action: str, key: str, exc: BaseException, kind: str,
+                 attempts: int, waited: float) -> ZarrfastError:
+        where = f"{self._key_url(key)} (key {key!r})"
+        detail = f"{type(exc).__name__}: {_first_lines(exc)}"
+        if kind == "denied":
+            return RemotePermissionError(f"access denied {action} {where}: {detail}")
+        if kind == "transient":
+            return RetriesExhaustedError(
+                f"{action} {where} failed after {attempts} attempts ({waited:.2f} s of "
+                f"backoff); last error: {detail}", attempts)
+        return RemoteStoreError(f"{action} {where} failed: {detail}")
+
+    async def _retrying(self, action: str, key: str, call: Callable[[], Awaitable[T]]) -> T:
+        def failure(e: BaseException, kind: str, attempts: int, waited: float) -> BaseException:
+            return self._failure(action, key, e, kind, attempts, waited)
+
+        return await retrying(call, self.retry, classify=classify, failure=failure,
+                              missing=lambda e: FileNotFoundError(self._key_url(key)))
+
+    # -- reads ----------------------------------------------------------------------
+    async def _ahead(self, key: str) -> dict | None:
+        import obstore
+
+        try:
+            return await self._retrying("inspecting", key,
+                                        lambda: obstore.head_async(self.store, key))
+        except FileNotFoundError:
+            return None
+
+    async def _aget(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+        import obstore
+
+        if byte_range is None:
+            options = None
+        elif isinstance(byte_range, RangeByteRequest):
+            if byte_range.end <= byte_range.start:
+                return b"" if await self._ahead(key) is not None else None
+            options = {"range": (byte_range.start, byte_range.end)}
+        elif isinstance(byte_range, OffsetByteRequest):
+            options = {"range": {"offset": byte_range.offset}}
+        else:
+            if byte_range.suffix == 0:
+                return b"" if await self._ahead(key) is not None else None
+            options = {"range": {"suffix": byte_range.suffix}}
+
+        async def fetch() -> bytes:
+            try:
+                result = await obstore.get_async(self.store, key, options=options)
+                data = await result.bytes_async()
+            except Exception as e:
+                if byte_range is not None and _is_bad_range(e):
+                    return await self._clipped_empty(key, byte_range, e)
+                if byte_range is not None and "non-partial response" in str(e):
+                    # the server ignored Range and sent the whole value (obstore refused
+                    # it): read the whole value and slice it here
+                    return await self._sliced_whole(key, byte_range)
+                raise
+            _check_body(byte_range, result.range, result.meta["size"], len(data))
+            return bytes(data)
+
+        try:
+            return await self._retrying("reading", key, fetch)
+        except FileNotFoundError:
+            return None
+
+    async def _sliced_whole(self, key: str, byte_range: ByteRequest) -> bytes:
+        import obstore
+
+        result = await obstore.get_async(self.store, key)
+        data = await result.bytes_async()
+        size = result.meta["size"]
+        _check_body(None, result.range, size, len(data))
+        start, stop = normalize_byte_range(byte_range, size)
+        return bytes(memoryview(data)[start:stop])
+
+    async def _clipped_empty(self, key: str, byte_range: ByteRequest, exc: Exception) -> bytes:
+        """An unsatisfiable range of an existing value: the empty clipped slice, as the
+        store contract says; the original error if the slice is not empty."""
+        import obstore
+
+        meta = await obstore.head_async(self.store, key)  # FileNotFoundError if missing
+        start, stop = normalize_byte_range(byte_range, int(meta["size"]))
+        if stop > start:
+            raise exc
+        return b""
+
+    async def _aget_ranges(self, key: str, ranges: list[RangeByteRequest]) -> list[bytes | None]:
+        """Several ranges of one key in one ``get_ranges`` call (obstore merges ranges
+        closer than ``shard_coalesce_gap``); ranges reaching past the end, or a missing
+        key, fall back to one request per range."""
+        import obstore
+
+        gap = max(0, int(config.get("shard_coalesce_gap")))
+        starts = [r.start for r in ranges]
+        ends = [r.end for r in ranges]
+
+        async def fetch() -> list[Any]:
+            return await obstore.get_ranges_async(self.store, key, starts=starts, ends=ends,
+                                                  coalesce=gap)
+
+        try:
+            parts = await self._retrying("reading", key, fetch)
+        except BaseException as e:  # noqa: BLE001 - obstore panics on a start past the end
+            if not _is_fallback(e):
+                raise
+            return list(await gather_limited((self._aget(key, r) for r in ranges),
+                                             self.max_concurrency))
+        out: list[bytes | None] = []
+        for r, part in zip(ranges, parts, strict=True):
+            n = len(part)
+            if n > r.end - r.start:
+                raise self._failure("reading", key, _BadBody(
+                    f"asked bytes {r.start}-{r.end} and got {n} bytes"), "fatal", 1, 0.0)
+            if n < r.end - r.start:  # the value may end there: check it with one read
+                value = await self._aget(key, r)
+                out.append(value)
+                continue
+            out.append(bytes(part))
+        return out
+
+    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        validate_key(key)
+        _check_range(byte_range)
+        return run(self._aget(key, byte_range))
+
+    def get_many(self, keys: Sequence[str],
+                 byte_ranges: Sequence[ByteRequest | None] | None = None
+                 ) -> list[bytes | None]:
+        keys = list(keys)
+        if byte_ranges is None:
+            ranges: list[ByteRequest | None] = [None] * len(keys)
+        else:
+            ranges = list(byte_ranges)
+            if len(ranges) != len(keys):
+                raise ZarrfastError(f"get_many: {len(keys)} keys but {len(ranges)} byte ranges")
+        for k in keys:
+            validate_key(k)
+        for r in ranges:
+            _check_range(r)
+        if not keys:
+            return []
+        # several non-empty ranges of one key: one get_ranges call
+        multi: dict[str, list[int]] = {}
+        for i, (k, r) in enumerate(zip(keys, ranges, strict=True)):
+            if isinstance(r, RangeByteRequest) and r.end > r.start:
+                multi.setdefault(k, []).append(i)
+        groups = {k: idx for k, idx in multi.items() if len(idx) > 1}
+        grouped = {i for idx in groups.values() for i in idx}
+        singles = [i for i in range(len(keys)) if i not in grouped]
+
+        async def main() -> list[bytes | None]:
+            out: list[bytes | None] = [None] * len(keys)
+            jobs: list[Awaitable[Any]] = [self._aget(keys[i], ranges[i]) for i in singles]
+            jobs += [self._aget_ranges(k, [ranges[i] for i in idx])  # type: ignore[misc]
+                     for k, idx in groups.items()]
+            results = await gather_limited(jobs, self.max_concurrency)
+            for i, value in zip(singles, results, strict=False):
+                out[i] = value
+            for idx, values in zip(groups.values(), results[len(singles):], strict=True):
+                for i, value in zip(idx, values, strict=True):
+                    out[i] = value
+            return out
+
+        return run(main())
+
+    def exists(self, key: str) -> bool:
+        validate_key(key)
+        return run(self._ahead(key)) is not None
+
+    def getsize(self, key: str) -> int:
+        validate_key(key)
+        meta = run(self._ahead(key))
+        if meta is None:
+            raise FileNotFoundError(f"key {key!r} not found in {self!r} ({self._key_url(key)})")
+        return int(meta["size"])
+
+    # -- writes ---------------------------------------------------------------------
+    async def _aset(self, key: str, data: bytes) -> None:
+        import obstore
+
+        try:
+            await self._retrying("writing", key, lambda: obstore.put_async(
+                self.store, key, data, use_multipart=False))
+        except FileNotFoundError as e:  # a missing bucket: a failed write
+            raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
+
+    def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        self._check_writable(key)
+        validate_key(key)
+        data = _as_bytes(value)
+        run(self._aset(key, data))
+
+    def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        pairs = list(items.items() if isinstance(items, Mapping) else items)
+        self._check_writable(pairs[0][0] if pairs else None)
+        work = [(validate_key(k), _as_bytes(v)) for k, v in pairs]  # validate first
+        if work:
+            run(gather_limited((self._aset(k, d) for k, d in work), self.max_concurrency))
+
+    async def _adelete(self, key: str) -> None:
+        import obstore
+
+        try:
+            await self._retrying("deleting", key, lambda: obstore.delete_async(self.store, key))
+        except FileNotFoundError:
+            pass
+
+    def delete(self, key: str) -> None:
+        self.delete_many([key])
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self._check_writable(keys[0] if keys else None)
+        for k in keys:
+            validate_key(k)
+        if keys:
+            run(gather_limited((self._adelete(k) for k in keys), self.max_concurrency))
+
+    # -- listing --------------------------------------------------------------------
+    async def _alist(self, prefix: str) -> list[dict]:
+        import obstore
+
+        async def collect() -> list[dict]:
+            out: list[dict] = []
+            async for batch in obstore.list(self.store, prefix=prefix or None,
+                                            chunk_size=1000):
+                out.extend(batch)
+            return out
+
+        try:
+            return await self._retrying("listing", prefix or "<root>", collect)
+        except FileNotFoundError:
+            return []
+
+    def list(self) -> Iterator[str]:
+        return self.list_prefix("")
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        validate_prefix(prefix)
+        base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        keys = set()
+        for meta in run(self._alist(base)):
+            key = _valid_key(meta["path"])
+            if key is not None and key.startswith(prefix):
+                keys.add(key)
+        return iter(sorted(keys))
+
+    def list_dir(self, prefix: str) -> Iterator[str]:
+        import obstore
+
+        validate_prefix(prefix)
+        p = prefix.rstrip("/")
+        if type(self.store).__name__ == "LocalStore":
+            # local directories outlive their files: list the keys below
+            below = {k[len(p) + 1:] if p else k for k in self.list_prefix(p + "/" if p else "")}
+            return iter(sorted({k.split("/", 1)[0] for k in below}))
+
+        async def ls() -> dict:
+            try:
+                return await self._retrying("listing", p or "<root>",
+                                            lambda: obstore.list_with_delimiter_async(
+                                                self.store, p or None))
+            except FileNotFoundError:
+                return {"common_prefixes": [], "objects": []}
+
+        listing = run(ls())
+        names = set()
+        for full in [m["path"] for m in listing["objects"]] + list(listing["common_prefixes"]):
+            full = full.rstrip("/")
+            if p and not full.startswith(p + "/"):
+                continue
+            name = full[len(p) + 1:] if p else full
+            if name and _valid_key(name) is not None:
+                names.add(name.split("/", 1)[0])
+        return iter(sorted(names))
+
+    def delete_dir(self, prefix: str) -> None:
+        self._check_writable(prefix or "<root>")
+        validate_prefix(prefix)
+        p = prefix[:-1] if prefix.endswith("/") else prefix
+        self.delete_many(list(self.list_prefix(p + "/" if p else "")))
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _store_types(obstore: Any) -> tuple[type, ...]:
+    s = obstore.store
+    return tuple(getattr(s, n) for n in ("S3Store", "GCSStore", "AzureStore", "HTTPStore",
+                                         "LocalStore", "MemoryStore") if hasattr(s, n))
+
+
+def _store_url(store: Any) -> str:
+    """A URL naming an obstore store, for messages."""
+    name = type(store).__name__
+    prefix = str(getattr(store, "prefix", None) or "").strip("/")
+    if name == "HTTPStore":
+        return str(store.url).rstrip("/")
+    if name == "LocalStore":
+        return "file://" + ("/" + prefix if prefix else "")
+    if name == "MemoryStore":
+        return "memory://"
+    cfg = getattr(store, "config", None) or {}
+    if name == "S3Store":
+        root = f"s3://{cfg.get('bucket', '')}"
+    elif name == "GCSStore":
+        root = f"gs://{cfg.get('bucket', '')}"
+    else:
+        root = f"az://{cfg.get('container_name', '')}"
+    return f"{root}/{prefix}" if prefix else root
+
+
+def _first_lines(exc: BaseException) -> str:
+    """The message of an obstore error without its multi-line debug dump."""
+    text = str(exc).split("\n\nDebug source:", 1)[0].strip()
+    return text if len(text) <= 500 else text[:500] + "..."
+
+
+def _is_fallback(exc: BaseException) -> bool:
+    """A multi-range read to redo range by range: a missing key, an unsatisfiable
+    range, or obstore's panic on a range starting past the end of the value."""
+    if isinstance(exc, FileNotFoundError):
+        return True
+    if type(exc).__name__ == "PanicException":
+        return True
+    return any(_is_bad_range(e) for e in exception_chain(exc))
+
+
+def _check_body(byte_range: ByteRequest | None, got: tuple[int, int], size: int,
+                n: int) -> None:
+    """Raise :class:`_BadBody` when the response does not hold exactly the bytes asked
+    for (clipped to the value's ``size``)."""
+    start, stop = got
+    if n != stop - start:
+        raise _BadBody(f"the response promised bytes {start}-{stop} of {size} and its body "
+                       f"held {n} bytes")
+    if byte_range is None:
+        want = (0, size)
+    else:
+        want = normalize_byte_range(byte_range, size)
+    if (start, stop) != want:
+        raise _BadBody(f"asked bytes {want[0]}-{want[1]} of {size} and the server sent "
+                       f"bytes {start}-{stop}")
+
+
+def _valid_key(path: str) -> str | None:
+    try:
+        return validate_key(path)
+    except ZarrfastError:
+        return None
+
+
+def _check_range(byte_range: ByteRequest | None) -> None:
+    if byte_range is not None and not isinstance(
+            byte_range, (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)):
+        raise ZarrfastError(
+            f"byte_range must be a RangeByteRequest, OffsetByteRequest or SuffixByteRequest, "
+            f"got {byte_range!r}")
+
+
+def _as_bytes(value: Any) -> bytes:
+    if type(value) is bytes:
+        return value
+    return memoryview(value).tobytes()  # TypeError for str, int, None, lists
+
+
+def _rebuild(store: Any, read_only: bool, retry: RetryPolicy,
+             max_concurrency: int) -> ObjectStore:
+    return ObjectStore(store, read_only=read_only, retry=retry, max_concurrency=max_concurrency)
+
+
+def _rebuild_from_url(url: str, options: dict, read_only: bool, retry: RetryPolicy,
+                      max_concurrency: int, timeout: float) -> ObjectStore:
+    return ObjectStore.from_url(url, options, read_only, retry=retry,
+                                max_concurrency=max_concurrency, timeout=timeout)
