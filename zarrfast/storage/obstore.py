@@ -58,7 +58,8 @@ _STATUS_RE = re.compile(r"status code: (\d{3})")
 _TRANSIENT_WORDS = ("timed out", "timeout", "error sending request", "connection reset",
                     "connection refused", "connection closed", "broken pipe",
                     "error decoding response body", "incomplete", "unexpected eof",
-                    "end of file before message length reached", "hyper", "io error")
+                    "end of file before message length reached", "hyper", "io error",
+                    "body error")
 _RANGE_WORDS = ("InvalidRange", "Invalid range", "Range Not Satisfiable", "Requested range was invalid",
                 "status code: 416")
 
@@ -88,7 +89,7 @@ class _BadBody(ConnectionError):
 
 
 def _status(exc: BaseException) -> int | None:
-    m = _STATUS_RE.search(str(exc))
+    m = _STATUS_RE.search(_first_lines(exc))
     return int(m.group(1)) if m else None
 
 
@@ -98,6 +99,13 @@ def _is_obstore_error(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover
         return False
     return isinstance(exc, BaseError)
+
+
+def _ignores_range(exc: BaseException) -> bool:
+    """Whether the server answered a ranged GET with the whole value (obstore refuses
+    the answer: S3 says "non-partial response", HTTP "Range request not supported")."""
+    text = _first_lines(exc)
+    return "non-partial response" in text or "Range request not supported" in text
 
 
 def _is_bad_range(exc: BaseException) -> bool:
@@ -130,7 +138,7 @@ def classify(exc: BaseException) -> str:
                 if status in (408, 429) or status >= 500:
                     return "transient"
                 return "fatal"
-            text = str(e).lower()
+            text = _first_lines(e).lower()  # not the debug dump (it names its timeouts)
             if any(w in text for w in _TRANSIENT_WORDS):
                 return "transient"
             return "fatal"
@@ -267,6 +275,8 @@ class ObjectStore(Store):
         client.setdefault("connect_timeout", f"{int(min(timeout, 10.0) * 1000)}ms")
         kwargs.setdefault("retry_config", {"max_retries": 0})
         scheme = url.split("://", 1)[0].lower()
+        if scheme == "http":
+            client.setdefault("allow_http", True)
         if scheme not in ("memory",):  # obstore's MemoryStore takes no options
             kwargs["client_options"] = client
         try:
@@ -362,7 +372,7 @@ class ObjectStore(Store):
             except Exception as e:
                 if byte_range is not None and _is_bad_range(e):
                     return await self._clipped_empty(key, byte_range, e)
-                if byte_range is not None and "non-partial response" in str(e):
+                if byte_range is not None and _ignores_range(e):
                     # the server ignored Range and sent the whole value (obstore refused
                     # it): read the whole value and slice it here
                     return await self._sliced_whole(key, byte_range)
@@ -633,9 +643,8 @@ def _is_fallback(exc: BaseException) -> bool:
     range, or obstore's panic on a range starting past the end of the value."""
     if isinstance(exc, FileNotFoundError):
         return True
-    if type(exc).__name__ == "PanicException":
-        return True
-    return any(_is_bad_range(e) for e in exception_chain(exc))
+    return any(_is_bad_range(e) or _ignores_range(e) or type(e).__name__ in ("PanicException", "RustPanic")
+               for e in exception_chain(exc))
 
 
 def _check_body(byte_range: ByteRequest | None, got: tuple[int, int], size: int,
