@@ -268,17 +268,34 @@ class FsspecStore(Store):
 
         async def fetch() -> bytes:
             try:
-                return await self._afs._cat_file(path, start=start, end=end, **self._cat_kwargs)
+                value = await self._afs._cat_file(path, start=start, end=end,
+                                                  **self._cat_kwargs)
             except Exception as e:
                 if byte_range is not None and _range_status(e):
                     return await self._clipped_empty(path, byte_range, e)
                 raise
+            limit = _max_length(byte_range)
+            if limit is not None and len(value) > limit:
+                return await self._whole_or_error(path, byte_range, value)
+            return value
 
         try:
             value = await self._retrying("reading", key, fetch)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         return bytes(value) if not isinstance(value, bytes) else value
+
+    async def _whole_or_error(self, path: str, byte_range: ByteRequest, value: Any) -> bytes:
+        """A body longer than the range asked for: the whole value when the server
+        ignored ``Range`` (it is as long as the value), sliced here; otherwise a broken
+        response, retried like a dropped connection (never returned)."""
+        info = await self._afs._info(path)
+        size = int(info.get("size") or -1)
+        if len(value) == size:
+            lo, hi = normalize_byte_range(byte_range, size)
+            return bytes(memoryview(value)[lo:hi])
+        raise _BadBody(f"asked {byte_range} of {path} and got {len(value)} bytes, more than "
+                       f"the range holds (the value has {size} bytes)")
 
     async def _clipped_empty(self, path: str, byte_range: ByteRequest, exc: Exception) -> bytes:
         """An unsatisfiable range (HTTP 416) of an existing value: the empty clipped
@@ -538,6 +555,19 @@ def _single_request_kwargs(afs: Any) -> dict[str, Any]:
     except (TypeError, ValueError):  # pragma: no cover
         return {}
     return {"max_concurrency": 1} if "max_concurrency" in params else {}
+
+
+class _BadBody(ConnectionError):
+    """A response body that does not hold the bytes asked for: retried as transient."""
+
+
+def _max_length(byte_range: ByteRequest | None) -> int | None:
+    """The most bytes a response to ``byte_range`` may hold (``None``: unknown)."""
+    if isinstance(byte_range, RangeByteRequest):
+        return byte_range.end - byte_range.start
+    if isinstance(byte_range, SuffixByteRequest):
+        return byte_range.suffix
+    return None
 
 
 def _check_range(byte_range: ByteRequest | None) -> None:
