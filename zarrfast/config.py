@@ -28,6 +28,14 @@ key                    environment variable       default
                                                   metadata (append, resize,
                                                   attributes) before
                                                   ``LockTimeoutError``
+``remote_store``       ``ZARRFAST_REMOTE_STORE``  ``"auto"``: which store a
+                                                  remote URL gets: ``"auto"``
+                                                  (``ObjectStore`` for s3, gs,
+                                                  az, http(s) when obstore is
+                                                  installed and the options
+                                                  translate, else
+                                                  ``FsspecStore``),
+                                                  ``"obstore"`` or ``"fsspec"``
 =====================  =========================  ==========================
 """
 
@@ -84,6 +92,20 @@ def _env_bool(name: str, default: bool) -> bool:
     raise ZarrfastError(f"environment variable {name}={raw!r} is not a boolean (use 1/0)")
 
 
+#: values of the ``remote_store`` key
+REMOTE_STORES = ("auto", "obstore", "fsspec")
+
+
+def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ZarrfastError(f"environment variable {name}={raw!r} must be one of {choices}")
+    return value
+
+
 def defaults() -> dict[str, Any]:
     """The configuration as the environment sets it."""
     return {
@@ -94,6 +116,7 @@ def defaults() -> dict[str, Any]:
         "io_concurrency": _env_int("ZARRFAST_IO_CONCURRENCY", 32),
         "vlen_bytes_per_element": _env_int("ZARRFAST_VLEN_BYTES_PER_ELEMENT", 1024),
         "lock_timeout": _env_float("ZARRFAST_LOCK_TIMEOUT", 60.0),
+        "remote_store": _env_choice("ZARRFAST_REMOTE_STORE", "auto", REMOTE_STORES),
     }
 
 
@@ -114,6 +137,9 @@ def _validate(key: str, value: Any) -> Any:
             raise ZarrfastError(f"config lock_timeout={value!r} must be a finite number > 0 "
                                 f"(seconds)")
         value = float(value)
+    elif key == "remote_store":
+        if value not in REMOTE_STORES:
+            raise ZarrfastError(f"config remote_store={value!r} must be one of {REMOTE_STORES}")
     elif key == "write_empty_chunks":
         if not isinstance(value, bool):
             raise ZarrfastError(f"config write_empty_chunks={value!r} must be a bool")

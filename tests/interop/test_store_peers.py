@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast.storage import FsspecStore, ZipStore
+from zarrfast.storage import ZipStore
 
 from _helpers.stores import archive_data
 
@@ -83,7 +83,8 @@ def test_zarrfast_round_trip_and_zarr_python_reads(s3_server, case: str) -> None
     expected = data.copy()
     expected[3:7, 41:] = 7.0
     back = zarrfast.open_array(url, mode="r", storage_options=opts)
-    assert isinstance(back.store, FsspecStore) and back.store.read_only
+    # the URL rule gives s3:// an ObjectStore when obstore is installed
+    assert type(back.store).__name__ in ("FsspecStore", "ObjectStore") and back.store.read_only
     np.testing.assert_array_equal(back[:], expected)
     np.testing.assert_array_equal(back[5:30:3, ::7], expected[5:30:3, ::7])
     theirs = zarr.open_array(url, mode="r", storage_options=opts)

@@ -4,6 +4,7 @@ stores, HTTP through nginx, request counts, and real misbehaving servers."""
 from __future__ import annotations
 
 import pickle
+import uuid
 
 import pytest
 
@@ -245,3 +246,167 @@ def test_failed_put_leaves_old_value(faulty, maker):
     for i in range(8):
         assert store.get(f"c/{i}") in (b"old%d" % i, b"new%d" % i)
     assert store.get("c/5") == b"old5"
+
+
+# ---------------------------------------------------------------------------
+# the URL rule (zarrfast.storage.resolve.remote_store)
+# ---------------------------------------------------------------------------
+import zarrfast  # noqa: E402
+from zarrfast.storage import make_store  # noqa: E402
+
+
+def test_url_rule_auto(s3_server, tmp_path):
+    url = s3_server.url()
+    # s3fs-style options translate: ObjectStore
+    store = make_store(url, storage_options=s3_server.storage_options())
+    assert isinstance(store, ObjectStore)
+    store.set("x", b"1")
+    assert make_store(url, storage_options=s3_server.storage_options(), read_only=True).read_only
+    # an fsspec-only option: FsspecStore
+    opts = dict(s3_server.storage_options(), config_kwargs={"connect_timeout": 5})
+    fs_store = make_store(url, storage_options=opts)
+    assert isinstance(fs_store, FsspecStore) and fs_store.get("x") == b"1"
+    # chained URLs, memory://, other protocols: fsspec
+    assert isinstance(make_store(f"memory://zarrfast-{uuid.uuid4().hex}"), FsspecStore)
+    assert isinstance(make_store("simplecache::" + url,
+                                 storage_options={"s3": s3_server.storage_options()}),
+                      FsspecStore)
+    assert type(make_store("file://" + str(tmp_path))).__name__ == "LocalStore"
+    assert isinstance(make_store("https://example.invalid/data.zarr"), ObjectStore)
+    assert isinstance(make_store("gcs://bucket/data.zarr", storage_options={"anon": True}),
+                      ObjectStore)
+
+
+def test_url_rule_config(s3_server):
+    url = s3_server.url()
+    with zarrfast.config.set(remote_store="fsspec"):
+        assert isinstance(make_store(url, storage_options=s3_server.storage_options()),
+                          FsspecStore)
+    with zarrfast.config.set(remote_store="obstore"):
+        assert isinstance(make_store(url, storage_options=s3_server.storage_options()),
+                          ObjectStore)
+        from zarrfast.storage.errors import StorageOptionsError
+
+        with pytest.raises(StorageOptionsError, match="config_kwargs"):
+            make_store(url, storage_options={"config_kwargs": {}})
+        assert isinstance(make_store(f"memory://zarrfast-{uuid.uuid4().hex}"), FsspecStore)
+    with pytest.raises(Exception, match="remote_store"):
+        zarrfast.config.set(remote_store="boto")
+
+
+def test_array_round_trip_through_the_rule(s3_server):
+    import numpy as np
+
+    url = s3_server.url("a.zarr")
+    data = np.arange(64 * 16, dtype="int32").reshape(64, 16)
+    a = zarrfast.create_array(url, shape=data.shape, dtype=data.dtype, chunks=(1, 16),
+                              storage_options=s3_server.storage_options())
+    a[:] = data
+    b = zarrfast.open_array(url, mode="r", storage_options=s3_server.storage_options())
+    np.testing.assert_array_equal(b[:], data)
+    assert isinstance(b.store, ObjectStore)
+
+
+# ---------------------------------------------------------------------------
+# HTTP through a real nginx: zarrfast arrays over http://, request counts
+# ---------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def nginx_site(tmp_path_factory):
+    """nginx serving a directory read-only, with two zarrfast arrays in it."""
+    import numpy as np
+
+    from _helpers.nginx import Nginx, nginx_path
+
+    if nginx_path() is None:
+        pytest.skip("nginx is not installed (/usr/sbin/nginx: apt-get install nginx)")
+    root = tmp_path_factory.mktemp("www")
+    data = np.arange(64 * 256, dtype="int32").reshape(64, 256)
+    zarrfast.create_array(str(root / "plain.zarr"), data=data, chunks=(8, 32))  # 64 chunks
+    zarrfast.create_array(str(root / "sharded.zarr"), data=data, chunks=(8, 32),
+                          shards=(32, 128))  # 4 shards of 16 inner chunks
+    server = Nginx(root, tmp_path_factory.mktemp("nginx"))
+    try:
+        yield server, data
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("name", ["plain", "sharded"])
+def test_nginx_read_array(nginx_site, name):
+    import numpy as np
+
+    server, data = nginx_site
+    url = server.url(f"{name}.zarr")
+    store = make_store(url, read_only=True)
+    assert isinstance(store, ObjectStore)
+    a = zarrfast.open_array(store, mode="r")
+    np.testing.assert_array_equal(a[:], data)
+    np.testing.assert_array_equal(a[3:17, 40:200], data[3:17, 40:200])
+    assert store.get("missing") is None
+
+
+def test_nginx_request_counts(nginx_site):
+    import numpy as np
+
+    server, data = nginx_site
+    store = ObjectStore.from_url(server.url("plain.zarr"), read_only=True)
+    a = zarrfast.open_array(store, mode="r")
+    server.clear_log()
+    np.testing.assert_array_equal(a[:], data)
+    reqs = server.requests()
+    assert all(m == "GET" for m, *_ in reqs), reqs  # no HEAD, no listing
+    assert len(reqs) == 64 and len({p for _, p, _, _ in reqs}) == 64
+
+    store = ObjectStore.from_url(server.url("sharded.zarr"), read_only=True)
+    a = zarrfast.open_array(store, mode="r")
+    server.clear_log()
+    np.testing.assert_array_equal(a[:], data)
+    reqs = server.requests()
+    # everything of every shard is needed: one whole GET per shard, nothing else
+    assert sorted(p for _, p, _, _ in reqs) == [f"sharded.zarr/c/{i}/{j}"
+                                                for i in (0, 1) for j in (0, 1)], reqs
+    assert all(m == "GET" and s == 200 for m, _, _, s in reqs), reqs
+    # half of the inner chunks of two shards: per shard the index once (a suffix
+    # range) and the inner chunks' bytes in one coalesced range
+    server.clear_log()
+    np.testing.assert_array_equal(a[:, 0:64], data[:, 0:64])
+    reqs = server.requests()
+    shards = {p for _, p, _, _ in reqs}
+    assert shards == {"sharded.zarr/c/0/0", "sharded.zarr/c/1/0"}, reqs
+    for shard in shards:
+        mine = [r for _, p, r, _ in reqs if p == shard]
+        index = [r for r in mine if r.startswith("bytes=-")]
+        assert len(index) == 1, mine  # the index once per shard per read
+        assert len(mine) - len(index) == 1, mine
+    # a partial read: per touched shard one index request and the ranges it needs
+    server.clear_log()
+    np.testing.assert_array_equal(a[0:8, 0:32], data[0:8, 0:32])
+    reqs = server.requests()
+    assert len(reqs) == 2 and reqs[0][2].startswith("bytes=-"), reqs
+
+
+@pytest.mark.parametrize("choice", ["auto", "obstore"])
+def test_without_obstore(choice, subprocess_cwd):
+    """zarrfast imports without obstore; "auto" falls back to fsspec, "obstore" names the
+    extra to install."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['obstore'] = None\n"
+        "import zarrfast\n"
+        "from zarrfast.storage import make_store\n"
+        "try:\n"
+        "    print(type(make_store('s3://bucket/x.zarr', storage_options={'anon': True})).__name__)\n"
+        "except ImportError as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    env = dict(__import__("os").environ, ZARRFAST_REMOTE_STORE=choice)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=env, cwd=subprocess_cwd)
+    assert out.returncode == 0, out.stderr
+    if choice == "auto":
+        assert out.stdout.strip() == "FsspecStore"
+    else:
+        assert out.stdout.startswith("MissingDependencyError"), out.stdout
+        assert "zarrfast[obstore]" in out.stdout

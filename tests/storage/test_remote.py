@@ -38,6 +38,16 @@ from zarrfast.testing import StoreTests
 
 pytest.importorskip("fsspec")
 
+
+
+@pytest.fixture(autouse=True)
+def _fsspec_for_urls():
+    """This module tests FsspecStore: URLs resolve to it (the URL rule and ObjectStore
+    are tested in test_obstore.py)."""
+    with zarrfast.config.set(remote_store="fsspec"):
+        yield
+
+
 #: small backoff for tests: transient failures are retried within milliseconds
 FAST_RETRY = RetryPolicy(attempts=4, base_delay=0.005, max_delay=0.02)
 
@@ -450,7 +460,8 @@ def test_missing_optional_dependency_names_the_extra(blocked: str, subprocess_cw
         "except ImportError as e:\n"
         "    print(type(e).__name__, e)\n"
     )
-    env = dict(os.environ, AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="y")
+    env = dict(os.environ, AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="y",
+               ZARRFAST_REMOTE_STORE="fsspec")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, env=env, cwd=subprocess_cwd)
     assert out.returncode == 0, out.stderr

@@ -22,6 +22,7 @@ from zarrfast.storage.errors import (
 from zarrfast.storage.fsspec import FsspecStore, RetryPolicy
 from zarrfast.storage.local import LocalStore
 from zarrfast.storage.memory import MemoryStore
+from zarrfast.storage.obstore import ObjectStore
 from zarrfast.storage.resolve import StoreLike, make_store  # noqa: E402  (uses the stores above)
 from zarrfast.storage.zip import ZipStore
 
@@ -32,6 +33,7 @@ __all__ = [
     "LocalStore",
     "MemoryStore",
     "MissingDependencyError",
+    "ObjectStore",
     "OffsetByteRequest",
     "RangeByteRequest",
     "RemotePermissionError",

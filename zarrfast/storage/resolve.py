@@ -21,6 +21,60 @@ def is_remote_url(s: str) -> bool:
     return "://" in s and not s.startswith("file://")
 
 
+#: URL schemes that ObjectStore (obstore) serves; ``gcs`` is spelled ``gs`` for obstore
+OBSTORE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "azure", "adl",
+                             "http", "https"})
+
+
+def remote_store(url: str, *, storage_options: Mapping[str, Any] | None = None,
+                 read_only: bool = False) -> Store:
+    """The store of a remote URL.  The rule (config ``remote_store``, environment
+    ``ZARRFAST_REMOTE_STORE``):
+
+    * ``"auto"`` (the default): ``s3://``, ``gs://``/``gcs://``, ``az://``/``abfs://``/
+      ``azure://`` and ``http(s)://`` URLs get an :class:`ObjectStore` when obstore is
+      installed and every storage option has an obstore equivalent (obstore's own keys,
+      or the s3fs-style ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url``,
+      ``client_kwargs={endpoint_url, region_name}``); otherwise, and for every other
+      protocol, chained URLs (``simplecache::s3://...``), ``memory://`` and
+      ``reference://``, an :class:`FsspecStore`;
+    * ``"obstore"``: an :class:`ObjectStore` for those schemes, and an error when obstore
+      is missing or an option does not translate; other URLs stay with fsspec;
+    * ``"fsspec"``: always an :class:`FsspecStore`.
+    """
+    from zarrfast import config
+
+    choice = config.get("remote_store")
+    scheme = url.split("://", 1)[0].lower() if "::" not in url else ""
+    if choice != "fsspec" and scheme in OBSTORE_SCHEMES:
+        obstore_url = "gs://" + url.split("://", 1)[1] if scheme == "gcs" else url
+        if choice == "obstore" or _obstore_usable(obstore_url, storage_options):
+            from zarrfast.storage.obstore import ObjectStore
+
+            try:
+                return ObjectStore.from_url(obstore_url, storage_options, read_only)
+            except StorageOptionsError:
+                if choice == "obstore":
+                    raise  # auto: an option obstore does not know goes to fsspec
+    from zarrfast.storage.fsspec import FsspecStore
+
+    return FsspecStore.from_url(url, storage_options=storage_options, read_only=read_only)
+
+
+def _obstore_usable(url: str, storage_options: Mapping[str, Any] | None) -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("obstore") is None:
+        return False
+    from zarrfast.storage.obstore import translate_storage_options
+
+    try:
+        translate_storage_options(url, storage_options)
+    except StorageOptionsError:
+        return False
+    return True
+
+
 def _is_zip_path(s: str) -> bool:
     return s.lower().endswith(".zip") and not os.path.isdir(s)
 
@@ -28,8 +82,8 @@ def _is_zip_path(s: str) -> bool:
 def make_store(store: StoreLike, *, read_only: bool = False,
                storage_options: Mapping[str, Any] | None = None) -> Store:
     """Resolve ``store``: a ``Store`` is used as is (re-flagged read-only if asked),
-    a URL with ``://`` (other than ``file://``) is an :class:`FsspecStore` opened with
-    ``storage_options``, a path ending in ``.zip`` a :class:`ZipStore` (mode ``"r"``
+    a URL with ``://`` (other than ``file://``) is a remote store opened with
+    ``storage_options`` (:func:`remote_store` says which), a path ending in ``.zip`` a :class:`ZipStore` (mode ``"r"``
     when read-only, else ``"a"``), another ``str``/``Path`` a local directory, and a
     ``dict`` or ``None`` is memory."""
     if storage_options and not (isinstance(store, str) and is_remote_url(store)):
@@ -49,9 +103,7 @@ def make_store(store: StoreLike, *, read_only: bool = False,
     if isinstance(store, (str, os.PathLike)):
         s = os.fspath(store)
         if isinstance(s, str) and is_remote_url(s):
-            from zarrfast.storage.fsspec import FsspecStore
-
-            return FsspecStore.from_url(s, storage_options=storage_options, read_only=read_only)
+            return remote_store(s, storage_options=storage_options, read_only=read_only)
         local = s[len("file://"):] if isinstance(s, str) and s.startswith("file://") else s
         if isinstance(local, str) and _is_zip_path(local):
             from zarrfast.storage.zip import ZipStore
