@@ -80,7 +80,10 @@ class FaultServer:
             ready.set()
             self._loop.run_forever()
             server.close()
-            self._loop.run_until_complete(server.wait_closed())
+            pending = asyncio.all_tasks(self._loop)
+            for task in pending:  # stalled answers and idle kept-alive connections
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self._loop.close()
 
         self._thread = threading.Thread(target=main, name="fault-http", daemon=True)

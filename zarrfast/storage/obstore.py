@@ -259,8 +259,9 @@ class ObjectStore(Store):
         configuration keys (plus ``client_options`` and ``retry_config``), or the s3fs
         style ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url`` and
         ``client_kwargs={"endpoint_url", "region_name"}``.  Unless the options say
-        otherwise obstore does not retry (zarrfast's ``retry`` does) and a request
-        takes at most ``timeout`` seconds (default 30)."""
+        otherwise obstore does not retry (zarrfast's ``retry`` does), a request that
+        stalls (no byte) for ``timeout`` seconds (default 30) fails, and none takes more
+        than ``10 * timeout`` in all."""
         obstore = _import_obstore()
         if not isinstance(url, str) or "://" not in url:
             raise ZarrfastError(f"ObjectStore.from_url needs a URL with '://', got {url!r}")
@@ -271,8 +272,11 @@ class ObjectStore(Store):
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ZarrfastError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         client = dict(kwargs.pop("client_options", {}))
-        client.setdefault("timeout", f"{int(timeout * 1000)}ms")
+        # a stall (no byte for `timeout` s) fails; a long transfer that keeps flowing may
+        # take up to 10 * timeout in all (obstore's own default limit is 30 s in all)
+        client.setdefault("read_timeout", f"{int(timeout * 1000)}ms")
         client.setdefault("connect_timeout", f"{int(min(timeout, 10.0) * 1000)}ms")
+        client.setdefault("timeout", f"{int(timeout * 10_000)}ms")
         kwargs.setdefault("retry_config", {"max_retries": 0})
         scheme = url.split("://", 1)[0].lower()
         if scheme == "http":
