@@ -410,3 +410,43 @@ def test_without_obstore(choice, subprocess_cwd):
     else:
         assert out.stdout.startswith("MissingDependencyError"), out.stdout
         assert "zarrfast[obstore]" in out.stdout
+
+
+def test_s3_bulk_delete_and_sharded_counts(s3_server, s3_options):
+    """delete_many is one DeleteObjects request; a sharded read fetches each index once."""
+    import logging
+    import re
+
+    import numpy as np
+
+    lines: list[str] = []
+
+    class Count(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            msg = re.sub(r"\x1b\[[0-9;]*m", "", record.getMessage())  # no colours
+            if '"' in msg:
+                lines.append(msg.split('"')[1])
+
+    handler = Count()
+    log = logging.getLogger("werkzeug")
+    old_level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        store = ObjectStore.from_url(s3_server.url(), s3_options)
+        store.set_many({f"k/{i}": b"x" for i in range(20)})
+        lines.clear()
+        store.delete_many([f"k/{i}" for i in range(20)] + ["k/missing"])
+        assert len(lines) == 1 and lines[0].startswith("POST") and "delete" in lines[0]
+        assert list(store.list()) == []
+
+        data = np.arange(64 * 256, dtype="int32").reshape(64, 256)
+        zarrfast.create_array(store, data=data, chunks=(8, 32), shards=(32, 128))
+        a = zarrfast.open_array(store.with_read_only(), mode="r")
+        lines.clear()
+        np.testing.assert_array_equal(a[:, 0:64], data[:, 0:64])
+        gets = [line for line in lines if line.startswith("GET") and "/c/" in line]
+        assert len(gets) == 4, lines  # 2 shards: the index once and one coalesced range
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(old_level)

@@ -539,8 +539,24 @@ class ObjectStore(Store):
         self._check_writable(keys[0] if keys else None)
         for k in keys:
             validate_key(k)
-        if keys:
-            run(gather_limited((self._adelete(k) for k in keys), self.max_concurrency))
+        if not keys:
+            return
+        if type(self.store).__name__ == "S3Store":
+            run(self._abulk_delete(keys))  # DeleteObjects: one request per 1000 keys
+            return
+        run(gather_limited((self._adelete(k) for k in keys), self.max_concurrency))
+
+    async def _abulk_delete(self, keys: list[str]) -> None:
+        import obstore
+
+        for lo in range(0, len(keys), 1000):
+            batch = keys[lo:lo + 1000]
+            label = batch[0] if len(batch) == 1 else f"{batch[0]} (and {len(batch) - 1} more)"
+            try:
+                await self._retrying("deleting", label,
+                                     lambda b=batch: obstore.delete_async(self.store, b))
+            except FileNotFoundError:
+                pass  # S3 reports no missing keys; a missing bucket holds nothing
 
     # -- listing --------------------------------------------------------------------
     async def _alist(self, prefix: str) -> list[dict]:
