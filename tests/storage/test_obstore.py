@@ -450,3 +450,15 @@ def test_s3_bulk_delete_and_sharded_counts(s3_server, s3_options):
     finally:
         log.removeHandler(handler)
         log.setLevel(old_level)
+
+
+def test_pickle_store_instance(tmp_path):
+    store = ObjectStore(obs.LocalStore(str(tmp_path)), retry=2, max_concurrency=3)
+    store.set("a/b", b"1")
+    again = pickle.loads(pickle.dumps(store))
+    assert again.get("a/b") == b"1" and again.retry.attempts == 2
+    assert again.max_concurrency == 3 and str(tmp_path) in repr(again)
+    with pytest.raises(Exception, match="max_concurrency"):
+        ObjectStore(obs.MemoryStore(), max_concurrency=0)
+    with pytest.raises(Exception, match="timeout"):
+        ObjectStore.from_url("memory:///", timeout=-1)
