@@ -7,7 +7,7 @@ objects held in :attr:`FaultServer.objects`; every request is logged in
 
 :meth:`FaultServer.fail` queues faults for the next matching requests:
 
-* ``"503"``: answer 503 Service Unavailable;
+* ``"503"`` (any status code): answer with that status;
 * ``"stall"``: send nothing for ``seconds`` (then close);
 * ``"short"``: promise the full length, send half the body, close;
 * ``"oversized"``: send more bytes than asked for (a ranged answer whose
@@ -139,8 +139,8 @@ class FaultServer:
         if kind == "stall":
             await asyncio.sleep(fault.seconds)
             return False
-        if kind == "503":
-            self._send(writer, 503, b"busy", {})
+        if kind is not None and kind.isdigit():
+            self._send(writer, int(kind), b"injected", {})
             await writer.drain()
             return True
         if method == "PUT":
@@ -199,7 +199,7 @@ class FaultServer:
     @staticmethod
     def _head(status: int, length: int, extra: dict[str, str]) -> bytes:
         reason = {200: "OK", 201: "Created", 204: "No Content", 206: "Partial Content",
-                  404: "Not Found", 405: "Method Not Allowed", 416: "Range Not Satisfiable",
+                  400: "Bad Request", 403: "Forbidden", 404: "Not Found", 500: "Error", 405: "Method Not Allowed", 416: "Range Not Satisfiable",
                   503: "Service Unavailable"}[status]
         lines = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {length}"]
         lines += [f"{k}: {v}" for k, v in extra.items()]

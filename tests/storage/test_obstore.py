@@ -462,3 +462,23 @@ def test_pickle_store_instance(tmp_path):
         ObjectStore(obs.MemoryStore(), max_concurrency=0)
     with pytest.raises(Exception, match="timeout"):
         ObjectStore.from_url("memory:///", timeout=-1)
+
+
+@pytest.mark.parametrize("maker", sorted(MAKERS))
+def test_denied_and_bad_request_are_not_retried(faulty, maker):
+    from zarrfast.storage.errors import RemotePermissionError
+
+    store = MAKERS[maker](faulty)
+    faulty.fail("403", 100)
+    with pytest.raises(RemotePermissionError) as info:
+        store.get("k")
+    assert faulty.url("d/k") in str(info.value) and len(faulty.requests) == 1
+    faulty.reset()
+    faulty.fail("400", 100)
+    with pytest.raises(RemoteStoreError) as info:
+        store.get("k", RangeByteRequest(0, 5))
+    assert not isinstance(info.value, RetriesExhaustedError)
+    assert faulty.url("d/k") in str(info.value) and len(faulty.requests) == 1
+    faulty.reset()
+    faulty.fail("500", 2)
+    assert store.get("k") == VALUE  # 5xx: transient
