@@ -73,17 +73,18 @@ class FaultServer:
         def main() -> None:
             self._loop = asyncio.new_event_loop()
             asyncio.set_event_loop(self._loop)
+            self._closing = asyncio.Event()
+            self._writers: set[asyncio.StreamWriter] = set()
             server = self._loop.run_until_complete(
                 asyncio.start_server(self._handle, self.host, self.port))
             self.port = server.sockets[0].getsockname()[1]
             self._server = server
             ready.set()
             self._loop.run_forever()
-            server.close()
+            # every connection was aborted: its handler ends on its own
             pending = asyncio.all_tasks(self._loop)
-            for task in pending:  # stalled answers and idle kept-alive connections
-                task.cancel()
-            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            if pending:
+                self._loop.run_until_complete(asyncio.wait(pending, timeout=5))
             self._loop.close()
 
         self._thread = threading.Thread(target=main, name="fault-http", daemon=True)
@@ -92,11 +93,19 @@ class FaultServer:
         return self
 
     def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        def shutdown() -> None:
+            self._closing.set()  # ends stalls
+            self._server.close()
+            for w in list(self._writers):
+                w.transport.abort()
+            self._loop.stop()
+
+        self._loop.call_soon_threadsafe(shutdown)
         self._thread.join(10)
 
     # -- serving -------------------------------------------------------------------
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
         try:
             while True:
                 line = await reader.readline()
@@ -121,6 +130,7 @@ class FaultServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
+            self._writers.discard(writer)
             try:
                 writer.close()
             except Exception:  # noqa: BLE001
@@ -137,7 +147,10 @@ class FaultServer:
             writer.transport.abort()
             return False
         if kind == "stall":
-            await asyncio.sleep(fault.seconds)
+            try:
+                await asyncio.wait_for(self._closing.wait(), fault.seconds)
+            except TimeoutError:
+                pass
             return False
         if kind is not None and kind.isdigit():
             self._send(writer, int(kind), b"injected", {})

@@ -482,3 +482,21 @@ def test_denied_and_bad_request_are_not_retried(faulty, maker):
     faulty.reset()
     faulty.fail("500", 2)
     assert store.get("k") == VALUE  # 5xx: transient
+
+
+def test_failed_array_write_leaves_chunks_old_or_new(faulty):
+    """An array write whose PUT of one chunk keeps failing: the error names that chunk's
+    key and URL; every chunk reads whole, the failed one old, the others new."""
+    import numpy as np
+
+    store = ObjectStore.from_url(faulty.url("arr"), retry=FAST_RETRY, timeout=1.0)
+    a = zarrfast.create_array(store, shape=(8, 32), chunks=(8, 4), dtype="i4")
+    a[:] = 1
+    faulty.fail("503", 100, method="PUT", path="arr/c/0/3")
+    with pytest.raises(RetriesExhaustedError, match="c/0/3") as info:
+        a[:] = 2
+    assert faulty.url("arr/c/0/3") in str(info.value)
+    got = zarrfast.open_array(store, mode="r")[:]
+    expected = np.full((8, 32), 2, dtype="i4")
+    expected[:, 12:16] = 1
+    np.testing.assert_array_equal(got, expected)

@@ -296,7 +296,8 @@ class ObjectStore(Store):
                 f"{sorted(user_options)}: {type(e).__name__}: {e}") from e
         store = cls(inner, read_only=read_only, retry=retry, max_concurrency=max_concurrency)
         store._origin = ("url", url, user_options, timeout)
-        store.url = url.rstrip("/")
+        stripped = url.rstrip("/")
+        store.url = stripped if not stripped.endswith(":") else stripped + "//"  # memory://
         return store
 
     def __reduce__(self):
