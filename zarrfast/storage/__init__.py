@@ -23,13 +23,16 @@ from zarrfast.storage.fsspec import FsspecStore, RetryPolicy
 from zarrfast.storage.local import LocalStore
 from zarrfast.storage.memory import MemoryStore
 from zarrfast.storage.resolve import StoreLike, make_store  # noqa: E402  (uses the stores above)
+from zarrfast.storage.wrappers import CacheStore, LoggingStore, WrapperStore
 from zarrfast.storage.zip import ZipStore
 
 __all__ = [
     "ArchiveNotFoundError",
     "ByteRequest",
+    "CacheStore",
     "FsspecStore",
     "LocalStore",
+    "LoggingStore",
     "MemoryStore",
     "MissingDependencyError",
     "OffsetByteRequest",
@@ -45,6 +48,7 @@ __all__ = [
     "UnsafeArchiveMemberError",
     "UnsupportedStoreOperationError",
     "StoreLike",
+    "WrapperStore",
     "ZipStore",
     "make_store",
     "validate_key",
