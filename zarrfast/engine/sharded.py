@@ -42,7 +42,7 @@ from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.concurrency import map_io, map_unordered_into
+from zarrfast.concurrency import map_io, map_io_then, map_unordered_into
 from zarrfast.engine.chunked import (
     RAW_COST_RATIO,
     PreparedChain,
@@ -464,6 +464,21 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
         payload[i] = None  # let the fetched bytes go
 
+    threads = max(1, config.get("threads"))
+
+    def split_rows(g: int, _: None) -> list[list[int]]:
+        """The rows of shard ``g`` left to assemble, in up to ``threads`` parts."""
+        rows = groups[g]
+        if raw_inner or decode_in_fetch:
+            rows = rows[~placed[rows]]
+        rows = rows.tolist()
+        per = max(1, -(-len(rows) // threads))
+        return [rows[a:a + per] for a in range(0, len(rows), per)]
+
+    def assemble_part(part: list[int]) -> None:
+        for i in part:
+            assemble(i)
+
     # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
     # the fetched bytes held at once stay bounded however large the selection is.
     waves = _waves(groups, inner.chunk_nbytes)
@@ -473,7 +488,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         # fetch: each task fills the payload slots (or output regions) of its own
         # shard's rows only; remote stores get many requests in flight at once
         if store.batched_reads:
-            map_io(fetch, wave)
+            # each shard's inner chunks are decoded on the pool as soon as it is fetched,
+            # while the other shards' requests are still in flight
+            map_io_then(fetch, wave, assemble_part, split_rows)
+            continue
         else:
             # (reading is cheaper per byte than decoding: small fetches stay inline,
             # unless the fetch decodes too)
