@@ -23,6 +23,7 @@ from zarrfast.storage.fsspec import FsspecStore, RetryPolicy
 from zarrfast.storage.local import LocalStore
 from zarrfast.storage.memory import MemoryStore
 from zarrfast.storage.resolve import StoreLike, make_store  # noqa: E402  (uses the stores above)
+from zarrfast.storage.zarr_python import ZarrPythonStore
 from zarrfast.storage.zip import ZipStore
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "UnsafeArchiveMemberError",
     "UnsupportedStoreOperationError",
     "StoreLike",
+    "ZarrPythonStore",
     "ZipStore",
     "make_store",
     "validate_key",
