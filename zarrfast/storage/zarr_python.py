@@ -24,7 +24,10 @@ Errors: a failure of the wrapped store for a key becomes a
 failures with a :class:`~zarrfast.storage.remote.RetryPolicy`) naming the key and
 the store, with the original exception as ``__cause__``.  icechunk's own errors
 (``icechunk.IcechunkError``, ``icechunk.ConflictError``...) are raised as they are:
-they say what a user of icechunk must know (a conflict, a read-only session).
+they say what a user of icechunk must know (a conflict, a read-only session).  So a
+read-only icechunk session (``repo.readonly_session(...).store``) is not flagged
+read-only here: a write reaches icechunk, which refuses it with
+``icechunk.IcechunkError`` ("cannot write to read-only store", naming the key).
 
 zarr-python is optional: ``pip install 'zarrfast[zarr]'``.
 """
@@ -81,6 +84,10 @@ def is_zarr_python_store(obj: object) -> bool:
     mod = sys.modules.get("zarr.abc.store")
     cls = getattr(mod, "Store", None) if mod is not None else None
     return isinstance(cls, type) and isinstance(obj, cls)
+
+
+def _is_icechunk(store: object) -> bool:
+    return type(store).__module__.split(".", 1)[0] == "icechunk"
 
 
 def _is_foreign(exc: BaseException) -> bool:
@@ -155,7 +162,11 @@ class ZarrPythonStore(Store):
                                 f"{type(store).__name__} {store!r}")
         if isinstance(store, ZarrPythonStore):  # pragma: no cover - not a zarr store
             store = store.zarr_store
-        inner_read_only = bool(getattr(store, "read_only", False))
+        # a read-only icechunk session refuses writes itself, with icechunk's own error
+        # (``IcechunkError: cannot write to read-only store``, naming the key): users of
+        # icechunk catch that type, so the session is not flagged read-only here
+        inner_read_only = (bool(getattr(store, "read_only", False))
+                           and not _is_icechunk(store))
         super().__init__(read_only=read_only or inner_read_only)
         self._own_read_only = bool(read_only)
         if retry is None:
@@ -232,6 +243,8 @@ class ZarrPythonStore(Store):
         return RemoteStoreError(f"{action} {where} failed: {detail}")
 
     def _classify(self, exc: BaseException) -> str:
+        if isinstance(exc, KeyError):
+            return "missing"  # icechunk: "v2 key not found at `a/.zarray`"
         return "fatal" if _is_foreign(exc) else classify(exc)
 
     async def _retrying(self, action: str, key: str, call: Callable[[], Awaitable[T]]) -> T:
@@ -327,15 +340,21 @@ class ZarrPythonStore(Store):
 
     def exists(self, key: str) -> bool:
         validate_key(key)
-        return self._call("inspecting", key, lambda: self.zarr_store.exists(key))
+        return self._sync(self._aexists(key))
+
+    async def _aexists(self, key: str) -> bool:
+        try:
+            return bool(await self._retrying("inspecting", key,
+                                             lambda: self.zarr_store.exists(key)))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return False
 
     def getsize(self, key: str) -> int:
         validate_key(key)
 
         async def size() -> int | None:
             # some stores give a size for a directory (zarr's LocalStore): no key there
-            if not await self._retrying("inspecting", key,
-                                        lambda: self.zarr_store.exists(key)):
+            if not await self._aexists(key):
                 return None
             try:
                 return await self._retrying("inspecting", key,
@@ -350,14 +369,7 @@ class ZarrPythonStore(Store):
 
     # -- writes ---------------------------------------------------------------------
     def _check_writes(self, key: str) -> None:
-        if self._own_read_only:
-            self._check_writable(key)
-        elif self.read_only and not self._inner_is_icechunk():
-            self._check_writable(key)
-        # a read-only icechunk session refuses with icechunk's own error
-
-    def _inner_is_icechunk(self) -> bool:
-        return type(self.zarr_store).__module__.split(".", 1)[0] == "icechunk"
+        self._check_writable(key)  # a read-only icechunk session refuses by itself
 
     def _check_supports(self, what: str, key: str) -> None:
         flag = self.supports_writes if what == "write" else self.supports_deletes
@@ -388,7 +400,7 @@ class ZarrPythonStore(Store):
 
     async def _adelete(self, key: str) -> None:
         # zarr's LocalStore deletes a whole directory for a key naming one: only keys go
-        if not await self._retrying("inspecting", key, lambda: self.zarr_store.exists(key)):
+        if not await self._aexists(key):
             return
         try:
             await self._retrying("deleting", key, lambda: self.zarr_store.delete(key))
