@@ -264,3 +264,23 @@ def test_read_only_zarr_store(tmp_path: Path) -> None:
     with pytest.raises(ReadOnlyError, match="'k'"):
         ro.set("k", b"1")
     assert ro.with_read_only(False).read_only is False
+
+
+class LostFileMemoryStore(zarr.storage.MemoryStore):
+    """A store whose ``get`` raises ``FileNotFoundError`` (as VirtualiZarr's ManifestStore
+    does when a referenced file is gone): a failure, never a missing key."""
+
+    async def get(self, key, prototype, byte_range=None):
+        if key.startswith("c/"):
+            raise FileNotFoundError("Object at location /gone/data.h5 not found")
+        return await super().get(key, prototype, byte_range)
+
+
+def test_file_not_found_in_a_store_is_an_error_not_a_missing_chunk() -> None:
+    inner = LostFileMemoryStore()
+    zarr.create_array(inner, shape=(10,), chunks=(5,), dtype="i4")[:] = 7
+    a = zarrfast.open_array(inner, mode="r")
+    with pytest.raises(RemoteStoreError, match=r"'c/0'.*/gone/data\.h5") as info:
+        a[:]
+    assert isinstance(info.value.__cause__, FileNotFoundError)
+    assert ZarrPythonStore(inner).get("missing") is None

@@ -243,9 +243,17 @@ class ZarrPythonStore(Store):
         return RemoteStoreError(f"{action} {where} failed: {detail}")
 
     def _classify(self, exc: BaseException) -> str:
-        if isinstance(exc, KeyError):
-            return "missing"  # icechunk: "v2 key not found at `a/.zarray`"
-        return "fatal" if _is_foreign(exc) else classify(exc)
+        """A zarr-python store says a key is missing by returning ``None`` (``exists``:
+        ``False``), never by raising: a ``FileNotFoundError`` is a failure (VirtualiZarr's
+        ManifestStore, when the file a chunk refers to is gone), never a missing key,
+        or the chunk would silently read as fill value.  The one exception: icechunk's
+        ``KeyError`` for a zarr v2 key (``"v2 key not found at `a/.zarray`"``)."""
+        if isinstance(exc, KeyError) and _is_icechunk(self.zarr_store):
+            return "missing"
+        if _is_foreign(exc):
+            return "fatal"
+        kind = classify(exc)
+        return "fatal" if kind == "missing" else kind
 
     async def _retrying(self, action: str, key: str, call: Callable[[], Awaitable[T]]) -> T:
         def failure(e: BaseException, kind: str, attempts: int, waited: float) -> BaseException:
@@ -283,12 +291,18 @@ class ZarrPythonStore(Store):
 
     async def _aget_partial(self, key: str, ranges: list[ByteRequest | None]) -> list[Any]:
         pairs = [(key, _zarr_range(self._zarr, r)) for r in ranges]
-        try:
-            bufs = await self._retrying(
-                "reading", key, lambda: self.zarr_store.get_partial_values(self._prototype,
-                                                                           pairs))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return [None] * len(ranges)
+
+        async def partial() -> list[Any] | None:
+            try:
+                return await self.zarr_store.get_partial_values(self._prototype, pairs)
+            except FileNotFoundError:
+                # zarr's LocalStore raises for a missing key here (get returns None):
+                # ask again with get, which tells a missing key from a failure
+                return None
+
+        bufs = await self._retrying("reading", key, partial)
+        if bufs is None:
+            return [await self._aget(key, r) for r in ranges]
         out = [_value(b) for b in bufs]
         for i, (r, v) in enumerate(zip(ranges, out, strict=True)):
             if isinstance(r, SuffixByteRequest) and v is not None and len(v) < r.suffix:
