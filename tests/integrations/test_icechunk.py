@@ -131,3 +131,18 @@ def test_uncommitted_writes_are_not_in_the_repository(repo) -> None:
     np.testing.assert_array_equal(
         zarrfast.open_array(repo.readonly_session("main").store, path="plain", mode="r")[:],
         DATA)
+
+
+def test_xarray_through_a_session(repo) -> None:
+    xr = pytest.importorskip("xarray")
+    from zarrfast.xarray import to_zarr
+
+    ds = xr.Dataset({"t": (("y", "x"), DATA.astype("f8"))}, coords={"y": np.arange(40)},
+                    attrs={"source": "zarrfast"})
+    session = repo.writable_session("main")
+    to_zarr(ds, session.store, mode="w")
+    session.commit("dataset")
+    got = xr.open_dataset(repo.readonly_session("main").store, engine="zarrfast")
+    xr.testing.assert_identical(got.load(), ds)
+    ref = xr.open_zarr(repo.readonly_session("main").store, consolidated=False)
+    xr.testing.assert_identical(ref.load(), ds)

@@ -284,3 +284,15 @@ def test_file_not_found_in_a_store_is_an_error_not_a_missing_chunk() -> None:
         a[:]
     assert isinstance(info.value.__cause__, FileNotFoundError)
     assert ZarrPythonStore(inner).get("missing") is None
+
+
+def test_pickles_with_its_zarr_store(tmp_path: Path) -> None:
+    import pickle
+
+    zarr.create_array(zarr.storage.LocalStore(tmp_path / "p"), shape=(4,), chunks=(2,),
+                      dtype="i1")[:] = 1
+    store = ZarrPythonStore(zarr.storage.LocalStore(tmp_path / "p", read_only=True),
+                            retry=3, max_concurrency=4)
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone.read_only and clone.retry.attempts == 3 and clone.max_concurrency == 4
+    assert zarrfast.open_array(clone, mode="r")[:].tolist() == [1, 1, 1, 1]
