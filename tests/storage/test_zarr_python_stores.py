@@ -36,6 +36,25 @@ class TestOverZarrLocalStore(StoreTests):
         return ZarrPythonStore(zarr.storage.LocalStore(tmp_path / "data"))
 
 
+class TestOverZarrObjectStore(StoreTests):
+    """zarr's ObjectStore over obstore's local file system store."""
+
+    def make_store(self, tmp_path: Path) -> ZarrPythonStore:
+        return ZarrPythonStore(_obstore_local(tmp_path))
+
+    def test_clear(self, filled) -> None:
+        # obstore's local file system leaves the emptied directories behind and lists
+        # them as prefixes (list_with_delimiter), so list_dir("") is not empty after a
+        # clear; the keys are gone
+        filled.clear()
+        assert filled.is_empty()
+        assert list(filled.list()) == []
+        for k in self.TREE:
+            assert filled.get(k) is None
+        filled.set("a/b", b"again")
+        assert filled.get("a/b") == b"again"
+
+
 # -- the zarr store types ------------------------------------------------------------------
 
 

@@ -45,6 +45,7 @@ from zarrfast.storage.base import (
     RangeByteRequest,
     Store,
     SuffixByteRequest,
+    normalize_byte_range,
     validate_key,
     validate_prefix,
 )
@@ -250,6 +251,8 @@ class ZarrPythonStore(Store):
         ``KeyError`` for a zarr v2 key (``"v2 key not found at `a/.zarray`"``)."""
         if isinstance(exc, KeyError) and _is_icechunk(self.zarr_store):
             return "missing"
+        if isinstance(exc, NotADirectoryError) or "(os error 20)" in str(exc):
+            return "missing"  # a key below a file (obstore: "Not a directory"): none there
         if _is_foreign(exc):
             return "fatal"
         kind = classify(exc)
@@ -276,11 +279,18 @@ class ZarrPythonStore(Store):
     # -- reads ----------------------------------------------------------------------
     async def _aget(self, key: str, byte_range: ByteRequest | None) -> bytes | memoryview | None:
         zrange = _zarr_range(self._zarr, byte_range)
+        if isinstance(byte_range, RangeByteRequest) and byte_range.end <= byte_range.start:
+            # nothing to fetch (obstore refuses an empty range): b"" if the key exists
+            return b"" if await self._aexists(key) else None
         try:
             buf = await self._retrying(
                 "reading", key, lambda: self.zarr_store.get(key, self._prototype, zrange))
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
+        except ZarrfastError:
+            if byte_range is None or not await self._empty_range(key, byte_range):
+                raise
+            return b""  # a range past the end (obstore refuses it): the empty slice
         value = _value(buf)
         if (isinstance(byte_range, SuffixByteRequest) and value is not None
                 and len(value) < byte_range.suffix):
@@ -288,6 +298,17 @@ class ZarrPythonStore(Store):
             # slices from a negative start instead)
             return await self._aget(key, None)
         return value
+
+    async def _empty_range(self, key: str, byte_range: ByteRequest) -> bool:
+        """Whether ``byte_range`` of the existing value of ``key`` is empty once clipped."""
+        try:
+            if not await self._aexists(key):
+                return False
+            size = await self.zarr_store.getsize(key)
+        except Exception:  # noqa: BLE001 - the caller re-raises the original failure
+            return False
+        start, stop = normalize_byte_range(byte_range, int(size))
+        return stop <= start
 
     async def _aget_partial(self, key: str, ranges: list[ByteRequest | None]) -> list[Any]:
         pairs = [(key, _zarr_range(self._zarr, r)) for r in ranges]
@@ -452,7 +473,10 @@ class ZarrPythonStore(Store):
                     if "is a file" not in str(e):  # zarr's LocalStore: a key, not a prefix
                         raise
 
-            self._call("deleting", p + "/", delete_dir)
+            try:
+                self._call("deleting", p + "/", delete_dir)
+            except (FileNotFoundError, NotADirectoryError):
+                pass  # nothing below a key (obstore: "Not a directory")
         else:  # pragma: no cover - zarr < 3.1
             super().delete_dir(prefix)
 
