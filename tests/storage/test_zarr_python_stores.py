@@ -315,3 +315,28 @@ def test_pickles_with_its_zarr_store(tmp_path: Path) -> None:
     clone = pickle.loads(pickle.dumps(store))
     assert clone.read_only and clone.retry.attempts == 3 and clone.max_concurrency == 4
     assert zarrfast.open_array(clone, mode="r")[:].tolist() == [1, 1, 1, 1]
+
+
+def test_opening_a_missing_read_only_directory_names_the_store(tmp_path: Path) -> None:
+    with pytest.raises(RemoteStoreError, match=r"opening ZarrPythonStore\(LocalStore.*nowhere"):
+        ZarrPythonStore(zarr.storage.LocalStore(tmp_path / "nowhere", read_only=True))
+
+
+def test_without_zarr_installed(subprocess_cwd: Path) -> None:
+    """zarr, icechunk and obstore made unimportable: zarrfast works, and the wrapper says
+    which extra to install."""
+    import subprocess
+
+    code = ("import sys\n"
+            "for m in ('zarr', 'icechunk', 'obstore', 'virtualizarr'): sys.modules[m] = None\n"
+            "import zarrfast, zarrfast.storage as s\n"
+            "a = zarrfast.create_array(None, shape=(4,), dtype='i1'); a[:] = 1\n"
+            "assert a[:].tolist() == [1, 1, 1, 1]\n"
+            "try:\n"
+            "    s.ZarrPythonStore(object())\n"
+            "except s.MissingDependencyError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=subprocess_cwd,
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "zarrfast[zarr]" in out.stdout

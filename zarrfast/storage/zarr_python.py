@@ -230,7 +230,7 @@ class ZarrPythonStore(Store):
                  attempts: int, waited: float) -> BaseException:
         if _is_foreign(exc):
             return _Foreign(exc)
-        where = f"key {key!r} of {self!r}"
+        where = f"key {key!r} of {self!r}" if key != "<store>" else repr(self)
         detail = f"{type(exc).__name__}: {exc}"
         if kind == "denied":
             return RemotePermissionError(f"access denied {action} {where}: {detail}")
