@@ -24,6 +24,7 @@ from zarrfast.storage.local import LocalStore
 from zarrfast.storage.memory import MemoryStore
 from zarrfast.storage.resolve import StoreLike, make_store  # noqa: E402  (uses the stores above)
 from zarrfast.storage.wrappers import CacheStore, LoggingStore, WrapperStore
+from zarrfast.storage.zarr_python import ZarrPythonStore
 from zarrfast.storage.zip import ZipStore
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "UnsupportedStoreOperationError",
     "StoreLike",
     "WrapperStore",
+    "ZarrPythonStore",
     "ZipStore",
     "make_store",
     "validate_key",
