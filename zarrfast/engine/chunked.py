@@ -700,9 +700,10 @@ BATCH_KEYS = 512
 def _read_batched(store: Store, keys: Sequence[str], reader: RowReader, chunk_nbytes: int) -> None:
     """Fetch chunks with ``store.get_many`` (concurrent requests) and decode them on the
     pool as they arrive: a wave of at most BATCH_KEYS chunks at a time (the fetched
-    bytes stay bounded), split in as many ``get_many`` calls as there are I/O threads,
-    so that each call's chunks are decoded while the others' requests are in flight."""
-    n_io = max(1, config.get("io_concurrency"))
+    bytes stay bounded), split in a few ``get_many`` calls (each has all its requests
+    in flight at once), so that each call's chunks are decoded while the others'
+    requests are still in flight."""
+    calls = max(1, min(config.get("io_concurrency"), 4 * config.get("threads")))
 
     def fetch(rows: range) -> list:
         return store.get_many([keys[i] for i in rows])
@@ -717,7 +718,7 @@ def _read_batched(store: Store, keys: Sequence[str], reader: RowReader, chunk_nb
 
     for lo in range(0, len(keys), BATCH_KEYS):
         hi = min(lo + BATCH_KEYS, len(keys))
-        per = -(-(hi - lo) // n_io)
+        per = -(-(hi - lo) // calls)
         map_io_then(fetch, [range(a, min(a + per, hi)) for a in range(lo, hi, per)], decode,
                     split)
 

@@ -56,7 +56,13 @@ from zarrfast.storage.errors import (
     RetriesExhaustedError,
     UnsupportedStoreOperationError,
 )
-from zarrfast.storage.remote import RetryPolicy, classify, gather_limited, retrying
+from zarrfast.storage.remote import (
+    RequestLimit,
+    RetryPolicy,
+    classify,
+    gather_limited,
+    retrying,
+)
 
 __all__ = ["ZarrPythonStore", "is_zarr_python_store"]
 
@@ -180,6 +186,7 @@ class ZarrPythonStore(Store):
         self.zarr_store = store
         self.retry = retry
         self.max_concurrency = max_concurrency
+        self._requests = RequestLimit()  # (the limit bounds every thread's requests)
         self._zarr = zarr
         self._prototype = zarr.core.buffer.default_buffer_prototype()
         self.supports_writes = bool(getattr(store, "supports_writes", True))
@@ -363,7 +370,7 @@ class ZarrPythonStore(Store):
             out: list[Any] = [None] * len(keys)
             jobs: list[Awaitable[Any]] = [self._aget(keys[i], ranges[i]) for i in singles]
             jobs += [self._aget_partial(k, [ranges[i] for i in idx]) for k, idx in partial.items()]
-            results = await gather_limited(jobs, self._limit())
+            results = await gather_limited(jobs, self._limit(), self._requests)
             for i, v in zip(singles, results, strict=False):
                 out[i] = v
             for (_, idx), vals in zip(partial.items(), results[len(singles):], strict=True):
@@ -431,7 +438,8 @@ class ZarrPythonStore(Store):
             return
         self._check_writes(pairs[0][0])
         self._check_supports("write", pairs[0][0])
-        self._sync(gather_limited([self._aset(k, d) for k, d in pairs], self._limit()))
+        self._sync(gather_limited([self._aset(k, d) for k, d in pairs], self._limit(),
+                                  self._requests))
 
     async def _adelete(self, key: str) -> None:
         # zarr's LocalStore deletes a whole directory for a key naming one: only keys go
@@ -454,7 +462,8 @@ class ZarrPythonStore(Store):
             return
         self._check_writes(keys[0])
         self._check_supports("delete", keys[0])
-        self._sync(gather_limited([self._adelete(k) for k in keys], self._limit()))
+        self._sync(gather_limited([self._adelete(k) for k in keys], self._limit(),
+                                  self._requests))
 
     def delete_dir(self, prefix: str) -> None:
         """The wrapped store's own ``delete_dir`` (``clear`` for ``""``), which also
