@@ -82,6 +82,28 @@ def _created_meanwhile(conflict: ZarrfastError, read: Callable[[], Any]) -> Any:
         raise conflict from None
 
 
+def _draft_first(store: Store, path: str, mode: str, node_type: str | None,
+                 order: str | None, zarr_format: int | None) -> tuple[Any, Any]:
+    """Before a node is opened at ``path``: ``(draft node or None, root zarr.json)``.
+    The root ``zarr.json`` is read here (once) only when it is the node's own metadata
+    or a node is about to be created; it is ``...`` when not read.  Elsewhere a draft
+    layout shows only once no node metadata is found (:func:`_draft_after`): the drafts
+    keep none at ``path/zarr.json``, ``.zarray`` or ``.zgroup``."""
+    if zarr_format == 2 or (path != "" and mode not in ("w", "w-")):
+        return None, ...
+    root_doc = store.get("zarr.json")
+    return _draft_node(store, path, mode, node_type, order, root_doc), root_doc
+
+
+def _draft_after(store: Store, path: str, mode: str, node_type: str | None,
+                 order: str | None, zarr_format: int | None, root_doc: Any) -> Any:
+    """After no node metadata was found at ``path``: the draft node there, if the store
+    holds a draft layout, else ``None``."""
+    if zarr_format == 2 or root_doc is not ...:
+        return None  # (read and checked already, or v2)
+    return _draft_node(store, path, mode, node_type, order, store.get("zarr.json"))
+
+
 def _draft_node(store: Store, path: str, mode: str, node_type: str | None,
                 order: str | None, root_doc: Any) -> Any:
     """The node at ``path`` if ``store`` holds one of the seed drafts' layouts (read-only),
@@ -193,15 +215,18 @@ def open_array(
     check_zarr_format(zarr_format)
     p = normalize_path(path if path is not None else kwargs.pop("name", None))
     s = make_store(store, read_only=mode == "r", storage_options=storage_options)
-    draft = (None if zarr_format == 2 else
-             _draft_node(s, p, mode, "array", kwargs.get("order"), s.get("zarr.json")))
+    draft, root_doc = _draft_first(s, p, mode, "array", kwargs.get("order"), zarr_format)
     if draft is not None:
         return draft
     if mode in ("w", "w-"):
         return create_array_at(s, p, overwrite=mode == "w", **kwargs)
     try:
-        md = read_typed_metadata(s, p, "array", zarr_format)
+        md = read_typed_metadata(s, p, "array", zarr_format,
+                                 zarr_json=root_doc if p == "" else ...)
     except ArrayNotFoundError:
+        draft = _draft_after(s, p, mode, "array", kwargs.get("order"), zarr_format, root_doc)
+        if draft is not None:
+            return draft
         if mode == "a" and kwargs.get("shape") is not None or (
             mode == "a" and kwargs.get("data") is not None
         ):
@@ -302,8 +327,7 @@ def open(  # noqa: A001 - zarr-python's name
     check_zarr_format(zarr_format)
     p = normalize_path(path)
     s = make_store(store, read_only=mode == "r", storage_options=storage_options)
-    draft = (None if zarr_format == 2 else
-             _draft_node(s, p, mode, None, kwargs.get("order"), s.get("zarr.json")))
+    draft, root_doc = _draft_first(s, p, mode, None, kwargs.get("order"), zarr_format)
     if draft is not None:
         return draft
     if mode in ("w", "w-"):
@@ -311,8 +335,11 @@ def open(  # noqa: A001 - zarr-python's name
             return create_array_at(s, p, overwrite=mode == "w", **kwargs)
         return open_group(s, mode=mode, path=p, **kwargs)
     try:
-        md = read_node_metadata(s, p, zarr_format)
+        md = read_node_metadata(s, p, zarr_format, zarr_json=root_doc if p == "" else ...)
     except NodeNotFoundError:
+        draft = _draft_after(s, p, mode, None, kwargs.get("order"), zarr_format, root_doc)
+        if draft is not None:
+            return draft
         if mode != "a":
             raise
         if "shape" in kwargs or "data" in kwargs:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TypeVar
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 from zarrfast import config
 
 T = TypeVar("T")
+R = TypeVar("R")
+U = TypeVar("U")
 
 class _GrowingPool:
     """A thread pool that grows (never shrinks) to the size asked for."""
@@ -119,6 +121,62 @@ def map_io(fn: Callable[[T], None], items: Iterable[T]) -> None:
             fn(item)
         return
     _run_batches(_io_pool.get(n), fn, [[item] for item in items])
+
+
+def map_io_then(fetch: Callable[[T], R], items: Iterable[T],
+                then: Callable[[U], None],
+                split: Callable[[T, R], Iterable[U]]) -> None:
+    """For every item, ``fetch(item)`` on the I/O pool (``config io_concurrency``
+    threads; blocking requests to a remote store) and, as soon as it is done,
+    ``then(part)`` on the compute pool for each part of ``split(item, result)``.
+    Decoding the first fetched chunks thus overlaps the requests still in flight.
+    Every task is waited for before returning or raising (the first error stops the
+    job: tasks not started are skipped), as in :func:`map_unordered_into`."""
+    items = list(items)
+    n_io = config.get("io_concurrency")
+    threads = config.get("threads")
+    if _in_task.active or len(items) == 0 or (n_io <= 1 and threads <= 1):
+        for item in items:
+            for part in split(item, fetch(item)):
+                then(part)
+        return
+    stop = False
+
+    def guarded(fn: Callable[..., Any], arg: Any) -> Any:
+        nonlocal stop
+        if stop:
+            return None
+        outer = _in_task.active
+        _in_task.active = True
+        try:
+            return fn(arg)
+        except BaseException:
+            stop = True
+            raise
+        finally:
+            _in_task.active = outer
+
+    io = _io_pool.get(max(1, n_io))
+    cpu = get_pool(threads) if threads > 1 else None
+    fetches = {io.submit(guarded, fetch, item): item for item in items}
+    thens: list[Future] = []
+    pending = set(fetches)
+    try:
+        while pending and not stop:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                result = f.result()  # (a fetch's error is raised here)
+                for part in split(fetches[f], result):
+                    if cpu is None:
+                        then(part)  # one compute thread: this one
+                    else:
+                        thens.append(cpu.submit(guarded, then, part))
+        for f in [*fetches, *thens]:
+            f.result()  # (after a task's error: that error)
+    except BaseException:
+        stop = True
+        _wait_quietly([*fetches, *thens])
+        raise
 
 
 def _run_batches(pool: ThreadPoolExecutor, fn: Callable[[T], None],

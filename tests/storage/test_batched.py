@@ -70,6 +70,9 @@ LAYOUTS = {
     "v3-raw": dict(compressors=None),
     "v2-blosc": dict(zarr_format=2),
     "sharded": dict(shards=(20, 30)),
+    "sharded-raw": dict(shards=(20, 30), compressors=None),
+    "sharded-gzip": dict(shards=(20, 30), compressors={"name": "gzip",
+                                                       "configuration": {"level": 1}}),
 }
 
 
@@ -104,8 +107,10 @@ def test_chunk_reads_and_writes_use_batches():
     assert ("set_many", 64) in store.calls
     assert not [c for c in store.calls if c[0] == "get"]
     store.calls.clear()
-    np.testing.assert_array_equal(a[...], 1)
-    assert store.calls == [("get_many", 64)]
+    with config.set(io_concurrency=8):
+        np.testing.assert_array_equal(a[...], 1)
+    # one get_many per I/O thread (each decoded while the others are in flight)
+    assert sorted(store.calls) == [("get_many", 8)] * 8
     store.calls.clear()
     a[4:12, :] = 2  # 16 partial chunks: their old bytes come in one batch
     assert store.calls == [("get_many", 16), ("set_many", 16)]
@@ -125,3 +130,26 @@ def test_remote_reads_keep_many_requests_in_flight():
     # 64 shards x 50 ms one after another would take 3.2 s (1.6 s on two threads)
     assert store.max_in_flight > 2, store.max_in_flight
     assert elapsed < 3.2 * 0.6, elapsed
+
+
+@pytest.mark.parametrize("compressors", ["zstd", "gzip"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_corrupt_inner_chunk_of_a_remote_shard_is_named(compressors, threads):
+    store = BatchedStore()
+    a = zarrfast.create_array(store, name="a", shape=(40, 40), chunks=(10, 10),
+                              shards=(20, 20), dtype="i4",
+                              compressors={"name": compressors, "configuration": {"level": 1}})
+    a[...] = np.arange(1600, dtype="i4").reshape(40, 40)
+    shard = bytearray(store.get("a/c/1/0"))
+    # the index (4 inner chunks: offset, size; then a crc32c) is at the end
+    index = np.frombuffer(bytes(shard[-(4 * 16 + 4):-4]), dtype="<u8").reshape(4, 2)
+    off, size = int(index[1, 0]), int(index[1, 1])
+    shard[off:off + size] = b"\xff" * size  # inner chunk (0, 1): garbage of the same size
+    MemoryStore.set(store, "a/c/1/0", bytes(shard))
+    with config.set(threads=threads):
+        for sel in (np.s_[...], np.s_[20:30, 10:20]):
+            with pytest.raises(zarrfast.errors.ChunkDecodeError,
+                               match=r"a/c/1/0.*inner chunk.*(0, 1)|a/c/1/0.*0.1"):
+                a[sel]
+        # the rest of the array still reads
+        np.testing.assert_array_equal(a[:20, :], np.arange(800, dtype="i4").reshape(20, 40))

@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import accepts_limit
-from zarrfast.concurrency import batch_count, map_unordered_into
+from zarrfast.concurrency import batch_count, map_io_then, map_unordered_into
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import (
     AllocationError,
@@ -692,21 +693,34 @@ WRITE_BATCH_BYTES = 16 * 2**20
 RAW_COST_RATIO = 8
 
 
-#: how many chunks a remote store is asked for in one concurrent ``get_many`` batch
+#: how many chunks of a remote store are fetched (and held) at once, at most
 BATCH_KEYS = 512
 
 
 def _read_batched(store: Store, keys: Sequence[str], reader: RowReader, chunk_nbytes: int) -> None:
-    """Fetch chunks with ``store.get_many`` (concurrent requests), a batch at a time so
-    that fetched bytes stay bounded, and decode each batch on the pool."""
+    """Fetch chunks with ``store.get_many`` (concurrent requests) and decode them on the
+    pool as they arrive: a wave of at most BATCH_KEYS chunks at a time (the fetched
+    bytes stay bounded), split in a few ``get_many`` calls (each has all its requests
+    in flight at once), so that each call's chunks are decoded while the others'
+    requests are still in flight."""
+    calls = max(1, min(config.get("io_concurrency"), 4 * config.get("threads")))
+
+    def fetch(rows: range) -> list:
+        return store.get_many([keys[i] for i in rows])
+
+    def split(rows: range, blobs: list) -> list:
+        return [(rows, blobs)]
+
+    def decode(part: tuple[range, list]) -> None:
+        rows, blobs = part
+        for i, blob in zip(rows, blobs, strict=True):
+            reader.read(i, blob, keys[i])
+
     for lo in range(0, len(keys), BATCH_KEYS):
-        rows = range(lo, min(lo + BATCH_KEYS, len(keys)))
-        blobs = store.get_many([keys[i] for i in rows])
-
-        def task(i: int, lo: int = lo, blobs: list = blobs) -> None:
-            reader.read(i, blobs[i - lo], keys[i])
-
-        map_unordered_into(task, rows, work_bytes=len(rows) * chunk_nbytes)
+        hi = min(lo + BATCH_KEYS, len(keys))
+        per = -(-(hi - lo) // calls)
+        map_io_then(fetch, [range(a, min(a + per, hi)) for a in range(lo, hi, per)], decode,
+                    split)
 
 
 def write_selection(

@@ -42,7 +42,7 @@ from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.concurrency import map_io, map_unordered_into
+from zarrfast.concurrency import map_io, map_io_then, map_unordered_into
 from zarrfast.engine.chunked import (
     RAW_COST_RATIO,
     PreparedChain,
@@ -297,13 +297,23 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     # the fetch, one kernel call per fetched buffer, and so are zstd and blosc ones
     # (``decode_stored``); others are decoded one by one
     raw_inner = inner.fast and not inner.bb
-    # (not on remote stores: their fetches run on the I/O pool, decoding belongs on the
-    # compute pool, which `threads` sizes)
-    decode_in_fetch = reader.batch_decode and not store.batched_reads
+    # (on remote stores the fetches run on the I/O pool and only note what to place:
+    # placing -- decoding -- belongs on the compute pool, which `threads` sizes)
+    decode_in_fetch = reader.batch_decode
     placed = np.zeros(proj.nrows, dtype=np.bool_)
+    #: remote stores: per shard, the placements its fetch found, made by the compute step
+    deferred: dict[int, list[tuple]] | None = (
+        {g: [] for g in range(len(groups))} if store.batched_reads else None)
 
-    def place(key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
+    def place(g: int, key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
               sizes: np.ndarray, layout: ShardFormat) -> None:
+        if deferred is not None:
+            deferred[g].append((key, blob, rows, offsets, sizes, layout))
+        else:
+            place_now(key, blob, rows, offsets, sizes, layout)
+
+    def place_now(key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
+                  sizes: np.ndarray, layout: ShardFormat) -> None:
         """Rows ``rows`` have their stored bytes at ``offsets`` (``sizes`` long) in
         ``blob``."""
         if not raw_inner:
@@ -414,7 +424,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                 chain.cache.put(key, (token, index))
             entries = index[inner_lin[rows]]
             used = entries[:, 0] != EMPTY
-            place(key, data, rows[used], entries[used, 0].astype(np.int64),
+            place(g, key, data, rows[used], entries[used, 0].astype(np.int64),
                   entries[used, 1].astype(np.int64), layout)
             return
         index = sub.fetch_index(store, key)
@@ -453,7 +463,8 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                     f"end of the shard (bytes {int(starts[k])}..{int(ends[k])}, only "
                     f"{base + got} readable)"
                 )
-            place(key, blob, rows_used[ks], starts[ks] - base, ends[ks] - starts[ks], layout)
+            place(g, key, blob, rows_used[ks], starts[ks] - base, ends[ks] - starts[ks],
+                  layout)
 
     def assemble(i: int) -> None:
         key = keys[row_shard[i]]
@@ -464,6 +475,38 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
             raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
         payload[i] = None  # let the fetched bytes go
 
+    threads = max(1, config.get("threads"))
+
+    def split_rows(g: int, _: None) -> list[tuple[str, Any]]:
+        """What is left to do for shard ``g`` once fetched (remote stores), in parts of
+        up to ``len(rows) / threads`` rows: the placements its fetch found, then the
+        rows none covers (inner chunks not stored: the fill value)."""
+        assert deferred is not None
+        parts: list[tuple[str, Any]] = []
+        covered = []
+        for key, blob, rows, offsets, sizes, layout in deferred.pop(g):
+            covered.append(rows)
+            per = max(1, -(-len(rows) // threads))
+            for a in range(0, len(rows), per):
+                sl = slice(a, a + per)
+                parts.append(("place", (key, blob, rows[sl], offsets[sl], sizes[sl], layout)))
+        rest = groups[g]
+        if covered:
+            rest = np.setdiff1d(rest, np.concatenate(covered), assume_unique=True)
+        rest = rest.tolist()
+        per = max(1, -(-len(rest) // threads))
+        parts += [("rows", rest[a:a + per]) for a in range(0, len(rest), per)]
+        return parts
+
+    def assemble_part(part: tuple[str, Any]) -> None:
+        kind, what = part
+        if kind == "place":
+            place_now(*what)
+            rows = what[2]
+            what = rows[~placed[rows]].tolist()  # (not decoded by the batch kernel)
+        for i in what:
+            assemble(i)
+
     # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
     # the fetched bytes held at once stay bounded however large the selection is.
     waves = _waves(groups, inner.chunk_nbytes)
@@ -473,7 +516,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         # fetch: each task fills the payload slots (or output regions) of its own
         # shard's rows only; remote stores get many requests in flight at once
         if store.batched_reads:
-            map_io(fetch, wave)
+            # each shard's inner chunks are decoded on the pool as soon as it is fetched,
+            # while the other shards' requests are still in flight
+            map_io_then(fetch, wave, assemble_part, split_rows)
+            continue
         else:
             # (reading is cheaper per byte than decoding: small fetches stay inline,
             # unless the fetch decodes too)

@@ -62,13 +62,15 @@ def _where(path: str) -> str:
     return repr(path or "/")
 
 
-def read_node_metadata(store: Store, path: str, zarr_format: int | None = None) -> AnyMetadata:
-    """The metadata of the node at ``path`` (v3 first, then v2, unless ``zarr_format``)."""
+def read_node_metadata(store: Store, path: str, zarr_format: int | None = None, *,
+                       zarr_json: Any = ...) -> AnyMetadata:
+    """The metadata of the node at ``path`` (v3 first, then v2, unless ``zarr_format``).
+    ``zarr_json``: the node's ``zarr.json`` if the caller has read it already."""
     if zarr_format not in (None, 2, 3):
         raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
     if zarr_format in (None, 3):
         key = node_key(path, "zarr.json")
-        raw = store.get(key)
+        raw = store.get(key) if zarr_json is ... else zarr_json
         if raw is not None:
             return parse_metadata(raw, path=path, key=key)
     if zarr_format in (None, 2):
@@ -93,11 +95,11 @@ def read_node_metadata(store: Store, path: str, zarr_format: int | None = None) 
 
 
 def read_typed_metadata(store: Store, path: str, node_type: str,
-                        zarr_format: int | None = None) -> AnyMetadata:
+                        zarr_format: int | None = None, *, zarr_json: Any = ...) -> AnyMetadata:
     """Like :func:`read_node_metadata`, for an array or a group only."""
     missing = ArrayNotFoundError if node_type == "array" else GroupNotFoundError
     try:
-        md = read_node_metadata(store, path, zarr_format)
+        md = read_node_metadata(store, path, zarr_format, zarr_json=zarr_json)
     except NodeNotFoundError as e:
         raise missing(str(e).replace("no array or group", f"no {node_type}", 1)) from None
     if md.node_type != node_type:

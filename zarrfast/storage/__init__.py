@@ -24,13 +24,17 @@ from zarrfast.storage.local import LocalStore
 from zarrfast.storage.memory import MemoryStore
 from zarrfast.storage.obstore import ObjectStore
 from zarrfast.storage.resolve import StoreLike, make_store  # noqa: E402  (uses the stores above)
+from zarrfast.storage.wrappers import CacheStore, LoggingStore, WrapperStore
+from zarrfast.storage.zarr_python import ZarrPythonStore
 from zarrfast.storage.zip import ZipStore
 
 __all__ = [
     "ArchiveNotFoundError",
     "ByteRequest",
+    "CacheStore",
     "FsspecStore",
     "LocalStore",
+    "LoggingStore",
     "MemoryStore",
     "MissingDependencyError",
     "ObjectStore",
@@ -47,6 +51,8 @@ __all__ = [
     "UnsafeArchiveMemberError",
     "UnsupportedStoreOperationError",
     "StoreLike",
+    "WrapperStore",
+    "ZarrPythonStore",
     "ZipStore",
     "make_store",
     "validate_key",

@@ -43,6 +43,7 @@ from zarrfast.storage.errors import (
     RetriesExhaustedError,
 )
 from zarrfast.storage.remote import (
+    RequestLimit,
     RetryPolicy,
     error_code,
     exception_chain,
@@ -140,6 +141,7 @@ class FsspecStore(Store):
         self.path = stripped.rstrip("/") or ("/" if stripped.startswith("/") else "")
         self.retry = retry
         self.max_concurrency = max_concurrency
+        self._requests = RequestLimit()  # (max_concurrency bounds every thread's requests)
         self._afs = fs if fs.async_impl else _wrap_sync(fs)
         self._cat_kwargs = _single_request_kwargs(self._afs)
         self._origin: tuple = ("fs",)
@@ -257,7 +259,7 @@ class FsspecStore(Store):
     async def _gather(self, coros: Iterable[Awaitable[T]]) -> list[T]:
         """Await all, at most ``max_concurrency`` at a time; every one finishes before
         the first error (in order) is raised."""
-        return await gather_limited(coros, self.max_concurrency)
+        return await gather_limited(coros, self.max_concurrency, self._requests)
 
     # -- reads --------------------------------------------------------------------
     async def _aget(self, key: str, path: str, byte_range: ByteRequest | None) -> bytes | None:

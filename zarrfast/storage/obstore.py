@@ -42,7 +42,14 @@ from zarrfast.storage.errors import (
     RetriesExhaustedError,
     StorageOptionsError,
 )
-from zarrfast.storage.remote import RetryPolicy, exception_chain, gather_limited, retrying, run
+from zarrfast.storage.remote import (
+    RequestLimit,
+    RetryPolicy,
+    exception_chain,
+    gather_limited,
+    retrying,
+    run,
+)
 from zarrfast.storage.remote import classify as classify_common
 
 __all__ = ["ObjectStore", "classify", "translate_storage_options"]
@@ -251,6 +258,7 @@ class ObjectStore(Store):
         self.store = store
         self.retry = retry
         self.max_concurrency = max_concurrency
+        self._requests = RequestLimit()  # max_concurrency bounds every thread's requests
         self.url = _store_url(store)
         self._origin: tuple = ("store",)
 
@@ -435,6 +443,7 @@ class ObjectStore(Store):
         except BaseException as e:  # noqa: BLE001 - obstore panics on a start past the end
             if not _is_fallback(e):
                 raise
+            # its own limit: this runs inside a permit of the shared one (no deadlock)
             return list(await gather_limited((self._aget(key, r) for r in ranges),
                                              self.max_concurrency))
         out: list[bytes | None] = []
@@ -485,7 +494,7 @@ class ObjectStore(Store):
             jobs: list[Awaitable[Any]] = [self._aget(keys[i], ranges[i]) for i in singles]
             jobs += [self._aget_ranges(k, [ranges[i] for i in idx])  # type: ignore[misc]
                      for k, idx in groups.items()]
-            results = await gather_limited(jobs, self.max_concurrency)
+            results = await gather_limited(jobs, self.max_concurrency, self._requests)
             for i, value in zip(singles, results, strict=False):
                 out[i] = value
             for idx, values in zip(groups.values(), results[len(singles):], strict=True):
@@ -527,7 +536,8 @@ class ObjectStore(Store):
         self._check_writable(pairs[0][0] if pairs else None)
         work = [(validate_key(k), _as_bytes(v)) for k, v in pairs]  # validate first
         if work:
-            run(gather_limited((self._aset(k, d) for k, d in work), self.max_concurrency))
+            run(gather_limited((self._aset(k, d) for k, d in work), self.max_concurrency,
+                               self._requests))
 
     async def _adelete(self, key: str) -> None:
         import obstore
@@ -550,7 +560,8 @@ class ObjectStore(Store):
         if type(self.store).__name__ == "S3Store":
             run(self._abulk_delete(keys))  # DeleteObjects: one request per 1000 keys
             return
-        run(gather_limited((self._adelete(k) for k in keys), self.max_concurrency))
+        run(gather_limited((self._adelete(k) for k in keys), self.max_concurrency,
+                           self._requests))
 
     async def _abulk_delete(self, keys: list[str]) -> None:
         import obstore

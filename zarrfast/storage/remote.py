@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from zarrfast.errors import ZarrfastError
 
-__all__ = ["RetryPolicy", "classify", "error_code", "exception_chain", "gather_limited",
+__all__ = ["RequestLimit", "RetryPolicy", "classify", "error_code", "exception_chain", "gather_limited",
            "http_status", "loop", "retrying", "run"]
 
 T = TypeVar("T")
@@ -215,10 +215,33 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         raise
 
 
-async def gather_limited(coros: Iterable[Awaitable[T]], limit: int) -> list[T]:
-    """Await all of ``coros``, at most ``limit`` at a time.  Every one finishes before
-    the first error (in order) is raised, so no request outlives the call."""
-    sem = asyncio.Semaphore(max(1, int(limit)))
+class RequestLimit:
+    """What bounds the requests of one store in flight at once, across every thread and
+    call using the store (the engine calls ``get_many`` from several I/O threads at
+    once): one semaphore per event loop and limit, made on first use on the loop."""
+
+    def __init__(self) -> None:
+        self._sem: asyncio.Semaphore | None = None
+        self._key: tuple[int, int] | None = None
+
+    def semaphore(self, limit: int) -> asyncio.Semaphore:
+        """The semaphore of ``limit`` on the running loop (call it on the loop)."""
+        key = (id(asyncio.get_running_loop()), limit)
+        if self._sem is None or self._key != key:
+            self._sem, self._key = asyncio.Semaphore(limit), key
+        return self._sem
+
+    def __reduce__(self):
+        return (RequestLimit, ())
+
+
+async def gather_limited(coros: Iterable[Awaitable[T]], limit: int,
+                         shared: RequestLimit | None = None) -> list[T]:
+    """Await all of ``coros``, at most ``limit`` at a time (of this call, or with
+    ``shared``, of every call sharing it).  Every one finishes before the first error
+    (in order) is raised, so no request outlives the call."""
+    limit = max(1, int(limit))
+    sem = asyncio.Semaphore(limit) if shared is None else shared.semaphore(limit)
 
     async def limited(c: Awaitable[T]) -> T:
         async with sem:

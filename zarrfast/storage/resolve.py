@@ -79,18 +79,31 @@ def _is_zip_path(s: str) -> bool:
     return s.lower().endswith(".zip") and not os.path.isdir(s)
 
 
+def _is_zarr_python_store(obj: object) -> bool:
+    """Whether ``obj`` is a zarr-python 3 store (zarr is not imported to tell)."""
+    from zarrfast.storage.zarr_python import is_zarr_python_store
+
+    return is_zarr_python_store(obj)
+
+
 def make_store(store: StoreLike, *, read_only: bool = False,
                storage_options: Mapping[str, Any] | None = None) -> Store:
     """Resolve ``store``: a ``Store`` is used as is (re-flagged read-only if asked),
     a URL with ``://`` (other than ``file://``) is a remote store opened with
-    ``storage_options`` (:func:`remote_store` says which), a path ending in ``.zip`` a :class:`ZipStore` (mode ``"r"``
-    when read-only, else ``"a"``), another ``str``/``Path`` a local directory, and a
-    ``dict`` or ``None`` is memory."""
+    ``storage_options`` (:func:`remote_store` says which), a path ending in ``.zip`` a
+    :class:`ZipStore` (mode ``"r"`` when read-only, else ``"a"``), another ``str``/``Path`` a local directory, and a
+    ``dict`` or ``None`` is memory.  A zarr-python store (``zarr.abc.store.Store``:
+    zarr's stores, icechunk's ``session.store``, VirtualiZarr's ``ManifestStore``) is
+    wrapped in a :class:`~zarrfast.storage.zarr_python.ZarrPythonStore`."""
     if storage_options and not (isinstance(store, str) and is_remote_url(store)):
         raise StorageOptionsError(
             f"storage_options was provided but unused: they only apply to remote store URLs "
             f"such as 's3://bucket/data.zarr', and the store is {store!r}"
         )
+    if not isinstance(store, Store) and _is_zarr_python_store(store):
+        from zarrfast.storage.zarr_python import ZarrPythonStore
+
+        store = ZarrPythonStore(store)
     if isinstance(store, Store):
         if read_only and not store.read_only:
             try:
