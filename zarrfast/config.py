@@ -16,7 +16,7 @@ key                    environment variable       default
                                                   are fetched in one request
 ``shard_index_cache``  ``ZARRFAST_SHARD_INDEX_    4096 shard indexes cached
                        CACHE``                    per array
-``io_concurrency``     ``ZARRFAST_IO_CONCURRENCY`` 32 requests in flight at
+``io_concurrency``     ``ZARRFAST_IO_CONCURRENCY`` 64 requests in flight at
                                                   once to a remote store
 ``vlen_bytes_per_``    ``ZARRFAST_VLEN_BYTES_PER_ 1024: a chunk of variable-
 ``element``            ELEMENT``                  length elements (strings,
@@ -113,7 +113,7 @@ def defaults() -> dict[str, Any]:
         "write_empty_chunks": _env_bool("ZARRFAST_WRITE_EMPTY", False),
         "shard_coalesce_gap": _env_int("ZARRFAST_SHARD_COALESCE_GAP", 64 * 1024, minimum=0),
         "shard_index_cache": _env_int("ZARRFAST_SHARD_INDEX_CACHE", 4096),
-        "io_concurrency": _env_int("ZARRFAST_IO_CONCURRENCY", 32),
+        "io_concurrency": _env_int("ZARRFAST_IO_CONCURRENCY", 64),
         "vlen_bytes_per_element": _env_int("ZARRFAST_VLEN_BYTES_PER_ELEMENT", 1024),
         "lock_timeout": _env_float("ZARRFAST_LOCK_TIMEOUT", 60.0),
         "remote_store": _env_choice("ZARRFAST_REMOTE_STORE", "auto", REMOTE_STORES),

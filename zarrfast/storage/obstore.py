@@ -19,7 +19,10 @@ obstore is optional: ``pip install 'zarrfast[obstore]'``.
 
 from __future__ import annotations
 
+import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -209,6 +212,34 @@ def translate_storage_options(url: str, options: Mapping[str, Any] | None) -> di
 # -- the store -------------------------------------------------------------------------
 
 
+#: obstore stores made by from_url, by URL and options: making one builds an HTTP client
+#: (TLS roots, connection pool), ~7 ms; they are immutable and safe to share across
+#: threads, as fsspec shares its file system instances
+_CLIENTS: OrderedDict[str, Any] = OrderedDict()
+_CLIENTS_LOCK = threading.Lock()
+_CLIENTS_MAX = 64
+
+
+def _client(obstore: Any, url: str, kwargs: dict[str, Any]) -> Any:
+    if url.lower().startswith("memory:"):
+        return obstore.store.from_url(url, **kwargs)  # (each one holds its own data)
+    try:
+        ident = json.dumps([url, kwargs], sort_keys=True)
+    except (TypeError, ValueError):  # options that are not JSON (a credential provider)
+        return obstore.store.from_url(url, **kwargs)
+    with _CLIENTS_LOCK:
+        found = _CLIENTS.get(ident)
+        if found is not None:
+            _CLIENTS.move_to_end(ident)
+            return found
+    made = obstore.store.from_url(url, **kwargs)
+    with _CLIENTS_LOCK:
+        _CLIENTS[ident] = made
+        while len(_CLIENTS) > _CLIENTS_MAX:
+            _CLIENTS.popitem(last=False)
+    return made
+
+
 class ObjectStore(Store):
     """Keys of an obstore store (``obstore.store.S3Store``, ``GCSStore``, ``AzureStore``,
     ``HTTPStore``, ``LocalStore``, ``MemoryStore``), below its prefix.
@@ -297,7 +328,7 @@ class ObjectStore(Store):
         if scheme not in ("memory",):  # obstore's MemoryStore takes no options
             kwargs["client_options"] = client
         try:
-            inner = obstore.store.from_url(url, **kwargs)
+            inner = _client(obstore, url, kwargs)
         except Exception as e:  # obstore: UnknownConfigurationKeyError, ValueError...
             raise StorageOptionsError(
                 f"cannot open {url!r} with obstore and storage_options "
