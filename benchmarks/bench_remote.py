@@ -335,6 +335,7 @@ class Row:
     bytes: list[int] = field(default_factory=list)
     kinds: dict[str, int] = field(default_factory=dict)  # of the first timed repeat
     error: str | None = None
+    note: str = ""
     ratio: float | None = None  # zarrfast rows: best_ms / fastest peer's best_ms
     log: list[dict] = field(default_factory=list)  # zarrfast rows: the first repeat's requests
 
@@ -365,8 +366,11 @@ def request_kinds(records: list[dict]) -> dict[str, int]:
 
 def run_reads(server: str, latency: float, target: Target, proxy: RS.Proxy | None,
               impls: list[Impl], reads: list[str], data: np.ndarray, box: tuple,
-              repeat: int, counter: Callable[[], int] | None = None) -> list[Row]:
-    """Best of ``repeat`` of every read by every implementation, round robin."""
+              repeat: int, counter: Callable[[], int] | None = None,
+              slow_s: float = 15.0) -> list[Row]:
+    """Best of ``repeat`` of every read by every implementation, round robin.  A read
+    that took more than ``slow_s`` once is not repeated (its row says so): one such
+    peer would otherwise take most of the run's time."""
     rows = {(rd, im.name): Row(server, latency, rd, im.name) for rd in reads for im in impls}
     # warm up: clients, pools, imports (not timed, not counted)
     for im in impls:
@@ -382,7 +386,7 @@ def run_reads(server: str, latency: float, target: Target, proxy: RS.Proxy | Non
             want = data if full else data[box]
             for im in impls:
                 row = rows[(rd, im.name)]
-                if row.error:
+                if row.error or row.note:
                     continue
                 if proxy is not None:
                     proxy.take()
@@ -399,6 +403,8 @@ def run_reads(server: str, latency: float, target: Target, proxy: RS.Proxy | Non
                     row.error = f"WRONG DATA (shape {got.shape}, want {want.shape})"
                     continue
                 row.times_ms.append(dt * 1000)
+                if dt > slow_s and rep + 1 < repeat:
+                    row.note = f"best of {rep + 1}: a read took > {slow_s:g} s"
                 if proxy is not None:
                     recs = proxy.take()
                     row.requests.append(len(recs))
@@ -508,7 +514,8 @@ def print_table(rows: list[Row], title: str, reasons: dict[str, str], out=sys.st
             continue
         ratio = f"{r.ratio:.2f}" if r.ratio is not None else ""
         print(f"{r.read:<12} {r.impl:<17} {r.best_ms:>9.1f} {_span(r.requests):>9} "
-              f"{_span(r.bytes, 2**20, '{:.2f}'):>7}  {ratio:>7}  {_fmt_kinds(r.kinds)}",
+              f"{_span(r.bytes, 2**20, '{:.2f}'):>7}  {ratio:>7}  {_fmt_kinds(r.kinds)}"
+              + (f"  ({r.note})" if r.note else ""),
               file=out)
     for name, why in reasons.items():
         print(f"{'(all)':<12} {name:<17} {'-':>9} {'-':>9} {'-':>7}  {'':>7}  {why}", file=out)
@@ -535,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--servers", default="nginx,moto", help="nginx,moto")
     p.add_argument("--impls", default=",".join(IMPLS), help=f"of {','.join(IMPLS)}")
     p.add_argument("--reads", default=",".join(READS), help=f"of {','.join(READS)}")
+    p.add_argument("--slow-s", type=float, default=15.0,
+                   help="a read slower than this once is not repeated (default 15 s)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak memory children")
     p.add_argument("--no-proxy-check", action="store_true",
                    help="skip the nginx direct vs 0 ms proxy comparison")
@@ -615,7 +624,8 @@ def main(argv: list[str] | None = None) -> int:
                 report["proxy_check"] += check
             for lat in latencies:
                 proxy.set_delay(lat)
-                rows = run_reads(server, lat, target, proxy, impls, reads, data, geo.box, repeat)
+                rows = run_reads(server, lat, target, proxy, impls, reads, data, geo.box, repeat,
+                                slow_s=args.slow_s)
                 report["results"] += [asdict(r) for r in rows]
                 print_table(rows, f"{server} ({kind}), {lat:g} ms first-byte delay at the proxy, "
                             f"best of {repeat}", reasons)
