@@ -32,10 +32,16 @@ in a child process per read: the peak RSS (``VmHWM``, reset just before the read
 writing 5 to ``/proc/self/clear_refs``) minus the RSS just before it (array opened, the
 data to compare with already made), compared with the target 1.2 x output + 64 MiB.
 
-    python benchmarks/bench_remote.py                 # 32 MiB per layout, 0 and 20 ms
-    python benchmarks/bench_remote.py --quick         # 8 MiB, best of 1, ~2 minutes
+    python benchmarks/bench_remote.py                 # 32 MiB per layout, 0 and 20 ms, best of 2
+    python benchmarks/bench_remote.py --quick         # 8 MiB, best of 1, 20 ms, 1-2 minutes
     python benchmarks/bench_remote.py --latency-ms 20 --servers nginx --impls \\
         zarrfast/fsspec,tensorstore --repeat 5 --json out.json
+
+Run time on a shared 2-core machine: ``--quick`` 1 to 2 minutes; one server at one
+latency with every implementation 3 to 5 minutes (nginx) or about 7 minutes (moto, which
+serves ~200 requests/s here, so its ``small`` reads take 20-130 s each); the default run
+(both servers, 0 and 20 ms) about 20 minutes.  ``--impls`` without ``zarrs/obstore``
+(90-130 s per ``small`` read at 20 ms) and ``--reads`` without ``small`` cut it most.
 
 Everything runs on this machine (2 cores here, shared): the servers' and the proxy's CPU
 time competes with the clients', so read the numbers as ratios within one run.
@@ -536,14 +542,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
                    help="8 MiB per layout (512 small chunks), best of 1, 20 ms only")
-    p.add_argument("--repeat", type=int, default=None, help="best of N (default 3, quick 1)")
+    p.add_argument("--repeat", type=int, default=None, help="best of N (default 2, quick 1)")
     p.add_argument("--latency-ms", default=None,
                    help="comma-separated first-byte delays (default 0,20; quick 20)")
     p.add_argument("--servers", default="nginx,moto", help="nginx,moto")
     p.add_argument("--impls", default=",".join(IMPLS), help=f"of {','.join(IMPLS)}")
     p.add_argument("--reads", default=",".join(READS), help=f"of {','.join(READS)}")
-    p.add_argument("--slow-s", type=float, default=15.0,
-                   help="a read slower than this once is not repeated (default 15 s)")
+    p.add_argument("--slow-s", type=float, default=10.0,
+                   help="a read slower than this once is not repeated (default 10 s)")
     p.add_argument("--no-memory", action="store_true", help="skip the peak memory children")
     p.add_argument("--no-proxy-check", action="store_true",
                    help="skip the nginx direct vs 0 ms proxy comparison")
@@ -559,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_child_memory(json.loads(args.child_memory))))
         return 0
 
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeat or (1 if args.quick else 2)
     lat_s = args.latency_ms or ("20" if args.quick else "0,20")
     latencies = [float(x) for x in lat_s.split(",") if x.strip()]
     servers = [s.strip() for s in args.servers.split(",") if s.strip()]
