@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import time
 
 import numpy as np
 import pytest
@@ -286,3 +287,103 @@ def test_scheduler_with_a_local_cluster(tmp_path):
         assert report["datasets"][0]["reused"] is True
         assert code == 1 and report["results"][0]["ok"] is False
         assert "WRONG DATA" in report["results"][0]["error"]
+
+
+# -- benchmarks/bench_remote.py: its servers and a minimal run --------------------------
+
+def _bench_module(name):
+    """A module of ``benchmarks/`` (the scripts are not a package: import by path)."""
+    import importlib.util
+    import sys
+
+    bench_dir = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+    bench_dir = os.path.abspath(bench_dir)
+    if bench_dir not in sys.path:
+        sys.path.insert(0, bench_dir)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(bench_dir, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _nginx_or_skip(rs):
+    if rs.nginx_path() is None:
+        pytest.skip(rs.NGINX_HINT)
+
+
+def test_remote_proxy_counts_delays_and_forwards_ranges(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    rs = _bench_module("remote_servers")
+    _nginx_or_skip(rs)
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.bin").write_bytes(bytes(range(256)) * 64)
+    with rs.Nginx(root, tmp_path / "nginx") as nginx, rs.Proxy(nginx.url, 0) as proxy:
+        # nginx keeps everything in its temporary directory
+        assert (tmp_path / "nginx" / "nginx.conf").exists()
+        with urllib.request.urlopen(f"{nginx.url}/a.bin") as r:
+            assert r.read() == (root / "a.bin").read_bytes()
+        assert nginx.access_lines() == 1
+        with urllib.request.urlopen(urllib.request.Request(
+                f"{proxy.url}/a.bin", headers={"Range": "bytes=10-19"})) as r:
+            assert r.status == 206 and r.read() == bytes(range(10, 20))
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{proxy.url}/missing")
+        assert e.value.code == 404
+        recs = proxy.take()
+        assert [(r["method"], r["path"], r["range"], r["status"]) for r in recs] == [
+            ("GET", "/a.bin", "bytes=10-19", 206), ("GET", "/missing", None, 404)]
+        assert recs[0]["bytes"] == 10
+        assert proxy.take() == []  # taken means forgotten
+        # the delay holds each request back; without it, the same request is faster
+        proxy.set_delay(150)
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(f"{proxy.url}/a.bin") as r:
+            assert len(r.read()) == 256 * 64
+        assert time.perf_counter() - t0 >= 0.15
+        assert len(proxy.take()) == 1
+    assert nginx.proc.poll() is not None and proxy.proc.poll() is not None
+
+
+def test_bench_remote_minimal_run(tmp_path, capsys):
+    br = _bench_module("bench_remote")
+    _nginx_or_skip(br.RS)
+    pytest.importorskip("moto.server")
+    pytest.importorskip("s3fs")
+    out = tmp_path / "remote.json"
+    code = br.main(["--quick", "--servers", "nginx,moto", "--impls",
+                    "zarrfast/fsspec,zarrfast/obstore,tensorstore", "--reads",
+                    "zstd,box-sharded", "--latency-ms", "0,5", "--repeat", "1",
+                    "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "nginx (http), 5 ms" in printed and "moto (s3), 0 ms" in printed
+    report = json.loads(out.read_text())
+    rows = report["results"]
+    assert {(r["server"], r["latency_ms"], r["read"]) for r in rows} == {
+        (s, lat, rd) for s in ("nginx", "moto") for lat in (0, 5)
+        for rd in ("zstd", "box-sharded")}
+    for r in rows:
+        if r["impl"] == "zarrfast/fsspec":
+            assert r["error"] is None and r["best_ms"] > 0, r
+            # every request went through the proxy and was counted
+            assert r["requests"][0] >= (64 if r["read"] == "zstd" else 2)
+            assert r["bytes"][0] > 0 and r["kinds"]
+            assert r["log"] and r["log"][0]["path"].endswith("zarr.json")
+    assert {r["impl"] for r in rows} >= {"zarrfast/fsspec"}
+    # an implementation that cannot run says why instead of failing the run
+    zarrfast_has_obstore = hasattr(zarrfast.storage, "ObjectStore")
+    assert ("zarrfast/obstore" in report["unavailable"]) != zarrfast_has_obstore
+    check = report["proxy_check"]
+    assert {r["via"] for r in check} == {"direct", "proxy 0 ms"}
+    direct = [r for r in check if r["via"] == "direct" and r["impl"] == "zarrfast/fsspec"]
+    proxied = [r for r in check if r["via"] != "direct" and r["impl"] == "zarrfast/fsspec"]
+    # nginx's access log and the proxy count the same requests
+    assert sorted(r["requests"] for r in direct) == sorted(r["requests"] for r in proxied)
+    mem = [m for m in report["memory"] if m["impl"] == "zarrfast/fsspec"]
+    assert {(m["server"], m["read"]) for m in mem} == {("nginx", "zstd"), ("moto", "zstd")}
+    for m in mem:
+        assert m["ok"] is True and m["output_bytes"] == 8 << 20 and m["peak_extra"] > 0, m
