@@ -114,7 +114,9 @@ http {{
     types {{ application/json json; }}
     default_type application/octet-stream;
     sendfile on;
-    tcp_nopush on;
+    # (not tcp_nopush: with sendfile, TCP_CORK holds the last segment of some ranged
+    # responses until a delayed ACK, 40 ms later, for clients such as obstore and curl)
+    tcp_nopush off;
     tcp_nodelay on;
     keepalive_timeout 120s;
     keepalive_requests 1000000;

@@ -427,7 +427,7 @@ class ObjectStore(Store):
                     return await self._sliced_whole(key, byte_range)
                 raise
             _check_body(byte_range, result.range, result.meta["size"], len(data))
-            return bytes(data)
+            return memoryview(data)  # (obstore's buffer, read-only: no copy)
 
         try:
             return await self._retrying("reading", key, fetch)
@@ -487,7 +487,7 @@ class ObjectStore(Store):
                 value = await self._aget(key, r)
                 out.append(value)
                 continue
-            out.append(bytes(part))
+            out.append(memoryview(part))
         return out
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
