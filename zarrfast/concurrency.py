@@ -52,17 +52,38 @@ _in_task = _InTask()
 #: chunk work (CPU) and blocking requests to remote stores (I/O latency)
 _cpu_pool = _GrowingPool("zarrfast")
 _io_pool = _GrowingPool("zarrfast-io")
+#: blocking requests a store makes for one of its calls (its own pool: a store's call
+#: runs on an I/O thread, which must not wait for work queued behind it on its pool)
+_request_pool = _GrowingPool("zarrfast-request")
 
 
 def _reset_after_fork() -> None:
     """In a forked child the parent's worker threads do not exist: start new pools."""
     _cpu_pool.reset()
     _io_pool.reset()
+    _request_pool.reset()
     _in_task.active = False
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def map_requests(fn: Callable[[T], R], items: list[T], limit: int) -> list[R]:
+    """``[fn(item) for item in items]``, the calls on up to ``limit`` threads of the
+    request pool (blocking requests of a store: see :func:`map_io`).  Every call has
+    finished when this returns or raises its first error (in order)."""
+    if len(items) <= 1 or threading.current_thread().name.startswith(_request_pool.prefix):
+        return [fn(item) for item in items]
+    pool = _request_pool.get(max(1, limit))
+    futures = [pool.submit(fn, item) for item in items]
+    try:
+        wait(futures)
+    except BaseException:  # an interrupt: what has not started never will
+        for f in futures:
+            f.cancel()
+        raise
+    return [f.result() for f in futures]
 
 
 def get_pool(threads: int) -> ThreadPoolExecutor:

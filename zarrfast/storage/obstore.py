@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Se
 from typing import Any, TypeVar
 
 from zarrfast import config
+from zarrfast.concurrency import map_requests
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage.base import (
     ByteRequest,
@@ -51,6 +52,7 @@ from zarrfast.storage.remote import (
     exception_chain,
     gather_limited,
     retrying,
+    retrying_sync,
     run,
 )
 from zarrfast.storage.remote import classify as classify_common
@@ -254,13 +256,16 @@ class ObjectStore(Store):
     retry
         A :class:`RetryPolicy`, or an ``int``: the number of attempts.
     max_concurrency
-        At most this many requests of one batch in flight (default: config
+        At most this many requests in flight at once, from every thread (default: config
         ``io_concurrency``).
 
     :meth:`version` gives no tokens (``None``): obstore reports an ETag only with a
     request of its own, so the sharded engine re-reads a shard's index once per read
-    rather than pay a HEAD per shard.  Values are returned as ``bytes`` (one copy of
-    obstore's buffer: about 20 µs per 256 KiB, far below a request's cost).
+    rather than pay a HEAD per shard.  Values are returned as read-only memoryviews of
+    obstore's buffers (no copy).  Reads are obstore's blocking calls, made on up to
+    ``max_concurrency`` threads at once: each costs less than half of what its
+    asynchronous twin does in round trips through an event loop (4096 small GETs from a
+    local nginx: 270 ms against 600 ms).
     """
 
     supports_partial_reads = True
@@ -289,7 +294,10 @@ class ObjectStore(Store):
         self.store = store
         self.retry = retry
         self.max_concurrency = max_concurrency
-        self._requests = RequestLimit()  # max_concurrency bounds every thread's requests
+        # max_concurrency bounds every thread's requests: blocking reads, then writes on
+        # the event loop
+        self._in_flight = threading.BoundedSemaphore(max_concurrency)
+        self._requests = RequestLimit()
         self.url = _store_url(store)
         self._origin: tuple = ("store",)
 
@@ -388,74 +396,82 @@ class ObjectStore(Store):
         return await retrying(call, self.retry, classify=classify, failure=failure,
                               missing=lambda e: FileNotFoundError(self._key_url(key)))
 
-    # -- reads ----------------------------------------------------------------------
-    async def _ahead(self, key: str) -> dict | None:
+    def _retrying_sync(self, action: str, key: str, call: Callable[[], T]) -> T:
+        def failure(e: BaseException, kind: str, attempts: int, waited: float) -> BaseException:
+            return self._failure(action, key, e, kind, attempts, waited)
+
+        return retrying_sync(call, self.retry, classify=classify, failure=failure,
+                             missing=lambda e: FileNotFoundError(self._key_url(key)))
+
+    # -- reads: obstore's blocking calls, on threads (a call costs less than half of
+    # its asynchronous twin's round trips through the event loop) ---------------------
+    def _head(self, key: str) -> dict | None:
         import obstore
 
         try:
-            return await self._retrying("inspecting", key,
-                                        lambda: obstore.head_async(self.store, key))
+            return self._retrying_sync("inspecting", key,
+                                       lambda: obstore.head(self.store, key))
         except FileNotFoundError:
             return None
 
-    async def _aget(self, key: str, byte_range: ByteRequest | None) -> bytes | None:
+    def _get(self, key: str, byte_range: ByteRequest | None) -> Any:
         import obstore
 
         if byte_range is None:
             options = None
         elif isinstance(byte_range, RangeByteRequest):
             if byte_range.end <= byte_range.start:
-                return b"" if await self._ahead(key) is not None else None
+                return b"" if self._head(key) is not None else None
             options = {"range": (byte_range.start, byte_range.end)}
         elif isinstance(byte_range, OffsetByteRequest):
             options = {"range": {"offset": byte_range.offset}}
         else:
             if byte_range.suffix == 0:
-                return b"" if await self._ahead(key) is not None else None
+                return b"" if self._head(key) is not None else None
             options = {"range": {"suffix": byte_range.suffix}}
 
-        async def fetch() -> bytes:
+        def fetch() -> Any:
             try:
-                result = await obstore.get_async(self.store, key, options=options)
-                data = await result.bytes_async()
+                result = obstore.get(self.store, key, options=options)
+                data = result.bytes()
             except Exception as e:
                 if byte_range is not None and _is_bad_range(e):
-                    return await self._clipped_empty(key, byte_range, e)
+                    return self._clipped_empty(key, byte_range, e)
                 if byte_range is not None and _ignores_range(e):
                     # the server ignored Range and sent the whole value (obstore refused
                     # it): read the whole value and slice it here
-                    return await self._sliced_whole(key, byte_range)
+                    return self._sliced_whole(key, byte_range)
                 raise
             _check_body(byte_range, result.range, result.meta["size"], len(data))
             return memoryview(data)  # (obstore's buffer, read-only: no copy)
 
         try:
-            return await self._retrying("reading", key, fetch)
+            return self._retrying_sync("reading", key, fetch)
         except FileNotFoundError:
             return None
 
-    async def _sliced_whole(self, key: str, byte_range: ByteRequest) -> bytes:
+    def _sliced_whole(self, key: str, byte_range: ByteRequest) -> Any:
         import obstore
 
-        result = await obstore.get_async(self.store, key)
-        data = await result.bytes_async()
+        result = obstore.get(self.store, key)
+        data = result.bytes()
         size = result.meta["size"]
         _check_body(None, result.range, size, len(data))
         start, stop = normalize_byte_range(byte_range, size)
-        return bytes(memoryview(data)[start:stop])
+        return memoryview(data)[start:stop]
 
-    async def _clipped_empty(self, key: str, byte_range: ByteRequest, exc: Exception) -> bytes:
+    def _clipped_empty(self, key: str, byte_range: ByteRequest, exc: Exception) -> bytes:
         """An unsatisfiable range of an existing value: the empty clipped slice, as the
         store contract says; the original error if the slice is not empty."""
         import obstore
 
-        meta = await obstore.head_async(self.store, key)  # FileNotFoundError if missing
+        meta = obstore.head(self.store, key)  # FileNotFoundError if missing
         start, stop = normalize_byte_range(byte_range, int(meta["size"]))
         if stop > start:
             raise exc
         return b""
 
-    async def _aget_ranges(self, key: str, ranges: list[RangeByteRequest]) -> list[bytes | None]:
+    def _get_ranges(self, key: str, ranges: list[RangeByteRequest]) -> list[Any]:
         """Several ranges of one key in one ``get_ranges`` call (obstore merges ranges
         closer than ``shard_coalesce_gap``); ranges reaching past the end, or a missing
         key, fall back to one request per range."""
@@ -465,35 +481,35 @@ class ObjectStore(Store):
         starts = [r.start for r in ranges]
         ends = [r.end for r in ranges]
 
-        async def fetch() -> list[Any]:
-            return await obstore.get_ranges_async(self.store, key, starts=starts, ends=ends,
-                                                  coalesce=gap)
+        def fetch() -> list[Any]:
+            return obstore.get_ranges(self.store, key, starts=starts, ends=ends, coalesce=gap)
 
         try:
-            parts = await self._retrying("reading", key, fetch)
+            parts = self._retrying_sync("reading", key, fetch)
         except BaseException as e:  # noqa: BLE001 - obstore panics on a start past the end
             if not _is_fallback(e):
                 raise
-            # its own limit: this runs inside a permit of the shared one (no deadlock)
-            return list(await gather_limited((self._aget(key, r) for r in ranges),
-                                             self.max_concurrency))
-        out: list[bytes | None] = []
+            return [self._get(key, r) for r in ranges]
+        out: list[Any] = []
         for r, part in zip(ranges, parts, strict=True):
             n = len(part)
             if n > r.end - r.start:
                 raise self._failure("reading", key, _BadBody(
                     f"asked bytes {r.start}-{r.end} and got {n} bytes"), "fatal", 1, 0.0)
             if n < r.end - r.start:  # the value may end there: check it with one read
-                value = await self._aget(key, r)
-                out.append(value)
+                out.append(self._get(key, r))
                 continue
             out.append(memoryview(part))
         return out
 
+    def _limited(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._in_flight:
+            return fn(*args)
+
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         validate_key(key)
         _check_range(byte_range)
-        return run(self._aget(key, byte_range))
+        return self._limited(self._get, key, byte_range)
 
     def get_many(self, keys: Sequence[str],
                  byte_ranges: Sequence[ByteRequest | None] | None = None
@@ -516,32 +532,29 @@ class ObjectStore(Store):
         for i, (k, r) in enumerate(zip(keys, ranges, strict=True)):
             if isinstance(r, RangeByteRequest) and r.end > r.start:
                 multi.setdefault(k, []).append(i)
-        groups = {k: idx for k, idx in multi.items() if len(idx) > 1}
-        grouped = {i for idx in groups.values() for i in idx}
-        singles = [i for i in range(len(keys)) if i not in grouped]
+        groups = [idx for idx in multi.values() if len(idx) > 1]
+        grouped = {i for idx in groups for i in idx}
+        jobs: list[list[int]] = [[i] for i in range(len(keys)) if i not in grouped] + groups
 
-        async def main() -> list[bytes | None]:
-            out: list[bytes | None] = [None] * len(keys)
-            jobs: list[Awaitable[Any]] = [self._aget(keys[i], ranges[i]) for i in singles]
-            jobs += [self._aget_ranges(k, [ranges[i] for i in idx])  # type: ignore[misc]
-                     for k, idx in groups.items()]
-            results = await gather_limited(jobs, self.max_concurrency, self._requests)
-            for i, value in zip(singles, results, strict=False):
+        def job(rows: list[int]) -> list[Any]:
+            if len(rows) == 1:
+                return [self._limited(self._get, keys[rows[0]], ranges[rows[0]])]
+            return self._limited(self._get_ranges, keys[rows[0]], [ranges[i] for i in rows])
+
+        out: list[Any] = [None] * len(keys)
+        for rows, values in zip(jobs, map_requests(job, jobs, self.max_concurrency),
+                                strict=True):
+            for i, value in zip(rows, values, strict=True):
                 out[i] = value
-            for idx, values in zip(groups.values(), results[len(singles):], strict=True):
-                for i, value in zip(idx, values, strict=True):
-                    out[i] = value
-            return out
-
-        return run(main())
+        return out
 
     def exists(self, key: str) -> bool:
         validate_key(key)
-        return run(self._ahead(key)) is not None
+        return self._limited(self._head, key) is not None
 
     def getsize(self, key: str) -> int:
         validate_key(key)
-        meta = run(self._ahead(key))
+        meta = self._limited(self._head, key)
         if meta is None:
             raise FileNotFoundError(f"key {key!r} not found in {self!r} ({self._key_url(key)})")
         return int(meta["size"])

@@ -20,6 +20,7 @@ import errno
 import os
 import random
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -27,7 +28,7 @@ from typing import Any, TypeVar
 from zarrfast.errors import ZarrfastError
 
 __all__ = ["RequestLimit", "RetryPolicy", "classify", "error_code", "exception_chain", "gather_limited",
-           "http_status", "loop", "retrying", "run"]
+           "http_status", "loop", "retrying", "retrying_sync", "run"]
 
 T = TypeVar("T")
 
@@ -254,14 +255,31 @@ async def gather_limited(coros: Iterable[Awaitable[T]], limit: int,
     return results  # type: ignore[return-value]
 
 
+def _after_failure(e: Exception, attempt: int, waited: float, policy: RetryPolicy,
+                   classify: Callable[[BaseException], str],
+                   failure: Callable[[BaseException, str, int, float], BaseException],
+                   missing: Callable[[BaseException], BaseException] | None) -> float:
+    """The pause before the next try of a call that failed with ``e`` (its
+    ``attempt``-th try), or the exception to raise instead (raised here)."""
+    kind = classify(e)
+    if kind == "missing":
+        if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+            raise e
+        raise (missing(e) if missing else FileNotFoundError(str(e))) from e
+    if kind != "transient" or attempt >= policy.attempts:
+        raise failure(e, kind, attempt, waited) from e
+    return policy.delay(attempt)
+
+
 async def retrying(call: Callable[[], Awaitable[T]], policy: RetryPolicy, *,
                    classify: Callable[[BaseException], str] = classify,
                    failure: Callable[[BaseException, str, int, float], BaseException],
                    missing: Callable[[BaseException], BaseException] | None = None) -> T:
     """Await ``call()``, retrying while ``classify`` says a failure is transient, at most
     ``policy.attempts`` tries in all.  A ``"missing"`` failure is re-raised as it is (as
-    ``missing(exc)``, or a :class:`FileNotFoundError`, if it is not one); any other final failure is replaced by
-    ``failure(exc, kind, attempts, seconds_waited)``, which names the key."""
+    ``missing(exc)``, or a :class:`FileNotFoundError`, if it is not one); any other final
+    failure is replaced by ``failure(exc, kind, attempts, seconds_waited)``, which names
+    the key."""
     waited = 0.0
     attempt = 0
     while True:
@@ -270,14 +288,24 @@ async def retrying(call: Callable[[], Awaitable[T]], policy: RetryPolicy, *,
             return await call()
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # noqa: BLE001 - classified below
-            kind = classify(e)
-            if kind == "missing":
-                if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
-                    raise
-                raise (missing(e) if missing else FileNotFoundError(str(e))) from e
-            if kind != "transient" or attempt >= policy.attempts:
-                raise failure(e, kind, attempt, waited) from e
-            pause = policy.delay(attempt)
-            waited += pause
-            await asyncio.sleep(pause)
+        except Exception as e:  # noqa: BLE001 - classified
+            pause = _after_failure(e, attempt, waited, policy, classify, failure, missing)
+        waited += pause
+        await asyncio.sleep(pause)
+
+
+def retrying_sync(call: Callable[[], T], policy: RetryPolicy, *,
+                  classify: Callable[[BaseException], str] = classify,
+                  failure: Callable[[BaseException, str, int, float], BaseException],
+                  missing: Callable[[BaseException], BaseException] | None = None) -> T:
+    """:func:`retrying` for a blocking ``call`` (made on a thread of its own)."""
+    waited = 0.0
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return call()
+        except Exception as e:  # noqa: BLE001 - classified
+            pause = _after_failure(e, attempt, waited, policy, classify, failure, missing)
+        waited += pause
+        time.sleep(pause)
