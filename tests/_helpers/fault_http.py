@@ -43,6 +43,11 @@ class FaultServer:
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)
     _faults: list[_Fault] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: seconds every answer waits before it is sent (a round trip's latency)
+    latency: float = 0.0
+    #: requests being answered now, and the most there were at once
+    in_flight: int = 0
+    peak_in_flight: int = 0
 
     # -- control -------------------------------------------------------------------
     def fail(self, kind: str, times: int = 1, *, method: str = "GET", path: str | None = None,
@@ -54,6 +59,8 @@ class FaultServer:
         with self._lock:
             self._faults.clear()
             self.requests.clear()
+            self.latency = 0.0
+            self.peak_in_flight = 0
 
     def url(self, path: str = "") -> str:
         return f"http://{self.host}:{self.port}/{path.lstrip('/')}"
@@ -125,8 +132,16 @@ class FaultServer:
                 path = target.split("?", 1)[0].lstrip("/")
                 with self._lock:
                     self.requests.append((method, path, headers.get("range")))
-                if not await self._answer(method, path, headers, body, writer):
-                    return
+                    self.in_flight += 1
+                    self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                try:
+                    if self.latency:
+                        await asyncio.sleep(self.latency)
+                    if not await self._answer(method, path, headers, body, writer):
+                        return
+                finally:
+                    with self._lock:
+                        self.in_flight -= 1
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:

@@ -500,3 +500,28 @@ def test_failed_array_write_leaves_chunks_old_or_new(faulty):
     expected = np.full((8, 32), 2, dtype="i4")
     expected[:, 12:16] = 1
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("limit", [4, 16])
+def test_reads_keep_max_concurrency_requests_in_flight_and_no_more(faulty, limit):
+    """Blocking reads on the request pool, from one get_many and from several threads
+    at once (as the engine's I/O threads call it): exactly up to the store's bound."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    for i in range(48):
+        faulty.objects[f"d/c/{i}"] = bytes([i]) * 100
+    deadline = time.monotonic() + 30
+    while faulty.in_flight and time.monotonic() < deadline:
+        time.sleep(0.05)  # (answers still stalling for earlier tests)
+    faulty.peak_in_flight = 0
+    faulty.latency = 0.05
+    store = ObjectStore.from_url(faulty.url("d"), retry=FAST_RETRY, max_concurrency=limit)
+    keys = [f"c/{i}" for i in range(48)]
+    assert [bytes(v) for v in store.get_many(keys)] == [bytes([i]) * 100 for i in range(48)]
+    assert faulty.peak_in_flight == limit
+    faulty.peak_in_flight = 0
+    with ThreadPoolExecutor(4) as pool:
+        parts = list(pool.map(store.get_many, [keys[j::4] for j in range(4)]))
+    assert [bytes(v) for v in parts[1]] == [bytes([i]) * 100 for i in range(1, 48, 4)]
+    assert faulty.peak_in_flight == limit
