@@ -54,6 +54,7 @@ from zarrfast.storage.remote import (
     retrying,
     retrying_sync,
     run,
+    status_kind,
 )
 from zarrfast.storage.remote import classify as classify_common
 
@@ -143,13 +144,7 @@ def classify(exc: BaseException) -> str:
                 return "missing"  # ENOTDIR/EISDIR of a local store: a prefix is no key
             status = _status(e)
             if status is not None:
-                if status == 404:
-                    return "missing"
-                if status in (401, 403):
-                    return "denied"
-                if status in (408, 429) or status >= 500:
-                    return "transient"
-                return "fatal"
+                return status_kind(status)
             text = _first_lines(e).lower()  # not the debug dump (it names its timeouts)
             if any(w in text for w in _TRANSIENT_WORDS):
                 return "transient"

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from zarrfast.errors import ZarrfastError
 
 __all__ = ["RequestLimit", "RetryPolicy", "classify", "error_code", "exception_chain", "gather_limited",
-           "http_status", "loop", "retrying", "retrying_sync", "run"]
+           "http_status", "loop", "retrying", "retrying_sync", "run", "status_kind"]
 
 T = TypeVar("T")
 
@@ -128,6 +128,18 @@ def error_code(exc: BaseException) -> str | None:
     return None
 
 
+def status_kind(status: int) -> str:
+    """What a failed request's HTTP ``status`` means: ``"missing"`` (404), ``"denied"``
+    (401, 403), ``"transient"`` (408, 429, 5xx) or ``"fatal"``."""
+    if status == 404:
+        return "missing"
+    if status in (401, 403):
+        return "denied"
+    if status in (408, 429) or status >= 500:
+        return "transient"
+    return "fatal"
+
+
 def classify(exc: BaseException) -> str:
     """``"missing"``, ``"denied"``, ``"transient"`` or ``"fatal"``."""
     global _TRANSIENT_TYPES
@@ -140,13 +152,7 @@ def classify(exc: BaseException) -> str:
     for e in exception_chain(exc):
         status = http_status(e)
         if status is not None:
-            if status == 404:
-                return "missing"
-            if status in (401, 403):
-                return "denied"
-            if status in (408, 429) or status >= 500:
-                return "transient"
-            return "fatal"
+            return status_kind(status)
         if error_code(e) in _TRANSIENT_CODES:
             return "transient"
         if isinstance(e, _TRANSIENT_TYPES):
