@@ -38,9 +38,6 @@ from zarrfast.storage.base import (
 )
 from zarrfast.storage.errors import (
     MissingDependencyError,
-    RemotePermissionError,
-    RemoteStoreError,
-    RetriesExhaustedError,
 )
 from zarrfast.storage.remote import (
     RequestLimit,
@@ -49,6 +46,7 @@ from zarrfast.storage.remote import (
     exception_chain,
     gather_limited,
     http_status,
+    request_error,
     retrying,
 )
 
@@ -227,15 +225,8 @@ class FsspecStore(Store):
 
     def _failure(self, action: str, key: str, exc: BaseException, kind: str,
                  attempts: int, waited: float) -> ZarrfastError:
-        where = f"{self._key_url(key)} (key {key!r})"
-        detail = f"{type(exc).__name__}: {exc}"
-        if kind == "denied":
-            return RemotePermissionError(f"access denied {action} {where}: {detail}")
-        if kind == "transient":
-            return RetriesExhaustedError(
-                f"{action} {where} failed after {attempts} attempts ({waited:.2f} s of "
-                f"backoff); last error: {detail}", attempts)
-        return RemoteStoreError(f"{action} {where} failed: {detail}")
+        return request_error(action, f"{self._key_url(key)} (key {key!r})",
+                             f"{type(exc).__name__}: {exc}", kind, attempts, waited)
 
     # -- the event loop ------------------------------------------------------------
     def _run(self, coro_fn: Callable[[], Awaitable[T]]) -> T:

@@ -41,9 +41,6 @@ from zarrfast.storage.base import (
 )
 from zarrfast.storage.errors import (
     MissingDependencyError,
-    RemotePermissionError,
-    RemoteStoreError,
-    RetriesExhaustedError,
     StorageOptionsError,
 )
 from zarrfast.storage.remote import (
@@ -51,6 +48,7 @@ from zarrfast.storage.remote import (
     RetryPolicy,
     exception_chain,
     gather_limited,
+    request_error,
     retrying,
     retrying_sync,
     run,
@@ -374,15 +372,8 @@ class ObjectStore(Store):
 
     def _failure(self, action: str, key: str, exc: BaseException, kind: str,
                  attempts: int, waited: float) -> ZarrfastError:
-        where = f"{self._key_url(key)} (key {key!r})"
-        detail = f"{type(exc).__name__}: {_first_lines(exc)}"
-        if kind == "denied":
-            return RemotePermissionError(f"access denied {action} {where}: {detail}")
-        if kind == "transient":
-            return RetriesExhaustedError(
-                f"{action} {where} failed after {attempts} attempts ({waited:.2f} s of "
-                f"backoff); last error: {detail}", attempts)
-        return RemoteStoreError(f"{action} {where} failed: {detail}")
+        return request_error(action, f"{self._key_url(key)} (key {key!r})",
+                             f"{type(exc).__name__}: {_first_lines(exc)}", kind, attempts, waited)
 
     async def _retrying(self, action: str, key: str, call: Callable[[], Awaitable[T]]) -> T:
         def failure(e: BaseException, kind: str, attempts: int, waited: float) -> BaseException:

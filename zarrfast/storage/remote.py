@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from zarrfast.errors import ZarrfastError
 
 __all__ = ["RequestLimit", "RetryPolicy", "classify", "error_code", "exception_chain", "gather_limited",
-           "http_status", "loop", "retrying", "retrying_sync", "run", "status_kind"]
+           "http_status", "loop", "request_error", "retrying", "retrying_sync", "run", "status_kind"]
 
 T = TypeVar("T")
 
@@ -126,6 +126,26 @@ def error_code(exc: BaseException) -> str | None:
         code = response.get("Error", {}).get("Code")
         return code if isinstance(code, str) else None
     return None
+
+
+def request_error(action: str, where: str, detail: str, kind: str, attempts: int,
+                  waited: float) -> ZarrfastError:
+    """The error of a request that failed for good: ``action`` (``"reading"``...) of
+    ``where`` (the key and its URL), a failure of ``kind`` (:func:`classify`) after
+    ``attempts`` tries and ``waited`` seconds of backoff; ``detail`` says what failed."""
+    from zarrfast.storage.errors import (
+        RemotePermissionError,
+        RemoteStoreError,
+        RetriesExhaustedError,
+    )
+
+    if kind == "denied":
+        return RemotePermissionError(f"access denied {action} {where}: {detail}")
+    if kind == "transient":
+        return RetriesExhaustedError(
+            f"{action} {where} failed after {attempts} attempts ({waited:.2f} s of "
+            f"backoff); last error: {detail}", attempts)
+    return RemoteStoreError(f"{action} {where} failed: {detail}")
 
 
 def status_kind(status: int) -> str:

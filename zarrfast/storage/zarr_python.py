@@ -51,9 +51,6 @@ from zarrfast.storage.base import (
 )
 from zarrfast.storage.errors import (
     MissingDependencyError,
-    RemotePermissionError,
-    RemoteStoreError,
-    RetriesExhaustedError,
     UnsupportedStoreOperationError,
 )
 from zarrfast.storage.remote import (
@@ -61,6 +58,7 @@ from zarrfast.storage.remote import (
     RetryPolicy,
     classify,
     gather_limited,
+    request_error,
     retrying,
 )
 
@@ -238,17 +236,11 @@ class ZarrPythonStore(Store):
         if _is_foreign(exc):
             return _Foreign(exc)
         where = f"key {key!r} of {self!r}" if key != "<store>" else repr(self)
-        detail = f"{type(exc).__name__}: {exc}"
-        if kind == "denied":
-            return RemotePermissionError(f"access denied {action} {where}: {detail}")
-        if kind == "transient":
-            return RetriesExhaustedError(
-                f"{action} {where} failed after {attempts} attempts ({waited:.2f} s of "
-                f"backoff); last error: {detail}", attempts)
-        if isinstance(exc, ValueError) and "read-only" in str(exc):
+        if kind == "fatal" and isinstance(exc, ValueError) and "read-only" in str(exc):
             return ReadOnlyError(f"{action} {where} refused: the zarr-python store is "
                                  f"read-only ({exc})")
-        return RemoteStoreError(f"{action} {where} failed: {detail}")
+        return request_error(action, where, f"{type(exc).__name__}: {exc}", kind, attempts,
+                             waited)
 
     def _classify(self, exc: BaseException) -> str:
         """A zarr-python store says a key is missing by returning ``None`` (``exists``:
