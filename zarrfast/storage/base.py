@@ -39,6 +39,7 @@ __all__ = [
     "RangeByteRequest",
     "Store",
     "SuffixByteRequest",
+    "many_requests",
     "normalize_byte_range",
     "validate_key",
 ]
@@ -124,6 +125,19 @@ def validate_key(key: str) -> str:
     return key
 
 
+def many_requests(keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None
+                  ) -> tuple[list[str], list[ByteRequest | None]]:
+    """The arguments of :meth:`Store.get_many` as two lists of one length (``None`` byte
+    ranges: whole values); a length mismatch raises, naming both lengths."""
+    keys = list(keys)
+    if byte_ranges is None:
+        return keys, [None] * len(keys)
+    ranges = list(byte_ranges)
+    if len(ranges) != len(keys):
+        raise ZarrfastError(f"get_many: {len(keys)} keys but {len(ranges)} byte ranges")
+    return keys, ranges
+
+
 def validate_prefix(prefix: str) -> str:
     """Validate a listing prefix: ``""`` or a key, optionally ending in ``/``."""
     if prefix == "":
@@ -190,13 +204,8 @@ class Store(abc.ABC):
         self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
     ) -> list[bytes | None]:
         """Return the values of many keys, in order; ``None`` for missing ones."""
-        if byte_ranges is None:
-            return [self.get(k) for k in keys]
-        if len(byte_ranges) != len(keys):
-            raise ZarrfastError(
-                f"get_many: {len(keys)} keys but {len(byte_ranges)} byte ranges"
-            )
-        return [self.get(k, r) for k, r in zip(keys, byte_ranges, strict=True)]
+        keys, ranges = many_requests(keys, byte_ranges)
+        return [self.get(k, r) for k, r in zip(keys, ranges, strict=True)]
 
     def get_into(self, key: str, out: memoryview) -> int | None:
         """Read the whole value of ``key`` into ``out`` (a writable byte buffer) when

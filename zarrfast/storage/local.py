@@ -54,6 +54,7 @@ from zarrfast.storage import locks as _locks
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
+    many_requests,
     normalize_byte_range,
     validate_key,
     validate_prefix,
@@ -525,10 +526,7 @@ class LocalStore(Store):
             return super().get_many(keys, byte_ranges)
         from zarrfast.concurrency import map_unordered_into
 
-        if byte_ranges is None:
-            byte_ranges = [None] * len(keys)
-        elif len(byte_ranges) != len(keys):
-            raise ZarrfastError(f"get_many: {len(keys)} keys but {len(byte_ranges)} byte ranges")
+        keys, byte_ranges = many_requests(keys, byte_ranges)
         out: list[bytes | None] = [None] * len(keys)
 
         def work(i: int) -> None:

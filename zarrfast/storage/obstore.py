@@ -35,6 +35,7 @@ from zarrfast.storage.base import (
     RangeByteRequest,
     Store,
     SuffixByteRequest,
+    many_requests,
     normalize_byte_range,
     validate_key,
     validate_prefix,
@@ -500,13 +501,7 @@ class ObjectStore(Store):
     def get_many(self, keys: Sequence[str],
                  byte_ranges: Sequence[ByteRequest | None] | None = None
                  ) -> list[bytes | None]:
-        keys = list(keys)
-        if byte_ranges is None:
-            ranges: list[ByteRequest | None] = [None] * len(keys)
-        else:
-            ranges = list(byte_ranges)
-            if len(ranges) != len(keys):
-                raise ZarrfastError(f"get_many: {len(keys)} keys but {len(ranges)} byte ranges")
+        keys, ranges = many_requests(keys, byte_ranges)
         for k in keys:
             validate_key(k)
         for r in ranges:

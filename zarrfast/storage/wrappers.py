@@ -25,7 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from zarrfast.errors import ZarrfastError
-from zarrfast.storage.base import ByteRequest, Store, normalize_byte_range, validate_key
+from zarrfast.storage.base import (
+    ByteRequest,
+    Store,
+    many_requests,
+    normalize_byte_range,
+    validate_key,
+)
 
 __all__ = ["CacheStore", "LoggingStore", "Operation", "WrapperStore"]
 
@@ -471,10 +477,7 @@ class CacheStore(WrapperStore):
 
     def get_many(self, keys: Sequence[str],
                  byte_ranges: Sequence[ByteRequest | None] | None = None) -> list[bytes | None]:
-        keys = list(keys)
-        ranges = [None] * len(keys) if byte_ranges is None else list(byte_ranges)
-        if len(ranges) != len(keys):
-            raise ZarrfastError(f"get_many: {len(keys)} keys but {len(ranges)} byte ranges")
+        keys, ranges = many_requests(keys, byte_ranges)
         for k in keys:
             validate_key(k)
         out: list[Any] = [None] * len(keys)
