@@ -39,6 +39,8 @@ __all__ = [
     "RangeByteRequest",
     "Store",
     "SuffixByteRequest",
+    "as_bytes",
+    "check_byte_range",
     "many_requests",
     "normalize_byte_range",
     "validate_key",
@@ -123,6 +125,24 @@ def validate_key(key: str) -> str:
     if len(key) >= 2 and key[1] == ":" and key[0].isalpha():
         raise InvalidKeyError(f"store key {key!r} looks like a drive-qualified path")
     return key
+
+
+def check_byte_range(byte_range: ByteRequest | None) -> None:
+    """Refuse anything but ``None`` or one of the three byte requests, naming it."""
+    if byte_range is not None and not isinstance(
+            byte_range, (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)):
+        raise ZarrfastError(
+            f"byte_range must be a RangeByteRequest, OffsetByteRequest or SuffixByteRequest, "
+            f"got {byte_range!r}")
+
+
+def as_bytes(value: Any) -> bytes:
+    """An immutable copy of a buffer (``value`` itself if it is ``bytes``);
+    ``TypeError`` for anything that is not a buffer (``str``, ``int``, ``None``,
+    lists)."""
+    if type(value) is bytes:
+        return value
+    return memoryview(value).tobytes()
 
 
 def many_requests(keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None

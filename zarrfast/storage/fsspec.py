@@ -32,6 +32,8 @@ from zarrfast.storage.base import (
     RangeByteRequest,
     Store,
     SuffixByteRequest,
+    as_bytes,
+    check_byte_range,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -315,7 +317,7 @@ class FsspecStore(Store):
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         path = self._full(key)
-        _check_range(byte_range)
+        check_byte_range(byte_range)
         return self._run(lambda: self._aget(key, path, byte_range))
 
     def get_many(
@@ -324,7 +326,7 @@ class FsspecStore(Store):
         keys, ranges = many_requests(keys, byte_ranges)
         paths = [self._full(k) for k in keys]  # validate every key before any request
         for r in ranges:
-            _check_range(r)
+            check_byte_range(r)
         if not keys:
             return []
         return self._run(lambda: self._gather(
@@ -352,13 +354,13 @@ class FsspecStore(Store):
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         self._check_writable(key)
         path = self._full(key)
-        data = _as_bytes(value)
+        data = as_bytes(value)
         self._run(lambda: self._aset(key, path, data))
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         self._check_writable(pairs[0][0] if pairs else None)
-        work = [(k, self._full(k), _as_bytes(v)) for k, v in pairs]  # validate first
+        work = [(k, self._full(k), as_bytes(v)) for k, v in pairs]  # validate first
         if not work:
             return
         self._run(lambda: self._gather(self._aset(k, p, d) for k, p, d in work))
@@ -558,14 +560,6 @@ def _max_length(byte_range: ByteRequest | None) -> int | None:
     return None
 
 
-def _check_range(byte_range: ByteRequest | None) -> None:
-    if byte_range is not None and not isinstance(
-            byte_range, (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)):
-        raise ZarrfastError(
-            f"byte_range must be a RangeByteRequest, OffsetByteRequest or SuffixByteRequest, "
-            f"got {byte_range!r}")
-
-
 def _range_args(byte_range: ByteRequest | None) -> tuple[int | None, int | None]:
     """``(start, end)`` for ``_cat_file``; ``end <= start`` marks an empty request."""
     if byte_range is None:
@@ -577,14 +571,6 @@ def _range_args(byte_range: ByteRequest | None) -> tuple[int | None, int | None]
     if byte_range.suffix == 0:
         return 0, 0
     return -byte_range.suffix, None
-
-
-def _as_bytes(value: Any) -> bytes:
-    """An immutable copy of a buffer; ``TypeError`` for anything that is not one."""
-    if type(value) is bytes:
-        return value
-    view = memoryview(value)  # TypeError for str, int, None, lists
-    return view.tobytes()
 
 
 def _rebuild_from_url(url: str, options: dict, read_only: bool, retry: RetryPolicy,

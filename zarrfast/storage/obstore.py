@@ -34,7 +34,8 @@ from zarrfast.storage.base import (
     OffsetByteRequest,
     RangeByteRequest,
     Store,
-    SuffixByteRequest,
+    as_bytes,
+    check_byte_range,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -495,7 +496,7 @@ class ObjectStore(Store):
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         validate_key(key)
-        _check_range(byte_range)
+        check_byte_range(byte_range)
         return self._limited(self._get, key, byte_range)
 
     def get_many(self, keys: Sequence[str],
@@ -505,7 +506,7 @@ class ObjectStore(Store):
         for k in keys:
             validate_key(k)
         for r in ranges:
-            _check_range(r)
+            check_byte_range(r)
         if not keys:
             return []
         # several non-empty ranges of one key: one get_ranges call
@@ -553,13 +554,13 @@ class ObjectStore(Store):
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         self._check_writable(key)
         validate_key(key)
-        data = _as_bytes(value)
+        data = as_bytes(value)
         run(self._aset(key, data))
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         self._check_writable(pairs[0][0] if pairs else None)
-        work = [(validate_key(k), _as_bytes(v)) for k, v in pairs]  # validate first
+        work = [(validate_key(k), as_bytes(v)) for k, v in pairs]  # validate first
         if work:
             run(gather_limited((self._aset(k, d) for k, d in work), self.max_concurrency,
                                self._requests))
@@ -731,20 +732,6 @@ def _valid_key(path: str) -> str | None:
         return validate_key(path)
     except ZarrfastError:
         return None
-
-
-def _check_range(byte_range: ByteRequest | None) -> None:
-    if byte_range is not None and not isinstance(
-            byte_range, (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)):
-        raise ZarrfastError(
-            f"byte_range must be a RangeByteRequest, OffsetByteRequest or SuffixByteRequest, "
-            f"got {byte_range!r}")
-
-
-def _as_bytes(value: Any) -> bytes:
-    if type(value) is bytes:
-        return value
-    return memoryview(value).tobytes()  # TypeError for str, int, None, lists
 
 
 def _rebuild(store: Any, read_only: bool, retry: RetryPolicy,

@@ -45,6 +45,7 @@ from zarrfast.storage.base import (
     RangeByteRequest,
     Store,
     SuffixByteRequest,
+    as_bytes,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -119,12 +120,6 @@ def _zarr_range(zarr: Any, byte_range: ByteRequest | None) -> Any:
         return st.SuffixByteRequest(byte_range.suffix)
     raise ZarrfastError(f"byte_range must be a RangeByteRequest, OffsetByteRequest or "
                         f"SuffixByteRequest, got {byte_range!r}")
-
-
-def _as_bytes(value: Any) -> bytes:
-    if type(value) is bytes:
-        return value
-    return memoryview(value).tobytes()  # TypeError for str, int, None
 
 
 def _value(buf: Any) -> bytes | memoryview | None:
@@ -413,13 +408,13 @@ class ZarrPythonStore(Store):
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         validate_key(key)
-        data = _as_bytes(value)
+        data = as_bytes(value)
         self._check_writes(key)
         self._check_supports("write", key)
         self._sync(self._aset(key, data))
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
-        pairs = [(validate_key(k), _as_bytes(v)) for k, v in
+        pairs = [(validate_key(k), as_bytes(v)) for k, v in
                  (items.items() if isinstance(items, Mapping) else items)]
         if not pairs:
             return
@@ -521,9 +516,7 @@ class ZarrPythonStore(Store):
                             and "/" not in n.rstrip("/")}))
 
 
-
 def _rebuild(store: Any, read_only: bool, retry: RetryPolicy,
              max_concurrency: int | None) -> ZarrPythonStore:
     return ZarrPythonStore(store, read_only=read_only, retry=retry,
                            max_concurrency=max_concurrency)
-
