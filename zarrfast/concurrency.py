@@ -151,8 +151,9 @@ def map_io_then(fetch: Callable[[T], R], items: Iterable[T],
     threads; blocking requests to a remote store) and, as soon as it is done,
     ``then(part)`` on the compute pool for each part of ``split(item, result)``.
     Decoding the first fetched chunks thus overlaps the requests still in flight.
-    Every task is waited for before returning or raising (the first error stops the
-    job: tasks not started are skipped), as in :func:`map_unordered_into`."""
+    Every task is waited for before returning or raising the first error in order of
+    the items (an error stops the job: tasks not started are skipped), as in
+    :func:`map_unordered_into`."""
     items = list(items)
     n_io = config.get("io_concurrency")
     threads = config.get("threads")
@@ -186,14 +187,17 @@ def map_io_then(fetch: Callable[[T], R], items: Iterable[T],
         while pending and not stop:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
-                result = f.result()  # (a fetch's error is raised here)
-                for part in split(fetches[f], result):
+                if f.exception() is not None:
+                    stop = True  # (raised below, the first in order of the items)
+                    break
+                for part in split(fetches[f], f.result()):
                     if cpu is None:
                         then(part)  # one compute thread: this one
                     else:
                         thens.append(cpu.submit(guarded, then, part))
+        wait([*fetches, *thens])
         for f in [*fetches, *thens]:
-            f.result()  # (after a task's error: that error)
+            f.result()  # (after an error: the first one, in order of the items)
     except BaseException:
         stop = True
         _wait_quietly([*fetches, *thens])

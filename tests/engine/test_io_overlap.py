@@ -89,3 +89,12 @@ def test_the_first_error_stops_the_job_and_nothing_runs_after_it_returns(where):
     assert running == 0
     time.sleep(0.05)
     assert ran_after == []
+
+
+def test_of_several_errors_the_first_in_order_of_the_items_is_raised():
+    def fetch(i: int) -> int:
+        time.sleep(0.1 if i == 0 else 0.0)  # item 1 fails first
+        raise OSError(f"item {i} failed")
+
+    with config.set(io_concurrency=4, threads=2), pytest.raises(OSError, match="item 0"):
+        map_io_then(fetch, [0, 1], lambda part: None, _one)
