@@ -1,0 +1,145 @@
+"""Run zarr-python's user guide with zarr-python and with zarrfast, block by block.
+
+Every ``python exec="true"`` block of ``docs/**/*.md`` in a zarr-python checkout is
+run in its page's session (one fresh interpreter per session, in an empty directory),
+once with zarr-python and once with zarrfast standing in for the ``zarr`` package
+(every ``zarr`` and ``zarr.<sub>`` import resolves to ``zarrfast`` and
+``zarrfast.<sub>``; nothing of zarr-python is importable). Then it reports how many
+blocks that run with zarr-python also run with zarrfast, and how many print the same::
+
+    python tools/dropin_docs.py /path/to/zarr-python [--show-diff] [--only arrays.md]
+
+The zarr-python run needs ``zarr`` importable by the same interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+FENCE = re.compile(r"^```python(?P<opts>[^\n]*)\n(?P<code>.*?)^```", re.M | re.S)
+
+
+def blocks_of(page: Path) -> dict[str, list[str]]:
+    """The executable blocks of one page, grouped by session, in order."""
+    sessions: dict[str, list[str]] = {}
+    for match in FENCE.finditer(page.read_text(encoding="utf-8")):
+        opts = match["opts"]
+        if 'exec="true"' not in opts:
+            continue
+        session = re.search(r'session="([^"]+)"', opts)
+        sessions.setdefault(session[1] if session else "_default", []).append(match["code"])
+    return sessions
+
+
+CHILD = r'''
+import contextlib, importlib, importlib.abc, importlib.util, io, json, sys, traceback
+
+mode, blocks = sys.argv[1], json.load(sys.stdin)
+if mode == "zarrfast":
+    import zarrfast
+
+    class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        """zarr -> zarrfast, zarr.x.y -> zarrfast.x.y (the same module objects)."""
+
+        def find_spec(self, name, path=None, target=None):
+            if name == "zarr" or name.startswith("zarr."):
+                return importlib.util.spec_from_loader(name, self)
+            return None
+
+        def create_module(self, spec):
+            return importlib.import_module("zarrfast" + spec.name[len("zarr"):])
+
+        def exec_module(self, module):
+            pass
+
+    sys.meta_path.insert(0, _Alias())
+results = []
+namespace = {"__name__": "__main__"}
+for code in blocks:
+    out = io.StringIO()
+    error = None
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "<block>", "exec"), namespace)
+    except BaseException as exc:  # noqa: BLE001 - report every failure of a block
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    results.append({"out": out.getvalue(), "error": error})
+json.dump(results, sys.__stdout__)
+'''
+
+
+def run_session(blocks: list[str], mode: str, timeout: float) -> list[dict]:
+    with tempfile.TemporaryDirectory(prefix="dropin-docs-") as cwd:
+        env = dict(os.environ, PYTHONHASHSEED="0", COLUMNS="100")
+        try:
+            proc = subprocess.run([sys.executable, "-c", CHILD, mode], input=json.dumps(blocks),
+                                  capture_output=True, text=True, cwd=cwd, env=env,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return [{"out": "", "error": f"session timed out after {timeout} s"}] * len(blocks)
+        try:
+            return json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            return [{"out": "", "error": f"interpreter died: {tail[0]}"}] * len(blocks)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkout", type=Path, help="a zarr-python source checkout")
+    parser.add_argument("--only", action="append", default=[],
+                        help="run only pages whose path ends with this (repeatable)")
+    parser.add_argument("--show-diff", action="store_true",
+                        help="print each differing block's outputs")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    pages = sorted((args.checkout / "docs").rglob("*.md"))
+    if args.only:
+        pages = [p for p in pages if any(str(p).endswith(o) for o in args.only)]
+    totals = {"blocks": 0, "zarr_ok": 0, "zarrfast_ok": 0, "same": 0}
+    for page in pages:
+        for session, blocks in blocks_of(page).items():
+            ref = run_session(blocks, "zarr", args.timeout)
+            got = run_session(blocks, "zarrfast", args.timeout)
+            name = f"{page.relative_to(args.checkout)}:{session}"
+            counts = {"ok": 0, "runs": 0, "same": 0}
+            for i, (code, r, g) in enumerate(zip(blocks, ref, got, strict=True)):
+                totals["blocks"] += 1
+                if r["error"]:
+                    continue
+                counts["ok"] += 1
+                if g["error"]:
+                    print(f"  FAIL {name} block {i}: {g['error'].splitlines()[-1][:160]}")
+                    if args.show_diff:
+                        print("    | " + code.strip().replace("\n", "\n    | "))
+                    continue
+                counts["runs"] += 1
+                if r["out"] == g["out"]:
+                    counts["same"] += 1
+                    continue
+                print(f"  DIFF {name} block {i}")
+                if args.show_diff:
+                    print("    | " + code.strip().replace("\n", "\n    | "))
+                    for line in difflib.unified_diff(r["out"].splitlines(), g["out"].splitlines(),
+                                                     "zarr", "zarrfast", lineterm="", n=1):
+                        print("    " + line)
+            print(f"{name}: {counts['ok']} run with zarr, {counts['runs']} with zarrfast, "
+                  f"{counts['same']} print the same", flush=True)
+            totals["zarr_ok"] += counts["ok"]
+            totals["zarrfast_ok"] += counts["runs"]
+            totals["same"] += counts["same"]
+    print(f"\nblocks: {totals['blocks']}; run with zarr-python: {totals['zarr_ok']}; "
+          f"run with zarrfast: {totals['zarrfast_ok']}; print the same: {totals['same']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

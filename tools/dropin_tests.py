@@ -1,0 +1,396 @@
+"""Run zarr-python's own public-API tests against zarrfast, through a module alias.
+
+zarr-python's tests for arrays, groups, indexing and attributes import both its public
+modules (``zarr``, ``zarr.storage``, ``zarr.api.asynchronous``, ...) and its internals
+(``zarr.core.*``, ``zarr.testing``, ``zarr.abc``, ...). This tool runs them twice with
+pytest:
+
+- ``zarr``: as they are, with zarr-python;
+- ``zarrfast``: zarr-python and its internals are imported first, then every *public*
+  module in ``sys.modules`` is replaced by an alias of zarrfast's counterpart
+  (``zarr`` -> ``zarrfast``, ``zarr.storage`` -> ``zarrfast.storage``, ...). A name
+  zarr-python's public module has and zarrfast lacks becomes a placeholder that fails
+  when it is used. Public objects a test module imported through an internal path
+  (``from zarr.core.group import AsyncGroup``) are rebound to zarrfast's.
+
+A test counts as *public* when neither it (decorators and parametrisation included)
+nor any fixture it uses names anything that only zarr-python's internals provide.
+The report gives, among the public tests that pass with zarr-python, how many pass
+with zarrfast, and the most common reasons for the rest::
+
+    python tools/dropin_tests.py /path/to/zarr-python [--files test_array.py ...]
+        [--show 30] [--keep DIR]
+
+It needs ``zarr``, ``zarrfast``, pytest and pytest-asyncio importable by the same
+interpreter. ``/path/to/zarr-python`` is a checkout (or archive) holding ``tests/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import importlib
+import inspect
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import types
+from pathlib import Path
+
+PUBLIC = ("zarr", "zarr.api", "zarr.api.synchronous", "zarr.api.asynchronous", "zarr.storage",
+          "zarr.codecs", "zarr.errors", "zarr.dtype")
+DEFAULT_FILES = ("test_array.py", "test_group.py", "test_indexing.py", "test_attributes.py")
+MODE = os.environ.get("DROPIN_MODE")  # set in the pytest process only
+OUT = os.environ.get("DROPIN_OUT")
+
+
+# ----------------------------------------------------------------------------- the alias
+class Missing:
+    """Stands for a public zarr-python name zarrfast does not have: any use fails."""
+
+    def __init__(self, qualname: str) -> None:
+        object.__setattr__(self, "_qualname", qualname)
+
+    def _fail(self, *args, **kwargs):
+        raise AttributeError(f"zarrfast has no {self._qualname}")
+
+    __call__ = __getattr__ = __getitem__ = __iter__ = __mro_entries__ = _fail
+
+    def __repr__(self) -> str:
+        return f"<missing in zarrfast: {self._qualname}>"
+
+
+class AliasModule(types.ModuleType):
+    """``zarr.<x>`` served by ``zarrfast.<x>``; names only zarr-python has are Missing."""
+
+    def __init__(self, name: str, target: types.ModuleType | None, real: types.ModuleType,
+                 aliases: dict[str, types.ModuleType]) -> None:
+        super().__init__(name)
+        self.__dict__["_target"] = target
+        self.__dict__["_real"] = real
+        self.__dict__["_aliases"] = aliases
+        self.__dict__["__path__"] = []  # a package, so that `import zarr.x` resolves
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        sub = f"{self.__name__}.{attr}"
+        if sub in self._aliases:
+            return self._aliases[sub]
+        target = self._target
+        if target is not None and hasattr(target, attr):
+            return getattr(target, attr)
+        if isinstance(getattr(self._real, attr, None), types.ModuleType):
+            return getattr(self._real, attr)  # an internal subpackage: stays zarr-python's
+        if hasattr(self._real, attr):
+            return Missing(sub)
+        raise AttributeError(f"module {self.__name__!r} (zarrfast) has no attribute {attr!r}")
+
+    def __dir__(self):
+        return sorted(set(dir(self._real)) | set(dir(self._target or object())))
+
+
+def install_alias() -> dict[int, tuple[str, str]]:
+    """Import zarr-python whole, then point its public modules at zarrfast.
+
+    Returns ``id(real public object) -> (public module, name)`` for rebinding.
+    """
+    import zarr
+
+    for info in pkgutil.walk_packages(zarr.__path__, "zarr."):
+        try:
+            importlib.import_module(info.name)
+        except Exception:  # noqa: BLE001 - optional parts (gpu) need what is not installed
+            pass
+    public_ids: dict[int, tuple[str, str]] = {}
+    reals = {name: importlib.import_module(name) for name in PUBLIC}
+    for name, module in reals.items():
+        for attr, value in vars(module).items():
+            if not attr.startswith("_") and not isinstance(value, types.ModuleType | int | str):
+                public_ids.setdefault(id(value), (name, attr))
+    aliases: dict[str, types.ModuleType] = {}
+    for name, real in reals.items():
+        try:
+            target = importlib.import_module("zarrfast" + name[len("zarr"):])
+        except ImportError:
+            target = None
+        aliases[name] = AliasModule(name, target, real, aliases)
+    sys.modules.update(aliases)
+    return public_ids
+
+
+# ------------------------------------------------------------------ which tests are public
+class NameUse(ast.NodeVisitor):
+    """Names and ``zarr.<x>`` chains a definition uses, annotations left out."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.chains: set[str] = set()
+
+    def visit_arg(self, node: ast.arg) -> None:
+        pass  # its annotation only
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+
+    def visit_FunctionDef(self, node) -> None:
+        for dec in node.decorator_list:
+            self.visit(dec)
+        self.visit(node.args)
+        for stmt in node.body:
+            self.visit(stmt)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_arguments(self, node: ast.arguments) -> None:
+        for default in [*node.defaults, *node.kw_defaults]:
+            if default is not None:
+                self.visit(default)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.names.add(node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        parts = []
+        cur: ast.AST = node
+        while isinstance(cur, ast.Attribute):
+            parts.append(cur.attr)
+            cur = cur.value
+        if isinstance(cur, ast.Name) and cur.id == "zarr":
+            self.chains.add(".".join(["zarr", *reversed(parts)]))
+        self.generic_visit(node)
+
+
+def uses(node: ast.AST) -> NameUse:
+    visitor = NameUse()
+    visitor.visit(node)
+    return visitor
+
+
+def chain_is_internal(chain: str) -> bool:
+    """``zarr.core.x``, ``zarr.testing``...: a chain through a module that is not public."""
+    parts = chain.split(".")
+    for i in range(2, len(parts) + 1):
+        head = ".".join(parts[:i])
+        if head in PUBLIC:
+            continue
+        module = sys.modules.get(head)
+        return isinstance(module, types.ModuleType) and not isinstance(module, AliasModule)
+    return False
+
+
+def internal_names(tree: ast.Module, namespace: dict, public_ids: dict) -> set[str]:
+    """Module-level names that only zarr-python's internals provide (tainted ones too)."""
+    internal: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module == "zarr" or node.module.startswith("zarr.")):
+            if node.module in PUBLIC:
+                continue
+            for alias in node.names:
+                local = alias.asname or alias.name
+                value = namespace.get(local)
+                if value is None or id(value) not in public_ids:
+                    internal.add(local)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name.startswith("zarr.") and alias.name not in PUBLIC:
+                    internal.add(alias.asname)
+    defs = {node.name: node for node in tree.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    for node in tree.body:  # module-level constants built from internals
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            use = uses(node.value)
+            if use.names & internal or any(map(chain_is_internal, use.chains)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                internal.update(t.id for t in targets if isinstance(t, ast.Name))
+    def_uses = {name: uses(node) for name, node in defs.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name, use in def_uses.items():
+            if name not in internal and (use.names & internal
+                                         or any(map(chain_is_internal, use.chains))):
+                internal.add(name)
+                changed = True
+    return internal
+
+
+class Classifier:
+    def __init__(self, public_ids: dict[int, tuple[str, str]]) -> None:
+        self.public_ids = public_ids
+        self.modules: dict[str, set[str]] = {}
+
+    def tainted(self, module: types.ModuleType) -> set[str]:
+        key = module.__name__
+        if key not in self.modules:
+            try:
+                tree = ast.parse(inspect.getsource(module))
+            except (OSError, TypeError):
+                tree = ast.Module(body=[], type_ignores=[])
+            self.modules[key] = internal_names(tree, vars(module), self.public_ids)
+        return self.modules[key]
+
+    def is_public(self, item) -> bool:
+        module = item.module
+        tainted = self.tainted(module)
+        fixture_defs = item._fixtureinfo.name2fixturedefs
+        for name in item.fixturenames:
+            for fixturedef in fixture_defs.get(name, ()):
+                func = getattr(fixturedef, "func", None)
+                owner = inspect.getmodule(func) if func is not None else None
+                if owner is None or not getattr(owner, "__file__", ""):
+                    continue
+                if "_pytest" in owner.__file__ or "pytest_asyncio" in owner.__file__:
+                    continue
+                if func.__name__ in self.tainted(owner):
+                    return False
+        cls = getattr(item, "cls", None)
+        sources = [item.function]
+        if cls is not None:
+            sources.append(cls)
+        for obj in sources:
+            try:
+                node = ast.parse(textwrap.dedent(inspect.getsource(obj)))
+            except (OSError, TypeError, SyntaxError):
+                return False
+            use = uses(node)
+            if use.names & tainted or any(map(chain_is_internal, use.chains)):
+                return False
+        return True
+
+
+def rebind(module: types.ModuleType, public_ids: dict[int, tuple[str, str]]) -> None:
+    """Public zarr-python objects in a module's globals -> zarrfast's (alias) ones."""
+    for name, value in list(vars(module).items()):
+        hit = public_ids.get(id(value))
+        if hit is not None:
+            setattr(module, name, getattr(sys.modules[hit[0]], hit[1]))
+
+
+# ------------------------------------------------------------------- the pytest plugin
+if MODE:
+    _PUBLIC_IDS = install_alias() if MODE == "zarrfast" else {}
+    if MODE == "zarr":
+        import zarr as _zarr  # noqa: F401 - the same import order as the alias
+
+        for _name in PUBLIC:
+            _mod = importlib.import_module(_name)
+            for _attr, _value in vars(_mod).items():
+                if not _attr.startswith("_"):
+                    _PUBLIC_IDS.setdefault(id(_value), (_name, _attr))
+    _CLASSIFIER = Classifier(_PUBLIC_IDS)
+    _RESULTS: dict[str, dict] = {}
+
+    def pytest_collection_modifyitems(session, config, items) -> None:
+        seen = set()
+        for item in items:
+            public = _CLASSIFIER.is_public(item)
+            _RESULTS[item.nodeid] = {"public": public, "outcome": "not run", "reason": ""}
+            if MODE == "zarrfast" and id(item.module) not in seen:
+                seen.add(id(item.module))
+                rebind(item.module, _PUBLIC_IDS)
+        for module in list(sys.modules.values()):
+            if (MODE == "zarrfast" and isinstance(getattr(module, "__file__", None), str)
+                    and os.path.basename(module.__file__) == "conftest.py"
+                    and id(module) not in seen):
+                seen.add(id(module))
+                rebind(module, _PUBLIC_IDS)
+
+    def pytest_runtest_logreport(report) -> None:
+        entry = _RESULTS.setdefault(report.nodeid,
+                                    {"public": False, "outcome": "not run", "reason": ""})
+        if report.when == "call" or report.outcome != "passed":
+            if entry["outcome"] in ("not run", "passed"):
+                entry["outcome"] = report.outcome if report.when == "call" else (
+                    "error" if report.outcome == "failed" else report.outcome)
+                if report.outcome != "passed":
+                    entry["reason"] = reason_of(report)
+
+    def pytest_sessionfinish(session, exitstatus) -> None:
+        Path(OUT).write_text(json.dumps(_RESULTS))
+
+
+def reason_of(report) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return crash.message.splitlines()[0][:200] if crash.message else ""
+    if isinstance(report.longrepr, tuple):  # a skip: (file, line, reason)
+        return str(report.longrepr[2])[:200]
+    return str(report.longrepr).strip().splitlines()[-1][:200] if report.longrepr else ""
+
+
+# -------------------------------------------------------------------------- the runner
+def run(mode: str, checkout: Path, files: list[str], workdir: Path, timeout: float) -> dict:
+    out = workdir / f"{mode}.json"
+    env = dict(os.environ, DROPIN_MODE=mode, DROPIN_OUT=str(out),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent),
+                                           os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "pytest", "-p", Path(__file__).stem, "-q", "--no-header",
+           "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
+           "-o", "asyncio_default_fixture_loop_scope=function", "-o", "xfail_strict=true",
+           "--rootdir", str(checkout), "-c", os.devnull,
+           *[str(checkout / "tests" / f) for f in files]]
+    log = workdir / f"{mode}.log"
+    with log.open("w") as fh:
+        try:
+            subprocess.run(cmd, cwd=workdir, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                           timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            print(f"{mode}: pytest timed out after {timeout} s (see {log})", file=sys.stderr)
+    if not out.exists():
+        tail = log.read_text().splitlines()[-15:]
+        raise SystemExit(f"{mode}: pytest wrote no results; the end of {log}:\n"
+                         + "\n".join(tail))
+    return json.loads(out.read_text())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkout", type=Path, help="zarr-python's source (holding tests/)")
+    parser.add_argument("--files", nargs="+", default=list(DEFAULT_FILES))
+    parser.add_argument("--show", type=int, default=25,
+                        help="how many failure reasons to list (most common first)")
+    parser.add_argument("--list", action="store_true",
+                        help="list every public test that fails with zarrfast")
+    parser.add_argument("--keep", type=Path, help="keep the logs and results in this folder")
+    parser.add_argument("--timeout", type=float, default=3600.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dropin-tests-") as tmp:
+        workdir = args.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        ref = run("zarr", args.checkout.resolve(), args.files, workdir, args.timeout)
+        got = run("zarrfast", args.checkout.resolve(), args.files, workdir, args.timeout)
+    public = [n for n, r in ref.items() if r["public"]]
+    judged = [n for n in public if ref[n]["outcome"] == "passed"]
+    passed = [n for n in judged if got.get(n, {}).get("outcome") == "passed"]
+    failing = [n for n in judged if n not in passed]
+    per_file = collections.Counter(n.split("::")[0].rsplit("/", 1)[-1] for n in judged)
+    per_file_ok = collections.Counter(n.split("::")[0].rsplit("/", 1)[-1] for n in passed)
+    print(f"tests collected: {len(ref)}; public-API only: {len(public)}; "
+          f"of those passing with zarr-python: {len(judged)}")
+    for name, count in sorted(per_file.items()):
+        print(f"  {name}: {per_file_ok[name]} of {count} pass with zarrfast")
+    share = 100.0 * len(passed) / len(judged) if judged else 0.0
+    print(f"public tests passing with zarrfast: {len(passed)} of {len(judged)} ({share:.1f}%)")
+    reasons = collections.Counter(
+        (got.get(n, {}).get("outcome", "not collected"), got.get(n, {}).get("reason", ""))
+        for n in failing)
+    if reasons and args.show:
+        print(f"\nthe {min(args.show, len(reasons))} most common reasons among {len(failing)}:")
+        for (outcome, reason), count in reasons.most_common(args.show):
+            print(f"  {count:5d}  {outcome}: {reason}")
+    if args.list:
+        for n in failing:
+            print(f"FAIL {n}: {got.get(n, {}).get('reason', '')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
