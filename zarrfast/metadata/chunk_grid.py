@@ -440,8 +440,8 @@ class V2ChunkKeyEncoding(ChunkKeyEncoding):
 def parse_chunk_key_encoding(data: Any, *, where: str = "chunk_key_encoding") -> ChunkKeyEncoding:
     if isinstance(data, ChunkKeyEncoding):
         return data
-    if isinstance(data, str):
-        data = {"name": data}
+    if isinstance(data, str):  # a name alone: its configuration written out, as zarr-python does
+        data = {"name": data, "configuration": {}}
     if not isinstance(data, dict):
         raise MetadataValidationError(
             f"{where}: expected {{'name': 'default'|'v2', 'configuration': {{'separator': ...}}}}, "

@@ -267,9 +267,8 @@ class ArrayMetadata:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        # members in zarr-python's order, so that both write the same document
         doc: dict[str, Any] = {
-            "zarr_format": 3,
-            "node_type": "array",
             "shape": list(self.shape),
             "data_type": self.data_type.to_json(),
             "chunk_grid": self.chunk_grid.to_dict(),
@@ -281,6 +280,8 @@ class ArrayMetadata:
             doc["attributes"] = self.attributes
         if self.dimension_names is not None:
             doc["dimension_names"] = list(self.dimension_names)
+        doc["zarr_format"] = 3
+        doc["node_type"] = "array"
         if self.storage_transformers is not None:
             doc["storage_transformers"] = list(self.storage_transformers)
         doc.update(self.extra)
@@ -326,12 +327,9 @@ class GroupMetadata:
         return cls(attributes=_parse_attributes(doc.get("attributes"), node), extra=extra)
 
     def to_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "zarr_format": 3,
-            "node_type": "group",
-            "attributes": self.attributes,
-        }
-        doc.update(self.extra)
+        doc: dict[str, Any] = {"attributes": self.attributes, "zarr_format": 3}
+        doc.update(self.extra)  # consolidated_metadata comes before node_type in zarr-python's
+        doc["node_type"] = "group"
         return doc
 
     def to_json(self) -> bytes:
