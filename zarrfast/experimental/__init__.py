@@ -1,0 +1,1 @@
+"""zarr-python's ``zarr.experimental``: features zarr-python marks as experimental."""
