@@ -13,8 +13,11 @@ pytest:
   when it is used. Public objects a test module imported through an internal path
   (``from zarr.core.group import AsyncGroup``) are rebound to zarrfast's.
 
-A test counts as *public* when neither it (decorators and parametrisation included)
-nor any fixture it uses names anything that only zarr-python's internals provide.
+A test counts as *public* when its own code (decorators and parametrisation included,
+annotations left out) names nothing that only zarr-python's internals provide: no name
+imported from them and no ``zarr.core.``-like chain.  Its fixtures and the helper
+functions it calls may use internals (``sync``, ``default_buffer_prototype``, an
+expected value computed with ``zarr.core.indexing``): they stay zarr-python's and run.
 The report gives, among the public tests that pass with zarr-python, how many pass
 with zarrfast, and the most common reasons for the rest::
 
@@ -186,7 +189,7 @@ def chain_is_internal(chain: str) -> bool:
 
 
 def internal_names(tree: ast.Module, namespace: dict, public_ids: dict) -> set[str]:
-    """Module-level names that only zarr-python's internals provide (tainted ones too)."""
+    """Module-level names that only zarr-python's internals provide."""
     internal: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and (
@@ -202,23 +205,12 @@ def internal_names(tree: ast.Module, namespace: dict, public_ids: dict) -> set[s
             for alias in node.names:
                 if alias.asname and alias.name.startswith("zarr.") and alias.name not in PUBLIC:
                     internal.add(alias.asname)
-    defs = {node.name: node for node in tree.body
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
     for node in tree.body:  # module-level constants built from internals
         if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             use = uses(node.value)
             if use.names & internal or any(map(chain_is_internal, use.chains)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 internal.update(t.id for t in targets if isinstance(t, ast.Name))
-    def_uses = {name: uses(node) for name, node in defs.items()}
-    changed = True
-    while changed:
-        changed = False
-        for name, use in def_uses.items():
-            if name not in internal and (use.names & internal
-                                         or any(map(chain_is_internal, use.chains))):
-                internal.add(name)
-                changed = True
     return internal
 
 
@@ -240,26 +232,16 @@ class Classifier:
     def is_public(self, item) -> bool:
         module = item.module
         tainted = self.tainted(module)
-        fixture_defs = item._fixtureinfo.name2fixturedefs
-        for name in item.fixturenames:
-            for fixturedef in fixture_defs.get(name, ()):
-                func = getattr(fixturedef, "func", None)
-                owner = inspect.getmodule(func) if func is not None else None
-                if owner is None or not getattr(owner, "__file__", ""):
-                    continue
-                if "_pytest" in owner.__file__ or "pytest_asyncio" in owner.__file__:
-                    continue
-                if func.__name__ in self.tainted(owner):
-                    return False
-        cls = getattr(item, "cls", None)
-        sources = [item.function]
-        if cls is not None:
-            sources.append(cls)
-        for obj in sources:
-            try:
-                node = ast.parse(textwrap.dedent(inspect.getsource(obj)))
-            except (OSError, TypeError, SyntaxError):
-                return False
+        nodes: list[ast.AST] = []
+        try:
+            nodes.append(ast.parse(textwrap.dedent(inspect.getsource(item.function))))
+            cls = getattr(item, "cls", None)
+            if cls is not None:  # the class's decorators (its parametrisation), not its body
+                nodes.extend(ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+                             .decorator_list)
+        except (OSError, TypeError, SyntaxError):
+            return False
+        for node in nodes:
             use = uses(node)
             if use.names & tainted or any(map(chain_is_internal, use.chains)):
                 return False
