@@ -2,11 +2,20 @@
 
 Environment:
     ZARRFAST_DEBUG_BUILD=1  bounds/wraparound/initialised checks on, ``-O0 -g``.
+    ZARRFAST_LINK_CODECS    how the batched decoder gets zstd and c-blosc: ``auto`` (the
+                            default) links each library found, ``require`` fails the build
+                            when one is missing (wheels), ``0`` links none (then
+                            zarrfast finds numcodecs' copies with ctypes at import).
+    ZARRFAST_ZSTD_ROOT, ZARRFAST_BLOSC_ROOT
+                            a prefix holding ``include/`` and ``lib/`` of the library;
+                            otherwise ``pkg-config`` (``libzstd``, ``blosc``) finds it.
 
 The kernels use typed memoryviews only, so NumPy's C headers are not needed.
 """
 
 import os
+import shlex
+import subprocess
 import sys
 
 from Cython.Build import cythonize
@@ -15,12 +24,57 @@ from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("ZARRFAST_DEBUG_BUILD") == "1"
 
+LINK_CODECS = os.environ.get("ZARRFAST_LINK_CODECS", "auto")
+if LINK_CODECS not in ("auto", "require", "0"):
+    sys.exit(f"ZARRFAST_LINK_CODECS must be auto, require or 0, got {LINK_CODECS!r}")
+
+
+def codec_library(macro, package, library, root_variable):
+    """The build settings that link one codec library into _decode, or ``None``."""
+    if LINK_CODECS == "0":
+        return None
+    root = os.environ.get(root_variable)
+    if root:
+        lib = os.path.join(root, "lib")
+        return {"define_macros": [(macro, "1")], "include_dirs": [os.path.join(root, "include")],
+                "library_dirs": [lib], "libraries": [library],
+                "runtime_library_dirs": [lib] if os.name == "posix" else []}
+    try:
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", package], check=True,
+                               capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        if LINK_CODECS == "require":
+            sys.exit(f"ZARRFAST_LINK_CODECS=require: pkg-config finds no {package} "
+                     f"(install its development package or set {root_variable})")
+        print(f"zarrfast: {package} not found by pkg-config: the batched decoder will look "
+              f"for numcodecs' copy at import", file=sys.stderr)
+        return None
+    settings = {"define_macros": [(macro, "1")], "include_dirs": [], "library_dirs": [],
+                "libraries": []}
+    for flag in shlex.split(flags):
+        for prefix, key in (("-I", "include_dirs"), ("-L", "library_dirs"), ("-l", "libraries")):
+            if flag.startswith(prefix):
+                settings[key].append(flag[2:])
+    return settings
+
+
+def decode_extension():
+    """_decode, linked with zstd and c-blosc where they are found."""
+    settings = {"define_macros": [], "include_dirs": [], "library_dirs": [], "libraries": [],
+                "runtime_library_dirs": []}
+    for found in (codec_library("ZF_LINK_ZSTD", "libzstd", "zstd", "ZARRFAST_ZSTD_ROOT"),
+                  codec_library("ZF_LINK_BLOSC", "blosc", "blosc", "ZARRFAST_BLOSC_ROOT")):
+        for key, values in (found or {}).items():
+            settings[key] += values
+    return Extension("zarrfast._ext._decode", ["src_ext/_decode.pyx"], **settings)
+
+
 EXTENSIONS = [
     Extension("zarrfast._ext._assemble", ["src_ext/_assemble.pyx"]),
     Extension("zarrfast._ext._indexing", ["src_ext/_indexing.pyx"]),
     Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),
     Extension("zarrfast._ext._downsample", ["src_ext/_downsample.pyx"]),
-    Extension("zarrfast._ext._decode", ["src_ext/_decode.pyx"]),
+    decode_extension(),
 ]
 if os.name == "posix":  # open/pread/fstat; elsewhere the NumPy twin reads the files
     EXTENSIONS.append(Extension("zarrfast._ext._fileio", ["src_ext/_fileio.pyx"]))

@@ -10,11 +10,14 @@ scratch buffer and copies its selected region into ``dst`` with the strided copy
 engine of ``copy_regions`` (or decodes it straight into ``dst`` when the chunk
 is one contiguous block there).
 
-The codec libraries are not linked at build time: numcodecs carries zstd and
-c-blosc in its extension modules, and ``zarrfast._kernels`` hands the addresses
-of their C functions (found with ``ctypes``) to ``bind_zstd`` / ``bind_blosc``,
-which check the libraries' versions.  When they cannot be found the callers
-keep the per-chunk path.
+The codec libraries are linked at build time where setup.py finds them
+(``zf_codecs.h``): ``linked_zstd()`` / ``linked_blosc()`` give their functions'
+addresses, and ``zarrfast.kernels`` binds them with ``bind_zstd`` /
+``bind_blosc``, which check the libraries' versions.  A build without them falls
+back to the copies numcodecs carries in its extension modules, found with
+``ctypes``; when neither is there the callers keep the per-chunk path.
+Compression (``blosc_compress``) is only ever bound to numcodecs' own c-blosc,
+so that the bytes written are numcodecs' bytes.
 
 Every range is validated with the GIL before the loop.  The output of a decode
 is bounded by the chunk's size (no decompression bombs), and a chunk that does
@@ -175,10 +178,10 @@ def bind_blosc(size_t validate, size_t decompress_ctx, size_t compress_ctx,
                str version not None):
     """Use the c-blosc functions at these addresses (``blosc_cbuffer_validate``,
     ``blosc_decompress_ctx``, ``blosc_compress_ctx``) of c-blosc ``version`` (1.x from
-    1.16 on, which has the validation).  Raises ``ValueError`` (binding nothing)
-    otherwise."""
+    1.16 on, which has the validation).  ``compress_ctx`` 0 binds decoding only and
+    leaves compression as it was.  Raises ``ValueError`` (binding nothing) otherwise."""
     global _blosc_validate, _blosc_decompress, _blosc_compress
-    if validate == 0 or decompress_ctx == 0 or compress_ctx == 0:
+    if validate == 0 or decompress_ctx == 0:
         raise ValueError("bind_blosc: a function address is null")
     parts = version.split(".")
     try:
@@ -189,7 +192,37 @@ def bind_blosc(size_t validate, size_t decompress_ctx, size_t compress_ctx,
         raise ValueError(f"bind_blosc: c-blosc {version} is not 1.x from 1.16 on")
     _blosc_validate = <blosc_validate_fn>validate
     _blosc_decompress = <blosc_decompress_fn>decompress_ctx
-    _blosc_compress = <blosc_compress_fn>compress_ctx
+    if compress_ctx:
+        _blosc_compress = <blosc_compress_fn>compress_ctx
+
+
+cdef extern from "zf_codecs.h":
+    int zf_linked_zstd(size_t* fns)
+    int zf_linked_blosc(size_t* fns, const char** version)
+
+
+def linked_zstd():
+    """The zstd functions linked at build time, as ``bind_zstd`` takes them, or
+    ``None`` (built without zstd)."""
+    cdef size_t fns[6]
+    if not zf_linked_zstd(fns):
+        return None
+    return tuple([fns[i] for i in range(6)])
+
+
+def linked_blosc():
+    """``(validate, decompress_ctx, version)`` of the c-blosc linked at build time, or
+    ``None`` (built without c-blosc)."""
+    cdef size_t fns[2]
+    cdef const char* version = NULL
+    if not zf_linked_blosc(fns, &version):
+        return None
+    return fns[0], fns[1], version.decode("ascii", "replace")
+
+
+def blosc_compress_bound():
+    """Whether ``blosc_compress`` has a c-blosc to call."""
+    return _blosc_compress != NULL
 
 
 #: c-blosc's BLOSC_MAX_OVERHEAD: what compression may add to the input, and its

@@ -380,6 +380,16 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="print the full traceback of an error")
 
 
+def _version_text(version: str) -> str:
+    """``zarrfast X`` and, per codec of the batched decoder, where its library came from."""
+    from zarrfast.kernels import CODEC_BINDINGS, USING_EXTENSIONS
+
+    lines = [f"zarrfast {version}",
+             "kernels: " + ("compiled" if USING_EXTENSIONS else "pure NumPy (no compiled build)")]
+    lines += [f"{codec}: {how}" for codec, how in sorted(CODEC_BINDINGS.items())]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from zarrfast import __version__
     from zarrfast.bench import LAYOUTS, LIBRARIES, OP_HELP, REFERENCE_LAYOUTS
@@ -400,8 +410,9 @@ examples:
 Run 'zarrfast COMMAND --help' for the options of a command.
 
 {EXIT_CODES}""")
-    parser.add_argument("--version", action="version", version=f"zarrfast {__version__}",
-                        help="print zarrfast's version and exit")
+    parser.add_argument("--version", action="version", version=_version_text(__version__),
+                        help="print zarrfast's version, and how it binds its codec "
+                             "libraries, and exit")
     parser.add_argument("--debug", action="store_true",
                         help="print the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",

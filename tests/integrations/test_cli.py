@@ -129,7 +129,11 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0
-    assert capsys.readouterr().out.strip() == f"zarrfast {zarrfast.__version__}"
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"zarrfast {zarrfast.__version__}"
+    from zarrfast.kernels import CODEC_BINDINGS  # and how each codec library is bound
+
+    assert out[2:] == [f"{c}: {how}" for c, how in sorted(CODEC_BINDINGS.items())]
 
 
 def test_usage_errors_exit_2(capsys):

@@ -104,22 +104,25 @@ def _address(lib, name: str) -> int:
     return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
 
 
-def _bind(decode, codec: str, libraries, bind) -> None:
-    """Bind ``codec`` with the first library that exports its functions."""
+def _bind(decode, codec: str, libraries, bind) -> str | None:
+    """Bind ``codec`` with the first library that exports its functions; its path."""
     import ctypes
 
     for path in libraries:
-        if codec in decode.bound():
-            return
         try:
             bind(ctypes.CDLL(path))
         except (OSError, AttributeError, ValueError):
             continue
+        return path
+    return None
 
 
 def _load_chunk_decoder():
     """``_ext._decode.ChunkDecoder`` and the codecs it could bind (none: callers decode
-    chunk by chunk).  ``ZARRFAST_BATCH_DECODE=0`` turns it off."""
+    chunk by chunk).  ``ZARRFAST_BATCH_DECODE=0`` turns it off.  Each codec library
+    linked at build time is bound first; a build without it finds numcodecs' copy
+    with ctypes (as does ``ZARRFAST_LINKED_CODECS=0``, which leaves the linked ones
+    unused).  ``CODEC_BINDINGS`` says which path each codec took."""
     if not USING_EXTENSIONS or os.environ.get("ZARRFAST_BATCH_DECODE", "1") == "0":
         return None, frozenset()
     try:
@@ -135,16 +138,44 @@ def _load_chunk_decoder():
 
         get_version = lib.blosc_get_version_string
         get_version.restype = ctypes.c_char_p
-        _decode.bind_blosc(*(_address(lib, name) for name in _BLOSC_FUNCTIONS),
-                           get_version().decode("ascii", "replace"))
+        version = get_version().decode("ascii", "replace")
+        _decode.bind_blosc(*(_address(lib, name) for name in _BLOSC_FUNCTIONS), version)
+        blosc.version = version  # type: ignore[attr-defined]
 
-    _bind(_decode, "zstd", _libraries("numcodecs.zstd", "zstd"), zstd)
-    _bind(_decode, "blosc", _libraries("numcodecs.blosc", "blosc"), blosc)
+    use_linked = os.environ.get("ZARRFAST_LINKED_CODECS", "1") != "0"
+    linked = _decode.linked_zstd() if use_linked else None
+    if linked is not None:
+        try:
+            v = _decode.bind_zstd(*linked)
+            CODEC_BINDINGS["zstd"] = f"linked at build time (zstd {v // 10000}.{v // 100 % 100}.{v % 100})"
+        except ValueError as e:  # pragma: no cover - linked against too old a zstd
+            CODEC_BINDINGS["zstd"] = f"not bound: {e}"
+    if "zstd" not in _decode.bound():
+        path = _bind(_decode, "zstd", _libraries("numcodecs.zstd", "zstd"), zstd)
+        CODEC_BINDINGS["zstd"] = f"found with ctypes in {path}" if path else "not bound"
+    # compression is bound to numcodecs' own c-blosc only: its bytes are numcodecs' bytes
+    path = _bind(_decode, "blosc", _libraries("numcodecs.blosc", "blosc"), blosc)
+    if path is not None:
+        CODEC_BINDINGS["blosc"] = f"found with ctypes in {path} (c-blosc {blosc.version})"
+    linked = _decode.linked_blosc() if use_linked else None
+    if linked is not None:
+        try:
+            _decode.bind_blosc(linked[0], linked[1], 0, linked[2])
+            CODEC_BINDINGS["blosc"] = (f"linked at build time (c-blosc {linked[2]}); "
+                                       f"compression: " + ("numcodecs' c-blosc" if path
+                                                           else "numcodecs"))
+        except ValueError as e:  # pragma: no cover - linked against an unusable c-blosc
+            CODEC_BINDINGS.setdefault("blosc", f"not bound: {e}")
+    CODEC_BINDINGS.setdefault("blosc", "not bound")
     global blosc_compress
-    if "blosc" in _decode.bound():
+    if _decode.blosc_compress_bound():
         blosc_compress = _decode.blosc_compress
     return _decode.ChunkDecoder, _decode.bound()
 
+
+#: how the batched decoder got each codec library: ``"linked at build time (...)"``,
+#: ``"found with ctypes in <path>"`` (numcodecs' copy) or ``"not bound"``
+CODEC_BINDINGS: dict[str, str] = {}
 
 #: ``blosc_compress(src, clevel, shuffle, typesize, cname, blocksize) -> bytes`` (c-blosc
 #: bound by ``_ext._decode``, GIL released), or ``None``: numcodecs encodes
