@@ -316,6 +316,7 @@ def bench_config(args: argparse.Namespace):
         cfg.libs = args.libs
     cfg.repeat, cfg.n_random = args.repeat, args.n_random
     cfg.path, cfg.out, cfg.drop_caches = args.path, args.out, args.drop_caches
+    cfg.cold = args.cold
     cfg.scheduler, cfg.plot = args.scheduler, not args.no_plot
     try:
         cfg.validate()
@@ -555,6 +556,9 @@ examples:
     b.add_argument("--drop-caches", action="store_true",
                    help="cold reads: drop the page cache before every timed read (root on "
                         "Linux; exit 2 with the reason when not permitted)")
+    b.add_argument("--cold", action="store_true",
+                   help="cold reads without privilege: evict the dataset's files from the page "
+                        "cache (posix_fadvise DONTNEED) before every timed read")
     b.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="a dask distributed scheduler: spread reads and writes over its "
                         "workers, a slab of chunks per task (the datasets DIR must be on a "

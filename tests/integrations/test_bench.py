@@ -387,3 +387,75 @@ def test_bench_remote_minimal_run(tmp_path, capsys):
     assert {(m["server"], m["read"]) for m in mem} == {("nginx", "zstd"), ("moto", "zstd")}
     for m in mem:
         assert m["ok"] is True and m["output_bytes"] == 8 << 20 and m["peak_extra"] > 0, m
+
+
+# -- cold reads without privilege, decode floors, zarrista --------------------------------
+
+
+def _resident_bytes(path) -> int | None:
+    import shutil
+    import subprocess
+
+    if shutil.which("fincore") is None:
+        return None
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "-o", "RES", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.split()[0])
+
+
+def test_evict_pages_takes_a_dataset_out_of_the_page_cache(tmp_path):
+    d = tmp_path / "ds"
+    (d / "c").mkdir(parents=True)
+    for i in range(3):
+        (d / "c" / str(i)).write_bytes(os.urandom(1 << 20))
+    for i in range(3):
+        (d / "c" / str(i)).read_bytes()  # now cached
+    before = _resident_bytes(d / "c" / "0")
+    if before is None or before == 0:
+        pytest.skip("fincore is missing, or this file system keeps no page cache for files")
+    assert H.evict_pages(str(d)) == 3
+    assert all(_resident_bytes(d / "c" / str(i)) == 0 for i in range(3))
+
+
+def test_cold_run_evicts_before_every_timed_read(tmp_path, monkeypatch):
+    calls = []
+    real = H.evict_pages
+    monkeypatch.setattr(H, "evict_pages", lambda p: calls.append(p) or real(p))
+    cfg = _cfg(tmp_path, layouts=["zstd"], ops=["read", "write"], repeat=2, cold=True)
+    code, report = run(cfg, io.StringIO())
+    assert code == 0
+    reads = [r for r in report["results"] if r["op"] == "read"]
+    assert reads and all(r["ok"] for r in reads)
+    # one eviction per timed read (2 rounds), none for the write
+    assert len(calls) == 2 and all(p.endswith("zstd.zarr") for p in calls)
+    assert "posix_fadvise" in report["notes"]["cache"]
+
+
+def test_decode_floors_on_compressed_layouts(tmp_path):
+    cfg = _cfg(tmp_path, layouts=["zstd", "blosc", "v2", "raw"], ops=["floor"], threads=[1, 2])
+    code, report = run(cfg, io.StringIO())
+    assert code == 0
+    got = {(r["layout"], r["lib"], r["threads"]): r for r in report["results"]}
+    for lay in ("zstd", "blosc", "v2"):
+        assert got[(lay, "floor: decode only", 1)]["best_s"] > 0
+        assert got[(lay, "floor: decode only", 2)]["best_s"] > 0
+        loop = got[(lay, "floor: plain loop", 1)]
+        assert loop["ok"] is True and loop["best_s"] > 0  # its result's checksum was right
+        assert (lay, "floor: plain loop", 2) not in got  # one thread only
+    assert ("raw", "floor: decode only", 1) not in got
+
+
+def test_zarrista_reads_and_writes_what_zarrfast_does(tmp_path):
+    pytest.importorskip("zarrista")
+    lib = L.get_lib("zarrista")
+    assert lib.probe() is None
+    data = np.arange(40 * 30, dtype="<u2").reshape(40, 30)
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=data.shape, chunks=(16, 16),
+                              dtype="<u2")
+    a[:] = data
+    with lib.session(1):
+        h = lib.open(str(tmp_path / "a.zarr"), write=True)
+        np.testing.assert_array_equal(lib.read(h), data)
+        np.testing.assert_array_equal(lib.read(h, (slice(3, 20), slice(7, 30))), data[3:20, 7:30])
+        lib.write(h, (slice(0, 16), slice(0, 30)), np.zeros((16, 30), "<u2"))
+    assert int(zarrfast.open_array(str(tmp_path / "a.zarr"))[:16].sum()) == 0

@@ -40,7 +40,9 @@ OP_HELP = {
     "strided": "a[::2, ::3, :] (2-d: a[::2, ::3])",
     "write": "write the whole array into a fresh dataset of the same layout",
     "roundtrip": "read the whole array, write it with other chunks (zstd)",
-    "floor": "page-cache floor: readinto of every stored file (and np.fromfile for raw)",
+    "floor": "floors: readinto of every stored file (and np.fromfile for raw); on zstd, "
+             "blosc and gzip chunks also numcodecs decoding the chunks alone (no store, no "
+             "assembly) and the plain loop (read each file, decode, copy into place)",
     "memory": "peak RSS of a full read, in a subprocess, vs the output size",
 }
 MEMORY_TARGET = (1.2, 64 << 20)  # peak <= 1.2 x output + 64 MiB
@@ -59,6 +61,7 @@ class BenchConfig:
     path: str | None = None
     out: str | None = None
     drop_caches: bool = False
+    cold: bool = False  # evict the dataset's pages (posix_fadvise) before every timed read
     scheduler: str | None = None
     plot: bool = True
     keep: bool = False
@@ -151,11 +154,12 @@ def machine_info() -> dict[str, Any]:
     versions = {name: _version(dist) for name, dist in (
         ("zarrfast", "zarrfast"), ("numpy", "numpy"), ("numcodecs", "numcodecs"),
         ("zarr", "zarr"), ("zarrs", "zarrs"), ("tensorstore", "tensorstore"),
-        ("dask", "dask"), ("distributed", "distributed"))}
+        ("zarrista", "zarrista"), ("dask", "dask"), ("distributed", "distributed"))}
     return {"cpu": _cpu_model(), "cores_logical": os.cpu_count(), "cores_physical": physical,
             "cores_usable": affinity, "memory_bytes": _memory_total(),
             "os": platform.platform(), "python": sys.version.split()[0],
             "hostname": platform.node(), "compiled_kernels": _kernels.USING_EXTENSIONS,
+            "codec_bindings": dict(_kernels.CODEC_BINDINGS),
             "versions": versions, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
@@ -177,6 +181,25 @@ def drop_caches() -> None:
             f"--drop-caches: cannot write {DROP_CACHES} ({e.strerror or e}); cold reads need "
             f"root on Linux (e.g. sudo, or a job with that privilege); run without "
             f"--drop-caches for warm-cache reads") from None
+
+
+def evict_pages(path: str) -> int:
+    """Evict ``path``'s files (a dataset directory, or one file) from the page cache:
+    ``os.sync()``, then ``posix_fadvise(POSIX_FADV_DONTNEED)`` on each (no privilege
+    needed, unlike ``drop_caches``; only this dataset's pages go).  Returns the number of
+    files; ``OSError`` where the call is missing (not Linux/POSIX)."""
+    if not hasattr(os, "posix_fadvise"):
+        raise OSError(f"cold reads: os.posix_fadvise is not available on {sys.platform}")
+    os.sync()  # DONTNEED drops clean pages only
+    paths = [path] if os.path.isfile(path) else [
+        os.path.join(dp, f) for dp, _, fs in os.walk(path) for f in fs]
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    return len(paths)
 
 
 # --------------------------------------------------------------------------------------
@@ -469,6 +492,7 @@ def _floor_tasks(ds: D.Dataset, threads: int) -> dict[str, Callable[[bool], tupl
         return time.perf_counter() - t0, True
 
     tasks = {"floor: readinto": readinto}
+    tasks.update(_decode_floor_tasks(ds, threads))
     if ds.layout.name == "raw":
         path = D.floor_file(os.path.dirname(ds.path), ds)
 
@@ -478,6 +502,88 @@ def _floor_tasks(ds: D.Dataset, threads: int) -> dict[str, Callable[[bool], tupl
             dt = time.perf_counter() - t0
             return dt, _check_crc(got, ds.expected["full"], "np.fromfile of raw.bin")
         tasks["floor: np.fromfile"] = fromfile
+    return tasks
+
+
+def _numcodecs_codec(layout: D.Layout) -> Any:
+    """The numcodecs codec of a layout's chunks, as the harness writes them (create_kwargs)."""
+    import numcodecs
+
+    if layout.codec == "zstd":
+        return numcodecs.Zstd(level=1)
+    if layout.codec == "gzip":
+        return numcodecs.GZip(level=1)
+    if layout.codec == "blosc":  # (decoding reads cname and shuffle from each chunk)
+        return numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.BITSHUFFLE)
+    return None
+
+
+def _decode_floor_tasks(ds: D.Dataset, threads: int
+                        ) -> dict[str, Callable[[bool], tuple[float, Any]]]:
+    """What a full read cannot beat on compressed, unsharded chunks (C order, native):
+
+    * ``floor: decode only``: numcodecs decoding every chunk's bytes (already in memory)
+      into a reused buffer per thread, one after another on each thread: no store, no
+      result array, no copy;
+    * ``floor: plain loop`` (one thread): read each chunk file, decode it with numcodecs
+      into a reused buffer, copy it into place in a fresh result array with NumPy."""
+    lay = ds.layout
+    codec = _numcodecs_codec(lay)
+    if codec is None or lay.shards or lay.transpose or lay.endian != "little":
+        return {}
+    files = ds.chunk_files()
+    chunks = ds.read_chunks
+    chunk_nbytes = int(np.prod(chunks)) * 2
+    root = ds.path
+    sep = "/" if lay.zarr_format == 3 else "."
+
+    def coords(path: str) -> tuple[int, ...]:
+        key = os.path.relpath(path, root).replace(os.sep, "/")
+        key = key[2:] if lay.zarr_format == 3 else key  # "c/i/j/k" or "i.j.k"
+        return tuple(int(x) for x in key.split(sep))
+
+    grid = [coords(p) for p, _ in files]
+    blobs: list[bytes] = []
+
+    def decode_only(first):
+        if not blobs:  # the chunks' bytes in memory, read once and not timed
+            for path, _ in files:
+                with open(path, "rb") as f:
+                    blobs.append(f.read())
+        local = __import__("threading").local()
+
+        def one(i):
+            out = getattr(local, "out", None)
+            if out is None:
+                out = local.out = np.empty(chunk_nbytes, dtype=np.uint8)
+            codec.decode(blobs[i], out=out)
+        t0 = time.perf_counter()
+        if threads == 1:
+            for i in range(len(blobs)):
+                one(i)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(one, range(len(blobs)),
+                              chunksize=max(1, len(blobs) // (8 * threads))))
+        return time.perf_counter() - t0, True
+
+    def plain_loop(first):
+        t0 = time.perf_counter()
+        result = np.empty(ds.shape, dtype="<u2")
+        scratch = np.empty(chunks, dtype="<u2")
+        flat = scratch.reshape(-1).view(np.uint8)
+        for (path, _), c in zip(files, grid, strict=True):
+            with open(path, "rb") as f:
+                codec.decode(f.read(), out=flat)
+            region = tuple(slice(i * n, min((i + 1) * n, s))
+                           for i, n, s in zip(c, chunks, ds.shape, strict=True))
+            result[region] = scratch[tuple(slice(0, r.stop - r.start) for r in region)]
+        dt = time.perf_counter() - t0
+        return dt, (_check_crc(result, ds.expected["full"], "the plain loop") if first else None)
+
+    tasks = {"floor: decode only": decode_only}
+    if threads == 1:
+        tasks["floor: plain loop"] = plain_loop
     return tasks
 
 
@@ -709,7 +815,9 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
     log(f"size {R.human(cfg.size)}, layouts {','.join(cfg.layouts)}, ops {','.join(cfg.ops)}, "
         f"threads {','.join(map(str, cfg.threads))}, libraries "
         f"{', '.join(x.name for x in libs)}, best of {cfg.repeat}, datasets in {root}"
-        + (", cold reads (page cache dropped before each)" if cfg.drop_caches else ""))
+        + (", cold reads (page cache dropped before each)" if cfg.drop_caches else "")
+        + (", cold reads (dataset pages evicted with posix_fadvise before each)" if cfg.cold
+           else ""))
     full_ops = {"read", "write", "roundtrip", "memory"} & set(cfg.ops)
     if machine["memory_bytes"] and full_ops and 2 * cfg.size > machine["memory_bytes"]:
         log(f"warning: {', '.join(sorted(full_ops))} hold the whole array ({R.human(cfg.size)}) "
@@ -728,11 +836,12 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
                              else None, "zarr_format": ds.layout.zarr_format,
                              "nbytes": ds.nbytes, "stored_bytes": ds.stored_bytes,
                              "files": ds.files, "reused": ds.reused, "path": ds.path})
+            evict = (lambda p=ds.path: evict_pages(p)) if cfg.cold else None
             for threads in cfg.threads:
                 if client is not None:
                     results += _distributed(client, ds, libs, cfg.ops, threads, ctx, cfg.repeat)
                     continue
-                results += _run_local(cfg, ds, libs, threads, ctx, before, log)
+                results += _run_local(cfg, ds, libs, threads, ctx, before or evict, log)
             ctx.release()
             if not cfg.keep and own:
                 shutil.rmtree(ds.path, ignore_errors=True)
@@ -753,6 +862,8 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
                         "mib_s": "decoded array bytes the operation returns or writes, per s",
                         "memory_target": "peak extra RSS <= 1.2 x output + 64 MiB",
                         "cache": "cold (dropped before every timed run)" if cfg.drop_caches
+                        else "cold (the dataset's pages evicted with posix_fadvise(DONTNEED) "
+                             "before every timed read)" if cfg.cold
                         else "warm page cache"}}
     R.print_table(report, out)
     if cfg.out:
@@ -835,5 +946,9 @@ def _floor(ds: D.Dataset, threads: int, repeat: int,
             r.ok = check
         if name == "floor: np.fromfile":
             r.note = "one file of the same size, one thread"
+        elif name == "floor: decode only":
+            r.note = "numcodecs, chunk bytes already in memory, reused output buffers"
+        elif name == "floor: plain loop":
+            r.note = "read, numcodecs decode into a reused buffer, NumPy copy into place"
         out.append(r)
     return out

@@ -181,8 +181,42 @@ class Tensorstore(Lib):
         t.write(data).result()
 
 
+class Zarrista(Lib):
+    """zarrs (Rust) through its own Python binding, without zarr-python in between."""
+
+    name = "zarrista"
+    module = "zarrista"
+    threads_via = ("codec option concurrent_target=n on every read and write (the rayon "
+                   "pool underneath is sized by RAYON_NUM_THREADS, default the core count)")
+    _threads: int | None = None
+
+    @contextlib.contextmanager
+    def session(self, threads: int) -> Iterator[None]:
+        old, self._threads = self._threads, threads
+        try:
+            yield
+        finally:
+            self._threads = old
+
+    def _options(self) -> dict[str, int]:
+        return {} if self._threads is None else {"concurrent_target": self._threads}
+
+    def open(self, path: str, *, write: bool = False) -> Any:
+        import zarrista
+
+        return zarrista.Array.open(zarrista.store.FilesystemStore(path), "/")
+
+    def read(self, h: Any, sel: Any = Ellipsis) -> np.ndarray:
+        sel = h.subset_all if sel is Ellipsis else sel
+        return np.asarray(h.retrieve_array_subset(sel, **self._options()))
+
+    def write(self, h: Any, sel: Any, data: np.ndarray) -> None:
+        sel = h.subset_all if sel is Ellipsis else sel
+        h.store_array_subset(sel, np.ascontiguousarray(data), **self._options())
+
+
 LIBRARIES: dict[str, type[Lib]] = {
-    c.name: c for c in (Zarrfast, ZarrPython, Zarrs, Tensorstore)
+    c.name: c for c in (Zarrfast, ZarrPython, Zarrs, Tensorstore, Zarrista)
 }
 
 
