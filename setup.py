@@ -85,6 +85,12 @@ DIRECTIVES = {
     "wraparound": DEBUG,
     "initializedcheck": DEBUG,
     "cdivision": True,
+    # Safe without the GIL (free-threaded CPython, 3.14t): the kernels keep no shared
+    # mutable state.  Their inputs and outputs are the caller's buffers (tasks write
+    # disjoint regions); a ChunkDecoder's context and scratch buffers belong to one
+    # thread (the engine keeps one per thread); _decode's codec function pointers are
+    # written once, by zarrfast.kernels at import (under the import lock), then only read.
+    "freethreading_compatible": True,
 }
 
 # Compilers that take GCC-style flags (gcc, clang, mingw); MSVC keeps its defaults (/Ox).
