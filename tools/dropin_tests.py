@@ -343,11 +343,17 @@ def main() -> int:
                         help="list every public test that fails with zarrfast")
     parser.add_argument("--keep", type=Path, help="keep the logs and results in this folder")
     parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument("--reuse-zarr", action="store_true",
+                        help="with --keep: reuse the zarr-python run kept there, if any")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="dropin-tests-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        ref = run("zarr", args.checkout.resolve(), args.files, workdir, args.timeout)
+        kept = workdir / "zarr.json"
+        if args.reuse_zarr and args.keep and kept.exists():
+            ref = json.loads(kept.read_text())
+        else:
+            ref = run("zarr", args.checkout.resolve(), args.files, workdir, args.timeout)
         got = run("zarrfast", args.checkout.resolve(), args.files, workdir, args.timeout)
     public = [n for n, r in ref.items() if r["public"]]
     judged = [n for n in public if ref[n]["outcome"] == "passed"]
