@@ -45,8 +45,21 @@ import textwrap
 import types
 from pathlib import Path
 
-PUBLIC = ("zarr", "zarr.api", "zarr.api.synchronous", "zarr.api.asynchronous", "zarr.storage",
-          "zarr.codecs", "zarr.errors", "zarr.dtype")
+#: zarr-python's public modules and zarrfast's counterparts (``zarr.abc.store`` is the
+#: public base class of stores, zarrfast's is in ``zarrfast.storage``)
+PUBLIC = {"zarr": "zarrfast", "zarr.api": "zarrfast.api",
+          "zarr.api.synchronous": "zarrfast.api.synchronous",
+          "zarr.api.asynchronous": "zarrfast.api.asynchronous", "zarr.storage": "zarrfast.storage",
+          "zarr.codecs": "zarrfast.codecs", "zarr.errors": "zarrfast.errors",
+          "zarr.dtype": "zarrfast.dtype", "zarr.abc.store": "zarrfast.storage"}
+
+
+def exported(module: types.ModuleType) -> dict[str, object]:
+    """A module's public names: its ``__all__``, else what does not start with ``_``."""
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n in vars(module) if not n.startswith("_")]
+    return {n: getattr(module, n) for n in names if hasattr(module, n)}
 DEFAULT_FILES = ("test_array.py", "test_group.py", "test_indexing.py", "test_attributes.py")
 MODE = os.environ.get("DROPIN_MODE")  # set in the pytest process only
 OUT = os.environ.get("DROPIN_OUT")
@@ -113,13 +126,13 @@ def install_alias() -> dict[int, tuple[str, str]]:
     public_ids: dict[int, tuple[str, str]] = {}
     reals = {name: importlib.import_module(name) for name in PUBLIC}
     for name, module in reals.items():
-        for attr, value in vars(module).items():
-            if not attr.startswith("_") and not isinstance(value, types.ModuleType | int | str):
+        for attr, value in exported(module).items():
+            if not isinstance(value, types.ModuleType | int | str):
                 public_ids.setdefault(id(value), (name, attr))
     aliases: dict[str, types.ModuleType] = {}
     for name, real in reals.items():
         try:
-            target = importlib.import_module("zarrfast" + name[len("zarr"):])
+            target = importlib.import_module(PUBLIC[name])
         except ImportError:
             target = None
         aliases[name] = AliasModule(name, target, real, aliases)
@@ -263,9 +276,8 @@ if MODE:
         import zarr as _zarr  # noqa: F401 - the same import order as the alias
 
         for _name in PUBLIC:
-            _mod = importlib.import_module(_name)
-            for _attr, _value in vars(_mod).items():
-                if not _attr.startswith("_"):
+            for _attr, _value in exported(importlib.import_module(_name)).items():
+                if not isinstance(_value, types.ModuleType | int | str):
                     _PUBLIC_IDS.setdefault(id(_value), (_name, _attr))
     _CLASSIFIER = Classifier(_PUBLIC_IDS)
     _RESULTS: dict[str, dict] = {}
