@@ -35,6 +35,7 @@ from zarrfast.metadata.paths import join_path
 from zarrfast.metadata.v2 import GroupMetadataV2
 from zarrfast.metadata.v3 import GroupMetadata
 from zarrfast.storage import Store
+from zarrfast.storage.resolve import StoreLike, make_store
 
 __all__ = ["Group"]
 
@@ -67,6 +68,29 @@ class Group(Node):
         #: the member groups share: descending into one copies nothing)
         self._consolidated = (ConsolidatedView(consolidated) if consolidated is not None
                               else None)
+
+    @classmethod
+    def from_store(cls, store: StoreLike, *, attributes: Mapping[str, Any] | None = None,
+                   zarr_format: int = 3, overwrite: bool = False) -> Group:
+        """A new root group in ``store`` (anything :func:`~zarrfast.storage.make_store`
+        takes); an existing node there is an error unless ``overwrite``."""
+        if zarr_format not in (2, 3):
+            raise ZarrfastError(f"Group.from_store: zarr_format must be 2 or 3, got "
+                                f"{zarr_format!r}")
+        s = make_store(store)
+        attrs = dict(attributes or {})
+        md = GroupMetadataV2(attributes=attrs) if zarr_format == 2 else GroupMetadata(
+            attributes=attrs)
+        write_new_node(s, "", md, overwrite=overwrite)
+        return cls(s, "", md, read_only=False)
+
+    @property
+    def async_group(self) -> Any:
+        """This group's :class:`~zarrfast.AsyncGroup` (coroutine methods, same state);
+        ``Group(async_group)`` gives this group back."""
+        return self._async_view()
+
+    _async_group = async_group  # (zarr-python's attribute name)
 
     @property
     def zarr_format(self) -> int:

@@ -408,6 +408,15 @@ class Store(abc.ABC):
             yield
 
     # -- misc -------------------------------------------------------------
+    @classmethod
+    async def open(cls, *args: Any, **kwargs: Any) -> Store:
+        """zarr-python's ``await Store.open(...)``: a new store of this class, made
+        with these arguments (``await LocalStore.open(root)``,
+        ``await MemoryStore.open()``).  Making a zarrfast store does no I/O to await;
+        the store's methods stay synchronous (see :mod:`zarrfast.storage.asynchronous`
+        for coroutines)."""
+        return cls(*args, **kwargs)
+
     def with_read_only(self, read_only: bool = True) -> Store:
         """A view of this store with another read-only flag."""
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")

@@ -1,4 +1,5 @@
-"""Top-level functions, named and shaped like zarr-python 3's synchronous API."""
+"""Top-level functions, named and shaped like zarr-python 3's synchronous API
+(``zarr.api.synchronous``): the fast path, no event loop involved."""
 
 from __future__ import annotations
 
