@@ -93,6 +93,7 @@ class AsyncArray(AsyncNode, kind="array"):
         self._node = Array(sp.store, normalize_path(sp.path), metadata,
                            write_empty_chunks=cfg.get("write_empty_chunks"),
                            order=cfg.get("order") or "C")
+        self._node.__dict__["_async_view_"] = self  # (the node's one view)
 
     @classmethod
     def _of(cls, node: Array) -> AsyncArray:
@@ -292,6 +293,7 @@ class AsyncGroup(AsyncNode, kind="group"):
         sp = make_store_path(store_path)
         self._node = Group(sp.store, normalize_path(sp.path), metadata,
                            consolidated=consolidated_metadata)
+        self._node.__dict__["_async_view_"] = self  # (the node's one view)
 
     @classmethod
     def _of(cls, node: Group) -> AsyncGroup:
