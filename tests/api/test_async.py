@@ -34,6 +34,7 @@ from zarrfast.storage import (
     StorePath,
     ZipStore,
     make_store_path,
+    store_path_of,
 )
 
 pytestmark = pytest.mark.asyncio
@@ -69,10 +70,17 @@ async def test_store_path_operator_equality_and_str() -> None:
     assert sp != StorePath(MemoryStore(), "a/b")
     assert StorePath(store, "x") / "" == StorePath(store, "x")
     assert "a/b" in str(sp) and "StorePath(" in repr(sp)
-    assert make_store_path(sp) is sp
-    assert make_store_path(sp, "c") == StorePath(store, "a/b/c")
-    assert make_store_path(store, "q") == StorePath(store, "q")
-    assert make_store_path(None).store.read_only is False  # a new memory store
+    assert store_path_of(sp) is sp
+    assert store_path_of(sp, "c") == StorePath(store, "a/b/c")
+    assert store_path_of(store, "q") == StorePath(store, "q")
+    assert store_path_of(None).store.read_only is False  # a new memory store
+    assert store_path_of(AsyncStore(store)) == StorePath(store)
+    # zarr-python's coroutine
+    assert await make_store_path(store, path="x") == StorePath(store, "x")
+    ro = await make_store_path({}, mode="r")
+    assert ro.read_only and isinstance(ro.store, MemoryStore)
+    with pytest.raises(ZarrfastError, match="mode must be one of.*'z'"):
+        await make_store_path(store, mode="z")
 
 
 async def test_store_path_coroutines(tmp_path: Path) -> None:
@@ -559,3 +567,57 @@ async def test_many_awaits_at_once() -> None:
     parts = await asyncio.gather(*(arr.getitem((slice(None), slice(j, j + 10)))
                                    for j in range(0, 40, 10)))
     np.testing.assert_array_equal(np.concatenate(parts, axis=1), data)
+
+
+# -- from_dict, pickling, max_depth ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("data", [
+    {"zarr_format": 3, "node_type": "group", "attributes": {"foo": 100}},
+    {"zarr_format": 2, "attributes": {"foo": 100}},
+])
+async def test_async_group_from_dict(data: dict) -> None:
+    store = MemoryStore()
+    g = AsyncGroup.from_dict(StorePath(store, "test"), data)
+    assert g.metadata.zarr_format == data["zarr_format"] and g.attrs == {"foo": 100}
+    assert g.path == "test" and list(store.list()) == []  # nothing written
+
+
+async def test_async_array_from_dict_matches_the_stored_array() -> None:
+    store = MemoryStore()
+    made = await za.create_array(store, name="a", shape=(4,), chunks=(2,), dtype="i2",
+                                 attributes={"x": 1})
+    await made.setitem(slice(None), [1, 2, 3, 4])
+    doc = made.metadata.to_dict()
+    again = AsyncArray.from_dict(StorePath(store, "a"), doc)
+    assert again == made and again.attrs["x"] == 1
+    np.testing.assert_array_equal(await again.getitem(...), [1, 2, 3, 4])
+    v2 = await za.create_array(MemoryStore(), name="b", shape=(3,), dtype="u1",
+                               zarr_format=2, attributes={"y": 2})
+    assert AsyncArray.from_dict(StorePath(store, "b"),
+                                {**v2.metadata.to_dict(), "attributes": {"y": 2}}).attrs == {
+        "y": 2}
+    with pytest.raises(ZarrfastError, match="group 'q'.*zarr_format must be 2 or 3, got 7"):
+        AsyncGroup.from_dict(StorePath(store, "q"), {"zarr_format": 7})
+    with pytest.raises(ZarrfastError, match="must be a dict, got 5"):
+        AsyncArray.from_dict(StorePath(store, "q"), 5)  # type: ignore[arg-type]
+
+
+async def test_async_nodes_pickle(tmp_path: Path) -> None:
+    import pickle
+
+    g = await AsyncGroup.from_store(LocalStore(tmp_path), attributes={"foo": 999})
+    a = await g.create_array("a", shape=(3,), dtype="i4")
+    await a.setitem(slice(None), [7, 8, 9])
+    g2, a2 = pickle.loads(pickle.dumps((g, a)))
+    assert g2 == g and a2 == a and isinstance(a2, AsyncArray)
+    np.testing.assert_array_equal(await a2.getitem(...), [7, 8, 9])
+    assert zarrfast.Array(a2).async_array is a2 and zarrfast.Group(g2).async_group is g2
+
+
+async def test_members_refuses_a_negative_max_depth() -> None:
+    g = await AsyncGroup.from_store(MemoryStore())
+    with pytest.raises(ValueError, match="max_depth must be None or an integer >= 0, got -1"):
+        [x async for x in g.members(max_depth=-1)]
+    with pytest.raises(ValueError, match="max_depth"):
+        zarrfast.Group(g).members(max_depth=-1)

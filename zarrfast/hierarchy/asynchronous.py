@@ -27,9 +27,9 @@ from zarrfast.hierarchy.create import create_array_at
 from zarrfast.hierarchy.group import Group
 from zarrfast.hierarchy.node import AsyncNode, read_typed_metadata
 from zarrfast.metadata.paths import normalize_path
-from zarrfast.storage.asynchronous import StorePath, make_store_path
+from zarrfast.storage.asynchronous import StorePath, store_path_of
 
-__all__ = ["AsyncArray", "AsyncGroup", "async_view"]
+__all__ = ["AsyncArray", "AsyncGroup", "async_view", "metadata_from_dict"]
 
 T = TypeVar("T")
 
@@ -51,8 +51,30 @@ def async_view(node: Any) -> Any:
 
 def _store_and_path(store: Any, path: str | None = None, *, read_only: bool = False
                     ) -> tuple[Any, str]:
-    sp = make_store_path(store, normalize_path(path), read_only=read_only)
+    sp = store_path_of(store, normalize_path(path), read_only=read_only)
     return sp.store, normalize_path(sp.path)
+
+
+def metadata_from_dict(data: Any, node_type: str, path: str = "") -> Any:
+    """Node metadata from zarr-python's ``to_dict()`` form: a v3 ``zarr.json`` document,
+    or for v2 the ``.zarray`` / ``.zgroup`` members with ``attributes`` beside them."""
+    from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
+    from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata
+
+    where = f"{node_type} {path or '/'!r}"
+    if not isinstance(data, Mapping):
+        raise ZarrfastError(f"{where}: metadata must be a dict, got {data!r}")
+    fmt = data.get("zarr_format")
+    if fmt == 3:
+        cls3 = GroupMetadata if node_type == "group" else ArrayMetadata
+        return cls3.from_dict(dict(data), path=path)
+    if fmt == 2:
+        doc = {k: v for k, v in data.items() if k != "attributes"}
+        attrs = dict(data.get("attributes") or {})
+        if node_type == "group":
+            return GroupMetadataV2(attributes=attrs)
+        return ArrayMetadataV2.from_dict(doc, attrs, path=path)
+    raise ZarrfastError(f"{where}: zarr_format must be 2 or 3, got {fmt!r}")
 
 
 def _check_node(cls_name: str, node: Any, kind: type) -> None:
@@ -89,11 +111,18 @@ class AsyncArray(AsyncNode, kind="array"):
     def __init__(self, metadata: Any, store_path: StorePath, config: Mapping[str, Any] | None
                  = None) -> None:
         cfg = dict(config or {})
-        sp = make_store_path(store_path)
+        sp = store_path_of(store_path)
         self._node = Array(sp.store, normalize_path(sp.path), metadata,
                            write_empty_chunks=cfg.get("write_empty_chunks"),
                            order=cfg.get("order") or "C")
         self._node.__dict__["_async_view_"] = self  # (the node's one view)
+
+    @classmethod
+    def from_dict(cls, store_path: Any, data: Mapping[str, Any]) -> AsyncArray:
+        """The array at ``store_path`` described by ``data`` (its metadata as a dict);
+        nothing is read or written."""
+        sp = store_path_of(store_path)
+        return cls(metadata_from_dict(data, "array", sp.path), sp)
 
     @classmethod
     def _of(cls, node: Array) -> AsyncArray:
@@ -290,10 +319,17 @@ class AsyncGroup(AsyncNode, kind="group"):
 
     def __init__(self, metadata: Any, store_path: StorePath,
                  consolidated_metadata: Any = None) -> None:
-        sp = make_store_path(store_path)
+        sp = store_path_of(store_path)
         self._node = Group(sp.store, normalize_path(sp.path), metadata,
                            consolidated=consolidated_metadata)
         self._node.__dict__["_async_view_"] = self  # (the node's one view)
+
+    @classmethod
+    def from_dict(cls, store_path: Any, data: Mapping[str, Any]) -> AsyncGroup:
+        """The group at ``store_path`` described by ``data`` (its metadata as a dict);
+        nothing is read or written."""
+        sp = store_path_of(store_path)
+        return cls(metadata_from_dict(data, "group", sp.path), sp)
 
     @classmethod
     def _of(cls, node: Group) -> AsyncGroup:
@@ -309,7 +345,7 @@ class AsyncGroup(AsyncNode, kind="group"):
         """A new group at ``store`` (a :class:`StorePath`, a store, a directory...); an
         existing node there is an error unless ``overwrite``."""
         def create() -> Group:
-            sp = make_store_path(store)
+            sp = store_path_of(store)
             if sp.path:
                 from zarrfast.hierarchy.node import write_new_node
                 from zarrfast.metadata.v2 import GroupMetadataV2

@@ -198,6 +198,9 @@ class Group(Node):
     def members(self, max_depth: int | None = 0) -> tuple[tuple[str, Array | Group], ...]:
         """``(relative path, node)`` for the members, down to ``max_depth`` levels below the
         direct children (``None``: all)."""
+        if max_depth is not None and (type(max_depth) is not int or max_depth < 0):
+            raise ZarrfastError(f"group {self.name!r}: max_depth must be None or an integer "
+                                f">= 0, got {max_depth!r}")
         out: list[tuple[str, Array | Group]] = []
 
         def walk(group: Group, rel: str, depth: int) -> None:

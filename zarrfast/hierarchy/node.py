@@ -298,6 +298,13 @@ class AsyncNode:
         if kind is not None:
             AsyncNode._views[kind] = cls
 
+    def __getstate__(self) -> Any:
+        return self._node
+
+    def __setstate__(self, node: Any) -> None:
+        self._node = node
+        node.__dict__["_async_view_"] = self  # (an unpickled node's one view)
+
 
 class _NodeType(type):
     """``Array(async_array)`` / ``Group(async_group)``: the node the view is over (one

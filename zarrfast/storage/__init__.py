@@ -1,6 +1,6 @@
 """Stores: where keys and bytes live."""
 
-from zarrfast.storage.asynchronous import AsyncStore, StorePath, make_store_path
+from zarrfast.storage.asynchronous import AsyncStore, StorePath, make_store_path, store_path_of
 from zarrfast.storage.base import (
     ByteRequest,
     OffsetByteRequest,
@@ -59,5 +59,6 @@ __all__ = [
     "ZipStore",
     "make_store",
     "make_store_path",
+    "store_path_of",
     "validate_key",
 ]

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from zarrfast.errors import ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import ByteRequest, Store, as_bytes
 
-__all__ = ["AsyncStore", "StorePath", "make_store_path"]
+__all__ = ["AsyncStore", "StorePath", "make_store_path", "store_path_of"]
 
 T = TypeVar("T")
 
@@ -243,8 +243,8 @@ class StorePath:
         return hash((self.store, self.path))
 
 
-def make_store_path(store: Any, path: str = "", *, read_only: bool = False,
-                    storage_options: Any = None) -> StorePath:
+def store_path_of(store: Any, path: str = "", *, read_only: bool = False,
+                  storage_options: Any = None) -> StorePath:
     """``store`` with ``path`` below it, as a :class:`StorePath`: ``store`` is a
     :class:`StorePath`, an :class:`AsyncStore` or anything
     :func:`~zarrfast.storage.make_store` accepts (a store, a directory, a URL, a dict,
@@ -257,3 +257,14 @@ def make_store_path(store: Any, path: str = "", *, read_only: bool = False,
         store = store.store
     return StorePath(make_store(store, read_only=read_only, storage_options=storage_options),
                      path or "")
+
+
+async def make_store_path(store_like: Any, *, path: str | None = "", mode: str | None = None,
+                          storage_options: Any = None) -> StorePath:
+    """zarr-python's ``await make_store_path(store_like, path=..., mode=...)``: the
+    :class:`StorePath` of ``store_like`` (see :func:`store_path_of`) with ``path`` below
+    it, read-only for mode ``'r'``."""
+    if mode is not None and mode not in _MODES:
+        raise ZarrfastError(f"make_store_path: mode must be one of {_MODES}, got {mode!r}")
+    return store_path_of(store_like, path or "", read_only=mode == "r",
+                         storage_options=storage_options)
