@@ -100,6 +100,17 @@ async def test_store_path_coroutines(tmp_path: Path) -> None:
     store.set("g/x/1", b"1")
     await StorePath(store, "g").delete_dir()
     assert list(store.list()) == []
+    # delete: the key and what is below it (a directory, as zarr-python's LocalStore)
+    store.set("h/a", b"1")
+    store.set("h/b/c", b"2")
+    store.set("hh", b"3")
+    store.set("k", b"4")
+    await StorePath(store, "h").delete()
+    assert list(store.list()) == ["hh", "k"]
+    await StorePath(store, "k").delete()
+    assert list(store.list()) == ["hh"]
+    await StorePath(store).delete()
+    assert list(store.list()) == []
 
 
 async def test_store_path_open_modes(tmp_path: Path) -> None:
@@ -306,15 +317,43 @@ async def test_store_path_as_the_store_of_api_functions() -> None:
     assert isinstance(await za.open(sp / "a", mode="r"), AsyncArray)
 
 
+async def test_sync_api_takes_a_store_path(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    sp = StorePath(store) / "outer"
+    a = zarrfast.create_array(sp / "a", shape=(3,), dtype="i1")
+    assert a.path == "outer/a" and a.store_path == StorePath(store, "outer/a")
+    b = zarrfast.create_array(sp, name="b", shape=(2,), dtype="i1")
+    assert b.path == "outer/b"
+    assert zarrfast.open_array(sp / "a", mode="r").shape == (3,)
+    assert zarrfast.open_array(sp, path="b", mode="r").shape == (2,)
+    assert zarrfast.open(store=sp, path="a", mode="r").shape == (3,)
+    g = zarrfast.open_group(sp, mode="r")
+    assert g.path == "outer" and sorted(g) == ["a", "b"]
+    assert zarrfast.group(store=StorePath(store, "other")).path == "other"
+    assert zarrfast.create_group(StorePath(store, "cg")).path == "cg"
+    z = zarrfast.zeros((2,), store=sp, path="z")
+    assert z.path == "outer/z"
+    zarrfast.save_array(sp / "s", np.arange(2))
+    np.testing.assert_array_equal(zarrfast.load(sp / "s"), np.arange(2))
+    zarrfast.save_group(StorePath(store, "sg"), np.ones(1))
+    assert zarrfast.open_group(store, path="sg", mode="r")["arr_0"].shape == (1,)
+    assert zarrfast.consolidate_metadata(sp).path == "outer"
+    ro = zarrfast.open_array(sp / "a", mode="r")
+    assert ro.read_only
+    with pytest.raises(zarrfast.storage.StorageOptionsError):
+        zarrfast.open_array(sp / "a", storage_options={"anon": True})
+
+
 async def test_module_names_match_zarr_python() -> None:
     zarr_async = pytest.importorskip("zarr.api.asynchronous")
     wanted = {"array", "consolidate_metadata", "create", "create_array", "create_group",
+              "create_hierarchy",
               "empty", "empty_like", "from_array", "full", "full_like", "group", "load",
               "ones", "ones_like", "open", "open_array", "open_consolidated", "open_group",
               "open_like", "save", "save_array", "save_group", "tree", "zeros",
               "zeros_like"}
     assert wanted <= set(dir(zarr_async))
-    for name in wanted:
+    for name in wanted - {"create_hierarchy"}:
         assert asyncio.iscoroutinefunction(getattr(za, name)), name
     # the synchronous functions are where they always were
     from zarrfast.api import open_array, synchronous
@@ -621,3 +660,22 @@ async def test_members_refuses_a_negative_max_depth() -> None:
         [x async for x in g.members(max_depth=-1)]
     with pytest.raises(ValueError, match="max_depth"):
         zarrfast.Group(g).members(max_depth=-1)
+
+
+async def test_create_hierarchy() -> None:
+    from zarrfast.metadata.v3 import GroupMetadata
+
+    src = await za.create_array(MemoryStore(), shape=(4,), chunks=(2,), dtype="u2")
+    store = MemoryStore()
+    nodes = {"": GroupMetadata(attributes={"r": 1}), "g": GroupMetadata(),
+             "g/a": src.metadata}
+    made = {p: n async for p, n in za.create_hierarchy(store=store, nodes=nodes)}
+    assert sorted(made) == ["", "g", "g/a"]
+    assert isinstance(made["g/a"], AsyncArray) and made["g/a"].shape == (4,)
+    assert isinstance(made["g"], AsyncGroup) and made[""].attrs == {"r": 1}
+    assert zarrfast.open_group(store, mode="r")["g/a"].shape == (4,)
+    under = {p async for p, _ in za.create_hierarchy(store=StorePath(store, "sub"),
+                                                     nodes={"x": GroupMetadata()})}
+    assert under == {"x"} and store.exists("sub/x/zarr.json")
+    with pytest.raises(ContainsGroupError):
+        [x async for x in za.create_hierarchy(store=store, nodes={"g": GroupMetadata()})]

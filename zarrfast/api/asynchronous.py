@@ -7,8 +7,8 @@ synchronous path's (the engine's pools, the store's ``get_many``), not a second
 implementation.  Arrays and groups come back as :class:`~zarrfast.AsyncArray` /
 :class:`~zarrfast.AsyncGroup`; asynchronous nodes given as arguments (``empty_like(a)``,
 ``from_array(store, data=a)``, ``tree(g)``) are accepted, and so is a
-:class:`~zarrfast.storage.StorePath` as the store (its path goes first in the node's
-path)::
+:class:`~zarrfast.storage.StorePath` as the store, as in the synchronous API (its path
+goes first in the node's path)::
 
     import zarrfast.api.asynchronous as zarr_async
 
@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from zarrfast.api import synchronous as _sync
 from zarrfast.hierarchy.asynchronous import AsyncArray, AsyncGroup, async_view
 from zarrfast.hierarchy.node import AsyncNode
-from zarrfast.metadata.paths import normalize_path
-from zarrfast.storage.asynchronous import StorePath
 
 __all__ = [
     "AsyncArray",
@@ -39,6 +36,7 @@ __all__ = [
     "create",
     "create_array",
     "create_group",
+    "create_hierarchy",
     "empty",
     "empty_like",
     "from_array",
@@ -61,9 +59,6 @@ __all__ = [
     "zeros_like",
 ]
 
-#: the argument naming the node's path in the store, where it is not ``path``
-_PATH_ARGUMENT = {"create_array": "name", "array": "name", "from_array": "name"}
-
 
 def _plain(value: Any) -> Any:
     """An asynchronous node as its synchronous node; anything else as it is."""
@@ -72,32 +67,16 @@ def _plain(value: Any) -> Any:
 
 def _coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The coroutine twin of the synchronous API function ``fn``."""
-    params = list(inspect.signature(fn).parameters)
-    store_first = bool(params) and params[0] == "store"
-    path_arg = _PATH_ARGUMENT.get(fn.__name__, "path")
-
     @functools.wraps(fn)
     async def twin(*args: Any, **kwargs: Any) -> Any:
         args_ = [_plain(a) for a in args]
         kwargs = {k: _plain(v) for k, v in kwargs.items()}
-        if store_first and args_ and isinstance(args_[0], StorePath):
-            args_[0] = _unpack(args_[0], kwargs, path_arg)
-        elif isinstance(kwargs.get("store"), StorePath):
-            kwargs["store"] = _unpack(kwargs["store"], kwargs, path_arg)
         return async_view(await asyncio.to_thread(functools.partial(fn, *args_, **kwargs)))
 
     twin.__doc__ = (f"Coroutine of :func:`zarrfast.api.synchronous.{fn.__name__}` (same "
                     f"arguments; arrays and groups come back asynchronous).\n\n"
                     + (fn.__doc__ or ""))
     return twin
-
-
-def _unpack(store_path: StorePath, kwargs: dict[str, Any], path_arg: str) -> Any:
-    """The store of ``store_path``; its path goes first in ``kwargs[path_arg]``."""
-    if store_path.path:
-        inner = normalize_path(kwargs.get(path_arg))
-        kwargs[path_arg] = f"{store_path.path}/{inner}" if inner else store_path.path
-    return store_path.store
 
 
 array = _coroutine(_sync.array)
@@ -125,3 +104,14 @@ save_group = _coroutine(_sync.save_group)
 tree = _coroutine(_sync.tree)
 zeros = _coroutine(_sync.zeros)
 zeros_like = _coroutine(_sync.zeros_like)
+
+
+async def create_hierarchy(*, store: Any, nodes: Mapping[str, Any], overwrite: bool = False
+                           ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
+    """Write the metadata of many nodes (``{path: metadata}``) and yield
+    ``(path, node)`` for each, asynchronous (see
+    :func:`zarrfast.api.synchronous.create_hierarchy`)."""
+    made = await asyncio.to_thread(
+        lambda: list(_sync.create_hierarchy(store=store, nodes=nodes, overwrite=overwrite)))
+    for path, node in made:
+        yield path, async_view(node)

@@ -207,8 +207,13 @@ class StorePath:
         await self._aio().set_if_not_exists(self._key(), _value_bytes(value))
 
     async def delete(self) -> None:
-        """Delete the key ``path`` (nothing happens if it is missing)."""
-        await self._aio().delete(self._key())
+        """Delete the key ``path`` and every key below it (as zarr-python's ``LocalStore``
+        deletes a directory); at the root, everything.  Nothing missing is an error."""
+        def delete() -> None:
+            if self.path:
+                self.store.delete(self.path)
+            self.store.delete_dir(self.path)
+        await _in_thread(delete)
 
     async def delete_dir(self) -> None:
         """Delete every key below ``path``."""
