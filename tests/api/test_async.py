@@ -503,6 +503,11 @@ async def test_sync_group_from_store() -> None:
         zarrfast.Group.from_store(MemoryStore(), zarr_format=4)
     g3 = zarrfast.Group.from_store(store, overwrite=True)
     assert g3.zarr_format == 3 and g3._async_group is g3.async_group
+    sub = zarrfast.Group.from_store(StorePath(store, "s/t"), attributes={"z": 0})
+    assert sub.path == "s/t" and sub.attrs["z"] == 0
+    await za.create_array(StorePath(store) / "arr", shape=(2,), dtype="u1")
+    with pytest.raises(ContainsArrayError):
+        await AsyncGroup.from_store(StorePath(store) / "arr")
 
 
 async def test_async_group_members_and_changes() -> None:

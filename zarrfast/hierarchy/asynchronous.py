@@ -345,19 +345,7 @@ class AsyncGroup(AsyncNode, kind="group"):
         """A new group at ``store`` (a :class:`StorePath`, a store, a directory...); an
         existing node there is an error unless ``overwrite``."""
         def create() -> Group:
-            sp = store_path_of(store)
-            if sp.path:
-                from zarrfast.hierarchy.node import write_new_node
-                from zarrfast.metadata.v2 import GroupMetadataV2
-                from zarrfast.metadata.v3 import GroupMetadata
-
-                attrs = dict(attributes or {})
-                md = GroupMetadataV2(attributes=attrs) if zarr_format == 2 else \
-                    GroupMetadata(attributes=attrs)
-                p = normalize_path(sp.path)
-                write_new_node(sp.store, p, md, overwrite=overwrite)
-                return Group(sp.store, p, md, read_only=False)
-            return Group.from_store(sp.store, attributes=attributes, zarr_format=zarr_format,
+            return Group.from_store(store, attributes=attributes, zarr_format=zarr_format,
                                     overwrite=overwrite)
         return (await _call(create))._async_view()
 

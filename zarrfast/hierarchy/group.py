@@ -31,11 +31,12 @@ from zarrfast.hierarchy.node import (
     write_metadata,
     write_new_node,
 )
-from zarrfast.metadata.paths import join_path
+from zarrfast.metadata.paths import join_path, normalize_path
 from zarrfast.metadata.v2 import GroupMetadataV2
 from zarrfast.metadata.v3 import GroupMetadata
 from zarrfast.storage import Store
-from zarrfast.storage.resolve import StoreLike, make_store
+from zarrfast.storage.asynchronous import StorePath, store_path_of
+from zarrfast.storage.resolve import StoreLike
 
 __all__ = ["Group"]
 
@@ -70,19 +71,21 @@ class Group(Node):
                               else None)
 
     @classmethod
-    def from_store(cls, store: StoreLike, *, attributes: Mapping[str, Any] | None = None,
+    def from_store(cls, store: StoreLike | StorePath, *, attributes: Mapping[str, Any] | None = None,
                    zarr_format: int = 3, overwrite: bool = False) -> Group:
-        """A new root group in ``store`` (anything :func:`~zarrfast.storage.make_store`
-        takes); an existing node there is an error unless ``overwrite``."""
+        """A new group at ``store``: anything :func:`~zarrfast.storage.make_store` takes
+        (the root of it), or a :class:`~zarrfast.storage.StorePath`.  An existing node
+        there is an error unless ``overwrite``."""
         if zarr_format not in (2, 3):
             raise ZarrfastError(f"Group.from_store: zarr_format must be 2 or 3, got "
                                 f"{zarr_format!r}")
-        s = make_store(store)
+        sp = store_path_of(store)
+        path = normalize_path(sp.path)
         attrs = dict(attributes or {})
         md = GroupMetadataV2(attributes=attrs) if zarr_format == 2 else GroupMetadata(
             attributes=attrs)
-        write_new_node(s, "", md, overwrite=overwrite)
-        return cls(s, "", md, read_only=False)
+        write_new_node(sp.store, path, md, overwrite=overwrite)
+        return cls(sp.store, path, md, read_only=False)
 
     @property
     def async_group(self) -> Any:
