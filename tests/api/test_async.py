@@ -55,6 +55,8 @@ async def test_store_open_is_a_coroutine_classmethod(tmp_path: Path) -> None:
     z.set("k", b"v")
     assert z.get("k") == b"v"
     z.close()
+    with pytest.raises(ZarrfastError, match="MemoryStore.open: .*not made from a URL.*'x'"):
+        await MemoryStore.open(url="x")
     # the synchronous methods are unchanged: plain values, not coroutines
     mem.set("a/b", b"1")
     assert mem.get("a/b") == b"1" and mem.exists("a/b") is True

@@ -151,3 +151,16 @@ async def test_two_awaited_reads_overlap(counting_s3) -> None:
         np.testing.assert_array_equal(g, np.arange(8))
     assert app.chunk_gets == 16
     assert app.max_in_flight > 8, app.max_in_flight
+
+
+async def test_fsspec_store_open_from_a_url(counting_s3) -> None:
+    from zarrfast.storage import AsyncStore, FsspecStore
+
+    endpoint, _ = counting_s3
+    url = f"s3://{BUCKET}/{uuid.uuid4().hex}"
+    store = await FsspecStore.open(url=url, storage_options=_options(endpoint))
+    assert isinstance(store, FsspecStore) and not store.read_only
+    await AsyncStore(store).set("k", b"v")
+    assert store.get("k") == b"v"
+    ro = await FsspecStore.open(url=url, storage_options=_options(endpoint), read_only=True)
+    assert ro.read_only and ro.get("k") == b"v"
