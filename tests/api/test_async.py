@@ -9,6 +9,7 @@ refused with errors naming them, and that an awaited read does not block the loo
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from pathlib import Path
@@ -357,6 +358,11 @@ async def test_module_names_match_zarr_python() -> None:
     assert wanted <= set(dir(zarr_async))
     for name in wanted - {"create_hierarchy"}:
         assert asyncio.iscoroutinefunction(getattr(za, name)), name
+    # each coroutine documents its twin's parameters, under the same headings
+    doc = inspect.getdoc(za.create_array)
+    assert doc.startswith("Coroutine of :func:`zarrfast.api.synchronous.create_array`")
+    assert inspect.cleandoc(zarrfast.create_array.__doc__) in doc
+    assert "\nParameters\n----------\nstore\n" in doc
     # the synchronous functions are where they always were
     from zarrfast.api import open_array, synchronous
     assert open_array is synchronous.open_array is zarrfast.open_array

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -73,9 +74,10 @@ def _coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
         kwargs = {k: _plain(v) for k, v in kwargs.items()}
         return async_view(await asyncio.to_thread(functools.partial(fn, *args_, **kwargs)))
 
+    # (the synchronous docstring, dedented as a whole: its sections parse as they do there)
     twin.__doc__ = (f"Coroutine of :func:`zarrfast.api.synchronous.{fn.__name__}` (same "
                     f"arguments; arrays and groups come back asynchronous).\n\n"
-                    + (fn.__doc__ or ""))
+                    + inspect.cleandoc(fn.__doc__ or ""))
     return twin
 
 
