@@ -393,6 +393,11 @@ async def test_async_array_shares_state_with_its_array() -> None:
         zarrfast.Array(aa, "p")
     with pytest.raises(AttributeError):
         aa.no_such_thing  # noqa: B018
+    # a synchronous method is not handed out (awaiting its result would fail later)
+    with pytest.raises(AttributeError, match="no coroutine 'with_write_empty_chunks'.*"
+                                             "Array.with_write_empty_chunks is synchronous"):
+        aa.with_write_empty_chunks  # noqa: B018
+    assert aa.nchunks == 6 and aa.cdata_shape == (3, 2) and aa.read_only is False
 
 
 async def test_async_array_selections() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -75,6 +76,20 @@ def metadata_from_dict(data: Any, node_type: str, path: str = "") -> Any:
             return GroupMetadataV2(attributes=attrs)
         return ArrayMetadataV2.from_dict(doc, attrs, path=path)
     raise ZarrfastError(f"{where}: zarr_format must be 2 or 3, got {fmt!r}")
+
+
+def _node_attribute(view: AsyncNode, name: str) -> Any:
+    """A plain attribute of the node under ``view``.  The node's synchronous methods are
+    not handed out: awaiting what one returns would fail far from the cause."""
+    if name.startswith("__") or name == "_node":
+        raise AttributeError(name)
+    value = getattr(view._node, name)
+    if inspect.ismethod(value):
+        kind = type(view._node).__name__
+        raise AttributeError(
+            f"{type(view).__name__} has no coroutine {name!r}; {kind}.{name} is "
+            f"synchronous: call it on {kind}(view) (the same {kind.lower()})")
+    return value
 
 
 def _check_node(cls_name: str, node: Any, kind: type) -> None:
@@ -171,10 +186,8 @@ class AsyncArray(AsyncNode, kind="array"):
     def __getattr__(self, name: str) -> Any:
         # the array's properties and other plain attributes (shape, dtype, chunks, shards,
         # ndim, size, nbytes, fill_value, order, filters, serializer, compressors,
-        # dimension_names, nchunks, cdata_shape, zarr_format, read_only, info...)
-        if name.startswith("__") or name == "_node":
-            raise AttributeError(name)
-        return getattr(self._node, name)
+        # dimension_names, nchunks, cdata_shape, zarr_format, read_only...)
+        return _node_attribute(self, name)
 
     @property
     def metadata(self) -> Any:
@@ -384,9 +397,7 @@ class AsyncGroup(AsyncNode, kind="group"):
 
     def __getattr__(self, name: str) -> Any:
         # zarr_format, read_only and the group's other plain attributes
-        if name.startswith("__") or name == "_node":
-            raise AttributeError(name)
-        return getattr(self._node, name)
+        return _node_attribute(self, name)
 
     @property
     def metadata(self) -> Any:
