@@ -315,9 +315,11 @@ class _NodeType(type):
         if args and isinstance(args[0], AsyncNode):
             node = args[0]._node
             if len(args) > 1 or kwargs or not isinstance(node, cls):
+                what = {"array": "an array", "group": "a group"}.get(node._kind, node._kind)
                 raise ZarrfastError(
-                    f"{cls.__name__}(view) takes one {cls.__name__}'s asynchronous view and "
-                    f"nothing else; got a view of a {type(node).__name__}"
+                    f"{cls.__name__}(view) takes the asynchronous view of one "
+                    f"{cls.__name__} and nothing else; got the view of {what} "
+                    f"{node.name!r}"
                     + (" with more arguments" if len(args) > 1 or kwargs else ""))
             return node
         return super().__call__(*args, **kwargs)
