@@ -19,6 +19,7 @@ from zarrfast.errors import (
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, check_zarr_format, create_array_at
 from zarrfast.hierarchy.group import Group, node_from_metadata
+from zarrfast.hierarchy.legacy import create_legacy
 from zarrfast.hierarchy.node import (
     read_node_metadata,
     read_typed_metadata,
@@ -413,21 +414,6 @@ def consolidate_metadata(store: StoreLike, path: str | None = None,
 # -- zarr-python's convenience constructors ----------------------------------------------
 
 
-def _split_codecs(codecs: Any) -> dict[str, Any]:
-    """A full v3 codec list as filters / serializer / compressors arguments."""
-    from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, parse_codec
-
-    parsed = [parse_codec(c, where="codecs") for c in codecs]
-    parsed = [c for c in parsed if c is not None]
-    ab = [i for i, c in enumerate(parsed) if isinstance(c, ArrayBytesCodec)]
-    if len(ab) != 1:
-        raise ZarrfastError(f"codecs must hold exactly one array -> bytes codec, got {codecs!r}")
-    i = ab[0]
-    if not all(isinstance(c, ArrayArrayCodec) for c in parsed[:i]):
-        raise ZarrfastError(f"codecs {codecs!r}: only array -> array codecs may come first")
-    return {"filters": parsed[:i], "serializer": parsed[i], "compressors": parsed[i + 1:]}
-
-
 def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any = "auto",
            fill_value: Any = DEFAULT_FILL_VALUE, order: str | None = None,
            store: StoreLike = None,
@@ -441,32 +427,14 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
            config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
     """zarr-python's older ``create``: an array from keyword arguments (v3 by default)."""
     check_zarr_format(zarr_format)
-    fmt = zarr_format or 3
     s, p = _resolve(store, path, storage_options=storage_options)
-    cfg = dict(config or {})
-    if write_empty_chunks is not None:
-        cfg["write_empty_chunks"] = write_empty_chunks
-    chunks = chunk_shape if chunk_shape is not None else chunks
-    if chunks is None or chunks is True:
-        chunks = "auto"
-    elif chunks is False:
-        chunks = shape
-    if dimension_separator is not None:
-        chunk_key_encoding = {"name": "v2" if fmt == 2 else "default",
-                              "separator": dimension_separator}
-    extra: dict[str, Any] = {}
-    if fmt == 3 and codecs is not None:
-        extra.update(_split_codecs(codecs))
-    else:
-        extra["compressors"] = compressor
-        if filters is not None or object_codec is not None:
-            extra["filters"] = [*(filters or ()), *([object_codec] if object_codec else [])]
-    arr = create_array_at(
-        s, p, shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value,
-        order=order, zarr_format=fmt, attributes=attributes,
-        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
-        overwrite=overwrite, config=cfg, **extra,
-    )
+    arr = create_legacy(
+        s, p, shape=shape, chunks=chunks, dtype=dtype, compressor=compressor,
+        fill_value=fill_value, order=order, overwrite=overwrite, filters=filters,
+        object_codec=object_codec, dimension_separator=dimension_separator,
+        write_empty_chunks=write_empty_chunks, zarr_format=zarr_format,
+        attributes=attributes, chunk_shape=chunk_shape, chunk_key_encoding=chunk_key_encoding,
+        codecs=codecs, dimension_names=dimension_names, config=config)
     if read_only:
         arr._read_only = True
     return arr

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 from zarrfast.errors import ZarrfastError
 from zarrfast.hierarchy.array import Array
-from zarrfast.hierarchy.create import create_array_at
 from zarrfast.hierarchy.group import Group
+from zarrfast.hierarchy.legacy import create_legacy
 from zarrfast.hierarchy.node import AsyncNode, read_typed_metadata
 from zarrfast.metadata.paths import normalize_path
 from zarrfast.storage.asynchronous import StorePath, store_path_of
@@ -159,13 +159,15 @@ class AsyncArray(AsyncNode, kind="array"):
 
     @classmethod
     async def create(cls, store: Any, *, shape: Any, dtype: Any, path: str | None = None,
-                     overwrite: bool = False, zarr_format: int | None = 3, **kwargs: Any
-                     ) -> AsyncArray:
-        """A new array at ``store`` (arguments as :func:`zarrfast.create_array`)."""
+                     zarr_format: int | None = 3, **kwargs: Any) -> AsyncArray:
+        """A new array at ``store`` (a :class:`StorePath`, a store, a directory...), from
+        the arguments of :func:`zarrfast.create` (zarr-python's ``AsyncArray.create``:
+        ``chunks`` / ``chunk_shape``, ``codecs``, ``compressor``, ``filters``,
+        ``dimension_separator``, ``fill_value``, ``attributes``, ``overwrite``, ``data``...)."""
         def create() -> Array:
             s, p = _store_and_path(store, path)
-            return create_array_at(s, p, shape=shape, dtype=dtype, overwrite=overwrite,
-                                   zarr_format=zarr_format or 3, **kwargs)
+            return create_legacy(s, p, shape=shape, dtype=dtype, zarr_format=zarr_format,
+                                 **kwargs)
         return (await _call(create))._async_view()
 
     # -- what the array is (no I/O) -------------------------------------------------------
