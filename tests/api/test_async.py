@@ -714,3 +714,35 @@ async def test_create_hierarchy() -> None:
     assert under == {"x"} and store.exists("sub/x/zarr.json")
     with pytest.raises(ContainsGroupError):
         [x async for x in za.create_hierarchy(store=store, nodes={"g": GroupMetadata()})]
+
+
+async def test_async_group_values_likes_and_create_hierarchy() -> None:
+    from zarrfast.metadata.v3 import GroupMetadata
+
+    g = await AsyncGroup.from_store(MemoryStore())
+    src = await g.create_array("src", shape=(6, 2), chunks=(3, 2), dtype="i2")
+    await g.create_group("sub")
+    assert [a.path async for a in g.array_values()] == ["src"]
+    assert [x.path async for x in g.group_values()] == ["sub"]
+    z = await g.zeros_like(name="z", data=src)
+    assert (z.shape, z.chunks, z.dtype) == ((6, 2), (3, 2), np.dtype("i2"))
+    assert np.all(await z.getitem(...) == 0)
+    o = await g.ones_like(name="o", data=np.zeros((3,), "f4"))
+    assert o.dtype == np.dtype("f4") and np.all(await o.getitem(...) == 1)
+    e = await g.empty_like(name="e", data=src._node, chunks=(6, 1))
+    assert e.chunks == (6, 1) and e.shape == (6, 2)
+    f = await g.full_like(name="f", data=[1, 2, 3], fill_value=5)
+    assert np.all(await f.getitem(...) == 5)
+    assert g.synchronizer is None
+
+    made = {k: n async for k, n in g.create_hierarchy(
+        {"h": GroupMetadata(attributes={"a": 1}), "h/arr": src.metadata})}
+    assert sorted(made) == ["h", "h/arr"] and made["h/arr"].path == "h/arr"
+    assert isinstance(made["h"], AsyncGroup) and made["h"].attrs == {"a": 1}
+    assert (await g.getitem("h/arr")).shape == (6, 2)
+    with pytest.raises(ContainsGroupError):
+        [x async for x in g.create_hierarchy({"h": GroupMetadata()})]
+    ro = AsyncGroup.from_dict(StorePath(g.store.with_read_only()), {"zarr_format": 3,
+                                                                    "node_type": "group"})
+    with pytest.raises(ReadOnlyError):
+        [x async for x in ro.create_hierarchy({"x": GroupMetadata()})]

@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 
 from zarrfast.errors import ZarrfastError
 from zarrfast.hierarchy.array import Array
-from zarrfast.hierarchy.group import Group
+from zarrfast.hierarchy.group import Group, node_from_metadata
 from zarrfast.hierarchy.legacy import create_legacy
-from zarrfast.hierarchy.node import AsyncNode, read_typed_metadata
+from zarrfast.hierarchy.node import AsyncNode, read_typed_metadata, write_new_node
 from zarrfast.metadata.paths import normalize_path
 from zarrfast.storage.asynchronous import StorePath, store_path_of
 
@@ -90,6 +90,22 @@ def _node_attribute(view: AsyncNode, name: str) -> Any:
             f"{type(view).__name__} has no coroutine {name!r}; {kind}.{name} is "
             f"synchronous: call it on {kind}(view) (the same {kind.lower()})")
     return value
+
+
+def _like(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` completed with the shape, dtype and (regular) chunks of ``data``."""
+    import numpy as np
+
+    node = data._node if isinstance(data, AsyncNode) else data
+    out = dict(kwargs)
+    if not hasattr(node, "shape") or not hasattr(node, "dtype"):
+        node = np.asarray(node)
+    out.setdefault("shape", node.shape)
+    out.setdefault("dtype", node.dtype)
+    chunks = getattr(node, "chunks", None)
+    if isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks):
+        out.setdefault("chunks", chunks)
+    return out
 
 
 def _check_node(cls_name: str, node: Any, kind: type) -> None:
@@ -479,6 +495,14 @@ class AsyncGroup(AsyncNode, kind="group"):
         for key in await _call(lambda: list(self._node.group_keys())):
             yield key
 
+    async def array_values(self) -> AsyncIterator[AsyncArray]:
+        async for _, node in self.arrays():
+            yield node
+
+    async def group_values(self) -> AsyncIterator[AsyncGroup]:
+        async for _, node in self.groups():
+            yield node
+
     # -- creating members -----------------------------------------------------------------
     async def create_group(self, name: str, *, attributes: dict[str, Any] | None = None,
                            overwrite: bool = False) -> AsyncGroup:
@@ -517,6 +541,42 @@ class AsyncGroup(AsyncNode, kind="group"):
     async def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any
                    ) -> AsyncArray:
         return await self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
+
+    async def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
+        """A member array shaped like ``data`` (its shape, dtype and, for a chunked array,
+        chunks), elements at the fill value."""
+        return await self.create_array(name, **_like(data, kwargs))
+
+    async def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
+        return await self.create_array(name, **_like(data, kwargs), fill_value=0)
+
+    async def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
+        return await self.create_array(name, **_like(data, kwargs), fill_value=1)
+
+    async def full_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
+        return await self.create_array(name, **_like(data, kwargs))
+
+    async def create_hierarchy(self, nodes: Mapping[str, Any], *, overwrite: bool = False
+                               ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
+        """Write the metadata of many nodes below this group (``{relative path:
+        metadata}``) and yield ``(relative path, node)`` for each."""
+        def create() -> list[tuple[str, Any]]:
+            group = self._node
+            group._check_writable()
+            made = []
+            for key, md in nodes.items():
+                path = group._child_path(key)
+                write_new_node(group.store, path, md, overwrite=overwrite)
+                made.append((key, node_from_metadata(group.store, path, md, read_only=False)))
+            group._consolidated = None
+            return made
+        for key, node in await _call(create):
+            yield key, async_view(node)
+
+    @property
+    def synchronizer(self) -> None:
+        """zarr-python's (unused) synchronizer: always ``None``."""
+        return None
 
     async def move(self, source: str, dest: str) -> None:
         await _call(self._node.move, source, dest)
