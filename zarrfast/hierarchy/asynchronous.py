@@ -11,7 +11,9 @@ requests in flight at once).  There is one read and one write implementation, no
 coroutine per chunk, and the synchronous path does not change.
 
 Many ``await``\\ s running at once (``asyncio.gather``) run on as many worker threads as
-the loop's default executor has.
+the loop's default executor has.  Cancelling a task that awaits one stops the waiting,
+not the work: a read's result is dropped, a write still completes (a thread cannot be
+interrupted halfway through writing chunks, and a half-written selection would be worse).
 """
 
 from __future__ import annotations
