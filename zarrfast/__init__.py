@@ -8,7 +8,7 @@ Replace ``import zarr`` with ``import zarrfast as zarr``::
     print(a[5, :4])
 """
 
-from zarrfast import codecs, config, errors, storage
+from zarrfast import api, codecs, config, errors, storage
 from zarrfast.api import (
     array,
     consolidate_metadata,
@@ -39,6 +39,7 @@ from zarrfast.api import (
 )
 from zarrfast.convert import convert
 from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.asynchronous import AsyncArray, AsyncGroup
 from zarrfast.hierarchy.group import Group
 from zarrfast.storage import LocalStore, MemoryStore, Store
 
@@ -46,11 +47,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array",
+    "AsyncArray",
+    "AsyncGroup",
     "Group",
     "LocalStore",
     "MemoryStore",
     "Store",
     "__version__",
+    "api",
     "array",
     "codecs",
     "config",

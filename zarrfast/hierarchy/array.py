@@ -112,6 +112,14 @@ class Array(Node):
         self._order = order
         self._set_chain(metadata)
 
+    @property
+    def async_array(self) -> Any:
+        """This array's :class:`~zarrfast.AsyncArray` (coroutine methods, same state);
+        ``Array(async_array)`` gives this array back."""
+        return self._async_view()
+
+    _async_array = async_array  # (zarr-python's attribute name)
+
     # -- construction / pickling ----------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         return {

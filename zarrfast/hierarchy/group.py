@@ -31,10 +31,12 @@ from zarrfast.hierarchy.node import (
     write_metadata,
     write_new_node,
 )
-from zarrfast.metadata.paths import join_path
+from zarrfast.metadata.paths import join_path, normalize_path
 from zarrfast.metadata.v2 import GroupMetadataV2
 from zarrfast.metadata.v3 import GroupMetadata
 from zarrfast.storage import Store
+from zarrfast.storage.asynchronous import StorePath, store_path_of
+from zarrfast.storage.resolve import StoreLike
 
 __all__ = ["Group"]
 
@@ -67,6 +69,31 @@ class Group(Node):
         #: the member groups share: descending into one copies nothing)
         self._consolidated = (ConsolidatedView(consolidated) if consolidated is not None
                               else None)
+
+    @classmethod
+    def from_store(cls, store: StoreLike | StorePath, *, attributes: Mapping[str, Any] | None = None,
+                   zarr_format: int = 3, overwrite: bool = False) -> Group:
+        """A new group at ``store``: anything :func:`~zarrfast.storage.make_store` takes
+        (the root of it), or a :class:`~zarrfast.storage.StorePath`.  An existing node
+        there is an error unless ``overwrite``."""
+        if zarr_format not in (2, 3):
+            raise ZarrfastError(f"Group.from_store: zarr_format must be 2 or 3, got "
+                                f"{zarr_format!r}")
+        sp = store_path_of(store)
+        path = normalize_path(sp.path)
+        attrs = dict(attributes or {})
+        md = GroupMetadataV2(attributes=attrs) if zarr_format == 2 else GroupMetadata(
+            attributes=attrs)
+        write_new_node(sp.store, path, md, overwrite=overwrite)
+        return cls(sp.store, path, md, read_only=False)
+
+    @property
+    def async_group(self) -> Any:
+        """This group's :class:`~zarrfast.AsyncGroup` (coroutine methods, same state);
+        ``Group(async_group)`` gives this group back."""
+        return self._async_view()
+
+    _async_group = async_group  # (zarr-python's attribute name)
 
     @property
     def zarr_format(self) -> int:
@@ -174,6 +201,9 @@ class Group(Node):
     def members(self, max_depth: int | None = 0) -> tuple[tuple[str, Array | Group], ...]:
         """``(relative path, node)`` for the members, down to ``max_depth`` levels below the
         direct children (``None``: all)."""
+        if max_depth is not None and (type(max_depth) is not int or max_depth < 0):
+            raise ZarrfastError(f"group {self.name!r}: max_depth must be None or an integer "
+                                f">= 0, got {max_depth!r}")
         out: list[tuple[str, Array | Group]] = []
 
         def walk(group: Group, rel: str, depth: int) -> None:

@@ -29,6 +29,7 @@ from zarrfast.metadata.limits import check_json_depth
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
 from zarrfast.storage import Store
+from zarrfast.storage.asynchronous import StorePath
 
 AnyArrayMetadata = ArrayMetadata | ArrayMetadataV2
 AnyGroupMetadata = GroupMetadata | GroupMetadataV2
@@ -37,6 +38,7 @@ AnyMetadata = AnyArrayMetadata | AnyGroupMetadata
 METADATA_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs")
 
 __all__ = [
+    "AsyncNode",
     "Node",
     "AnyMetadata",
     "array_metadata_from_documents",
@@ -279,10 +281,70 @@ def metadata_from_state(state: dict[str, Any], path: str) -> AnyMetadata:
                            extra={k: v for k, v in doc["zgroup"].items() if k != "zarr_format"})
 
 
-class Node:
+class AsyncNode:
+    """Base of :class:`~zarrfast.AsyncArray` and :class:`~zarrfast.AsyncGroup`
+    (:mod:`zarrfast.hierarchy.asynchronous`): a view with coroutine methods over one
+    synchronous node, ``_node``, whose state it shares.  Each subclass registers itself
+    for its node kind, so that ``Array.async_array`` can make one without this module
+    (or ``array.py``) importing the module that builds on them."""
+
+    __slots__ = ("_node",)
+
+    #: node kind ("array", "group") -> the view class registered for it
+    _views: dict[str, type[AsyncNode]] = {}  # noqa: RUF012 - a registry, shared on purpose
+
+    def __init_subclass__(cls, *, kind: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if kind is not None:
+            AsyncNode._views[kind] = cls
+
+    def __getstate__(self) -> Any:
+        return self._node
+
+    def __setstate__(self, node: Any) -> None:
+        self._node = node
+        node.__dict__["_async_view_"] = self  # (an unpickled node's one view)
+
+
+class _NodeType(type):
+    """``Array(async_array)`` / ``Group(async_group)``: the node the view is over (one
+    state, as zarr-python's ``Array`` wraps its ``AsyncArray``).  Any other call makes
+    a node as usual."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], AsyncNode):
+            node = args[0]._node
+            if len(args) > 1 or kwargs or not isinstance(node, cls):
+                what = {"array": "an array", "group": "a group"}.get(node._kind, node._kind)
+                raise ZarrfastError(
+                    f"{cls.__name__}(view) takes the asynchronous view of one "
+                    f"{cls.__name__} and nothing else; got the view of {what} "
+                    f"{node.name!r}"
+                    + (" with more arguments" if len(args) > 1 or kwargs else ""))
+            return node
+        return super().__call__(*args, **kwargs)
+
+
+class Node(metaclass=_NodeType):
     """Base of :class:`~zarrfast.Array` and :class:`~zarrfast.Group`."""
 
     _kind = "node"
+
+    def _async_view(self) -> Any:
+        """This node's asynchronous view (made once: ``a.async_array is a.async_array``)."""
+        view = self.__dict__.get("_async_view_")
+        if view is None:
+            cls = AsyncNode._views.get(self._kind)
+            if cls is None:  # pragma: no cover - zarrfast/hierarchy/__init__ registers them
+                raise ZarrfastError(f"no asynchronous view for a {self._kind}: import "
+                                    f"zarrfast.hierarchy.asynchronous")
+            view = self.__dict__["_async_view_"] = cls._of(self)  # type: ignore[attr-defined]
+        return view
+
+    @property
+    def store_path(self) -> StorePath:
+        """zarr-python's ``store_path``: this node's store and path."""
+        return StorePath(self._store, self._path)
 
     def __init__(self, store: Store, path: str, metadata: Any, read_only: bool | None) -> None:
         self._store = store

@@ -1,5 +1,6 @@
 """Stores: where keys and bytes live."""
 
+from zarrfast.storage.asynchronous import AsyncStore, StorePath, make_store_path, store_path_of
 from zarrfast.storage.base import (
     ByteRequest,
     OffsetByteRequest,
@@ -30,6 +31,7 @@ from zarrfast.storage.zip import ZipStore
 
 __all__ = [
     "ArchiveNotFoundError",
+    "AsyncStore",
     "ByteRequest",
     "CacheStore",
     "FsspecStore",
@@ -47,6 +49,7 @@ __all__ = [
     "StorageOptionsError",
     "Store",
     "StoreError",
+    "StorePath",
     "SuffixByteRequest",
     "UnsafeArchiveMemberError",
     "UnsupportedStoreOperationError",
@@ -55,5 +58,7 @@ __all__ = [
     "ZarrPythonStore",
     "ZipStore",
     "make_store",
+    "make_store_path",
+    "store_path_of",
     "validate_key",
 ]

@@ -408,6 +408,22 @@ class Store(abc.ABC):
             yield
 
     # -- misc -------------------------------------------------------------
+    @classmethod
+    async def open(cls, *args: Any, **kwargs: Any) -> Store:
+        """zarr-python's ``await Store.open(...)``: a new store of this class, made
+        with these arguments (``await LocalStore.open(root)``,
+        ``await MemoryStore.open()``).  Making a zarrfast store does no I/O to await;
+        the store's methods stay synchronous (see :mod:`zarrfast.storage.asynchronous`
+        for coroutines).  A store made from URLs (one with ``from_url``) takes
+        ``url=`` as zarr-python's ``FsspecStore.open(url=...)`` does."""
+        if "url" in kwargs:
+            from_url = getattr(cls, "from_url", None)
+            if from_url is None:
+                raise ZarrfastError(f"{cls.__name__}.open: {cls.__name__} is not made from a "
+                                    f"URL; got url={kwargs['url']!r}")
+            return from_url(kwargs.pop("url"), *args, **kwargs)
+        return cls(*args, **kwargs)
+
     def with_read_only(self, read_only: bool = True) -> Store:
         """A view of this store with another read-only flag."""
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")

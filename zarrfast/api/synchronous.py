@@ -1,4 +1,5 @@
-"""Top-level functions, named and shaped like zarr-python 3's synchronous API."""
+"""Top-level functions, named and shaped like zarr-python 3's synchronous API
+(``zarr.api.synchronous``): the fast path, no event loop involved."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from zarrfast.errors import (
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, check_zarr_format, create_array_at
 from zarrfast.hierarchy.group import Group, node_from_metadata
+from zarrfast.hierarchy.legacy import create_legacy
 from zarrfast.hierarchy.node import (
     read_node_metadata,
     read_typed_metadata,
@@ -26,7 +28,7 @@ from zarrfast.hierarchy.node import (
 from zarrfast.metadata.paths import normalize_path
 from zarrfast.metadata.v2 import GroupMetadataV2
 from zarrfast.metadata.v3 import GroupMetadata
-from zarrfast.storage import Store
+from zarrfast.storage import Store, StorePath
 from zarrfast.storage.resolve import StoreLike, make_store
 
 __all__ = [
@@ -59,6 +61,18 @@ __all__ = [
 ]
 
 _MODES = ("r", "r+", "a", "w", "w-")
+
+
+def _resolve(store: StoreLike | StorePath, path: str | None, *, read_only: bool = False,
+             storage_options: Mapping[str, Any] | None = None) -> tuple[Store, str]:
+    """The store of ``store`` and the node's normalized path in it; a
+    :class:`~zarrfast.storage.StorePath` given as the store puts its path first."""
+    if isinstance(store, StorePath):
+        inner, outer = normalize_path(path), normalize_path(store.path)
+        return (make_store(store.store, read_only=read_only, storage_options=storage_options),
+                f"{outer}/{inner}" if outer and inner else outer or inner)
+    return (make_store(store, read_only=read_only, storage_options=storage_options),
+            normalize_path(path))
 
 
 def _check_mode(mode: str) -> None:
@@ -184,9 +198,9 @@ def create_array(
     -------
     Array
     """
-    s = make_store(store, storage_options=storage_options)
+    s, p = _resolve(store, name, storage_options=storage_options)
     return create_array_at(
-        s, normalize_path(name), shape=shape, dtype=dtype, data=data, chunks=chunks,
+        s, p, shape=shape, dtype=dtype, data=data, chunks=chunks,
         shards=shards, filters=filters, compressors=compressors, serializer=serializer,
         fill_value=fill_value, order=order, zarr_format=zarr_format, attributes=attributes,
         chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
@@ -213,8 +227,8 @@ def open_array(
     (``'w'``, ``'w-'``, or ``'a'`` when missing and ``shape`` is given)."""
     _check_mode(mode)
     check_zarr_format(zarr_format)
-    p = normalize_path(path if path is not None else kwargs.pop("name", None))
-    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
+    s, p = _resolve(store, path if path is not None else kwargs.pop("name", None),
+                    read_only=mode == "r", storage_options=storage_options)
     draft, root_doc = _draft_first(s, p, mode, "array", kwargs.get("order"), zarr_format)
     if draft is not None:
         return draft
@@ -258,8 +272,7 @@ def open_group(
     when missing."""
     _check_mode(mode)
     check_zarr_format(zarr_format)
-    p = normalize_path(path)
-    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
+    s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options)
     # read once: draft detection, and v3 metadata at the root (v2 has no zarr.json)
     root_doc = s.get("zarr.json") if zarr_format != 2 else None
     draft = _draft_node(s, p, mode, "group", None, root_doc)
@@ -305,8 +318,7 @@ def create_group(store: StoreLike, *, path: str | None = None, overwrite: bool =
     """Create a new group; an existing node is an error unless ``overwrite``."""
     zarr_format = kwargs.pop("zarr_format", None)
     check_zarr_format(zarr_format)
-    p = normalize_path(path)
-    s = make_store(store, storage_options=storage_options)
+    s, p = _resolve(store, path, storage_options=storage_options)
     md = _new_group_metadata(zarr_format, attributes)
     write_new_node(s, p, md, overwrite=overwrite)
     return Group(s, p, md, read_only=False)
@@ -325,8 +337,7 @@ def open(  # noqa: A001 - zarr-python's name
     otherwise a group, if nothing is there (modes ``'a'``, ``'w'``, ``'w-'``)."""
     _check_mode(mode)
     check_zarr_format(zarr_format)
-    p = normalize_path(path)
-    s = make_store(store, read_only=mode == "r", storage_options=storage_options)
+    s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options)
     draft, root_doc = _draft_first(s, p, mode, None, kwargs.get("order"), zarr_format)
     if draft is not None:
         return draft
@@ -393,8 +404,7 @@ def consolidate_metadata(store: StoreLike, path: str | None = None,
     group opened from it."""
     from zarrfast.hierarchy.consolidated import write_consolidated
 
-    s = make_store(store, storage_options=storage_options)
-    p = normalize_path(path)
+    s, p = _resolve(store, path, storage_options=storage_options)
     md = read_typed_metadata(s, p, "group", zarr_format)
     write_consolidated(s, p, md)
     return open_consolidated(s, path=p, mode="r+" if not s.read_only else "r",
@@ -402,21 +412,6 @@ def consolidate_metadata(store: StoreLike, path: str | None = None,
 
 
 # -- zarr-python's convenience constructors ----------------------------------------------
-
-
-def _split_codecs(codecs: Any) -> dict[str, Any]:
-    """A full v3 codec list as filters / serializer / compressors arguments."""
-    from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, parse_codec
-
-    parsed = [parse_codec(c, where="codecs") for c in codecs]
-    parsed = [c for c in parsed if c is not None]
-    ab = [i for i, c in enumerate(parsed) if isinstance(c, ArrayBytesCodec)]
-    if len(ab) != 1:
-        raise ZarrfastError(f"codecs must hold exactly one array -> bytes codec, got {codecs!r}")
-    i = ab[0]
-    if not all(isinstance(c, ArrayArrayCodec) for c in parsed[:i]):
-        raise ZarrfastError(f"codecs {codecs!r}: only array -> array codecs may come first")
-    return {"filters": parsed[:i], "serializer": parsed[i], "compressors": parsed[i + 1:]}
 
 
 def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any = "auto",
@@ -432,32 +427,14 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
            config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
     """zarr-python's older ``create``: an array from keyword arguments (v3 by default)."""
     check_zarr_format(zarr_format)
-    fmt = zarr_format or 3
-    s = make_store(store, storage_options=storage_options)
-    cfg = dict(config or {})
-    if write_empty_chunks is not None:
-        cfg["write_empty_chunks"] = write_empty_chunks
-    chunks = chunk_shape if chunk_shape is not None else chunks
-    if chunks is None or chunks is True:
-        chunks = "auto"
-    elif chunks is False:
-        chunks = shape
-    if dimension_separator is not None:
-        chunk_key_encoding = {"name": "v2" if fmt == 2 else "default",
-                              "separator": dimension_separator}
-    extra: dict[str, Any] = {}
-    if fmt == 3 and codecs is not None:
-        extra.update(_split_codecs(codecs))
-    else:
-        extra["compressors"] = compressor
-        if filters is not None or object_codec is not None:
-            extra["filters"] = [*(filters or ()), *([object_codec] if object_codec else [])]
-    arr = create_array_at(
-        s, normalize_path(path), shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value,
-        order=order, zarr_format=fmt, attributes=attributes,
-        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
-        overwrite=overwrite, config=cfg, **extra,
-    )
+    s, p = _resolve(store, path, storage_options=storage_options)
+    arr = create_legacy(
+        s, p, shape=shape, chunks=chunks, dtype=dtype, compressor=compressor,
+        fill_value=fill_value, order=order, overwrite=overwrite, filters=filters,
+        object_codec=object_codec, dimension_separator=dimension_separator,
+        write_empty_chunks=write_empty_chunks, zarr_format=zarr_format,
+        attributes=attributes, chunk_shape=chunk_shape, chunk_key_encoding=chunk_key_encoding,
+        codecs=codecs, dimension_names=dimension_names, config=config)
     if read_only:
         arr._read_only = True
     return arr
@@ -604,8 +581,8 @@ def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
                path: str | None = None, storage_options: Mapping[str, Any] | None = None,
                **kwargs: Any) -> None:
     data = np.asarray(arr)
-    create_array_at(make_store(store, storage_options=storage_options), normalize_path(path),
-                     data=data,
+    s, p = _resolve(store, path, storage_options=storage_options)
+    create_array_at(s, p, data=data,
                      zarr_format=zarr_format or 3, overwrite=True, **kwargs)
 
 
@@ -614,8 +591,7 @@ def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
                **kwargs: Any) -> None:
     if not args and not kwargs:
         raise ZarrfastError("save_group: at least one array is required")
-    s = make_store(store, storage_options=storage_options)
-    p = normalize_path(path)
+    s, p = _resolve(store, path, storage_options=storage_options)
     g = open_group(s, mode="w", path=p, zarr_format=zarr_format or 3)
     for i, a in enumerate(args):
         g.create_array(f"arr_{i}", data=np.asarray(a), overwrite=True)
@@ -648,13 +624,14 @@ def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> An
     return grp.tree(expand=expand, level=level)
 
 
-def create_hierarchy(*, store: Store, nodes: Mapping[str, Any], overwrite: bool = False
+def create_hierarchy(*, store: Store | StorePath, nodes: Mapping[str, Any], overwrite: bool = False
                      ) -> Iterator[tuple[str, Array | Group]]:
     """Write the metadata of many nodes (``{path: ArrayMetadata | GroupMetadata | ...}``) and
-    yield ``(path, node)`` for each."""
+    yield ``(path, node)`` for each (``path`` as given; below the path of ``store`` when it
+    is a :class:`~zarrfast.storage.StorePath`)."""
     from zarrfast.hierarchy.node import write_new_node as _write
 
     for path, md in nodes.items():
-        p = normalize_path(path)
-        _write(store, p, md, overwrite=overwrite)
-        yield path, node_from_metadata(store, p, md, read_only=False)
+        s, p = _resolve(store, path)
+        _write(s, p, md, overwrite=overwrite)
+        yield path, node_from_metadata(s, p, md, read_only=False)

@@ -1,0 +1,119 @@
+"""The module-level functions as coroutines (zarr-python's ``zarr.api.asynchronous``).
+
+Each function takes the arguments of its synchronous twin in
+:mod:`zarrfast.api.synchronous` and runs it on a worker thread of the running event
+loop (``asyncio.to_thread``): the loop is never blocked, and the work itself is the
+synchronous path's (the engine's pools, the store's ``get_many``), not a second
+implementation.  Arrays and groups come back as :class:`~zarrfast.AsyncArray` /
+:class:`~zarrfast.AsyncGroup`; asynchronous nodes given as arguments (``empty_like(a)``,
+``from_array(store, data=a)``, ``tree(g)``) are accepted, and so is a
+:class:`~zarrfast.storage.StorePath` as the store, as in the synchronous API (its path
+goes first in the node's path)::
+
+    import zarrfast.api.asynchronous as zarr_async
+
+    arr = await zarr_async.create_array(store, shape=(100,), chunks=(10,), dtype="f4")
+    await arr.setitem(slice(None), 1.0)
+    group = await zarr_async.open_group(store, mode="r")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+from zarrfast.api import synchronous as _sync
+from zarrfast.hierarchy.asynchronous import AsyncArray, AsyncGroup, async_view
+from zarrfast.hierarchy.node import AsyncNode
+
+__all__ = [
+    "AsyncArray",
+    "AsyncGroup",
+    "array",
+    "consolidate_metadata",
+    "create",
+    "create_array",
+    "create_group",
+    "create_hierarchy",
+    "empty",
+    "empty_like",
+    "from_array",
+    "full",
+    "full_like",
+    "group",
+    "load",
+    "ones",
+    "ones_like",
+    "open",
+    "open_array",
+    "open_consolidated",
+    "open_group",
+    "open_like",
+    "save",
+    "save_array",
+    "save_group",
+    "tree",
+    "zeros",
+    "zeros_like",
+]
+
+
+def _plain(value: Any) -> Any:
+    """An asynchronous node as its synchronous node; anything else as it is."""
+    return value._node if isinstance(value, AsyncNode) else value
+
+
+def _coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The coroutine twin of the synchronous API function ``fn``."""
+    @functools.wraps(fn)
+    async def twin(*args: Any, **kwargs: Any) -> Any:
+        args_ = [_plain(a) for a in args]
+        kwargs = {k: _plain(v) for k, v in kwargs.items()}
+        return async_view(await asyncio.to_thread(functools.partial(fn, *args_, **kwargs)))
+
+    # (the synchronous docstring, dedented as a whole: its sections parse as they do there)
+    twin.__doc__ = (f"Coroutine of :func:`zarrfast.api.synchronous.{fn.__name__}` (same "
+                    f"arguments; arrays and groups come back asynchronous).\n\n"
+                    + inspect.cleandoc(fn.__doc__ or ""))
+    return twin
+
+
+array = _coroutine(_sync.array)
+consolidate_metadata = _coroutine(_sync.consolidate_metadata)
+create = _coroutine(_sync.create)
+create_array = _coroutine(_sync.create_array)
+create_group = _coroutine(_sync.create_group)
+empty = _coroutine(_sync.empty)
+empty_like = _coroutine(_sync.empty_like)
+from_array = _coroutine(_sync.from_array)
+full = _coroutine(_sync.full)
+full_like = _coroutine(_sync.full_like)
+group = _coroutine(_sync.group)
+load = _coroutine(_sync.load)
+ones = _coroutine(_sync.ones)
+ones_like = _coroutine(_sync.ones_like)
+open = _coroutine(_sync.open)  # noqa: A001 - zarr-python's name
+open_array = _coroutine(_sync.open_array)
+open_consolidated = _coroutine(_sync.open_consolidated)
+open_group = _coroutine(_sync.open_group)
+open_like = _coroutine(_sync.open_like)
+save = _coroutine(_sync.save)
+save_array = _coroutine(_sync.save_array)
+save_group = _coroutine(_sync.save_group)
+tree = _coroutine(_sync.tree)
+zeros = _coroutine(_sync.zeros)
+zeros_like = _coroutine(_sync.zeros_like)
+
+
+async def create_hierarchy(*, store: Any, nodes: Mapping[str, Any], overwrite: bool = False
+                           ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
+    """Write the metadata of many nodes (``{path: metadata}``) and yield
+    ``(path, node)`` for each, asynchronous (see
+    :func:`zarrfast.api.synchronous.create_hierarchy`)."""
+    made = await asyncio.to_thread(
+        lambda: list(_sync.create_hierarchy(store=store, nodes=nodes, overwrite=overwrite)))
+    for path, node in made:
+        yield path, async_view(node)
