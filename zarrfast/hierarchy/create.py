@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config as zconfig
 from zarrfast.codecs import (
     ArrayArrayCodec,
     ArrayBytesCodec,
@@ -426,7 +427,7 @@ def create_array_at(
     serializer: Any = "auto",
     fill_value: Any = DEFAULT_FILL_VALUE,
     order: str | None = None,
-    zarr_format: int | None = 3,
+    zarr_format: int | None = None,
     attributes: Mapping[str, Any] | None = None,
     chunk_key_encoding: Any = None,
     dimension_names: Iterable[str | None] | None = None,
@@ -435,8 +436,13 @@ def create_array_at(
     write_data: bool = True,
 ) -> Array:
     """Create the array at ``path`` in ``store`` (what :func:`zarrfast.create_array`,
-    :meth:`Group.create_array` and the converters call)."""
+    :meth:`Group.create_array` and the converters call).
+
+    ``zarr_format=None`` writes ``config["default_zarr_format"]``; ``order=None`` takes
+    ``config={"order": ...}`` and then ``config["array.order"]`` (zarr-python's defaults)."""
     check_zarr_format(zarr_format)
+    if zarr_format is None:
+        zarr_format = zconfig.get("default_zarr_format")
     node = f"array {('/' + path)!r}"
     if compressor != "auto":
         compressors = compressor
@@ -458,6 +464,9 @@ def create_array_at(
     unknown = set(config) - {"write_empty_chunks", "order"}
     if unknown:
         raise ZarrfastError(f"{node}: unknown array config keys {sorted(unknown)}")
+    order = order or config.get("order") or zconfig.get("array.order")
+    if order not in ("C", "F"):
+        raise ZarrfastError(f"{node}: config order must be 'C' or 'F', got {order!r}")
     if zarr_format == 2:
         if shards is not None or serializer != "auto":
             raise ZarrfastError(f"{node}: Zarr v2 arrays have no shards or serializer")
@@ -479,7 +488,7 @@ def create_array_at(
     write_new_node(store, path, md, overwrite=overwrite)
     arr = Array(store, path, md, read_only=False, codecs=chain,
                 write_empty_chunks=config.get("write_empty_chunks"),
-                order=order or config.get("order") or "C")
+                order=order)
     if data_arr is not None and write_data:
         arr[...] = data_arr
     return arr

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config
 from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
 from zarrfast.metadata.chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
 from zarrfast.metadata.dtype import DataType, _parse_float
@@ -402,8 +403,8 @@ class ArrayMetadataV2:
 
     def store_documents(self) -> dict[str, bytes]:
         return {
-            ".zarray": json.dumps(self.to_dict(), indent=2, allow_nan=True).encode(),
-            ".zattrs": json.dumps(self.attributes, indent=2, allow_nan=True).encode(),
+            ".zarray": json.dumps(self.to_dict(), indent=config.get("json_indent"), allow_nan=True).encode(),
+            ".zattrs": json.dumps(self.attributes, indent=config.get("json_indent"), allow_nan=True).encode(),
         }
 
     def to_json(self) -> bytes:
@@ -450,8 +451,8 @@ class GroupMetadataV2:
 
     def store_documents(self) -> dict[str, bytes]:
         return {
-            ".zgroup": json.dumps(self.to_dict(), indent=2).encode(),
-            ".zattrs": json.dumps(self.attributes, indent=2, allow_nan=True).encode(),
+            ".zgroup": json.dumps(self.to_dict(), indent=config.get("json_indent")).encode(),
+            ".zattrs": json.dumps(self.attributes, indent=config.get("json_indent"), allow_nan=True).encode(),
         }
 
     def to_json(self) -> bytes:
