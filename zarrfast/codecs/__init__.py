@@ -2,21 +2,24 @@
 (:class:`CodecChain`, the one interpreter of a chain) and the shard format.
 
 Every codec name is registered here, explicitly: the core codecs and the
-``numcodecs.*`` codecs that zarr-python 3 writes (:mod:`.numcodecs_v3`).
+``numcodecs.*`` codecs that zarr-python 3 writes, as zarr-python's classes
+(:mod:`.numcodecs`: ``Delta``, ``LZMA``, ... over :mod:`.numcodecs_v3`).
 """
 
+from zarrfast.codecs import numcodecs
 from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 from zarrfast.codecs.arithmetic import BitroundCodec, CastValueCodec, ReshapeCodec, ScaleOffsetCodec
 from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.chain import CodecChain
-from zarrfast.codecs.compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
-from zarrfast.codecs.numcodecs_v3 import (
-    BZ2Codec,
-    LZ4Codec,
-    LZMACodec,
-    ZlibCodec,
-    numcodecs_v3_classes,
+from zarrfast.codecs.compressors import (
+    BloscCname,
+    BloscCodec,
+    BloscShuffle,
+    Crc32cCodec,
+    GzipCodec,
+    ZstdCodec,
 )
+from zarrfast.codecs.numcodecs_v3 import BZ2Codec, LZ4Codec, LZMACodec, ZlibCodec
 from zarrfast.codecs.registry import (
     get_codec_class,
     parse_codec,
@@ -29,7 +32,7 @@ from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 
 for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
              ShardingCodec, VLenUTF8Codec, VLenBytesCodec, ScaleOffsetCodec, CastValueCodec,
-             BitroundCodec, ReshapeCodec, *numcodecs_v3_classes()):
+             BitroundCodec, ReshapeCodec, *numcodecs.wrapper_classes()):
     register_codec(_cls)
 del _cls
 
@@ -38,6 +41,8 @@ __all__ = [
     "ArrayBytesCodec",
     "BZ2Codec",
     "BitroundCodec",
+    "BloscCname",
+    "BloscShuffle",
     "CastValueCodec",
     "BloscCodec",
     "BytesBytesCodec",
@@ -57,6 +62,7 @@ __all__ = [
     "ZlibCodec",
     "ZstdCodec",
     "get_codec_class",
+    "numcodecs",
     "parse_codec",
     "register_codec",
     "registered_codecs",

@@ -115,6 +115,16 @@ class _Numcodecs:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": dict(self.configuration)}
 
+    @property
+    def codec_name(self) -> str:
+        """zarr-python's name for :attr:`name`."""
+        return self.name
+
+    @property
+    def codec_config(self) -> dict[str, Any]:
+        """numcodecs' configuration with its ``id`` (as zarr-python gives it)."""
+        return {"id": self.name[len(PREFIX):], **self.configuration}
+
     def _config_dtype(self, key: str) -> np.dtype | None:
         value = getattr(self._impl, key, None)
         return None if value is None else np.dtype(value)
@@ -323,6 +333,15 @@ class _Spelled:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": dict(self.configuration)}
 
+    codec_name = _Numcodecs.codec_name
+    codec_config = _Numcodecs.codec_config
+
+
+def zarr_repr(codec: Any) -> str:
+    """zarr-python's repr of a ``numcodecs.*`` codec."""
+    return (f"{type(codec).__name__}(codec_name={codec.name!r}, "
+            f"codec_config={dict(codec.configuration)!r})")
+
 
 @dataclass(frozen=True)
 class NumcodecsZstdCodec(_Spelled, ZstdCodec):
@@ -367,11 +386,12 @@ class NumcodecsGzipCodec(_Spelled, GzipCodec):
         return {"level": impl.level}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class NumcodecsCrc32cCodec(_Spelled, Crc32cCodec):
     """``numcodecs.crc32c`` with the checksum at the end: the bytes of ``crc32c``."""
 
     name = "numcodecs.crc32c"
+    __repr__ = zarr_repr
 
     @classmethod
     def from_dict(cls, data: Any) -> Codec:
