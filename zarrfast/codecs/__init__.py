@@ -19,7 +19,6 @@ from zarrfast.codecs.compressors import (
     GzipCodec,
     ZstdCodec,
 )
-from zarrfast.codecs.numcodecs_v3 import BZ2Codec, LZ4Codec, LZMACodec, ZlibCodec
 from zarrfast.codecs.registry import (
     get_codec_class,
     parse_codec,
@@ -29,6 +28,9 @@ from zarrfast.codecs.registry import (
 from zarrfast.codecs.sharding import ShardingCodec
 from zarrfast.codecs.transpose import TransposeCodec
 from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
+
+#: the compressors the draft layouts' zlib, bz2, lzma and lz4 convert to
+ZlibCodec, BZ2Codec, LZMACodec, LZ4Codec = numcodecs.Zlib, numcodecs.BZ2, numcodecs.LZMA, numcodecs.LZ4
 
 for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
              ShardingCodec, VLenUTF8Codec, VLenBytesCodec, ScaleOffsetCodec, CastValueCodec,

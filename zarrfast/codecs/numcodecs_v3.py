@@ -43,10 +43,6 @@ from zarrfast.metadata.dtype import data_type_from_numpy
 
 __all__ = [
     "NUMCODECS_KINDS",
-    "BZ2Codec",
-    "LZ4Codec",
-    "LZMACodec",
-    "ZlibCodec",
     "NumcodecsArrayArrayCodec",
     "NumcodecsArrayBytesCodec",
     "NumcodecsBytesBytesCodec",
@@ -419,13 +415,6 @@ def _generic_class(codec_id: str) -> type[Codec]:
 _GENERIC: dict[str, type[Codec]] = {cid: _generic_class(cid) for cid in NUMCODECS_KINDS}
 _FAST: dict[str, type[Codec]] = {"zstd": NumcodecsZstdCodec, "blosc": NumcodecsBloscCodec,
                                  "gzip": NumcodecsGzipCodec, "crc32c": NumcodecsCrc32cCodec}
-
-
-#: the compressors the draft layouts' zlib, bz2, lzma and lz4 convert to
-ZlibCodec = _GENERIC["zlib"]
-BZ2Codec = _GENERIC["bz2"]
-LZMACodec = _GENERIC["lzma"]
-LZ4Codec = _GENERIC["lz4"]
 
 
 def numcodecs_v3_classes() -> list[type[Codec]]:
