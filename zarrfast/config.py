@@ -228,6 +228,17 @@ _ENV_KEYS = {
 _ENV_NOT_VALUES = ("ZARRFAST_CONFIG", "ZARRFAST_ROOT_CONFIG")
 
 
+def _donfig_variable(name: str) -> bool:
+    """Whether the environment variable ``name`` is one donfig reads as a value: a nested
+    key (``ZARRFAST_ARRAY__ORDER``) or a flat zarr-python key (``ZARRFAST_JSON_INDENT``).
+    zarrfast's own (``ZARRFAST_THREADS``...) are read with their checks, and the other
+    ``ZARRFAST_*`` switches (``ZARRFAST_PURE_PYTHON``...) are not configuration keys."""
+    if not name.startswith("ZARRFAST_") or name in _ENV_KEYS or name in _ENV_NOT_VALUES:
+        return False
+    key = name[len("ZARRFAST_"):].lower()
+    return "__" in key or key in _CHECKS
+
+
 def env_defaults(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """zarrfast's flat keys as the environment ``env`` (``os.environ``) sets them."""
     env = os.environ if env is None else env
@@ -333,7 +344,7 @@ class Config(donfig.Config):
     def collect(self, paths: list[str] | None = None,
                 env: Mapping[str, str] | None = None) -> dict:
         env = self.env if env is None else env
-        rest = {k: v for k, v in env.items() if k not in _ENV_KEYS and k not in _ENV_NOT_VALUES}
+        rest = {k: v for k, v in env.items() if _donfig_variable(k)}
         collected = super().collect(paths=paths, env=rest)
         flat: dict[str, Any] = {}
         for key, value in collected.items():
@@ -356,6 +367,12 @@ class Config(donfig.Config):
         """Forget every value set; back to the defaults, YAML files and environment."""
         self.clear()
         self.refresh()
+
+    def enable_gpu(self) -> ConfigSet:
+        """zarr-python's switch to GPU buffers: zarrfast has none, so this refuses."""
+        raise BadConfigError("zarrfast has no GPU buffers: enable_gpu() is zarr-python's "
+                             "(with cupy); zarrfast reads and writes NumPy arrays in host "
+                             "memory")
 
     # -- writing ------------------------------------------------------------------------
     def set(self, arg: Mapping[str, Any] | None = None, **kwargs: Any) -> ConfigSet:
@@ -433,6 +450,7 @@ expand_environment_variables = _config.expand_environment_variables
 rename = _config.rename
 serialize = _config.serialize
 ensure_file = _config.ensure_file
+enable_gpu = _config.enable_gpu
 
 
 def items() -> Iterator[tuple[str, Any]]:

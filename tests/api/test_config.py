@@ -168,6 +168,16 @@ def test_refresh_reads_the_environment(monkeypatch) -> None:
     assert config.get("array.order") == "C"
 
 
+def test_other_zarrfast_switches_are_not_config_keys(monkeypatch) -> None:
+    monkeypatch.setenv("ZARRFAST_BATCH_DECODE", "0")
+    monkeypatch.setenv("ZARRFAST_PURE_PYTHON", "1")
+    monkeypatch.setenv("ZARRFAST_JSON_INDENT", "4")
+    config.refresh()
+    assert config.get("json_indent") == 4
+    assert config.get("batch_decode", None) is None
+    assert config.get("pure_python", None) is None
+
+
 def test_bad_environment_names_the_variable(monkeypatch) -> None:
     with pytest.raises(BadConfigError, match="ZARRFAST_THREADS='x'"):
         env_defaults({"ZARRFAST_THREADS": "x"})
@@ -218,3 +228,8 @@ def test_write_empty_chunks_through_zarr_key() -> None:
             a = zarrfast.create_array(MemoryStore(), shape=(4,), dtype="i2", chunks=(2,))
             a[...] = 0
             assert a.nchunks_initialized == stored
+
+
+def test_enable_gpu_refuses_clearly() -> None:
+    with pytest.raises(BadConfigError, match="GPU"):
+        config.enable_gpu()
