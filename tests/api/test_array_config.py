@@ -102,3 +102,9 @@ def test_from_dict_at_a_path() -> None:
     b = Array.from_dict(Where(store, "x/y"), a.metadata.to_dict())
     np.testing.assert_array_equal(b[...], [1, 2, 3, 4])
     assert b.path == "x/y"
+
+
+def test_create_array_takes_an_array_config() -> None:
+    for cfg in (ArrayConfig("F", True), ZarrArrayConfig(order="F", write_empty_chunks=True)):
+        a = zarrfast.create_array({}, shape=(2, 2), dtype="u1", config=cfg)
+        assert a.config == ArrayConfig("F", True)

@@ -460,6 +460,9 @@ def create_array_at(
         dtype = np.float64
     if order not in (None, "C", "F"):
         raise ZarrfastError(f"{node}: order must be 'C' or 'F', got {order!r}")
+    if config is not None and not isinstance(config, Mapping) and callable(
+            getattr(config, "to_dict", None)):  # an ArrayConfig (zarrfast's or zarr-python's)
+        config = config.to_dict()
     config = dict(config or {})
     unknown = set(config) - {"write_empty_chunks", "order"}
     if unknown:
