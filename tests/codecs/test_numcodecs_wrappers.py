@@ -167,3 +167,43 @@ def test_blosc_enums_in_an_array(tmp_path) -> None:
     np.testing.assert_array_equal(theirs[...], np.arange(50))
     assert theirs.compressors[0].shuffle == zarr.codecs.BloscShuffle.bitshuffle
     assert theirs.compressors[0].cname == zarr.codecs.BloscCname.lz4
+
+
+@pytest.mark.parametrize(("dtype", "kwargs"), [
+    ("i4", {"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle"}),
+    ("f8", {}),
+    ("u1", {"cname": "lz4"}),
+])
+def test_blosc_and_bytes_print_as_in_zarr_python(dtype, kwargs) -> None:
+    def enums(module, kw):
+        out = dict(kw)
+        if "cname" in out:
+            out["cname"] = module.BloscCname(out["cname"])
+        if "shuffle" in out:
+            out["shuffle"] = module.BloscShuffle(out["shuffle"])
+        return out
+
+    ours = zarrfast.create_array({}, shape=(10,), dtype=dtype,
+                                 compressors=BloscCodec(**enums(zarrfast.codecs, kwargs)))
+    theirs = zarr.create_array({}, shape=(10,), dtype=dtype,
+                               compressors=zarr.codecs.BloscCodec(**enums(zarr.codecs, kwargs)))
+    assert repr(ours.compressors) == repr(theirs.compressors)
+    assert repr(ours.serializer) == repr(theirs.serializer)
+
+
+def test_endian_and_index_location_enums() -> None:
+    from zarrfast.codecs import BytesCodec, Endian, ShardingCodec, ShardingCodecIndexLocation
+
+    assert BytesCodec(endian=Endian.big) == BytesCodec(endian="big")
+    assert repr(BytesCodec(endian="big")) == repr(zarr.codecs.BytesCodec(endian="big"))
+    assert repr(BytesCodec(endian=None)) == repr(zarr.codecs.BytesCodec(endian=None))
+    assert BytesCodec(endian=Endian.big).to_dict() == {"name": "bytes",
+                                                       "configuration": {"endian": "big"}}
+    start = ShardingCodec(chunk_shape=(2,), index_location=ShardingCodecIndexLocation.start)
+    assert start == ShardingCodec(chunk_shape=(2,), index_location="start")
+    assert start.to_dict()["configuration"]["index_location"] == "start"
+    assert [m.value for m in Endian] == [m.value for m in zarr.codecs.Endian]
+    assert [m.value for m in ShardingCodecIndexLocation] == [
+        m.value for m in zarr.codecs.ShardingCodecIndexLocation]
+    with pytest.raises(MetadataValidationError, match="'middle'"):
+        BytesCodec(endian="middle")

@@ -9,7 +9,7 @@ Every codec name is registered here, explicitly: the core codecs and the
 from zarrfast.codecs import numcodecs
 from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 from zarrfast.codecs.arithmetic import BitroundCodec, CastValueCodec, ReshapeCodec, ScaleOffsetCodec
-from zarrfast.codecs.bytes import BytesCodec
+from zarrfast.codecs.bytes import BytesCodec, Endian
 from zarrfast.codecs.chain import CodecChain
 from zarrfast.codecs.compressors import (
     BloscCname,
@@ -25,7 +25,7 @@ from zarrfast.codecs.registry import (
     register_codec,
     registered_codecs,
 )
-from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.codecs.sharding import ShardingCodec, ShardingCodecIndexLocation
 from zarrfast.codecs.transpose import TransposeCodec
 from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 
@@ -52,12 +52,14 @@ __all__ = [
     "Codec",
     "CodecChain",
     "Crc32cCodec",
+    "Endian",
     "GzipCodec",
     "LZ4Codec",
     "LZMACodec",
     "ReshapeCodec",
     "ScaleOffsetCodec",
     "ShardingCodec",
+    "ShardingCodecIndexLocation",
     "TransposeCodec",
     "VLenBytesCodec",
     "VLenUTF8Codec",

@@ -329,7 +329,7 @@ def _blosc_compressors() -> list[str]:
 _CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BloscCodec(BytesBytesCodec):
     cname: str = "zstd"
     clevel: int = 5
@@ -340,6 +340,15 @@ class BloscCodec(BytesBytesCodec):
     aliases = ("https://purl.org/zarr/spec/codec/blosc/1.0",)
     batch_codec = "blosc"
     _impl: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
+
+    def __repr__(self) -> str:
+        """zarr-python's: its field order, the enums, and which fields are still to be chosen
+        from the array's data type (``_tunable_attrs``)."""
+        tunable = {k for k in ("typesize", "shuffle") if getattr(self, k) is None}
+        shuffle = None if self.shuffle is None else BloscShuffle(self.shuffle)
+        return (f"{type(self).__name__}(_tunable_attrs={tunable or set()!r}, "
+                f"typesize={self.typesize!r}, cname={BloscCname(self.cname)!r}, "
+                f"clevel={self.clevel!r}, shuffle={shuffle!r}, blocksize={self.blocksize!r})")
 
     def __post_init__(self) -> None:
         # the enums are kept as their strings (what the metadata holds; they compare equal)
