@@ -65,12 +65,15 @@ key                    environment variable       default
                                                   ``"obstore"`` or ``"fsspec"``
 =====================  =========================  ==========================
 
-Nested keys come from the environment the donfig way: ``ZARRFAST_ARRAY__ORDER=F``.
+Nested keys come from the environment the donfig way: ``ZARRFAST_ARRAY__ORDER=F``; zarr-python's
+variables (``ZARR_ARRAY__ORDER=F``, ``ZARR_ASYNC__CONCURRENCY=16``) are followed too, with
+``ZARRFAST_*`` winning where both are set.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -239,6 +242,31 @@ def _donfig_variable(name: str) -> bool:
     return "__" in key or key in _CHECKS
 
 
+def _zarr_python_environment(env: Mapping[str, str]) -> dict[str, Any]:
+    """zarr-python's ``ZARR_*`` variables (``ZARR_ARRAY__ORDER=F``), flat and checked: a
+    drop-in replacement follows them (``ZARRFAST_*`` wins where both say).  What zarrfast
+    does not know or refuses is left out with a warning, not an error: the variables are
+    zarr-python's, and may be for a version with other keys."""
+    chosen = {k: v for k, v in env.items() if k.startswith("ZARR_")
+              and k not in ("ZARR_CONFIG", "ZARR_ROOT_CONFIG")
+              and _donfig_variable("ZARRFAST_" + k[len("ZARR_"):])}
+    if not chosen:
+        return {}
+    flat: dict[str, Any] = {}
+    for key, value in donfig.config_obj.collect_env("ZARR_", env=chosen).items():
+        _flatten(key, value, flat)
+    out = {}
+    for key, value in flat.items():
+        try:
+            _check(key, value)
+        except BadConfigError as e:
+            warnings.warn(f"zarrfast ignores zarr-python's setting {key}={value!r} from the "
+                          f"environment: {e}", UserWarning, stacklevel=3)
+            continue
+        out[key] = value
+    return out
+
+
 def env_defaults(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """zarrfast's flat keys as the environment ``env`` (``os.environ``) sets them."""
     env = os.environ if env is None else env
@@ -344,9 +372,9 @@ class Config(donfig.Config):
     def collect(self, paths: list[str] | None = None,
                 env: Mapping[str, str] | None = None) -> dict:
         env = self.env if env is None else env
+        flat = _zarr_python_environment(env)
         rest = {k: v for k, v in env.items() if _donfig_variable(k)}
         collected = super().collect(paths=paths, env=rest)
-        flat: dict[str, Any] = {}
         for key, value in collected.items():
             _flatten(key, value, flat)
         flat.update(env_defaults(env))

@@ -168,6 +168,24 @@ def test_refresh_reads_the_environment(monkeypatch) -> None:
     assert config.get("array.order") == "C"
 
 
+def test_zarr_pythons_environment_variables_are_followed(monkeypatch) -> None:
+    monkeypatch.setenv("ZARR_ARRAY__ORDER", "F")
+    monkeypatch.setenv("ZARR_THREADING__MAX_WORKERS", "2")
+    monkeypatch.setenv("ZARR_ASYNC__CONCURRENCY", "9")
+    monkeypatch.setenv("ZARRFAST_ASYNC__CONCURRENCY", "11")  # zarrfast's own wins
+    monkeypatch.setenv("ZARR_V3_EXPERIMENTAL_API", "1")  # not a key: left alone
+    config.refresh()
+    assert config.get("array.order") == "F"
+    assert config.get("threads") == 2
+    assert config.get("io_concurrency") == 11 == config.get("async.concurrency")
+    monkeypatch.setenv("ZARR_ARRAY__ORDER", "Q")
+    monkeypatch.setenv("ZARR_ARRAY__V2_DEFAULT_COMPRESSOR__NUMERIC", "zstd")
+    with pytest.warns(UserWarning, match="array.order='Q'") as caught:
+        config.refresh()
+    assert any("v2_default_compressor" in str(w.message) for w in caught)
+    assert config.get("array.order") == "C"
+
+
 def test_other_zarrfast_switches_are_not_config_keys(monkeypatch) -> None:
     monkeypatch.setenv("ZARRFAST_BATCH_DECODE", "0")
     monkeypatch.setenv("ZARRFAST_PURE_PYTHON", "1")
