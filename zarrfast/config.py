@@ -295,8 +295,10 @@ def _defaults() -> dict[str, Any]:
         "json_indent": 2,
         "codec_pipeline": {"path": "zarrfast.codecs.CodecChain", "batch_size": 1},
         "codecs": {},
-        "buffer": "zarrfast.kernels.buffers.Buffer",
-        "ndbuffer": "zarrfast.kernels.buffers.NDBuffer",
+        # what zarrfast hands around: bytes from stores, NumPy arrays to users (kept for
+        # code that reads these keys; zarrfast has no pluggable buffer classes)
+        "buffer": "builtins.bytes",
+        "ndbuffer": "numpy.ndarray",
     }
 
 
