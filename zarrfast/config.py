@@ -331,18 +331,25 @@ def _check(key: str, value: Any) -> Any:
     return value  # another library's namespace: donfig keeps what it is given
 
 
-def _normalise(flat: Mapping[str, Any], env_threads: int) -> dict[str, Any]:
-    """Check every key of ``flat`` and give the aliased keys of each pair one value."""
+def _normalise(flat: Mapping[str, Any], env_threads: int, *, strict: bool = True
+               ) -> dict[str, Any]:
+    """Check every key of ``flat`` and give the aliased keys of each pair one value (both
+    keys of a pair with different values: an error when ``strict``, else the later wins)."""
     out: dict[str, Any] = {}
+    given: dict[str, Any] = {}  # the checked values of the keys in ``flat``
     for key, value in flat.items():
         key = key.replace("-", "_")
         value = _check(key, value)
         if key == "threading.max_workers" and value is None:
             value = env_threads  # zarr-python's "the default" is zarrfast's default count
-        out[key] = value
         other = ALIASES.get(key) or _ALIASED.get(key)
+        if strict and other is not None and other in given and given[other] != value:
+            raise BadConfigError(f"config {key}={value!r} and {other}={given[other]!r} are "
+                                 f"one setting: give one of them")
+        out[key] = value
         if other is not None:
             out[other] = value
+        given[key] = value
     return out
 
 
@@ -382,7 +389,7 @@ class Config(donfig.Config):
         flat.update(env_defaults(env))
         threads = flat.get("threads", _defaults()["threads"])
         merged: dict[str, Any] = {}
-        ConfigSet(merged, _NullLock(), {}, _normalise(flat, threads))
+        ConfigSet(merged, _NullLock(), {}, _normalise(flat, threads, strict=False))
         return merged
 
     def refresh(self, **kwargs: Any) -> None:

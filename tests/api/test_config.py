@@ -80,6 +80,13 @@ def test_zarr_keys_and_zarrfast_keys_are_one_setting(zarr_key, own_key, value) -
     assert config.get(zarr_key) == before
 
 
+def test_both_keys_of_one_setting_must_agree() -> None:
+    with pytest.raises(BadConfigError, match="one setting"):
+        config.set({"threads": 2, "threading.max_workers": 4})
+    with config.set({"threads": 2, "threading.max_workers": 2}):
+        assert config.get("threads") == 2
+
+
 def test_max_workers_none_means_the_default_thread_count() -> None:
     default = config.get("threads")
     with config.set(threads=1), config.set({"threading.max_workers": None}):
