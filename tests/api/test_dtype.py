@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+import zarr
 import zarr.dtype as zd
 
 import zarrfast
@@ -134,6 +135,23 @@ def test_zdtype_instances_as_array_dtypes() -> None:
         assert a[...].tolist() == expected.tolist() or np.array_equal(
             a[...], expected, equal_nan=False) or str(a[...]) == str(expected)
         assert a.metadata.to_dict()["data_type"] == z.to_json(zarr_format=3)
+
+
+@pytest.mark.parametrize("z", [fd.Int32(endianness="big"), fd.VariableLengthUTF8(),
+                               fd.VariableLengthBytes(), fd.DateTime64(unit="ns"),
+                               fd.Structured(fields=(("a", fd.Int8()), ("b", fd.Float32())))],
+                         ids=repr)
+def test_zdtype_instances_in_v2_arrays_as_zarr_python(z) -> None:
+    ours = zarrfast.create_array({}, shape=(3,), dtype=z, chunks=(2,), zarr_format=2)
+    theirs = _theirs(lambda: zarr.create_array(
+        {}, shape=(3,), dtype=zd.parse_dtype(z.to_json(zarr_format=2), zarr_format=2),
+        chunks=(2,), zarr_format=2))
+    mine, their = ours.metadata.to_dict(), theirs.metadata.to_dict()
+    assert mine["dtype"] == their["dtype"]
+    def ids(filters):
+        return [f["id"] if isinstance(f, dict) else f.get_config()["id"] for f in filters or []]
+
+    assert ids(mine["filters"]) == ids(their["filters"])
 
 
 class Celsius(fd.ZDType):

@@ -38,6 +38,7 @@ from zarrfast.metadata.dtype import DataType, data_type_from_numpy
 from zarrfast.metadata.limits import check_array_size
 from zarrfast.metadata.v2 import ArrayMetadataV2
 from zarrfast.metadata.v3 import ArrayMetadata
+from zarrfast.metadata.zdtype import VariableLengthBytes, VariableLengthUTF8, ZDType
 from zarrfast.storage import Store
 
 __all__ = [
@@ -318,6 +319,9 @@ def build_array_metadata_v2(
     zeros, ``""`` for vlen strings, NaT for datetimes); not giving one
     (:data:`DEFAULT_FILL_VALUE`) stores the dtype's default."""
     shape_t = normalize_shape(shape, node)
+    if isinstance(dtype, ZDType):  # zarr-python's data type objects
+        dtype = str if isinstance(dtype, VariableLengthUTF8) else bytes if isinstance(
+            dtype, VariableLengthBytes) else dtype.to_native_dtype()
     if isinstance(dtype, str) and dtype in ("str", "string"):
         dtype = str
     if dtype is str:
