@@ -8,7 +8,7 @@ Replace ``import zarr`` with ``import zarrfast as zarr``::
     print(a[5, :4])
 """
 
-from zarrfast import api, codecs, config, errors, storage
+from zarrfast import api, codecs, config, dtype, errors, storage
 from zarrfast.api import (
     array,
     consolidate_metadata,
@@ -64,6 +64,7 @@ __all__ = [
     "create_array",
     "create_group",
     "create_hierarchy",
+    "dtype",
     "empty",
     "empty_like",
     "errors",

@@ -1,10 +1,37 @@
-"""Runtime configuration.
+"""Runtime configuration: a donfig ``Config`` that speaks zarr-python's keys and zarrfast's.
 
-Values come from environment variables at import time and can be changed with
-:func:`set` or temporarily with the :func:`config.set` context manager::
+``zarrfast.config`` answers the calls ``zarr.config`` answers (it is a thin module over one
+:class:`Config`, a ``donfig.Config``)::
 
-    with zarrfast.config.set(threads=1, write_empty_chunks=True):
+    zarrfast.config.set({"array.order": "F", "threading.max_workers": 4})   # for good
+    with zarrfast.config.set({"array.write_empty_chunks": True}):           # for a block
         ...
+    zarrfast.config.get("async.concurrency")
+    zarrfast.config.reset()            # back to the defaults, the YAML files and the environment
+    zarrfast.config.pprint()
+
+and zarrfast's own flat keys keep their names and call forms
+(``config.set(threads=1)``, ``config.get("threads")``).
+
+zarr-python's keys that mean what a zarrfast key means are kept equal to it: setting either
+sets both, and leaving a ``with`` block restores both.
+
+=============================  ==========================  ====================================
+zarrfast key                   zarr-python key             meaning
+=============================  ==========================  ====================================
+``threads``                    ``threading.max_workers``   threads decoding and encoding chunks
+                                                           (``None`` for zarr's key: the default)
+``io_concurrency``             ``async.concurrency``       requests in flight to a remote store
+``write_empty_chunks``         ``array.write_empty_chunks`` store chunks equal to the fill value
+=============================  ==========================  ====================================
+
+zarr-python's keys that zarrfast honours besides: ``array.order`` (the memory order of new
+arrays), ``default_zarr_format`` (the format ``create_array`` writes when none is given),
+``json_indent``.  The rest (``async.timeout``, ``codec_pipeline.*``, ``buffer``, ``ndbuffer``,
+``codecs.*``, ``array.target_shard_size_bytes``) are accepted, checked and kept for code that
+reads them.
+
+zarrfast's own keys, with the environment variables read at import and by :func:`refresh`:
 
 =====================  =========================  ==========================
 key                    environment variable       default
@@ -37,140 +64,443 @@ key                    environment variable       default
                                                   ``FsspecStore``),
                                                   ``"obstore"`` or ``"fsspec"``
 =====================  =========================  ==========================
+
+Nested keys come from the environment the donfig way: ``ZARRFAST_ARRAY__ORDER=F``; zarr-python's
+variables (``ZARR_ARRAY__ORDER=F``, ``ZARR_ASYNC__CONCURRENCY=16``) are followed too, with
+``ZARRFAST_*`` winning where both are set.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import donfig
+from donfig.config_obj import ConfigSet
 
 from zarrfast.errors import ZarrfastError
 
-__all__ = ["get", "set", "defaults"]
+__all__ = ["BadConfigError", "Config", "UnknownConfigKeyError", "get", "set", "reset",
+           "refresh", "pprint", "update", "env_defaults", "config", "defaults"]
 
-_lock = threading.Lock()
+_NO_DEFAULT = object()
 
 
-def _env_int(name: str, default: int, *, minimum: int = 1) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ZarrfastError(f"environment variable {name}={raw!r} is not an integer") from None
-    if value < minimum:
-        raise ZarrfastError(f"environment variable {name}={raw!r} must be >= {minimum}")
+class BadConfigError(ZarrfastError):
+    """A configuration value is not one the key accepts."""
+
+
+class UnknownConfigKeyError(BadConfigError, KeyError):
+    """A configuration key zarrfast does not know."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+# -- value checks ---------------------------------------------------------------------------
+
+def _int(minimum: int, *, none: bool = False) -> Callable[[str, Any], Any]:
+    def check(key: str, value: Any) -> Any:
+        if value is None and none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            also = " or None" if none else ""
+            raise BadConfigError(f"config {key}={value!r} must be an integer >= {minimum}{also}")
+        return value
+    return check
+
+
+def _seconds(*, none: bool) -> Callable[[str, Any], Any]:
+    def check(key: str, value: Any) -> Any:
+        if value is None and none:
+            return None
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not 0 < value < float("inf")):
+            raise BadConfigError(f"config {key}={value!r} must be a finite number > 0 "
+                                 f"(seconds){' or None' if none else ''}")
+        return float(value)
+    return check
+
+
+def _bool(key: str, value: Any) -> Any:
+    if not isinstance(value, bool):
+        raise BadConfigError(f"config {key}={value!r} must be a bool")
     return value
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ZarrfastError(f"environment variable {name}={raw!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise ZarrfastError(f"environment variable {name}={raw!r} must be a finite number > 0")
+def _choice(*choices: Any) -> Callable[[str, Any], Any]:
+    def check(key: str, value: Any) -> Any:
+        if isinstance(value, bool) or value not in choices:
+            raise BadConfigError(f"config {key}={value!r} must be one of {choices}")
+        return value
+    return check
+
+
+def _str(key: str, value: Any) -> Any:
+    if not isinstance(value, str) or not value:
+        raise BadConfigError(f"config {key}={value!r} must be a non-empty string "
+                             f"(a dotted class path)")
     return value
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    low = raw.strip().lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise ZarrfastError(f"environment variable {name}={raw!r} is not a boolean (use 1/0)")
 
 
 #: values of the ``remote_store`` key
 REMOTE_STORES = ("auto", "obstore", "fsspec")
 
+#: every key zarrfast knows, with its check (``codecs.<name>`` keys are any class path)
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "threads": _int(1),
+    "write_empty_chunks": _bool,
+    "shard_coalesce_gap": _int(0),
+    "shard_index_cache": _int(1),
+    "io_concurrency": _int(1),
+    "vlen_bytes_per_element": _int(1),
+    "lock_timeout": _seconds(none=False),
+    "remote_store": _choice(*REMOTE_STORES),
+    "default_zarr_format": _choice(2, 3),
+    "array.order": _choice("C", "F"),
+    "array.write_empty_chunks": _bool,
+    "array.target_shard_size_bytes": _int(1, none=True),
+    "async.concurrency": _int(1),
+    "async.timeout": _seconds(none=True),
+    "threading.max_workers": _int(1, none=True),
+    "json_indent": _int(0, none=True),
+    "codec_pipeline.path": _str,
+    "codec_pipeline.batch_size": _int(1),
+    "buffer": _str,
+    "ndbuffer": _str,
+}
 
-def _env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    value = raw.strip().lower()
-    if value not in choices:
-        raise ZarrfastError(f"environment variable {name}={raw!r} must be one of {choices}")
-    return value
+#: zarr-python's key -> the zarrfast key that means the same; both always hold one value
+ALIASES = {
+    "threading.max_workers": "threads",
+    "async.concurrency": "io_concurrency",
+    "array.write_empty_chunks": "write_empty_chunks",
+}
+_ALIASED = {v: k for k, v in ALIASES.items()}
+
+#: the namespaces whose keys are fixed: a key under them that is not in ``_CHECKS`` is a typo
+_FIXED_NAMESPACES = ("array", "async", "threading", "codec_pipeline")
 
 
-def defaults() -> dict[str, Any]:
-    """The configuration as the environment sets it."""
+# -- the environment --------------------------------------------------------------------------
+
+def _env_parse(name: str, raw: str, key: str) -> Any:
+    """Parse zarrfast's own environment variable ``name`` for ``key``."""
+    raw = raw.strip()
+    check = _CHECKS[key]
+    if check is _bool:
+        low = raw.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise BadConfigError(f"environment variable {name}={raw!r} is not a boolean (use 1/0)")
+    if key == "remote_store":
+        value: Any = raw.lower()
+    elif key == "lock_timeout":
+        try:
+            value = float(raw)
+        except ValueError:
+            raise BadConfigError(f"environment variable {name}={raw!r} is not a number") from None
+    else:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise BadConfigError(
+                f"environment variable {name}={raw!r} is not an integer") from None
+    try:
+        return check(key, value)
+    except BadConfigError as e:
+        raise BadConfigError(f"environment variable {name}={raw!r}: {e}") from None
+
+
+#: zarrfast's environment variables (read with zarrfast's checks, not donfig's literal_eval)
+_ENV_KEYS = {
+    "ZARRFAST_THREADS": "threads",
+    "ZARRFAST_WRITE_EMPTY": "write_empty_chunks",
+    "ZARRFAST_SHARD_COALESCE_GAP": "shard_coalesce_gap",
+    "ZARRFAST_SHARD_INDEX_CACHE": "shard_index_cache",
+    "ZARRFAST_IO_CONCURRENCY": "io_concurrency",
+    "ZARRFAST_VLEN_BYTES_PER_ELEMENT": "vlen_bytes_per_element",
+    "ZARRFAST_LOCK_TIMEOUT": "lock_timeout",
+    "ZARRFAST_REMOTE_STORE": "remote_store",
+}
+#: donfig's own variables: where to find YAML files, not configuration values
+_ENV_NOT_VALUES = ("ZARRFAST_CONFIG", "ZARRFAST_ROOT_CONFIG")
+
+
+def _donfig_variable(name: str) -> bool:
+    """Whether the environment variable ``name`` is one donfig reads as a value: a nested
+    key (``ZARRFAST_ARRAY__ORDER``) or a flat zarr-python key (``ZARRFAST_JSON_INDENT``).
+    zarrfast's own (``ZARRFAST_THREADS``...) are read with their checks, and the other
+    ``ZARRFAST_*`` switches (``ZARRFAST_PURE_PYTHON``...) are not configuration keys."""
+    if not name.startswith("ZARRFAST_") or name in _ENV_KEYS or name in _ENV_NOT_VALUES:
+        return False
+    key = name[len("ZARRFAST_"):].lower()
+    return "__" in key or key in _CHECKS
+
+
+def _zarr_python_environment(env: Mapping[str, str]) -> dict[str, Any]:
+    """zarr-python's ``ZARR_*`` variables (``ZARR_ARRAY__ORDER=F``), flat and checked: a
+    drop-in replacement follows them (``ZARRFAST_*`` wins where both say).  What zarrfast
+    does not know or refuses is left out with a warning, not an error: the variables are
+    zarr-python's, and may be for a version with other keys."""
+    chosen = {k: v for k, v in env.items() if k.startswith("ZARR_")
+              and k not in ("ZARR_CONFIG", "ZARR_ROOT_CONFIG")
+              and _donfig_variable("ZARRFAST_" + k[len("ZARR_"):])}
+    if not chosen:
+        return {}
+    flat: dict[str, Any] = {}
+    for key, value in donfig.config_obj.collect_env("ZARR_", env=chosen).items():
+        _flatten(key, value, flat)
+    out = {}
+    for key, value in flat.items():
+        try:
+            _check(key, value)
+        except BadConfigError as e:
+            warnings.warn(f"zarrfast ignores zarr-python's setting {key}={value!r} from the "
+                          f"environment: {e}", UserWarning, stacklevel=3)
+            continue
+        out[key] = value
+    return out
+
+
+def env_defaults(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """zarrfast's flat keys as the environment ``env`` (``os.environ``) sets them."""
+    env = os.environ if env is None else env
+    return {key: _env_parse(name, env[name], key) for name, key in _ENV_KEYS.items()
+            if env.get(name, "").strip()}
+
+
+def _defaults() -> dict[str, Any]:
+    threads = os.cpu_count() or 1
     return {
-        "threads": _env_int("ZARRFAST_THREADS", os.cpu_count() or 1),
-        "write_empty_chunks": _env_bool("ZARRFAST_WRITE_EMPTY", False),
-        "shard_coalesce_gap": _env_int("ZARRFAST_SHARD_COALESCE_GAP", 64 * 1024, minimum=0),
-        "shard_index_cache": _env_int("ZARRFAST_SHARD_INDEX_CACHE", 4096),
-        "io_concurrency": _env_int("ZARRFAST_IO_CONCURRENCY", 64),
-        "vlen_bytes_per_element": _env_int("ZARRFAST_VLEN_BYTES_PER_ELEMENT", 1024),
-        "lock_timeout": _env_float("ZARRFAST_LOCK_TIMEOUT", 60.0),
-        "remote_store": _env_choice("ZARRFAST_REMOTE_STORE", "auto", REMOTE_STORES),
+        # zarrfast's keys
+        "threads": threads,
+        "write_empty_chunks": False,
+        "shard_coalesce_gap": 64 * 1024,
+        "shard_index_cache": 4096,
+        "io_concurrency": 64,
+        "vlen_bytes_per_element": 1024,
+        "lock_timeout": 60.0,
+        "remote_store": "auto",
+        # zarr-python's keys
+        "default_zarr_format": 3,
+        "array": {"order": "C", "write_empty_chunks": False,
+                  "target_shard_size_bytes": None},
+        "async": {"concurrency": 64, "timeout": None},
+        "threading": {"max_workers": threads},
+        "json_indent": 2,
+        "codec_pipeline": {"path": "zarrfast.codecs.CodecChain", "batch_size": 1},
+        "codecs": {},
+        # what zarrfast hands around: bytes from stores, NumPy arrays to users (kept for
+        # code that reads these keys; zarrfast has no pluggable buffer classes)
+        "buffer": "builtins.bytes",
+        "ndbuffer": "numpy.ndarray",
     }
 
 
-_values: dict[str, Any] = defaults()
+# -- key handling ----------------------------------------------------------------------------
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    """``{"array": {"order": "F"}}`` -> ``{"array.order": "F"}`` for the namespaces whose
+    keys are known (a dict for another key is a value and stays whole)."""
+    if isinstance(value, Mapping) and (prefix in _FIXED_NAMESPACES or prefix == "codecs"):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}", v, out)
+    else:
+        out[prefix] = value
 
 
-def _validate(key: str, value: Any) -> Any:
-    if key not in _values:
-        raise ZarrfastError(f"unknown config key {key!r}; known keys: {sorted(_values)}")
-    if key in ("threads", "shard_index_cache", "shard_coalesce_gap", "io_concurrency",
-               "vlen_bytes_per_element"):
-        minimum = 0 if key == "shard_coalesce_gap" else 1
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ZarrfastError(f"config {key}={value!r} must be an integer >= {minimum}")
-    elif key == "lock_timeout":
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not 0 < value < float("inf")):
-            raise ZarrfastError(f"config lock_timeout={value!r} must be a finite number > 0 "
-                                f"(seconds)")
-        value = float(value)
-    elif key == "remote_store":
-        if value not in REMOTE_STORES:
-            raise ZarrfastError(f"config remote_store={value!r} must be one of {REMOTE_STORES}")
-    elif key == "write_empty_chunks":
-        if not isinstance(value, bool):
-            raise ZarrfastError(f"config write_empty_chunks={value!r} must be a bool")
-    return value
+def _check(key: str, value: Any) -> Any:
+    """The checked value of ``key``; unknown keys raise :class:`UnknownConfigKeyError`."""
+    key = key.replace("-", "_")
+    check = _CHECKS.get(key)
+    if check is not None:
+        return check(key, value)
+    head, dot, tail = key.partition(".")
+    if head == "codecs" and dot and tail:
+        return _str(key, value)
+    if not dot or head in _FIXED_NAMESPACES or head in _CHECKS:
+        known = sorted(k for k in _CHECKS if k.partition(".")[0] == head) if dot \
+            else sorted(k for k in _CHECKS if "." not in k) + sorted(
+                {k.partition(".")[0] for k in _CHECKS if "." in k} | {"codecs"})
+        raise UnknownConfigKeyError(f"unknown config key {key!r}; known keys: {known}")
+    return value  # another library's namespace: donfig keeps what it is given
 
 
-def get(key: str) -> Any:
-    """Return the current value of ``key``."""
-    try:
-        return _values[key]
-    except KeyError:
-        raise ZarrfastError(f"unknown config key {key!r}; known keys: {sorted(_values)}") from None
+def _normalise(flat: Mapping[str, Any], env_threads: int, *, strict: bool = True
+               ) -> dict[str, Any]:
+    """Check every key of ``flat`` and give the aliased keys of each pair one value (both
+    keys of a pair with different values: an error when ``strict``, else the later wins)."""
+    out: dict[str, Any] = {}
+    given: dict[str, Any] = {}  # the checked values of the keys in ``flat``
+    for key, value in flat.items():
+        key = key.replace("-", "_")
+        value = _check(key, value)
+        if key == "threading.max_workers" and value is None:
+            value = env_threads  # zarr-python's "the default" is zarrfast's default count
+        other = ALIASES.get(key) or _ALIASED.get(key)
+        if strict and other is not None and other in given and given[other] != value:
+            raise BadConfigError(f"config {key}={value!r} and {other}={given[other]!r} are "
+                                 f"one setting: give one of them")
+        out[key] = value
+        if other is not None:
+            out[other] = value
+        given[key] = value
+    return out
 
 
-class _Setter(contextlib.AbstractContextManager):
-    def __init__(self, old: dict[str, Any]) -> None:
-        self._old = old
+class Config(donfig.Config):
+    """A ``donfig.Config`` whose keys are checked and whose aliased keys stay equal.
+
+    :meth:`get` of a top-level key is one dictionary lookup (it is on the hot paths); the
+    dictionary ``self.config`` is one object for the life of the ``Config`` (``update``,
+    ``merge`` and ``expand_environment_variables`` change it in place), so the module-level
+    :func:`get` can hold it."""
+
+    def __init__(self) -> None:
+        super().__init__("zarrfast", defaults=[_defaults()])
+
+    # -- reading ------------------------------------------------------------------------
+    def get(self, key: str, default: Any = _NO_DEFAULT) -> Any:
+        try:
+            return self.config[key]
+        except (KeyError, TypeError):
+            pass
+        try:
+            return super().get(key)
+        except (KeyError, TypeError, IndexError):
+            if default is not _NO_DEFAULT:
+                return default
+        raise UnknownConfigKeyError(
+            f"unknown config key {key!r}; set keys: {sorted(self.config)}") from None
+
+    def collect(self, paths: list[str] | None = None,
+                env: Mapping[str, str] | None = None) -> dict:
+        env = self.env if env is None else env
+        flat = _zarr_python_environment(env)
+        rest = {k: v for k, v in env.items() if _donfig_variable(k)}
+        collected = super().collect(paths=paths, env=rest)
+        for key, value in collected.items():
+            _flatten(key, value, flat)
+        flat.update(env_defaults(env))
+        threads = flat.get("threads", _defaults()["threads"])
+        merged: dict[str, Any] = {}
+        ConfigSet(merged, _NullLock(), {}, _normalise(flat, threads, strict=False))
+        return merged
+
+    def refresh(self, **kwargs: Any) -> None:
+        live = self.config
+        super().refresh(**kwargs)  # clears, applies the defaults and what collect finds
+        if self.config is not live:  # keep the one dictionary (see the class docstring)
+            live.clear()
+            live.update(self.config)
+            self.config = live
+
+    def reset(self) -> None:
+        """Forget every value set; back to the defaults, YAML files and environment."""
+        self.clear()
+        self.refresh()
+
+    def enable_gpu(self) -> ConfigSet:
+        """zarr-python's switch to GPU buffers: zarrfast has none, so this refuses."""
+        raise BadConfigError("zarrfast has no GPU buffers: enable_gpu() is zarr-python's "
+                             "(with cupy); zarrfast reads and writes NumPy arrays in host "
+                             "memory")
+
+    # -- writing ------------------------------------------------------------------------
+    def set(self, arg: Mapping[str, Any] | None = None, **kwargs: Any) -> ConfigSet:
+        """Set values for good, or for a ``with`` block (the return value restores them).
+
+        ``arg`` maps dotted keys (``{"array.order": "F"}``) or namespaces
+        (``{"array": {"order": "F"}}``) to values; keyword arguments take ``__`` for the dot
+        (``threading__max_workers=2``) or zarrfast's flat keys (``threads=2``)."""
+        if arg is not None and not isinstance(arg, Mapping):
+            raise BadConfigError(f"config.set takes a mapping of keys to values, got {arg!r}")
+        flat: dict[str, Any] = {}
+        for key, value in (arg or {}).items():
+            if not isinstance(key, str):
+                raise BadConfigError(f"config key {key!r} is not a string")
+            _flatten(key, value, flat)
+        for key, value in kwargs.items():
+            _flatten(key.replace("__", "."), value, flat)
+        checked = _normalise(flat, env_defaults().get("threads", _defaults()["threads"]))
+        return super().set(checked)
+
+    def update(self, new: Mapping, priority: str = "new") -> None:
+        flat: dict[str, Any] = {}
+        for key, value in new.items():
+            _flatten(key, value, flat)
+        checked = _normalise(flat, _defaults()["threads"])
+        nested: dict[str, Any] = {}
+        ConfigSet(nested, _NullLock(), {}, checked)
+        result = donfig.config_obj.update(dict(self.config), nested, priority=priority)
+        self.config.clear()
+        self.config.update(result)
+
+    def merge(self, *dicts: Mapping) -> None:
+        result = donfig.config_obj.merge(dict(self.config), *dicts)
+        self.config.clear()
+        self.config.update(result)
+
+    def expand_environment_variables(self) -> None:
+        result = donfig.config_obj.expand_environment_variables(self.config)
+        self.config.clear()
+        self.config.update(result)
+
+
+class _NullLock:
+    def __enter__(self) -> None:
+        return None
 
     def __exit__(self, *exc: object) -> None:
-        with _lock:
-            _values.update(self._old)
+        return None
 
 
-def set(**kwargs: Any) -> contextlib.AbstractContextManager:  # noqa: A001
-    """Set configuration values; usable as a context manager that restores them."""
-    checked = {k: _validate(k, v) for k, v in kwargs.items()}
-    with _lock:
-        old = {k: _values[k] for k in checked}
-        _values.update(checked)
-    return _Setter(old)
+#: the one configuration object (``zarrfast.config`` forwards to it)
+_config = Config()
+_values = _config.config
+
+
+def get(key: str, default: Any = _NO_DEFAULT) -> Any:
+    """Return the value of ``key`` (a zarrfast key, or a dotted zarr-python key)."""
+    try:
+        return _values[key]  # the hot path: one lookup
+    except KeyError:
+        return _config.get(key, default)
+
+
+set = _config.set  # noqa: A001
+reset = _config.reset
+refresh = _config.refresh
+pprint = _config.pprint
+update = _config.update
+update_defaults = _config.update_defaults
+to_dict = _config.to_dict
+clear = _config.clear
+collect = _config.collect
+merge = _config.merge
+expand_environment_variables = _config.expand_environment_variables
+rename = _config.rename
+serialize = _config.serialize
+ensure_file = _config.ensure_file
+enable_gpu = _config.enable_gpu
 
 
 def items() -> Iterator[tuple[str, Any]]:
+    """The top-level keys and values (a snapshot)."""
     return iter(dict(_values).items())
+
+
+# donfig's attributes, for code written against ``zarr.config`` (no module ``__getattr__``:
+# it would slow every attribute lookup on this module, ``get`` included, by half)
+config = _config.config  # the nested dictionary itself (one object for good, see Config)
+defaults = _config.defaults
+name = _config.name
+paths = _config.paths
+env_prefix = _config.env_prefix
+deprecations = _config.deprecations
+config_lock = _config.config_lock

@@ -2,20 +2,22 @@
 (:class:`CodecChain`, the one interpreter of a chain) and the shard format.
 
 Every codec name is registered here, explicitly: the core codecs and the
-``numcodecs.*`` codecs that zarr-python 3 writes (:mod:`.numcodecs_v3`).
+``numcodecs.*`` codecs that zarr-python 3 writes, as zarr-python's classes
+(:mod:`.numcodecs`: ``Delta``, ``LZMA``, ... over :mod:`.numcodecs_v3`).
 """
 
+from zarrfast.codecs import numcodecs
 from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 from zarrfast.codecs.arithmetic import BitroundCodec, CastValueCodec, ReshapeCodec, ScaleOffsetCodec
-from zarrfast.codecs.bytes import BytesCodec
+from zarrfast.codecs.bytes import BytesCodec, Endian
 from zarrfast.codecs.chain import CodecChain
-from zarrfast.codecs.compressors import BloscCodec, Crc32cCodec, GzipCodec, ZstdCodec
-from zarrfast.codecs.numcodecs_v3 import (
-    BZ2Codec,
-    LZ4Codec,
-    LZMACodec,
-    ZlibCodec,
-    numcodecs_v3_classes,
+from zarrfast.codecs.compressors import (
+    BloscCname,
+    BloscCodec,
+    BloscShuffle,
+    Crc32cCodec,
+    GzipCodec,
+    ZstdCodec,
 )
 from zarrfast.codecs.registry import (
     get_codec_class,
@@ -23,13 +25,16 @@ from zarrfast.codecs.registry import (
     register_codec,
     registered_codecs,
 )
-from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.codecs.sharding import ShardingCodec, ShardingCodecIndexLocation
 from zarrfast.codecs.transpose import TransposeCodec
 from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 
+#: the compressors the draft layouts' zlib, bz2, lzma and lz4 convert to
+ZlibCodec, BZ2Codec, LZMACodec, LZ4Codec = numcodecs.Zlib, numcodecs.BZ2, numcodecs.LZMA, numcodecs.LZ4
+
 for _cls in (BytesCodec, TransposeCodec, GzipCodec, ZstdCodec, BloscCodec, Crc32cCodec,
              ShardingCodec, VLenUTF8Codec, VLenBytesCodec, ScaleOffsetCodec, CastValueCodec,
-             BitroundCodec, ReshapeCodec, *numcodecs_v3_classes()):
+             BitroundCodec, ReshapeCodec, *numcodecs.wrapper_classes()):
     register_codec(_cls)
 del _cls
 
@@ -38,6 +43,8 @@ __all__ = [
     "ArrayBytesCodec",
     "BZ2Codec",
     "BitroundCodec",
+    "BloscCname",
+    "BloscShuffle",
     "CastValueCodec",
     "BloscCodec",
     "BytesBytesCodec",
@@ -45,18 +52,21 @@ __all__ = [
     "Codec",
     "CodecChain",
     "Crc32cCodec",
+    "Endian",
     "GzipCodec",
     "LZ4Codec",
     "LZMACodec",
     "ReshapeCodec",
     "ScaleOffsetCodec",
     "ShardingCodec",
+    "ShardingCodecIndexLocation",
     "TransposeCodec",
     "VLenBytesCodec",
     "VLenUTF8Codec",
     "ZlibCodec",
     "ZstdCodec",
     "get_codec_class",
+    "numcodecs",
     "parse_codec",
     "register_codec",
     "registered_codecs",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from enum import Enum, StrEnum
 from typing import Any
 
 import numpy as np
@@ -24,13 +25,26 @@ from zarrfast.errors import ChunkDecodeError, MetadataValidationError
 NATIVE_ENDIAN = sys.byteorder  # "little" or "big"
 
 
-@dataclass(frozen=True)
+class Endian(StrEnum):
+    """The byte order of :class:`BytesCodec` (zarr-python's enum; equal to its string)."""
+
+    big = "big"
+    little = "little"
+
+
+@dataclass(frozen=True, repr=False)
 class BytesCodec(ArrayBytesCodec):
     endian: str | None = "little"
     name = "bytes"
     aliases = ("endian", "https://purl.org/zarr/spec/codec/bytes/1.0")
 
+    def __repr__(self) -> str:  # zarr-python's
+        endian = None if self.endian is None else Endian(self.endian)
+        return f"BytesCodec(endian={endian!r})"
+
     def __post_init__(self) -> None:
+        if isinstance(self.endian, Enum):  # kept as its string, which it equals
+            object.__setattr__(self, "endian", self.endian.value)
         if self.endian not in ("little", "big", None):
             raise MetadataValidationError(
                 f"bytes codec: endian must be 'little' or 'big', got {self.endian!r}"

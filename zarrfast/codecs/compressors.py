@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import threading
 from dataclasses import dataclass, field
+from enum import Enum, StrEnum
 from typing import Any
 
 import crc32c  # imported up front: its import reads ~190 KB of files, not on a first read
@@ -293,6 +294,33 @@ class ZstdCodec(BytesBytesCodec):
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 
 
+class BloscShuffle(StrEnum):
+    """The shuffle of :class:`BloscCodec` (zarr-python's enum; equal to its string)."""
+
+    noshuffle = "noshuffle"
+    shuffle = "shuffle"
+    bitshuffle = "bitshuffle"
+
+    @classmethod
+    def from_int(cls, num: int) -> BloscShuffle:
+        """numcodecs' integer (0, 1, 2) as the enum."""
+        names = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+        if isinstance(num, bool) or num not in names:
+            raise ValueError(f"blosc shuffle must be 0, 1 or 2, got {num!r}")
+        return cls[names[num]]
+
+
+class BloscCname(StrEnum):
+    """The compressor inside :class:`BloscCodec` (zarr-python's enum; equal to its string)."""
+
+    lz4 = "lz4"
+    lz4hc = "lz4hc"
+    blosclz = "blosclz"
+    zstd = "zstd"
+    snappy = "snappy"
+    zlib = "zlib"
+
+
 @functools.cache
 def _blosc_compressors() -> list[str]:
     from numcodecs import blosc
@@ -301,7 +329,7 @@ def _blosc_compressors() -> list[str]:
 _CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BloscCodec(BytesBytesCodec):
     cname: str = "zstd"
     clevel: int = 5
@@ -313,7 +341,21 @@ class BloscCodec(BytesBytesCodec):
     batch_codec = "blosc"
     _impl: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
 
+    def __repr__(self) -> str:
+        """zarr-python's: its field order, the enums, and which fields are still to be chosen
+        from the array's data type (``_tunable_attrs``)."""
+        tunable = {k for k in ("typesize", "shuffle") if getattr(self, k) is None}
+        shuffle = None if self.shuffle is None else BloscShuffle(self.shuffle)
+        return (f"{type(self).__name__}(_tunable_attrs={tunable or set()!r}, "
+                f"typesize={self.typesize!r}, cname={BloscCname(self.cname)!r}, "
+                f"clevel={self.clevel!r}, shuffle={shuffle!r}, blocksize={self.blocksize!r})")
+
     def __post_init__(self) -> None:
+        # the enums are kept as their strings (what the metadata holds; they compare equal)
+        if isinstance(self.cname, Enum):
+            object.__setattr__(self, "cname", self.cname.value)
+        if isinstance(self.shuffle, Enum):
+            object.__setattr__(self, "shuffle", self.shuffle.value)
         if self.cname not in _CNAMES:
             raise MetadataValidationError(
                 f"blosc codec: cname must be one of {list(_CNAMES)}, got {self.cname!r}"

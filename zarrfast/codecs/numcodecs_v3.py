@@ -43,10 +43,6 @@ from zarrfast.metadata.dtype import data_type_from_numpy
 
 __all__ = [
     "NUMCODECS_KINDS",
-    "BZ2Codec",
-    "LZ4Codec",
-    "LZMACodec",
-    "ZlibCodec",
     "NumcodecsArrayArrayCodec",
     "NumcodecsArrayBytesCodec",
     "NumcodecsBytesBytesCodec",
@@ -114,6 +110,16 @@ class _Numcodecs:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": dict(self.configuration)}
+
+    @property
+    def codec_name(self) -> str:
+        """zarr-python's name for :attr:`name`."""
+        return self.name
+
+    @property
+    def codec_config(self) -> dict[str, Any]:
+        """numcodecs' configuration with its ``id`` (as zarr-python gives it)."""
+        return {"id": self.name[len(PREFIX):], **self.configuration}
 
     def _config_dtype(self, key: str) -> np.dtype | None:
         value = getattr(self._impl, key, None)
@@ -323,6 +329,15 @@ class _Spelled:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": dict(self.configuration)}
 
+    codec_name = _Numcodecs.codec_name
+    codec_config = _Numcodecs.codec_config
+
+
+def zarr_repr(codec: Any) -> str:
+    """zarr-python's repr of a ``numcodecs.*`` codec."""
+    return (f"{type(codec).__name__}(codec_name={codec.name!r}, "
+            f"codec_config={dict(codec.configuration)!r})")
+
 
 @dataclass(frozen=True)
 class NumcodecsZstdCodec(_Spelled, ZstdCodec):
@@ -367,11 +382,12 @@ class NumcodecsGzipCodec(_Spelled, GzipCodec):
         return {"level": impl.level}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class NumcodecsCrc32cCodec(_Spelled, Crc32cCodec):
     """``numcodecs.crc32c`` with the checksum at the end: the bytes of ``crc32c``."""
 
     name = "numcodecs.crc32c"
+    __repr__ = zarr_repr
 
     @classmethod
     def from_dict(cls, data: Any) -> Codec:
@@ -399,13 +415,6 @@ def _generic_class(codec_id: str) -> type[Codec]:
 _GENERIC: dict[str, type[Codec]] = {cid: _generic_class(cid) for cid in NUMCODECS_KINDS}
 _FAST: dict[str, type[Codec]] = {"zstd": NumcodecsZstdCodec, "blosc": NumcodecsBloscCodec,
                                  "gzip": NumcodecsGzipCodec, "crc32c": NumcodecsCrc32cCodec}
-
-
-#: the compressors the draft layouts' zlib, bz2, lzma and lz4 convert to
-ZlibCodec = _GENERIC["zlib"]
-BZ2Codec = _GENERIC["bz2"]
-LZMACodec = _GENERIC["lzma"]
-LZ4Codec = _GENERIC["lz4"]
 
 
 def numcodecs_v3_classes() -> list[type[Codec]]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import Enum, StrEnum
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,13 @@ def _check_nesting(config: dict) -> None:
             stack += [(inner.get("codecs"), depth + 1), (inner.get("index_codecs"), depth + 1)]
 
 
+class ShardingCodecIndexLocation(StrEnum):
+    """Where a shard's index is (zarr-python's enum; equal to its string)."""
+
+    start = "start"
+    end = "end"
+
+
 @dataclass(frozen=True)
 class ShardingCodec(ArrayBytesCodec):
     chunk_shape: tuple[int, ...] = ()
@@ -92,6 +100,8 @@ class ShardingCodec(ArrayBytesCodec):
                 f"sharding_indexed: chunk_shape must be a list of integers >= 1, got {shape!r}"
             )
         object.__setattr__(self, "chunk_shape", tuple(int(c) for c in shape))
+        if isinstance(self.index_location, Enum):  # kept as its string, which it equals
+            object.__setattr__(self, "index_location", self.index_location.value)
         if self.index_location not in ("start", "end"):
             raise MetadataValidationError(
                 f"sharding_indexed: index_location must be 'start' or 'end', got "

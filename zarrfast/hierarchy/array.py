@@ -32,15 +32,18 @@ from zarrfast.errors import (
     MetadataValidationError,
     ZarrfastError,
 )
+from zarrfast.hierarchy.array_config import ArrayConfig, parse_array_config
 from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.node import (
     Node,
+    array_metadata_from_dict,
     array_metadata_from_documents,
     check_documents_unchanged,
     metadata_document_names,
     metadata_from_state,
     metadata_state,
     read_metadata_documents,
+    resolve_store_path,
     write_metadata,
 )
 from zarrfast.kernels import buffers as _buffers
@@ -100,7 +103,7 @@ class Array(Node):
         *,
         read_only: bool | None = None,
         write_empty_chunks: bool | None = None,
-        order: str = "C",
+        order: str | None = None,
         chunk_path: str | None = None,
         codecs: CodecChain | None = None,
     ) -> None:
@@ -109,7 +112,8 @@ class Array(Node):
         #: where the chunk keys live (``path`` except for arrays read from a draft layout)
         self._chunk_path = path if chunk_path is None else chunk_path
         self._write_empty_chunks = write_empty_chunks
-        self._order = order
+        #: ``None``: ``config["array.order"]`` now (zarr-python resolves it when it opens)
+        self._order = order or config.get("array.order")
         self._set_chain(metadata)
 
     @property
@@ -876,6 +880,29 @@ class Array(Node):
         sizes = [self._metadata.chunk_grid.edges(d, n) for d, n in enumerate(self.shape)]
         return sum(math.prod(per_shard(tuple(e[c] for e, c in zip(sizes, coords, strict=True))))
                    for coords in stored)
+
+    @property
+    def config(self) -> ArrayConfig:
+        """The runtime configuration: ``order`` and ``write_empty_chunks`` (as zarr-python's
+        ``Array.config``)."""
+        return ArrayConfig(order=self._order, write_empty_chunks=self.write_empty_chunks)
+
+    def with_config(self, config: Any) -> Array:
+        """This array with another runtime configuration (an ``ArrayConfig`` or a dict with
+        ``order`` and/or ``write_empty_chunks``; the keys left out keep their values)."""
+        new = parse_array_config(config, base=self.config)
+        return Array(self._store, self._path, self._metadata, read_only=self._read_only,
+                     write_empty_chunks=new.write_empty_chunks, order=new.order,
+                     chunk_path=self._chunk_path, codecs=self._codecs)
+
+    @classmethod
+    def from_dict(cls, store_path: Any, data: dict[str, Any]) -> Array:
+        """The array whose metadata document is ``data`` (Zarr v2 or v3, as a dict), at
+        ``store_path``: a ``StorePath``-like object (``.store`` and ``.path``), a store or
+        anything :func:`zarrfast.open` takes as a store.  Nothing is written."""
+        store, path = resolve_store_path(store_path)
+        return cls(store, path, array_metadata_from_dict(data, path),
+                   read_only=store.read_only)
 
     def with_write_empty_chunks(self, value: bool) -> Array:
         new = Array(self._store, self._path, self._metadata, read_only=self._read_only,

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config as zconfig
 from zarrfast.codecs import (
     ArrayArrayCodec,
     ArrayBytesCodec,
@@ -37,6 +38,7 @@ from zarrfast.metadata.dtype import DataType, data_type_from_numpy
 from zarrfast.metadata.limits import check_array_size
 from zarrfast.metadata.v2 import ArrayMetadataV2
 from zarrfast.metadata.v3 import ArrayMetadata
+from zarrfast.metadata.zdtype import VariableLengthBytes, VariableLengthUTF8, ZDType
 from zarrfast.storage import Store
 
 __all__ = [
@@ -317,6 +319,9 @@ def build_array_metadata_v2(
     zeros, ``""`` for vlen strings, NaT for datetimes); not giving one
     (:data:`DEFAULT_FILL_VALUE`) stores the dtype's default."""
     shape_t = normalize_shape(shape, node)
+    if isinstance(dtype, ZDType):  # zarr-python's data type objects
+        dtype = str if isinstance(dtype, VariableLengthUTF8) else bytes if isinstance(
+            dtype, VariableLengthBytes) else dtype.to_native_dtype()
     if isinstance(dtype, str) and dtype in ("str", "string"):
         dtype = str
     if dtype is str:
@@ -426,7 +431,7 @@ def create_array_at(
     serializer: Any = "auto",
     fill_value: Any = DEFAULT_FILL_VALUE,
     order: str | None = None,
-    zarr_format: int | None = 3,
+    zarr_format: int | None = None,
     attributes: Mapping[str, Any] | None = None,
     chunk_key_encoding: Any = None,
     dimension_names: Iterable[str | None] | None = None,
@@ -435,8 +440,13 @@ def create_array_at(
     write_data: bool = True,
 ) -> Array:
     """Create the array at ``path`` in ``store`` (what :func:`zarrfast.create_array`,
-    :meth:`Group.create_array` and the converters call)."""
+    :meth:`Group.create_array` and the converters call).
+
+    ``zarr_format=None`` writes ``config["default_zarr_format"]``; ``order=None`` takes
+    ``config={"order": ...}`` and then ``config["array.order"]`` (zarr-python's defaults)."""
     check_zarr_format(zarr_format)
+    if zarr_format is None:
+        zarr_format = zconfig.get("default_zarr_format")
     node = f"array {('/' + path)!r}"
     if compressor != "auto":
         compressors = compressor
@@ -454,10 +464,16 @@ def create_array_at(
         dtype = np.float64
     if order not in (None, "C", "F"):
         raise ZarrfastError(f"{node}: order must be 'C' or 'F', got {order!r}")
+    if config is not None and not isinstance(config, Mapping) and callable(
+            getattr(config, "to_dict", None)):  # an ArrayConfig (zarrfast's or zarr-python's)
+        config = config.to_dict()
     config = dict(config or {})
     unknown = set(config) - {"write_empty_chunks", "order"}
     if unknown:
         raise ZarrfastError(f"{node}: unknown array config keys {sorted(unknown)}")
+    order = order or config.get("order") or zconfig.get("array.order")
+    if order not in ("C", "F"):
+        raise ZarrfastError(f"{node}: config order must be 'C' or 'F', got {order!r}")
     if zarr_format == 2:
         if shards is not None or serializer != "auto":
             raise ZarrfastError(f"{node}: Zarr v2 arrays have no shards or serializer")
@@ -479,7 +495,7 @@ def create_array_at(
     write_new_node(store, path, md, overwrite=overwrite)
     arr = Array(store, path, md, read_only=False, codecs=chain,
                 write_empty_chunks=config.get("write_empty_chunks"),
-                order=order or config.get("order") or "C")
+                order=order)
     if data_arr is not None and write_data:
         arr[...] = data_arr
     return arr

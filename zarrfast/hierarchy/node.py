@@ -10,6 +10,7 @@ reverse, is refused rather than silently mixed.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from zarrfast.errors import (
@@ -41,6 +42,7 @@ __all__ = [
     "AsyncNode",
     "Node",
     "AnyMetadata",
+    "array_metadata_from_dict",
     "array_metadata_from_documents",
     "check_documents_unchanged",
     "child_node_names",
@@ -51,6 +53,7 @@ __all__ = [
     "read_metadata_documents",
     "read_node_metadata",
     "read_typed_metadata",
+    "resolve_store_path",
     "write_metadata",
     "write_new_node",
 ]
@@ -236,6 +239,44 @@ def array_metadata_from_documents(store: Store, path: str, docs: dict[str, bytes
             f"node at path {_where(path)} is now a group, not an array (replaced by another "
             f"writer?)")
     return md
+
+
+def array_metadata_from_dict(data: Any, path: str = "") -> AnyArrayMetadata:
+    """An array's metadata from its document as a dict (``zarr_format`` 2 or 3; for v2 the
+    attributes may ride along under ``attributes``, and a missing ``compressor`` or
+    ``filters`` is none, as zarr-python reads them)."""
+    where = f"array {_where(path)}"
+    if not isinstance(data, dict):
+        raise MetadataValidationError(f"{where}: metadata must be a dict, got {data!r}")
+    try:  # tuples -> lists and a check that it is JSON, as the document in a store would be
+        doc = json.loads(json.dumps(data, allow_nan=True))
+    except (TypeError, ValueError) as e:
+        raise MetadataValidationError(f"{where}: metadata is not JSON: {e}") from None
+    fmt = doc.get("zarr_format")
+    if fmt == 3:
+        if doc.get("node_type", "array") != "array":
+            raise NodeTypeValidationError(f"{where}: node_type is {doc.get('node_type')!r}, "
+                                          f"not 'array'")
+        return ArrayMetadata.from_dict({"node_type": "array", **doc}, path=path)
+    if fmt == 2:
+        attributes = doc.pop("attributes", None)
+        doc.setdefault("compressor", None)
+        doc.setdefault("filters", None)
+        doc.setdefault("order", "C")
+        return ArrayMetadataV2.from_dict(doc, attributes, path=path)
+    raise MetadataValidationError(f"{where}: Invalid zarr_format: {fmt!r}. Expected 2 or 3")
+
+
+def resolve_store_path(store_path: Any) -> tuple[Store, str]:
+    """``(store, path)`` of a ``StorePath``-like object (``.store`` and ``.path``, zarr-python's
+    or zarrfast's), a store, or what :func:`zarrfast.open` takes as a store (path ``""``)."""
+    from zarrfast.storage.resolve import make_store
+
+    if (not isinstance(store_path, (str, os.PathLike, Store, dict)) and store_path is not None
+            and hasattr(store_path, "store") and hasattr(store_path, "path")):
+        path = str(store_path.path or "").strip("/")
+        return make_store(store_path.store), path
+    return make_store(store_path), ""
 
 
 def check_documents_unchanged(store: Store, path: str, docs: dict[str, bytes | None],

@@ -129,6 +129,18 @@ def _string_dtype() -> np.dtype:
 
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 
+#: functions ``(value, where) -> DataType | None`` asked about a data type this module does
+#: not know (:mod:`.zdtype` adds the registry of zarr-python-style data types)
+EXTENSION_LOOKUPS: list[Any] = []
+
+
+def _extension(value: Any, where: str) -> DataType | None:
+    for lookup in EXTENSION_LOOKUPS:
+        found = lookup(value, where)
+        if found is not None:
+            return found
+    return None
+
 
 @dataclass(frozen=True)
 class DataType:
@@ -281,7 +293,17 @@ def _field_swap_unit(dt: np.dtype) -> int:
 
 
 def parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
-    """Parse the ``data_type`` member of v3 array metadata."""
+    """Parse the ``data_type`` member of v3 array metadata (a registered extension's too)."""
+    try:
+        return _parse_data_type(value, where=where)
+    except UnsupportedDataTypeError:
+        found = _extension(value, where) if EXTENSION_LOOKUPS else None
+        if found is None:
+            raise
+        return found
+
+
+def _parse_data_type(value: Any, *, where: str = "data_type") -> DataType:
     if isinstance(value, dict):
         name = value.get("name")
         if set(value) - {"name", "configuration", "must_understand"}:
@@ -436,9 +458,25 @@ def _parse_fixed_length(value: dict, where: str) -> DataType:
 
 
 def data_type_from_numpy(dtype: Any, *, where: str = "dtype") -> DataType:
-    """Map a NumPy dtype (or anything ``np.dtype`` accepts, or a v3 name) to a DataType."""
+    """Map a NumPy dtype (or anything ``np.dtype`` accepts, a v3 name, a ``ZDType``) to a
+    DataType."""
     if isinstance(dtype, DataType):
         return dtype
+    if EXTENSION_LOOKUPS and hasattr(dtype, "to_native_dtype"):  # a ZDType
+        found = _extension(dtype, where)
+        if found is not None:
+            return found
+    try:
+        return _data_type_from_numpy(dtype, where=where)
+    except UnsupportedDataTypeError:
+        found = _extension(dtype, where) if EXTENSION_LOOKUPS and isinstance(
+            dtype, (str, dict)) else None
+        if found is None:
+            raise
+        return found
+
+
+def _data_type_from_numpy(dtype: Any, *, where: str = "dtype") -> DataType:
     if isinstance(dtype, str) and (dtype in _CORE or _RAW.match(dtype)
                                    or dtype in (VLEN_UTF8, VLEN_BYTES)
                                    or dtype in ML_FLOATS or dtype in ML_INTS

@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config
 from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
 from zarrfast.metadata.chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
-from zarrfast.metadata.dtype import DataType, _parse_float
+from zarrfast.metadata.dtype import ML_FLOATS, ML_INTS, DataType, _is_ml, _ml_dtype, _parse_float
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
 from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
 
@@ -62,6 +63,8 @@ def parse_v2_dtype(value: Any, *, where: str, _depth: int = 0) -> np.dtype:
         if _depth > 32:
             raise ValueError("structured dtype nested too deeply")
         if isinstance(value, str):
+            if value in ML_FLOATS or value in ML_INTS:  # as zarr-python writes them: by name
+                return _ml_dtype(value, where)
             if not _TYPESTR.match(value):
                 raise ValueError("not a NumPy type string such as '<f8' or '|S10'")
             dt = np.dtype(value)
@@ -99,6 +102,8 @@ def parse_v2_dtype(value: Any, *, where: str, _depth: int = 0) -> np.dtype:
 
 
 def v2_dtype_to_json(dtype: np.dtype) -> Any:
+    if _is_ml(dtype):  # bfloat16, int4...: their name (their type string is NumPy's "V")
+        return dtype.name
     if dtype.fields is not None:
         return [
             [name, v2_dtype_to_json(dt.base), list(dt.shape)] if dt.shape
@@ -126,6 +131,11 @@ def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str,
         return None
     kind = dtype.kind
     try:
+        if _is_ml(dtype):  # a number, or "NaN"/"Infinity"/"-Infinity" for the floats
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise FillValueError(f"{where}: {value!r} is not a number")
+            number = float(value) if isinstance(value, str) else value
+            return np.asarray(number, dtype=dtype)[()]
         if kind == "O":
             if object_codec == "vlen-bytes" and isinstance(value, str):
                 return base64.standard_b64decode(value)
@@ -203,6 +213,9 @@ def encode_v2_fill_value(value: Any, dtype: np.dtype) -> Any:
             return value
         raise FillValueError(f"cannot store the object fill value {value!r} in JSON")
     v = np.asarray(value, dtype=dtype)[()]
+    if _is_ml(dtype):
+        f = float(v)
+        return int(f) if dtype.name in ML_INTS else _float_to_json(f)
     if kind == "f":
         return _float_to_json(v)
     if kind == "c":
@@ -402,8 +415,8 @@ class ArrayMetadataV2:
 
     def store_documents(self) -> dict[str, bytes]:
         return {
-            ".zarray": json.dumps(self.to_dict(), indent=2, allow_nan=True).encode(),
-            ".zattrs": json.dumps(self.attributes, indent=2, allow_nan=True).encode(),
+            ".zarray": json.dumps(self.to_dict(), indent=config.get("json_indent"), allow_nan=True).encode(),
+            ".zattrs": json.dumps(self.attributes, indent=config.get("json_indent"), allow_nan=True).encode(),
         }
 
     def to_json(self) -> bytes:
@@ -450,8 +463,8 @@ class GroupMetadataV2:
 
     def store_documents(self) -> dict[str, bytes]:
         return {
-            ".zgroup": json.dumps(self.to_dict(), indent=2).encode(),
-            ".zattrs": json.dumps(self.attributes, indent=2, allow_nan=True).encode(),
+            ".zgroup": json.dumps(self.to_dict(), indent=config.get("json_indent")).encode(),
+            ".zattrs": json.dumps(self.attributes, indent=config.get("json_indent"), allow_nan=True).encode(),
         }
 
     def to_json(self) -> bytes:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config
 from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
 from zarrfast.metadata.chunk_grid import (
     ChunkGrid,
@@ -288,7 +289,7 @@ class ArrayMetadata:
         return doc
 
     def to_json(self) -> bytes:
-        return json.dumps(self.to_dict(), indent=2, allow_nan=True).encode()
+        return json.dumps(self.to_dict(), indent=config.get("json_indent"), allow_nan=True).encode()
 
     def store_documents(self) -> dict[str, bytes]:
         return {"zarr.json": self.to_json()}
@@ -333,7 +334,7 @@ class GroupMetadata:
         return doc
 
     def to_json(self) -> bytes:
-        return json.dumps(self.to_dict(), indent=2, allow_nan=True).encode()
+        return json.dumps(self.to_dict(), indent=config.get("json_indent"), allow_nan=True).encode()
 
     def store_documents(self) -> dict[str, bytes]:
         return {"zarr.json": self.to_json()}
