@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config as zconfig
 from zarrfast.errors import (
     ArrayNotFoundError,
     ContainsArrayError,
@@ -81,9 +82,10 @@ def _check_mode(mode: str) -> None:
 
 
 def _new_group_metadata(zarr_format: int | None, attributes: Mapping[str, Any] | None):
+    """A new group's metadata; ``zarr_format=None``: ``config["default_zarr_format"]``."""
     attrs = dict(attributes or {})
-    return GroupMetadataV2(attributes=attrs) if zarr_format == 2 else GroupMetadata(
-        attributes=attrs)
+    fmt = zarr_format if zarr_format is not None else zconfig.get("default_zarr_format")
+    return GroupMetadataV2(attributes=attrs) if fmt == 2 else GroupMetadata(attributes=attrs)
 
 
 def _created_meanwhile(conflict: ZarrfastError, read: Callable[[], Any]) -> Any:
@@ -155,7 +157,7 @@ def create_array(
     serializer: Any = "auto",
     fill_value: Any = DEFAULT_FILL_VALUE,
     order: str | None = None,
-    zarr_format: int | None = 3,
+    zarr_format: int | None = None,
     attributes: Mapping[str, Any] | None = None,
     chunk_key_encoding: Any = None,
     dimension_names: Iterable[str | None] | None = None,
@@ -251,10 +253,14 @@ def open_array(
                     s, p, "array", zarr_format))
         else:
             raise
-    order = kwargs.get("order") or "C"
     cfg = kwargs.get("config") or {}
+    cfg = cfg if isinstance(cfg, Mapping) else {"order": getattr(cfg, "order", None),
+                                                "write_empty_chunks":
+                                                    getattr(cfg, "write_empty_chunks", None)}
+    # order None: config["array.order"], as zarr-python resolves it when it opens an array
     return Array(s, p, md, read_only=mode == "r" or s.read_only,
-                 write_empty_chunks=cfg.get("write_empty_chunks"), order=order)
+                 write_empty_chunks=cfg.get("write_empty_chunks"),
+                 order=kwargs.get("order") or cfg.get("order"))
 
 
 def open_group(
@@ -558,7 +564,7 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
     if kw.get("shards") is None:
         kw.pop("shards", None)
     out = create_array(store, name=name, shape=shape, dtype=dtype, fill_value=fill_value,
-                       order=order, zarr_format=zarr_format or 3, attributes=attributes,
+                       order=order, zarr_format=zarr_format, attributes=attributes,
                        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
                        storage_options=storage_options, overwrite=overwrite, config=config,
                        **kw)
@@ -582,8 +588,7 @@ def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
                **kwargs: Any) -> None:
     data = np.asarray(arr)
     s, p = _resolve(store, path, storage_options=storage_options)
-    create_array_at(s, p, data=data,
-                     zarr_format=zarr_format or 3, overwrite=True, **kwargs)
+    create_array_at(s, p, data=data, zarr_format=zarr_format, overwrite=True, **kwargs)
 
 
 def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
@@ -592,7 +597,7 @@ def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
     if not args and not kwargs:
         raise ZarrfastError("save_group: at least one array is required")
     s, p = _resolve(store, path, storage_options=storage_options)
-    g = open_group(s, mode="w", path=p, zarr_format=zarr_format or 3)
+    g = open_group(s, mode="w", path=p, zarr_format=zarr_format)
     for i, a in enumerate(args):
         g.create_array(f"arr_{i}", data=np.asarray(a), overwrite=True)
     for name, a in kwargs.items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from zarrfast import config as zconfig
 from zarrfast.errors import ZarrfastError
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, check_zarr_format, create_array_at
@@ -45,7 +46,7 @@ def create_legacy(store: Store, path: str, *, shape: Any, dtype: Any = None,
     """The array at ``path`` made from zarr-python's older creation arguments (v3 unless
     ``zarr_format=2``); ``data``, if given, is written."""
     check_zarr_format(zarr_format)
-    fmt = zarr_format or 3
+    fmt = zarr_format if zarr_format is not None else zconfig.get("default_zarr_format")
     cfg = dict(config or {})
     if write_empty_chunks is not None:
         cfg["write_empty_chunks"] = write_empty_chunks
