@@ -33,6 +33,7 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 from zarrfast.hierarchy.attributes import Attributes
+from zarrfast.hierarchy.info import ArrayInfo, array_info, store_path_str
 from zarrfast.hierarchy.node import (
     Node,
     array_metadata_from_documents,
@@ -362,7 +363,7 @@ class Array(Node):
         return self
 
     def __repr__(self) -> str:
-        return f"<zarrfast.Array {self._store!r} {self.name!r} shape={self.shape} dtype={self.dtype}>"
+        return f"<Array {store_path_str(self._store, self._path)} shape={self.shape} dtype={self.dtype}>"
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -771,45 +772,17 @@ class Array(Node):
         return total
 
     @property
-    def info(self) -> str:
-        """A short description, like zarr-python's ``Array.info``."""
+    def info(self) -> ArrayInfo:
+        """What is known of the array without reading the store; prints as zarr-python's
+        ``Array.info``."""
         return self._info(complete=False)
 
-    def info_complete(self) -> str:
-        """``info`` plus the stored size and number of stored chunks (reads the store)."""
+    def info_complete(self) -> ArrayInfo:
+        """``info`` plus the bytes stored and the chunks (shards) stored: reads the store."""
         return self._info(complete=True)
 
-    def _info(self, *, complete: bool) -> str:
-        lines = [
-            ("Type", "Array"),
-            ("Zarr format", str(self.zarr_format)),
-            ("Data type", str(self.dtype)),
-            ("Fill value", repr(self.fill_value)),
-            ("Shape", str(self.shape)),
-        ]
-        if self._regular:
-            lines.append(("Chunk shape", str(self.chunks)))
-            if self.shards:
-                lines.append(("Shard shape", str(self.shards)))
-        elif self._sharding is not None:  # (as zarr-python: a rectilinear grid is variable)
-            lines += [("Shard shape", "<variable>"), ("Chunk shape", str(self.chunks))]
-        else:
-            lines.append(("Chunk shape", "<variable>"))
-        lines += [
-            ("Order", self.order),
-            ("Read-only", str(self.read_only)),
-            ("Store type", type(self._store).__name__),
-            ("Filters", repr(self.filters)),
-            ("Serializer", repr(self.serializer)),
-            ("Compressors", repr(self.compressors)),
-            ("No. bytes", f"{self.nbytes}"),
-        ]
-        if complete:
-            stored = self.nbytes_stored()
-            lines.append(("No. bytes stored", str(stored)))
-            lines.append(("Chunks Initialized", f"{self.nchunks_initialized}/{self.nchunks}"))
-        width = max(len(k) for k, _ in lines)
-        return "\n".join(f"{k:<{width}} : {v}" for k, v in lines)
+    def _info(self, *, complete: bool) -> ArrayInfo:
+        return array_info(self, complete=complete)
 
     @_names_memory_errors("resizing")
     def resize(self, new_shape: tuple[int, ...] | int) -> None:

@@ -204,6 +204,9 @@ class FsspecStore(Store):
     def with_read_only(self, read_only: bool = True) -> FsspecStore:
         return self._clone(read_only)
 
+    def __str__(self) -> str:
+        return self.url
+
     def __repr__(self) -> str:
         return f"FsspecStore({self.url!r}{', read_only=True' if self.read_only else ''})"
 

@@ -202,8 +202,12 @@ class LocalStore(Store):
         state["_root"] = None  # a descriptor: opened again where it is needed
         return state
 
+    def __str__(self) -> str:
+        """``file:///the/root``, as zarr-python's."""
+        return f"file://{self.root.as_posix()}"
+
     def __repr__(self) -> str:
-        return f"LocalStore({self._root_str!r}{', read_only=True' if self.read_only else ''})"
+        return f"LocalStore('{self}'{', read_only=True' if self.read_only else ''})"
 
     def __eq__(self, other: object) -> bool:
         return (

@@ -34,8 +34,12 @@ class MemoryStore(Store):
         self._versions: dict[str, int] = {}  # key -> number of the set() that wrote it
         self._counter = itertools.count(1)
 
+    def __str__(self) -> str:
+        """``memory://<id>``, as zarr-python's (arrays' and groups' reprs start with it)."""
+        return f"memory://{id(self._data)}"
+
     def __repr__(self) -> str:
-        return f"MemoryStore(<{len(self._data)} keys>{', read_only=True' if self.read_only else ''})"
+        return f"MemoryStore('{self}'{', read_only=True' if self.read_only else ''})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MemoryStore) and other._data is self._data

@@ -355,6 +355,9 @@ class ObjectStore(Store):
         clone._origin, clone.url = self._origin, self.url
         return clone
 
+    def __str__(self) -> str:
+        return self.url
+
     def __repr__(self) -> str:
         return f"ObjectStore({self.url!r}{', read_only=True' if self.read_only else ''})"
 

@@ -168,9 +168,13 @@ class ZipStore(Store):
             raise ReadOnlyError(f"{self!r} was opened with mode 'r'; it cannot be made writable")
         return ZipStore._view(self, read_only)
 
+    def __str__(self) -> str:
+        """``zip://the/archive.zip``, as zarr-python's."""
+        return f"zip://{os.fspath(self.path)}"
+
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
-        return f"ZipStore({os.fspath(self.path)!r}, mode={self.mode!r}{ro})"
+        return f"ZipStore('{self}', mode={self.mode!r}{ro})"
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, ZipStore) and other._archive is self._archive
