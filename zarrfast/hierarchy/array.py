@@ -148,6 +148,21 @@ class Array(Node):
             chunk_path=state.get("chunk_path"),
         )
 
+    def __eq__(self, other: object) -> bool:
+        """Arrays are equal when they are the same node seen the same way: equal stores,
+        path, metadata and settings (an unpickled array equals the original)."""
+        if not isinstance(other, Array):
+            return NotImplemented
+        return (type(other) is type(self) and other._store == self._store
+                and other._path == self._path and other._chunk_path == self._chunk_path
+                and other._read_only == self._read_only and other._order == self._order
+                and other._write_empty_chunks == self._write_empty_chunks
+                and (other._metadata == self._metadata  # (or a NaN/NaT fill value)
+                     or metadata_state(other._metadata) == metadata_state(self._metadata)))
+
+    def __hash__(self) -> int:  # (arrays stay usable as dict keys, as before)
+        return hash((type(self), self._store, self._path))
+
     # -- properties -------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:

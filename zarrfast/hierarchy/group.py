@@ -273,6 +273,7 @@ class Group(Node):
         array has the group's Zarr format)."""
         self._check_writable()
         kwargs.setdefault("zarr_format", self.zarr_format)
+        kwargs.setdefault("data_exclusive", True)  # as zarr-python: data, or shape and dtype
         arr = create_array_at(self._store, self._child_path(name), shape=shape, dtype=dtype,
                                data=data, overwrite=overwrite, **kwargs)
         self._consolidated = None

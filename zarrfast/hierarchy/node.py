@@ -14,6 +14,7 @@ from typing import Any
 
 from zarrfast.errors import (
     ArrayNotFoundError,
+    ArrayNotGroupError,
     ConcurrentWriteError,
     ContainsArrayAndGroupError,
     ContainsArrayError,
@@ -104,7 +105,7 @@ def read_typed_metadata(store: Store, path: str, node_type: str,
         raise missing(str(e).replace("no array or group", f"no {node_type}", 1)) from None
     if md.node_type != node_type:
         article = {"array": "an array", "group": "a group"}
-        raise NodeTypeValidationError(
+        raise (ArrayNotGroupError if md.node_type == "array" else NodeTypeValidationError)(
             f"node at path {_where(path)} is {article[md.node_type]}, not {article[node_type]}"
         )
     return md

@@ -34,6 +34,7 @@ from zarrfast.storage.base import (
     SuffixByteRequest,
     as_bytes,
     check_byte_range,
+    listing_prefix,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -440,7 +441,8 @@ class FsspecStore(Store):
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         start = self._full(base) if base else self.path
         label = base or "<root>"

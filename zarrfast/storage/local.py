@@ -54,6 +54,7 @@ from zarrfast.storage import locks as _locks
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
+    listing_prefix,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -770,7 +771,8 @@ class LocalStore(Store):
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         # walk only the deepest directory the prefix names
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         start = self._path(base) if base else self._root_str

@@ -36,6 +36,7 @@ from zarrfast.storage.base import (
     Store,
     as_bytes,
     check_byte_range,
+    listing_prefix,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -624,7 +625,8 @@ class ObjectStore(Store):
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         keys = set()
         for meta in run(self._alist(base)):

@@ -46,6 +46,7 @@ from zarrfast.storage.base import (
     Store,
     SuffixByteRequest,
     as_bytes,
+    listing_prefix,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -500,7 +501,8 @@ class ZarrPythonStore(Store):
         return iter(sorted(self._valid(self._collect("<root>", self.zarr_store.list))))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         base = prefix.rsplit("/", 1)[0] + "/" if "/" in prefix else ""
         if base:
             keys = self._collect(base, lambda: self.zarr_store.list_prefix(base))

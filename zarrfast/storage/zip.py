@@ -34,6 +34,7 @@ from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
+    listing_prefix,
     normalize_byte_range,
     validate_key,
     validate_prefix,
@@ -309,7 +310,8 @@ class ZipStore(Store):
         return iter(sorted(names))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         return iter([k for k in self.list() if k.startswith(prefix)])
 
     # -- closing -------------------------------------------------------------------
