@@ -321,3 +321,44 @@ def test_missing_and_existing_nodes_raise_zarr_python_types() -> None:
                  "ArrayNotFoundError", "GroupNotFoundError", "NodeTypeValidationError",
                  "MetadataValidationError", "BaseZarrError", "NodeNotFoundError"):
         assert issubclass(getattr(zarrfast.errors, name), ValueError), name
+
+
+# -- (h) asynchronous fsspec file systems -----------------------------------------------------
+def test_fsspec_store_takes_an_asynchronous_memory_file_system() -> None:
+    import asyncio
+
+    from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    fs = AsyncFileSystemWrapper(MemoryFileSystem(), asynchronous=True)
+    assert fs.asynchronous and fs.loop is None
+    store = zarrfast.storage.FsspecStore(fs, path="/zarrfast-async/data.zarr")
+    a = zarrfast.create_array(store, shape=(10,), chunks=(3,), dtype="i4")
+    a[:] = np.arange(10, dtype="i4")
+    assert sorted(store.list_prefix("")) == ["c/0", "c/1", "c/2", "c/3", "zarr.json"]
+    assert MemoryFileSystem().cat_file("/zarrfast-async/data.zarr/c/1") == store.get("c/1")
+
+    async def read_inside_a_running_loop():  # (as zarr-python's users hold such stores)
+        return zarrfast.open_array(store, mode="r")[2:5]
+
+    np.testing.assert_array_equal(asyncio.run(read_inside_a_running_loop()), [2, 3, 4])
+
+
+def test_fsspec_store_takes_an_asynchronous_s3_file_system(s3_server) -> None:
+    s3fs = pytest.importorskip("s3fs")
+    opts = s3_server.storage_options()
+    fs = s3fs.S3FileSystem(asynchronous=True, **opts)
+    path = s3_server.url().split("://", 1)[1]
+    store = zarrfast.storage.FsspecStore(fs, path=path)
+    a = zarrfast.create_array(store, shape=(20, 20), chunks=(5, 5), dtype="f4")
+    a[:] = np.arange(400, dtype="f4").reshape(20, 20)
+    # the same objects through a synchronous s3fs, and through zarr-python's FsspecStore
+    sync = zarrfast.storage.FsspecStore(s3fs.S3FileSystem(**opts), path=path)
+    np.testing.assert_array_equal(zarrfast.open_array(sync, mode="r")[3:7, 18:],
+                                  a[3:7, 18:])
+    # (a new instance: fsspec caches instances, and s3fs binds one to its first loop)
+    theirs_fs = s3fs.S3FileSystem(asynchronous=True, skip_instance_cache=True, **opts)
+    theirs = _quiet(zarr.open_array, zarr.storage.FsspecStore(theirs_fs, path=path,
+                                                              read_only=True), mode="r")
+    np.testing.assert_array_equal(theirs[:], a[:])
+    assert len(list(store.list_prefix("c/"))) == 16
