@@ -347,7 +347,9 @@ def test_fsspec_store_takes_an_asynchronous_memory_file_system() -> None:
 def test_fsspec_store_takes_an_asynchronous_s3_file_system(s3_server) -> None:
     s3fs = pytest.importorskip("s3fs")
     opts = s3_server.storage_options()
-    fs = s3fs.S3FileSystem(asynchronous=True, **opts)
+    # (not from fsspec's instance cache: this one's session is bound to fsspec's loop, an
+    # instance zarr-python later took from the cache would fail on its own loop)
+    fs = s3fs.S3FileSystem(asynchronous=True, skip_instance_cache=True, **opts)
     path = s3_server.url().split("://", 1)[1]
     store = zarrfast.storage.FsspecStore(fs, path=path)
     a = zarrfast.create_array(store, shape=(20, 20), chunks=(5, 5), dtype="f4")

@@ -232,3 +232,27 @@ def test_array_repr_with_store_url_is_stable_through_pickle(tmp_path) -> None:
     b = pickle.loads(pickle.dumps(a))
     assert repr(a) == repr(b)
     assert re.fullmatch(r"<Array file://\S+ shape=\(3,\) dtype=int32>", repr(b))
+
+
+def test_relative_paths_print_as_given(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    ours = zarrfast.open_group("data/group.zarr", mode="w")
+    theirs = zarr.open_group("data/theirs.zarr", mode="w")
+    assert repr(ours) == "<Group file://data/group.zarr>"
+    assert repr(theirs) == "<Group file://data/theirs.zarr>"
+    assert repr(ours.create_array("a", shape=(2,), dtype="i1")) == \
+        "<Array file://data/group.zarr/a shape=(2,) dtype=int8>"
+    assert ours.store.root == tmp_path / "data" / "group.zarr"  # (used absolute)
+    assert repr(ours.store.with_read_only(True)) == \
+        "LocalStore('file://data/group.zarr', read_only=True)"
+    with zarrfast.storage.ZipStore("data.zip", mode="w") as zs:
+        a = zarrfast.create_array(zs, shape=(2,), dtype="f8")
+        assert repr(a) == "<Array zip://data.zip shape=(2,) dtype=float64>"
+        assert str(zs.with_read_only(True)) == "zip://data.zip"
+
+
+def test_zarr_python_store_prints_its_url() -> None:
+    inner = zarr.storage.MemoryStore()
+    ours = zarrfast.create_array(zarrfast.storage.ZarrPythonStore(inner), shape=(2,),
+                                 dtype="f8")
+    assert repr(ours) == f"<Array {inner} shape=(2,) dtype=float64>"

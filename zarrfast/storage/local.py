@@ -193,6 +193,7 @@ class LocalStore(Store):
         if isinstance(root, str) and root.startswith("file://"):
             root = root[len("file://"):]
         self.root = Path(root).expanduser().absolute()
+        self._shown_root = Path(root)  # as given (relative too), for str(): as zarr-python
         self._root_str = os.fspath(self.root)
         self.fsync = bool(fsync)
         self._fast_get_into: bool | None = None  # set: overrides the property
@@ -204,8 +205,8 @@ class LocalStore(Store):
         return state
 
     def __str__(self) -> str:
-        """``file:///the/root``, as zarr-python's."""
-        return f"file://{self.root.as_posix()}"
+        """``file://`` and the root as given (``file://data/x.zarr``), as zarr-python's."""
+        return f"file://{getattr(self, '_shown_root', self.root).as_posix()}"
 
     def __repr__(self) -> str:
         return f"LocalStore('{self}'{', read_only=True' if self.read_only else ''})"
@@ -229,6 +230,7 @@ class LocalStore(Store):
         """A copy with the given mode (of the same class: a subclass's ``get`` stays)."""
         new = copy.copy(self)
         new._read_only = bool(read_only)
+        new._shown_root = self._shown_root  # (a pickled copy shows the absolute root)
         return new
 
     def _lock_scope(self) -> tuple[str, str]:

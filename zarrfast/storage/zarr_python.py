@@ -192,6 +192,9 @@ class ZarrPythonStore(Store):
             self._call("opening", "<store>", store._open)
 
     # -- identity -------------------------------------------------------------------
+    def __str__(self) -> str:  # the zarr-python store's URL, as it prints in node reprs
+        return str(self.zarr_store)
+
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"ZarrPythonStore({self.zarr_store!r}{ro})"

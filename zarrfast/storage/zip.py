@@ -142,6 +142,7 @@ class ZipStore(Store):
             raise ZarrfastError(f"ZipStore {os.fspath(path)!r}: mode 'r' cannot be writable")
         super().__init__(read_only=read_only)
         self.path = Path(path).expanduser().absolute()
+        self._shown_path = Path(path)  # as given (relative too), for str(): as zarr-python
         self.mode = mode
         self.compression = compression
         self.allowZip64 = allowZip64
@@ -157,6 +158,7 @@ class ZipStore(Store):
         view = cls.__new__(cls)
         Store.__init__(view, read_only=read_only)
         view.path, view.mode = other.path, other.mode
+        view._shown_path = getattr(other, "_shown_path", other.path)
         view.compression, view.allowZip64 = other.compression, other.allowZip64
         view._archive = other._archive
         return view
@@ -170,8 +172,8 @@ class ZipStore(Store):
         return ZipStore._view(self, read_only)
 
     def __str__(self) -> str:
-        """``zip://the/archive.zip``, as zarr-python's."""
-        return f"zip://{os.fspath(self.path)}"
+        """``zip://`` and the archive's path as given, as zarr-python's."""
+        return f"zip://{os.fspath(getattr(self, '_shown_path', self.path))}"
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
