@@ -256,3 +256,21 @@ def test_zarr_python_store_prints_its_url() -> None:
     ours = zarrfast.create_array(zarrfast.storage.ZarrPythonStore(inner), shape=(2,),
                                  dtype="f8")
     assert repr(ours) == f"<Array {inner} shape=(2,) dtype=float64>"
+
+
+@pytest.mark.parametrize("shards", [None, (4, 4)])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_info_complete_and_nbytes_stored_byte_for_byte(shards, zarr_format) -> None:
+    """Uncompressed, the stored bytes are the same (metadata documents included: the
+    chunk key encoding's separator is written out, as zarr-python writes it)."""
+    if shards is not None and zarr_format == 2:
+        pytest.skip("no shards in Zarr v2")
+    kwargs = dict(shape=(8, 8), dtype="f8", chunks=(2, 2), shards=shards, compressors=(),
+                  zarr_format=zarr_format)
+    ref, ours = _both(**kwargs)
+    assert repr(ours.info_complete()) == repr(ref.info_complete())
+    ref[:4, :4] = 10
+    ours[:4, :4] = 10
+    assert repr(ours.info_complete()) == repr(ref.info_complete())
+    assert ours.nbytes_stored() == ref.nbytes_stored()
+    assert ours.nchunks_initialized == ref.nchunks_initialized

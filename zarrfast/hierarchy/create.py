@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -241,6 +242,8 @@ def parse_chunk_key_encoding_argument(value: Any, node: str, *, zarr_format: int
                  "configuration": {"separator": value["separator"]}}
     cke = parse_chunk_key_encoding(dict(value) if isinstance(value, Mapping) else value,
                                    where=where)
+    if not cke.write_configuration:  # (the separator spelled out, as zarr-python writes)
+        cke = replace(cke, write_configuration=True)
     if zarr_format == 2 and cke.name != "v2":
         raise MetadataValidationError(
             f"{where}: Zarr v2 arrays use the 'v2' chunk key encoding, got {cke.name!r}; "
