@@ -364,3 +364,25 @@ def test_fsspec_store_takes_an_asynchronous_s3_file_system(s3_server) -> None:
                                                               read_only=True), mode="r")
     np.testing.assert_array_equal(theirs[:], a[:])
     assert len(list(store.list_prefix("c/"))) == 16
+
+
+# -- chunk grids -----------------------------------------------------------------------------
+@pytest.mark.parametrize(("array_shape", "chunk_shape"), [((5, 7), (2, 3)), ((0, 4), (1, 2)),
+                                                          ((), ()), ((10,), (10,))])
+def test_regular_chunk_grid_coords_as_zarr_python(array_shape, chunk_shape) -> None:
+    from zarr.core.chunk_grids import RegularChunkGrid as TheirGrid
+
+    from zarrfast.metadata.chunk_grid import RegularChunkGrid
+
+    ours = RegularChunkGrid(chunk_shape=chunk_shape)
+    theirs = TheirGrid(chunk_shape=chunk_shape)
+    assert list(ours.all_chunk_coords(array_shape)) == list(theirs.all_chunk_coords(array_shape))
+    assert ours.get_nchunks(array_shape) == theirs.get_nchunks(array_shape)
+
+
+def test_rectilinear_chunk_grid_coords() -> None:
+    a = zarrfast.create_array(MemoryStore(), shape=(10, 20), chunks=[[3, 7], [5, 5, 10]],
+                              dtype="i2")
+    grid = a.metadata.chunk_grid
+    assert list(grid.all_chunk_coords(a.shape)) == [(i, j) for i in range(2) for j in range(3)]
+    assert grid.get_nchunks(a.shape) == 6 == a.nchunks
