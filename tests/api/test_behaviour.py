@@ -7,6 +7,7 @@ cheap, the expectation is what zarr-python itself does."""
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 
 import numcodecs
@@ -364,6 +365,12 @@ def test_fsspec_store_takes_an_asynchronous_s3_file_system(s3_server) -> None:
                                                               read_only=True), mode="r")
     np.testing.assert_array_equal(theirs[:], a[:])
     assert len(list(store.list_prefix("c/"))) == 16
+    # close both sessions on their own loops (no "unclosed client session" at exit)
+    import fsspec.asyn
+    from zarr.core.sync import sync as zarr_sync
+
+    fsspec.asyn.sync(store._loop, fs._s3.close)
+    zarr_sync(theirs_fs._s3.close())
 
 
 # -- chunk grids -----------------------------------------------------------------------------
@@ -386,3 +393,26 @@ def test_rectilinear_chunk_grid_coords() -> None:
     grid = a.metadata.chunk_grid
     assert list(grid.all_chunk_coords(a.shape)) == [(i, j) for i in range(2) for j in range(3)]
     assert grid.get_nchunks(a.shape) == 6 == a.nchunks
+
+
+def test_more_refusals_with_zarr_python_types_and_words() -> None:
+    with pytest.raises(TypeError, match="shape must be integers"):
+        zarrfast.create(shape=(400.5, 100))
+    with pytest.raises(TypeError, match="chunk sizes must be integers"):
+        zarrfast.create(shape=(400, 100), chunks=(16, 16.5))
+    with pytest.raises(ValueError, match="chunk sizes must be integers >= 1"):
+        zarrfast.create(shape=(400, 100), chunks=(16, 0))
+    msg = "Invalid value for 'zarr_format'. Expected 2, 3, or None. Got '3.0'."
+    for call in (lambda: zarrfast.open_group(zarr_format="3.0"),
+                 lambda: zarrfast.open_array(shape=(1,), zarr_format="3.0")):
+        with pytest.raises(MetadataValidationError, match=re.escape(msg)):
+            call()
+    with pytest.raises(ValueError, match="Cannot use a BytesBytesCodec as a compressor for "
+                                         "zarr v2 arrays. Use a numcodecs codec directly"):
+        zarrfast.create(store={}, shape=1, dtype="uint8", zarr_format=2,
+                        compressor=zarrfast.codecs.BloscCodec())
+    with pytest.raises(TypeError, match=r"filters\[0\] for Zarr v2 must be numcodecs"):
+        zarrfast.create_array({}, shape=(1,), dtype="u1", zarr_format=2,
+                              filters=zarrfast.codecs.ZstdCodec())
+    assert zarrfast.create(store={}, shape=1, dtype="uint8", zarr_format=2,
+                           compressor=None).compressors == ()

@@ -187,7 +187,9 @@ def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int, node: s
     for d, c in enumerate(out):
         if c is None or c == -1:
             out[d] = max(shape[d], 1)
-        elif isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+        elif isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise MetadataTypeError(f"{node}: chunk sizes must be integers >= 1, got {chunks!r}")
+        elif c < 1:
             raise ZarrfastError(f"{node}: chunk sizes must be integers >= 1, got {chunks!r}")
         else:
             out[d] = int(c)
@@ -376,6 +378,10 @@ def build_array_metadata(
 
 def _numcodecs_config(codec: Any, what: str, node: str) -> dict:
     """A numcodecs codec (instance or config dict) as its config dict."""
+    if isinstance(codec, BytesBytesCodec) and what == "compressor":  # (zarr-python's words)
+        raise ZarrfastError(
+            f"{node}: {what} {codec!r}: Cannot use a BytesBytesCodec as a compressor for zarr "
+            f"v2 arrays. Use a numcodecs codec directly instead.")
     if isinstance(codec, Mapping):
         config = dict(codec)
     elif hasattr(codec, "get_config"):
@@ -388,6 +394,17 @@ def _numcodecs_config(codec: Any, what: str, node: str) -> dict:
         )
     get_numcodecs_codec(config, where=f"{node}: {what}")  # validates the id
     return config
+
+
+def _one_or_many(value: Any) -> list:
+    """A codec argument as a list: one codec (a numcodecs codec, its config dict, a v3
+    codec object, anything not iterable) or a sequence of them."""
+    if isinstance(value, (Mapping, Codec, str)) or hasattr(value, "get_config"):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        return [value]
 
 
 def build_array_metadata_v2(
@@ -431,9 +448,7 @@ def build_array_metadata_v2(
     chunk_shape = normalize_chunks(chunks, shape_t, auto_itemsize(np_dtype), node)
     if isinstance(filters, str) and filters == "auto":
         filters = default_filters
-    filter_list = [] if filters is None else (
-        [filters] if isinstance(filters, Mapping) or hasattr(filters, "get_config")
-        else list(filters))
+    filter_list = [] if filters is None else _one_or_many(filters)
     filter_configs = [_numcodecs_config(f, f"filters[{i}]", node)
                       for i, f in enumerate(filter_list)]
     for i, config in enumerate(filter_configs):
@@ -453,8 +468,7 @@ def build_array_metadata_v2(
     elif compressors is None:
         compressor = None
     else:
-        items = ([compressors] if isinstance(compressors, Mapping)
-                 or hasattr(compressors, "get_config") else list(compressors))
+        items = _one_or_many(compressors)
         if len(items) > 1:
             raise MetadataTypeError(
                 f"{node}: Zarr v2 takes at most one compressor, got {items!r}")
@@ -498,7 +512,8 @@ def build_array_metadata_v2(
 
 def check_zarr_format(zarr_format: Any) -> None:
     if zarr_format not in (None, 2, 3):
-        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+        raise MetadataValidationError(
+            f"Invalid value for 'zarr_format'. Expected 2, 3, or None. Got {zarr_format!r}.")
 
 
 def create_array_at(

@@ -24,7 +24,6 @@ from zarrfast.errors import (
     NodeNotFoundError,
     NodeTypeValidationError,
     ReadOnlyError,
-    ZarrfastError,
 )
 from zarrfast.metadata.limits import check_json_depth
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
@@ -68,7 +67,8 @@ def read_node_metadata(store: Store, path: str, zarr_format: int | None = None, 
     """The metadata of the node at ``path`` (v3 first, then v2, unless ``zarr_format``).
     ``zarr_json``: the node's ``zarr.json`` if the caller has read it already."""
     if zarr_format not in (None, 2, 3):
-        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+        raise MetadataValidationError(
+            f"Invalid value for 'zarr_format'. Expected 2, 3, or None. Got {zarr_format!r}.")
     if zarr_format in (None, 3):
         key = node_key(path, "zarr.json")
         raw = store.get(key) if zarr_json is ... else zarr_json
