@@ -416,3 +416,40 @@ def test_more_refusals_with_zarr_python_types_and_words() -> None:
                               filters=zarrfast.codecs.ZstdCodec())
     assert zarrfast.create(store={}, shape=1, dtype="uint8", zarr_format=2,
                            compressor=None).compressors == ()
+
+
+# -- GroupMetadata.consolidated_metadata -------------------------------------------------------
+def test_group_metadata_consolidated_metadata_as_zarr_python() -> None:
+    seen = []
+    for mod in (zarr, zarrfast):
+        s = mod.storage.MemoryStore()
+        g = mod.group(store=s, attributes={"k": 1})
+        a = g.create_group("a")
+        a.create_array("x", shape=(2,), dtype="i1")
+        a.create_group("b").create_group("c")
+        g.create_array("y", shape=(3,), dtype="f4")
+        _quiet(mod.consolidate_metadata, s)
+        cm = _quiet(mod.open_consolidated, s).metadata.consolidated_metadata
+        nested_b = cm.metadata["a"].consolidated_metadata.metadata["b"]
+        seen.append((sorted(cm.metadata), sorted(cm.flattened_metadata),
+                     sorted(cm.metadata["a"].consolidated_metadata.metadata),
+                     sorted(nested_b.consolidated_metadata.metadata), cm.kind,
+                     cm.must_understand, sorted(cm.to_dict()["metadata"]),
+                     cm.flattened_metadata["a/x"].shape,
+                     repr(cm.flattened_metadata["a"].consolidated_metadata),
+                     repr(cm.flattened_metadata["a/b/c"].consolidated_metadata)))
+    assert seen[0] == seen[1]
+    assert seen[1][1] == ["a", "a/b", "a/b/c", "a/x", "y"]
+    assert zarrfast.group().metadata.consolidated_metadata is None
+
+
+def test_consolidated_metadata_refuses_what_it_cannot_read() -> None:
+    from zarrfast.metadata.v3 import ConsolidatedMetadata
+
+    for bad in ({"kind": "other", "metadata": {}}, {"kind": "inline"},
+                {"kind": "inline", "must_understand": True, "metadata": {}},
+                {"kind": "inline", "metadata": {"/abs": {}}},
+                {"kind": "inline", "metadata": {"a": 1}}):
+        with pytest.raises(MetadataValidationError, match="consolidated_metadata"):
+            ConsolidatedMetadata.from_dict(bad)
+    assert ConsolidatedMetadata.from_dict({"kind": "inline", "metadata": {}}).metadata == {}
