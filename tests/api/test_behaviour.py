@@ -55,6 +55,7 @@ def test_dict_store_holds_buffer_like_values(zarr_format) -> None:
     np.testing.assert_array_equal(theirs[1:3], [1, 2])
     theirs[:] = 9
     np.testing.assert_array_equal(zarrfast.open_array(d, mode="r")[:], [9, 9, 9, 9])
+    assert MemoryStore(d)._store_dict is d  # (zarr-python's name for the dict)
 
 
 def test_dict_written_by_zarr_python_reads_in_zarrfast() -> None:

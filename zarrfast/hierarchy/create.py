@@ -149,7 +149,7 @@ def guess_shards(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int
     each dimension holding more than eight chunks."""
     try:
         target = _config.get("array.target_shard_size_bytes")
-    except ZarrfastError:  # (a configuration without the key)
+    except (ZarrfastError, KeyError):  # (a configuration without the key)
         target = None
     warnings.warn("Automatic shard shape inference is experimental and may change without "
                   "notice.", UserWarning, stacklevel=4)

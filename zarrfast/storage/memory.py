@@ -76,6 +76,11 @@ class MemoryStore(Store):
         self._versions: dict[str, int] = {}  # key -> number of the set() that wrote it
         self._counter = itertools.count(1)
 
+    @property
+    def _store_dict(self) -> MutableMapping[str, bytes]:
+        """The dict holding the values (zarr-python's name for it)."""
+        return self._data
+
     def __str__(self) -> str:
         """``memory://<id>``, as zarr-python's (arrays' and groups' reprs start with it)."""
         return f"memory://{id(self._data)}"
