@@ -274,3 +274,16 @@ def test_info_complete_and_nbytes_stored_byte_for_byte(shards, zarr_format) -> N
     assert repr(ours.info_complete()) == repr(ref.info_complete())
     assert ours.nbytes_stored() == ref.nbytes_stored()
     assert ours.nchunks_initialized == ref.nchunks_initialized
+
+
+def test_draft_nodes_print_like_the_others() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).parents[1] / "fixtures" / "drafts" / "zarrita"
+    g = zarrfast.open_group(str(root), mode="r")
+    assert repr(g) == f"<Group file://{root.as_posix()} (zarrita, read-only)>"
+    a = g["grp/sub/u1_blosc"]
+    assert repr(a) == (f"<Array file://{root.as_posix()}/grp/sub/u1_blosc shape=(13,) "
+                       f"dtype=uint8 (zarrita, read-only)>")
+    assert "Read-only          : True" in a.info
+    assert "│       └── u1_blosc (13,) uint8" in repr(g.tree(plain=True))
