@@ -30,6 +30,8 @@ __all__ = [
     "ContainsArrayAndGroupError",
     "NodeTypeValidationError",
     "ArrayNotGroupError",
+    "IncompatibleNodeError",
+    "IncompatibleMemberError",
     "InvalidNodeNameError",
     "InvalidKeyError",
     "ReadOnlyError",
@@ -118,6 +120,18 @@ class NodeTypeValidationError(MetadataValidationError):
 class ArrayNotGroupError(NodeTypeValidationError, ContainsArrayError):
     """A group was asked for where an array is: a :class:`NodeTypeValidationError` and,
     as zarr-python raises here, a :class:`ContainsArrayError`."""
+
+
+class IncompatibleNodeError(ZarrfastError, TypeError):
+    """``require_array``/``require_group`` found a node that does not fit what is required
+    (another shape, a dtype that does not cast, an array for a group): a ``TypeError``,
+    as zarr-python raises."""
+
+
+class IncompatibleMemberError(IncompatibleNodeError, ContainsArrayError):
+    """``require_group`` found an array (or ``require_array`` a group) under that name:
+    an :class:`IncompatibleNodeError` and the :class:`ContainsArrayError` zarrfast
+    raised here before."""
 
 
 class InvalidNodeNameError(ZarrfastError):

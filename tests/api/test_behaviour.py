@@ -454,3 +454,30 @@ def test_consolidated_metadata_refuses_what_it_cannot_read() -> None:
         with pytest.raises(MetadataValidationError, match="consolidated_metadata"):
             ConsolidatedMetadata.from_dict(bad)
     assert ConsolidatedMetadata.from_dict({"kind": "inline", "metadata": {}}).metadata == {}
+
+
+# -- require_group / require_array --------------------------------------------------------------
+def test_require_array_and_group_refuse_as_zarr_python() -> None:
+    for mod in (zarr, zarrfast):
+        root = mod.group(store=mod.storage.MemoryStore())
+        foo = root.require_array("foo", shape=(10,), dtype="i8", attributes={"k": 1})
+        assert dict(root.require_array("foo", shape=(10,), dtype="i8").attrs) == {"k": 1}
+        assert root.require_array("foo", shape=10, dtype="f8").shape == foo.shape  # casts
+        with pytest.raises(TypeError, match=r"Incompatible dtype \(int64 vs float64\)"):
+            root.require_array("foo", shape=(10,), dtype="f8", exact=True)
+        with pytest.raises(TypeError, match="Incompatible shape"):
+            root.require_array("foo", shape=(100, 100), dtype="i8")
+        with pytest.raises(TypeError, match=r"Incompatible dtype \(int64 vs float32\)"):
+            root.require_array("foo", shape=(10,), dtype="f4")
+        root.create_group("bar")
+        with pytest.raises(TypeError, match="Incompatible object"):
+            root.require_array("bar", shape=(10,), dtype="int8")
+        with pytest.raises(TypeError, match="Incompatible object"):
+            root.require_group("foo")
+    # what zarrfast raised before still catches them
+    root = zarrfast.group()
+    root.create_array("a", shape=(1,), dtype="i1")
+    with pytest.raises(ContainsArrayError, match="'a' of group '/' is an array"):
+        root.require_group("a")
+    with pytest.raises(ZarrfastError, match="exists with shape"):
+        root.require_array("a", shape=(2,), dtype="i1")

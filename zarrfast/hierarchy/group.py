@@ -10,6 +10,8 @@ from zarrfast.errors import (
     ContainsArrayError,
     ContainsGroupError,
     GroupNotFoundError,
+    IncompatibleMemberError,
+    IncompatibleNodeError,
     MemberNotFoundError,
     NodeNotFoundError,
     ZarrfastError,
@@ -259,9 +261,9 @@ class Group(Node):
     def _required_group(self, name: str) -> Group:
         node = self[name]
         if not isinstance(node, Group):
-            raise ContainsArrayError(
-                f"member {name!r} of group {self.name!r} is an array, not a group"
-            )
+            raise IncompatibleMemberError(
+                f"Incompatible object (Array) already exists: member {name!r} of group "
+                f"{self.name!r} is an array, not a group")
         return node
 
     def require_groups(self, *names: str) -> tuple[Group, ...]:
@@ -279,30 +281,34 @@ class Group(Node):
         self._consolidated = None
         return arr
 
-    def require_array(self, name: str, *, shape: Any, dtype: Any = None, **kwargs: Any) -> Array:
+    def require_array(self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False,
+                      **kwargs: Any) -> Array:
         """The member array ``name``, created if missing; an existing one must have this
-        shape (and a dtype that casts to ``dtype``, as in zarr-python).  Threads (and
-        processes) requiring the same array at once all get it."""
+        shape and a dtype that casts to ``dtype`` (with ``exact``, that is ``dtype``), as
+        in zarr-python: else :class:`IncompatibleNodeError` (a ``TypeError``).  Threads
+        (and processes) requiring the same array at once all get it."""
         if name in self:
-            return self._required_array(name, shape, dtype)
+            return self._required_array(name, shape, dtype, exact)
         try:
             return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
         except (ContainsArrayError, ContainsGroupError):  # created meanwhile
             if name not in self:
                 raise
-            return self._required_array(name, shape, dtype)
+            return self._required_array(name, shape, dtype, exact)
 
-    def _required_array(self, name: str, shape: Any, dtype: Any) -> Array:
+    def _required_array(self, name: str, shape: Any, dtype: Any, exact: bool = False
+                        ) -> Array:
         import numpy as np
 
         node = self[name]
         if not isinstance(node, Array):
-            raise ContainsArrayError(  # (the error require_array has always raised here)
-                f"member {name!r} of group {self.name!r} is a group, not an array")
+            raise IncompatibleMemberError(  # (a ContainsArrayError, as raised here before)
+                f"Incompatible object (Group) already exists: member {name!r} of group "
+                f"{self.name!r} is a group, not an array")
         if tuple(node.shape) != tuple(shape if isinstance(shape, tuple) else (shape,)):
-            raise ZarrfastError(
-                f"array {node.name!r} exists with shape {node.shape}, not {shape}"
-            )
+            raise IncompatibleNodeError(
+                f"Incompatible shape ({node.shape} vs {shape}): array {node.name!r} exists "
+                f"with shape {node.shape}")
         if dtype is not None:
             try:
                 wanted = np.dtype(dtype)
@@ -310,11 +316,12 @@ class Group(Node):
                 wanted = None
             # numbers only (strings and objects have several spellings: not compared)
             if (wanted is not None and wanted.kind in "biufc" and node.dtype.kind in "biufc"
-                    and not np.can_cast(node.dtype, wanted)):
-                raise ZarrfastError(
-                    f"array {node.name!r} exists with dtype {node.dtype}, which does not "
-                    f"cast to {wanted}"
-                )
+                    and (node.dtype != wanted if exact
+                         else not np.can_cast(node.dtype, wanted))):
+                how = "is not" if exact else "does not cast to"
+                raise IncompatibleNodeError(
+                    f"Incompatible dtype ({node.dtype} vs {wanted}): array {node.name!r} "
+                    f"exists with dtype {node.dtype}, which {how} {wanted}")
         return node
 
     def __setitem__(self, name: str, value: Any) -> None:
