@@ -161,7 +161,11 @@ class Array(Node):
                      or metadata_state(other._metadata) == metadata_state(self._metadata)))
 
     def __hash__(self) -> int:  # (arrays stay usable as dict keys, as before)
-        return hash((type(self), self._store, self._path))
+        try:
+            store_hash = hash(self._store)
+        except TypeError:  # a store class without a hash: its identity
+            store_hash = id(self._store)
+        return hash((type(self), store_hash, self._path))
 
     # -- properties -------------------------------------------------------------------
     @property
