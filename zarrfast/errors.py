@@ -17,6 +17,7 @@ __all__ = [
     "BaseZarrError",
     "MetadataError",
     "MetadataValidationError",
+    "MetadataTypeError",
     "UnknownCodecError",
     "UnsupportedDataTypeError",
     "FillValueError",
@@ -28,6 +29,9 @@ __all__ = [
     "ContainsGroupError",
     "ContainsArrayAndGroupError",
     "NodeTypeValidationError",
+    "ArrayNotGroupError",
+    "IncompatibleNodeError",
+    "IncompatibleMemberError",
     "InvalidNodeNameError",
     "InvalidKeyError",
     "ReadOnlyError",
@@ -57,6 +61,13 @@ class MetadataError(ZarrfastError):
 
 class MetadataValidationError(MetadataError):
     """A metadata member is missing, mistyped or has an invalid value."""
+
+
+class MetadataTypeError(MetadataValidationError, TypeError):
+    """An argument describing a node has the wrong type where zarr-python raises a
+    ``TypeError``: a codec of the wrong kind (a compressor among the filters), several
+    compressors for a Zarr v2 array, a shape that is not integers.  Also a
+    :class:`MetadataValidationError`."""
 
 
 class UnknownCodecError(MetadataError):
@@ -104,6 +115,23 @@ class ContainsArrayAndGroupError(ZarrfastError, FileExistsError):
 
 class NodeTypeValidationError(MetadataValidationError):
     """A node has a different type than the one asked for."""
+
+
+class ArrayNotGroupError(NodeTypeValidationError, ContainsArrayError):
+    """A group was asked for where an array is: a :class:`NodeTypeValidationError` and,
+    as zarr-python raises here, a :class:`ContainsArrayError`."""
+
+
+class IncompatibleNodeError(ZarrfastError, TypeError):
+    """``require_array``/``require_group`` found a node that does not fit what is required
+    (another shape, a dtype that does not cast, an array for a group): a ``TypeError``,
+    as zarr-python raises."""
+
+
+class IncompatibleMemberError(IncompatibleNodeError, ContainsArrayError):
+    """``require_group`` found an array (or ``require_array`` a group) under that name:
+    an :class:`IncompatibleNodeError` and the :class:`ContainsArrayError` zarrfast
+    raised here before."""
 
 
 class InvalidNodeNameError(ZarrfastError):

@@ -254,10 +254,10 @@ def test_blocks_and_info():
     np.testing.assert_array_equal(a.blocks[:, 1:], ref[:, 5:])
     a.blocks[0, 1] = 0
     assert (a[0:3, 5:10] == 0).all()
-    assert "Chunk shape : <variable>" in a.info
+    assert "Chunk shape        : <variable>" in a.info
     s = zarrfast.create_array(MemoryStore(), shape=(10, 20), shards=[[4, 6], [10, 10]],
                               chunks=(2, 5), dtype="i4")
-    assert "Shard shape : <variable>" in s.info
+    assert "Shard shape        : <variable>" in s.info
     s[...] = ref
     np.testing.assert_array_equal(s.blocks[1, 0], ref[4:, :10])
     assert s.nchunks_initialized == 20

@@ -34,6 +34,7 @@ from zarrfast.errors import (
 )
 from zarrfast.hierarchy.array_config import ArrayConfig, parse_array_config
 from zarrfast.hierarchy.attributes import Attributes
+from zarrfast.hierarchy.info import ArrayInfo, array_info, store_path_str
 from zarrfast.hierarchy.node import (
     Node,
     array_metadata_from_dict,
@@ -158,6 +159,25 @@ class Array(Node):
             order=state["order"],
             chunk_path=state.get("chunk_path"),
         )
+
+    def __eq__(self, other: object) -> bool:
+        """Arrays are equal when they are the same node seen the same way: equal stores,
+        path, metadata and settings (an unpickled array equals the original)."""
+        if not isinstance(other, Array):
+            return NotImplemented
+        return (type(other) is type(self) and other._store == self._store
+                and other._path == self._path and other._chunk_path == self._chunk_path
+                and other._read_only == self._read_only and other._order == self._order
+                and other._write_empty_chunks == self._write_empty_chunks
+                and (other._metadata == self._metadata  # (or a NaN/NaT fill value)
+                     or metadata_state(other._metadata) == metadata_state(self._metadata)))
+
+    def __hash__(self) -> int:  # (arrays stay usable as dict keys, as before)
+        try:
+            store_hash = hash(self._store)
+        except TypeError:  # a store class without a hash: its identity
+            store_hash = id(self._store)
+        return hash((type(self), store_hash, self._path))
 
     # -- properties -------------------------------------------------------------------
     @property
@@ -374,7 +394,7 @@ class Array(Node):
         return self
 
     def __repr__(self) -> str:
-        return f"<zarrfast.Array {self._store!r} {self.name!r} shape={self.shape} dtype={self.dtype}>"
+        return f"<Array {store_path_str(self._store, self._path)} shape={self.shape} dtype={self.dtype}>"
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -783,45 +803,17 @@ class Array(Node):
         return total
 
     @property
-    def info(self) -> str:
-        """A short description, like zarr-python's ``Array.info``."""
+    def info(self) -> ArrayInfo:
+        """What is known of the array without reading the store; prints as zarr-python's
+        ``Array.info``."""
         return self._info(complete=False)
 
-    def info_complete(self) -> str:
-        """``info`` plus the stored size and number of stored chunks (reads the store)."""
+    def info_complete(self) -> ArrayInfo:
+        """``info`` plus the bytes stored and the chunks (shards) stored: reads the store."""
         return self._info(complete=True)
 
-    def _info(self, *, complete: bool) -> str:
-        lines = [
-            ("Type", "Array"),
-            ("Zarr format", str(self.zarr_format)),
-            ("Data type", str(self.dtype)),
-            ("Fill value", repr(self.fill_value)),
-            ("Shape", str(self.shape)),
-        ]
-        if self._regular:
-            lines.append(("Chunk shape", str(self.chunks)))
-            if self.shards:
-                lines.append(("Shard shape", str(self.shards)))
-        elif self._sharding is not None:  # (as zarr-python: a rectilinear grid is variable)
-            lines += [("Shard shape", "<variable>"), ("Chunk shape", str(self.chunks))]
-        else:
-            lines.append(("Chunk shape", "<variable>"))
-        lines += [
-            ("Order", self.order),
-            ("Read-only", str(self.read_only)),
-            ("Store type", type(self._store).__name__),
-            ("Filters", repr(self.filters)),
-            ("Serializer", repr(self.serializer)),
-            ("Compressors", repr(self.compressors)),
-            ("No. bytes", f"{self.nbytes}"),
-        ]
-        if complete:
-            stored = self.nbytes_stored()
-            lines.append(("No. bytes stored", str(stored)))
-            lines.append(("Chunks Initialized", f"{self.nchunks_initialized}/{self.nchunks}"))
-        width = max(len(k) for k, _ in lines)
-        return "\n".join(f"{k:<{width}} : {v}" for k, v in lines)
+    def _info(self, *, complete: bool) -> ArrayInfo:
+        return array_info(self, complete=complete)
 
     @_names_memory_errors("resizing")
     def resize(self, new_shape: tuple[int, ...] | int) -> None:

@@ -88,6 +88,12 @@ class ConsolidatedView:
         """The sorted names of this group's direct members."""
         return list(self._members.children_of(self._prefix[:-1]))
 
+    def descendants(self) -> list[AnyMetadata]:
+        """The metadata of every node below this view's group (all depths)."""
+        prefix = self._prefix
+        return [md for key, md in self._members.metadata.items()
+                if key.startswith(prefix) and key != prefix]
+
     def sub(self, rel: str) -> ConsolidatedView:
         """The view of the member group at ``rel`` (relative to this one)."""
         return ConsolidatedView(self, rel + "/")

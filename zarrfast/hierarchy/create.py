@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,12 @@ from zarrfast.codecs import (
 from zarrfast.codecs.numcodecs_codec import get_numcodecs_codec
 from zarrfast.codecs.numcodecs_v3 import codec_json_of
 from zarrfast.codecs.sharding import ShardingCodec
-from zarrfast.errors import FillValueError, MetadataValidationError, ZarrfastError
+from zarrfast.errors import (
+    FillValueError,
+    MetadataTypeError,
+    MetadataValidationError,
+    ZarrfastError,
+)
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.node import node_key, write_new_node
 from zarrfast.metadata.chunk_grid import (
@@ -48,9 +55,6 @@ __all__ = [
     "check_zarr_format",
     "create_array_at",
 ]
-
-_AUTO_CHUNK_BYTES = 1 << 20
-
 
 class _DefaultFillValue:
     """The ``fill_value`` of a caller that gave none (zarr-python's ``DefaultFillValue``):
@@ -90,26 +94,81 @@ def normalize_shape(shape: Any, node: str) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (int(shape),)
     try:
-        out = tuple(int(s) for s in shape)
+        items = list(shape)
     except TypeError:
-        raise ZarrfastError(f"{node}: shape must be an int or a tuple of ints, got {shape!r}") from None
-    if any(s < 0 for s in out) or any(isinstance(s, bool) for s in shape):
+        raise MetadataTypeError(f"{node}: shape must be an int or a tuple of ints, got {shape!r}"
+                                ) from None
+    if not all(isinstance(s, (int, np.integer)) for s in items):
+        raise MetadataTypeError(f"{node}: shape must be integers, got {shape!r}")
+    out = tuple(int(s) for s in items)
+    if any(s < 0 for s in out) or any(isinstance(s, bool) for s in items):
         raise ZarrfastError(f"{node}: shape must be non-negative integers, got {shape!r}")
     return out
 
 
-def guess_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """Chunks of about 1 MiB: halve the longest dimension until the chunk fits."""
-    chunks = [max(s, 1) for s in shape]
-    while math.prod(chunks) * itemsize > _AUTO_CHUNK_BYTES and max(chunks) > 1:
-        d = int(np.argmax(chunks))
-        chunks[d] = -(-chunks[d] // 2)
-    return tuple(chunks)
+def guess_chunks(shape: tuple[int, ...], itemsize: int, *, increment_bytes: int = 256 * 1024,
+                 min_bytes: int = 128 * 1024, max_bytes: int = 64 * 1024 * 1024
+                 ) -> tuple[int, ...]:
+    """The chunk shape zarr-python (after h5py and PyTables) picks for ``chunks="auto"``.
+
+    The target size grows with the array: ``increment_bytes`` times 2 to the power of
+    log10(array bytes / 1 MiB), kept within ``[min_bytes, max_bytes]``.  Starting from
+    the whole array (every length at least 1), the dimensions are halved in turn (rounding
+    up), first to last and again, until the chunk is below the target or within half of
+    it, and below ``max_bytes`` (or down to one element)."""
+    if min_bytes >= max_bytes:
+        raise ZarrfastError(f"guess_chunks: min_bytes {min_bytes} must be below max_bytes "
+                            f"{max_bytes}")
+    if itemsize == 0 or not shape:
+        return tuple(shape)
+    chunks = [float(max(s, 1)) for s in shape]
+    target = increment_bytes * 2 ** math.log10(math.prod(chunks) * itemsize / (1024.0 * 1024))
+    target = min(max(target, float(min_bytes)), float(max_bytes))
+    turn = 0
+    while True:
+        nbytes = math.prod(chunks) * itemsize
+        if ((nbytes < target or abs(nbytes - target) / target < 0.5)
+                and nbytes < max_bytes) or math.prod(chunks) == 1:
+            break
+        d = turn % len(chunks)
+        chunks[d] = float(math.ceil(chunks[d] / 2.0))
+        turn += 1
+    return tuple(int(c) for c in chunks)
 
 
-def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int, node: str
-                     ) -> tuple[int, ...]:
+def auto_itemsize(dtype: np.dtype) -> int:
+    """The element size ``chunks="auto"`` plans with: 1 for variable-length elements
+    (objects, NumPy strings), as zarr-python."""
+    return 1 if dtype.kind in "OT" else dtype.itemsize
+
+
+def guess_shards(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int
+                 ) -> tuple[int, ...]:
+    """The shard shape zarr-python picks for ``shards="auto"``: with the config key
+    ``array.target_shard_size_bytes`` set, as many chunks per dimension (the same number
+    in each) as fit in that many bytes and in the array; without it, two chunks along
+    each dimension holding more than eight chunks."""
+    target = zconfig.get("array.target_shard_size_bytes")
+    warnings.warn("Automatic shard shape inference is experimental and may change without "
+                  "notice.", UserWarning, stacklevel=4)
+    if target is None:
+        return tuple(c * 2 if s // c > 8 else c for s, c in zip(shape, chunks, strict=True))
+    chunk_bytes = math.prod(chunks) * itemsize
+    per_axis = 1
+    if target >= chunk_bytes:
+        while (chunk_bytes * (per_axis + 1) ** len(chunks) <= target
+               and all(c * (per_axis + 1) <= s for c, s in zip(chunks, shape, strict=True))):
+            per_axis += 1
+    return tuple(c * per_axis for c in chunks)
+
+
+def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int, node: str, *,
+                     sharded: bool = False) -> tuple[int, ...]:
+    """``chunks`` as a tuple; ``"auto"`` (or ``None``): :func:`guess_chunks`, aiming at
+    1 MiB or less for the inner chunks of a sharded array (as zarr-python)."""
     if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
+        if sharded:
+            return guess_chunks(shape, itemsize, max_bytes=1 << 20)
         return guess_chunks(shape, itemsize)
     if isinstance(chunks, (int, np.integer)) and not isinstance(chunks, bool):
         chunks = (int(chunks),) * len(shape)
@@ -126,17 +185,21 @@ def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int, node: s
     for d, c in enumerate(out):
         if c is None or c == -1:
             out[d] = max(shape[d], 1)
-        elif isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+        elif isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise MetadataTypeError(f"{node}: chunk sizes must be integers >= 1, got {chunks!r}")
+        elif c < 1:
             raise ZarrfastError(f"{node}: chunk sizes must be integers >= 1, got {chunks!r}")
         else:
             out[d] = int(c)
     return tuple(out)
 
 
-def normalize_shards(shards: Any, shape: tuple[int, ...], inner: tuple[int, ...], node: str
-                     ) -> tuple[int, ...]:
+def normalize_shards(shards: Any, shape: tuple[int, ...], inner: tuple[int, ...], node: str,
+                     itemsize: int = 1) -> tuple[int, ...]:
     if isinstance(shards, Mapping):
         shards = shards.get("shape")
+    if isinstance(shards, str) and shards == "auto":
+        return guess_shards(shape, inner, itemsize)
     if isinstance(shards, (int, np.integer)) and not isinstance(shards, bool):
         shards = (int(shards),) * len(shape)
     try:
@@ -154,6 +217,38 @@ def normalize_shards(shards: Any, shape: tuple[int, ...], inner: tuple[int, ...]
                 f"{inner} in every dimension"
             )
     return out
+
+
+def parse_chunk_key_encoding_argument(value: Any, node: str, *, zarr_format: int = 3
+                                      ) -> ChunkKeyEncoding:
+    """The ``chunk_key_encoding`` argument of :func:`zarrfast.create_array` as an encoding:
+    ``None`` (the format's default), a name (``"default"``, ``"v2"``), a tuple
+    ``(name, separator)``, a dict ``{"name": ..., "separator": ...}`` or in the metadata's
+    form ``{"name": ..., "configuration": {"separator": ...}}``, or an encoding object
+    (zarrfast's or zarr-python's).  Zarr v2 arrays take only the ``"v2"`` encoding."""
+    where = f"{node}: chunk_key_encoding"
+    if value is None:
+        value = "default" if zarr_format == 3 else "v2"
+    if isinstance(value, (tuple, list)):
+        if not 1 <= len(value) <= 2 or not all(isinstance(v, str) for v in value):
+            raise MetadataValidationError(
+                f"{where}: a tuple must be (name,) or (name, separator), got {value!r}")
+        value = {"name": value[0], **({"separator": value[1]} if len(value) == 2 else {})}
+    elif (not isinstance(value, (str, Mapping, ChunkKeyEncoding))
+          and isinstance(getattr(value, "name", None), str)):  # zarr-python's encodings
+        value = {"name": value.name, "separator": getattr(value, "separator", "/")}
+    if isinstance(value, Mapping) and "separator" in value:
+        value = {"name": value.get("name", "default"),
+                 "configuration": {"separator": value["separator"]}}
+    cke = parse_chunk_key_encoding(dict(value) if isinstance(value, Mapping) else value,
+                                   where=where)
+    if not cke.write_configuration:  # (the separator spelled out, as zarr-python writes)
+        cke = replace(cke, write_configuration=True)
+    if zarr_format == 2 and cke.name != "v2":
+        raise MetadataValidationError(
+            f"{where}: Zarr v2 arrays use the 'v2' chunk key encoding, got {cke.name!r}; "
+            f"pass ('v2', '.') or ('v2', '/')")
+    return cke
 
 
 def _codec_list(value: Any, default: list, what: str, node: str) -> list[Codec]:
@@ -196,6 +291,7 @@ def build_array_metadata(
     shape_t = normalize_shape(shape, node)
     data_type: DataType = data_type_from_numpy(dtype, where=f"{node}: dtype")
     check_array_size(shape_t, data_type.itemsize, where=f"{node}: shape")
+    itemsize = 1 if data_type.variable_length else data_type.itemsize  # (for "auto")
     grid: Any = None  # a rectilinear grid of chunks or shards (nested lists)
     if is_rectilinear_chunks(chunks):
         if shards is not None:
@@ -205,7 +301,8 @@ def build_array_metadata(
         grid = normalize_rectilinear_chunks(chunks, shape_t, f"{node}: chunks")
         chunk_shape = grid.first_chunk_shape()
     else:
-        chunk_shape = normalize_chunks(chunks, shape_t, data_type.itemsize, node)
+        chunk_shape = normalize_chunks(chunks, shape_t, itemsize, node,
+                                       sharded=shards is not None)
     aa = _codec_list(filters, [], "filters", node)
     ser = _codec_list(serializer, [_default_serializer(data_type)], "serializer", node)
     bb = _codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors", node)
@@ -213,11 +310,11 @@ def build_array_metadata(
                               ("compressors", bb, BytesBytesCodec)):
         for c in codecs:
             if not isinstance(c, cls):
-                raise MetadataValidationError(
+                raise MetadataTypeError(
                     f"{node}: {what} take {cls.__name__}s; {c.name!r} is not one"
                 )
     if len(ser) != 1 or not isinstance(ser[0], ArrayBytesCodec):
-        raise MetadataValidationError(
+        raise MetadataTypeError(
             f"{node}: serializer must be one array -> bytes codec (such as 'bytes'), got "
             f"{serializer!r}"
         )
@@ -238,7 +335,7 @@ def build_array_metadata(
                                   node=node)
     elif shards is not None:
         # as in zarr-python: `chunks` are the inner chunks, the codecs go inside the shard
-        shard_shape = normalize_shards(shards, shape_t, chunk_shape, node)
+        shard_shape = normalize_shards(shards, shape_t, chunk_shape, node, itemsize)
         sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs)
         chain = CodecChain.create((sharding,), chunk_shape=shard_shape, data_type=data_type,
                                   node=node)
@@ -247,17 +344,7 @@ def build_array_metadata(
         for probe in grid.probe_shapes(shape_t)[1:]:  # every edge length suits the codecs
             chain.for_chunk_shape(probe)
 
-    cke: ChunkKeyEncoding
-    if chunk_key_encoding is None:
-        cke = parse_chunk_key_encoding("default")
-    elif isinstance(chunk_key_encoding, Mapping) and "separator" in chunk_key_encoding:
-        cke = parse_chunk_key_encoding(
-            {"name": chunk_key_encoding.get("name", "default"),
-             "configuration": {"separator": chunk_key_encoding["separator"]}},
-            where=f"{node}: chunk_key_encoding",
-        )
-    else:
-        cke = parse_chunk_key_encoding(chunk_key_encoding, where=f"{node}: chunk_key_encoding")
+    cke = parse_chunk_key_encoding_argument(chunk_key_encoding, node)
 
     if fill_value is DEFAULT_FILL_VALUE:
         fill_value = None
@@ -265,7 +352,10 @@ def build_array_metadata(
     dims = None
     if dimension_names is not None:
         dims = tuple(dimension_names)
-        if len(dims) != len(shape_t) or not all(d is None or isinstance(d, str) for d in dims):
+        if not all(d is None or isinstance(d, str) for d in dims):
+            raise MetadataTypeError(
+                f"{node}: dimension_names must be strings or None, got {dimension_names!r}")
+        if len(dims) != len(shape_t):
             raise MetadataValidationError(
                 f"{node}: dimension_names must be {len(shape_t)} strings or None, got "
                 f"{dimension_names!r}"
@@ -286,17 +376,33 @@ def build_array_metadata(
 
 def _numcodecs_config(codec: Any, what: str, node: str) -> dict:
     """A numcodecs codec (instance or config dict) as its config dict."""
+    if isinstance(codec, BytesBytesCodec) and what == "compressor":  # (zarr-python's words)
+        raise ZarrfastError(
+            f"{node}: {what} {codec!r}: Cannot use a BytesBytesCodec as a compressor for zarr "
+            f"v2 arrays. Use a numcodecs codec directly instead.")
     if isinstance(codec, Mapping):
         config = dict(codec)
     elif hasattr(codec, "get_config"):
         config = codec.get_config()
     else:
-        raise ZarrfastError(
+        # (zarr-python: a TypeError for a filter, a ValueError for the compressor)
+        raise (MetadataTypeError if what.startswith("filters") else ZarrfastError)(
             f"{node}: {what} for Zarr v2 must be numcodecs codecs or their config dicts, "
             f"got {codec!r}"
         )
     get_numcodecs_codec(config, where=f"{node}: {what}")  # validates the id
     return config
+
+
+def _one_or_many(value: Any) -> list:
+    """A codec argument as a list: one codec (a numcodecs codec, its config dict, a v3
+    codec object, anything not iterable) or a sequence of them."""
+    if isinstance(value, (Mapping, Codec, str)) or hasattr(value, "get_config"):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        return [value]
 
 
 def build_array_metadata_v2(
@@ -340,12 +446,10 @@ def build_array_metadata_v2(
             np_dtype = np.dtype(object)
             default_filters = [{"id": "vlen-utf8"}]
     check_array_size(shape_t, np_dtype.itemsize, where=f"{node}: shape")
-    chunk_shape = normalize_chunks(chunks, shape_t, max(np_dtype.itemsize, 8), node)
+    chunk_shape = normalize_chunks(chunks, shape_t, auto_itemsize(np_dtype), node)
     if isinstance(filters, str) and filters == "auto":
         filters = default_filters
-    filter_list = [] if filters is None else (
-        [filters] if isinstance(filters, Mapping) or hasattr(filters, "get_config")
-        else list(filters))
+    filter_list = [] if filters is None else _one_or_many(filters)
     filter_configs = [_numcodecs_config(f, f"filters[{i}]", node)
                       for i, f in enumerate(filter_list)]
     for i, config in enumerate(filter_configs):
@@ -365,18 +469,14 @@ def build_array_metadata_v2(
     elif compressors is None:
         compressor = None
     else:
-        items = ([compressors] if isinstance(compressors, Mapping)
-                 or hasattr(compressors, "get_config") else list(compressors))
+        items = _one_or_many(compressors)
         if len(items) > 1:
-            raise ZarrfastError(f"{node}: Zarr v2 takes at most one compressor, got {items!r}")
+            raise MetadataTypeError(
+                f"{node}: Zarr v2 takes at most one compressor, got {items!r}")
         compressor = _numcodecs_config(items[0], "compressor", node) if items else None
-    sep = "."
-    if chunk_key_encoding is not None:
-        cke = chunk_key_encoding
-        if isinstance(cke, Mapping):
-            if cke.get("name", "v2") != "v2":
-                raise ZarrfastError(f"{node}: Zarr v2 arrays use the 'v2' chunk key encoding")
-            sep = cke.get("separator", cke.get("configuration", {}).get("separator", "."))
+    if isinstance(chunk_key_encoding, Mapping) and "name" not in chunk_key_encoding:
+        chunk_key_encoding = {"name": "v2", **chunk_key_encoding}  # {"separator": "/"}
+    sep = parse_chunk_key_encoding_argument(chunk_key_encoding, node, zarr_format=2).separator
     attrs = dict(attributes or {})
     if dimension_names is not None:
         dims = list(dimension_names)
@@ -413,7 +513,8 @@ def build_array_metadata_v2(
 
 def check_zarr_format(zarr_format: Any) -> None:
     if zarr_format not in (None, 2, 3):
-        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+        raise MetadataValidationError(
+            f"Invalid value for 'zarr_format'. Expected 2, 3, or None. Got {zarr_format!r}.")
 
 
 def create_array_at(
@@ -438,18 +539,31 @@ def create_array_at(
     overwrite: bool = False,
     config: Mapping[str, Any] | None = None,
     write_data: bool = True,
+    data_exclusive: bool = False,
 ) -> Array:
     """Create the array at ``path`` in ``store`` (what :func:`zarrfast.create_array`,
     :meth:`Group.create_array` and the converters call).
 
     ``zarr_format=None`` writes ``config["default_zarr_format"]``; ``order=None`` takes
-    ``config={"order": ...}`` and then ``config["array.order"]`` (zarr-python's defaults)."""
+    ``config={"order": ...}`` and then ``config["array.order"]`` (zarr-python's defaults).
+
+    ``data_exclusive``: refuse ``shape`` or ``dtype`` given with ``data`` (a
+    ``ValueError``), as zarr-python's ``create_array`` does; ``zarrfast.array(data,
+    dtype=...)`` and ``zarrfast.open_array`` take both."""
     check_zarr_format(zarr_format)
     if zarr_format is None:
         zarr_format = zconfig.get("default_zarr_format")
     node = f"array {('/' + path)!r}"
-    if compressor != "auto":
+    if not (isinstance(compressor, str) and compressor == "auto"):
+        if not (isinstance(compressors, str) and compressors == "auto"):
+            raise ZarrfastError(f"{node}: give compressors or the older compressor, not both")
         compressors = compressor
+    if data is not None and data_exclusive:
+        for what, value in (("shape", shape), ("dtype", dtype)):
+            if value is not None:
+                raise ZarrfastError(
+                    f"{node}: give data or {what}, not both (the {what} comes from data; "
+                    f"convert data with numpy.asarray(data, dtype=...) to choose the dtype)")
     if data is not None:
         data_arr = np.asarray(data)
         if shape is None:

@@ -23,6 +23,7 @@ from zarrfast.errors import (
 )
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.group import Group
+from zarrfast.hierarchy.info import store_path_str
 from zarrfast.metadata.draft import DraftHierarchy, detect
 from zarrfast.metadata.paths import normalize_path
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata
@@ -64,7 +65,7 @@ class DraftArray(Array):
         )
 
     def __repr__(self) -> str:
-        return (f"<zarrfast.Array {self._store!r} {self.name!r} shape={self.shape} "
+        return (f"<Array {store_path_str(self._store, self._path)} shape={self.shape} "
                 f"dtype={self.dtype} ({self.draft_layout}, read-only)>")
 
     def __reduce__(self) -> Any:
@@ -95,7 +96,8 @@ class DraftGroup(Group):
         )
 
     def __repr__(self) -> str:
-        return f"<zarrfast.Group {self._store!r} {self.name!r} ({self.draft_layout}, read-only)>"
+        return (f"<Group {store_path_str(self._store, self._path)} ({self.draft_layout}, "
+                f"read-only)>")
 
     def __reduce__(self) -> Any:
         return (_reopen, (self._store, self._path, "group", "C"))

@@ -10,6 +10,8 @@ from zarrfast.errors import (
     ContainsArrayError,
     ContainsGroupError,
     GroupNotFoundError,
+    IncompatibleMemberError,
+    IncompatibleNodeError,
     MemberNotFoundError,
     NodeNotFoundError,
     ZarrfastError,
@@ -18,6 +20,7 @@ from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.consolidated import ConsolidatedView
 from zarrfast.hierarchy.create import create_array_at
+from zarrfast.hierarchy.info import GroupInfo, TreeRepr, group_info, render_tree, store_path_str
 from zarrfast.hierarchy.node import (
     AnyMetadata,
     Node,
@@ -126,7 +129,7 @@ class Group(Node):
         return self
 
     def __repr__(self) -> str:
-        return f"<zarrfast.Group {self._store!r} {self.name!r}>"
+        return f"<Group {store_path_str(self._store, self._path)}>"
 
     def __getstate__(self) -> dict[str, Any]:
         return {"store": self._store, "path": self._path,
@@ -288,9 +291,9 @@ class Group(Node):
     def _required_group(self, name: str) -> Group:
         node = self[name]
         if not isinstance(node, Group):
-            raise ContainsArrayError(
-                f"member {name!r} of group {self.name!r} is an array, not a group"
-            )
+            raise IncompatibleMemberError(
+                f"Incompatible object (Array) already exists: member {name!r} of group "
+                f"{self.name!r} is an array, not a group")
         return node
 
     def require_groups(self, *names: str) -> tuple[Group, ...]:
@@ -302,35 +305,40 @@ class Group(Node):
         array has the group's Zarr format)."""
         self._check_writable()
         kwargs.setdefault("zarr_format", self.zarr_format)
+        kwargs.setdefault("data_exclusive", True)  # as zarr-python: data, or shape and dtype
         arr = create_array_at(self._store, self._child_path(name), shape=shape, dtype=dtype,
                                data=data, overwrite=overwrite, **kwargs)
         self._consolidated = None
         return arr
 
-    def require_array(self, name: str, *, shape: Any, dtype: Any = None, **kwargs: Any) -> Array:
+    def require_array(self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False,
+                      **kwargs: Any) -> Array:
         """The member array ``name``, created if missing; an existing one must have this
-        shape (and a dtype that casts to ``dtype``, as in zarr-python).  Threads (and
-        processes) requiring the same array at once all get it."""
+        shape and a dtype that casts to ``dtype`` (with ``exact``, that is ``dtype``), as
+        in zarr-python: else :class:`IncompatibleNodeError` (a ``TypeError``).  Threads
+        (and processes) requiring the same array at once all get it."""
         if name in self:
-            return self._required_array(name, shape, dtype)
+            return self._required_array(name, shape, dtype, exact)
         try:
             return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
         except (ContainsArrayError, ContainsGroupError):  # created meanwhile
             if name not in self:
                 raise
-            return self._required_array(name, shape, dtype)
+            return self._required_array(name, shape, dtype, exact)
 
-    def _required_array(self, name: str, shape: Any, dtype: Any) -> Array:
+    def _required_array(self, name: str, shape: Any, dtype: Any, exact: bool = False
+                        ) -> Array:
         import numpy as np
 
         node = self[name]
         if not isinstance(node, Array):
-            raise ContainsArrayError(  # (the error require_array has always raised here)
-                f"member {name!r} of group {self.name!r} is a group, not an array")
+            raise IncompatibleMemberError(  # (a ContainsArrayError, as raised here before)
+                f"Incompatible object (Group) already exists: member {name!r} of group "
+                f"{self.name!r} is a group, not an array")
         if tuple(node.shape) != tuple(shape if isinstance(shape, tuple) else (shape,)):
-            raise ZarrfastError(
-                f"array {node.name!r} exists with shape {node.shape}, not {shape}"
-            )
+            raise IncompatibleNodeError(
+                f"Incompatible shape ({node.shape} vs {shape}): array {node.name!r} exists "
+                f"with shape {node.shape}")
         if dtype is not None:
             try:
                 wanted = np.dtype(dtype)
@@ -338,11 +346,12 @@ class Group(Node):
                 wanted = None
             # numbers only (strings and objects have several spellings: not compared)
             if (wanted is not None and wanted.kind in "biufc" and node.dtype.kind in "biufc"
-                    and not np.can_cast(node.dtype, wanted)):
-                raise ZarrfastError(
-                    f"array {node.name!r} exists with dtype {node.dtype}, which does not "
-                    f"cast to {wanted}"
-                )
+                    and (node.dtype != wanted if exact
+                         else not np.can_cast(node.dtype, wanted))):
+                how = "is not" if exact else "does not cast to"
+                raise IncompatibleNodeError(
+                    f"Incompatible dtype ({node.dtype} vs {wanted}): array {node.name!r} "
+                    f"exists with dtype {node.dtype}, which {how} {wanted}")
         return node
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -385,24 +394,33 @@ class Group(Node):
         delete_node_metadata(self._store, src)
         self._consolidated = None
 
-    def tree(self, expand: bool | None = None, level: int | None = None) -> TreeRepr:
-        """The hierarchy below this group: prints as indented text (arrays with shape and
-        dtype); with ``rich`` installed, renders as a rich tree (``rich.print(g.tree())``)."""
-        entries = []
-        for key, node in self.members(max_depth=None if level is None else max(level - 1, 0)):
-            label = (f"{key.rsplit('/', 1)[-1]} {node.shape} {node.dtype}"
-                     if isinstance(node, Array) else key.rsplit("/", 1)[-1])
-            entries.append((key.count("/"), label))
-        return TreeRepr(self.name, entries)
+    def tree(self, expand: bool | None = None, level: int | None = None, *,
+             max_nodes: int = 500, plain: bool = False) -> TreeRepr:
+        """The hierarchy below this group, drawn as zarr-python draws it (box-drawing
+        lines, arrays with shape and dtype, names in bold on a terminal unless ``plain``).
+        ``level``: the depth below the direct members to descend to (``0``: the direct
+        members only; ``None``: all); at most ``max_nodes`` nodes."""
+        if expand is not None:
+            raise NotImplementedError(
+                f"group {self.name!r}: tree(expand=...) is not implemented (as in zarr-python)")
+        members = [(key, f"{node.shape} {node.dtype}" if isinstance(node, Array) else None)
+                   for key, node in self.members(max_depth=level)]
+        return render_tree(self.name, members, max_nodes=max_nodes, plain=plain)
 
     @property
-    def info(self) -> str:
-        rows = [("Name", self.name), ("Type", "Group"), ("Zarr format", str(self.zarr_format)),
-                ("Read-only", str(self.read_only)),
-                ("Store type", type(self._store).__name__),
-                ("No. members", str(len(self)))]
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
+    def info(self) -> GroupInfo:
+        """What is known of the group without reading the store (the member counts only
+        when it was opened from consolidated metadata); prints as zarr-python's."""
+        members = (None if self._consolidated is None
+                   else self._consolidated.descendants())
+        return group_info(self, members)
+
+    def info_complete(self) -> GroupInfo:
+        """``info`` with the number of members, arrays and groups below the group (all
+        depths): reads the store unless opened from consolidated metadata."""
+        if self._consolidated is not None:
+            return self.info
+        return group_info(self, [node.metadata for _, node in self.members(max_depth=None)])
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Group) and other._store == self._store
@@ -410,34 +428,3 @@ class Group(Node):
 
     def __hash__(self) -> int:
         return hash((self._store, self._path))
-
-
-class TreeRepr:
-    """What :meth:`Group.tree` returns: text via ``str``/``repr``, a rich tree via
-    ``__rich__`` when the ``rich`` package is installed."""
-
-    def __init__(self, root: str, entries: list[tuple[int, str]]) -> None:
-        self.root = root
-        self.entries = entries  # (depth, label) in depth-first order
-
-    def __str__(self) -> str:
-        return "\n".join([self.root, *("  " * (d + 1) + label for d, label in self.entries)])
-
-    __repr__ = __str__
-
-    def __eq__(self, other: object) -> bool:
-        return str(self) == (other if isinstance(other, str) else str(other))
-
-    def __hash__(self) -> int:
-        return hash(str(self))
-
-    def __rich__(self) -> Any:
-        from rich.tree import Tree
-
-        root = Tree(self.root)
-        stack = [root]
-        for depth, label in self.entries:
-            del stack[depth + 1:]
-            stack.append(stack[depth].add(label))
-        return root
-

@@ -15,6 +15,7 @@ from typing import Any
 
 from zarrfast.errors import (
     ArrayNotFoundError,
+    ArrayNotGroupError,
     ConcurrentWriteError,
     ContainsArrayAndGroupError,
     ContainsArrayError,
@@ -72,7 +73,8 @@ def read_node_metadata(store: Store, path: str, zarr_format: int | None = None, 
     """The metadata of the node at ``path`` (v3 first, then v2, unless ``zarr_format``).
     ``zarr_json``: the node's ``zarr.json`` if the caller has read it already."""
     if zarr_format not in (None, 2, 3):
-        raise ZarrfastError(f"zarr_format must be 2, 3 or None, got {zarr_format!r}")
+        raise MetadataValidationError(
+            f"Invalid value for 'zarr_format'. Expected 2, 3, or None. Got {zarr_format!r}.")
     if zarr_format in (None, 3):
         key = node_key(path, "zarr.json")
         raw = store.get(key) if zarr_json is ... else zarr_json
@@ -109,7 +111,7 @@ def read_typed_metadata(store: Store, path: str, node_type: str,
         raise missing(str(e).replace("no array or group", f"no {node_type}", 1)) from None
     if md.node_type != node_type:
         article = {"array": "an array", "group": "a group"}
-        raise NodeTypeValidationError(
+        raise (ArrayNotGroupError if md.node_type == "array" else NodeTypeValidationError)(
             f"node at path {_where(path)} is {article[md.node_type]}, not {article[node_type]}"
         )
     return md

@@ -20,6 +20,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +95,16 @@ class RegularChunkGrid:
     def grid_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Number of chunks along each dimension."""
         return tuple(-(-s // c) for s, c in zip(shape, self.chunk_shape, strict=True))
+
+    def all_chunk_coords(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """The coordinates of every chunk of an array of ``array_shape``, in C order (as
+        zarr-python's ``ChunkGrid.all_chunk_coords``)."""
+        return itertools.product(*(range(n) for n in self.grid_shape(tuple(array_shape))))
+
+    def get_nchunks(self, array_shape: tuple[int, ...]) -> int:
+        """The number of chunks of an array of ``array_shape``."""
+        return math.prod(self.grid_shape(tuple(array_shape)))
+
 
     def chunk_sizes(self, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         """Per dimension, the extent of each chunk inside the array."""
@@ -267,6 +280,15 @@ class RectilinearChunkGrid:
             np.cumsum(self.edges(d, n), out=b[1:])
             out.append(b)
         return out
+
+    def all_chunk_coords(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """The coordinates of every chunk of an array of ``array_shape``, in C order (as
+        zarr-python's ``ChunkGrid.all_chunk_coords``)."""
+        return itertools.product(*(range(n) for n in self.grid_shape(tuple(array_shape))))
+
+    def get_nchunks(self, array_shape: tuple[int, ...]) -> int:
+        """The number of chunks of an array of ``array_shape``."""
+        return math.prod(self.grid_shape(tuple(array_shape)))
 
     def grid_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Number of chunks holding data along each dimension."""

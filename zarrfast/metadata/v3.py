@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from zarrfast.metadata.chunk_grid import (
 from zarrfast.metadata.dtype import DataType, parse_data_type
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
 
-__all__ = ["ArrayMetadata", "GroupMetadata", "parse_metadata"]
+__all__ = ["ArrayMetadata", "ConsolidatedMetadata", "GroupMetadata", "parse_metadata"]
 
 _ARRAY_KEYS = {
     "zarr_format",
@@ -338,6 +339,88 @@ class GroupMetadata:
 
     def store_documents(self) -> dict[str, bytes]:
         return {"zarr.json": self.to_json()}
+
+    @property
+    def consolidated_metadata(self) -> ConsolidatedMetadata | None:
+        """The metadata of the nodes below this group that its ``zarr.json`` holds
+        (written by ``consolidate_metadata``), as zarr-python's; ``None`` if none."""
+        cm = self.extra.get("consolidated_metadata")
+        return None if cm is None else ConsolidatedMetadata.from_dict(cm)
+
+
+@dataclass(frozen=True)
+class ConsolidatedMetadata:
+    """The metadata of the nodes below a group, kept in the group's ``zarr.json``::
+
+        "consolidated_metadata": {"kind": "inline", "must_understand": false,
+                                  "metadata": {"a": {...}, "a/x": {...}}}
+
+    As zarr-python's: ``metadata`` holds the direct members by name; a member group's
+    own ``consolidated_metadata`` holds the nodes below it; ``flattened_metadata`` has
+    every node by its path relative to the group."""
+
+    metadata: dict[str, Any] = field(default_factory=dict)
+    kind: str = "inline"
+    must_understand: bool = False
+
+    @classmethod
+    def from_dict(cls, doc: Any, *, key: str = "consolidated_metadata") -> ConsolidatedMetadata:
+        if (not isinstance(doc, dict) or doc.get("kind") != "inline"
+                or not isinstance(doc.get("metadata"), dict)
+                or doc.get("must_understand", False) is not False):
+            raise MetadataValidationError(
+                f"{key}: expected {{'kind': 'inline', 'must_understand': false, 'metadata': "
+                f"{{...}}}}, got {doc!r}")
+        flat: dict[str, Any] = {}
+        for rel, entry in doc["metadata"].items():
+            if not isinstance(rel, str) or not rel or rel.startswith("/") or not isinstance(
+                    entry, dict):
+                raise MetadataValidationError(
+                    f"{key}: entry {rel!r} must be a relative path naming a metadata object")
+            cls_ = ArrayMetadata if entry.get("node_type") == "array" else GroupMetadata
+            flat[rel] = cls_.from_dict(entry, path=rel)
+        return cls.from_flat(flat)
+
+    @classmethod
+    def from_flat(cls, flat: Mapping[str, Any]) -> ConsolidatedMetadata:
+        """From the metadata of every node below the group, by relative path."""
+        top: dict[str, Any] = {}
+        below: dict[str, dict[str, Any]] = {}
+        for rel, md in flat.items():
+            head, _, rest = rel.partition("/")
+            if rest:
+                below.setdefault(head, {})[rest] = md
+            else:
+                top[head] = md
+        for name, md in top.items():
+            if isinstance(md, GroupMetadata):  # (its subtree, perhaps empty: as zarr-python)
+                sub = cls.from_flat(below.get(name, {})).to_dict()
+                top[name] = replace(md, extra={**md.extra, "consolidated_metadata": sub})
+        return cls(metadata=top)
+
+    @property
+    def flattened_metadata(self) -> dict[str, Any]:
+        """Every node below the group by its relative path (groups without their own
+        consolidated metadata)."""
+        out: dict[str, Any] = {}
+        for name, md in self.metadata.items():
+            if isinstance(md, GroupMetadata):
+                # as zarr-python: a group that had its subtree keeps an empty one
+                cm = md.consolidated_metadata
+                empty = None if cm is None else {"kind": "inline", "must_understand": False,
+                                                 "metadata": {}}
+                extra = {k: v for k, v in md.extra.items() if k != "consolidated_metadata"}
+                out[name] = replace(md, extra=extra if empty is None else
+                                    {**extra, "consolidated_metadata": empty})
+                if cm is not None:
+                    out.update({f"{name}/{k}": v for k, v in cm.flattened_metadata.items()})
+            else:
+                out[name] = md
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "must_understand": self.must_understand,
+                "metadata": {k: v.to_dict() for k, v in self.flattened_metadata.items()}}
 
 
 def _load_json(raw: bytes | bytearray | memoryview, key: str) -> Any:

@@ -166,6 +166,16 @@ def validate_prefix(prefix: str) -> str:
     return prefix
 
 
+def listing_prefix(prefix: str) -> bool:
+    """Validate the prefix given to :meth:`Store.list_prefix`; ``False`` when no key can
+    start with it: ``"/"`` (keys never start with a slash), which zarr-python's stores
+    accept and list nothing for."""
+    if prefix == "/":
+        return False
+    validate_prefix(prefix)
+    return True
+
+
 class Store(abc.ABC):
     """Abstract key-value store.  See the module docstring for the contract."""
 
@@ -330,7 +340,8 @@ class Store(abc.ABC):
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         """All keys that start with ``prefix``, sorted."""
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         return iter([k for k in self.list() if k.startswith(prefix)])
 
     def list_dir(self, prefix: str) -> Iterator[str]:

@@ -34,6 +34,7 @@ from zarrfast.storage.base import (
     SuffixByteRequest,
     as_bytes,
     check_byte_range,
+    listing_prefix,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -96,7 +97,11 @@ class FsspecStore(Store):
     Parameters
     ----------
     fs
-        An fsspec file system (async ones such as s3fs are used natively).
+        An fsspec file system (async ones such as s3fs are used natively).  An
+        instance made with ``asynchronous=True`` (as zarr-python's ``FsspecStore``
+        takes them) is accepted too: its requests run on fsspec's I/O thread's event
+        loop, so it must not also be in use on another loop (s3fs binds its session to
+        the loop of its first request).
     path
         The root of the store on ``fs`` (``"bucket/data.zarr"`` for S3).
     read_only
@@ -125,11 +130,6 @@ class FsspecStore(Store):
         fsspec = _import_fsspec()
         if not isinstance(fs, fsspec.AbstractFileSystem):
             raise ZarrfastError(f"FsspecStore needs an fsspec file system, got {fs!r}")
-        if getattr(fs, "asynchronous", False):
-            raise ZarrfastError(
-                f"FsspecStore is synchronous: create {type(fs).__name__} with "
-                f"asynchronous=False (the default), got an asynchronous instance"
-            )
         if retry is None:
             retry = RetryPolicy()
         elif isinstance(retry, int):
@@ -144,6 +144,10 @@ class FsspecStore(Store):
         self.max_concurrency = max_concurrency
         self._requests = RequestLimit()  # (max_concurrency bounds every thread's requests)
         self._afs = fs if fs.async_impl else _wrap_sync(fs)
+        #: the event loop the requests run on: the file system's own; for an asynchronous
+        #: instance (``asynchronous=True``, made for a caller's event loop, as zarr-python's
+        #: FsspecStore wants them), which has none, fsspec's I/O thread's
+        self._loop = _loop_of(self._afs)
         self._cat_kwargs = _single_request_kwargs(self._afs)
         self._origin: tuple = ("fs",)
         url = fs.unstrip_protocol(self.path) if self.path else fs.unstrip_protocol("")
@@ -204,6 +208,9 @@ class FsspecStore(Store):
     def with_read_only(self, read_only: bool = True) -> FsspecStore:
         return self._clone(read_only)
 
+    def __str__(self) -> str:
+        return self.url
+
     def __repr__(self) -> str:
         return f"FsspecStore({self.url!r}{', read_only=True' if self.read_only else ''})"
 
@@ -239,7 +246,7 @@ class FsspecStore(Store):
         async def main() -> T:
             return await coro_fn()
 
-        return fsspec.asyn.sync(self._afs.loop, main)
+        return fsspec.asyn.sync(self._loop, main)
 
     async def _retrying(self, action: str, key: str, call: Callable[[], Awaitable[T]]) -> T:
         """Await ``call()``, retrying transient failures.  Missing-key errors
@@ -437,7 +444,8 @@ class FsspecStore(Store):
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         start = self._full(base) if base else self.path
         label = base or "<root>"
@@ -528,6 +536,14 @@ def _url_to_fs(fsspec: Any, url: str, options: dict[str, Any], take_over: bool) 
             fs.retries = 1  # s3fs's own retry loop: zarrfast's policy replaces it
             _OWN_FS[cache_key] = fs
     return fs, fs._strip_protocol(url)
+
+
+def _loop_of(afs: Any) -> Any:
+    """The loop to run ``afs``'s coroutines on (its own, else fsspec's I/O loop)."""
+    import fsspec.asyn
+
+    loop = getattr(afs, "_loop", None) if getattr(afs, "asynchronous", False) else afs.loop
+    return loop if loop is not None else fsspec.asyn.get_loop()
 
 
 def _wrap_sync(fs: Any) -> Any:

@@ -54,6 +54,7 @@ from zarrfast.storage import locks as _locks
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
+    listing_prefix,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -192,6 +193,7 @@ class LocalStore(Store):
         if isinstance(root, str) and root.startswith("file://"):
             root = root[len("file://"):]
         self.root = Path(root).expanduser().absolute()
+        self._shown_root = Path(root)  # as given (relative too), for str(): as zarr-python
         self._root_str = os.fspath(self.root)
         self.fsync = bool(fsync)
         self._fast_get_into: bool | None = None  # set: overrides the property
@@ -202,8 +204,12 @@ class LocalStore(Store):
         state["_root"] = None  # a descriptor: opened again where it is needed
         return state
 
+    def __str__(self) -> str:
+        """``file://`` and the root as given (``file://data/x.zarr``), as zarr-python's."""
+        return f"file://{getattr(self, '_shown_root', self.root).as_posix()}"
+
     def __repr__(self) -> str:
-        return f"LocalStore({self._root_str!r}{', read_only=True' if self.read_only else ''})"
+        return f"LocalStore('{self}'{', read_only=True' if self.read_only else ''})"
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -224,6 +230,7 @@ class LocalStore(Store):
         """A copy with the given mode (of the same class: a subclass's ``get`` stays)."""
         new = copy.copy(self)
         new._read_only = bool(read_only)
+        new._shown_root = self._shown_root  # (a pickled copy shows the absolute root)
         return new
 
     def _lock_scope(self) -> tuple[str, str]:
@@ -766,7 +773,8 @@ class LocalStore(Store):
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         # walk only the deepest directory the prefix names
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         start = self._path(base) if base else self._root_str

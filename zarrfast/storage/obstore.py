@@ -36,6 +36,7 @@ from zarrfast.storage.base import (
     Store,
     as_bytes,
     check_byte_range,
+    listing_prefix,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -355,6 +356,9 @@ class ObjectStore(Store):
         clone._origin, clone.url = self._origin, self.url
         return clone
 
+    def __str__(self) -> str:
+        return self.url
+
     def __repr__(self) -> str:
         return f"ObjectStore({self.url!r}{', read_only=True' if self.read_only else ''})"
 
@@ -621,7 +625,8 @@ class ObjectStore(Store):
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         keys = set()
         for meta in run(self._alist(base)):

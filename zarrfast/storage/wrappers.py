@@ -85,6 +85,9 @@ class WrapperStore(Store):
     def read_only(self) -> bool:
         return self.store.read_only
 
+    def __str__(self) -> str:  # the wrapped store's URL
+        return str(self.store)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.store!r})"
 

@@ -46,6 +46,7 @@ from zarrfast.storage.base import (
     Store,
     SuffixByteRequest,
     as_bytes,
+    listing_prefix,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -191,6 +192,9 @@ class ZarrPythonStore(Store):
             self._call("opening", "<store>", store._open)
 
     # -- identity -------------------------------------------------------------------
+    def __str__(self) -> str:  # the zarr-python store's URL, as it prints in node reprs
+        return str(self.zarr_store)
+
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"ZarrPythonStore({self.zarr_store!r}{ro})"
@@ -500,7 +504,8 @@ class ZarrPythonStore(Store):
         return iter(sorted(self._valid(self._collect("<root>", self.zarr_store.list))))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         base = prefix.rsplit("/", 1)[0] + "/" if "/" in prefix else ""
         if base:
             keys = self._collect(base, lambda: self.zarr_store.list_prefix(base))

@@ -34,6 +34,7 @@ from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
+    listing_prefix,
     normalize_byte_range,
     validate_key,
     validate_prefix,
@@ -141,6 +142,7 @@ class ZipStore(Store):
             raise ZarrfastError(f"ZipStore {os.fspath(path)!r}: mode 'r' cannot be writable")
         super().__init__(read_only=read_only)
         self.path = Path(path).expanduser().absolute()
+        self._shown_path = Path(path)  # as given (relative too), for str(): as zarr-python
         self.mode = mode
         self.compression = compression
         self.allowZip64 = allowZip64
@@ -156,6 +158,7 @@ class ZipStore(Store):
         view = cls.__new__(cls)
         Store.__init__(view, read_only=read_only)
         view.path, view.mode = other.path, other.mode
+        view._shown_path = getattr(other, "_shown_path", other.path)
         view.compression, view.allowZip64 = other.compression, other.allowZip64
         view._archive = other._archive
         return view
@@ -168,9 +171,13 @@ class ZipStore(Store):
             raise ReadOnlyError(f"{self!r} was opened with mode 'r'; it cannot be made writable")
         return ZipStore._view(self, read_only)
 
+    def __str__(self) -> str:
+        """``zip://`` and the archive's path as given, as zarr-python's."""
+        return f"zip://{os.fspath(getattr(self, '_shown_path', self.path))}"
+
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
-        return f"ZipStore({os.fspath(self.path)!r}, mode={self.mode!r}{ro})"
+        return f"ZipStore('{self}', mode={self.mode!r}{ro})"
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, ZipStore) and other._archive is self._archive
@@ -305,7 +312,8 @@ class ZipStore(Store):
         return iter(sorted(names))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        validate_prefix(prefix)
+        if not listing_prefix(prefix):
+            return iter(())
         return iter([k for k in self.list() if k.startswith(prefix)])
 
     # -- closing -------------------------------------------------------------------

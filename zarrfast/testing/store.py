@@ -551,10 +551,18 @@ class StoreTests:
 
     @pytest.mark.parametrize("prefix", ["..", "../", "/", "/a", "a//", "a/../", "./", "a\\"])
     def test_list_invalid_prefix(self, filled: Store, prefix: str) -> None:
-        with pytest.raises(InvalidKeyError):
-            _keys(filled.list_prefix(prefix))
+        if prefix != "/":  # (accepted by list_prefix: see test_list_prefix_slash)
+            with pytest.raises(InvalidKeyError):
+                _keys(filled.list_prefix(prefix))
         with pytest.raises(InvalidKeyError):
             _keys(filled.list_dir(prefix))
+
+    def test_list_prefix_slash(self, filled: Store) -> None:
+        """``list_prefix("/")`` lists nothing, as zarr-python's stores: no key starts with
+        a slash (``""`` lists everything)."""
+        assert _keys(filled.list_prefix("/")) == []
+        assert _keys(filled.list_prefix("")) == _keys(filled.list())
+        assert _keys(filled.list())
 
     def test_is_empty(self, store: Store) -> None:
         assert store.is_empty()
