@@ -344,6 +344,23 @@ def _variable_length(array: Any) -> str | None:
     return {"VLenUTF8Codec": "string", "VLenBytesCodec": "bytes"}.get(serializer)
 
 
+def _registered_zdtype(md: Any, dtype: np.dtype) -> Any:
+    """The registered, non-built-in data type (a ``zarrfast.dtype.ZDType``) of an array, or
+    ``None``: v3 metadata carries it; a v2 array's NumPy dtype is matched against them."""
+    from zarrfast.metadata.zdtype import DataTypeValidationError, data_type_registry
+
+    zdtype = getattr(md.data_type, "zdtype", None)
+    if zdtype is not None:
+        return zdtype
+    for cls in data_type_registry.contents.values():
+        if not getattr(cls, "_zarrfast_builtin", False):
+            try:
+                return cls.from_native_dtype(dtype)
+            except (DataTypeValidationError, TypeError, ValueError):
+                continue
+    return None
+
+
 def array_info(array: Any, *, complete: bool) -> ArrayInfo:
     """The :class:`ArrayInfo` of ``array`` (a :class:`~zarrfast.Array`); ``complete``
     adds what the store holds (bytes stored, chunks or shards initialized)."""
@@ -366,9 +383,11 @@ def array_info(array: Any, *, complete: bool) -> ArrayInfo:
     if complete:
         stored = array.nbytes_stored()
         initialized = array._count_stored_objects()
+    zdtype = _registered_zdtype(md, array.dtype)
     return ArrayInfo(
         zarr_format=md.zarr_format,
-        data_type=data_type_repr(array.dtype, variable_length=_variable_length(array)),
+        data_type=repr(zdtype) if zdtype is not None
+        else data_type_repr(array.dtype, variable_length=_variable_length(array)),
         fill_value=array.fill_value, shape=array.shape, chunk_shape=chunk_shape,
         shard_shape=shard_shape, order=array.order, read_only=array.read_only,
         store_type=type(array.store).__name__, filters=filters, serializer=serializer,

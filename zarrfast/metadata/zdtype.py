@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,6 +82,25 @@ class ZDType(Generic[TBaseDType, TBaseScalar]):
 
     dtype_cls: ClassVar[type]
     _zarr_v3_name: ClassVar[str]
+
+    def _fields(self) -> list[tuple[str, Any]]:
+        """What tells one instance from another: a dataclass's fields, else the public
+        attributes (zarr-python's data types are frozen dataclasses: a subclass that adds
+        nothing prints as ``Int2()`` and equals every other ``Int2()``)."""
+        if dataclasses.is_dataclass(self):
+            return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self) if f.repr]
+        return [(k, v) for k, v in getattr(self, "__dict__", {}).items() if not k.startswith("_")]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._fields())})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(self._fields())))
 
     @classmethod
     def _check_native_dtype(cls, dtype: Any) -> bool:
