@@ -22,3 +22,26 @@ def test_core_modules_give_zarrfasts_objects():
     assert check_dtype_spec_v2 is zarrfast.dtype.check_dtype_spec_v2
     assert Int8().to_native_dtype() == np.dtype("int8")
     assert GroupMetadata().zarr_format == 3
+
+
+def test_create_hierarchy_makes_and_yields_the_implied_groups(tmp_path):
+    import pytest
+
+    from zarrfast.core.group import GroupMetadata
+    from zarrfast.errors import MetadataValidationError
+    from zarrfast.metadata.v2 import GroupMetadataV2
+    from zarrfast.storage import LocalStore
+
+    store = LocalStore(tmp_path / "data")
+    out = dict(zarrfast.create_hierarchy(store=store, nodes={"a/b/c": GroupMetadata()}))
+    assert sorted(out) == ["", "a", "a/b", "a/b/c"]
+    assert all(isinstance(g, zarrfast.Group) for g in out.values())
+    assert out["a/b"].path == "a/b" and "b" in zarrfast.open_group(store, path="a")
+    # a group already there is left alone (its attributes kept) and not yielded again
+    zarrfast.open_group(store, path="a", mode="r+").attrs["keep"] = 1
+    out = dict(zarrfast.create_hierarchy(store=store, nodes={"/a/x": GroupMetadata()}))
+    assert list(out) == ["a/x"]
+    assert zarrfast.open_group(store, path="a").attrs["keep"] == 1
+    with pytest.raises(MetadataValidationError, match="more than one Zarr format"):
+        list(zarrfast.create_hierarchy(store={}, nodes={"p": GroupMetadata(),
+                                                          "q": GroupMetadataV2()}))

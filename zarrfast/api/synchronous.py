@@ -14,6 +14,7 @@ from zarrfast.errors import (
     ContainsArrayError,
     ContainsGroupError,
     GroupNotFoundError,
+    MetadataValidationError,
     NodeNotFoundError,
     ZarrfastError,
 )
@@ -632,11 +633,40 @@ def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> An
 def create_hierarchy(*, store: Store | StorePath, nodes: Mapping[str, Any], overwrite: bool = False
                      ) -> Iterator[tuple[str, Array | Group]]:
     """Write the metadata of many nodes (``{path: ArrayMetadata | GroupMetadata | ...}``) and
-    yield ``(path, node)`` for each (``path`` as given; below the path of ``store`` when it
-    is a :class:`~zarrfast.storage.StorePath`)."""
+    yield ``(path, node)`` for each (``path`` normalized, without a leading ``/``; below
+    the path of ``store`` when it is a :class:`~zarrfast.storage.StorePath`).  As in
+    zarr-python, the groups the hierarchy implies (the root and every parent not in
+    ``nodes``) are created where no group is, and yielded first; a group already there is
+    left as it is.  All nodes must have one Zarr format."""
+    from zarrfast.hierarchy.node import existing_node
     from zarrfast.hierarchy.node import write_new_node as _write
 
-    for path, md in nodes.items():
+    given = {normalize_path(k): md for k, md in nodes.items()}
+    formats = {getattr(md, "zarr_format", None) for md in given.values()}
+    if len(formats) > 1:
+        raise MetadataValidationError(
+            f"create_hierarchy: nodes of more than one Zarr format "
+            f"({', '.join(f'{k or chr(47)!r}: v{md.zarr_format}' for k, md in given.items())}); "
+            f"one hierarchy holds one format")
+    implied: list[str] = []
+    for key in given:
+        parts = key.split("/") if key else []
+        for i in range(len(parts)):
+            parent = "/".join(parts[:i])
+            if parent not in given and parent not in implied:
+                implied.append(parent)
+    fmt = formats.pop() if formats else 3
+    created = []
+    for key in sorted(implied, key=lambda k: (k.count("/") + bool(k), k)):
+        s, p = _resolve(store, key)
+        if existing_node(s, p) is None:  # write_new_node makes it with the first child
+            created.append((key, s, p))
+    for path, md in given.items():
         s, p = _resolve(store, path)
         _write(s, p, md, overwrite=overwrite)
+    for key, s, p in created:
+        yield key, node_from_metadata(s, p, GroupMetadata() if fmt == 3 else GroupMetadataV2(),
+                                      read_only=False)
+    for path, md in given.items():
+        s, p = _resolve(store, path)
         yield path, node_from_metadata(s, p, md, read_only=False)
