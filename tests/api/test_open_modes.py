@@ -33,7 +33,7 @@ def test_mode_r(store: zarrfast.Store) -> None:
         zarrfast.open_array(store, mode="r")
     assert isinstance(info.value, FileNotFoundError)
     assert isinstance(info.value, NodeNotFoundError)
-    zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="i4", data=np.arange(4))
+    zarrfast.create_array(store, chunks=(2,), data=np.arange(4, dtype="i4"))
     r = zarrfast.open_array(store, mode="r")
     assert r.read_only
     assert list(r[:]) == [0, 1, 2, 3]
@@ -55,7 +55,7 @@ def test_mode_r_plus(store: zarrfast.Store) -> None:
     with pytest.raises(ArrayNotFoundError):
         zarrfast.open_array(store, mode="r+", shape=(3,), dtype="i4")  # r+ never creates
     assert store.get("zarr.json") is None
-    zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="i4", data=np.arange(4))
+    zarrfast.create_array(store, chunks=(2,), data=np.arange(4, dtype="i4"))
     a = zarrfast.open_array(store, mode="r+")
     assert not a.read_only
     a[1] = 10
@@ -121,7 +121,7 @@ def test_open_group_as_array(store: zarrfast.Store) -> None:
 
 def test_open_local_directory_by_path(tmp_path: Path) -> None:
     p = tmp_path / "x.zarr"
-    zarrfast.create_array(str(p), shape=(3, 2), chunks=(2, 2), dtype="i2", data=[[1, 2]] * 3)
+    zarrfast.create_array(str(p), chunks=(2, 2), data=np.array([[1, 2]] * 3, dtype="i2"))
     assert (p / "zarr.json").is_file()
     assert (p / "c" / "1" / "0").is_file()
     a = zarrfast.open_array(p, mode="r")

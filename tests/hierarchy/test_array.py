@@ -84,7 +84,7 @@ def test_attrs_nan_and_infinity_round_trip(store: zarrfast.Store) -> None:
 
 def test_attribute_update_keeps_chunks(store: zarrfast.Store) -> None:
     """Attribute writes rewrite metadata only; chunks stay."""
-    a = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="i2", data=[1, 2, 3, 4])
+    a = zarrfast.create_array(store, chunks=(2,), data=np.array([1, 2, 3, 4], dtype="i2"))
     a.attrs["k"] = 1
     same(zarrfast.open_array(store, mode="r")[:], np.array([1, 2, 3, 4], "i2"))
 
@@ -141,7 +141,7 @@ def test_resize_rejects_bad_shapes(store: zarrfast.Store) -> None:
 
 
 def test_resize_to_zero_and_back(store: zarrfast.Store) -> None:
-    a = zarrfast.create_array(store, shape=(5,), chunks=(2,), dtype="u1", data=[1, 2, 3, 4, 5])
+    a = zarrfast.create_array(store, chunks=(2,), data=np.array([1, 2, 3, 4, 5], dtype="u1"))
     a.resize(0)
     assert a.shape == (0,) and chunk_keys(store) == []
     same(a[:], np.zeros(0, "u1"))

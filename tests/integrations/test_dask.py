@@ -21,8 +21,7 @@ from zarrfast.errors import ZarrfastError  # noqa: E402
 
 def _filled(path, shape=(120, 90), chunks=(10, 15), **kw):
     data = np.arange(np.prod(shape), dtype="f8").reshape(shape)
-    return zarrfast.create_array(path, shape=shape, chunks=chunks, dtype="f8", data=data,
-                                 **kw), data
+    return zarrfast.create_array(path, chunks=chunks, data=data, **kw), data
 
 
 def _is_multiple(dask_chunks, zarr_chunks, shape):

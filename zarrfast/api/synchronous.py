@@ -208,13 +208,15 @@ def create_array(
         fill_value=fill_value, order=order, zarr_format=zarr_format, attributes=attributes,
         chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
         overwrite=overwrite, config=config, write_data=write_data,
+        data_exclusive=True,  # as zarr-python's create_array: data, or shape and dtype
     )
 
 
 def array(data: Any, *, store: StoreLike = None, name: str | None = None, **kwargs: Any
           ) -> Array:
-    """Create an array filled with ``data``."""
-    return create_array(store, name=name, data=data, **kwargs)
+    """Create an array filled with ``data`` (``dtype=`` may convert it)."""
+    s, p = _resolve(store, name, storage_options=kwargs.pop("storage_options", None))
+    return create_array_at(s, p, data=data, **kwargs)
 
 
 def open_array(
