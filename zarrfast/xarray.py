@@ -377,6 +377,7 @@ class ZarrfastBackendEntrypoint(BackendEntrypoint):
         "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",
         "decode_coords", "drop_variables", "use_cftime", "decode_timedelta", "group",
         "consolidated", "storage_options", "zarr_format", "use_zarr_fill_value_as_mask",
+        "mode", "store", "engine", "cache_members",
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -410,8 +411,20 @@ class ZarrfastBackendEntrypoint(BackendEntrypoint):
         storage_options: Mapping[str, Any] | None = None,
         zarr_format: int | None = None,
         use_zarr_fill_value_as_mask: bool | None = None,
+        mode: str = "r",
+        store: Any = None,
+        engine: Any = None,
+        cache_members: bool = True,
     ) -> xr.Dataset:
+        """Open a Zarr group as a Dataset; the arguments of xarray's ``zarr`` engine are
+        accepted (``mode``, ``store``, ``engine`` and ``cache_members`` are read-side
+        no-ops: zarrfast opens read-only and caches the group's members itself)."""
         from xarray.backends.store import StoreBackendEntrypoint
+
+        if mode not in ("r", "r+", "a", "w", "w-"):
+            raise ValueError(f"open_dataset(engine='zarrfast'): invalid mode {mode!r}")
+        if store is not None:
+            filename_or_obj = store
 
         store = ZarrfastDataStore.open(
             filename_or_obj, group=group, consolidated=consolidated,
