@@ -30,6 +30,7 @@ try:
     from xarray.backends.common import AbstractDataStore
     from xarray.coding import strings as _strings
     from xarray.core import indexing
+    from xarray.core.utils import emit_user_level_warning
 except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "zarrfast.xarray requires xarray, which is not installed: "
@@ -37,9 +38,12 @@ except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
     ) from _e
 
 from zarrfast.api import consolidate_metadata, open_group
-from zarrfast.errors import ContainsGroupError, ZarrfastError
+from zarrfast.errors import ContainsGroupError, InvalidKeyError, ZarrfastError
 from zarrfast.hierarchy.array import Array
-from zarrfast.hierarchy.group import Group
+from zarrfast.hierarchy.create import create_array_at
+from zarrfast.hierarchy.group import Group, node_from_metadata
+from zarrfast.hierarchy.node import read_node_metadata
+from zarrfast.metadata.paths import validate_node_name
 from zarrfast.storage import Store
 
 __all__ = [
@@ -206,6 +210,14 @@ class ZarrfastBackendArray(BackendArray):
         return indexing.explicit_indexing_adapter(
             key, self.shape, indexing.IndexingSupport.VECTORIZED, method)
 
+    async def async_getitem(self, key: indexing.ExplicitIndexer) -> Any:
+        """``ds.load_async()``: the same read as ``__getitem__``, run in a worker thread so
+        the event loop stays free while zarrfast's pools fetch and decode the chunks (several
+        variables load concurrently)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.__getitem__, key)
+
 
 def _codec_config(codec: Any) -> Any:
     """A codec as the JSON-like dict its metadata holds."""
@@ -219,6 +231,22 @@ def _codec_config(codec: Any) -> Any:
     if isinstance(config, Mapping):
         return dict(config)
     return codec
+
+
+def _encoding_codec(codec: Any) -> Any:
+    """A v3 codec as a codec object for ``encoding``: zarr-python's class for the same JSON
+    when zarr-python is installed (what xarray's zarr engine gives, and what
+    ``Dataset.to_zarr``, which always writes with zarr-python, takes back), else zarrfast's
+    own object (which :func:`to_zarr` takes back)."""
+    try:
+        from zarr.registry import get_codec_class
+    except ImportError:
+        return codec
+    config = codec.to_dict()
+    try:
+        return get_codec_class(config["name"]).from_dict(config)
+    except Exception:  # a codec zarr-python does not know: zarrfast's object
+        return codec
 
 
 def _numcodec(config: Any) -> Any:
@@ -261,12 +289,12 @@ class ZarrfastDataStore(AbstractDataStore):
     def __init__(self, group: Group, *, use_zarr_fill_value_as_mask: bool | None = None
                  ) -> None:
         self.zarr_group = group
-        if use_zarr_fill_value_as_mask is None:
-            use_zarr_fill_value_as_mask = group.zarr_format == 2
-        self._fill_as_mask = use_zarr_fill_value_as_mask
+        # a v2 array's fill_value is always its _FillValue (as in xarray's zarr engine,
+        # which documents it so and disregards use_zarr_fill_value_as_mask for v2)
+        self._fill_as_mask = group.zarr_format == 2 or bool(use_zarr_fill_value_as_mask)
         self._arrays: dict[str, Array] = {}
         for name in group.keys():
-            node = group[name]
+            node = _member(group, name)
             if isinstance(node, Array):
                 self._arrays[name] = node
 
@@ -296,9 +324,9 @@ class ZarrfastDataStore(AbstractDataStore):
         if chunks is None:
             del encoding["chunks"]
         if arr.zarr_format == 3:
-            encoding["compressors"] = tuple(_codec_config(c) for c in arr.compressors)
-            encoding["filters"] = tuple(_codec_config(c) for c in arr.filters)
-            encoding["serializer"] = _codec_config(arr.serializer)
+            encoding["compressors"] = tuple(_encoding_codec(c) for c in arr.compressors)
+            encoding["filters"] = tuple(_encoding_codec(c) for c in arr.filters)
+            encoding["serializer"] = _encoding_codec(arr.serializer)
         else:
             md = arr.metadata
             encoding["compressors"] = (() if md.compressor is None
@@ -336,6 +364,34 @@ class ZarrfastDataStore(AbstractDataStore):
         pass
 
 
+def _member(group: Group, name: str) -> Array | Group:
+    """``group[name]``; a name with the ``__`` prefix the spec reserves (xarray's
+    ``__values__``, written by zarr-python for a variable named ``None``) is read directly,
+    as zarr-python does, since ``Group`` refuses such names."""
+    if not name.startswith("__"):
+        return group[name]
+    validate_node_name(name, reserved_ok=True)
+    path = f"{group.path}/{name}" if group.path else name
+    cons = group._consolidated
+    md = cons.get(name) if cons is not None else None
+    if md is None:
+        md = read_node_metadata(group.store, path, group.zarr_format)
+    return node_from_metadata(group.store, path, md, group.read_only)
+
+
+def _create_member_array(group: Group, name: str, **kwargs: Any) -> Array:
+    """``group.create_array(name, ...)``; xarray's reserved ``__values__`` (a variable
+    named ``None``) is created at its path directly, so that such variables round-trip as
+    they do with xarray's zarr-python writer."""
+    if not name.startswith("__"):
+        return group.create_array(name, **kwargs)
+    if name != NONE_VAR_NAME:
+        validate_node_name(name)  # raises: other reserved names are refused
+    kwargs.setdefault("zarr_format", group.zarr_format)
+    path = f"{group.path}/{name}" if group.path else name
+    return create_array_at(group.store, path, **kwargs)
+
+
 def _open_group(store: Any, *, group: str | None, mode: str, consolidated: bool | None,
                 storage_options: Mapping[str, Any] | None, zarr_format: int | None) -> Group:
     if isinstance(store, Group):
@@ -355,11 +411,24 @@ def _open_group(store: Any, *, group: str | None, mode: str, consolidated: bool 
         return open_group(store, path=path or None, use_consolidated=False, **kw)
     # consolidated metadata lives at the root: open it there, then walk down
     try:
-        root = open_group(store, use_consolidated=consolidated, **kw)
+        root = open_group(store, use_consolidated=True, **kw)
     except ZarrfastError:
-        if consolidated or not path:
+        if consolidated:
             raise
-        return open_group(store, path=path, use_consolidated=False, **kw)
+        # None: read the metadata node by node, and say that this is slow (as xarray does)
+        node = open_group(store, path=path or None, use_consolidated=False, **kw)
+        emit_user_level_warning(
+            f"Failed to open Zarr store with consolidated metadata, but successfully read "
+            f"with non-consolidated metadata ({store!r}). This is typically much "
+            f"slower for opening a dataset. To silence this warning, consider:\n"
+            f"1. Consolidating metadata in this existing store with "
+            f"zarrfast.consolidate_metadata().\n"
+            f"2. Explicitly setting consolidated=False, to avoid trying to read "
+            f"consolidate metadata, or\n"
+            f"3. Explicitly setting consolidated=True, to raise an error in this case "
+            f"instead of falling back to try reading non-consolidated metadata.",
+            RuntimeWarning)
+        return node
     if not path:
         return root
     node = root[path]
@@ -749,8 +818,43 @@ def _refuse_existing(store: Any, group: str | None,
             f"replace it or mode='a' to add variables to it")
 
 
-def _noop() -> None:
+def _noop(*_: Any) -> None:
     return None
+
+
+def _encoding_argument(encoding: Any, ds: xr.Dataset) -> dict[Hashable, dict[str, Any]]:
+    """``encoding=`` as a dict of dicts, for variables of ``ds`` only."""
+    out = {}
+    for k, v in (encoding or {}).items():
+        if k not in ds.variables:
+            raise InvalidKeyError(
+                f"encoding given for variable {k!r}, which is not in the dataset (its "
+                f"variables: {list(ds.variables)})")
+        try:
+            out[k] = dict(v)
+        except (TypeError, ValueError) as e:
+            raise ZarrfastError(
+                f"encoding for variable {k!r} must be castable to a dictionary, got "
+                f"{v!r}") from e
+    return out
+
+
+def _json_numpy(value: Any) -> Any:
+    """NumPy values nested in attributes, as JSON values (others are refused)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _check_attrs(attrs: Mapping[str, Any], where: str) -> None:
+    """Attributes must be JSON values (after NumPy values become Python ones)."""
+    import json
+
+    try:
+        json.dumps({k: _attr_value(v) for k, v in attrs.items()}, allow_nan=True,
+                   default=_json_numpy)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"Invalid attribute in Dataset.attrs. ({where}: {e})") from e
 
 
 def _fill_value_and_attrs(v: xr.Variable, fmt: int) -> tuple[Any, dict[str, Any]]:
@@ -898,10 +1002,7 @@ def to_zarr(
     mode = _choose_mode(mode, append_dim, region)
     if zarr_format not in (None, 2, 3):
         raise ZarrfastError(f"zarr_format must be 2 or 3, got {zarr_format!r}")
-    encoding = {k: dict(v) for k, v in (encoding or {}).items()}
-    missing = [k for k in encoding if k not in ds.variables]
-    if missing:
-        raise ZarrfastError(f"encoding given for variables {missing} not in the dataset")
+    encoding = _encoding_argument(encoding, ds)
     for vn, enc in encoding.items():
         if enc.get("_FillValue") is not None and enc.get("fill_value") is not None:
             raise ZarrfastError(f"variable {vn!r}: give _FillValue or fill_value, not both")
@@ -1041,6 +1142,11 @@ def to_zarr(
             create["fill_value"] = fill_value
         plan.append((name, v, arr, new_shape, region_t, create))
 
+    _check_attrs(attributes, "Dataset.attrs")
+    for name, *_, create in plan:
+        if create is not None:
+            _check_attrs(create["attributes"], f"the attributes of variable {name!r}")
+
     # 2. write
     if target is None:
         target = _new_group(store, mode=mode, group=group, zarr_format=fmt,
@@ -1052,7 +1158,8 @@ def to_zarr(
     regions: list[tuple[slice, ...]] = []
     for name, v, arr, new_shape, region_t, create in plan:
         if arr is None:
-            arr = target.create_array(name, shape=v.shape, overwrite=mode == "w", **create)
+            arr = _create_member_array(target, name, shape=v.shape, overwrite=mode == "w",
+                                       **create)
             if fmt == 2 and create["fill_value"] is None and arr.fill_value is not None:
                 # xarray's v2 arrays without _FillValue have "fill_value": null (zarrfast
                 # writes the dtype's zero when none is given), else zeros would read as NaN
@@ -1076,8 +1183,10 @@ def to_zarr(
 
         stored_ = da.store(sources, targets, regions=regions, lock=False, compute=compute,
                            **dict(chunkmanager_store_kwargs or {}))
-        if not compute:
-            return stored_
+        if not compute:  # a Delayed that runs the stores (dask.array.store gives an Array)
+            import dask
+
+            return dask.delayed(_noop)(stored_)
     elif not compute:
         import dask
 
