@@ -380,12 +380,13 @@ def _member(group: Group, name: str) -> Array | Group:
 
 
 def _create_member_array(group: Group, name: str, **kwargs: Any) -> Array:
-    """``group.create_array(name, ...)``; xarray's reserved ``__values__`` (a variable
-    named ``None``) is created at its path directly, so that such variables round-trip as
-    they do with xarray's zarr-python writer."""
+    """``group.create_array(name, ...)``; the names xarray gives with the ``__`` prefix the
+    spec reserves (``__values__`` for a variable named ``None``,
+    ``__xarray_dataarray_variable__`` for an unnamed DataArray) are created at their path
+    directly, so that such variables round-trip as with xarray's zarr-python writer."""
     if not name.startswith("__"):
         return group.create_array(name, **kwargs)
-    if name != NONE_VAR_NAME:
+    if name not in _XARRAY_RESERVED_NAMES:
         validate_node_name(name)  # raises: other reserved names are refused
     kwargs.setdefault("zarr_format", group.zarr_format)
     path = f"{group.path}/{name}" if group.path else name
@@ -518,6 +519,8 @@ _SAFE_TO_DROP = frozenset({"source", "original_shape", "preferred_chunks"})
 _MODES = ("w", "w-", "a", "a-", "r+")
 #: xarray stores a variable named ``None`` (an unnamed DataArray's) under this name
 NONE_VAR_NAME = "__values__"
+#: the names with a reserved ``__`` prefix that xarray writes (and so to_zarr may create)
+_XARRAY_RESERVED_NAMES = frozenset({NONE_VAR_NAME, "__xarray_dataarray_variable__"})
 
 
 def _encode_name(name: Hashable) -> str:
