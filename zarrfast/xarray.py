@@ -47,6 +47,7 @@ from zarrfast.metadata.paths import validate_node_name
 from zarrfast.storage import Store
 
 __all__ = [
+    "MissingDimensionsError",
     "ZarrfastBackendArray",
     "ZarrfastBackendEntrypoint",
     "ZarrfastDataStore",
@@ -259,6 +260,13 @@ def _numcodec(config: Any) -> Any:
         return dict(config)
 
 
+class MissingDimensionsError(ZarrfastError, KeyError):
+    """An array without dimension names (a ``KeyError``, as with xarray's zarr engine)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
 def _dims_and_attrs(arr: Array, name: str) -> tuple[tuple[str, ...], dict[str, Any]]:
     attrs = dict(arr.attrs)
     from_attrs = attrs.pop(DIMENSION_KEY, None)
@@ -273,9 +281,10 @@ def _dims_and_attrs(arr: Array, name: str) -> tuple[tuple[str, ...], dict[str, A
     elif arr.ndim == 0:
         dims = ()
     else:
-        raise ZarrfastError(
+        raise MissingDimensionsError(
             f"array {name!r} has neither dimension_names (Zarr v3) nor an "
-            f"{DIMENSION_KEY!r} attribute; xarray needs its dimension names"
+            f"{DIMENSION_KEY!r} attribute, which is required for xarray to determine variable "
+            f"dimensions"
         )
     if len(dims) != arr.ndim:
         raise ZarrfastError(
@@ -408,6 +417,8 @@ def _open_group(store: Any, *, group: str | None, mode: str, consolidated: bool 
     if storage_options is not None:
         kw["storage_options"] = storage_options
     path = (group or "").strip("/")
+    if not getattr(store, "supports_consolidated_metadata", True):
+        consolidated = False  # a (zarr-python) store that says it cannot hold any
     if consolidated is False:
         return open_group(store, path=path or None, use_consolidated=False, **kw)
     # consolidated metadata lives at the root: open it there, then walk down
@@ -1179,7 +1190,8 @@ def to_zarr(
         else:
             arr[region_t if region_t else ...] = np.asarray(v.data)
 
-    if consolidated or consolidated is None:
+    if ((consolidated or consolidated is None)
+            and getattr(store, "supports_consolidated_metadata", True)):
         consolidate_metadata(target.store)
     if sources:
         import dask.array as da
