@@ -184,6 +184,8 @@ class ZarrfastBackendArray(BackendArray):
     def _as_dtype(self, values: Any) -> Any:
         """Datetimes with a scale factor (``M8[10s]``, which xarray refuses) in their unit:
         the same instants, NaT kept."""
+        if not hasattr(values, "dtype"):  # a scalar read of a StringDType array: a str
+            return np.asarray(values, dtype=self.dtype)
         if values.dtype.kind in "mM" and values.dtype != self.dtype:
             return values.astype(self.dtype)
         return values
@@ -332,6 +334,8 @@ class ZarrfastDataStore(AbstractDataStore):
         }
         if chunks is None:
             del encoding["chunks"]
+        if wrapper.dtype.kind == "T":  # kept as StringDType by xarray's decoding
+            encoding["dtype"] = wrapper.dtype
         if arr.zarr_format == 3:
             encoding["compressors"] = tuple(_encoding_codec(c) for c in arr.compressors)
             encoding["filters"] = tuple(_encoding_codec(c) for c in arr.filters)
@@ -542,9 +546,10 @@ def _decode_name(name: str) -> Hashable:
     return None if name == NONE_VAR_NAME else name
 
 
-def _encode_variable(var: xr.Variable, name: Hashable) -> xr.Variable:
+def _encode_variable(var: xr.Variable, name: Hashable, fmt: int = 3) -> xr.Variable:
     """xarray's CF encoding for Zarr (no ``missing_value`` coder: Zarr has fill values),
-    then strings as xarray's zarr backend stores them (unicode kept, bytes fixed-length)."""
+    then strings as xarray's zarr backend stores them (unicode kept, bytes fixed-length; in
+    v3 NumPy's StringDType stays variable-length strings)."""
     from xarray.backends.common import ensure_dtype_not_object
 
     coders = getattr(conventions, "ZARR_CODERS", None)
@@ -553,6 +558,8 @@ def _encode_variable(var: xr.Variable, name: Hashable) -> xr.Variable:
     else:  # pragma: no cover - older xarray
         var = conventions.encode_cf_variable(var, name=name)
     var = ensure_dtype_not_object(var, name=name)
+    if fmt == 3 and var.dtype.kind == "T" and var.dtype == np.dtypes.StringDType():
+        return var  # (a StringDType with an na_object goes the compatibility way)
     var = _strings.EncodedStringCoder(allows_unicode=True).encode(var, name=name)
     return _strings.ensure_fixed_length_bytes(var)
 
@@ -1103,7 +1110,7 @@ def to_zarr(
                         f"variable {vn!r}: dimension {d!r} has length {n} in the dataset but "
                         f"{stored_sizes[d]} in the store; to grow it pass append_dim={d!r}")
     encoded: dict[Hashable, xr.Variable] = {
-        vn: _encode_variable(variables[vn].copy(deep=False), vn) for vn in new_names}
+        vn: _encode_variable(variables[vn].copy(deep=False), vn, fmt) for vn in new_names}
     if existing_names:
         assert reader is not None and target is not None
         # values written into an existing variable are encoded exactly as the stored ones
@@ -1116,7 +1123,7 @@ def to_zarr(
             var = variables[vn].copy(deep=False)
             var.encoding = dict(stored[vn].encoding)
             encoded[vn] = _match_existing_dims(
-                vn, _encode_variable(var, vn), stored[vn], write_region, append_dim)
+                vn, _encode_variable(var, vn, fmt), stored[vn], write_region, append_dim)
     if mode == "a-" and append_dim is not None:
         encoded = {k: v for k, v in encoded.items()
                    if k not in existing_names or append_dim in v.dims}

@@ -307,3 +307,56 @@ def test_v3_codecs_are_objects_and_write_back(tmp_path, monkeypatch):
     zx.to_zarr(back, tmp_path / "b.zarr")
     assert zarrfast.open_array(tmp_path / "b.zarr", path="v").compressors[0].to_dict() == \
         codec.to_dict()
+
+
+@pytest.mark.skipif(not hasattr(np.dtypes, "StringDType"), reason="needs NumPy 2")
+@pytest.mark.parametrize("writer", ["zarr", "zarrfast"])
+def test_stringdtype_stays_stringdtype_in_v3(tmp_path, writer):
+    dt = np.dtypes.StringDType()
+    ds = xr.Dataset({"s": ("x", np.array(["a", "bb", "ccc"], dtype=dt)),
+                     "z": np.array("q", dtype=dt)})
+    p = tmp_path / "s.zarr"
+    if writer == "zarr":
+        ds.to_zarr(p, zarr_format=3, consolidated=False)
+    else:
+        zx.to_zarr(ds, p, zarr_format=3, consolidated=False)
+    assert zarr.open_array(p, path="s", mode="r").dtype == dt
+    got = _read(p)
+    ref = _read(p, engine="zarr")
+    assert got.s.dtype == ref.s.dtype == dt and got.z.dtype == dt
+    xr.testing.assert_identical(got, ref)
+    # with an na_object: written the compatible way, nulls as empty strings
+    nulls = xr.Dataset({"s": ("x", np.array(["ab", None],
+                                           dtype=np.dtypes.StringDType(na_object=None)))})
+    zx.to_zarr(nulls, tmp_path / "n.zarr", zarr_format=3)
+    assert zarr.open_array(tmp_path / "n.zarr", path="s", mode="r").dtype.kind != "T"
+    np.testing.assert_array_equal(_read(tmp_path / "n.zarr").s.values, ["ab", ""])
+
+
+def test_array_without_dimension_names_is_a_key_error(tmp_path):
+    g = zarrfast.open_group(tmp_path / "k.zarr", mode="w")
+    g.create_array("bar", shape=(3, 5), dtype="f4")
+    with pytest.raises(KeyError, match="'bar'.*required for xarray to determine variable "
+                                       "dimensions"):
+        xr.open_dataset(tmp_path / "k.zarr", engine="zarrfast", consolidated=False)
+
+
+class _NoConsolidated(zarr.storage.WrapperStore):
+    supports_consolidated_metadata = False
+
+
+@FORMATS
+def test_store_without_consolidated_metadata_support(fmt):
+    """A zarr-python store that cannot hold consolidated metadata: written without it, read
+    without a warning (and without failing for consolidated=True), as xarray does."""
+    store = _NoConsolidated(zarr.storage.MemoryStore({}, read_only=False))
+    ds = _timeseries(3)
+    zx.to_zarr(ds, store, zarr_format=fmt)
+    with pytest.raises(ZarrfastError, match="has no consolidated metadata"):
+        zarrfast.open_group(zarrfast.storage.ZarrPythonStore(store), mode="r",
+                            use_consolidated=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for consolidated in (None, True):
+            got = xr.open_dataset(store, engine="zarrfast", consolidated=consolidated).load()
+            xr.testing.assert_identical(got, ds)
