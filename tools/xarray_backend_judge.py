@@ -24,7 +24,10 @@ Two sides are run, each in its own pytest process:
 
 By default the test classes run are ``TestZarrDirectoryStore`` and ``TestZarrWriteEmpty``
 (its subclass) with both values of the ``default_zarr_format`` parametrisation, plus
-``TestZarrRegionAuto`` (``--select`` replaces that list).  For each side the tool prints
+``TestZarrRegionAuto`` (``--select`` replaces that list; ``--extended`` adds the other zarr
+tests).  pytest imports the tests as ``xarray.tests`` from the source distribution, so the
+``xarray`` package of that distribution (pure Python, of the version named) is the one that
+runs; use the version installed in the environment.  For each side the tool prints
 the counts of passed, failed, errored and skipped tests, and with ``--list-failures`` the
 failing test ids with the last line of their error.
 """
@@ -46,6 +49,22 @@ DEFAULT_SELECT = (
     "test_backends.py::TestZarrDirectoryStore",
     "test_backends.py::TestZarrWriteEmpty",
     "test_backends.py::TestZarrRegionAuto",
+)
+
+#: with ``--extended``: the other zarr tests of test_backends.py (zarr-python stores given
+#: directly, DataArray writes, the entry point, NCZarr, rectilinear chunks)
+EXTENDED_SELECT = (
+    "test_backends.py::TestZarrDictStore",
+    "test_backends.py::TestZarrNoConsolidatedMetadataSupport",
+    "test_backends.py::TestDataArrayToZarr",
+    "test_backends.py::TestZarrRectilinearChunksRead",
+    "test_backends.py::TestNCZarr",
+    "test_backends.py::test_roundtrip_stringdtype_zarr_v3",
+    "test_backends.py::test_open_dataset_chunking_zarr",
+    "test_backends.py::test_zarr_entrypoint",
+    "test_backends.py::test_zarr_closing_internal_zip_store",
+    "test_backends.py::test_zarr_create_default_indexes",
+    "test_backends.py::test_raises_key_error_on_invalid_zarr_store",
 )
 
 #: the pytest plugin, written to a temporary directory and loaded with ``-p``
@@ -140,14 +159,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--side", choices=("read", "write", "both"), default="both")
     p.add_argument("--list-failures", action="store_true")
     p.add_argument("-k", dest="kexpr", default=None, help="pytest -k expression")
-    p.add_argument("--select", nargs="+", default=list(DEFAULT_SELECT),
-                   help="test ids relative to the tests directory")
+    p.add_argument("--select", nargs="+", default=None,
+                   help="test ids relative to the tests directory (replaces the default)")
+    p.add_argument("--extended", action="store_true",
+                   help="also run the other zarr tests of test_backends.py")
     p.add_argument("pytest_args", nargs="*", help="more arguments for pytest (after --)")
     args = p.parse_args(argv)
     tests = _tests_dir(args.xarray_source.resolve())
+    select = list(args.select or DEFAULT_SELECT)
+    if args.extended:
+        select += EXTENDED_SELECT
     sides = ("read", "write") if args.side == "both" else (args.side,)
     for side in sides:
-        result = run_side(tests, side, args.select, args.kexpr, args.pytest_args)
+        result = run_side(tests, side, select, args.kexpr, args.pytest_args)
         c = result["counts"]
         ran = c["PASSED"] + c["FAILED"] + c["ERROR"]
         print(f"{side}: {c['PASSED']} passed of {ran} run, {c['FAILED']} failed, "
