@@ -10,7 +10,13 @@ xarray's zarr backend: in v2 the array's ``fill_value`` is the ``_FillValue``; i
 encoding.
 
 Writing: :func:`to_zarr` writes a Dataset with xarray's CF encoding, readable by
-``xr.open_zarr`` (zarr-python) and by this backend.
+``xr.open_zarr`` (zarr-python) and by this backend, with the arguments and behaviour of
+``Dataset.to_zarr`` (modes ``w``/``w-``/``a``/``a-``/``r+``, ``region=`` and ``"auto"``,
+``append_dim=``, ``align_chunks``, ``compute=False`` returning a ``Delayed``) and its errors.
+xarray (2026.9) has no ``engine=`` for ``to_zarr``: ``ds.to_zarr`` always writes with
+zarr-python; call ``zarrfast.xarray.to_zarr(ds, ...)`` to write with zarrfast.
+
+``tools/xarray_backend_judge.py`` runs xarray's own zarr backend tests against both sides.
 """
 
 from __future__ import annotations
@@ -839,6 +845,20 @@ def _refuse_existing(store: Any, group: str | None,
             f"replace it or mode='a' to add variables to it")
 
 
+def _stored_sizes(reader: ZarrfastDataStore) -> dict[str, int]:
+    """The dimension lengths of the group's xarray variables (arrays without dimension
+    names, written by other tools, are not variables and are passed over)."""
+    sizes: dict[str, int] = {}
+    for name, arr in reader._arrays.items():
+        try:
+            dims, _ = _dims_and_attrs(arr, name)
+        except MissingDimensionsError:
+            continue
+        for d, n in zip(dims, arr.shape, strict=True):
+            sizes.setdefault(d, n)
+    return sizes
+
+
 def _noop(*_: Any) -> None:
     return None
 
@@ -1093,7 +1113,7 @@ def to_zarr(
             f"allowed in ``xarray.Dataset.to_zarr()`` with ``mode='r+'``. To allow writing "
             f"new variables, set ``mode='a'``.")
     if append_dim is not None and _encode_name(append_dim) not in existing_keys:
-        dims = reader.get_dimensions() if reader is not None else {}
+        dims = _stored_sizes(reader) if reader is not None else {}
         if append_dim not in dims:
             raise ZarrfastError(
                 f"append_dim={append_dim!r} does not match any existing dataset dimensions "
@@ -1102,7 +1122,7 @@ def to_zarr(
     if reader is not None and new_names:
         # a new variable must agree with the stored dimension lengths (xarray would write
         # it, and the group would no longer open as a dataset)
-        stored_sizes = reader.get_dimensions()
+        stored_sizes = _stored_sizes(reader)
         for vn in new_names:
             for d, n in variables[vn].sizes.items():
                 if d != append_dim and d in stored_sizes and stored_sizes[d] != n:

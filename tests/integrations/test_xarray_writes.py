@@ -360,3 +360,15 @@ def test_store_without_consolidated_metadata_support(fmt):
         for consolidated in (None, True):
             got = xr.open_dataset(store, engine="zarrfast", consolidated=consolidated).load()
             xr.testing.assert_identical(got, ds)
+
+
+def test_mode_a_adds_variables_next_to_arrays_without_dimension_names(tmp_path):
+    p = tmp_path / "f.zarr"
+    g = zarrfast.open_group(p, mode="w")
+    g.create_array("foreign", shape=(4,), dtype="i2")  # not an xarray variable
+    zx.to_zarr(xr.Dataset({"v": ("x", np.arange(3.0))}), p, mode="a")
+    zx.to_zarr(xr.Dataset({"v": ("x", np.arange(2.0))}), p, append_dim="x")
+    assert zarrfast.open_array(p, path="v").shape == (5,)
+    assert zarrfast.open_array(p, path="foreign").shape == (4,)
+    with pytest.raises(ValueError, match="dimension 'x' has length 7 in the dataset but 5"):
+        zx.to_zarr(xr.Dataset({"w": ("x", np.arange(7.0))}), p, mode="a")
