@@ -1223,6 +1223,9 @@ def to_zarr(
     if sources:
         import dask.array as da
 
+        # no lock: validate_grid_chunks_alignment above made every dask block cover whole
+        # Zarr chunks (shards) of its region, so no two blocks write one stored object
+        # (safe_chunks=False hands that promise to the caller, as in xarray)
         stored_ = da.store(sources, targets, regions=regions, lock=False, compute=compute,
                            **dict(chunkmanager_store_kwargs or {}))
         if not compute:  # a Delayed that runs the stores (dask.array.store gives an Array)
