@@ -116,7 +116,7 @@ def _check_member_path(rel: Any, key: str, what: str) -> str:
         )
     try:
         for name in rel.split("/"):
-            validate_node_name(name, path=rel)
+            validate_node_name(name, path=rel, reserved_ok=True)  # read what others wrote
     except InvalidNodeNameError as e:
         raise MetadataValidationError(
             f"{key}: consolidated metadata {what} {rel!r} is not a valid node path: {e}"

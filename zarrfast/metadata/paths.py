@@ -7,9 +7,12 @@ from zarrfast.errors import InvalidNodeNameError
 __all__ = ["join_path", "normalize_path", "validate_node_name", "metadata_key"]
 
 
-def validate_node_name(name: str, *, path: str | None = None) -> str:
+def validate_node_name(name: str, *, path: str | None = None, reserved_ok: bool = False
+                       ) -> str:
     """Check one node name: non-empty, no ``/``, not only periods, no ``__`` prefix,
-    not ``zarr.json``."""
+    not ``zarr.json``.  ``reserved_ok`` accepts the ``__`` prefix the spec reserves: for
+    reading what other writers made (xarray stores a variable named ``None`` as
+    ``__values__``), never for creating."""
     where = f" in path {path!r}" if path is not None and path != name else ""
     if not isinstance(name, str):
         raise InvalidNodeNameError(f"node name must be a str, got {name!r}{where}")
@@ -19,7 +22,7 @@ def validate_node_name(name: str, *, path: str | None = None) -> str:
         raise InvalidNodeNameError(f"node name {name!r} must not contain '/'{where}")
     if set(name) == {"."}:
         raise InvalidNodeNameError(f"node name {name!r} must not consist only of periods{where}")
-    if name.startswith("__"):
+    if name.startswith("__") and not reserved_ok:
         raise InvalidNodeNameError(f"node name {name!r} must not start with '__'{where}")
     if name == "zarr.json":
         raise InvalidNodeNameError(f"node name must not be 'zarr.json'{where}")
