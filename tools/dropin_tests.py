@@ -326,7 +326,11 @@ def run(mode: str, checkout: Path, files: list[str], workdir: Path, timeout: flo
     env = dict(os.environ, DROPIN_MODE=mode, DROPIN_OUT=str(out),
                PYTHONPATH=os.pathsep.join([str(Path(__file__).parent),
                                            os.environ.get("PYTHONPATH", "")]))
+    # --tb=line: a test that fails by deep recursion once made pytest's source-formatting of
+    # its traceback crash the whole session (CPython 3.11's "AST constructor recursion depth
+    # mismatch"); the reasons reported come from each report's crash line anyway
     cmd = [sys.executable, "-m", "pytest", "-p", Path(__file__).stem, "-q", "--no-header",
+           "--tb=line",
            "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
            "-o", "asyncio_default_fixture_loop_scope=function", "-o", "xfail_strict=true",
            "--rootdir", str(checkout), "-c", os.devnull,

@@ -13,6 +13,11 @@ expected.
 from __future__ import annotations
 
 __all__ = [
+    "UnstableSpecificationWarning",
+    "ZarrDeprecationWarning",
+    "ZarrFutureWarning",
+    "ZarrRuntimeWarning",
+    "ZarrUserWarning",
     "ZarrfastError",
     "BaseZarrError",
     "MetadataError",
@@ -191,3 +196,26 @@ class LockTimeoutError(ConcurrentWriteError, TimeoutError):
     """The lock serialising updates of a node's metadata (an append, a resize, an
     attribute change) was not acquired within ``config lock_timeout`` seconds: another
     thread or process held it.  Nothing of this update was stored."""
+
+
+# -- warnings, under zarr-python's names (``pytest.warns(zarr.errors.ZarrUserWarning)``) ---
+
+
+class ZarrUserWarning(UserWarning):
+    """Something the user asked for works, but probably not as they meant."""
+
+
+class ZarrFutureWarning(FutureWarning):
+    """Behaviour that will change."""
+
+
+class UnstableSpecificationWarning(ZarrFutureWarning):
+    """Data written with a format extension whose specification is not final."""
+
+
+class ZarrDeprecationWarning(DeprecationWarning):
+    """A deprecated name or argument."""
+
+
+class ZarrRuntimeWarning(RuntimeWarning):
+    """A questionable situation met while running."""

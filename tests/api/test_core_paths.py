@@ -45,3 +45,32 @@ def test_create_hierarchy_makes_and_yields_the_implied_groups(tmp_path):
     with pytest.raises(MetadataValidationError, match="more than one Zarr format"):
         list(zarrfast.create_hierarchy(store={}, nodes={"p": GroupMetadata(),
                                                           "q": GroupMetadataV2()}))
+
+
+def test_group_like_creators_and_foreign_data_type_objects():
+    import pytest
+
+    zdt = pytest.importorskip("zarr.dtype")  # zarr-python's own data type objects
+    g = zarrfast.group({})
+    a = g.zeros_like(name="z", data=np.ones((3, 4), "f4"))
+    assert a.shape == (3, 4) and a.dtype == np.dtype("f4") and not a[:].any()
+    b = g.full_like(name="f", data=a, fill_value=7)
+    assert b.chunks == a.chunks and (b[:] == 7).all()
+    assert (g.ones_like(name="o", data=[1, 2])[:] == 1).all()
+    assert g.empty_like(name="e", data=a).shape == (3, 4)
+    for fmt in (2, 3):
+        for theirs, ours in ((zdt.Int16(endianness="little"), "<i2"),
+                             (zdt.FixedLengthUTF32(length=3, endianness="little"), "<U3"),
+                             (zdt.DateTime64(endianness="little", scale_factor=10, unit="s"),
+                              "<M8[10s]")):
+            arr = zarrfast.create_array({}, shape=(2,), dtype=theirs, zarr_format=fmt)
+            assert arr.dtype == np.dtype(ours), (fmt, theirs)
+
+
+def test_warnings_have_zarr_pythons_names():
+    from zarrfast import errors
+
+    assert issubclass(errors.ZarrUserWarning, UserWarning)
+    assert issubclass(errors.UnstableSpecificationWarning, FutureWarning)
+    assert issubclass(errors.ZarrDeprecationWarning, DeprecationWarning)
+    assert issubclass(errors.ZarrRuntimeWarning, RuntimeWarning)

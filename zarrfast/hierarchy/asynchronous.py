@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from zarrfast.errors import ZarrfastError
 from zarrfast.hierarchy.array import Array
-from zarrfast.hierarchy.group import Group, node_from_metadata
+from zarrfast.hierarchy.group import Group, like_kwargs, node_from_metadata
 from zarrfast.hierarchy.legacy import create_legacy
 from zarrfast.hierarchy.node import AsyncNode, read_typed_metadata, write_new_node
 from zarrfast.metadata.paths import normalize_path
@@ -92,22 +92,6 @@ def _node_attribute(view: AsyncNode, name: str) -> Any:
             f"{type(view).__name__} has no coroutine {name!r}; {kind}.{name} is "
             f"synchronous: call it on {kind}(view) (the same {kind.lower()})")
     return value
-
-
-def _like(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` completed with the shape, dtype and (regular) chunks of ``data``."""
-    import numpy as np
-
-    node = data._node if isinstance(data, AsyncNode) else data
-    out = dict(kwargs)
-    if not hasattr(node, "shape") or not hasattr(node, "dtype"):
-        node = np.asarray(node)
-    out.setdefault("shape", node.shape)
-    out.setdefault("dtype", node.dtype)
-    chunks = getattr(node, "chunks", None)
-    if isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks):
-        out.setdefault("chunks", chunks)
-    return out
 
 
 def _check_node(cls_name: str, node: Any, kind: type) -> None:
@@ -547,16 +531,16 @@ class AsyncGroup(AsyncNode, kind="group"):
     async def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
         """A member array shaped like ``data`` (its shape, dtype and, for a chunked array,
         chunks), elements at the fill value."""
-        return await self.create_array(name, **_like(data, kwargs))
+        return await self.create_array(name, **like_kwargs(data, kwargs))
 
     async def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
-        return await self.create_array(name, **_like(data, kwargs), fill_value=0)
+        return await self.create_array(name, **like_kwargs(data, kwargs), fill_value=0)
 
     async def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
-        return await self.create_array(name, **_like(data, kwargs), fill_value=1)
+        return await self.create_array(name, **like_kwargs(data, kwargs), fill_value=1)
 
     async def full_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
-        return await self.create_array(name, **_like(data, kwargs))
+        return await self.create_array(name, **like_kwargs(data, kwargs))
 
     async def create_hierarchy(self, nodes: Mapping[str, Any], *, overwrite: bool = False
                                ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:

@@ -31,6 +31,7 @@ from zarrfast.errors import (
     MetadataTypeError,
     MetadataValidationError,
     ZarrfastError,
+    ZarrUserWarning,
 )
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.node import node_key, write_new_node
@@ -45,7 +46,12 @@ from zarrfast.metadata.dtype import DataType, data_type_from_numpy
 from zarrfast.metadata.limits import check_array_size
 from zarrfast.metadata.v2 import ArrayMetadataV2
 from zarrfast.metadata.v3 import ArrayMetadata
-from zarrfast.metadata.zdtype import VariableLengthBytes, VariableLengthUTF8, ZDType
+from zarrfast.metadata.zdtype import (
+    VariableLengthBytes,
+    VariableLengthUTF8,
+    ZDType,
+    foreign_zdtype,
+)
 from zarrfast.storage import Store
 
 __all__ = [
@@ -150,7 +156,7 @@ def guess_shards(shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int
     each dimension holding more than eight chunks."""
     target = zconfig.get("array.target_shard_size_bytes")
     warnings.warn("Automatic shard shape inference is experimental and may change without "
-                  "notice.", UserWarning, stacklevel=4)
+                  "notice.", ZarrUserWarning, stacklevel=4)
     if target is None:
         return tuple(c * 2 if s // c > 8 else c for s, c in zip(shape, chunks, strict=True))
     chunk_bytes = math.prod(chunks) * itemsize
@@ -425,6 +431,7 @@ def build_array_metadata_v2(
     zeros, ``""`` for vlen strings, NaT for datetimes); not giving one
     (:data:`DEFAULT_FILL_VALUE`) stores the dtype's default."""
     shape_t = normalize_shape(shape, node)
+    dtype = foreign_zdtype(dtype) or dtype  # another library's data type object: ours
     if isinstance(dtype, ZDType):  # zarr-python's data type objects
         dtype = str if isinstance(dtype, VariableLengthUTF8) else bytes if isinstance(
             dtype, VariableLengthBytes) else dtype.to_native_dtype()

@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from zarrfast.errors import (
     ContainsArrayError,
     ContainsGroupError,
@@ -372,6 +374,20 @@ class Group(Node):
     def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
         return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
 
+    def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """A member array shaped like ``data`` (its shape, dtype and, for a chunked array,
+        chunks), elements at the fill value."""
+        return self.create_array(name, **like_kwargs(data, kwargs))
+
+    def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, **like_kwargs(data, kwargs), fill_value=0)
+
+    def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, **like_kwargs(data, kwargs), fill_value=1)
+
+    def full_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        return self.create_array(name, **like_kwargs(data, kwargs))
+
     def move(self, source: str, dest: str) -> None:
         """Move the member at ``source`` (a path below this group) to ``dest``."""
         self._check_writable()
@@ -428,3 +444,18 @@ class Group(Node):
 
     def __hash__(self) -> int:
         return hash((self._store, self._path))
+
+
+def like_kwargs(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` completed with the shape, dtype and (regular) chunks of ``data`` (an
+    array, an asynchronous view of one, or anything NumPy makes an array of)."""
+    node = getattr(data, "_node", data)  # an asynchronous view: its array
+    out = dict(kwargs)
+    if not hasattr(node, "shape") or not hasattr(node, "dtype"):
+        node = np.asarray(node)
+    out.setdefault("shape", node.shape)
+    out.setdefault("dtype", node.dtype)
+    chunks = getattr(node, "chunks", None)
+    if isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks):
+        out.setdefault("chunks", chunks)
+    return out

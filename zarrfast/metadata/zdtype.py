@@ -861,11 +861,27 @@ def data_type_of(z: ZDType, *, where: str = "dtype") -> _dt.DataType:
     return ExtensionDataType(name, np.dtype(z.to_native_dtype()), zdtype=z)
 
 
+def foreign_zdtype(value: Any) -> ZDType | None:
+    """Another library's data type object (zarr-python's ``Int8()``, ``Structured(...)``) as
+    the registered data type with the same Zarr v3 JSON, or ``None``."""
+    if (isinstance(value, (ZDType, str, Mapping, type)) or not callable(getattr(value, "to_json", None))
+            or not callable(getattr(value, "to_native_dtype", None))):
+        return None
+    try:
+        return data_type_registry.match_json(value.to_json(zarr_format=3), zarr_format=3)
+    except (DataTypeValidationError, TypeError, ValueError, NotImplementedError,
+            UnsupportedDataTypeError):
+        return None
+
+
 def _extension_lookup(value: Any, where: str) -> _dt.DataType | None:
     """The hook :mod:`.dtype` calls for what it does not know: a ``ZDType`` instance, or the
     v3 JSON / name of a registered data type."""
     if isinstance(value, ZDType):
         return data_type_of(value, where=where)
+    foreign = foreign_zdtype(value)
+    if foreign is not None:
+        return data_type_of(foreign, where=where)
     if isinstance(value, (str, Mapping)):
         for cls in data_type_registry.contents.values():
             if getattr(cls, "_zarrfast_builtin", False):
