@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import os
 import struct
+import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
@@ -44,7 +45,7 @@ except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
     ) from _e
 
 from zarrfast.api import consolidate_metadata, open_group
-from zarrfast.errors import ContainsGroupError, InvalidKeyError, ZarrfastError
+from zarrfast.errors import ContainsGroupError, InvalidKeyError, ZarrfastError, ZarrUserWarning
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.create import create_array_at
 from zarrfast.hierarchy.group import Group, node_from_metadata
@@ -1219,7 +1220,10 @@ def to_zarr(
 
     if ((consolidated or consolidated is None)
             and getattr(store, "supports_consolidated_metadata", True)):
-        consolidate_metadata(target.store)
+        with warnings.catch_warnings():  # asked for: not worth zarr-python's v3 caveat
+            warnings.filterwarnings("ignore", message="Consolidated metadata is currently not",
+                                    category=ZarrUserWarning)
+            consolidate_metadata(target.store)
     if sources:
         import dask.array as da
 

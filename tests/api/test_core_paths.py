@@ -74,3 +74,41 @@ def test_warnings_have_zarr_pythons_names():
     assert issubclass(errors.UnstableSpecificationWarning, FutureWarning)
     assert issubclass(errors.ZarrDeprecationWarning, DeprecationWarning)
     assert issubclass(errors.ZarrRuntimeWarning, RuntimeWarning)
+
+
+def test_group_open_classmethod(tmp_path):
+    import pytest
+
+    from zarrfast.storage import LocalStore
+
+    store = LocalStore(tmp_path / "g")
+    with pytest.raises(FileNotFoundError):
+        zarrfast.Group.open(store)
+    zarrfast.Group.from_store(store, attributes={"a": 1})
+    g = zarrfast.Group.open(store)
+    assert isinstance(g, zarrfast.Group) and g.attrs["a"] == 1
+    with pytest.raises(zarrfast.errors.ZarrfastError, match="no consolidated metadata"):
+        zarrfast.Group.open(store, use_consolidated=True)
+    zarrfast.consolidate_metadata(store)
+    assert zarrfast.Group.open(store, use_consolidated=True).attrs["a"] == 1
+
+
+def test_zarr_pythons_warnings_where_it_gives_them():
+    import warnings
+
+    import pytest
+
+    from zarrfast.codecs.numcodecs import Delta
+    from zarrfast.errors import ZarrUserWarning
+
+    with pytest.warns(ZarrUserWarning, match="Numcodecs codecs are not in the Zarr version 3"):
+        delta = Delta(dtype="i4")
+    store: dict = {}
+    zarrfast.create_array(store, shape=(4,), dtype="i4", filters=[delta])[:] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # reading the metadata back warns of nothing
+        assert zarrfast.open_array(store).filters[0].codec_name == "numcodecs.delta"
+    g = zarrfast.group({})
+    g.create_group("child")
+    with pytest.warns(ZarrUserWarning, match="Consolidated metadata is currently not part"):
+        zarrfast.consolidate_metadata(g.store)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from zarrfast.errors import (
     MetadataValidationError,
     NodeNotFoundError,
     ZarrfastError,
+    ZarrUserWarning,
 )
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, check_zarr_format, create_array_at
@@ -415,6 +417,10 @@ def consolidate_metadata(store: StoreLike, path: str | None = None,
 
     s, p = _resolve(store, path, storage_options=storage_options)
     md = read_typed_metadata(s, p, "group", zarr_format)
+    if md.zarr_format == 3:
+        warnings.warn("Consolidated metadata is currently not part in the Zarr format 3 "
+                      "specification. It may not be supported by other zarr implementations "
+                      "and may change in the future.", ZarrUserWarning, stacklevel=2)
     write_consolidated(s, p, md)
     return open_consolidated(s, path=p, mode="r+" if not s.read_only else "r",
                              zarr_format=md.zarr_format)

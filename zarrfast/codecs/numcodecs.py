@@ -18,6 +18,7 @@ the core codecs' fast paths, the rest numcodecs' classes.  ``CRC32C`` is numcode
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from zarrfast.codecs.numcodecs_v3 import (
@@ -28,7 +29,7 @@ from zarrfast.codecs.numcodecs_v3 import (
     _numcodecs_config,
     zarr_repr,
 )
-from zarrfast.errors import MetadataValidationError
+from zarrfast.errors import MetadataValidationError, ZarrUserWarning
 
 __all__ = [
     "BZ2", "CRC32", "CRC32C", "LZ4", "LZMA", "ZFPY", "Adler32", "AsType", "BitRound",
@@ -41,6 +42,10 @@ def _user_config(name: str, configuration: Any, codec_config: dict[str, Any]) ->
     """The numcodecs configuration (without ``id``) of ``Cls(**codec_config)`` or
     ``Cls(configuration={...})``."""
     codec_id = name[len(PREFIX):]
+    if configuration is None:  # made by the user (metadata read gives configuration=)
+        warnings.warn("Numcodecs codecs are not in the Zarr version 3 specification and may "
+                      "not be supported by other zarr implementations.", ZarrUserWarning,
+                      stacklevel=3)
     if configuration is not None:
         if codec_config:
             raise MetadataValidationError(

@@ -372,19 +372,7 @@ class AsyncGroup(AsyncNode, kind="group"):
         """The group at ``store`` (consolidated metadata is used where the group has
         it, unless ``use_consolidated`` is false; required if true)."""
         def open_() -> Group:
-            s, p = _store_and_path(store, path)
-            if use_consolidated is not False:
-                from zarrfast.hierarchy.consolidated import read_consolidated
-
-                found = read_consolidated(s, p, zarr_format)
-                if found is not None:
-                    md, members = found
-                    return Group(s, p, md, read_only=s.read_only, consolidated=members)
-                if use_consolidated is True:
-                    raise ZarrfastError(f"group {p or '/'!r} in {s!r} has no consolidated "
-                                        f"metadata; pass use_consolidated=False")
-            md = read_typed_metadata(s, p, "group", zarr_format)
-            return Group(s, p, md, read_only=s.read_only)
+            return Group.open(store, zarr_format, path=path, use_consolidated=use_consolidated)
         return (await _call(open_))._async_view()
 
     # -- what the group is (no I/O) -------------------------------------------------------
@@ -534,10 +522,10 @@ class AsyncGroup(AsyncNode, kind="group"):
         return await self.create_array(name, **like_kwargs(data, kwargs))
 
     async def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
-        return await self.create_array(name, **like_kwargs(data, kwargs), fill_value=0)
+        return await self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 0})
 
     async def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
-        return await self.create_array(name, **like_kwargs(data, kwargs), fill_value=1)
+        return await self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 1})
 
     async def full_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
         return await self.create_array(name, **like_kwargs(data, kwargs))

@@ -362,6 +362,28 @@ class Group(Node):
 
         self.create_array(name, data=np.asarray(value), overwrite=True)
 
+    @classmethod
+    def open(cls, store: Any, zarr_format: int | None = 3, *, path: str | None = None,
+             use_consolidated: bool | str | None = None) -> Group:
+        """The group at ``store`` (a store, a ``StorePath``, or what ``make_store`` takes);
+        its consolidated metadata is used where it has some, unless ``use_consolidated``
+        is false (required if true), as zarr-python's ``Group.open``."""
+        from zarrfast.hierarchy.consolidated import read_consolidated
+        from zarrfast.metadata.paths import normalize_path
+        from zarrfast.storage.asynchronous import store_path_of
+
+        sp = store_path_of(store, normalize_path(path))
+        s, p = sp.store, normalize_path(sp.path)
+        if use_consolidated is not False:
+            found = read_consolidated(s, p, zarr_format)
+            if found is not None:
+                md, members = found
+                return cls(s, p, md, read_only=s.read_only, consolidated=members)
+            if use_consolidated is True:
+                raise ZarrfastError(f"group {p or '/'!r} in {s!r} has no consolidated "
+                                    f"metadata; pass use_consolidated=False")
+        return cls(s, p, read_typed_metadata(s, p, "group", zarr_format), read_only=s.read_only)
+
     def empty(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
         return self.create_array(name, shape=shape, **kwargs)
 
@@ -380,10 +402,10 @@ class Group(Node):
         return self.create_array(name, **like_kwargs(data, kwargs))
 
     def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
-        return self.create_array(name, **like_kwargs(data, kwargs), fill_value=0)
+        return self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 0})
 
     def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
-        return self.create_array(name, **like_kwargs(data, kwargs), fill_value=1)
+        return self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 1})
 
     def full_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
         return self.create_array(name, **like_kwargs(data, kwargs))
@@ -447,8 +469,9 @@ class Group(Node):
 
 
 def like_kwargs(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` completed with the shape, dtype and (regular) chunks of ``data`` (an
-    array, an asynchronous view of one, or anything NumPy makes an array of)."""
+    """``kwargs`` completed with the shape, dtype, (regular) chunks and fill value of
+    ``data`` (an array, an asynchronous view of one, or anything NumPy makes an array of),
+    as zarr-python's ``*_like`` take them."""
     node = getattr(data, "_node", data)  # an asynchronous view: its array
     out = dict(kwargs)
     if not hasattr(node, "shape") or not hasattr(node, "dtype"):
@@ -458,4 +481,6 @@ def like_kwargs(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     chunks = getattr(node, "chunks", None)
     if isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks):
         out.setdefault("chunks", chunks)
+    if isinstance(node, Array):
+        out.setdefault("fill_value", node.fill_value)
     return out
