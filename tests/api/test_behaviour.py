@@ -173,7 +173,7 @@ def test_chunk_key_encoding_of_zarr_python_and_for_v2() -> None:
                               chunk_key_encoding=("v2", "/"))
     b[:] = 1
     assert s.exists("1/1") and b.metadata.dimension_separator == "/"
-    with pytest.raises(ValueError, match="'v2' chunk key encoding"):
+    with pytest.raises(ValueError, match="the `name` field of the chunk key encoding must be 'v2'"):
         zarrfast.create_array(MemoryStore(), shape=(4,), dtype="i1", zarr_format=2,
                               chunk_key_encoding=("default", "/"))
     for bad in (("default", ".", "x"), ("nope", "/"), ("default", "-"), (1, 2)):

@@ -252,7 +252,8 @@ def parse_chunk_key_encoding_argument(value: Any, node: str, *, zarr_format: int
         cke = replace(cke, write_configuration=True)
     if zarr_format == 2 and cke.name != "v2":
         raise MetadataValidationError(
-            f"{where}: Zarr v2 arrays use the 'v2' chunk key encoding, got {cke.name!r}; "
+            f"{where}: Invalid chunk key encoding. For Zarr format 2 arrays, the `name` field "
+            f"of the chunk key encoding must be 'v2'. Got {cke.name!r}; "
             f"pass ('v2', '.') or ('v2', '/')")
     return cke
 
@@ -569,7 +570,8 @@ def create_array_at(
         for what, value in (("shape", shape), ("dtype", dtype)):
             if value is not None:
                 raise ZarrfastError(
-                    f"{node}: give data or {what}, not both (the {what} comes from data; "
+                    f"{node}: The data parameter was used, but the {what} parameter was "
+                    f"also used: give data or {what}, not both (the {what} comes from data; "
                     f"convert data with numpy.asarray(data, dtype=...) to choose the dtype)")
     if data is not None:
         data_arr = np.asarray(data)
@@ -580,7 +582,7 @@ def create_array_at(
     else:
         data_arr = None
     if shape is None:
-        raise ZarrfastError(f"{node}: shape is required (or pass data=)")
+        raise ZarrfastError(f"{node}: shape was not specified (give shape, or data)")
     if dtype is None:
         dtype = np.float64
     if order not in (None, "C", "F"):
@@ -596,8 +598,12 @@ def create_array_at(
     if order not in ("C", "F"):
         raise ZarrfastError(f"{node}: config order must be 'C' or 'F', got {order!r}")
     if zarr_format == 2:
-        if shards is not None or serializer != "auto":
-            raise ZarrfastError(f"{node}: Zarr v2 arrays have no shards or serializer")
+        if shards is not None:
+            raise ZarrfastError(f"{node}: Zarr format 2 arrays can only be created with "
+                                f"`shard_shape` set to `None`. Got `shard_shape={shards}` instead.")
+        if not (isinstance(serializer, str) and serializer == "auto"):
+            raise ZarrfastError(f"{node}: Zarr format 2 arrays do not support `serializer`. "
+                                f"Got {serializer!r}")
         chain = None
         md: Any = build_array_metadata_v2(
             shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, filters=filters,

@@ -183,7 +183,8 @@ def _write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite
         node = existing_node(store, parent)
         if node is not None and node[1] == "array":
             raise ContainsArrayError(
-                f"cannot create {path!r}: its parent {parent or '/'!r} is an array"
+                f"A parent of {path!r} is an array - only groups may have child nodes. "
+                f"(its parent {parent or '/'!r} is an array)"
             )
         if node is not None and node[0] != fmt:
             raise MetadataValidationError(
@@ -266,7 +267,7 @@ def array_metadata_from_dict(data: Any, path: str = "") -> AnyArrayMetadata:
         doc.setdefault("filters", None)
         doc.setdefault("order", "C")
         return ArrayMetadataV2.from_dict(doc, attributes, path=path)
-    raise MetadataValidationError(f"{where}: Invalid zarr_format: {fmt!r}. Expected 2 or 3")
+    raise MetadataValidationError(f"{where}: Invalid zarr_format: {fmt}. Expected 2 or 3")
 
 
 def resolve_store_path(store_path: Any) -> tuple[Store, str]:

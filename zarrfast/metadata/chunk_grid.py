@@ -473,7 +473,8 @@ def parse_chunk_key_encoding(data: Any, *, where: str = "chunk_key_encoding") ->
     classes = {"default": DefaultChunkKeyEncoding, "v2": V2ChunkKeyEncoding}
     if not isinstance(name, str) or name not in classes:
         raise MetadataValidationError(
-            f"{where}: unsupported chunk key encoding {name!r}; expected 'default' or 'v2'"
+            f"{where}: Unknown chunk key encoding: \"Chunk key encoding {name!r} not found in "
+            f"registered chunk key encodings: ['default', 'v2'].\""
         )
     extra = set(data) - {"name", "configuration"}
     if extra:
