@@ -483,13 +483,17 @@ async def test_async_array_open_create_and_constructor(tmp_path: Path) -> None:
     from zarrfast.codecs import BytesCodec, GzipCodec
 
     legacy = await AsyncArray.create(StorePath(store, "legacy"), shape=(4, 4), dtype="u2",
-                                     chunk_shape=(2, 2), dimension_separator=".",
+                                     chunk_shape=(2, 2), chunk_key_encoding=("default", "."),
                                      codecs=[BytesCodec(endian="big"), GzipCodec(level=1)],
                                      data=np.arange(16).reshape(4, 4), attributes={"l": 1})
     assert legacy.chunks == (2, 2) and legacy.attrs["l"] == 1
     assert store.exists("legacy/c.1.1") and legacy.serializer == BytesCodec(endian="big")
     assert legacy.compressors == (GzipCodec(level=1),)
     np.testing.assert_array_equal(await legacy.getitem(...), np.arange(16).reshape(4, 4))
+    with pytest.raises(ValueError, match="dimension_separator cannot be used for arrays with "
+                                         "zarr_format 3"):  # as zarr-python refuses it
+        await AsyncArray.create(StorePath(store, "sep"), shape=(4,), dtype="u2",
+                                dimension_separator=".")
     v2 = await AsyncArray.create(MemoryStore(), path="v2", shape=(3,), dtype="i1",
                                  zarr_format=2, chunks=(2,), compressor=None)
     assert v2.zarr_format == 2 and v2.metadata.compressor is None

@@ -112,3 +112,47 @@ def test_zarr_pythons_warnings_where_it_gives_them():
     g.create_group("child")
     with pytest.warns(ZarrUserWarning, match="Consolidated metadata is currently not part"):
         zarrfast.consolidate_metadata(g.store)
+
+
+def test_deprecated_dataset_names_warn_and_work():
+    import asyncio
+
+    import pytest
+
+    from zarrfast.errors import ZarrDeprecationWarning
+
+    g = zarrfast.group({})
+    data = np.arange(6.0).reshape(2, 3)
+    with pytest.warns(ZarrDeprecationWarning, match=r"Group\.create_array instead\."):
+        a = g.create_dataset("a", data=data, shape=data.shape)
+    assert np.array_equal(a[:], data)
+    with pytest.warns(ZarrDeprecationWarning, match=r"Group\.require_array instead\."):
+        assert g.require_dataset("a", shape=(2, 3)).shape == (2, 3)
+
+    async def run():
+        ag = g.async_group if hasattr(g, "async_group") else zarrfast.AsyncGroup(g)
+        with pytest.warns(ZarrDeprecationWarning, match=r"Group\.create_array instead\."):
+            b = await ag.create_dataset("b", shape=(4,), dtype="u1")
+        assert b.shape == (4,)
+        await g.update_attributes_async({"k": 1})
+    asyncio.run(run())
+    assert g.attrs["k"] == 1
+
+
+def test_create_refuses_what_zarr_python_refuses():
+    import pytest
+
+    cases = [
+        ({"zarr_format": 2, "chunk_key_encoding": {"name": "default", "separator": "/"}},
+         "chunk_key_encoding cannot be used for arrays with zarr_format 2"),
+        ({"zarr_format": 2, "codecs": ["bytes"]}, "codecs cannot be used"),
+        ({"zarr_format": 2, "dimension_names": ["x"]}, "dimension_names cannot be used"),
+        ({"zarr_format": 3, "filters": []}, "filters cannot be used"),
+        ({"zarr_format": 3, "compressor": "blosc"}, "compressor cannot be used"),
+        ({"zarr_format": 3, "chunk_shape": (1,)}, "Only one of chunk_shape or chunks"),
+    ]
+    for kwargs, words in cases:
+        with pytest.raises(ValueError, match=words):
+            zarrfast.create(store={}, shape=(10,), chunks=(1,), dtype="u1", **kwargs)
+    # without an explicit zarr_format, older code's compressor still works
+    assert zarrfast.create(store={}, shape=(10,), dtype="u1", compressor=None).shape == (10,)

@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
-from zarrfast.errors import ZarrfastError
+from zarrfast.errors import ZarrDeprecationWarning, ZarrfastError
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.group import Group, like_kwargs, node_from_metadata
 from zarrfast.hierarchy.legacy import create_legacy
@@ -497,6 +498,23 @@ class AsyncGroup(AsyncNode, kind="group"):
         """A new member array (arguments as :func:`zarrfast.create_array`)."""
         return async_view(await _call(self._node.create_array, name, shape=shape,
                                       dtype=dtype, data=data, overwrite=overwrite, **kwargs))
+
+    async def create_dataset(self, name: str, **kwargs: Any) -> AsyncArray:
+        """zarr-python's deprecated name of :meth:`create_array`."""
+        with warnings.catch_warnings():  # warned here, in the caller's frame
+            warnings.simplefilter("ignore", ZarrDeprecationWarning)
+            node = await _call(self._node.create_dataset, name, **kwargs)
+        warnings.warn("AsyncGroup.create_dataset is deprecated and will be removed in a "
+                      "future version. Use Group.create_array instead.",
+                      ZarrDeprecationWarning, stacklevel=2)
+        return async_view(node)
+
+    async def require_dataset(self, name: str, *, shape: Any, **kwargs: Any) -> AsyncArray:
+        """zarr-python's deprecated name of :meth:`require_array`."""
+        warnings.warn("AsyncGroup.require_dataset is deprecated and will be removed in a "
+                      "future version. Use Group.require_array instead.",
+                      ZarrDeprecationWarning, stacklevel=2)
+        return await self.require_array(name, shape=shape, **kwargs)
 
     async def require_array(self, name: str, *, shape: Any, dtype: Any = None,
                             **kwargs: Any) -> AsyncArray:

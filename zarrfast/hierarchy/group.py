@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -16,6 +17,7 @@ from zarrfast.errors import (
     IncompatibleNodeError,
     MemberNotFoundError,
     NodeNotFoundError,
+    ZarrDeprecationWarning,
     ZarrfastError,
 )
 from zarrfast.hierarchy.array import Array
@@ -312,6 +314,29 @@ class Group(Node):
                                data=data, overwrite=overwrite, **kwargs)
         self._consolidated = None
         return arr
+
+    def create_dataset(self, name: str, **kwargs: Any) -> Array:
+        """zarr-python's deprecated name of :meth:`create_array` (``data`` may come with
+        ``shape``, as it could there)."""
+        warnings.warn("Group.create_dataset is deprecated and will be removed in a future "
+                      "version. Use Group.create_array instead.", ZarrDeprecationWarning,
+                      stacklevel=2)
+        if kwargs.get("data") is not None:
+            kwargs.pop("shape", None)
+        return self.create_array(name, **kwargs)
+
+    def require_dataset(self, name: str, *, shape: Any, **kwargs: Any) -> Array:
+        """zarr-python's deprecated name of :meth:`require_array`."""
+        warnings.warn("Group.require_dataset is deprecated and will be removed in a future "
+                      "version. Use Group.require_array instead.", ZarrDeprecationWarning,
+                      stacklevel=2)
+        return self.require_array(name, shape=shape, **kwargs)
+
+    async def update_attributes_async(self, new_attributes: Mapping[str, Any]) -> Group:
+        """:meth:`update_attributes` as a coroutine (zarr-python's ``Group`` has it)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.update_attributes, new_attributes)
 
     def require_array(self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False,
                       **kwargs: Any) -> Array:

@@ -47,6 +47,27 @@ def create_legacy(store: Store, path: str, *, shape: Any, dtype: Any = None,
     ``zarr_format=2``); ``data``, if given, is written."""
     check_zarr_format(zarr_format)
     fmt = zarr_format if zarr_format is not None else zconfig.get("default_zarr_format")
+    where = f"array {('/' + path)!r}"
+    # what zarr-python's create refuses, in its words (and its ValueError)
+    if chunk_shape is not None and chunks is not None:
+        raise ZarrfastError(f"{where}: Only one of chunk_shape or chunks can be provided.")
+    if fmt == 2:
+        for name, value, instead in (
+                ("dimension_names", dimension_names, None),
+                ("chunk_key_encoding", chunk_key_encoding, "dimension_separator"),
+                ("codecs", codecs, "filters and compressor")):
+            if value is not None:
+                raise ZarrfastError(f"{where}: {name} cannot be used for arrays with zarr_format "
+                                    f"2." + (f" Use {instead} instead." if instead else ""))
+    elif zarr_format == 3:  # (asked for: without it, older code's compressor still works)
+        for name, given, instead in (
+                ("dimension_separator", dimension_separator is not None, "chunk_key_encoding"),
+                ("filters", filters is not None, "array-to-array codecs"),
+                ("compressor", not (isinstance(compressor, str) and compressor == "auto"),
+                 "bytes-to-bytes codecs")):
+            if given:
+                raise ZarrfastError(f"{where}: {name} cannot be used for arrays with zarr_format "
+                                    f"3. Use {instead} instead.")
     cfg = dict(config or {})
     if write_empty_chunks is not None:
         cfg["write_empty_chunks"] = write_empty_chunks
