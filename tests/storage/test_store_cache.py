@@ -194,3 +194,20 @@ def test_an_array_through_the_cache_reads_what_was_written(tmp_path):
     again = pickle.loads(pickle.dumps(cached))
     assert again.cache_info()["cached_keys"] == 0
     np.testing.assert_array_equal(zarrfast.open_array(again, mode="r")[:], data)
+
+
+def test_store_listings_are_also_asynchronous_iterators(tmp_path):
+    from zarrfast.storage.base import Listing
+
+    for store in (MemoryStore(), LocalStore(tmp_path / "l"),
+                  CacheStore(MemoryStore(), cache_store=MemoryStore())):
+        store.set("g/zarr.json", b"{}")
+        store.set("g/c/0", b"x")
+        assert isinstance(store.list_prefix("g/"), Listing)
+        assert sorted(store.list()) == ["g/c/0", "g/zarr.json"]
+
+        async def collect(store=store):
+            return sorted([k async for k in store.list_prefix("g/")]), \
+                [k async for k in store.list_dir("g")]
+        keys, below = asyncio.run(collect())
+        assert keys == ["g/c/0", "g/zarr.json"] and sorted(below) == ["c", "zarr.json"]

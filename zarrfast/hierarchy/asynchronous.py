@@ -500,14 +500,14 @@ class AsyncGroup(AsyncNode, kind="group"):
                                       dtype=dtype, data=data, overwrite=overwrite, **kwargs))
 
     async def create_dataset(self, name: str, **kwargs: Any) -> AsyncArray:
-        """zarr-python's deprecated name of :meth:`create_array`."""
-        with warnings.catch_warnings():  # warned here, in the caller's frame
-            warnings.simplefilter("ignore", ZarrDeprecationWarning)
-            node = await _call(self._node.create_dataset, name, **kwargs)
+        """zarr-python's deprecated name of :meth:`create_array` (warns first, also when the
+        creation then fails)."""
         warnings.warn("AsyncGroup.create_dataset is deprecated and will be removed in a "
                       "future version. Use Group.create_array instead.",
                       ZarrDeprecationWarning, stacklevel=2)
-        return async_view(node)
+        if kwargs.get("data") is not None:
+            kwargs.pop("shape", None)
+        return await self.create_array(name, **kwargs)
 
     async def require_dataset(self, name: str, *, shape: Any, **kwargs: Any) -> AsyncArray:
         """zarr-python's deprecated name of :meth:`require_array`."""

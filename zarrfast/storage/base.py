@@ -47,6 +47,45 @@ __all__ = [
 ]
 
 
+class Listing:
+    """The keys a store lists: an iterator (``for k in store.list()``, ``sorted(...)``)
+    that is also an asynchronous one, for code written for zarr-python's stores
+    (``async for k in store.list_prefix("")``).  The keys are there already: nothing
+    waits."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self._keys = iter(keys)
+
+    def __iter__(self) -> Listing:
+        return self
+
+    def __next__(self) -> str:
+        return next(self._keys)
+
+    def __aiter__(self) -> Listing:
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            return next(self._keys)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+
+def _giving_listing(method: Any) -> Any:
+    """``method`` (a store's ``list``, ``list_prefix`` or ``list_dir``) returning a Listing."""
+    import functools
+
+    @functools.wraps(method)
+    def listing(self: Any, *args: Any, **kwargs: Any) -> Listing:
+        return Listing(method(self, *args, **kwargs))
+
+    listing._gives_listing = True  # type: ignore[attr-defined]
+    return listing
+
+
 @dataclass(frozen=True, slots=True)
 class RangeByteRequest:
     """Bytes ``[start, end)`` of a value."""
@@ -200,6 +239,13 @@ class Store(abc.ABC):
     #: file); otherwise it excludes the threads of this process only, and updates of a
     #: node's metadata check that nobody else changed it meanwhile (best effort)
     interprocess_locks: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("list", "list_prefix", "list_dir"):  # their results: Listings
+            method = getattr(cls, name, None)
+            if callable(method) and not getattr(method, "_gives_listing", False):
+                setattr(cls, name, _giving_listing(method))
 
     def __init__(self, *, read_only: bool = False) -> None:
         self._read_only = bool(read_only)
