@@ -195,34 +195,6 @@ class AsyncArray(AsyncNode, kind="array"):
         return _node_attribute(self, name)
 
     @property
-    def metadata(self) -> Any:
-        return self._node.metadata
-
-    @property
-    def store(self) -> Any:
-        return self._node.store
-
-    @property
-    def store_path(self) -> StorePath:
-        return self._node.store_path
-
-    @property
-    def path(self) -> str:
-        return self._node.path
-
-    @property
-    def name(self) -> str:
-        return self._node.name
-
-    @property
-    def basename(self) -> str:
-        return self._node.basename
-
-    @property
-    def attrs(self) -> Any:
-        return self._node.attrs
-
-    @property
     def shape(self) -> tuple[int, ...]:
         return self._node.shape
 
@@ -391,34 +363,6 @@ class AsyncGroup(AsyncNode, kind="group"):
     def __getattr__(self, name: str) -> Any:
         # zarr_format, read_only and the group's other plain attributes
         return _node_attribute(self, name)
-
-    @property
-    def metadata(self) -> Any:
-        return self._node.metadata
-
-    @property
-    def store(self) -> Any:
-        return self._node.store
-
-    @property
-    def store_path(self) -> StorePath:
-        return self._node.store_path
-
-    @property
-    def path(self) -> str:
-        return self._node.path
-
-    @property
-    def name(self) -> str:
-        return self._node.name
-
-    @property
-    def basename(self) -> str:
-        return self._node.basename
-
-    @property
-    def attrs(self) -> Any:
-        return self._node.attrs
 
     @property
     def info(self) -> Any:

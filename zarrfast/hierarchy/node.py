@@ -349,6 +349,35 @@ class AsyncNode:
         self._node = node
         node.__dict__["_async_view_"] = self  # (an unpickled node's one view)
 
+    # what every view reads off its node (no I/O)
+    @property
+    def metadata(self) -> Any:
+        return self._node.metadata
+
+    @property
+    def store(self) -> Any:
+        return self._node.store
+
+    @property
+    def store_path(self) -> StorePath:
+        return self._node.store_path
+
+    @property
+    def path(self) -> str:
+        return self._node.path
+
+    @property
+    def name(self) -> str:
+        return self._node.name
+
+    @property
+    def basename(self) -> str:
+        return self._node.basename
+
+    @property
+    def attrs(self) -> Any:
+        return self._node.attrs
+
 
 class _NodeType(type):
     """``Array(async_array)`` / ``Group(async_group)``: the node the view is over (one
