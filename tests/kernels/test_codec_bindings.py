@@ -44,9 +44,10 @@ def test_linked_libraries_are_the_ones_bound():
         assert kernels.CODEC_BINDINGS["blosc"].startswith(f"linked at build time (c-blosc {blosc[2]})")
 
 
-def test_the_version_names_the_bindings():
+def test_the_version_names_the_bindings(subprocess_cwd):
+    # (from a neutral directory: the installed zarrfast, not a source tree beside it)
     out = subprocess.run([sys.executable, "-m", "zarrfast", "--version"], check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, cwd=subprocess_cwd).stdout
     assert out.splitlines()[0] == f"zarrfast {zarrfast.__version__}"
     for codec, how in kernels.CODEC_BINDINGS.items():
         assert f"{codec}: {how}" in out
@@ -73,10 +74,11 @@ json.dump(out, sys.stdout)
 """
 
 
-def test_without_linked_libraries_numcodecs_copies_are_found_with_ctypes():
+def test_without_linked_libraries_numcodecs_copies_are_found_with_ctypes(subprocess_cwd):
     env = dict(os.environ, ZARRFAST_LINKED_CODECS="0")  # the linked libraries left unused
     res = json.loads(subprocess.run([sys.executable, "-c", _WITHOUT_LINKED], check=True,
-                                    capture_output=True, text=True, env=env).stdout)
+                                    capture_output=True, text=True, env=env,
+                                    cwd=subprocess_cwd).stdout)
     for codec in ("zstd", "blosc"):
         how, same, status = res[codec]
         assert how.startswith("found with ctypes in"), how
