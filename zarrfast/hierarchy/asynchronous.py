@@ -95,12 +95,6 @@ def _node_attribute(view: AsyncNode, name: str) -> Any:
     return value
 
 
-def _check_node(cls_name: str, node: Any, kind: type) -> None:
-    if not isinstance(node, kind):
-        raise ZarrfastError(f"{cls_name} views a zarrfast {kind.__name__}, got "
-                            f"{type(node).__name__} {node!r}")
-
-
 class _AsyncIndexer:
     """``await a.oindex.getitem(sel)`` / ``await a.vindex.setitem(sel, value)``."""
 
@@ -116,7 +110,7 @@ class _AsyncIndexer:
         await _call(self._set, selection, value)
 
 
-class AsyncArray(AsyncNode, kind="array"):
+class AsyncArray(AsyncNode, kind="array", node_type=Array):
     """An array whose reads and writes are coroutines (zarr-python's ``AsyncArray``).
 
     Make one with :func:`zarrfast.api.asynchronous.create_array` / ``open_array``,
@@ -141,13 +135,6 @@ class AsyncArray(AsyncNode, kind="array"):
         nothing is read or written."""
         sp = store_path_of(store_path)
         return cls(metadata_from_dict(data, "array", sp.path), sp)
-
-    @classmethod
-    def _of(cls, node: Array) -> AsyncArray:
-        _check_node(cls.__name__, node, Array)
-        self = cls.__new__(cls)
-        self._node = node
-        return self
 
     # -- making one ---------------------------------------------------------------------
     @classmethod
@@ -299,7 +286,7 @@ class AsyncArray(AsyncNode, kind="array"):
         return await _call(self._node.info_complete)
 
 
-class AsyncGroup(AsyncNode, kind="group"):
+class AsyncGroup(AsyncNode, kind="group", node_type=Group):
     """A group whose lookups and changes are coroutines (zarr-python's ``AsyncGroup``).
 
     Members come back as :class:`AsyncArray` / :class:`AsyncGroup`; ``members()``,
@@ -320,13 +307,6 @@ class AsyncGroup(AsyncNode, kind="group"):
         nothing is read or written."""
         sp = store_path_of(store_path)
         return cls(metadata_from_dict(data, "group", sp.path), sp)
-
-    @classmethod
-    def _of(cls, node: Group) -> AsyncGroup:
-        _check_node(cls.__name__, node, Group)
-        self = cls.__new__(cls)
-        self._node = node
-        return self
 
     # -- making one ---------------------------------------------------------------------
     @classmethod

@@ -337,10 +337,26 @@ class AsyncNode:
     #: node kind ("array", "group") -> the view class registered for it
     _views: dict[str, type[AsyncNode]] = {}  # noqa: RUF012 - a registry, shared on purpose
 
-    def __init_subclass__(cls, *, kind: str | None = None, **kwargs: Any) -> None:
+    #: the class of node a subclass views (Array, Group)
+    _node_type: type = object
+
+    def __init_subclass__(cls, *, kind: str | None = None, node_type: type | None = None,
+                          **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if kind is not None:
             AsyncNode._views[kind] = cls
+        if node_type is not None:
+            cls._node_type = node_type
+
+    @classmethod
+    def _of(cls, node: Any) -> Any:
+        """The view over ``node`` (a node of this class's kind)."""
+        if not isinstance(node, cls._node_type):
+            raise ZarrfastError(f"{cls.__name__} views a zarrfast {cls._node_type.__name__}, "
+                                f"got {type(node).__name__} {node!r}")
+        self = cls.__new__(cls)
+        self._node = node
+        return self
 
     def __getstate__(self) -> Any:
         return self._node
