@@ -156,3 +156,17 @@ def test_create_refuses_what_zarr_python_refuses():
             zarrfast.create(store={}, shape=(10,), chunks=(1,), dtype="u1", **kwargs)
     # without an explicit zarr_format, older code's compressor still works
     assert zarrfast.create(store={}, shape=(10,), dtype="u1", compressor=None).shape == (10,)
+
+
+def test_async_views_check_their_node_and_take_the_configured_order():
+    import pytest
+
+    from zarrfast.storage import StorePath
+
+    g = zarrfast.group({})
+    with pytest.raises(zarrfast.errors.ZarrfastError, match="AsyncArray views a zarrfast Array"):
+        zarrfast.AsyncArray._of(g)
+    a = g.create_array("a", shape=(2, 3), dtype="i2")
+    with zarrfast.config.set({"array.order": "F"}):
+        view = zarrfast.AsyncArray(a.metadata, StorePath(g.store, "a"))
+    assert view.order == "F"

@@ -126,7 +126,7 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
         sp = store_path_of(store_path)
         self._node = Array(sp.store, normalize_path(sp.path), metadata,
                            write_empty_chunks=cfg.get("write_empty_chunks"),
-                           order=cfg.get("order") or "C")
+                           order=cfg.get("order"))  # None: config array.order
         self._node.__dict__["_async_view_"] = self  # (the node's one view)
 
     @classmethod
