@@ -100,7 +100,9 @@ class TestFsspecS3Store(StoreTests):
 
     def test_repr_and_equality(self, store: FsspecStore) -> None:
         assert store.url.startswith(f"s3://{self.s3.bucket}/")
-        assert store.url in repr(store)
+        # as zarr-python's FsspecStore (its str too, which node reprs print)
+        assert repr(store) == str(store) == f"<FsspecStore(S3FileSystem, {store.path})>"
+        assert store.path.startswith(f"{self.s3.bucket}/")
         assert store == store.with_read_only(False)
         assert store != store.with_read_only(True)
 

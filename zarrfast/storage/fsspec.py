@@ -208,11 +208,12 @@ class FsspecStore(Store):
     def with_read_only(self, read_only: bool = True) -> FsspecStore:
         return self._clone(read_only)
 
-    def __str__(self) -> str:
-        return self.url
-
     def __repr__(self) -> str:
-        return f"FsspecStore({self.url!r}{', read_only=True' if self.read_only else ''})"
+        # as zarr-python's, which also prints this way in the reprs of arrays and groups
+        # (``<Array <FsspecStore(S3FileSystem, bucket/x)>/a ...>``); ``url`` has the URL
+        return f"<FsspecStore({type(self.fs).__name__}, {self.path or '/'})>"
+
+    __str__ = __repr__
 
     def __eq__(self, other: object) -> bool:
         return (

@@ -357,10 +357,12 @@ class ObjectStore(Store):
         return clone
 
     def __str__(self) -> str:
-        return self.url
+        # as zarr-python's (its arrays print ``<Array object_store://<obstore...> ...>``);
+        # ``url`` has the URL
+        return f"object_store://{self.store}"
 
     def __repr__(self) -> str:
-        return f"ObjectStore({self.url!r}{', read_only=True' if self.read_only else ''})"
+        return f"ObjectStore({self})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ObjectStore) or other.read_only != self.read_only:
