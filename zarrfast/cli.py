@@ -162,7 +162,7 @@ def _describe_array(a) -> str:
     codecs = ", ".join(
         c.to_dict().get("name") or c.to_dict().get("id", "?") for c in a.codec_chain.codecs
     )
-    data_type = a.metadata.data_type
+    data_type = a.metadata.type_info
     # the v3 name where it says more than NumPy's (numpy.datetime64[10s], struct{...},
     # bfloat16); NumPy's for the core types and Zarr v2
     name = data_type.describe() if a.metadata.zarr_format == 3 else str(a.dtype)

@@ -159,8 +159,8 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
                             f"kept in Zarr v3")
     chain = arr.codec_chain
     aa, ab, bb = list(chain.aa), chain.ab, list(chain.bb)
-    if md.data_type.kind == "V" and md.dtype.fields is None:
-        raise ZarrfastError(f"{name}: data type {md.data_type.name} has no Zarr v2 dtype; "
+    if md.type_info.kind == "V" and md.dtype.fields is None:
+        raise ZarrfastError(f"{name}: data type {md.type_info.name} has no Zarr v2 dtype; "
                             f"it is kept in Zarr v3")
     order = "C"
     raw = isinstance(ab, BytesCodec) and len(bb) <= 1
@@ -171,10 +171,10 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
         else:
             raw = False
     dtype = md.dtype
-    if isinstance(ab, BytesCodec) and ab.endian == "big" and md.data_type.swap_unit > 1:
+    if isinstance(ab, BytesCodec) and ab.endian == "big" and md.type_info.swap_unit > 1:
         dtype = dtype.newbyteorder(">")
     else:
-        dtype = dtype.newbyteorder("<") if md.data_type.swap_unit > 1 else dtype
+        dtype = dtype.newbyteorder("<") if md.type_info.swap_unit > 1 else dtype
     compressor: Any = _v3_compressor_to_v2(bb[0]) if len(bb) == 1 else None
     if compressor is False:
         compressor = _numcodecs_v2_config(bb[0])

@@ -39,3 +39,26 @@ def test_array_order_is_read_when_an_array_is_opened():
     with zarrfast.config.set({"array.order": "F"}):
         assert zarrfast.open_array(store, order="C").order == "C"
         assert zarrfast.open_array(store, config={"order": "C"}).order == "C"
+
+
+def test_codecs_key_names_each_codec_class_as_zarr_pythons_does():
+    import importlib
+
+    import zarrfast
+    from zarrfast.codecs import get_codec_class
+
+    def named(path):
+        module, _, name = path.rpartition(".")
+        return getattr(importlib.import_module(module), name)
+
+    listed = dict(zarrfast.config.get("codecs"))
+    # zarr-python's names are all there, each naming the class zarrfast uses for it
+    for name in ("blosc", "bytes", "crc32c", "endian", "gzip", "sharding_indexed",
+                 "transpose", "vlen-bytes", "vlen-utf8", "zstd", "numcodecs.delta"):
+        assert named(listed[name]) is get_codec_class(name), name
+    try:
+        zarrfast.config.set({"codecs.zstd": "mypackage.MyZstd"})
+        assert zarrfast.config.get("codecs.zstd") == "mypackage.MyZstd"
+    finally:
+        zarrfast.config.reset()
+    assert zarrfast.config.get("codecs") == listed

@@ -258,18 +258,18 @@ def test_chunk_keys_are_the_draft_keys():
 def test_converted_metadata():
     h = detect_draft(str(FIXTURES / "draft2022"))
     md, _ = h.node("f8_gzip")
-    assert md.data_type.name == "float64"
+    assert md.type_info.name == "float64"
     assert codecs_of(md) == (BytesCodec("little"), GzipCodec(1))
     assert np.isnan(md.fill_value)
     md, _ = h.node("grp/i4_F_endian_blosc")
-    assert md.data_type.name == "int32"
+    assert md.type_info.name == "int32"
     assert codecs_of(md)[0] == TransposeCodec((2, 1, 0))
     assert codecs_of(md)[1] == BytesCodec("big")
     assert isinstance(codecs_of(md)[2], BloscCodec) and codecs_of(md)[2].shuffle == "shuffle"
     md, _ = h.node("grp/u1_F_transpose")
     # "F" layout (reverse) then transpose [2, 0, 1], composed into one permutation
     assert codecs_of(md)[0] == TransposeCodec((0, 2, 1))
-    assert codecs_of(md)[1] == BytesCodec(None) and md.data_type.name == "uint8"
+    assert codecs_of(md)[1] == BytesCodec(None) and md.type_info.name == "uint8"
     md, _ = h.node("implicit/deeper/u2_dot")
     assert codecs_of(md) == (TransposeCodec((1, 0)), BytesCodec("little"), ZstdCodec(3, True))
     assert md.fill_value == 255
@@ -279,14 +279,14 @@ def test_converted_metadata():
     assert md.fill_value == complex(1, np.inf)
     z = detect_draft(str(FIXTURES / "zarrita"))
     md, _ = z.node("grp/i2_zlib_F")
-    assert md.data_type.name == "int16" and md.fill_value == -7
+    assert md.type_info.name == "int16" and md.fill_value == -7
     assert codecs_of(md) == (TransposeCodec((2, 1, 0)), BytesCodec("big"), ZlibCodec({"level": 3}))
     md, _ = z.node("grp/sub/u1_blosc")  # numcodecs AUTOSHUFFLE of a 1-byte type
     assert codecs_of(md)[1].shuffle == "bitshuffle" and codecs_of(md)[0] == BytesCodec(None)
     md, _ = z.node("i8_nullfill_F")
     assert md.fill_value == 0
     md, _ = z.node("c16_blosc")
-    assert md.data_type.name == "complex128" and md.fill_value == 1 + 2j
+    assert md.type_info.name == "complex128" and md.fill_value == 1 + 2j
     # every converted document is valid final v3 once the key encoding is final
     for hier in (h, z):
         for path in hier.walk():

@@ -346,7 +346,7 @@ def _grid(shape, chunks, sep="/"):
 def test_data_types(data_type, name, endian):
     doc = dict(_grid([4], [2]), data_type=data_type, chunk_memory_layout="C", fill_value=None)
     md = convert_array_document(doc, layout=ZARRITA, key="k")
-    assert md.data_type.name == name
+    assert md.type_info.name == name
     assert CodecChain.from_metadata(md).codecs == (BytesCodec(endian),)
 
 
@@ -356,7 +356,7 @@ def test_data_type_fallback_warns():
                           "fallback": ["<x9", "<i8"]})
     with pytest.warns(UserWarning, match="fallback"):
         md = convert_array_document(doc, layout=DRAFT_2022, key="meta/t.array.json")
-    assert md.data_type.name == "int64"
+    assert md.type_info.name == "int64"
 
 
 @pytest.mark.parametrize("data_type,fill,expected", [

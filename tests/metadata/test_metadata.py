@@ -144,11 +144,11 @@ def test_every_data_type_parses_and_round_trips(name: str) -> None:
     fill = [0] * dt.itemsize if kind == "V" else DEFAULT_FILL[kind]
     doc = one_d(name, fill)
     md = parse(doc)
-    assert md.data_type.name == name
+    assert md.type_info.name == name
     assert md.dtype == np.dtype(DATA_TYPES[name])
     assert md.to_dict() == doc
     # the fill value re-encoded from the parsed scalar equals the document's
-    assert md.data_type.fill_value_to_json(md.fill_value) == fill
+    assert md.type_info.fill_value_to_json(md.fill_value) == fill
 
 
 @pytest.mark.parametrize(
@@ -222,7 +222,7 @@ def test_hex_nan_fill_values_round_trip_bit_exactly(name: str, hexval: str, cano
     assert md.fill_value_json == hexval
     assert md.to_dict() == doc
     # re-encoding the NumPy scalar keeps the payload (only the canonical NaN is "NaN")
-    encoded = md.data_type.fill_value_to_json(md.fill_value)
+    encoded = md.type_info.fill_value_to_json(md.fill_value)
     assert encoded == ("NaN" if canonical else hexval)
     rebuilt = replace(md, fill_value_json=None)
     assert rebuilt.fill_value_json == encoded
@@ -265,7 +265,7 @@ def test_float_fill_values(name: str, json_value: Any, check: Any) -> None:
     assert check(md.fill_value)
     assert md.to_dict()["fill_value"] == json_value
     # re-encoding gives an equivalent JSON value
-    enc = md.data_type.fill_value_to_json(md.fill_value)
+    enc = md.type_info.fill_value_to_json(md.fill_value)
     back = parse(one_d(name, enc)).fill_value
     assert bits_of(back) == bits_of(md.fill_value)
 
@@ -297,7 +297,7 @@ def test_complex_fill_value_nan_components_bit_exact() -> None:
     md = parse(one_d("complex64", ["0x7fc00001", "NaN"]))
     assert bits_of(md.fill_value.real) == 0x7FC00001
     assert bits_of(md.fill_value.imag) == 0x7FC00000
-    assert md.data_type.fill_value_to_json(md.fill_value) == ["0x7fc00001", "NaN"]
+    assert md.type_info.fill_value_to_json(md.fill_value) == ["0x7fc00001", "NaN"]
 
 
 @pytest.mark.parametrize(
@@ -309,7 +309,7 @@ def test_raw_fill_values(name: str, json_value: list) -> None:
     doc = one_d(name, json_value)
     md = parse(doc)
     assert md.fill_value.tobytes() == bytes(json_value)
-    assert md.data_type.fill_value_to_json(md.fill_value) == json_value
+    assert md.type_info.fill_value_to_json(md.fill_value) == json_value
     assert md.to_dict() == doc
 
 
@@ -323,8 +323,8 @@ def test_int_and_bool_fill_values(name: str, json_value: Any) -> None:
     doc = one_d(name, json_value)
     md = parse(doc)
     assert md.fill_value == json_value
-    assert type(md.data_type.fill_value_to_json(md.fill_value)) is type(json_value)
-    assert md.data_type.fill_value_to_json(md.fill_value) == json_value
+    assert type(md.type_info.fill_value_to_json(md.fill_value)) is type(json_value)
+    assert md.type_info.fill_value_to_json(md.fill_value) == json_value
     assert md.to_dict() == doc
 
 
@@ -389,7 +389,7 @@ def _check_bits_round_trip(name: str, bits: int) -> None:
     hexval = "0x" + format(bits, f"0{nhex}x")
     md = parse(one_d(name, hexval))
     assert bits_of(md.fill_value) == bits
-    enc = md.data_type.fill_value_to_json(md.fill_value)
+    enc = md.type_info.fill_value_to_json(md.fill_value)
     json.dumps(enc, allow_nan=False)  # always valid JSON
     md2 = parse(one_d(name, enc))
     assert bits_of(md2.fill_value) == bits, (hexval, enc)

@@ -275,7 +275,7 @@ def test_extension_member_with_must_understand_false_is_kept() -> None:
     ext = {"must_understand": False, "name": "my_extension", "configuration": {"k": [1, 2]}}
     doc = array_doc(my_extension=ext)
     md = parse(doc)
-    assert md.extra == {"my_extension": ext}
+    assert md.extra_fields == {"my_extension": ext}
     assert md.to_dict() == doc
     assert json.loads(md.to_json())["my_extension"] == ext
 

@@ -6,6 +6,7 @@ Every codec name is registered here, explicitly: the core codecs and the
 (:mod:`.numcodecs`: ``Delta``, ``LZMA``, ... over :mod:`.numcodecs_v3`).
 """
 
+from zarrfast import config as _config
 from zarrfast.codecs import numcodecs
 from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 from zarrfast.codecs.arithmetic import BitroundCodec, CastValueCodec, ReshapeCodec, ScaleOffsetCodec
@@ -20,6 +21,7 @@ from zarrfast.codecs.compressors import (
     ZstdCodec,
 )
 from zarrfast.codecs.registry import (
+    _registry,
     get_codec_class,
     parse_codec,
     register_codec,
@@ -71,3 +73,9 @@ __all__ = [
     "register_codec",
     "registered_codecs",
 ]
+
+# ``config.get("codecs")`` names the class of each codec, as zarr-python's does (zarrfast
+# keeps values set there for code that reads them; its chain uses the classes registered)
+_config.update_defaults({"codecs": {
+    name: f"{cls.__module__}.{cls.__qualname__}"
+    for name, cls in sorted(_registry.items()) if "/" not in name}})  # (no plugins loaded)

@@ -252,11 +252,11 @@ class CodecChain:
             # length of every dimension is checked (sharding's divisibility is per dimension)
             shapes = grid.probe_shapes(metadata.shape)
             for shape in shapes[1:]:
-                cls(metadata.codecs, chunk_shape=shape, data_type=metadata.data_type,
+                cls(metadata.codecs, chunk_shape=shape, data_type=metadata.type_info,
                     node=node)
-            return cls(metadata.codecs, chunk_shape=shapes[0], data_type=metadata.data_type,
+            return cls(metadata.codecs, chunk_shape=shapes[0], data_type=metadata.type_info,
                        node=node)
-        return cls(metadata.codecs, chunk_shape=metadata.chunks, data_type=metadata.data_type,
+        return cls(metadata.codecs, chunk_shape=metadata.chunks, data_type=metadata.type_info,
                    node=node)
 
     def for_chunk_shape(self, chunk_shape: Sequence[int]) -> CodecChain:
@@ -288,7 +288,7 @@ class CodecChain:
             chain.append(NumcodecsCodec.from_config(metadata.compressor,
                                                     where=f"{node}: compressor",
                                                     max_decoded=bound))
-        return cls(chain, chunk_shape=metadata.chunks, data_type=metadata.data_type, node=node,
+        return cls(chain, chunk_shape=metadata.chunks, data_type=metadata.type_info, node=node,
                    validate=False)
 
     def to_json(self) -> list[dict[str, Any]]:

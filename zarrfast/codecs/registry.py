@@ -15,6 +15,7 @@ from typing import Any
 
 from zarrfast.codecs._base import Codec
 from zarrfast.errors import MetadataError, MetadataValidationError, UnknownCodecError
+from zarrfast.metadata import v3 as _v3_metadata
 
 __all__ = ["get_codec_class", "parse_codec", "register_codec", "registered_codecs"]
 
@@ -102,3 +103,7 @@ def parse_codec(value: Any, *, where: str = "codecs") -> Codec | None:
         raise type(e)(f"{where}: {e}") from None
     except (TypeError, ValueError, KeyError) as e:
         raise MetadataValidationError(f"{where}: invalid codec {value!r}: {e}") from None
+
+
+# zarr-python's array metadata holds codec objects: the metadata layer asks this parser
+_v3_metadata.CODEC_OBJECTS.append(lambda value: parse_codec(value, where="codecs"))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -87,7 +87,7 @@ class ShardingCodec(ArrayBytesCodec):
     index_codecs: tuple[Codec, ...] = (BytesCodec(), Crc32cCodec())
     index_location: str = "end"
     #: whether metadata spells out ``index_location`` (tensorstore omits the default)
-    write_index_location: bool = field(default=True, compare=False)
+    write_index_location: bool = field(default=True, compare=False, repr=False)
     name = "sharding_indexed"
     aliases = ("https://purl.org/zarr/spec/codec/sharding-indexed/1.0",)
 
@@ -100,13 +100,14 @@ class ShardingCodec(ArrayBytesCodec):
                 f"sharding_indexed: chunk_shape must be a list of integers >= 1, got {shape!r}"
             )
         object.__setattr__(self, "chunk_shape", tuple(int(c) for c in shape))
-        if isinstance(self.index_location, Enum):  # kept as its string, which it equals
-            object.__setattr__(self, "index_location", self.index_location.value)
         if self.index_location not in ("start", "end"):
             raise MetadataValidationError(
                 f"sharding_indexed: index_location must be 'start' or 'end', got "
                 f"{self.index_location!r}"
             )
+        # kept as the enum member, which equals its string and prints as zarr-python's
+        object.__setattr__(self, "index_location", ShardingCodecIndexLocation(
+            self.index_location))
         for what in ("codecs", "index_codecs"):
             value = getattr(self, what)
             if not (isinstance(value, tuple) and all(isinstance(c, Codec) for c in value)):

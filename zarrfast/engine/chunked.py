@@ -82,7 +82,7 @@ class PreparedChain:
         self.codecs = codecs = CodecChain.from_metadata(metadata) if codecs is None else codecs
         #: no valid stored chunk is larger (see ``CodecChain.stored_limit``)
         self.stored_limit = codecs.stored_limit
-        dt = metadata.data_type
+        dt = metadata.type_info
         self.data_type = dt
         self.dtype = dt.dtype
         self.itemsize = dt.itemsize

@@ -304,7 +304,7 @@ def _chunk_writer(array: FancyTarget):
             update(chunk)
 
             if not array.write_empty_chunks and is_fill_chunk(chunk, chain.fill,
-                                                              array.metadata.data_type):
+                                                              array.metadata.type_info):
                 store.delete(key)
             else:
                 store.set(key, chain.encode(chunk))

@@ -193,7 +193,7 @@ def write_object_selection(store: Store, path: str, chain: ObjectChain, sel: Bas
         dst = _slices(local_start[i], local_count[i], sel.step)
         chunk[dst] = scalar if value is None else value[_slices(out_start[i], local_count[i],
                                                                 ones)]
-        if not write_empty_chunks and is_fill_chunk(chunk, chain.fill, chain.metadata.data_type):
+        if not write_empty_chunks and is_fill_chunk(chunk, chain.fill, chain.metadata.type_info):
             store.delete(keys[i])
         else:
             store.set(keys[i], chain.encode(chunk, write_empty_chunks=write_empty_chunks))

@@ -118,22 +118,22 @@ class ShardedChain:
             shard_shape = metadata.chunks
         self.layout = layout = codec.format(shard_shape)
         # the inner chunks: an array of the shard's shape chunked by the inner shape
-        fv = (metadata.data_type.default_fill_value() if metadata.fill_value is None
+        fv = (metadata.type_info.default_fill_value() if metadata.fill_value is None
               else metadata.fill_value)
         inner_metadata = ArrayMetadata(
             shape=layout.shard_shape,
-            data_type=metadata.data_type,
+            data_type=metadata.type_info,
             chunk_grid=RegularChunkGrid(layout.inner_shape),
             chunk_key_encoding=DefaultChunkKeyEncoding(),
             fill_value=fv,
             codecs=codec.codecs,
         )
         self.inner = inner if inner is not None else PreparedChain(
-            inner_metadata, codec.inner_chain(metadata.data_type))
+            inner_metadata, codec.inner_chain(metadata.type_info))
         self.partial_reads = not self.outer_bb
         # bound for codecs after the shard (decompression bombs): the shard's chunks
         # uncompressed, twice, plus room for its index and checksums
-        self._outer_limit = 2 * math.prod(shard_shape) * metadata.data_type.itemsize \
+        self._outer_limit = 2 * math.prod(shard_shape) * metadata.type_info.itemsize \
             + 2 * self.layout.index_nbytes + 2**20
         self._outer = BoundedDecoders(self.outer_bb)
         self.cache = cache if cache is not None else _IndexCache(

@@ -82,7 +82,7 @@ def _chain_inputs(metadata: Any) -> tuple:
     if getattr(metadata, "zarr_format", 3) == 2:
         return (metadata.chunks, metadata.dtype, metadata.order, len(metadata.shape),
                 repr(metadata.filters), repr(metadata.compressor))
-    return (metadata.chunk_grid, metadata.data_type, repr(metadata.codecs))
+    return (metadata.chunk_grid, metadata.type_info, repr(metadata.codecs_json))
 
 
 class Array(Node):
@@ -319,7 +319,7 @@ class Array(Node):
             if objects:
                 raise ZarrfastError(
                     f"array {self._path or '/'!r}: variable-length data types "
-                    f"({metadata.data_type.name}) with a rectilinear chunk grid are not "
+                    f"({metadata.type_info.name}) with a rectilinear chunk grid are not "
                     f"supported")
             self._object = False
             self._sharded = sharded

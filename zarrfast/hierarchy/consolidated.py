@@ -30,7 +30,7 @@ from zarrfast.hierarchy.node import (
 )
 from zarrfast.metadata.paths import validate_node_name
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
-from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
+from zarrfast.metadata.v3 import ConsolidatedMetadata, GroupMetadata, parse_metadata
 from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
 from zarrfast.storage import Store
 
@@ -124,27 +124,6 @@ def _check_member_path(rel: Any, key: str, what: str) -> str:
     return rel
 
 
-def _v3_members(cm: Any, path: str, key: str) -> dict[str, AnyMetadata]:
-    if not isinstance(cm, dict) or cm.get("kind") != "inline" or not isinstance(
-        cm.get("metadata"), dict
-    ):
-        raise MetadataValidationError(
-            f"{key}: consolidated_metadata must be {{'kind': 'inline', 'metadata': {{...}}}}, "
-            f"got {cm!r}"
-        )
-    members: dict[str, AnyMetadata] = {}
-    for rel, doc in cm["metadata"].items():
-        _check_member_path(rel, key, "member")
-        child = node_key(path, rel)
-        if not isinstance(doc, dict):
-            raise MetadataValidationError(f"{key}: consolidated entry {rel!r} is not an object")
-        if doc.get("node_type") == "array":
-            members[rel] = ArrayMetadata.from_dict(doc, path=child)
-        else:
-            members[rel] = GroupMetadata.from_dict(doc, path=child)
-    return members
-
-
 def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[str, AnyMetadata]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
         raise MetadataValidationError(f"{key}: expected an object with a 'metadata' object")
@@ -189,10 +168,12 @@ def read_consolidated(store: Store, path: str, zarr_format: int | None, *,
         raw = store.get(key) if root_doc is ... else root_doc
         if raw is not None:
             md = parse_metadata(raw, path=path, key=key)
-            cm = md.extra.get("consolidated_metadata") if isinstance(md, GroupMetadata) else None
+            cm = md.consolidated_metadata if isinstance(md, GroupMetadata) else None
             if cm is None:
                 return None
-            return md, _v3_members(cm, path, key)
+            # (each group with the nodes below it, as zarr-python's Group['a/b'] has them;
+            # the member paths were checked as the document was parsed)
+            return md, cm.members()
     if zarr_format in (None, 2):
         key = node_key(path, ".zmetadata")
         raw = store.get(key)
@@ -220,15 +201,10 @@ def _walk(store: Store, path: str, zarr_format: int) -> dict[str, AnyMetadata]:
 def write_consolidated(store: Store, path: str, group: AnyMetadata) -> None:
     members = _walk(store, path, group.zarr_format)
     if group.zarr_format == 3:
-        docs = {}
-        for rel, md in sorted(members.items()):
-            doc = md.to_dict()
-            if md.node_type == "group":
-                doc.pop("consolidated_metadata", None)
-            docs[rel] = doc
-        cm = {"kind": "inline", "must_understand": False, "metadata": docs}
-        write_metadata(store, path, replace(group, extra={**group.extra,
-                                                          "consolidated_metadata": cm}))
+        # (each group below gets the nodes below it, an empty set at the leaves: as
+        # zarr-python, whose JSON has them flat, each group with an empty one)
+        cm = ConsolidatedMetadata.from_flat(dict(sorted(members.items())))
+        write_metadata(store, path, replace(group, consolidated_metadata=cm))
         return
     meta: dict[str, Any] = {".zgroup": group.to_dict(), ".zattrs": group.attributes}
     for rel, md in sorted(members.items()):

@@ -121,7 +121,7 @@ _NUMCODECS_CLASSES = {
 
 
 def _enum(cls: str, value: Any) -> str:
-    return f"<{cls}.{value}: {value!r}>" if value is not None else "None"
+    return f"<{cls}.{value}: {str(value)!r}>" if value is not None else "None"
 
 
 def codec_repr(codec: Any) -> str:
@@ -349,7 +349,7 @@ def _registered_zdtype(md: Any, dtype: np.dtype) -> Any:
     ``None``: v3 metadata carries it; a v2 array's NumPy dtype is matched against them."""
     from zarrfast.metadata.zdtype import DataTypeValidationError, data_type_registry
 
-    zdtype = getattr(md.data_type, "zdtype", None)
+    zdtype = getattr(md.type_info, "zdtype", None)
     if zdtype is not None:
         return zdtype
     for cls in data_type_registry.contents.values():

@@ -391,7 +391,7 @@ def parse_chunk_grid(data: Any, *, where: str = "chunk_grid") -> ChunkGrid:
 class ChunkKeyEncoding:
     separator: str
     #: whether metadata spells out the configuration (tensorstore omits the default)
-    write_configuration: bool = field(default=True, compare=False)
+    write_configuration: bool = field(default=True, compare=False, repr=False)
     name = ""
 
     def __post_init__(self) -> None:
@@ -432,7 +432,7 @@ class ChunkKeyEncoding:
 @dataclass(frozen=True)
 class DefaultChunkKeyEncoding(ChunkKeyEncoding):
     separator: str = "/"
-    write_configuration: bool = field(default=True, compare=False)
+    write_configuration: bool = field(default=True, compare=False, repr=False)
     name = "default"
 
     def key_prefix(self) -> str:
@@ -447,7 +447,7 @@ class DefaultChunkKeyEncoding(ChunkKeyEncoding):
 @dataclass(frozen=True)
 class V2ChunkKeyEncoding(ChunkKeyEncoding):
     separator: str = "."
-    write_configuration: bool = field(default=True, compare=False)
+    write_configuration: bool = field(default=True, compare=False, repr=False)
     name = "v2"
 
     def key_prefix(self) -> str:

@@ -288,6 +288,9 @@ class ArrayMetadataV2:
         # (a structured dtype's str is '|V<n>'; its stored order is each field's own)
         return DataType(self.dtype.str, self.dtype)
 
+    #: zarrfast's :class:`DataType` (the name v3 metadata gives it too)
+    type_info = data_type
+
     @property
     def chunk_grid(self) -> RegularChunkGrid:
         return RegularChunkGrid(self.chunks)

@@ -21,7 +21,12 @@ from typing import Any
 import numpy as np
 
 from zarrfast import config
-from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
+from zarrfast.errors import (
+    FillValueError,
+    InvalidNodeNameError,
+    MetadataError,
+    MetadataValidationError,
+)
 from zarrfast.metadata.chunk_grid import (
     ChunkGrid,
     ChunkKeyEncoding,
@@ -30,8 +35,15 @@ from zarrfast.metadata.chunk_grid import (
 )
 from zarrfast.metadata.dtype import DataType, parse_data_type
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
+from zarrfast.metadata.paths import validate_node_name
 
-__all__ = ["ArrayMetadata", "ConsolidatedMetadata", "GroupMetadata", "parse_metadata"]
+__all__ = ["ArrayMetadata", "ArrayV3Metadata", "ConsolidatedMetadata", "GroupMetadata",
+           "parse_metadata"]
+
+#: Hooks that turn one codec's JSON into its codec object (``ZstdCodec(level=0, ...)``), or
+#: raise; the codecs layer registers its parser here (as :data:`.dtype.EXTENSION_LOOKUPS`).
+#: Without one, :attr:`ArrayV3Metadata.codecs` holds the JSON.
+CODEC_OBJECTS: list[Any] = []
 
 _ARRAY_KEYS = {
     "zarr_format",
@@ -115,37 +127,94 @@ def _codec_json(codec: Any) -> Any:
     return codec if isinstance(codec, (dict, str)) else codec.to_dict()
 
 
+def _codec_object(codec: Any) -> Any:
+    """The codec object of one codec's JSON, as zarr-python's metadata holds it; the JSON
+    itself when no codec class takes it (an unknown codec, or one the chain will refuse with
+    the node's name when the array is used)."""
+    if not isinstance(codec, (dict, str)):
+        return codec
+    for parse in CODEC_OBJECTS:
+        try:
+            obj = parse(codec)
+        except Exception:  # noqa: BLE001 - CodecChain reports it, naming the node
+            return codec
+        if obj is not None:
+            return obj
+    return codec
+
+
+def _as_data_type(value: Any) -> DataType:
+    """zarrfast's :class:`DataType` of a ``data_type`` (itself, or a ``ZDType``)."""
+    if isinstance(value, DataType):
+        return value
+    from zarrfast.metadata.zdtype import data_type_of
+
+    return data_type_of(value, where="data_type")
+
+
+def _as_zdtype(value: Any) -> Any:
+    """The ``ZDType`` (``Float32(endianness='little')``) of a ``data_type``, as
+    zarr-python's metadata holds it; a :class:`DataType` that zarr-python has no class for
+    stays itself."""
+    if not isinstance(value, DataType):
+        return value
+    from zarrfast.metadata.zdtype import zdtype_of
+
+    return zdtype_of(value)
+
+
 @dataclass(frozen=True)
-class ArrayMetadata:
-    """Validated Zarr v3 array metadata."""
+class ArrayV3Metadata:
+    """Validated Zarr v3 array metadata.
+
+    The fields, and what they print, are zarr-python's ``ArrayV3Metadata``'s: ``data_type``
+    is the ``ZDType`` (``Float32(endianness='little')``), ``codecs`` the codec objects.
+    zarrfast works from :attr:`type_info` (its :class:`DataType`, which keeps the name the
+    document gave) and writes :attr:`codecs_json`."""
 
     shape: tuple[int, ...]
-    data_type: DataType
+    #: the ``ZDType`` (a :class:`DataType` or a ``ZDType`` may be given)
+    data_type: Any
     #: :class:`RegularChunkGrid` or :class:`RectilinearChunkGrid`
     chunk_grid: ChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
     fill_value: Any  # a NumPy scalar of data_type
-    #: the codec chain as JSON objects, in encode order (:class:`zarrfast.codecs.CodecChain`
-    #: parses and validates it)
-    codecs: tuple[Any, ...]
+    #: the codec chain, in encode order, as codec objects (JSON or codec objects may be
+    #: given; JSON no codec class takes stays JSON, for :class:`zarrfast.codecs.CodecChain`
+    #: to refuse with the node's name, or to leave out if ``"must_understand": false``)
+    codecs: tuple[Any, ...] = field(compare=False)
     attributes: dict[str, Any] = field(default_factory=dict)
     dimension_names: tuple[str | None, ...] | None = None
-    #: ``None`` when the document has no ``storage_transformers`` member
-    storage_transformers: tuple[Any, ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: the fill value exactly as the document wrote it (kept for identical round trips)
-    fill_value_json: Any = None
-    #: whether the document had an ``attributes`` member (tensorstore omits an empty one)
-    write_attributes: bool = field(default=True, compare=False)
     zarr_format: int = 3
     node_type: str = "array"
+    #: ``None`` when the document has no ``storage_transformers`` member
+    storage_transformers: tuple[Any, ...] | None = None
+    #: the members an implementation may ignore (``"must_understand": false``), kept
+    extra_fields: dict[str, Any] = field(default_factory=dict)
+    #: the fill value exactly as the document wrote it (kept for identical round trips)
+    fill_value_json: Any = field(default=None, repr=False)
+    #: whether the document had an ``attributes`` member (tensorstore omits an empty one)
+    write_attributes: bool = field(default=True, compare=False, repr=False)
+    #: zarrfast's :class:`DataType` of :attr:`data_type` (derived unless given)
+    type_info: DataType | None = field(default=None, repr=False, compare=False)
+    #: the codecs as JSON objects (derived)
+    codecs_json: tuple[Any, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        check_array_size(self.shape, self.data_type.itemsize)
-        object.__setattr__(self, "codecs", tuple(_codec_json(c) for c in self.codecs))
+        info = self.type_info
+        if isinstance(self.data_type, DataType):
+            info = self.data_type
+        elif info is None or _as_zdtype(info) != self.data_type:
+            info = _as_data_type(self.data_type)
+        object.__setattr__(self, "type_info", info)
+        object.__setattr__(self, "data_type", _as_zdtype(info)
+                           if isinstance(self.data_type, DataType) else self.data_type)
+        check_array_size(self.shape, info.itemsize)
+        object.__setattr__(self, "codecs_json", tuple(_codec_json(c) for c in self.codecs))
+        object.__setattr__(self, "codecs", tuple(_codec_object(c) for c in self.codecs))
         if self.fill_value_json is None:
             object.__setattr__(
-                self, "fill_value_json", self.data_type.fill_value_to_json(self.fill_value)
+                self, "fill_value_json", info.fill_value_to_json(self.fill_value)
             )
 
     # -- derived -------------------------------------------------------------
@@ -172,11 +241,11 @@ class ArrayMetadata:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.data_type.dtype
+        return self.type_info.dtype
 
     # -- (de)serialization -------------------------------------------------------
     @classmethod
-    def from_dict(cls, doc: Any, *, path: str = "") -> ArrayMetadata:
+    def from_dict(cls, doc: Any, *, path: str = "") -> ArrayV3Metadata:
         node = _where(path)
         _check_header(doc, node, "array")
         for key in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
@@ -263,7 +332,7 @@ class ArrayMetadata:
             attributes=attributes,
             dimension_names=dim_names,
             storage_transformers=tuple(st) if "storage_transformers" in doc else None,
-            extra=extra,
+            extra_fields=extra,
             fill_value_json=doc["fill_value"],
             write_attributes="attributes" in doc,
         )
@@ -272,11 +341,11 @@ class ArrayMetadata:
         # members in zarr-python's order, so that both write the same document
         doc: dict[str, Any] = {
             "shape": list(self.shape),
-            "data_type": self.data_type.to_json(),
+            "data_type": self.type_info.to_json(),
             "chunk_grid": self.chunk_grid.to_dict(),
             "chunk_key_encoding": self.chunk_key_encoding.to_dict(),
             "fill_value": self.fill_value_json,
-            "codecs": list(self.codecs),
+            "codecs": list(self.codecs_json),
         }
         if self.attributes or self.write_attributes:
             doc["attributes"] = self.attributes
@@ -286,7 +355,7 @@ class ArrayMetadata:
         doc["node_type"] = "array"
         if self.storage_transformers is not None:
             doc["storage_transformers"] = list(self.storage_transformers)
-        doc.update(self.extra)
+        doc.update(self.extra_fields)
         return doc
 
     def to_json(self) -> bytes:
@@ -299,38 +368,62 @@ class ArrayMetadata:
     def effective_fill_value(self) -> Any:
         return self.fill_value
 
-    def update_attributes(self, attributes: dict[str, Any]) -> ArrayMetadata:
-        from dataclasses import replace
-
+    def update_attributes(self, attributes: dict[str, Any]) -> ArrayV3Metadata:
         return replace(self, attributes=attributes, write_attributes=True)
 
-    def update_shape(self, shape: tuple[int, ...]) -> ArrayMetadata:
-        from dataclasses import replace
-
+    def update_shape(self, shape: tuple[int, ...]) -> ArrayV3Metadata:
         shape = tuple(shape)
         return replace(self, shape=shape,
                        chunk_grid=self.chunk_grid.resized(self.shape, shape))
 
 
+#: ArrayMetadata is the v3 array metadata's name in zarrfast
+ArrayMetadata = ArrayV3Metadata
+
+
 @dataclass(frozen=True)
 class GroupMetadata:
-    """Validated Zarr v3 group metadata."""
+    """Validated Zarr v3 group metadata; its fields, and what they print, are zarr-python's
+    ``GroupMetadata``'s (``consolidated_metadata`` as :class:`ConsolidatedMetadata`)."""
 
     attributes: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
     zarr_format: int = 3
+    #: the metadata of the nodes below (written by ``consolidate_metadata``), or ``None``;
+    #: its JSON may be given
+    consolidated_metadata: ConsolidatedMetadata | None = None
     node_type: str = "group"
+    #: the members an implementation may ignore (``"must_understand": false``), kept
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        cm = self.consolidated_metadata
+        if cm is None and isinstance(self.extra.get("consolidated_metadata"), dict):
+            cm = self.extra["consolidated_metadata"]
+            object.__setattr__(self, "extra", {k: v for k, v in self.extra.items()
+                                               if k != "consolidated_metadata"})
+        if isinstance(cm, Mapping):
+            cm = ConsolidatedMetadata.from_dict(cm)
+        object.__setattr__(self, "consolidated_metadata", cm)
 
     @classmethod
     def from_dict(cls, doc: Any, *, path: str = "") -> GroupMetadata:
         node = f"group {path or '/'!r}"
         _check_header(doc, node, "group")
         extra = _extra_members(doc, _GROUP_KEYS, node)
-        return cls(attributes=_parse_attributes(doc.get("attributes"), node), extra=extra)
+        cm = extra.pop("consolidated_metadata", None)
+        if cm is not None:  # (a null one is kept as it was written)
+            cm = ConsolidatedMetadata.from_dict(cm, key=f"{node}: consolidated_metadata",
+                                                path=path)
+        elif "consolidated_metadata" in doc:
+            extra["consolidated_metadata"] = None
+        return cls(attributes=_parse_attributes(doc.get("attributes"), node),
+                   consolidated_metadata=cm, extra=extra)
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"attributes": self.attributes, "zarr_format": 3}
-        doc.update(self.extra)  # consolidated_metadata comes before node_type in zarr-python's
+        if self.consolidated_metadata is not None:  # before node_type, as zarr-python's
+            doc["consolidated_metadata"] = self.consolidated_metadata.to_dict()
+        doc.update(self.extra)
         doc["node_type"] = "group"
         return doc
 
@@ -340,12 +433,20 @@ class GroupMetadata:
     def store_documents(self) -> dict[str, bytes]:
         return {"zarr.json": self.to_json()}
 
-    @property
-    def consolidated_metadata(self) -> ConsolidatedMetadata | None:
-        """The metadata of the nodes below this group that its ``zarr.json`` holds
-        (written by ``consolidate_metadata``), as zarr-python's; ``None`` if none."""
-        cm = self.extra.get("consolidated_metadata")
-        return None if cm is None else ConsolidatedMetadata.from_dict(cm)
+
+def _check_member_path(rel: Any, key: str) -> None:
+    """A member of consolidated metadata is named by node names joined by ``/``: no empty,
+    ``.`` or ``..`` segment can make it name a node outside the group."""
+    if not isinstance(rel, str) or not rel:
+        raise MetadataValidationError(
+            f"{key}: consolidated metadata member {rel!r} is not a node path")
+    try:
+        for name in rel.split("/"):
+            validate_node_name(name, path=rel, reserved_ok=True)  # read what others wrote
+    except InvalidNodeNameError as e:
+        raise MetadataValidationError(
+            f"{key}: consolidated metadata member {rel!r} is not a valid node path: {e}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -364,21 +465,32 @@ class ConsolidatedMetadata:
     must_understand: bool = False
 
     @classmethod
-    def from_dict(cls, doc: Any, *, key: str = "consolidated_metadata") -> ConsolidatedMetadata:
-        if (not isinstance(doc, dict) or doc.get("kind") != "inline"
-                or not isinstance(doc.get("metadata"), dict)
+    def from_dict(cls, doc: Any, *, key: str = "consolidated_metadata",
+                  path: str = "") -> ConsolidatedMetadata:
+        """From its JSON, whose ``metadata`` has every node by its path relative to the
+        group at ``path`` (errors name ``key`` and the entry)."""
+        if (not isinstance(doc, Mapping) or doc.get("kind") != "inline"
+                or not isinstance(doc.get("metadata"), Mapping)
                 or doc.get("must_understand", False) is not False):
             raise MetadataValidationError(
-                f"{key}: expected {{'kind': 'inline', 'must_understand': false, 'metadata': "
-                f"{{...}}}}, got {doc!r}")
+                f"{key}: consolidated_metadata must be {{'kind': 'inline', "
+                f"'must_understand': false, 'metadata': {{...}}}}, got {doc!r}")
         flat: dict[str, Any] = {}
         for rel, entry in doc["metadata"].items():
-            if not isinstance(rel, str) or not rel or rel.startswith("/") or not isinstance(
-                    entry, dict):
+            _check_member_path(rel, key)
+            if not isinstance(entry, Mapping):
                 raise MetadataValidationError(
-                    f"{key}: entry {rel!r} must be a relative path naming a metadata object")
-            cls_ = ArrayMetadata if entry.get("node_type") == "array" else GroupMetadata
-            flat[rel] = cls_.from_dict(entry, path=rel)
+                    f"{key}: consolidated entry {rel!r} is not an object")
+            child = f"{path.strip('/')}/{rel}".strip("/")
+            cls_ = ArrayV3Metadata if entry.get("node_type") == "array" else GroupMetadata
+            flat[rel] = cls_.from_dict(entry, path=child)
+        for rel in flat:
+            parent = rel.rpartition("/")[0]
+            if parent and not isinstance(flat.get(parent), GroupMetadata):
+                raise MetadataValidationError(
+                    f"{key}: consolidated metadata member {rel!r} is below {parent!r}, "
+                    f"which {'is an array' if parent in flat else 'has no entry'}; the "
+                    f"entries must be the whole hierarchy below the group")
         return cls.from_flat(flat)
 
     @classmethod
@@ -392,10 +504,14 @@ class ConsolidatedMetadata:
                 below.setdefault(head, {})[rest] = md
             else:
                 top[head] = md
+        for name, rest in below.items():
+            if not isinstance(top.get(name), GroupMetadata):
+                raise MetadataValidationError(
+                    f"consolidated metadata: member {name + '/' + next(iter(rest))!r} is "
+                    f"below {name!r}, which {'is an array' if name in top else 'has no entry'}")
         for name, md in top.items():
             if isinstance(md, GroupMetadata):  # (its subtree, perhaps empty: as zarr-python)
-                sub = cls.from_flat(below.get(name, {})).to_dict()
-                top[name] = replace(md, extra={**md.extra, "consolidated_metadata": sub})
+                top[name] = replace(md, consolidated_metadata=cls.from_flat(below.get(name, {})))
         return cls(metadata=top)
 
     @property
@@ -407,15 +523,23 @@ class ConsolidatedMetadata:
             if isinstance(md, GroupMetadata):
                 # as zarr-python: a group that had its subtree keeps an empty one
                 cm = md.consolidated_metadata
-                empty = None if cm is None else {"kind": "inline", "must_understand": False,
-                                                 "metadata": {}}
-                extra = {k: v for k, v in md.extra.items() if k != "consolidated_metadata"}
-                out[name] = replace(md, extra=extra if empty is None else
-                                    {**extra, "consolidated_metadata": empty})
+                out[name] = replace(md, consolidated_metadata=None if cm is None else
+                                    ConsolidatedMetadata())
                 if cm is not None:
                     out.update({f"{name}/{k}": v for k, v in cm.flattened_metadata.items()})
             else:
                 out[name] = md
+        return out
+
+    def members(self) -> dict[str, Any]:
+        """Every node below the group by its relative path, each group with the nodes
+        below it (as the group opened from this metadata has them)."""
+        out: dict[str, Any] = {}
+        for name, md in self.metadata.items():
+            out[name] = md
+            if isinstance(md, GroupMetadata) and md.consolidated_metadata is not None:
+                out.update({f"{name}/{k}": v
+                            for k, v in md.consolidated_metadata.members().items()})
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -437,14 +561,14 @@ def _load_json(raw: bytes | bytearray | memoryview, key: str) -> Any:
 
 def parse_metadata(
     raw: bytes | bytearray | memoryview, *, path: str, key: str
-) -> ArrayMetadata | GroupMetadata:
+) -> ArrayV3Metadata | GroupMetadata:
     """Parse a ``zarr.json`` document, dispatching on ``node_type``."""
     doc = _load_json(raw, key)
     if not isinstance(doc, dict):
         raise MetadataValidationError(f"{key}: metadata must be a JSON object, got {doc!r}")
     node_type = doc.get("node_type")
     if node_type == "array":
-        return ArrayMetadata.from_dict(doc, path=path)
+        return ArrayV3Metadata.from_dict(doc, path=path)
     if node_type == "group":
         return GroupMetadata.from_dict(doc, path=path)
     raise MetadataValidationError(

@@ -861,6 +861,36 @@ def data_type_of(z: ZDType, *, where: str = "dtype") -> _dt.DataType:
     return ExtensionDataType(name, np.dtype(z.to_native_dtype()), zdtype=z)
 
 
+def zdtype_of(dt: _dt.DataType) -> Any:
+    """The :class:`ZDType` of zarrfast's :class:`DataType` ``dt`` (``Float32(endianness=
+    'little')``), as zarr-python's array metadata holds it; ``dt`` itself for a data type
+    that no registered class reads (zarrfast's extension types)."""
+    z = getattr(dt, "zdtype", None)
+    if z is not None:
+        return z
+    try:
+        return _zdtype_cache[dt]
+    except KeyError:
+        pass
+    z = dt
+    # by its JSON; else by its NumPy dtype (zarrfast's "struct" is zarr-python's
+    # "structured", the same data type under the name zarr-extensions registers)
+    for match in (lambda: data_type_registry.match_json(dt.to_json(), zarr_format=3),
+                  lambda: data_type_registry.match_dtype(dt.dtype)):
+        try:
+            z = match()
+            break
+        except (DataTypeValidationError, TypeError, ValueError, NotImplementedError,
+                UnsupportedDataTypeError):
+            continue
+    if len(_zdtype_cache) < 1024:
+        _zdtype_cache[dt] = z
+    return z
+
+
+_zdtype_cache: dict[_dt.DataType, Any] = {}
+
+
 def foreign_zdtype(value: Any) -> ZDType | None:
     """Another library's data type object (zarr-python's ``Int8()``, ``Structured(...)``) as
     the registered data type with the same Zarr v3 JSON, or ``None``."""

@@ -1,0 +1,207 @@
+"""Metadata objects look and behave as zarr-python's: users pprint them (the quick start
+and the consolidated-metadata guide do), pass them back to ``create_hierarchy``, and read
+``metadata.data_type`` as a ``ZDType``.  Each case builds the same node with zarr-python
+and with zarrfast and compares what they print."""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from pprint import pprint
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast.errors import MetadataValidationError
+
+zarr = pytest.importorskip("zarr")
+
+
+def _pp(obj, width=60, depth=None) -> str:
+    out = io.StringIO()
+    pprint(obj, stream=out, width=width, depth=depth)
+    return out.getvalue()
+
+
+ARRAYS = {
+    "float32": dict(shape=(100, 10), chunks=(10, 10), dtype="f4"),
+    "int8 with attributes": dict(shape=(7,), chunks=(3,), dtype="i1",
+                                 attributes={"units": "m", "n": [1, 2]}),
+    "big-endian int32": dict(shape=(4, 4), chunks=(2, 2), dtype=">i4"),
+    "named dimensions": dict(shape=(3, 4), chunks=(3, 4), dtype="f8",
+                             dimension_names=("y", "x")),
+    "fill value": dict(shape=(5,), chunks=(5,), dtype="u2", fill_value=7),
+    "sharded": dict(shape=(16, 16), chunks=(4, 4), shards=(8, 8), dtype="u1"),
+    "no compression": dict(shape=(6,), chunks=(2,), dtype="f8", compressors=None),
+    "gzip": dict(shape=(6,), chunks=(2,), dtype="i2",
+                 compressors=[{"name": "gzip", "configuration": {"level": 3}}]),
+    "transpose": dict(shape=(2, 3), chunks=(2, 3), dtype="f4",
+                      filters=[{"name": "transpose", "configuration": {"order": [1, 0]}}]),
+    "string": dict(shape=(4,), chunks=(2,), dtype=str),
+}
+
+
+def _both(kwargs):
+    """The same array made by zarr-python and zarrfast, as each opens it again (zarr-python
+    prints a big-endian array's data type as big-endian only as it made it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = zarr.storage.MemoryStore()
+        zarr.create_array(store, **kwargs)
+        theirs = zarr.open_array(store)
+    store = zarrfast.storage.MemoryStore()
+    zarrfast.create_array(store, **kwargs)
+    return theirs, zarrfast.open_array(store)
+
+
+@pytest.mark.parametrize("case", sorted(ARRAYS))
+def test_array_metadata_prints_as_zarr_python(case):
+    theirs, ours = _both(ARRAYS[case])
+    for width in (60, 120):
+        assert _pp(ours.metadata, width) == _pp(theirs.metadata, width)
+    assert repr(ours.metadata) == repr(theirs.metadata)
+    assert type(ours.metadata).__name__ == "ArrayV3Metadata"
+
+
+def test_metadata_fields_are_zarr_pythons_objects():
+    a = zarrfast.create_array({}, shape=(3,), dtype=np.dtype([("a", "<f8"), ("b", "<i8")]),
+                              compressors=zarrfast.codecs.ZstdCodec(level=2))
+    md = a.metadata
+    assert isinstance(md.data_type, zarrfast.dtype.Structured)
+    assert str(md.data_type) == ("Structured(fields=(('a', Float64(endianness='little')), "
+                                 "('b', Int64(endianness='little'))))")
+    assert md.data_type.to_native_dtype() == a.dtype
+    theirs = zarr.create_array({}, shape=(3,), dtype=a.dtype)
+    assert repr(md.data_type) == repr(theirs.metadata.data_type)
+    assert [type(c).__name__ for c in md.codecs] == ["BytesCodec", "ZstdCodec"]
+    assert md.codecs[1].level == 2
+    # zarrfast's own view is still there, and the document is unchanged by it
+    assert md.type_info.dtype == a.dtype
+    assert md.to_dict()["codecs"][1] == {"name": "zstd",
+                                         "configuration": {"level": 2, "checksum": False}}
+    assert md.to_dict()["data_type"]["name"] == "struct"
+
+
+def test_data_type_name_zarrfast_read_is_written_back():
+    """A data type zarr-python names otherwise ('struct' / 'structured', 'bytes') keeps the
+    name the document had, through changes of the metadata."""
+    store = zarrfast.storage.MemoryStore()
+    a = zarrfast.create_array(store, shape=(2,), dtype="i4")
+    doc = json.loads(store.get("zarr.json"))
+    doc["data_type"] = "bytes"
+    doc["fill_value"] = ""
+    doc["codecs"] = [{"name": "vlen-bytes"}]
+    store.set("zarr.json", json.dumps(doc).encode())
+    a = zarrfast.open_array(store, mode="r+")
+    assert type(a.metadata.data_type).__name__ == "VariableLengthBytes"
+    a.attrs["k"] = 1
+    again = json.loads(store.get("zarr.json"))
+    assert again["data_type"] == "bytes" and again["attributes"] == {"k": 1}
+    assert zarrfast.open_array(store).metadata.type_info.name == "bytes"
+
+
+def test_metadata_round_trips_and_compares():
+    _, ours = _both(ARRAYS["sharded"])
+    md = ours.metadata
+    again = type(md).from_dict(md.to_dict())
+    assert again == md and again.to_dict() == md.to_dict()
+    resized = md.update_shape((32, 16))
+    assert resized.codecs == md.codecs and resized.data_type == md.data_type
+    assert resized.to_dict()["shape"] == [32, 16]
+    assert resized != md
+
+
+def test_an_extension_data_type_zarr_python_lacks_stays_zarrfasts():
+    pytest.importorskip("ml_dtypes")
+    a = zarrfast.create_array({}, shape=(2,), dtype="bfloat16")
+    assert a.metadata.data_type is a.metadata.type_info
+    assert a.metadata.to_dict()["data_type"] == "bfloat16"
+
+
+def _hierarchy(lib):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = lib.storage.MemoryStore()
+        g = lib.create_group(store, attributes={"kind": "root"})
+        g.create_array("a", shape=(1,), dtype="f8")
+        child = g.create_group("child", attributes={"kind": "child"})
+        child.create_group("child", attributes={"kind": "grandchild"})
+        child.create_array("b", shape=(2, 2), chunks=(1, 2), dtype="i2")
+        return store, lib.consolidate_metadata(store)
+
+
+def test_consolidated_metadata_prints_and_nests_as_zarr_python():
+    (their_store, theirs), (our_store, ours) = _hierarchy(zarr), _hierarchy(zarrfast)
+    assert _pp(ours.metadata) == _pp(theirs.metadata)
+    assert _pp(ours.metadata.consolidated_metadata.metadata) == _pp(
+        theirs.metadata.consolidated_metadata.metadata)
+    # a child opened through the consolidated metadata has the nodes below it
+    assert ours["child"].metadata.consolidated_metadata is not None
+    assert _pp(ours["child"].metadata.consolidated_metadata) == _pp(
+        theirs["child"].metadata.consolidated_metadata)
+    assert _pp(ours["child/child"].metadata) == _pp(theirs["child/child"].metadata)
+    # and the document is the one zarr-python writes
+    ours_doc = json.loads(our_store.get("zarr.json"))
+    theirs_doc = json.loads(their_store._store_dict["zarr.json"].to_bytes())
+    assert ours_doc == theirs_doc
+    assert list(ours_doc["consolidated_metadata"]["metadata"]) == list(
+        theirs_doc["consolidated_metadata"]["metadata"])
+
+
+def test_zarr_python_reads_zarrfasts_consolidated_metadata(tmp_path):
+    store = zarrfast.storage.LocalStore(tmp_path / "h.zarr")
+    g = zarrfast.create_group(store)
+    g.create_group("x").create_array("y", shape=(3,), dtype="u1")
+    zarrfast.consolidate_metadata(store)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = zarr.open_consolidated(str(tmp_path / "h.zarr"))
+    assert sorted(theirs.metadata.consolidated_metadata.flattened_metadata) == ["x", "x/y"]
+    assert theirs["x/y"].shape == (3,)
+
+
+def test_create_hierarchy_takes_printed_metadata_back():
+    root = zarrfast.create_group(zarrfast.storage.MemoryStore(), attributes={"name": "root"})
+    root.create_array("bar", shape=(10,), chunks=(5,), dtype="f4")
+    nodes = {"": root.metadata} | {k: v.metadata for k, v in root.members()}
+    made = dict(zarrfast.create_hierarchy(store=zarrfast.storage.MemoryStore(), nodes=nodes))
+    assert made[""].attrs == {"name": "root"}
+    assert made["bar"].metadata == root["bar"].metadata
+
+
+@pytest.mark.parametrize("entries, message", [
+    ({"a/x": {"attributes": {}, "zarr_format": 3, "node_type": "group"}}, "has no entry"),
+    ({"a": {"shape": [1], "data_type": "int8", "zarr_format": 3, "node_type": "array",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]},
+      "a/x": {"attributes": {}, "zarr_format": 3, "node_type": "group"}}, "is an array"),
+    ({"": {"attributes": {}, "zarr_format": 3, "node_type": "group"}}, "not a node path"),
+    ({"a": [1]}, "not an object"),
+])
+def test_bad_consolidated_entries_are_refused_by_name(entries, message):
+    store = zarrfast.storage.MemoryStore()
+    doc = {"attributes": {}, "zarr_format": 3, "node_type": "group",
+           "consolidated_metadata": {"kind": "inline", "must_understand": False,
+                                     "metadata": entries}}
+    store.set("zarr.json", json.dumps(doc).encode())
+    with pytest.raises(MetadataValidationError, match=message) as info:
+        zarrfast.open_group(store, mode="r")
+    assert "zarr.json" in str(info.value) or "consolidated" in str(info.value)
+
+
+def test_store_reprs_are_zarr_pythons():
+    s3fs = pytest.importorskip("s3fs")
+    fs = s3fs.S3FileSystem(anon=True, asynchronous=True)  # (makes no request)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = zarr.storage.FsspecStore(fs, path="/bucket/x")
+    ours = zarrfast.storage.FsspecStore(fs, path="/bucket/x")
+    assert repr(ours) == str(ours) == repr(theirs)
+    obstore = pytest.importorskip("obstore")
+    mem = obstore.store.MemoryStore()
+    assert repr(zarrfast.storage.ObjectStore(mem)) == repr(zarr.storage.ObjectStore(mem))
+    arr = zarrfast.create_array(zarrfast.storage.ObjectStore(mem), shape=(2,), dtype="f8")
+    assert repr(arr) == f"<Array object_store://{mem} shape=(2,) dtype=float64>"
