@@ -132,6 +132,9 @@ _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 #: functions ``(value, where) -> DataType | None`` asked about a data type this module does
 #: not know (:mod:`.zdtype` adds the registry of zarr-python-style data types)
 EXTENSION_LOOKUPS: list[Any] = []
+#: functions ``DataType -> ZDType`` giving the zarr-python-style data type object of a data
+#: type (:mod:`.zdtype` adds its own), for the metadata objects users print
+ZDTYPE_LOOKUPS: list[Any] = []
 
 
 def _extension(value: Any, where: str) -> DataType | None:

@@ -33,7 +33,7 @@ from zarrfast.metadata.chunk_grid import (
     parse_chunk_grid,
     parse_chunk_key_encoding,
 )
-from zarrfast.metadata.dtype import DataType, parse_data_type
+from zarrfast.metadata.dtype import ZDTYPE_LOOKUPS, DataType, parse_data_type
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
 from zarrfast.metadata.paths import validate_node_name
 
@@ -145,22 +145,17 @@ def _codec_object(codec: Any) -> Any:
 
 def _as_data_type(value: Any) -> DataType:
     """zarrfast's :class:`DataType` of a ``data_type`` (itself, or a ``ZDType``)."""
-    if isinstance(value, DataType):
-        return value
-    from zarrfast.metadata.zdtype import data_type_of
-
-    return data_type_of(value, where="data_type")
+    return value if isinstance(value, DataType) else parse_data_type(value, where="data_type")
 
 
 def _as_zdtype(value: Any) -> Any:
     """The ``ZDType`` (``Float32(endianness='little')``) of a ``data_type``, as
     zarr-python's metadata holds it; a :class:`DataType` that zarr-python has no class for
     stays itself."""
-    if not isinstance(value, DataType):
-        return value
-    from zarrfast.metadata.zdtype import zdtype_of
-
-    return zdtype_of(value)
+    if isinstance(value, DataType):
+        for lookup in ZDTYPE_LOOKUPS:
+            return lookup(value)
+    return value
 
 
 @dataclass(frozen=True)

@@ -923,4 +923,5 @@ def _extension_lookup(value: Any, where: str) -> _dt.DataType | None:
 
 
 _dt.EXTENSION_LOOKUPS.append(_extension_lookup)
+_dt.ZDTYPE_LOOKUPS.append(zdtype_of)
 
