@@ -24,6 +24,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+#: what differs from run to run in any implementation: a memory store's id and an object's
+#: address (``memory://140...``, ``<... object at 0x7f...>``)
+ADDRESS = re.compile(r"(?<=memory://)\d+|(?<= at )0x[0-9a-f]+")
+
+
+def _unaddressed(text: str) -> str:
+    return ADDRESS.sub("<address>", text)
+
+
 FENCE = re.compile(r"^```python(?P<opts>[^\n]*)\n(?P<code>.*?)^```", re.M | re.S)
 
 
@@ -104,7 +113,7 @@ def main() -> int:
     pages = sorted((args.checkout / "docs").rglob("*.md"))
     if args.only:
         pages = [p for p in pages if any(str(p).endswith(o) for o in args.only)]
-    totals = {"blocks": 0, "zarr_ok": 0, "zarrfast_ok": 0, "same": 0}
+    totals = {"blocks": 0, "zarr_ok": 0, "zarrfast_ok": 0, "same": 0, "addresses": 0}
     for page in pages:
         for session, blocks in blocks_of(page).items():
             ref = run_session(blocks, "zarr", args.timeout)
@@ -125,6 +134,10 @@ def main() -> int:
                 if r["out"] == g["out"]:
                     counts["same"] += 1
                     continue
+                if _unaddressed(r["out"]) == _unaddressed(g["out"]):
+                    totals["addresses"] += 1
+                    print(f"  DIFF {name} block {i} (store ids / object addresses only)")
+                    continue
                 print(f"  DIFF {name} block {i}")
                 if args.show_diff:
                     print("    | " + code.strip().replace("\n", "\n    | "))
@@ -137,7 +150,8 @@ def main() -> int:
             totals["zarrfast_ok"] += counts["runs"]
             totals["same"] += counts["same"]
     print(f"\nblocks: {totals['blocks']}; run with zarr-python: {totals['zarr_ok']}; "
-          f"run with zarrfast: {totals['zarrfast_ok']}; print the same: {totals['same']}")
+          f"run with zarrfast: {totals['zarrfast_ok']}; print the same: {totals['same']}; "
+          f"the same but for store ids and object addresses: {totals['addresses']}")
     return 0
 
 
