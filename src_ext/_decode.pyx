@@ -38,7 +38,9 @@ import os
 import numpy as np
 
 from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span, _is_empty
-from _common cimport ZF_MAX_NDIM, Layout, normalize_layout, strided_copy
+from _common cimport (
+    ZF_MAX_NDIM, Layout, normalize_layout, strided_copy_stream, zf_stream_fence,
+)
 
 cdef extern from *:
     """
@@ -265,6 +267,23 @@ def bound():
                                             ("blosc", _blosc_decompress != NULL)) if ok])
 
 
+#: outputs of at least this many bytes get the copies out of the scratch buffer
+#: written with non-temporal stores (``strided_copy_stream``): an output that large
+#: is written once and does not stay in the cache, so reading each line into the
+#: cache before writing it only doubles the memory traffic
+cdef int64_t _stream_min = 32 * 2**20
+
+
+def stream_threshold(int64_t nbytes=-1):
+    """The output size from which copies are streamed (non-temporal stores); with
+    ``nbytes >= 0`` set it (0: always, for tests).  Returns the previous setting."""
+    global _stream_min
+    cdef int64_t before = _stream_min
+    if nbytes >= 0:
+        _stream_min = nbytes
+    return before
+
+
 cdef enum:
     _ZSTD = 0
     _BLOSC = 1
@@ -366,6 +385,7 @@ cdef class ChunkDecoder:
                 if status[r] != _NO_DATA and not plan.skip[r]:
                     if not self._place(plan, r, s + src_offsets[r], <size_t>src_sizes[r]):
                         status[r] = _FAILED
+            zf_stream_fence()  # (the streamed stores are seen before the call returns)
         return status_arr
 
     def decode_files(self, list paths not None,
@@ -446,6 +466,7 @@ cdef class ChunkDecoder:
                         errs[r] = err
                     elif not self._place(plan, r, self.filebuf, <size_t>sizes[r]):
                         status[r] = _FAILED
+                zf_stream_fence()  # (the streamed stores are seen before the call returns)
         finally:
             PyMem_Free(cpaths)
             if rootfd >= 0:
@@ -459,7 +480,8 @@ cdef class ChunkDecoder:
         if not self._decode(frame, size, target):
             return False
         if not plan.direct[r]:
-            strided_copy(self.scratch, plan.d, &plan.layouts[r], plan.itemsize, plan.swap_unit)
+            strided_copy_stream(self.scratch, plan.d, &plan.layouts[r], plan.itemsize,
+                                plan.swap_unit, plan.stream)
         return True
 
 
@@ -472,6 +494,7 @@ cdef class _Plan:
     cdef const int64_t[::1] dst_offsets
     cdef const uint8_t[::1] direct
     cdef Py_ssize_t itemsize, swap_unit
+    cdef bint stream  # (copies into dst use non-temporal stores)
 
     def __cinit__(self, str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
                   const int64_t[::1] chunk_strides, uint8_t[::1] dst,
@@ -495,6 +518,7 @@ cdef class _Plan:
         self.itemsize = itemsize
         self.swap_unit = swap_unit
         self.d = &dst[0] if dst.shape[0] else NULL
+        self.stream = dst.shape[0] >= _stream_min
         self.dst_offsets = dst_offsets
         self.direct = direct
         self.layouts = <Layout*>PyMem_Malloc(max(n, 1) * sizeof(Layout))
