@@ -568,3 +568,40 @@ def test_stream_threshold_reports_and_restores():
     assert _decode_ext.stream_threshold(5) == before
     assert _decode_ext.stream_threshold() == 5  # (a negative size only reads it)
     assert _decode_ext.stream_threshold(before) == 5
+
+
+@pytest.mark.parametrize("cls", DECODERS)
+@pytest.mark.parametrize("bad", ["dst", "chunk", "direct", "shape", "zero_stride"])
+def test_a_bad_row_deep_in_a_large_batch_is_named(cls, bad):
+    """The rows of a call are checked without the GIL; the first bad one is named by
+    the checks that raise, and nothing is written."""
+    n, at, chunk = 600, 517, (4, 8)
+    nbytes = 4 * 8 * 2
+    frame = compress(bytes(range(nbytes)), level=1)
+    src = np.frombuffer(frame * n, dtype=np.uint8)
+    offsets = np.arange(n, dtype=I64) * len(frame)
+    sizes = np.full(n, len(frame), dtype=I64)
+    dst_strides = i64(16, 2)
+    dst_offsets = np.arange(n, dtype=I64) * nbytes
+    shapes = np.tile(np.array(chunk, dtype=I64), (n, 1))
+    direct = np.zeros(n, dtype=np.uint8)
+    chunk_offsets = np.zeros(n, dtype=I64)
+    if bad == "dst":
+        dst_offsets[at] = n * nbytes - 8
+    elif bad == "chunk":
+        chunk_offsets[at] = 4
+    elif bad == "direct":
+        direct[at] = 1
+        dst_offsets[at] = n * nbytes - 2
+    elif bad == "shape":
+        shapes[at] = (-1, 8)
+    else:
+        dst_strides = i64(0, 2)
+        shapes[:at] = (1, 8)
+        shapes[at + 1:] = (1, 8)
+    dst = np.full(n * nbytes, 7, dtype=np.uint8)
+    with pytest.raises(ValueError, match=rf"\(chunk {at}\)"):
+        new_decoder(cls, nbytes).decode_regions(
+            src, offsets, sizes, chunk_offsets, i64(16, 2), dst, dst_offsets, dst_strides,
+            shapes, 2, 1, direct)
+    assert (dst == 7).all()
