@@ -17,14 +17,18 @@ Contents
   strides, drop size-1 dims, order dims by destination stride, coalesce dims
   contiguous in both buffers) and ``strided_copy`` (memcpy runs, element
   lines specialised by item size, or cache-tiled 2-D blocks when the source is
-  dense along a dimension other than the destination's innermost one).
+  dense along a dimension other than the destination's innermost one);
+  ``strided_copy_stream`` writes its runs with non-temporal stores
+  (``zf_stream_run``; end the batch with ``zf_stream_fence``).
 
 Callers validate every pointer range with the GIL before calling in here;
 nothing in this file checks bounds.
 """
 
 cimport cython
-from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport (
+    INT64_MAX, INT64_MIN, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t,
+)
 from libc.string cimport memcpy
 
 ctypedef int64_t zf_index
@@ -67,6 +71,55 @@ cdef extern from *:
     uint16_t zf_bswap16(uint16_t x) noexcept nogil
     uint32_t zf_bswap32(uint32_t x) noexcept nogil
     uint64_t zf_bswap64(uint64_t x) noexcept nogil
+
+
+cdef extern from *:
+    """
+    #ifndef ZARRFAST_COMMON_STREAM_H
+    #define ZARRFAST_COMMON_STREAM_H
+    #include <stdint.h>
+    #include <string.h>
+    /* Non-temporal ("streaming") stores: whole 64-byte cache lines go to memory
+       without first being read into the cache (no read-for-ownership) and without
+       evicting what the cache holds.  For a large output written once (a full read
+       of an array much larger than the cache) they halve the memory traffic of the
+       copy; for a small output, which the caller reads next, plain stores are
+       better.  zf_stream_run copies n bytes to d, which must be 64-byte aligned:
+       the whole lines with streaming stores, the tail with memcpy.  The stores are
+       weakly ordered: zf_stream_fence (sfence) must run before another thread may
+       read the bytes, i.e. before a kernel returns. */
+    #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+    #include <emmintrin.h>
+    #define ZF_HAVE_STREAM 1
+    static inline void zf_stream_run(uint8_t* d, const uint8_t* s, size_t n) {
+        while (n >= 64) {
+            __m128i a = _mm_loadu_si128((const __m128i*)s);
+            __m128i b = _mm_loadu_si128((const __m128i*)(s + 16));
+            __m128i c = _mm_loadu_si128((const __m128i*)(s + 32));
+            __m128i e = _mm_loadu_si128((const __m128i*)(s + 48));
+            _mm_stream_si128((__m128i*)d, a);
+            _mm_stream_si128((__m128i*)(d + 16), b);
+            _mm_stream_si128((__m128i*)(d + 32), c);
+            _mm_stream_si128((__m128i*)(d + 48), e);
+            d += 64;
+            s += 64;
+            n -= 64;
+        }
+        if (n) memcpy(d, s, n);
+    }
+    static inline void zf_stream_fence(void) { _mm_sfence(); }
+    #else
+    #define ZF_HAVE_STREAM 0
+    static inline void zf_stream_run(uint8_t* d, const uint8_t* s, size_t n) {
+        memcpy(d, s, n);
+    }
+    static inline void zf_stream_fence(void) {}
+    #endif
+    #endif
+    """
+    bint ZF_HAVE_STREAM
+    void zf_stream_run(uint8_t* d, const uint8_t* s, size_t n) noexcept nogil
+    void zf_stream_fence() noexcept nogil
 
 
 # --------------------------------------------------------------------------
@@ -371,7 +424,16 @@ cdef inline void copy_tile(const uint8_t* s, int64_t s_t, int64_t s_i, uint8_t* 
 
 cdef inline void strided_copy(const uint8_t* src, uint8_t* dst, Layout* L,
                               Py_ssize_t itemsize, Py_ssize_t swap) noexcept nogil:
-    """Copy every item of a normalised layout (see ``normalize_layout``).
+    """Copy every item of a normalised layout (see ``normalize_layout``)."""
+    strided_copy_stream(src, dst, L, itemsize, swap, False)
+
+
+cdef inline void strided_copy_stream(const uint8_t* src, uint8_t* dst, Layout* L,
+                                     Py_ssize_t itemsize, Py_ssize_t swap,
+                                     bint stream) noexcept nogil:
+    """Copy every item of a normalised layout (see ``normalize_layout``); with
+    ``stream``, runs of at least a cache line that start on one are written with
+    non-temporal stores (``zf_stream_run``: the caller fences).
 
     Paths, picked once per call:
 
@@ -432,7 +494,10 @@ cdef inline void strided_copy(const uint8_t* src, uint8_t* dst, Layout* L,
     do = 0
     while True:
         if run:
-            memcpy(dst + do, src + so, <size_t>(n_in * itemsize))
+            if stream and n_in * itemsize >= 64 and ((<uintptr_t>(dst + do)) & 63) == 0:
+                zf_stream_run(dst + do, src + so, <size_t>(n_in * itemsize))
+            else:
+                memcpy(dst + do, src + so, <size_t>(n_in * itemsize))
         elif tdim >= 0:
             nt = L.shape[tdim]
             t0 = 0

@@ -26,7 +26,10 @@ not decode to exactly that size is reported, never placed.
 Twin: ``zarrfast._reference.ChunkDecoder``.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport (
+    PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE,
+)
+from libc.string cimport strlen
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdlib cimport free
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
@@ -37,8 +40,11 @@ import os
 
 import numpy as np
 
-from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span, _is_empty
-from _common cimport ZF_MAX_NDIM, Layout, normalize_layout, strided_copy
+from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span
+from _common cimport (
+    ZF_MAX_NDIM, Layout, checked_add, checked_mul, normalize_layout, strided_copy_stream,
+    zf_stream_fence,
+)
 
 cdef extern from *:
     """
@@ -265,6 +271,23 @@ def bound():
                                             ("blosc", _blosc_decompress != NULL)) if ok])
 
 
+#: outputs of at least this many bytes get the copies out of the scratch buffer
+#: written with non-temporal stores (``strided_copy_stream``): an output that large
+#: is written once and does not stay in the cache, so reading each line into the
+#: cache before writing it only doubles the memory traffic
+cdef int64_t _stream_min = 32 * 2**20
+
+
+def stream_threshold(int64_t nbytes=-1):
+    """The output size from which copies are streamed (non-temporal stores); with
+    ``nbytes >= 0`` set it (0: always, for tests).  Returns the previous setting."""
+    global _stream_min
+    cdef int64_t before = _stream_min
+    if nbytes >= 0:
+        _stream_min = nbytes
+    return before
+
+
 cdef enum:
     _ZSTD = 0
     _BLOSC = 1
@@ -366,6 +389,7 @@ cdef class ChunkDecoder:
                 if status[r] != _NO_DATA and not plan.skip[r]:
                     if not self._place(plan, r, s + src_offsets[r], <size_t>src_sizes[r]):
                         status[r] = _FAILED
+            zf_stream_fence()  # (the streamed stores are seen before the call returns)
         return status_arr
 
     def decode_files(self, list paths not None,
@@ -396,12 +420,14 @@ cdef class ChunkDecoder:
         paths = list(paths)  # our own list: the loop keeps pointers into its bytes
         if len(paths) != n:
             raise ValueError(f"decode_files: {n} shapes but {len(paths)} paths")
+        cdef object p
         for r in range(n):
-            if not isinstance(paths[r], bytes):
+            p = paths[r]
+            if not isinstance(p, bytes):
                 raise TypeError(
-                    f"decode_files: path {r} is {type(paths[r]).__name__}, expected bytes")
-            if b"\0" in paths[r]:
-                raise ValueError(f"decode_files: path {paths[r]!r} contains a NUL byte")
+                    f"decode_files: path {r} is {type(p).__name__}, expected bytes")
+            if strlen(PyBytes_AS_STRING(p)) != <size_t>PyBytes_GET_SIZE(p):
+                raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
         status_arr = np.full(n, DECODED, dtype=np.int8)
         sizes_arr = np.full(n, -1, dtype=np.int64)
         errors_arr = np.zeros(n, dtype=np.int64)
@@ -419,13 +445,16 @@ cdef class ChunkDecoder:
         cdef int64_t limit = 2 * self.nbytes + 65536
         cdef int err
         cdef int rootfd = -1
+        cdef const char* croot = NULL
         if root is not None:
             if not isinstance(root, bytes) or b"\0" in root:
                 PyMem_Free(cpaths)
                 raise TypeError(f"decode_files: root must be bytes without NUL, got {root!r}")
-            rootfd = zf_open_root(<const char*>root)
-            if rootfd == -1:
+            croot = <const char*>root
+            with nogil:
+                rootfd = zf_open_root(croot)
                 err = errno
+            if rootfd == -1:
                 PyMem_Free(cpaths)
                 raise OSError(err, os.strerror(err), os.fsdecode(root))
         try:
@@ -446,6 +475,10 @@ cdef class ChunkDecoder:
                         errs[r] = err
                     elif not self._place(plan, r, self.filebuf, <size_t>sizes[r]):
                         status[r] = _FAILED
+                zf_stream_fence()  # (the streamed stores are seen before the call returns)
+                if rootfd >= 0:
+                    close(rootfd)
+                    rootfd = -1
         finally:
             PyMem_Free(cpaths)
             if rootfd >= 0:
@@ -459,8 +492,56 @@ cdef class ChunkDecoder:
         if not self._decode(frame, size, target):
             return False
         if not plan.direct[r]:
-            strided_copy(self.scratch, plan.d, &plan.layouts[r], plan.itemsize, plan.swap_unit)
+            strided_copy_stream(self.scratch, plan.d, &plan.layouts[r], plan.itemsize,
+                                plan.swap_unit, plan.stream)
         return True
+
+
+cdef inline bint _shape_ok(const int64_t* shape, Py_ssize_t ndim) noexcept nogil:
+    """``_check_shape`` without the GIL (the rank is checked once per call)."""
+    cdef Py_ssize_t d
+    for d in range(ndim):
+        if shape[d] < 0:
+            return False
+    return True
+
+
+cdef inline bint _shape_empty(const int64_t* shape, Py_ssize_t ndim) noexcept nogil:
+    cdef Py_ssize_t d
+    for d in range(ndim):
+        if shape[d] == 0:
+            return True
+    return False
+
+
+cdef inline bint _dst_strides_ok(const int64_t* strides, const int64_t* shape,
+                                 Py_ssize_t ndim) noexcept nogil:
+    """``_check_dst_strides`` without the GIL."""
+    cdef Py_ssize_t d
+    for d in range(ndim):
+        if strides[d] == 0 and shape[d] > 1:
+            return False
+    return True
+
+
+cdef inline bint _span_ok(int64_t buflen, int64_t offset, const int64_t* strides,
+                          const int64_t* shape, Py_ssize_t ndim,
+                          Py_ssize_t itemsize) noexcept nogil:
+    """``_check_span`` without the GIL: every byte of the (non-empty) region lies in
+    ``[0, buflen)``, with no int64 overflow on the way."""
+    cdef int64_t lo = offset, hi = offset, ext
+    cdef Py_ssize_t d
+    for d in range(ndim):
+        if checked_mul(shape[d] - 1, strides[d], &ext):
+            return False
+        if ext > 0:
+            if checked_add(hi, ext, &hi):
+                return False
+        elif checked_add(lo, ext, &lo):
+            return False
+    if checked_add(hi, itemsize, &hi):
+        return False
+    return lo >= 0 and hi <= buflen
 
 
 cdef class _Plan:
@@ -472,6 +553,7 @@ cdef class _Plan:
     cdef const int64_t[::1] dst_offsets
     cdef const uint8_t[::1] direct
     cdef Py_ssize_t itemsize, swap_unit
+    cdef bint stream  # (copies into dst use non-temporal stores)
 
     def __cinit__(self, str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
                   const int64_t[::1] chunk_strides, uint8_t[::1] dst,
@@ -495,29 +577,55 @@ cdef class _Plan:
         self.itemsize = itemsize
         self.swap_unit = swap_unit
         self.d = &dst[0] if dst.shape[0] else NULL
+        self.stream = dst.shape[0] >= _stream_min
         self.dst_offsets = dst_offsets
         self.direct = direct
         self.layouts = <Layout*>PyMem_Malloc(max(n, 1) * sizeof(Layout))
         self.skip = <bint*>PyMem_Malloc(max(n, 1) * sizeof(bint))
         if self.layouts == NULL or self.skip == NULL:
             raise MemoryError()
-        for r in range(n):
-            self.skip[r] = False
-            if status[r] == _NO_DATA:
-                continue
+        # Every row is checked without the GIL (a batch of chunks costs no interpreter
+        # time per chunk); the first row that fails is checked again by the checks that
+        # raise, which name what is wrong.
+        cdef Py_ssize_t bad = -1
+        cdef int64_t dlen = dst.shape[0]
+        cdef const int64_t* shp
+        cdef const int64_t* cst = &chunk_strides[0] if ndim else NULL
+        cdef const int64_t* dstr = &dst_strides[0] if ndim else NULL
+        with nogil:
+            for r in range(n):
+                self.skip[r] = False
+                if status[r] == _NO_DATA:
+                    continue
+                if direct[r]:
+                    if dst_offsets[r] < 0 or dst_offsets[r] > dlen - nbytes:
+                        bad = r
+                        break
+                    continue
+                shp = &shapes[r, 0] if ndim else NULL
+                if not _shape_ok(shp, ndim):
+                    bad = r
+                    break
+                if _shape_empty(shp, ndim):
+                    self.skip[r] = True
+                    continue
+                if not (_dst_strides_ok(dstr, shp, ndim)
+                        and _span_ok(nbytes, chunk_offsets[r], cst, shp, ndim, itemsize)
+                        and _span_ok(dlen, dst_offsets[r], dstr, shp, ndim, itemsize)):
+                    bad = r
+                    break
+                normalize_layout(<int>ndim, shp, cst, dstr, chunk_offsets[r], dst_offsets[r],
+                                 &self.layouts[r])
+        if bad >= 0:
+            r = bad
             try:
                 if direct[r]:
-                    if dst_offsets[r] < 0 or dst_offsets[r] > dst.shape[0] - nbytes:
-                        raise ValueError(
-                            f"{func}: direct bytes [{dst_offsets[r]}, "
-                            f"{dst_offsets[r] + nbytes}) lie outside dst's "
-                            f"{dst.shape[0]} bytes"
-                        )
-                    continue
+                    raise ValueError(
+                        f"{func}: direct bytes [{dst_offsets[r]}, "
+                        f"{dst_offsets[r] + nbytes}) lie outside dst's "
+                        f"{dst.shape[0]} bytes"
+                    )
                 _check_shape(func, shapes[r])
-                self.skip[r] = _is_empty(shapes[r])
-                if self.skip[r]:
-                    continue
                 _check_dst_strides(func, dst_strides, shapes[r])
                 _check_span(func, "chunk", nbytes, chunk_offsets[r], chunk_strides, shapes[r],
                             itemsize)
@@ -525,10 +633,7 @@ cdef class _Plan:
                             itemsize)
             except ValueError as e:
                 raise ValueError(f"{e} (chunk {r})") from None
-            normalize_layout(<int>ndim, &shapes[r, 0] if ndim else NULL,
-                             &chunk_strides[0] if ndim else NULL,
-                             &dst_strides[0] if ndim else NULL,
-                             chunk_offsets[r], dst_offsets[r], &self.layouts[r])
+            raise AssertionError(f"{func}: row {r} failed a check that did not say why")
 
     def __dealloc__(self):
         PyMem_Free(self.layouts)

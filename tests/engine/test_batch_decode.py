@@ -533,6 +533,71 @@ def test_blosc_arrays_read_batched(tmp_path):
     assert RecordingDecoder.log
 
 
+@pytest.fixture
+def streamed(monkeypatch):
+    """Every read result on a cache line and every copy into it streamed (normally only
+    results of 1 MiB and 32 MiB on)."""
+    from zarrfast._ext import _decode
+    from zarrfast.kernels import buffers
+
+    monkeypatch.setattr(buffers, "ALIGN_MIN_BYTES", 0)
+    before = _decode.stream_threshold(0)
+    yield
+    _decode.stream_threshold(before)
+
+
+@needs_kernel
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streamed_reads_match_numpy(arrays, streamed, threads):
+    """Reads into results on a cache line, copied with streaming stores: interior and
+    edge chunks, chunks decoded into place and copied, byte-swapped and transposed
+    chunks, C and F order, steps."""
+    root, truths = arrays
+    sels = [np.s_[...], np.s_[1:], np.s_[::2], np.s_[..., 1:-1], np.s_[::-1]]
+    with config.set(threads=threads):
+        for name, truth in truths.items():
+            for sel in sels:
+                want = truth[sel]
+                got = open_r(root, name)[sel]
+                np.testing.assert_array_equal(got, want, err_msg=f"{name}{sel}")
+                if got.ndim and got.nbytes:
+                    assert got.ctypes.data % 64 == 0 and got.flags.writeable
+                f = open_r(root, name, order="F")[sel]
+                np.testing.assert_array_equal(f, want, err_msg=f"{name}{sel} F")
+
+
+@needs_blosc
+def test_streamed_blosc_reads_with_rows_of_whole_cache_lines(tmp_path, streamed):
+    """Rows of 128 bytes in a 64-byte aligned result: whole lines streamed."""
+    shape, chunks = (6, 10, 128), (3, 5, 64)
+    data = np.arange(np.prod(shape), dtype="<u2").reshape(shape)
+    blosc = {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+                                                "shuffle": "bitshuffle", "typesize": 2,
+                                                "blocksize": 0}}
+    arr = zarrfast.create_array(str(tmp_path), name="b", shape=shape, chunks=chunks,
+                                dtype="<u2", fill_value=0, compressors=[blosc])
+    arr[...] = data
+    b = open_r(tmp_path, "b")
+    for sel in (np.s_[...], np.s_[1:], np.s_[:, :, 1:]):
+        got = b[sel]
+        np.testing.assert_array_equal(got, data[sel])
+        assert got.ctypes.data % 64 == 0
+
+
+def test_large_results_start_on_a_cache_line():
+    from zarrfast.kernels import buffers
+
+    big = buffers.empty((3, buffers.ALIGN_MIN_BYTES // 2), "<u2", where="", what="x",
+                        aligned=True)
+    assert big.ctypes.data % 64 == 0 and big.shape == (3, buffers.ALIGN_MIN_BYTES // 2)
+    assert big.dtype == np.dtype("<u2") and big.flags.c_contiguous and big.flags.writeable
+    small = buffers.empty((7,), "<u2", where="", what="x", aligned=True)
+    assert small.flags.owndata  # (small results are plain np.empty arrays)
+    objects = buffers.empty((buffers.ALIGN_MIN_BYTES,), object, where="", what="x",
+                            aligned=True)
+    assert objects.dtype == object and objects.flags.owndata
+
+
 # ---------------------------------------------------------------------------
 # an independent review's findings, as tests
 # ---------------------------------------------------------------------------

@@ -457,3 +457,151 @@ def test_decode_files_sizes_errors_and_rejections(cls, tmp_path):
         dec.decode_files(good, np.zeros(1, I64), i64(2), dst, i64(dst.size - 2), i64(2),
                          np.full((1, 1), 12, I64), 2, 1, np.zeros(1, np.uint8))
     assert np.array_equal(dst, before)
+
+
+# ---------------------------------------------------------------------------
+# streamed copies: large outputs are written with non-temporal stores
+# ---------------------------------------------------------------------------
+
+try:
+    from zarrfast._ext import _decode as _decode_ext
+except ImportError:  # pragma: no cover - not built
+    _decode_ext = None
+
+
+def _stream_runs(threshold):
+    """``decode_regions`` of the compiled decoder with ``stream_threshold`` set."""
+    def run(dec, *args):
+        before = _decode_ext.stream_threshold(threshold)
+        try:
+            return dec.decode_regions(*args)
+        finally:
+            _decode_ext.stream_threshold(before)
+    return run
+
+
+STREAM_LAYOUTS = [
+    # (chunk shape, itemsize, swap_unit, permutation of the stored layout, dst pad)
+    ((4, 8, 32), 2, 1, (0, 1, 2), 0),     # 64-byte rows
+    ((3, 5, 64), 2, 1, (0, 1, 2), 24),    # 128-byte rows, the output rows padded
+    ((2, 3, 50), 4, 1, (0, 1, 2), 8),     # 200-byte rows: a partial line at the end
+    ((3, 4, 17), 8, 8, (0, 1, 2), 0),     # byte-swapped items: element copies
+    ((4, 6, 40), 2, 1, (2, 0, 1), 0),     # a transposed chunk (F-like): tiled copies
+    ((5, 30), 1, 1, (0, 1), 3),           # rows shorter than a line
+    ((2, 300), 4, 1, (0, 1), 0),          # rows of 1200 bytes
+]
+
+
+@pytest.mark.skipif(CompiledDecoder is None or _decode_ext is None,
+                    reason="the compiled zstd decoder is not bound")
+@pytest.mark.parametrize("layout", STREAM_LAYOUTS, ids=lambda v: str(v[0]))
+@pytest.mark.parametrize("shift", [0, 1, 16, 48, 63])
+def test_streamed_copies_match_plain_copies_twin_and_numpy(layout, shift):
+    """Copies streamed into the output (whole cache lines with non-temporal stores, the
+    rest with memcpy) give the bytes of plain copies, of the twin and of NumPy, at every
+    alignment of the output, for full and cut chunks, direct rows included."""
+    chunk, itemsize, swap_unit, perm, pad = layout
+    ndim = len(chunk)
+    nbytes = math.prod(chunk) * itemsize
+    stored = c_strides([chunk[p] for p in perm], itemsize)
+    chunk_strides = [0] * ndim
+    for k in range(ndim):
+        chunk_strides[perm[k]] = stored[k]
+    # the output: a 2 x 2 (x 1 ...) grid of chunks, its last dim padded by `pad` items
+    grid = [2, 2] + [1] * (ndim - 2)
+    out_shape = [g * c for g, c in zip(grid, chunk, strict=True)]
+    out_shape[-1] += pad
+    dst_strides = c_strides(out_shape, itemsize)
+    dst_len = GUARD + shift + math.prod(out_shape) * itemsize + GUARD
+    rng = np.random.default_rng(len(chunk) * 1000 + shift)
+    rows, frames = [], []
+    for r, coords in enumerate(np.ndindex(*grid)):
+        data = rng.integers(0, 256, nbytes, dtype=np.uint8).tobytes()
+        counts = list(chunk)
+        if r == 3:  # a chunk cut by the output's edge
+            counts[0] = max(1, chunk[0] - 1)
+        origin = [c * n for c, n in zip(coords, chunk, strict=True)]
+        rows.append(dict(counts=counts, data=data, direct=False,
+                         dst_offset=GUARD + shift + sum(
+                             o * s for o, s in zip(origin, dst_strides, strict=True))))
+        frames.append(compress(data, level=1))
+    # one more row decoded straight into a block after the grid (direct)
+    direct_data = rng.integers(0, 256, nbytes, dtype=np.uint8).tobytes()
+    dst_len += nbytes
+    rows.append(dict(counts=list(chunk), data=direct_data, direct=True,
+                     dst_offset=dst_len - GUARD - nbytes))
+    frames.append(compress(direct_data, level=1))
+    src = b"".join(frames)
+    offsets = np.cumsum([0] + [len(f) for f in frames[:-1]]).astype(I64)
+    args = lambda dst: [  # noqa: E731
+        np.frombuffer(src, dtype=np.uint8), offsets, i64(*[len(f) for f in frames]),
+        np.zeros(len(rows), dtype=I64), i64(*chunk_strides), dst,
+        i64(*[r["dst_offset"] for r in rows]), i64(*dst_strides),
+        np.array([r["counts"] for r in rows], dtype=I64), itemsize, swap_unit,
+        np.array([r["direct"] for r in rows], dtype=np.uint8)]
+    dst0 = np.frombuffer(rng_bytes(shift, dst_len), dtype=np.uint8).copy()
+    want = dst0.copy()
+    for row in rows:
+        chunk_bytes = np.frombuffer(row["data"], dtype=np.uint8)
+        if row["direct"]:
+            want[row["dst_offset"]:row["dst_offset"] + nbytes] = chunk_bytes
+        else:
+            numpy_place(want, chunk_bytes, 0, chunk_strides, row["dst_offset"], dst_strides,
+                        row["counts"], itemsize, swap_unit)
+    for name, cls, run in [("twin", TwinDecoder, lambda d, *a: d.decode_regions(*a)),
+                           ("plain", CompiledDecoder, _stream_runs(2**62)),
+                           ("streamed", CompiledDecoder, _stream_runs(0))]:
+        # (on a cache line, so that `shift` 48 puts whole rows on lines)
+        block = np.empty(dst_len + 64, dtype=np.uint8)
+        skip = -block.ctypes.data % 64
+        dst = block[skip:skip + dst_len]
+        dst[...] = dst0
+        status = run(new_decoder(cls, nbytes), *args(dst))
+        assert status.tolist() == [DECODED] * len(rows), name
+        assert np.array_equal(dst, want), f"{name}: dst differs from NumPy"
+
+
+@pytest.mark.skipif(_decode_ext is None, reason="not built")
+def test_stream_threshold_reports_and_restores():
+    before = _decode_ext.stream_threshold()
+    assert before == 32 * 2**20
+    assert _decode_ext.stream_threshold(5) == before
+    assert _decode_ext.stream_threshold() == 5  # (a negative size only reads it)
+    assert _decode_ext.stream_threshold(before) == 5
+
+
+@pytest.mark.parametrize("cls", DECODERS)
+@pytest.mark.parametrize("bad", ["dst", "chunk", "direct", "shape", "zero_stride"])
+def test_a_bad_row_deep_in_a_large_batch_is_named(cls, bad):
+    """The rows of a call are checked without the GIL; the first bad one is named by
+    the checks that raise, and nothing is written."""
+    n, at, chunk = 600, 517, (4, 8)
+    nbytes = 4 * 8 * 2
+    frame = compress(bytes(range(nbytes)), level=1)
+    src = np.frombuffer(frame * n, dtype=np.uint8)
+    offsets = np.arange(n, dtype=I64) * len(frame)
+    sizes = np.full(n, len(frame), dtype=I64)
+    dst_strides = i64(16, 2)
+    dst_offsets = np.arange(n, dtype=I64) * nbytes
+    shapes = np.tile(np.array(chunk, dtype=I64), (n, 1))
+    direct = np.zeros(n, dtype=np.uint8)
+    chunk_offsets = np.zeros(n, dtype=I64)
+    if bad == "dst":
+        dst_offsets[at] = n * nbytes - 8
+    elif bad == "chunk":
+        chunk_offsets[at] = 4
+    elif bad == "direct":
+        direct[at] = 1
+        dst_offsets[at] = n * nbytes - 2
+    elif bad == "shape":
+        shapes[at] = (-1, 8)
+    else:
+        dst_strides = i64(0, 2)
+        shapes[:at] = (1, 8)
+        shapes[at + 1:] = (1, 8)
+    dst = np.full(n * nbytes, 7, dtype=np.uint8)
+    with pytest.raises(ValueError, match=rf"\(chunk {at}\)"):
+        new_decoder(cls, nbytes).decode_regions(
+            src, offsets, sizes, chunk_offsets, i64(16, 2), dst, dst_offsets, dst_strides,
+            shapes, 2, 1, direct)
+    assert (dst == 7).all()

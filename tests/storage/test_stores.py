@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, Store
@@ -295,3 +297,35 @@ def test_suite_base_is_not_collected() -> None:
     assert not StoreTests.__name__.startswith("Test")
     with pytest.raises(NotImplementedError, match="make_store"):
         StoreTests().make_store(Path("."))
+
+
+@settings(max_examples=400, deadline=None)
+@given(keys=st.lists(st.text(alphabet=["a", "b", "/", ".", ":", "\\", "\x00", "é", "C", "1"],
+                             max_size=6), max_size=5))
+def test_validate_keys_agrees_with_validate_key(keys):
+    """The bulk check refuses exactly what the per-key check refuses (the same error,
+    for the first bad key) and encodes like ``os.fsencode``."""
+    from zarrfast.storage.base import validate_key, validate_keys
+
+    want: object
+    try:
+        for k in keys:
+            validate_key(k)
+        want = [os.fsencode(k) for k in keys]
+    except InvalidKeyError as e:
+        want = str(e)
+    try:
+        got: object = validate_keys(keys)
+    except InvalidKeyError as e:
+        got = str(e)
+    assert got == want
+
+
+def test_local_store_file_paths_of_many_keys(tmp_path):
+    store = LocalStore(str(tmp_path))
+    keys = [f"c/{i}/{j}" for i in range(40) for j in range(30)] + ["é/x.y"]
+    root, paths = store.file_paths(keys)
+    assert root == os.fsencode(str(tmp_path))
+    assert paths == [os.fsencode(k) for k in keys]
+    with pytest.raises(InvalidKeyError, match="'c/../x'"):
+        store.file_paths([*keys, "c/../x"])

@@ -389,18 +389,20 @@ class RowReader:
         (missing, too large, or not decoding cleanly) go the per-chunk way, which
         fills them or raises naming the key."""
         chain = self.chain
-        rows_arr = np.arange(rows.start, rows.stop, dtype=np.int64)
-        names = keys[rows.start:rows.stop]
+        lo, hi = rows.start, rows.stop
+        names = keys[lo:hi]
         files = store.file_paths(names)
         if files is not None:
             root, paths = files
+            # (the rows are a range: views of the projection's tables, no copies)
             status, _sizes, _errors = chain.batch_decoder().decode_files(
-                paths, self.src_offsets[rows_arr], self.src_strides,
-                self.out_flat, self.dst_offsets[rows_arr], self.out_strides,
-                self.proj.local_count[rows_arr], chain.itemsize, chain.swap_unit,
-                self._direct_flags(rows_arr), root=root)
+                paths, self.src_offsets[lo:hi], self.src_strides,
+                self.out_flat, self.dst_offsets[lo:hi], self.out_strides,
+                self.proj.local_count[lo:hi], chain.itemsize, chain.swap_unit,
+                self._direct_range(lo, hi), root=root)
             if not status.any():
                 return
+            rows_arr = np.arange(lo, hi, dtype=np.int64)
             for j in np.flatnonzero(status).tolist():
                 # missing: the fill value; else read again by the store, which raises
                 # for a file it cannot read (or follows a link on its path inside the
@@ -409,6 +411,7 @@ class RowReader:
                        else store.get_limited(names[j], chain.stored_limit))
                 self.read(int(rows_arr[j]), raw, names[j])
             return
+        rows_arr = np.arange(lo, hi, dtype=np.int64)
         cap = chain.stored_cap
         scratch = chain._batch_buffer(rows_arr.size, cap)
         slots = np.arange(rows_arr.size, dtype=np.int64) * cap
@@ -423,6 +426,12 @@ class RowReader:
             else:
                 raw = scratch[int(slots[j]):int(slots[j]) + n]
             self.read(int(rows_arr[j]), raw, names[j])  # raises naming the key, or decodes
+
+    def _direct_range(self, lo: int, hi: int) -> np.ndarray:
+        """``_direct_flags`` of the rows ``lo`` to ``hi`` (a view when it can)."""
+        if self.direct is None:
+            return np.zeros(hi - lo, dtype=np.uint8)
+        return self.direct[lo:hi].view(np.uint8)
 
     def _direct_flags(self, rows: np.ndarray) -> np.ndarray:
         return (self.direct[rows].view(np.uint8) if self.direct is not None
@@ -661,16 +670,18 @@ def read_rows(store: Store, keys: Sequence[str], reader: RowReader) -> None:
     work = proj.nrows * chain.chunk_nbytes
     if reader.raw_into or reader.read_decode:
         # batches of files read (and decoded) by one kernel call each, as many as there
-        # will be tasks (at most RAW_BATCH files each).  Copying is ~RAW_COST_RATIO times
-        # cheaper per byte than decoding: small reads stay in the calling thread, where
-        # a handoff to the pool would cost more.
+        # will be tasks (at most RAW_BATCH files, or DECODE_BATCH compressed ones,
+        # each).  Copying is ~RAW_COST_RATIO times cheaper per byte than decoding: small
+        # reads stay in the calling thread, where a handoff to the pool would cost more.
         if reader.read_decode:
             fn = functools.partial(reader.decode_batch, store=store, keys=keys)
+            cap = DECODE_BATCH
         else:
             fn = functools.partial(reader.read_batch, store=store, keys=keys)
             work //= RAW_COST_RATIO
+            cap = RAW_BATCH
         tasks = batch_count(proj.nrows, work)
-        per = max(1, min(RAW_BATCH, -(-proj.nrows // tasks)))
+        per = max(1, min(cap, -(-proj.nrows // tasks)))
         batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
         map_unordered_into(fn, batches, work_bytes=work)
         return
@@ -685,6 +696,10 @@ def read_rows(store: Store, keys: Sequence[str], reader: RowReader) -> None:
 
 #: chunk files read per kernel call on the uncompressed path
 RAW_BATCH = 64
+#: compressed chunk files read and decoded per kernel call, at most: each call costs
+#: ~20 us of interpreter time (with the GIL) besides ~0.1 us per chunk, and a batch of
+#: 32^3 zstd chunks takes ~2.5 ms per 64 chunks to decode
+DECODE_BATCH = 512
 #: chunks encoded, then written by one ``set_many`` call, per batch of a write -- and
 #: at most this many bytes of chunks (what a task holds before writing them)
 WRITE_BATCH = 64

@@ -668,7 +668,7 @@ class Array(Node):
             buf = out.reshape(full)
         else:
             buf = _buffers.empty(full, self.dtype, where=f"array {self.name!r}",
-                                 what="the result of the selection")
+                                 what="the result of the selection", aligned=True)
         self._read(self._store, self._chunk_path, self._chain, sel, buf)
         result = out if out is not None else buf.reshape(sel.out_shape)
         if self.ndim == 0:

@@ -46,14 +46,32 @@ def allocation_error(where: str, what: str, shape: int | Sequence[int], dtype: A
                  f"{detail}")
 
 
+#: results of at least this many bytes start on a cache line (``empty(..., aligned=True)``)
+ALIGN_MIN_BYTES = 2**20
+#: the cache line the kernels' streaming stores write whole (see ``_common.pxd``)
+CACHE_LINE = 64
+
+
 def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what: str,
           logical: tuple[Sequence[int], Any] | None = None,
-          error: type[AllocationError] = AllocationError) -> np.ndarray:
+          error: type[AllocationError] = AllocationError, aligned: bool = False) -> np.ndarray:
     """``np.empty(shape, dtype)``, or ``error`` naming ``where`` and ``what``.
 
     ``logical``: the ``(shape, dtype)`` the message gives for a flat byte buffer that
-    holds an array (a chunk's bytes)."""
+    holds an array (a chunk's bytes).  ``aligned``: a buffer of at least
+    ``ALIGN_MIN_BYTES`` starts on a 64-byte cache line (a view into a slightly larger
+    allocation: ``malloc`` puts large blocks 16 bytes past a page), so that the rows
+    a full read copies into it fill whole cache lines, which the decode kernels then
+    write with streaming stores."""
     try:
+        if aligned:
+            dt = np.dtype(dtype)
+            shape_t = _shape(shape)
+            nbytes = math.prod(shape_t) * dt.itemsize
+            if nbytes >= ALIGN_MIN_BYTES and not dt.hasobject:
+                raw = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
+                skip = -raw.ctypes.data % CACHE_LINE
+                return raw[skip:skip + nbytes].view(dt).reshape(shape_t)
         return np.empty(shape, dtype=dtype)
     except (MemoryError, ValueError) as e:
         # (NumPy refuses more than the address space can hold with "array is too big")

@@ -58,6 +58,7 @@ from zarrfast.storage.base import (
     many_requests,
     normalize_byte_range,
     validate_key,
+    validate_keys,
     validate_prefix,
 )
 from zarrfast.storage.errors import (
@@ -468,9 +469,7 @@ class LocalStore(Store):
         following links (see :meth:`Store.file_paths`)."""
         if not self._reads_files():
             return None
-        for k in keys:
-            validate_key(k)
-        return os.fsencode(self._root_str), [os.fsencode(k) for k in keys]
+        return os.fsencode(self._root_str), validate_keys(keys)
 
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
                        nbytes: int, *, exact: bool = True) -> Any:
