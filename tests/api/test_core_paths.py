@@ -170,3 +170,22 @@ def test_async_views_check_their_node_and_take_the_configured_order():
     with zarrfast.config.set({"array.order": "F"}):
         view = zarrfast.AsyncArray(a.metadata, StorePath(g.store, "a"))
     assert view.order == "F"
+
+
+def test_update_attributes_async_replaces_as_zarr_pythons_does():
+    """zarr-python's Group.update_attributes_async writes the new attributes in place of
+    the stored ones (Group.update_attributes merges them in); zarrfast does the same."""
+    import asyncio
+
+    import pytest
+
+    zarr = pytest.importorskip("zarr")
+    results = []
+    for lib in (zarr, zarrfast):
+        store = lib.storage.MemoryStore()
+        g = lib.create_group(store, attributes={"foo": 100})
+        new = asyncio.run(g.update_attributes_async({"bar": 100}))
+        merged = lib.open_group(store).update_attributes({"baz": 1})
+        results.append((dict(new.attrs), dict(lib.open_group(store).attrs), dict(merged.attrs)))
+    assert results[1] == results[0] == (
+        {"bar": 100}, {"bar": 100, "baz": 1}, {"bar": 100, "baz": 1})

@@ -333,10 +333,18 @@ class Group(Node):
         return self.require_array(name, shape=shape, **kwargs)
 
     async def update_attributes_async(self, new_attributes: Mapping[str, Any]) -> Group:
-        """:meth:`update_attributes` as a coroutine (zarr-python's ``Group`` has it)."""
+        """The group's attributes become ``new_attributes``, as zarr-python's
+        ``Group.update_attributes_async`` does: they replace the stored ones (where
+        :meth:`update_attributes` merges them in)."""
         import asyncio
 
-        return await asyncio.to_thread(self.update_attributes, new_attributes)
+        new = dict(new_attributes)
+
+        def put() -> Group:
+            self.attrs.put(new)
+            return self
+
+        return await asyncio.to_thread(put)
 
     def require_array(self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False,
                       **kwargs: Any) -> Array:
