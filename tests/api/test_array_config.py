@@ -23,6 +23,10 @@ def test_with_config_as_zarr_python(change) -> None:
     theirs = zarr.create_array({}, shape=(1,), dtype="uint8", config=source)
     assert ours.config.to_dict() == theirs.config.to_dict() == source
     assert ours.with_config(change).config.to_dict() == theirs.with_config(change).config.to_dict()
+    # the async view too: a plain method on AsyncArray, giving an AsyncArray
+    mine = ours.async_array.with_config(change)
+    assert type(mine) is zarrfast.AsyncArray
+    assert mine.config.to_dict() == theirs.async_array.with_config(change).config.to_dict()
     assert ours.config.to_dict() == source  # the source keeps its own
 
 

@@ -275,6 +275,11 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
         await _call(self._node.update_attributes, new_attributes)
         return self
 
+    def with_config(self, config: Any) -> AsyncArray:
+        """This array with another runtime configuration (an ``ArrayConfig`` or a dict; the
+        keys left out keep their values), as zarr-python's: a plain method, nothing to await."""
+        return self._node.with_config(config).async_array
+
     # -- what the store holds -------------------------------------------------------------
     async def nchunks_initialized(self) -> int:
         return await _call(lambda: self._node.nchunks_initialized)
