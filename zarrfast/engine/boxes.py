@@ -1,0 +1,149 @@
+"""Small box reads: a step-1 selection touching a few chunks, read in the calling thread.
+
+A random read of a box touching ``k`` chunks should cost about ``k`` decodes and one
+copy each.  Here the chunks a box touches, and where each one's part lies in the
+decoded chunk and in the output, come from one kernel call
+(:func:`zarrfast.kernels.box_table`); zstd and blosc chunks are then decoded and placed
+by one ``nogil`` kernel call per stored buffer (``ChunkDecoder.decode_files`` for chunk
+files, ``decode_regions`` for the ranges fetched from a shard), uncompressed ones copied
+by one ``copy_regions`` call.  Nothing per chunk runs in Python unless a chunk is
+missing (the fill value) or does not decode (the per-chunk path then says why).
+
+The pool is not used: for so few chunks its handoffs cost more than decoding them in
+parallel saves (measured with zstd on 2 cores; see ``BOX_CHUNKS``).
+
+The chains are passed in (a :class:`~zarrfast.engine.chunked.PreparedChain`): this
+module imports no other engine module, so both the plain and the sharded readers
+use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zarrfast import kernels as _kernels
+from zarrfast.engine.selection import BasicSelection
+from zarrfast.storage import Store
+
+__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files"]
+
+#: the most chunks (inner chunks, when sharded) a box read takes in the calling thread;
+#: larger selections take the projection table and the pool
+BOX_CHUNKS = 8
+
+
+def box_chunks(sel: BasicSelection, chunk_shape: Sequence[int]) -> int:
+    """How many chunks of ``chunk_shape`` the step-1 selection ``sel`` touches; 0 when
+    it is not a non-empty step-1 selection."""
+    n = 1
+    for s, m, t, c in zip(sel.start.tolist(), sel.count.tolist(), sel.step.tolist(),
+                          chunk_shape, strict=True):
+        if t != 1 or m < 1:
+            return 0
+        n *= (s + m - 1) // c - s // c + 1
+    return n
+
+
+class Box:
+    """A box's table (see :func:`zarrfast.kernels.box_table`) and its output."""
+
+    __slots__ = ("bounds", "chain", "dst_offsets", "inner", "out_flat", "out_strides",
+                 "shapes", "shards", "src_offsets")
+
+    def __init__(self, chain: Any, sel: BasicSelection, out: np.ndarray,
+                 cps: np.ndarray) -> None:
+        self.chain = chain
+        self.out_flat = out.reshape(-1).view(np.uint8)
+        self.out_strides = np.array(out.strides, dtype=np.int64)
+        (self.shards, self.bounds, self.inner, self.src_offsets, self.dst_offsets,
+         self.shapes) = _kernels.box_table(sel.start, sel.count, chain.chunk_shape_arr, cps,
+                                           chain.chunk_strides, self.out_strides)
+
+    def fill(self, rows: Sequence[int]) -> None:
+        """Rows whose chunk is not stored: the fill value."""
+        chain = self.chain
+        for r in rows:
+            _kernels.fill_region(self.out_flat, int(self.dst_offsets[r]), self.out_strides,
+                                 self.shapes[r], chain._fill_native_arr)
+
+    def place_one(self, r: int, raw: Any, key: str) -> None:
+        """Decode row ``r``'s stored chunk ``raw`` (``None``: the fill value) the
+        per-chunk way, which raises naming ``key`` when it cannot."""
+        if raw is None:
+            self.fill([r])
+            return
+        chain = self.chain
+        buf = chain.decode(raw, key)
+        _kernels.copy_region(buf, int(self.src_offsets[r]), chain.chunk_strides,
+                             self.out_flat, int(self.dst_offsets[r]), self.out_strides,
+                             self.shapes[r], chain.itemsize, chain.swap_unit)
+
+    def place_stored(self, rows: np.ndarray, src: Any, offsets: np.ndarray,
+                     sizes: np.ndarray) -> list[int]:
+        """Place the chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes) in
+        ``src``: one kernel call.  Returns the positions in ``rows`` it did not place
+        (stored chunks that do not decode cleanly, uncompressed ones of the wrong size,
+        every chunk of a codec without a batch kernel): the caller gives them to
+        :meth:`place_one`, which decodes them or says why not."""
+        chain = self.chain
+        src = np.frombuffer(src, dtype=np.uint8)
+        if chain.batch_codec is not None:
+            status = chain.batch_decoder().decode_regions(
+                src, offsets, sizes, self.src_offsets[rows], chain.chunk_strides,
+                self.out_flat, self.dst_offsets[rows], self.out_strides, self.shapes[rows],
+                chain.itemsize, chain.swap_unit, np.zeros(len(rows), dtype=np.uint8))
+            return np.flatnonzero(status).tolist() if status.any() else []
+        if not (chain.fast and not chain.bb):
+            return list(range(len(rows)))  # other codecs: one by one
+        # uncompressed: the stored bytes are the chunk
+        ok = sizes == chain.chunk_nbytes
+        _kernels.copy_regions(src, offsets[ok] + self.src_offsets[rows[ok]],
+                              chain.chunk_strides, self.out_flat, self.dst_offsets[rows[ok]],
+                              self.out_strides, self.shapes[rows[ok]], chain.itemsize,
+                              chain.swap_unit)
+        return np.flatnonzero(~ok).tolist()
+
+
+def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
+                   out: np.ndarray) -> bool:
+    """Read a box of at most ``BOX_CHUNKS`` zstd or blosc chunks stored one per file
+    into ``out``: one ``decode_files`` call (open, read, decode, place, without the
+    GIL).  ``False``, having done nothing, for other selections, chains and stores."""
+    if chain.batch_codec is None or store.batched_reads or not store.fast_get_into:
+        return False
+    n = box_chunks(sel, chain.chunk_shape)
+    if not 0 < n <= BOX_CHUNKS:
+        return False
+    box = Box(chain, sel, out, _ONES[chain.ndim])
+    keys = _chunk_keys(chain.metadata, path, box.shards)
+    files = store.file_paths(keys)
+    if files is None:
+        return False
+    root, paths = files
+    status, _sizes, _errors = chain.batch_decoder().decode_files(
+        paths, box.src_offsets, chain.chunk_strides, box.out_flat, box.dst_offsets,
+        box.out_strides, box.shapes, chain.itemsize, chain.swap_unit,
+        np.zeros(n, dtype=np.uint8), root=root)
+    if status.any():
+        for r in np.flatnonzero(status).tolist():
+            # missing: the fill value; else read again by the store, which raises for a
+            # file it cannot read, and decoded (or refused, naming the key)
+            raw = (None if status[r] == _kernels.NO_DATA
+                   else store.get_limited(keys[r], chain.stored_limit))
+            box.place_one(r, raw, keys[r])
+    return True
+
+
+def _chunk_keys(metadata: Any, path: str, coords: np.ndarray) -> list[str]:
+    cke = metadata.chunk_key_encoding
+    base = f"{path}/" if path else ""
+    if coords.shape[1] == 0:
+        return [base + cke.encode(())] * coords.shape[0]
+    return _kernels.format_chunk_keys(coords, base + cke.key_prefix(), cke.separator)
+
+
+#: chunks per shard of a plain grid: every chunk its own
+_ONES = [np.ones(d, dtype=np.int64) for d in range(65)]
