@@ -9,8 +9,8 @@ files, ``decode_regions`` for the ranges fetched from a shard), uncompressed one
 by one ``copy_regions`` call.  Nothing per chunk runs in Python unless a chunk is
 missing (the fill value) or does not decode (the per-chunk path then says why).
 
-The pool is not used: for so few chunks its handoffs cost more than decoding them in
-parallel saves (measured with zstd on 2 cores; see ``BOX_CHUNKS``).
+With more than one thread the decoding is split in one kernel call per thread
+(:func:`run_parts`); the reads stay in the calling thread.
 
 The chains are passed in (a :class:`~zarrfast.engine.chunked.PreparedChain`): this
 module imports no other engine module, so both the plain and the sharded readers
@@ -19,20 +19,37 @@ use it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from zarrfast import config
 from zarrfast import kernels as _kernels
+from zarrfast.concurrency import batch_count, map_unordered_into
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.storage import Store
 
-__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files"]
+__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files", "run_parts"]
 
-#: the most chunks (inner chunks, when sharded) a box read takes in the calling thread;
-#: larger selections take the projection table and the pool
+#: the most chunks (inner chunks, when sharded) a box read takes; larger selections
+#: take the projection table and the pool
 BOX_CHUNKS = 8
+
+
+def run_parts(fn: Callable[[range], None], n: int, chain: Any) -> None:
+    """``fn(range(n))`` for ``n`` chunks of ``chain``: with one thread, uncompressed
+    chunks, or less work than the pool's handoffs cost (``INLINE_WORK_BYTES`` of
+    decoded chunks, :func:`zarrfast.concurrency.batch_count`), in the calling thread;
+    else on ``config threads`` parts of ``range(n)`` (one kernel call each), the first
+    in the calling thread."""
+    threads = min(config.get("threads"), n)
+    work = n * chain.chunk_nbytes
+    if threads <= 1 or chain.batch_codec is None or batch_count(n, work) <= 1:
+        fn(range(n))
+        return
+    map_unordered_into(fn, [range(i * n // threads, (i + 1) * n // threads)
+                            for i in range(threads)], work_bytes=work)
 
 
 def box_chunks(sel: BasicSelection, chunk_shape: Sequence[int]) -> int:
@@ -50,8 +67,8 @@ def box_chunks(sel: BasicSelection, chunk_shape: Sequence[int]) -> int:
 class Box:
     """A box's table (see :func:`zarrfast.kernels.box_table`) and its output."""
 
-    __slots__ = ("bounds", "chain", "dst_offsets", "inner", "out_flat", "out_strides",
-                 "shapes", "shards", "src_offsets")
+    __slots__ = ("bounds", "chain", "direct", "dst_offsets", "inner", "out_flat",
+                 "out_strides", "shapes", "shards", "src_offsets")
 
     def __init__(self, chain: Any, sel: BasicSelection, out: np.ndarray,
                  cps: np.ndarray) -> None:
@@ -61,6 +78,8 @@ class Box:
         (self.shards, self.bounds, self.inner, self.src_offsets, self.dst_offsets,
          self.shapes) = _kernels.box_table(sel.start, sel.count, chain.chunk_shape_arr, cps,
                                            chain.chunk_strides, self.out_strides)
+        #: rows whose chunk is decoded straight into ``out`` (uint8 flags)
+        self.direct = _direct_rows(chain, sel, self.shapes, out.shape)
 
     def fill(self, rows: Sequence[int]) -> None:
         """Rows whose chunk is not stored: the fill value."""
@@ -89,13 +108,15 @@ class Box:
         every chunk of a codec without a batch kernel): the caller gives them to
         :meth:`place_one`, which decodes them or says why not."""
         chain = self.chain
-        src = np.frombuffer(src, dtype=np.uint8)
+        if not isinstance(src, np.ndarray):
+            src = np.frombuffer(src, dtype=np.uint8)
         if chain.batch_codec is not None:
             status = chain.batch_decoder().decode_regions(
                 src, offsets, sizes, self.src_offsets[rows], chain.chunk_strides,
                 self.out_flat, self.dst_offsets[rows], self.out_strides, self.shapes[rows],
-                chain.itemsize, chain.swap_unit, np.zeros(len(rows), dtype=np.uint8))
-            return np.flatnonzero(status).tolist() if status.any() else []
+                chain.itemsize, chain.swap_unit, self.direct[rows])
+            # (count_nonzero: a C call; ndarray.any goes through Python for small arrays)
+            return np.flatnonzero(status).tolist() if np.count_nonzero(status) else []
         if not (chain.fast and not chain.bb):
             return list(range(len(rows)))  # other codecs: one by one
         # uncompressed: the stored bytes are the chunk
@@ -105,6 +126,25 @@ class Box:
                               self.out_strides, self.shapes[rows[ok]], chain.itemsize,
                               chain.swap_unit)
         return np.flatnonzero(~ok).tolist()
+
+
+def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
+                 out_shape: tuple[int, ...]) -> np.ndarray:
+    """Rows whose chunk can be decoded straight into the output: the chunk's bytes need
+    no swap or permutation, the box covers the whole nominal chunk, and its place in
+    the (C-order) output is one contiguous block."""
+    cs = chain.chunk_shape
+    none = np.zeros(len(shapes), dtype=np.uint8)
+    if (any(n < c for n, c in zip(sel.count.tolist(), cs, strict=True))
+            or not (chain.fast and chain.swap_unit == 1
+                    and chain.permutation == tuple(range(chain.ndim)))):
+        return none  # (every random box smaller than a chunk stops at the first test)
+    # a whole chunk's block of the C-order output is contiguous when every dimension
+    # after the first one longer than 1 spans the whole output
+    first = next((d for d in range(len(cs)) if cs[d] > 1), len(cs))
+    if any(cs[d] != out_shape[d] for d in range(first + 1, len(cs))):
+        return none
+    return np.all(shapes == chain.chunk_shape_arr, axis=1).astype(np.uint8)
 
 
 def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
@@ -123,17 +163,25 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
     if files is None:
         return False
     root, paths = files
-    status, _sizes, _errors = chain.batch_decoder().decode_files(
-        paths, box.src_offsets, chain.chunk_strides, box.out_flat, box.dst_offsets,
-        box.out_strides, box.shapes, chain.itemsize, chain.swap_unit,
-        np.zeros(n, dtype=np.uint8), root=root)
-    if status.any():
-        for r in np.flatnonzero(status).tolist():
-            # missing: the fill value; else read again by the store, which raises for a
-            # file it cannot read, and decoded (or refused, naming the key)
-            raw = (None if status[r] == _kernels.NO_DATA
-                   else store.get_limited(keys[r], chain.stored_limit))
-            box.place_one(r, raw, keys[r])
+    direct = box.direct
+
+    def place(part: range) -> None:
+        rows = slice(part.start, part.stop)
+        status, _sizes, _errors = chain.batch_decoder().decode_files(
+            paths[rows], box.src_offsets[rows], chain.chunk_strides, box.out_flat,
+            box.dst_offsets[rows], box.out_strides, box.shapes[rows], chain.itemsize,
+            chain.swap_unit, direct[rows], root=root)
+        if np.count_nonzero(status):
+            for j in np.flatnonzero(status).tolist():
+                r = part.start + j
+                # missing: the fill value; else read again by the store, which raises
+                # for a file it cannot read, and decoded (or refused, naming the key)
+                raw = (None if status[j] == _kernels.NO_DATA
+                       else store.get_limited(keys[r], chain.stored_limit))
+                box.place_one(r, raw, keys[r])
+
+    # (every part writes disjoint regions of `out`: chunks partition the box)
+    run_parts(place, n, chain)
     return True
 
 

@@ -42,7 +42,7 @@ from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
 from zarrfast.concurrency import map_io, map_io_then, map_unordered_into
-from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks
+from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, run_parts
 from zarrfast.engine.chunked import (
     RAW_COST_RATIO,
     PreparedChain,
@@ -606,9 +606,10 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
               out: np.ndarray) -> bool:
     """The small-read fast path: a step-1 selection of at most ``BOX_CHUNKS`` inner
     chunks, of one shard or several, costs per shard one open (its version, to check
-    the cached index), one ranged read per run of nearby inner chunks into one buffer,
-    and one kernel call that decodes and places them (see :mod:`zarrfast.engine.boxes`).  ``False`` (having done
-    nothing) for other selections."""
+    the cached index) and one ranged read per run of nearby inner chunks, all into one
+    buffer; then one kernel call decodes and places them (see
+    :mod:`zarrfast.engine.boxes`; with more threads, one call per thread).  ``False``
+    (having done nothing) for other selections."""
     inner = chain.inner
     if chain.rectilinear or not chain.partial_reads or store.batched_reads:
         return False
@@ -618,88 +619,124 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
     base = f"{path}/" if path else ""
     encode = chain.metadata.chunk_key_encoding.encode
     bounds = box.bounds.tolist()
-    for g, coords in enumerate(box.shards.tolist()):
-        key = base + encode(tuple(coords))
-        lo, hi = bounds[g], bounds[g + 1]
-        reader = store.open_ranges(key)
-        if reader is None:
-            box.fill(range(lo, hi))
-            continue
-        with reader:
+    plans: list[_ShardPlan] = []
+    try:
+        total = 0
+        for g, coords in enumerate(box.shards.tolist()):
+            key = base + encode(tuple(coords))
+            lo, hi = bounds[g], bounds[g + 1]
+            reader = store.open_ranges(key)
+            if reader is None:
+                box.fill(range(lo, hi))
+                continue
+            plan = _ShardPlan(reader, key, total)
+            plans.append(plan)
             index = chain.reader_index(reader, key)
             if index is None:
                 box.fill(range(lo, hi))
                 continue
-            _read_box_shard(reader, chain, box, key, index, lo, hi)
+            total += plan.plan(chain, box, index, lo, hi)
+        if not total:
+            return True
+        # (bounded: at most BOX_CHUNKS inner chunks of at most stored_limit bytes, and
+        # the gaps between them)
+        buf = inner._batch_buffer(1, total)
+        for plan in plans:
+            plan.read(buf, chain, box)
+    finally:
+        for plan in plans:
+            plan.reader.close()
+    rows = np.array([r for p in plans for r in p.rows], dtype=np.int64)
+    offsets = np.array([o for p in plans for o in p.offsets], dtype=np.int64)
+    sizes = np.array([n for p in plans for n in p.sizes], dtype=np.int64)
+    keys = [p.key for p in plans for _ in p.rows]
+
+    def place(part: range) -> None:
+        for j in box.place_stored(rows[part], buf, offsets[part], sizes[part]):
+            # (does not decode cleanly, or has the wrong size: the per-chunk path says why)
+            j += part.start
+            r, key = int(rows[j]), keys[j]
+            raw = bytes(buf[int(offsets[j]):int(offsets[j] + sizes[j])])
+            name = chain.layout.inner_name(int(box.inner[r]))
+            if inner.fast and not inner.bb:
+                raise ChunkDecodeError(
+                    f"shard {key!r}, inner chunk {name}: stored {len(raw)} bytes, expected "
+                    f"{inner.chunk_nbytes} bytes (no compression)")
+            try:
+                box.place_one(r, raw, key)
+            except ChunkDecodeError as e:
+                raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+
+    # (every part places disjoint rows: the inner chunks partition the box)
+    run_parts(place, len(rows), inner)
     return True
 
 
-def _read_box_shard(reader: RangeReader, chain: ShardedChain, box: Box, key: str,
-                    index: np.ndarray, lo: int, hi: int) -> None:
-    """Rows ``lo:hi`` of ``box``, all in shard ``key`` (``index``: its index, ``reader``
-    its open value): one ranged read per run of inner chunks at most
-    ``shard_coalesce_gap`` bytes apart, into one buffer, then one kernel call."""
-    gap = int(config.get("shard_coalesce_gap"))
-    spans = []  # (start, end, row) of the stored inner chunks, by offset
-    missing = []
-    for r, (off, nb) in zip(range(lo, hi), index[box.inner[lo:hi]].tolist(), strict=True):
-        if off == EMPTY:
-            missing.append(r)
-        else:
-            spans.append((off, off + nb, r))
-    box.fill(missing)
-    if not spans:
-        return
-    spans.sort()
-    inner = chain.inner
-    layout = chain.layout
-    runs: list[list[int]] = []  # [start, end, position in buf]
-    run_of = []  # each span's run
-    pos = 0
-    for a, b, r in spans:
-        if b - a > inner.stored_limit:
-            raise ChunkDecodeError(
-                f"shard {key!r}: inner chunk {layout.inner_name(int(box.inner[r]))} is "
-                f"{b - a} bytes long in the index, more than any valid inner chunk "
-                f"({inner.stored_limit} bytes)")
-        if runs and a - runs[-1][1] <= gap:
-            if b > runs[-1][1]:
-                pos += b - runs[-1][1]
-                runs[-1][1] = b
-        else:
-            runs.append([a, b, pos])
-            pos += b - a
-        run_of.append(len(runs) - 1)
-    # (bounded: at most BOX_CHUNKS inner chunks of at most stored_limit bytes, and gaps)
-    buf = inner._batch_buffer(1, pos)
-    got = [reader.read_into(buf[at:at + (b - a)], a) for a, b, at in runs]
-    rows = np.empty(len(spans), dtype=np.int64)
-    offsets = np.empty(len(spans), dtype=np.int64)
-    sizes = np.empty(len(spans), dtype=np.int64)
-    for j, ((a, b, r), q) in enumerate(zip(spans, run_of, strict=True)):
-        start, _, at = runs[q]
-        if b - start > got[q]:
-            raise ChunkDecodeError(
-                f"shard {key!r}: inner chunk {layout.inner_name(int(box.inner[r]))} "
-                f"points past the end of the shard (bytes {a}..{b}, only "
-                f"{start + got[q]} readable)"
-            )
-        rows[j] = r
-        offsets[j] = at + a - start
-        sizes[j] = b - a
-    for j in box.place_stored(rows, buf, offsets, sizes):
-        # (does not decode cleanly, or has the wrong size: the per-chunk path says why)
-        r = int(rows[j])
-        raw = bytes(buf[int(offsets[j]):int(offsets[j] + sizes[j])])
-        name = layout.inner_name(int(box.inner[r]))
-        if inner.fast and not inner.bb:
-            raise ChunkDecodeError(
-                f"shard {key!r}, inner chunk {name}: stored {len(raw)} bytes, expected "
-                f"{inner.chunk_nbytes} bytes (no compression)")
-        try:
-            box.place_one(r, raw, key)
-        except ChunkDecodeError as e:
-            raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+class _ShardPlan:
+    """One shard of a box read: its open value, and which ranges of it go where in the
+    box's buffer (from ``base`` on)."""
+
+    __slots__ = ("base", "key", "offsets", "reader", "rows", "runs", "sizes", "spans")
+
+    def __init__(self, reader: RangeReader, key: str, base: int) -> None:
+        self.reader = reader
+        self.key = key
+        self.base = base
+        self.runs: list[list[int]] = []  # [start, end, position in the buffer]
+        self.spans: list[tuple[int, int, int, int]] = []  # (start, end, row, run)
+        self.rows: list[int] = []
+        self.offsets: list[int] = []
+        self.sizes: list[int] = []
+
+    def plan(self, chain: ShardedChain, box: Box, index: np.ndarray, lo: int,
+             hi: int) -> int:
+        """Plan rows ``lo:hi`` (``index``: the shard's index): runs of stored inner
+        chunks at most ``shard_coalesce_gap`` bytes apart, one read each; rows not
+        stored are filled now.  Returns the bytes the runs take."""
+        gap = int(config.get("shard_coalesce_gap"))
+        limit = chain.inner.stored_limit
+        spans = []
+        missing = []
+        for r, (off, nb) in zip(range(lo, hi), index[box.inner[lo:hi]].tolist(),
+                                strict=True):
+            if off == EMPTY:
+                missing.append(r)
+            elif nb > limit:
+                raise ChunkDecodeError(
+                    f"shard {self.key!r}: inner chunk "
+                    f"{chain.layout.inner_name(int(box.inner[r]))} is {nb} bytes long in "
+                    f"the index, more than any valid inner chunk ({limit} bytes)")
+            else:
+                spans.append((off, off + nb, r))
+        box.fill(missing)
+        spans.sort()
+        runs = self.runs
+        pos = self.base
+        for a, b, r in spans:
+            if runs and a - runs[-1][1] <= gap:
+                if b > runs[-1][1]:
+                    pos += b - runs[-1][1]
+                    runs[-1][1] = b
+            else:
+                runs.append([a, b, pos])
+                pos += b - a
+            self.spans.append((a, b, r, len(runs) - 1))
+        return pos - self.base
+
+    def read(self, buf: np.ndarray, chain: ShardedChain, box: Box) -> None:
+        """Read the runs into ``buf``; note each row's place in it."""
+        got = [self.reader.read_into(buf[at:at + (b - a)], a) for a, b, at in self.runs]
+        for a, b, r, q in self.spans:
+            start, _, at = self.runs[q]
+            if b - start > got[q]:
+                raise ChunkDecodeError(
+                    f"shard {self.key!r}: inner chunk "
+                    f"{chain.layout.inner_name(int(box.inner[r]))} points past the end of "
+                    f"the shard (bytes {a}..{b}, only {start + got[q]} readable)"
+                )
+            self.rows.append(r)
+            self.offsets.append(at + a - start)
+            self.sizes.append(b - a)
 
 
 def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
