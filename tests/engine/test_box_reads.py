@@ -220,8 +220,13 @@ def test_open_ranges(tmp_path, store_kind):
 
 
 def test_box_chunks_counts():
+    from types import SimpleNamespace
+
     from zarrfast.engine.selection import normalize_basic
 
+    chain = SimpleNamespace(chunk_shape=(4, 3), chunk_nbytes=12)
     for sel, want in [((slice(0, 4), slice(2, 3)), 1), ((slice(3, 5), slice(0, 6)), 4),
                       ((slice(0, 8, 2), slice(0, 1)), 0), ((1, 5), 1)]:
-        assert zf_boxes.box_chunks(normalize_basic(sel, (8, 6)), (4, 3)) == want, sel
+        assert zf_boxes.box_chunks(normalize_basic(sel, (8, 6)), chain) == want, sel
+    chain.chunk_nbytes = zf_boxes.BOX_CHUNK_BYTES + 1  # large chunks: the per-chunk path
+    assert zf_boxes.box_chunks(normalize_basic((1, 5), (8, 6)), chain) == 0

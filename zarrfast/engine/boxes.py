@@ -35,6 +35,10 @@ __all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files", "run_parts"]
 #: the most chunks (inner chunks, when sharded) a box read takes; larger selections
 #: take the projection table and the pool
 BOX_CHUNKS = 8
+#: the largest chunk a box read takes (each thread's decoder holds a buffer of one
+#: chunk; larger chunks take the per-chunk path, which names the chunk when out of
+#: memory, and whose decoding dwarfs what the box path saves)
+BOX_CHUNK_BYTES = 16 * 2**20
 
 
 def run_parts(fn: Callable[[range], None], n: int, chain: Any) -> None:
@@ -52,9 +56,13 @@ def run_parts(fn: Callable[[range], None], n: int, chain: Any) -> None:
                             for i in range(threads)], work_bytes=work)
 
 
-def box_chunks(sel: BasicSelection, chunk_shape: Sequence[int]) -> int:
-    """How many chunks of ``chunk_shape`` the step-1 selection ``sel`` touches; 0 when
-    it is not a non-empty step-1 selection."""
+def box_chunks(sel: BasicSelection, chain: Any) -> int:
+    """How many chunks of ``chain`` the step-1 selection ``sel`` touches; 0 when it is
+    not a non-empty step-1 selection, or the chunks are larger than
+    ``BOX_CHUNK_BYTES``."""
+    if chain.chunk_nbytes > BOX_CHUNK_BYTES:
+        return 0
+    chunk_shape = chain.chunk_shape
     n = 1
     for s, m, t, c in zip(sel.start.tolist(), sel.count.tolist(), sel.step.tolist(),
                           chunk_shape, strict=True):
@@ -135,10 +143,13 @@ def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
     the (C-order) output is one contiguous block."""
     cs = chain.chunk_shape
     none = np.zeros(len(shapes), dtype=np.uint8)
-    if (any(n < c for n, c in zip(sel.count.tolist(), cs, strict=True))
-            or not (chain.fast and chain.swap_unit == 1
-                    and chain.permutation == tuple(range(chain.ndim)))):
-        return none  # (every random box smaller than a chunk stops at the first test)
+    # (a box smaller than a chunk, as random boxes are, stops here)
+    for n, c in zip(sel.count.tolist(), cs, strict=True):
+        if n < c:
+            return none
+    if not (chain.fast and chain.swap_unit == 1
+            and chain.permutation == tuple(range(chain.ndim))):
+        return none
     # a whole chunk's block of the C-order output is contiguous when every dimension
     # after the first one longer than 1 spans the whole output
     first = next((d for d in range(len(cs)) if cs[d] > 1), len(cs))
@@ -154,7 +165,7 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
     GIL).  ``False``, having done nothing, for other selections, chains and stores."""
     if chain.batch_codec is None or store.batched_reads or not store.fast_get_into:
         return False
-    n = box_chunks(sel, chain.chunk_shape)
+    n = box_chunks(sel, chain)
     if not 0 < n <= BOX_CHUNKS:
         return False
     box = Box(chain, sel, out, _ONES[chain.ndim])

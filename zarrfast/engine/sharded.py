@@ -613,7 +613,7 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
     inner = chain.inner
     if chain.rectilinear or not chain.partial_reads or store.batched_reads:
         return False
-    if not 0 < box_chunks(sel, inner.chunk_shape) <= BOX_CHUNKS:
+    if not 0 < box_chunks(sel, inner) <= BOX_CHUNKS:
         return False
     box = Box(inner, sel, out, chain.cps)
     base = f"{path}/" if path else ""
