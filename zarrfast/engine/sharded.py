@@ -652,7 +652,8 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
     keys = [p.key for p in plans for _ in p.rows]
 
     def place(part: range) -> None:
-        for j in box.place_stored(rows[part], buf, offsets[part], sizes[part]):
+        sl = slice(part.start, part.stop)  # (a view: indexing by a range copies)
+        for j in box.place_stored(rows[sl], buf, offsets[sl], sizes[sl]):
             # (does not decode cleanly, or has the wrong size: the per-chunk path says why)
             j += part.start
             r, key = int(rows[j]), keys[j]
