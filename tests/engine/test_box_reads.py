@@ -95,6 +95,7 @@ def test_sharded_boxes_match_numpy(tmp_path, store_kind, case, threads, monkeypa
         return calls[-1]
 
     monkeypatch.setattr(zf_sharded, "_read_box", spy)
+    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: split on the pool)
     inner = a._chain.inner.chunk_shape
     rng = np.random.default_rng(1)
     with config.set(threads=threads):
@@ -190,6 +191,7 @@ def test_plain_boxes_match_numpy(tmp_path, threads, monkeypatch):
         return calls[-1]
 
     monkeypatch.setattr("zarrfast.engine.chunked.read_box_files", spy)
+    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: split on the pool)
     with config.set(threads=threads):
         for box in _boxes(a.shape, (4, 3, 2), np.random.default_rng(3)):
             np.testing.assert_array_equal(a[box], data[box], err_msg=str(box))
@@ -230,3 +232,22 @@ def test_box_chunks_counts():
         assert zf_boxes.box_chunks(normalize_basic(sel, (8, 6)), chain) == want, sel
     chain.chunk_nbytes = zf_boxes.BOX_CHUNK_BYTES + 1  # large chunks: the per-chunk path
     assert zf_boxes.box_chunks(normalize_basic((1, 5), (8, 6)), chain) == 0
+
+
+def test_run_parts_splits_only_large_compressed_work(monkeypatch):
+    from types import SimpleNamespace
+
+    seen = []
+    zstd = SimpleNamespace(batch_codec="zstd", chunk_nbytes=zf_boxes.BOX_POOL_BYTES // 2)
+    raw = SimpleNamespace(batch_codec=None, chunk_nbytes=zf_boxes.BOX_POOL_BYTES)
+    with config.set(threads=2):
+        zf_boxes.run_parts(seen.append, 1, zstd)  # too little work: inline, whole
+        zf_boxes.run_parts(seen.append, 4, raw)  # uncompressed: inline, whole
+        assert seen == [range(1), range(4)]
+        seen.clear()
+        zf_boxes.run_parts(seen.append, 4, zstd)  # 2 chunks' work per thread
+        assert sorted(seen, key=lambda r: r.start) == [range(0, 2), range(2, 4)]
+    seen.clear()
+    with config.set(threads=1):
+        zf_boxes.run_parts(seen.append, 4, zstd)
+    assert seen == [range(4)]

@@ -9,8 +9,8 @@ files, ``decode_regions`` for the ranges fetched from a shard), uncompressed one
 by one ``copy_regions`` call.  Nothing per chunk runs in Python unless a chunk is
 missing (the fill value) or does not decode (the per-chunk path then says why).
 
-With more than one thread the decoding is split in one kernel call per thread
-(:func:`run_parts`); the reads stay in the calling thread.
+Boxes of large chunks (``BOX_POOL_BYTES``) split the decoding in one kernel call per
+thread (:func:`run_parts`); the reads stay in the calling thread.
 
 The chains are passed in (a :class:`~zarrfast.engine.chunked.PreparedChain`): this
 module imports no other engine module, so both the plain and the sharded readers
@@ -26,7 +26,7 @@ import numpy as np
 
 from zarrfast import config
 from zarrfast import kernels as _kernels
-from zarrfast.concurrency import batch_count, map_unordered_into
+from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.storage import Store
 
@@ -41,15 +41,22 @@ BOX_CHUNKS = 8
 BOX_CHUNK_BYTES = 16 * 2**20
 
 
+#: the least work (bytes of decoded chunks) a box read splits over the pool's threads:
+#: measured with zstd 32^3 uint16 chunks (64 KiB) on 2 cores shared with other work,
+#: boxes of 4 to 8 chunks (256-512 KiB) took ~10% longer split over 2 threads than in
+#: the calling thread (the handoffs cost 10-80 us each there); chunks this large
+#: decode for ~0.5 ms, well above a handoff
+BOX_POOL_BYTES = 2**20
+
+
 def run_parts(fn: Callable[[range], None], n: int, chain: Any) -> None:
-    """``fn(range(n))`` for ``n`` chunks of ``chain``: with one thread, uncompressed
-    chunks, or less work than the pool's handoffs cost (``INLINE_WORK_BYTES`` of
-    decoded chunks, :func:`zarrfast.concurrency.batch_count`), in the calling thread;
-    else on ``config threads`` parts of ``range(n)`` (one kernel call each), the first
-    in the calling thread."""
+    """``fn(range(n))`` for ``n`` chunks of ``chain``: in the calling thread with one
+    thread, uncompressed chunks or less than ``BOX_POOL_BYTES`` of decoded chunks; else
+    on ``config threads`` parts of ``range(n)`` (one kernel call each), the first in
+    the calling thread."""
     threads = min(config.get("threads"), n)
     work = n * chain.chunk_nbytes
-    if threads <= 1 or chain.batch_codec is None or batch_count(n, work) <= 1:
+    if threads <= 1 or chain.batch_codec is None or work < BOX_POOL_BYTES:
         fn(range(n))
         return
     map_unordered_into(fn, [range(i * n // threads, (i + 1) * n // threads)
