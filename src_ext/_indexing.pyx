@@ -408,3 +408,172 @@ cdef void _counting(const int64_t[::1] ids, Py_ssize_t n, int64_t nchunks,
                     int64_t[::1] counts, int64_t[::1] order):
     with nogil:
         _counting_group(&ids[0], n, nchunks, &counts[0], &order[0])
+
+
+# --------------------------------------------------------------------------
+# box_table
+# --------------------------------------------------------------------------
+
+def box_table(const int64_t[::1] start not None, const int64_t[::1] count not None,
+              const int64_t[::1] chunk_shape not None, const int64_t[::1] cps not None,
+              const int64_t[::1] chunk_strides not None,
+              const int64_t[::1] out_strides not None):
+    """The chunks a step-1 box touches, grouped by shard, with where each chunk's part
+    of the box lies in the decoded chunk and in the output.
+
+    The chunks (of ``chunk_shape``) are grouped in shards of ``cps`` chunks per dim
+    (all ones: every chunk its own "shard", the plain grid).  Dim ``d`` selects
+    ``start[d] + k`` for ``k < count[d]``.
+
+    Parameters
+    ----------
+    start, count, chunk_shape, cps, chunk_strides, out_strides : int64 buffers of one
+        length (the rank).  ``start >= 0``, ``count >= 1``, ``chunk_shape >= 1``,
+        ``cps >= 1``; ``chunk_strides`` are byte strides into a decoded chunk,
+        ``out_strides`` byte strides of the output (whose index 0 is ``start``).
+
+    Returns
+    -------
+    shards : ndarray[int64] (m, ndim)
+        The shards touched, in C order.
+    bounds : ndarray[int64] (m + 1,)
+        Rows ``bounds[g]:bounds[g + 1]`` are the chunks of shard ``g``, in C order.
+    inner : ndarray[int64] (rows,)
+        Each chunk's C-order index among its shard's ``prod(cps)`` chunks.
+    src_offsets, dst_offsets : ndarray[int64] (rows,)
+        Byte offset of the chunk's part of the box in the decoded chunk
+        (``chunk_strides``) and in the output (``out_strides``).
+    shapes : ndarray[int64] (rows, ndim)
+        The shape of that part.
+
+    Raises
+    ------
+    ValueError
+        Lengths differ, the rank exceeds 64, an argument is out of its domain (the
+        message names the dim and value), or the table would exceed 2**40 rows.
+
+    Twin: ``zarrfast.kernels.reference.box_table``.
+    """
+    cdef Py_ssize_t ndim = start.shape[0]
+    cdef Py_ssize_t d
+    cdef int64_t nrows = 1, nshards = 1, c, p
+    cdef int64_t first[ZF_MAX_NDIM]
+    cdef int64_t last[ZF_MAX_NDIM]
+    cdef int64_t sfirst[ZF_MAX_NDIM]
+    cdef int64_t slast[ZF_MAX_NDIM]
+    if (count.shape[0] != ndim or chunk_shape.shape[0] != ndim or cps.shape[0] != ndim
+            or chunk_strides.shape[0] != ndim or out_strides.shape[0] != ndim):
+        raise ValueError(
+            f"box_table: start {_tup(start)}, count {_tup(count)}, chunk_shape "
+            f"{_tup(chunk_shape)}, cps {_tup(cps)}, chunk_strides {_tup(chunk_strides)} and "
+            f"out_strides {_tup(out_strides)} must have the same length"
+        )
+    if ndim > ZF_MAX_NDIM:
+        raise ValueError(f"box_table: rank {ndim} exceeds the maximum of {ZF_MAX_NDIM}")
+    for d in range(ndim):
+        if start[d] < 0 or count[d] < 1 or chunk_shape[d] < 1 or cps[d] < 1:
+            raise ValueError(
+                f"box_table: dim {d}: start {start[d]} (>= 0), count {count[d]} (>= 1), "
+                f"chunk_shape {chunk_shape[d]} (>= 1) and cps {cps[d]} (>= 1) out of domain"
+            )
+        if count[d] > INT64_MAX - start[d]:
+            raise ValueError(f"box_table: dim {d}: start {start[d]} + count {count[d]} "
+                             f"overflows")
+        c = chunk_shape[d]
+        p = cps[d]
+        first[d] = start[d] // c
+        last[d] = (start[d] + count[d] - 1) // c
+        sfirst[d] = first[d] // p
+        slast[d] = last[d] // p
+        if (checked_mul(nrows, last[d] - first[d] + 1, &nrows) or nrows > (<int64_t>1 << 40)):
+            raise ValueError("box_table: the box touches more than 2**40 chunks")
+        nshards *= slast[d] - sfirst[d] + 1
+
+    shards_arr = np.empty((nshards, ndim), dtype=np.int64)
+    bounds_arr = np.empty(nshards + 1, dtype=np.int64)
+    inner_arr = np.empty(nrows, dtype=np.int64)
+    src_arr = np.empty(nrows, dtype=np.int64)
+    dst_arr = np.empty(nrows, dtype=np.int64)
+    shapes_arr = np.empty((nrows, ndim), dtype=np.int64)
+    cdef int64_t[::1] bounds = bounds_arr
+    cdef int64_t[::1] inner = inner_arr
+    cdef int64_t[::1] src = src_arr
+    cdef int64_t[::1] dst = dst_arr
+    # (rank 0: no coordinates, no strides to point at)
+    cdef int64_t[:, ::1] sv = shards_arr
+    cdef int64_t[:, ::1] hv = shapes_arr
+    with nogil:
+        _box_fill(<int>ndim, &start[0] if ndim else NULL, &count[0] if ndim else NULL,
+                  &chunk_shape[0] if ndim else NULL, &cps[0] if ndim else NULL,
+                  &chunk_strides[0] if ndim else NULL, &out_strides[0] if ndim else NULL,
+                  first, last, sfirst, slast, nshards,
+                  &sv[0, 0] if ndim else NULL, &bounds[0], &inner[0], &src[0], &dst[0],
+                  &hv[0, 0] if ndim else NULL)
+    return shards_arr, bounds_arr, inner_arr, src_arr, dst_arr, shapes_arr
+
+
+cdef void _box_fill(int ndim, const int64_t* start, const int64_t* count,
+                    const int64_t* cshape, const int64_t* cps, const int64_t* cstrides,
+                    const int64_t* ostrides, const int64_t* first, const int64_t* last,
+                    const int64_t* sfirst, const int64_t* slast, int64_t nshards,
+                    int64_t* shards, int64_t* bounds, int64_t* inner, int64_t* src,
+                    int64_t* dst, int64_t* shapes) noexcept nogil:
+    """The rows of ``box_table``: an odometer over the shards, and inside each an
+    odometer over its chunks in the box."""
+    cdef int d
+    cdef int64_t g, row = 0, lin, so, do, lo, hi, e0, e1
+    cdef int64_t s[ZF_MAX_NDIM]
+    cdef int64_t k[ZF_MAX_NDIM]
+    cdef int64_t klo[ZF_MAX_NDIM]
+    cdef int64_t khi[ZF_MAX_NDIM]
+    cdef bint more
+    for d in range(ndim):
+        s[d] = sfirst[d]
+    for g in range(nshards):
+        bounds[g] = row
+        for d in range(ndim):
+            shards[g * ndim + d] = s[d]
+            lo = s[d] * cps[d]
+            hi = lo + cps[d] - 1
+            klo[d] = first[d] if first[d] > lo else lo
+            khi[d] = last[d] if last[d] < hi else hi
+            k[d] = klo[d]
+        more = True
+        while more:
+            lin = 0
+            so = 0
+            do = 0
+            for d in range(ndim):
+                lin = lin * cps[d] + (k[d] - s[d] * cps[d])
+                e0 = k[d] * cshape[d]
+                e1 = e0 + cshape[d]
+                if e0 < start[d]:
+                    e0 = start[d]
+                if e1 > start[d] + count[d]:
+                    e1 = start[d] + count[d]
+                so += (e0 - k[d] * cshape[d]) * cstrides[d]
+                do += (e0 - start[d]) * ostrides[d]
+                shapes[row * ndim + d] = e1 - e0
+            inner[row] = lin
+            src[row] = so
+            dst[row] = do
+            row += 1
+            # next chunk of this shard (last dim fastest)
+            more = False
+            d = ndim - 1
+            while d >= 0:
+                k[d] += 1
+                if k[d] <= khi[d]:
+                    more = True
+                    break
+                k[d] = klo[d]
+                d -= 1
+        # next shard
+        d = ndim - 1
+        while d >= 0:
+            s[d] += 1
+            if s[d] <= slast[d]:
+                break
+            s[d] = sfirst[d]
+            d -= 1
+    bounds[nshards] = row

@@ -27,6 +27,7 @@ else:
         byteswap_inplace=_assemble.byteswap_inplace,
         byteswap_copy=_assemble.byteswap_copy,
         project=_indexing.project,
+        box_table=_indexing.box_table,
         format_chunk_keys=_indexing.format_chunk_keys,
         group_by_chunk=_indexing.group_by_chunk,
         check_index=_shard_index.check_index,

@@ -250,3 +250,83 @@ def test_group_by_chunk_rejects(impl):
         impl.group_by_chunk(i64(), -1)
     order, ids, starts = impl.group_by_chunk(i64(), 0)
     assert order.size == 0 and ids.size == 0 and starts.tolist() == [0]
+
+
+# ---------------------------------------------------------------------------
+# box_table
+# ---------------------------------------------------------------------------
+
+
+def brute_box(start, count, chunks, cps, chunk_strides, out_strides):
+    """Every chunk the box touches, from its elements: grouped by shard (C order), each
+    shard's chunks in C order, with the part of the box in each."""
+    per_dim = [sorted({i // c for i in range(s, s + n)})
+               for s, n, c in zip(start, count, chunks, strict=True)]
+    rows = []
+    for k in itertools.product(*per_dim):
+        shard = tuple(x // p for x, p in zip(k, cps, strict=True))
+        local = [x - q * p for x, q, p in zip(k, shard, cps, strict=True)]
+        lin = 0
+        for x, p in zip(local, cps, strict=True):
+            lin = lin * p + x
+        lo = [max(s, x * c) for s, x, c in zip(start, k, chunks, strict=True)]
+        hi = [min(s + n, (x + 1) * c) for s, n, x, c in zip(start, count, k, chunks,
+                                                             strict=True)]
+        src = sum((a - x * c) * t for a, x, c, t in zip(lo, k, chunks, chunk_strides,
+                                                         strict=True))
+        dst = sum((a - s) * t for a, s, t in zip(lo, start, out_strides, strict=True))
+        rows.append((shard, lin, src, dst, [b - a for a, b in zip(lo, hi, strict=True)]))
+    rows.sort(key=lambda r: r[0])  # stable: C order of chunks within a shard
+    shards = sorted({r[0] for r in rows})
+    bounds = [0]
+    for s in shards:
+        bounds.append(bounds[-1] + sum(1 for r in rows if r[0] == s))
+    return shards, bounds, rows
+
+
+@st.composite
+def boxes(draw):
+    ndim = draw(st.integers(0, 4))
+    start, count, chunks, cps = [], [], [], []
+    for _ in range(ndim):
+        c = draw(st.integers(1, 7))
+        chunks.append(c)
+        cps.append(draw(st.integers(1, 4)))
+        start.append(draw(st.integers(0, 40)))
+        count.append(draw(st.integers(1, 3 * c + 2)))
+    chunk_strides = [draw(st.integers(-50, 200)) for _ in range(ndim)]
+    out_strides = [draw(st.integers(-50, 200)) for _ in range(ndim)]
+    return start, count, chunks, cps, chunk_strides, out_strides
+
+
+@PROPS
+@given(boxes())
+def test_box_table_matches_twin_and_brute_force(box):
+    res, _ = run_both("box_table", lambda: [i64(*v) for v in box])
+    assert res[0] == "ok"
+    shards, bounds, inner, src, dst, shapes = res[1]
+    want_shards, want_bounds, rows = brute_box(*box)
+    ndim = len(box[0])
+    assert shards.shape == (len(want_shards), ndim) and shapes.shape == (len(rows), ndim)
+    assert [tuple(s) for s in shards.tolist()] == want_shards
+    assert bounds.tolist() == want_bounds
+    assert inner.tolist() == [r[1] for r in rows]
+    assert src.tolist() == [r[2] for r in rows]
+    assert dst.tolist() == [r[3] for r in rows]
+    assert shapes.tolist() == [r[4] for r in rows]
+
+
+@pytest.mark.parametrize("args", [
+    ([0], [1], [1], [1], [1], [1, 2]),  # lengths differ
+    ([-1], [1], [1], [1], [1], [1]),  # negative start
+    ([0], [0], [1], [1], [1], [1]),  # empty box
+    ([0], [1], [0], [1], [1], [1]),  # zero chunk
+    ([0], [1], [1], [0], [1], [1]),  # zero chunks per shard
+    ([2**62], [2**62], [1], [1], [1], [1]),  # start + count overflows
+    ([0] * 3, [2**20] * 3, [1] * 3, [1] * 3, [1] * 3, [1] * 3),  # too many chunks
+    ([0] * 65, [1] * 65, [1] * 65, [1] * 65, [1] * 65, [1] * 65),  # rank
+])
+@pytest.mark.parametrize("impl", IMPLS)
+def test_box_table_rejects(impl, args):
+    with pytest.raises(ValueError, match="box_table"):
+        impl.box_table(*[i64(*v) for v in args])

@@ -18,6 +18,21 @@ def project(
     npt.NDArray[np.int64],  # out_start (rows, ndim)
     npt.NDArray[np.bool_],  # complete (rows,)
 ]: ...
+def box_table(
+    start: Buffer,  # const int64_t[::1], >= 0
+    count: Buffer,  # const int64_t[::1], >= 1
+    chunk_shape: Buffer,  # const int64_t[::1], >= 1
+    cps: Buffer,  # const int64_t[::1], chunks per shard, >= 1
+    chunk_strides: Buffer,  # const int64_t[::1], bytes
+    out_strides: Buffer,  # const int64_t[::1], bytes
+) -> tuple[
+    npt.NDArray[np.int64],  # shards (m, ndim), C order
+    npt.NDArray[np.int64],  # bounds (m + 1,): rows of shard g are bounds[g]:bounds[g + 1]
+    npt.NDArray[np.int64],  # inner (rows,): C-order index in the shard
+    npt.NDArray[np.int64],  # src_offsets (rows,)
+    npt.NDArray[np.int64],  # dst_offsets (rows,)
+    npt.NDArray[np.int64],  # shapes (rows, ndim)
+]: ...
 def format_chunk_keys(
     coords: Buffer,  # const int64_t[:, ::1], non-negative
     prefix: str,

@@ -30,6 +30,7 @@ from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import accepts_limit
 from zarrfast.concurrency import batch_count, map_io_then, map_unordered_into
+from zarrfast.engine.boxes import read_box_files
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import (
     AllocationError,
@@ -650,7 +651,8 @@ def read_selection(
     store: Store, path: str, chain: PreparedChain, sel: BasicSelection, out: np.ndarray
 ) -> None:
     """Read the selection into ``out`` (shape ``sel.full_shape``, dtype native)."""
-    if out.size == 0 or _read_single_chunk(store, path, chain, sel, out):
+    if (out.size == 0 or read_box_files(store, path, chain, sel, out)
+            or _read_single_chunk(store, path, chain, sel, out)):
         return
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)

@@ -29,7 +29,6 @@ of the shard, overlapping entries.
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
 from collections import OrderedDict
@@ -43,6 +42,7 @@ from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
 from zarrfast.concurrency import map_io, map_io_then, map_unordered_into
+from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, run_parts
 from zarrfast.engine.chunked import (
     RAW_COST_RATIO,
     PreparedChain,
@@ -50,14 +50,19 @@ from zarrfast.engine.chunked import (
     RowReader,
     RowWriter,
     chunk_keys,
-    read_one_chunk,
 )
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import AllocationError, ChecksumError, ChunkDecodeError, CodecError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
-from zarrfast.storage import ByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarrfast.storage import (
+    ByteRequest,
+    RangeByteRequest,
+    RangeReader,
+    Store,
+    SuffixByteRequest,
+)
 
 __all__ = ["RectilinearShardedChain", "ShardedChain", "read_sharded", "shard_index_request",
            "write_sharded"]
@@ -160,12 +165,21 @@ class ShardedChain:
     def fetch_index(self, store: Store, key: str) -> np.ndarray | None:
         """The shard's index: cached while the store's version token of the shard is
         unchanged (another writer replacing the shard changes it)."""
-        token = store.version(key)
+        return self._index(store.version(key), key,
+                           lambda: store.get(key, shard_index_request(self.layout)))
+
+    def reader_index(self, reader: RangeReader, key: str) -> np.ndarray | None:
+        """:meth:`fetch_index` from a shard opened for range reads: the version its
+        reader took, the index read from the same open value."""
+        return self._index(reader.version, key,
+                           lambda: reader.read(shard_index_request(self.layout)))
+
+    def _index(self, token: Any, key: str, read: Any) -> np.ndarray | None:
         if token is not None:
             hit = self.cache.get(key)
             if hit is not None and hit[0] == token:
                 return hit[1]
-        raw = store.get(key, shard_index_request(self.layout))
+        raw = read()
         if raw is None:
             self.cache.put(key, None)
             return None
@@ -280,7 +294,7 @@ def _split_by_shard(shard_lin: np.ndarray, shard_coords: np.ndarray, metadata, p
 def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
                  out: np.ndarray) -> None:
     """Read a selection of a sharded array into ``out`` (shape ``sel.full_shape``)."""
-    if out.size == 0 or _read_few_inner(store, path, chain, sel, out):
+    if out.size == 0 or _read_box(store, path, chain, sel, out):
         return
     proj = Projection(chain.metadata.shape, chain.inner, sel)
     keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
@@ -588,104 +602,142 @@ def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
     return waves
 
 
-#: the most inner chunks (all in one shard) a small read takes one by one, without the
-#: projection table and the pool
-FEW_INNER = 8
-
-
-def _read_few_inner(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
-                    out: np.ndarray) -> bool:
-    """The small-read fast path: a step-1 selection of at most ``FEW_INNER`` inner
-    chunks of one shard costs the (cached) shard index and one ranged read per run of
-    nearby inner chunks, with plain integer arithmetic (no projection table, no
-    pool).  ``False`` (having done nothing) for other selections."""
+def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
+              out: np.ndarray) -> bool:
+    """The small-read fast path: a step-1 selection of at most ``BOX_CHUNKS`` inner
+    chunks, of one shard or several, costs per shard one open (its version, to check
+    the cached index) and one ranged read per run of nearby inner chunks, all into one
+    buffer; then one kernel call decodes and places them (see
+    :mod:`zarrfast.engine.boxes`; with more threads, one call per thread).  ``False``
+    (having done nothing) for other selections."""
     inner = chain.inner
-    if (chain.rectilinear or not chain.partial_reads
-            or sel.step.tolist() != [1] * inner.ndim):
+    if chain.rectilinear or not chain.partial_reads or store.batched_reads:
         return False
-    layout = chain.layout
-    cps = layout.cps
-    starts, counts = sel.start.tolist(), sel.count.tolist()
-    first = [s // c for s, c in zip(starts, inner.chunk_shape, strict=True)]
-    last = [(s + n - 1) // c for s, n, c in zip(starts, counts, inner.chunk_shape, strict=True)]
-    n = math.prod(b - a + 1 for a, b in zip(first, last, strict=True))
-    if n > FEW_INNER or any(a // p != b // p for a, b, p in zip(first, last, cps, strict=True)):
+    if not 0 < box_chunks(sel, inner) <= BOX_CHUNKS:
         return False
-    shard = tuple(a // p for a, p in zip(first, cps, strict=True))
-    key = (f"{path}/" if path else "") + chain.metadata.chunk_key_encoding.encode(shard)
-    index = chain.fetch_index(store, key)
-    chunks = []  # (coords, linear index in the shard, stored bytes or None)
-    for coords in itertools.product(*(range(a, b + 1) for a, b in zip(first, last,
-                                                                        strict=True))):
-        lin = 0
-        for c, p in zip(coords, cps, strict=True):
-            lin = lin * p + c % p
-        chunks.append([list(coords), lin, None])
-    if index is not None:
-        _fetch_inner(store, chain, key, index, chunks)
-    if n == 1:  # one inner chunk: the whole output
-        _place_inner(chain, key, chunks[0], sel, out)
-        return True
-    out_flat = out.reshape(-1).view(np.uint8)
-    out_strides = np.array(out.strides, dtype=np.int64)
-    # (in this thread: for so few chunks the pool's handoffs cost more than parallel
-    # decoding saves, measured with zstd on 2 cores)
-    for chunk in chunks:
-        # this inner chunk's part of the selection, and where it goes in `out`
-        lo = [max(s, k * c) for s, k, c in zip(starts, chunk[0], inner.chunk_shape,
-                                                strict=True)]
-        hi = [min(s + m, (k + 1) * c) for s, m, k, c in zip(starts, counts, chunk[0],
-                                                             inner.chunk_shape, strict=True)]
-        part = BasicSelection(np.array(lo, dtype=np.int64), sel.step,
-                              np.array([b - a for a, b in zip(lo, hi, strict=True)],
-                                       dtype=np.int64), sel.dropped)
-        offset = sum((a - s) * st for a, s, st in zip(lo, starts, out.strides, strict=True))
-        _place_inner(chain, key, chunk, part, None, (out_flat, offset, out_strides))
+    box = Box(inner, sel, out, chain.cps)
+    base = f"{path}/" if path else ""
+    encode = chain.metadata.chunk_key_encoding.encode
+    bounds = box.bounds.tolist()
+    plans: list[_ShardPlan] = []
+    try:
+        total = 0
+        for g, coords in enumerate(box.shards.tolist()):
+            key = base + encode(tuple(coords))
+            lo, hi = bounds[g], bounds[g + 1]
+            reader = store.open_ranges(key)
+            if reader is None:
+                box.fill(range(lo, hi))
+                continue
+            plan = _ShardPlan(reader, key, total)
+            plans.append(plan)
+            index = chain.reader_index(reader, key)
+            if index is None:
+                box.fill(range(lo, hi))
+                continue
+            total += plan.plan(chain, box, index, lo, hi)
+        if not total:
+            return True
+        # (bounded: at most BOX_CHUNKS inner chunks of at most stored_limit bytes, and
+        # the gaps between them)
+        buf = inner._batch_buffer(1, total)
+        for plan in plans:
+            plan.read(buf, chain, box)
+    finally:
+        for plan in plans:
+            plan.reader.close()
+    rows = np.array([r for p in plans for r in p.rows], dtype=np.int64)
+    offsets = np.array([o for p in plans for o in p.offsets], dtype=np.int64)
+    sizes = np.array([n for p in plans for n in p.sizes], dtype=np.int64)
+    keys = [p.key for p in plans for _ in p.rows]
+
+    def place(part: range) -> None:
+        sl = slice(part.start, part.stop)  # (a view: indexing by a range copies)
+        for j in box.place_stored(rows[sl], buf, offsets[sl], sizes[sl]):
+            # (does not decode cleanly, or has the wrong size: the per-chunk path says why)
+            j += part.start
+            r, key = int(rows[j]), keys[j]
+            raw = bytes(buf[int(offsets[j]):int(offsets[j] + sizes[j])])
+            name = chain.layout.inner_name(int(box.inner[r]))
+            if inner.fast and not inner.bb:
+                raise ChunkDecodeError(
+                    f"shard {key!r}, inner chunk {name}: stored {len(raw)} bytes, expected "
+                    f"{inner.chunk_nbytes} bytes (no compression)")
+            try:
+                box.place_one(r, raw, key)
+            except ChunkDecodeError as e:
+                raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+
+    # (every part places disjoint rows: the inner chunks partition the box)
+    run_parts(place, len(rows), inner)
     return True
 
 
-def _fetch_inner(store: Store, chain: ShardedChain, key: str, index: np.ndarray,
-                 chunks: list[list[Any]]) -> None:
-    """Fill in the stored bytes of ``chunks`` (``[coords, lin, None]``) from shard
-    ``key``: one ranged request per run of inner chunks at most
-    ``shard_coalesce_gap`` bytes apart, all at once."""
-    gap = int(config.get("shard_coalesce_gap"))
-    spans = sorted((off, off + nb, chunk) for chunk in chunks
-                   for off, nb in [index[chunk[1]].tolist()] if off != EMPTY)
-    runs: list[list[Any]] = []  # [start, end, [(start, end, chunk), ...]]
-    for a, b, chunk in spans:
-        if runs and a - runs[-1][1] <= gap:
-            runs[-1][1] = max(runs[-1][1], b)
-            runs[-1][2].append((a, b, chunk))
-        else:
-            runs.append([a, b, [(a, b, chunk)]])
-    if len(runs) == 1:  # (the common case, without get_many's bookkeeping)
-        blobs = [store.get(key, RangeByteRequest(runs[0][0], runs[0][1]))]
-    else:
-        blobs = store.get_many([key] * len(runs),
-                               [RangeByteRequest(a, b) for a, b, _ in runs])
-    for (base, _, members), blob in zip(runs, blobs, strict=True):
-        view = memoryview(b"" if blob is None else blob)
-        for a, b, chunk in members:
-            if b - base > len(view):
+class _ShardPlan:
+    """One shard of a box read: its open value, and which ranges of it go where in the
+    box's buffer (from ``base`` on)."""
+
+    __slots__ = ("base", "key", "offsets", "reader", "rows", "runs", "sizes", "spans")
+
+    def __init__(self, reader: RangeReader, key: str, base: int) -> None:
+        self.reader = reader
+        self.key = key
+        self.base = base
+        self.runs: list[list[int]] = []  # [start, end, position in the buffer]
+        self.spans: list[tuple[int, int, int, int]] = []  # (start, end, row, run)
+        self.rows: list[int] = []
+        self.offsets: list[int] = []
+        self.sizes: list[int] = []
+
+    def plan(self, chain: ShardedChain, box: Box, index: np.ndarray, lo: int,
+             hi: int) -> int:
+        """Plan rows ``lo:hi`` (``index``: the shard's index): runs of stored inner
+        chunks at most ``shard_coalesce_gap`` bytes apart, one read each; rows not
+        stored are filled now.  Returns the bytes the runs take."""
+        gap = int(config.get("shard_coalesce_gap"))
+        limit = chain.inner.stored_limit
+        spans = []
+        missing = []
+        for r, (off, nb) in zip(range(lo, hi), index[box.inner[lo:hi]].tolist(),
+                                strict=True):
+            if off == EMPTY:
+                missing.append(r)
+            elif nb > limit:
                 raise ChunkDecodeError(
-                    f"shard {key!r}: inner chunk {chain.layout.inner_name(chunk[1])} points "
-                    f"past the end of the shard (bytes {a}..{b}, only {base + len(view)} "
-                    f"readable)"
+                    f"shard {self.key!r}: inner chunk "
+                    f"{chain.layout.inner_name(int(box.inner[r]))} is {nb} bytes long in "
+                    f"the index, more than any valid inner chunk ({limit} bytes)")
+            else:
+                spans.append((off, off + nb, r))
+        box.fill(missing)
+        spans.sort()
+        runs = self.runs
+        pos = self.base
+        for a, b, r in spans:
+            if runs and a - runs[-1][1] <= gap:
+                if b > runs[-1][1]:
+                    pos += b - runs[-1][1]
+                    runs[-1][1] = b
+            else:
+                runs.append([a, b, pos])
+                pos += b - a
+            self.spans.append((a, b, r, len(runs) - 1))
+        return pos - self.base
+
+    def read(self, buf: np.ndarray, chain: ShardedChain, box: Box) -> None:
+        """Read the runs into ``buf``; note each row's place in it."""
+        got = [self.reader.read_into(buf[at:at + (b - a)], a) for a, b, at in self.runs]
+        for a, b, r, q in self.spans:
+            start, _, at = self.runs[q]
+            if b - start > got[q]:
+                raise ChunkDecodeError(
+                    f"shard {self.key!r}: inner chunk "
+                    f"{chain.layout.inner_name(int(box.inner[r]))} points past the end of "
+                    f"the shard (bytes {a}..{b}, only {start + got[q]} readable)"
                 )
-            chunk[2] = view[a - base:b - base]
-
-
-def _place_inner(chain: ShardedChain, key: str, chunk: list[Any], sel: BasicSelection,
-                 out: np.ndarray | None,
-                 place: tuple[np.ndarray, int, np.ndarray] | None = None) -> None:
-    """Decode ``chunk`` (``[coords, lin, stored bytes or None]``) of shard ``key`` and
-    put its part ``sel`` into ``out``, or into ``place`` (see ``read_one_chunk``)."""
-    try:
-        read_one_chunk(chain.inner, sel, chunk[0], out, chunk[2], key, place)
-    except ChunkDecodeError as e:
-        name = chain.layout.inner_name(chunk[1])
-        raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+            self.rows.append(r)
+            self.offsets.append(at + a - start)
+            self.sizes.append(b - a)
 
 
 def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,

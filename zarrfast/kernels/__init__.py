@@ -19,6 +19,7 @@ __all__ = [
     "group_by_chunk",
     "is_uniform",
     "project",
+    "box_table",
     "read_files_into",
     "open_nolinks",
     "transpose",
@@ -51,6 +52,7 @@ transpose = _assemble.transpose
 byteswap_inplace = _assemble.byteswap_inplace
 byteswap_copy = _assemble.byteswap_copy
 project = _indexing.project
+box_table = _indexing.box_table
 format_chunk_keys = _indexing.format_chunk_keys
 group_by_chunk = _indexing.group_by_chunk
 check_index = _shard_index.check_index

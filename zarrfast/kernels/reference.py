@@ -17,6 +17,8 @@ Argument conventions shared with the extensions:
 
 from __future__ import annotations
 
+import itertools
+import math
 import operator
 
 import numpy as np
@@ -31,6 +33,7 @@ __all__ = [
     "format_chunk_keys",
     "is_uniform",
     "project",
+    "box_table",
     "transpose",
 ]
 
@@ -891,6 +894,57 @@ def project(shape, chunk_shape, start, step, count):
     complete = picked[:, :, 4].astype(np.bool_).all(axis=1)
     return (*tables, complete)
 
+
+
+def box_table(start, count, chunk_shape, cps, chunk_strides, out_strides):
+    """The chunks a step-1 box touches, grouped by shard (see ``_ext._indexing``)."""
+    arrays = [_i64(a) for a in (start, count, chunk_shape, cps, chunk_strides, out_strides)]
+    sta, cnt, chk, per, cst, ost = arrays
+    ndim = sta.size
+    if any(a.size != ndim for a in arrays):
+        raise ValueError(
+            f"box_table: start {_ints(sta)}, count {_ints(cnt)}, chunk_shape {_ints(chk)}, "
+            f"cps {_ints(per)}, chunk_strides {_ints(cst)} and out_strides {_ints(ost)} "
+            f"must have the same length"
+        )
+    if ndim > MAX_NDIM:
+        raise ValueError(f"box_table: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+    s0, n0, c0, p0 = (a.tolist() for a in (sta, cnt, chk, per))
+    for d in range(ndim):
+        if s0[d] < 0 or n0[d] < 1 or c0[d] < 1 or p0[d] < 1:
+            raise ValueError(
+                f"box_table: dim {d}: start {s0[d]} (>= 0), count {n0[d]} (>= 1), "
+                f"chunk_shape {c0[d]} (>= 1) and cps {p0[d]} (>= 1) out of domain"
+            )
+        if s0[d] + n0[d] > 2**63 - 1:
+            raise ValueError(f"box_table: dim {d}: start {s0[d]} + count {n0[d]} overflows")
+    first = [s // c for s, c in zip(s0, c0, strict=True)]
+    last = [(s + n - 1) // c for s, n, c in zip(s0, n0, c0, strict=True)]
+    if math.prod(b - a + 1 for a, b in zip(first, last, strict=True)) > 2**40:
+        raise ValueError("box_table: the box touches more than 2**40 chunks")
+    if ndim == 0:  # one chunk, its own shard
+        z = np.zeros(1, dtype=np.int64)
+        return np.zeros((1, 0), np.int64), np.array([0, 1], np.int64), z, z, z.copy(), \
+            np.zeros((1, 0), np.int64)
+    # every chunk of the box, then a stable sort by shard (shards in C order)
+    coords = np.array(list(itertools.product(*(range(a, b + 1) for a, b in
+                                                 zip(first, last, strict=True)))),
+                      dtype=np.int64).reshape(-1, ndim)
+    shard = coords // per
+    order = np.lexsort(shard.T[::-1])
+    coords, shard = coords[order], shard[order]
+    shards, starts = np.unique(shard, axis=0, return_index=True)
+    bounds = np.append(np.sort(starts), len(coords)).astype(np.int64)
+    local = coords - shard * per
+    inner = np.zeros(len(coords), dtype=np.int64)
+    for d in range(ndim):
+        inner = inner * per[d] + local[:, d]
+    lo = np.maximum(coords * chk, sta)
+    hi = np.minimum((coords + 1) * chk, sta + cnt)
+    src = ((lo - coords * chk) * cst).sum(axis=1, dtype=np.int64)
+    dst = ((lo - sta) * ost).sum(axis=1, dtype=np.int64)
+    return (np.ascontiguousarray(shards, dtype=np.int64), bounds, inner, src, dst,
+            np.ascontiguousarray(hi - lo, dtype=np.int64))
 
 def format_chunk_keys(coords, prefix, separator) -> list[str]:
     """Render chunk keys: ``prefix + separator.join(str(c) for c in row)`` per row."""

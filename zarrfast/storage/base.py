@@ -38,6 +38,7 @@ __all__ = [
     "ByteRequest",
     "OffsetByteRequest",
     "RangeByteRequest",
+    "RangeReader",
     "Store",
     "SuffixByteRequest",
     "as_bytes",
@@ -241,6 +242,44 @@ def listing_prefix(prefix: str) -> bool:
     return True
 
 
+
+class RangeReader:
+    """A value opened for reading byte ranges (:meth:`Store.open_ranges`): every read,
+    and :attr:`version`, see the same value even if it is replaced meanwhile (where
+    the store can promise it: the local store reads one open file).  This generic one
+    reads through the store's ``get``; a read returns ``None`` (or 0) when the key is
+    missing."""
+
+    def __init__(self, store: Store, key: str) -> None:
+        self.store = store
+        self.key = key
+        #: the store's :meth:`Store.version` of the value when opened
+        self.version: Hashable | None = store.version(key)
+
+    def read(self, byte_range: ByteRequest) -> bytes | None:
+        """The bytes of ``byte_range`` (clipped at the end), ``None`` when missing."""
+        return self.store.get(self.key, byte_range)
+
+    def read_into(self, out: Any, start: int) -> int:
+        """Read bytes ``start:start + len(out)`` into ``out`` (a writable byte buffer);
+        returns how many there were (fewer at the end of the value, 0 when missing)."""
+        view = memoryview(out).cast("B")
+        data = self.store.get(self.key, RangeByteRequest(start, start + len(view)))
+        n = 0 if data is None else len(data)
+        if n:
+            view[:n] = data
+        return n
+
+    def close(self) -> None:
+        """Release what the reader holds (an open file)."""
+
+    def __enter__(self) -> RangeReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Store(abc.ABC):
     """Abstract key-value store.  See the module docstring for the contract."""
 
@@ -353,6 +392,12 @@ class Store(abc.ABC):
         plain files, or reading them directly would bypass what this store does in
         :meth:`get`."""
         return None
+
+    def open_ranges(self, key: str) -> RangeReader | None:
+        """``key``'s value opened for reading several byte ranges (a shard's index,
+        then its inner chunks), or ``None`` when the store knows it is missing.  Stores
+        of files read them all from one open file, its version taken from that file."""
+        return RangeReader(self, key)
 
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value."""

@@ -32,6 +32,7 @@ nodes shows).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import copyreg
 import errno
@@ -53,6 +54,7 @@ from zarrfast.kernels.buffers import human_bytes
 from zarrfast.storage import locks as _locks
 from zarrfast.storage.base import (
     ByteRequest,
+    RangeReader,
     Store,
     listing_prefix,
     many_requests,
@@ -464,6 +466,27 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
+    def open_ranges(self, key: str) -> RangeReader | None:
+        """The file of ``key`` opened once: its version (as :meth:`version` gives it)
+        from ``fstat`` on the open file, and every range read from it (``pread``)."""
+        if not self._reads_files():
+            return super().open_ranges(key)
+        fd = self._open_read(key)  # (validates the key)
+        if fd is None:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                if stat.S_ISDIR(st.st_mode):  # a directory: a prefix, not a key
+                    os.close(fd)
+                    return None
+                raise _special_file(key, self._path(key), st.st_mode)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            raise
+        return _FileRanges(self, key, fd, st)
+
     def file_paths(self, keys: Sequence[str]) -> tuple[bytes, list[bytes]] | None:
         """The root and the keys' paths relative to it: kernels open them without
         following links (see :meth:`Store.file_paths`)."""
@@ -867,3 +890,34 @@ _RMTREE_IGNORE_MISSING: dict[str, Any] = (
 
 def _rebuild(root: str, read_only: bool, fsync: bool) -> LocalStore:
     return LocalStore(root, read_only=read_only, fsync=fsync)
+
+
+class _FileRanges(RangeReader):
+    """A local file opened for range reads (:meth:`LocalStore.open_ranges`)."""
+
+    def __init__(self, store: LocalStore, key: str, fd: int, st: os.stat_result) -> None:
+        self.store = store
+        self.key = key
+        self.fd = fd
+        self.size = st.st_size
+        self.version = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def read(self, byte_range: ByteRequest) -> bytes | None:
+        start, stop = normalize_byte_range(byte_range, self.size)
+        out = bytearray(stop - start)
+        return bytes(out[:self.read_into(out, start)])
+
+    def read_into(self, out: Any, start: int) -> int:
+        view = memoryview(out).cast("B")
+        got = 0
+        while got < len(view):
+            k = os.preadv(self.fd, [view[got:]], start + got)
+            if k == 0:
+                break  # the end of the file
+            got += k
+        return got
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)

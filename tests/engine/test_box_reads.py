@@ -1,0 +1,253 @@
+"""Small box reads (``zarrfast.engine.boxes``): step-1 selections of at most
+``BOX_CHUNKS`` chunks, of plain and sharded arrays, against a NumPy mirror.
+
+Sharded: boxes across shards, partial (edge) shards, missing shards and missing inner
+chunks (the fill value), inner chunks far apart in the shard (several ranged reads),
+the index at either end, zstd (one batch kernel call), uncompressed (one copy) and gzip
+(one by one) inner chunks, big-endian and transposed ones; and the errors a bad shard
+raises.  Plain: zstd chunks read by ``decode_files``, missing ones, a corrupt one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zarrfast
+from zarrfast import config
+from zarrfast.engine import boxes as zf_boxes
+from zarrfast.engine import sharded as zf_sharded
+from zarrfast.errors import ChunkDecodeError
+from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, SuffixByteRequest
+
+from _helpers import LE
+from _helpers.sharding import BE, CRC, GZIP, ZSTD, Case, create_zf
+
+TRANSPOSE = {"name": "transpose", "configuration": {"order": [1, 0, 2]}}
+
+# shape (13, 10, 9) in shards of (8, 6, 6) of inner chunks (4, 3, 2): edge shards, edge
+# inner chunks, 3 inner chunks per shard along the last dim
+CASES = [
+    Case("zstd", "uint16", 7, (13, 10, 9), (8, 6, 6), (4, 3, 2), (LE, ZSTD)),
+    Case("zstd_start", "int32", -1, (13, 10, 9), (8, 6, 6), (4, 3, 2), (LE, ZSTD),
+         location="start"),
+    Case("raw", "float32", 1.5, (13, 10, 9), (8, 6, 6), (4, 3, 2), (LE,)),
+    Case("raw_be", ">i4", 3, (13, 10, 9), (8, 6, 6), (4, 3, 2), (BE,)),
+    Case("gzip", "int16", 0, (13, 10, 9), (8, 6, 6), (4, 3, 2), (LE, GZIP)),
+    Case("zstd_crc_transposed", "uint16", 5, (13, 10, 9), (8, 6, 6), (4, 3, 2),
+         (TRANSPOSE, LE, ZSTD, CRC)),
+]
+
+
+def _mirror(case: Case, seed: int = 0) -> np.ndarray:
+    """Data with whole inner chunks and a whole shard left at the fill value."""
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, 1000, size=case.shape).astype(case.dtype)
+    data[0:4, 0:3, 2:4] = case.fill  # an inner chunk of shard (0, 0, 0): not stored
+    data[0:4, 3:6, 0:6] = case.fill  # three of them, side by side
+    data[8:, 6:, 6:] = case.fill  # shard (1, 1, 1): not stored at all
+    return data
+
+
+@pytest.fixture(params=["local", "memory"])
+def store_kind(request):
+    return request.param
+
+
+def _array(tmp_path, store_kind: str, case: Case) -> tuple[zarrfast.Array, np.ndarray]:
+    store = LocalStore(str(tmp_path)) if store_kind == "local" else MemoryStore()
+    a = create_zf(store, case, config={"write_empty_chunks": False})
+    data = _mirror(case)
+    a[...] = data
+    return a, data
+
+
+def _boxes(shape, inner, rng, n=60):
+    """Random step-1 boxes of at most BOX_CHUNKS inner chunks, ints too."""
+    out = []
+    while len(out) < n:
+        box = []
+        for extent, c in zip(shape, inner, strict=True):
+            size = int(rng.integers(1, 2 * c + 1))
+            size = min(size, extent)
+            start = int(rng.integers(0, extent - size + 1))
+            box.append(slice(start, start + size) if rng.random() < 0.85 else start)
+        touched = 1
+        for s, c in zip(box, inner, strict=True):
+            lo, hi = (s.start, s.stop - 1) if isinstance(s, slice) else (s, s)
+            touched *= hi // c - lo // c + 1
+        if touched <= zf_boxes.BOX_CHUNKS:
+            out.append(tuple(box))
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sharded_boxes_match_numpy(tmp_path, store_kind, case, threads, monkeypatch):
+    a, data = _array(tmp_path, store_kind, case)
+    calls = []
+    real = zf_sharded._read_box
+
+    def spy(*args):
+        calls.append(real(*args))
+        return calls[-1]
+
+    monkeypatch.setattr(zf_sharded, "_read_box", spy)
+    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: split on the pool)
+    inner = a._chain.inner.chunk_shape
+    rng = np.random.default_rng(1)
+    with config.set(threads=threads):
+        for box in _boxes(case.shape, inner, rng):
+            np.testing.assert_array_equal(a[box], data[box], err_msg=str(box))
+    assert calls and all(calls), "the box path was not taken"
+
+
+@pytest.mark.parametrize("gap", [0, 1 << 20])
+def test_sharded_box_ranges_coalesced_or_not(tmp_path, gap):
+    """Inner chunks of one shard far apart: one ranged read each (gap 0) or one for
+    all (a large gap), the same values."""
+    case = CASES[0]
+    a, data = _array(tmp_path, "local", case)
+    box = (slice(2, 6), slice(1, 5), slice(1, 3))  # 2 x 2 x 2 inner chunks
+    with config.set(shard_coalesce_gap=gap):
+        for sel in [box, (slice(0, 8), slice(0, 3), slice(0, 6)), (0, 0, slice(0, 9))]:
+            np.testing.assert_array_equal(a[sel], data[sel])
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_sharded_boxes_hypothesis(tmp_path_factory, data):
+    case = data.draw(st.sampled_from(CASES[:3]), label="case")
+    path = tmp_path_factory.mktemp("box")
+    a, want = _array(path, "local", case)
+    sel = []
+    for n in case.shape:
+        start = data.draw(st.integers(0, n - 1))
+        stop = data.draw(st.integers(start + 1, min(n, start + 6)))
+        sel.append(slice(start, stop))
+    sel = tuple(sel)
+    np.testing.assert_array_equal(a[sel], want[sel])
+
+
+def _corrupt_inner(path, key: str, case: Case, lin: int, how: str) -> None:
+    """Damage inner chunk ``lin`` of shard ``key`` (index at the end, no checksum)."""
+    raw = bytearray((path / key).read_bytes())
+    n_inner = int(np.prod([s // i for s, i in zip(case.shard, case.inner, strict=True)]))
+    index = np.frombuffer(bytes(raw[-16 * n_inner:]), dtype="<u8").reshape(-1, 2).copy()
+    off, nb = (int(x) for x in index[lin])
+    if how == "garbage":
+        raw[off:off + nb] = b"\x01" * nb
+    else:  # past the end
+        index[lin] = (len(raw) - 16 * n_inner - 4, 1000)
+        raw[-16 * n_inner:] = index.tobytes()
+    (path / key).write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("how", ["garbage", "past the end"])
+@pytest.mark.parametrize("codec", ["zstd", "raw"])
+def test_sharded_box_bad_inner_chunk_names_shard_and_chunk(tmp_path, how, codec):
+    case = Case(codec, "uint16", 0, (16, 12, 12), (8, 6, 6), (4, 3, 2),
+                (LE, ZSTD) if codec == "zstd" else (LE,), index_codecs=(LE,))
+    a = create_zf(str(tmp_path), case)
+    a[...] = np.arange(16 * 12 * 12, dtype="uint16").reshape(case.shape) + 1
+    if how == "garbage" and codec == "raw":
+        pytest.skip("uncompressed bytes are never invalid")
+    _corrupt_inner(tmp_path, "c/0/0/0", case, 0, how)
+    a = zarrfast.open_array(str(tmp_path))
+    with pytest.raises(ChunkDecodeError, match=r"c/0/0/0.*inner chunk"):
+        a[0:2, 0:2, 0:2]
+
+
+def test_sharded_box_index_change_is_seen(tmp_path):
+    """The cached index is used only while the shard's version is unchanged."""
+    case = CASES[0]
+    a, data = _array(tmp_path, "local", case)
+    sel = (slice(1, 3), slice(1, 2), slice(0, 3))
+    np.testing.assert_array_equal(a[sel], data[sel])
+    b = zarrfast.open_array(str(tmp_path), mode="r+")
+    b[0:8, 0:6, 0:6] = 9  # rewrites shard (0, 0, 0) (another handle)
+    want = data.copy()
+    want[0:8, 0:6, 0:6] = 9
+    np.testing.assert_array_equal(a[sel], want[sel])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_plain_boxes_match_numpy(tmp_path, threads, monkeypatch):
+    a = zarrfast.create_array(str(tmp_path), shape=(13, 10, 9), chunks=(4, 3, 2),
+                              dtype="uint16", fill_value=3)
+    data = np.random.default_rng(2).integers(0, 999, size=a.shape).astype("uint16")
+    data[0:4, 0:3, 0:2] = 3
+    a[...] = data
+    (tmp_path / "c/1/1/1").unlink()  # a missing chunk: the fill value
+    data[4:8, 3:6, 2:4] = 3
+    calls = []
+    real = zf_boxes.read_box_files
+
+    def spy(*args):
+        calls.append(real(*args))
+        return calls[-1]
+
+    monkeypatch.setattr("zarrfast.engine.chunked.read_box_files", spy)
+    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: split on the pool)
+    with config.set(threads=threads):
+        for box in _boxes(a.shape, (4, 3, 2), np.random.default_rng(3)):
+            np.testing.assert_array_equal(a[box], data[box], err_msg=str(box))
+    assert calls and all(calls)
+
+
+def test_plain_box_corrupt_chunk_names_key(tmp_path):
+    a = zarrfast.create_array(str(tmp_path), shape=(8, 8), chunks=(4, 4), dtype="uint16")
+    a[...] = 1
+    (tmp_path / "c/0/1").write_bytes(b"not zstd")
+    with pytest.raises(ChunkDecodeError, match="c/0/1"):
+        a[2:6, 2:6]
+
+
+@pytest.mark.parametrize("store_kind", ["local", "memory"])
+def test_open_ranges(tmp_path, store_kind):
+    store = LocalStore(str(tmp_path)) if store_kind == "local" else MemoryStore()
+    assert (r := store.open_ranges("a/b")) is None or r.read(RangeByteRequest(0, 1)) is None
+    store.set("a/b", bytes(range(100)))
+    with store.open_ranges("a/b") as r:
+        assert r.version == store.version("a/b")
+        assert r.read(SuffixByteRequest(10)) == bytes(range(90, 100))
+        assert r.read(RangeByteRequest(5, 8)) == bytes([5, 6, 7])
+        buf = bytearray(20)
+        assert r.read_into(memoryview(buf)[:10], 95) == 5
+        assert bytes(buf[:5]) == bytes(range(95, 100))
+        assert r.read_into(buf, 0) == 20 and bytes(buf) == bytes(range(20))
+
+
+def test_box_chunks_counts():
+    from types import SimpleNamespace
+
+    from zarrfast.engine.selection import normalize_basic
+
+    chain = SimpleNamespace(chunk_shape=(4, 3), chunk_nbytes=12)
+    for sel, want in [((slice(0, 4), slice(2, 3)), 1), ((slice(3, 5), slice(0, 6)), 4),
+                      ((slice(0, 8, 2), slice(0, 1)), 0), ((1, 5), 1)]:
+        assert zf_boxes.box_chunks(normalize_basic(sel, (8, 6)), chain) == want, sel
+    chain.chunk_nbytes = zf_boxes.BOX_CHUNK_BYTES + 1  # large chunks: the per-chunk path
+    assert zf_boxes.box_chunks(normalize_basic((1, 5), (8, 6)), chain) == 0
+
+
+def test_run_parts_splits_only_large_compressed_work(monkeypatch):
+    from types import SimpleNamespace
+
+    seen = []
+    zstd = SimpleNamespace(batch_codec="zstd", chunk_nbytes=zf_boxes.BOX_POOL_BYTES // 2)
+    raw = SimpleNamespace(batch_codec=None, chunk_nbytes=zf_boxes.BOX_POOL_BYTES)
+    with config.set(threads=2):
+        zf_boxes.run_parts(seen.append, 1, zstd)  # too little work: inline, whole
+        zf_boxes.run_parts(seen.append, 4, raw)  # uncompressed: inline, whole
+        assert seen == [range(1), range(4)]
+        seen.clear()
+        zf_boxes.run_parts(seen.append, 4, zstd)  # 2 chunks' work per thread
+        assert sorted(seen, key=lambda r: r.start) == [range(0, 2), range(2, 4)]
+    seen.clear()
+    with config.set(threads=1):
+        zf_boxes.run_parts(seen.append, 4, zstd)
+    assert seen == [range(4)]

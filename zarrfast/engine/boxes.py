@@ -1,0 +1,215 @@
+"""Small box reads: a step-1 selection touching a few chunks, read in the calling thread.
+
+A random read of a box touching ``k`` chunks should cost about ``k`` decodes and one
+copy each.  Here the chunks a box touches, and where each one's part lies in the
+decoded chunk and in the output, come from one kernel call
+(:func:`zarrfast.kernels.box_table`); zstd and blosc chunks are then decoded and placed
+by one ``nogil`` kernel call per stored buffer (``ChunkDecoder.decode_files`` for chunk
+files, ``decode_regions`` for the ranges fetched from a shard), uncompressed ones copied
+by one ``copy_regions`` call.  Nothing per chunk runs in Python unless a chunk is
+missing (the fill value) or does not decode (the per-chunk path then says why).
+
+Boxes of large chunks (``BOX_POOL_BYTES``) split the decoding in one kernel call per
+thread (:func:`run_parts`); the reads stay in the calling thread.
+
+The chains are passed in (a :class:`~zarrfast.engine.chunked.PreparedChain`): this
+module imports no other engine module, so both the plain and the sharded readers
+use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from zarrfast import config
+from zarrfast import kernels as _kernels
+from zarrfast.concurrency import map_unordered_into
+from zarrfast.engine.selection import BasicSelection
+from zarrfast.storage import Store
+
+__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files", "run_parts"]
+
+#: the most chunks (inner chunks, when sharded) a box read takes; larger selections
+#: take the projection table and the pool
+BOX_CHUNKS = 8
+#: the largest chunk a box read takes (each thread's decoder holds a buffer of one
+#: chunk; larger chunks take the per-chunk path, which names the chunk when out of
+#: memory, and whose decoding dwarfs what the box path saves)
+BOX_CHUNK_BYTES = 16 * 2**20
+
+
+#: the least work (bytes of decoded chunks) a box read splits over the pool's threads:
+#: measured with zstd 32^3 uint16 chunks (64 KiB) on 2 cores shared with other work,
+#: boxes of 4 to 8 chunks (256-512 KiB) took ~10% longer split over 2 threads than in
+#: the calling thread (the handoffs cost 10-80 us each there); chunks this large
+#: decode for ~0.5 ms, well above a handoff
+BOX_POOL_BYTES = 2**20
+
+
+def run_parts(fn: Callable[[range], None], n: int, chain: Any) -> None:
+    """``fn(range(n))`` for ``n`` chunks of ``chain``: in the calling thread with one
+    thread, uncompressed chunks or less than ``BOX_POOL_BYTES`` of decoded chunks; else
+    on ``config threads`` parts of ``range(n)`` (one kernel call each), the first in
+    the calling thread."""
+    threads = min(config.get("threads"), n)
+    work = n * chain.chunk_nbytes
+    if threads <= 1 or chain.batch_codec is None or work < BOX_POOL_BYTES:
+        fn(range(n))
+        return
+    map_unordered_into(fn, [range(i * n // threads, (i + 1) * n // threads)
+                            for i in range(threads)], work_bytes=work)
+
+
+def box_chunks(sel: BasicSelection, chain: Any) -> int:
+    """How many chunks of ``chain`` the step-1 selection ``sel`` touches; 0 when it is
+    not a non-empty step-1 selection, or the chunks are larger than
+    ``BOX_CHUNK_BYTES``."""
+    if chain.chunk_nbytes > BOX_CHUNK_BYTES:
+        return 0
+    chunk_shape = chain.chunk_shape
+    n = 1
+    for s, m, t, c in zip(sel.start.tolist(), sel.count.tolist(), sel.step.tolist(),
+                          chunk_shape, strict=True):
+        if t != 1 or m < 1:
+            return 0
+        n *= (s + m - 1) // c - s // c + 1
+    return n
+
+
+class Box:
+    """A box's table (see :func:`zarrfast.kernels.box_table`) and its output."""
+
+    __slots__ = ("bounds", "chain", "direct", "dst_offsets", "inner", "out_flat",
+                 "out_strides", "shapes", "shards", "src_offsets")
+
+    def __init__(self, chain: Any, sel: BasicSelection, out: np.ndarray,
+                 cps: np.ndarray) -> None:
+        self.chain = chain
+        self.out_flat = out.reshape(-1).view(np.uint8)
+        self.out_strides = np.array(out.strides, dtype=np.int64)
+        (self.shards, self.bounds, self.inner, self.src_offsets, self.dst_offsets,
+         self.shapes) = _kernels.box_table(sel.start, sel.count, chain.chunk_shape_arr, cps,
+                                           chain.chunk_strides, self.out_strides)
+        #: rows whose chunk is decoded straight into ``out`` (uint8 flags)
+        self.direct = _direct_rows(chain, sel, self.shapes, out.shape)
+
+    def fill(self, rows: Sequence[int]) -> None:
+        """Rows whose chunk is not stored: the fill value."""
+        chain = self.chain
+        for r in rows:
+            _kernels.fill_region(self.out_flat, int(self.dst_offsets[r]), self.out_strides,
+                                 self.shapes[r], chain._fill_native_arr)
+
+    def place_one(self, r: int, raw: Any, key: str) -> None:
+        """Decode row ``r``'s stored chunk ``raw`` (``None``: the fill value) the
+        per-chunk way, which raises naming ``key`` when it cannot."""
+        if raw is None:
+            self.fill([r])
+            return
+        chain = self.chain
+        buf = chain.decode(raw, key)
+        _kernels.copy_region(buf, int(self.src_offsets[r]), chain.chunk_strides,
+                             self.out_flat, int(self.dst_offsets[r]), self.out_strides,
+                             self.shapes[r], chain.itemsize, chain.swap_unit)
+
+    def place_stored(self, rows: np.ndarray, src: Any, offsets: np.ndarray,
+                     sizes: np.ndarray) -> list[int]:
+        """Place the chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes) in
+        ``src``: one kernel call.  Returns the positions in ``rows`` it did not place
+        (stored chunks that do not decode cleanly, uncompressed ones of the wrong size,
+        every chunk of a codec without a batch kernel): the caller gives them to
+        :meth:`place_one`, which decodes them or says why not."""
+        chain = self.chain
+        if not isinstance(src, np.ndarray):
+            src = np.frombuffer(src, dtype=np.uint8)
+        if chain.batch_codec is not None:
+            status = chain.batch_decoder().decode_regions(
+                src, offsets, sizes, self.src_offsets[rows], chain.chunk_strides,
+                self.out_flat, self.dst_offsets[rows], self.out_strides, self.shapes[rows],
+                chain.itemsize, chain.swap_unit, self.direct[rows])
+            # (count_nonzero: a C call; ndarray.any goes through Python for small arrays)
+            return np.flatnonzero(status).tolist() if np.count_nonzero(status) else []
+        if not (chain.fast and not chain.bb):
+            return list(range(len(rows)))  # other codecs: one by one
+        # uncompressed: the stored bytes are the chunk
+        ok = sizes == chain.chunk_nbytes
+        _kernels.copy_regions(src, offsets[ok] + self.src_offsets[rows[ok]],
+                              chain.chunk_strides, self.out_flat, self.dst_offsets[rows[ok]],
+                              self.out_strides, self.shapes[rows[ok]], chain.itemsize,
+                              chain.swap_unit)
+        return np.flatnonzero(~ok).tolist()
+
+
+def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
+                 out_shape: tuple[int, ...]) -> np.ndarray:
+    """Rows whose chunk can be decoded straight into the output: the chunk's bytes need
+    no swap or permutation, the box covers the whole nominal chunk, and its place in
+    the (C-order) output is one contiguous block."""
+    cs = chain.chunk_shape
+    none = np.zeros(len(shapes), dtype=np.uint8)
+    # (a box smaller than a chunk, as random boxes are, stops here)
+    for n, c in zip(sel.count.tolist(), cs, strict=True):
+        if n < c:
+            return none
+    if not (chain.fast and chain.swap_unit == 1
+            and chain.permutation == tuple(range(chain.ndim))):
+        return none
+    # a whole chunk's block of the C-order output is contiguous when every dimension
+    # after the first one longer than 1 spans the whole output
+    first = next((d for d in range(len(cs)) if cs[d] > 1), len(cs))
+    if any(cs[d] != out_shape[d] for d in range(first + 1, len(cs))):
+        return none
+    return np.all(shapes == chain.chunk_shape_arr, axis=1).astype(np.uint8)
+
+
+def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
+                   out: np.ndarray) -> bool:
+    """Read a box of at most ``BOX_CHUNKS`` zstd or blosc chunks stored one per file
+    into ``out``: one ``decode_files`` call (open, read, decode, place, without the
+    GIL).  ``False``, having done nothing, for other selections, chains and stores."""
+    if chain.batch_codec is None or store.batched_reads or not store.fast_get_into:
+        return False
+    n = box_chunks(sel, chain)
+    if not 0 < n <= BOX_CHUNKS:
+        return False
+    box = Box(chain, sel, out, _ONES[chain.ndim])
+    keys = _chunk_keys(chain.metadata, path, box.shards)
+    files = store.file_paths(keys)
+    if files is None:
+        return False
+    root, paths = files
+    direct = box.direct
+
+    def place(part: range) -> None:
+        rows = slice(part.start, part.stop)
+        status, _sizes, _errors = chain.batch_decoder().decode_files(
+            paths[rows], box.src_offsets[rows], chain.chunk_strides, box.out_flat,
+            box.dst_offsets[rows], box.out_strides, box.shapes[rows], chain.itemsize,
+            chain.swap_unit, direct[rows], root=root)
+        if np.count_nonzero(status):
+            for j in np.flatnonzero(status).tolist():
+                r = part.start + j
+                # missing: the fill value; else read again by the store, which raises
+                # for a file it cannot read, and decoded (or refused, naming the key)
+                raw = (None if status[j] == _kernels.NO_DATA
+                       else store.get_limited(keys[r], chain.stored_limit))
+                box.place_one(r, raw, keys[r])
+
+    # (every part writes disjoint regions of `out`: chunks partition the box)
+    run_parts(place, n, chain)
+    return True
+
+
+def _chunk_keys(metadata: Any, path: str, coords: np.ndarray) -> list[str]:
+    cke = metadata.chunk_key_encoding
+    base = f"{path}/" if path else ""
+    if coords.shape[1] == 0:
+        return [base + cke.encode(())] * coords.shape[0]
+    return _kernels.format_chunk_keys(coords, base + cke.key_prefix(), cke.separator)
+
+
+#: chunks per shard of a plain grid: every chunk its own
+_ONES = [np.ones(d, dtype=np.int64) for d in range(65)]
