@@ -21,10 +21,13 @@ from __future__ import annotations
 import math
 from typing import Any, NoReturn
 
+import crc32c
 import numpy as np
 
 from zarrfast import kernels as _kernels
+from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.chain import CodecChain
+from zarrfast.codecs.compressors import Crc32cCodec
 from zarrfast.errors import ChecksumError, ChunkDecodeError, CodecError
 from zarrfast.metadata.dtype import DataType, parse_data_type
 
@@ -53,6 +56,12 @@ class ShardFormat:
         self.index_chain = CodecChain(codec.index_codecs, chunk_shape=self.index_shape,
                                       data_type=_UINT64, node="sharding_indexed index_codecs",
                                       validate=False)
+        #: the index codecs everyone writes (little-endian bytes, then crc32c): decoded
+        #: here without the chain's per-codec calls (a full read decodes one per shard)
+        codecs = tuple(codec.index_codecs)
+        self._plain_index = (
+            len(codecs) == 2 and isinstance(codecs[0], BytesCodec)
+            and codecs[0].endian in ("little", None) and isinstance(codecs[1], Crc32cCodec))
 
     def inner_name(self, j: int) -> str:
         return str(tuple(int(x) for x in np.unravel_index(j, self.cps)))
@@ -65,6 +74,19 @@ class ShardFormat:
                 f"shard {key!r}: index has {len(raw)} bytes, expected {self.index_nbytes} "
                 f"(the shard is truncated or not a shard)"
             )
+        if self._plain_index:
+            view = memoryview(raw).cast("B")
+            stored = int.from_bytes(view[-4:], "little")
+            actual = crc32c.crc32c(view[:-4])
+            if stored != actual:
+                raise ChecksumError(
+                    f"shard {key!r}: index checksum mismatch: crc32c: checksum mismatch "
+                    f"(stored 0x{stored:08x}, computed 0x{actual:08x})")
+            # a copy: `raw` may be a reused read buffer, and indexes outlive reads
+            index = np.frombuffer(view[:-4], dtype="<u8").astype(np.uint64).reshape(
+                self.n_inner, 2)
+            self._check(index, key, EMPTY)
+            return index
         try:
             arr = self.index_chain.decode(raw, limit=self.index_nbytes + 2**20)
         except ChecksumError as e:

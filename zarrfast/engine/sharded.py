@@ -145,9 +145,9 @@ class ShardedChain:
             int(config.get("shard_index_cache")))
         self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
         self.cps = np.array(self.layout.cps, dtype=np.int64)
-        self._shape = np.array(metadata.shape, dtype=np.int64)
-        self._shard = np.array(self.layout.shard_shape, dtype=np.int64)
-        self._inner = np.array(self.layout.inner_shape, dtype=np.int64)
+        self._shape_t, self._shard_t, self._inner_t = (
+            tuple(int(x) for x in metadata.shape), tuple(self.layout.shard_shape),
+            tuple(self.layout.inner_shape))
 
     # -- fetching -------------------------------------------------------------------
     def fetch_shard(self, store: Store, key: str) -> Any:
@@ -191,8 +191,11 @@ class ShardedChain:
 
     def inner_in_array(self, shard_coords: np.ndarray) -> int:
         """How many inner chunks of a shard intersect the array (edge shards have fewer)."""
-        extent = np.minimum(self._shard, self._shape - shard_coords * self._shard)
-        return int(np.prod(-(-extent // self._inner)))
+        n = 1  # (Python ints: NumPy's per-call overhead on 3-element arrays was most of it)
+        for c, size, shard, inner in zip(shard_coords.tolist(), self._shape_t, self._shard_t,
+                                         self._inner_t, strict=True):
+            n *= -(-min(shard, size - c * shard) // inner)
+        return n
 
     def shard_chain(self, shard_coords: np.ndarray) -> ShardedChain:
         """The chain of the shard at ``shard_coords`` (its layout, its index requests)."""
