@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 import zarrfast
+import zarrfast.core.group
+import zarrfast.core.metadata
 from zarrfast.errors import MetadataValidationError
 
 zarr = pytest.importorskip("zarr")
@@ -62,7 +64,7 @@ def test_array_metadata_prints_as_zarr_python(case):
     for width in (60, 120):
         assert _pp(ours.metadata, width) == _pp(theirs.metadata, width)
     assert repr(ours.metadata) == repr(theirs.metadata)
-    assert type(ours.metadata).__name__ == "ArrayV3Metadata"
+    assert type(ours.metadata) is zarrfast.core.metadata.ArrayV3Metadata
 
 
 def test_metadata_fields_are_zarr_pythons_objects():
@@ -135,6 +137,8 @@ def _hierarchy(lib):
 def test_consolidated_metadata_prints_and_nests_as_zarr_python():
     (their_store, theirs), (our_store, ours) = _hierarchy(zarr), _hierarchy(zarrfast)
     assert _pp(ours.metadata) == _pp(theirs.metadata)
+    assert isinstance(ours.metadata.consolidated_metadata,
+                      zarrfast.core.group.ConsolidatedMetadata)
     assert _pp(ours.metadata.consolidated_metadata.metadata) == _pp(
         theirs.metadata.consolidated_metadata.metadata)
     # a child opened through the consolidated metadata has the nodes below it

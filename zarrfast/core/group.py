@@ -2,6 +2,6 @@
 
 from zarrfast.hierarchy.asynchronous import AsyncGroup
 from zarrfast.hierarchy.group import Group
-from zarrfast.metadata.v3 import GroupMetadata
+from zarrfast.metadata.v3 import ConsolidatedMetadata, GroupMetadata
 
-__all__ = ["AsyncGroup", "Group", "GroupMetadata"]
+__all__ = ["AsyncGroup", "ConsolidatedMetadata", "Group", "GroupMetadata"]
