@@ -294,6 +294,18 @@ class PreparedChain:
     def is_fill(self, buf: np.ndarray) -> bool:
         return bool(_kernels.is_uniform(buf, self._fill_chunk_item_arr))
 
+    def any_fill(self, buf: np.ndarray, offsets: np.ndarray) -> bool:
+        """Whether any of the stored chunks at byte ``offsets`` of ``buf`` equals the fill
+        value.  Only chunks whose first item is the fill value can: those are looked at
+        whole, the rest cost one vectorised comparison for all of them."""
+        candidates = offsets
+        for k, byte in enumerate(self._fill_chunk_item_arr.tolist()):
+            candidates = candidates[buf[candidates + k] == byte]
+            if not candidates.size:
+                return False
+        nb = self.chunk_nbytes
+        return any(self.is_fill(buf[o:o + nb]) for o in candidates.tolist())
+
 
 # -- selections ------------------------------------------------------------------
 

@@ -569,8 +569,7 @@ def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWr
         buf, slots + writer.dst_offsets[rows], writer.dst_strides,
         proj.local_count[rows], inner.itemsize, inner.swap_unit,
     )
-    if not write_empty_chunks and any(
-            inner.is_fill(buf[slot:slot + nb]) for slot in slots.tolist()):
+    if not write_empty_chunks and inner.any_fill(buf, slots):
         return None
     index = np.empty((layout.n_inner, 2), dtype=np.uint64)
     index[:, 0] = base + np.arange(layout.n_inner, dtype=np.uint64) * nb
