@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from zarrfast.errors import InvalidNodeNameError, MetadataError, MetadataValidationError
+from zarrfast.errors import MetadataError, MetadataValidationError
 from zarrfast.hierarchy.node import (
     AnyMetadata,
     child_node_names,
@@ -28,9 +28,13 @@ from zarrfast.hierarchy.node import (
     read_node_metadata,
     write_metadata,
 )
-from zarrfast.metadata.paths import validate_node_name
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
-from zarrfast.metadata.v3 import ConsolidatedMetadata, GroupMetadata, parse_metadata
+from zarrfast.metadata.v3 import (
+    ConsolidatedMetadata,
+    GroupMetadata,
+    check_member_path,
+    parse_metadata,
+)
 from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
 from zarrfast.storage import Store
 
@@ -107,23 +111,6 @@ def _redump(value: Any, key: str, entry: str) -> bytes:
         raise MetadataError(f"{key}: entry {entry!r} cannot be read ({e})") from None
 
 
-def _check_member_path(rel: Any, key: str, what: str) -> str:
-    """A member path of consolidated metadata must be relative node names joined by
-    ``/``: no empty, ``.`` or ``..`` segment can make it name a node outside the group."""
-    if not isinstance(rel, str) or not rel:
-        raise MetadataValidationError(
-            f"{key}: consolidated metadata {what} {rel!r} is not a node path"
-        )
-    try:
-        for name in rel.split("/"):
-            validate_node_name(name, path=rel, reserved_ok=True)  # read what others wrote
-    except InvalidNodeNameError as e:
-        raise MetadataValidationError(
-            f"{key}: consolidated metadata {what} {rel!r} is not a valid node path: {e}"
-        ) from None
-    return rel
-
-
 def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[str, AnyMetadata]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
         raise MetadataValidationError(f"{key}: expected an object with a 'metadata' object")
@@ -137,7 +124,7 @@ def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[st
     for entry in meta:
         rel, sep, name = entry.rpartition("/")
         if name in (".zarray", ".zgroup", ".zattrs") and (sep or rel):
-            _check_member_path(rel, key, "key")
+            check_member_path(rel, key, "key")
     for entry, value in meta.items():
         rel, _, name = entry.rpartition("/")
         if not rel or name not in (".zarray", ".zgroup"):

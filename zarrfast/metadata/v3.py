@@ -429,19 +429,21 @@ class GroupMetadata:
         return {"zarr.json": self.to_json()}
 
 
-def _check_member_path(rel: Any, key: str) -> None:
-    """A member of consolidated metadata is named by node names joined by ``/``: no empty,
-    ``.`` or ``..`` segment can make it name a node outside the group."""
+def check_member_path(rel: Any, key: str, what: str = "member") -> str:
+    """A member of consolidated metadata (v3's member, v2's ``.zmetadata`` key) is named by
+    node names joined by ``/``: no empty, ``.`` or ``..`` segment can make it name a node
+    outside the group."""
     if not isinstance(rel, str) or not rel:
         raise MetadataValidationError(
-            f"{key}: consolidated metadata member {rel!r} is not a node path")
+            f"{key}: consolidated metadata {what} {rel!r} is not a node path")
     try:
         for name in rel.split("/"):
             validate_node_name(name, path=rel, reserved_ok=True)  # read what others wrote
     except InvalidNodeNameError as e:
         raise MetadataValidationError(
-            f"{key}: consolidated metadata member {rel!r} is not a valid node path: {e}"
+            f"{key}: consolidated metadata {what} {rel!r} is not a valid node path: {e}"
         ) from None
+    return rel
 
 
 @dataclass(frozen=True)
@@ -472,7 +474,7 @@ class ConsolidatedMetadata:
                 f"'must_understand': false, 'metadata': {{...}}}}, got {doc!r}")
         flat: dict[str, Any] = {}
         for rel, entry in doc["metadata"].items():
-            _check_member_path(rel, key)
+            check_member_path(rel, key)
             if not isinstance(entry, Mapping):
                 raise MetadataValidationError(
                     f"{key}: consolidated entry {rel!r} is not an object")
