@@ -445,6 +445,41 @@ def test_decode_floors_on_compressed_layouts(tmp_path):
     assert ("raw", "floor: decode only", 1) not in got
 
 
+
+def test_random_decode_floor(tmp_path):
+    """The random rows' ``floor: decode only``: numcodecs decoding every chunk the boxes
+    touch (inner chunks cut out of their shards), its values checked."""
+    cfg = _cfg(tmp_path, layouts=["zstd", "sharded", "blosc", "raw"],
+               ops=["random", "floor"], threads=[1, 2])
+    code, report = run(cfg, io.StringIO())
+    assert code == 0
+    got = {(r["layout"], r["op"], r["lib"], r["threads"]): r for r in report["results"]}
+    for lay in ("zstd", "sharded", "blosc"):
+        for threads in (1, 2):
+            floor = got[(lay, "random", "floor: decode only", threads)]
+            assert floor["ok"] is True and floor["best_s"] > 0 and floor["ratio"] > 0
+            assert "chunk decodes for 5 boxes" in floor["note"]
+    assert ("raw", "random", "floor: decode only", 1) not in got
+
+
+def test_random_decode_floor_checks_the_values(tmp_path):
+    """Chunks whose bytes decode to other values than the dataset's fail the floor's
+    check (a floor that decodes the wrong bytes measures nothing)."""
+    cfg = _cfg(tmp_path, layouts=["zstd"], ops=["random"], threads=[1])
+    ds = D.prepare(cfg.path, D.LAYOUTS["zstd"], cfg.size)
+    ctx = H._Context(cfg, cfg.path)
+    (good,) = H._random_floor(ds, 1, 1, ctx)
+    assert good.ok is True and good.error is None
+    files = [p for p, _ in ds.chunk_files()]
+    with open(files[0], "rb") as f:
+        first = f.read()
+    for p in files[1:]:  # every chunk now holds chunk (0, 0, 0)'s bytes
+        with open(p, "wb") as f:
+            f.write(first)
+    (bad,) = H._random_floor(ds, 1, 1, H._Context(cfg, cfg.path))
+    assert bad.ok is False and "WRONG DATA" in bad.error
+    assert "decodes to wrong values" in bad.error
+
 def test_zarrista_reads_and_writes_what_zarrfast_does(tmp_path):
     pytest.importorskip("zarrista")
     lib = L.get_lib("zarrista")

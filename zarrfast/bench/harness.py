@@ -42,7 +42,8 @@ OP_HELP = {
     "roundtrip": "read the whole array, write it with other chunks (zstd)",
     "floor": "floors: readinto of every stored file (and np.fromfile for raw); on zstd, "
              "blosc and gzip chunks also numcodecs decoding the chunks alone (no store, no "
-             "assembly) and the plain loop (read each file, decode, copy into place)",
+             "assembly) and the plain loop (read each file, decode, copy into place); with "
+             "random, numcodecs decoding every chunk the boxes touch",
     "memory": "peak RSS of a full read, in a subprocess, vs the output size",
 }
 MEMORY_TARGET = (1.2, 64 << 20)  # peak <= 1.2 x output + 64 MiB
@@ -581,26 +582,126 @@ def _decode_floor_tasks(ds: D.Dataset, threads: int
         dt = time.perf_counter() - t0
         return dt, (_check_crc(result, ds.expected["full"], "the plain loop") if first else None)
 
-    def one_blosc_thread(task):
-        """numcodecs' Blosc runs c-blosc's own threads when called from the main thread:
-        the floors keep it to the threads the row names (its internal ones off)."""
-        if lay.codec != "blosc":
-            return task
-
-        def run(first):
-            import numcodecs.blosc as nb
-
-            old, nb.use_threads = nb.use_threads, False
-            try:
-                return task(first)
-            finally:
-                nb.use_threads = old
-        return run
-
-    tasks = {"floor: decode only": one_blosc_thread(decode_only)}
+    tasks = {"floor: decode only": _blosc_internal_threads_off(lay, decode_only)}
     if threads == 1:
-        tasks["floor: plain loop"] = one_blosc_thread(plain_loop)
+        tasks["floor: plain loop"] = _blosc_internal_threads_off(lay, plain_loop)
     return tasks
+
+
+def _blosc_internal_threads_off(lay: D.Layout, task: Callable[[bool], tuple[float, Any]]
+                                ) -> Callable[[bool], tuple[float, Any]]:
+    """numcodecs' Blosc runs c-blosc's own threads when called from the main thread:
+    the floors keep it to the threads the row names (its internal ones off)."""
+    if lay.codec != "blosc":
+        return task
+
+    def run(first: bool) -> tuple[float, Any]:
+        import numcodecs.blosc as nb
+
+        old, nb.use_threads = nb.use_threads, False
+        try:
+            return task(first)
+        finally:
+            nb.use_threads = old
+    return run
+
+
+
+def _stored_chunks(ds: D.Dataset, coords: list[tuple[int, ...]]) -> list[bytes | None]:
+    """The stored (encoded) bytes of the chunks at ``coords`` of a dataset the harness
+    wrote (inner chunks when sharded, cut out of their shard by its index, which sits at
+    the end as the harness writes it: (offset, nbytes) uint64 pairs and a crc32c);
+    ``None`` for a chunk not stored.  Setup for the floors: not timed."""
+    lay = ds.layout
+    chunks = ds.read_chunks
+    sep = "/" if lay.zarr_format == 3 else "."
+    prefix = ("c" + sep) if lay.zarr_format == 3 else ""
+
+    def file_of(c: tuple[int, ...]) -> str:
+        return os.path.join(ds.path, *(prefix + sep.join(map(str, c))).split("/"))
+
+    def read(path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    if not lay.shards:
+        return [read(file_of(c)) for c in coords]
+    per = tuple(min(u, s) // c for u, s, c in zip(lay.shards, ds.shape, chunks, strict=True))
+    n = math.prod(per)
+    shards: dict[tuple[int, ...], tuple[bytes, np.ndarray] | None] = {}
+    out: list[bytes | None] = []
+    for c in coords:
+        sc = tuple(i // p for i, p in zip(c, per, strict=True))
+        if sc not in shards:
+            data = read(file_of(sc))
+            index = (None if data is None else
+                     np.frombuffer(data[len(data) - 16 * n - 4:len(data) - 4], dtype="<u8"
+                                   ).reshape(n, 2))
+            shards[sc] = None if data is None else (data, index)
+        got = shards[sc]
+        if got is None:
+            out.append(None)
+            continue
+        data, index = got
+        off, nb = (int(x) for x in index[np.ravel_multi_index(
+            tuple(i % p for i, p in zip(c, per, strict=True)), per)])
+        out.append(None if off == 2**64 - 1 else data[off:off + nb])
+    return out
+
+
+def _random_floor(ds: D.Dataset, threads: int, repeat: int, ctx: _Context) -> list[Result]:
+    """``floor: decode only`` of the random boxes: numcodecs decoding, one after
+    another into a reused buffer, the stored bytes (already in memory) of every chunk
+    each box touches, as many times as boxes touch it: what reading the boxes cannot
+    beat without decoding less than whole chunks.  Compressed layouts of C-order,
+    little-endian chunks (sharded or not); one thread, as the boxes are read one by one."""
+    import itertools
+
+    lay = ds.layout
+    codec = _numcodecs_codec(lay)
+    if codec is None or lay.transpose or lay.endian != "little":
+        return []
+    chunks = ds.read_chunks
+    boxes = ctx.boxes(ds)
+    coords = [c for box in boxes for c in itertools.product(
+        *(range(s.start // n, (s.stop - 1) // n + 1) for s, n in zip(box, chunks, strict=True)))]
+    blobs: list[bytes] = []
+
+    def decode_only(first: bool) -> tuple[float, Any]:
+        if not blobs:
+            blobs.extend(b for b in _stored_chunks(ds, coords) if b is not None)
+        out = np.empty(math.prod(chunks) * 2, dtype=np.uint8)
+        t0 = time.perf_counter()
+        for b in blobs:
+            codec.decode(b, out=out)
+        dt = time.perf_counter() - t0
+        if not first:
+            return dt, None
+        stored = [c for c, b in zip(coords, _stored_chunks(ds, coords), strict=True)
+                  if b is not None]
+        for c, b in zip(stored, blobs, strict=True):  # (not timed) every chunk's values
+            region = tuple(slice(i * n, min((i + 1) * n, s))
+                           for i, n, s in zip(c, chunks, ds.shape, strict=True))
+            got = np.frombuffer(codec.decode(b, out=out), dtype="<u2").reshape(chunks)
+            got = got[tuple(slice(0, r.stop - r.start) for r in region)]
+            if not np.array_equal(got, D.values(region)):
+                raise CheckFailed(f"the random decode floor: chunk {c} decodes to wrong values")
+        return dt, True
+
+    run = _blosc_internal_threads_off(lay, decode_only)
+    (times, check), = _rounds({"floor: decode only": run}, repeat).values()
+    nbytes = sum(math.prod(s.stop - s.start for s in b) * 2 for b in boxes)
+    r = Result(lay.name, "random", "floor: decode only", threads, times=times, nbytes=nbytes,
+               note=f"numcodecs, one thread: {len(coords)} chunk decodes for {len(boxes)} "
+                    f"boxes, the stored bytes already in memory, one reused output buffer")
+    if isinstance(check, str):
+        r.error, r.ok = check, (False if check.startswith("WRONG DATA") else None)
+    else:
+        r.ok = check
+    return [r]
 
 
 # --------------------------------------------------------------------------------------
@@ -938,6 +1039,8 @@ def _run_local(cfg: BenchConfig, ds: D.Dataset, libs: list[Lib], threads: int, c
                                       error=f"open: {err}"))
             if op == "read" and "floor" in cfg.ops:
                 results += _floor(ds, threads, cfg.repeat, before)
+            if op == "random" and "floor" in cfg.ops:
+                results += _random_floor(ds, threads, cfg.repeat, ctx)
             log(f"{ds.layout.name} {op} threads={threads}: {_progress(results[first:])}")
         if "floor" in cfg.ops and "read" not in timed_ops:
             results += _floor(ds, threads, cfg.repeat, before)
