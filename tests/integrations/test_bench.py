@@ -480,6 +480,54 @@ def test_random_decode_floor_checks_the_values(tmp_path):
     assert bad.ok is False and "WRONG DATA" in bad.error
     assert "decodes to wrong values" in bad.error
 
+
+def test_cores_count_the_cpu_time_of_the_timed_parts_only():
+    """``Result.extra["cores"]``: the process's CPU time during a task's timed parts per
+    second of their wall time; work outside them does not count."""
+    def burn(seconds):
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+
+    def busy_outside(first):
+        burn(0.05)  # (not timed)
+        t0 = H._CLOCK()
+        time.sleep(0.05)
+        return H._CLOCK() - t0, None
+
+    def busy_inside(first):
+        total = 0.0
+        for _ in range(2):  # two timed parts, summed
+            t0 = H._CLOCK()
+            burn(0.03)
+            total += H._CLOCK() - t0
+            time.sleep(0.02)  # (not timed)
+        return total, None
+
+    cores: dict[str, list[float]] = {}
+    H._rounds({"outside": busy_outside, "inside": busy_inside}, 3, cores=cores)
+    assert len(cores["outside"]) == len(cores["inside"]) == 2  # the rounds after the first
+    assert max(cores["outside"]) < 0.2
+    assert min(cores["inside"]) > 0.5
+
+
+def test_grid_marks_libraries_busier_than_their_threads():
+    from zarrfast.bench.report import _print_grid
+
+    def row(lib, ratio, cores):
+        return {"layout": "zstd", "op": "read", "threads": 1, "lib": lib, "best_s": 0.1 * ratio,
+                "mib_s": 100.0, "ratio": ratio, "ok": True, "error": None,
+                "extra": {"cores": cores}}
+
+    out = io.StringIO()
+    _print_grid([row("zarrfast", 1.0, 1.0), row("tensorstore", 1.5, 1.1),
+                 row("zarrista", 0.9, 1.93)], out)
+    text = out.getvalue()
+    assert "x0.90+" in text and "x1.50 " in text and "x1.50+" not in text
+    assert "zstd read threads=1 zarrista: 1.93 cores" in text
+    assert "tensorstore:" not in text.split("+ kept more cores")[1]
+
+
 def test_zarrista_reads_and_writes_what_zarrfast_does(tmp_path):
     pytest.importorskip("zarrista")
     lib = L.get_lib("zarrista")

@@ -207,11 +207,49 @@ def evict_pages(path: str) -> int:
 # measurement
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process so far, every thread's (user + system)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class _TimedCPU:
+    """The tasks' clock: ``time.perf_counter``, and the process's CPU time summed over
+    the timed parts, taken as alternate calls (start, stop: ``t0 = clock()`` ...
+    ``clock() - t0``).  The CPU time is read outside each timed part."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self._start: float | None = None
+
+    def reset(self) -> None:
+        self.cpu, self._start = 0.0, None
+
+    def __call__(self) -> float:
+        if self._start is None:
+            self._start = _cpu_seconds()
+            return time.perf_counter()
+        t = time.perf_counter()
+        self.cpu += _cpu_seconds() - self._start
+        self._start = None
+        return t
+
+
+_CLOCK = _TimedCPU()
+
+
 def _rounds(tasks: dict[str, Callable[[bool], tuple[float, Any]]], repeat: int,
-            before: Callable[[], None] | None = None) -> dict[str, tuple[list[float], Any]]:
+            before: Callable[[], None] | None = None,
+            cores: dict[str, list[float]] | None = None) -> dict[str, tuple[list[float], Any]]:
     """Run every task ``repeat`` times, round robin; a task returns (seconds, check) where
     check is None when not checked this time, True, or an error string.  A task that
-    raises stops (its error recorded)."""
+    raises stops (its error recorded).
+
+    ``cores``: filled with each task's CPU time per second of its timed wall time (tasks
+    timed by ``_CLOCK``), for every round but the first when there are several: how
+    many cores a library kept busy, whatever threads it was told to use."""
     out: dict[str, tuple[list[float], Any]] = {n: ([], None) for n in tasks}
     failed: dict[str, str] = {}
     for i in range(repeat):
@@ -221,7 +259,10 @@ def _rounds(tasks: dict[str, Callable[[bool], tuple[float, Any]]], repeat: int,
             if before is not None:
                 before()
             try:
+                _CLOCK.reset()
                 dt, check = fn(i == 0)
+                if cores is not None and (i > 0 or repeat == 1) and dt > 0 and _CLOCK.cpu:
+                    cores.setdefault(name, []).append(_CLOCK.cpu / dt)
             except CheckFailed as e:
                 failed[name] = f"WRONG DATA: {e}"
                 continue
@@ -367,7 +408,7 @@ def _op_tasks(op: str, ds: D.Dataset, libs: list[Lib], handles: dict[str, Any],
     """The timed callables of ``op`` for every library, and the bytes the op moves."""
     tasks: dict[str, Callable[[bool], tuple[float, Any]]] = {}
     full = ds.expected["full"]
-    clock = time.perf_counter
+    clock = _CLOCK  # (perf_counter, and the CPU time of the timed parts)
     writers = ctx.cfg.write_libs
     for lib in libs:
         if lib.name not in handles:
@@ -978,6 +1019,10 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
                                  "> 1 means zarrfast is faster",
                         "mib_s": "decoded array bytes the operation returns or writes, per s",
                         "memory_target": "peak extra RSS <= 1.2 x output + 64 MiB",
+                        "cores": "extra.cores: the process's CPU time (all threads) during "
+                                 "the timed parts per second of their wall time, median of "
+                                 "the rounds after the first; marked + in the table when "
+                                 "above the row's threads + 0.5",
                         "cache": "cold (dropped before every timed run)" if cfg.drop_caches
                         else "cold (the dataset's pages evicted with posix_fadvise(DONTNEED) "
                              "before every timed read)" if cfg.cold
@@ -1026,8 +1071,11 @@ def _run_local(cfg: BenchConfig, ds: D.Dataset, libs: list[Lib], threads: int, c
             tasks, nbytes = _op_tasks(op, ds, libs, handles, ctx)
             cold = before if op in ("read", "chunks", "random", "strided", "roundtrip") else None
             first = len(results)
-            for name, (times, check) in _rounds(tasks, cfg.repeat, cold).items():
+            used: dict[str, list[float]] = {}
+            for name, (times, check) in _rounds(tasks, cfg.repeat, cold, used).items():
                 r = Result(ds.layout.name, op, name, threads, times=times, nbytes=nbytes)
+                if used.get(name):
+                    r.extra["cores"] = round(float(np.median(used[name])), 2)
                 if isinstance(check, str):
                     r.error = check
                     r.ok = False if check.startswith("WRONG DATA") else None

@@ -11,7 +11,7 @@ __all__ = ["human", "print_table", "write_files", "CSV_FIELDS"]
 
 CSV_FIELDS = ["layout", "op", "threads", "lib", "best_s", "mib_s", "ratio", "ok", "error",
               "nbytes", "repeats", "times", "note", "peak_extra_bytes", "peak_over_output",
-              "within_target"]
+              "within_target", "cores"]
 
 
 def human(n: float) -> str:
@@ -98,7 +98,8 @@ def _print_grid(rows: list[dict[str, Any]], out: TextIO) -> None:
     groups: dict[tuple, dict[str, dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["layout"], r["op"], r["threads"]), {})[r["lib"]] = r
-    problems = []
+    problems: list[str] = []
+    over: list[str] = []
     last = None
     for (layout, op, threads), by_lib in groups.items():
         if last is not None and layout != last:
@@ -113,7 +114,10 @@ def _print_grid(rows: list[dict[str, Any]], out: TextIO) -> None:
             if r is None:
                 cells.append("")
             elif r["ratio"]:
-                cells.append(f"x{r['ratio']:.2f}")
+                cells.append(f"x{r['ratio']:.2f}" + ("+" if _over_threads(r) else ""))
+                if _over_threads(r):
+                    over.append(f"  {layout} {op} threads={threads} {lib}: "
+                                f"{r['extra']['cores']:.2f} cores")
             elif r["best_s"]:
                 cells.append(_time(r["best_s"]))
             else:
@@ -125,15 +129,26 @@ def _print_grid(rows: list[dict[str, Any]], out: TextIO) -> None:
         checks = "ok" if not bad else ", ".join(f"{_status(r)}: {lib}" for lib, r in bad)
         print(f"{layout:14s} {op:9s} {threads:3d} {zt:>10s} {zm:>6s}"
               + "".join(f"{c:>{width}s}" for c in cells) + f"  {checks}", file=out)
+    if over:
+        print("\n+ kept more cores busy than the row's threads (CPU time of the process per "
+              "second of the timed wall time, median of the rounds after the first):\n"
+              + "\n".join(over), file=out)
     if problems:
         print("\nfailures and errors:\n" + "\n".join(problems), file=out)
+
+
+def _over_threads(r: dict[str, Any]) -> bool:
+    """Whether a library kept clearly more cores busy than the row's thread count (half
+    a core of slack: the calling thread, the kernel's I/O, a collector)."""
+    cores = (r.get("extra") or {}).get("cores")
+    return cores is not None and cores > r["threads"] + 0.5
 
 
 def _csv_row(r: dict[str, Any]) -> dict[str, Any]:
     row = {k: r.get(k) for k in CSV_FIELDS if k in r}
     row["repeats"] = len(r["times"])
     row["times"] = " ".join(f"{t:.6f}" for t in r["times"])
-    for k in ("peak_extra_bytes", "peak_over_output", "within_target"):
+    for k in ("peak_extra_bytes", "peak_over_output", "within_target", "cores"):
         row[k] = r["extra"].get(k)
     return row
 
