@@ -528,6 +528,30 @@ def test_grid_marks_libraries_busier_than_their_threads():
     assert "tensorstore:" not in text.split("+ kept more cores")[1]
 
 
+
+def test_runs_sharing_a_path_keep_their_own_scratch(tmp_path):
+    """Two runs at once on one --path: each writes and removes only its own scratch and
+    templates (a run used to remove the other's written datasets when it ended)."""
+    import subprocess
+    import sys
+
+    assert run(_cfg(tmp_path), io.StringIO())[0] == 0  # the dataset, made once
+    args = [sys.executable, "-m", "zarrfast", "bench", "--size", "2MiB", "--layouts", "raw",
+            "--ops", "write", "--threads", "1", "--libs", "zarrfast", "--repeat", "6",
+            "--path", str(tmp_path / "data"), "--no-plot"]
+    procs = [subprocess.Popen([*args, "--out", str(tmp_path / f"out{i}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, text in zip(procs, outs, strict=True):
+        assert p.returncode == 0, text
+        report = json.loads((tmp_path / f"out{procs.index(p)}" / "bench.json").read_text())
+        (w,) = [r for r in report["results"] if r["op"] == "write"]
+        assert w["ok"] is True and len(w["times"]) == 6 and not w["error"], text
+    assert not (tmp_path / "data" / "_scratch").exists()
+    assert not (tmp_path / "data" / "_templates").exists()
+
+
 def test_zarrista_reads_and_writes_what_zarrfast_does(tmp_path):
     pytest.importorskip("zarrista")
     lib = L.get_lib("zarrista")

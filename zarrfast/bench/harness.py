@@ -291,8 +291,9 @@ class _Context:
     def __init__(self, cfg: BenchConfig, root: str) -> None:
         self.cfg = cfg
         self.root = root
-        self.scratch = os.path.join(root, "_scratch")
-        self.templates = os.path.join(root, "_templates")
+        # (this process's own: runs sharing a --path do not remove each other's files)
+        self.scratch = os.path.join(root, "_scratch", str(os.getpid()))
+        self.templates = os.path.join(root, "_templates", str(os.getpid()))
         self._cache: dict[tuple[str, str], Any] = {}
         self._data: tuple[str, np.ndarray] | None = None
         self._fresh = 0  # paths handed out by fresh()
@@ -1006,8 +1007,10 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
     finally:
         if client is not None:
             client.close()
-        shutil.rmtree(ctx.scratch, ignore_errors=True)
-        shutil.rmtree(ctx.templates, ignore_errors=True)
+        for mine in (ctx.scratch, ctx.templates):
+            shutil.rmtree(mine, ignore_errors=True)
+            with contextlib.suppress(OSError):  # (another run's may still be there)
+                os.rmdir(os.path.dirname(mine))
         if own and not cfg.keep:
             shutil.rmtree(root, ignore_errors=True)
     _finish(results)
