@@ -55,6 +55,8 @@ from _common cimport (
     store32,
     store64,
     strided_copy,
+    strided_copy_stream,
+    zf_stream_fence,
 )
 
 
@@ -130,12 +132,16 @@ def copy_regions(const uint8_t[::1] src not None, const int64_t[::1] src_offsets
                  uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
                  const int64_t[::1] dst_strides not None,
                  const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
-                 Py_ssize_t swap_unit=1):
+                 Py_ssize_t swap_unit=1, bint stream=False):
     """``copy_region`` for many regions of the same two buffers in one call: region
     ``r`` has shape ``shapes[r]`` and starts at ``src_offsets[r]`` / ``dst_offsets[r]``;
     the strides are shared.  Every region is validated (with the GIL) before any
     byte is copied, then all are copied in one ``nogil`` loop.  Raises like
-    ``copy_region``, naming the row."""
+    ``copy_region``, naming the row.
+
+    ``stream``: runs of whole cache lines of ``dst`` are written with non-temporal
+    stores (for a large output written once, which the cache would not keep: no read
+    of each line before it is written); the values are the same either way."""
     cdef Py_ssize_t n = shapes.shape[0], ndim = shapes.shape[1], r
     cdef Layout* layouts
     cdef bint* skip
@@ -183,7 +189,9 @@ def copy_regions(const uint8_t[::1] src not None, const int64_t[::1] src_offsets
         with nogil:
             for r in range(n):
                 if not skip[r]:
-                    strided_copy(s, d, &layouts[r], itemsize, swap_unit)
+                    strided_copy_stream(s, d, &layouts[r], itemsize, swap_unit, stream)
+            if stream:
+                zf_stream_fence()  # (the streamed stores are seen before the call returns)
     finally:
         PyMem_Free(layouts)
         PyMem_Free(skip)

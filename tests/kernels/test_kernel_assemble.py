@@ -21,6 +21,7 @@ from _helpers.kernels import (
     PROPS,
     any_strides,
     dense_strides,
+    ext,
     i64,
     placed_buffer,
     region_shapes,
@@ -417,3 +418,34 @@ def test_copy_regions_rejects(impl):
         impl.copy_regions(src, *good, i64(4, 4).reshape(2, 1), 2, 3)
     with pytest.raises(ValueError):
         impl.copy_regions(src, *good, i64(4, 4), 1)  # shapes must be 2-d
+
+
+@pytest.mark.skipif(ext is None, reason="the compiled kernels are not built")
+@PROPS
+@given(st.integers(1, 300), st.integers(1, 6), st.integers(0, 130), st.integers(0, 3),
+       st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 4), (8, 1)]), st.integers(0, 2**32 - 1))
+def test_copy_regions_streamed_stores_the_same_bytes(row, rows, dst_skip, pad, item, seed):
+    """``stream=True`` (whole cache lines of ``dst`` written with non-temporal stores)
+    gives the bytes plain stores and the twin give: rows shorter and longer than a
+    cache line, starting on one or not, items swapped or not."""
+    itemsize, swap_unit = item
+    n_items = max(1, row // itemsize)
+    shape = (rows, n_items)
+    src_strides = i64(n_items * itemsize, itemsize)
+    dst_strides = i64((n_items + pad) * itemsize, itemsize)
+    span = rows * (n_items + pad) * itemsize
+    src = rng_bytes(seed, rows * n_items * itemsize * 2)
+    # dst starts on a cache line, so that dst_skip decides whether the rows do
+    raw = np.zeros(2 * span + dst_skip + 256, dtype=np.uint8)
+    base = -raw.ctypes.data % 64
+    shapes = i64(*shape, *shape).reshape(2, 2)
+    soffs = i64(0, rows * n_items * itemsize)
+    doffs = i64(dst_skip, dst_skip + span)
+    got = {}
+    for impl, stream in ((ref, False), (ext, False), (ext, True)):
+        dst = raw[base:base + 2 * span + dst_skip + 64]
+        dst[:] = 7
+        impl.copy_regions(src, soffs, src_strides, dst, doffs, dst_strides, shapes, itemsize,
+                          swap_unit, stream=stream)
+        got[(impl is ref, stream)] = bytes(dst)
+    assert got[(False, True)] == got[(False, False)] == got[(True, False)]

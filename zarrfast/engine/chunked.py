@@ -389,10 +389,12 @@ class RowReader:
         slots = np.arange(rows_arr.size, dtype=np.int64) * nb
         sizes = store.read_many_into([keys[i] for i in rows_arr.tolist()], scratch, slots, nb)
         ok = self._check_sizes(rows_arr, sizes, keys)
+        # (a large output is written once and not read back soon: streamed stores)
         _kernels.copy_regions(
             scratch, slots[ok] + self.src_offsets[rows_arr[ok]], self.src_strides,
             self.out_flat, self.dst_offsets[rows_arr[ok]], self.out_strides,
             self.proj.local_count[rows_arr[ok]], chain.itemsize, chain.swap_unit,
+            self.out_flat.nbytes >= _kernels.stream_min(),
         )
 
     def decode_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:

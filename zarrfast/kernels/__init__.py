@@ -14,6 +14,7 @@ __all__ = [
     "check_index",
     "copy_region",
     "copy_regions",
+    "stream_min",
     "fill_region",
     "format_chunk_keys",
     "group_by_chunk",
@@ -56,6 +57,28 @@ box_table = _indexing.box_table
 format_chunk_keys = _indexing.format_chunk_keys
 group_by_chunk = _indexing.group_by_chunk
 check_index = _shard_index.check_index
+
+
+def _stream_setting():
+    """``_ext._decode.stream_threshold`` (the decoders' setting), if compiled."""
+    if USING_EXTENSIONS:
+        try:
+            from zarrfast._ext import _decode
+        except ImportError:  # pragma: no cover - built without it
+            pass
+        else:
+            return _decode.stream_threshold
+    return None
+
+
+_stream_threshold = _stream_setting()
+
+
+def stream_min() -> int:
+    """The output size (bytes) from which the copy kernels write whole cache lines
+    with streaming stores: the decoders' setting (``_decode.stream_threshold``), which
+    ``copy_regions(stream=...)`` callers follow too; 32 MiB without the extensions."""
+    return _stream_threshold() if _stream_threshold is not None else 32 * 2**20
 
 
 def _load_fileio(name: str):

@@ -290,9 +290,10 @@ def copy_region(src, src_offset, src_strides, dst, dst_offset, dst_strides, shap
 
 
 def copy_regions(src, src_offsets, src_strides, dst, dst_offsets, dst_strides, shapes,
-                 itemsize, swap_unit=1) -> None:
+                 itemsize, swap_unit=1, stream=False) -> None:
     """``copy_region`` for many regions sharing strides; all are validated before any
-    byte is copied (see ``_ext._assemble``)."""
+    byte is copied (see ``_ext._assemble``; ``stream`` only changes how the compiled
+    kernel stores the same bytes)."""
     s = _u8(src)
     so = _i64(src_offsets)
     sst = _i64(src_strides)
@@ -1052,3 +1053,9 @@ def group_by_chunk(ids, nchunks):
     first = np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1]))
     starts_body = np.flatnonzero(first)
     return order, sorted_ids[starts_body], np.append(starts_body, n).astype(np.int64)
+
+
+def stream_min() -> int:
+    """The output size from which the compiled copy kernels stream their stores
+    (``zarrfast.kernels.stream_min``); the twins store the same bytes either way."""
+    return 32 * 2**20
