@@ -12,7 +12,10 @@ Reads
     ``config["shard_coalesce_gap"]`` merged into one request.  A selection
     covering a whole shard fetches the shard in one request.  Then every
     inner chunk is decoded and assembled on the pool by the same row reader as
-    plain chunks.
+    plain chunks.  Whole shards of a local store's files with zstd or blosc
+    inner chunks take one ``ShardFiles.read`` kernel call each instead: the
+    file read, its index checked and every inner chunk placed without the GIL
+    (:func:`_read_whole_files`); a shard it cannot place goes the way above.
 Writes
     one task per shard: a shard whose every inner chunk is overwritten is
     assembled in memory and written once; otherwise the stored shard is read,
@@ -524,9 +527,13 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         for i in what:
             assemble(i)
 
+    # Whole shards of a local store's files, zstd or blosc inner chunks: one kernel call
+    # per shard, without the GIL, reads the file, checks its index and places every
+    # inner chunk (see _read_whole_files).  The shards it leaves go the way below.
+    done = _read_whole_files(store, chain, keys, groups, inner_lin, reader, is_whole)
     # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
     # the fetched bytes held at once stay bounded however large the selection is.
-    waves = _waves(groups, inner.chunk_nbytes)
+    waves = _waves(groups, inner.chunk_nbytes, [g for g, d in enumerate(done) if not d])
     for wave in waves:
         if len(waves) > 1 and not use_thread_buffers:  # one wave: fresh buffers cost no more
             plan_slots(wave)
@@ -589,19 +596,84 @@ WAVE_BYTES = 64 * 2**20
 THREAD_BUFFER_BYTES = 16 * 2**20
 
 
-def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
-    """Consecutive runs of shard groups holding at most WAVE_BYTES of inner chunks
-    (at least one shard each)."""
+def _waves(groups: list[np.ndarray], chunk_nbytes: int, todo: list[int]) -> list[list[int]]:
+    """Consecutive runs of the shard groups ``todo`` holding at most WAVE_BYTES of inner
+    chunks (at least one shard each; none when ``todo`` is empty)."""
+    if not todo:
+        return []
     waves: list[list[int]] = [[]]
     size = 0
-    for g, rows in enumerate(groups):
-        n = len(rows) * chunk_nbytes
+    for g in todo:
+        n = len(groups[g]) * chunk_nbytes
         if waves[-1] and size + n > WAVE_BYTES:
             waves.append([])
             size = 0
         waves[-1].append(g)
         size += n
     return waves
+
+
+def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
+                      groups: list[np.ndarray], inner_lin: np.ndarray, reader: RowReader,
+                      is_whole: Any) -> list[bool]:
+    """Read the whole shards of a read (``is_whole(g)``) with one ``ShardFiles.read``
+    call each, when the store's values are files kernels may read (``file_paths``), the
+    inner chunks are zstd or blosc and the index is little-endian bytes (and crc32c):
+    the call reads the file, checks the index and places every inner chunk, the fill
+    value where the index has none, with the GIL released throughout.  The Python left
+    per shard is that call and caching the index it decoded.
+
+    Returns, per shard, whether it is done.  A shard the kernel cannot place (a link
+    on its path, too large, a bad index, an inner chunk that does not decode) is not:
+    the general path reads it again, and places it or raises naming the shard key and
+    the inner chunk."""
+    done = [False] * len(groups)
+    layout = chain.layout
+    if (_kernels.ShardFiles is None or not reader.batch_decode or not chain.partial_reads
+            or chain.rectilinear or store.batched_reads or layout.index_checksum is None):
+        return done
+    whole = [g for g in range(len(groups)) if is_whole(g)]
+    files = store.file_paths(keys) if whole else None
+    if files is None:
+        return done
+    root, paths = files
+    inner = chain.inner
+    proj = reader.proj
+    bounds = np.zeros(len(groups) + 1, dtype=np.int64)
+    np.cumsum([len(rows) for rows in groups], out=bounds[1:])
+    plan = _kernels.ShardFiles(
+        paths, root, np.concatenate(groups).astype(np.int64, copy=False), bounds,
+        inner_lin.astype(np.int64, copy=False), layout.n_inner, layout.index_nbytes,
+        layout.at_end, layout.index_checksum, chain.stored_limit, THREAD_BUFFER_BYTES,
+        inner.chunk_nbytes, reader.src_offsets, reader.src_strides, reader.out_flat,
+        reader.dst_offsets, reader.out_strides, proj.local_count, inner.itemsize,
+        inner.swap_unit, reader._direct_range(0, proj.nrows), inner.fill_chunk_item)
+    index_shape = (layout.n_inner, 2)
+    cache = chain.cache
+
+    def read(g: int) -> None:
+        # The index is kept for later partial reads under the file's version token --
+        # unless the cache has it already (a repeated read then costs no new entry)
+        key = keys[g]
+        cached = cache.get(key)
+        index = np.empty(index_shape, dtype=np.uint64) if cached is None else None
+        status = plan.read(inner.batch_decoder(), g, index)
+        if status == _kernels.DECODED:
+            token = store.file_version(plan.stamp(g))
+            if cached is None:
+                if token is not None:
+                    cache.put(key, (token, index))
+            elif cached[0] != token:
+                cache.put(key, None)  # (replaced since: the next partial read fetches it)
+            done[g] = True
+        elif status == _kernels.NO_DATA:  # (no shard: its rows hold the fill value)
+            done[g] = True
+
+    # Every call writes the rows of its own shard only: disjoint regions of `out` (the
+    # inner chunks partition the array); each thread decodes with its own decoder.
+    map_unordered_into(read, whole,
+                       work_bytes=sum(len(groups[g]) for g in whole) * inner.chunk_nbytes)
+    return done
 
 
 def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
