@@ -134,6 +134,23 @@ cdef extern from *:
     int zf_open_root(const char* path) noexcept nogil
 
 
+cdef extern from *:
+    """
+    /* the next position of a shared cursor, for threads taking turns (ShardFiles.run) */
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static int64_t zf_claim(int64_t* cursor) {
+        return _InterlockedExchangeAdd64((volatile __int64*)cursor, 1);
+    }
+    #else
+    static int64_t zf_claim(int64_t* cursor) {
+        return __atomic_fetch_add(cursor, 1, __ATOMIC_RELAXED);
+    }
+    #endif
+    """
+    int64_t zf_claim(int64_t* cursor) noexcept nogil
+
+
 cdef extern from "zf_crc32c.h":
     void zf_crc32c_init() noexcept
     uint32_t zf_crc32c(const uint8_t* p, size_t n) noexcept nogil
@@ -703,6 +720,9 @@ cdef class ShardFiles:
     its own way, which says what is wrong).  ``stamp(g)`` gives the read file's
     ``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` from ``fstat``.
 
+    ``run(decoder, todo, status, cursor, max_shards)`` reads many shards in one call,
+    threads taking turns on a shared cursor.
+
     The tables are shared by every thread (read-only); each thread passes its own
     decoder, and no two calls may read the same shard at once.  A decoder keeps a
     file buffer of at most ``keep`` bytes between calls.
@@ -830,6 +850,47 @@ cdef class ShardFiles:
         with nogil:
             status = self._read(decoder, g, iout)
         return status
+
+    def run(self, ChunkDecoder decoder not None, const int64_t[::1] todo not None,
+            int8_t[::1] status not None, int64_t[::1] cursor not None,
+            Py_ssize_t max_shards, indexes=None):
+        """Read shards of ``todo`` as ``read`` does, taking turns with other threads
+        that run the same ``todo``: each claims the next position ``i`` with an
+        atomic increment of ``cursor[0]`` (start it at 0), reads shard ``todo[i]``,
+        writes its status to ``status[i]`` and, with ``indexes`` (uint64,
+        C-contiguous, ``(len(todo), n_inner, 2)``), its index to ``indexes[i]``.  At
+        most ``max_shards`` shards per call, all without the GIL; returns how many
+        this call read (0: none left)."""
+        cdef Py_ssize_t n = todo.shape[0], i, done = 0
+        if decoder.nbytes != self.nbytes:
+            raise ValueError(f"ShardFiles.run: a decoder of {decoder.nbytes}-byte chunks, "
+                             f"expected {self.nbytes}")
+        if status.shape[0] != n or cursor.shape[0] != 1:
+            raise ValueError(f"ShardFiles.run: {n} shards but {status.shape[0]} statuses "
+                             f"and {cursor.shape[0]} cursors (expected one)")
+        for i in range(n):
+            if not 0 <= todo[i] < self.nshards:
+                raise IndexError(f"ShardFiles.run: shard {todo[i]} of {self.nshards}")
+        cdef uint64_t[:, :, ::1] iv
+        cdef uint64_t* ibase = NULL
+        if indexes is not None:
+            iv = indexes
+            if iv.shape[0] != n or iv.shape[1] != self.n_inner or iv.shape[2] != 2:
+                raise ValueError(f"ShardFiles.run: indexes has shape "
+                                 f"{tuple(indexes.shape)}, expected ({n}, {self.n_inner}, 2)")
+            if n and self.n_inner:
+                ibase = &iv[0, 0, 0]
+        cdef int64_t* c = &cursor[0]
+        with nogil:
+            while done < max_shards:
+                i = <Py_ssize_t>zf_claim(c)
+                if i >= n:
+                    break
+                status[i] = <int8_t>self._read(
+                    decoder, <Py_ssize_t>todo[i],
+                    ibase + 2 * self.n_inner * i if ibase != NULL else NULL)
+                done += 1
+        return done
 
     def stamp(self, Py_ssize_t g):
         """``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of the file shard ``g`` was

@@ -21,20 +21,23 @@ pytestmark = pytest.mark.skipif(_kernels.ShardFiles is None,
 
 
 class _Spy:
-    """Counts ``ShardFiles.read`` calls and their statuses."""
+    """The statuses of the shards ``ShardFiles.run`` read."""
 
     def __init__(self, monkeypatch) -> None:
-        self.statuses: list[int] = []
+        self._arrays: dict[int, np.ndarray] = {}
         spy = self
         base = _kernels.ShardFiles
 
         class Counting(base):  # type: ignore[misc, valid-type]
-            def read(self, decoder, g, index_out=None):
-                status = super().read(decoder, g, index_out)
-                spy.statuses.append(status)
-                return status
+            def run(self, decoder, todo, status, cursor, max_shards, indexes=None):
+                spy._arrays[id(status)] = status
+                return super().run(decoder, todo, status, cursor, max_shards, indexes)
 
         monkeypatch.setattr(_kernels, "ShardFiles", Counting)
+
+    @property
+    def statuses(self) -> list[int]:
+        return [int(x) for a in self._arrays.values() for x in a]
 
 
 def _general(monkeypatch, fn):

@@ -365,3 +365,76 @@ def test_shard_files_read_arguments(tmp_path):
             plan.read(dec_cls("zstd", case.nbytes), 0, np.zeros((3, 2), np.uint64))
         assert plan.stamp(0) is None
         assert plan.read(dec_cls("zstd", case.nbytes), 0) == NO_DATA
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("threads,max_shards", [(1, 1), (1, 100), (3, 1), (3, 2)])
+def test_shard_files_run_takes_turns(tmp_path, impl, threads, max_shards):
+    """``run`` from several threads: every shard of ``todo`` read once, by one of them,
+    with ``read``'s statuses, placements and indexes."""
+    import threading
+
+    cls, dec_cls = impl
+    rng = np.random.default_rng(11)
+    n_shards, n_inner = 9, 4
+    case = Case(rng, itemsize=2, swap=False, n_shards=n_shards, n_inner=n_inner, at_end=True,
+                checksum=True)
+    present = {}
+    for g in range(n_shards):
+        if g == 4:
+            continue  # no file: NO_DATA
+        chunks = {j: case.frame(g, j) for j in range(n_inner) if (g, j) in case.chunks}
+        data = shard_bytes(chunks, n_inner, at_end=True, checksum=True)
+        if g == 6:
+            data = data[:-1] + bytes([data[-1] ^ 1])  # a bad checksum: FAILED
+        (tmp_path / f"s{g}").write_bytes(data)
+        present[g] = {j: True for j in chunks}
+    paths = [f"s{g}".encode() for g in range(n_shards)]
+    todo = np.array([8, 0, 4, 2, 6, 1, 7, 3], dtype=np.int64)  # (not 5)
+    out0 = np.zeros(case.out_shape, dtype=np.uint16)
+    out = out0.copy()
+    plan = make_plan(cls, case, paths, os.fsencode(tmp_path), out.reshape(-1).view(np.uint8))
+    status = np.full(todo.size, -1, dtype=np.int8)
+    cursor = np.zeros(1, dtype=np.int64)
+    indexes = np.zeros((todo.size, n_inner, 2), dtype=np.uint64)
+    counts = []
+
+    def runner():
+        dec = dec_cls("zstd", case.nbytes)
+        n = 0
+        while k := plan.run(dec, todo, status, cursor, max_shards, indexes):
+            assert k <= max_shards
+            n += k
+        counts.append(n)
+
+    workers = [threading.Thread(target=runner) for _ in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert sum(counts) == todo.size
+    want_status = [NO_DATA if g == 4 else FAILED if g == 6 else DECODED for g in todo.tolist()]
+    assert status.tolist() == want_status
+    placed = {g: present[g] for g in todo.tolist() if g not in (4, 6)}
+    placed[4] = {}
+    want = case.expected(out0, placed)
+    rows6 = case.shard_of == 6  # (a FAILED shard: its rows are the caller's to place)
+    rows5 = case.shard_of == 5
+    for r, (_start, (h, w), (y, x), _f) in enumerate(case.regions):
+        if rows6[r] or rows5[r]:
+            want[y:y + h, x:x + w] = out[y:y + h, x:x + w]
+    np.testing.assert_array_equal(out, want)
+    for i, g in enumerate(todo.tolist()):
+        if g in (4, 6):
+            continue
+        raw = (tmp_path / f"s{g}").read_bytes()[-(16 * n_inner + 4):-4]
+        np.testing.assert_array_equal(
+            indexes[i], np.frombuffer(raw, "<u8").reshape(n_inner, 2))
+    assert plan.run(dec_cls("zstd", case.nbytes), todo, status, cursor, 5) == 0
+    dec = dec_cls("zstd", case.nbytes)
+    with pytest.raises(ValueError, match="statuses"):
+        plan.run(dec, todo, status[:-1], np.zeros(1, np.int64), 1)
+    with pytest.raises(IndexError):
+        plan.run(dec, np.array([9], np.int64), status[:1], np.zeros(1, np.int64), 1)
+    with pytest.raises(ValueError, match="indexes"):
+        plan.run(dec, todo, status, np.zeros(1, np.int64), 1, indexes[:, :2].copy())

@@ -648,31 +648,47 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
         inner.chunk_nbytes, reader.src_offsets, reader.src_strides, reader.out_flat,
         reader.dst_offsets, reader.out_strides, proj.local_count, inner.itemsize,
         inner.swap_unit, reader._direct_range(0, proj.nrows), inner.fill_chunk_item)
-    index_shape = (layout.n_inner, 2)
-    cache = chain.cache
+    todo = np.array(whole, dtype=np.int64)
+    status = np.full(len(whole), -1, dtype=np.int8)
+    cursor = np.zeros(1, dtype=np.int64)
+    # (the decoded indexes, kept for later partial reads: 16 bytes per inner chunk,
+    # as many as the projection has rows)
+    indexes = np.empty((len(whole), layout.n_inner, 2), dtype=np.uint64)
+    # calls return to Python every WAVE_BYTES of inner chunks: an error or an interrupt
+    # in one thread stops the others between calls
+    per_call = max(1, WAVE_BYTES // max(1, layout.n_inner * inner.chunk_nbytes))
+    halt = threading.Event()
 
-    def read(g: int) -> None:
-        # The index is kept for later partial reads under the file's version token --
-        # unless the cache has it already (a repeated read then costs no new entry)
-        key = keys[g]
-        cached = cache.get(key)
-        index = np.empty(index_shape, dtype=np.uint64) if cached is None else None
-        status = plan.read(inner.batch_decoder(), g, index)
-        if status == _kernels.DECODED:
-            token = store.file_version(plan.stamp(g))
-            if cached is None:
-                if token is not None:
-                    cache.put(key, (token, index))
-            elif cached[0] != token:
-                cache.put(key, None)  # (replaced since: the next partial read fetches it)
-            done[g] = True
-        elif status == _kernels.NO_DATA:  # (no shard: its rows hold the fill value)
-            done[g] = True
+    def run(_: int) -> None:
+        decoder = inner.batch_decoder()
+        try:
+            while not halt.is_set() and plan.run(decoder, todo, status, cursor, per_call,
+                                                 indexes):
+                pass
+        except BaseException:
+            halt.set()
+            raise
 
-    # Every call writes the rows of its own shard only: disjoint regions of `out` (the
-    # inner chunks partition the array); each thread decodes with its own decoder.
-    map_unordered_into(read, whole,
+    # One runner per thread, taking shards in turn (an atomic cursor): each shard is
+    # read by one call, which writes the rows of that shard only -- disjoint regions of
+    # `out` (the inner chunks partition the array); each thread has its own decoder.
+    threads = max(1, int(config.get("threads")))
+    map_unordered_into(run, range(min(threads, len(whole))),
                        work_bytes=sum(len(groups[g]) for g in whole) * inner.chunk_nbytes)
+    cache = chain.cache
+    for i, g in enumerate(whole):
+        code = int(status[i])
+        if code == _kernels.NO_DATA:  # (no shard: its rows hold the fill value)
+            done[g] = True
+        elif code == _kernels.DECODED:
+            done[g] = True
+            # the index is cached under the version token of the file read, unless the
+            # cache has it already (a repeated read then costs no new entry)
+            token = store.file_version(plan.stamp(g))
+            cached = cache.get(keys[g])
+            if token is not None and (cached is None or cached[0] != token):
+                cache.put(keys[g], (token, indexes[i].copy()))
+        # (FAILED, or not read after an error: the general path reads it again)
     return done
 
 

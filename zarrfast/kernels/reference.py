@@ -612,6 +612,8 @@ class ShardFiles:
     def __init__(self, paths, root, rows, bounds, inner, n_inner, index_nbytes, at_end,
                  checksum, limit, keep, nbytes, chunk_offsets, chunk_strides, dst,
                  dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct, fill) -> None:
+        import threading
+
         if not isinstance(paths, list):
             raise TypeError(f"ShardFiles: paths must be a list, got {type(paths).__name__}")
         rows, bounds, inner = _i64(rows), _i64(bounds), _i64(inner)
@@ -671,6 +673,7 @@ class ShardFiles:
         self.limit, self.keep = limit, keep
         self.fill = fill
         self._stamps: list[tuple[int, int, int, int] | None] = [None] * nshards
+        self._claims = threading.Lock()
 
     def read(self, decoder, g, index_out=None) -> int:
         import errno as _errno
@@ -741,6 +744,36 @@ class ShardFiles:
             elif r in todo and not place(r, buf[off:off + nb]):
                 return FAILED
         return DECODED
+
+    def run(self, decoder, todo, status, cursor, max_shards, indexes=None) -> int:
+        todo, cur = _i64(todo), np.asarray(memoryview(cursor))
+        st_ = np.asarray(memoryview(status))
+        n = todo.size
+        if decoder.nbytes != self.nbytes:
+            raise ValueError(f"ShardFiles.run: a decoder of {decoder.nbytes}-byte chunks, "
+                             f"expected {self.nbytes}")
+        if st_.size != n or cur.size != 1:
+            raise ValueError(f"ShardFiles.run: {n} shards but {st_.size} statuses "
+                             f"and {cur.size} cursors (expected one)")
+        for g in todo.tolist():
+            if not 0 <= g < len(self.paths):
+                raise IndexError(f"ShardFiles.run: shard {g} of {len(self.paths)}")
+        iv = None
+        if indexes is not None:
+            iv = np.asarray(memoryview(indexes))
+            if iv.shape != (n, self.n_inner, 2):
+                raise ValueError(f"ShardFiles.run: indexes has shape "
+                                 f"{tuple(indexes.shape)}, expected ({n}, {self.n_inner}, 2)")
+        done = 0
+        while done < max_shards:
+            with self._claims:  # (the compiled kernel: an atomic increment)
+                i = int(cur[0])
+                cur[0] = i + 1
+            if i >= n:
+                break
+            st_[i] = self.read(decoder, int(todo[i]), None if iv is None else iv[i])
+            done += 1
+        return done
 
     def _fill_all(self, rows, todo) -> int:
         for r in rows:
