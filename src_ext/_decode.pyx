@@ -718,14 +718,16 @@ cdef class ShardFiles:
     wrong size, checksum or entries, or an inner chunk does not decode to ``nbytes``
     bytes: some rows of the shard may have been placed; the caller reads the shard
     its own way, which says what is wrong).  ``stamp(g)`` gives the read file's
-    ``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` from ``fstat``.
+    ``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` from ``fstat`` (after
+    ``DECODED``).
 
     ``run(decoder, todo, status, cursor, max_shards)`` reads many shards in one call,
     threads taking turns on a shared cursor.
 
     The tables are shared by every thread (read-only); each thread passes its own
-    decoder, and no two calls may read the same shard at once.  A decoder keeps a
-    file buffer of at most ``keep`` bytes between calls.
+    decoder, and no two calls may read the same shard at once.  The decoder's file
+    buffer (the largest shard of a call) is let go at the end of a call when it is
+    larger than ``keep`` bytes.
     """
 
     cdef _Plan plan
@@ -849,6 +851,7 @@ cdef class ShardFiles:
         cdef int status
         with nogil:
             status = self._read(decoder, g, iout)
+            self._trim(decoder)
         return status
 
     def run(self, ChunkDecoder decoder not None, const int64_t[::1] todo not None,
@@ -890,6 +893,7 @@ cdef class ShardFiles:
                     decoder, <Py_ssize_t>todo[i],
                     ibase + 2 * self.n_inner * i if ibase != NULL else NULL)
                 done += 1
+            self._trim(decoder)
         return done
 
     def stamp(self, Py_ssize_t g):
@@ -978,8 +982,11 @@ cdef class ShardFiles:
             zf_stream_fence()  # (the streamed stores are seen before the call returns)
         if iout == NULL:
             free(idx)
+        return status
+
+    cdef void _trim(self, ChunkDecoder dec) noexcept nogil:
+        """Let the decoder's file buffer go if it is larger than ``keep`` bytes."""
         if dec.filecap > self.keep:
             free(dec.filebuf)
             dec.filebuf = NULL
             dec.filecap = 0
-        return status

@@ -644,7 +644,8 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     plan = _kernels.ShardFiles(
         paths, root, np.concatenate(groups).astype(np.int64, copy=False), bounds,
         inner_lin.astype(np.int64, copy=False), layout.n_inner, layout.index_nbytes,
-        layout.at_end, layout.index_checksum, chain.stored_limit, THREAD_BUFFER_BYTES,
+        # (keep 0: a thread's shard-sized file buffer lives for one call, not longer)
+        layout.at_end, layout.index_checksum, chain.stored_limit, 0,
         inner.chunk_nbytes, reader.src_offsets, reader.src_strides, reader.out_flat,
         reader.dst_offsets, reader.out_strides, proj.local_count, inner.itemsize,
         inner.swap_unit, reader._direct_range(0, proj.nrows), inner.fill_chunk_item)
