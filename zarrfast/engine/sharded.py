@@ -533,7 +533,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     done = _read_whole_files(store, chain, keys, groups, inner_lin, reader, is_whole)
     # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
     # the fetched bytes held at once stay bounded however large the selection is.
-    waves = _waves(groups, inner.chunk_nbytes, [g for g, d in enumerate(done) if not d])
+    todo = [g for g, d in enumerate(done) if not d]
+    waves = ([] if not todo
+             else [[todo[k] for k in w] for w in _waves([groups[g] for g in todo],
+                                                         inner.chunk_nbytes)])
     for wave in waves:
         if len(waves) > 1 and not use_thread_buffers:  # one wave: fresh buffers cost no more
             plan_slots(wave)
@@ -596,15 +599,13 @@ WAVE_BYTES = 64 * 2**20
 THREAD_BUFFER_BYTES = 16 * 2**20
 
 
-def _waves(groups: list[np.ndarray], chunk_nbytes: int, todo: list[int]) -> list[list[int]]:
-    """Consecutive runs of the shard groups ``todo`` holding at most WAVE_BYTES of inner
-    chunks (at least one shard each; none when ``todo`` is empty)."""
-    if not todo:
-        return []
+def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
+    """Consecutive runs of shard groups holding at most WAVE_BYTES of inner chunks
+    (at least one shard each)."""
     waves: list[list[int]] = [[]]
     size = 0
-    for g in todo:
-        n = len(groups[g]) * chunk_nbytes
+    for g, rows in enumerate(groups):
+        n = len(rows) * chunk_nbytes
         if waves[-1] and size + n > WAVE_BYTES:
             waves.append([])
             size = 0
