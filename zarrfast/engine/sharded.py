@@ -617,12 +617,13 @@ def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
 def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
                       groups: list[np.ndarray], inner_lin: np.ndarray, reader: RowReader,
                       is_whole: Any) -> list[bool]:
-    """Read the whole shards of a read (``is_whole(g)``) with one ``ShardFiles.read``
-    call each, when the store's values are files kernels may read (``file_paths``), the
-    inner chunks are zstd or blosc and the index is little-endian bytes (and crc32c):
-    the call reads the file, checks the index and places every inner chunk, the fill
-    value where the index has none, with the GIL released throughout.  The Python left
-    per shard is that call and caching the index it decoded.
+    """Read the whole shards of a read (``is_whole(g)``) with ``ShardFiles.run``, when
+    the store's values are files kernels may read (``file_paths``), the inner chunks
+    are zstd or blosc and the index is little-endian bytes (and crc32c).  One runner
+    per thread, each a few calls taking shards in turn: per shard the kernel reads the
+    file, checks the index and places every inner chunk, the fill value where the
+    index has none, with the GIL released throughout.  The Python left per shard is
+    caching the index it decoded, once the runners are done.
 
     Returns, per shard, whether it is done.  A shard the kernel cannot place (a link
     on its path, too large, a bad index, an inner chunk that does not decode) is not:
@@ -653,8 +654,8 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     todo = np.array(whole, dtype=np.int64)
     status = np.full(len(whole), -1, dtype=np.int8)
     cursor = np.zeros(1, dtype=np.int64)
-    # (the decoded indexes, kept for later partial reads: 16 bytes per inner chunk,
-    # as many as the projection has rows)
+    # (the decoded indexes, kept for later partial reads: 16 bytes per inner chunk of
+    # the shards, about as many as the projection has rows)
     indexes = np.empty((len(whole), layout.n_inner, 2), dtype=np.uint64)
     # calls return to Python every WAVE_BYTES of inner chunks: an error or an interrupt
     # in one thread stops the others between calls
@@ -678,8 +679,7 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     map_unordered_into(run, range(min(threads, len(whole))),
                        work_bytes=sum(len(groups[g]) for g in whole) * inner.chunk_nbytes)
     cache = chain.cache
-    for i, g in enumerate(whole):
-        code = int(status[i])
+    for i, (g, code) in enumerate(zip(whole, status.tolist(), strict=True)):
         if code == _kernels.NO_DATA:  # (no shard: its rows hold the fill value)
             done[g] = True
         elif code == _kernels.DECODED:
