@@ -741,6 +741,7 @@ cdef class ShardFiles:
     cdef const int64_t[::1] dst_offsets
     cdef const int64_t[::1] dst_strides
     cdef const int64_t[:, ::1] shapes
+    cdef uint8_t[::1] dst  # (held: the plan's pointers into it outlive __cinit__)
     cdef uint8_t* d
     cdef bytes fill_stored  # one item as a decoded chunk holds it
     cdef bytes fill_placed  # ... and as it is placed (groups of swap_unit bytes reversed)
@@ -813,6 +814,7 @@ cdef class ShardFiles:
         self.croot = NULL if root is None else PyBytes_AS_STRING(root)
         self.rows, self.bounds, self.inner = rows, bounds, inner
         self.dst_offsets, self.dst_strides, self.shapes = dst_offsets, dst_strides, shapes
+        self.dst = dst
         self.d = &dst[0] if dst.shape[0] else NULL
         self.fill_stored = fill
         placed = bytearray(fill)
