@@ -56,6 +56,8 @@ from _common cimport (
     store64,
     strided_copy,
     strided_copy_stream,
+    strided_fill,
+    _fill_run,
     zf_stream_fence,
 )
 
@@ -201,92 +203,6 @@ def copy_regions(const uint8_t[::1] src not None, const int64_t[::1] src_offsets
 # fill_region
 # --------------------------------------------------------------------------
 
-cdef void _fill_run(uint8_t* p, const uint8_t* fill, Py_ssize_t k, int64_t nbytes) noexcept nogil:
-    """Fill ``nbytes`` (a multiple of ``k``) at ``p`` by doubling memcpy."""
-    cdef int64_t done = k, step
-    memcpy(p, fill, <size_t>k)
-    while done < nbytes:
-        step = done if done <= nbytes - done else nbytes - done
-        memcpy(p + done, p, <size_t>step)
-        done += step
-
-
-cdef void _fill_line(uint8_t* p, int64_t stride, int64_t n, const uint8_t* fill,
-                     Py_ssize_t k) noexcept nogil:
-    cdef int64_t i
-    cdef uint8_t v8
-    cdef uint16_t v16
-    cdef uint32_t v32
-    cdef uint64_t v64
-    if k == 1:
-        v8 = fill[0]
-        for i in range(n):
-            p[i * stride] = v8
-    elif k == 2:
-        v16 = load16(fill)
-        for i in range(n):
-            store16(p + i * stride, v16)
-    elif k == 4:
-        v32 = load32(fill)
-        for i in range(n):
-            store32(p + i * stride, v32)
-    elif k == 8:
-        v64 = load64(fill)
-        for i in range(n):
-            store64(p + i * stride, v64)
-    else:
-        for i in range(n):
-            memcpy(p + i * stride, fill, <size_t>k)
-
-
-cdef void _fill(uint8_t* dst, Layout* L, const uint8_t* fill, Py_ssize_t k) noexcept nogil:
-    cdef int nd = L.ndim
-    cdef int inner, j
-    cdef int64_t n_in, d_in, nrun, off = 0
-    cdef int64_t idx[ZF_MAX_NDIM]
-    cdef uint8_t* first = NULL
-    cdef bint same = True
-    cdef bint run
-    cdef Py_ssize_t b
-
-    dst = dst + L.dst_off
-    if nd == 0:
-        memcpy(dst, fill, <size_t>k)
-        return
-    for b in range(1, k):
-        if fill[b] != fill[0]:
-            same = False
-            break
-    inner = nd - 1
-    n_in = L.shape[inner]
-    d_in = L.dst[inner]
-    run = d_in == k
-    nrun = n_in * k
-    for j in range(inner):
-        idx[j] = 0
-    while True:
-        if not run:
-            _fill_line(dst + off, d_in, n_in, fill, k)
-        elif same:
-            memset(dst + off, fill[0], <size_t>nrun)
-        elif first == NULL:
-            first = dst + off
-            _fill_run(first, fill, k, nrun)
-        else:
-            memmove(dst + off, first, <size_t>nrun)
-        j = inner - 1
-        while j >= 0:
-            idx[j] += 1
-            off += L.dst[j]
-            if idx[j] < L.shape[j]:
-                break
-            off -= L.dst[j] * L.shape[j]
-            idx[j] = 0
-            j -= 1
-        if j < 0:
-            break
-
-
 def fill_region(uint8_t[::1] dst not None, Py_ssize_t dst_offset,
                 const int64_t[::1] dst_strides not None, const int64_t[::1] shape not None,
                 const uint8_t[::1] fill not None):
@@ -334,7 +250,7 @@ def fill_region(uint8_t[::1] dst not None, Py_ssize_t dst_offset,
     cdef uint8_t* p = _ptr(dst)
     cdef const uint8_t* f = &fill[0]
     with nogil:
-        _fill(p, &L, f, k)
+        strided_fill(p, &L, f, k)
 
 
 # --------------------------------------------------------------------------

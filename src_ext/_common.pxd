@@ -20,6 +20,8 @@ Contents
   dense along a dimension other than the destination's innermost one);
   ``strided_copy_stream`` writes its runs with non-temporal stores
   (``zf_stream_run``; end the batch with ``zf_stream_fence``).
+* ``strided_fill``: one item written at every index of a layout's destination
+  (``_assemble.fill_region``, and the missing inner chunks of ``_decode.ShardFiles``).
 
 Callers validate every pointer range with the GIL before calling in here;
 nothing in this file checks bounds.
@@ -29,7 +31,7 @@ cimport cython
 from libc.stdint cimport (
     INT64_MAX, INT64_MIN, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t,
 )
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove, memset
 
 ctypedef int64_t zf_index
 ctypedef uint8_t zf_byte
@@ -530,4 +532,96 @@ cdef inline void strided_copy_stream(const uint8_t* src, uint8_t* dst, Layout* L
             idx[k] = 0
             k -= 1
         if k < 0:
+            break
+
+
+# --------------------------------------------------------------------------
+# fills (``_assemble.fill_region``, ``_decode.ShardFiles``)
+# --------------------------------------------------------------------------
+
+cdef inline void _fill_run(uint8_t* p, const uint8_t* fill, Py_ssize_t k, int64_t nbytes) noexcept nogil:
+    """Fill ``nbytes`` (a multiple of ``k``) at ``p`` by doubling memcpy."""
+    cdef int64_t done = k, step
+    memcpy(p, fill, <size_t>k)
+    while done < nbytes:
+        step = done if done <= nbytes - done else nbytes - done
+        memcpy(p + done, p, <size_t>step)
+        done += step
+
+
+cdef inline void _fill_line(uint8_t* p, int64_t stride, int64_t n, const uint8_t* fill,
+                     Py_ssize_t k) noexcept nogil:
+    cdef int64_t i
+    cdef uint8_t v8
+    cdef uint16_t v16
+    cdef uint32_t v32
+    cdef uint64_t v64
+    if k == 1:
+        v8 = fill[0]
+        for i in range(n):
+            p[i * stride] = v8
+    elif k == 2:
+        v16 = load16(fill)
+        for i in range(n):
+            store16(p + i * stride, v16)
+    elif k == 4:
+        v32 = load32(fill)
+        for i in range(n):
+            store32(p + i * stride, v32)
+    elif k == 8:
+        v64 = load64(fill)
+        for i in range(n):
+            store64(p + i * stride, v64)
+    else:
+        for i in range(n):
+            memcpy(p + i * stride, fill, <size_t>k)
+
+
+cdef inline void strided_fill(uint8_t* dst, Layout* L, const uint8_t* fill, Py_ssize_t k) noexcept nogil:
+    """Write the ``k``-byte item ``fill`` at every index of the destination side of
+    ``L`` (normalised with source strides of 0)."""
+    cdef int nd = L.ndim
+    cdef int inner, j
+    cdef int64_t n_in, d_in, nrun, off = 0
+    cdef int64_t idx[ZF_MAX_NDIM]
+    cdef uint8_t* first = NULL
+    cdef bint same = True
+    cdef bint run
+    cdef Py_ssize_t b
+
+    dst = dst + L.dst_off
+    if nd == 0:
+        memcpy(dst, fill, <size_t>k)
+        return
+    for b in range(1, k):
+        if fill[b] != fill[0]:
+            same = False
+            break
+    inner = nd - 1
+    n_in = L.shape[inner]
+    d_in = L.dst[inner]
+    run = d_in == k
+    nrun = n_in * k
+    for j in range(inner):
+        idx[j] = 0
+    while True:
+        if not run:
+            _fill_line(dst + off, d_in, n_in, fill, k)
+        elif same:
+            memset(dst + off, fill[0], <size_t>nrun)
+        elif first == NULL:
+            first = dst + off
+            _fill_run(first, fill, k, nrun)
+        else:
+            memmove(dst + off, first, <size_t>nrun)
+        j = inner - 1
+        while j >= 0:
+            idx[j] += 1
+            off += L.dst[j]
+            if idx[j] < L.shape[j]:
+                break
+            off -= L.dst[j] * L.shape[j]
+            idx[j] = 0
+            j -= 1
+        if j < 0:
             break

@@ -31,10 +31,10 @@ from cpython.bytes cimport (
 )
 from libc.string cimport strlen
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdlib cimport free
+from libc.stdlib cimport free, malloc
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
 from posix.unistd cimport close
-from libc.stdint cimport int64_t, int8_t, uint8_t
+from libc.stdint cimport UINT64_MAX, int64_t, int8_t, uint8_t, uint32_t, uint64_t
 
 import os
 
@@ -42,9 +42,10 @@ import numpy as np
 
 from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span
 from _common cimport (
-    ZF_MAX_NDIM, Layout, checked_add, checked_mul, normalize_layout, strided_copy_stream,
-    zf_stream_fence,
+    ZF_MAX_NDIM, Layout, _fill_run, checked_add, checked_mul, normalize_layout,
+    strided_copy_stream, strided_fill, swap_groups, zf_stream_fence,
 )
+from _shard_check cimport _check
 
 cdef extern from *:
     """
@@ -54,7 +55,8 @@ cdef extern from *:
     #if defined(_WIN32)
     /* no batched file reads on Windows: every file is left to the per-chunk path */
     static int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
-                            int64_t limit, int64_t* size) { *size = -1; return ENOSYS; }
+                            int64_t limit, int64_t* size, int64_t* stamp) {
+        *size = -1; return ENOSYS; }
     static int zf_open_root(const char* path) { errno = ENOSYS; return -1; }
     #else
     #include <fcntl.h>
@@ -72,9 +74,17 @@ cdef extern from *:
        bytes).  Returns 0 (and the size), or an errno: EISDIR for a directory, EINVAL for
        another file that is not regular (a FIFO, a device),
        EFBIG when it is larger than `limit` (its size still reported), EIO when it
-       shrank while being read. */
+       shrank while being read.  With `stamp`, the open file's (st_ino, st_size,
+       st_mtime_ns, st_ctime_ns) go there, from fstat. */
+    #if defined(__APPLE__)
+    #define ZF_MTIM st_mtimespec
+    #define ZF_CTIM st_ctimespec
+    #else
+    #define ZF_MTIM st_mtim
+    #define ZF_CTIM st_ctim
+    #endif
     static int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
-                            int64_t limit, int64_t* size) {
+                            int64_t limit, int64_t* size, int64_t* stamp) {
         struct stat st;
         int64_t got = 0, want;
         ssize_t k;
@@ -91,6 +101,12 @@ cdef extern from *:
         }
         want = (int64_t)st.st_size;
         *size = want;
+        if (stamp != NULL) {
+            stamp[0] = (int64_t)st.st_ino;
+            stamp[1] = want;
+            stamp[2] = (int64_t)st.ZF_MTIM.tv_sec * 1000000000 + (int64_t)st.ZF_MTIM.tv_nsec;
+            stamp[3] = (int64_t)st.ZF_CTIM.tv_sec * 1000000000 + (int64_t)st.ZF_CTIM.tv_nsec;
+        }
         if (want > limit) { close(fd); return EFBIG; }
         if (want > *cap) {
             uint8_t* grown = (uint8_t*)realloc(*buf, (size_t)(want > 0 ? want : 1));
@@ -114,8 +130,33 @@ cdef extern from *:
     #endif
     """
     int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
-                     int64_t limit, int64_t* size) noexcept nogil
+                     int64_t limit, int64_t* size, int64_t* stamp) noexcept nogil
     int zf_open_root(const char* path) noexcept nogil
+
+
+cdef extern from *:
+    """
+    /* the next position of a shared cursor, for threads taking turns (ShardFiles.run) */
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static int64_t zf_claim(int64_t* cursor) {
+        return _InterlockedExchangeAdd64((volatile __int64*)cursor, 1);
+    }
+    #else
+    static int64_t zf_claim(int64_t* cursor) {
+        return __atomic_fetch_add(cursor, 1, __ATOMIC_RELAXED);
+    }
+    #endif
+    """
+    int64_t zf_claim(int64_t* cursor) noexcept nogil
+
+
+cdef extern from "zf_crc32c.h":
+    void zf_crc32c_init() noexcept
+    uint32_t zf_crc32c(const uint8_t* p, size_t n) noexcept nogil
+
+
+zf_crc32c_init()  # (once, at import: the tables are then only read)
 
 
 ctypedef void* (*zstd_create_fn)() noexcept nogil
@@ -466,7 +507,7 @@ cdef class ChunkDecoder:
                         err = ENOENT
                     else:
                         err = zf_read_file(rootfd, cpaths[r], &self.filebuf, &self.filecap,
-                                           limit, &sizes[r])
+                                           limit, &sizes[r], NULL)
                     if err == ENOENT or err == ENOTDIR or err == EISDIR:
                         status[r] = _NO_DATA
                         sizes[r] = -1
@@ -638,3 +679,316 @@ cdef class _Plan:
     def __dealloc__(self):
         PyMem_Free(self.layouts)
         PyMem_Free(self.skip)
+
+
+def crc32c(const uint8_t[::1] data not None):
+    """The CRC-32C of ``data`` as ``ShardFiles`` checks shard indexes with it (what the
+    crc32c package gives)."""
+    cdef uint32_t crc
+    cdef const uint8_t* p = &data[0] if data.shape[0] else NULL
+    with nogil:
+        crc = zf_crc32c(p, <size_t>data.shape[0])
+    return crc
+
+
+cdef inline uint64_t _le64(const uint8_t* p) noexcept nogil:
+    return (<uint64_t>p[0] | (<uint64_t>p[1] << 8) | (<uint64_t>p[2] << 16)
+            | (<uint64_t>p[3] << 24) | (<uint64_t>p[4] << 32) | (<uint64_t>p[5] << 40)
+            | (<uint64_t>p[6] << 48) | (<uint64_t>p[7] << 56))
+
+
+cdef class ShardFiles:
+    """Whole shards, one file each, read and placed by one ``nogil`` call per shard.
+
+    ``read(decoder, g)`` reads the file ``paths[g]`` whole (as ``decode_files``
+    reads a chunk's: relative to ``root`` without following links) into the
+    decoder's file buffer, decodes and checks its index -- ``n_inner`` little-endian
+    ``(offset, nbytes)`` uint64 pairs, followed by their CRC-32C when ``checksum``,
+    at the end of the shard (``at_end``) or at its start, checked as
+    ``_shard_index.check_index`` does against the shard's data -- and then places
+    the rows ``rows[bounds[g]:bounds[g + 1]]``: row ``r`` is inner chunk
+    ``inner[r]``, decoded and placed as ``decode_regions`` places a chunk (the same
+    ``chunk_offsets`` ... ``direct`` tables, validated once here), or, when the
+    index marks that inner chunk empty, placed as a chunk of ``fill`` items (``fill``:
+    one item as a decoded chunk holds it).
+
+    Statuses: ``DECODED`` (every row placed), ``NO_DATA`` (no file: every row of the
+    shard holds the fill value), ``FAILED`` (the file cannot be read -- a link on its
+    path, not a regular file, larger than ``limit`` bytes --, its index has the
+    wrong size, checksum or entries, or an inner chunk does not decode to ``nbytes``
+    bytes: some rows of the shard may have been placed; the caller reads the shard
+    its own way, which says what is wrong).  ``stamp(g)`` gives the read file's
+    ``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` from ``fstat`` (after
+    ``DECODED``).
+
+    ``run(decoder, todo, status, cursor, max_shards)`` reads many shards in one call,
+    threads taking turns on a shared cursor.
+
+    The tables are shared by every thread (read-only); each thread passes its own
+    decoder, and no two calls may read the same shard at once.  The decoder's file
+    buffer (the largest shard of a call) is let go at the end of a call when it is
+    larger than ``keep`` bytes.
+    """
+
+    cdef _Plan plan
+    cdef list paths
+    cdef const char** cpaths
+    cdef bytes root
+    cdef const char* croot
+    cdef const int64_t[::1] rows
+    cdef const int64_t[::1] bounds
+    cdef const int64_t[::1] inner
+    cdef const int64_t[::1] dst_offsets
+    cdef const int64_t[::1] dst_strides
+    cdef const int64_t[:, ::1] shapes
+    cdef uint8_t[::1] dst  # (held: the plan's pointers into it outlive __cinit__)
+    cdef uint8_t* d
+    cdef bytes fill_stored  # one item as a decoded chunk holds it
+    cdef bytes fill_placed  # ... and as it is placed (groups of swap_unit bytes reversed)
+    cdef const uint8_t* fstored
+    cdef const uint8_t* fplaced
+    cdef int64_t[:, ::1] stamps
+    cdef readonly int64_t nbytes, n_inner, index_nbytes, limit, keep
+    cdef readonly bint at_end, checksum
+    cdef Py_ssize_t ndim, nshards, itemsize
+
+    def __cinit__(self, list paths not None, root, const int64_t[::1] rows not None,
+                  const int64_t[::1] bounds not None, const int64_t[::1] inner not None,
+                  int64_t n_inner, int64_t index_nbytes, bint at_end, bint checksum,
+                  int64_t limit, int64_t keep, int64_t nbytes,
+                  const int64_t[::1] chunk_offsets not None,
+                  const int64_t[::1] chunk_strides not None,
+                  uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
+                  const int64_t[::1] dst_strides not None,
+                  const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
+                  Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
+                  bytes fill not None):
+        cdef Py_ssize_t nrows = shapes.shape[0], g, k, r
+        self.nshards = bounds.shape[0] - 1
+        if self.nshards < 0 or len(paths) != self.nshards:
+            raise ValueError(f"ShardFiles: {len(paths)} paths but {bounds.shape[0]} bounds "
+                             f"(one more than the shards)")
+        for p in paths:
+            if not isinstance(p, bytes):
+                raise TypeError(f"ShardFiles: path {p!r} is {type(p).__name__}, expected bytes")
+            if strlen(PyBytes_AS_STRING(p)) != <size_t>PyBytes_GET_SIZE(p):
+                raise ValueError(f"ShardFiles: path {p!r} contains a NUL byte")
+        if root is not None and (not isinstance(root, bytes) or b"\0" in root):
+            raise TypeError(f"ShardFiles: root must be bytes without NUL, got {root!r}")
+        if nbytes < 0 or n_inner < 0 or limit < 0 or keep < 0:
+            raise ValueError(f"ShardFiles: nbytes {nbytes}, n_inner {n_inner}, limit {limit}"
+                             f" and keep {keep} must not be negative")
+        if index_nbytes != 16 * n_inner + (4 if checksum else 0):
+            raise ValueError(f"ShardFiles: an index of {n_inner} entries"
+                             f"{' and a checksum' if checksum else ''} is not "
+                             f"{index_nbytes} bytes")
+        if len(fill) != itemsize or itemsize < 1 or nbytes % itemsize:
+            raise ValueError(f"ShardFiles: fill has {len(fill)} bytes, nbytes {nbytes}, "
+                             f"itemsize {itemsize}: expected one item, a whole number of "
+                             f"items")
+        if inner.shape[0] != nrows:
+            raise ValueError(f"ShardFiles: {nrows} shapes but {inner.shape[0]} inner indexes")
+        if self.nshards >= 0 and (bounds[0] != 0 or bounds[self.nshards] > rows.shape[0]):
+            raise ValueError(f"ShardFiles: bounds run from {bounds[0]} to "
+                             f"{bounds[self.nshards]}, not from 0 to at most {rows.shape[0]}")
+        for g in range(self.nshards):
+            if bounds[g + 1] < bounds[g]:
+                raise ValueError(f"ShardFiles: bounds decrease at shard {g}")
+        for k in range(rows.shape[0]):
+            r = rows[k]
+            if not 0 <= r < nrows:
+                raise ValueError(f"ShardFiles: row {r} is not one of the {nrows} rows")
+            if not 0 <= inner[r] < n_inner:
+                raise ValueError(f"ShardFiles: row {r} is inner chunk {inner[r]}, not one of "
+                                 f"{n_inner}")
+        status = np.zeros(nrows, dtype=np.int8)
+        self.plan = _Plan("ShardFiles", nbytes, chunk_offsets, chunk_strides, dst, dst_offsets,
+                          dst_strides, shapes, itemsize, swap_unit, direct, status)
+        self.paths = list(paths)
+        self.cpaths = <const char**>PyMem_Malloc(max(self.nshards, 1) * sizeof(char*))
+        if self.cpaths == NULL:
+            raise MemoryError()
+        for g in range(self.nshards):
+            self.cpaths[g] = PyBytes_AS_STRING(self.paths[g])  # (kept alive by self.paths)
+        self.root = root
+        self.croot = NULL if root is None else PyBytes_AS_STRING(root)
+        self.rows, self.bounds, self.inner = rows, bounds, inner
+        self.dst_offsets, self.dst_strides, self.shapes = dst_offsets, dst_strides, shapes
+        self.dst = dst
+        self.d = &dst[0] if dst.shape[0] else NULL
+        self.fill_stored = fill
+        placed = bytearray(fill)
+        cdef unsigned char* q = placed
+        if swap_unit > 1:
+            swap_groups(q, q, itemsize, swap_unit)
+        self.fill_placed = bytes(placed)
+        self.fstored = <const uint8_t*>PyBytes_AS_STRING(self.fill_stored)
+        self.fplaced = <const uint8_t*>PyBytes_AS_STRING(self.fill_placed)
+        self.stamps = np.full((max(self.nshards, 1), 4), -1, dtype=np.int64)
+        self.nbytes, self.n_inner, self.index_nbytes = nbytes, n_inner, index_nbytes
+        self.limit, self.keep, self.at_end, self.checksum = limit, keep, at_end, checksum
+        self.ndim, self.itemsize = shapes.shape[1], itemsize
+
+    def __dealloc__(self):
+        PyMem_Free(self.cpaths)
+
+    def read(self, ChunkDecoder decoder not None, Py_ssize_t g, index_out=None):
+        """Read shard ``g`` and place its rows; its status (see the class).  With
+        ``index_out`` (uint64, C-contiguous, ``(n_inner, 2)``) the decoded index goes
+        there too (meaningful when ``DECODED``)."""
+        if not 0 <= g < self.nshards:
+            raise IndexError(f"ShardFiles.read: shard {g} of {self.nshards}")
+        if decoder.nbytes != self.nbytes:
+            raise ValueError(f"ShardFiles.read: a decoder of {decoder.nbytes}-byte chunks, "
+                             f"expected {self.nbytes}")
+        cdef uint64_t[:, ::1] iv
+        cdef uint64_t* iout = NULL
+        if index_out is not None:
+            iv = index_out
+            if iv.shape[0] != self.n_inner or iv.shape[1] != 2:
+                raise ValueError(f"ShardFiles.read: index_out has shape "
+                                 f"{tuple(index_out.shape)}, expected ({self.n_inner}, 2)")
+            if self.n_inner:
+                iout = &iv[0, 0]
+        cdef int status
+        with nogil:
+            status = self._read(decoder, g, iout)
+            self._trim(decoder)
+        return status
+
+    def run(self, ChunkDecoder decoder not None, const int64_t[::1] todo not None,
+            int8_t[::1] status not None, int64_t[::1] cursor not None,
+            Py_ssize_t max_shards, indexes=None):
+        """Read shards of ``todo`` as ``read`` does, taking turns with other threads
+        that run the same ``todo``: each claims the next position ``i`` with an
+        atomic increment of ``cursor[0]`` (start it at 0), reads shard ``todo[i]``,
+        writes its status to ``status[i]`` and, with ``indexes`` (uint64,
+        C-contiguous, ``(len(todo), n_inner, 2)``), its index to ``indexes[i]``.  At
+        most ``max_shards`` shards per call, all without the GIL; returns how many
+        this call read (0: none left)."""
+        cdef Py_ssize_t n = todo.shape[0], i, done = 0
+        if decoder.nbytes != self.nbytes:
+            raise ValueError(f"ShardFiles.run: a decoder of {decoder.nbytes}-byte chunks, "
+                             f"expected {self.nbytes}")
+        if status.shape[0] != n or cursor.shape[0] != 1:
+            raise ValueError(f"ShardFiles.run: {n} shards but {status.shape[0]} statuses "
+                             f"and {cursor.shape[0]} cursors (expected one)")
+        for i in range(n):
+            if not 0 <= todo[i] < self.nshards:
+                raise IndexError(f"ShardFiles.run: shard {todo[i]} of {self.nshards}")
+        cdef uint64_t[:, :, ::1] iv
+        cdef uint64_t* ibase = NULL
+        if indexes is not None:
+            iv = indexes
+            if iv.shape[0] != n or iv.shape[1] != self.n_inner or iv.shape[2] != 2:
+                raise ValueError(f"ShardFiles.run: indexes has shape "
+                                 f"{tuple(indexes.shape)}, expected ({n}, {self.n_inner}, 2)")
+            if n and self.n_inner:
+                ibase = &iv[0, 0, 0]
+        cdef int64_t* c = &cursor[0]
+        with nogil:
+            while done < max_shards:
+                i = <Py_ssize_t>zf_claim(c)
+                if i >= n:
+                    break
+                status[i] = <int8_t>self._read(
+                    decoder, <Py_ssize_t>todo[i],
+                    ibase + 2 * self.n_inner * i if ibase != NULL else NULL)
+                done += 1
+            self._trim(decoder)
+        return done
+
+    def stamp(self, Py_ssize_t g):
+        """``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of the file shard ``g`` was
+        last read from, or ``None``."""
+        if not 0 <= g < self.nshards:
+            raise IndexError(f"ShardFiles.stamp: shard {g} of {self.nshards}")
+        if self.stamps[g, 1] < 0:
+            return None
+        return (self.stamps[g, 0], self.stamps[g, 1], self.stamps[g, 2], self.stamps[g, 3])
+
+    cdef void _fill_row(self, Py_ssize_t r) noexcept nogil:
+        """Place a chunk of fill items at row ``r``."""
+        cdef Layout L
+        cdef int64_t zeros[ZF_MAX_NDIM]
+        cdef Py_ssize_t k
+        if self.plan.skip[r]:
+            return
+        if self.plan.direct[r]:
+            _fill_run(self.d + self.dst_offsets[r], self.fstored, self.itemsize, self.nbytes)
+            return
+        for k in range(self.ndim):
+            zeros[k] = 0
+        normalize_layout(<int>self.ndim, &self.shapes[r, 0] if self.ndim else NULL, zeros,
+                         &self.dst_strides[0] if self.ndim else NULL, 0, self.dst_offsets[r],
+                         &L)
+        strided_fill(self.d, &L, self.fplaced, self.itemsize)
+
+    cdef int _read(self, ChunkDecoder dec, Py_ssize_t g, uint64_t* iout) noexcept nogil:
+        cdef Py_ssize_t k, r, a = -1, b = -1
+        cdef int64_t size = -1, j
+        cdef int err, rootfd = -1, status = _DECODED
+        cdef const uint8_t* raw
+        cdef uint64_t* idx
+        cdef uint64_t off, nb, low, high
+        cdef int64_t* stamp = &self.stamps[g, 0]
+        stamp[1] = -1
+        if self.croot != NULL:
+            rootfd = zf_open_root(self.croot)
+        if rootfd == -2:  # no root directory: no files
+            err = ENOENT
+        elif self.croot != NULL and rootfd == -1:
+            err = errno
+        else:
+            err = zf_read_file(rootfd, self.cpaths[g], &dec.filebuf, &dec.filecap,
+                               self.limit, &size, stamp)
+        if rootfd >= 0:
+            close(rootfd)
+        if err == ENOENT or err == ENOTDIR or err == EISDIR:
+            stamp[1] = -1
+            for k in range(self.bounds[g], self.bounds[g + 1]):
+                self._fill_row(self.rows[k])
+            return _NO_DATA
+        if err != 0 or size < self.index_nbytes:
+            stamp[1] = -1
+            return _FAILED
+        raw = dec.filebuf + (size - self.index_nbytes if self.at_end else 0)
+        if self.checksum and zf_crc32c(raw, <size_t>(self.index_nbytes - 4)) != (
+                <uint32_t>raw[self.index_nbytes - 4]
+                | (<uint32_t>raw[self.index_nbytes - 3] << 8)
+                | (<uint32_t>raw[self.index_nbytes - 2] << 16)
+                | (<uint32_t>raw[self.index_nbytes - 1] << 24)):
+            return _FAILED
+        idx = iout if iout != NULL else <uint64_t*>malloc(
+            <size_t>max(self.n_inner, 1) * 2 * sizeof(uint64_t))
+        if idx == NULL:
+            return _FAILED
+        for j in range(2 * self.n_inner):
+            idx[j] = _le64(raw + 8 * j)
+        low = 0 if self.at_end else <uint64_t>self.index_nbytes
+        high = <uint64_t>(size - self.index_nbytes) if self.at_end else <uint64_t>size
+        if _check(idx, self.n_inner, low, high, &a, &b) != 0:
+            status = _FAILED
+        else:
+            for k in range(self.bounds[g], self.bounds[g + 1]):
+                r = self.rows[k]
+                j = self.inner[r]
+                off = idx[2 * j]
+                nb = idx[2 * j + 1]
+                if off == UINT64_MAX:
+                    self._fill_row(r)
+                elif not self.plan.skip[r] and not dec._place(
+                        self.plan, r, dec.filebuf + off, <size_t>nb):
+                    status = _FAILED
+                    break
+            zf_stream_fence()  # (the streamed stores are seen before the call returns)
+        if iout == NULL:
+            free(idx)
+        return status
+
+    cdef void _trim(self, ChunkDecoder dec) noexcept nogil:
+        """Let the decoder's file buffer go if it is larger than ``keep`` bytes."""
+        if dec.filecap > self.keep:
+            free(dec.filebuf)
+            dec.filebuf = NULL
+            dec.filecap = 0

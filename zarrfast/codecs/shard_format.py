@@ -62,6 +62,13 @@ class ShardFormat:
         self._plain_index = (
             len(codecs) == 2 and isinstance(codecs[0], BytesCodec)
             and codecs[0].endian in ("little", None) and isinstance(codecs[1], Crc32cCodec))
+        #: kernels decode indexes of little-endian bytes, then crc32c or nothing: whether
+        #: this one has the checksum (``None``: other index codecs)
+        self.index_checksum: bool | None = (
+            True if self._plain_index
+            else False if (len(codecs) == 1 and isinstance(codecs[0], BytesCodec)
+                           and codecs[0].endian in ("little", None))
+            else None)
 
     def inner_name(self, j: int) -> str:
         return str(tuple(int(x) for x in np.unravel_index(j, self.cps)))

@@ -12,7 +12,10 @@ Reads
     ``config["shard_coalesce_gap"]`` merged into one request.  A selection
     covering a whole shard fetches the shard in one request.  Then every
     inner chunk is decoded and assembled on the pool by the same row reader as
-    plain chunks.
+    plain chunks.  Whole shards of a local store's files with zstd or blosc
+    inner chunks take one ``ShardFiles.read`` kernel call each instead: the
+    file read, its index checked and every inner chunk placed without the GIL
+    (:func:`_read_whole_files`); a shard it cannot place goes the way above.
 Writes
     one task per shard: a shard whose every inner chunk is overwritten is
     assembled in memory and written once; otherwise the stored shard is read,
@@ -524,9 +527,16 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         for i in what:
             assemble(i)
 
+    # Whole shards of a local store's files, zstd or blosc inner chunks: one kernel call
+    # per shard, without the GIL, reads the file, checks its index and places every
+    # inner chunk (see _read_whole_files).  The shards it leaves go the way below.
+    done = _read_whole_files(store, chain, keys, groups, inner_lin, reader, is_whole)
     # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
     # the fetched bytes held at once stay bounded however large the selection is.
-    waves = _waves(groups, inner.chunk_nbytes)
+    todo = [g for g, d in enumerate(done) if not d]
+    waves = ([] if not todo
+             else [[todo[k] for k in w] for w in _waves([groups[g] for g in todo],
+                                                         inner.chunk_nbytes)])
     for wave in waves:
         if len(waves) > 1 and not use_thread_buffers:  # one wave: fresh buffers cost no more
             plan_slots(wave)
@@ -602,6 +612,86 @@ def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
         waves[-1].append(g)
         size += n
     return waves
+
+
+def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
+                      groups: list[np.ndarray], inner_lin: np.ndarray, reader: RowReader,
+                      is_whole: Any) -> list[bool]:
+    """Read the whole shards of a read (``is_whole(g)``) with ``ShardFiles.run``, when
+    the store's values are files kernels may read (``file_paths``), the inner chunks
+    are zstd or blosc and the index is little-endian bytes (and crc32c).  One runner
+    per thread, each a few calls taking shards in turn: per shard the kernel reads the
+    file, checks the index and places every inner chunk, the fill value where the
+    index has none, with the GIL released throughout.  The Python left per shard is
+    caching the index it decoded, once the runners are done.
+
+    Returns, per shard, whether it is done.  A shard the kernel cannot place (a link
+    on its path, too large, a bad index, an inner chunk that does not decode) is not:
+    the general path reads it again, and places it or raises naming the shard key and
+    the inner chunk."""
+    done = [False] * len(groups)
+    layout = chain.layout
+    if (_kernels.ShardFiles is None or not reader.batch_decode or not chain.partial_reads
+            or chain.rectilinear or store.batched_reads or layout.index_checksum is None):
+        return done
+    whole = [g for g in range(len(groups)) if is_whole(g)]
+    files = store.file_paths(keys) if whole else None
+    if files is None:
+        return done
+    root, paths = files
+    inner = chain.inner
+    proj = reader.proj
+    bounds = np.zeros(len(groups) + 1, dtype=np.int64)
+    np.cumsum([len(rows) for rows in groups], out=bounds[1:])
+    plan = _kernels.ShardFiles(
+        paths, root, np.concatenate(groups).astype(np.int64, copy=False), bounds,
+        inner_lin.astype(np.int64, copy=False), layout.n_inner, layout.index_nbytes,
+        # (keep 0: a thread's shard-sized file buffer lives for one call, not longer)
+        layout.at_end, layout.index_checksum, chain.stored_limit, 0,
+        inner.chunk_nbytes, reader.src_offsets, reader.src_strides, reader.out_flat,
+        reader.dst_offsets, reader.out_strides, proj.local_count, inner.itemsize,
+        inner.swap_unit, reader._direct_range(0, proj.nrows), inner.fill_chunk_item)
+    todo = np.array(whole, dtype=np.int64)
+    status = np.full(len(whole), -1, dtype=np.int8)
+    cursor = np.zeros(1, dtype=np.int64)
+    # (the decoded indexes, kept for later partial reads: 16 bytes per inner chunk of
+    # the shards, about as many as the projection has rows)
+    indexes = np.empty((len(whole), layout.n_inner, 2), dtype=np.uint64)
+    # calls return to Python every WAVE_BYTES of inner chunks: an error or an interrupt
+    # in one thread stops the others between calls
+    per_call = max(1, WAVE_BYTES // max(1, layout.n_inner * inner.chunk_nbytes))
+    halt = threading.Event()
+
+    def run(_: int) -> None:
+        decoder = inner.batch_decoder()
+        try:
+            while not halt.is_set() and plan.run(decoder, todo, status, cursor, per_call,
+                                                 indexes):
+                pass
+        except BaseException:
+            halt.set()
+            raise
+
+    # One runner per thread, taking shards in turn (an atomic cursor): each shard is
+    # read by one call, which writes the rows of that shard only -- disjoint regions of
+    # `out` (the inner chunks partition the array); each thread has its own decoder.
+    threads = max(1, int(config.get("threads")))
+    map_unordered_into(run, range(min(threads, len(whole))),
+                       work_bytes=sum(len(groups[g]) for g in whole) * inner.chunk_nbytes)
+    cache = chain.cache
+    for i, (g, code) in enumerate(zip(whole, status.tolist(), strict=True)):
+        if code == _kernels.NO_DATA:  # (no shard: its rows hold the fill value)
+            done[g] = True
+        elif code == _kernels.DECODED:
+            done[g] = True
+            # the index is cached under the version token of the file read, unless the
+            # cache has it already (a repeated read then costs no new entry)
+            token = store.file_version(plan.stamp(g))
+            cached = cache.get(keys[g])
+            if token is not None and (cached is None or cached[0] != token):
+                cache.put(keys[g], (token, indexes[i].copy()))
+        # (FAILED, or not read after an error: the general path reads it again)
+    return done
 
 
 def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,

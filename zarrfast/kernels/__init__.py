@@ -27,6 +27,7 @@ __all__ = [
     "write_files",
     "BATCH_CODECS",
     "ChunkDecoder",
+    "ShardFiles",
 ]
 
 
@@ -210,5 +211,11 @@ blosc_compress = None
 #: ``ChunkDecoder(codec, nbytes).decode_regions(...)`` (``_ext._decode``) for the codecs
 #: in ``BATCH_CODECS``, or ``None``
 ChunkDecoder, BATCH_CODECS = _load_chunk_decoder()
+#: ``ShardFiles(...).read(decoder, g)`` (``_ext._decode``): whole shards read, their
+#: index checked and their inner chunks placed with a ``ChunkDecoder``, one call per
+#: shard; ``None`` with ``ChunkDecoder``
+ShardFiles = None
+if ChunkDecoder is not None:
+    from zarrfast._ext._decode import ShardFiles
 #: its statuses (the compiled module and the twin share them)
 DECODED, NO_DATA, FAILED = 0, 1, 2

@@ -599,6 +599,211 @@ def open_nolinks(dirfd, path, flags, mode=0o666) -> int:
         raise
 
 
+def crc32c(data) -> int:
+    """The CRC-32C of ``data`` (``_ext._decode.crc32c``: the crc32c package's)."""
+    import crc32c as _crc32c
+
+    return _crc32c.crc32c(_u8(data))
+
+
+class ShardFiles:
+    """Whole shards, one file each, read and placed one call per shard (see
+    ``_ext._decode.ShardFiles``), with the twin decoder."""
+
+    def __init__(self, paths, root, rows, bounds, inner, n_inner, index_nbytes, at_end,
+                 checksum, limit, keep, nbytes, chunk_offsets, chunk_strides, dst,
+                 dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct, fill) -> None:
+        import threading
+
+        if not isinstance(paths, list):
+            raise TypeError(f"ShardFiles: paths must be a list, got {type(paths).__name__}")
+        rows, bounds, inner = _i64(rows), _i64(bounds), _i64(inner)
+        shp = _i64(shapes, ndim=2)
+        n_inner, index_nbytes, limit, keep, nbytes = (
+            _ssize(n_inner), _ssize(index_nbytes), _ssize(limit), _ssize(keep), _ssize(nbytes))
+        itemsize = _ssize(itemsize)
+        nshards = bounds.size - 1
+        nrows = shp.shape[0]
+        if nshards < 0 or len(paths) != nshards:
+            raise ValueError(f"ShardFiles: {len(paths)} paths but {bounds.size} bounds "
+                             f"(one more than the shards)")
+        for p in paths:
+            if not isinstance(p, bytes):
+                raise TypeError(f"ShardFiles: path {p!r} is {type(p).__name__}, expected bytes")
+            if b"\0" in p:
+                raise ValueError(f"ShardFiles: path {p!r} contains a NUL byte")
+        if root is not None and (not isinstance(root, bytes) or b"\0" in root):
+            raise TypeError(f"ShardFiles: root must be bytes without NUL, got {root!r}")
+        if nbytes < 0 or n_inner < 0 or limit < 0 or keep < 0:
+            raise ValueError(f"ShardFiles: nbytes {nbytes}, n_inner {n_inner}, limit {limit}"
+                             f" and keep {keep} must not be negative")
+        if index_nbytes != 16 * n_inner + (4 if checksum else 0):
+            raise ValueError(f"ShardFiles: an index of {n_inner} entries"
+                             f"{' and a checksum' if checksum else ''} is not "
+                             f"{index_nbytes} bytes")
+        if not isinstance(fill, bytes):
+            raise TypeError(f"Argument 'fill' has incorrect type (expected bytes, got "
+                            f"{type(fill).__name__})")
+        if len(fill) != itemsize or itemsize < 1 or nbytes % itemsize:
+            raise ValueError(f"ShardFiles: fill has {len(fill)} bytes, nbytes {nbytes}, "
+                             f"itemsize {itemsize}: expected one item, a whole number of "
+                             f"items")
+        if inner.size != nrows:
+            raise ValueError(f"ShardFiles: {nrows} shapes but {inner.size} inner indexes")
+        if bounds[0] != 0 or bounds[nshards] > rows.size:
+            raise ValueError(f"ShardFiles: bounds run from {bounds[0]} to "
+                             f"{bounds[nshards]}, not from 0 to at most {rows.size}")
+        for g in range(nshards):
+            if bounds[g + 1] < bounds[g]:
+                raise ValueError(f"ShardFiles: bounds decrease at shard {g}")
+        for r in rows.tolist():
+            if not 0 <= r < nrows:
+                raise ValueError(f"ShardFiles: row {r} is not one of the {nrows} rows")
+            if not 0 <= inner[r] < n_inner:
+                raise ValueError(f"ShardFiles: row {r} is inner chunk {inner[r]}, not one of "
+                                 f"{n_inner}")
+        self._table = (chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides, shapes,
+                       itemsize, swap_unit, direct)
+        # (validated now, as the compiled plan is)
+        ChunkDecoder("zstd", nbytes)._plan("ShardFiles", *self._table,
+                                           np.zeros(nrows, dtype=np.int8))
+        self.paths, self.root = list(paths), root
+        self.rows, self.bounds, self.inner = rows, bounds, inner
+        self.nbytes, self.n_inner, self.index_nbytes = nbytes, n_inner, index_nbytes
+        self.at_end, self.checksum = bool(at_end), bool(checksum)
+        self.limit, self.keep = limit, keep
+        self.fill = fill
+        self._stamps: list[tuple[int, int, int, int] | None] = [None] * nshards
+        self._claims = threading.Lock()
+
+    def read(self, decoder, g, index_out=None) -> int:
+        import errno as _errno
+        import os
+        import stat as _stat
+
+        g = _ssize(g)
+        if not 0 <= g < len(self.paths):
+            raise IndexError(f"ShardFiles.read: shard {g} of {len(self.paths)}")
+        if decoder.nbytes != self.nbytes:
+            raise ValueError(f"ShardFiles.read: a decoder of {decoder.nbytes}-byte chunks, "
+                             f"expected {self.nbytes}")
+        iv = None
+        if index_out is not None:
+            iv = np.asarray(memoryview(index_out))
+            if iv.shape != (self.n_inner, 2):
+                raise ValueError(f"ShardFiles.read: index_out has shape "
+                                 f"{tuple(index_out.shape)}, expected ({self.n_inner}, 2)")
+        todo, place = decoder._plan("ShardFiles", *self._table,
+                                    np.zeros(self.inner.size, dtype=np.int8))
+        todo = set(todo)
+        rows = self.rows[self.bounds[g]:self.bounds[g + 1]].tolist()
+        self._stamps[g] = None
+        rootfd = _root_fd("ShardFiles", self.root)
+        data = None
+        try:
+            try:
+                fd = _open_file(rootfd, self.paths[g])
+            except OSError as e:
+                if (e.errno or _errno.EIO) in (_errno.ENOENT, _errno.ENOTDIR, _errno.EISDIR):
+                    return self._fill_all(rows, todo)
+                return FAILED
+            try:
+                st = os.fstat(fd)
+                if _stat.S_ISDIR(st.st_mode):
+                    return self._fill_all(rows, todo)
+                if not _stat.S_ISREG(st.st_mode) or st.st_size > self.limit:
+                    return FAILED
+                data = os.pread(fd, st.st_size, 0) if st.st_size else b""
+                if len(data) != st.st_size:
+                    return FAILED
+            except OSError:
+                return FAILED
+            finally:
+                os.close(fd)
+        finally:
+            if rootfd >= 0:
+                os.close(rootfd)
+        self._stamps[g] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        n, k = len(data), self.index_nbytes
+        if n < k:
+            return FAILED
+        raw = data[n - k:] if self.at_end else data[:k]
+        if self.checksum and crc32c(raw[:-4]) != int.from_bytes(raw[-4:], "little"):
+            return FAILED
+        idx = np.frombuffer(raw[:16 * self.n_inner], dtype="<u8").astype(np.uint64).reshape(
+            self.n_inner, 2)
+        if iv is not None:
+            iv[...] = idx
+        low, high = (0, n - k) if self.at_end else (k, n)
+        if check_index(idx, low, high)[0]:
+            return FAILED
+        buf = np.frombuffer(data, dtype=np.uint8)
+        for r in rows:
+            off, nb = (int(x) for x in idx[self.inner[r]])
+            if off == _UINT64_MAX:
+                self._fill_row(r, todo)
+            elif r in todo and not place(r, buf[off:off + nb]):
+                return FAILED
+        return DECODED
+
+    def run(self, decoder, todo, status, cursor, max_shards, indexes=None) -> int:
+        todo, cur = _i64(todo), np.asarray(memoryview(cursor))
+        st_ = np.asarray(memoryview(status))
+        n = todo.size
+        if decoder.nbytes != self.nbytes:
+            raise ValueError(f"ShardFiles.run: a decoder of {decoder.nbytes}-byte chunks, "
+                             f"expected {self.nbytes}")
+        if st_.size != n or cur.size != 1:
+            raise ValueError(f"ShardFiles.run: {n} shards but {st_.size} statuses "
+                             f"and {cur.size} cursors (expected one)")
+        for g in todo.tolist():
+            if not 0 <= g < len(self.paths):
+                raise IndexError(f"ShardFiles.run: shard {g} of {len(self.paths)}")
+        iv = None
+        if indexes is not None:
+            iv = np.asarray(memoryview(indexes))
+            if iv.shape != (n, self.n_inner, 2):
+                raise ValueError(f"ShardFiles.run: indexes has shape "
+                                 f"{tuple(indexes.shape)}, expected ({n}, {self.n_inner}, 2)")
+        done = 0
+        while done < max_shards:
+            with self._claims:  # (the compiled kernel: an atomic increment)
+                i = int(cur[0])
+                cur[0] = i + 1
+            if i >= n:
+                break
+            st_[i] = self.read(decoder, int(todo[i]), None if iv is None else iv[i])
+            done += 1
+        return done
+
+    def _fill_all(self, rows, todo) -> int:
+        for r in rows:
+            self._fill_row(r, todo)
+        return NO_DATA
+
+    def _fill_row(self, r: int, todo) -> None:
+        """Place a chunk of fill items at row ``r`` (as a decoded chunk is placed)."""
+        if r not in todo:
+            return
+        chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides, shapes, itemsize, \
+            swap_unit, direct = self._table
+        d = _u8(dst, writable=True)
+        chunk = np.frombuffer(self.fill * (self.nbytes // len(self.fill)), dtype=np.uint8)
+        if _u8(direct)[r]:
+            off = int(_i64(dst_offsets)[r])
+            d[off:off + self.nbytes] = chunk
+            return
+        copy_region(chunk, int(_i64(chunk_offsets)[r]), chunk_strides, d,
+                    int(_i64(dst_offsets)[r]), dst_strides, _i64(shapes, ndim=2)[r],
+                    itemsize, swap_unit)
+
+    def stamp(self, g):
+        g = _ssize(g)
+        if not 0 <= g < len(self.paths):
+            raise IndexError(f"ShardFiles.stamp: shard {g} of {len(self.paths)}")
+        return self._stamps[g]
+
+
 def _root_fd(func: str, root) -> int:
     """``root`` opened for :func:`open_nolinks`: ``-1`` for none, ``-2`` when missing."""
     import os

@@ -393,6 +393,12 @@ class Store(abc.ABC):
         :meth:`get`."""
         return None
 
+    def file_version(self, stamp: tuple[int, int, int, int]) -> Hashable | None:
+        """The :meth:`version` token of a file of :meth:`file_paths` that a kernel read,
+        from ``fstat`` on the file it opened: ``(st_ino, st_size, st_mtime_ns,
+        st_ctime_ns)``.  ``None`` when the store gives no such token."""
+        return None
+
     def open_ranges(self, key: str) -> RangeReader | None:
         """``key``'s value opened for reading several byte ranges (a shard's index,
         then its inner chunks), or ``None`` when the store knows it is missing.  Stores

@@ -43,7 +43,7 @@ import stat
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -493,6 +493,13 @@ class LocalStore(Store):
         if not self._reads_files():
             return None
         return os.fsencode(self._root_str), validate_keys(keys)
+
+    def file_version(self, stamp: tuple[int, int, int, int]) -> Hashable | None:
+        """What :meth:`version` gives for the file ``stamp`` describes (and
+        ``open_ranges`` from its open file) -- unless a subclass has its own tokens."""
+        if type(self).version is not LocalStore.version:
+            return None
+        return tuple(stamp)
 
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
                        nbytes: int, *, exact: bool = True) -> Any:
