@@ -793,9 +793,10 @@ def test_finding_a_system_zstd_is_only_tried_when_needed(monkeypatch):
 @needs_kernel
 @pytest.mark.parametrize("threads", [1, 2])
 def test_streamed_uncompressed_reads_match_numpy(tmp_path, streamed, monkeypatch, threads):
-    """Uncompressed chunks read into a scratch buffer and moved into the result by
-    ``copy_regions`` with streaming stores: rows of whole cache lines and not, native
-    and byte-swapped items, interior and edge chunks, steps."""
+    """Uncompressed chunks (plain and inner chunks of shards) read into a scratch buffer
+    and moved into the result by ``copy_regions`` with streaming stores: rows of whole
+    cache lines and not, native and byte-swapped items, interior and edge chunks,
+    steps."""
     from zarrfast import kernels as _kernels
     from zarrfast.engine import chunked
 
@@ -806,17 +807,21 @@ def test_streamed_uncompressed_reads_match_numpy(tmp_path, streamed, monkeypatch
         seen.append(args[9] if len(args) > 9 else kw.get("stream", False))
         return real(*args, **kw)
 
-    monkeypatch.setattr(chunked._kernels, "copy_regions", spy)
-    cases = {"rows128": ((6, 10, 128), (3, 5, 64), "<u2"),
-             "edges": ((13, 37, 70), (4, 8, 33), "<i4"),
-             "swapped": ((9, 100), (4, 48), ">f8")}
+    cases = {"rows128": ((6, 10, 128), (3, 5, 64), "<u2", None),
+             "edges": ((13, 37, 70), (4, 8, 33), "<i4", None),
+             "swapped": ((9, 100), (4, 48), ">f8", None),
+             "sharded": ((12, 20, 128), (3, 5, 64), "<u2", (6, 10, 128)),
+             "sharded_edges": ((13, 37, 70), (4, 8, 33), ">i4", (8, 16, 66))}
     rng = np.random.default_rng(5)
+    truths = {}
+    for name, (shape, chunks, dtype, shards) in cases.items():
+        truths[name] = data = rng.integers(-1000, 1000, size=shape).astype(dtype)
+        arr = zarrfast.create_array(str(tmp_path), name=name, shape=shape, chunks=chunks,
+                                    shards=shards, dtype=dtype, fill_value=0, compressors=None)
+        arr[...] = data
+    monkeypatch.setattr(chunked._kernels, "copy_regions", spy)  # (the reads' copies only)
     with config.set(threads=threads):
-        for name, (shape, chunks, dtype) in cases.items():
-            data = (rng.integers(-1000, 1000, size=shape)).astype(dtype)
-            arr = zarrfast.create_array(str(tmp_path), name=name, shape=shape, chunks=chunks,
-                                        dtype=dtype, fill_value=0, compressors=None)
-            arr[...] = data
+        for name, data in truths.items():
             got = open_r(tmp_path, name)
             for sel in (np.s_[...], np.s_[1:], np.s_[::2], np.s_[..., 3:-2]):
                 np.testing.assert_array_equal(got[sel], data[sel], err_msg=f"{name}{sel}")

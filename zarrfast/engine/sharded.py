@@ -359,10 +359,12 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
                 f"stored {int(sizes[j])} bytes, expected {inner.chunk_nbytes} bytes "
                 f"(no compression)"
             )
+        # (a large output is written once and not read back soon: streamed stores)
         _kernels.copy_regions(
             np.frombuffer(blob, dtype=np.uint8), offsets + reader.src_offsets[rows],
             reader.src_strides, reader.out_flat, reader.dst_offsets[rows], reader.out_strides,
             proj.local_count[rows], inner.itemsize, inner.swap_unit,
+            reader.out_flat.nbytes >= _kernels.stream_min(),
         )
         placed[rows] = True
 
