@@ -6,9 +6,10 @@ thread, or one task, work runs inline in the calling thread.
 
 from __future__ import annotations
 
+import heapq
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -115,6 +116,31 @@ def map_unordered_into(
     size = -(-len(items) // nbatches)
     _run_batches(get_pool(config.get("threads")), fn,
                  [items[i:i + size] for i in range(0, len(items), size)])
+
+
+def map_weighted_into(
+    fn: Callable[[T], None], items: Iterable[T], weights: Sequence[int], *,
+    work_bytes: int | None = None
+) -> None:
+    """:func:`map_unordered_into` for items of unequal work (``weights``, in any unit):
+    the same number of batches, each given the heaviest item left in turn while it is
+    the lightest batch, so that no thread is left with most of the work (contiguous
+    slices of shards, say, can hold all the full ones while another holds the edges)."""
+    items = list(items)
+    if len(weights) != len(items):
+        raise ValueError(f"map_weighted_into: {len(items)} items but {len(weights)} weights")
+    nbatches = batch_count(len(items), work_bytes)
+    if nbatches <= 1:
+        for item in items:
+            fn(item)
+        return
+    batches: list[list[T]] = [[] for _ in range(nbatches)]
+    loads = [(0, b) for b in range(nbatches)]  # a heap of (work so far, batch)
+    for i in sorted(range(len(items)), key=lambda i: -weights[i]):
+        load, b = heapq.heappop(loads)
+        batches[b].append(items[i])
+        heapq.heappush(loads, (load + weights[i], b))
+    _run_batches(get_pool(config.get("threads")), fn, [b for b in batches if b])
 
 
 def batch_count(n: int, work_bytes: int | None = None) -> int:

@@ -125,3 +125,37 @@ def test_sigint_in_a_real_process_then_the_pool_still_works(tmp_path):
     assert lines[0].startswith("interrupted after"), out
     assert float(lines[0].split()[2]) < 3.0  # 3000 reads x 2 ms on two threads = 3 s
     assert lines[1] == "ok"
+
+
+def test_map_weighted_into_runs_every_item_once_in_balanced_batches(monkeypatch):
+    import zarrfast.concurrency as conc
+
+    seen: list[int] = []
+    got_batches: list[list[int]] = []
+    real = conc._run_batches
+
+    def spy(pool, fn, batches):
+        got_batches.extend(batches)
+        return real(pool, fn, batches)
+
+    monkeypatch.setattr(conc, "_run_batches", spy)
+    lock = threading.Lock()
+
+    def record(i: int) -> None:
+        with lock:
+            seen.append(i)
+
+    # 16 heavy items first, then 9 light ones: contiguous halves would be 11 vs 5 heavy
+    weights = [256] * 4 + [16] + [256] * 4 + [16] + [256] * 4 + [16] + [256] * 4 + [16] \
+        + [16] * 4 + [1]
+    with config.set(threads=2):
+        conc.map_weighted_into(record, range(25), weights, work_bytes=2**30)
+    assert sorted(seen) == list(range(25))
+    loads = [sum(weights[i] for i in b) for b in got_batches]
+    assert len(got_batches) == 2 and max(loads) - min(loads) <= 256
+    with pytest.raises(ValueError, match="weights"):
+        conc.map_weighted_into(record, range(3), [1, 2])
+    seen.clear()
+    with config.set(threads=1):  # inline, in order
+        conc.map_weighted_into(record, range(5), [1] * 5, work_bytes=2**30)
+    assert seen == list(range(5))

@@ -41,7 +41,7 @@ from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.concurrency import map_io, map_io_then, map_unordered_into
+from zarrfast.concurrency import map_io, map_io_then, map_unordered_into, map_weighted_into
 from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, run_parts
 from zarrfast.engine.chunked import (
     RAW_COST_RATIO,
@@ -845,11 +845,12 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         store.set(key, shard)
         chain.cache.put(key, None)  # re-read (and re-checked) on next use
 
-    # One task per shard: no two tasks read-modify-write the same shard.
+    # One task per shard: no two tasks read-modify-write the same shard.  (Weighted by
+    # inner chunks written: full shards and thin edge shards shared out evenly.)
     if store.batched_reads:
         map_io(task, range(len(keys)))
     else:
-        map_unordered_into(task, range(len(keys)),
-                           work_bytes=proj.nrows * chain.inner.chunk_nbytes)
+        map_weighted_into(task, range(len(keys)), [len(rows) for rows in groups],
+                          work_bytes=proj.nrows * chain.inner.chunk_nbytes)
 
 
