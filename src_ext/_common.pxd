@@ -145,6 +145,24 @@ cdef extern from *:
     void zf_prefetch_run(const uint8_t* p, size_t n) noexcept nogil
 
 
+cdef extern from *:
+    """
+    #ifndef ZARRFAST_COMMON_SHORT_H
+    #define ZARRFAST_COMMON_SHORT_H
+    #include <stddef.h>
+    #include <stdint.h>
+    #include <string.h>
+    /* Copy n bytes, a multiple of 16, with fixed-size moves the compiler inlines:
+       for runs of a few cache lines a memcpy call costs as much as the copy. */
+    static inline void zf_copy_short(uint8_t* d, const uint8_t* s, size_t n) {
+        size_t k;
+        for (k = 0; k < n; k += 16) memcpy(d + k, s + k, 16);
+    }
+    #endif
+    """
+    void zf_copy_short(uint8_t* d, const uint8_t* s, size_t n) noexcept nogil
+
+
 # --------------------------------------------------------------------------
 # integer helpers
 # --------------------------------------------------------------------------
@@ -517,6 +535,8 @@ cdef inline void strided_copy_stream(const uint8_t* src, uint8_t* dst, Layout* L
     # ZF_PREFETCH_RUNS ahead along the innermost outer dim prefetched: the hardware
     # prefetchers follow such a pattern poorly (2x slower than a dense copy here)
     cdef int64_t pf = 0
+    # short runs of whole 16-byte blocks: inline moves, not a memcpy call each
+    cdef bint short_run = run and n_in * itemsize <= 512 and (n_in * itemsize) % 16 == 0
     if run and nouter > 0 and n_in * itemsize <= 512 and abs64(osst[nouter - 1]) > 256:
         pf = ZF_PREFETCH_RUNS * osst[nouter - 1]
 
@@ -528,6 +548,8 @@ cdef inline void strided_copy_stream(const uint8_t* src, uint8_t* dst, Layout* L
                 zf_prefetch_run(src + so + pf, <size_t>(n_in * itemsize))
             if stream and n_in * itemsize >= 64 and ((<uintptr_t>(dst + do)) & 63) == 0:
                 zf_stream_run(dst + do, src + so, <size_t>(n_in * itemsize))
+            elif short_run:
+                zf_copy_short(dst + do, src + so, <size_t>(n_in * itemsize))
             else:
                 memcpy(dst + do, src + so, <size_t>(n_in * itemsize))
         elif tdim >= 0:
