@@ -189,3 +189,18 @@ def test_whole_chunks_of_a_local_store_take_the_batched_kernel(tmp_path, monkeyp
     a[...] = x
     assert sum(calls) == 4  # the 2 edge chunks of the last row go chunk by chunk
     np.testing.assert_array_equal(a[...], x)
+
+
+def test_a_c_blosc_failure_in_the_batched_kernel_is_a_codec_error(tmp_path, monkeypatch):
+    from zarrfast.engine import chunked
+    from zarrfast.errors import CodecError
+
+    def failing(*args):
+        raise RuntimeError("blosc_compress_regions: c-blosc failed (-1)")
+
+    monkeypatch.setattr(chunked._kernels, "blosc_compress_regions", failing)
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(16, 16), chunks=(8, 8),
+                              dtype="<u2", compressors=[zarrfast.codecs.BloscCodec(
+                                  "lz4", 5, "bitshuffle", 2, 0)])
+    with pytest.raises(CodecError, match="cannot compress chunks of 128 bytes"):
+        a[...] = _values((16, 16), "<u2")

@@ -568,11 +568,16 @@ class RowWriter:
         chain = self.chain
         slot = chain.chunk_nbytes + _BLOSC_MAX_OVERHEAD
         out = chain._encoded_buffer(len(rows) * slot)
-        sizes = _kernels.blosc_compress_regions(
-            self.value_flat, self.src_offsets[rows], self.value_strides, self.dst_strides,
-            chain.chunk_shape_arr, chain.itemsize, chain.swap_unit,
-            None if self.write_empty_chunks else chain._fill_chunk_item_arr,
-            chain._scratch_buffer(), out, *chain.blosc_settings)
+        try:
+            sizes = _kernels.blosc_compress_regions(
+                self.value_flat, self.src_offsets[rows], self.value_strides, self.dst_strides,
+                chain.chunk_shape_arr, chain.itemsize, chain.swap_unit,
+                None if self.write_empty_chunks else chain._fill_chunk_item_arr,
+                chain._scratch_buffer(), out, *chain.blosc_settings)
+        except RuntimeError as e:  # (as BloscCodec.encode reports a c-blosc failure)
+            raise CodecError(f"blosc: cannot compress chunks of {chain.chunk_nbytes} bytes "
+                             f"(chunk {keys[int(rows[0])]!r} and the next "
+                             f"{len(rows) - 1}): {e}") from e
         for k, (i, n) in enumerate(zip(rows.tolist(), sizes.tolist(), strict=True)):
             if n < 0:
                 gone.append(keys[i])
