@@ -29,7 +29,7 @@ from zarrfast import config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import BloscCodec, CodecChain
 from zarrfast.codecs.chain import accepts_limit
-from zarrfast.concurrency import batch_count, map_io_then, map_unordered_into
+from zarrfast.concurrency import batch_count, map_dynamic_into, map_io_then, map_unordered_into
 from zarrfast.engine.boxes import read_box_files
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import (
@@ -875,7 +875,7 @@ def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
             if gone:
                 store.delete_many(gone)
 
-    map_unordered_into(batch, range(0, proj.nrows, per), work_bytes=work)
+    map_dynamic_into(batch, range(0, proj.nrows, per), work_bytes=work)
 
 
 def _write_batched(store: Store, keys: Sequence[str], writer: RowWriter,
