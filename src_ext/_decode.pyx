@@ -29,7 +29,7 @@ Twin: ``zarrfast._reference.ChunkDecoder``.
 from cpython.bytes cimport (
     PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE,
 )
-from libc.string cimport strlen
+from libc.string cimport memcmp, strlen
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdlib cimport free, malloc
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
@@ -40,7 +40,7 @@ import os
 
 import numpy as np
 
-from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span
+from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span, _tup
 from _common cimport (
     ZF_MAX_NDIM, Layout, _fill_run, checked_add, checked_mul, normalize_layout,
     strided_copy_stream, strided_fill, swap_groups, zf_stream_fence,
@@ -303,7 +303,114 @@ def blosc_compress(const uint8_t[::1] src not None, int clevel, int shuffle,
     if got <= 0:
         raise RuntimeError(f"blosc_compress: c-blosc failed ({got}) on {n} bytes with "
                            f"compressor {cname!r}")
+    if <size_t>got == cap:
+        return out
     return out[:got]
+
+
+cdef inline bint _all_items(const uint8_t* b, int64_t n, const uint8_t* item,
+                            Py_ssize_t k) noexcept nogil:
+    """Whether the ``n`` bytes at ``b`` are ``item`` (``k`` bytes) repeated: the first
+    item is ``item`` and every byte equals the one ``k`` bytes before it."""
+    if n < k or memcmp(b, item, <size_t>k) != 0:
+        return False
+    return n == k or memcmp(b, b + k, <size_t>(n - k)) == 0
+
+
+def blosc_compress_regions(const uint8_t[::1] src not None,
+                           const int64_t[::1] src_offsets not None,
+                           const int64_t[::1] src_strides not None,
+                           const int64_t[::1] dst_strides not None,
+                           const int64_t[::1] shape not None, Py_ssize_t itemsize,
+                           Py_ssize_t swap_unit, fill, uint8_t[::1] scratch not None,
+                           uint8_t[::1] out not None, int clevel, int shuffle,
+                           size_t typesize, bytes cname not None, size_t blocksize):
+    """Many whole chunks copied out of ``src`` and blosc-compressed, in one ``nogil``
+    loop: the encode side of ``decode_regions`` for chunks with no other codec.
+
+    For every ``r``, the region of shape ``shape`` at ``src_offsets[r]`` (byte
+    strides ``src_strides``) is copied into ``scratch`` (``len(scratch)`` bytes: the
+    whole chunk; byte strides ``dst_strides`` from 0, bytes swapped in groups of
+    ``swap_unit``), then compressed with ``blosc_compress_ctx`` and one internal
+    thread (the bytes of ``blosc_compress``) into
+    ``out[r * slot:(r + 1) * slot]``, ``slot = len(scratch) + BLOSC_MAX_OVERHEAD``.
+    With ``fill`` (the fill value as one item, in the chunk's byte order) a chunk
+    that equals it everywhere is not compressed.
+
+    Returns an int64 array: the compressed size of each chunk, or -1 for a chunk
+    equal to ``fill``.  Raises ``ValueError`` (bad settings, a region outside a
+    buffer, ``out`` too short) before compressing anything and ``RuntimeError``
+    when c-blosc fails.
+    """
+    if _blosc_compress == NULL:
+        raise RuntimeError("blosc_compress_regions: c-blosc is not bound (bind_blosc)")
+    if not 0 <= clevel <= 9 or shuffle not in (0, 1, 2) or typesize < 1 or b"\0" in cname:
+        raise ValueError(f"blosc_compress_regions: bad settings clevel={clevel} "
+                         f"shuffle={shuffle} typesize={typesize} cname={cname!r}")
+    cdef Py_ssize_t ndim = shape.shape[0], n = src_offsets.shape[0], r
+    if src_strides.shape[0] != ndim or dst_strides.shape[0] != ndim:
+        raise ValueError(
+            f"blosc_compress_regions: shape {_tup(shape)}, src_strides {_tup(src_strides)} "
+            f"and dst_strides {_tup(dst_strides)} must have the same length")
+    _check_shape("blosc_compress_regions", shape)
+    _check_item("blosc_compress_regions", itemsize, swap_unit)
+    cdef int64_t nbytes = scratch.shape[0]
+    if nbytes < 1 or nbytes > BLOSC_MAX_BUFFERSIZE:
+        raise ValueError(f"blosc_compress_regions: a chunk of {nbytes} bytes (c-blosc takes "
+                         f"1 to {BLOSC_MAX_BUFFERSIZE})")
+    cdef int64_t count = itemsize
+    for r in range(ndim):
+        count *= shape[r]
+    if count != nbytes:
+        raise ValueError(f"blosc_compress_regions: the region {_tup(shape)} of {itemsize}-byte "
+                         f"items is {count} bytes, the scratch buffer {nbytes}: a region "
+                         f"must be a whole chunk")
+    _check_dst_strides("blosc_compress_regions", dst_strides, shape)
+    _check_span("blosc_compress_regions", "scratch", nbytes, 0, dst_strides, shape, itemsize)
+    for r in range(n):
+        _check_span("blosc_compress_regions", "src", src.shape[0], src_offsets[r],
+                    src_strides, shape, itemsize)
+    cdef int64_t slot = nbytes + BLOSC_MAX_OVERHEAD
+    if out.shape[0] < n * slot:
+        raise ValueError(f"blosc_compress_regions: out holds {out.shape[0]} bytes, "
+                         f"{n} chunks need {n * slot}")
+    cdef const uint8_t[::1] fill_item
+    cdef const uint8_t* f = NULL
+    if fill is not None:
+        fill_item = fill
+        if fill_item.shape[0] != itemsize:
+            raise ValueError(f"blosc_compress_regions: fill is {fill_item.shape[0]} bytes, "
+                             f"an item {itemsize}")
+        f = &fill_item[0]
+    sizes_arr = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return sizes_arr
+    cdef int64_t[::1] sizes = sizes_arr
+    cdef Layout L
+    cdef const uint8_t* s = &src[0]
+    cdef uint8_t* buf = &scratch[0]
+    cdef uint8_t* o = &out[0]
+    cdef const char* cn = cname
+    cdef int got = 0, failed = 1
+    with nogil:
+        for r in range(n):
+            normalize_layout(<int>ndim, &shape[0] if ndim else NULL, &src_strides[0] if ndim
+                             else NULL, &dst_strides[0] if ndim else NULL, src_offsets[r], 0,
+                             &L)
+            strided_copy_stream(s, buf, &L, itemsize, swap_unit, False)
+            if f != NULL and _all_items(buf, nbytes, f, itemsize):
+                sizes[r] = -1
+                continue
+            got = _blosc_compress(clevel, shuffle, typesize, <size_t>nbytes, buf,
+                                  o + r * slot, <size_t>slot, cn, blocksize, 1)
+            if got <= 0:
+                failed = got
+                break
+            sizes[r] = got
+    if failed <= 0:
+        raise RuntimeError(f"blosc_compress_regions: c-blosc failed ({failed}) on a chunk of "
+                           f"{nbytes} bytes with compressor {cname!r}")
+    return sizes_arr
 
 
 def bound():

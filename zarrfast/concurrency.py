@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -115,6 +115,60 @@ def map_unordered_into(
     size = -(-len(items) // nbatches)
     _run_batches(get_pool(config.get("threads")), fn,
                  [items[i:i + size] for i in range(0, len(items), size)])
+
+
+def map_dynamic_into(
+    fn: Callable[[T], None], items: Iterable[T], *, work_bytes: int | None = None
+) -> None:
+    """:func:`map_unordered_into` for items that are batches already (a kernel call
+    each): the pool's threads and the calling thread take the items one at a time, in
+    order, from one shared queue, so a thread slowed down (another process on its
+    core, a slower item) takes fewer of them instead of leaving the others idle at the
+    end.  Inline when :func:`batch_count` says one batch; same error and interrupt
+    semantics."""
+    items = list(items)
+    if batch_count(len(items), work_bytes) <= 1:
+        for item in items:
+            fn(item)
+        return
+    threads = min(config.get("threads"), len(items))
+    shared = _SharedItems(items)
+    # (every thread iterates the same queue: _run_batches runs each "batch" to its end)
+    _run_batches(get_pool(threads), fn, [shared] * threads)  # type: ignore[list-item]
+
+
+class _SharedItems:
+    """An iterator over a list that several threads may draw from (under a lock)."""
+
+    def __init__(self, items: list) -> None:
+        self._items = items
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> _SharedItems:
+        return self
+
+    def __next__(self) -> Any:
+        with self._lock:
+            i = self._next
+            if i >= len(self._items):
+                raise StopIteration
+            self._next = i + 1
+        return self._items[i]
+
+
+def map_weighted_into(
+    fn: Callable[[T], None], items: Iterable[T], weights: Sequence[int], *,
+    work_bytes: int | None = None
+) -> None:
+    """:func:`map_dynamic_into` for items of unequal work (``weights``, in any unit),
+    heaviest first: no thread is left with most of the work at the end (contiguous
+    slices of shards, say, can hold all the full ones while another holds the edges)."""
+    items = list(items)
+    if len(weights) != len(items):
+        raise ValueError(f"map_weighted_into: {len(items)} items but {len(weights)} weights")
+    order = sorted(range(len(items)), key=lambda i: -weights[i])
+    map_dynamic_into(fn, [items[i] for i in order], work_bytes=work_bytes)
 
 
 def batch_count(n: int, work_bytes: int | None = None) -> int:

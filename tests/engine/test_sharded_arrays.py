@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import zarrfast
 from zarrfast.codecs import BytesCodec, ShardingCodec
 from zarrfast.engine import sharded as zf_sharding
-from zarrfast.storage import MemoryStore
+from zarrfast.storage import LocalStore, MemoryStore
 
 from _helpers import LE
 from _helpers.sharding import (
@@ -155,18 +155,29 @@ def test_random_selections_match_numpy(layout, data):
 @pytest.mark.parametrize("shape", [(64, 96), (70, 100)])  # (70, 100): edge inner chunks
 @pytest.mark.parametrize("endian", ["little", "big"])
 @pytest.mark.parametrize("write_empty", [False, True])
+@pytest.mark.parametrize("local", [False, True])
 def test_whole_raw_shards_assembled_in_place_match_the_general_path(
-        monkeypatch, location, shape, endian, write_empty):
-    """Whole shards of uncompressed inner chunks are built in one buffer; the bytes are
-    the general path's, byte for byte (and shards with an all-fill inner chunk take the
-    general path, which leaves that chunk out)."""
+        monkeypatch, tmp_path, location, shape, endian, write_empty, local):
+    """Whole shards of uncompressed inner chunks are built in one buffer (edge shards
+    too: the inner chunks in the array, in index order); the bytes are the general
+    path's, byte for byte (and shards with an all-fill inner chunk take the general
+    path, which leaves that chunk out).  A local store (``copies_values``) gets each
+    shard from one reused per-thread buffer."""
     data = np.random.default_rng(3).integers(0, 1000, shape).astype("<i4")
     data[:8, :16] = -1  # one inner chunk of fill values
+    calls = []
+    real = zf_sharding._assemble_raw_shard
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("reuse"))
+        return real(*args, **kwargs)
 
     def write(fast: bool) -> dict:
         if not fast:
             monkeypatch.setattr(zf_sharding, "_assemble_raw_shard", lambda *a, **k: None)
-        store: dict = {}
+        else:
+            monkeypatch.setattr(zf_sharding, "_assemble_raw_shard", counting)
+        store: Any = LocalStore(str(tmp_path / f"{fast}.zarr")) if local else {}
         codec = ShardingCodec(chunk_shape=(8, 16), codecs=[BytesCodec(endian=endian)],
                               index_location=location)
         a = zarrfast.create_array(store, shape=shape, chunks=(32, 32), serializer=codec,
@@ -175,7 +186,11 @@ def test_whole_raw_shards_assembled_in_place_match_the_general_path(
             a[...] = data
         np.testing.assert_array_equal(a[...], data)
         monkeypatch.undo()
+        if local:
+            return {k: bytes(store.get(k)) for k in store.list()}
         return {k: bytes(v) for k, v in store.items()}
 
     fast, general = write(True), write(False)
     assert fast == general
+    assert len(calls) == math.prod(-(-n // 32) for n in shape)  # every shard, edges too
+    assert set(calls) == {local}

@@ -125,3 +125,66 @@ def test_sigint_in_a_real_process_then_the_pool_still_works(tmp_path):
     assert lines[0].startswith("interrupted after"), out
     assert float(lines[0].split()[2]) < 3.0  # 3000 reads x 2 ms on two threads = 3 s
     assert lines[1] == "ok"
+
+
+def test_map_weighted_into_runs_every_item_once_heaviest_first(monkeypatch):
+    import zarrfast.concurrency as conc
+
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def record(i: int) -> None:
+        with lock:
+            seen.append(i)
+
+    weights = [256] * 4 + [16] + [256] * 4 + [16] + [256] * 4 + [16] + [256] * 4 + [16] \
+        + [16] * 4 + [1]
+    with config.set(threads=1):  # inline: heaviest first, ties in order
+        conc.map_weighted_into(record, range(25), weights, work_bytes=2**30)
+    assert seen == sorted(range(25), key=lambda i: -weights[i])
+    seen.clear()
+    with config.set(threads=2):
+        conc.map_weighted_into(record, range(25), weights, work_bytes=2**30)
+    assert sorted(seen) == list(range(25))
+    with pytest.raises(ValueError, match="weights"):
+        conc.map_weighted_into(record, range(3), [1, 2])
+
+
+def test_map_dynamic_into_lets_a_free_thread_take_the_rest():
+    """One item blocks until every other item has run: only a shared queue (not a
+    static split of the items between the threads) lets the other thread run them."""
+    import zarrfast.concurrency as conc
+
+    n = 12
+    done: list[int] = []
+    lock = threading.Lock()
+    rest_done = threading.Event()
+    unblocked = []
+
+    def fn(i: int) -> None:
+        if i == 0:
+            unblocked.append(rest_done.wait(timeout=60))
+            return
+        with lock:
+            done.append(i)
+            if len(done) == n - 1:
+                rest_done.set()
+
+    with config.set(threads=2):
+        conc.map_dynamic_into(fn, range(n), work_bytes=2**30)
+    assert unblocked == [True] and sorted(done) == list(range(1, n))
+
+
+def test_map_dynamic_into_raises_the_first_error():
+    import zarrfast.concurrency as conc
+
+    ran: list[int] = []
+
+    def fn(i: int) -> None:
+        ran.append(i)
+        if i == 3:
+            raise RuntimeError("item 3")
+
+    with config.set(threads=2), pytest.raises(RuntimeError, match="item 3"):
+        conc.map_dynamic_into(fn, range(1000), work_bytes=2**30)
+    assert 3 in ran and len(ran) == len(set(ran))  # (no item twice)

@@ -427,6 +427,18 @@ class BloscCodec(BytesBytesCodec):
             return self
         return BloscCodec(self.cname, self.clevel, shuffle, typesize, self.blocksize)
 
+    def compress_settings(self) -> tuple[int, int, int, bytes, int] | None:
+        """``(clevel, shuffle, typesize, cname, blocksize)`` as ``blosc_compress`` and
+        ``blosc_compress_regions`` take them (the bytes :meth:`encode` gives), or ``None``
+        when :meth:`encode` does not call them (c-blosc not bound, the compressor not
+        in this build)."""
+        from zarrfast import kernels as _kernels
+
+        if _kernels.blosc_compress is None or self.cname not in _blosc_compressors():
+            return None
+        return (self.clevel, _SHUFFLE[self.shuffle or "noshuffle"], self.typesize or 1,
+                self.cname.encode(), self.blocksize)
+
     def encode(self, data: Any) -> bytes:
         arr = np.frombuffer(data, dtype=np.uint8)
         from zarrfast import kernels as _kernels

@@ -27,9 +27,9 @@ import numpy as np
 
 from zarrfast import config
 from zarrfast import kernels as _kernels
-from zarrfast.codecs import CodecChain
+from zarrfast.codecs import BloscCodec, CodecChain
 from zarrfast.codecs.chain import accepts_limit
-from zarrfast.concurrency import batch_count, map_io_then, map_unordered_into
+from zarrfast.concurrency import batch_count, map_dynamic_into, map_io_then, map_unordered_into
 from zarrfast.engine.boxes import read_box_files
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import (
@@ -59,6 +59,7 @@ def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
 class _Scratch(threading.local):
     buf: np.ndarray | None = None
     batch: np.ndarray | None = None
+    encoded: np.ndarray | None = None  # compressed chunks of a write, until stored
     decoder: Any = None  # this thread's batched decoder
 
 
@@ -138,6 +139,13 @@ class PreparedChain:
         #: expansion of incompressible data is far below this; a larger file is read
         #: on its own)
         self.stored_cap = self.chunk_nbytes + self.chunk_nbytes // 64 + 4096
+        #: ``BloscCodec.compress_settings`` when blosc is the only bytes -> bytes codec of
+        #: a fast-path chain: whole chunks are then copied out of a written array and
+        #: compressed many at a time without the GIL (``blosc_compress_regions``)
+        self.blosc_settings = None
+        if (self.fast and len(self.bb) == 1 and type(self.bb[0]) is BloscCodec
+                and _kernels.blosc_compress_regions is not None and self.chunk_nbytes):
+            self.blosc_settings = self.bb[0].compress_settings()
 
     # -- decoding -----------------------------------------------------------------
     def chunk_buffer(self, key: str | None = None, *, what: str = "a chunk buffer",
@@ -178,6 +186,18 @@ class PreparedChain:
                                       f"{self.chunk_shape} and dtype {self.dtype}")
             self._scratch.batch = buf
         return buf[:need]
+
+    def _encoded_buffer(self, nbytes: int) -> np.ndarray:
+        """A per-thread scratch buffer of ``nbytes`` for the compressed chunks of a
+        write (reused, grows as needed)."""
+        buf = self._scratch.encoded
+        if buf is None or buf.nbytes < nbytes:
+            self._scratch.encoded = None
+            buf = _buffers.empty(nbytes, np.uint8, where="",
+                                 what=f"a buffer for compressed chunks of shape "
+                                      f"{self.chunk_shape} and dtype {self.dtype}")
+            self._scratch.encoded = buf
+        return buf[:nbytes]
 
     def decode(
         self, raw: Any, key: str, *, writable: bool = False, into: np.ndarray | None = None
@@ -530,6 +550,42 @@ class RowWriter:
         """Whether row ``i`` keeps some old elements (so the stored chunk must be read)."""
         return not self.proj.complete[i]
 
+    @functools.cached_property
+    def compressible(self) -> np.ndarray | None:
+        """Rows whose chunk :meth:`compress_whole` encodes: written whole from ``value``,
+        inside the array, on a chain with ``blosc_settings``; ``None``: no row."""
+        proj, chain = self.proj, self.chain
+        if chain.blosc_settings is None or self.value_flat is None:
+            return None
+        rows = proj.complete & ~proj.edge & (self.dst_offsets == 0)
+        return rows if rows.any() else None
+
+    def compress_whole(self, rows: np.ndarray, keys: Sequence[str], new: list, gone: list
+                       ) -> None:
+        """The chunks of ``rows`` (all :attr:`compressible`) copied out of ``value`` and
+        compressed by one kernel call, into a per-thread buffer: ``(key, bytes)`` appended
+        to ``new``, or the key to ``gone`` for a chunk equal to the fill value (unless
+        empty chunks are written).  The bytes are views of that buffer, valid until this
+        thread's next call: hand them to a store that ``copies_values`` before that."""
+        chain = self.chain
+        slot = chain.chunk_nbytes + _BLOSC_MAX_OVERHEAD
+        out = chain._encoded_buffer(len(rows) * slot)
+        try:
+            sizes = _kernels.blosc_compress_regions(
+                self.value_flat, self.src_offsets[rows], self.value_strides, self.dst_strides,
+                chain.chunk_shape_arr, chain.itemsize, chain.swap_unit,
+                None if self.write_empty_chunks else chain._fill_chunk_item_arr,
+                chain._scratch_buffer(), out, *chain.blosc_settings)
+        except RuntimeError as e:  # (as BloscCodec.encode reports a c-blosc failure)
+            raise CodecError(f"blosc: cannot compress chunks of {chain.chunk_nbytes} bytes "
+                             f"(chunk {keys[int(rows[0])]!r} and the next "
+                             f"{len(rows) - 1}): {e}") from e
+        for k, (i, n) in enumerate(zip(rows.tolist(), sizes.tolist(), strict=True)):
+            if n < 0:
+                gone.append(keys[i])
+            else:
+                new.append((keys[i], out[k * slot:k * slot + n]))
+
     def write(self, i: int, old: Any, key: str) -> Any:
         """The new stored bytes of row ``i``'s chunk, or ``None`` when it equals the fill
         value everywhere (and empty chunks are not written).  ``old`` is the stored chunk
@@ -719,6 +775,8 @@ DECODE_BATCH = 512
 #: chunks encoded, then written by one ``set_many`` call, per batch of a write -- and
 #: at most this many bytes of chunks (what a task holds before writing them)
 WRITE_BATCH = 64
+#: c-blosc's BLOSC_MAX_OVERHEAD: what compression may add to a chunk
+_BLOSC_MAX_OVERHEAD = 16
 WRITE_BATCH_BYTES = 16 * 2**20
 #: how much cheaper per byte reading an uncompressed chunk is than decoding one
 RAW_COST_RATIO = 8
@@ -789,11 +847,22 @@ def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
         per = max(1, min(WRITE_BATCH, WRITE_BATCH_BYTES // max(chain.chunk_nbytes, 1),
                          -(-proj.nrows // batch_count(proj.nrows, work))))
 
+    # whole chunks of a blosc chain: copied and compressed by one kernel call per batch
+    # into a per-thread buffer, which the store is done with when set_many returns
+    fast = writer.compressible if store.copies_values and store.fast_set_many else None
+
     def batch(lo: int) -> None:
         new: list[tuple[str, Any]] = []
         gone: list[str] = []
+        hi = min(lo + per, proj.nrows)
         try:
-            for i in range(lo, min(lo + per, proj.nrows)):
+            if fast is not None:
+                rows = np.flatnonzero(fast[lo:hi]) + lo
+                if rows.size:
+                    writer.compress_whole(rows, keys, new, gone)
+            for i in range(lo, hi):
+                if fast is not None and fast[i]:
+                    continue
                 key = keys[i]
                 old = (store.get_limited(key, chain.stored_limit) if writer.needs_old(i)
                        else None)
@@ -808,7 +877,7 @@ def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
             if gone:
                 store.delete_many(gone)
 
-    map_unordered_into(batch, range(0, proj.nrows, per), work_bytes=work)
+    map_dynamic_into(batch, range(0, proj.nrows, per), work_bytes=work)
 
 
 def _write_batched(store: Store, keys: Sequence[str], writer: RowWriter,

@@ -44,7 +44,7 @@ from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.concurrency import map_io, map_io_then, map_unordered_into
+from zarrfast.concurrency import map_io, map_io_then, map_unordered_into, map_weighted_into
 from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, run_parts
 from zarrfast.engine.chunked import (
     RAW_COST_RATIO,
@@ -564,16 +564,29 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
 
 def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWriter,
                         proj: Projection, rows: np.ndarray, lin: np.ndarray,
-                        write_empty_chunks: bool) -> np.ndarray | None:
-    """The bytes of a shard whose every inner chunk is written whole and stored
-    uncompressed, built in one buffer: the same bytes the general path assembles.
-    ``None`` when some inner chunk equals the fill value and must be left out (the
-    general path then compacts the shard)."""
+                        write_empty_chunks: bool, reuse: bool = False) -> np.ndarray | None:
+    """The bytes of a shard whose every inner chunk inside the array is written whole and
+    stored uncompressed, built in one buffer: the same bytes the general path assembles
+    (the inner chunks in index order, each after the last; an edge shard's inner chunks
+    outside the array left out, empty in the index).  With ``reuse`` the buffer is this
+    thread's, valid until its next call (for a store that ``copies_values``).  ``None``
+    when some inner chunk equals the fill value and must be left out (the general path
+    then compacts the shard)."""
     nb = inner.chunk_nbytes
-    base = 0 if layout.at_end else layout.index_nbytes
-    buf = _buffers.empty(layout.n_inner * nb + layout.index_nbytes, np.uint8, where="",
-                         what=f"a shard of {layout.n_inner} inner chunks")
-    slots = base + lin.astype(np.int64) * nb
+    n = len(rows)
+    base = layout.data_start
+    total = n * nb + layout.index_nbytes
+    if reuse:
+        buf = _shard_buffer(total)
+    else:
+        buf = _buffers.empty(total, np.uint8, where="",
+                             what=f"a shard of {layout.n_inner} inner chunks")
+    if n < layout.n_inner:  # an edge shard: its inner chunks in index order
+        order = np.argsort(lin, kind="stable")
+        rows, lin = rows[order], lin[order]
+        slots = base + np.arange(n, dtype=np.int64) * nb
+    else:  # (every inner chunk once: chunk j at slot j)
+        slots = base + lin.astype(np.int64) * nb
     for slot in slots[proj.edge[rows]].tolist():
         inner.fill_chunk(buf[slot:slot + nb])  # padding beyond the array's edge
     _kernels.copy_regions(
@@ -583,15 +596,38 @@ def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWr
     )
     if not write_empty_chunks and inner.any_fill(buf, slots):
         return None
-    index = np.empty((layout.n_inner, 2), dtype=np.uint64)
-    index[:, 0] = base + np.arange(layout.n_inner, dtype=np.uint64) * nb
-    index[:, 1] = nb
+    if n < layout.n_inner:
+        index = np.full((layout.n_inner, 2), EMPTY, dtype=np.uint64)
+        index[lin, 0] = slots
+        index[lin, 1] = nb
+    else:
+        index = np.empty((layout.n_inner, 2), dtype=np.uint64)
+        index[:, 0] = base + np.arange(layout.n_inner, dtype=np.uint64) * nb
+        index[:, 1] = nb
     raw_index = np.frombuffer(layout.encode_index(index), dtype=np.uint8)
     if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
         return None
-    at = layout.n_inner * nb if layout.at_end else 0
+    at = n * nb if layout.at_end else 0
     buf[at:at + layout.index_nbytes] = raw_index
     return buf
+
+
+class _ShardScratch(threading.local):
+    buf: np.ndarray | None = None
+
+
+_shard_scratch = _ShardScratch()
+
+
+def _shard_buffer(nbytes: int) -> np.ndarray:
+    """This thread's buffer for assembling a shard (reused: its pages are already mapped,
+    where a fresh multi-MiB buffer costs a page fault per 4 KiB on first touch)."""
+    buf = _shard_scratch.buf
+    if buf is None or buf.nbytes < nbytes:
+        _shard_scratch.buf = None
+        buf = _buffers.empty(nbytes, np.uint8, where="", what="a buffer to assemble a shard in")
+        _shard_scratch.buf = buf
+    return buf[:nbytes]
 
 
 #: bytes of inner chunks (decoded size) whose shards a sharded read fetches at once
@@ -859,6 +895,8 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
     # whole shards of uncompressed inner chunks written from an array are assembled
     # in place: one copy_regions call, no per-chunk buffers, no join
     raw_whole = inner.fast and not inner.bb and writer.value_flat is not None
+    # (a shard buffer per thread, reused, when the store keeps no reference to a value)
+    reuse = store.copies_values
 
     def write_shard(g: int) -> None:
         key, rows = keys[g], groups[g]
@@ -866,9 +904,9 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         layout = sub.layout
         whole = (len(rows) >= chain.inner_in_array(shard_coords[g])
                  and bool(proj.complete[rows].all()))
-        if raw_whole and whole and len(rows) == layout.n_inner:
+        if raw_whole and whole:
             shard = _assemble_raw_shard(layout, inner, writer, proj, rows, inner_lin[rows],
-                                        write_empty_chunks)
+                                        write_empty_chunks, reuse=reuse)
             if shard is not None:
                 for c in chain.outer_bb:
                     shard = c.encode(shard)
@@ -899,11 +937,12 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         store.set(key, shard)
         chain.cache.put(key, None)  # re-read (and re-checked) on next use
 
-    # One task per shard: no two tasks read-modify-write the same shard.
+    # One task per shard: no two tasks read-modify-write the same shard.  (Weighted by
+    # inner chunks written: full shards and thin edge shards shared out evenly.)
     if store.batched_reads:
         map_io(task, range(len(keys)))
     else:
-        map_unordered_into(task, range(len(keys)),
-                           work_bytes=proj.nrows * chain.inner.chunk_nbytes)
+        map_weighted_into(task, range(len(keys)), [len(rows) for rows in groups],
+                          work_bytes=proj.nrows * chain.inner.chunk_nbytes)
 
 

@@ -193,9 +193,10 @@ def _load_chunk_decoder():
         except ValueError as e:  # pragma: no cover - linked against an unusable c-blosc
             CODEC_BINDINGS.setdefault("blosc", f"not bound: {e}")
     CODEC_BINDINGS.setdefault("blosc", "not bound")
-    global blosc_compress
+    global blosc_compress, blosc_compress_regions
     if _decode.blosc_compress_bound():
         blosc_compress = _decode.blosc_compress
+        blosc_compress_regions = _decode.blosc_compress_regions
     return _decode.ChunkDecoder, _decode.bound()
 
 
@@ -206,6 +207,11 @@ CODEC_BINDINGS: dict[str, str] = {}
 #: ``blosc_compress(src, clevel, shuffle, typesize, cname, blocksize) -> bytes`` (c-blosc
 #: bound by ``_ext._decode``, GIL released), or ``None``: numcodecs encodes
 blosc_compress = None
+#: ``blosc_compress_regions(src, src_offsets, src_strides, dst_strides, shape, itemsize,
+#: swap_unit, fill, scratch, out, clevel, shuffle, typesize, cname, blocksize) -> sizes``:
+#: many whole chunks copied out of an array and compressed in one ``nogil`` loop (bound
+#: with ``blosc_compress``), or ``None``; twin ``reference.blosc_compress_regions``
+blosc_compress_regions = None
 
 
 #: ``ChunkDecoder(codec, nbytes).decode_regions(...)`` (``_ext._decode``) for the codecs

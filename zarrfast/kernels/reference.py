@@ -332,6 +332,54 @@ def copy_regions(src, src_offsets, src_strides, dst, dst_offsets, dst_strides, s
         copy_region(s, int(so[r]), sst, d, int(do[r]), dstr, shp[r], itemsize, swap_unit)
 
 
+#: c-blosc's BLOSC_MAX_OVERHEAD (see ``_ext._decode``)
+BLOSC_MAX_OVERHEAD = 16
+
+
+def blosc_compress_regions(src, src_offsets, src_strides, dst_strides, shape, itemsize,
+                           swap_unit, fill, scratch, out, clevel, shuffle, typesize, cname,
+                           blocksize) -> np.ndarray:
+    """Twin of ``_ext._decode.blosc_compress_regions``: ``copy_region`` into ``scratch``,
+    ``is_uniform`` against ``fill``, then numcodecs' ``blosc.compress`` (its context path,
+    the kernel's bytes, when called off the main thread)."""
+    from numcodecs import blosc
+
+    if not 0 <= clevel <= 9 or shuffle not in (0, 1, 2) or typesize < 1 or b"\0" in cname:
+        raise ValueError(f"blosc_compress_regions: bad settings clevel={clevel} "
+                         f"shuffle={shuffle} typesize={typesize} cname={cname!r}")
+    d = _u8(scratch, writable=True)
+    o = _u8(out, writable=True)
+    shp = _i64(shape)
+    offs = _i64(src_offsets)
+    nbytes = d.nbytes
+    if nbytes < 1 or int(np.prod(shp)) * itemsize != nbytes:
+        raise ValueError(f"blosc_compress_regions: the region {_ints(shp)} of {itemsize}-byte "
+                         f"items is {int(np.prod(shp)) * itemsize} bytes, the scratch buffer "
+                         f"{nbytes}: a region must be a whole chunk")
+    slot = nbytes + BLOSC_MAX_OVERHEAD
+    if o.nbytes < len(offs) * slot:
+        raise ValueError(f"blosc_compress_regions: out holds {o.nbytes} bytes, "
+                         f"{len(offs)} chunks need {len(offs) * slot}")
+    f = None if fill is None else _u8(fill)
+    if f is not None and f.nbytes != itemsize:
+        raise ValueError(f"blosc_compress_regions: fill is {f.nbytes} bytes, an item "
+                         f"{itemsize}")
+    for r in range(len(offs)):  # every region checked before anything is compressed
+        _check_span("blosc_compress_regions", "src", _u8(src).nbytes, int(offs[r]),
+                    _i64(src_strides), shp, itemsize)
+    sizes = np.empty(len(offs), dtype=np.int64)
+    for r in range(len(offs)):
+        copy_region(src, int(offs[r]), src_strides, d, 0, dst_strides, shp, itemsize,
+                    swap_unit)
+        if f is not None and is_uniform(d, f):
+            sizes[r] = -1
+            continue
+        got = blosc.compress(d, cname, clevel, shuffle, blocksize, typesize=typesize)
+        o[r * slot:r * slot + len(got)] = np.frombuffer(got, dtype=np.uint8)
+        sizes[r] = len(got)
+    return sizes
+
+
 #: ``ChunkDecoder.decode_regions`` statuses (see ``_ext._decode``)
 DECODED, NO_DATA, FAILED = 0, 1, 2
 #: the codecs ``ChunkDecoder`` decodes

@@ -300,6 +300,9 @@ class Store(abc.ABC):
     #: whether :meth:`set_many` writes many values faster than :meth:`set` one by one
     #: (the chunk pipeline then writes a batch of chunks at a time)
     fast_set_many: bool = False
+    #: whether :meth:`set` and :meth:`set_many` are done with a value when they return
+    #: (what they store is a copy): the caller may then reuse the value's buffer
+    copies_values: bool = False
     #: whether :meth:`node_lock` also excludes other processes (``LocalStore``: a lock
     #: file); otherwise it excludes the threads of this process only, and updates of a
     #: node's metadata check that nobody else changed it meanwhile (best effort)

@@ -632,6 +632,13 @@ class LocalStore(Store):
         changes ``set``, or every write is fsynced)."""
         return type(self).set is LocalStore.set and not self.fsync
 
+    @property
+    def copies_values(self) -> bool:  # type: ignore[override]
+        """A value is written to a file before ``set`` / ``set_many`` return, and not
+        kept (unless a subclass changes them)."""
+        cls = type(self)
+        return cls.set is LocalStore.set and cls.set_many is LocalStore.set_many
+
     def set_many(self, items: Any) -> None:
         """Many atomic writes (temporary file, then rename), as :meth:`set` does one by
         one: each directory is opened (and made) once, inside the root, and the files

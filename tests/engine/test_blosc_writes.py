@@ -1,0 +1,206 @@
+"""Whole-chunk blosc writes (``blosc_compress_regions``: copy + compress in one ``nogil``
+call per batch, into a per-thread buffer that the local store is done with when
+``set_many`` returns) against the per-chunk path, numcodecs' bytes and zarr-python."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numcodecs
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast import config
+from zarrfast import kernels as _kernels
+from zarrfast.kernels import reference as _reference
+from zarrfast.storage import LocalStore, MemoryStore
+
+pytestmark = pytest.mark.skipif(_kernels.blosc_compress_regions is None,
+                                reason="c-blosc compression is not bound")
+
+SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+
+def _chunks(path):
+    """Every stored chunk file below ``path`` (key -> bytes)."""
+    store = LocalStore(path)
+    return {k: store.get(k) for k in store.list() if k.startswith("c/")}
+
+
+def _values(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.cumsum(rng.integers(0, 3, int(np.prod(shape))), dtype=np.int64)
+    return (x % 5000).astype(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("shuffle", ["bitshuffle", "shuffle", "noshuffle"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blosc_write_bytes_are_numcodecs_and_zarr_python_reads_them(tmp_path, endian, shuffle,
+                                                                    threads):
+    import zarr
+
+    shape, chunks = (37, 40, 24), (8, 16, 8)  # edge chunks on two dimensions
+    x = _values(shape, "<u2")
+    comp = zarrfast.codecs.BloscCodec("lz4", 5, shuffle, 2, 0)
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=shape, chunks=chunks,
+                              dtype="uint16", compressors=[comp],
+                              serializer=zarrfast.codecs.BytesCodec(endian))
+    assert a._chain.blosc_settings is not None
+    with config.set(threads=threads):
+        a[...] = x
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a.zarr"), mode="r")[...], x)
+    ref = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=SHUFFLES[shuffle], typesize=2)
+    order = "<" if endian == "little" else ">"
+    stored = _chunks(str(tmp_path / "a.zarr"))
+    assert len(stored) == 5 * 3 * 3
+
+    def check():  # (numcodecs' context path: off the main thread)
+        for key, got in stored.items():
+            idx = [int(c) for c in key.split("/")[1:]]
+            block = np.zeros(chunks, dtype=f"{order}u2")  # padding: the fill value 0
+            sl = tuple(slice(i * c, min((i + 1) * c, s))
+                       for i, c, s in zip(idx, chunks, shape, strict=True))
+            block[tuple(slice(0, s.stop - s.start) for s in sl)] = x[sl]
+            assert bytes(got) == bytes(ref.encode(block.view(np.uint8))), key
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(check).result()
+
+
+def test_blosc_write_matches_the_per_chunk_path_and_skips_fill_chunks(tmp_path):
+    shape, chunks = (64, 48), (16, 16)
+    x = _values(shape, "<i4", seed=3)
+    x[16:32, 16:32] = 7  # one chunk equal to the fill value
+    kwargs = dict(shape=shape, chunks=chunks, dtype="<i4", fill_value=7,
+                  compressors=[zarrfast.codecs.BloscCodec("zstd", 3, "shuffle", 4, 0)])
+    fast = zarrfast.create_array(str(tmp_path / "fast.zarr"), **kwargs)
+    slow = zarrfast.create_array(MemoryStore(), **kwargs)  # (no copies_values: per chunk)
+    fast[...] = x
+    slow[...] = x
+    got = _chunks(str(tmp_path / "fast.zarr"))
+    assert "c/1/1" not in got and len(got) == 4 * 3 - 1
+    for key, value in got.items():
+        assert bytes(value) == bytes(slow.store.get(key)), key
+    np.testing.assert_array_equal(fast[...], x)
+    # with write_empty_chunks the fill chunk is stored, as the per-chunk path stores it
+    full = zarrfast.create_array(str(tmp_path / "full.zarr"), config={"write_empty_chunks": True},
+                                 **kwargs)
+    full[...] = x
+    assert "c/1/1" in _chunks(str(tmp_path / "full.zarr"))
+    # a later write of the fill value deletes the stored chunk
+    fast[0:16, 0:16] = 7
+    assert "c/0/0" not in _chunks(str(tmp_path / "fast.zarr"))
+    x[0:16, 0:16] = 7
+    np.testing.assert_array_equal(fast[...], x)
+
+
+def test_blosc_partial_and_strided_writes_keep_the_per_chunk_path(tmp_path):
+    shape, chunks = (40, 40), (8, 8)
+    x = _values(shape, "<u2", seed=5)
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=shape, chunks=chunks,
+                              dtype="<u2", compressors=[zarrfast.codecs.BloscCodec(
+                                  "lz4", 5, "bitshuffle", 2, 0)])
+    a[...] = x
+    y = x.copy()
+    a[3:29, 5:40] = 11  # scalar: partial and whole chunks
+    y[3:29, 5:40] = 11
+    a[::3, 1:17] = x[::3, 1:17] + 1
+    y[::3, 1:17] = x[::3, 1:17] + 1
+    a[8:24, 8:32] = x[:16, :24]  # whole chunks from a shifted source
+    y[8:24, 8:32] = x[:16, :24]
+    np.testing.assert_array_equal(a[...], y)
+
+
+def _regions_case(swap_unit=1, fill=None):
+    src = _values((12, 10, 16), "<u2", seed=1)
+    flat = src.reshape(-1).view(np.uint8)
+    strides = np.array(src.strides, np.int64)
+    shape = np.array([4, 5, 8], np.int64)
+    offsets = np.array([0, 4 * strides[0] + 5 * strides[1], 8 * strides[0] + 8 * strides[2]],
+                       np.int64)
+    dst_strides = np.array([5 * 8 * 2, 8 * 2, 2], np.int64)
+    nb = 4 * 5 * 8 * 2
+    return (flat, offsets, strides, dst_strides, shape, 2, swap_unit, fill,
+            np.empty(nb, np.uint8), np.zeros(3 * (nb + 16), np.uint8), 5, 2, 2, b"lz4", 0)
+
+
+@pytest.mark.parametrize("swap_unit", [1, 2])
+def test_blosc_compress_regions_twin(swap_unit):
+    args = _regions_case(swap_unit)
+    sizes = _kernels.blosc_compress_regions(*args)
+    twin_args = list(_regions_case(swap_unit))
+    with ThreadPoolExecutor(1) as pool:
+        twin_sizes = pool.submit(_reference.blosc_compress_regions, *twin_args).result()
+    np.testing.assert_array_equal(sizes, twin_sizes)
+    slot = args[8].nbytes + 16
+    for r, n in enumerate(sizes.tolist()):
+        assert bytes(args[9][r * slot:r * slot + n]) == bytes(twin_args[9][r * slot:r * slot + n])
+        back = np.frombuffer(numcodecs.Blosc().decode(bytes(args[9][r * slot:r * slot + n])),
+                             np.uint8)
+        want = np.empty(args[8].nbytes, np.uint8)
+        _kernels.copy_region(args[0], int(args[1][r]), args[2], want, 0, args[3], args[4], 2,
+                             swap_unit)
+        np.testing.assert_array_equal(back, want)
+
+
+def test_blosc_compress_regions_fill_and_errors():
+    base = list(_regions_case())
+    base[0] = np.zeros_like(base[0])
+    base[7] = np.zeros(2, np.uint8)
+    for fn in (_kernels.blosc_compress_regions, _reference.blosc_compress_regions):
+        args = list(base)
+        args[9] = np.zeros_like(base[9])
+        assert fn(*args).tolist() == [-1, -1, -1]
+        bad = list(args)
+        bad[9] = np.zeros(100, np.uint8)  # out too short
+        with pytest.raises(ValueError, match="out holds"):
+            fn(*bad)
+        bad = list(args)
+        bad[1] = np.array([10**6], np.int64)  # outside src
+        with pytest.raises(ValueError):
+            fn(*bad)
+        bad = list(args)
+        bad[8] = np.empty(7, np.uint8)  # not a whole chunk
+        with pytest.raises(ValueError, match="whole chunk"):
+            fn(*bad)
+        bad = list(args)
+        bad[10] = 12  # clevel
+        with pytest.raises(ValueError, match="bad settings"):
+            fn(*bad)
+
+
+def test_whole_chunks_of_a_local_store_take_the_batched_kernel(tmp_path, monkeypatch):
+    from zarrfast.engine import chunked
+
+    calls = []
+    real = _kernels.blosc_compress_regions
+
+    def counting(*args):
+        calls.append(len(args[1]))
+        return real(*args)
+
+    monkeypatch.setattr(chunked._kernels, "blosc_compress_regions", counting)
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(20, 16), chunks=(8, 8),
+                              dtype="<u2", compressors=[zarrfast.codecs.BloscCodec(
+                                  "lz4", 5, "bitshuffle", 2, 0)])
+    x = _values((20, 16), "<u2", seed=9)
+    a[...] = x
+    assert sum(calls) == 4  # the 2 edge chunks of the last row go chunk by chunk
+    np.testing.assert_array_equal(a[...], x)
+
+
+def test_a_c_blosc_failure_in_the_batched_kernel_is_a_codec_error(tmp_path, monkeypatch):
+    from zarrfast.engine import chunked
+    from zarrfast.errors import CodecError
+
+    def failing(*args):
+        raise RuntimeError("blosc_compress_regions: c-blosc failed (-1)")
+
+    monkeypatch.setattr(chunked._kernels, "blosc_compress_regions", failing)
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(16, 16), chunks=(8, 8),
+                              dtype="<u2", compressors=[zarrfast.codecs.BloscCodec(
+                                  "lz4", 5, "bitshuffle", 2, 0)])
+    with pytest.raises(CodecError, match="cannot compress chunks of 128 bytes"):
+        a[...] = _values((16, 16), "<u2")
