@@ -71,11 +71,22 @@ class Nginx:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
 
     def requests(self) -> list[tuple[str, str, str, int]]:
-        """``(method, path, range, status)`` of every request so far."""
+        """``(method, path, range, status)`` of every request so far.  nginx logs a
+        request after it has sent the response, so the client may be done before the
+        last line is written: the log is read until it stays the same for 50 ms (at
+        most 5 s)."""
         log = self.run / "access.log"
         out = []
         if log.exists():
-            for line in log.read_text().splitlines():
+            text = log.read_text()
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+                again = log.read_text()
+                if again == text:
+                    break
+                text = again
+            for line in text.splitlines():
                 method, uri, rest = line.split(" ", 2)
                 rng, status = rest.rsplit(" ", 1)
                 out.append((method, uri.lstrip("/"), rng.strip('"').replace("-", "", 0),
