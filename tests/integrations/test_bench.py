@@ -417,6 +417,24 @@ def test_evict_pages_takes_a_dataset_out_of_the_page_cache(tmp_path):
     assert all(_resident_bytes(d / "c" / str(i)) == 0 for i in range(3))
 
 
+
+def test_kept_written_datasets_leave_the_page_cache(tmp_path):
+    """A written dataset the run keeps (on disk, for the inode allocator) does not keep
+    its pages in memory."""
+    cfg = _cfg(tmp_path)
+    ctx = H._Context(cfg, cfg.path)
+    path = ctx.fresh("zarrfast-write.zarr")
+    os.makedirs(os.path.join(path, "c"))
+    for i in range(3):
+        with open(os.path.join(path, "c", str(i)), "wb") as f:
+            f.write(os.urandom(1 << 20))
+    before = _resident_bytes(os.path.join(path, "c", "0"))
+    if before is None or before == 0:
+        pytest.skip("fincore is missing, or this file system keeps no page cache for files")
+    ctx.discard(path, 3 << 20)
+    assert os.path.isdir(path)  # kept ...
+    assert all(_resident_bytes(os.path.join(path, "c", str(i))) == 0 for i in range(3))
+
 def test_cold_run_evicts_before_every_timed_read(tmp_path, monkeypatch):
     calls = []
     real = H.evict_pages

@@ -378,7 +378,11 @@ class _Context:
         directory goes then) while the kept bytes stay within a quarter of the free
         disk (at most 16 GiB): deleting thousands of files just before a timed write
         slows the next writer's inode allocation (ext4 passes over inodes freed in
-        the last minutes), whichever library that is."""
+        the last minutes), whichever library that is.  A kept dataset's pages leave the
+        page cache (:func:`evict_pages`): gigabytes of written files held there leave
+        free memory fragmented, and the next large allocation that asks for huge pages
+        (NumPy's of 4 MiB and more do) then stalls compacting memory, on whichever
+        library allocates next."""
         if self._kept_budget is None:
             try:
                 free = shutil.disk_usage(self.scratch).free
@@ -387,6 +391,8 @@ class _Context:
             self._kept_budget = min(free // 4, 16 * 2**30)
         if self._kept + nbytes <= self._kept_budget:
             self._kept += nbytes
+            with contextlib.suppress(OSError):  # (no posix_fadvise: kept as it is)
+                evict_pages(path)
         else:
             shutil.rmtree(path, ignore_errors=True)
 
