@@ -177,27 +177,26 @@ class PreparedChain:
     def _batch_buffer(self, n: int, slot: int | None = None) -> np.ndarray:
         """A per-thread scratch buffer for ``n`` chunks of ``slot`` bytes (default the
         chunk's size; reused, grows as needed)."""
-        need = n * (self.chunk_nbytes if slot is None else slot)
-        buf = self._scratch.batch
-        if buf is None or buf.nbytes < need:
-            self._scratch.batch = None
-            buf = _buffers.empty(need, np.uint8, where="",
-                                 what=f"a buffer for a batch of {n} chunks of shape "
-                                      f"{self.chunk_shape} and dtype {self.dtype}")
-            self._scratch.batch = buf
-        return buf[:need]
+        return self._thread_buffer("batch", n * (self.chunk_nbytes if slot is None else slot),
+                                   f"a buffer for a batch of {n} chunks")
 
     def _encoded_buffer(self, nbytes: int) -> np.ndarray:
         """A per-thread scratch buffer of ``nbytes`` for the compressed chunks of a
         write (reused, grows as needed)."""
-        buf = self._scratch.encoded
-        if buf is None or buf.nbytes < nbytes:
-            self._scratch.encoded = None
-            buf = _buffers.empty(nbytes, np.uint8, where="",
-                                 what=f"a buffer for compressed chunks of shape "
-                                      f"{self.chunk_shape} and dtype {self.dtype}")
-            self._scratch.encoded = buf
-        return buf[:nbytes]
+        return self._thread_buffer("encoded", nbytes, "a buffer for compressed chunks")
+
+    def _thread_buffer(self, name: str, need: int, what: str) -> np.ndarray:
+        """This thread's scratch buffer ``name`` (an attribute of ``self._scratch``),
+        grown to at least ``need`` bytes; its first ``need`` bytes.  ``what`` names it
+        when memory runs out."""
+        buf = getattr(self._scratch, name)
+        if buf is None or buf.nbytes < need:
+            setattr(self._scratch, name, None)  # (the old one goes before the new one)
+            buf = _buffers.empty(need, np.uint8, where="",
+                                 what=f"{what} of shape {self.chunk_shape} and dtype "
+                                      f"{self.dtype}")
+            setattr(self._scratch, name, buf)
+        return buf[:need]
 
     def decode(
         self, raw: Any, key: str, *, writable: bool = False, into: np.ndarray | None = None
