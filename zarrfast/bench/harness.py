@@ -717,10 +717,14 @@ def _random_floor(ds: D.Dataset, threads: int, repeat: int, ctx: _Context) -> li
     coords = [c for box in boxes for c in itertools.product(
         *(range(s.start // n, (s.stop - 1) // n + 1) for s, n in zip(box, chunks, strict=True)))]
     blobs: list[bytes] = []
+    stored: list[tuple[int, ...]] = []  # (the coordinates of blobs)
 
     def decode_only(first: bool) -> tuple[float, Any]:
         if not blobs:
-            blobs.extend(b for b in _stored_chunks(ds, coords) if b is not None)
+            for c, b in zip(coords, _stored_chunks(ds, coords), strict=True):
+                if b is not None:
+                    stored.append(c)
+                    blobs.append(b)
         out = np.empty(math.prod(chunks) * 2, dtype=np.uint8)
         t0 = time.perf_counter()
         for b in blobs:
@@ -728,8 +732,6 @@ def _random_floor(ds: D.Dataset, threads: int, repeat: int, ctx: _Context) -> li
         dt = time.perf_counter() - t0
         if not first:
             return dt, None
-        stored = [c for c, b in zip(coords, _stored_chunks(ds, coords), strict=True)
-                  if b is not None]
         for c, b in zip(stored, blobs, strict=True):  # (not timed) every chunk's values
             region = tuple(slice(i * n, min((i + 1) * n, s))
                            for i, n, s in zip(c, chunks, ds.shape, strict=True))
