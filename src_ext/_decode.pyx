@@ -29,9 +29,9 @@ Twin: ``zarrfast._reference.ChunkDecoder``.
 from cpython.bytes cimport (
     PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE,
 )
-from libc.string cimport memcmp, strlen
+from libc.string cimport memcmp, memset, strlen
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
 from posix.unistd cimport close
 from libc.stdint cimport UINT64_MAX, int64_t, int8_t, uint8_t, uint32_t, uint64_t
@@ -149,6 +149,27 @@ cdef extern from *:
     #endif
     """
     int64_t zf_claim(int64_t* cursor) noexcept nogil
+
+
+cdef extern from "zf_helper.h":
+    ctypedef struct zf_worker:
+        void* dctx
+        uint8_t* scratch
+        int64_t scratch_cap
+        uint8_t* filebuf
+        int64_t filecap
+    ctypedef struct zf_job:
+        void (*run)(zf_job* job, zf_worker* worker) noexcept nogil
+        int released
+    int zf_helper_post(zf_job* job) noexcept nogil
+    void zf_helper_finish(zf_job* job) noexcept nogil
+    int64_t zf_helper_jobs() noexcept nogil
+
+
+def helper_jobs():
+    """How many jobs the helper thread has taken since the process started (0 where
+    there is no helper): for tests."""
+    return zf_helper_jobs()
 
 
 cdef extern from "zf_crc32c.h":
@@ -441,15 +462,23 @@ cdef enum:
     _BLOSC = 1
 
 
+ctypedef struct _PlanC:
+    # a _Plan's tables, for code that runs without Python objects (the helper thread)
+    Layout* layouts
+    bint* skip
+    uint8_t* d
+    const int64_t* dst_offsets
+    const uint8_t* direct
+    Py_ssize_t itemsize, swap_unit
+    bint stream  # (copies into dst use non-temporal stores)
+
+
 cdef class ChunkDecoder:
     """A decompression context and a scratch buffer for chunks of one codec and
     size.  Not thread-safe: use one per thread."""
 
-    cdef void* dctx
+    cdef zf_worker w  # (its buffers: malloc/realloc, grown inside nogil loops)
     cdef int codec
-    cdef uint8_t* scratch
-    cdef uint8_t* filebuf  # (malloc/realloc: grown inside nogil loops)
-    cdef int64_t filecap
     cdef readonly int64_t nbytes
 
     def __cinit__(self, str codec not None, int64_t nbytes):
@@ -459,37 +488,11 @@ cdef class ChunkDecoder:
             raise ValueError(f"ChunkDecoder: nbytes {nbytes} is negative")
         self.nbytes = nbytes
         self.codec = _ZSTD if codec == "zstd" else _BLOSC
-        if self.codec == _ZSTD:
-            self.dctx = _create()
-            if self.dctx == NULL:
-                raise MemoryError()
-        self.scratch = <uint8_t*>PyMem_Malloc(max(nbytes, 1))
-        if self.scratch == NULL:
+        if not _worker_ready(&self.w, self.codec, nbytes):
             raise MemoryError()
 
-    cdef bint _decode(self, const uint8_t* frame, size_t size, uint8_t* target) noexcept nogil:
-        """Decode one chunk of exactly ``nbytes`` bytes into ``target``; False if it is
-        not one (nothing beyond ``nbytes`` bytes of ``target`` is ever written)."""
-        cdef unsigned long long declared
-        cdef size_t got, header_nbytes
-        cdef size_t nbytes = <size_t>self.nbytes
-        if self.codec == _ZSTD:
-            declared = _content_size(frame, size)
-            if declared == _CONTENTSIZE_ERROR or (
-                    declared != _CONTENTSIZE_UNKNOWN and declared != <unsigned long long>nbytes):
-                return False
-            got = _decompress(self.dctx, target, nbytes, frame, size)
-            return not _is_error(got) and got == nbytes
-        # blosc: the header must give the stored size and the chunk's size
-        if _blosc_validate(frame, size, &header_nbytes) != 0 or header_nbytes != nbytes:
-            return False
-        return _blosc_decompress(frame, target, nbytes, 1) == <int>nbytes
-
     def __dealloc__(self):
-        if self.dctx != NULL and _free != NULL:
-            _free(self.dctx)
-        PyMem_Free(self.scratch)
-        free(self.filebuf)
+        _worker_release(&self.w)
 
     def decode_regions(self, const uint8_t[::1] src not None,
                        const int64_t[::1] src_offsets not None,
@@ -499,13 +502,18 @@ cdef class ChunkDecoder:
                        uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
                        const int64_t[::1] dst_strides not None,
                        const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
-                       Py_ssize_t swap_unit, const uint8_t[::1] direct not None):
+                       Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
+                       bint share=False):
         """Decode chunk ``r`` (``src[src_offsets[r]:][:src_sizes[r]]``, which must
         decode to exactly ``nbytes`` bytes) and copy the region of
         shape ``shapes[r]`` at ``chunk_offsets[r]`` (strides ``chunk_strides``) of
         the decoded chunk to ``dst_offsets[r]`` (strides ``dst_strides``) of ``dst``,
         as ``copy_regions`` does.  With ``direct[r]`` the chunk is decoded straight
         into ``dst[dst_offsets[r]:][:nbytes]`` instead.
+
+        With ``share`` the rows are shared with the helper thread (``zf_helper.h``)
+        when it is free: the call then takes about half as long for a few chunks
+        that each decode for tens of microseconds, and the result is the same.
 
         Returns an int8 array of statuses: ``DECODED``; ``NO_DATA`` (a negative
         size: nothing done); ``FAILED`` (does not decode to ``nbytes`` bytes:
@@ -531,13 +539,13 @@ cdef class ChunkDecoder:
         cdef _Plan plan = _Plan("decode_regions", self.nbytes, chunk_offsets, chunk_strides,
                                 dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit,
                                 direct, status)
-        cdef const uint8_t* s = &src[0] if src.shape[0] else NULL
+        cdef _RowsJob job
+        _job_init(&job, self, plan, &status[0] if n else NULL, n)
+        job.src = &src[0] if src.shape[0] else NULL
+        job.src_offsets = &src_offsets[0] if n else NULL
+        job.src_sizes = &src_sizes[0] if n else NULL
         with nogil:
-            for r in range(n):
-                if status[r] != _NO_DATA and not plan.skip[r]:
-                    if not self._place(plan, r, s + src_offsets[r], <size_t>src_sizes[r]):
-                        status[r] = _FAILED
-            zf_stream_fence()  # (the streamed stores are seen before the call returns)
+            _job_run_shared(&job, &self.w, share)
         return status_arr
 
     def decode_files(self, list paths not None,
@@ -547,13 +555,13 @@ cdef class ChunkDecoder:
                      const int64_t[::1] dst_strides not None,
                      const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
                      Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
-                     root=None):
+                     root=None, bint share=False):
         """``decode_regions`` for chunks stored one per file: chunk ``r`` is the
         whole file ``paths[r]`` (``bytes``, file-system encoded), read into this
         decoder's own buffer (open, fstat, pread, close) in the same ``nogil`` loop.
         With ``root`` (``bytes``) the paths are relative to that directory and are
         opened without following symbolic links (``FAILED`` with ``ELOOP`` for a
-        path through one: the caller decides).
+        path through one: the caller decides).  ``share`` as ``decode_regions``.
 
         Returns ``(status, sizes, errors)``: statuses as ``decode_regions`` gives
         them (``NO_DATA``: the file does not exist, or is not a regular file;
@@ -590,7 +598,13 @@ cdef class ChunkDecoder:
             raise MemoryError()
         for r in range(n):
             cpaths[r] = PyBytes_AS_STRING(paths[r])  # `paths` keeps the bytes alive
-        cdef int64_t limit = 2 * self.nbytes + 65536
+        cdef _RowsJob job
+        _job_init(&job, self, plan, &status[0] if n else NULL, n)
+        job.files = True
+        job.cpaths = cpaths
+        job.limit = 2 * self.nbytes + 65536
+        job.sizes = &sizes[0] if n else NULL
+        job.errs = &errs[0] if n else NULL
         cdef int err
         cdef int rootfd = -1
         cdef const char* croot = NULL
@@ -606,24 +620,9 @@ cdef class ChunkDecoder:
                 PyMem_Free(cpaths)
                 raise OSError(err, os.strerror(err), os.fsdecode(root))
         try:
+            job.rootfd = rootfd
             with nogil:
-                for r in range(n):
-                    if plan.skip[r]:
-                        continue
-                    if rootfd == -2:  # no root directory: no files
-                        err = ENOENT
-                    else:
-                        err = zf_read_file(rootfd, cpaths[r], &self.filebuf, &self.filecap,
-                                           limit, &sizes[r], NULL)
-                    if err == ENOENT or err == ENOTDIR or err == EISDIR:
-                        status[r] = _NO_DATA
-                        sizes[r] = -1
-                    elif err != 0:
-                        status[r] = _FAILED
-                        errs[r] = err
-                    elif not self._place(plan, r, self.filebuf, <size_t>sizes[r]):
-                        status[r] = _FAILED
-                zf_stream_fence()  # (the streamed stores are seen before the call returns)
+                _job_run_shared(&job, &self.w, share)
                 if rootfd >= 0:
                     close(rootfd)
                     rootfd = -1
@@ -636,13 +635,163 @@ cdef class ChunkDecoder:
     cdef bint _place(self, _Plan plan, Py_ssize_t r, const uint8_t* frame,
                      size_t size) noexcept nogil:
         """Decode one chunk and place it as ``plan`` says for row ``r``."""
-        cdef uint8_t* target = plan.d + plan.dst_offsets[r] if plan.direct[r] else self.scratch
-        if not self._decode(frame, size, target):
+        return _place_with(&self.w, self.codec, self.nbytes, &plan.c, r, frame, size)
+
+
+cdef bint _worker_ready(zf_worker* w, int codec, int64_t nbytes) noexcept nogil:
+    """Give ``w`` a zstd context (for ``codec`` zstd) and a scratch buffer of at least
+    ``nbytes`` bytes; False when out of memory (``w`` stays valid)."""
+    cdef uint8_t* grown
+    if codec == _ZSTD and w.dctx == NULL:
+        w.dctx = _create()
+        if w.dctx == NULL:
             return False
-        if not plan.direct[r]:
-            strided_copy_stream(self.scratch, plan.d, &plan.layouts[r], plan.itemsize,
-                                plan.swap_unit, plan.stream)
-        return True
+    if w.scratch_cap < max(nbytes, 1):
+        grown = <uint8_t*>realloc(w.scratch, <size_t>max(nbytes, 1))
+        if grown == NULL:
+            return False
+        w.scratch = grown
+        w.scratch_cap = max(nbytes, 1)
+    return True
+
+
+cdef void _worker_release(zf_worker* w) noexcept nogil:
+    if w.dctx != NULL and _free != NULL:
+        _free(w.dctx)
+    w.dctx = NULL
+    free(w.scratch)
+    free(w.filebuf)
+    w.scratch = w.filebuf = NULL
+    w.scratch_cap = w.filecap = 0
+
+
+cdef bint _decode_with(zf_worker* w, int codec, int64_t nbytes_, const uint8_t* frame,
+                       size_t size, uint8_t* target) noexcept nogil:
+    """Decode one chunk of exactly ``nbytes_`` bytes into ``target``; False if it is
+    not one (nothing beyond ``nbytes_`` bytes of ``target`` is ever written)."""
+    cdef unsigned long long declared
+    cdef size_t got, header_nbytes
+    cdef size_t nbytes = <size_t>nbytes_
+    if codec == _ZSTD:
+        declared = _content_size(frame, size)
+        if declared == _CONTENTSIZE_ERROR or (
+                declared != _CONTENTSIZE_UNKNOWN and declared != <unsigned long long>nbytes):
+            return False
+        got = _decompress(w.dctx, target, nbytes, frame, size)
+        return not _is_error(got) and got == nbytes
+    # blosc: the header must give the stored size and the chunk's size
+    if _blosc_validate(frame, size, &header_nbytes) != 0 or header_nbytes != nbytes:
+        return False
+    return _blosc_decompress(frame, target, nbytes, 1) == <int>nbytes
+
+
+cdef bint _place_with(zf_worker* w, int codec, int64_t nbytes, const _PlanC* plan,
+                      Py_ssize_t r, const uint8_t* frame, size_t size) noexcept nogil:
+    """Decode one chunk with ``w``'s state and place it as ``plan`` says for row ``r``."""
+    cdef uint8_t* target = plan.d + plan.dst_offsets[r] if plan.direct[r] else w.scratch
+    if not _decode_with(w, codec, nbytes, frame, size, target):
+        return False
+    if not plan.direct[r]:
+        strided_copy_stream(w.scratch, plan.d, &plan.layouts[r], plan.itemsize,
+                            plan.swap_unit, plan.stream)
+    return True
+
+
+#: the helper thread's buffers are let go after a job when larger than this
+cdef int64_t _HELPER_KEEP = 4 * 2**20
+
+
+ctypedef struct _RowsJob:
+    # A decode_regions or decode_files call, as rows the caller and the helper thread
+    # claim in turn (zf_helper.h).  Every row writes only its own statuses and its
+    # own region of the output.
+    zf_job base  # (first: the helper sees a zf_job*)
+    int64_t cursor
+    Py_ssize_t n
+    int codec
+    int64_t nbytes
+    _PlanC plan
+    int8_t* status
+    # decode_regions
+    const uint8_t* src
+    const int64_t* src_offsets
+    const int64_t* src_sizes
+    # decode_files
+    bint files
+    const char** cpaths
+    int rootfd
+    int64_t limit
+    int64_t* sizes
+    int64_t* errs
+
+
+cdef void _job_init(_RowsJob* job, ChunkDecoder dec, _Plan plan, int8_t* status,
+                    Py_ssize_t n) noexcept:
+    memset(job, 0, sizeof(_RowsJob))
+    job.base.run = _job_help
+    job.n = n
+    job.codec = dec.codec
+    job.nbytes = dec.nbytes
+    job.plan = plan.c
+    job.status = status
+    job.rootfd = -1
+
+
+cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
+    cdef int err
+    if job.status[r] == _NO_DATA or job.plan.skip[r]:
+        return
+    if not job.files:
+        if not _place_with(w, job.codec, job.nbytes, &job.plan, r,
+                           job.src + job.src_offsets[r], <size_t>job.src_sizes[r]):
+            job.status[r] = _FAILED
+        return
+    if job.rootfd == -2:  # no root directory: no files
+        err = ENOENT
+    else:
+        err = zf_read_file(job.rootfd, job.cpaths[r], &w.filebuf, &w.filecap, job.limit,
+                           &job.sizes[r], NULL)
+    if err == ENOENT or err == ENOTDIR or err == EISDIR:
+        job.status[r] = _NO_DATA
+        job.sizes[r] = -1
+    elif err != 0:
+        job.status[r] = _FAILED
+        job.errs[r] = err
+    elif not _place_with(w, job.codec, job.nbytes, &job.plan, r, w.filebuf,
+                         <size_t>job.sizes[r]):
+        job.status[r] = _FAILED
+
+
+cdef void _job_rows(_RowsJob* job, zf_worker* w) noexcept nogil:
+    """Claim and do rows until none is left."""
+    cdef int64_t r
+    while True:
+        r = zf_claim(&job.cursor)
+        if r >= job.n:
+            break
+        _job_row(job, w, <Py_ssize_t>r)
+    zf_stream_fence()  # (the streamed stores are seen before the rows are reported done)
+
+
+cdef void _job_help(zf_job* base, zf_worker* w) noexcept nogil:
+    """The helper thread's part of a job (``zf_job.run``)."""
+    cdef _RowsJob* job = <_RowsJob*>base
+    if _worker_ready(w, job.codec, job.nbytes):
+        _job_rows(job, w)
+    if w.scratch_cap > _HELPER_KEEP or w.filecap > _HELPER_KEEP:
+        free(w.scratch)
+        free(w.filebuf)
+        w.scratch = w.filebuf = NULL
+        w.scratch_cap = w.filecap = 0
+
+
+cdef void _job_run_shared(_RowsJob* job, zf_worker* w, bint share) noexcept nogil:
+    """Run every row of ``job`` with the caller's ``w``; with ``share`` (and more than
+    one row) the helper thread takes rows too, when it is free."""
+    cdef bint posted = share and job.n > 1 and zf_helper_post(&job.base)
+    _job_rows(job, w)
+    if posted:
+        zf_helper_finish(&job.base)
 
 
 cdef inline bint _shape_ok(const int64_t* shape, Py_ssize_t ndim) noexcept nogil:
@@ -695,11 +844,13 @@ cdef inline bint _span_ok(int64_t buflen, int64_t offset, const int64_t* strides
 cdef class _Plan:
     """Where each decoded chunk goes: the validated, normalised layouts of a call."""
 
+    cdef _PlanC c  # (its pointers: into this plan's own tables and the arrays it holds)
     cdef Layout* layouts
     cdef bint* skip
     cdef uint8_t* d
     cdef const int64_t[::1] dst_offsets
     cdef const uint8_t[::1] direct
+    cdef uint8_t[::1] dst
     cdef Py_ssize_t itemsize, swap_unit
     cdef bint stream  # (copies into dst use non-temporal stores)
 
@@ -732,6 +883,11 @@ cdef class _Plan:
         self.skip = <bint*>PyMem_Malloc(max(n, 1) * sizeof(bint))
         if self.layouts == NULL or self.skip == NULL:
             raise MemoryError()
+        self.dst = dst
+        self.c.layouts, self.c.skip, self.c.d = self.layouts, self.skip, self.d
+        self.c.dst_offsets = &dst_offsets[0] if n else NULL
+        self.c.direct = &direct[0] if n else NULL
+        self.c.itemsize, self.c.swap_unit, self.c.stream = itemsize, swap_unit, self.stream
         # Every row is checked without the GIL (a batch of chunks costs no interpreter
         # time per chunk); the first row that fails is checked again by the checks that
         # raise, which name what is wrong.
@@ -1047,7 +1203,7 @@ cdef class ShardFiles:
         elif self.croot != NULL and rootfd == -1:
             err = errno
         else:
-            err = zf_read_file(rootfd, self.cpaths[g], &dec.filebuf, &dec.filecap,
+            err = zf_read_file(rootfd, self.cpaths[g], &dec.w.filebuf, &dec.w.filecap,
                                self.limit, &size, stamp)
         if rootfd >= 0:
             close(rootfd)
@@ -1059,7 +1215,7 @@ cdef class ShardFiles:
         if err != 0 or size < self.index_nbytes:
             stamp[1] = -1
             return _FAILED
-        raw = dec.filebuf + (size - self.index_nbytes if self.at_end else 0)
+        raw = dec.w.filebuf + (size - self.index_nbytes if self.at_end else 0)
         if self.checksum and zf_crc32c(raw, <size_t>(self.index_nbytes - 4)) != (
                 <uint32_t>raw[self.index_nbytes - 4]
                 | (<uint32_t>raw[self.index_nbytes - 3] << 8)
@@ -1085,7 +1241,7 @@ cdef class ShardFiles:
                 if off == UINT64_MAX:
                     self._fill_row(r)
                 elif not self.plan.skip[r] and not dec._place(
-                        self.plan, r, dec.filebuf + off, <size_t>nb):
+                        self.plan, r, dec.w.filebuf + off, <size_t>nb):
                     status = _FAILED
                     break
             zf_stream_fence()  # (the streamed stores are seen before the call returns)
@@ -1095,7 +1251,7 @@ cdef class ShardFiles:
 
     cdef void _trim(self, ChunkDecoder dec) noexcept nogil:
         """Let the decoder's file buffer go if it is larger than ``keep`` bytes."""
-        if dec.filecap > self.keep:
-            free(dec.filebuf)
-            dec.filebuf = NULL
-            dec.filecap = 0
+        if dec.w.filecap > self.keep:
+            free(dec.w.filebuf)
+            dec.w.filebuf = NULL
+            dec.w.filecap = 0

@@ -238,16 +238,25 @@ def test_run_parts_splits_only_large_compressed_work(monkeypatch):
     from types import SimpleNamespace
 
     seen = []
+
+    def fn(part, share):
+        seen.append((part, share))
+
     zstd = SimpleNamespace(batch_codec="zstd", chunk_nbytes=zf_boxes.BOX_POOL_BYTES // 2)
+    small = SimpleNamespace(batch_codec="zstd", chunk_nbytes=2**16)
     raw = SimpleNamespace(batch_codec=None, chunk_nbytes=zf_boxes.BOX_POOL_BYTES)
     with config.set(threads=2):
-        zf_boxes.run_parts(seen.append, 1, zstd)  # too little work: inline, whole
-        zf_boxes.run_parts(seen.append, 4, raw)  # uncompressed: inline, whole
-        assert seen == [range(1), range(4)]
+        # too little work: inline, whole (one chunk alone; more shared with the helper)
+        zf_boxes.run_parts(fn, 1, zstd)
+        zf_boxes.run_parts(fn, 8, small)
+        zf_boxes.run_parts(fn, 4, raw)  # uncompressed: inline, whole, not shared
+        assert seen == [(range(1), False), (range(8), True), (range(4), False)]
         seen.clear()
-        zf_boxes.run_parts(seen.append, 4, zstd)  # 2 chunks' work per thread
-        assert sorted(seen, key=lambda r: r.start) == [range(0, 2), range(2, 4)]
+        zf_boxes.run_parts(fn, 4, zstd)  # 2 chunks' work per thread of the pool
+        assert sorted(seen, key=lambda p: p[0].start) == [(range(0, 2), False),
+                                                           (range(2, 4), False)]
     seen.clear()
     with config.set(threads=1):
-        zf_boxes.run_parts(seen.append, 4, zstd)
-    assert seen == [range(4)]
+        zf_boxes.run_parts(fn, 4, zstd)
+        zf_boxes.run_parts(fn, 4, small)
+    assert seen == [(range(4), False), (range(4), False)]

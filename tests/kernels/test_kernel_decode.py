@@ -11,6 +11,7 @@ Explicit cases: ``test_kernel_decode_cases.py``; the pipeline that uses the deco
 from __future__ import annotations
 
 import errno
+import functools
 import math
 import os
 
@@ -198,7 +199,10 @@ def decode_cases(draw):
                 chunk_strides=chunk_strides, dst_strides=dst_strides, rows=rows,
                 src=bytes(src), dst_len=dst_len, seed=draw(st.integers(0, 2**32 - 1)),
                 bad=bad, bad_row=draw(st.integers(0, nrows - 1)),
-                bad_by=draw(st.integers(1, 20)))
+                bad_by=draw(st.integers(1, 20)),
+                # rows shared with the kernels' helper thread (it takes some of them
+                # when it is awake: it stays so between back-to-back calls)
+                share=draw(st.booleans()))
 
 
 def perturb(case) -> bool:
@@ -287,7 +291,8 @@ def failed_direct_mask(case, statuses) -> np.ndarray:
 def run_decoder(cls, case, dst0, decoder=None):
     dec = decoder if decoder is not None else new_decoder(cls, case["nbytes"])
     dst = dst0.copy()
-    got = outcome(dec.decode_regions, *decode_args(case, dst))
+    got = outcome(functools.partial(dec.decode_regions, share=case["share"]),
+                  *decode_args(case, dst))
     return got, dst, dec
 
 
@@ -379,7 +384,8 @@ def test_decode_files_matches_twin_and_numpy(case):
         results = []
         for cls in impls:
             dst = dst0.copy()
-            got = outcome(new_decoder(cls, case["nbytes"]).decode_files,
+            got = outcome(functools.partial(new_decoder(cls, case["nbytes"]).decode_files,
+                                            share=case["share"]),
                           *decode_files_args(case, dst, list(paths)))
             results.append((got, dst))
             if invalid:

@@ -9,8 +9,11 @@ files, ``decode_regions`` for the ranges fetched from a shard), uncompressed one
 by one ``copy_regions`` call.  Nothing per chunk runs in Python unless a chunk is
 missing (the fill value) or does not decode (the per-chunk path then says why).
 
-Boxes of large chunks (``BOX_POOL_BYTES``) split the decoding in one kernel call per
-thread (:func:`run_parts`); the reads stay in the calling thread.
+With more than one thread, a box's chunks are shared with the kernels' helper thread
+(``share``: a C thread that spins between back-to-back calls, so handing it half a box
+costs well under a microsecond where a pool thread's wake-up costs 15-80); boxes of
+large chunks (``BOX_POOL_BYTES``) split the decoding in one kernel call per thread of
+the pool (:func:`run_parts`).
 
 The chains are passed in (a :class:`~zarrfast.engine.chunked.PreparedChain`): this
 module imports no other engine module, so both the plain and the sharded readers
@@ -43,24 +46,27 @@ BOX_CHUNK_BYTES = 16 * 2**20
 
 #: the least work (bytes of decoded chunks) a box read splits over the pool's threads:
 #: measured with zstd 32^3 uint16 chunks (64 KiB) on 2 cores shared with other work,
-#: boxes of 4 to 8 chunks (256-512 KiB) took ~10% longer split over 2 threads than in
-#: the calling thread (the handoffs cost 10-80 us each there); chunks this large
-#: decode for ~0.5 ms, well above a handoff
+#: boxes of 4 to 8 chunks (256-512 KiB) took ~10% longer split over 2 threads of the
+#: pool than in the calling thread (the handoffs cost 10-80 us each there); chunks
+#: this large decode for ~0.5 ms, well above a handoff.  Smaller boxes share their
+#: chunks with the helper thread instead.
 BOX_POOL_BYTES = 2**20
 
 
-def run_parts(fn: Callable[[range], None], n: int, chain: Any) -> None:
-    """``fn(range(n))`` for ``n`` chunks of ``chain``: in the calling thread with one
-    thread, uncompressed chunks or less than ``BOX_POOL_BYTES`` of decoded chunks; else
-    on ``config threads`` parts of ``range(n)`` (one kernel call each), the first in
-    the calling thread."""
+def run_parts(fn: Callable[[range, bool], None], n: int, chain: Any) -> None:
+    """``fn(range(n), share)`` for ``n`` chunks of ``chain``.  With one thread, or
+    uncompressed chunks: ``share`` False, in the calling thread.  Less than
+    ``BOX_POOL_BYTES`` of decoded chunks: ``share`` True (the kernel call shares the
+    rows with its helper thread).  Else on ``config threads`` parts of ``range(n)``
+    (one kernel call each, ``share`` False), the first in the calling thread."""
     threads = min(config.get("threads"), n)
     work = n * chain.chunk_nbytes
     if threads <= 1 or chain.batch_codec is None or work < BOX_POOL_BYTES:
-        fn(range(n))
+        fn(range(n), threads > 1 and chain.batch_codec is not None)
         return
-    map_unordered_into(fn, [range(i * n // threads, (i + 1) * n // threads)
-                            for i in range(threads)], work_bytes=work)
+    map_unordered_into(lambda part: fn(part, False),
+                       [range(i * n // threads, (i + 1) * n // threads)
+                        for i in range(threads)], work_bytes=work)
 
 
 def box_chunks(sel: BasicSelection, chain: Any) -> int:
@@ -116,9 +122,9 @@ class Box:
                              self.shapes[r], chain.itemsize, chain.swap_unit)
 
     def place_stored(self, rows: np.ndarray, src: Any, offsets: np.ndarray,
-                     sizes: np.ndarray) -> list[int]:
+                     sizes: np.ndarray, share: bool = False) -> list[int]:
         """Place the chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes) in
-        ``src``: one kernel call.  Returns the positions in ``rows`` it did not place
+        ``src``: one kernel call (``share``: shared with the kernels' helper thread).  Returns the positions in ``rows`` it did not place
         (stored chunks that do not decode cleanly, uncompressed ones of the wrong size,
         every chunk of a codec without a batch kernel): the caller gives them to
         :meth:`place_one`, which decodes them or says why not."""
@@ -129,7 +135,7 @@ class Box:
             status = chain.batch_decoder().decode_regions(
                 src, offsets, sizes, self.src_offsets[rows], chain.chunk_strides,
                 self.out_flat, self.dst_offsets[rows], self.out_strides, self.shapes[rows],
-                chain.itemsize, chain.swap_unit, self.direct[rows])
+                chain.itemsize, chain.swap_unit, self.direct[rows], share=share)
             # (count_nonzero: a C call; ndarray.any goes through Python for small arrays)
             return np.flatnonzero(status).tolist() if np.count_nonzero(status) else []
         if not (chain.fast and not chain.bb):
@@ -183,12 +189,12 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
     root, paths = files
     direct = box.direct
 
-    def place(part: range) -> None:
+    def place(part: range, share: bool) -> None:
         rows = slice(part.start, part.stop)
         status, _sizes, _errors = chain.batch_decoder().decode_files(
             paths[rows], box.src_offsets[rows], chain.chunk_strides, box.out_flat,
             box.dst_offsets[rows], box.out_strides, box.shapes[rows], chain.itemsize,
-            chain.swap_unit, direct[rows], root=root)
+            chain.swap_unit, direct[rows], root=root, share=share)
         if np.count_nonzero(status):
             for j in np.flatnonzero(status).tolist():
                 r = part.start + j

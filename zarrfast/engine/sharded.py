@@ -781,9 +781,9 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
     sizes = np.array([n for p in plans for n in p.sizes], dtype=np.int64)
     keys = [p.key for p in plans for _ in p.rows]
 
-    def place(part: range) -> None:
+    def place(part: range, share: bool) -> None:
         sl = slice(part.start, part.stop)  # (a view: indexing by a range copies)
-        for j in box.place_stored(rows[sl], buf, offsets[sl], sizes[sl]):
+        for j in box.place_stored(rows[sl], buf, offsets[sl], sizes[sl], share):
             # (does not decode cleanly, or has the wrong size: the per-chunk path says why)
             j += part.start
             r, key = int(rows[j]), keys[j]

@@ -502,7 +502,8 @@ class ChunkDecoder:
         return todo, place
 
     def decode_regions(self, src, src_offsets, src_sizes, chunk_offsets, chunk_strides,
-                       dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct):
+                       dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
+                       share=False):
         s = _u8(src)
         so = _i64(src_offsets)
         sz = _i64(src_sizes)
@@ -527,7 +528,7 @@ class ChunkDecoder:
         return status
 
     def decode_files(self, paths, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
-                     shapes, itemsize, swap_unit, direct, root=None):
+                     shapes, itemsize, swap_unit, direct, root=None, share=False):
         import os
 
         if not isinstance(paths, list):
