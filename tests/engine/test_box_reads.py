@@ -84,7 +84,7 @@ def _boxes(shape, inner, rng, n=60):
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 def test_sharded_boxes_match_numpy(tmp_path, store_kind, case, threads, monkeypatch):
     a, data = _array(tmp_path, store_kind, case)
     calls = []
@@ -95,7 +95,8 @@ def test_sharded_boxes_match_numpy(tmp_path, store_kind, case, threads, monkeypa
         return calls[-1]
 
     monkeypatch.setattr(zf_sharded, "_read_box", spy)
-    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: split on the pool)
+    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: shared with the helper
+    # thread; 3: split on the pool)
     inner = a._chain.inner.chunk_shape
     rng = np.random.default_rng(1)
     with config.set(threads=threads):
@@ -174,7 +175,7 @@ def test_sharded_box_index_change_is_seen(tmp_path):
     np.testing.assert_array_equal(a[sel], want[sel])
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 def test_plain_boxes_match_numpy(tmp_path, threads, monkeypatch):
     a = zarrfast.create_array(str(tmp_path), shape=(13, 10, 9), chunks=(4, 3, 2),
                               dtype="uint16", fill_value=3)
@@ -191,7 +192,8 @@ def test_plain_boxes_match_numpy(tmp_path, threads, monkeypatch):
         return calls[-1]
 
     monkeypatch.setattr("zarrfast.engine.chunked.read_box_files", spy)
-    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: split on the pool)
+    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: shared with the helper
+    # thread; 3: split on the pool)
     with config.set(threads=threads):
         for box in _boxes(a.shape, (4, 3, 2), np.random.default_rng(3)):
             np.testing.assert_array_equal(a[box], data[box], err_msg=str(box))
@@ -252,9 +254,16 @@ def test_run_parts_splits_only_large_compressed_work(monkeypatch):
         zf_boxes.run_parts(fn, 4, raw)  # uncompressed: inline, whole, not shared
         assert seen == [(range(1), False), (range(8), True), (range(4), False)]
         seen.clear()
-        zf_boxes.run_parts(fn, 4, zstd)  # 2 chunks' work per thread of the pool
-        assert sorted(seen, key=lambda p: p[0].start) == [(range(0, 2), False),
-                                                           (range(2, 4), False)]
+        zf_boxes.run_parts(fn, 4, zstd)  # much work, but the helper is the second thread
+        assert seen == [(range(4), True)]
+    seen.clear()
+    with config.set(threads=3):
+        zf_boxes.run_parts(fn, 4, small)  # little work: shared with the helper
+        assert seen == [(range(4), True)]
+        seen.clear()
+        zf_boxes.run_parts(fn, 6, zstd)  # 2 chunks' work per thread of the pool
+        assert sorted(seen, key=lambda p: p[0].start) == [
+            (range(0, 2), False), (range(2, 4), False), (range(4, 6), False)]
     seen.clear()
     with config.set(threads=1):
         zf_boxes.run_parts(fn, 4, zstd)

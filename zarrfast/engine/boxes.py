@@ -11,9 +11,9 @@ missing (the fill value) or does not decode (the per-chunk path then says why).
 
 With more than one thread, a box's chunks are shared with the kernels' helper thread
 (``share``: a C thread that spins between back-to-back calls, so handing it half a box
-costs well under a microsecond where a pool thread's wake-up costs 15-80); boxes of
-large chunks (``BOX_POOL_BYTES``) split the decoding in one kernel call per thread of
-the pool (:func:`run_parts`).
+costs well under a microsecond where a pool thread's wake-up costs 15-80); with more
+than two threads, boxes of large chunks (``BOX_POOL_BYTES``) split the decoding in one
+kernel call per thread of the pool instead (:func:`run_parts`).
 
 The chains are passed in (a :class:`~zarrfast.engine.chunked.PreparedChain`): this
 module imports no other engine module, so both the plain and the sharded readers
@@ -49,20 +49,26 @@ BOX_CHUNK_BYTES = 16 * 2**20
 #: boxes of 4 to 8 chunks (256-512 KiB) took ~10% longer split over 2 threads of the
 #: pool than in the calling thread (the handoffs cost 10-80 us each there); chunks
 #: this large decode for ~0.5 ms, well above a handoff.  Smaller boxes share their
-#: chunks with the helper thread instead.
+#: chunks with the helper thread instead, and so do all boxes with two threads (the
+#: helper is a second thread; it took blosc 64^3 boxes, 512 KiB to 4 MiB of decoded
+#: chunks each, in 40 ms per 100 where the pool took 54).
 BOX_POOL_BYTES = 2**20
 
 
 def run_parts(fn: Callable[[range, bool], None], n: int, chain: Any) -> None:
     """``fn(range(n), share)`` for ``n`` chunks of ``chain``.  With one thread, or
-    uncompressed chunks: ``share`` False, in the calling thread.  Less than
-    ``BOX_POOL_BYTES`` of decoded chunks: ``share`` True (the kernel call shares the
-    rows with its helper thread).  Else on ``config threads`` parts of ``range(n)``
-    (one kernel call each, ``share`` False), the first in the calling thread."""
+    uncompressed chunks: ``share`` False, in the calling thread.  Two threads, or less
+    than ``BOX_POOL_BYTES`` of decoded chunks: ``share`` True (the kernel call shares
+    the rows with its helper thread).  Else on ``config threads`` parts of
+    ``range(n)`` (one kernel call each, ``share`` False), the first in the calling
+    thread."""
     threads = min(config.get("threads"), n)
     work = n * chain.chunk_nbytes
-    if threads <= 1 or chain.batch_codec is None or work < BOX_POOL_BYTES:
-        fn(range(n), threads > 1 and chain.batch_codec is not None)
+    if threads <= 1 or chain.batch_codec is None:
+        fn(range(n), False)
+        return
+    if threads == 2 or work < BOX_POOL_BYTES:
+        fn(range(n), True)
         return
     map_unordered_into(lambda part: fn(part, False),
                        [range(i * n // threads, (i + 1) * n // threads)
