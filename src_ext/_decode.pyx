@@ -58,6 +58,8 @@ cdef extern from *:
                             int64_t limit, int64_t* size, int64_t* stamp) {
         *size = -1; return ENOSYS; }
     static int zf_open_root(const char* path) { errno = ENOSYS; return -1; }
+    static int zf_read_range(int fd, int64_t offset, int64_t size, uint8_t** buf,
+                             int64_t* cap) { return ENOSYS; }
     #else
     #include <fcntl.h>
     #include <sys/stat.h>
@@ -127,11 +129,36 @@ cdef extern from *:
         close(fd);
         return err;
     }
+    /* Read bytes [offset, offset + size) of the open file `fd` into `*buf` (grown with
+       realloc).  Returns 0, or an errno: EIO when the file ends first. */
+    static int zf_read_range(int fd, int64_t offset, int64_t size, uint8_t** buf,
+                             int64_t* cap) {
+        int64_t got = 0;
+        ssize_t k;
+        if (size > *cap) {
+            uint8_t* grown = (uint8_t*)realloc(*buf, (size_t)(size > 0 ? size : 1));
+            if (grown == NULL) return ENOMEM;
+            *buf = grown;
+            *cap = size;
+        }
+        while (got < size) {
+            k = pread(fd, *buf + got, (size_t)(size - got), (off_t)(offset + got));
+            if (k < 0) {
+                if (errno == EINTR) continue;
+                return errno;
+            }
+            if (k == 0) return EIO;
+            got += k;
+        }
+        return 0;
+    }
     #endif
     """
     int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
                      int64_t limit, int64_t* size, int64_t* stamp) noexcept nogil
     int zf_open_root(const char* path) noexcept nogil
+    int zf_read_range(int fd, int64_t offset, int64_t size, uint8_t** buf,
+                      int64_t* cap) noexcept nogil
 
 
 cdef extern from *:
@@ -548,6 +575,59 @@ cdef class ChunkDecoder:
             _job_run_shared(&job, &self.w, share)
         return status_arr
 
+    def decode_ranges(self, const int64_t[::1] fds not None,
+                      const int64_t[::1] offsets not None,
+                      const int64_t[::1] sizes not None,
+                      const int64_t[::1] chunk_offsets not None,
+                      const int64_t[::1] chunk_strides not None,
+                      uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
+                      const int64_t[::1] dst_strides not None,
+                      const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
+                      Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
+                      bint share=False):
+        """``decode_regions`` for chunks read from open files: chunk ``r`` is bytes
+        ``offsets[r]:offsets[r] + sizes[r]`` of the open file descriptor ``fds[r]``
+        (read with ``pread`` into this decoder's own buffer in the same ``nogil``
+        loop; the caller keeps the files open until the call returns).  A negative
+        size: ``NO_DATA``, nothing done.  ``share`` as ``decode_regions``.
+
+        Returns ``(status, errors)``: statuses as ``decode_regions`` gives them
+        (``FAILED`` also when the range cannot be read) and the ``errno`` of a
+        failed read (``EIO``: the file ends before the range does; 0 otherwise).
+
+        Raises ``ValueError`` when lengths differ, a range is negative or larger
+        than ``2 * nbytes + 64 KiB``, or a place lies outside ``dst``.
+        """
+        cdef Py_ssize_t n = shapes.shape[0], r
+        cdef int64_t limit = 2 * self.nbytes + 65536
+        if fds.shape[0] != n or offsets.shape[0] != n or sizes.shape[0] != n:
+            raise ValueError(
+                f"decode_ranges: {n} shapes but {fds.shape[0]} fds, {offsets.shape[0]} "
+                f"offsets and {sizes.shape[0]} sizes")
+        for r in range(n):
+            if sizes[r] >= 0 and (offsets[r] < 0 or sizes[r] > limit or fds[r] < 0
+                                  or fds[r] > 2**31 - 1):
+                raise ValueError(
+                    f"decode_ranges: bytes [{offsets[r]}, {offsets[r] + sizes[r]}) of file "
+                    f"descriptor {fds[r]} (chunk {r}): not a range of at most {limit} "
+                    f"bytes of an open file")
+        status_arr = np.where(np.asarray(sizes) < 0, NO_DATA, DECODED).astype(np.int8)
+        errors_arr = np.zeros(n, dtype=np.int64)
+        cdef int8_t[::1] status = status_arr
+        cdef int64_t[::1] errs = errors_arr
+        cdef _Plan plan = _Plan("decode_ranges", self.nbytes, chunk_offsets, chunk_strides,
+                                dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit,
+                                direct, status)
+        cdef _RowsJob job
+        _job_init(&job, self, plan, &status[0] if n else NULL, n)
+        job.fds = &fds[0] if n else NULL
+        job.src_offsets = &offsets[0] if n else NULL
+        job.src_sizes = &sizes[0] if n else NULL
+        job.errs = &errs[0] if n else NULL
+        with nogil:
+            _job_run_shared(&job, &self.w, share)
+        return status_arr, errors_arr
+
     def decode_files(self, list paths not None,
                      const int64_t[::1] chunk_offsets not None,
                      const int64_t[::1] chunk_strides not None,
@@ -716,6 +796,8 @@ ctypedef struct _RowsJob:
     const uint8_t* src
     const int64_t* src_offsets
     const int64_t* src_sizes
+    # decode_ranges (src_offsets, src_sizes: in the files fds)
+    const int64_t* fds
     # decode_files
     bint files
     const char** cpaths
@@ -740,6 +822,16 @@ cdef void _job_init(_RowsJob* job, ChunkDecoder dec, _Plan plan, int8_t* status,
 cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
     cdef int err
     if job.status[r] == _NO_DATA or job.plan.skip[r]:
+        return
+    if job.fds != NULL:
+        err = zf_read_range(<int>job.fds[r], job.src_offsets[r], job.src_sizes[r],
+                            &w.filebuf, &w.filecap)
+        if err != 0:
+            job.status[r] = _FAILED
+            job.errs[r] = err
+        elif not _place_with(w, job.codec, job.nbytes, &job.plan, r, w.filebuf,
+                             <size_t>job.src_sizes[r]):
+            job.status[r] = _FAILED
         return
     if not job.files:
         if not _place_with(w, job.codec, job.nbytes, &job.plan, r,

@@ -65,6 +65,9 @@ key                    environment variable       default
                                                   ``"obstore"`` or ``"fsspec"``
 =====================  =========================  ==========================
 
+``shard_coalesce_gap`` is for requests: a small box of a sharded array in a local directory
+reads each compressed inner chunk it needs with its own ``pread``, in the kernel that decodes it.
+
 Nested keys come from the environment the donfig way: ``ZARRFAST_ARRAY__ORDER=F``; zarr-python's
 variables (``ZARR_ARRAY__ORDER=F``, ``ZARR_ASYNC__CONCURRENCY=16``) are followed too, with
 ``ZARRFAST_*`` winning where both are set.

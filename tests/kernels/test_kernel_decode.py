@@ -466,6 +466,87 @@ def test_decode_files_sizes_errors_and_rejections(cls, tmp_path):
 
 
 # ---------------------------------------------------------------------------
+# decode_ranges (chunks read with pread from open files in the same kernel call)
+# ---------------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=decode_cases())
+def test_decode_ranges_matches_decode_regions(case):
+    """``decode_ranges`` on a file holding ``src`` gives what ``decode_regions`` gives on
+    ``src`` in memory, in both implementations."""
+    import tempfile
+
+    if case["bad"] == "src":
+        case["bad"] = None  # (ranges past the file's end are not rejected: see below)
+    invalid = perturb(case)
+    dst0 = np.frombuffer(rng_bytes(case["seed"], case["dst_len"]), dtype=np.uint8).copy()
+    impls = [TwinDecoder] + ([CompiledDecoder] if CompiledDecoder is not None else [])
+    with tempfile.TemporaryFile() as f:
+        f.write(case["src"])
+        f.flush()
+        for cls in impls:
+            args = decode_args(case, dst0.copy())
+            want = outcome(new_decoder(cls, case["nbytes"]).decode_regions, *args)
+            dst = dst0.copy()
+            fds = np.full(len(case["rows"]), f.fileno(), dtype=I64)
+            got = outcome(functools.partial(new_decoder(cls, case["nbytes"]).decode_ranges,
+                                            share=case["share"]),
+                          fds, *args[1:3], *args[3:5], dst, *args[6:])
+            if invalid:
+                assert got[0] == "raised" and got[1] is ValueError, (cls, got)
+                assert np.array_equal(dst, dst0)
+                continue
+            assert got[0] == want[0] == "ok", (cls, got, want)
+            status, errors = got[1]
+            assert status.tolist() == want[1].tolist(), cls
+            assert not errors.any()
+            mask = failed_direct_mask(case, status)
+            assert np.array_equal(dst[~mask], args[5][~mask]), f"{cls}: dst differs"
+
+
+@pytest.mark.parametrize("cls", DECODERS)
+def test_decode_ranges_errors_and_rejections(cls, tmp_path):
+    nbytes = 24
+    limit = 2 * nbytes + 65536
+    path = tmp_path / "shard"
+    path.write_bytes(b"xx" + FRAME + b"nope")
+    fd = os.open(path, os.O_RDONLY)
+    closed = os.open(path, os.O_RDONLY)
+    os.close(closed)
+    try:
+        rows = [(fd, 2, len(FRAME)),  # a frame: decoded
+                (fd, 0, -1),  # no data
+                (fd, 2 + len(FRAME), 4),  # not a frame: FAILED, no errno
+                (fd, 2, len(FRAME) + 10),  # past the end of the file: EIO
+                (closed, 2, len(FRAME))]  # not an open file: EBADF
+        n = len(rows)
+        dst = np.full(n * nbytes, 0xEE, dtype=np.uint8)
+        dec = new_decoder(cls, nbytes)
+        shapes = np.full((n, 1), 12, I64)
+        status, errors = dec.decode_ranges(
+            np.array([r[0] for r in rows], I64), np.array([r[1] for r in rows], I64),
+            np.array([r[2] for r in rows], I64), np.zeros(n, I64), i64(2), dst,
+            np.arange(n, dtype=I64) * nbytes, i64(2), shapes, 2, 1, np.ones(n, np.uint8))
+        assert status.tolist() == [DECODED, NO_DATA, FAILED, FAILED, FAILED]
+        assert errors.tolist() == [0, 0, 0, errno.EIO, errno.EBADF]
+        assert dst[:nbytes].tobytes() == CHUNK
+        assert (dst[nbytes:2 * nbytes] == 0xEE).all()
+        before = dst.copy()
+        one = (np.zeros(1, I64), i64(2), dst, i64(0), i64(2), np.full((1, 1), 12, I64), 2, 1,
+               np.zeros(1, np.uint8))
+        for bad in [(fd, -1, 4), (fd, 0, limit + 1), (-1, 0, 4)]:
+            with pytest.raises(ValueError, match="decode_ranges"):
+                dec.decode_ranges(*(i64(v) for v in bad), *one)
+        with pytest.raises(ValueError):  # lengths differ
+            dec.decode_ranges(i64(fd, fd), i64(0), i64(4), *one)
+        assert np.array_equal(dst, before)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------
 # streamed copies: large outputs are written with non-temporal stores
 # ---------------------------------------------------------------------------
 

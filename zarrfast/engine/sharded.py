@@ -766,7 +766,7 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
                 box.fill(range(lo, hi))
                 continue
             total += plan.plan(chain, box, index, lo, hi)
-        if not total:
+        if not total or _decode_box_ranges(chain, box, plans):
             return True
         # (bounded: at most BOX_CHUNKS inner chunks of at most stored_limit bytes, and
         # the gaps between them)
@@ -786,21 +786,71 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
         for j in box.place_stored(rows[sl], buf, offsets[sl], sizes[sl], share):
             # (does not decode cleanly, or has the wrong size: the per-chunk path says why)
             j += part.start
-            r, key = int(rows[j]), keys[j]
-            raw = bytes(buf[int(offsets[j]):int(offsets[j] + sizes[j])])
-            name = chain.layout.inner_name(int(box.inner[r]))
-            if inner.fast and not inner.bb:
-                raise ChunkDecodeError(
-                    f"shard {key!r}, inner chunk {name}: stored {len(raw)} bytes, expected "
-                    f"{inner.chunk_nbytes} bytes (no compression)")
-            try:
-                box.place_one(r, raw, key)
-            except ChunkDecodeError as e:
-                raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+            _place_inner_slowly(chain, box, int(rows[j]), keys[j],
+                                bytes(buf[int(offsets[j]):int(offsets[j] + sizes[j])]))
 
     # (every part places disjoint rows: the inner chunks partition the box)
     run_parts(place, len(rows), inner)
     return True
+
+
+def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan]) -> bool:
+    """Read and decode a box's planned inner chunks of compressed shards that are open
+    files (a local store): one ``decode_ranges`` call (``pread`` and decode per inner
+    chunk without the GIL; with two threads shared with the kernels' helper thread).
+    ``False``, having done nothing, when a shard is not an open file, the codec has no
+    batch kernel, or an inner chunk is larger than the kernel takes."""
+    inner = chain.inner
+    if inner.batch_codec is None:
+        return False
+    fds = [p.reader.fileno() for p in plans]
+    if None in fds:
+        return False
+    spans = [(fd, a, b - a, r, p) for p, fd in zip(plans, fds, strict=True)
+             for a, b, r, _ in p.spans]
+    if any(size > 2 * inner.chunk_nbytes + 65536 for _, _, size, _, _ in spans):
+        return False
+    fd_arr = np.array([s[0] for s in spans], dtype=np.int64)
+    offsets = np.array([s[1] for s in spans], dtype=np.int64)
+    sizes = np.array([s[2] for s in spans], dtype=np.int64)
+    rows = np.array([s[3] for s in spans], dtype=np.int64)
+
+    def place(part: range, share: bool) -> None:
+        sl = slice(part.start, part.stop)
+        status, _errors = inner.batch_decoder().decode_ranges(
+            fd_arr[sl], offsets[sl], sizes[sl], box.src_offsets[rows[sl]], inner.chunk_strides,
+            box.out_flat, box.dst_offsets[rows[sl]], box.out_strides, box.shapes[rows[sl]],
+            inner.itemsize, inner.swap_unit, box.direct[rows[sl]], share=share)
+        for j in (np.flatnonzero(status).tolist() if np.count_nonzero(status) else ()):
+            # (cannot be read whole, or does not decode: read again, and say why)
+            _, a, size, r, plan = spans[part.start + j]
+            raw = bytearray(size)
+            got = plan.reader.read_into(raw, a)
+            if got < size:
+                raise ChunkDecodeError(
+                    f"shard {plan.key!r}: inner chunk "
+                    f"{chain.layout.inner_name(int(box.inner[r]))} points past the end of "
+                    f"the shard (bytes {a}..{a + size}, only {a + got} readable)")
+            _place_inner_slowly(chain, box, r, plan.key, bytes(raw))
+
+    # (every part places disjoint rows: the inner chunks partition the box)
+    run_parts(place, len(spans), inner)
+    return True
+
+
+def _place_inner_slowly(chain: ShardedChain, box: Box, r: int, key: str, raw: bytes) -> None:
+    """Place row ``r`` of a box, inner chunk ``raw`` of shard ``key``, the per-chunk way,
+    which says what is wrong with it (the batch kernel did not place it)."""
+    inner = chain.inner
+    name = chain.layout.inner_name(int(box.inner[r]))
+    if inner.fast and not inner.bb:
+        raise ChunkDecodeError(
+            f"shard {key!r}, inner chunk {name}: stored {len(raw)} bytes, expected "
+            f"{inner.chunk_nbytes} bytes (no compression)")
+    try:
+        box.place_one(r, raw, key)
+    except ChunkDecodeError as e:
+        raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
 
 
 class _ShardPlan:

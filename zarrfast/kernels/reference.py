@@ -527,6 +527,49 @@ class ChunkDecoder:
                 status[r] = FAILED
         return status
 
+    def decode_ranges(self, fds, offsets, sizes, chunk_offsets, chunk_strides, dst,
+                      dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
+                      share=False):
+        import errno as _errno
+        import os
+
+        fd = _i64(fds)
+        so = _i64(offsets)
+        sz = _i64(sizes)
+        n = _i64(shapes, ndim=2).shape[0]
+        limit = 2 * self.nbytes + 65536
+        if fd.size != n or so.size != n or sz.size != n:
+            raise ValueError(f"decode_ranges: {n} shapes but {fd.size} fds, {so.size} offsets "
+                             f"and {sz.size} sizes")
+        for r in range(n):
+            if sz[r] >= 0 and (so[r] < 0 or sz[r] > limit or fd[r] < 0 or fd[r] > 2**31 - 1):
+                raise ValueError(
+                    f"decode_ranges: bytes [{so[r]}, {so[r] + sz[r]}) of file descriptor "
+                    f"{fd[r]} (chunk {r}): not a range of at most {limit} bytes of an open "
+                    f"file")
+        status = np.where(sz < 0, NO_DATA, DECODED).astype(np.int8)
+        errors = np.zeros(n, dtype=np.int64)
+        todo, place = self._plan("decode_ranges", chunk_offsets, chunk_strides, dst,
+                                 dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
+                                 status)
+        for r in todo:
+            want, at = int(sz[r]), int(so[r])
+            data = b""
+            try:
+                while len(data) < want:
+                    got = os.pread(int(fd[r]), want - len(data), at + len(data))
+                    if not got:
+                        break
+                    data += got
+            except OSError as e:
+                status[r], errors[r] = FAILED, e.errno or _errno.EIO
+                continue
+            if len(data) < want:
+                status[r], errors[r] = FAILED, _errno.EIO
+            elif not place(r, np.frombuffer(data, dtype=np.uint8)):
+                status[r] = FAILED
+        return status, errors
+
     def decode_files(self, paths, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
                      shapes, itemsize, swap_unit, direct, root=None, share=False):
         import os

@@ -270,6 +270,12 @@ class RangeReader:
             view[:n] = data
         return n
 
+    def fileno(self) -> int | None:
+        """The open file the reader reads, for kernels that read ranges of it
+        themselves (with ``pread``, while the reader stays open); ``None`` when the
+        value is not one open file."""
+        return None
+
     def close(self) -> None:
         """Release what the reader holds (an open file)."""
 
