@@ -782,8 +782,8 @@ cdef int64_t _HELPER_KEEP = 4 * 2**20
 
 
 ctypedef struct _RowsJob:
-    # A decode_regions or decode_files call, as rows the caller and the helper thread
-    # claim in turn (zf_helper.h).  Every row writes only its own statuses and its
+    # A decode_regions, decode_ranges or decode_files call, as rows the caller and the
+    # helper thread claim in turn (zf_helper.h).  Every row writes only its own statuses and its
     # own region of the output.
     zf_job base  # (first: the helper sees a zf_job*)
     int64_t cursor

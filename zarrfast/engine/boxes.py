@@ -130,10 +130,11 @@ class Box:
     def place_stored(self, rows: np.ndarray, src: Any, offsets: np.ndarray,
                      sizes: np.ndarray, share: bool = False) -> list[int]:
         """Place the chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes) in
-        ``src``: one kernel call (``share``: shared with the kernels' helper thread).  Returns the positions in ``rows`` it did not place
-        (stored chunks that do not decode cleanly, uncompressed ones of the wrong size,
-        every chunk of a codec without a batch kernel): the caller gives them to
-        :meth:`place_one`, which decodes them or says why not."""
+        ``src``: one kernel call (``share``: shared with the kernels' helper thread).
+        Returns the positions in ``rows`` it did not place (stored chunks that do not
+        decode cleanly, uncompressed ones of the wrong size, every chunk of a codec
+        without a batch kernel): the caller gives them to :meth:`place_one`, which
+        decodes them or says why not."""
         chain = self.chain
         if not isinstance(src, np.ndarray):
             src = np.frombuffer(src, dtype=np.uint8)
