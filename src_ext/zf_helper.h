@@ -54,7 +54,11 @@ static int64_t zf_helper_jobs(void) { return 0; }
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <time.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 static zf_job* zf_helper_slot = NULL;   /* (atomic) the posted job */
 static int zf_helper_sleeping = 0;      /* (atomic) the helper waits on zf_helper_wake */
@@ -90,6 +94,9 @@ static void* zf_helper_main(void* arg) {
     int64_t until;
     unsigned k;
     (void)arg;
+#if defined(__linux__)
+    prctl(PR_SET_NAME, "zarrfast-helper", 0, 0, 0);  /* (as top -H and py-spy show it) */
+#endif
     for (;;) {
         job = zf_helper_take(__ATOMIC_RELAXED);
         if (job == NULL) {  /* spin a while, then sleep */
@@ -130,6 +137,7 @@ static void zf_helper_after_fork(void) {
 static int zf_helper_start(void) {
     pthread_t t;
     pthread_attr_t attr;
+    sigset_t all, old;
     int state = __atomic_load_n(&zf_helper_state, __ATOMIC_ACQUIRE);
     if (state != 0) return state == 1;
     pthread_mutex_lock(&zf_helper_lock);
@@ -138,9 +146,14 @@ static int zf_helper_start(void) {
             zf_helper_forks = pthread_atfork(NULL, NULL, zf_helper_after_fork) == 0;
         state = -1;
         if (zf_helper_forks && pthread_attr_init(&attr) == 0) {
+            /* every signal blocked in the helper (it inherits the mask): signals go
+               to Python's threads, and its reads are never interrupted */
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
             if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0
                     && pthread_create(&t, &attr, zf_helper_main, NULL) == 0)
                 state = 1;
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
             pthread_attr_destroy(&attr);
         }
         __atomic_store_n(&zf_helper_state, state, __ATOMIC_RELEASE);

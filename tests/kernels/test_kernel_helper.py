@@ -144,6 +144,34 @@ def test_shared_region_decodes_equal_unshared_from_many_threads():
     assert not errors, errors[0]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/self/task")
+def test_the_helper_is_named_and_blocks_every_signal(tmp_path):
+    """Signals go to Python's threads, never to the helper (its reads are not
+    interrupted, and a Ctrl-C reaches the interpreter)."""
+    import signal
+
+    paths = _write(tmp_path, _chunks(4, seed=4))
+    before = _helper_jobs()
+    for _ in range(200):
+        _decode_files(paths, share=True)
+        if _helper_jobs() > before:
+            break
+    helpers = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                if f.read().strip() != "zarrfast-helper":
+                    continue
+            with open(f"/proc/self/task/{task}/status") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
+        except FileNotFoundError:  # (a thread that ended meanwhile)
+            continue
+        helpers.append(int(status["SigBlk"].strip(), 16))
+    assert len(helpers) == 1, helpers
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
+        assert helpers[0] & (1 << (sig - 1)), f"{sig!r} is not blocked in the helper"
+
+
 @posix_only
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_a_forked_child_gets_a_helper_of_its_own(tmp_path):
