@@ -191,12 +191,14 @@ cdef extern from "zf_helper.h":
     int zf_helper_post(zf_job* job) noexcept nogil
     void zf_helper_finish(zf_job* job) noexcept nogil
     int64_t zf_helper_jobs() noexcept nogil
+    void zf_helper_count_rows(int64_t n) noexcept nogil
+    int64_t zf_helper_rows() noexcept nogil
 
 
 def helper_jobs():
-    """How many jobs the helper thread has taken since the process started (0 where
-    there is no helper): for tests."""
-    return zf_helper_jobs()
+    """How many jobs the helper thread has taken, and how many rows of them it did,
+    since the process started (0 where there is no helper): for tests."""
+    return zf_helper_jobs(), zf_helper_rows()
 
 
 cdef extern from "zf_crc32c.h":
@@ -854,22 +856,24 @@ cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
         job.status[r] = _FAILED
 
 
-cdef void _job_rows(_RowsJob* job, zf_worker* w) noexcept nogil:
-    """Claim and do rows until none is left."""
-    cdef int64_t r
+cdef int64_t _job_rows(_RowsJob* job, zf_worker* w) noexcept nogil:
+    """Claim and do rows until none is left; how many this thread did."""
+    cdef int64_t r, done = 0
     while True:
         r = zf_claim(&job.cursor)
         if r >= job.n:
             break
         _job_row(job, w, <Py_ssize_t>r)
+        done += 1
     zf_stream_fence()  # (the streamed stores are seen before the rows are reported done)
+    return done
 
 
 cdef void _job_help(zf_job* base, zf_worker* w) noexcept nogil:
     """The helper thread's part of a job (``zf_job.run``)."""
     cdef _RowsJob* job = <_RowsJob*>base
     if _worker_ready(w, job.codec, job.nbytes):
-        _job_rows(job, w)
+        zf_helper_count_rows(_job_rows(job, w))
     if w.scratch_cap > _HELPER_KEEP or w.filecap > _HELPER_KEEP:
         free(w.scratch)
         free(w.filebuf)

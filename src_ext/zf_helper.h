@@ -49,6 +49,8 @@ struct zf_job {
 static int zf_helper_post(zf_job* job) { (void)job; return 0; }
 static void zf_helper_finish(zf_job* job) { (void)job; }
 static int64_t zf_helper_jobs(void) { return 0; }
+static void zf_helper_count_rows(int64_t n) { (void)n; }
+static int64_t zf_helper_rows(void) { return 0; }
 
 #else
 
@@ -65,6 +67,7 @@ static int zf_helper_sleeping = 0;      /* (atomic) the helper waits on zf_helpe
 static int zf_helper_state = 0;         /* under zf_helper_lock: 0 none, 1 running, -1 failed */
 static int zf_helper_forks = 0;         /* pthread_atfork registered */
 static int64_t zf_helper_taken = 0;     /* (atomic) jobs the helper took, for tests */
+static int64_t zf_helper_done = 0;      /* (atomic) rows the helper did, for tests */
 static int64_t zf_helper_spin_ns = 300000;
 static pthread_mutex_t zf_helper_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t zf_helper_wake = PTHREAD_COND_INITIALIZER;
@@ -146,9 +149,19 @@ static int zf_helper_start(void) {
             zf_helper_forks = pthread_atfork(NULL, NULL, zf_helper_after_fork) == 0;
         state = -1;
         if (zf_helper_forks && pthread_attr_init(&attr) == 0) {
-            /* every signal blocked in the helper (it inherits the mask): signals go
-               to Python's threads, and its reads are never interrupted */
+            /* every asynchronous signal blocked in the helper (it inherits the mask):
+               they go to Python's threads, and its reads are never interrupted; the
+               synchronous ones stay, so that a crash in it still reaches faulthandler */
             sigfillset(&all);
+            sigdelset(&all, SIGSEGV);
+            sigdelset(&all, SIGBUS);
+            sigdelset(&all, SIGFPE);
+            sigdelset(&all, SIGILL);
+            sigdelset(&all, SIGABRT);
+            sigdelset(&all, SIGTRAP);
+#ifdef SIGSYS
+            sigdelset(&all, SIGSYS);
+#endif
             pthread_sigmask(SIG_SETMASK, &all, &old);
             if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0
                     && pthread_create(&t, &attr, zf_helper_main, NULL) == 0)
@@ -182,17 +195,29 @@ static int zf_helper_post(zf_job* job) {
 }
 
 /* After the caller's own rows: take a posted job back, or wait until the helper
-   lets it go.  The helper's writes are then visible to the caller. */
+   lets it go.  The helper's writes are then visible to the caller.  The wait is the
+   rest of the helper's row: spun at first, then yielded, then (a read blocked on a
+   slow file system) slept in steps of 50 us, so as not to burn a core. */
 static void zf_helper_finish(zf_job* job) {
     zf_job* expected = job;
     unsigned k = 0;
+    struct timespec nap = {0, 50000};
     if (__atomic_compare_exchange_n(&zf_helper_slot, &expected, NULL, 0, __ATOMIC_SEQ_CST,
                                     __ATOMIC_SEQ_CST))
         return;
     while (!__atomic_load_n(&job->released, __ATOMIC_ACQUIRE)) {
         if (++k < 4096) zf_helper_pause();
-        else sched_yield();
+        else if (k < 8192) sched_yield();
+        else nanosleep(&nap, NULL);
     }
+}
+
+static void zf_helper_count_rows(int64_t n) {
+    __atomic_fetch_add(&zf_helper_done, n, __ATOMIC_RELAXED);
+}
+
+static int64_t zf_helper_rows(void) {
+    return __atomic_load_n(&zf_helper_done, __ATOMIC_RELAXED);
 }
 
 static int64_t zf_helper_jobs(void) {

@@ -95,6 +95,14 @@ def test_sharded_boxes_match_numpy(tmp_path, store_kind, case, threads, monkeypa
         return calls[-1]
 
     monkeypatch.setattr(zf_sharded, "_read_box", spy)
+    ranges = []
+    real_ranges = zf_sharded._decode_box_ranges
+
+    def spy_ranges(*args):
+        ranges.append(real_ranges(*args))
+        return ranges[-1]
+
+    monkeypatch.setattr(zf_sharded, "_decode_box_ranges", spy_ranges)
     monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: shared with the helper
     # thread; 3: split on the pool)
     inner = a._chain.inner.chunk_shape
@@ -103,6 +111,10 @@ def test_sharded_boxes_match_numpy(tmp_path, store_kind, case, threads, monkeypa
         for box in _boxes(case.shape, inner, rng):
             np.testing.assert_array_equal(a[box], data[box], err_msg=str(box))
     assert calls and all(calls), "the box path was not taken"
+    # the kernel reads the inner chunks itself exactly where it can: compressed inner
+    # chunks (a batch codec) of shards that are open files
+    kernel_reads = store_kind == "local" and a._chain.inner.batch_codec is not None
+    assert any(ranges) == kernel_reads, (store_kind, ranges)
 
 
 @pytest.mark.parametrize("store_kind", ["local", "memory"])

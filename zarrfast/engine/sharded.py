@@ -817,12 +817,15 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan]) -
 
     def place(part: range, share: bool) -> None:
         sl = slice(part.start, part.stop)
-        status, _errors = inner.batch_decoder().decode_ranges(
+        status, errors = inner.batch_decoder().decode_ranges(
             fd_arr[sl], offsets[sl], sizes[sl], box.src_offsets[rows[sl]], inner.chunk_strides,
             box.out_flat, box.dst_offsets[rows[sl]], box.out_strides, box.shapes[rows[sl]],
             inner.itemsize, inner.swap_unit, box.direct[rows[sl]], share=share)
-        for j in (np.flatnonzero(status).tolist() if np.count_nonzero(status) else ()):
-            # (cannot be read whole, or does not decode: read again, and say why)
+        if not np.count_nonzero(status):
+            return
+        # (cannot be read whole, or does not decode: read again, and say why; the rows
+        # that could not be read first, as a shard cut short is what they say)
+        for j in sorted(np.flatnonzero(status).tolist(), key=lambda j: errors[j] == 0):
             _, a, size, r, plan = spans[part.start + j]
             raw = bytearray(size)
             got = plan.reader.read_into(raw, a)
@@ -830,7 +833,7 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan]) -
                 raise ChunkDecodeError(
                     f"shard {plan.key!r}: inner chunk "
                     f"{chain.layout.inner_name(int(box.inner[r]))} points past the end of "
-                    f"the shard (bytes {a}..{a + size}, only {a + got} readable)")
+                    f"the shard (bytes {a}..{a + size}, {got} of them readable)")
             _place_inner_slowly(chain, box, r, plan.key, bytes(raw))
 
     # (every part places disjoint rows: the inner chunks partition the box)
