@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import zarrfast
 from zarrfast import config
 from zarrfast.engine import boxes as zf_boxes
+from zarrfast.engine import chunked as zf_chunked
 from zarrfast.engine import sharded as zf_sharded
 from zarrfast.errors import ChunkDecodeError
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, SuffixByteRequest
@@ -64,6 +65,19 @@ def _array(tmp_path, store_kind: str, case: Case) -> tuple[zarrfast.Array, np.nd
     return a, data
 
 
+def _spy(monkeypatch, module, name: str) -> list:
+    """Replace ``module.name`` by a wrapper; the list of what its calls returned."""
+    returned = []
+    real = getattr(module, name)
+
+    def spy(*args):
+        returned.append(real(*args))
+        return returned[-1]
+
+    monkeypatch.setattr(module, name, spy)
+    return returned
+
+
 def _boxes(shape, inner, rng, n=60):
     """Random step-1 boxes of at most BOX_CHUNKS inner chunks, ints too."""
     out = []
@@ -87,22 +101,8 @@ def _boxes(shape, inner, rng, n=60):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_sharded_boxes_match_numpy(tmp_path, store_kind, case, threads, monkeypatch):
     a, data = _array(tmp_path, store_kind, case)
-    calls = []
-    real = zf_sharded._read_box
-
-    def spy(*args):
-        calls.append(real(*args))
-        return calls[-1]
-
-    monkeypatch.setattr(zf_sharded, "_read_box", spy)
-    ranges = []
-    real_ranges = zf_sharded._decode_box_ranges
-
-    def spy_ranges(*args):
-        ranges.append(real_ranges(*args))
-        return ranges[-1]
-
-    monkeypatch.setattr(zf_sharded, "_decode_box_ranges", spy_ranges)
+    calls = _spy(monkeypatch, zf_sharded, "_read_box")
+    ranges = _spy(monkeypatch, zf_sharded, "_decode_box_ranges")
     monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: shared with the helper
     # thread; 3: split on the pool)
     inner = a._chain.inner.chunk_shape
@@ -198,14 +198,7 @@ def test_plain_boxes_match_numpy(tmp_path, threads, monkeypatch):
     a[...] = data
     (tmp_path / "c/1/1/1").unlink()  # a missing chunk: the fill value
     data[4:8, 3:6, 2:4] = 3
-    calls = []
-    real = zf_boxes.read_box_files
-
-    def spy(*args):
-        calls.append(real(*args))
-        return calls[-1]
-
-    monkeypatch.setattr("zarrfast.engine.chunked.read_box_files", spy)
+    calls = _spy(monkeypatch, zf_chunked, "read_box_files")
     monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: shared with the helper
     # thread; 3: split on the pool)
     with config.set(threads=threads):
