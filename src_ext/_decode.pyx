@@ -224,12 +224,14 @@ cdef zstd_content_size_fn _content_size = NULL
 
 ctypedef int (*blosc_validate_fn)(const void*, size_t, size_t*) noexcept nogil
 ctypedef int (*blosc_decompress_fn)(const void*, void*, size_t, int) noexcept nogil
+ctypedef int (*blosc_getitem_fn)(const void*, int, int, void*) noexcept nogil
 
 ctypedef int (*blosc_compress_fn)(int, int, size_t, size_t, const void*, void*, size_t,
                                   const char*, size_t, int) noexcept nogil
 
 cdef blosc_validate_fn _blosc_validate = NULL
 cdef blosc_decompress_fn _blosc_decompress = NULL
+cdef blosc_getitem_fn _blosc_getitem = NULL
 cdef blosc_compress_fn _blosc_compress = NULL
 
 cdef unsigned long long _CONTENTSIZE_UNKNOWN = <unsigned long long>(-1)
@@ -272,12 +274,14 @@ def bind_zstd(size_t create, size_t free, size_t decompress, size_t is_error,
 
 
 def bind_blosc(size_t validate, size_t decompress_ctx, size_t compress_ctx,
-               str version not None):
+               str version not None, size_t getitem=0):
     """Use the c-blosc functions at these addresses (``blosc_cbuffer_validate``,
     ``blosc_decompress_ctx``, ``blosc_compress_ctx``) of c-blosc ``version`` (1.x from
     1.16 on, which has the validation).  ``compress_ctx`` 0 binds decoding only and
-    leaves compression as it was.  Raises ``ValueError`` (binding nothing) otherwise."""
-    global _blosc_validate, _blosc_decompress, _blosc_compress
+    leaves compression as it was.  ``getitem`` (``blosc_getitem``, bounds-checked from
+    1.16 on) lets a region of a chunk decode only the blocks that hold it; 0 leaves
+    every chunk decoded whole.  Raises ``ValueError`` (binding nothing) otherwise."""
+    global _blosc_validate, _blosc_decompress, _blosc_compress, _blosc_getitem
     if validate == 0 or decompress_ctx == 0:
         raise ValueError("bind_blosc: a function address is null")
     parts = version.split(".")
@@ -289,8 +293,14 @@ def bind_blosc(size_t validate, size_t decompress_ctx, size_t compress_ctx,
         raise ValueError(f"bind_blosc: c-blosc {version} is not 1.x from 1.16 on")
     _blosc_validate = <blosc_validate_fn>validate
     _blosc_decompress = <blosc_decompress_fn>decompress_ctx
+    _blosc_getitem = <blosc_getitem_fn>getitem if getitem else NULL
     if compress_ctx:
         _blosc_compress = <blosc_compress_fn>compress_ctx
+
+
+def blosc_partial_bound():
+    """Whether a region of a blosc chunk decodes only the blocks that hold it."""
+    return _blosc_getitem != NULL
 
 
 cdef extern from "zf_codecs.h":
@@ -308,13 +318,13 @@ def linked_zstd():
 
 
 def linked_blosc():
-    """``(validate, decompress_ctx, version)`` of the c-blosc linked at build time, or
-    ``None`` (built without c-blosc)."""
-    cdef size_t fns[2]
+    """``(validate, decompress_ctx, version, getitem)`` of the c-blosc linked at build
+    time, or ``None`` (built without c-blosc)."""
+    cdef size_t fns[3]
     cdef const char* version = NULL
     if not zf_linked_blosc(fns, &version):
         return None
-    return fns[0], fns[1], version.decode("ascii", "replace")
+    return fns[0], fns[1], version.decode("ascii", "replace"), fns[2]
 
 
 def blosc_compress_bound():
@@ -747,10 +757,37 @@ cdef void _worker_release(zf_worker* w) noexcept nogil:
     w.scratch_cap = w.filecap = 0
 
 
+cdef inline int64_t _le32(const uint8_t* p) noexcept nogil:
+    return <int64_t>(p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16)
+                     | (<uint32_t>p[3] << 24))
+
+
+cdef bint _blosc_part(const uint8_t* frame, int64_t nbytes, int64_t lo, int64_t hi,
+                      uint8_t* target) noexcept nogil:
+    """Decode, of a validated blosc chunk of ``nbytes`` bytes, only the blocks that hold
+    its bytes ``[lo, hi)``, into the same bytes of ``target`` (those of whole items of
+    the header's typesize around them; nothing else of ``target`` is written).  False
+    when that would decode every block, or c-blosc refused (the caller then decodes the
+    chunk whole, which says whether it is one)."""
+    cdef int64_t ts = frame[3], bs = _le32(frame + 8), start, stop, nblocks
+    if _blosc_getitem == NULL or ts <= 0 or bs <= 0 or lo < 0 or hi <= lo:
+        return False
+    start = lo // ts
+    stop = (hi + ts - 1) // ts
+    nblocks = (nbytes + bs - 1) // bs
+    if stop * ts > nbytes or (stop * ts - 1) // bs - start * ts // bs + 1 >= nblocks:
+        return False
+    return _blosc_getitem(frame, <int>start, <int>(stop - start),
+                          target + start * ts) == (stop - start) * ts
+
+
 cdef bint _decode_with(zf_worker* w, int codec, int64_t nbytes_, const uint8_t* frame,
-                       size_t size, uint8_t* target) noexcept nogil:
+                       size_t size, uint8_t* target, int64_t lo, int64_t hi) noexcept nogil:
     """Decode one chunk of exactly ``nbytes_`` bytes into ``target``; False if it is
-    not one (nothing beyond ``nbytes_`` bytes of ``target`` is ever written)."""
+    not one (nothing beyond ``nbytes_`` bytes of ``target`` is ever written).  Only its
+    bytes ``[lo, hi)`` are needed: a blosc chunk whose header is valid decodes only the
+    blocks that hold them, when that is fewer than all (a damaged block elsewhere is
+    then not seen)."""
     cdef unsigned long long declared
     cdef size_t got, header_nbytes
     cdef size_t nbytes = <size_t>nbytes_
@@ -764,14 +801,34 @@ cdef bint _decode_with(zf_worker* w, int codec, int64_t nbytes_, const uint8_t* 
     # blosc: the header must give the stored size and the chunk's size
     if _blosc_validate(frame, size, &header_nbytes) != 0 or header_nbytes != nbytes:
         return False
+    if (lo > 0 or hi < nbytes_) and _blosc_part(frame, nbytes_, lo, hi, target):
+        return True
     return _blosc_decompress(frame, target, nbytes, 1) == <int>nbytes
+
+
+cdef inline void _layout_span(const Layout* L, Py_ssize_t itemsize, int64_t* lo,
+                              int64_t* hi) noexcept nogil:
+    """The bytes ``[lo, hi)`` of the source (a chunk) that ``L`` reads."""
+    cdef int64_t ext
+    cdef int d
+    lo[0] = hi[0] = L.src_off
+    for d in range(L.ndim):
+        ext = (L.shape[d] - 1) * L.sst[d]
+        if ext > 0:
+            hi[0] += ext
+        else:
+            lo[0] += ext
+    hi[0] += itemsize
 
 
 cdef bint _place_with(zf_worker* w, int codec, int64_t nbytes, const _PlanC* plan,
                       Py_ssize_t r, const uint8_t* frame, size_t size) noexcept nogil:
     """Decode one chunk with ``w``'s state and place it as ``plan`` says for row ``r``."""
     cdef uint8_t* target = plan.d + plan.dst_offsets[r] if plan.direct[r] else w.scratch
-    if not _decode_with(w, codec, nbytes, frame, size, target):
+    cdef int64_t lo = 0, hi = nbytes
+    if codec == _BLOSC and not plan.direct[r]:
+        _layout_span(&plan.layouts[r], plan.itemsize, &lo, &hi)
+    if not _decode_with(w, codec, nbytes, frame, size, target, lo, hi):
         return False
     if not plan.direct[r]:
         strided_copy_stream(w.scratch, plan.d, &plan.layouts[r], plan.itemsize,

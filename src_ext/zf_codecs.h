@@ -30,6 +30,7 @@ static int zf_linked_zstd(size_t *fns) { (void)fns; return 0; }
 static int zf_linked_blosc(size_t *fns, const char **version) {
     fns[0] = (size_t)(uintptr_t)&blosc_cbuffer_validate;
     fns[1] = (size_t)(uintptr_t)&blosc_decompress_ctx;
+    fns[2] = (size_t)(uintptr_t)&blosc_getitem;
     *version = blosc_get_version_string();
     return 1;
 }

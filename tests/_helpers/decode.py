@@ -168,3 +168,17 @@ def numpy_place(dst: np.ndarray, chunk: np.ndarray, chunk_offset, chunk_strides,
 
 HAS_BLOSC = CompiledDecoder is not None and "blosc" in _kernels.BATCH_CODECS
 needs_blosc = pytest.mark.skipif(not HAS_BLOSC, reason="no batched blosc decoder")
+
+
+def blosc_header(frame: bytes) -> tuple[int, int, int, bool]:
+    """(typesize, blocksize, number of blocks, stored uncompressed) of a blosc frame."""
+    nbytes = int.from_bytes(frame[4:8], "little")
+    bs = int.from_bytes(frame[8:12], "little")
+    return frame[3], bs, -(-nbytes // bs), bool(frame[2] & 0x02)
+
+
+def damage_blosc_block(frame: bytes, j: int) -> bytes:
+    """``frame`` with block ``j``'s first stream claiming -1 compressed bytes: c-blosc
+    refuses that block, whether it decodes it alone or with the others."""
+    start = int.from_bytes(frame[16 + 4 * j:20 + 4 * j], "little")
+    return frame[:start] + b"\xff\xff\xff\xff" + frame[start + 4:]

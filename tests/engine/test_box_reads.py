@@ -24,6 +24,7 @@ from zarrfast.errors import ChunkDecodeError
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, SuffixByteRequest
 
 from _helpers import LE
+from _helpers.decode import blosc_header, damage_blosc_block, needs_blosc
 from _helpers.sharding import BE, CRC, GZIP, ZSTD, Case, create_zf
 
 TRANSPOSE = {"name": "transpose", "configuration": {"order": [1, 0, 2]}}
@@ -276,3 +277,61 @@ def test_run_parts_splits_only_large_compressed_work(monkeypatch):
         zf_boxes.run_parts(fn, 4, zstd)
         zf_boxes.run_parts(fn, 4, small)
     assert seen == [(range(4), False), (range(4), False)]
+
+
+# blosc chunks of many blocks: a box decodes only the blocks that hold it
+# (c-blosc keeps a forced block size for its zstd: here 15 blocks of 256 bytes a chunk)
+BLOSC_BLOCKS = {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 1,
+                                                   "shuffle": "bitshuffle", "typesize": 2,
+                                                   "blocksize": 256}}
+
+
+def _blosc_blocks_array(tmp_path, sharded: bool) -> tuple[zarrfast.Array, np.ndarray]:
+    a = zarrfast.create_array(str(tmp_path), shape=(40, 36, 30), chunks=(16, 12, 10),
+                              shards=(32, 24, 20) if sharded else None, dtype="uint16",
+                              compressors=[BLOSC_BLOCKS], fill_value=0)
+    # (values that compress: c-blosc stores incompressible chunks as they are, unblocked)
+    data = np.random.default_rng(4).integers(0, 100, size=a.shape).astype("uint16")
+    a[...] = data
+    return a, data
+
+
+@needs_blosc
+@pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_blosc_boxes_of_many_block_chunks_match_numpy(tmp_path, sharded, threads,
+                                                      monkeypatch):
+    a, data = _blosc_blocks_array(tmp_path, sharded)
+    assert a._chain.inner.batch_codec == "blosc" if sharded else a._chain.batch_codec == "blosc"
+    calls = (_spy(monkeypatch, zf_sharded, "_decode_box_ranges") if sharded
+             else _spy(monkeypatch, zf_chunked, "read_box_files"))
+    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)
+    with config.set(threads=threads):
+        for box in _boxes(a.shape, (16, 12, 10), np.random.default_rng(5)):
+            np.testing.assert_array_equal(a[box], data[box], err_msg=str(box))
+    assert calls and all(calls), "the kernel did not read the boxes"
+
+
+@needs_blosc
+@pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
+def test_blosc_box_skips_a_damaged_block_it_does_not_need(tmp_path, sharded):
+    """Chunk (0, 0, 0)'s last block damaged: a box in its first planes reads right (its
+    blocks alone are decoded); a box on its last item raises, naming the chunk."""
+    a, data = _blosc_blocks_array(tmp_path, sharded)
+    path = tmp_path / "c/0/0/0"
+    raw = bytearray(path.read_bytes())
+    if sharded:  # the index at the end: (offset, nbytes) of each of 2x2x2 inner chunks
+        index = np.frombuffer(bytes(raw[-4 - 16 * 8:-4]), dtype="<u8").reshape(8, 2)
+        at, size = (int(x) for x in index[0])
+    else:
+        at, size = 0, len(raw)
+    frame = bytes(raw[at:at + size])
+    _, _, nblocks, memcpyed = blosc_header(frame)
+    assert nblocks == 15 and not memcpyed
+    raw[at:at + size] = damage_blosc_block(frame, nblocks - 1)
+    path.write_bytes(bytes(raw))
+    a = zarrfast.open_array(str(tmp_path))
+    with config.set(threads=1):
+        np.testing.assert_array_equal(a[0:3, 2:7, 1:9], data[0:3, 2:7, 1:9])
+        with pytest.raises(ChunkDecodeError, match="c/0/0/0"):
+            a[14:16, 10:12, 8:10]

@@ -165,7 +165,9 @@ def _load_chunk_decoder():
         get_version = lib.blosc_get_version_string
         get_version.restype = ctypes.c_char_p
         version = get_version().decode("ascii", "replace")
-        _decode.bind_blosc(*(_address(lib, name) for name in _BLOSC_FUNCTIONS), version)
+        getitem = _address(lib, "blosc_getitem") if hasattr(lib, "blosc_getitem") else 0
+        _decode.bind_blosc(*(_address(lib, name) for name in _BLOSC_FUNCTIONS), version,
+                           getitem)
         blosc.version = version  # type: ignore[attr-defined]
 
     use_linked = os.environ.get("ZARRFAST_LINKED_CODECS", "1") != "0"
@@ -186,7 +188,7 @@ def _load_chunk_decoder():
     linked = _decode.linked_blosc() if use_linked else None
     if linked is not None:
         try:
-            _decode.bind_blosc(linked[0], linked[1], 0, linked[2])
+            _decode.bind_blosc(linked[0], linked[1], 0, linked[2], linked[3])
             CODEC_BINDINGS["blosc"] = (f"linked at build time (c-blosc {linked[2]}); "
                                        f"compression: " + ("numcodecs' c-blosc" if path
                                                            else "numcodecs"))

@@ -17,6 +17,7 @@ Argument conventions shared with the extensions:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -386,6 +387,51 @@ DECODED, NO_DATA, FAILED = 0, 1, 2
 BATCH_CODECS = frozenset({"zstd", "blosc"})
 
 
+def _span(offset: int, strides, shape, itemsize: int) -> tuple[int, int]:
+    """The bytes ``[lo, hi)`` a (non-empty) region reads."""
+    lo = hi = offset
+    for n, s in zip(shape, strides, strict=True):
+        ext = (int(n) - 1) * int(s)
+        if ext > 0:
+            hi += ext
+        else:
+            lo += ext
+    return lo, hi + itemsize
+
+
+@functools.cache
+def _numcodecs_getitem():
+    """numcodecs' c-blosc ``blosc_getitem``, or None when its extension does not export
+    it."""
+    import ctypes
+
+    from numcodecs import blosc
+
+    return getattr(ctypes.CDLL(blosc.__file__), "blosc_getitem", None)
+
+
+def _blosc_part(data: bytes, nbytes: int, lo: int, hi: int, out: np.ndarray) -> bool:
+    """``_ext._decode._blosc_part``: numcodecs' ``blosc_getitem`` (c-blosc decoding the
+    blocks that hold items ``[start, stop)`` of the header's typesize) into the same
+    bytes of ``out``, when that is fewer than every block; False otherwise."""
+    import ctypes
+
+    getitem = _numcodecs_getitem()
+    ts, bs = data[3], int.from_bytes(data[8:12], "little")
+    if getitem is None or ts <= 0 or bs <= 0 or lo < 0 or hi <= lo:
+        return False
+    start, stop = lo // ts, -(-hi // ts)
+    if stop * ts > nbytes or (stop * ts - 1) // bs - start * ts // bs + 1 >= -(-nbytes // bs):
+        return False
+    part = np.empty((stop - start) * ts, dtype=np.uint8)
+    got = getitem(data, ctypes.c_int(start), ctypes.c_int(stop - start),
+                  part.ctypes.data_as(ctypes.c_void_p))
+    if got != part.size:
+        return False
+    out[start * ts:stop * ts] = part
+    return True
+
+
 class ChunkDecoder:
     """Batched decoding of zstd or blosc chunks into regions of an output (see
     ``_ext._decode``), with python-zstandard and numcodecs' blosc."""
@@ -399,8 +445,11 @@ class ChunkDecoder:
         self.codec = codec
         self.nbytes = nbytes
 
-    def _decode(self, frame: np.ndarray) -> np.ndarray | None:
-        """The frame's ``nbytes`` decoded bytes, or ``None``."""
+    def _decode(self, frame: np.ndarray, lo: int = 0, hi: int | None = None
+                ) -> np.ndarray | None:
+        """The frame's ``nbytes`` decoded bytes, or ``None``; of a blosc frame, only
+        those of the blocks that hold bytes ``[lo, hi)`` when that is fewer than all
+        (the rest left undefined, as the kernel leaves them)."""
         data = frame.tobytes()
         if self.codec == "blosc":
             from numcodecs import blosc
@@ -413,6 +462,9 @@ class ChunkDecoder:
             if cbytes != len(data) or nbytes != self.nbytes:
                 return None
             out = np.empty(self.nbytes, dtype=np.uint8)
+            hi = self.nbytes if hi is None else hi
+            if (lo > 0 or hi < self.nbytes) and _blosc_part(data, self.nbytes, lo, hi, out):
+                return out
             try:
                 blosc.decompress(data, out)
             except RuntimeError:
@@ -489,7 +541,10 @@ class ChunkDecoder:
             todo.append(r)
 
         def place(r: int, frame: np.ndarray) -> bool:
-            chunk = self._decode(frame)
+            lo, hi = 0, nb
+            if self.codec == "blosc" and not flags[r]:
+                lo, hi = _span(int(co[r]), cst, shp[r], itemsize)
+            chunk = self._decode(frame, lo, hi)
             if chunk is None:
                 return False
             if flags[r]:
