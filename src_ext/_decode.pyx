@@ -768,9 +768,16 @@ cdef bint _blosc_part(const uint8_t* frame, int64_t nbytes, int64_t lo, int64_t 
     its bytes ``[lo, hi)``, into the same bytes of ``target`` (those of whole items of
     the header's typesize around them; nothing else of ``target`` is written).  False
     when that would decode every block, or c-blosc refused (the caller then decodes the
-    chunk whole, which says whether it is one)."""
+    chunk whole, which says whether it is one).
+
+    ``blosc_getitem`` checks less than ``blosc_decompress_ctx``, so a header it would
+    take and the whole decode refuses is left to the whole decode: flag 0x08
+    ("compressor flags from the future"), and a block size that is not a whole number of
+    items (a block split into one stream per byte of an item then decodes short, which
+    ``blosc_getitem`` does not notice: the rest would be whatever its buffer held)."""
     cdef int64_t ts = frame[3], bs = _le32(frame + 8), start, stop, nblocks
-    if _blosc_getitem == NULL or ts <= 0 or bs <= 0 or lo < 0 or hi <= lo:
+    if (_blosc_getitem == NULL or ts <= 0 or bs <= 0 or bs % ts != 0 or frame[2] & 0x08
+            or lo < 0 or hi <= lo):
         return False
     start = lo // ts
     stop = (hi + ts - 1) // ts

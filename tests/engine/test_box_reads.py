@@ -314,7 +314,9 @@ def test_blosc_boxes_of_many_block_chunks_match_numpy(tmp_path, sharded, threads
 
 @needs_blosc
 @pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
-def test_blosc_box_skips_a_damaged_block_it_does_not_need(tmp_path, sharded):
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_blosc_box_skips_a_damaged_block_it_does_not_need(tmp_path, sharded, threads,
+                                                        monkeypatch):
     """Chunk (0, 0, 0)'s last block damaged: a box in its first planes reads right (its
     blocks alone are decoded); a box on its last item raises, naming the chunk."""
     a, data = _blosc_blocks_array(tmp_path, sharded)
@@ -331,7 +333,11 @@ def test_blosc_box_skips_a_damaged_block_it_does_not_need(tmp_path, sharded):
     raw[at:at + size] = damage_blosc_block(frame, nblocks - 1)
     path.write_bytes(bytes(raw))
     a = zarrfast.open_array(str(tmp_path))
-    with config.set(threads=1):
+    monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: shared with the helper
+    # thread; 3: split on the pool)
+    with config.set(threads=threads):
+        # (chunks (0, 0, 1) and (1, 0, 0) too: several rows, more than one thread's share)
+        np.testing.assert_array_equal(a[0:3, 2:7, 1:12], data[0:3, 2:7, 1:12])
         np.testing.assert_array_equal(a[0:3, 2:7, 1:9], data[0:3, 2:7, 1:9])
         with pytest.raises(ChunkDecodeError, match="c/0/0/0"):
             a[14:16, 10:12, 8:10]

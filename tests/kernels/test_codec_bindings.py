@@ -40,7 +40,7 @@ def test_linked_libraries_are_the_ones_bound():
         assert kernels.CODEC_BINDINGS["zstd"].startswith("linked at build time (zstd ")
     blosc = _decode.linked_blosc()
     if blosc is not None:
-        assert blosc[0] and blosc[1] and blosc[2].startswith("1.")
+        assert blosc[0] and blosc[1] and blosc[2].startswith("1.") and blosc[3]
         assert kernels.CODEC_BINDINGS["blosc"].startswith(f"linked at build time (c-blosc {blosc[2]})")
 
 

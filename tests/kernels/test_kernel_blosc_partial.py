@@ -6,6 +6,7 @@ region does not need is not seen, while one it needs fails the row.
 from __future__ import annotations
 
 import math
+import struct
 import tempfile
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from zarrfast import kernels
 from zarrfast.kernels import reference as ref
 
 from _helpers.decode import (
@@ -34,7 +36,7 @@ _decode = pytest.importorskip("zarrfast._ext._decode")
 
 # (the twin decodes a region's blocks with numcodecs' own blosc_getitem)
 pytestmark = [needs_blosc, pytest.mark.skipif(
-    ref._numcodecs_getitem() is None, reason="numcodecs' c-blosc exports no blosc_getitem")]
+    ref._numcodecs_c_blosc("blosc_getitem") is None, reason="numcodecs' c-blosc exports no blosc_getitem")]
 
 
 def blosc_frame(data: bytes, cname: str, clevel: int, shuffle: int, blocksize: int,
@@ -94,7 +96,7 @@ def partial_cases(draw):
         needed = blocks_needed(lo + offset, hi + offset, nbytes, ts, bs) or set()
         skipped = sorted(set(range(nblocks)) - needed)
         damaged = None
-        if not memcpyed and draw(st.booleans()):
+        if not memcpyed and draw(st.integers(0, 3)) > 0:
             # mostly a block the region does not need, when there is one
             damaged = draw(st.sampled_from(skipped) if skipped and draw(st.booleans())
                            else st.integers(0, nblocks - 1))
@@ -213,8 +215,59 @@ def test_a_box_in_the_first_blocks_skips_a_damaged_last_block(cname, blocksize):
                 assert np.array_equal(dst.reshape(box.shape), box)
 
 
+def _decode_one(cls, frame: bytes, nbytes: int, lo: int, n: int) -> list[int]:
+    """Status of bytes [lo, lo + n) of a chunk of nbytes bytes (itemsize 1)."""
+    dst = np.zeros(n, np.uint8)
+    return cls("blosc", nbytes).decode_regions(
+        np.frombuffer(frame, np.uint8), i64(0), i64(len(frame)), i64(lo), i64(1), dst,
+        i64(0), i64(1), np.array([[n]], dtype=I64), 1, 1, np.zeros(1, np.uint8)).tolist()
+
+
+def test_headers_getitem_takes_and_the_whole_decode_refuses_fail_alike():
+    """c-blosc's getitem checks less than its whole decode: a region of such a chunk
+    fails as the whole chunk does (never a region of bytes left undecoded)."""
+    # typesize 3 and blocks of 385 bytes: each block split into 3 streams of 128 bytes
+    # (stored as they are) decodes 384 of its 385 bytes
+    ts, bs, nblocks = 3, 385, 3
+    nbytes = bs * nblocks
+    payload = (np.arange(nbytes) % 251 + 1).astype(np.uint8).tobytes()
+    head = 16 + 4 * nblocks
+    starts = [head + j * 3 * (4 + 128) for j in range(nblocks)]
+    body = b"".join(struct.pack("<i", 128) + payload[j * bs + k * 128:j * bs + (k + 1) * 128]
+                    for j in range(nblocks) for k in range(3))
+    short = (struct.pack("<BBBBiii", 2, 1, 0, ts, nbytes, bs, head + len(body))
+             + struct.pack(f"<{nblocks}i", *starts) + body)
+    # a valid chunk of 8 blocks, flagged "compressor flags from the future" (0x08)
+    good = blosc_frame(bytes(range(256)) * 32, "zstd", 5, 0, 1024, 1)
+    assert blosc_header(good)[2] == 8
+    future = good[:2] + bytes([good[2] | 0x08]) + good[3:]
+    for frame, n, regions in ((short, nbytes, [(0, nbytes), (380, 5), (0, 10)]),
+                              (future, 8192, [(0, 8192), (0, 100), (5000, 7)])):
+        for lo, k in regions:
+            for cls in (TwinDecoder, CompiledDecoder):
+                assert _decode_one(cls, frame, n, lo, k) == [FAILED], (cls, lo, k)
+    assert _decode_one(CompiledDecoder, good, 8192, 5000, 7) == [DECODED]
+
+
+def test_without_getitem_a_region_decodes_its_chunk_whole():
+    linked = _decode.linked_blosc()
+    if linked is None or not kernels.CODEC_BINDINGS["blosc"].startswith("linked"):
+        pytest.skip("the linked c-blosc is not the one bound")
+    values = np.arange(4096, dtype="<u2").tobytes()
+    frame = damage_blosc_block(blosc_frame(values, "zstd", 5, 1, 1024, 2), 7)
+    assert _decode_one(CompiledDecoder, frame, 8192, 0, 100) == [DECODED]
+    try:
+        _decode.bind_blosc(linked[0], linked[1], 0, linked[2])  # (no getitem)
+        assert not _decode.blosc_partial_bound()
+        assert _decode_one(CompiledDecoder, frame, 8192, 0, 100) == [FAILED]
+    finally:
+        _decode.bind_blosc(*linked[:2], 0, linked[2], linked[3])
+    assert _decode.blosc_partial_bound()
+
+
 def test_the_linked_c_blosc_gives_getitem():
     linked = _decode.linked_blosc()
     if linked is None:
         pytest.skip("built without c-blosc")
     assert linked[3] != 0 and _decode.blosc_partial_bound()
+    assert kernels.CODEC_BINDINGS["blosc"].endswith("decodes only its blocks (blosc_getitem)")

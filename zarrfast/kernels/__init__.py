@@ -195,6 +195,8 @@ def _load_chunk_decoder():
         except ValueError as e:  # pragma: no cover - linked against an unusable c-blosc
             CODEC_BINDINGS.setdefault("blosc", f"not bound: {e}")
     CODEC_BINDINGS.setdefault("blosc", "not bound")
+    if _decode.blosc_partial_bound():
+        CODEC_BINDINGS["blosc"] += "; a region decodes only its blocks (blosc_getitem)"
     global blosc_compress, blosc_compress_regions
     if _decode.blosc_compress_bound():
         blosc_compress = _decode.blosc_compress

@@ -400,14 +400,14 @@ def _span(offset: int, strides, shape, itemsize: int) -> tuple[int, int]:
 
 
 @functools.cache
-def _numcodecs_getitem():
-    """numcodecs' c-blosc ``blosc_getitem``, or None when its extension does not export
-    it."""
+def _numcodecs_c_blosc(name: str):
+    """A function of numcodecs' c-blosc (``blosc_getitem``, ``blosc_decompress_ctx``), or
+    None when its extension does not export it."""
     import ctypes
 
     from numcodecs import blosc
 
-    return getattr(ctypes.CDLL(blosc.__file__), "blosc_getitem", None)
+    return getattr(ctypes.CDLL(blosc.__file__), name, None)
 
 
 def _blosc_part(data: bytes, nbytes: int, lo: int, hi: int, out: np.ndarray) -> bool:
@@ -416,9 +416,10 @@ def _blosc_part(data: bytes, nbytes: int, lo: int, hi: int, out: np.ndarray) -> 
     bytes of ``out``, when that is fewer than every block; False otherwise."""
     import ctypes
 
-    getitem = _numcodecs_getitem()
+    getitem = _numcodecs_c_blosc("blosc_getitem")
     ts, bs = data[3], int.from_bytes(data[8:12], "little")
-    if getitem is None or ts <= 0 or bs <= 0 or lo < 0 or hi <= lo:
+    if (getitem is None or ts <= 0 or bs <= 0 or bs % ts or data[2] & 0x08 or lo < 0
+            or hi <= lo):
         return False
     start, stop = lo // ts, -(-hi // ts)
     if stop * ts > nbytes or (stop * ts - 1) // bs - start * ts // bs + 1 >= -(-nbytes // bs):
@@ -465,7 +466,14 @@ class ChunkDecoder:
             hi = self.nbytes if hi is None else hi
             if (lo > 0 or hi < self.nbytes) and _blosc_part(data, self.nbytes, lo, hi, out):
                 return out
-            try:
+            decompress = _numcodecs_c_blosc("blosc_decompress_ctx")
+            if decompress is not None:  # (the kernel's call: every byte decoded, or None)
+                import ctypes
+
+                got = decompress(data, out.ctypes.data_as(ctypes.c_void_p),
+                                 ctypes.c_size_t(self.nbytes), ctypes.c_int(1))
+                return out if got == self.nbytes else None
+            try:  # (numcodecs' decompress, which checks only that c-blosc succeeded)
                 blosc.decompress(data, out)
             except RuntimeError:
                 return None
