@@ -8,6 +8,8 @@ import io
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -588,3 +590,62 @@ def test_zarrista_reads_and_writes_what_zarrfast_does(tmp_path):
         np.testing.assert_array_equal(lib.read(h, (slice(3, 20), slice(7, 30))), data[3:20, 7:30])
         lib.write(h, (slice(0, 16), slice(0, 30)), np.zeros((16, 30), "<u2"))
     assert int(zarrfast.open_array(str(tmp_path / "a.zarr"))[:16].sum()) == 0
+
+
+def test_one_thread_count_sizes_the_rayon_pool(monkeypatch):
+    monkeypatch.setenv("RAYON_NUM_THREADS", "x")  # (restored, or removed, afterwards)
+    monkeypatch.delenv("RAYON_NUM_THREADS")
+    for name in ("zarrs", "zarrista"):  # (imported: their pools may exist already)
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert H._size_rayon_pool([1, 2]) is None and "RAYON_NUM_THREADS" not in os.environ
+    assert H._size_rayon_pool([1]) == "1" == os.environ["RAYON_NUM_THREADS"]
+    assert H._size_rayon_pool([2]) == "1"  # (set already: kept, as a user's setting is)
+    monkeypatch.delenv("RAYON_NUM_THREADS")
+    monkeypatch.setitem(sys.modules, "zarrista", object())
+    assert H._size_rayon_pool([1]) is None and "RAYON_NUM_THREADS" not in os.environ
+
+
+_RAYON_THREADS = r"""
+import os, sys
+import numpy as np
+from zarrfast.bench import harness as H
+H._size_rayon_pool([int(n) for n in sys.argv[2].split(",")])
+import zarrista
+h = zarrista.Array.open(zarrista.store.FilesystemStore(sys.argv[1]), "/")
+np.asarray(h.retrieve_array_subset(h.subset_all, concurrent_target=1))
+print(len(os.listdir("/proc/self/task")), os.environ.get("RAYON_NUM_THREADS"))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or len(os.sched_getaffinity(0)) < 2,
+                    reason="counts threads in /proc, on a machine of several cores")
+def test_a_run_of_one_thread_count_gives_zarrista_one_rayon_thread(tmp_path, subprocess_cwd):
+    pytest.importorskip("zarrista")
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(64, 64), chunks=(8, 8),
+                              dtype="<u2")
+    a[:] = np.arange(64 * 64, dtype="<u2").reshape(64, 64)
+    env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
+    got = {}
+    for threads in ("1", "1,2"):
+        out = subprocess.run([sys.executable, "-c", _RAYON_THREADS, str(tmp_path / "a.zarr"),
+                              threads], check=True, capture_output=True, text=True, env=env,
+                             cwd=subprocess_cwd).stdout.split()
+        got[threads] = (int(out[0]), out[1])
+    # one rayon worker with one thread count; with two, rayon's default: one per core
+    assert got["1"][1] == "1" and got["1,2"][1] == "None"
+    assert got["1,2"][0] > got["1"][0], got
+
+
+def test_the_report_records_the_rayon_pool_size(tmp_path, subprocess_cwd):
+    pytest.importorskip("zarrista")
+    env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "zarrfast", "bench", "--size", "2MiB", "--layouts", "zstd",
+         "--ops", "read", "--threads", "1", "--repeat", "1", "--libs", "zarrista",
+         "--path", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--no-plot"],
+        capture_output=True, text=True, env=env, cwd=subprocess_cwd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert report["config"]["rayon_num_threads"] == "1"
+    (z,) = [r for r in report["results"] if r["lib"] == "zarrista"]
+    assert z["ok"] is True

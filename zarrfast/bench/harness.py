@@ -960,6 +960,7 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
 
     if cfg.drop_caches:
         drop_caches()  # fails early, with the reason, when not permitted
+    rayon = _size_rayon_pool(cfg.threads)
     libs, lib_info = available_libs(cfg.libs)
     machine = machine_info()
     own = cfg.path is None
@@ -993,6 +994,11 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
     for name, info in lib_info.items():
         if not info["available"]:
             log(f"{name} unavailable: {info['reason']}")
+    rust = [x.name for x in libs if x.name in RAYON_LIBS]
+    if rust and len(cfg.threads) > 1 and rayon is None:
+        log(f"{' and '.join(rust)} size their rayon thread pool once per process "
+            f"(RAYON_NUM_THREADS, unset: the core count), whatever a row's threads: run one "
+            f"--threads value per process for rows where they keep to it")
     before = drop_caches if cfg.drop_caches else None
     try:
         for lname in cfg.layouts:
@@ -1023,7 +1029,8 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
             shutil.rmtree(root, ignore_errors=True)
     _finish(results)
     report = {"machine": machine, "libraries": lib_info,
-              "config": {**asdict(cfg), "size_human": R.human(cfg.size)},
+              "config": {**asdict(cfg), "size_human": R.human(cfg.size),
+                         "rayon_num_threads": rayon},
               "datasets": datasets, "results": [asdict(r) for r in results],
               "elapsed_s": time.perf_counter() - t_start,
               "notes": {"ratio": "best time / zarrfast's best time, same layout, op, threads; "
@@ -1045,6 +1052,23 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
             log(f"wrote {p}")
     bad = [r for r in results if r.ok is False or (r.lib == "zarrfast" and r.error)]
     return (1 if bad else 0), report
+
+
+#: the peers whose threads are a rayon pool, sized once per process
+RAYON_LIBS = ("zarr+zarrs", "zarrista")
+
+
+def _size_rayon_pool(threads: list[int]) -> str | None:
+    """``RAYON_NUM_THREADS`` as the peers built on rayon will read it: set to the run's
+    thread count when it has one (and nobody set it), before they are imported, since a
+    rayon pool is sized once, when first used, whatever threads a call asks for."""
+    have = os.environ.get("RAYON_NUM_THREADS")
+    if have is not None or len(threads) != 1:
+        return have
+    if any(m in sys.modules for m in ("zarrs", "zarrista")):  # (its pool may be made)
+        return None
+    os.environ["RAYON_NUM_THREADS"] = str(threads[0])
+    return os.environ["RAYON_NUM_THREADS"]
 
 
 def _progress(rows: list[Result]) -> str:

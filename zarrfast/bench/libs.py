@@ -112,7 +112,8 @@ class Zarrs(ZarrPython):
     module = "zarrs"
     pipeline = "zarrs.ZarrsCodecPipeline"
     threads_via = ("zarr.config threading.max_workers=n, read by the zarrs pipeline when an "
-                   "array is opened (its Rust thread pool size)")
+                   "array is opened; the rayon pool underneath is sized once per process by "
+                   "RAYON_NUM_THREADS, as for zarrista")
 
     def probe(self) -> str | None:
         why = super().probe()
@@ -186,8 +187,9 @@ class Zarrista(Lib):
 
     name = "zarrista"
     module = "zarrista"
-    threads_via = ("codec option concurrent_target=n on every read and write (the rayon "
-                   "pool underneath is sized by RAYON_NUM_THREADS, default the core count)")
+    threads_via = ("codec option concurrent_target=n on every read and write; the rayon pool "
+                   "underneath is sized once per process by RAYON_NUM_THREADS (the harness sets "
+                   "it to n in a run of one thread count; unset: the core count)")
     _threads: int | None = None
 
     @contextlib.contextmanager
