@@ -573,11 +573,13 @@ cdef class ChunkDecoder:
                     f"decode_regions: bytes [{src_offsets[r]}, {src_offsets[r] + src_sizes[r]})"
                     f" lie outside src's {src.shape[0]} bytes (chunk {r})"
                 )
-        status_arr = np.where(np.asarray(src_sizes) < 0, NO_DATA, DECODED).astype(np.int8)
+        status_arr = np.empty(n, dtype=np.int8)
         cdef int8_t[::1] status = status_arr
-        cdef _Plan plan = _Plan("decode_regions", self.nbytes, chunk_offsets, chunk_strides,
-                                dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit,
-                                direct, status)
+        for r in range(n):
+            status[r] = _NO_DATA if src_sizes[r] < 0 else _DECODED
+        cdef _Plan plan = _new_plan("decode_regions", self.nbytes, chunk_offsets,
+                                    chunk_strides, dst, dst_offsets, dst_strides, shapes,
+                                    itemsize, swap_unit, direct, status)
         cdef _RowsJob job
         _job_init(&job, self, plan, &status[0] if n else NULL, n)
         job.src = &src[0] if src.shape[0] else NULL
@@ -623,13 +625,15 @@ cdef class ChunkDecoder:
                     f"decode_ranges: bytes [{offsets[r]}, {offsets[r] + sizes[r]}) of file "
                     f"descriptor {fds[r]} (chunk {r}): not a range of at most {limit} "
                     f"bytes of an open file")
-        status_arr = np.where(np.asarray(sizes) < 0, NO_DATA, DECODED).astype(np.int8)
+        status_arr = np.empty(n, dtype=np.int8)
         errors_arr = np.zeros(n, dtype=np.int64)
         cdef int8_t[::1] status = status_arr
         cdef int64_t[::1] errs = errors_arr
-        cdef _Plan plan = _Plan("decode_ranges", self.nbytes, chunk_offsets, chunk_strides,
-                                dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit,
-                                direct, status)
+        for r in range(n):
+            status[r] = _NO_DATA if sizes[r] < 0 else _DECODED
+        cdef _Plan plan = _new_plan("decode_ranges", self.nbytes, chunk_offsets,
+                                    chunk_strides, dst, dst_offsets, dst_strides, shapes,
+                                    itemsize, swap_unit, direct, status)
         cdef _RowsJob job
         _job_init(&job, self, plan, &status[0] if n else NULL, n)
         job.fds = &fds[0] if n else NULL
@@ -676,15 +680,18 @@ cdef class ChunkDecoder:
                     f"decode_files: path {r} is {type(p).__name__}, expected bytes")
             if strlen(PyBytes_AS_STRING(p)) != <size_t>PyBytes_GET_SIZE(p):
                 raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
-        status_arr = np.full(n, DECODED, dtype=np.int8)
-        sizes_arr = np.full(n, -1, dtype=np.int64)
+        status_arr = np.empty(n, dtype=np.int8)
+        sizes_arr = np.empty(n, dtype=np.int64)
         errors_arr = np.zeros(n, dtype=np.int64)
         cdef int8_t[::1] status = status_arr
         cdef int64_t[::1] sizes = sizes_arr
         cdef int64_t[::1] errs = errors_arr
-        cdef _Plan plan = _Plan("decode_files", self.nbytes, chunk_offsets, chunk_strides,
-                                dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit,
-                                direct, status)
+        for r in range(n):
+            status[r] = _DECODED
+            sizes[r] = -1
+        cdef _Plan plan = _new_plan("decode_files", self.nbytes, chunk_offsets,
+                                    chunk_strides, dst, dst_offsets, dst_strides, shapes,
+                                    itemsize, swap_unit, direct, status)
         cdef const char** cpaths = <const char**>PyMem_Malloc(max(n, 1) * sizeof(char*))
         if cpaths == NULL:
             raise MemoryError()
@@ -1014,11 +1021,17 @@ cdef class _Plan:
     cdef Py_ssize_t itemsize, swap_unit
     cdef bint stream  # (copies into dst use non-temporal stores)
 
-    def __cinit__(self, str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
+    def __cinit__(self):
+        self.layouts = NULL
+        self.skip = NULL
+
+    cdef int init(self, str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
                   const int64_t[::1] chunk_strides, uint8_t[::1] dst,
                   const int64_t[::1] dst_offsets, const int64_t[::1] dst_strides,
                   const int64_t[:, ::1] shapes, Py_ssize_t itemsize, Py_ssize_t swap_unit,
-                  const uint8_t[::1] direct, const int8_t[::1] status):
+                  const uint8_t[::1] direct, const int8_t[::1] status) except -1:
+        """Validate and normalise the layouts of a call (``_new_plan``; a cdef method,
+        so the caller's typed buffers pass without becoming Python objects again)."""
         cdef Py_ssize_t n = shapes.shape[0], ndim = shapes.shape[1], r
         if chunk_offsets.shape[0] != n or dst_offsets.shape[0] != n or direct.shape[0] != n:
             raise ValueError(
@@ -1098,10 +1111,24 @@ cdef class _Plan:
             except ValueError as e:
                 raise ValueError(f"{e} (chunk {r})") from None
             raise AssertionError(f"{func}: row {r} failed a check that did not say why")
+        return 0
 
     def __dealloc__(self):
         PyMem_Free(self.layouts)
         PyMem_Free(self.skip)
+
+
+cdef _Plan _new_plan(str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
+                     const int64_t[::1] chunk_strides, uint8_t[::1] dst,
+                     const int64_t[::1] dst_offsets, const int64_t[::1] dst_strides,
+                     const int64_t[:, ::1] shapes, Py_ssize_t itemsize, Py_ssize_t swap_unit,
+                     const uint8_t[::1] direct, const int8_t[::1] status):
+    """A :class:`_Plan` of a call's validated layouts (raises ``ValueError`` naming
+    ``func`` and the row)."""
+    cdef _Plan plan = _Plan.__new__(_Plan)
+    plan.init(func, nbytes, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
+              shapes, itemsize, swap_unit, direct, status)
+    return plan
 
 
 def crc32c(const uint8_t[::1] data not None):
@@ -1225,8 +1252,9 @@ cdef class ShardFiles:
                 raise ValueError(f"ShardFiles: row {r} is inner chunk {inner[r]}, not one of "
                                  f"{n_inner}")
         status = np.zeros(nrows, dtype=np.int8)
-        self.plan = _Plan("ShardFiles", nbytes, chunk_offsets, chunk_strides, dst, dst_offsets,
-                          dst_strides, shapes, itemsize, swap_unit, direct, status)
+        self.plan = _new_plan("ShardFiles", nbytes, chunk_offsets, chunk_strides, dst,
+                              dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
+                              status)
         self.paths = list(paths)
         self.cpaths = <const char**>PyMem_Malloc(max(self.nshards, 1) * sizeof(char*))
         if self.cpaths == NULL:
