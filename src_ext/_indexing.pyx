@@ -23,7 +23,8 @@ Per dim, the selected indices inside a chunk are
 they land at output positions ``out_start + j``. Segments are computed with
 arithmetic, O(#segments) per dim, not by scanning indices.
 
-``format_chunk_keys`` renders coordinate rows as ``prefix + sep.join(...)``.
+``format_chunk_keys`` renders coordinate rows as ``prefix + sep.join(...)``;
+``normalize_plain`` resolves a plain basic selection (ints and slices).
 
 Twins: ``zarrfast._reference.project`` / ``format_chunk_keys``.
 """
@@ -40,6 +41,83 @@ from _common cimport ZF_MAX_NDIM, ceildiv, checked_mul
 
 cdef tuple _tup(const int64_t[::1] a):
     return tuple([a[i] for i in range(a.shape[0])])
+
+
+cdef extern from "Python.h":
+    int PySlice_Unpack(object slice, Py_ssize_t* start, Py_ssize_t* stop,
+                       Py_ssize_t* step) except -1
+    Py_ssize_t PySlice_AdjustIndices(Py_ssize_t length, Py_ssize_t* start,
+                                     Py_ssize_t* stop, Py_ssize_t step) noexcept
+
+
+cdef inline bint _plain(object x) noexcept:
+    return x is None or type(x) is int
+
+
+def normalize_plain(selection, tuple shape not None):
+    """A plain basic selection of an array of ``shape`` as ``(start, step, count,
+    dropped)``: int64 arrays of the rank (dim ``d`` selects ``start[d] + k*step[d]``
+    for ``k < count[d]``) and a tuple of bools (an int removed the dim).
+
+    Plain: an int, a slice, or a tuple of at most ``len(shape)`` of them; the ints
+    (also a slice's bounds and step) exact Python ints, ints in range, steps not
+    zero; trailing dims not given are whole.  ``None`` for anything else (which the
+    general path handles, and reports).  Slices resolve as ``slice.indices`` does
+    (a step beyond ``±(2**63 - 1)`` is that bound).
+
+    Twin: ``zarrfast.kernels.reference.normalize_plain``.
+    """
+    cdef tuple sel = <tuple>selection if type(selection) is tuple else (selection,)
+    cdef Py_ssize_t ndim = len(shape), given = len(sel), d, b, e, t, c, n, i
+    if given > ndim or ndim > ZF_MAX_NDIM:
+        return None
+    cdef Py_ssize_t dims[ZF_MAX_NDIM]
+    for d in range(ndim):
+        x = shape[d]
+        if type(x) is not int:
+            return None
+        try:
+            dims[d] = x
+        except OverflowError:
+            return None
+        if dims[d] < 0:
+            return None
+    start_arr = np.empty(ndim, dtype=np.int64)
+    step_arr = np.empty(ndim, dtype=np.int64)
+    count_arr = np.empty(ndim, dtype=np.int64)
+    cdef int64_t[::1] start = start_arr
+    cdef int64_t[::1] step = step_arr
+    cdef int64_t[::1] count = count_arr
+    dropped = [False] * ndim
+    for d in range(ndim):
+        n = dims[d]
+        if d >= given:
+            start[d], step[d], count[d] = 0, 1, n
+            continue
+        s = sel[d]
+        if type(s) is slice:
+            if not (_plain((<slice>s).start) and _plain((<slice>s).stop)
+                    and _plain((<slice>s).step)) or (<slice>s).step == 0:
+                return None
+            PySlice_Unpack(s, &b, &e, &t)
+            c = PySlice_AdjustIndices(n, &b, &e, t)
+            start[d] = b if c else 0
+            step[d] = t
+            count[d] = c
+        elif type(s) is int:
+            try:
+                i = s
+            except OverflowError:
+                return None
+            if i < -n or i >= n:
+                return None
+            start[d] = i + n if i < 0 else i
+            step[d] = 1
+            count[d] = 1
+            dropped[d] = True
+        else:
+            return None
+    return start_arr, step_arr, count_arr, tuple(dropped)
 
 
 # Segment record: chunk, local_start, local_count, out_start, complete

@@ -30,6 +30,7 @@ else:
         box_table=_indexing.box_table,
         format_chunk_keys=_indexing.format_chunk_keys,
         group_by_chunk=_indexing.group_by_chunk,
+        normalize_plain=_indexing.normalize_plain,
         check_index=_shard_index.check_index,
     )
 try:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from zarrfast.kernels import reference as ref
 
-from _helpers.kernels import I64, IMPLS, INT64_MAX, PROPS, assert_same_result, i64, run_both
+from _helpers.kernels import I64, IMPLS, INT64_MAX, PROPS, assert_same_result, ext, i64, run_both
 
 # ---------------------------------------------------------------------------
 # project
@@ -330,3 +330,76 @@ def test_box_table_matches_twin_and_brute_force(box):
 def test_box_table_rejects(impl, args):
     with pytest.raises(ValueError, match="box_table"):
         impl.box_table(*[i64(*v) for v in args])
+
+
+# ---------------------------------------------------------------------------
+# normalize_plain
+# ---------------------------------------------------------------------------
+
+_BIG = 2**70  # beyond int64: slices take it, int indices out of range do not
+
+
+def _plain_items(n: int):
+    bound = st.one_of(st.none(), st.integers(-2 * n - 3, 2 * n + 3),
+                      st.sampled_from([-_BIG, _BIG, -INT64_MAX - 1, INT64_MAX]))
+    step = st.one_of(st.none(), st.integers(-n - 2, n + 2).filter(bool),
+                     st.sampled_from([-_BIG, _BIG, INT64_MAX, -INT64_MAX - 1]))
+    return st.one_of(st.builds(slice, bound, bound, step), st.integers(-n - 2, n + 1))
+
+
+@st.composite
+def plain_selections(draw):
+    shape = tuple(draw(st.lists(st.integers(0, 7), max_size=4)))
+    items = [draw(_plain_items(n)) for n in shape[:draw(st.integers(0, len(shape)))]]
+    if len(items) == 1 and draw(st.booleans()):
+        return items[0], shape  # not a tuple
+    return tuple(items), shape
+
+
+@PROPS
+@given(plain_selections())
+def test_normalize_plain_matches_twin_and_numpy(case):
+    """Start, step, count and dropped dims select what NumPy's basic indexing does;
+    ``None`` exactly for an int out of range (the general path raises for it)."""
+    sel, shape = case
+    results = [impl.normalize_plain(sel, shape) for impl in (ref, *([ext] if ext else []))]
+    for got in results[1:]:
+        assert_same_result(got, results[0])
+    got = results[0]
+    items = sel if isinstance(sel, tuple) else (sel,)
+    out_of_range = any(type(s) is int and not -n <= s < n
+                       for s, n in zip(items, shape, strict=False))
+    assert (got is None) == out_of_range
+    if got is None:
+        return
+    start, step, count, dropped = got
+    for d, n in enumerate(shape):
+        s = items[d] if d < len(items) else slice(None)
+        want = np.arange(n)[s]
+        want = np.atleast_1d(want)
+        picked = start[d] + step[d] * np.arange(count[d])
+        np.testing.assert_array_equal(picked, want, err_msg=f"dim {d} of {sel!r}")
+        assert dropped[d] == (type(s) is int)
+    assert start.dtype == step.dtype == count.dtype == np.int64
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("sel", [
+    (Ellipsis,), (slice(0, 2), Ellipsis), None, (None,), True, (np.int64(1),), (1.0,),
+    (slice(np.int64(0), 2),), (slice(0, 2, 0),), (slice(0.5, 2),), ([0, 1],),
+    (np.array([0]),), (1, 2, 3, 4), "x",
+])
+def test_normalize_plain_declines(impl, sel):
+    """Anything but exact ints and slices of them, at most one per dim (NumPy ints,
+    bools, Ellipsis, None, a zero step, lists, arrays, too many items): ``None``, for
+    the general path to take or refuse."""
+    assert impl.normalize_plain(sel, (4, 5, 6)) is None
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_normalize_plain_shapes(impl):
+    assert impl.normalize_plain((), ())[3] == ()
+    assert impl.normalize_plain((), (2**63,)) is None  # (no such array)
+    assert impl.normalize_plain((), (np.int64(3),)) is None
+    with pytest.raises(TypeError):
+        impl.normalize_plain((), [3])

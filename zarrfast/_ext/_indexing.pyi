@@ -46,3 +46,15 @@ def group_by_chunk(
     npt.NDArray[np.int64],  # chunk_ids: distinct ids, ascending
     npt.NDArray[np.int64],  # starts: len(chunk_ids) + 1 group boundaries into order
 ]: ...
+def normalize_plain(
+    selection: object,  # an int, a slice, or a tuple of them (else None)
+    shape: tuple[int, ...],
+) -> (
+    tuple[
+        npt.NDArray[np.int64],  # start (ndim,)
+        npt.NDArray[np.int64],  # step (ndim,)
+        npt.NDArray[np.int64],  # count (ndim,)
+        tuple[bool, ...],  # dropped: an int removed the dim
+    ]
+    | None
+): ...

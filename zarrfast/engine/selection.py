@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zarrfast import kernels as _kernels
 from zarrfast.errors import BoundsCheckError, IndexingError
 
 __all__ = ["BasicSelection", "normalize_basic", "is_basic_selection"]
@@ -150,41 +151,8 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
 
 def _normalize_plain(selection: object, shape: tuple[int, ...]) -> BasicSelection | None:
     """:func:`normalize_basic` for the common case, without NumPy scalars: Python
-    ints in range and slices of Python ints (or ``None``), no Ellipsis.  ``None``
-    for anything else, which the general path handles (and reports)."""
-    sel = selection if type(selection) is tuple else (selection,)
-    ndim = len(shape)
-    if len(sel) > ndim:
-        return None
-    start: list[int] = []
-    step: list[int] = []
-    count: list[int] = []
-    dropped: list[bool] = []
-    for s, n in zip(sel, shape, strict=False):
-        if type(s) is slice:
-            if not (_plain(s.start) and _plain(s.stop) and _plain(s.step)) or s.step == 0:
-                return None
-            b, e, st = s.indices(n)
-            c = len(range(b, e, st))
-            start.append(b if c else 0)
-            step.append(st)
-            count.append(c)
-            dropped.append(False)
-        elif type(s) is int and -n <= s < n:
-            start.append(s + n if s < 0 else s)
-            step.append(1)
-            count.append(1)
-            dropped.append(True)
-        else:
-            return None
-    for n in shape[len(sel):]:
-        start.append(0)
-        step.append(1)
-        count.append(n)
-        dropped.append(False)
-    return BasicSelection(np.array(start, dtype=np.int64), np.array(step, dtype=np.int64),
-                          np.array(count, dtype=np.int64), tuple(dropped))
-
-
-def _plain(x: object) -> bool:
-    return x is None or type(x) is int
+    ints in range and slices of Python ints (or ``None``), no Ellipsis (one kernel
+    call, :func:`zarrfast.kernels.normalize_plain`).  ``None`` for anything else,
+    which the general path handles (and reports)."""
+    got = _kernels.normalize_plain(selection, shape if type(shape) is tuple else tuple(shape))
+    return None if got is None else BasicSelection(*got)

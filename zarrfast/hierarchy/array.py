@@ -467,6 +467,8 @@ class Array(Node):
 
     @_names_memory_errors("reading")
     def __getitem__(self, selection: Any) -> Any:
+        if _is_plain(selection):  # (ints and slices: no fields, basic; decided quickly)
+            return self._get_basic(selection, None, None)
         selection, fields = self._split_fields(selection)
         kind = self._kind_of(selection)
         if kind == "mask":
@@ -646,6 +648,10 @@ class Array(Node):
         out
             Optional C-contiguous array of the result's shape and dtype to read into.
         """
+        return self._get_basic(selection, out, fields)
+
+    def _get_basic(self, selection: Any, out: np.ndarray | None,
+                   fields: str | list[str] | None) -> Any:
         if fields is not None:
             self._check_fields(fields)
             result = self.get_basic_selection(selection)
@@ -932,6 +938,16 @@ class _Indexer:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         self._set(selection, value)
+
+
+def _is_plain(selection: Any) -> bool:
+    """An exact int or slice, or a tuple of them: a basic selection without fields."""
+    if type(selection) is not tuple:
+        return type(selection) is slice or type(selection) is int
+    for s in selection:
+        if type(s) is not slice and type(s) is not int:
+            return False
+    return True
 
 
 def _is_flat_index(x: Any) -> bool:

@@ -17,6 +17,7 @@ __all__ = [
     "stream_min",
     "fill_region",
     "format_chunk_keys",
+    "normalize_plain",
     "group_by_chunk",
     "is_uniform",
     "project",
@@ -56,6 +57,7 @@ byteswap_copy = _assemble.byteswap_copy
 project = _indexing.project
 box_table = _indexing.box_table
 format_chunk_keys = _indexing.format_chunk_keys
+normalize_plain = _indexing.normalize_plain
 group_by_chunk = _indexing.group_by_chunk
 check_index = _shard_index.check_index
 

@@ -1257,6 +1257,50 @@ def project(shape, chunk_shape, start, step, count):
 
 
 
+#: a slice step beyond this magnitude resolves as this (``PySlice_Unpack``)
+_STEP_BOUND = 2**63 - 1
+
+
+def normalize_plain(selection, shape):
+    """A plain basic selection as ``(start, step, count, dropped)``, or ``None``
+    (see ``_ext._indexing``)."""
+    sel = selection if type(selection) is tuple else (selection,)
+    if type(shape) is not tuple:
+        raise TypeError(f"normalize_plain: shape must be a tuple, got {type(shape).__name__}")
+    ndim = len(shape)
+    if len(sel) > ndim or ndim > MAX_NDIM:
+        return None
+    if any(type(n) is not int or not 0 <= n <= _STEP_BOUND for n in shape):
+        return None
+    start, step, count, dropped = [], [], [], []
+    for d, n in enumerate(shape):
+        s = sel[d] if d < len(sel) else slice(None)
+        if type(s) is slice:
+            if not all(x is None or type(x) is int for x in (s.start, s.stop, s.step)):
+                return None
+            if s.step == 0:
+                return None
+            if s.step is not None and abs(s.step) > _STEP_BOUND:
+                s = slice(s.start, s.stop, _STEP_BOUND if s.step > 0 else -_STEP_BOUND)
+            b, e, t = s.indices(n)
+            c = len(range(b, e, t))
+            start.append(b if c else 0)
+            step.append(t)
+            count.append(c)
+            dropped.append(False)
+        elif type(s) is int:
+            if not -n <= s < n:
+                return None
+            start.append(s + n if s < 0 else s)
+            step.append(1)
+            count.append(1)
+            dropped.append(True)
+        else:
+            return None
+    return (np.array(start, dtype=np.int64), np.array(step, dtype=np.int64),
+            np.array(count, dtype=np.int64), tuple(dropped))
+
+
 def box_table(start, count, chunk_shape, cps, chunk_strides, out_strides):
     """The chunks a step-1 box touches, grouped by shard (see ``_ext._indexing``)."""
     arrays = [_i64(a) for a in (start, count, chunk_shape, cps, chunk_strides, out_strides)]
