@@ -341,3 +341,46 @@ def test_blosc_box_skips_a_damaged_block_it_does_not_need(tmp_path, sharded, thr
         np.testing.assert_array_equal(a[0:3, 2:7, 1:9], data[0:3, 2:7, 1:9])
         with pytest.raises(ChunkDecodeError, match="c/0/0/0"):
             a[14:16, 10:12, 8:10]
+
+
+
+def _reorder_shard(blob: bytes, n_inner: int, order: list[int]) -> bytes:
+    """A shard (index at the end, no checksum) with its stored inner chunks rewritten
+    in ``order`` (inner chunk numbers, C order)."""
+    index = np.frombuffer(blob[-16 * n_inner:], dtype="<u8").reshape(n_inner, 2).copy()
+    chunks = {i: blob[int(o):int(o) + int(n)] for i, (o, n) in enumerate(index.tolist())
+              if o != 2**64 - 1}
+    body = b""
+    for i in order:
+        if i in chunks:
+            index[i] = (len(body), len(chunks[i]))
+            body += chunks[i]
+    return body + index.astype("<u8").tobytes()
+
+
+@pytest.mark.parametrize("store_kind", ["local", "memory"])
+@pytest.mark.parametrize("gap", [0, 7, 1 << 20])
+def test_sharded_box_of_reordered_inner_chunks(tmp_path, store_kind, gap):
+    """A shard's inner chunks stored in reverse order (one not stored): each box's
+    values come from where the index says, whether the kernel reads each inner chunk
+    (local files) or runs of them are read into one buffer first (the memory store;
+    gap 0: a run per inner chunk)."""
+    case = Case("zstd_plain_index", "uint16", 7, (8, 6, 6), (8, 6, 6), (4, 3, 2), (LE, ZSTD),
+                index_codecs=(LE,))
+    store = LocalStore(str(tmp_path)) if store_kind == "local" else MemoryStore()
+    a = create_zf(store, case, config={"write_empty_chunks": False})
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 1000, size=case.shape).astype(case.dtype)
+    data[4:8, 0:3, 2:4] = case.fill  # inner chunk 7: not stored
+    a[...] = data
+    key = "c/0/0/0"
+    n_inner = 2 * 2 * 3
+    store.set(key, _reorder_shard(store.get(key), n_inner, list(range(n_inner))[::-1]))
+    b = zarrfast.open_array(store, mode="r")
+    boxes = [(slice(2, 6), slice(1, 5), slice(1, 3)), (slice(0, 8), slice(0, 3), slice(0, 6)),
+             (slice(3, 8), slice(2, 6), slice(3, 6)), (0, 0, slice(0, 6)), (7, 5, 5),
+             (slice(4, 8), slice(0, 3), slice(1, 5))]
+    with config.set(shard_coalesce_gap=gap):
+        for sel in boxes:
+            np.testing.assert_array_equal(b[sel], data[sel], err_msg=str(sel))
+        np.testing.assert_array_equal(b[...], data)

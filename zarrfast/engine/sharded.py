@@ -32,6 +32,7 @@ of the shard, overlapping entries.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections import OrderedDict
@@ -738,36 +739,38 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
     chunks, of one shard or several, costs per shard one open (its version, to check
     the cached index) and one ranged read per run of nearby inner chunks, all into one
     buffer; then one kernel call decodes and places them (see
-    :mod:`zarrfast.engine.boxes`; with more threads, one call per thread).  ``False``
-    (having done nothing) for other selections."""
+    :mod:`zarrfast.engine.boxes`; with more threads, one call per thread).  Shards that
+    are open files skip the buffer: one ``decode_ranges`` call reads and decodes each
+    inner chunk.  ``False`` (having done nothing) for other selections."""
     inner = chain.inner
     if chain.rectilinear or not chain.partial_reads or store.batched_reads:
         return False
     if not 0 < box_chunks(sel, inner) <= BOX_CHUNKS:
         return False
     box = Box(inner, sel, out, chain.cps)
-    base = f"{path}/" if path else ""
-    encode = chain.metadata.chunk_key_encoding.encode
     bounds = box.bounds.tolist()
     plans: list[_ShardPlan] = []
     try:
-        total = 0
-        for g, coords in enumerate(box.shards.tolist()):
-            key = base + encode(tuple(coords))
+        stored = 0
+        for g, key in enumerate(chunk_keys(chain.metadata, path, box.shards)):
             lo, hi = bounds[g], bounds[g + 1]
             reader = store.open_ranges(key)
             if reader is None:
                 box.fill(range(lo, hi))
                 continue
-            plan = _ShardPlan(reader, key, total)
+            plan = _ShardPlan(reader, key)
             plans.append(plan)
             index = chain.reader_index(reader, key)
             if index is None:
                 box.fill(range(lo, hi))
                 continue
-            total += plan.plan(chain, box, index, lo, hi)
-        if not total or _decode_box_ranges(chain, box, plans):
+            stored += plan.plan(chain, box, index, lo, hi)
+        if not stored or _decode_box_ranges(chain, box, plans, stored):
             return True
+        gap = int(config.get("shard_coalesce_gap"))
+        total = 0
+        for plan in plans:
+            total = plan.coalesce(gap, total)
         # (bounded: at most BOX_CHUNKS inner chunks of at most stored_limit bytes, and
         # the gaps between them)
         buf = inner._batch_buffer(1, total)
@@ -794,39 +797,56 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
     return True
 
 
-def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan]) -> bool:
-    """Read and decode a box's planned inner chunks of compressed shards that are open
-    files (a local store): one ``decode_ranges`` call (``pread`` and decode per inner
-    chunk without the GIL; with two threads shared with the kernels' helper thread).
-    ``False``, having done nothing, when a shard is not an open file, the codec has no
-    batch kernel, or an inner chunk is larger than the kernel takes."""
+def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
+                       stored: int) -> bool:
+    """Read and decode a box's ``stored`` planned inner chunks of compressed shards
+    that are open files (a local store): one ``decode_ranges`` call (``pread`` and
+    decode per inner chunk without the GIL; with two threads shared with the kernels'
+    helper thread).  ``False``, having done nothing, when a shard is not an open file,
+    the codec has no batch kernel, or an inner chunk is larger than the kernel takes."""
     inner = chain.inner
     if inner.batch_codec is None:
         return False
-    fds = [p.reader.fileno() for p in plans]
-    if None in fds:
-        return False
-    spans = [(fd, a, b - a, r, p) for p, fd in zip(plans, fds, strict=True)
-             for a, b, r, _ in p.spans]
-    if any(size > 2 * inner.chunk_nbytes + 65536 for _, _, size, _, _ in spans):
-        return False
-    fd_arr = np.array([s[0] for s in spans], dtype=np.int64)
-    offsets = np.array([s[1] for s in spans], dtype=np.int64)
-    sizes = np.array([s[2] for s in spans], dtype=np.int64)
-    rows = np.array([s[3] for s in spans], dtype=np.int64)
+    fd_list: list[int] = []
+    starts: list[int] = []
+    sizes_list: list[int] = []
+    rows_list: list[int] = []
+    largest = 2 * inner.chunk_nbytes + 65536
+    for p in plans:
+        fd = p.reader.fileno()
+        if fd is None:
+            return False
+        if not p.spans:
+            continue
+        if max(p.sizes) > largest:
+            return False
+        fd_list += [fd] * len(p.spans)
+        starts += p.offsets
+        sizes_list += p.sizes
+        rows_list += p.spans
+    fd_arr = np.array(fd_list, dtype=np.int64)
+    offsets = np.array(starts, dtype=np.int64)
+    sizes = np.array(sizes_list, dtype=np.int64)
+    # every row stored: the spans are the box's rows in order (each plan's in row
+    # order, the plans in shard order), and the box's own arrays serve as they are
+    every = stored == len(box.src_offsets)
+    rows = None if every else np.array(rows_list, dtype=np.int64)
+    plan_of = [p for p in plans for _ in p.spans]
 
     def place(part: range, share: bool) -> None:
         sl = slice(part.start, part.stop)
+        pick = sl if rows is None else rows[sl]
         status, errors = inner.batch_decoder().decode_ranges(
-            fd_arr[sl], offsets[sl], sizes[sl], box.src_offsets[rows[sl]], inner.chunk_strides,
-            box.out_flat, box.dst_offsets[rows[sl]], box.out_strides, box.shapes[rows[sl]],
-            inner.itemsize, inner.swap_unit, box.direct[rows[sl]], share=share)
+            fd_arr[sl], offsets[sl], sizes[sl], box.src_offsets[pick], inner.chunk_strides,
+            box.out_flat, box.dst_offsets[pick], box.out_strides, box.shapes[pick],
+            inner.itemsize, inner.swap_unit, box.direct[pick], share=share)
         if not np.count_nonzero(status):
             return
         # (cannot be read whole, or does not decode: read again, and say why; the rows
         # that could not be read first, as a shard cut short is what they say)
         for j in sorted(np.flatnonzero(status).tolist(), key=lambda j: errors[j] == 0):
-            _, a, size, r, plan = spans[part.start + j]
+            j += part.start
+            a, size, r, plan = starts[j], sizes_list[j], rows_list[j], plan_of[j]
             raw = bytearray(size)
             got = plan.reader.read_into(raw, a)
             if got < size:
@@ -837,7 +857,7 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan]) -
             _place_inner_slowly(chain, box, r, plan.key, bytes(raw))
 
     # (every part places disjoint rows: the inner chunks partition the box)
-    run_parts(place, len(spans), inner)
+    run_parts(place, stored, inner)
     return True
 
 
@@ -857,30 +877,28 @@ def _place_inner_slowly(chain: ShardedChain, box: Box, r: int, key: str, raw: by
 
 
 class _ShardPlan:
-    """One shard of a box read: its open value, and which ranges of it go where in the
-    box's buffer (from ``base`` on)."""
+    """One shard of a box read: its open value, its stored inner chunks the box needs
+    (``spans``: their rows, in row order; ``offsets`` and ``sizes``: where in the
+    shard), and, for a read into one buffer, the runs that read them."""
 
-    __slots__ = ("base", "key", "offsets", "reader", "rows", "runs", "sizes", "spans")
+    __slots__ = ("key", "offsets", "reader", "rows", "runs", "sizes", "spans")
 
-    def __init__(self, reader: RangeReader, key: str, base: int) -> None:
+    def __init__(self, reader: RangeReader, key: str) -> None:
         self.reader = reader
         self.key = key
-        self.base = base
-        self.runs: list[list[int]] = []  # [start, end, position in the buffer]
-        self.spans: list[tuple[int, int, int, int]] = []  # (start, end, row, run)
-        self.rows: list[int] = []
-        self.offsets: list[int] = []
+        self.spans: list[int] = []  # rows
+        self.offsets: list[int] = []  # in the shard; after read(), in the buffer
         self.sizes: list[int] = []
+        self.runs: list[list[int]] = []  # [start, end, position in the buffer]
+        self.rows: list[int] = []  # the rows read (after read())
 
     def plan(self, chain: ShardedChain, box: Box, index: np.ndarray, lo: int,
              hi: int) -> int:
-        """Plan rows ``lo:hi`` (``index``: the shard's index): runs of stored inner
-        chunks at most ``shard_coalesce_gap`` bytes apart, one read each; rows not
-        stored are filled now.  Returns the bytes the runs take."""
-        gap = int(config.get("shard_coalesce_gap"))
+        """Plan rows ``lo:hi`` (``index``: the shard's index): rows not stored are
+        filled now.  Returns how many are stored."""
         limit = chain.inner.stored_limit
-        spans = []
         missing = []
+        spans, offsets, sizes = self.spans, self.offsets, self.sizes
         for r, (off, nb) in zip(range(lo, hi), index[box.inner[lo:hi]].tolist(),
                                 strict=True):
             if off == EMPTY:
@@ -891,12 +909,20 @@ class _ShardPlan:
                     f"{chain.layout.inner_name(int(box.inner[r]))} is {nb} bytes long in "
                     f"the index, more than any valid inner chunk ({limit} bytes)")
             else:
-                spans.append((off, off + nb, r))
-        box.fill(missing)
-        spans.sort()
+                spans.append(r)
+                offsets.append(off)
+                sizes.append(nb)
+        if missing:
+            box.fill(missing)
+        return len(spans)
+
+    def coalesce(self, gap: int, base: int) -> int:
+        """Runs of the planned inner chunks at most ``gap`` bytes apart, one read each,
+        placed in the buffer from ``base`` on.  Returns where the next shard's go."""
         runs = self.runs
-        pos = self.base
-        for a, b, r in spans:
+        pos = base
+        for a, nb in sorted(zip(self.offsets, self.sizes, strict=True)):
+            b = a + nb
             if runs and a - runs[-1][1] <= gap:
                 if b > runs[-1][1]:
                     pos += b - runs[-1][1]
@@ -904,23 +930,26 @@ class _ShardPlan:
             else:
                 runs.append([a, b, pos])
                 pos += b - a
-            self.spans.append((a, b, r, len(runs) - 1))
-        return pos - self.base
+        return pos
 
     def read(self, buf: np.ndarray, chain: ShardedChain, box: Box) -> None:
-        """Read the runs into ``buf``; note each row's place in it."""
+        """Read the runs into ``buf``; note each row's place in it (``rows``,
+        ``offsets``)."""
         got = [self.reader.read_into(buf[at:at + (b - a)], a) for a, b, at in self.runs]
-        for a, b, r, q in self.spans:
+        starts = [run[0] for run in self.runs]
+        placed = []
+        for a, nb, r in zip(self.offsets, self.sizes, self.spans, strict=True):
+            q = bisect.bisect_right(starts, a) - 1  # the run holding [a, a + nb)
             start, _, at = self.runs[q]
-            if b - start > got[q]:
+            if a + nb - start > got[q]:
                 raise ChunkDecodeError(
                     f"shard {self.key!r}: inner chunk "
                     f"{chain.layout.inner_name(int(box.inner[r]))} points past the end of "
-                    f"the shard (bytes {a}..{b}, only {start + got[q]} readable)"
+                    f"the shard (bytes {a}..{a + nb}, only {start + got[q]} readable)"
                 )
             self.rows.append(r)
-            self.offsets.append(at + a - start)
-            self.sizes.append(b - a)
+            placed.append(at + a - start)
+        self.offsets = placed
 
 
 def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
