@@ -29,7 +29,7 @@ Twin: ``zarrfast._reference.ChunkDecoder``.
 from cpython.bytes cimport (
     PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE,
 )
-from libc.string cimport memcmp, memset, strlen
+from libc.string cimport memcmp, memcpy, memset, strlen
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdlib cimport free, malloc, realloc
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
@@ -499,6 +499,7 @@ def stream_threshold(int64_t nbytes=-1):
 cdef enum:
     _ZSTD = 0
     _BLOSC = 1
+    _NONE = 2  # no compression: the stored bytes are the chunk
 
 
 ctypedef struct _PlanC:
@@ -514,19 +515,23 @@ ctypedef struct _PlanC:
 
 cdef class ChunkDecoder:
     """A decompression context and a scratch buffer for chunks of one codec and
-    size.  Not thread-safe: use one per thread."""
+    size.  Not thread-safe: use one per thread.
+
+    ``codec``: a bound codec (``bound()``), or ``"none"``: the stored bytes are the
+    chunk (it must have exactly ``nbytes`` of them) and are placed from where they
+    were read."""
 
     cdef zf_worker w  # (its buffers: malloc/realloc, grown inside nogil loops)
     cdef int codec
     cdef readonly int64_t nbytes
 
     def __cinit__(self, str codec not None, int64_t nbytes):
-        if codec not in bound():
+        if codec != "none" and codec not in bound():
             raise ValueError(f"ChunkDecoder: codec {codec!r} is not bound")
         if nbytes < 0:
             raise ValueError(f"ChunkDecoder: nbytes {nbytes} is negative")
         self.nbytes = nbytes
-        self.codec = _ZSTD if codec == "zstd" else _BLOSC
+        self.codec = _ZSTD if codec == "zstd" else _BLOSC if codec == "blosc" else _NONE
         if not _worker_ready(&self.w, self.codec, nbytes):
             raise MemoryError()
 
@@ -840,6 +845,15 @@ cdef bint _place_with(zf_worker* w, int codec, int64_t nbytes, const _PlanC* pla
     """Decode one chunk with ``w``'s state and place it as ``plan`` says for row ``r``."""
     cdef uint8_t* target = plan.d + plan.dst_offsets[r] if plan.direct[r] else w.scratch
     cdef int64_t lo = 0, hi = nbytes
+    if codec == _NONE:  # the stored bytes are the chunk: placed from where they are
+        if size != <size_t>nbytes:
+            return False
+        if plan.direct[r]:
+            memcpy(target, frame, size)
+        else:
+            strided_copy_stream(frame, plan.d, &plan.layouts[r], plan.itemsize,
+                                plan.swap_unit, plan.stream)
+        return True
     if codec == _BLOSC and not plan.direct[r]:
         _layout_span(&plan.layouts[r], plan.itemsize, &lo, &hi)
     if not _decode_with(w, codec, nbytes, frame, size, target, lo, hi):

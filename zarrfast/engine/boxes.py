@@ -4,10 +4,12 @@ A random read of a box touching ``k`` chunks should cost about ``k`` decodes and
 copy each.  Here the chunks a box touches, and where each one's part lies in the
 decoded chunk and in the output, come from one kernel call
 (:func:`zarrfast.kernels.box_table`); zstd and blosc chunks are then decoded and placed
-by one ``nogil`` kernel call per stored buffer (``ChunkDecoder.decode_files`` for chunk
-files, ``decode_regions`` for the ranges fetched from a shard), uncompressed ones copied
-by one ``copy_regions`` call.  Nothing per chunk runs in Python unless a chunk is
-missing (the fill value) or does not decode (the per-chunk path then says why).
+by one ``nogil`` kernel call (``ChunkDecoder.decode_files`` for chunk files,
+``decode_ranges`` for inner chunks of shards that are open files, ``decode_regions`` for
+the ranges fetched from other shards), and so are uncompressed ones (``ChunkDecoder
+("none")``: read and placed), except those fetched from a shard that is not a file,
+which one ``copy_regions`` call copies.  Nothing per chunk runs in Python unless a chunk
+is missing (the fill value) or does not decode (the per-chunk path then says why).
 
 With more than one thread, a box's chunks are shared with the kernels' helper thread
 (``share``: a C thread that spins between back-to-back calls, so handing it half a box
@@ -180,10 +182,11 @@ def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
 
 def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
                    out: np.ndarray) -> bool:
-    """Read a box of at most ``BOX_CHUNKS`` zstd or blosc chunks stored one per file
-    into ``out``: one ``decode_files`` call (open, read, decode, place, without the
-    GIL).  ``False``, having done nothing, for other selections, chains and stores."""
-    if chain.batch_codec is None or store.batched_reads or not store.fast_get_into:
+    """Read a box of at most ``BOX_CHUNKS`` zstd, blosc or uncompressed chunks stored
+    one per file into ``out``: one ``decode_files`` call (open, read, decode, place,
+    without the GIL).  ``False``, having done nothing, for other selections, chains
+    and stores."""
+    if chain.box_codec is None or store.batched_reads or not store.fast_get_into:
         return False
     n = box_chunks(sel, chain)
     if not 0 < n <= BOX_CHUNKS:

@@ -135,6 +135,9 @@ class PreparedChain:
         #: are decoded and placed many at a time, without the GIL (``decode_regions``)
         self.batch_codec = (codecs.batch_codec if codecs.batch_codec in _kernels.BATCH_CODECS
                             else None)
+        # uncompressed chunks stored as they are: small box reads place them with the
+        # batched decoder too (codec "none": read and placed in one call, no GIL)
+        self._raw_boxes = self.fast and not self.bb and _kernels.ChunkDecoder is not None
         #: room for one stored chunk in a batch read (the compressors' worst-case
         #: expansion of incompressible data is far below this; a larger file is read
         #: on its own)
@@ -166,11 +169,20 @@ class PreparedChain:
             self._scratch.buf = buf
         return buf
 
+    @property
+    def box_codec(self) -> str | None:
+        """What :meth:`batch_decoder` decodes: the ``batch_codec``, else ``"none"`` for
+        uncompressed chunks stored as they are (their bytes are placed as read), else
+        ``None`` (box reads take the general path)."""
+        if self.batch_codec is not None:
+            return self.batch_codec
+        return "none" if self._raw_boxes else None
+
     def batch_decoder(self) -> Any:
-        """This thread's batched decoder (``batch_codec`` chains only)."""
+        """This thread's batched decoder (chains with a ``box_codec`` only)."""
         dec = self._scratch.decoder
         if dec is None:
-            dec = self._scratch.decoder = _kernels.ChunkDecoder(self.batch_codec,
+            dec = self._scratch.decoder = _kernels.ChunkDecoder(self.box_codec,
                                                                 self.chunk_nbytes)
         return dec
 

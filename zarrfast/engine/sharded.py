@@ -799,13 +799,14 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
 
 def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
                        stored: int) -> bool:
-    """Read and decode a box's ``stored`` planned inner chunks of compressed shards
-    that are open files (a local store): one ``decode_ranges`` call (``pread`` and
-    decode per inner chunk without the GIL; with two threads shared with the kernels'
-    helper thread).  ``False``, having done nothing, when a shard is not an open file,
-    the codec has no batch kernel, or an inner chunk is larger than the kernel takes."""
+    """Read and decode a box's ``stored`` planned inner chunks of shards that are open
+    files (a local store): one ``decode_ranges`` call (``pread`` and decode -- or, not
+    compressed, place -- per inner chunk without the GIL; with two threads shared with
+    the kernels' helper thread).  ``False``, having done nothing, when a shard is not an
+    open file, the inner chunks have no batch kernel, or one is larger than the kernel
+    takes."""
     inner = chain.inner
-    if inner.batch_codec is None:
+    if inner.box_codec is None:
         return False
     fd_list: list[int] = []
     starts: list[int] = []

@@ -435,10 +435,11 @@ def _blosc_part(data: bytes, nbytes: int, lo: int, hi: int, out: np.ndarray) -> 
 
 class ChunkDecoder:
     """Batched decoding of zstd or blosc chunks into regions of an output (see
-    ``_ext._decode``), with python-zstandard and numcodecs' blosc."""
+    ``_ext._decode``), with python-zstandard and numcodecs' blosc; ``"none"``: the
+    stored bytes are the chunk."""
 
     def __init__(self, codec: str, nbytes: int) -> None:
-        if codec not in ("zstd", "blosc"):
+        if codec not in ("zstd", "blosc", "none"):
             raise ValueError(f"ChunkDecoder: codec {codec!r} is not bound")
         nbytes = _ssize(nbytes)
         if nbytes < 0:
@@ -451,6 +452,8 @@ class ChunkDecoder:
         """The frame's ``nbytes`` decoded bytes, or ``None``; of a blosc frame, only
         those of the blocks that hold bytes ``[lo, hi)`` when that is fewer than all
         (the rest left undefined, as the kernel leaves them)."""
+        if self.codec == "none":
+            return frame.copy() if frame.size == self.nbytes else None
         data = frame.tobytes()
         if self.codec == "blosc":
             from numcodecs import blosc
