@@ -666,9 +666,11 @@ cdef class ChunkDecoder:
 
         Returns ``(status, sizes, errors)``: statuses as ``decode_regions`` gives
         them (``NO_DATA``: the file does not exist, or is not a regular file;
-        ``FAILED``: it could not be read, or is larger than ``2 * nbytes + 64 KiB``,
-        or does not decode), the files' sizes (``-1``: unknown) and the ``errno``
-        of a failed read (``EFBIG``: too large; 0 otherwise).
+        ``FAILED``: it could not be read, or is larger than ``2 * nbytes + 64 KiB``
+        -- with codec ``"none"``, for a direct row, larger than ``nbytes``: that row's
+        file is read straight into its place -- or does not decode), the files' sizes
+        (``-1``: unknown) and the ``errno`` of a failed read (``EFBIG``: too large; 0
+        otherwise).
 
         Raises ``ValueError``/``TypeError`` like ``decode_regions`` and for a path
         that is not ``bytes`` or contains a NUL byte (before reading any file).
@@ -910,14 +912,23 @@ cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
     cdef int err
     if job.status[r] == _NO_DATA or job.plan.skip[r]:
         return
+    # an uncompressed chunk placed whole is read straight into its place (the read
+    # never writes past its nbytes: a larger file or range is refused unread)
+    cdef bint in_place = job.codec == _NONE and job.plan.direct[r]
+    cdef uint8_t* place = job.plan.d + job.plan.dst_offsets[r] if in_place else NULL
+    cdef int64_t place_cap = job.nbytes
+    cdef uint8_t** buf = &place if in_place else &w.filebuf
+    cdef int64_t* cap = &place_cap if in_place else &w.filecap
     if job.fds != NULL:
-        err = zf_read_range(<int>job.fds[r], job.src_offsets[r], job.src_sizes[r],
-                            &w.filebuf, &w.filecap)
+        if in_place and job.src_sizes[r] != job.nbytes:
+            job.status[r] = _FAILED
+            return
+        err = zf_read_range(<int>job.fds[r], job.src_offsets[r], job.src_sizes[r], buf, cap)
         if err != 0:
             job.status[r] = _FAILED
             job.errs[r] = err
-        elif not _place_with(w, job.codec, job.nbytes, &job.plan, r, w.filebuf,
-                             <size_t>job.src_sizes[r]):
+        elif not in_place and not _place_with(w, job.codec, job.nbytes, &job.plan, r,
+                                              w.filebuf, <size_t>job.src_sizes[r]):
             job.status[r] = _FAILED
         return
     if not job.files:
@@ -928,14 +939,17 @@ cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
     if job.rootfd == -2:  # no root directory: no files
         err = ENOENT
     else:
-        err = zf_read_file(job.rootfd, job.cpaths[r], &w.filebuf, &w.filecap, job.limit,
-                           &job.sizes[r], NULL)
+        err = zf_read_file(job.rootfd, job.cpaths[r], buf, cap,
+                           job.nbytes if in_place else job.limit, &job.sizes[r], NULL)
     if err == ENOENT or err == ENOTDIR or err == EISDIR:
         job.status[r] = _NO_DATA
         job.sizes[r] = -1
     elif err != 0:
         job.status[r] = _FAILED
         job.errs[r] = err
+    elif in_place:
+        if job.sizes[r] != job.nbytes:  # (shorter: larger ones are EFBIG, unread)
+            job.status[r] = _FAILED
     elif not _place_with(w, job.codec, job.nbytes, &job.plan, r, w.filebuf,
                          <size_t>job.sizes[r]):
         job.status[r] = _FAILED

@@ -236,6 +236,8 @@ def test_plain_box_corrupt_chunk_names_key(tmp_path, codecs, stored):
     (tmp_path / "c/0/1").write_bytes(stored)
     with pytest.raises(ChunkDecodeError, match="c/0/1"):
         a[2:6, 2:6]
+    with pytest.raises(ChunkDecodeError, match="c/0/1"):
+        a[0:4, 4:8]  # the whole chunk (uncompressed: read straight into the result)
     np.testing.assert_array_equal(a[4:8, 0:4], 1)
 
 

@@ -191,6 +191,8 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
     n = box_chunks(sel, chain)
     if not 0 < n <= BOX_CHUNKS:
         return False
+    if n == 1 and chain.batch_codec is None and sel.count.tolist() == list(chain.chunk_shape):
+        return False  # one whole uncompressed chunk: the single-chunk path reads it into out
     box = Box(chain, sel, out, _ONES[chain.ndim])
     keys = _chunk_keys(chain.metadata, path, box.shards)
     files = store.file_paths(keys)

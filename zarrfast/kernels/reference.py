@@ -655,17 +655,21 @@ class ChunkDecoder:
         errors = np.zeros(n, dtype=np.int64)
         todo, place = self._plan("decode_files", chunk_offsets, chunk_strides, dst, dst_offsets,
                                  dst_strides, shapes, itemsize, swap_unit, direct, status)
-        limit = 2 * self.nbytes + 65536
+        # (uncompressed, placed whole: the kernel reads the file into its place, and
+        # takes no more than the chunk's bytes)
+        flags = _u8(direct)
+        limits = [self.nbytes if self.codec == "none" and flags[r] else 2 * self.nbytes + 65536
+                  for r in range(n)]
         rootfd = _root_fd("decode_files", root)
         try:
-            self._decode_each(paths, rootfd, todo, place, limit, status, sizes, errors)
+            self._decode_each(paths, rootfd, todo, place, limits, status, sizes, errors)
         finally:
             if rootfd >= 0:
                 os.close(rootfd)
         return status, sizes, errors
 
     @staticmethod
-    def _decode_each(paths, rootfd, todo, place, limit, status, sizes, errors) -> None:
+    def _decode_each(paths, rootfd, todo, place, limits, status, sizes, errors) -> None:
         import errno as _errno
         import os
         import stat as _stat
@@ -689,7 +693,7 @@ class ChunkDecoder:
                         status[r], errors[r] = FAILED, _errno.EINVAL
                     continue
                 sizes[r] = st.st_size
-                if st.st_size > limit:
+                if st.st_size > limits[r]:
                     status[r], errors[r] = FAILED, _errno.EFBIG
                     continue
                 data = os.pread(fd, st.st_size, 0) if st.st_size else b""
