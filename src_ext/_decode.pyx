@@ -746,13 +746,14 @@ cdef class ChunkDecoder:
 
 cdef bint _worker_ready(zf_worker* w, int codec, int64_t nbytes) noexcept nogil:
     """Give ``w`` a zstd context (for ``codec`` zstd) and a scratch buffer of at least
-    ``nbytes`` bytes; False when out of memory (``w`` stays valid)."""
+    ``nbytes`` bytes (none for ``"none"``: its chunks are placed from where they were
+    read); False when out of memory (``w`` stays valid)."""
     cdef uint8_t* grown
     if codec == _ZSTD and w.dctx == NULL:
         w.dctx = _create()
         if w.dctx == NULL:
             return False
-    if w.scratch_cap < max(nbytes, 1):
+    if codec != _NONE and w.scratch_cap < max(nbytes, 1):
         grown = <uint8_t*>realloc(w.scratch, <size_t>max(nbytes, 1))
         if grown == NULL:
             return False

@@ -258,6 +258,8 @@ class PreparedChain:
         else:
             arr = np.frombuffer(data, dtype=np.uint8)
         if arr.nbytes != self.chunk_nbytes:
+            if not self.bb:  # nothing was decoded: the stored bytes are the chunk
+                raise _raw_size_error(self, key, arr.nbytes)
             raise ChunkDecodeError(
                 f"chunk {key!r}: decoded to {arr.nbytes} bytes, expected {self.chunk_nbytes} "
                 f"bytes (chunk shape {list(self.chunk_shape)} of {self.data_type.name})"

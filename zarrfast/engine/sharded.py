@@ -864,10 +864,11 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
 
 def _place_inner_slowly(chain: ShardedChain, box: Box, r: int, key: str, raw: bytes) -> None:
     """Place row ``r`` of a box, inner chunk ``raw`` of shard ``key``, the per-chunk way,
-    which says what is wrong with it (the batch kernel did not place it)."""
+    which says what is wrong with it (the batch kernel did not place it: it does not
+    decode, or could not be read there -- read again here, it may be placed)."""
     inner = chain.inner
     name = chain.layout.inner_name(int(box.inner[r]))
-    if inner.fast and not inner.bb:
+    if inner.fast and not inner.bb and len(raw) != inner.chunk_nbytes:
         raise ChunkDecodeError(
             f"shard {key!r}, inner chunk {name}: stored {len(raw)} bytes, expected "
             f"{inner.chunk_nbytes} bytes (no compression)")
