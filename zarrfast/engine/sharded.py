@@ -817,22 +817,22 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
         fd = p.reader.fileno()
         if fd is None:
             return False
-        if not p.spans:
+        if not p.rows:
             continue
         if max(p.sizes) > largest:
             return False
-        fd_list += [fd] * len(p.spans)
+        fd_list += [fd] * len(p.rows)
         starts += p.offsets
         sizes_list += p.sizes
-        rows_list += p.spans
+        rows_list += p.rows
     fd_arr = np.array(fd_list, dtype=np.int64)
     offsets = np.array(starts, dtype=np.int64)
     sizes = np.array(sizes_list, dtype=np.int64)
-    # every row stored: the spans are the box's rows in order (each plan's in row
-    # order, the plans in shard order), and the box's own arrays serve as they are
+    # every row stored: they are the box's rows in order (each plan's in row order,
+    # the plans in shard order), and the box's own arrays serve as they are
     every = stored == len(box.src_offsets)
     rows = None if every else np.array(rows_list, dtype=np.int64)
-    plan_of = [p for p in plans for _ in p.spans]
+    plan_of = [p for p in plans for _ in p.rows]
 
     def place(part: range, share: bool) -> None:
         sl = slice(part.start, part.stop)
@@ -880,19 +880,18 @@ def _place_inner_slowly(chain: ShardedChain, box: Box, r: int, key: str, raw: by
 
 class _ShardPlan:
     """One shard of a box read: its open value, its stored inner chunks the box needs
-    (``spans``: their rows, in row order; ``offsets`` and ``sizes``: where in the
+    (``rows``: their rows, in row order; ``offsets`` and ``sizes``: where in the
     shard), and, for a read into one buffer, the runs that read them."""
 
-    __slots__ = ("key", "offsets", "reader", "rows", "runs", "sizes", "spans")
+    __slots__ = ("key", "offsets", "reader", "rows", "runs", "sizes")
 
     def __init__(self, reader: RangeReader, key: str) -> None:
         self.reader = reader
         self.key = key
-        self.spans: list[int] = []  # rows
+        self.rows: list[int] = []
         self.offsets: list[int] = []  # in the shard; after read(), in the buffer
         self.sizes: list[int] = []
         self.runs: list[list[int]] = []  # [start, end, position in the buffer]
-        self.rows: list[int] = []  # the rows read (after read())
 
     def plan(self, chain: ShardedChain, box: Box, index: np.ndarray, lo: int,
              hi: int) -> int:
@@ -900,7 +899,7 @@ class _ShardPlan:
         filled now.  Returns how many are stored."""
         limit = chain.inner.stored_limit
         missing = []
-        spans, offsets, sizes = self.spans, self.offsets, self.sizes
+        rows, offsets, sizes = self.rows, self.offsets, self.sizes
         for r, (off, nb) in zip(range(lo, hi), index[box.inner[lo:hi]].tolist(),
                                 strict=True):
             if off == EMPTY:
@@ -911,12 +910,12 @@ class _ShardPlan:
                     f"{chain.layout.inner_name(int(box.inner[r]))} is {nb} bytes long in "
                     f"the index, more than any valid inner chunk ({limit} bytes)")
             else:
-                spans.append(r)
+                rows.append(r)
                 offsets.append(off)
                 sizes.append(nb)
         if missing:
             box.fill(missing)
-        return len(spans)
+        return len(rows)
 
     def coalesce(self, gap: int, base: int) -> int:
         """Runs of the planned inner chunks at most ``gap`` bytes apart, one read each,
@@ -935,12 +934,11 @@ class _ShardPlan:
         return pos
 
     def read(self, buf: np.ndarray, chain: ShardedChain, box: Box) -> None:
-        """Read the runs into ``buf``; note each row's place in it (``rows``,
-        ``offsets``)."""
+        """Read the runs into ``buf``; ``offsets`` become each row's place in it."""
         got = [self.reader.read_into(buf[at:at + (b - a)], a) for a, b, at in self.runs]
         starts = [run[0] for run in self.runs]
         placed = []
-        for a, nb, r in zip(self.offsets, self.sizes, self.spans, strict=True):
+        for a, nb, r in zip(self.offsets, self.sizes, self.rows, strict=True):
             q = bisect.bisect_right(starts, a) - 1  # the run holding [a, a + nb)
             start, _, at = self.runs[q]
             if a + nb - start > got[q]:
@@ -949,7 +947,6 @@ class _ShardPlan:
                     f"{chain.layout.inner_name(int(box.inner[r]))} points past the end of "
                     f"the shard (bytes {a}..{a + nb}, only {start + got[q]} readable)"
                 )
-            self.rows.append(r)
             placed.append(at + a - start)
         self.offsets = placed
 
