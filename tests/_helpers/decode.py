@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, settings
 from zarrfast import kernels as _kernels
 from zarrfast.kernels import reference as ref
 
-from _helpers.kernels import I64
+from _helpers.kernels import I64, i64
 
 try:
     from zarrfast._ext import _fileio
@@ -182,3 +182,35 @@ def damage_blosc_block(frame: bytes, j: int) -> bytes:
     refuses that block, whether it decodes it alone or with the others."""
     start = int.from_bytes(frame[16 + 4 * j:20 + 4 * j], "little")
     return frame[:start] + b"\xff\xff\xff\xff" + frame[start + 4:]
+
+
+# ---------------------------------------------------------------------------
+# the arguments of a call and what a failed row may write, for the cases the
+# property tests draw (``rows`` of dicts with ``chunk_offset``, ``dst_offset``,
+# ``counts``, ``direct``; the case's strides, itemsize, swap unit, ``nbytes``)
+# ---------------------------------------------------------------------------
+
+
+def layout_args(case, dst) -> list:
+    """Where each row's chunk goes: the arguments every decode call ends with."""
+    rows = case["rows"]
+    return [
+        i64(*[r["chunk_offset"] for r in rows]),
+        i64(*case["chunk_strides"]),
+        dst,
+        i64(*[r["dst_offset"] for r in rows]),
+        i64(*case["dst_strides"]),
+        np.array([r["counts"] for r in rows], dtype=I64).reshape(len(rows), -1),
+        case["itemsize"],
+        case["swap_unit"],
+        np.array([r["direct"] for r in rows], dtype=np.uint8),
+    ]
+
+
+def failed_direct_mask(case, statuses) -> np.ndarray:
+    """Bytes a FAILED direct row may have scribbled on (its own block)."""
+    mask = np.zeros(case["dst_len"], dtype=bool)
+    for row, s in zip(case["rows"], statuses, strict=True):
+        if row["direct"] and s == FAILED:
+            mask[row["dst_offset"]:row["dst_offset"] + case["nbytes"]] = True
+    return mask

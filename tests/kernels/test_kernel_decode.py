@@ -37,7 +37,9 @@ from _helpers.decode import (
     c_strides,
     compress,
     compress_stream,
+    failed_direct_mask,
     independent_decode,
+    layout_args,
     new_decoder,
     numpy_place,
     outcome,
@@ -239,15 +241,7 @@ def decode_args(case, dst):
         np.frombuffer(case["src"], dtype=np.uint8),
         i64(*[r["src_offset"] for r in rows]),
         i64(*[r["src_size"] for r in rows]),
-        i64(*[r["chunk_offset"] for r in rows]),
-        i64(*case["chunk_strides"]),
-        dst,
-        i64(*[r["dst_offset"] for r in rows]),
-        i64(*case["dst_strides"]),
-        np.array([r["counts"] for r in rows], dtype=I64).reshape(len(rows), -1),
-        case["itemsize"],
-        case["swap_unit"],
-        np.array([r["direct"] for r in rows], dtype=np.uint8),
+        *layout_args(case, dst),
     ]
 
 
@@ -277,15 +271,6 @@ def expected_dst(case, dst0: np.ndarray) -> np.ndarray:
                         row["dst_offset"], case["dst_strides"], row["counts"], itemsize,
                         case["swap_unit"])
     return out
-
-
-def failed_direct_mask(case, statuses) -> np.ndarray:
-    """Bytes a FAILED direct row may have scribbled on (its own block)."""
-    mask = np.zeros(case["dst_len"], dtype=bool)
-    for row, s in zip(case["rows"], statuses, strict=True):
-        if row["direct"] and s == FAILED:
-            mask[row["dst_offset"]:row["dst_offset"] + case["nbytes"]] = True
-    return mask
 
 
 def run_decoder(cls, case, dst0, decoder=None):

@@ -27,9 +27,11 @@ from _helpers.decode import (
     CompiledDecoder,
     TwinDecoder,
     c_strides,
+    failed_direct_mask,
+    layout_args,
     numpy_place,
 )
-from _helpers.kernels import I64, i64, rng_bytes
+from _helpers.kernels import i64, rng_bytes
 
 
 @st.composite
@@ -60,21 +62,6 @@ def raw_cases(draw):
                 dst_len=2 * GUARD + len(rows) * nbytes, share=draw(st.booleans()))
 
 
-def _layout_args(case, dst):
-    rows = case["rows"]
-    return [
-        i64(*[r["chunk_offset"] for r in rows]),
-        i64(*case["chunk_strides"]),
-        dst,
-        i64(*[r["dst_offset"] for r in rows]),
-        i64(*case["dst_strides"]),
-        np.array([r["counts"] for r in rows], dtype=I64).reshape(len(rows), -1),
-        case["itemsize"],
-        case["swap_unit"],
-        np.array([r["direct"] for r in rows], dtype=np.uint8),
-    ]
-
-
 def _expected(case, dst0):
     out = dst0.copy()
     statuses = []
@@ -100,15 +87,6 @@ def _dst0(case):
     return np.frombuffer(rng_bytes(7, case["dst_len"]), dtype=np.uint8).copy()
 
 
-def _scribbled(case, statuses) -> np.ndarray:
-    """The bytes a FAILED direct row may have written (its own block)."""
-    mask = np.zeros(case["dst_len"], dtype=bool)
-    for row, status in zip(case["rows"], statuses, strict=True):
-        if row["direct"] and status == FAILED:
-            mask[row["dst_offset"]:row["dst_offset"] + case["nbytes"]] = True
-    return mask
-
-
 def _regions(cls, case):
     src = bytearray()
     offsets, sizes = [], []
@@ -120,7 +98,7 @@ def _regions(cls, case):
     dst = _dst0(case)
     status = cls("none", case["nbytes"]).decode_regions(
         np.frombuffer(bytes(src), dtype=np.uint8), i64(*offsets), i64(*sizes),
-        *_layout_args(case, dst), share=case["share"])
+        *layout_args(case, dst), share=case["share"])
     return status.tolist(), dst
 
 
@@ -134,7 +112,7 @@ def _files(cls, case, tmp):
         paths.append(name.encode())
     dst = _dst0(case)
     status, sizes, errors = cls("none", case["nbytes"]).decode_files(
-        paths, *_layout_args(case, dst), root=os.fsencode(tmp), share=case["share"])
+        paths, *layout_args(case, dst), root=os.fsencode(tmp), share=case["share"])
     want_sizes = [-1 if row["stored"] is None else len(row["stored"])
                   for row in case["rows"]]
     assert sizes.tolist() == want_sizes
@@ -157,7 +135,7 @@ def _ranges(cls, case, tmp):
     try:
         dst = _dst0(case)
         status, errors = cls("none", case["nbytes"]).decode_ranges(
-            i64(*[fd] * len(offsets)), i64(*offsets), i64(*sizes), *_layout_args(case, dst),
+            i64(*[fd] * len(offsets)), i64(*offsets), i64(*sizes), *layout_args(case, dst),
             share=case["share"])
     finally:
         os.close(fd)
@@ -177,7 +155,7 @@ def test_raw_chunks_match_twin_and_numpy(tmp_path_factory, how, case):
             tmp = str(tmp_path_factory.mktemp("raw"))
             status, dst = (_files if how == "files" else _ranges)(cls, case, tmp)
         assert status == want_status, (cls, how)
-        keep = ~_scribbled(case, want_status)
+        keep = ~failed_direct_mask(case, want_status)
         np.testing.assert_array_equal(dst[keep], want_dst[keep], err_msg=f"{cls} {how}")
 
 
