@@ -34,7 +34,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdlib cimport free, malloc, realloc
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
 from posix.unistd cimport close
-from libc.stdint cimport UINT64_MAX, int64_t, int8_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, UINT64_MAX, int64_t, int8_t, uint8_t, uint32_t, uint64_t
 
 import os
 
@@ -513,6 +513,51 @@ ctypedef struct _PlanC:
     bint stream  # (copies into dst use non-temporal stores)
 
 
+#: the most chunks ``decode_box_files`` takes in one call
+cdef int64_t _BOX_FILES_MAX = 2**16
+
+
+cdef bint _dense(int ndim, const int64_t* shape, const int64_t* strides,
+                 Py_ssize_t itemsize, int64_t nbytes) noexcept:
+    """Whether items of ``shape`` at ``strides`` cover bytes ``[0, nbytes)`` exactly,
+    each byte once: the dims longer than 1, by stride, each ``itemsize`` times the
+    product of the shorter-strided ones' lengths (a C, F or other permuted layout)."""
+    cdef int64_t span = itemsize, best
+    cdef int d, pick, m = 0
+    cdef bint used[ZF_MAX_NDIM]
+    for d in range(ndim):
+        used[d] = shape[d] <= 1
+        m += not used[d]
+    while m:
+        pick = -1
+        for d in range(ndim):  # (the unused dim with the smallest stride)
+            if not used[d] and (pick < 0 or strides[d] < best):
+                pick = d
+                best = strides[d]
+        if best != span or checked_mul(span, shape[pick], &span):
+            return False
+        used[pick] = True
+        m -= 1
+    return span == nbytes
+
+
+cdef inline char* _put_int(char* q, int64_t v) noexcept nogil:
+    """Write the decimal digits of ``v >= 0`` at ``q``; the end of them."""
+    cdef char digits[20]
+    cdef int m = 0
+    while True:
+        digits[m] = <char>(48 + v % 10)
+        m += 1
+        v //= 10
+        if v == 0:
+            break
+    while m:
+        m -= 1
+        q[0] = digits[m]
+        q += 1
+    return q
+
+
 cdef class ChunkDecoder:
     """A decompression context and a scratch buffer for chunks of one codec and
     size.  Not thread-safe: use one per thread.
@@ -737,6 +782,166 @@ cdef class ChunkDecoder:
             if rootfd >= 0:
                 close(rootfd)
         return status_arr, sizes_arr, errors_arr
+
+    def decode_box_files(self, bytes root not None, bytes prefix not None,
+                         bytes separator not None, const int64_t[::1] start not None,
+                         const int64_t[::1] count not None,
+                         const int64_t[::1] chunk_shape not None,
+                         const int64_t[::1] chunk_strides not None, uint8_t[::1] dst not None,
+                         const int64_t[::1] dst_strides not None, Py_ssize_t itemsize,
+                         Py_ssize_t swap_unit, bint direct=True, bint share=False):
+        """A step-1 box of an array whose chunks are files, read in one call: the
+        table of ``box_table`` (every chunk its own shard), the chunks' paths and
+        ``decode_files`` without a Python object per chunk.
+
+        Dim ``d`` of the box selects ``start[d] + k`` for ``k < count[d]``; chunks have
+        ``chunk_shape`` items, at byte strides ``chunk_strides`` once decoded (this
+        decoder's ``nbytes`` bytes).  Chunk ``coords`` is the file ``prefix +
+        separator.join(str(c) for c in coords)`` under the directory ``root``, opened as
+        ``decode_files`` opens them.  The box goes to ``dst`` at byte strides
+        ``dst_strides`` from offset 0.  A chunk that lies whole in the box is decoded
+        straight into ``dst`` when ``direct`` is true, its bytes need no swap
+        (``swap_unit <= 1``), its items cover its ``nbytes`` bytes exactly, each byte
+        once (``chunk_strides`` a C, F or other permuted contiguous layout), and its
+        block of ``dst`` has the chunk's own strides (``dst_strides[d] ==
+        chunk_strides[d]`` wherever ``chunk_shape[d] > 1``): then that block is the
+        chunk's bytes, in order.
+
+        Returns ``None`` when every chunk was placed; else the ``decode_files``
+        status of each chunk, in ``box_table``'s order (C order of the chunks):
+        nothing is written for a chunk that is not ``DECODED``.
+
+        Raises ``ValueError`` for lengths that differ, a rank outside 1 to 64, a box
+        or chunk out of its domain, a box of more than 2**16 chunks, a region outside
+        the chunk or ``dst``, or a NUL byte in ``root``, ``prefix`` or ``separator``;
+        ``OSError`` when ``root`` cannot be opened.
+        """
+        cdef Py_ssize_t ndim = start.shape[0], d
+        cdef int64_t n = 1, r, k, lo, hi, c
+        cdef bint same = direct and swap_unit <= 1, whole
+        cdef int64_t first[ZF_MAX_NDIM]
+        cdef int64_t span[ZF_MAX_NDIM]
+        cdef int64_t idx[ZF_MAX_NDIM]
+        cdef int64_t shp[ZF_MAX_NDIM]
+        cdef int64_t src_off, dst_off
+        if (count.shape[0] != ndim or chunk_shape.shape[0] != ndim
+                or chunk_strides.shape[0] != ndim or dst_strides.shape[0] != ndim):
+            raise ValueError(
+                f"decode_box_files: start {_tup(start)}, count {_tup(count)}, chunk_shape "
+                f"{_tup(chunk_shape)}, chunk_strides {_tup(chunk_strides)} and dst_strides "
+                f"{_tup(dst_strides)} must have the same length")
+        if not 1 <= ndim <= ZF_MAX_NDIM:
+            raise ValueError(f"decode_box_files: rank {ndim} is not 1 to {ZF_MAX_NDIM}")
+        if b"\0" in root or b"\0" in prefix or b"\0" in separator:
+            raise ValueError(f"decode_box_files: root {root!r}, prefix {prefix!r} or "
+                             f"separator {separator!r} contains a NUL byte")
+        _check_item("decode_box_files", itemsize, swap_unit)
+        for d in range(ndim):
+            if (start[d] < 0 or count[d] < 1 or chunk_shape[d] < 1
+                    or count[d] > INT64_MAX - start[d]):
+                raise ValueError(
+                    f"decode_box_files: dim {d}: start {start[d]} (>= 0), count {count[d]} "
+                    f"(>= 1, start + count < 2**63) or chunk_shape {chunk_shape[d]} (>= 1) "
+                    f"out of domain")
+            first[d] = start[d] // chunk_shape[d]
+            span[d] = (start[d] + count[d] - 1) // chunk_shape[d] - first[d] + 1
+            if checked_mul(n, span[d], &n) or n > _BOX_FILES_MAX:
+                raise ValueError(f"decode_box_files: the box touches more than "
+                                 f"{_BOX_FILES_MAX} chunks")
+            if chunk_shape[d] > 1 and dst_strides[d] != chunk_strides[d]:
+                same = False
+        same = same and _dense(<int>ndim, &chunk_shape[0], &chunk_strides[0], itemsize,
+                               self.nbytes)
+        _check_span("decode_box_files", "chunk", self.nbytes, 0, chunk_strides, chunk_shape,
+                    itemsize)
+        _check_dst_strides("decode_box_files", dst_strides, count)
+        _check_span("decode_box_files", "dst", dst.shape[0], 0, dst_strides, count, itemsize)
+
+        cdef _Plan plan = _Plan.__new__(_Plan)
+        plan.own(n, dst, itemsize, swap_unit)
+        # each row's path: the prefix, then up to 20 digits and a separator per dim
+        cdef Py_ssize_t plen = len(prefix), slen = len(separator)
+        cdef Py_ssize_t rowcap = plen + ndim * (20 + slen) + 1
+        cdef char* text = <char*>PyMem_Malloc(n * rowcap)
+        cdef const char** cpaths = <const char**>PyMem_Malloc(n * sizeof(char*))
+        cdef int8_t* status = <int8_t*>PyMem_Malloc(n * sizeof(int8_t))
+        cdef int64_t* sizes = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        cdef int64_t* errs = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        cdef const char* cprefix = prefix
+        cdef const char* csep = separator
+        cdef const char* croot = root
+        cdef char* q
+        cdef int rootfd = -1, err = 0
+        cdef _RowsJob job
+        try:
+            if text == NULL or cpaths == NULL or status == NULL or sizes == NULL or errs == NULL:
+                raise MemoryError()
+            with nogil:
+                for d in range(ndim):
+                    idx[d] = 0
+                for r in range(n):
+                    src_off = dst_off = 0
+                    whole = same
+                    q = text + r * rowcap
+                    memcpy(q, cprefix, plen)
+                    q += plen
+                    for d in range(ndim):
+                        c = chunk_shape[d]
+                        k = first[d] + idx[d]
+                        # (k * c <= start + count - 1: no overflow)
+                        lo = max(start[d] - k * c, 0)
+                        hi = min(start[d] + count[d] - k * c, c)
+                        shp[d] = hi - lo
+                        src_off += lo * chunk_strides[d]
+                        dst_off += (k * c + lo - start[d]) * dst_strides[d]
+                        whole = whole and shp[d] == c
+                        if d:
+                            memcpy(q, csep, slen)
+                            q += slen
+                        q = _put_int(q, k)
+                    q[0] = 0
+                    cpaths[r] = text + r * rowcap
+                    status[r] = _DECODED
+                    sizes[r] = -1
+                    errs[r] = 0
+                    plan.skip[r] = False
+                    plan.own_offsets[r] = dst_off
+                    plan.own_direct[r] = whole
+                    if not whole:
+                        normalize_layout(<int>ndim, shp, &chunk_strides[0], &dst_strides[0],
+                                         src_off, dst_off, &plan.layouts[r])
+                    d = ndim - 1
+                    while d >= 0:
+                        idx[d] += 1
+                        if idx[d] < span[d]:
+                            break
+                        idx[d] = 0
+                        d -= 1
+                rootfd = zf_open_root(croot)
+                err = errno
+            if rootfd == -1:
+                raise OSError(err, os.strerror(err), os.fsdecode(root))
+            _job_init(&job, self, plan, status, <Py_ssize_t>n)
+            job.files = True
+            job.cpaths = cpaths
+            job.rootfd = rootfd
+            job.limit = 2 * self.nbytes + 65536
+            job.sizes = sizes
+            job.errs = errs
+            with nogil:
+                _job_run_shared(&job, &self.w, share)
+            for r in range(n):
+                if status[r] != _DECODED:
+                    return np.array(<int8_t[:n]>status, dtype=np.int8)
+            return None
+        finally:
+            if rootfd >= 0:
+                close(rootfd)
+            PyMem_Free(text)
+            PyMem_Free(cpaths)
+            PyMem_Free(status)
+            PyMem_Free(sizes)
+            PyMem_Free(errs)
 
     cdef bint _place(self, _Plan plan, Py_ssize_t r, const uint8_t* frame,
                      size_t size) noexcept nogil:
@@ -1049,10 +1254,36 @@ cdef class _Plan:
     cdef uint8_t[::1] dst
     cdef Py_ssize_t itemsize, swap_unit
     cdef bint stream  # (copies into dst use non-temporal stores)
+    cdef int64_t* own_offsets  # (``own``: the plan's own tables of dst offsets and flags)
+    cdef uint8_t* own_direct
 
     def __cinit__(self):
         self.layouts = NULL
         self.skip = NULL
+        self.own_offsets = NULL
+        self.own_direct = NULL
+
+    cdef int own(self, int64_t n, uint8_t[::1] dst, Py_ssize_t itemsize,
+                 Py_ssize_t swap_unit) except -1:
+        """Tables for ``n`` rows into ``dst`` that the caller fills (``layouts``,
+        ``skip``, ``own_offsets``, ``own_direct``), its rows checked by construction."""
+        self.layouts = <Layout*>PyMem_Malloc(max(n, 1) * sizeof(Layout))
+        self.skip = <bint*>PyMem_Malloc(max(n, 1) * sizeof(bint))
+        self.own_offsets = <int64_t*>PyMem_Malloc(max(n, 1) * sizeof(int64_t))
+        self.own_direct = <uint8_t*>PyMem_Malloc(max(n, 1) * sizeof(uint8_t))
+        if (self.layouts == NULL or self.skip == NULL or self.own_offsets == NULL
+                or self.own_direct == NULL):
+            raise MemoryError()
+        self.dst = dst
+        self.d = &dst[0] if dst.shape[0] else NULL
+        self.itemsize = itemsize
+        self.swap_unit = swap_unit
+        self.stream = dst.shape[0] >= _stream_min
+        self.c.layouts, self.c.skip, self.c.d = self.layouts, self.skip, self.d
+        self.c.dst_offsets = self.own_offsets
+        self.c.direct = self.own_direct
+        self.c.itemsize, self.c.swap_unit, self.c.stream = itemsize, swap_unit, self.stream
+        return 0
 
     cdef int init(self, str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
                   const int64_t[::1] chunk_strides, uint8_t[::1] dst,
@@ -1145,6 +1376,8 @@ cdef class _Plan:
     def __dealloc__(self):
         PyMem_Free(self.layouts)
         PyMem_Free(self.skip)
+        PyMem_Free(self.own_offsets)
+        PyMem_Free(self.own_direct)
 
 
 cdef _Plan _new_plan(str func, int64_t nbytes, const int64_t[::1] chunk_offsets,

@@ -612,7 +612,8 @@ cdef void _box_fill(int ndim, const int64_t* start, const int64_t* count,
         for d in range(ndim):
             shards[g * ndim + d] = s[d]
             lo = s[d] * cps[d]
-            hi = lo + cps[d] - 1
+            # (the shard's last chunk, or the last index: no overflow near 2**63)
+            hi = lo + (cps[d] - 1) if cps[d] - 1 <= INT64_MAX - lo else INT64_MAX
             klo[d] = first[d] if first[d] > lo else lo
             khi[d] = last[d] if last[d] < hi else hi
             k[d] = klo[d]
@@ -624,11 +625,12 @@ cdef void _box_fill(int ndim, const int64_t* start, const int64_t* count,
             for d in range(ndim):
                 lin = lin * cps[d] + (k[d] - s[d] * cps[d])
                 e0 = k[d] * cshape[d]
-                e1 = e0 + cshape[d]
+                # (the chunk's end, cut at the box's: k * cshape <= start + count - 1,
+                # so neither sum overflows near 2**63)
+                e1 = (e0 + cshape[d] if cshape[d] <= start[d] + count[d] - e0
+                      else start[d] + count[d])
                 if e0 < start[d]:
                     e0 = start[d]
-                if e1 > start[d] + count[d]:
-                    e1 = start[d] + count[d]
                 so += (e0 - k[d] * cshape[d]) * cstrides[d]
                 do += (e0 - start[d]) * ostrides[d]
                 shapes[row * ndim + d] = e1 - e0

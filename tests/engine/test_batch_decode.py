@@ -26,6 +26,7 @@ from zarrfast import config
 from zarrfast import kernels as _kernels
 from zarrfast.engine import chunked as pipeline
 from zarrfast.errors import ChunkDecodeError
+from zarrfast.kernels import reference as ref
 from zarrfast.storage import LocalStore
 
 from _helpers.decode import (
@@ -64,6 +65,19 @@ class RecordingDecoder(CompiledDecoder if CompiledDecoder is not None else objec
         result = super().decode_files(*args, **kwargs)
         RecordingDecoder.log.append((args[-1].tolist(), result[0].tolist()))
         return result
+
+    def decode_box_files(self, root, prefix, sep, start, count, chunk_shape, chunk_strides,
+                         dst, dst_strides, itemsize, swap_unit, direct, share):
+        # (the flags the twin gives for these arguments: the kernel decides them itself)
+        *_, flags = ref.box_files_table(prefix, sep, start, count, chunk_shape,
+                                        chunk_strides, dst_strides, itemsize, swap_unit,
+                                        self.nbytes, direct)
+        status = super().decode_box_files(root, prefix, sep, start, count, chunk_shape,
+                                          chunk_strides, dst, dst_strides, itemsize,
+                                          swap_unit, direct, share)
+        RecordingDecoder.log.append((flags.tolist(), [DECODED] * len(flags) if status is None
+                                     else status.tolist()))
+        return status
 
 
 def zstd_codecs(*, endian="little", transpose=None, level=3, checksum=False):

@@ -316,6 +316,25 @@ def test_box_table_matches_twin_and_brute_force(box):
     assert shapes.tolist() == [r[4] for r in rows]
 
 
+@pytest.mark.parametrize("box", [
+    # the last chunk's end (2**63) and the last shard's are past int64: both are cut at
+    # the box's end, which is not
+    ([2**63 - 2], [1], [2**62], [1], [0], [1]),
+    ([2**63 - 3], [2], [4], [3], [1], [1]),
+    ([2**63 - 7, 5], [6, 2], [2**61, 3], [2**40, 2], [3, 1], [2, 1]),
+])
+@pytest.mark.parametrize("impl", IMPLS)
+def test_box_table_near_2_63(impl, box):
+    shards, bounds, inner, src, dst, shapes = impl.box_table(*[i64(*v) for v in box])
+    want_shards, want_bounds, rows = brute_box(*box)
+    assert [tuple(s) for s in shards.tolist()] == want_shards
+    assert bounds.tolist() == want_bounds
+    assert inner.tolist() == [r[1] for r in rows]
+    assert src.tolist() == [r[2] for r in rows]
+    assert dst.tolist() == [r[3] for r in rows]
+    assert shapes.tolist() == [r[4] for r in rows]
+
+
 @pytest.mark.parametrize("args", [
     ([0], [1], [1], [1], [1], [1, 2]),  # lengths differ
     ([-1], [1], [1], [1], [1], [1]),  # negative start

@@ -1,11 +1,14 @@
 """Small box reads: a step-1 selection touching a few chunks, read in the calling thread.
 
 A random read of a box touching ``k`` chunks should cost about ``k`` decodes and one
-copy each.  Here the chunks a box touches, and where each one's part lies in the
-decoded chunk and in the output, come from one kernel call
+copy each.  A box of chunks stored one per file is one kernel call
+(``ChunkDecoder.decode_box_files``): which chunks it touches, where each one's part lies
+in the decoded chunk and in the output, the files' paths, and the reads, decoding and
+placing, without the GIL or a Python object per chunk.  Otherwise the chunks a box
+touches, and where their parts lie, come from one kernel call
 (:func:`zarrfast.kernels.box_table`); zstd and blosc chunks are then decoded and placed
-by one ``nogil`` kernel call (``ChunkDecoder.decode_files`` for chunk files,
-``decode_ranges`` for inner chunks of shards that are open files, ``decode_regions`` for
+by one ``nogil`` kernel call (``ChunkDecoder.decode_files`` for chunk files when the
+pool's threads take parts of a box, ``decode_ranges`` for inner chunks of shards that are open files, ``decode_regions`` for
 the ranges fetched from other shards), and so are uncompressed ones (``ChunkDecoder
 ("none")``: read and placed), except those fetched from a shard that is not a file,
 which one ``copy_regions`` call copies.  Nothing per chunk runs in Python unless a chunk
@@ -24,6 +27,7 @@ use it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,7 +39,8 @@ from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.storage import Store
 
-__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files", "run_parts"]
+__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files", "run_parts",
+           "share_mode"]
 
 #: the most chunks (inner chunks, when sharded) a box read takes; larger selections
 #: take the projection table and the pool
@@ -57,24 +62,32 @@ BOX_CHUNK_BYTES = 16 * 2**20
 BOX_POOL_BYTES = 2**20
 
 
-def run_parts(fn: Callable[[range, bool], None], n: int, chain: Any) -> None:
-    """``fn(range(n), share)`` for ``n`` chunks of ``chain``.  With one thread, or
-    uncompressed chunks: ``share`` False, in the calling thread.  Two threads, or less
-    than ``BOX_POOL_BYTES`` of decoded chunks: ``share`` True (the kernel call shares
-    the rows with its helper thread).  Else on ``config threads`` parts of
-    ``range(n)`` (one kernel call each, ``share`` False), the first in the calling
-    thread."""
+def share_mode(n: int, chain: Any) -> bool | None:
+    """How ``n`` chunks of ``chain`` are decoded: in the calling thread, ``False``
+    (one thread, or uncompressed chunks); shared with the kernels' helper thread,
+    ``True`` (two threads, or less than ``BOX_POOL_BYTES`` of decoded chunks); else
+    ``None``: one kernel call per thread of the pool (:func:`run_parts`)."""
     threads = min(config.get("threads"), n)
-    work = n * chain.chunk_nbytes
     if threads <= 1 or chain.batch_codec is None:
-        fn(range(n), False)
+        return False
+    if threads == 2 or n * chain.chunk_nbytes < BOX_POOL_BYTES:
+        return True
+    return None
+
+
+def run_parts(fn: Callable[[range, bool], None], n: int, chain: Any) -> None:
+    """``fn(range(n), share)`` for ``n`` chunks of ``chain``, as :func:`share_mode`
+    says: one call (``share`` its answer), or, for ``None``, on ``config threads``
+    parts of ``range(n)`` (one kernel call each, ``share`` False), the first in the
+    calling thread."""
+    share = share_mode(n, chain)
+    if share is not None:
+        fn(range(n), share)
         return
-    if threads == 2 or work < BOX_POOL_BYTES:
-        fn(range(n), True)
-        return
+    threads = min(config.get("threads"), n)
     map_unordered_into(lambda part: fn(part, False),
                        [range(i * n // threads, (i + 1) * n // threads)
-                        for i in range(threads)], work_bytes=work)
+                        for i in range(threads)], work_bytes=n * chain.chunk_nbytes)
 
 
 def box_chunks(sel: BasicSelection, chain: Any) -> int:
@@ -183,9 +196,11 @@ def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
 def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
                    out: np.ndarray) -> bool:
     """Read a box of at most ``BOX_CHUNKS`` zstd, blosc or uncompressed chunks stored
-    one per file into ``out``: one ``decode_files`` call (open, read, decode, place,
-    without the GIL).  ``False``, having done nothing, for other selections, chains
-    and stores."""
+    one per file into ``out``: one ``decode_box_files`` call (table, paths, open, read,
+    decode, place, without the GIL), or with more than two threads and a box of large
+    chunks one ``decode_files`` call per part (:func:`run_parts`).  A chunk the kernel
+    did not place is the fill value (missing) or taken by the per-chunk path.
+    ``False``, having done nothing, for other selections, chains and stores."""
     if chain.box_codec is None or store.batched_reads or not store.fast_get_into:
         return False
     n = box_chunks(sel, chain)
@@ -193,6 +208,23 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
         return False
     if n == 1 and chain.batch_codec is None and sel.count.tolist() == list(chain.chunk_shape):
         return False  # one whole uncompressed chunk: the single-chunk path reads it into out
+    share = share_mode(n, chain)
+    if share is not None:
+        where = _file_prefix(store, path, chain)
+        if where is None:
+            return False
+        root, prefix, sep = where
+        out_strides = np.array(out.strides, dtype=np.int64)
+        # the table, the paths, the reads and the decoding: one kernel call
+        status = chain.batch_decoder().decode_box_files(
+            root, prefix, sep, sel.start, sel.count, chain.chunk_shape_arr,
+            chain.chunk_strides, out.reshape(-1).view(np.uint8), out_strides,
+            chain.itemsize, chain.swap_unit, chain.box_direct, share)
+        if status is not None:
+            box = Box(chain, sel, out, _ONES[chain.ndim])
+            keys = _chunk_keys(chain.metadata, path, box.shards)
+            _recover(store, chain, box, keys, range(n), status)
+        return True
     box = Box(chain, sel, out, _ONES[chain.ndim])
     keys = _chunk_keys(chain.metadata, path, box.shards)
     files = store.file_paths(keys)
@@ -208,17 +240,44 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
             box.dst_offsets[rows], box.out_strides, box.shapes[rows], chain.itemsize,
             chain.swap_unit, direct[rows], root=root, share=share)
         if np.count_nonzero(status):
-            for j in np.flatnonzero(status).tolist():
-                r = part.start + j
-                # missing: the fill value; else read again by the store, which raises
-                # for a file it cannot read, and decoded (or refused, naming the key)
-                raw = (None if status[j] == _kernels.NO_DATA
-                       else store.get_limited(keys[r], chain.stored_limit))
-                box.place_one(r, raw, keys[r])
+            _recover(store, chain, box, keys, part, status)
 
     # (every part writes disjoint regions of `out`: chunks partition the box)
     run_parts(place, n, chain)
     return True
+
+
+def _recover(store: Store, chain: Any, box: Box, keys: Sequence[str], part: range,
+             status: np.ndarray) -> None:
+    """The rows of ``part`` (``status``: theirs) a kernel did not place: a missing
+    chunk is the fill value; any other is read again by the store, which raises for a
+    file it cannot read, and decoded (or refused, naming the key)."""
+    for j in np.flatnonzero(status).tolist():
+        r = part.start + j
+        raw = (None if status[j] == _kernels.NO_DATA
+               else store.get_limited(keys[r], chain.stored_limit))
+        box.place_one(r, raw, keys[r])
+
+
+def _file_prefix(store: Store, path: str, chain: Any) -> tuple[bytes, bytes, bytes] | None:
+    """The root directory of ``store``'s files, and the prefix and separator of the
+    chunk keys of the array at ``path`` (file-system encoded), for kernels that make
+    the chunks' paths themselves; ``None`` when the kernels may not read the store's
+    files.  Kept on ``chain`` for its last store and path."""
+    last = chain.box_files_prefix
+    if last is not None and last[0] is store and last[1] == path:
+        return last[2]
+    where = None
+    if chain.ndim:  # (a 0-d array's one chunk takes the single-chunk path)
+        cke = chain.metadata.chunk_key_encoding
+        base = (f"{path}/" if path else "") + cke.key_prefix()
+        # (a key of the array checks the prefix: the digits and separators added to
+        # it make no segment that a key may not have)
+        files = store.file_paths([base + cke.separator.join(["0"] * chain.ndim)])
+        if files is not None:
+            where = (files[0], os.fsencode(base), os.fsencode(cke.separator))
+    chain.box_files_prefix = (store, path, where)
+    return where
 
 
 def _chunk_keys(metadata: Any, path: str, coords: np.ndarray) -> list[str]:

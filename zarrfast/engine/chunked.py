@@ -138,6 +138,12 @@ class PreparedChain:
         # uncompressed chunks stored as they are: small box reads place them with the
         # batched decoder too (codec "none": read and placed in one call, no GIL)
         self._raw_boxes = self.fast and not self.bb and _kernels.ChunkDecoder is not None
+        #: a box read may decode a whole chunk straight into its block of the output
+        #: (when that block is contiguous and its bytes need no swap: the kernel checks)
+        self.box_direct = self.fast and self.permutation == tuple(range(self.ndim))
+        #: ``(store, path, where)``: the last store and path box reads made the chunks'
+        #: file paths for, and ``boxes._file_prefix``'s answer
+        self.box_files_prefix: tuple | None = None
         #: room for one stored chunk in a batch read (the compressors' worst-case
         #: expansion of incompressible data is far below this; a larger file is read
         #: on its own)

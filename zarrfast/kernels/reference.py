@@ -668,6 +668,54 @@ class ChunkDecoder:
                 os.close(rootfd)
         return status, sizes, errors
 
+    def decode_box_files(self, root, prefix, separator, start, count, chunk_shape,
+                         chunk_strides, dst, dst_strides, itemsize, swap_unit, direct=True,
+                         share=False):
+        """A step-1 box of an array whose chunks are files, read in one call: the
+        table of ``box_table``, the chunks' paths and ``decode_files``; ``None`` when
+        every chunk was placed, else their statuses (see ``_ext._decode``)."""
+        func = "decode_box_files"
+        for name, v in (("root", root), ("prefix", prefix), ("separator", separator)):
+            if not isinstance(v, bytes):
+                raise TypeError(f"Argument '{name}' has incorrect type (expected bytes, got "
+                                f"{type(v).__name__})")
+        arrays = [_i64(a) for a in (start, count, chunk_shape, chunk_strides, dst_strides)]
+        sta, cnt, chk, cst, dstr = arrays
+        ndim = sta.size
+        if any(a.size != ndim for a in arrays):
+            raise ValueError(
+                f"{func}: start {_ints(sta)}, count {_ints(cnt)}, chunk_shape {_ints(chk)}, "
+                f"chunk_strides {_ints(cst)} and dst_strides {_ints(dstr)} must have the "
+                f"same length")
+        if not 1 <= ndim <= MAX_NDIM:
+            raise ValueError(f"{func}: rank {ndim} is not 1 to {MAX_NDIM}")
+        if b"\0" in root or b"\0" in prefix or b"\0" in separator:
+            raise ValueError(f"{func}: root {root!r}, prefix {prefix!r} or separator "
+                             f"{separator!r} contains a NUL byte")
+        itemsize, swap_unit = _ssize(itemsize), _ssize(swap_unit)
+        _check_item(func, itemsize, swap_unit)
+        s0, n0, c0 = sta.tolist(), cnt.tolist(), chk.tolist()
+        rows = 1
+        for d in range(ndim):
+            if s0[d] < 0 or n0[d] < 1 or c0[d] < 1 or s0[d] + n0[d] > _INT64_MAX:
+                raise ValueError(
+                    f"{func}: dim {d}: start {s0[d]} (>= 0), count {n0[d]} (>= 1, start + "
+                    f"count < 2**63) or chunk_shape {c0[d]} (>= 1) out of domain")
+            rows *= (s0[d] + n0[d] - 1) // c0[d] - s0[d] // c0[d] + 1
+            if rows > 2**16:
+                raise ValueError(f"{func}: the box touches more than {2**16} chunks")
+        _check_span(func, "chunk", self.nbytes, 0, cst, chk, itemsize)
+        _check_dst_strides(func, dstr, cnt)
+        out = _u8(dst, writable=True)
+        _check_span(func, "dst", out.size, 0, dstr, cnt, itemsize)
+        paths, src_offsets, dst_offsets, shapes, flags = box_files_table(
+            prefix, separator, sta, cnt, chk, cst, dstr, itemsize, swap_unit, self.nbytes,
+            direct)
+        status, _sizes, _errors = self.decode_files(
+            paths, src_offsets, cst, out, dst_offsets, dstr, shapes, itemsize, swap_unit,
+            flags, root=root, share=share)
+        return status if status.any() else None
+
     @staticmethod
     def _decode_each(paths, rootfd, todo, place, limits, status, sizes, errors) -> None:
         import errno as _errno
@@ -1351,12 +1399,43 @@ def box_table(start, count, chunk_shape, cps, chunk_strides, out_strides):
     inner = np.zeros(len(coords), dtype=np.int64)
     for d in range(ndim):
         inner = inner * per[d] + local[:, d]
-    lo = np.maximum(coords * chk, sta)
-    hi = np.minimum((coords + 1) * chk, sta + cnt)
+    begin = coords * chk  # (<= start + count - 1: the chunk's end is taken relative to
+    lo = np.maximum(begin, sta)  # it, so nothing overflows near 2**63)
+    hi = begin + np.minimum(chk, sta + cnt - begin)
     src = ((lo - coords * chk) * cst).sum(axis=1, dtype=np.int64)
     dst = ((lo - sta) * ost).sum(axis=1, dtype=np.int64)
     return (np.ascontiguousarray(shards, dtype=np.int64), bounds, inner, src, dst,
             np.ascontiguousarray(hi - lo, dtype=np.int64))
+
+def _dense(shape: np.ndarray, strides: np.ndarray, itemsize: int, nbytes: int) -> bool:
+    """Whether items of ``shape`` at ``strides`` cover bytes ``[0, nbytes)`` exactly,
+    each byte once (a C, F or other permuted contiguous layout)."""
+    dims = sorted((t, n) for n, t in zip(shape.tolist(), strides.tolist(), strict=True)
+                  if n > 1)
+    span = itemsize
+    for t, n in dims:
+        if t != span:
+            return False
+        span *= n
+    return span == nbytes
+
+
+def box_files_table(prefix, separator, start, count, chunk_shape, chunk_strides,
+                    dst_strides, itemsize, swap_unit, nbytes, direct):
+    """What ``ChunkDecoder.decode_box_files`` reads and where it puts it (arguments
+    validated): each chunk's path, the ``decode_files`` offsets and shapes of its
+    part of the box, and whether it is decoded straight into ``dst`` -- a whole chunk
+    whose block there has its own strides, with ``direct``, no swap and chunk strides
+    that cover its ``nbytes`` bytes exactly (:func:`_dense`)."""
+    chk, cst, dstr = _i64(chunk_shape), _i64(chunk_strides), _i64(dst_strides)
+    coords, _bounds, _inner, src_offsets, dst_offsets, shapes = box_table(
+        start, count, chk, np.ones(chk.size, dtype=np.int64), cst, dstr)
+    paths = [prefix + separator.join(str(c).encode() for c in row) for row in coords.tolist()]
+    same = (bool(direct) and swap_unit <= 1 and _dense(chk, cst, itemsize, nbytes)
+            and all(dstr[d] == cst[d] for d in range(chk.size) if chk[d] > 1))
+    flags = (np.all(shapes == chk, axis=1) & same).astype(np.uint8)
+    return paths, src_offsets, dst_offsets, shapes, flags
+
 
 def format_chunk_keys(coords, prefix, separator) -> list[str]:
     """Render chunk keys: ``prefix + separator.join(str(c) for c in row)`` per row."""
