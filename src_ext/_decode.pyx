@@ -558,6 +558,143 @@ cdef inline char* _put_int(char* q, int64_t v) noexcept nogil:
     return q
 
 
+cdef object _statuses(const int8_t* status, int64_t n):
+    """``None`` when every row is ``DECODED``, else a copy of the statuses."""
+    cdef int64_t r
+    for r in range(n):
+        if status[r] != _DECODED:
+            return np.array(<int8_t[:n]>status, dtype=np.int8)
+    return None
+
+
+cdef void _box_rows(int ndim, const int64_t* start, const int64_t* count,
+                    const int64_t* cshape, const int64_t* cps, const int64_t* cstr,
+                    const int64_t* dstr, bint same, _Plan plan) noexcept nogil:
+    """Fill ``plan``'s own tables with the rows of a validated step-1 box, in
+    ``box_table``'s order (the shards it touches in C order, each one's chunks in C
+    order): each row's layout (decoded chunk -> dst), dst offset, direct flag (a whole
+    chunk, when ``same``), shape, chunk coordinates, shard ordinal and index among its
+    shard's chunks (C order).  ``cps`` ``NULL``: every chunk its own shard."""
+    cdef int64_t first[ZF_MAX_NDIM]
+    cdef int64_t last[ZF_MAX_NDIM]
+    cdef int64_t s[ZF_MAX_NDIM]
+    cdef int64_t s0[ZF_MAX_NDIM]
+    cdef int64_t s1[ZF_MAX_NDIM]
+    cdef int64_t klo[ZF_MAX_NDIM]
+    cdef int64_t khi[ZF_MAX_NDIM]
+    cdef int64_t k[ZF_MAX_NDIM]
+    cdef int64_t p, c, b, lo, hi, src_off, dst_off, lin, row = 0, g = 0
+    cdef int64_t* shp
+    cdef bint whole
+    cdef int d
+    for d in range(ndim):
+        p = cps[d] if cps != NULL else 1
+        first[d] = start[d] // cshape[d]
+        last[d] = (start[d] + count[d] - 1) // cshape[d]
+        s0[d] = s[d] = first[d] // p
+        s1[d] = last[d] // p
+    while True:  # the shards
+        for d in range(ndim):
+            p = cps[d] if cps != NULL else 1
+            lo = s[d] * p
+            hi = lo + (p - 1) if p - 1 <= INT64_MAX - lo else INT64_MAX
+            klo[d] = first[d] if first[d] > lo else lo
+            khi[d] = last[d] if last[d] < hi else hi
+            k[d] = klo[d]
+        while True:  # the shard's chunks
+            src_off = dst_off = lin = 0
+            whole = same
+            shp = &plan.own_shapes[row * ndim]
+            for d in range(ndim):
+                p = cps[d] if cps != NULL else 1
+                c = cshape[d]
+                b = k[d] * c  # (<= start + count - 1: nothing below overflows)
+                lo = start[d] - b if start[d] > b else 0
+                hi = start[d] + count[d] - b
+                if hi > c:
+                    hi = c
+                shp[d] = hi - lo
+                src_off += lo * cstr[d]
+                dst_off += (b + lo - start[d]) * dstr[d]
+                whole = whole and hi - lo == c
+                lin = lin * p + (k[d] - s[d] * p)
+                plan.own_coords[row * ndim + d] = k[d]
+            normalize_layout(ndim, shp, cstr, dstr, src_off, dst_off, &plan.layouts[row])
+            plan.own_offsets[row] = dst_off
+            plan.own_direct[row] = whole
+            plan.skip[row] = False
+            plan.own_shard[row] = g
+            plan.own_inner[row] = lin
+            row += 1
+            d = ndim - 1
+            while d >= 0:
+                k[d] += 1
+                if k[d] <= khi[d]:
+                    break
+                k[d] = klo[d]
+                d -= 1
+            if d < 0:
+                break
+        g += 1
+        d = ndim - 1
+        while d >= 0:
+            s[d] += 1
+            if s[d] <= s1[d]:
+                break
+            s[d] = s0[d]
+            d -= 1
+        if d < 0:
+            break
+
+
+cdef _Plan _box_plan(ChunkDecoder dec, str func, const int64_t[::1] start,
+                     const int64_t[::1] count, const int64_t[::1] chunk_shape,
+                     const int64_t[::1] cps, const int64_t[::1] chunk_strides,
+                     uint8_t[::1] dst, const int64_t[::1] dst_strides, Py_ssize_t itemsize,
+                     Py_ssize_t swap_unit, bint direct):
+    """The validated rows of a step-1 box (``_box_rows``; ``cps`` ``None``: a plain
+    grid) for ``dec``'s chunks: raises ``ValueError`` naming ``func``."""
+    cdef Py_ssize_t ndim = start.shape[0], d
+    cdef int64_t n = 1, span, per = 1
+    cdef bint same = direct and swap_unit <= 1
+    if (count.shape[0] != ndim or chunk_shape.shape[0] != ndim
+            or chunk_strides.shape[0] != ndim or dst_strides.shape[0] != ndim):
+        raise ValueError(
+            f"{func}: start {_tup(start)}, count {_tup(count)}, chunk_shape "
+            f"{_tup(chunk_shape)}, chunk_strides {_tup(chunk_strides)} and dst_strides "
+            f"{_tup(dst_strides)} must have the same length")
+    if not 1 <= ndim <= ZF_MAX_NDIM:
+        raise ValueError(f"{func}: rank {ndim} is not 1 to {ZF_MAX_NDIM}")
+    _check_item(func, itemsize, swap_unit)
+    for d in range(ndim):
+        if (start[d] < 0 or count[d] < 1 or chunk_shape[d] < 1
+                or count[d] > INT64_MAX - start[d]):
+            raise ValueError(
+                f"{func}: dim {d}: start {start[d]} (>= 0), count {count[d]} "
+                f"(>= 1, start + count < 2**63) or chunk_shape {chunk_shape[d]} (>= 1) "
+                f"out of domain")
+        if cps is not None and (cps[d] < 1 or checked_mul(per, cps[d], &per)):
+            raise ValueError(f"{func}: dim {d}: cps {cps[d]} out of domain (>= 1, a "
+                             f"shard of at most 2**63 chunks)")
+        span = (start[d] + count[d] - 1) // chunk_shape[d] - start[d] // chunk_shape[d] + 1
+        if checked_mul(n, span, &n) or n > _BOX_FILES_MAX:
+            raise ValueError(f"{func}: the box touches more than {_BOX_FILES_MAX} chunks")
+        if chunk_shape[d] > 1 and dst_strides[d] != chunk_strides[d]:
+            same = False
+    same = same and _dense(<int>ndim, &chunk_shape[0], &chunk_strides[0], itemsize,
+                           dec.nbytes)
+    _check_span(func, "chunk", dec.nbytes, 0, chunk_strides, chunk_shape, itemsize)
+    _check_dst_strides(func, dst_strides, count)
+    _check_span(func, "dst", dst.shape[0], 0, dst_strides, count, itemsize)
+    cdef _Plan plan = _Plan.__new__(_Plan)
+    plan.own(n, ndim, dst, itemsize, swap_unit)
+    with nogil:
+        _box_rows(<int>ndim, &start[0], &count[0], &chunk_shape[0],
+                  &cps[0] if cps is not None else NULL, &chunk_strides[0], &dst_strides[0],
+                  same, plan)
+    return plan
+
+
 cdef class ChunkDecoder:
     """A decompression context and a scratch buffer for chunks of one codec and
     size.  Not thread-safe: use one per thread.
@@ -816,49 +953,14 @@ cdef class ChunkDecoder:
         the chunk or ``dst``, or a NUL byte in ``root``, ``prefix`` or ``separator``;
         ``OSError`` when ``root`` cannot be opened.
         """
-        cdef Py_ssize_t ndim = start.shape[0], d
-        cdef int64_t n = 1, r, k, lo, hi, c
-        cdef bint same = direct and swap_unit <= 1, whole
-        cdef int64_t first[ZF_MAX_NDIM]
-        cdef int64_t span[ZF_MAX_NDIM]
-        cdef int64_t idx[ZF_MAX_NDIM]
-        cdef int64_t shp[ZF_MAX_NDIM]
-        cdef int64_t src_off, dst_off
-        if (count.shape[0] != ndim or chunk_shape.shape[0] != ndim
-                or chunk_strides.shape[0] != ndim or dst_strides.shape[0] != ndim):
-            raise ValueError(
-                f"decode_box_files: start {_tup(start)}, count {_tup(count)}, chunk_shape "
-                f"{_tup(chunk_shape)}, chunk_strides {_tup(chunk_strides)} and dst_strides "
-                f"{_tup(dst_strides)} must have the same length")
-        if not 1 <= ndim <= ZF_MAX_NDIM:
-            raise ValueError(f"decode_box_files: rank {ndim} is not 1 to {ZF_MAX_NDIM}")
         if b"\0" in root or b"\0" in prefix or b"\0" in separator:
             raise ValueError(f"decode_box_files: root {root!r}, prefix {prefix!r} or "
                              f"separator {separator!r} contains a NUL byte")
-        _check_item("decode_box_files", itemsize, swap_unit)
-        for d in range(ndim):
-            if (start[d] < 0 or count[d] < 1 or chunk_shape[d] < 1
-                    or count[d] > INT64_MAX - start[d]):
-                raise ValueError(
-                    f"decode_box_files: dim {d}: start {start[d]} (>= 0), count {count[d]} "
-                    f"(>= 1, start + count < 2**63) or chunk_shape {chunk_shape[d]} (>= 1) "
-                    f"out of domain")
-            first[d] = start[d] // chunk_shape[d]
-            span[d] = (start[d] + count[d] - 1) // chunk_shape[d] - first[d] + 1
-            if checked_mul(n, span[d], &n) or n > _BOX_FILES_MAX:
-                raise ValueError(f"decode_box_files: the box touches more than "
-                                 f"{_BOX_FILES_MAX} chunks")
-            if chunk_shape[d] > 1 and dst_strides[d] != chunk_strides[d]:
-                same = False
-        same = same and _dense(<int>ndim, &chunk_shape[0], &chunk_strides[0], itemsize,
-                               self.nbytes)
-        _check_span("decode_box_files", "chunk", self.nbytes, 0, chunk_strides, chunk_shape,
-                    itemsize)
-        _check_dst_strides("decode_box_files", dst_strides, count)
-        _check_span("decode_box_files", "dst", dst.shape[0], 0, dst_strides, count, itemsize)
-
-        cdef _Plan plan = _Plan.__new__(_Plan)
-        plan.own(n, dst, itemsize, swap_unit)
+        cdef _Plan plan = _box_plan(self, "decode_box_files", start, count, chunk_shape, None,
+                                    chunk_strides, dst, dst_strides, itemsize, swap_unit,
+                                    direct)
+        cdef Py_ssize_t ndim = start.shape[0], d
+        cdef int64_t n = plan.n, r
         # each row's path: the prefix, then up to 20 digits and a separator per dim
         cdef Py_ssize_t plen = len(prefix), slen = len(separator)
         cdef Py_ssize_t rowcap = plen + ndim * (20 + slen) + 1
@@ -877,46 +979,20 @@ cdef class ChunkDecoder:
             if text == NULL or cpaths == NULL or status == NULL or sizes == NULL or errs == NULL:
                 raise MemoryError()
             with nogil:
-                for d in range(ndim):
-                    idx[d] = 0
                 for r in range(n):
-                    src_off = dst_off = 0
-                    whole = same
                     q = text + r * rowcap
                     memcpy(q, cprefix, plen)
                     q += plen
                     for d in range(ndim):
-                        c = chunk_shape[d]
-                        k = first[d] + idx[d]
-                        # (k * c <= start + count - 1: no overflow)
-                        lo = max(start[d] - k * c, 0)
-                        hi = min(start[d] + count[d] - k * c, c)
-                        shp[d] = hi - lo
-                        src_off += lo * chunk_strides[d]
-                        dst_off += (k * c + lo - start[d]) * dst_strides[d]
-                        whole = whole and shp[d] == c
                         if d:
                             memcpy(q, csep, slen)
                             q += slen
-                        q = _put_int(q, k)
+                        q = _put_int(q, plan.own_coords[r * ndim + d])
                     q[0] = 0
                     cpaths[r] = text + r * rowcap
                     status[r] = _DECODED
                     sizes[r] = -1
                     errs[r] = 0
-                    plan.skip[r] = False
-                    plan.own_offsets[r] = dst_off
-                    plan.own_direct[r] = whole
-                    if not whole:
-                        normalize_layout(<int>ndim, shp, &chunk_strides[0], &dst_strides[0],
-                                         src_off, dst_off, &plan.layouts[r])
-                    d = ndim - 1
-                    while d >= 0:
-                        idx[d] += 1
-                        if idx[d] < span[d]:
-                            break
-                        idx[d] = 0
-                        d -= 1
                 rootfd = zf_open_root(croot)
                 err = errno
             if rootfd == -1:
@@ -930,16 +1006,135 @@ cdef class ChunkDecoder:
             job.errs = errs
             with nogil:
                 _job_run_shared(&job, &self.w, share)
-            for r in range(n):
-                if status[r] != _DECODED:
-                    return np.array(<int8_t[:n]>status, dtype=np.int8)
-            return None
+            return _statuses(status, n)
         finally:
             if rootfd >= 0:
                 close(rootfd)
             PyMem_Free(text)
             PyMem_Free(cpaths)
             PyMem_Free(status)
+            PyMem_Free(sizes)
+            PyMem_Free(errs)
+
+    def decode_box_shards(self, const int64_t[::1] fds not None, list indexes not None,
+                          const int64_t[::1] start not None, const int64_t[::1] count not None,
+                          const int64_t[::1] chunk_shape not None,
+                          const int64_t[::1] cps not None,
+                          const int64_t[::1] chunk_strides not None,
+                          uint8_t[::1] dst not None, const int64_t[::1] dst_strides not None,
+                          Py_ssize_t itemsize, Py_ssize_t swap_unit,
+                          const uint8_t[::1] fill not None, int64_t limit, bint direct=True,
+                          bint share=False):
+        """A step-1 box of a sharded array whose shards are open files, read in one
+        call: the table of ``box_table`` (inner chunks of ``chunk_shape``, ``cps`` of
+        them per shard and dim), and per inner chunk a ``pread``, decoding and placing
+        as ``decode_ranges`` does them, without a Python object per chunk.
+
+        Shard ``g`` (of those the box touches, in C order: ``box_table``'s ``shards``)
+        is the open file ``fds[g]`` with the decoded index ``indexes[g]`` (a C-contiguous
+        ``(prod(cps), 2)`` uint64 array of ``(offset, nbytes)`` per inner chunk, in C
+        order); ``fds[g] < 0`` or ``indexes[g] is None``: no shard.  An inner chunk of no
+        shard, or whose entry's offset is ``2**64 - 1`` (empty), is filled with
+        ``fill`` (one item as placed).  The box and ``direct`` are as
+        ``decode_box_files`` takes them.
+
+        Returns ``None`` when every inner chunk was placed or filled; else each row's
+        status (``box_table``'s order): ``FAILED`` for an entry of more than ``limit``
+        bytes (or more than the decoder reads at once, ``2 * nbytes + 64 KiB``), past
+        the end of its file, or that does not decode -- the caller reads the box again
+        its own way, which says what is wrong (other rows may have been placed).
+
+        Raises ``ValueError`` as ``decode_box_files`` does, and for ``fds`` and
+        ``indexes`` that are not one per shard, an index of the wrong shape or a
+        ``fill`` that is not one item; ``TypeError`` for an index that is not a
+        uint64 buffer.
+        """
+        cdef Py_ssize_t ndim = start.shape[0], d, m
+        if cps.shape[0] != ndim:
+            raise ValueError(f"decode_box_shards: start {_tup(start)} and cps {_tup(cps)} "
+                             f"must have the same length")
+        if fill.shape[0] != itemsize:
+            raise ValueError(f"decode_box_shards: fill is {fill.shape[0]} bytes, an item "
+                             f"{itemsize}")
+        cdef _Plan plan = _box_plan(self, "decode_box_shards", start, count, chunk_shape, cps,
+                                    chunk_strides, dst, dst_strides, itemsize, swap_unit,
+                                    direct)
+        cdef int64_t n = plan.n, r, n_inner = 1, g
+        for d in range(ndim):
+            n_inner *= cps[d]  # (_box_plan: no shard holds more than 2**63 chunks)
+        m = 1
+        for d in range(ndim):
+            m *= ((start[d] + count[d] - 1) // chunk_shape[d] // cps[d]
+                  - start[d] // chunk_shape[d] // cps[d] + 1)
+        if fds.shape[0] != m or len(indexes) != m:
+            raise ValueError(f"decode_box_shards: the box touches {m} shards, but "
+                             f"{fds.shape[0]} fds and {len(indexes)} indexes are given")
+        cdef const uint64_t** ix = <const uint64_t**>PyMem_Malloc(m * sizeof(uint64_t*))
+        cdef int8_t* status = <int8_t*>PyMem_Malloc(n * sizeof(int8_t))
+        cdef int64_t* rfds = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        cdef int64_t* offs = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        cdef int64_t* sizes = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        cdef int64_t* errs = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        cdef const uint64_t[:, ::1] view
+        cdef list held = []  # (the indexes' buffers, held while the loop reads them)
+        cdef const uint64_t* e
+        cdef const uint8_t* f = &fill[0]
+        cdef int64_t cap = min(limit, 2 * self.nbytes + 65536)
+        cdef int64_t zeros[ZF_MAX_NDIM]
+        cdef Layout L
+        cdef _RowsJob job
+        try:
+            if (ix == NULL or status == NULL or rfds == NULL or offs == NULL or sizes == NULL
+                    or errs == NULL):
+                raise MemoryError()
+            for g in range(m):
+                ix[g] = NULL
+                if indexes[g] is None or fds[g] < 0:
+                    continue
+                view = indexes[g]
+                if view.shape[0] != n_inner or view.shape[1] != 2:
+                    raise ValueError(f"decode_box_shards: index {g} has shape "
+                                     f"({view.shape[0]}, {view.shape[1]}), expected "
+                                     f"({n_inner}, 2)")
+                held.append(view)
+                ix[g] = &view[0, 0]
+            with nogil:
+                for d in range(ndim):
+                    zeros[d] = 0
+                for r in range(n):
+                    status[r] = _DECODED
+                    errs[r] = 0
+                    g = plan.own_shard[r]
+                    e = ix[g] + 2 * plan.own_inner[r] if ix[g] != NULL else NULL
+                    if e == NULL or e[0] == UINT64_MAX:
+                        # no shard, or an empty inner chunk: the fill value
+                        normalize_layout(<int>ndim, &plan.own_shapes[r * ndim], zeros,
+                                         &dst_strides[0], 0, plan.own_offsets[r], &L)
+                        strided_fill(plan.d, &L, f, itemsize)
+                        status[r] = _NO_DATA
+                    elif e[1] > <uint64_t>cap or e[0] > <uint64_t>INT64_MAX:
+                        status[r] = _FAILED
+                        plan.skip[r] = True
+                    else:
+                        rfds[r] = fds[g]
+                        offs[r] = <int64_t>e[0]
+                        sizes[r] = <int64_t>e[1]
+            _job_init(&job, self, plan, status, <Py_ssize_t>n)
+            job.fds = rfds
+            job.src_offsets = offs
+            job.src_sizes = sizes
+            job.errs = errs
+            with nogil:
+                _job_run_shared(&job, &self.w, share)
+            for r in range(n):
+                if status[r] == _FAILED:
+                    return np.array(<int8_t[:n]>status, dtype=np.int8)
+            return None
+        finally:
+            PyMem_Free(ix)
+            PyMem_Free(status)
+            PyMem_Free(rfds)
+            PyMem_Free(offs)
             PyMem_Free(sizes)
             PyMem_Free(errs)
 
@@ -1254,25 +1449,41 @@ cdef class _Plan:
     cdef uint8_t[::1] dst
     cdef Py_ssize_t itemsize, swap_unit
     cdef bint stream  # (copies into dst use non-temporal stores)
-    cdef int64_t* own_offsets  # (``own``: the plan's own tables of dst offsets and flags)
+    # (``own``: the plan's own tables -- dst offsets, direct flags -- and a box's rows)
+    cdef int64_t* own_offsets
     cdef uint8_t* own_direct
+    cdef int64_t* own_shapes  # (n, ndim)
+    cdef int64_t* own_coords  # (n, ndim): each row's chunk
+    cdef int64_t* own_shard  # each row's shard, and its chunk's index in the shard
+    cdef int64_t* own_inner
+    cdef int64_t n
 
     def __cinit__(self):
         self.layouts = NULL
         self.skip = NULL
-        self.own_offsets = NULL
+        self.own_offsets = self.own_shapes = self.own_coords = NULL
+        self.own_shard = self.own_inner = NULL
         self.own_direct = NULL
 
-    cdef int own(self, int64_t n, uint8_t[::1] dst, Py_ssize_t itemsize,
+    cdef int own(self, int64_t n, Py_ssize_t ndim, uint8_t[::1] dst, Py_ssize_t itemsize,
                  Py_ssize_t swap_unit) except -1:
-        """Tables for ``n`` rows into ``dst`` that the caller fills (``layouts``,
-        ``skip``, ``own_offsets``, ``own_direct``), its rows checked by construction."""
-        self.layouts = <Layout*>PyMem_Malloc(max(n, 1) * sizeof(Layout))
-        self.skip = <bint*>PyMem_Malloc(max(n, 1) * sizeof(bint))
-        self.own_offsets = <int64_t*>PyMem_Malloc(max(n, 1) * sizeof(int64_t))
-        self.own_direct = <uint8_t*>PyMem_Malloc(max(n, 1) * sizeof(uint8_t))
+        """Tables for ``n`` rows of rank ``ndim`` into ``dst`` that the caller fills
+        (``layouts``, ``skip`` and the ``own_*`` tables), its rows checked by
+        construction."""
+        n = max(n, 1)
+        self.n = n
+        self.layouts = <Layout*>PyMem_Malloc(n * sizeof(Layout))
+        self.skip = <bint*>PyMem_Malloc(n * sizeof(bint))
+        self.own_offsets = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        self.own_direct = <uint8_t*>PyMem_Malloc(n * sizeof(uint8_t))
+        self.own_shapes = <int64_t*>PyMem_Malloc(n * max(ndim, 1) * sizeof(int64_t))
+        self.own_coords = <int64_t*>PyMem_Malloc(n * max(ndim, 1) * sizeof(int64_t))
+        self.own_shard = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        self.own_inner = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
         if (self.layouts == NULL or self.skip == NULL or self.own_offsets == NULL
-                or self.own_direct == NULL):
+                or self.own_direct == NULL or self.own_shapes == NULL
+                or self.own_coords == NULL or self.own_shard == NULL
+                or self.own_inner == NULL):
             raise MemoryError()
         self.dst = dst
         self.d = &dst[0] if dst.shape[0] else NULL
@@ -1378,6 +1589,10 @@ cdef class _Plan:
         PyMem_Free(self.skip)
         PyMem_Free(self.own_offsets)
         PyMem_Free(self.own_direct)
+        PyMem_Free(self.own_shapes)
+        PyMem_Free(self.own_coords)
+        PyMem_Free(self.own_shard)
+        PyMem_Free(self.own_inner)
 
 
 cdef _Plan _new_plan(str func, int64_t nbytes, const int64_t[::1] chunk_offsets,

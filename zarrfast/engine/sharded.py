@@ -33,6 +33,7 @@ of the shard, overlapping entries.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import threading
 from collections import OrderedDict
@@ -46,7 +47,7 @@ from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
 from zarrfast.concurrency import map_io, map_io_then, map_unordered_into, map_weighted_into
-from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, run_parts
+from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, run_parts, share_mode
 from zarrfast.engine.chunked import (
     RAW_COST_RATIO,
     PreparedChain,
@@ -149,6 +150,9 @@ class ShardedChain:
             int(config.get("shard_index_cache")))
         self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
         self.cps = np.array(self.layout.cps, dtype=np.int64)
+        #: ``(store, whether its shards are files kernels may read)``, of the last store
+        #: box reads asked (``_files_store``)
+        self.files_store: tuple[Store, bool] | None = None
         self._shape_t, self._shard_t, self._inner_t = (
             tuple(int(x) for x in metadata.shape), tuple(self.layout.shard_shape),
             tuple(self.layout.inner_shape))
@@ -745,8 +749,12 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
     inner = chain.inner
     if chain.rectilinear or not chain.partial_reads or store.batched_reads:
         return False
-    if not 0 < box_chunks(sel, inner) <= BOX_CHUNKS:
+    n = box_chunks(sel, inner)
+    if not 0 < n <= BOX_CHUNKS:
         return False
+    share = share_mode(n, inner) if inner.box_codec is not None else None
+    if share is not None and _decode_box_shards(store, path, chain, sel, out, share):
+        return True
     box = Box(inner, sel, out, chain.cps)
     bounds = box.bounds.tolist()
     plans: list[_ShardPlan] = []
@@ -795,6 +803,59 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
     # (every part places disjoint rows: the inner chunks partition the box)
     run_parts(place, len(rows), inner)
     return True
+
+
+def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
+                       out: np.ndarray, share: bool) -> bool:
+    """A box of shards that are files, read in one kernel call
+    (``ChunkDecoder.decode_box_shards``): the shards are opened here (each one's
+    version checks its cached index), and the kernel plans, reads with ``pread``,
+    decodes and places the inner chunks, and fills the empty ones.  ``False`` when the
+    store's shards are not files, or an inner chunk could not be placed (too large,
+    past the end of its shard, does not decode): the caller then reads the box its
+    own way, which says what is wrong."""
+    if not _files_store(store, chain):
+        return False
+    inner = chain.inner
+    ranges = [range(s // (c * p), (s + m - 1) // (c * p) + 1)
+              for s, m, c, p in zip(sel.start.tolist(), sel.count.tolist(), inner.chunk_shape,
+                                    chain.layout.cps, strict=True)]
+    coords = np.array(list(itertools.product(*ranges)), dtype=np.int64)
+    readers = []
+    fds: list[int] = []
+    indexes: list[Any] = []
+    try:
+        for key in chunk_keys(chain.metadata, path, coords):
+            reader = store.open_ranges(key)
+            if reader is None:
+                fds.append(-1)
+                indexes.append(None)
+                continue
+            readers.append(reader)
+            fd = reader.fileno()
+            if fd is None:
+                return False
+            fds.append(fd)
+            indexes.append(chain.reader_index(reader, key))
+        status = inner.batch_decoder().decode_box_shards(
+            np.array(fds, dtype=np.int64), indexes, sel.start, sel.count,
+            inner.chunk_shape_arr, chain.cps, inner.chunk_strides,
+            out.reshape(-1).view(np.uint8), np.array(out.strides, dtype=np.int64),
+            inner.itemsize, inner.swap_unit, inner._fill_native_arr, inner.stored_limit,
+            inner.box_direct, share)
+    finally:
+        for reader in readers:
+            reader.close()
+    return status is None
+
+
+def _files_store(store: Store, chain: ShardedChain) -> bool:
+    """Whether ``store``'s values are files that kernels may read themselves (see
+    ``Store.file_paths``); kept on ``chain`` for its last store."""
+    last = chain.files_store
+    if last is None or last[0] is not store:
+        last = chain.files_store = (store, store.file_paths(()) is not None)
+    return last[1]
 
 
 def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],

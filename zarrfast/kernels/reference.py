@@ -679,6 +679,89 @@ class ChunkDecoder:
             if not isinstance(v, bytes):
                 raise TypeError(f"Argument '{name}' has incorrect type (expected bytes, got "
                                 f"{type(v).__name__})")
+        if b"\0" in root or b"\0" in prefix or b"\0" in separator:
+            raise ValueError(f"{func}: root {root!r}, prefix {prefix!r} or separator "
+                             f"{separator!r} contains a NUL byte")
+        sta, cnt, chk, cst, dstr, out, itemsize, swap_unit = self._box_args(
+            func, start, count, chunk_shape, None, chunk_strides, dst, dst_strides, itemsize,
+            swap_unit)
+        paths, src_offsets, dst_offsets, shapes, flags = box_files_table(
+            prefix, separator, sta, cnt, chk, cst, dstr, itemsize, swap_unit, self.nbytes,
+            direct)
+        status, _sizes, _errors = self.decode_files(
+            paths, src_offsets, cst, out, dst_offsets, dstr, shapes, itemsize, swap_unit,
+            flags, root=root, share=share)
+        return status if status.any() else None
+
+    def decode_box_shards(self, fds, indexes, start, count, chunk_shape, cps, chunk_strides,
+                          dst, dst_strides, itemsize, swap_unit, fill, limit, direct=True,
+                          share=False):
+        """A step-1 box of a sharded array whose shards are open files, read in one
+        call: the table of ``box_table``, the index entries, the fill value for empty
+        ones and ``decode_ranges``; ``None`` unless a row is ``FAILED``, then every
+        row's status (see ``_ext._decode``)."""
+        func = "decode_box_shards"
+        if not isinstance(indexes, list):
+            raise TypeError(f"Argument 'indexes' has incorrect type (expected list, got "
+                            f"{type(indexes).__name__})")
+        fd, per, fill_item = _i64(fds), _i64(cps), _u8(fill)
+        if per.size != _i64(start).size:
+            raise ValueError(f"{func}: start {_ints(_i64(start))} and cps {_ints(per)} must "
+                             f"have the same length")
+        itemsize, limit = _ssize(itemsize), _ssize(limit)
+        if fill_item.size != itemsize:
+            raise ValueError(f"{func}: fill is {fill_item.size} bytes, an item {itemsize}")
+        sta, cnt, chk, cst, dstr, out, itemsize, swap_unit = self._box_args(
+            func, start, count, chunk_shape, per, chunk_strides, dst, dst_strides, itemsize,
+            swap_unit)
+        shards, bounds, inner, src_offsets, dst_offsets, shapes = box_table(
+            sta, cnt, chk, per, cst, dstr)
+        m = len(shards)
+        if fd.size != m or len(indexes) != m:
+            raise ValueError(f"{func}: the box touches {m} shards, but {fd.size} fds and "
+                             f"{len(indexes)} indexes are given")
+        n_inner = math.prod(per.tolist())
+        tables = []
+        for g, index in enumerate(indexes):
+            if index is None or fd[g] < 0:
+                tables.append(None)
+                continue
+            arr = np.asarray(memoryview(index))
+            if arr.dtype != np.uint64:
+                raise TypeError(f"{func}: index {g} is {arr.dtype}, expected uint64")
+            if arr.shape != (n_inner, 2):
+                raise ValueError(f"{func}: index {g} has shape {arr.shape}, expected "
+                                 f"({n_inner}, 2)")
+            tables.append(arr)
+        flags = box_files_table(b"", b"", sta, cnt, chk, cst, dstr, itemsize, swap_unit,
+                                self.nbytes, direct)[4]
+        cap = min(limit, 2 * self.nbytes + 65536)
+        n = len(inner)
+        status = np.full(n, DECODED, dtype=np.int8)
+        read = []  # rows read: (row, fd, offset, nbytes)
+        for g in range(m):
+            for r in range(int(bounds[g]), int(bounds[g + 1])):
+                table = tables[g]
+                if table is None or int(table[inner[r], 0]) == 2**64 - 1:
+                    fill_region(out, dst_offsets[r], dstr, shapes[r], fill_item)
+                    status[r] = NO_DATA
+                elif int(table[inner[r], 1]) > cap or int(table[inner[r], 0]) > _INT64_MAX:
+                    status[r] = FAILED
+                else:
+                    read.append((r, int(fd[g]), int(table[inner[r], 0]),
+                                 int(table[inner[r], 1])))
+        if read:
+            rows = np.array([x[0] for x in read], dtype=np.int64)
+            got, _errors = self.decode_ranges(
+                [x[1] for x in read], [x[2] for x in read], [x[3] for x in read],
+                src_offsets[rows], cst, out, dst_offsets[rows], dstr, shapes[rows], itemsize,
+                swap_unit, flags[rows], share=share)
+            status[rows] = got
+        return status if (status == FAILED).any() else None
+
+    def _box_args(self, func, start, count, chunk_shape, cps, chunk_strides, dst,
+                  dst_strides, itemsize, swap_unit):
+        """The checked arguments of a box read, as the kernel checks them."""
         arrays = [_i64(a) for a in (start, count, chunk_shape, chunk_strides, dst_strides)]
         sta, cnt, chk, cst, dstr = arrays
         ndim = sta.size
@@ -689,18 +772,20 @@ class ChunkDecoder:
                 f"same length")
         if not 1 <= ndim <= MAX_NDIM:
             raise ValueError(f"{func}: rank {ndim} is not 1 to {MAX_NDIM}")
-        if b"\0" in root or b"\0" in prefix or b"\0" in separator:
-            raise ValueError(f"{func}: root {root!r}, prefix {prefix!r} or separator "
-                             f"{separator!r} contains a NUL byte")
         itemsize, swap_unit = _ssize(itemsize), _ssize(swap_unit)
         _check_item(func, itemsize, swap_unit)
         s0, n0, c0 = sta.tolist(), cnt.tolist(), chk.tolist()
-        rows = 1
+        rows = per = 1
         for d in range(ndim):
             if s0[d] < 0 or n0[d] < 1 or c0[d] < 1 or s0[d] + n0[d] > _INT64_MAX:
                 raise ValueError(
                     f"{func}: dim {d}: start {s0[d]} (>= 0), count {n0[d]} (>= 1, start + "
                     f"count < 2**63) or chunk_shape {c0[d]} (>= 1) out of domain")
+            if cps is not None:
+                per *= int(cps[d])
+                if cps[d] < 1 or per > _INT64_MAX:
+                    raise ValueError(f"{func}: dim {d}: cps {int(cps[d])} out of domain (>= 1, "
+                                     f"a shard of at most 2**63 chunks)")
             rows *= (s0[d] + n0[d] - 1) // c0[d] - s0[d] // c0[d] + 1
             if rows > 2**16:
                 raise ValueError(f"{func}: the box touches more than {2**16} chunks")
@@ -708,13 +793,7 @@ class ChunkDecoder:
         _check_dst_strides(func, dstr, cnt)
         out = _u8(dst, writable=True)
         _check_span(func, "dst", out.size, 0, dstr, cnt, itemsize)
-        paths, src_offsets, dst_offsets, shapes, flags = box_files_table(
-            prefix, separator, sta, cnt, chk, cst, dstr, itemsize, swap_unit, self.nbytes,
-            direct)
-        status, _sizes, _errors = self.decode_files(
-            paths, src_offsets, cst, out, dst_offsets, dstr, shapes, itemsize, swap_unit,
-            flags, root=root, share=share)
-        return status if status.any() else None
+        return sta, cnt, chk, cst, dstr, out, itemsize, swap_unit
 
     @staticmethod
     def _decode_each(paths, rootfd, todo, place, limits, status, sizes, errors) -> None:
