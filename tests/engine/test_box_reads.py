@@ -24,6 +24,7 @@ from zarrfast.engine import chunked as zf_chunked
 from zarrfast.engine import sharded as zf_sharded
 from zarrfast.errors import ChunkDecodeError
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, SuffixByteRequest
+from zarrfast.storage.base import validate_keys
 
 from _helpers import LE
 from _helpers.decode import blosc_header, damage_blosc_block, needs_blosc
@@ -450,3 +451,44 @@ def test_sharded_box_read_again_when_the_kernel_cannot_read(tmp_path, codec):
     finally:
         os.close(dirfd)
     assert readers  # (the box path opened the shards)
+
+
+class _SuffixedStore(LocalStore):
+    """Chunk files named ``<key>.bin``, which it says through ``file_paths``."""
+
+    def _name(self, key: str) -> str:
+        return key + ".bin" if "/c/" in "/" + key else key
+
+    def get(self, key, byte_range=None):
+        return super().get(self._name(key), byte_range)
+
+    def get_limited(self, key, limit):
+        return super().get_limited(self._name(key), limit)
+
+    def get_into(self, key, out):
+        return super().get_into(self._name(key), out)
+
+    @property
+    def fast_get_into(self):
+        return True
+
+    def file_paths(self, keys):
+        return os.fsencode(str(self.root)), validate_keys([self._name(k) for k in keys])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_box_of_files_named_otherwise_than_their_keys(tmp_path, threads):
+    """A store whose chunk files are not named as their keys (it says which they are
+    through ``file_paths``): boxes read what it holds, never the fill value for files
+    the kernel would look for under the keys' names."""
+    a = zarrfast.create_array(str(tmp_path), shape=(8, 8), chunks=(4, 4), dtype="i4",
+                              fill_value=-1, compressors=zarrfast.codecs.ZstdCodec())
+    data = np.arange(64, dtype="i4").reshape(8, 8)
+    a[...] = data
+    for root, _, files in os.walk(tmp_path / "c"):
+        for f in files:
+            os.rename(os.path.join(root, f), os.path.join(root, f) + ".bin")
+    b = zarrfast.open_array(_SuffixedStore(str(tmp_path)), mode="r")
+    with config.set(threads=threads):
+        np.testing.assert_array_equal(b[2:6, 2:6], data[2:6, 2:6])  # (four chunks)
+        np.testing.assert_array_equal(b[1:3, 2:8], data[1:3, 2:8])  # (two)

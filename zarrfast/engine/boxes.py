@@ -4,15 +4,17 @@ A random read of a box touching ``k`` chunks should cost about ``k`` decodes and
 copy each.  A box of chunks stored one per file is one kernel call
 (``ChunkDecoder.decode_box_files``): which chunks it touches, where each one's part lies
 in the decoded chunk and in the output, the files' paths, and the reads, decoding and
-placing, without the GIL or a Python object per chunk.  Otherwise the chunks a box
-touches, and where their parts lie, come from one kernel call
-(:func:`zarrfast.kernels.box_table`); zstd and blosc chunks are then decoded and placed
-by one ``nogil`` kernel call (``ChunkDecoder.decode_files`` for chunk files when the
-pool's threads take parts of a box, ``decode_ranges`` for inner chunks of shards that are open files, ``decode_regions`` for
-the ranges fetched from other shards), and so are uncompressed ones (``ChunkDecoder
-("none")``: read and placed), except those fetched from a shard that is not a file,
-which one ``copy_regions`` call copies.  Nothing per chunk runs in Python unless a chunk
-is missing (the fill value) or does not decode (the per-chunk path then says why).
+placing, without the GIL or a Python object per chunk.  A box of a sharded array whose
+shards are files is one call too (``decode_box_shards``, see
+:mod:`zarrfast.engine.sharded`), once the shards are open and their indexes known.
+
+Otherwise the chunks a box touches, and where their parts lie, come from one kernel
+call (:func:`zarrfast.kernels.box_table`), and zstd, blosc and uncompressed chunks are
+decoded (or copied) and placed by one ``nogil`` kernel call per part of the box:
+``decode_files`` for chunk files, ``decode_ranges`` for inner chunks of shards that are
+open files, ``decode_regions`` for the ranges fetched from other shards (uncompressed
+ones: ``copy_regions``).  Nothing per chunk runs in Python unless a chunk is missing
+(the fill value) or does not decode (the per-chunk path then says why).
 
 With more than one thread, a box's chunks are shared with the kernels' helper thread
 (``share``: a C thread that spins between back-to-back calls, so handing it half a box
@@ -273,8 +275,10 @@ def _file_prefix(store: Store, path: str, chain: Any) -> tuple[bytes, bytes, byt
         base = (f"{path}/" if path else "") + cke.key_prefix()
         # (a key of the array checks the prefix: the digits and separators added to
         # it make no segment that a key may not have)
-        files = store.file_paths([base + cke.separator.join(["0"] * chain.ndim)])
-        if files is not None:
+        sample = base + cke.separator.join(["0"] * chain.ndim)
+        files = store.file_paths([sample])
+        # (only a store whose files are named as their keys: the kernel makes the names)
+        if files is not None and files[1] == [os.fsencode(sample)]:
             where = (files[0], os.fsencode(base), os.fsencode(cke.separator))
     chain.box_files_prefix = (store, path, where)
     return where

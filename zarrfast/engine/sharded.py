@@ -16,6 +16,9 @@ Reads
     inner chunks take one ``ShardFiles.read`` kernel call each instead: the
     file read, its index checked and every inner chunk placed without the GIL
     (:func:`_read_whole_files`); a shard it cannot place goes the way above.
+    A small box (at most ``BOX_CHUNKS`` inner chunks) of shards that are files
+    is one ``decode_box_shards`` call once its shards are open and their indexes
+    known (:func:`_decode_box_shards`); a box it cannot place goes the way above.
 Writes
     one task per shard: a shard whose every inner chunk is overwritten is
     assembled in memory and written once; otherwise the stored shard is read,

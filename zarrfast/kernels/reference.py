@@ -1486,6 +1486,7 @@ def box_table(start, count, chunk_shape, cps, chunk_strides, out_strides):
     return (np.ascontiguousarray(shards, dtype=np.int64), bounds, inner, src, dst,
             np.ascontiguousarray(hi - lo, dtype=np.int64))
 
+
 def _dense(shape: np.ndarray, strides: np.ndarray, itemsize: int, nbytes: int) -> bool:
     """Whether items of ``shape`` at ``strides`` cover bytes ``[0, nbytes)`` exactly,
     each byte once (a C, F or other permuted contiguous layout)."""
