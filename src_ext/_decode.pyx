@@ -34,6 +34,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdlib cimport free, malloc, realloc
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
 from posix.unistd cimport close
+from libc.limits cimport INT_MAX
 from libc.stdint cimport INT64_MAX, UINT64_MAX, int64_t, int8_t, uint8_t, uint32_t, uint64_t
 
 import os
@@ -1089,8 +1090,13 @@ cdef class ChunkDecoder:
                 raise MemoryError()
             for g in range(m):
                 ix[g] = NULL
+                if fds[g] > INT_MAX:
+                    raise ValueError(f"decode_box_shards: file descriptor {fds[g]} (shard {g}) "
+                                     f"is not one")
                 if indexes[g] is None or fds[g] < 0:
                     continue
+                if getattr(indexes[g], "dtype", None) != np.uint64:
+                    raise TypeError(f"decode_box_shards: index {g} is not a uint64 array")
                 view = indexes[g]
                 if view.shape[0] != n_inner or view.shape[1] != 2:
                     raise ValueError(f"decode_box_shards: index {g} has shape "
@@ -1112,7 +1118,8 @@ cdef class ChunkDecoder:
                                          &dst_strides[0], 0, plan.own_offsets[r], &L)
                         strided_fill(plan.d, &L, f, itemsize)
                         status[r] = _NO_DATA
-                    elif e[1] > <uint64_t>cap or e[0] > <uint64_t>INT64_MAX:
+                    elif (cap < 0 or e[1] > <uint64_t>cap
+                          or e[0] > <uint64_t>INT64_MAX):
                         status[r] = _FAILED
                         plan.skip[r] = True
                     else:

@@ -723,18 +723,21 @@ class ChunkDecoder:
         n_inner = math.prod(per.tolist())
         tables = []
         for g, index in enumerate(indexes):
+            if fd[g] > 2**31 - 1:
+                raise ValueError(f"{func}: file descriptor {fd[g]} (shard {g}) is not one")
             if index is None or fd[g] < 0:
                 tables.append(None)
                 continue
+            if getattr(index, "dtype", None) != np.uint64:
+                raise TypeError(f"{func}: index {g} is not a uint64 array")
             arr = np.asarray(memoryview(index))
-            if arr.dtype != np.uint64:
-                raise TypeError(f"{func}: index {g} is {arr.dtype}, expected uint64")
+            if not arr.flags.c_contiguous:
+                raise ValueError(f"{func}: index {g} is not C-contiguous")
             if arr.shape != (n_inner, 2):
                 raise ValueError(f"{func}: index {g} has shape {arr.shape}, expected "
                                  f"({n_inner}, 2)")
             tables.append(arr)
-        flags = box_files_table(b"", b"", sta, cnt, chk, cst, dstr, itemsize, swap_unit,
-                                self.nbytes, direct)[4]
+        flags = _direct_flags(shapes, chk, cst, dstr, itemsize, swap_unit, self.nbytes, direct)
         cap = min(limit, 2 * self.nbytes + 65536)
         n = len(inner)
         status = np.full(n, DECODED, dtype=np.int8)
@@ -753,7 +756,7 @@ class ChunkDecoder:
         if read:
             rows = np.array([x[0] for x in read], dtype=np.int64)
             got, _errors = self.decode_ranges(
-                [x[1] for x in read], [x[2] for x in read], [x[3] for x in read],
+                *(np.array([x[k] for x in read], dtype=np.int64) for k in (1, 2, 3)),
                 src_offsets[rows], cst, out, dst_offsets[rows], dstr, shapes[rows], itemsize,
                 swap_unit, flags[rows], share=share)
             status[rows] = got
@@ -1511,10 +1514,19 @@ def box_files_table(prefix, separator, start, count, chunk_shape, chunk_strides,
     coords, _bounds, _inner, src_offsets, dst_offsets, shapes = box_table(
         start, count, chk, np.ones(chk.size, dtype=np.int64), cst, dstr)
     paths = [prefix + separator.join(str(c).encode() for c in row) for row in coords.tolist()]
+    flags = _direct_flags(shapes, chk, cst, dstr, itemsize, swap_unit, nbytes, direct)
+    return paths, src_offsets, dst_offsets, shapes, flags
+
+
+def _direct_flags(shapes, chunk_shape, chunk_strides, dst_strides, itemsize, swap_unit,
+                  nbytes, direct) -> np.ndarray:
+    """Which rows of a box (``shapes``: their parts' shapes) are decoded straight into
+    ``dst``: whole chunks, with ``direct``, no swap, chunk strides that cover their
+    ``nbytes`` bytes exactly (:func:`_dense`) and the same strides in ``dst``."""
+    chk, cst, dstr = _i64(chunk_shape), _i64(chunk_strides), _i64(dst_strides)
     same = (bool(direct) and swap_unit <= 1 and _dense(chk, cst, itemsize, nbytes)
             and all(dstr[d] == cst[d] for d in range(chk.size) if chk[d] > 1))
-    flags = (np.all(shapes == chk, axis=1) & same).astype(np.uint8)
-    return paths, src_offsets, dst_offsets, shapes, flags
+    return (np.all(shapes == chk, axis=1) & same).astype(np.uint8)
 
 
 def format_chunk_keys(coords, prefix, separator) -> list[str]:
