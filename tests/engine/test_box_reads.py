@@ -168,13 +168,15 @@ def _corrupt_inner(path, key: str, case: Case, lin: int, how: str) -> None:
     elif how == "short":  # one byte fewer in the index
         index[lin] = (off, nb - 1)
         raw[-16 * n_inner:] = index.tobytes()
-    else:  # past the end
-        index[lin] = (len(raw) - 16 * n_inner - 4, 1000)
+    else:  # past the end: of the shard, or of any file
+        index[lin] = {"past the end": (len(raw) - 16 * n_inner - 4, 1000),
+                      "near 2**63": (2**63 - 10, nb), "past 2**63": (2**63 + 5, nb)}[how]
         raw[-16 * n_inner:] = index.tobytes()
     (path / key).write_bytes(bytes(raw))
 
 
-@pytest.mark.parametrize("how", ["garbage", "short", "past the end"])
+@pytest.mark.parametrize("how", ["garbage", "short", "past the end", "near 2**63",
+                                 "past 2**63"])
 @pytest.mark.parametrize("codec", ["zstd", "raw"])
 def test_sharded_box_bad_inner_chunk_names_shard_and_chunk(tmp_path, how, codec):
     case = Case(codec, "uint16", 0, (16, 12, 12), (8, 6, 6), (4, 3, 2),
@@ -492,3 +494,16 @@ def test_box_of_files_named_otherwise_than_their_keys(tmp_path, threads):
     with config.set(threads=threads):
         np.testing.assert_array_equal(b[2:6, 2:6], data[2:6, 2:6])  # (four chunks)
         np.testing.assert_array_equal(b[1:3, 2:8], data[1:3, 2:8])  # (two)
+
+
+@pytest.mark.parametrize("compressors", [None, "zstd"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_zero_dimensional_sharded_array(tmp_path, compressors, threads):
+    """A 0-d sharded array's one inner chunk is read by the general path."""
+    a = zarrfast.create_array(
+        str(tmp_path), shape=(), chunks=(), shards=(), dtype="i4", fill_value=3,
+        compressors=zarrfast.codecs.ZstdCodec() if compressors else None)
+    with config.set(threads=threads):
+        assert zarrfast.open_array(str(tmp_path))[()] == 3
+        a[...] = 5
+        assert zarrfast.open_array(str(tmp_path))[()] == 5

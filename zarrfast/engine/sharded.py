@@ -817,9 +817,9 @@ def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicS
     store's shards are not files, or an inner chunk could not be placed (too large,
     past the end of its shard, does not decode): the caller then reads the box its
     own way, which says what is wrong."""
-    if not _files_store(store, chain):
-        return False
     inner = chain.inner
+    if not inner.ndim or not _files_store(store, chain):
+        return False  # (a 0-d array's one inner chunk: the general path)
     ranges = [range(s // (c * p), (s + m - 1) // (c * p) + 1)
               for s, m, c, p in zip(sel.start.tolist(), sel.count.tolist(), inner.chunk_shape,
                                     chain.layout.cps, strict=True)]
@@ -861,6 +861,10 @@ def _files_store(store: Store, chain: ShardedChain) -> bool:
     return last[1]
 
 
+#: the largest offset an int64 holds (an index entry past it is read by the buffer path)
+_MAX_OFFSET = 2**63 - 1
+
+
 def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
                        stored: int) -> bool:
     """Read and decode a box's ``stored`` planned inner chunks of shards that are open
@@ -883,8 +887,8 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
             return False
         if not p.rows:
             continue
-        if max(p.sizes) > largest:
-            return False
+        if max(p.sizes) > largest or max(p.offsets) > _MAX_OFFSET:
+            return False  # (the buffer path reads them, or says what is wrong)
         fd_list += [fd] * len(p.rows)
         starts += p.offsets
         sizes_list += p.sizes

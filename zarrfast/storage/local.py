@@ -906,6 +906,10 @@ def _rebuild(root: str, read_only: bool, fsync: bool) -> LocalStore:
     return LocalStore(root, read_only=read_only, fsync=fsync)
 
 
+#: no byte of a file lies at or past this offset (off_t)
+_MAX_FILE_OFFSET = 2**63 - 1
+
+
 class _FileRanges(RangeReader):
     """A local file opened for range reads (:meth:`LocalStore.open_ranges`)."""
 
@@ -925,7 +929,12 @@ class _FileRanges(RangeReader):
         view = memoryview(out).cast("B")
         got = 0
         while got < len(view):
-            k = os.preadv(self.fd, [view[got:]], start + got)
+            # (no file holds bytes at or past 2**63 - 1: a range there, as a damaged
+            # index may give, reads short rather than failing in preadv)
+            want = min(len(view) - got, _MAX_FILE_OFFSET - (start + got))
+            if want <= 0:
+                break
+            k = os.preadv(self.fd, [view[got:got + want]], start + got)
             if k == 0:
                 break  # the end of the file
             got += k
