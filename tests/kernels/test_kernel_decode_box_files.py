@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import itertools
-import math
 import os
 import shutil
 
@@ -18,62 +17,31 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from _helpers.box import (
+    CODECS,
+    check,
+    chunk_bytes,
+    chunk_strides,
+    dst_layout,
+    nbytes_of,
+    stored,
+)
 from _helpers.decode import (
     DECODED,
     DECODERS,
     FAILED,
     GUARD,
-    HAS_BLOSC,
     ITEM_SWAPS,
     NO_DATA,
     PROPS,
     CompiledDecoder,
     TwinDecoder,
-    c_strides,
-    compress,
     swap_order,
 )
 from _helpers.kernels import I64, i64, rng_bytes
 
-CODECS = ["zstd", "none"] + (["blosc"] if HAS_BLOSC else [])
 STATUS = {"ok": DECODED, "missing": NO_DATA, "short": FAILED, "long": FAILED,
           "garbage": FAILED}
-
-
-def encode(codec: str, data: bytes, itemsize: int) -> bytes:
-    if codec == "none":
-        return data
-    if codec == "zstd":
-        return compress(data)
-    from numcodecs import Blosc
-
-    return bytes(Blosc("lz4", 5, Blosc.SHUFFLE, 0, typesize=min(itemsize, 255)).encode(data))
-
-
-def stored(codec: str, data: bytes, kind: str, itemsize: int) -> bytes:
-    """What the file of a chunk holds: its frame, or one that must not decode."""
-    if kind == "short":  # "none": one byte short; zstd, blosc: a truncated frame
-        return encode(codec, data, itemsize)[:-1]
-    if kind == "long":  # decodes to one byte more than the chunk
-        return encode(codec, data + b"\x01", 1)
-    if kind == "garbage":
-        return b"\x00garbage" + data
-    return encode(codec, data, itemsize)
-
-
-def chunk_strides(case) -> list[int]:
-    chunk, itemsize = case["chunk"], case["itemsize"]
-    if case.get("order", "C") == "C":
-        return c_strides(chunk, itemsize)
-    return c_strides(chunk[::-1], itemsize)[::-1]
-
-
-def nbytes_of(case) -> int:  # (``pad`` unused bytes after the items)
-    return math.prod(case["chunk"]) * case["itemsize"] + case.get("pad", 0)
-
-
-def chunk_bytes(case, coords) -> bytes:
-    return rng_bytes(hash((case["seed"], *coords)) % 2**32, nbytes_of(case))
 
 
 def grid(case):
@@ -91,13 +59,6 @@ def write_chunks(case, codec, root) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(stored(codec, chunk_bytes(case, coords), kind, case["itemsize"]))
-
-
-def dst_layout(case):
-    """dst's strides and size (C order of the box unless the case says otherwise)."""
-    strides = case.get("dst_strides") or c_strides(case["count"], case["itemsize"])
-    size = sum((n - 1) * t for n, t in zip(case["count"], strides, strict=True))
-    return strides, size + case["itemsize"]
 
 
 def call(cls, codec, case, root, *, direct=True, share=False):
@@ -155,15 +116,6 @@ def expected(case, codec, direct=True, notes=None):
     mask[at[loose[box].reshape(-1)]] = True
     status = None if not any(statuses) else np.array(statuses, dtype=np.int8)
     return status, want, mask
-
-
-def check(got, dst, want_status, want, mask, what=""):
-    if want_status is None:
-        assert got is None, (what, got)
-    else:
-        assert isinstance(got, np.ndarray) and got.dtype == np.int8, (what, got)
-        np.testing.assert_array_equal(got, want_status, err_msg=what)
-    np.testing.assert_array_equal(dst[~mask], want[~mask], err_msg=what)
 
 
 # property test

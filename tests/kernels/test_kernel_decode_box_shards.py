@@ -26,24 +26,30 @@ from hypothesis import strategies as st
 
 from zarrfast import kernels
 
+from _helpers.box import (
+    CODECS,
+    check,
+    chunk_bytes,
+    chunk_strides,
+    dst_layout,
+    nbytes_of,
+    stored,
+)
 from _helpers.decode import (
     DECODED,
     DECODERS,
     FAILED,
     GUARD,
-    HAS_BLOSC,
     ITEM_SWAPS,
     NO_DATA,
     PROPS,
     CompiledDecoder,
     TwinDecoder,
-    c_strides,
     compress,
     swap_order,
 )
 from _helpers.kernels import I64, i64, rng_bytes
 
-CODECS = ["zstd", "none"] + (["blosc"] if HAS_BLOSC else [])
 EMPTY = 2**64 - 1
 U64 = np.uint64
 # what an entry of the index says, and the status of its row (in a shard that exists)
@@ -52,46 +58,8 @@ STATUS = {"ok": DECODED, "empty": NO_DATA, "short": FAILED, "long": FAILED,
           "zero": FAILED}
 
 
-def encode(codec: str, data: bytes, itemsize: int) -> bytes:
-    if codec == "none":
-        return data
-    if codec == "zstd":
-        return compress(data)
-    from numcodecs import Blosc
-
-    return bytes(Blosc("lz4", 5, Blosc.SHUFFLE, 0, typesize=min(itemsize, 255)).encode(data))
-
-
-def stored(codec: str, data: bytes, kind: str, itemsize: int) -> bytes:
-    """The bytes an entry of ``kind`` points at: the frame, or one that must not decode."""
-    if kind == "short":  # "none": one byte short; zstd, blosc: a truncated frame
-        return encode(codec, data, itemsize)[:-1]
-    if kind == "long":  # decodes to one byte more than the chunk
-        return encode(codec, data + b"\x01", 1)
-    if kind == "garbage":
-        return b"\x00garbage" + data
-    if kind == "zero":
-        return b""
-    return encode(codec, data, itemsize)  # ("eof", "huge", "far": the entry is bent)
-
-
-def chunk_strides(case) -> list[int]:
-    chunk, itemsize = case["chunk"], case["itemsize"]
-    if case.get("order", "C") == "C":
-        return c_strides(chunk, itemsize)
-    return c_strides(chunk[::-1], itemsize)[::-1]
-
-
-def nbytes_of(case) -> int:  # (``pad`` unused bytes after the items)
-    return math.prod(case["chunk"]) * case["itemsize"] + case.get("pad", 0)
-
-
 def cap_of(case) -> int:
     return min(case["limit"], 2 * nbytes_of(case) + 65536)
-
-
-def chunk_bytes(case, coords) -> bytes:
-    return rng_bytes(hash((case["seed"], *coords)) % 2**32, nbytes_of(case))
 
 
 def chunk_range(case):
@@ -171,13 +139,6 @@ def write_shards(case, codec, folder):
     return paths, indexes
 
 
-def dst_layout(case):
-    """dst's strides and size (C order of the box unless the case says otherwise)."""
-    strides = case.get("dst_strides") or c_strides(case["count"], case["itemsize"])
-    size = sum((n - 1) * t for n, t in zip(case["count"], strides, strict=True))
-    return strides, size + case["itemsize"]
-
-
 def call(cls, codec, case, folder, *, direct=True, share=False, written=None):
     """Run the kernel on a dst with guard bytes around it; (result, dst bytes)."""
     if written is None:
@@ -251,15 +212,6 @@ def expected(case, codec, direct=True, notes=None):
     mask[at[loose[box].reshape(-1)]] = True
     status = np.array(statuses, dtype=np.int8) if FAILED in statuses else None
     return status, want, mask
-
-
-def check(got, dst, want_status, want, mask, what=""):
-    if want_status is None:
-        assert got is None, (what, got)
-    else:
-        assert isinstance(got, np.ndarray) and got.dtype == np.int8, (what, got)
-        np.testing.assert_array_equal(got, want_status, err_msg=what)
-    np.testing.assert_array_equal(dst[~mask], want[~mask], err_msg=what)
 
 
 # property test
