@@ -679,3 +679,79 @@ cdef inline void strided_fill(uint8_t* dst, Layout* L, const uint8_t* fill, Py_s
             j -= 1
         if j < 0:
             break
+
+
+cdef inline void box_fill(int ndim, const int64_t* start, const int64_t* count,
+                          const int64_t* cshape, const int64_t* cps, const int64_t* cstrides,
+                          const int64_t* ostrides, const int64_t* first, const int64_t* last,
+                          const int64_t* sfirst, const int64_t* slast, int64_t nshards,
+                          int64_t* shards, int64_t* bounds, int64_t* inner, int64_t* src,
+                          int64_t* dst, int64_t* shapes) noexcept nogil:
+    """The rows of a step-1 box (``_indexing.box_table``, and the box reads of
+    ``_decode``): an odometer over the shards it touches (``sfirst`` to ``slast``,
+    ``nshards`` of them; chunks ``first`` to ``last``; ``cps`` chunks per shard), and
+    inside each an odometer over its chunks in the box.  Writes each shard's
+    coordinates (``shards``, ``nshards`` x ``ndim``) and first row (``bounds``, and
+    ``bounds[nshards]``: the number of rows), and per row the chunk's index in its
+    shard (``inner``), the byte offsets of its part of the box in the chunk
+    (``cstrides``) and in the output (``ostrides``), and that part's shape
+    (``shapes``, rows x ``ndim``)."""
+    cdef int d
+    cdef int64_t g, row = 0, lin, so, do, lo, hi, e0, e1
+    cdef int64_t s[ZF_MAX_NDIM]
+    cdef int64_t k[ZF_MAX_NDIM]
+    cdef int64_t klo[ZF_MAX_NDIM]
+    cdef int64_t khi[ZF_MAX_NDIM]
+    cdef bint more
+    for d in range(ndim):
+        s[d] = sfirst[d]
+    for g in range(nshards):
+        bounds[g] = row
+        for d in range(ndim):
+            shards[g * ndim + d] = s[d]
+            lo = s[d] * cps[d]
+            # (the shard's last chunk, or the last index: no overflow near 2**63)
+            hi = lo + (cps[d] - 1) if cps[d] - 1 <= INT64_MAX - lo else INT64_MAX
+            klo[d] = first[d] if first[d] > lo else lo
+            khi[d] = last[d] if last[d] < hi else hi
+            k[d] = klo[d]
+        more = True
+        while more:
+            lin = 0
+            so = 0
+            do = 0
+            for d in range(ndim):
+                lin = lin * cps[d] + (k[d] - s[d] * cps[d])
+                e0 = k[d] * cshape[d]
+                # (the chunk's end, cut at the box's: k * cshape <= start + count - 1,
+                # so neither sum overflows near 2**63)
+                e1 = (e0 + cshape[d] if cshape[d] <= start[d] + count[d] - e0
+                      else start[d] + count[d])
+                if e0 < start[d]:
+                    e0 = start[d]
+                so += (e0 - k[d] * cshape[d]) * cstrides[d]
+                do += (e0 - start[d]) * ostrides[d]
+                shapes[row * ndim + d] = e1 - e0
+            inner[row] = lin
+            src[row] = so
+            dst[row] = do
+            row += 1
+            # next chunk of this shard (last dim fastest)
+            more = False
+            d = ndim - 1
+            while d >= 0:
+                k[d] += 1
+                if k[d] <= khi[d]:
+                    more = True
+                    break
+                k[d] = klo[d]
+                d -= 1
+        # next shard
+        d = ndim - 1
+        while d >= 0:
+            s[d] += 1
+            if s[d] <= slast[d]:
+                break
+            s[d] = sfirst[d]
+            d -= 1
+    bounds[nshards] = row

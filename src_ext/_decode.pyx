@@ -43,7 +43,7 @@ import numpy as np
 
 from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span, _tup
 from _common cimport (
-    ZF_MAX_NDIM, Layout, _fill_run, checked_add, checked_mul, normalize_layout,
+    ZF_MAX_NDIM, Layout, _fill_run, box_fill, checked_add, checked_mul, normalize_layout,
     strided_copy_stream, strided_fill, swap_groups, zf_stream_fence,
 )
 from _shard_check cimport _check
@@ -568,84 +568,50 @@ cdef object _statuses(const int8_t* status, int64_t n):
     return None
 
 
-cdef void _box_rows(int ndim, const int64_t* start, const int64_t* count,
+cdef bint _box_rows(int ndim, const int64_t* start, const int64_t* count,
                     const int64_t* cshape, const int64_t* cps, const int64_t* cstr,
                     const int64_t* dstr, bint same, _Plan plan) noexcept nogil:
     """Fill ``plan``'s own tables with the rows of a validated step-1 box, in
-    ``box_table``'s order (the shards it touches in C order, each one's chunks in C
-    order): each row's layout (decoded chunk -> dst), dst offset, direct flag (a whole
-    chunk, when ``same``), shape, chunk coordinates, shard ordinal and index among its
-    shard's chunks (C order).  ``cps`` ``NULL``: every chunk its own shard."""
+    ``box_table``'s order (``box_fill``: the shards it touches in C order, each one's
+    chunks in C order): each row's layout (decoded chunk -> dst), dst offset, direct flag
+    (a whole chunk, when ``same``), shape, shard ordinal and index among its shard's
+    chunks; ``own_coords`` holds the shards' coordinates (with ``cps`` all ones: each
+    row's chunk).  False when out of memory."""
     cdef int64_t first[ZF_MAX_NDIM]
     cdef int64_t last[ZF_MAX_NDIM]
-    cdef int64_t s[ZF_MAX_NDIM]
-    cdef int64_t s0[ZF_MAX_NDIM]
-    cdef int64_t s1[ZF_MAX_NDIM]
-    cdef int64_t klo[ZF_MAX_NDIM]
-    cdef int64_t khi[ZF_MAX_NDIM]
-    cdef int64_t k[ZF_MAX_NDIM]
-    cdef int64_t p, c, b, lo, hi, src_off, dst_off, lin, row = 0, g = 0
-    cdef int64_t* shp
-    cdef bint whole
+    cdef int64_t sfirst[ZF_MAX_NDIM]
+    cdef int64_t slast[ZF_MAX_NDIM]
+    cdef int64_t nshards = 1, g, row
     cdef int d
+    cdef bint whole
     for d in range(ndim):
-        p = cps[d] if cps != NULL else 1
         first[d] = start[d] // cshape[d]
         last[d] = (start[d] + count[d] - 1) // cshape[d]
-        s0[d] = s[d] = first[d] // p
-        s1[d] = last[d] // p
-    while True:  # the shards
-        for d in range(ndim):
-            p = cps[d] if cps != NULL else 1
-            lo = s[d] * p
-            hi = lo + (p - 1) if p - 1 <= INT64_MAX - lo else INT64_MAX
-            klo[d] = first[d] if first[d] > lo else lo
-            khi[d] = last[d] if last[d] < hi else hi
-            k[d] = klo[d]
-        while True:  # the shard's chunks
-            src_off = dst_off = lin = 0
+        sfirst[d] = first[d] // cps[d]
+        slast[d] = last[d] // cps[d]
+        nshards *= slast[d] - sfirst[d] + 1  # (at most the rows: validated)
+    cdef int64_t* bounds = <int64_t*>malloc((nshards + 1) * sizeof(int64_t))
+    cdef int64_t* src = <int64_t*>malloc(plan.n * sizeof(int64_t))
+    if bounds == NULL or src == NULL:
+        free(bounds)
+        free(src)
+        return False
+    box_fill(ndim, start, count, cshape, cps, cstr, dstr, first, last, sfirst, slast,
+             nshards, plan.own_coords, bounds, plan.own_inner, src, plan.own_offsets,
+             plan.own_shapes)
+    for g in range(nshards):
+        for row in range(bounds[g], bounds[g + 1]):
+            plan.own_shard[row] = g
             whole = same
-            shp = &plan.own_shapes[row * ndim]
             for d in range(ndim):
-                p = cps[d] if cps != NULL else 1
-                c = cshape[d]
-                b = k[d] * c  # (<= start + count - 1: nothing below overflows)
-                lo = start[d] - b if start[d] > b else 0
-                hi = start[d] + count[d] - b
-                if hi > c:
-                    hi = c
-                shp[d] = hi - lo
-                src_off += lo * cstr[d]
-                dst_off += (b + lo - start[d]) * dstr[d]
-                whole = whole and hi - lo == c
-                lin = lin * p + (k[d] - s[d] * p)
-                plan.own_coords[row * ndim + d] = k[d]
-            normalize_layout(ndim, shp, cstr, dstr, src_off, dst_off, &plan.layouts[row])
-            plan.own_offsets[row] = dst_off
+                whole = whole and plan.own_shapes[row * ndim + d] == cshape[d]
             plan.own_direct[row] = whole
             plan.skip[row] = False
-            plan.own_shard[row] = g
-            plan.own_inner[row] = lin
-            row += 1
-            d = ndim - 1
-            while d >= 0:
-                k[d] += 1
-                if k[d] <= khi[d]:
-                    break
-                k[d] = klo[d]
-                d -= 1
-            if d < 0:
-                break
-        g += 1
-        d = ndim - 1
-        while d >= 0:
-            s[d] += 1
-            if s[d] <= s1[d]:
-                break
-            s[d] = s0[d]
-            d -= 1
-        if d < 0:
-            break
+            normalize_layout(ndim, &plan.own_shapes[row * ndim], cstr, dstr, src[row],
+                             plan.own_offsets[row], &plan.layouts[row])
+    free(bounds)
+    free(src)
+    return True
 
 
 cdef _Plan _box_plan(ChunkDecoder dec, str func, const int64_t[::1] start,
@@ -689,10 +655,16 @@ cdef _Plan _box_plan(ChunkDecoder dec, str func, const int64_t[::1] start,
     _check_span(func, "dst", dst.shape[0], 0, dst_strides, count, itemsize)
     cdef _Plan plan = _Plan.__new__(_Plan)
     plan.own(n, ndim, dst, itemsize, swap_unit)
+    cdef int64_t ones[ZF_MAX_NDIM]  # (a plain grid: every chunk its own shard)
+    for d in range(ndim):
+        ones[d] = 1
+    cdef bint ok
     with nogil:
-        _box_rows(<int>ndim, &start[0], &count[0], &chunk_shape[0],
-                  &cps[0] if cps is not None else NULL, &chunk_strides[0], &dst_strides[0],
-                  same, plan)
+        ok = _box_rows(<int>ndim, &start[0], &count[0], &chunk_shape[0],
+                       &cps[0] if cps is not None else ones, &chunk_strides[0],
+                       &dst_strides[0], same, plan)
+    if not ok:
+        raise MemoryError()
     return plan
 
 
@@ -1460,7 +1432,7 @@ cdef class _Plan:
     cdef int64_t* own_offsets
     cdef uint8_t* own_direct
     cdef int64_t* own_shapes  # (n, ndim)
-    cdef int64_t* own_coords  # (n, ndim): each row's chunk
+    cdef int64_t* own_coords  # (n, ndim): the shards (a plain grid: each row's chunk)
     cdef int64_t* own_shard  # each row's shard, and its chunk's index in the shard
     cdef int64_t* own_inner
     cdef int64_t n

@@ -36,7 +36,7 @@ from libc.stdint cimport INT64_MAX, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from _common cimport ZF_MAX_NDIM, ceildiv, checked_mul
+from _common cimport ZF_MAX_NDIM, box_fill, ceildiv, checked_mul
 
 
 cdef tuple _tup(const int64_t[::1] a):
@@ -581,79 +581,12 @@ def box_table(const int64_t[::1] start not None, const int64_t[::1] count not No
     cdef int64_t[:, ::1] sv = shards_arr
     cdef int64_t[:, ::1] hv = shapes_arr
     with nogil:
-        _box_fill(<int>ndim, &start[0] if ndim else NULL, &count[0] if ndim else NULL,
-                  &chunk_shape[0] if ndim else NULL, &cps[0] if ndim else NULL,
-                  &chunk_strides[0] if ndim else NULL, &out_strides[0] if ndim else NULL,
-                  first, last, sfirst, slast, nshards,
-                  &sv[0, 0] if ndim else NULL, &bounds[0], &inner[0], &src[0], &dst[0],
-                  &hv[0, 0] if ndim else NULL)
+        box_fill(<int>ndim, &start[0] if ndim else NULL, &count[0] if ndim else NULL,
+                 &chunk_shape[0] if ndim else NULL, &cps[0] if ndim else NULL,
+                 &chunk_strides[0] if ndim else NULL, &out_strides[0] if ndim else NULL,
+                 first, last, sfirst, slast, nshards,
+                 &sv[0, 0] if ndim else NULL, &bounds[0], &inner[0], &src[0], &dst[0],
+                 &hv[0, 0] if ndim else NULL)
     return shards_arr, bounds_arr, inner_arr, src_arr, dst_arr, shapes_arr
 
 
-cdef void _box_fill(int ndim, const int64_t* start, const int64_t* count,
-                    const int64_t* cshape, const int64_t* cps, const int64_t* cstrides,
-                    const int64_t* ostrides, const int64_t* first, const int64_t* last,
-                    const int64_t* sfirst, const int64_t* slast, int64_t nshards,
-                    int64_t* shards, int64_t* bounds, int64_t* inner, int64_t* src,
-                    int64_t* dst, int64_t* shapes) noexcept nogil:
-    """The rows of ``box_table``: an odometer over the shards, and inside each an
-    odometer over its chunks in the box."""
-    cdef int d
-    cdef int64_t g, row = 0, lin, so, do, lo, hi, e0, e1
-    cdef int64_t s[ZF_MAX_NDIM]
-    cdef int64_t k[ZF_MAX_NDIM]
-    cdef int64_t klo[ZF_MAX_NDIM]
-    cdef int64_t khi[ZF_MAX_NDIM]
-    cdef bint more
-    for d in range(ndim):
-        s[d] = sfirst[d]
-    for g in range(nshards):
-        bounds[g] = row
-        for d in range(ndim):
-            shards[g * ndim + d] = s[d]
-            lo = s[d] * cps[d]
-            # (the shard's last chunk, or the last index: no overflow near 2**63)
-            hi = lo + (cps[d] - 1) if cps[d] - 1 <= INT64_MAX - lo else INT64_MAX
-            klo[d] = first[d] if first[d] > lo else lo
-            khi[d] = last[d] if last[d] < hi else hi
-            k[d] = klo[d]
-        more = True
-        while more:
-            lin = 0
-            so = 0
-            do = 0
-            for d in range(ndim):
-                lin = lin * cps[d] + (k[d] - s[d] * cps[d])
-                e0 = k[d] * cshape[d]
-                # (the chunk's end, cut at the box's: k * cshape <= start + count - 1,
-                # so neither sum overflows near 2**63)
-                e1 = (e0 + cshape[d] if cshape[d] <= start[d] + count[d] - e0
-                      else start[d] + count[d])
-                if e0 < start[d]:
-                    e0 = start[d]
-                so += (e0 - k[d] * cshape[d]) * cstrides[d]
-                do += (e0 - start[d]) * ostrides[d]
-                shapes[row * ndim + d] = e1 - e0
-            inner[row] = lin
-            src[row] = so
-            dst[row] = do
-            row += 1
-            # next chunk of this shard (last dim fastest)
-            more = False
-            d = ndim - 1
-            while d >= 0:
-                k[d] += 1
-                if k[d] <= khi[d]:
-                    more = True
-                    break
-                k[d] = klo[d]
-                d -= 1
-        # next shard
-        d = ndim - 1
-        while d >= 0:
-            s[d] += 1
-            if s[d] <= slast[d]:
-                break
-            s[d] = sfirst[d]
-            d -= 1
-    bounds[nshards] = row
