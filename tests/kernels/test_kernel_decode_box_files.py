@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from _helpers.box import (
     CODECS,
+    Oracle,
     check,
     chunk_bytes,
     chunk_strides,
@@ -36,7 +37,6 @@ from _helpers.decode import (
     PROPS,
     CompiledDecoder,
     TwinDecoder,
-    swap_order,
 )
 from _helpers.kernels import I64, i64, rng_bytes
 
@@ -78,42 +78,22 @@ def call(cls, codec, case, root, *, direct=True, share=False):
 
 def expected(case, codec, direct=True, notes=None):
     """NumPy's (statuses or None, dst bytes, bytes a FAILED direct row may write)."""
-    chunk, itemsize, ndim = case["chunk"], case["itemsize"], len(case["chunk"])
-    start, count = case["start"], case["count"]
-    strides, size = dst_layout(case)
-    cst = chunk_strides(case)
-    span = [-(-n // c) * c for n, c in zip(case["shape"], chunk, strict=True)]
-    full = np.zeros((*span, itemsize), dtype=np.uint8)
-    known = np.zeros(span, dtype=bool)
-    loose = np.zeros(span, dtype=bool)
-    pick = (np.asarray(cst, dtype=I64) @ np.indices(chunk).reshape(ndim, -1))[:, None] \
-        + swap_order(itemsize, case["swap_unit"])[None, :]
-    same = direct and case["swap_unit"] == 1 and not case.get("pad") and all(
-        t == u for t, u, c in zip(strides, cst, chunk, strict=True) if c > 1)
+    chunk, start, count = case["chunk"], case["start"], case["count"]
+    oracle = Oracle(case, [-(-n // c) * c for n, c in zip(case["shape"], chunk, strict=True)],
+                    direct)
     statuses = []
     for coords in itertools.product(*(range(s // c, (s + n - 1) // c + 1)
                                       for s, n, c in zip(start, count, chunk, strict=True))):
         kind = case["kinds"].get(coords, "ok")
         statuses.append(STATUS[kind])
-        sl = tuple(slice(k * c, (k + 1) * c) for k, c in zip(coords, chunk, strict=True))
         if kind == "ok":
-            data = np.frombuffer(chunk_bytes(case, coords), dtype=np.uint8)
-            full[sl] = data[pick].reshape(*chunk, itemsize)
-            known[sl] = True
-        whole = all(k * c >= s and (k + 1) * c <= s + n
-                    for k, c, s, n in zip(coords, chunk, start, count, strict=True))
-        if codec == "none" and STATUS[kind] == FAILED and whole and same:
-            loose[sl] = True
+            oracle.place(coords)
+        elif STATUS[kind] == FAILED:
+            oracle.failed(coords, codec)
         if notes is not None:
-            notes.append(f"{'direct' if whole and same else 'region'} row {kind}")
-    box = tuple(slice(s, s + n) for s, n in zip(start, count, strict=True))
-    at = np.asarray(strides, dtype=I64) @ np.indices(count).reshape(ndim, -1)
-    at = at[:, None] + np.arange(itemsize)[None, :]
-    want = np.frombuffer(rng_bytes(11, size + 2 * GUARD), dtype=np.uint8)[GUARD:-GUARD].copy()
-    keep = known[box].reshape(-1)
-    want[at[keep]] = full[box].reshape(-1, itemsize)[keep]
-    mask = np.zeros(size, dtype=bool)
-    mask[at[loose[box].reshape(-1)]] = True
+            notes.append(f"{'direct' if oracle.whole(coords) and oracle.same else 'region'} "
+                         f"row {kind}")
+    want, mask = oracle.dst()
     status = None if not any(statuses) else np.array(statuses, dtype=np.int8)
     return status, want, mask
 
