@@ -2,13 +2,16 @@
 
 Environment:
     ZARRFAST_DEBUG_BUILD=1  bounds/wraparound/initialised checks on, ``-O0 -g``.
-    ZARRFAST_LINK_CODECS    how the batched decoder gets zstd and c-blosc: ``auto`` (the
+    ZARRFAST_LINK_CODECS    how the batched decoder gets zstd, c-blosc and LZ4 (the blocks
+                            of the blosc frames it undoes itself): ``auto`` (the
                             default) links each library found, ``require`` fails the build
                             when one is missing (wheels), ``0`` links none (then
-                            zarrfast finds numcodecs' copies with ctypes at import).
-    ZARRFAST_ZSTD_ROOT, ZARRFAST_BLOSC_ROOT
+                            zarrfast finds numcodecs' zstd and c-blosc with ctypes at
+                            import, and c-blosc decodes every blosc frame).
+    ZARRFAST_ZSTD_ROOT, ZARRFAST_BLOSC_ROOT, ZARRFAST_LZ4_ROOT
                             a prefix holding ``include/`` and ``lib/`` of the library;
-                            otherwise ``pkg-config`` (``libzstd``, ``blosc``) finds it.
+                            otherwise ``pkg-config`` (``libzstd``, ``blosc``, ``liblz4``)
+                            finds it.
 
 The kernels use typed memoryviews only, so NumPy's C headers are not needed.
 """
@@ -59,11 +62,12 @@ def codec_library(macro, package, library, root_variable):
 
 
 def decode_extension():
-    """_decode, linked with zstd and c-blosc where they are found."""
+    """_decode, linked with zstd, c-blosc and LZ4 where they are found."""
     settings = {"define_macros": [], "include_dirs": [], "library_dirs": [], "libraries": [],
                 "runtime_library_dirs": []}
     for found in (codec_library("ZF_LINK_ZSTD", "libzstd", "zstd", "ZARRFAST_ZSTD_ROOT"),
-                  codec_library("ZF_LINK_BLOSC", "blosc", "blosc", "ZARRFAST_BLOSC_ROOT")):
+                  codec_library("ZF_LINK_BLOSC", "blosc", "blosc", "ZARRFAST_BLOSC_ROOT"),
+                  codec_library("ZF_LINK_LZ4", "liblz4", "lz4", "ZARRFAST_LZ4_ROOT")):
         for key, values in (found or {}).items():
             settings[key] += values
     return Extension("zarrfast._ext._decode", ["src_ext/_decode.pyx"], **settings)

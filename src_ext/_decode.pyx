@@ -17,7 +17,10 @@ addresses, and ``zarrfast.kernels`` binds them with ``bind_zstd`` /
 back to the copies numcodecs carries in its extension modules, found with
 ``ctypes``; when neither is there the callers keep the per-chunk path.
 Compression (``blosc_compress``) is only ever bound to numcodecs' own c-blosc,
-so that the bytes written are numcodecs' bytes.
+so that the bytes written are numcodecs' bytes.  A blosc frame of LZ4 (linked at
+build time) or zstd blocks is decoded here (``_blosc_frame``: c-blosc 1.x's block
+loop, with the shuffle filters undone by ``zf_shuffle.h``, AVX2 where the CPU has
+it); every other frame, and any frame that is wrong, is left to c-blosc.
 
 Every range is validated with the GIL before the loop.  The output of a decode
 is bounded by the chunk's size (no decompression bombs), and a chunk that does
@@ -186,6 +189,8 @@ cdef extern from "zf_helper.h":
         int64_t scratch_cap
         uint8_t* filebuf
         int64_t filecap
+        uint8_t* blocks
+        int64_t blocks_cap
     ctypedef struct zf_job:
         void (*run)(zf_job* job, zf_worker* worker) noexcept nogil
         int released
@@ -1147,8 +1152,9 @@ cdef void _worker_release(zf_worker* w) noexcept nogil:
     w.dctx = NULL
     free(w.scratch)
     free(w.filebuf)
-    w.scratch = w.filebuf = NULL
-    w.scratch_cap = w.filecap = 0
+    free(w.blocks)
+    w.scratch = w.filebuf = w.blocks = NULL
+    w.scratch_cap = w.filecap = w.blocks_cap = 0
 
 
 cdef inline int64_t _le32(const uint8_t* p) noexcept nogil:
@@ -1182,6 +1188,237 @@ cdef bint _blosc_part(const uint8_t* frame, int64_t nbytes, int64_t lo, int64_t 
                           target + start * ts) == (stop - start) * ts
 
 
+cdef extern from "zf_shuffle.h":
+    int zf_shuffle_isa() noexcept nogil
+    void zf_unshuffle(const uint8_t* const* planes, const uint8_t* rest, uint8_t* dst,
+                      size_t blocksize, size_t ts, int isa) noexcept nogil
+    void zf_bitunshuffle(const uint8_t* const* rows, const uint8_t* rest, uint8_t* dst,
+                         uint8_t* tmp, size_t blocksize, size_t ts, int isa) noexcept nogil
+    void zf_plane_starts(const uint8_t* block, size_t blocksize, size_t ts,
+                         const uint8_t** starts) noexcept nogil
+
+
+cdef extern from "zf_codecs.h":
+    int zf_linked_lz4() noexcept nogil
+    int zf_lz4_decompress(const char* src, char* dst, int size, int capacity) noexcept nogil
+
+
+cdef enum:
+    _BLOSC_LZ4 = 1   # the compressor codes of a blosc1 header's flags (bits 5-7)
+    _BLOSC_ZSTD = 4
+    _BLOSC_MAX_BLOCKSIZE = (INT_MAX - 255 * 4) // 3
+    _BLOSC_MIN_SPLIT = 128   # a block is split into one stream per byte of an item
+    _BLOSC_MAX_SPLITS = 16   # (c-blosc's MIN_BUFFERSIZE, MAX_SPLITS)
+
+#: the instruction set the shuffle filters are undone with (zf_shuffle.h's ZF_ISA_*),
+#: or -1: c-blosc decodes every blosc frame.  Written at import and by
+#: ``set_blosc_frames`` (tests and benchmarks, between reads), then only read.
+cdef int _frames_isa = zf_shuffle_isa()
+cdef int _CPU_ISA = _frames_isa
+_ISA_NAMES = ("scalar", "avx2")
+
+
+cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
+                          int64_t nbytes, int64_t lo, int64_t hi) noexcept nogil:
+    """Decode a blosc1 frame (``_blosc_validate`` took it, for ``nbytes`` bytes) whose
+    blocks are LZ4 or zstd streams, shuffled, bit-shuffled or neither, into ``target``:
+    ``nbytes``, or -1 when the frame is left to c-blosc.  That is any other frame
+    (other compressors, copied whole, from another format version) and anything c-blosc
+    would refuse (it then says so); so the bytes and the verdicts are c-blosc's.  What
+    it does per block is ``blosc_d`` of c-blosc 1.x: streams decoded one after another
+    into a block of ``w.blocks``, then the filter undone into ``target``.  A stream
+    stored as it is is not copied first: the filter reads it from the frame (a block
+    split into one stream per byte of an item has its planes there, one per stream).
+
+    Only the blocks that hold bytes ``[lo, hi)`` are decoded (as ``_blosc_part`` does;
+    a damaged block elsewhere is then not seen); the rest of ``target`` is not
+    written."""
+    cdef int flags = frame[2], ts = frame[3], compcode = frame[2] >> 5
+    cdef int64_t total = _le32(frame + 4), bs = _le32(frame + 8), cbytes = _le32(frame + 12)
+    cdef int64_t nblocks, b, bsize, off, cb, neblock, nsplits, s
+    cdef uint8_t* grown
+    cdef uint8_t* out
+    cdef uint8_t* dest
+    cdef const uint8_t* starts[256]
+    cdef const uint8_t* rest
+    cdef bint shuffle = (flags & 0x01) and ts > 1, bitshuffle, filtered
+    cdef int got
+    cdef size_t zgot
+    # (format version 2; its LZ4 and zstd streams are both of version 1)
+    if (_frames_isa < 0 or frame[0] != 2 or frame[1] != 1 or flags & 0x0A or ts == 0
+            or total != nbytes
+            or total <= 0 or bs <= 0 or bs > total or bs > _BLOSC_MAX_BLOCKSIZE
+            or cbytes < 16 or lo < 0 or hi <= lo or hi > nbytes):
+        return -1
+    if compcode == _BLOSC_LZ4:
+        if not zf_linked_lz4():
+            return -1
+    elif compcode == _BLOSC_ZSTD:
+        if _decompress == NULL:
+            return -1
+        if w.dctx == NULL:
+            w.dctx = _create()
+            if w.dctx == NULL:
+                return -1
+    else:
+        return -1
+    nblocks = (total + bs - 1) // bs
+    if nblocks > (cbytes - 16) // 4:
+        return -1
+    if w.blocks_cap < 2 * bs:
+        grown = <uint8_t*>realloc(w.blocks, <size_t>(2 * bs))
+        if grown == NULL:
+            return -1
+        w.blocks = grown
+        w.blocks_cap = 2 * bs
+    for b in range(lo // bs, (hi - 1) // bs + 1):
+        bsize = min(bs, total - b * bs)
+        out = target + b * bs
+        bitshuffle = not shuffle and (flags & 0x04) and bsize >= ts
+        filtered = shuffle or bitshuffle
+        dest = w.blocks if filtered else out
+        nsplits = 1
+        if (not flags & 0x10 and ts <= _BLOSC_MAX_SPLITS and bsize // ts >= _BLOSC_MIN_SPLIT
+                and bsize == bs):
+            nsplits = ts
+        neblock = bsize // nsplits
+        if neblock * nsplits != bsize:
+            return -1
+        off = _le32(frame + 16 + 4 * b)
+        if off > INT_MAX:
+            return -1  # (c-blosc reads the start as a signed int32)
+        for s in range(nsplits):
+            if off > cbytes - 4:
+                return -1
+            cb = _le32(frame + off)
+            off += 4
+            if cb > INT_MAX or cb > cbytes - off:
+                return -1
+            if cb == neblock:
+                if filtered:  # (read from the frame by the filter)
+                    starts[s] = frame + off
+                else:
+                    memcpy(dest, frame + off, <size_t>neblock)
+            elif compcode == _BLOSC_LZ4:
+                got = zf_lz4_decompress(<const char*>(frame + off), <char*>dest, <int>cb,
+                                        <int>neblock)
+                if got != neblock:
+                    return -1
+            else:
+                zgot = _decompress(w.dctx, dest, <size_t>neblock, frame + off, <size_t>cb)
+                if _is_error(zgot) or zgot != <size_t>neblock:
+                    return -1
+            if cb != neblock:
+                starts[s] = dest
+            off += cb
+            dest += neblock
+        if not filtered:
+            continue
+        if nsplits == 1:  # the planes (or each byte's rows) one after another, then the rest
+            rest = starts[0] + (bsize // ts) * ts
+            zf_plane_starts(starts[0], <size_t>bsize, <size_t>ts, starts)
+        else:  # one per stream (bsize is nsplits * neblock: nothing after them)
+            rest = starts[0]
+        if shuffle:
+            zf_unshuffle(starts, rest, out, <size_t>bsize, <size_t>ts, _frames_isa)
+        else:
+            zf_bitunshuffle(starts, rest, out, w.blocks + bs, <size_t>bsize, <size_t>ts,
+                            _frames_isa)
+    return nbytes
+
+
+def blosc_frames():
+    """How blosc frames are decoded: ``"zarrfast (<isa>): lz4, zstd"`` naming the
+    compressors whose frames zarrfast undoes itself (the rest, and all when it is
+    ``"c-blosc"``, go to c-blosc)."""
+    names = [n for n, ok in (("lz4", zf_linked_lz4() != 0), ("zstd", _decompress != NULL))
+             if ok]
+    if _frames_isa < 0 or not names:
+        return "c-blosc"
+    return f"zarrfast ({_ISA_NAMES[_frames_isa]}): {', '.join(names)}"
+
+
+def set_blosc_frames(str isa not None):
+    """Decode blosc frames with ``isa`` (``"avx2"``, ``"scalar"``), or leave every one to
+    c-blosc (``"c-blosc"``); ``"auto"`` is the best this CPU runs.  For tests and
+    benchmarks: call it only while no read runs.  Returns the previous choice."""
+    global _frames_isa
+    previous = "c-blosc" if _frames_isa < 0 else _ISA_NAMES[_frames_isa]
+    if isa == "auto":
+        _frames_isa = _CPU_ISA
+    elif isa == "c-blosc":
+        _frames_isa = -1
+    elif isa in _ISA_NAMES and _ISA_NAMES.index(isa) <= _CPU_ISA:
+        _frames_isa = _ISA_NAMES.index(isa)
+    else:
+        raise ValueError(f"set_blosc_frames: {isa!r} is not one of 'auto', 'c-blosc', "
+                         f"{', '.join(repr(n) for n in _ISA_NAMES[:_CPU_ISA + 1])} here")
+    return previous
+
+
+def blosc_decode_frame(const uint8_t[::1] frame not None, uint8_t[::1] target not None,
+                       int64_t lo=0, int64_t hi=-1):
+    """``_blosc_frame`` of one frame (``blosc_frames`` says how), for its bytes
+    ``[lo, hi)`` (``hi`` -1: to the end): the chunk's size when decoded into ``target``
+    (of that size), or -1: the frame was left to c-blosc."""
+    cdef zf_worker w
+    cdef size_t header_nbytes
+    cdef int64_t got
+    if _blosc_validate == NULL:
+        raise RuntimeError("blosc_decode_frame: no c-blosc is bound")
+    memset(&w, 0, sizeof(w))
+    if (_blosc_validate(&frame[0], <size_t>frame.shape[0], &header_nbytes) != 0
+            or <int64_t>header_nbytes != target.shape[0]):
+        raise ValueError(f"blosc_decode_frame: not a blosc frame of {target.shape[0]} bytes")
+    if hi == -1:
+        hi = target.shape[0]
+    with nogil:
+        got = _blosc_frame(&w, &frame[0], &target[0], target.shape[0], lo, hi)
+    _worker_release(&w)
+    return got
+
+
+def _isa_of(str isa):
+    if isa not in _ISA_NAMES or _ISA_NAMES.index(isa) > _CPU_ISA:
+        raise ValueError(f"isa {isa!r} is not run here")
+    return _ISA_NAMES.index(isa)
+
+
+def blosc_unshuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
+                    int ts, str isa="scalar"):
+    """Undo c-blosc's byte shuffle of one block (``src``) into ``dst`` (zf_shuffle.h)."""
+    cdef int i = _isa_of(isa)
+    if ts < 1 or dst.shape[0] != src.shape[0] or src.shape[0] == 0:
+        raise ValueError("blosc_unshuffle: ts >= 1 and two blocks of one size")
+    cdef const uint8_t* starts[256]
+    if ts > 255:
+        raise ValueError("blosc_unshuffle: ts is at most 255")
+    zf_plane_starts(&src[0], <size_t>src.shape[0], <size_t>ts, starts)
+    with nogil:
+        zf_unshuffle(starts, &src[0] + (src.shape[0] // ts) * ts, &dst[0],
+                     <size_t>src.shape[0], <size_t>ts, i)
+
+
+def blosc_bitunshuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
+                       int ts, str isa="scalar"):
+    """Undo c-blosc's bit shuffle of one block (``src``) into ``dst`` (zf_shuffle.h)."""
+    cdef int i = _isa_of(isa)
+    cdef uint8_t* tmp
+    if ts < 1 or dst.shape[0] != src.shape[0] or src.shape[0] == 0:
+        raise ValueError("blosc_bitunshuffle: ts >= 1 and two blocks of one size")
+    cdef const uint8_t* starts[256]
+    if ts > 255:
+        raise ValueError("blosc_bitunshuffle: ts is at most 255")
+    zf_plane_starts(&src[0], <size_t>src.shape[0], <size_t>ts, starts)
+    tmp = <uint8_t*>malloc(<size_t>src.shape[0])
+    if tmp == NULL:
+        raise MemoryError()
+    with nogil:
+        zf_bitunshuffle(starts, &src[0] + (src.shape[0] // ts) * ts, &dst[0], tmp,
+                        <size_t>src.shape[0], <size_t>ts, i)
+    free(tmp)
+
+
 cdef bint _decode_with(zf_worker* w, int codec, int64_t nbytes_, const uint8_t* frame,
                        size_t size, uint8_t* target, int64_t lo, int64_t hi) noexcept nogil:
     """Decode one chunk of exactly ``nbytes_`` bytes into ``target``; False if it is
@@ -1202,6 +1439,8 @@ cdef bint _decode_with(zf_worker* w, int codec, int64_t nbytes_, const uint8_t* 
     # blosc: the header must give the stored size and the chunk's size
     if _blosc_validate(frame, size, &header_nbytes) != 0 or header_nbytes != nbytes:
         return False
+    if _blosc_frame(w, frame, target, nbytes_, lo, hi) == nbytes_:
+        return True
     if (lo > 0 or hi < nbytes_) and _blosc_part(frame, nbytes_, lo, hi, target):
         return True
     return _blosc_decompress(frame, target, nbytes, 1) == <int>nbytes
@@ -1353,11 +1592,12 @@ cdef void _job_help(zf_job* base, zf_worker* w) noexcept nogil:
     cdef _RowsJob* job = <_RowsJob*>base
     if _worker_ready(w, job.codec, job.nbytes):
         zf_helper_count_rows(_job_rows(job, w))
-    if w.scratch_cap > _HELPER_KEEP or w.filecap > _HELPER_KEEP:
+    if w.scratch_cap > _HELPER_KEEP or w.filecap > _HELPER_KEEP or w.blocks_cap > _HELPER_KEEP:
         free(w.scratch)
         free(w.filebuf)
-        w.scratch = w.filebuf = NULL
-        w.scratch_cap = w.filecap = 0
+        free(w.blocks)
+        w.scratch = w.filebuf = w.blocks = NULL
+        w.scratch_cap = w.filecap = w.blocks_cap = 0
 
 
 cdef void _job_run_shared(_RowsJob* job, zf_worker* w, bint share) noexcept nogil:

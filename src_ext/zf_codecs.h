@@ -40,4 +40,19 @@ static int zf_linked_blosc(size_t *fns, const char **version) {
 }
 #endif
 
+/* LZ4, for the blocks of the blosc frames _decode undoes itself (_blosc_frame);
+   without it c-blosc decodes those frames whole. */
+#ifdef ZF_LINK_LZ4
+#include <lz4.h>
+static int zf_linked_lz4(void) { return LZ4_versionNumber(); }
+static int zf_lz4_decompress(const char* src, char* dst, int size, int capacity) {
+    return LZ4_decompress_safe(src, dst, size, capacity);
+}
+#else
+static int zf_linked_lz4(void) { return 0; }
+static int zf_lz4_decompress(const char* src, char* dst, int size, int capacity) {
+    (void)src; (void)dst; (void)size; (void)capacity; return -1;
+}
+#endif
+
 #endif

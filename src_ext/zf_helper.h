@@ -28,13 +28,16 @@
 #include <stdlib.h>
 
 /* one thread's decoding state (a zstd context, a scratch buffer for one decoded
-   chunk, a buffer for one file), grown by the jobs that use it */
+   chunk, a buffer for one file, one for two blosc blocks), grown by the jobs that
+   use it */
 typedef struct zf_worker {
     void* dctx;
     uint8_t* scratch;
     int64_t scratch_cap;
     uint8_t* filebuf;
     int64_t filecap;
+    uint8_t* blocks;
+    int64_t blocks_cap;
 } zf_worker;
 
 typedef struct zf_job zf_job;
@@ -92,7 +95,7 @@ static zf_job* zf_helper_take(int order) {
 }
 
 static void* zf_helper_main(void* arg) {
-    zf_worker w = {NULL, NULL, 0, NULL, 0};
+    zf_worker w = {NULL, NULL, 0, NULL, 0, NULL, 0};
     zf_job* job;
     int64_t until;
     unsigned k;

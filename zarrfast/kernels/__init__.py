@@ -199,6 +199,16 @@ def _load_chunk_decoder():
     CODEC_BINDINGS.setdefault("blosc", "not bound")
     if _decode.blosc_partial_bound():
         CODEC_BINDINGS["blosc"] += "; a region decodes only its blocks (blosc_getitem)"
+    if "blosc" in _decode.bound():
+        # frames of LZ4 or zstd blocks are undone by zarrfast itself (AVX2 where the CPU
+        # has it); ZARRFAST_BLOSC_FRAMES=c-blosc (or scalar) chooses otherwise
+        choice = os.environ.get("ZARRFAST_BLOSC_FRAMES", "auto")
+        try:
+            _decode.set_blosc_frames(choice)
+        except ValueError as e:
+            CODEC_BINDINGS["blosc"] += f"; ZARRFAST_BLOSC_FRAMES ignored: {e}"
+        CODEC_BINDINGS["blosc"] += (f"; frames decoded by {_decode.blosc_frames()}"
+                                    ", the rest by c-blosc")
     global blosc_compress, blosc_compress_regions
     if _decode.blosc_compress_bound():
         blosc_compress = _decode.blosc_compress

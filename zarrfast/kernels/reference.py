@@ -399,6 +399,43 @@ def _span(offset: int, strides, shape, itemsize: int) -> tuple[int, int]:
     return lo, hi + itemsize
 
 
+def _unshuffle_args(func: str, src, dst, ts: int, isa: str) -> tuple[np.ndarray, np.ndarray]:
+    s, d = _u8(src), _u8(dst, writable=True)
+    if isa not in ("scalar", "avx2"):
+        raise ValueError(f"isa {isa!r} is not run here")
+    if ts < 1 or d.size != s.size or s.size == 0:
+        raise ValueError(f"{func}: ts >= 1 and two blocks of one size")
+    if ts > 255:
+        raise ValueError(f"{func}: ts is at most 255")
+    return s, d
+
+
+def blosc_unshuffle(src, dst, ts, isa="scalar") -> None:
+    """Undo c-blosc's byte shuffle of one block: ``ts`` planes of ``n = size // ts``
+    bytes (plane ``j``: byte ``j`` of every item), then the ``size % ts`` bytes left
+    as they are."""
+    s, d = _unshuffle_args("blosc_unshuffle", src, dst, ts, isa)
+    n = s.size // ts
+    d[:n * ts] = s[:n * ts].reshape(ts, n).T.reshape(-1)
+    d[n * ts:] = s[n * ts:]
+
+
+def blosc_bitunshuffle(src, dst, ts, isa="scalar") -> None:
+    """Undo c-blosc's bit shuffle of one block: ``8 * ts`` rows of ``n / 8`` bytes, row
+    ``8j + k`` holding bit ``k`` of byte ``j`` of every item (item ``i`` at bit ``i % 8``
+    of byte ``i // 8``), then the bytes after the ``n * ts`` as they are.  A block of
+    ``n`` items, ``n`` not a multiple of 8, is stored as it is."""
+    s, d = _unshuffle_args("blosc_bitunshuffle", src, dst, ts, isa)
+    n = s.size // ts
+    if n % 8:
+        d[:] = s
+        return
+    bits = np.unpackbits(s[:n * ts].reshape(8 * ts, n // 8), axis=1, bitorder="little")
+    items = bits.reshape(ts, 8, n).transpose(2, 0, 1)  # item, byte, bit
+    d[:n * ts] = np.packbits(items, axis=2, bitorder="little").reshape(-1)
+    d[n * ts:] = s[n * ts:]
+
+
 @functools.cache
 def _numcodecs_c_blosc(name: str):
     """A function of numcodecs' c-blosc (``blosc_getitem``, ``blosc_decompress_ctx``), or
