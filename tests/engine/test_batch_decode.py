@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import zarrfast
 from zarrfast import config
 from zarrfast import kernels as _kernels
+from zarrfast.engine import boxes
 from zarrfast.engine import chunked as pipeline
 from zarrfast.errors import ChunkDecodeError
 from zarrfast.kernels import reference as ref
@@ -501,24 +502,35 @@ def test_reads_zarr_python_zstd_arrays(tmp_path, dtype, endian, transpose, check
 
 @needs_kernel
 def test_pipeline_uses_decode_batch(arrays, monkeypatch):
-    """``read_selection`` goes through ``RowReader.decode_batch`` for a zstd array on a
-    plain LocalStore (every chunk once), and not for the per-chunk path."""
+    """``read_selection`` reads the zstd chunks of a plain LocalStore a batch per kernel
+    call (every chunk once), never one by one: a selection with steps through
+    ``RowReader.decode_batch``, a step-1 one of more than ``BOX_CHUNKS`` chunks (a full
+    read) as parts of the box, one ``decode_box_files`` call each (one part with one
+    thread).  Without the batch decoder neither runs."""
     root, truths = arrays
-    seen = []
+    seen, parts = [], []
     orig = pipeline.RowReader.decode_batch
+    orig_parts = boxes.box_parts
 
     def spy(self, rows, *args, **kwargs):
         seen.append(len(rows))
         return orig(self, rows, *args, **kwargs)
 
+    def spy_parts(*args, **kwargs):
+        parts.append(orig_parts(*args, **kwargs))
+        return parts[-1]
+
     monkeypatch.setattr(pipeline.RowReader, "decode_batch", spy)
+    monkeypatch.setattr(boxes, "box_parts", spy_parts)
+    truth = truths["big_f8_T"]
     with config.set(threads=1):
-        np.testing.assert_array_equal(open_r(root, "big_f8_T")[...], truths["big_f8_T"])
-        assert sum(seen) == 3 * 3
+        np.testing.assert_array_equal(open_r(root, "big_f8_T")[...], truth)
+        assert seen == [] and [len(p) for p in parts] == [1]
+        np.testing.assert_array_equal(open_r(root, "big_f8_T")[::2], truth[::2])
+        assert sum(seen) == 3 * 3 and len(parts) == 1
         seen.clear()
-        np.testing.assert_array_equal(open_r(root, "big_f8_T", batch=False)[...],
-                                      truths["big_f8_T"])
-        assert seen == []
+        np.testing.assert_array_equal(open_r(root, "big_f8_T", batch=False)[...], truth)
+        assert seen == [] and len(parts) == 1
 
 
 @needs_blosc

@@ -1,6 +1,9 @@
 """Small box reads (``zarrfast.engine.boxes``): step-1 selections of at most
 ``BOX_CHUNKS`` chunks, of plain and sharded arrays, against a NumPy mirror.
 
+Larger step-1 boxes of compressed chunk files (full reads): read in parts
+(``box_parts``), missing and corrupt chunks.
+
 Sharded: boxes across shards, partial (edge) shards, missing shards and missing inner
 chunks (the fill value), inner chunks far apart in the shard (several ranged reads),
 the index at either end, zstd (one batch kernel call), uncompressed (one copy) and gzip
@@ -74,8 +77,8 @@ def _spy(monkeypatch, module, name: str) -> list:
     returned = []
     real = getattr(module, name)
 
-    def spy(*args):
-        returned.append(real(*args))
+    def spy(*args, **kwargs):
+        returned.append(real(*args, **kwargs))
         return returned[-1]
 
     monkeypatch.setattr(module, name, spy)
@@ -507,3 +510,89 @@ def test_zero_dimensional_sharded_array(tmp_path, compressors, threads):
         assert zarrfast.open_array(str(tmp_path))[()] == 3
         a[...] = 5
         assert zarrfast.open_array(str(tmp_path))[()] == 5
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_box_parts_partition_the_box_at_chunk_rows(data):
+    """``box_parts``: sub-boxes that cover the box exactly once, each cut only at chunk
+    boundaries, as many as asked when the box has that many chunks (and fewer than
+    twice that), with the byte offsets of their first elements in the C-order output."""
+    from zarrfast.engine.selection import normalize_basic
+
+    ndim = data.draw(st.integers(1, 4))
+    chunks = data.draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim))
+    shape = [data.draw(st.integers(1, 4 * c)) for c in chunks]
+    box = []
+    for n in shape:
+        lo = data.draw(st.integers(0, n - 1))
+        box.append(slice(lo, data.draw(st.integers(lo + 1, n))))
+    sel = normalize_basic(tuple(box), tuple(shape))
+    count = sel.count.tolist()
+    itemsize = data.draw(st.sampled_from([1, 2, 8]))
+    strides = np.array([itemsize * int(np.prod(count[d + 1:])) for d in range(ndim)],
+                       dtype=np.int64)
+    want = data.draw(st.integers(1, 40))
+    parts = zf_boxes.box_parts(sel, chunks, strides, want)
+    nchunks = int(np.prod([(b.stop - 1) // c - b.start // c + 1
+                           for b, c in zip(box, chunks, strict=True)]))
+    assert min(want, nchunks) <= len(parts) <= max(1, min(nchunks, 2 * want - 1))
+    covered = np.zeros(count, dtype=np.int64)
+    for start, part_count, base in parts:
+        assert start.dtype == part_count.dtype == np.int64 and (part_count >= 1).all()
+        local = start - sel.start
+        assert base == int(local @ strides)
+        for d in range(ndim):
+            end = start[d] + part_count[d]
+            assert sel.start[d] <= start[d] and end <= sel.start[d] + sel.count[d]
+            assert start[d] == sel.start[d] or start[d] % chunks[d] == 0
+            assert end == sel.start[d] + sel.count[d] or end % chunks[d] == 0
+        region = zip(local.tolist(), part_count.tolist(), strict=True)
+        covered[tuple(slice(lo, lo + m) for lo, m in region)] += 1
+    assert (covered == 1).all()
+
+
+def _large_box_array(tmp_path, compressors):
+    a = zarrfast.create_array(str(tmp_path), shape=(23, 17, 9), chunks=(4, 3, 4),
+                              dtype="int32", fill_value=-5, compressors=compressors)
+    data = np.random.default_rng(7).integers(-999, 999, size=a.shape).astype("int32")
+    a[...] = data
+    (tmp_path / "c/1/2/0").unlink()  # missing chunks: the fill value
+    (tmp_path / "c/5/5/2").unlink()  # (an edge chunk)
+    data[4:8, 6:9, 0:4] = -5
+    data[20:23, 15:17, 8:9] = -5
+    return a, data
+
+
+LARGE_BOX_CODECS = {"zstd": zarrfast.codecs.ZstdCodec(),
+                    "blosc": zarrfast.codecs.BloscCodec(cname="lz4", shuffle="bitshuffle")}
+
+
+@pytest.mark.parametrize("codec", list(LARGE_BOX_CODECS))
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_large_boxes_are_read_in_parts(tmp_path, codec, threads, monkeypatch):
+    """Step-1 selections of more than ``BOX_CHUNKS`` compressed chunk files (full reads
+    among them) are read as parts of the box, one ``decode_box_files`` call each (as
+    many parts as the pool runs tasks), missing chunks the fill value; never through
+    the projection's batches."""
+    if codec == "blosc" and "blosc" not in zarrfast.kernels.BATCH_CODECS:
+        pytest.skip("blosc is not bound")
+    a, data = _large_box_array(tmp_path, LARGE_BOX_CODECS[codec])
+    parts = _spy(monkeypatch, zf_boxes, "box_parts")
+    batches = _spy(monkeypatch, zf_chunked.RowReader, "decode_batch")
+    monkeypatch.setattr(zarrfast.concurrency, "INLINE_WORK_BYTES", 0)  # (never inline)
+    with config.set(threads=threads):
+        for sel in (np.s_[...], np.s_[1:22, 2:], np.s_[3:9, :, 1:8], np.s_[:, 5]):
+            np.testing.assert_array_equal(a[sel], data[sel], err_msg=str(sel))
+    assert len(parts) == 4 and not batches
+    assert all(len(p) == 1 for p in parts) if threads == 1 else len(parts[0]) >= threads
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_large_box_corrupt_chunk_names_key(tmp_path, threads):
+    a, data = _large_box_array(tmp_path, LARGE_BOX_CODECS["zstd"])
+    (tmp_path / "c/3/1/1").write_bytes(b"not zstd")
+    with config.set(threads=threads):
+        with pytest.raises(ChunkDecodeError, match="'c/3/1/1'"):
+            a[...]
+        np.testing.assert_array_equal(a[:12], data[:12])  # (the other chunks read)

@@ -22,6 +22,11 @@ costs well under a microsecond where a pool thread's wake-up costs 15-80); with 
 than two threads, boxes of large chunks (``BOX_POOL_BYTES``) split the decoding in one
 kernel call per thread of the pool instead (:func:`run_parts`).
 
+Larger step-1 selections of compressed chunk files (full reads) take the same call on
+sub-boxes of whole chunk rows, one per task of the pool (:func:`read_box_files`): no
+key, path or Python object per chunk there either, which keeps the GIL free for the
+other threads.
+
 The chains are passed in (a :class:`~zarrfast.engine.chunked.PreparedChain`): this
 module imports no other engine module, so both the plain and the sharded readers
 use it.
@@ -29,6 +34,7 @@ use it.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,7 +43,7 @@ import numpy as np
 
 from zarrfast import config
 from zarrfast import kernels as _kernels
-from zarrfast.concurrency import map_unordered_into
+from zarrfast.concurrency import batch_count, map_unordered_into
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.storage import Store
 
@@ -47,6 +53,9 @@ __all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files", "run_parts",
 #: the most chunks (inner chunks, when sharded) a box read takes; larger selections
 #: take the projection table and the pool
 BOX_CHUNKS = 8
+#: the most chunks of one ``decode_box_files`` call on a part of a larger box (the
+#: kernel's own limit is 2**16)
+BOX_PART_CHUNKS = 2**14
 #: the largest chunk a box read takes (each thread's decoder holds a buffer of one
 #: chunk; larger chunks take the per-chunk path, which names the chunk when out of
 #: memory, and whose decoding dwarfs what the box path saves)
@@ -124,6 +133,21 @@ class Box:
                                            chain.chunk_strides, self.out_strides)
         #: rows whose chunk is decoded straight into ``out`` (uint8 flags)
         self.direct = _direct_rows(chain, sel, self.shapes, out.shape)
+
+    @classmethod
+    def within(cls, chain: Any, start: np.ndarray, count: np.ndarray, out_flat: np.ndarray,
+               out_strides: np.ndarray, base: int) -> Box:
+        """The box ``start``/``count`` (step 1) of a larger box whose output is
+        ``out_flat`` (strides ``out_strides``), its first element at byte ``base``: for
+        :meth:`fill` and :meth:`place_one` (no rows are decoded straight into place)."""
+        box = cls.__new__(cls)
+        box.chain, box.out_flat, box.out_strides = chain, out_flat, out_strides
+        (box.shards, box.bounds, box.inner, box.src_offsets, box.dst_offsets,
+         box.shapes) = _kernels.box_table(start, count, chain.chunk_shape_arr,
+                                          _ONES[chain.ndim], chain.chunk_strides, out_strides)
+        box.dst_offsets += base
+        box.direct = np.zeros(len(box.shapes), dtype=np.uint8)
+        return box
 
     def fill(self, rows: Sequence[int]) -> None:
         """Rows whose chunk is not stored: the fill value."""
@@ -206,6 +230,8 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
     if chain.box_codec is None or store.batched_reads or not store.fast_get_into:
         return False
     n = box_chunks(sel, chain)
+    if n > BOX_CHUNKS and chain.batch_codec is not None:
+        return _read_box_parts(store, path, chain, sel, out, n)
     if not 0 < n <= BOX_CHUNKS:
         return False
     if n == 1 and chain.batch_codec is None and sel.count.tolist() == list(chain.chunk_shape):
@@ -247,6 +273,74 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
     # (every part writes disjoint regions of `out`: chunks partition the box)
     run_parts(place, n, chain)
     return True
+
+
+def _read_box_parts(store: Store, path: str, chain: Any, sel: BasicSelection,
+                    out: np.ndarray, n: int) -> bool:
+    """Read a step-1 box of ``n`` (more than ``BOX_CHUNKS``) compressed chunks stored one
+    per file into ``out`` (C-contiguous): sub-boxes of whole chunk rows
+    (:func:`box_parts`), one ``decode_box_files`` call each, as many as the pool runs
+    tasks.  Uncompressed chunks keep the path that reads them straight into ``out``.
+    ``False``, having done nothing, when the kernel may not make the files' paths."""
+    if not out.flags.c_contiguous:
+        return False
+    where = _file_prefix(store, path, chain)
+    if where is None:
+        return False
+    root, prefix, sep = where
+    work = n * chain.chunk_nbytes
+    out_flat = out.reshape(-1).view(np.uint8)
+    out_strides = np.array(out.strides, dtype=np.int64)
+    parts = box_parts(sel, chain.chunk_shape, out_strides,
+                      max(batch_count(n, work), -(-n // BOX_PART_CHUNKS)))
+
+    def read(part: tuple[np.ndarray, np.ndarray, int]) -> None:
+        start, count, base = part
+        status = chain.batch_decoder().decode_box_files(
+            root, prefix, sep, start, count, chain.chunk_shape_arr, chain.chunk_strides,
+            out_flat[base:], out_strides, chain.itemsize, chain.swap_unit,
+            chain.box_direct, False)
+        if status is not None:
+            box = Box.within(chain, start, count, out_flat, out_strides, base)
+            keys = _chunk_keys(chain.metadata, path, box.shards)
+            _recover(store, chain, box, keys, range(len(keys)), status)
+
+    # (the parts partition the box: each writes its own region of `out`)
+    map_unordered_into(read, parts, work_bytes=work)
+    return True
+
+
+def box_parts(sel: BasicSelection, chunk_shape: Sequence[int], out_strides: np.ndarray,
+              parts: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """The step-1 box ``sel`` cut into about ``parts`` sub-boxes of whole chunk rows (at
+    least one, at most as many as it has chunks): the outermost dimensions are cut at
+    every chunk boundary until they make ``parts`` rows, the last of them into groups of
+    rows.  Each is ``(start, count, base)``: its selection and the byte offset of its
+    first element in the box's C-order output (strides ``out_strides``)."""
+    start, count = sel.start.tolist(), sel.count.tolist()
+    first = [s // c for s, c in zip(start, chunk_shape, strict=True)]
+    rows = [(s + m - 1) // c - f + 1
+            for s, m, c, f in zip(start, count, chunk_shape, first, strict=True)]
+    d, made = 0, rows[0]
+    while made < parts and d + 1 < len(rows):
+        d += 1
+        made *= rows[d]
+    groups = min(rows[d], -(-parts * rows[d] // made))
+    strides = out_strides.tolist()
+    result = []
+    for outer in itertools.product(*(range(k) for k in rows[:d])):
+        for g in range(groups):
+            span = [(i, i + 1) for i in outer]
+            span.append((g * rows[d] // groups, (g + 1) * rows[d] // groups))
+            ps, pc = list(start), list(count)
+            for dim, (i0, i1) in enumerate(span):
+                c = chunk_shape[dim]
+                lo = max(start[dim], (first[dim] + i0) * c)
+                hi = min(start[dim] + count[dim], (first[dim] + i1) * c)
+                ps[dim], pc[dim] = lo, hi - lo
+            base = sum((p - s) * t for p, s, t in zip(ps, start, strides, strict=True))
+            result.append((np.array(ps, dtype=np.int64), np.array(pc, dtype=np.int64), base))
+    return result
 
 
 def _recover(store: Store, chain: Any, box: Box, keys: Sequence[str], part: range,
