@@ -7,7 +7,8 @@ Environment:
                             default) links each library found, ``require`` fails the build
                             when one is missing (wheels), ``0`` links none (then
                             zarrfast finds numcodecs' zstd and c-blosc with ctypes at
-                            import, and c-blosc decodes every blosc frame).
+                            import; blosc frames of LZ4 blocks go to c-blosc, those of
+                            zstd blocks are still decoded by zarrfast, with that zstd).
     ZARRFAST_ZSTD_ROOT, ZARRFAST_BLOSC_ROOT, ZARRFAST_LZ4_ROOT
                             a prefix holding ``include/`` and ``lib/`` of the library;
                             otherwise ``pkg-config`` (``libzstd``, ``blosc``, ``liblz4``)

@@ -1216,6 +1216,20 @@ cdef enum:
 cdef int _frames_isa = zf_shuffle_isa()
 cdef int _CPU_ISA = _frames_isa
 _ISA_NAMES = ("scalar", "avx2")
+#: whether the LZ4 linked at build time decodes LZ4 blocks (``use_linked_lz4``)
+cdef bint _lz4_used = True
+
+
+def use_linked_lz4(bint use):
+    """Let the LZ4 linked at build time decode the LZ4 blocks of blosc frames, or not
+    (``ZARRFAST_LINKED_CODECS=0``: those frames then go to c-blosc).  Called at import
+    (by ``zarrfast.kernels``), before any read."""
+    global _lz4_used
+    _lz4_used = use
+
+
+cdef inline bint _lz4_on() noexcept nogil:
+    return _lz4_used and zf_linked_lz4() != 0
 
 
 cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
@@ -1235,7 +1249,7 @@ cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
     written."""
     cdef int flags = frame[2], ts = frame[3], compcode = frame[2] >> 5
     cdef int64_t total = _le32(frame + 4), bs = _le32(frame + 8), cbytes = _le32(frame + 12)
-    cdef int64_t nblocks, b, bsize, off, cb, neblock, nsplits, s
+    cdef int64_t nblocks, b, bsize, off, cb, neblock, nsplits, s, need
     cdef uint8_t* grown
     cdef uint8_t* out
     cdef uint8_t* dest
@@ -1251,7 +1265,7 @@ cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
             or cbytes < 16 or lo < 0 or hi <= lo or hi > nbytes):
         return -1
     if compcode == _BLOSC_LZ4:
-        if not zf_linked_lz4():
+        if not _lz4_on():
             return -1
     elif compcode == _BLOSC_ZSTD:
         if _decompress == NULL:
@@ -1265,12 +1279,14 @@ cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
     nblocks = (total + bs - 1) // bs
     if nblocks > (cbytes - 16) // 4:
         return -1
-    if w.blocks_cap < 2 * bs:
-        grown = <uint8_t*>realloc(w.blocks, <size_t>(2 * bs))
+    # the decoded streams of a filtered block, and the bit-shuffle's byte planes
+    need = 0 if not (shuffle or flags & 0x04) else bs if shuffle or ts == 1 else 2 * bs
+    if w.blocks_cap < need:
+        grown = <uint8_t*>realloc(w.blocks, <size_t>need)
         if grown == NULL:
             return -1
         w.blocks = grown
-        w.blocks_cap = 2 * bs
+        w.blocks_cap = need
     for b in range(lo // bs, (hi - 1) // bs + 1):
         bsize = min(bs, total - b * bs)
         out = target + b * bs
@@ -1331,8 +1347,7 @@ def blosc_frames():
     """How blosc frames are decoded: ``"zarrfast (<isa>): lz4, zstd"`` naming the
     compressors whose frames zarrfast undoes itself (the rest, and all when it is
     ``"c-blosc"``, go to c-blosc)."""
-    names = [n for n, ok in (("lz4", zf_linked_lz4() != 0), ("zstd", _decompress != NULL))
-             if ok]
+    names = [n for n, ok in (("lz4", _lz4_on()), ("zstd", _decompress != NULL)) if ok]
     if _frames_isa < 0 or not names:
         return "c-blosc"
     return f"zarrfast ({_ISA_NAMES[_frames_isa]}): {', '.join(names)}"

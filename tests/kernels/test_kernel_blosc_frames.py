@@ -10,7 +10,8 @@ numcodecs' c-blosc: the same bytes, or -1 ("left to c-blosc") for every other fr
 * the engine: arrays with ``BloscCodec`` read back equal with each instruction set and
   with c-blosc alone, and a damaged chunk raises naming its key either way.
 
-Every test leaves ``set_blosc_frames("auto")`` behind (``_auto_after``).
+Every test leaves the choice it found (``ZARRFAST_BLOSC_FRAMES``'s) behind
+(``_restore_after``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ if not hasattr(_decode, "blosc_decode_frame"):  # (an extension built before the
 pytestmark = needs_blosc
 
 
+#: how blosc frames were decoded before this module (what every test leaves behind)
+_ORIGINAL = _decode.set_blosc_frames("auto")
+
+
 def _isas() -> list[str]:
     """The instruction sets this CPU runs the kernels with."""
     found = ["scalar"]
@@ -54,14 +59,14 @@ def _isas() -> list[str]:
         pass
     else:
         found.append("avx2")
-    finally:
-        _decode.set_blosc_frames("auto")
     return found
 
 
 ISAS = _isas()
+_decode.set_blosc_frames("auto")
 #: the compressors whose frames zarrfast undoes itself (lz4hc writes LZ4 streams)
 _LINKED = _decode.blosc_frames().partition(": ")[2].split(", ")
+_decode.set_blosc_frames(_ORIGINAL)
 HANDLED = ({"lz4", "lz4hc"} if "lz4" in _LINKED else set()) | ({"zstd"} & set(_LINKED))
 CNAMES = ["lz4", "lz4hc", "zstd", "blosclz", "zlib"]
 TYPESIZES = [*range(1, 18), 32]
@@ -69,21 +74,21 @@ SENTINEL = 0xA5
 
 
 @pytest.fixture(autouse=True)
-def _auto_after():
+def _restore_after():
     try:
         yield
     finally:
-        _decode.set_blosc_frames("auto")
+        _decode.set_blosc_frames(_ORIGINAL)
 
 
 @contextlib.contextmanager
 def frames_with(isa: str):
     """Blosc frames decoded with ``isa`` ("scalar", "avx2", "c-blosc") inside."""
-    _decode.set_blosc_frames(isa)
+    previous = _decode.set_blosc_frames(isa)
     try:
         yield
     finally:
-        _decode.set_blosc_frames("auto")
+        _decode.set_blosc_frames(previous)
 
 
 # ---------------------------------------------------------------------------
@@ -314,7 +319,8 @@ def test_the_fast_path_is_on():
     """zstd frames are zarrfast's whenever zstd is bound, LZ4 ones whenever the build
     linked its codec libraries (it links LZ4 beside c-blosc: CI and the wheels); the
     tests below would pass vacuously otherwise."""
-    names = _decode.blosc_frames()
+    with frames_with("auto"):
+        names = _decode.blosc_frames()
     assert names.startswith(f"zarrfast ({ISAS[-1]}): "), names
     assert ("zstd" in _LINKED) == ("zstd" in kernels.BATCH_CODECS), names
     if _decode.linked_blosc() is not None:
@@ -518,7 +524,8 @@ def test_a_range_outside_the_chunk_is_left_to_c_blosc():
         got, target = decode(frame, n, lo, hi)
         assert got == -1, (lo, hi)
         assert (target == SENTINEL).all()
-    assert decode(frame, n, 0, -1)[0] == n  # -1: to the end
+    with frames_with("auto"):
+        assert decode(frame, n, 0, -1)[0] == n  # -1: to the end
     with pytest.raises(ValueError):
         _decode.blosc_decode_frame(u8(frame), np.zeros(n - 1, np.uint8))
     with pytest.raises(ValueError):

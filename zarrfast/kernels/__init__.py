@@ -201,14 +201,17 @@ def _load_chunk_decoder():
         CODEC_BINDINGS["blosc"] += "; a region decodes only its blocks (blosc_getitem)"
     if "blosc" in _decode.bound():
         # frames of LZ4 or zstd blocks are undone by zarrfast itself (AVX2 where the CPU
-        # has it); ZARRFAST_BLOSC_FRAMES=c-blosc (or scalar) chooses otherwise
+        # has it); ZARRFAST_BLOSC_FRAMES=c-blosc (or scalar) chooses otherwise, and
+        # ZARRFAST_LINKED_CODECS=0 leaves the linked LZ4 unused too
+        _decode.use_linked_lz4(use_linked)
         choice = os.environ.get("ZARRFAST_BLOSC_FRAMES", "auto")
         try:
             _decode.set_blosc_frames(choice)
         except ValueError as e:
             CODEC_BINDINGS["blosc"] += f"; ZARRFAST_BLOSC_FRAMES ignored: {e}"
-        CODEC_BINDINGS["blosc"] += (f"; frames decoded by {_decode.blosc_frames()}"
-                                    ", the rest by c-blosc")
+        frames = _decode.blosc_frames()
+        CODEC_BINDINGS["blosc"] += ("; every frame decoded by c-blosc" if frames == "c-blosc"
+                                    else f"; frames decoded by {frames}, the rest by c-blosc")
     global blosc_compress, blosc_compress_regions
     if _decode.blosc_compress_bound():
         blosc_compress = _decode.blosc_compress
