@@ -12,6 +12,7 @@ writes outside ``dst``.
 Twin: ``zarrfast._reference.read_files_into``.
 """
 
+from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING
 from libc.errno cimport EINTR, EINVAL, EISDIR, ENOENT, errno
 from libc.stdint cimport int64_t, uint8_t
@@ -303,3 +304,69 @@ def write_files(const int64_t[::1] dir_fds not None, list tmp_names not None,
         PyMem_Free(ctmp)
         PyMem_Free(cpath)
     return errors_arr
+
+
+cdef extern from *:
+    """
+    #include <sys/mman.h>
+    #ifndef MAP_ANONYMOUS
+    #define MAP_ANONYMOUS MAP_ANON
+    #endif
+    #define ZF_HUGE ((size_t)2 << 20)
+    /* `size` bytes of fresh anonymous pages starting on a 2 MiB boundary (huge pages
+       advised where the system has them), inside a mapping at *base of *total bytes;
+       NULL when out of memory. */
+    static uint8_t* zf_pages(size_t size, void** base, size_t* total) {
+        uintptr_t start;
+        void* p;
+        if (size > (size_t)-1 - ZF_HUGE) return NULL;
+        *total = size + ZF_HUGE;
+        p = mmap(NULL, *total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        *base = p;
+        start = ((uintptr_t)p + ZF_HUGE - 1) & ~(uintptr_t)(ZF_HUGE - 1);
+    #ifdef MADV_HUGEPAGE
+        (void)madvise((void*)start, size, MADV_HUGEPAGE);
+    #endif
+        return (uint8_t*)start;
+    }
+    """
+    uint8_t* zf_pages(size_t size, void** base, size_t* total) noexcept nogil
+    int munmap(void* addr, size_t length) noexcept nogil
+
+
+cdef class PageBuffer:
+    """``size`` bytes of fresh anonymous pages (zeroed by the system on first touch),
+    starting on a 2 MiB boundary with huge pages advised, as NumPy does for large
+    arrays; a writable buffer (``np.frombuffer``).  What it does not share with
+    ``np.empty``: its pages go back to the system without the GIL (``munmap`` of a
+    result of hundreds of MiB takes ~1 ms, which other threads may use).  Raises
+    ``MemoryError`` when the system refuses the mapping."""
+
+    cdef void* base
+    cdef uint8_t* data
+    cdef size_t total
+    cdef readonly Py_ssize_t nbytes
+
+    def __cinit__(self, Py_ssize_t size):
+        if size <= 0:
+            raise ValueError(f"PageBuffer: size {size} is not positive")
+        self.data = zf_pages(<size_t>size, &self.base, &self.total)
+        if self.data == NULL:
+            self.base = NULL
+            raise MemoryError(f"PageBuffer: no mapping of {size} bytes")
+        self.nbytes = size
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        PyBuffer_FillInfo(buffer, self, self.data, self.nbytes, 0, flags)
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        pass
+
+    def __dealloc__(self):
+        cdef void* base = self.base
+        cdef size_t total = self.total
+        self.base = NULL
+        if base != NULL:
+            with nogil:
+                munmap(base, total)

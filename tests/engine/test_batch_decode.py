@@ -624,6 +624,41 @@ def test_large_results_start_on_a_cache_line():
     assert objects.dtype == object and objects.flags.owndata
 
 
+def test_very_large_results_are_pages_of_their_own(monkeypatch):
+    """Results of ``PAGES_MIN_BYTES`` on are ``PageBuffer`` pages (on 2 MiB, zeroed,
+    writable, alive as long as a view of them), where it is compiled; read results
+    among them."""
+    from zarrfast import kernels
+    from zarrfast.kernels import buffers
+
+    if kernels.PageBuffer is None:
+        pytest.skip("PageBuffer is not compiled here")
+    monkeypatch.setattr(buffers, "PAGES_MIN_BYTES", 2**16)
+    big = buffers.empty((5, 2**13), "<f8", where="", what="x", aligned=True)
+    pages = big.base
+    while not isinstance(pages, kernels.PageBuffer):
+        pages = pages.obj if isinstance(pages, memoryview) else pages.base
+    assert pages.nbytes == big.nbytes and big.ctypes.data % 2**21 == 0
+    assert big.shape == (5, 2**13) and big.dtype == np.dtype("<f8")
+    assert big.flags.c_contiguous and big.flags.writeable and not big.any()
+    view = big[1:3]
+    del big, pages
+    view[...] = 7.5  # (the pages live as long as a view of them)
+    assert (view == 7.5).all()
+    for bad in (0, -1):
+        with pytest.raises(ValueError):
+            kernels.PageBuffer(bad)
+    with pytest.raises(MemoryError):
+        kernels.PageBuffer(2**62)
+    small = buffers.empty((7,), "<u2", where="", what="x", aligned=True)
+    assert small.flags.owndata
+    a = zarrfast.create_array({}, shape=(64, 300), chunks=(16, 50), dtype="<i4")
+    a[...] = np.arange(64 * 300, dtype="<i4").reshape(64, 300)
+    got = a[...]
+    assert isinstance(got.base, np.ndarray) and got.ctypes.data % 2**21 == 0
+    np.testing.assert_array_equal(got, np.arange(64 * 300).reshape(64, 300))
+
+
 # ---------------------------------------------------------------------------
 # an independent review's findings, as tests
 # ---------------------------------------------------------------------------

@@ -84,6 +84,23 @@ def stream_min() -> int:
     return _stream_threshold() if _stream_threshold is not None else 32 * 2**20
 
 
+def _load_page_buffer():
+    """``_ext._fileio.PageBuffer`` (POSIX, compiled), or ``None``."""
+    if not USING_EXTENSIONS:
+        return None
+    try:
+        from zarrfast._ext._fileio import PageBuffer as cls
+    except ImportError:  # pragma: no cover - Windows builds skip the module
+        return None
+    return cls
+
+
+#: ``PageBuffer(size)``: fresh anonymous pages on a 2 MiB boundary, a writable buffer
+#: whose pages go back to the system without the GIL (large results, see
+#: :func:`zarrfast.kernels.buffers.empty`); ``None`` where it is not compiled
+PageBuffer = _load_page_buffer()
+
+
 def _load_fileio(name: str):
     """A batched file kernel (``read_files_into``, ``write_files``): compiled on POSIX,
     else (or pure mode) the twin."""

@@ -48,6 +48,10 @@ def allocation_error(where: str, what: str, shape: int | Sequence[int], dtype: A
 
 #: results of at least this many bytes start on a cache line (``empty(..., aligned=True)``)
 ALIGN_MIN_BYTES = 2**20
+#: results of at least this many bytes are fresh pages of their own
+#: (``kernels.PageBuffer``): freeing a result of 256 MiB took 0.6-1.2 ms with the GIL
+#: held, a third to a half of all the GIL a full read of 100 ms holds
+PAGES_MIN_BYTES = 32 * 2**20
 #: the cache line the kernels' streaming stores write whole (see ``_common.pxd``)
 CACHE_LINE = 64
 
@@ -62,12 +66,20 @@ def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what
     ``ALIGN_MIN_BYTES`` starts on a 64-byte cache line (a view into a slightly larger
     allocation: ``malloc`` puts large blocks 16 bytes past a page), so that the rows
     a full read copies into it fill whole cache lines, which the decode kernels then
-    write with streaming stores."""
+    write with streaming stores.  One of at least ``PAGES_MIN_BYTES`` is pages of its
+    own (``kernels.PageBuffer``, where compiled), given back without the GIL when the
+    array goes."""
     try:
         if aligned:
             dt = np.dtype(dtype)
             shape_t = _shape(shape)
             nbytes = math.prod(shape_t) * dt.itemsize
+            if nbytes >= PAGES_MIN_BYTES and not dt.hasobject:
+                from zarrfast.kernels import PageBuffer
+
+                if PageBuffer is not None:
+                    pages = np.frombuffer(PageBuffer(nbytes), dtype=np.uint8)
+                    return pages.view(dt).reshape(shape_t)
             if nbytes >= ALIGN_MIN_BYTES and not dt.hasobject:
                 raw = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
                 skip = -raw.ctypes.data % CACHE_LINE
