@@ -1210,11 +1210,16 @@ cdef enum:
     _BLOSC_MIN_SPLIT = 128   # a block is split into one stream per byte of an item
     _BLOSC_MAX_SPLITS = 16   # (c-blosc's MIN_BUFFERSIZE, MAX_SPLITS)
 
-#: the instruction set the shuffle filters are undone with (zf_shuffle.h's ZF_ISA_*),
-#: or -1: c-blosc decodes every blosc frame.  Written at import and by
-#: ``set_blosc_frames`` (tests and benchmarks, between reads), then only read.
-cdef int _frames_isa = zf_shuffle_isa()
-cdef int _CPU_ISA = _frames_isa
+#: the best instruction set this CPU runs the shuffle kernels with (ZF_ISA_*)
+cdef int _CPU_ISA = zf_shuffle_isa()
+#: what "auto" is: AVX2 where the CPU has it; elsewhere c-blosc, whose SSE2 / NEON
+#: kernels beat the scalar ones (395 us per 512 KiB bit-shuffled LZ4 chunk here, against
+#: 160-194 us for c-blosc and 76 us with AVX2)
+cdef int _AUTO_ISA = _CPU_ISA if _CPU_ISA >= 1 else -1
+#: the instruction set the shuffle filters are undone with, or -1: c-blosc decodes
+#: every blosc frame.  Written at import and by ``set_blosc_frames`` (tests and
+#: benchmarks, between reads), then only read.
+cdef int _frames_isa = _AUTO_ISA
 _ISA_NAMES = ("scalar", "avx2")
 #: whether the LZ4 linked at build time decodes LZ4 blocks (``use_linked_lz4``)
 cdef bint _lz4_used = True
@@ -1355,12 +1360,13 @@ def blosc_frames():
 
 def set_blosc_frames(str isa not None):
     """Decode blosc frames with ``isa`` (``"avx2"``, ``"scalar"``), or leave every one to
-    c-blosc (``"c-blosc"``); ``"auto"`` is the best this CPU runs.  For tests and
+    c-blosc (``"c-blosc"``); ``"auto"`` is AVX2 where the CPU has it, else c-blosc
+    (faster than the scalar kernels).  For tests and
     benchmarks: call it only while no read runs.  Returns the previous choice."""
     global _frames_isa
     previous = "c-blosc" if _frames_isa < 0 else _ISA_NAMES[_frames_isa]
     if isa == "auto":
-        _frames_isa = _CPU_ISA
+        _frames_isa = _AUTO_ISA
     elif isa == "c-blosc":
         _frames_isa = -1
     elif isa in _ISA_NAMES and _ISA_NAMES.index(isa) <= _CPU_ISA:
