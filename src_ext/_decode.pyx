@@ -1399,22 +1399,25 @@ def blosc_decode_frame(const uint8_t[::1] frame not None, uint8_t[::1] target no
     return got
 
 
-def _isa_of(str isa):
+cdef int _block_args(str func, const uint8_t[::1] src, uint8_t[::1] dst, int ts, str isa,
+                     const uint8_t** starts) except -1:
+    """Check one block's arguments (as the twins do) and give its planes' starts; the
+    instruction set's number."""
     if isa not in _ISA_NAMES or _ISA_NAMES.index(isa) > _CPU_ISA:
         raise ValueError(f"isa {isa!r} is not run here")
+    if ts < 1 or dst.shape[0] != src.shape[0] or src.shape[0] == 0:
+        raise ValueError(f"{func}: ts >= 1 and two blocks of one size")
+    if ts > 255:
+        raise ValueError(f"{func}: ts is at most 255")
+    zf_plane_starts(&src[0], <size_t>src.shape[0], <size_t>ts, starts)
     return _ISA_NAMES.index(isa)
 
 
 def blosc_unshuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
                     int ts, str isa="scalar"):
     """Undo c-blosc's byte shuffle of one block (``src``) into ``dst`` (zf_shuffle.h)."""
-    cdef int i = _isa_of(isa)
-    if ts < 1 or dst.shape[0] != src.shape[0] or src.shape[0] == 0:
-        raise ValueError("blosc_unshuffle: ts >= 1 and two blocks of one size")
     cdef const uint8_t* starts[256]
-    if ts > 255:
-        raise ValueError("blosc_unshuffle: ts is at most 255")
-    zf_plane_starts(&src[0], <size_t>src.shape[0], <size_t>ts, starts)
+    cdef int i = _block_args("blosc_unshuffle", src, dst, ts, isa, starts)
     with nogil:
         zf_unshuffle(starts, &src[0] + (src.shape[0] // ts) * ts, &dst[0],
                      <size_t>src.shape[0], <size_t>ts, i)
@@ -1423,15 +1426,9 @@ def blosc_unshuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
 def blosc_bitunshuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
                        int ts, str isa="scalar"):
     """Undo c-blosc's bit shuffle of one block (``src``) into ``dst`` (zf_shuffle.h)."""
-    cdef int i = _isa_of(isa)
-    cdef uint8_t* tmp
-    if ts < 1 or dst.shape[0] != src.shape[0] or src.shape[0] == 0:
-        raise ValueError("blosc_bitunshuffle: ts >= 1 and two blocks of one size")
     cdef const uint8_t* starts[256]
-    if ts > 255:
-        raise ValueError("blosc_bitunshuffle: ts is at most 255")
-    zf_plane_starts(&src[0], <size_t>src.shape[0], <size_t>ts, starts)
-    tmp = <uint8_t*>malloc(<size_t>src.shape[0])
+    cdef int i = _block_args("blosc_bitunshuffle", src, dst, ts, isa, starts)
+    cdef uint8_t* tmp = <uint8_t*>malloc(<size_t>src.shape[0])
     if tmp == NULL:
         raise MemoryError()
     with nogil:

@@ -100,32 +100,44 @@ static inline __m256i zf_transpose8_avx2(__m256i x) {
     return x;
 }
 
-/* Groups p to p + 31 of 8 items of one byte's 8 rows (of m bytes): the eight rows'
-   bytes of a group are gathered into one 64-bit lane (three rounds of byte, 16-bit and
-   32-bit interleaves, within each 128-bit half) and transposed there.  y[i] holds the
-   plane bytes of groups 2i, 2i + 1 (low half) and 16 + 2i, 17 + 2i (high half). */
+/* The 8-way byte interleave of v[0..7] (32 bytes each), within each 128-bit half: three
+   rounds of byte, 16-bit and 32-bit interleaves.  c[i] holds the bytes (v[0][j], ...,
+   v[7][j]) as 64-bit lanes for j = 2i, 2i + 1 (low half) and 16 + 2i, 17 + 2i (high). */
 __attribute__((target("avx2")))
-static inline void zf_bitgroups_avx2(const uint8_t* rows, size_t m, size_t p, __m256i* y) {
-    __m256i v[8], a[8], b[8];
-    size_t i;
-    for (i = 0; i < 8; i++)
-        v[i] = _mm256_loadu_si256((const __m256i*)(rows + i * m + p));
+static inline void zf_gather8_avx2(const __m256i* v, __m256i* c) {
+    __m256i a[8], b[8];
+    int i;
     for (i = 0; i < 4; i++) {
         a[2 * i] = _mm256_unpacklo_epi8(v[2 * i], v[2 * i + 1]);
         a[2 * i + 1] = _mm256_unpackhi_epi8(v[2 * i], v[2 * i + 1]);
     }
-    b[0] = _mm256_unpacklo_epi16(a[0], a[2]);
-    b[1] = _mm256_unpackhi_epi16(a[0], a[2]);
-    b[2] = _mm256_unpacklo_epi16(a[1], a[3]);
-    b[3] = _mm256_unpackhi_epi16(a[1], a[3]);
-    b[4] = _mm256_unpacklo_epi16(a[4], a[6]);
-    b[5] = _mm256_unpackhi_epi16(a[4], a[6]);
-    b[6] = _mm256_unpacklo_epi16(a[5], a[7]);
-    b[7] = _mm256_unpackhi_epi16(a[5], a[7]);
-    for (i = 0; i < 4; i++) {
-        y[2 * i] = zf_transpose8_avx2(_mm256_unpacklo_epi32(b[i], b[i + 4]));
-        y[2 * i + 1] = zf_transpose8_avx2(_mm256_unpackhi_epi32(b[i], b[i + 4]));
+    /* a[0], a[1]: v[0], v[1] of bytes 0-7, 8-15 (per half); a[2], a[3]: v[2], v[3]; ... */
+    for (i = 0; i < 2; i++) {
+        b[4 * i] = _mm256_unpacklo_epi16(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 1] = _mm256_unpackhi_epi16(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 2] = _mm256_unpacklo_epi16(a[4 * i + 1], a[4 * i + 3]);
+        b[4 * i + 3] = _mm256_unpackhi_epi16(a[4 * i + 1], a[4 * i + 3]);
     }
+    /* b[q], b[q + 4]: v[0-3] and v[4-7] of bytes 4q to 4q + 3 */
+    for (i = 0; i < 4; i++) {
+        c[2 * i] = _mm256_unpacklo_epi32(b[i], b[i + 4]);
+        c[2 * i + 1] = _mm256_unpackhi_epi32(b[i], b[i + 4]);
+    }
+}
+
+/* Groups p to p + 31 of 8 items of one byte's 8 rows (of m bytes): the eight rows'
+   bytes of a group are gathered into one 64-bit lane (zf_gather8_avx2) and transposed
+   there.  y[i] holds the plane bytes of groups 2i, 2i + 1 (low half) and 16 + 2i,
+   17 + 2i (high half). */
+__attribute__((target("avx2")))
+static inline void zf_bitgroups_avx2(const uint8_t* rows, size_t m, size_t p, __m256i* y) {
+    __m256i v[8];
+    size_t i;
+    for (i = 0; i < 8; i++)
+        v[i] = _mm256_loadu_si256((const __m256i*)(rows + i * m + p));
+    zf_gather8_avx2(v, y);
+    for (i = 0; i < 8; i++)
+        y[i] = zf_transpose8_avx2(y[i]);
 }
 
 /* the plane bytes of group p of one byte's rows, as one little-endian 64-bit word */
@@ -223,27 +235,12 @@ static void zf_interleave_avx2(const uint8_t* const* planes, uint8_t* dst, size_
         }
     } else if (ts == 8) {
         for (; i + 32 <= n; i += 32) {
-            __m256i p[8], a[8], b[8], c[8];
+            __m256i p[8], c[8];
             int k;
             uint8_t* o = dst + 8 * i;
             for (k = 0; k < 8; k++)
                 p[k] = _mm256_loadu_si256((const __m256i*)(planes[k] + i));
-            for (k = 0; k < 4; k++) {
-                a[2 * k] = _mm256_unpacklo_epi8(p[2 * k], p[2 * k + 1]);
-                a[2 * k + 1] = _mm256_unpackhi_epi8(p[2 * k], p[2 * k + 1]);
-            }
-            b[0] = _mm256_unpacklo_epi16(a[0], a[2]);
-            b[1] = _mm256_unpackhi_epi16(a[0], a[2]);
-            b[2] = _mm256_unpacklo_epi16(a[1], a[3]);
-            b[3] = _mm256_unpackhi_epi16(a[1], a[3]);
-            b[4] = _mm256_unpacklo_epi16(a[4], a[6]);
-            b[5] = _mm256_unpackhi_epi16(a[4], a[6]);
-            b[6] = _mm256_unpacklo_epi16(a[5], a[7]);
-            b[7] = _mm256_unpackhi_epi16(a[5], a[7]);
-            for (k = 0; k < 4; k++) {
-                c[2 * k] = _mm256_unpacklo_epi32(b[k], b[k + 4]);
-                c[2 * k + 1] = _mm256_unpackhi_epi32(b[k], b[k + 4]);
-            }
+            zf_gather8_avx2(p, c);
             /* c[k]: items 2k, 2k + 1 (low half) and 16 + 2k, 17 + 2k (high half) */
             for (k = 0; k < 8; k += 2) {
                 _mm256_storeu_si256((__m256i*)(o + 16 * k),
