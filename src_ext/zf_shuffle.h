@@ -49,23 +49,32 @@ static inline uint64_t zf_transpose8(uint64_t x) {
     return x;
 }
 
+/* the plane bytes of group p of one byte's rows, as one little-endian 64-bit word */
+static inline uint64_t zf_bitgroup(const uint8_t* rows, size_t m, size_t p) {
+    uint64_t x = 0;
+    size_t k;
+    for (k = 0; k < 8; k++)
+        x |= (uint64_t)rows[k * m + p] << (8 * k);
+    return zf_transpose8(x);
+}
+
 /* planes[j * n + i] = byte j of item i, from the 8 bit-shuffled rows of n / 8 bytes
-   of byte j at rows[j] */
-static void zf_bitplanes_scalar(const uint8_t* const* src, uint8_t* planes, size_t n,
-                                size_t ts) {
+   of byte j at rows[j]; from group `from` on (the groups before it are done) */
+static void zf_bitplanes_from(const uint8_t* const* src, uint8_t* planes, size_t n,
+                              size_t ts, size_t from) {
     size_t m = n / 8, j, p, k;
     for (j = 0; j < ts; j++) {
-        const uint8_t* rows = src[j];
-        uint8_t* out = planes + j * n;
-        for (p = 0; p < m; p++) {
-            uint64_t x = 0, y;
-            for (k = 0; k < 8; k++)
-                x |= (uint64_t)rows[k * m + p] << (8 * k);
-            y = zf_transpose8(x);
-            for (k = 0; k < 8; k++)
-                out[8 * p + k] = (uint8_t)(y >> (8 * k));
+        for (p = from; p < m; p++) {
+            uint64_t y = zf_bitgroup(src[j], m, p);
+            for (k = 0; k < 8; k++)  /* (byte k of y, whatever the byte order) */
+                planes[j * n + 8 * p + k] = (uint8_t)(y >> (8 * k));
         }
     }
+}
+
+static void zf_bitplanes_scalar(const uint8_t* const* src, uint8_t* planes, size_t n,
+                                size_t ts) {
+    zf_bitplanes_from(src, planes, n, ts, 0);
 }
 
 /* dst[i * ts + j] = planes[j][i] */
@@ -140,15 +149,6 @@ static inline void zf_bitgroups_avx2(const uint8_t* rows, size_t m, size_t p, __
         y[i] = zf_transpose8_avx2(y[i]);
 }
 
-/* the plane bytes of group p of one byte's rows, as one little-endian 64-bit word */
-static inline uint64_t zf_bitgroup(const uint8_t* rows, size_t m, size_t p) {
-    uint64_t x = 0;
-    size_t k;
-    for (k = 0; k < 8; k++)
-        x |= (uint64_t)rows[k * m + p] << (8 * k);
-    return zf_transpose8(x);
-}
-
 /* Items of 2 bytes: both planes' groups computed together and interleaved straight
    into dst (no planes in between). */
 __attribute__((target("avx2")))
@@ -184,22 +184,18 @@ static void zf_bitplanes_avx2(const uint8_t* const* src, uint8_t* planes, size_t
                               size_t ts) {
     size_t m = n / 8, j, p, i;
     for (j = 0; j < ts; j++) {
-        const uint8_t* rows = src[j];
         uint8_t* out = planes + j * n;
         for (p = 0; p + 32 <= m; p += 32) {
             __m256i y[8];
-            zf_bitgroups_avx2(rows, m, p, y);
+            zf_bitgroups_avx2(src[j], m, p, y);
             for (i = 0; i < 8; i++) {
                 _mm_storeu_si128((__m128i*)(out + 8 * (p + 2 * i)), _mm256_castsi256_si128(y[i]));
                 _mm_storeu_si128((__m128i*)(out + 8 * (p + 16 + 2 * i)),
                                  _mm256_extracti128_si256(y[i], 1));
             }
         }
-        for (; p < m; p++) {
-            uint64_t y = zf_bitgroup(rows, m, p);
-            memcpy(out + 8 * p, &y, 8);  /* little-endian: byte k of y */
-        }
     }
+    zf_bitplanes_from(src, planes, n, ts, m - m % 32);  /* the groups after the last 32 */
 }
 
 /* dst[i * ts + j] = planes[j][i], for ts 2, 4 and 8 with AVX2 */
