@@ -105,6 +105,11 @@ _GCC_LIKE = {"unix", "mingw32", "cygwin"}
 class BuildExt(build_ext):
     """Add optimisation (or debug) flags once the compiler type is known."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:  # one compiler per core (threads) unless told: -j N
+            self.parallel = os.cpu_count() or 1
+
     def build_extensions(self):
         if self.compiler.compiler_type in _GCC_LIKE:
             flags = ["-O0", "-g"] if DEBUG else ["-O3"]

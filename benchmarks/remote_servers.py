@@ -165,6 +165,15 @@ class Nginx(_Child):
         except FileNotFoundError:
             return 0
 
+    def wait_access_lines(self, n: int, timeout: float = 10.0) -> int:
+        """The access log's line count once it reaches ``n`` (or at ``timeout``): nginx
+        logs a request after its response is sent, so a client that has read the whole
+        response can still be ahead of the log."""
+        deadline = time.monotonic() + timeout
+        while (got := self.access_lines()) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return got
+
 
 # -- moto -------------------------------------------------------------------------------
 

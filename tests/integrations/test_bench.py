@@ -328,7 +328,7 @@ def test_remote_proxy_counts_delays_and_forwards_ranges(tmp_path):
         assert (tmp_path / "nginx" / "nginx.conf").exists()
         with urllib.request.urlopen(f"{nginx.url}/a.bin") as r:
             assert r.read() == (root / "a.bin").read_bytes()
-        assert nginx.access_lines() == 1
+        assert nginx.wait_access_lines(1) == 1
         with urllib.request.urlopen(urllib.request.Request(
                 f"{proxy.url}/a.bin", headers={"Range": "bytes=10-19"})) as r:
             assert r.status == 206 and r.read() == bytes(range(10, 20))

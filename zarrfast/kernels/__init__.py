@@ -188,6 +188,11 @@ def _load_chunk_decoder():
         _decode.bind_blosc(*(_address(lib, name) for name in _BLOSC_FUNCTIONS), version,
                            getitem)
         blosc.version = version  # type: ignore[attr-defined]
+        # the LZ4 this c-blosc compresses with (numcodecs' copy exports it): frames of LZ4
+        # streams are then made by zarrfast, with the same bytes
+        if hasattr(lib, "LZ4_compress_fast_extState") and hasattr(lib, "LZ4_sizeofState"):
+            _decode.bind_lz4_compress(_address(lib, "LZ4_compress_fast_extState"),
+                                      _address(lib, "LZ4_sizeofState"))
 
     use_linked = os.environ.get("ZARRFAST_LINKED_CODECS", "1") != "0"
     linked = _decode.linked_zstd() if use_linked else None
@@ -218,7 +223,8 @@ def _load_chunk_decoder():
         CODEC_BINDINGS["blosc"] += "; a region decodes only its blocks (blosc_getitem)"
     if "blosc" in _decode.bound():
         # frames of LZ4 or zstd blocks are undone by zarrfast itself (AVX2 where the CPU
-        # has it); ZARRFAST_BLOSC_FRAMES=c-blosc (or scalar) chooses otherwise, and
+        # has it), and frames of LZ4 streams made by it (with numcodecs' LZ4);
+        # ZARRFAST_BLOSC_FRAMES=c-blosc (or scalar) chooses otherwise for both, and
         # ZARRFAST_LINKED_CODECS=0 leaves the linked LZ4 unused too
         _decode.use_linked_lz4(use_linked)
         choice = os.environ.get("ZARRFAST_BLOSC_FRAMES", "auto")
@@ -229,6 +235,9 @@ def _load_chunk_decoder():
         frames = _decode.blosc_frames()
         CODEC_BINDINGS["blosc"] += ("; every frame decoded by c-blosc" if frames == "c-blosc"
                                     else f"; frames decoded by {frames}, the rest by c-blosc")
+        encoder = _decode.blosc_encoder()
+        if encoder != "c-blosc":
+            CODEC_BINDINGS["blosc"] += f"; frames made by {encoder} (numcodecs' LZ4)"
     global blosc_compress, blosc_compress_regions
     if _decode.blosc_compress_bound():
         blosc_compress = _decode.blosc_compress

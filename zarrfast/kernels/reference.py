@@ -436,6 +436,30 @@ def blosc_bitunshuffle(src, dst, ts, isa="scalar") -> None:
     d[n * ts:] = s[n * ts:]
 
 
+def blosc_shuffle(src, dst, ts, isa="scalar") -> None:
+    """c-blosc's byte shuffle of one block: the inverse of :func:`blosc_unshuffle`
+    (``ts`` planes of ``n = size // ts`` bytes, then the ``size % ts`` bytes left)."""
+    s, d = _unshuffle_args("blosc_shuffle", src, dst, ts, isa)
+    n = s.size // ts
+    d[:n * ts] = s[:n * ts].reshape(n, ts).T.reshape(-1)
+    d[n * ts:] = s[n * ts:]
+
+
+def blosc_bitshuffle(src, dst, ts, isa="scalar") -> None:
+    """c-blosc's bit shuffle of one block: the inverse of :func:`blosc_bitunshuffle`
+    (row ``8j + k`` holds bit ``k`` of byte ``j`` of every item; a block of ``n`` items,
+    ``n`` not a multiple of 8, is kept as it is)."""
+    s, d = _unshuffle_args("blosc_bitshuffle", src, dst, ts, isa)
+    n = s.size // ts
+    if n % 8:
+        d[:] = s
+        return
+    bits = np.unpackbits(s[:n * ts].reshape(n, ts, 1), axis=2, bitorder="little")
+    rows = bits.transpose(1, 2, 0).reshape(8 * ts, n)  # byte, bit, item
+    d[:n * ts] = np.packbits(rows, axis=1, bitorder="little").reshape(-1)
+    d[n * ts:] = s[n * ts:]
+
+
 @functools.cache
 def _numcodecs_c_blosc(name: str):
     """A function of numcodecs' c-blosc (``blosc_getitem``, ``blosc_decompress_ctx``), or
