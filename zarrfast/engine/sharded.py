@@ -208,6 +208,14 @@ class ShardedChain:
             n *= -(-min(shard, size - c * shard) // inner)
         return n
 
+    def inner_in_array_many(self, shard_coords: np.ndarray) -> np.ndarray:
+        """:meth:`inner_in_array` of every row of ``shard_coords`` (int64)."""
+        shard = np.array(self._shard_t, dtype=np.int64)
+        extent = np.minimum(shard, np.array(self._shape_t, dtype=np.int64)
+                            - shard_coords.astype(np.int64, copy=False) * shard)
+        return np.prod(-(-extent // np.array(self._inner_t, dtype=np.int64)), axis=1,
+                       dtype=np.int64)
+
     def shard_chain(self, shard_coords: np.ndarray) -> ShardedChain:
         """The chain of the shard at ``shard_coords`` (its layout, its index requests)."""
         return self
@@ -257,6 +265,9 @@ class RectilinearShardedChain(ShardedChain):
             extent = min(int(b[k + 1]), s) - int(b[k])
             n *= -(-extent // c)
         return n
+
+    def inner_in_array_many(self, shard_coords: np.ndarray) -> np.ndarray:
+        return np.array([self.inner_in_array(c) for c in shard_coords], dtype=np.int64)
 
     def group_rows(self, proj: Projection, path: str):
         """As :func:`_group_by_shard`, for a rectilinear grid of shards."""
@@ -315,9 +326,12 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     # each shard's own chain: the array's, but for a rectilinear grid of shards
     subs = [chain.shard_chain(c) for c in shard_coords]
     payload: list[Any] = [None] * proj.nrows
+    sizes = np.array([len(rows) for rows in groups], dtype=np.int64)
     row_shard = np.empty(proj.nrows, dtype=np.int64)
-    for g, rows in enumerate(groups):
-        row_shard[rows] = g
+    row_shard[np.concatenate(groups)] = np.repeat(np.arange(len(groups)), sizes)
+    # which shards the read covers whole (all their inner chunks inside the array)
+    whole_shards = (sizes >= chain.inner_in_array_many(shard_coords) if chain.partial_reads
+                    else np.ones(len(groups), dtype=np.bool_)).tolist()
     gap = int(config.get("shard_coalesce_gap"))
     reader = RowReader(proj, out)
     inner = chain.inner
@@ -377,8 +391,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         placed[rows] = True
 
     def is_whole(g: int) -> bool:
-        return (not chain.partial_reads
-                or len(groups[g]) >= chain.inner_in_array(shard_coords[g]))
+        return whole_shards[g]
 
     # Whole shards of a local store are read into one buffer reused by every wave of a
     # large read (fresh buffers per shard cost a page fault per 4 KiB, more than the
