@@ -449,7 +449,7 @@ static inline void zf_tile_out(const uint8_t* tile, size_t nrows, size_t tm, uin
     }
 }
 
-/* the 8 rows of the byte plane `plane` (n items, a multiple of 8; from item i on) */
+/* the 8 rows of the byte plane `plane` (n items, a multiple of 8), n / 8 bytes apart */
 __attribute__((target("avx2")))
 static void zf_bitrows_avx2(const uint8_t* plane, uint8_t* rows, size_t n) {
     uint8_t tile[8 * ZF_TILE / 8];
