@@ -214,3 +214,18 @@ def failed_direct_mask(case, statuses) -> np.ndarray:
         if row["direct"] and s == FAILED:
             mask[row["dst_offset"]:row["dst_offset"] + case["nbytes"]] = True
     return mask
+
+
+def blosc_isas(decode) -> list[str]:
+    """The instruction sets this CPU runs the blosc shuffle kernels of ``decode`` (the
+    compiled ``zarrfast._ext._decode``) with; ``set_blosc_frames`` is left as found."""
+    before = decode.set_blosc_frames("auto")
+    found = ["scalar"]
+    try:
+        decode.set_blosc_frames("avx2")
+    except ValueError:
+        pass
+    else:
+        found.append("avx2")
+    decode.set_blosc_frames(before)
+    return found

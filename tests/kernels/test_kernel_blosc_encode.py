@@ -38,7 +38,7 @@ from zarrfast import kernels
 from zarrfast.kernels import reference as ref
 from zarrfast.storage import LocalStore
 
-from _helpers.decode import needs_blosc
+from _helpers.decode import blosc_isas, needs_blosc
 
 _decode = pytest.importorskip("zarrfast._ext._decode")
 blosc = pytest.importorskip("numcodecs.blosc")
@@ -55,19 +55,7 @@ pytestmark = [needs_blosc,
 _ORIGINAL = _decode.set_blosc_frames("auto")
 
 
-def _isas() -> list[str]:
-    """The instruction sets this CPU runs the kernels with."""
-    found = ["scalar"]
-    try:
-        _decode.set_blosc_frames("avx2")
-    except ValueError:
-        pass
-    else:
-        found.append("avx2")
-    return found
-
-
-ISAS = _isas()
+ISAS = blosc_isas(_decode)
 _decode.set_blosc_frames("scalar")
 #: whether numcodecs' LZ4 was bound (``bind_lz4_compress``): the encoder is on at all
 OWN_ENCODER = _decode.blosc_encoder() != "c-blosc"

@@ -33,7 +33,7 @@ from zarrfast import config, kernels
 from zarrfast.errors import ChunkDecodeError
 from zarrfast.kernels import reference as ref
 
-from _helpers.decode import needs_blosc
+from _helpers.decode import blosc_isas, needs_blosc
 
 _decode = pytest.importorskip("zarrfast._ext._decode")
 blosc = pytest.importorskip("numcodecs.blosc")
@@ -50,19 +50,7 @@ pytestmark = needs_blosc
 _ORIGINAL = _decode.set_blosc_frames("auto")
 
 
-def _isas() -> list[str]:
-    """The instruction sets this CPU runs the kernels with."""
-    found = ["scalar"]
-    try:
-        _decode.set_blosc_frames("avx2")
-    except ValueError:
-        pass
-    else:
-        found.append("avx2")
-    return found
-
-
-ISAS = _isas()
+ISAS = blosc_isas(_decode)
 #: what "auto" chooses: AVX2 where the CPU has it, else c-blosc (faster than scalar)
 AUTO = "avx2" if "avx2" in ISAS else "c-blosc"
 _decode.set_blosc_frames("scalar")

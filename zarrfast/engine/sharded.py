@@ -326,12 +326,12 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     # each shard's own chain: the array's, but for a rectilinear grid of shards
     subs = [chain.shard_chain(c) for c in shard_coords]
     payload: list[Any] = [None] * proj.nrows
-    sizes = np.array([len(rows) for rows in groups], dtype=np.int64)
+    rows_per_shard = np.array([len(rows) for rows in groups], dtype=np.int64)
     row_shard = np.empty(proj.nrows, dtype=np.int64)
-    row_shard[np.concatenate(groups)] = np.repeat(np.arange(len(groups)), sizes)
+    row_shard[np.concatenate(groups)] = np.repeat(np.arange(len(groups)), rows_per_shard)
     # which shards the read covers whole (all their inner chunks inside the array)
-    whole_shards = (sizes >= chain.inner_in_array_many(shard_coords) if chain.partial_reads
-                    else np.ones(len(groups), dtype=np.bool_)).tolist()
+    whole_shards = (rows_per_shard >= chain.inner_in_array_many(shard_coords)
+                    if chain.partial_reads else np.ones(len(groups), dtype=np.bool_)).tolist()
     gap = int(config.get("shard_coalesce_gap"))
     reader = RowReader(proj, out)
     inner = chain.inner
