@@ -1445,14 +1445,24 @@ def blosc_unshuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
 def blosc_bitunshuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
                        int ts, str isa="scalar"):
     """Undo c-blosc's bit shuffle of one block (``src``) into ``dst`` (zf_shuffle.h)."""
+    _bit_filter("blosc_bitunshuffle", src, dst, ts, isa, False)
+
+
+cdef _bit_filter(str func, const uint8_t[::1] src, uint8_t[::1] dst, int ts, str isa,
+                 bint forward):
+    """``zf_bitshuffle`` (``forward``) or ``zf_bitunshuffle`` of one block, with the
+    block-sized buffer of byte planes they take."""
     cdef const uint8_t* starts[256]
-    cdef int i = _block_args("blosc_bitunshuffle", src, dst, ts, isa, starts)
+    cdef int i = _block_args(func, src, dst, ts, isa, starts)
     cdef uint8_t* tmp = <uint8_t*>malloc(<size_t>src.shape[0])
     if tmp == NULL:
         raise MemoryError()
     with nogil:
-        zf_bitunshuffle(starts, &src[0] + (src.shape[0] // ts) * ts, &dst[0], tmp,
-                        <size_t>src.shape[0], <size_t>ts, i)
+        if forward:
+            zf_bitshuffle(&src[0], &dst[0], tmp, <size_t>src.shape[0], <size_t>ts, i)
+        else:
+            zf_bitunshuffle(starts, &src[0] + (src.shape[0] // ts) * ts, &dst[0], tmp,
+                            <size_t>src.shape[0], <size_t>ts, i)
     free(tmp)
 
 
@@ -1557,14 +1567,7 @@ def blosc_shuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
 def blosc_bitshuffle(const uint8_t[::1] src not None, uint8_t[::1] dst not None,
                      int ts, str isa="scalar"):
     """c-blosc's bit shuffle of one block (``src``) into ``dst`` (zf_shuffle.h)."""
-    cdef const uint8_t* starts[256]
-    cdef int i = _block_args("blosc_bitshuffle", src, dst, ts, isa, starts)
-    cdef uint8_t* tmp = <uint8_t*>malloc(<size_t>src.shape[0])
-    if tmp == NULL:
-        raise MemoryError()
-    with nogil:
-        zf_bitshuffle(&src[0], &dst[0], tmp, <size_t>src.shape[0], <size_t>ts, i)
-    free(tmp)
+    _bit_filter("blosc_bitshuffle", src, dst, ts, isa, True)
 
 
 cdef bint _decode_with(zf_worker* w, int codec, int64_t nbytes_, const uint8_t* frame,

@@ -4,6 +4,7 @@ placement the kernels are checked against."""
 
 from __future__ import annotations
 
+import contextlib
 import struct
 
 import numpy as np
@@ -229,3 +230,14 @@ def blosc_isas(decode) -> list[str]:
         found.append("avx2")
     decode.set_blosc_frames(before)
     return found
+
+
+@contextlib.contextmanager
+def blosc_frames_with(decode, isa: str):
+    """Blosc frames decoded and made with ``isa`` ("scalar", "avx2", "c-blosc") inside,
+    the choice before restored after."""
+    previous = decode.set_blosc_frames(isa)
+    try:
+        yield
+    finally:
+        decode.set_blosc_frames(previous)

@@ -19,7 +19,6 @@ Every test leaves the choice it found (``ZARRFAST_BLOSC_FRAMES``'s) behind
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import itertools
 import json
@@ -38,7 +37,7 @@ from zarrfast import kernels
 from zarrfast.kernels import reference as ref
 from zarrfast.storage import LocalStore
 
-from _helpers.decode import blosc_isas, needs_blosc
+from _helpers.decode import blosc_frames_with, blosc_isas, needs_blosc
 
 _decode = pytest.importorskip("zarrfast._ext._decode")
 blosc = pytest.importorskip("numcodecs.blosc")
@@ -86,14 +85,8 @@ def _numcodecs_without_threads():
         blosc.use_threads = saved
 
 
-@contextlib.contextmanager
 def frames_with(isa: str):
-    """Blosc frames made (and decoded) with ``isa`` ("scalar", "avx2", "c-blosc")."""
-    previous = _decode.set_blosc_frames(isa)
-    try:
-        yield
-    finally:
-        _decode.set_blosc_frames(previous)
+    return blosc_frames_with(_decode, isa)
 
 
 def u8(b) -> np.ndarray:

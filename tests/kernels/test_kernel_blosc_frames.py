@@ -16,7 +16,6 @@ Every test leaves the choice it found (``ZARRFAST_BLOSC_FRAMES``'s) behind
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import itertools
 import mmap
@@ -33,7 +32,7 @@ from zarrfast import config, kernels
 from zarrfast.errors import ChunkDecodeError
 from zarrfast.kernels import reference as ref
 
-from _helpers.decode import blosc_isas, needs_blosc
+from _helpers.decode import blosc_frames_with, blosc_isas, needs_blosc
 
 _decode = pytest.importorskip("zarrfast._ext._decode")
 blosc = pytest.importorskip("numcodecs.blosc")
@@ -71,14 +70,8 @@ def _restore_after():
         _decode.set_blosc_frames(_ORIGINAL)
 
 
-@contextlib.contextmanager
 def frames_with(isa: str):
-    """Blosc frames decoded with ``isa`` ("scalar", "avx2", "c-blosc") inside."""
-    previous = _decode.set_blosc_frames(isa)
-    try:
-        yield
-    finally:
-        _decode.set_blosc_frames(previous)
+    return blosc_frames_with(_decode, isa)
 
 
 # ---------------------------------------------------------------------------
