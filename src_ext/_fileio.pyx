@@ -330,28 +330,134 @@ cdef extern from *:
     #endif
         return (uint8_t*)start;
     }
+
+    /* Mappings of results that went, kept for the next result of the same size: its
+       pages are then already there (no page faults, no zeroing by the system: a third
+       of a one-thread read of 256 MiB here).  At most ZF_KEPT_SLOTS mappings, at most
+       `limit` bytes in all (the caller's), the oldest given back first; each is
+       MADV_FREE'd when kept, so under memory pressure the system takes its pages
+       back (a later touch then gets zeroed pages, as a fresh mapping would). */
+    #include <pthread.h>
+    #define ZF_KEPT_SLOTS 4
+    typedef struct { void* base; uint8_t* data; size_t total; size_t size; uint64_t age; } zf_kept_t;
+    static zf_kept_t zf_kept[ZF_KEPT_SLOTS];
+    static size_t zf_kept_bytes = 0;
+    static uint64_t zf_kept_clock = 0;
+    static pthread_mutex_t zf_kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+    /* a kept mapping of exactly `size` bytes (taken out of the cache), or NULL */
+    static uint8_t* zf_pages_take(size_t size, void** base, size_t* total) {
+        uint8_t* data = NULL;
+        int i;
+        pthread_mutex_lock(&zf_kept_lock);
+        for (i = 0; i < ZF_KEPT_SLOTS; i++) {
+            if (zf_kept[i].base != NULL && zf_kept[i].size == size) {
+                *base = zf_kept[i].base;
+                *total = zf_kept[i].total;
+                data = zf_kept[i].data;
+                zf_kept_bytes -= zf_kept[i].total;
+                zf_kept[i].base = NULL;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&zf_kept_lock);
+        return data;
+    }
+
+    /* Keep a mapping (base == NULL: none) and give back the oldest kept ones until at
+       most `limit` bytes are kept in at most ZF_KEPT_SLOTS mappings; the mapping itself
+       is given back if it does not fit.  Unmaps outside the lock. */
+    static void zf_pages_keep(void* base, uint8_t* data, size_t total, size_t size,
+                              size_t limit) {
+        void* drop[ZF_KEPT_SLOTS + 1];
+        size_t drop_len[ZF_KEPT_SLOTS + 1];
+        int ndrop = 0, i, oldest, free_slot;
+        if (base != NULL && total > limit) {
+            munmap(base, total);
+            base = NULL;
+        }
+    #ifdef MADV_FREE
+        if (base != NULL)
+            (void)madvise(base, total, MADV_FREE);
+    #endif
+        pthread_mutex_lock(&zf_kept_lock);
+        for (;;) {
+            free_slot = -1;
+            oldest = -1;
+            for (i = 0; i < ZF_KEPT_SLOTS; i++) {
+                if (zf_kept[i].base == NULL) {
+                    if (free_slot < 0) free_slot = i;
+                } else if (oldest < 0 || zf_kept[i].age < zf_kept[oldest].age) {
+                    oldest = i;
+                }
+            }
+            if (oldest >= 0 && (zf_kept_bytes + (base != NULL ? total : 0) > limit
+                                || (base != NULL && free_slot < 0))) {
+                drop[ndrop] = zf_kept[oldest].base;
+                drop_len[ndrop++] = zf_kept[oldest].total;
+                zf_kept_bytes -= zf_kept[oldest].total;
+                zf_kept[oldest].base = NULL;
+                continue;
+            }
+            break;
+        }
+        if (base != NULL) {
+            zf_kept[free_slot].base = base;
+            zf_kept[free_slot].data = data;
+            zf_kept[free_slot].total = total;
+            zf_kept[free_slot].size = size;
+            zf_kept[free_slot].age = ++zf_kept_clock;
+            zf_kept_bytes += total;
+        }
+        pthread_mutex_unlock(&zf_kept_lock);
+        for (i = 0; i < ndrop; i++)
+            munmap(drop[i], drop_len[i]);
+    }
+
+    static void zf_pages_kept(size_t* count, size_t* bytes) {
+        int i;
+        pthread_mutex_lock(&zf_kept_lock);
+        *count = 0;
+        for (i = 0; i < ZF_KEPT_SLOTS; i++)
+            if (zf_kept[i].base != NULL) (*count)++;
+        *bytes = zf_kept_bytes;
+        pthread_mutex_unlock(&zf_kept_lock);
+    }
     """
     uint8_t* zf_pages(size_t size, void** base, size_t* total) noexcept nogil
+    uint8_t* zf_pages_take(size_t size, void** base, size_t* total) noexcept nogil
+    void zf_pages_keep(void* base, uint8_t* data, size_t total, size_t size,
+                       size_t limit) noexcept nogil
+    void zf_pages_kept(size_t* count, size_t* bytes) noexcept nogil
     int munmap(void* addr, size_t length) noexcept nogil
 
 
 cdef class PageBuffer:
-    """``size`` bytes of fresh anonymous pages (zeroed by the system on first touch),
-    starting on a 2 MiB boundary with huge pages advised, as NumPy does for large
-    arrays; a writable buffer (``np.frombuffer``).  What it does not share with
-    ``np.empty``: its pages go back to the system without the GIL (``munmap`` of a
-    result of hundreds of MiB takes ~1 ms, which other threads may use).  Raises
+    """``size`` bytes of anonymous pages starting on a 2 MiB boundary with huge pages
+    advised, as NumPy does for large arrays; a writable buffer (``np.frombuffer``).
+    Its contents are undefined, as ``np.empty``'s: fresh pages (zeroed by the system on
+    first touch) or, with ``keep``, the pages of an earlier buffer of the same size.
+    What it does not share with ``np.empty``: its pages go back without the GIL
+    (``munmap`` of a result of hundreds of MiB takes ~1 ms, which other threads may
+    use), and with ``keep`` > 0 they are kept for the next buffer of the same size
+    while at most ``keep`` bytes are kept in all (see :func:`kept_pages`).  Raises
     ``MemoryError`` when the system refuses the mapping."""
 
     cdef void* base
     cdef uint8_t* data
     cdef size_t total
+    cdef size_t keep
     cdef readonly Py_ssize_t nbytes
 
-    def __cinit__(self, Py_ssize_t size):
+    def __cinit__(self, Py_ssize_t size, Py_ssize_t keep=0):
         if size <= 0:
             raise ValueError(f"PageBuffer: size {size} is not positive")
-        self.data = zf_pages(<size_t>size, &self.base, &self.total)
+        if keep < 0:
+            raise ValueError(f"PageBuffer: keep {keep} is negative")
+        self.keep = <size_t>keep
+        self.data = zf_pages_take(<size_t>size, &self.base, &self.total)
+        if self.data == NULL:
+            self.data = zf_pages(<size_t>size, &self.base, &self.total)
         if self.data == NULL:
             self.base = NULL
             raise MemoryError(f"PageBuffer: no mapping of {size} bytes")
@@ -368,5 +474,21 @@ cdef class PageBuffer:
         cdef size_t total = self.total
         self.base = NULL
         if base != NULL:
-            with nogil:
-                munmap(base, total)
+            with nogil:  # (keep 0: given back, and so are the kept ones)
+                zf_pages_keep(base, self.data, total, <size_t>self.nbytes, self.keep)
+
+
+def kept_pages():
+    """``(mappings, bytes)`` kept by ``PageBuffer`` for reuse."""
+    cdef size_t count, nbytes
+    zf_pages_kept(&count, &nbytes)
+    return int(count), int(nbytes)
+
+
+def release_kept_pages(Py_ssize_t limit=0):
+    """Give back the kept mappings (the oldest first) until at most ``limit`` bytes
+    are kept."""
+    if limit < 0:
+        raise ValueError(f"release_kept_pages: limit {limit} is negative")
+    with nogil:
+        zf_pages_keep(NULL, NULL, 0, 0, <size_t>limit)

@@ -43,6 +43,16 @@ key                    environment variable       default
                                                   are fetched in one request
 ``shard_index_cache``  ``ZARRFAST_SHARD_INDEX_    4096 shard indexes cached
                        CACHE``                    per array
+``result_page_cache``  ``ZARRFAST_RESULT_PAGE_   1 GiB (a sixteenth of the
+                       CACHE``                    physical memory if less):
+                                                  the pages of results of 32
+                                                  MiB and more that went are
+                                                  kept, up to this many bytes
+                                                  in all, for the next result
+                                                  of the same size (no page
+                                                  faults); the system takes
+                                                  them back under memory
+                                                  pressure; 0: none kept
 ``io_concurrency``     ``ZARRFAST_IO_CONCURRENCY`` 64 requests in flight at
                                                   once to a remote store
 ``vlen_bytes_per_``    ``ZARRFAST_VLEN_BYTES_PER_ 1024: a chunk of variable-
@@ -157,6 +167,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "write_empty_chunks": _bool,
     "shard_coalesce_gap": _int(0),
     "shard_index_cache": _int(1),
+    "result_page_cache": _int(0),
     "io_concurrency": _int(1),
     "vlen_bytes_per_element": _int(1),
     "lock_timeout": _seconds(none=False),
@@ -225,6 +236,7 @@ _ENV_KEYS = {
     "ZARRFAST_WRITE_EMPTY": "write_empty_chunks",
     "ZARRFAST_SHARD_COALESCE_GAP": "shard_coalesce_gap",
     "ZARRFAST_SHARD_INDEX_CACHE": "shard_index_cache",
+    "ZARRFAST_RESULT_PAGE_CACHE": "result_page_cache",
     "ZARRFAST_IO_CONCURRENCY": "io_concurrency",
     "ZARRFAST_VLEN_BYTES_PER_ELEMENT": "vlen_bytes_per_element",
     "ZARRFAST_LOCK_TIMEOUT": "lock_timeout",
@@ -277,6 +289,16 @@ def env_defaults(env: Mapping[str, str] | None = None) -> dict[str, Any]:
             if env.get(name, "").strip()}
 
 
+def _result_page_cache() -> int:
+    """The default of ``result_page_cache``: 1 GiB, or a sixteenth of the physical
+    memory where that is less."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # (not POSIX: no PageBuffer either)
+        physical = 16 * 2**30
+    return max(0, min(2**30, physical // 16))
+
+
 def _defaults() -> dict[str, Any]:
     threads = os.cpu_count() or 1
     return {
@@ -285,6 +307,7 @@ def _defaults() -> dict[str, Any]:
         "write_empty_chunks": False,
         "shard_coalesce_gap": 64 * 1024,
         "shard_index_cache": 4096,
+        "result_page_cache": _result_page_cache(),
         "io_concurrency": 64,
         "vlen_bytes_per_element": 1024,
         "lock_timeout": 60.0,

@@ -9,3 +9,11 @@ def read_files_into(
     offsets: Buffer,  # const int64_t[::1], one per path
     nbytes: int,  # expected size of every file
 ) -> tuple[np.ndarray, np.ndarray]: ...  # sizes (-1: not opened), errno per file
+
+class PageBuffer:
+    nbytes: int
+    def __init__(self, size: int, keep: int = 0) -> None: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
+def kept_pages() -> tuple[int, int]: ...  # mappings and bytes kept for reuse
+def release_kept_pages(limit: int = 0) -> None: ...

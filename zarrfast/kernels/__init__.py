@@ -95,10 +95,29 @@ def _load_page_buffer():
     return cls
 
 
-#: ``PageBuffer(size)``: fresh anonymous pages on a 2 MiB boundary, a writable buffer
-#: whose pages go back to the system without the GIL (large results, see
-#: :func:`zarrfast.kernels.buffers.empty`); ``None`` where it is not compiled
+#: ``PageBuffer(size, keep=0)``: anonymous pages on a 2 MiB boundary, a writable buffer
+#: whose pages go back to the system without the GIL, or with ``keep`` are kept for
+#: the next of the same size (large results, see :func:`zarrfast.kernels.buffers.empty`);
+#: ``None`` where it is not compiled
 PageBuffer = _load_page_buffer()
+
+
+def kept_pages() -> tuple[int, int]:
+    """``(mappings, bytes)`` of results' pages kept for reuse (config
+    ``result_page_cache``); ``(0, 0)`` where ``PageBuffer`` is not compiled."""
+    if PageBuffer is None:
+        return 0, 0
+    from zarrfast._ext._fileio import kept_pages as kept
+
+    return kept()
+
+
+def release_kept_pages() -> None:
+    """Give back to the system every result's pages kept for reuse."""
+    if PageBuffer is not None:
+        from zarrfast._ext._fileio import release_kept_pages as release
+
+        release(0)
 
 
 def _load_fileio(name: str):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config
 from zarrfast.errors import AllocationError
 
 __all__ = ["allocation_error", "empty", "human_bytes"]
@@ -48,9 +49,11 @@ def allocation_error(where: str, what: str, shape: int | Sequence[int], dtype: A
 
 #: results of at least this many bytes start on a cache line (``empty(..., aligned=True)``)
 ALIGN_MIN_BYTES = 2**20
-#: results of at least this many bytes are fresh pages of their own
-#: (``kernels.PageBuffer``): freeing a result of 256 MiB took 0.6-1.2 ms with the GIL
-#: held, a third to a half of all the GIL a full read of 100 ms holds
+#: results of at least this many bytes are pages of their own (``kernels.PageBuffer``):
+#: freeing a result of 256 MiB took 0.6-1.2 ms with the GIL held, a third to a half of
+#: all the GIL a full read of 100 ms holds; and the pages of one that went are kept
+#: for the next of the same size (config ``result_page_cache``): faulting in and
+#: zeroing fresh pages took a third of a one-thread read of 256 MiB of blosc chunks
 PAGES_MIN_BYTES = 32 * 2**20
 #: the cache line the kernels' streaming stores write whole (see ``_common.pxd``)
 CACHE_LINE = 64
@@ -68,7 +71,8 @@ def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what
     a full read copies into it fill whole cache lines, which the decode kernels then
     write with streaming stores.  One of at least ``PAGES_MIN_BYTES`` is pages of its
     own (``kernels.PageBuffer``, where compiled), given back without the GIL when the
-    array goes."""
+    array goes, or kept for the next such buffer of the same size (config
+    ``result_page_cache``): like ``np.empty``'s, its contents are undefined."""
     try:
         if aligned:
             dt = np.dtype(dtype)
@@ -78,7 +82,8 @@ def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what
                 from zarrfast.kernels import PageBuffer
 
                 if PageBuffer is not None:
-                    pages = np.frombuffer(PageBuffer(nbytes), dtype=np.uint8)
+                    keep = config.get("result_page_cache")
+                    pages = np.frombuffer(PageBuffer(nbytes, keep), dtype=np.uint8)
                     return pages.view(dt).reshape(shape_t)
             if nbytes >= ALIGN_MIN_BYTES and not dt.hasobject:
                 raw = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)

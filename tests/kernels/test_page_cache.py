@@ -1,0 +1,162 @@
+"""The pages of large results kept for the next result of the same size
+(``PageBuffer(size, keep)``, config ``result_page_cache``).
+
+A kept mapping still holds the values of the result that went, so every read into one
+must write each element itself: these tests fill the kept pages with values that
+differ from everything the next read should return, then read arrays whose chunks are
+missing (fill values), partly written, stored uncompressed or compressed, in one file
+each or in shards, and compare with NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast import kernels
+from zarrfast.kernels import buffers
+
+pytestmark = pytest.mark.skipif(kernels.PageBuffer is None,
+                                reason="PageBuffer is not compiled here")
+
+MiB = 2**20
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_pages():
+    kernels.release_kept_pages()
+    yield
+    kernels.release_kept_pages()
+
+
+def _address(pages) -> int:
+    return np.frombuffer(pages, dtype=np.uint8).ctypes.data
+
+
+def test_a_buffer_that_goes_is_kept_for_the_next_of_its_size():
+    first = kernels.PageBuffer(3 * MiB + 5, 8 * MiB)
+    at = _address(first)
+    np.frombuffer(first, dtype=np.uint8)[:] = 7
+    assert kernels.kept_pages() == (0, 0)
+    del first
+    count, nbytes = kernels.kept_pages()
+    assert count == 1 and nbytes >= 3 * MiB + 5
+    other = kernels.PageBuffer(3 * MiB + 6, 8 * MiB)  # (another size: fresh pages)
+    assert _address(other) != at and not np.frombuffer(other, dtype=np.uint8).any()
+    again = kernels.PageBuffer(3 * MiB + 5, 8 * MiB)
+    assert _address(again) == at and again.nbytes == 3 * MiB + 5
+    assert kernels.kept_pages() == (0, 0)
+    view = np.frombuffer(again, dtype=np.uint8)
+    view[:] = 9  # (the pages are writable and whole)
+    assert (view == 9).all()
+
+
+def test_what_is_kept_stays_within_the_limit_and_the_slots():
+    limit = 10 * MiB
+    sizes = [2 * MiB, 2 * MiB + 1, 2 * MiB + 2, 2 * MiB + 3, 2 * MiB + 4]
+    pages = [kernels.PageBuffer(n, limit) for n in sizes]
+    addresses = [_address(p) for p in pages]
+    while pages:  # the first size goes first
+        del pages[0]
+    count, nbytes = kernels.kept_pages()
+    assert count == 2 and nbytes <= limit  # each mapping is its size plus 2 MiB
+    # the oldest were given back; the two newest are reused
+    assert _address(kernels.PageBuffer(sizes[4], limit)) == addresses[4]
+    assert _address(kernels.PageBuffer(sizes[3], limit)) == addresses[3]
+    # a buffer larger than the limit is never kept
+    big = kernels.PageBuffer(12 * MiB, limit)
+    del big
+    assert kernels.kept_pages()[0] <= 2 and kernels.kept_pages()[1] <= limit
+    # four slots at most, whatever the limit
+    pages = [kernels.PageBuffer(MiB + k, 2**30) for k in range(6)]
+    while pages:
+        del pages[0]
+    assert kernels.kept_pages()[0] == 4
+
+
+def test_keep_zero_gives_back_what_was_kept():
+    kept = kernels.PageBuffer(2 * MiB, 8 * MiB)
+    del kept
+    assert kernels.kept_pages()[0] == 1
+    plain = kernels.PageBuffer(2 * MiB)
+    del plain
+    assert kernels.kept_pages() == (0, 0)
+    with pytest.raises(ValueError, match="negative"):
+        kernels.PageBuffer(MiB, -1)
+
+
+def test_the_config_key_bounds_what_reads_keep(monkeypatch):
+    monkeypatch.setattr(buffers, "PAGES_MIN_BYTES", 2**16)
+    a = zarrfast.create_array({}, shape=(64, 512), chunks=(16, 64), dtype="<f8")
+    a[...] = 1.5
+    with zarrfast.config.set(result_page_cache=0):
+        a[...]
+        assert kernels.kept_pages() == (0, 0)
+    got = a[...]
+    at = got.ctypes.data
+    del got
+    assert kernels.kept_pages()[0] == 1
+    again = a[...]
+    assert again.ctypes.data == at and (again == 1.5).all()
+    with pytest.raises(zarrfast.config.BadConfigError):
+        with zarrfast.config.set(result_page_cache=-1):
+            pass
+
+
+def _stale(shape, dtype) -> int:
+    """Leave the kept pages of a result of ``shape`` and ``dtype`` full of a value no
+    test array holds; their address."""
+    stale = buffers.empty(shape, dtype, where="", what="x", aligned=True)
+    assert stale.nbytes >= buffers.PAGES_MIN_BYTES
+    stale[...] = 99
+    at = stale.ctypes.data
+    del stale
+    assert kernels.kept_pages()[0] >= 1
+    return at
+
+
+def _read_on_stale_pages(a, want: np.ndarray) -> None:
+    at = _stale(a.shape, a.dtype)
+    got = a[...]
+    assert got.ctypes.data == at  # (the read did land on the stale pages)
+    np.testing.assert_array_equal(got, want)
+    del got
+
+
+@pytest.mark.parametrize("compressors", [None, "zstd"])
+@pytest.mark.parametrize("fill", [0, 3])
+@pytest.mark.parametrize("where", ["memory", "directory"])
+@pytest.mark.parametrize("chunks", [(16, 64), (16, 400)])  # (whole rows: decoded in place)
+def test_reads_into_kept_pages_write_every_element(tmp_path, monkeypatch, compressors,
+                                                   fill, where, chunks):
+    monkeypatch.setattr(buffers, "PAGES_MIN_BYTES", 2**16)
+    store = {} if where == "memory" else str(tmp_path / "a.zarr")
+    kwargs = {} if compressors is None else {"compressors": zarrfast.codecs.ZstdCodec()}
+    a = zarrfast.create_array(store, shape=(100, 400), chunks=chunks, dtype="<u2",
+                              fill_value=fill, **kwargs)
+    want = np.full((100, 400), fill, dtype="<u2")
+    _read_on_stale_pages(a, want)  # every chunk missing
+    a[5:37, 70:200] = 1  # some chunks whole, some partly written
+    a[90:, 390:] = 2  # the corner chunk, partly inside the array
+    want[5:37, 70:200] = 1
+    want[90:, 390:] = 2
+    _read_on_stale_pages(a, want)
+    full = np.arange(100 * 400, dtype="<u2").reshape(100, 400) % 97
+    a[...] = full
+    _read_on_stale_pages(a, full)
+
+
+@pytest.mark.parametrize("fill", [0, 5])
+def test_sharded_reads_into_kept_pages_write_every_element(tmp_path, monkeypatch, fill):
+    monkeypatch.setattr(buffers, "PAGES_MIN_BYTES", 2**16)
+    a = zarrfast.create_array(str(tmp_path / "s.zarr"), shape=(96, 400), chunks=(8, 50),
+                              shards=(32, 200), dtype="<i4", fill_value=fill,
+                              compressors=zarrfast.codecs.ZstdCodec())
+    want = np.full((96, 400), fill, dtype="<i4")
+    _read_on_stale_pages(a, want)  # no shard
+    a[0:32, 0:200] = 4  # one whole shard
+    a[40:44, 210:260] = 6  # a shard with one inner chunk, partly written
+    want[0:32, 0:200] = 4
+    want[40:44, 210:260] = 6
+    _read_on_stale_pages(a, want)
