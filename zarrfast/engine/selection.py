@@ -96,6 +96,9 @@ def slice_indices(s: slice, n: int, d: int) -> tuple[int, int, int]:
     return s.indices(n)
 
 
+_ALL = slice(None)
+
+
 def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection:
     """Normalise a basic selection against ``shape``.
 
@@ -107,7 +110,9 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
         The selection has too many indices, several Ellipses, or an item that
         is not an int, slice or Ellipsis.
     """
-    fast = _normalize_plain(selection, shape)
+    # (``...`` alone, a full read, is every slice(None): the one-call path)
+    fast = _normalize_plain((_ALL,) * len(shape) if selection is Ellipsis else selection,
+                            shape)
     if fast is not None:
         return fast
     sel = selection if isinstance(selection, tuple) else (selection,)

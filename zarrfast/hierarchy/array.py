@@ -941,9 +941,10 @@ class _Indexer:
 
 
 def _is_plain(selection: Any) -> bool:
-    """An exact int or slice, or a tuple of them: a basic selection without fields."""
+    """An exact int or slice, a tuple of them, or ``...`` alone: a basic selection
+    without fields."""
     if type(selection) is not tuple:
-        return type(selection) is slice or type(selection) is int
+        return type(selection) is slice or type(selection) is int or selection is Ellipsis
     for s in selection:
         if type(s) is not slice and type(s) is not int:
             return False
