@@ -195,18 +195,24 @@ cdef extern from "zf_helper.h":
         int64_t blocks_cap
     ctypedef struct zf_job:
         void (*run)(zf_job* job, zf_worker* worker) noexcept nogil
-        int released
-    int zf_helper_post(zf_job* job) noexcept nogil
+    int zf_helper_post(zf_job* job, int helpers) noexcept nogil
     void zf_helper_finish(zf_job* job) noexcept nogil
     int64_t zf_helper_jobs() noexcept nogil
     void zf_helper_count_rows(int64_t n) noexcept nogil
     int64_t zf_helper_rows() noexcept nogil
+    int zf_helper_threads() noexcept nogil
 
 
 def helper_jobs():
-    """How many jobs the helper thread has taken, and how many rows of them it did,
-    since the process started (0 where there is no helper): for tests."""
+    """How many jobs the helper threads have joined, and how many rows of them they
+    did, since the process started (0 where there is no helper): for tests."""
     return zf_helper_jobs(), zf_helper_rows()
+
+
+def helper_threads():
+    """How many helper threads run in this process (0 before the first shared call,
+    and where there is none)."""
+    return zf_helper_threads()
 
 
 cdef extern from "zf_crc32c.h":
@@ -724,7 +730,7 @@ cdef class ChunkDecoder:
                        const int64_t[::1] dst_strides not None,
                        const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
                        Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
-                       bint share=False):
+                       int share=0):
         """Decode chunk ``r`` (``src[src_offsets[r]:][:src_sizes[r]]``, which must
         decode to exactly ``nbytes`` bytes) and copy the region of
         shape ``shapes[r]`` at ``chunk_offsets[r]`` (strides ``chunk_strides``) of
@@ -732,9 +738,10 @@ cdef class ChunkDecoder:
         as ``copy_regions`` does.  With ``direct[r]`` the chunk is decoded straight
         into ``dst[dst_offsets[r]:][:nbytes]`` instead.
 
-        With ``share`` the rows are shared with the helper thread (``zf_helper.h``)
-        when it is free: the call then takes about half as long for a few chunks
-        that each decode for tens of microseconds, and the result is the same.
+        With ``share`` (``True``: 1) the rows are shared with up to that many helper
+        threads (``zf_helper.h``) when they are free: with one, the call takes about
+        half as long for a few chunks that each decode for tens of microseconds; the
+        result is the same.
 
         Returns an int8 array of statuses: ``DECODED``; ``NO_DATA`` (a negative
         size: nothing done); ``FAILED`` (does not decode to ``nbytes`` bytes:
@@ -780,7 +787,7 @@ cdef class ChunkDecoder:
                       const int64_t[::1] dst_strides not None,
                       const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
                       Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
-                      bint share=False):
+                      int share=0):
         """``decode_regions`` for chunks read from open files: chunk ``r`` is bytes
         ``offsets[r]:offsets[r] + sizes[r]`` of the open file descriptor ``fds[r]``
         (read with ``pread`` into this decoder's own buffer in the same ``nogil``
@@ -833,7 +840,7 @@ cdef class ChunkDecoder:
                      const int64_t[::1] dst_strides not None,
                      const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
                      Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
-                     root=None, bint share=False):
+                     root=None, int share=0):
         """``decode_regions`` for chunks stored one per file: chunk ``r`` is the
         whole file ``paths[r]`` (``bytes``, file-system encoded), read into this
         decoder's own buffer (open, fstat, pread, close) in the same ``nogil`` loop.
@@ -921,7 +928,7 @@ cdef class ChunkDecoder:
                          const int64_t[::1] chunk_shape not None,
                          const int64_t[::1] chunk_strides not None, uint8_t[::1] dst not None,
                          const int64_t[::1] dst_strides not None, Py_ssize_t itemsize,
-                         Py_ssize_t swap_unit, bint direct=True, bint share=False):
+                         Py_ssize_t swap_unit, bint direct=True, int share=0):
         """A step-1 box of an array whose chunks are files, read in one call: the
         table of ``box_table`` (every chunk its own shard), the chunks' paths and
         ``decode_files`` without a Python object per chunk.
@@ -1019,7 +1026,7 @@ cdef class ChunkDecoder:
                           uint8_t[::1] dst not None, const int64_t[::1] dst_strides not None,
                           Py_ssize_t itemsize, Py_ssize_t swap_unit,
                           const uint8_t[::1] fill not None, int64_t limit, bint direct=True,
-                          bint share=False):
+                          int share=0):
         """A step-1 box of a sharded array whose shards are open files, read in one
         call: the table of ``box_table`` (inner chunks of ``chunk_shape``, ``cps`` of
         them per shard and dim), and per inner chunk a ``pread``, decoding and placing
@@ -1751,10 +1758,11 @@ cdef void _job_help(zf_job* base, zf_worker* w) noexcept nogil:
         w.scratch_cap = w.filecap = w.blocks_cap = 0
 
 
-cdef void _job_run_shared(_RowsJob* job, zf_worker* w, bint share) noexcept nogil:
-    """Run every row of ``job`` with the caller's ``w``; with ``share`` (and more than
-    one row) the helper thread takes rows too, when it is free."""
-    cdef bint posted = share and job.n > 1 and zf_helper_post(&job.base)
+cdef void _job_run_shared(_RowsJob* job, zf_worker* w, int share) noexcept nogil:
+    """Run every row of ``job`` with the caller's ``w``; with ``share`` > 0 (and more
+    than one row) up to ``share`` helper threads take rows too, when they are free."""
+    cdef int helpers = share if share < job.n - 1 else <int>(job.n - 1)
+    cdef bint posted = helpers > 0 and zf_helper_post(&job.base, helpers)
     _job_rows(job, w)
     if posted:
         zf_helper_finish(&job.base)

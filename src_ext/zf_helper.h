@@ -1,4 +1,4 @@
-/* One helper thread that shares the rows of a small kernel call with its caller.
+/* Helper threads that share the rows of a kernel call with its caller.
 
    A box read decodes 1 to 8 chunks of tens of KiB: 40-300 us of work.  Handing
    half of it to a pool thread costs more than it saves when that thread sleeps:
@@ -8,17 +8,26 @@
    instructions, no system calls) before it sleeps on a condition variable, so
    back-to-back box reads find it awake.
 
-   A caller fills a job (`zf_job` first in its own struct), posts it with
-   `zf_helper_post`, claims rows itself from the job's atomic cursor, and then
-   calls `zf_helper_finish`, which either takes the job back (the helper never
-   started on it) or waits until the helper has let it go -- at most the rest of
-   the one row the helper is on.  So a late helper never delays the caller by
-   more than a row, and the job (memory the caller owns) is never touched after
-   `zf_helper_finish` returns.
+   A full read of many chunks is one kernel call too: its rows are shared with
+   as many helpers as the caller asks for (`config threads` - 1), so that a read
+   holds the GIL for one call however many threads decode it, where one call per
+   thread of the pool held it for each.
 
-   One job is posted at a time: a caller that finds the slot taken (another
-   thread's box read) runs its rows alone.  The helper keeps its own decoding
-   state (`zf_worker`), which each job's `run` grows as it needs.
+   A caller fills a job (`zf_job` first in its own struct), posts it with
+   `zf_helper_post(job, helpers)`, claims rows itself from the job's atomic
+   cursor, and then calls `zf_helper_finish`, which closes the job to helpers
+   that have not joined it and waits until those that did have let it go -- at
+   most the rest of the one row each is on.  So a late helper never delays the
+   caller by more than a row, and the job (memory the caller owns) is never
+   touched after `zf_helper_finish` returns.
+
+   The gate (`zf_helper_gate`, one atomic word) says whether a job is open, how
+   many helpers it takes, and how many have joined: a helper joins by
+   incrementing it while the job is open and not full, reads the job only
+   then, and leaves by decrementing it (its last touch of the job).  One job is
+   open at a time: a caller that finds the gate taken (another thread's read)
+   runs its rows alone.  Each helper keeps its own decoding state (`zf_worker`),
+   which each job's `run` grows as it needs.
 
    Windows: no helper; `zf_helper_post` returns 0 and callers run alone. */
 #ifndef ZF_HELPER_H
@@ -44,16 +53,16 @@ typedef struct zf_job zf_job;
 struct zf_job {
     /* claim rows of the job until none is left, with `worker`'s state */
     void (*run)(zf_job* job, zf_worker* worker);
-    int released;  /* (atomic) the helper is done with the job */
 };
 
 #if defined(_WIN32)
 
-static int zf_helper_post(zf_job* job) { (void)job; return 0; }
+static int zf_helper_post(zf_job* job, int helpers) { (void)job; (void)helpers; return 0; }
 static void zf_helper_finish(zf_job* job) { (void)job; }
 static int64_t zf_helper_jobs(void) { return 0; }
 static void zf_helper_count_rows(int64_t n) { (void)n; }
 static int64_t zf_helper_rows(void) { return 0; }
+static int zf_helper_threads(void) { return 0; }
 
 #else
 
@@ -65,12 +74,23 @@ static int64_t zf_helper_rows(void) { return 0; }
 #include <sys/prctl.h>
 #endif
 
-static zf_job* zf_helper_slot = NULL;   /* (atomic) the posted job */
-static int zf_helper_sleeping = 0;      /* (atomic) the helper waits on zf_helper_wake */
-static int zf_helper_state = 0;         /* under zf_helper_lock: 0 none, 1 running, -1 failed */
+/* the most helper threads (a caller asking for more gets this many) */
+#define ZF_HELPERS_MAX 1023
+/* the gate: JOINED helpers in the low bits, WANT (how many the open job takes)
+   above them, OPEN and SETUP (a caller is posting) flags above that */
+#define ZF_GATE_JOINED ((int64_t)0xFFFFF)
+#define ZF_GATE_WANT_SHIFT 20
+#define ZF_GATE_OPEN ((int64_t)1 << 41)
+#define ZF_GATE_SETUP ((int64_t)1 << 42)
+
+static int64_t zf_helper_gate = 0;      /* (atomic) see above */
+static zf_job* zf_helper_job = NULL;    /* (atomic) the open job: read by joined helpers */
+static int zf_helper_sleeping = 0;      /* (atomic) helpers waiting on zf_helper_wake */
+static int zf_helper_started = 0;       /* under zf_helper_lock: helper threads running */
+static int zf_helper_failed = 0;        /* under zf_helper_lock: a thread could not start */
 static int zf_helper_forks = 0;         /* pthread_atfork registered */
-static int64_t zf_helper_taken = 0;     /* (atomic) jobs the helper took, for tests */
-static int64_t zf_helper_done = 0;      /* (atomic) rows the helper did, for tests */
+static int64_t zf_helper_taken = 0;     /* (atomic) jobs helpers joined, for tests */
+static int64_t zf_helper_done = 0;      /* (atomic) rows helpers did, for tests */
 static int64_t zf_helper_spin_ns = 300000;
 static pthread_mutex_t zf_helper_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t zf_helper_wake = PTHREAD_COND_INITIALIZER;
@@ -89,9 +109,17 @@ static int64_t zf_helper_now(void) {
     return (int64_t)t.tv_sec * 1000000000 + (int64_t)t.tv_nsec;
 }
 
-static zf_job* zf_helper_take(int order) {
-    if (__atomic_load_n(&zf_helper_slot, order) == NULL) return NULL;
-    return __atomic_exchange_n(&zf_helper_slot, NULL, __ATOMIC_SEQ_CST);
+/* Join the open job if it takes another helper: the job, or NULL. */
+static zf_job* zf_helper_join(int order) {
+    int64_t g = __atomic_load_n(&zf_helper_gate, order);
+    for (;;) {
+        if (!(g & ZF_GATE_OPEN)
+                || (g & ZF_GATE_JOINED) >= ((g >> ZF_GATE_WANT_SHIFT) & ZF_GATE_JOINED))
+            return NULL;
+        if (__atomic_compare_exchange_n(&zf_helper_gate, &g, g + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return __atomic_load_n(&zf_helper_job, __ATOMIC_ACQUIRE);
+    }
 }
 
 static void* zf_helper_main(void* arg) {
@@ -104,111 +132,130 @@ static void* zf_helper_main(void* arg) {
     prctl(PR_SET_NAME, "zarrfast-helper", 0, 0, 0);  /* (as top -H and py-spy show it) */
 #endif
     for (;;) {
-        job = zf_helper_take(__ATOMIC_RELAXED);
+        job = zf_helper_join(__ATOMIC_RELAXED);
         if (job == NULL) {  /* spin a while, then sleep */
             until = zf_helper_now() + zf_helper_spin_ns;
-            for (k = 1; (job = zf_helper_take(__ATOMIC_RELAXED)) == NULL; k++) {
+            for (k = 1; (job = zf_helper_join(__ATOMIC_RELAXED)) == NULL; k++) {
                 zf_helper_pause();
                 if (k % 64 == 0 && zf_helper_now() > until) break;
             }
         }
         if (job == NULL) {
             pthread_mutex_lock(&zf_helper_lock);
-            __atomic_store_n(&zf_helper_sleeping, 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&zf_helper_sleeping, 1, __ATOMIC_SEQ_CST);
             /* (seq_cst: ordered after the store above, as zf_helper_post's load of
-               zf_helper_sleeping is after its store of the job) */
-            while ((job = zf_helper_take(__ATOMIC_SEQ_CST)) == NULL)
+               zf_helper_sleeping is after its opening of the gate) */
+            while ((job = zf_helper_join(__ATOMIC_SEQ_CST)) == NULL)
                 pthread_cond_wait(&zf_helper_wake, &zf_helper_lock);
-            __atomic_store_n(&zf_helper_sleeping, 0, __ATOMIC_SEQ_CST);
+            __atomic_sub_fetch(&zf_helper_sleeping, 1, __ATOMIC_SEQ_CST);
             pthread_mutex_unlock(&zf_helper_lock);
         }
         __atomic_fetch_add(&zf_helper_taken, 1, __ATOMIC_RELAXED);
         job->run(job, &w);
-        __atomic_store_n(&job->released, 1, __ATOMIC_RELEASE);
+        __atomic_fetch_sub(&zf_helper_gate, 1, __ATOMIC_RELEASE);  /* (the last touch) */
     }
     return NULL;
 }
 
-/* in a forked child the helper does not exist: start another when asked */
+/* in a forked child the helpers do not exist: start others when asked */
 static void zf_helper_after_fork(void) {
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
     zf_helper_lock = lock;
     zf_helper_wake = wake;
-    zf_helper_slot = NULL;
+    zf_helper_gate = 0;
+    zf_helper_job = NULL;
     zf_helper_sleeping = 0;
-    zf_helper_state = 0;
+    zf_helper_started = 0;
+    zf_helper_failed = 0;
 }
 
-static int zf_helper_start(void) {
+/* Start helper threads until `want` run (at most ZF_HELPERS_MAX): how many run. */
+static int zf_helper_start(int want) {
     pthread_t t;
     pthread_attr_t attr;
     sigset_t all, old;
-    int state = __atomic_load_n(&zf_helper_state, __ATOMIC_ACQUIRE);
-    if (state != 0) return state == 1;
+    int started;
+    if (want > ZF_HELPERS_MAX) want = ZF_HELPERS_MAX;
+    started = __atomic_load_n(&zf_helper_started, __ATOMIC_ACQUIRE);
+    if (started >= want) return started;
     pthread_mutex_lock(&zf_helper_lock);
-    if (zf_helper_state == 0) {
-        if (!zf_helper_forks)
-            zf_helper_forks = pthread_atfork(NULL, NULL, zf_helper_after_fork) == 0;
-        state = -1;
-        if (zf_helper_forks && pthread_attr_init(&attr) == 0) {
-            /* every asynchronous signal blocked in the helper (it inherits the mask):
-               they go to Python's threads, and its reads are never interrupted; the
-               synchronous ones stay, so that a crash in it still reaches faulthandler */
-            sigfillset(&all);
-            sigdelset(&all, SIGSEGV);
-            sigdelset(&all, SIGBUS);
-            sigdelset(&all, SIGFPE);
-            sigdelset(&all, SIGILL);
-            sigdelset(&all, SIGABRT);
-            sigdelset(&all, SIGTRAP);
-#ifdef SIGSYS
-            sigdelset(&all, SIGSYS);
-#endif
-            pthread_sigmask(SIG_SETMASK, &all, &old);
-            if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0
-                    && pthread_create(&t, &attr, zf_helper_main, NULL) == 0)
-                state = 1;
-            pthread_sigmask(SIG_SETMASK, &old, NULL);
-            pthread_attr_destroy(&attr);
+    if (!zf_helper_forks)
+        zf_helper_forks = pthread_atfork(NULL, NULL, zf_helper_after_fork) == 0;
+    while (zf_helper_forks && !zf_helper_failed && zf_helper_started < want) {
+        if (pthread_attr_init(&attr) != 0) {
+            zf_helper_failed = 1;
+            break;
         }
-        __atomic_store_n(&zf_helper_state, state, __ATOMIC_RELEASE);
+        /* every asynchronous signal blocked in the helpers (they inherit the mask):
+           they go to Python's threads, and the helpers' reads are never interrupted;
+           the synchronous ones stay, so that a crash in one still reaches
+           faulthandler */
+        sigfillset(&all);
+        sigdelset(&all, SIGSEGV);
+        sigdelset(&all, SIGBUS);
+        sigdelset(&all, SIGFPE);
+        sigdelset(&all, SIGILL);
+        sigdelset(&all, SIGABRT);
+        sigdelset(&all, SIGTRAP);
+#ifdef SIGSYS
+        sigdelset(&all, SIGSYS);
+#endif
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0
+                && pthread_create(&t, &attr, zf_helper_main, NULL) == 0)
+            __atomic_store_n(&zf_helper_started, zf_helper_started + 1, __ATOMIC_RELEASE);
+        else
+            zf_helper_failed = 1;  /* (the ones running still serve) */
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
     }
-    state = zf_helper_state;
+    started = zf_helper_started;
     pthread_mutex_unlock(&zf_helper_lock);
-    return state == 1;
+    return started;
 }
 
-/* Post `job` for the helper (starting it the first time).  1: posted (call
-   zf_helper_finish before the job's memory goes); 0: not posted (no helper, or the
-   slot is taken), the caller runs every row itself. */
-static int zf_helper_post(zf_job* job) {
-    zf_job* expected = NULL;
-    if (!zf_helper_start()) return 0;
-    job->released = 0;
-    if (!__atomic_compare_exchange_n(&zf_helper_slot, &expected, job, 0, __ATOMIC_SEQ_CST,
-                                     __ATOMIC_SEQ_CST))
+/* Post `job` for up to `helpers` helper threads (starting them the first time).
+   1: posted (call zf_helper_finish before the job's memory goes); 0: not posted
+   (no helper, or another job is open), the caller runs every row itself. */
+static int zf_helper_post(zf_job* job, int helpers) {
+    int64_t expected = 0;
+    int running;
+    if (helpers <= 0) return 0;
+    running = zf_helper_start(helpers);
+    if (running <= 0) return 0;
+    if (helpers > running) helpers = running;
+    if (!__atomic_compare_exchange_n(&zf_helper_gate, &expected, ZF_GATE_SETUP, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return 0;
+    __atomic_store_n(&zf_helper_job, job, __ATOMIC_RELAXED);
+    __atomic_store_n(&zf_helper_gate,
+                     ZF_GATE_OPEN | ((int64_t)helpers << ZF_GATE_WANT_SHIFT), __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&zf_helper_sleeping, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&zf_helper_lock);
-        pthread_cond_signal(&zf_helper_wake);
+        pthread_cond_broadcast(&zf_helper_wake);
         pthread_mutex_unlock(&zf_helper_lock);
     }
     return 1;
 }
 
-/* After the caller's own rows: take a posted job back, or wait until the helper
-   lets it go.  The helper's writes are then visible to the caller.  The wait is the
-   rest of the helper's row: spun at first, then yielded, then (a read blocked on a
-   slow file system) slept in steps of 50 us, so as not to burn a core. */
+/* After the caller's own rows: close the job to helpers that have not joined it,
+   and wait until those that did let it go.  Their writes are then visible to the
+   caller.  The wait is the rest of each helper's row: spun at first, then yielded,
+   then (a read blocked on a slow file system) slept in steps of 50 us, so as not to
+   burn a core.  (Once this job's helpers are gone the gate is free; another caller
+   may open it meanwhile: a gate open or being set up is not this job's.) */
 static void zf_helper_finish(zf_job* job) {
-    zf_job* expected = job;
+    int64_t g = __atomic_load_n(&zf_helper_gate, __ATOMIC_RELAXED);
     unsigned k = 0;
     struct timespec nap = {0, 50000};
-    if (__atomic_compare_exchange_n(&zf_helper_slot, &expected, NULL, 0, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST))
-        return;
-    while (!__atomic_load_n(&job->released, __ATOMIC_ACQUIRE)) {
+    (void)job;
+    while (!__atomic_compare_exchange_n(&zf_helper_gate, &g, g & ZF_GATE_JOINED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    }
+    for (;;) {
+        g = __atomic_load_n(&zf_helper_gate, __ATOMIC_ACQUIRE);
+        if ((g & (ZF_GATE_OPEN | ZF_GATE_SETUP)) || (g & ZF_GATE_JOINED) == 0) break;
         if (++k < 4096) zf_helper_pause();
         else if (k < 8192) sched_yield();
         else nanosleep(&nap, NULL);
@@ -225,6 +272,10 @@ static int64_t zf_helper_rows(void) {
 
 static int64_t zf_helper_jobs(void) {
     return __atomic_load_n(&zf_helper_taken, __ATOMIC_RELAXED);
+}
+
+static int zf_helper_threads(void) {
+    return __atomic_load_n(&zf_helper_started, __ATOMIC_ACQUIRE);
 }
 
 #endif

@@ -14,6 +14,7 @@ raises.  Plain: zstd chunks read by ``decode_files``, missing ones, a corrupt on
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -570,22 +571,34 @@ LARGE_BOX_CODECS = {"zstd": zarrfast.codecs.ZstdCodec(),
 
 @pytest.mark.parametrize("codec", list(LARGE_BOX_CODECS))
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_large_boxes_are_read_in_parts(tmp_path, codec, threads, monkeypatch):
+@pytest.mark.parametrize("split", [False, True])
+def test_large_boxes_are_read_in_one_call_or_in_parts(tmp_path, codec, threads, split,
+                                                      monkeypatch):
     """Step-1 selections of more than ``BOX_CHUNKS`` compressed chunk files (full reads
-    among them) are read as parts of the box, one ``decode_box_files`` call each (as
-    many parts as the pool runs tasks), missing chunks the fill value; never through
-    the projection's batches."""
+    among them) are one ``decode_box_files`` call whose chunks ``threads - 1`` helper
+    threads share; boxes of more than ``BOX_PART_CHUNKS`` chunks are parts of the box,
+    one call each (as many parts as the pool runs tasks); missing chunks are the fill
+    value; never through the projection's batches."""
     if codec == "blosc" and "blosc" not in zarrfast.kernels.BATCH_CODECS:
         pytest.skip("blosc is not bound")
     a, data = _large_box_array(tmp_path, LARGE_BOX_CODECS[codec])
     parts = _spy(monkeypatch, zf_boxes, "box_parts")
     batches = _spy(monkeypatch, zf_chunked.RowReader, "decode_batch")
     monkeypatch.setattr(zarrfast.concurrency, "INLINE_WORK_BYTES", 0)  # (never inline)
+    if split:
+        monkeypatch.setattr(zf_boxes, "BOX_PART_CHUNKS", 9)
     with config.set(threads=threads):
         for sel in (np.s_[...], np.s_[1:22, 2:], np.s_[3:9, :, 1:8], np.s_[:, 5]):
             np.testing.assert_array_equal(a[sel], data[sel], err_msg=str(sel))
     assert len(parts) == 4 and not batches
-    assert all(len(p) == 1 for p in parts) if threads == 1 else len(parts[0]) >= threads
+    if split:  # (the full read: 6 x 6 x 3 chunks)
+        assert len(parts[0]) >= max(threads, 108 // 9)
+    else:
+        assert all(len(p) == 1 for p in parts)
+    if threads > 1 and not split and sys.platform != "win32":
+        from zarrfast._ext import _decode
+
+        assert _decode.helper_threads() >= threads - 1
 
 
 @pytest.mark.parametrize("threads", [1, 2])

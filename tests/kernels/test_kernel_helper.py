@@ -1,7 +1,8 @@
-"""The kernels' helper thread (``src_ext/zf_helper.h``): ``decode_files`` and
-``decode_regions`` with ``share=True`` hand rows to a C thread.  Whatever it takes,
-the statuses, sizes and output must be those of the call without it, also with many
-callers at once and in a forked child (where the parent's helper does not exist)."""
+"""The kernels' helper threads (``src_ext/zf_helper.h``): ``decode_files`` and
+``decode_regions`` with ``share=k`` hand rows to up to ``k`` C threads.  Whatever they
+take, the statuses, sizes and output must be those of the call without them, also with
+many callers at once, more helpers than cores, and in a forked child (where the
+parent's helpers do not exist)."""
 
 from __future__ import annotations
 
@@ -172,11 +173,14 @@ def test_the_helper_is_named_and_blocks_asynchronous_signals(tmp_path):
         except FileNotFoundError:  # (a thread that ended meanwhile)
             continue
         helpers.append(int(status["SigBlk"].strip(), 16))
-    assert len(helpers) == 1, helpers
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
-        assert helpers[0] & (1 << (sig - 1)), f"{sig!r} is not blocked in the helper"
-    for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT):
-        assert not helpers[0] & (1 << (sig - 1)), f"{sig!r} is blocked in the helper"
+    from zarrfast._ext import _decode
+
+    assert len(helpers) == _decode.helper_threads() >= 1, helpers
+    for blocked in helpers:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM):
+            assert blocked & (1 << (sig - 1)), f"{sig!r} is not blocked in a helper"
+        for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT):
+            assert not blocked & (1 << (sig - 1)), f"{sig!r} is blocked in a helper"
 
 
 @posix_only
@@ -203,3 +207,47 @@ def test_a_forked_child_gets_a_helper_of_its_own(tmp_path):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+@posix_only
+@pytest.mark.parametrize("helpers", [3, 6])
+def test_many_helpers_share_one_call_from_many_callers(tmp_path, helpers):
+    """More helpers than this machine's cores, posted by several callers at once (one
+    job is open at a time: the others run alone): every call gives what the unshared
+    call gives, and several helpers decode rows of the same call."""
+    from zarrfast._ext import _decode
+
+    chunks = _chunks(24, seed=5)
+    bad, missing = {4, 17}, {9}
+    paths = _write(tmp_path, chunks, bad, missing)
+    want = _decode_files(paths, share=0)
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(30):
+                got = _decode_files(paths, share=helpers)
+                assert got[:3] == want[:3]
+                assert np.array_equal(got[3], want[3])
+        except BaseException as e:  # (reported in the main thread)
+            errors.append(e)
+
+    jobs0, rows0 = _decode.helper_jobs()
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert _decode.helper_threads() >= helpers
+    # (alone, a call of 24 rows is joined by more than one helper: at least once in 200)
+    joined = 0
+    for _ in range(200):
+        before = _decode.helper_jobs()[0]
+        got = _decode_files(paths, share=helpers)
+        assert got[:3] == want[:3] and np.array_equal(got[3], want[3])
+        joined = max(joined, _decode.helper_jobs()[0] - before)
+        if joined >= 2:
+            break
+    assert joined >= 2, "never more than one helper in a call"
+    assert _decode.helper_jobs()[1] > rows0

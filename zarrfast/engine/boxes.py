@@ -278,9 +278,11 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
 def _read_box_parts(store: Store, path: str, chain: Any, sel: BasicSelection,
                     out: np.ndarray, n: int) -> bool:
     """Read a step-1 box of ``n`` (more than ``BOX_CHUNKS``) compressed chunks stored one
-    per file into ``out`` (C-contiguous): sub-boxes of whole chunk rows
-    (:func:`box_parts`), one ``decode_box_files`` call each, as many as the pool runs
-    tasks.  Uncompressed chunks keep the path that reads them straight into ``out``.
+    per file into ``out`` (C-contiguous): one ``decode_box_files`` call, whose chunks
+    the kernels' helper threads share (``config threads`` - 1 of them); a box of more
+    than ``BOX_PART_CHUNKS`` chunks in sub-boxes of whole chunk rows (:func:`box_parts`),
+    one call each, as many as the pool runs tasks.  Uncompressed chunks keep the path
+    that reads them straight into ``out``.
     ``False``, having done nothing, when the kernel may not make the files' paths."""
     if not out.flags.c_contiguous:
         return False
@@ -291,20 +293,28 @@ def _read_box_parts(store: Store, path: str, chain: Any, sel: BasicSelection,
     work = n * chain.chunk_nbytes
     out_flat = out.reshape(-1).view(np.uint8)
     out_strides = np.array(out.strides, dtype=np.int64)
+    # With more threads, a box the kernel takes in one call is one call: the kernels'
+    # helper threads (``threads - 1`` of them) share its chunks, so the read holds the
+    # GIL for one call however many threads decode it (one call per part on the pool
+    # held it for each: 4 per thread)
+    helpers = config.get("threads") - 1 if n <= BOX_PART_CHUNKS else 0
     parts = box_parts(sel, chain.chunk_shape, out_strides,
-                      max(batch_count(n, work), -(-n // BOX_PART_CHUNKS)))
+                      1 if helpers > 0 else max(batch_count(n, work), -(-n // BOX_PART_CHUNKS)))
 
-    def read(part: tuple[np.ndarray, np.ndarray, int]) -> None:
+    def read(part: tuple[np.ndarray, np.ndarray, int], share: int = 0) -> None:
         start, count, base = part
         status = chain.batch_decoder().decode_box_files(
             root, prefix, sep, start, count, chain.chunk_shape_arr, chain.chunk_strides,
             out_flat[base:], out_strides, chain.itemsize, chain.swap_unit,
-            chain.box_direct, False)
+            chain.box_direct, share)
         if status is not None:
             box = Box.within(chain, start, count, out_flat, out_strides, base)
             keys = _chunk_keys(chain.metadata, path, box.shards)
             _recover(store, chain, box, keys, range(len(keys)), status)
 
+    if helpers > 0:
+        read(parts[0], helpers)
+        return True
     # (the parts partition the box: each writes its own region of `out`)
     map_unordered_into(read, parts, work_bytes=work)
     return True
