@@ -312,8 +312,10 @@ def _split_by_shard(shard_lin: np.ndarray, shard_coords: np.ndarray, metadata, p
     order = np.argsort(shard_lin, kind="stable")
     _, starts = np.unique(shard_lin[order], return_index=True)
     first = order[starts]
+    # (slices of `order`: np.split makes each piece through Python-level swapaxes calls)
+    bounds = starts.tolist() + [len(order)]
     return (chunk_keys(metadata, path, shard_coords[first]), shard_coords[first],
-            np.split(order, starts[1:]))
+            [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
 
 
 def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
@@ -736,7 +738,7 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     # `out` (the inner chunks partition the array); each thread has its own decoder.
     threads = max(1, int(config.get("threads")))
     map_unordered_into(run, range(min(threads, len(whole))),
-                       work_bytes=sum(len(groups[g]) for g in whole) * inner.chunk_nbytes)
+                       work_bytes=int(np.diff(bounds)[todo].sum()) * inner.chunk_nbytes)
     cache = chain.cache
     for i, (g, code) in enumerate(zip(whole, status.tolist(), strict=True)):
         if code == _kernels.NO_DATA:  # (no shard: its rows hold the fill value)
