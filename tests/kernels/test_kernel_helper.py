@@ -63,6 +63,24 @@ def _expected(chunks: list[np.ndarray], bad: set[int], missing: set[int]) -> np.
     return dst
 
 
+def _in_threads(fn, n: int) -> None:
+    """``fn()`` in ``n`` threads at once; the first error any of them raised."""
+    errors = []
+
+    def run():
+        try:
+            fn()
+        except BaseException as e:  # (reported in the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
 def _write(tmp_path, chunks, bad=(), missing=()) -> list[bytes]:
     cctx = zstandard.ZstdCompressor(level=1)
     paths = []
@@ -129,23 +147,14 @@ def test_shared_region_decodes_equal_unshared_from_many_threads():
     assert want_status == [kernels.DECODED] * 2 + [kernels.NO_DATA] + [kernels.DECODED] * 3 + [
         kernels.FAILED, kernels.DECODED]
     assert np.array_equal(want, _expected(chunks, {2, 6}, set()))
-    errors = []
 
     def worker():
-        try:
-            for _ in range(40):
-                status, dst = run(True)
-                assert status == want_status
-                assert np.array_equal(dst, want)
-        except BaseException as e:  # (reported in the main thread)
-            errors.append(e)
+        for _ in range(40):
+            status, dst = run(True)
+            assert status == want_status
+            assert np.array_equal(dst, want)
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    _in_threads(worker, 4)
     assert _helper_rows() > before  # (the helper decoded some of the rows)
 
 
@@ -221,24 +230,15 @@ def test_many_helpers_share_one_call_from_many_callers(tmp_path, helpers):
     bad, missing = {4, 17}, {9}
     paths = _write(tmp_path, chunks, bad, missing)
     want = _decode_files(paths, share=0)
-    errors = []
 
     def worker():
-        try:
-            for _ in range(30):
-                got = _decode_files(paths, share=helpers)
-                assert got[:3] == want[:3]
-                assert np.array_equal(got[3], want[3])
-        except BaseException as e:  # (reported in the main thread)
-            errors.append(e)
+        for _ in range(30):
+            got = _decode_files(paths, share=helpers)
+            assert got[:3] == want[:3]
+            assert np.array_equal(got[3], want[3])
 
-    jobs0, rows0 = _decode.helper_jobs()
-    threads = [threading.Thread(target=worker) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    rows0 = _decode.helper_jobs()[1]
+    _in_threads(worker, 3)
     assert _decode.helper_threads() >= helpers
     # (alone, a call of 24 rows is joined by more than one helper: at least once in 200)
     joined = 0
