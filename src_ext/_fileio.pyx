@@ -344,12 +344,29 @@ cdef extern from *:
     static size_t zf_kept_bytes = 0;
     static uint64_t zf_kept_clock = 0;
     static pthread_mutex_t zf_kept_lock = PTHREAD_MUTEX_INITIALIZER;
+    static pthread_once_t zf_kept_once = PTHREAD_ONCE_INIT;
+
+    /* a forked child has only the forking thread: the lock may have been held by
+       another (a few stores long, never around a system call), so it starts anew */
+    static void zf_kept_after_fork(void) {
+        pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        zf_kept_lock = lock;
+    }
+
+    static void zf_kept_register(void) {
+        (void)pthread_atfork(NULL, NULL, zf_kept_after_fork);
+    }
+
+    static void zf_kept_acquire(void) {
+        pthread_once(&zf_kept_once, zf_kept_register);
+        pthread_mutex_lock(&zf_kept_lock);
+    }
 
     /* a kept mapping of exactly `size` bytes (taken out of the cache), or NULL */
     static uint8_t* zf_pages_take(size_t size, void** base, size_t* total) {
         uint8_t* data = NULL;
         int i;
-        pthread_mutex_lock(&zf_kept_lock);
+        zf_kept_acquire();
         for (i = 0; i < ZF_KEPT_SLOTS; i++) {
             if (zf_kept[i].base != NULL && zf_kept[i].size == size) {
                 *base = zf_kept[i].base;
@@ -380,7 +397,7 @@ cdef extern from *:
         if (base != NULL)
             (void)madvise(base, total, MADV_FREE);
     #endif
-        pthread_mutex_lock(&zf_kept_lock);
+        zf_kept_acquire();
         for (;;) {
             free_slot = -1;
             oldest = -1;
@@ -416,7 +433,7 @@ cdef extern from *:
 
     static void zf_pages_kept(size_t* count, size_t* bytes) {
         int i;
-        pthread_mutex_lock(&zf_kept_lock);
+        zf_kept_acquire();
         *count = 0;
         for (i = 0; i < ZF_KEPT_SLOTS; i++)
             if (zf_kept[i].base != NULL) (*count)++;

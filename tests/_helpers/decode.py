@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import threading
 
 import numpy as np
 import pytest
@@ -241,3 +242,21 @@ def blosc_frames_with(decode, isa: str):
         yield
     finally:
         decode.set_blosc_frames(previous)
+
+
+def run_in_threads(fn, n: int) -> None:
+    """``fn()`` in ``n`` threads at once; raises the first error any of them raised."""
+    errors = []
+
+    def run():
+        try:
+            fn()
+        except BaseException as e:  # (reported in the calling thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 import numpy as np
 import pytest
 import zstandard
 
-from _helpers.decode import CompiledDecoder
+from _helpers.decode import CompiledDecoder, run_in_threads
 
 pytestmark = pytest.mark.skipif(CompiledDecoder is None, reason="no compiled decoder")
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="no helper thread on Windows")
@@ -61,24 +60,6 @@ def _expected(chunks: list[np.ndarray], bad: set[int], missing: set[int]) -> np.
         a, b, _ = shapes[i]
         out[:a, :b, 32 * i:32 * i + 32] = c[i % 5:i % 5 + a, :b, :]
     return dst
-
-
-def _in_threads(fn, n: int) -> None:
-    """``fn()`` in ``n`` threads at once; the first error any of them raised."""
-    errors = []
-
-    def run():
-        try:
-            fn()
-        except BaseException as e:  # (reported in the main thread)
-            errors.append(e)
-
-    threads = [threading.Thread(target=run) for _ in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
 
 
 def _write(tmp_path, chunks, bad=(), missing=()) -> list[bytes]:
@@ -154,7 +135,7 @@ def test_shared_region_decodes_equal_unshared_from_many_threads():
             assert status == want_status
             assert np.array_equal(dst, want)
 
-    _in_threads(worker, 4)
+    run_in_threads(worker, 4)
     assert _helper_rows() > before  # (the helper decoded some of the rows)
 
 
@@ -238,7 +219,7 @@ def test_many_helpers_share_one_call_from_many_callers(tmp_path, helpers):
             assert np.array_equal(got[3], want[3])
 
     rows0 = _decode.helper_jobs()[1]
-    _in_threads(worker, 3)
+    run_in_threads(worker, 3)
     assert _decode.helper_threads() >= helpers
     # (alone, a call of 24 rows is joined by more than one helper: at least once in 200)
     joined = 0

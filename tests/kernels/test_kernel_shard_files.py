@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from zarrfast import kernels as _kernels
 from zarrfast.kernels import reference as ref
 
-from _helpers.decode import PROPS, CompiledDecoder, TwinDecoder
+from _helpers.decode import PROPS, CompiledDecoder, TwinDecoder, run_in_threads
 
 try:
     from zarrfast._ext import _decode as _decode_ext
@@ -372,8 +372,6 @@ def test_shard_files_read_arguments(tmp_path):
 def test_shard_files_run_takes_turns(tmp_path, impl, threads, max_shards):
     """``run`` from several threads: every shard of ``todo`` read once, by one of them,
     with ``read``'s statuses, placements and indexes."""
-    import threading
-
     cls, dec_cls = impl
     rng = np.random.default_rng(11)
     n_shards, n_inner = 9, 4
@@ -407,11 +405,7 @@ def test_shard_files_run_takes_turns(tmp_path, impl, threads, max_shards):
             n += k
         counts.append(n)
 
-    workers = [threading.Thread(target=runner) for _ in range(threads)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join()
+    run_in_threads(runner, threads)
     assert sum(counts) == todo.size
     want_status = [NO_DATA if g == 4 else FAILED if g == 6 else DECODED for g in todo.tolist()]
     assert status.tolist() == want_status

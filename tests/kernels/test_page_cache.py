@@ -10,6 +10,8 @@ each or in shards, and compare with NumPy.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -160,3 +162,27 @@ def test_sharded_reads_into_kept_pages_write_every_element(tmp_path, monkeypatch
     want[0:32, 0:200] = 4
     want[40:44, 210:260] = 6
     _read_on_stale_pages(a, want)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_child_keeps_and_reuses_pages(tmp_path):
+    kept = kernels.PageBuffer(2 * MiB, 8 * MiB)
+    del kept
+    assert kernels.kept_pages()[0] == 1
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 when it can take, keep and give back pages
+        code = 1
+        try:
+            again = kernels.PageBuffer(2 * MiB, 8 * MiB)  # (the parent's kept mapping)
+            np.frombuffer(again, dtype=np.uint8)[:] = 5
+            del again
+            if kernels.kept_pages()[0] == 1:
+                kernels.release_kept_pages()
+                code = 0 if kernels.kept_pages() == (0, 0) else 3
+            else:
+                code = 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert kernels.kept_pages()[0] == 1  # (the parent's own are untouched)
