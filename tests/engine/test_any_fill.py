@@ -1,9 +1,10 @@
-"""PreparedChain.any_fill (does a run of stored chunks hold one equal to the fill value)
+"""PreparedChain.any_fill and any_fill_run (does a run of stored chunks hold one equal to the fill value)
 against the chunk-by-chunk is_fill it replaces, and the sharded write that uses it."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,9 @@ def test_any_fill_is_any_is_fill(dtype, fill, kinds, seed):
     want = any(inner.is_fill(buf[o:o + nb]) for o in offsets.tolist())
     assert inner.any_fill(buf, offsets) == want
     assert inner.any_fill(buf, offsets[::-1].copy()) == want
+    # the same chunks back to back after a lead of `gap` bytes: any_fill_run
+    run = np.frombuffer(b"\xee" * gap + b"".join(chunks), dtype=np.uint8)
+    assert inner.any_fill_run(run, gap, len(chunks)) == want
 
 
 def test_whole_shard_with_a_fill_chunk_leaves_it_out():
@@ -58,3 +62,33 @@ def test_whole_shard_with_a_fill_chunk_leaves_it_out():
     data[4:, :4] = 6
     a[:] = data
     assert len(store.get("c/0/0")) == 4 * 32 + 4 * 16 + 4 and np.array_equal(a[:], data)
+
+
+@pytest.mark.parametrize("location", ["end", "start"])
+@pytest.mark.parametrize("checksum", [True, False])
+def test_dense_index_is_the_encoded_index_of_a_full_shard(location, checksum):
+    """The index a whole uncompressed shard is written with (encoded once per layout) is
+    the one encode_index makes for inner chunk j at data_start + j * nbytes."""
+    from zarrfast.codecs import BytesCodec, Crc32cCodec, ShardingCodec
+
+    sharding = ShardingCodec(chunk_shape=(2, 3), codecs=[BytesCodec()],
+                             index_codecs=[BytesCodec()] + ([Crc32cCodec()] if checksum else []),
+                             index_location=location)
+    store = zarrfast.storage.MemoryStore()
+    a = zarrfast.create_array(store, shape=(8, 12), chunks=(8, 12), dtype="<u2",
+                              serializer=sharding, compressors=None)
+    assert a._chain.layout.at_end == (location == "end")
+    layout = a._chain.layout
+    nb = a._chain.inner.chunk_nbytes
+    index = np.empty((layout.n_inner, 2), dtype=np.uint64)
+    index[:, 0] = layout.data_start + np.arange(layout.n_inner) * nb
+    index[:, 1] = nb
+    dense = layout.dense_index(nb)
+    assert dense.tobytes() == layout.encode_index(index)
+    assert layout.dense_index(nb) is dense  # (encoded once)
+    data = np.arange(96, dtype="<u2").reshape(8, 12) + 1
+    a[...] = data
+    shard = store.get("c/0/0")
+    at = 0 if location == "start" else len(shard) - layout.index_nbytes
+    assert shard[at:at + layout.index_nbytes] == dense.tobytes()
+    assert np.array_equal(a[...], data)

@@ -62,6 +62,7 @@ class ShardFormat:
         self._plain_index = (
             len(codecs) == 2 and isinstance(codecs[0], BytesCodec)
             and codecs[0].endian in ("little", None) and isinstance(codecs[1], Crc32cCodec))
+        self._dense: dict[int, np.ndarray] = {}
         #: kernels decode indexes of little-endian bytes, then crc32c or nothing: whether
         #: this one has the checksum (``None``: other index codecs)
         self.index_checksum: bool | None = (
@@ -69,6 +70,20 @@ class ShardFormat:
             else False if (len(codecs) == 1 and isinstance(codecs[0], BytesCodec)
                            and codecs[0].endian in ("little", None))
             else None)
+
+    def dense_index(self, chunk_nbytes: int) -> np.ndarray:
+        """The encoded index (uint8) of a shard whose every inner chunk is stored, each
+        ``chunk_nbytes`` long, in index order from :attr:`data_start` on: the same for
+        every such shard of this layout, so encoded once."""
+        raw = self._dense.get(chunk_nbytes)
+        if raw is None:
+            index = np.empty((self.n_inner, 2), dtype=np.uint64)
+            index[:, 0] = self.data_start + np.arange(self.n_inner, dtype=np.uint64) * np.uint64(
+                chunk_nbytes)
+            index[:, 1] = chunk_nbytes
+            raw = np.frombuffer(self.encode_index(index), dtype=np.uint8)
+            self._dense[chunk_nbytes] = raw  # (a race encodes the same bytes twice)
+        return raw
 
     def inner_name(self, j: int) -> str:
         return str(tuple(int(x) for x in np.unravel_index(j, self.cps)))

@@ -345,6 +345,14 @@ class PreparedChain:
         nb = self.chunk_nbytes
         return any(self.is_fill(buf[o:o + nb]) for o in candidates.tolist())
 
+    def any_fill_run(self, buf: np.ndarray, start: int, n: int) -> bool:
+        """:meth:`any_fill` of ``n`` stored chunks back to back from byte ``start``: their
+        first items compared in one strided view."""
+        nb, item = self.chunk_nbytes, self._fill_chunk_item_arr
+        heads = buf[start:start + n * nb].reshape(n, nb)[:, :len(item)]
+        candidates = np.flatnonzero((heads == item).all(axis=1))
+        return any(self.is_fill(buf[o:o + nb]) for o in (start + candidates * nb).tolist())
+
 
 # -- selections ------------------------------------------------------------------
 

@@ -617,17 +617,17 @@ def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWr
         buf, slots + writer.dst_offsets[rows], writer.dst_strides,
         proj.local_count[rows], inner.itemsize, inner.swap_unit,
     )
-    if not write_empty_chunks and inner.any_fill(buf, slots):
-        return None
     if n < layout.n_inner:
+        if not write_empty_chunks and inner.any_fill(buf, slots):
+            return None
         index = np.full((layout.n_inner, 2), EMPTY, dtype=np.uint64)
         index[lin, 0] = slots
         index[lin, 1] = nb
-    else:
-        index = np.empty((layout.n_inner, 2), dtype=np.uint64)
-        index[:, 0] = base + np.arange(layout.n_inner, dtype=np.uint64) * nb
-        index[:, 1] = nb
-    raw_index = np.frombuffer(layout.encode_index(index), dtype=np.uint8)
+        raw_index = np.frombuffer(layout.encode_index(index), dtype=np.uint8)
+    else:  # (the inner chunks fill [base, base + n * nb), in index order)
+        if not write_empty_chunks and inner.any_fill_run(buf, base, n):
+            return None
+        raw_index = layout.dense_index(nb)
     if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
         return None
     at = n * nb if layout.at_end else 0
