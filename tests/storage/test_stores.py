@@ -93,6 +93,7 @@ class TestLocalStore(StoreTests):
             raise OSError("disk on fire")
 
         monkeypatch.setattr(os, "replace", broken_replace)
+        monkeypatch.setattr(LocalStore, "_set_fast", lambda self, key, value: False)
         with pytest.raises(OSError, match="disk on fire"):
             store.set("k", b"new value")
         monkeypatch.undo()
