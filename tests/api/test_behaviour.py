@@ -133,6 +133,49 @@ def test_auto_shards_as_zarr_python(shape, chunks) -> None:
     assert (ours.shards, ours.chunks) == (ref.shards, ref.chunks)
 
 
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_shards_mapping_as_zarr_python(location) -> None:
+    """zarr-python's ``shards={"shape": ..., "index_location": ...}``: the index where
+    asked, as zarr-python puts it; each reads what the other wrote."""
+    shards = {"shape": (8, 8), "index_location": location}
+    ref_store, ours_store = zarr.storage.MemoryStore(), MemoryStore()
+    ref = _quiet(zarr.create_array, ref_store, shape=(16, 8), dtype="u2", chunks=(4, 4),
+                 shards=shards, compressors=None)
+    ours = zarrfast.create_array(ours_store, shape=(16, 8), dtype="u2", chunks=(4, 4),
+                                 shards=shards, compressors=None)
+    assert ours._chain.codec.index_location == location
+    data = np.arange(128, dtype="u2").reshape(16, 8)
+    ours[...] = data
+    ref[...] = data
+    for key in ("c/0/0", "c/1/0"):  # (inner chunks may be in another order: both valid)
+        got, want = ours_store.get(key), ref_store._store_dict[key].to_bytes()
+        index = got[:68] if location == "start" else got[-68:]
+        assert len(got) == len(want) == 4 * 32 + 68
+        assert np.frombuffer(index[:64], "<u8").reshape(4, 2)[:, 0].min() == (
+            68 if location == "start" else 0)
+    reref = zarrfast.open_array(MemoryStore(
+        {k: v.to_bytes() for k, v in ref_store._store_dict.items()}), mode="r")
+    assert reref._chain.codec.index_location == location
+    assert np.array_equal(reref[...], data)
+    reread = zarr.open_array(zarr.storage.MemoryStore(
+        {k: zarr.core.buffer.cpu.Buffer.from_bytes(ours_store.get(k))
+         for k in ours_store.list()}),
+        mode="r")
+    assert np.array_equal(reread[...], data)
+    # without "index_location": at the end, as zarr-python's default
+    plain = zarrfast.create_array(MemoryStore(), shape=(16, 8), dtype="u2", chunks=(4, 4),
+                                  shards={"shape": (8, 8)})
+    assert plain._chain.codec.index_location == "end"
+
+
+@pytest.mark.parametrize("shards", [{"shape": (8, 8), "index_codecs": []},
+                                    {"shape": (8, 8), "index_location": "middle"}])
+def test_shards_mapping_refuses_what_it_does_not_take(shards) -> None:
+    with pytest.raises(ZarrfastError, match="shards"):
+        zarrfast.create_array(MemoryStore(), shape=(16, 8), dtype="u2", chunks=(4, 4),
+                              shards=shards)
+
+
 def test_guess_chunks_bounds() -> None:
     from zarrfast.hierarchy.create import guess_chunks
 

@@ -200,9 +200,31 @@ def normalize_chunks(chunks: Any, shape: tuple[int, ...], itemsize: int, node: s
     return tuple(out)
 
 
+def shard_index_location(shards: Any, node: str) -> str:
+    """Where the ``shards`` argument puts each shard's index: ``"end"``, or a mapping's
+    ``"index_location"`` (zarr-python's ``{"shape": ..., "index_location": ...}``).  A key
+    of the mapping that is neither is refused, never dropped."""
+    if not isinstance(shards, Mapping):
+        return "end"
+    unknown = sorted(set(shards) - {"shape", "index_location"}, key=str)
+    if unknown:
+        raise ZarrfastError(
+            f"{node}: shards takes the keys 'shape' and 'index_location', got "
+            f"{', '.join(repr(k) for k in unknown)} (index codecs and other settings of "
+            f"the sharding codec: pass a ShardingCodec in serializer/codecs)")
+    where = shards.get("index_location")
+    where = "end" if where is None else getattr(where, "value", where)
+    if where not in ("start", "end"):
+        raise ZarrfastError(
+            f"{node}: shards index_location must be 'start' or 'end', got "
+            f"{shards.get('index_location')!r}")
+    return where
+
+
 def normalize_shards(shards: Any, shape: tuple[int, ...], inner: tuple[int, ...], node: str,
                      itemsize: int = 1) -> tuple[int, ...]:
     if isinstance(shards, Mapping):
+        shard_index_location(shards, node)
         shards = shards.get("shape")
     if isinstance(shards, str) and shards == "auto":
         return guess_shards(shape, inner, itemsize)
@@ -336,14 +358,16 @@ def build_array_metadata(
                     raise ZarrfastError(
                         f"{node}: shard edge length {size} in dimension {d} is not a "
                         f"multiple of the inner chunk size {c}")
-        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs)
+        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs,
+                                 index_location=shard_index_location(shards, node))
         chunk_shape = grid.first_chunk_shape()
         chain = CodecChain.create((sharding,), chunk_shape=chunk_shape, data_type=data_type,
                                   node=node)
     elif shards is not None:
         # as in zarr-python: `chunks` are the inner chunks, the codecs go inside the shard
         shard_shape = normalize_shards(shards, shape_t, chunk_shape, node, itemsize)
-        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs)
+        sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs,
+                                 index_location=shard_index_location(shards, node))
         chain = CodecChain.create((sharding,), chunk_shape=shard_shape, data_type=data_type,
                                   node=node)
         chunk_shape = shard_shape
