@@ -145,7 +145,6 @@ def copy_regions(const uint8_t[::1] src not None, const int64_t[::1] src_offsets
     stores (for a large output written once, which the cache would not keep: no read
     of each line before it is written); the values are the same either way."""
     cdef Py_ssize_t n = shapes.shape[0], ndim = shapes.shape[1], r
-    cdef Layout* layouts
     cdef bint* skip
     if src_offsets.shape[0] != n or dst_offsets.shape[0] != n:
         raise ValueError(
@@ -162,14 +161,16 @@ def copy_regions(const uint8_t[::1] src not None, const int64_t[::1] src_offsets
     _check_item("copy_regions", itemsize, swap_unit)
     if n == 0:
         return
-    layouts = <Layout*>PyMem_Malloc(n * sizeof(Layout))
+    # (no table of normalised layouts: at 1.5 KiB a row it cost a fresh page every few
+    # rows; each row's layout is made on the stack just before its copy)
     skip = <bint*>PyMem_Malloc(n * sizeof(bint))
-    if layouts == NULL or skip == NULL:
-        PyMem_Free(layouts)
-        PyMem_Free(skip)
+    if skip == NULL:
         raise MemoryError()
     cdef const uint8_t* s = _cptr(src)
     cdef uint8_t* d = _ptr(dst)
+    cdef Layout L
+    cdef const int64_t* sst = &src_strides[0] if ndim else NULL
+    cdef const int64_t* dstr = &dst_strides[0] if ndim else NULL
     try:
         for r in range(n):
             try:
@@ -184,18 +185,15 @@ def copy_regions(const uint8_t[::1] src not None, const int64_t[::1] src_offsets
                             shapes[r], itemsize)
             except ValueError as e:
                 raise ValueError(f"{e} (region {r})") from None
-            normalize_layout(<int>ndim, &shapes[r, 0] if ndim else NULL,
-                             &src_strides[0] if ndim else NULL,
-                             &dst_strides[0] if ndim else NULL,
-                             src_offsets[r], dst_offsets[r], &layouts[r])
         with nogil:
             for r in range(n):
                 if not skip[r]:
-                    strided_copy_stream(s, d, &layouts[r], itemsize, swap_unit, stream)
+                    normalize_layout(<int>ndim, &shapes[r, 0] if ndim else NULL, sst, dstr,
+                                     src_offsets[r], dst_offsets[r], &L)
+                    strided_copy_stream(s, d, &L, itemsize, swap_unit, stream)
             if stream:
                 zf_stream_fence()  # (the streamed stores are seen before the call returns)
     finally:
-        PyMem_Free(layouts)
         PyMem_Free(skip)
 
 

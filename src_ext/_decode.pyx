@@ -532,14 +532,27 @@ cdef enum:
 
 
 ctypedef struct _PlanC:
-    # a _Plan's tables, for code that runs without Python objects (the helper thread)
-    Layout* layouts
+    # a _Plan's tables, for code that runs without Python objects (the helper thread).
+    # Row r's layout is made when its chunk is placed (``_row_layout``), not kept: a
+    # table of them would take ``sizeof(Layout)`` (1.5 KiB) per row, a fresh page every
+    # few rows on each call.
+    int ndim
+    const int64_t* shapes  # (n, ndim): each row's region
+    const int64_t* src_offsets  # each row's first item in its decoded chunk
+    int64_t cst[ZF_MAX_NDIM]  # decoded chunk strides (bytes)
+    int64_t dstr[ZF_MAX_NDIM]  # dst strides (bytes)
     bint* skip
     uint8_t* d
     const int64_t* dst_offsets
     const uint8_t* direct
     Py_ssize_t itemsize, swap_unit
     bint stream  # (copies into dst use non-temporal stores)
+
+
+cdef inline void _row_layout(const _PlanC* p, Py_ssize_t r, Layout* L) noexcept nogil:
+    """The normalised layout of row ``r`` (validated when the plan was made)."""
+    normalize_layout(p.ndim, p.shapes + r * p.ndim if p.ndim else NULL, p.cst, p.dstr,
+                     p.src_offsets[r], p.dst_offsets[r], L)
 
 
 #: the most chunks ``decode_box_files`` takes in one call
@@ -619,14 +632,14 @@ cdef bint _box_rows(int ndim, const int64_t* start, const int64_t* count,
         slast[d] = last[d] // cps[d]
         nshards *= slast[d] - sfirst[d] + 1  # (at most the rows: validated)
     cdef int64_t* bounds = <int64_t*>malloc((nshards + 1) * sizeof(int64_t))
-    cdef int64_t* src = <int64_t*>malloc(plan.n * sizeof(int64_t))
-    if bounds == NULL or src == NULL:
-        free(bounds)
-        free(src)
+    if bounds == NULL:
         return False
     box_fill(ndim, start, count, cshape, cps, cstr, dstr, first, last, sfirst, slast,
-             nshards, plan.own_coords, bounds, plan.own_inner, src, plan.own_offsets,
-             plan.own_shapes)
+             nshards, plan.own_coords, bounds, plan.own_inner, plan.own_src,
+             plan.own_offsets, plan.own_shapes)
+    for d in range(ndim):
+        plan.c.cst[d] = cstr[d]
+        plan.c.dstr[d] = dstr[d]
     for g in range(nshards):
         for row in range(bounds[g], bounds[g + 1]):
             plan.own_shard[row] = g
@@ -635,10 +648,7 @@ cdef bint _box_rows(int ndim, const int64_t* start, const int64_t* count,
                 whole = whole and plan.own_shapes[row * ndim + d] == cshape[d]
             plan.own_direct[row] = whole
             plan.skip[row] = False
-            normalize_layout(ndim, &plan.own_shapes[row * ndim], cstr, dstr, src[row],
-                             plan.own_offsets[row], &plan.layouts[row])
     free(bounds)
-    free(src)
     return True
 
 
@@ -1624,22 +1634,25 @@ cdef bint _place_with(zf_worker* w, int codec, int64_t nbytes, const _PlanC* pla
     """Decode one chunk with ``w``'s state and place it as ``plan`` says for row ``r``."""
     cdef uint8_t* target = plan.d + plan.dst_offsets[r] if plan.direct[r] else w.scratch
     cdef int64_t lo = 0, hi = nbytes
+    cdef Layout L
+    if not plan.direct[r]:
+        _row_layout(plan, r, &L)
     if codec == _NONE:  # the stored bytes are the chunk: placed from where they are
         if size != <size_t>nbytes:
             return False
         if plan.direct[r]:
             memcpy(target, frame, size)
         else:
-            strided_copy_stream(frame, plan.d, &plan.layouts[r], plan.itemsize,
-                                plan.swap_unit, plan.stream)
+            strided_copy_stream(frame, plan.d, &L, plan.itemsize, plan.swap_unit,
+                                plan.stream)
         return True
     if codec == _BLOSC and not plan.direct[r]:
-        _layout_span(&plan.layouts[r], plan.itemsize, &lo, &hi)
+        _layout_span(&L, plan.itemsize, &lo, &hi)
     if not _decode_with(w, codec, nbytes, frame, size, target, lo, hi):
         return False
     if not plan.direct[r]:
-        strided_copy_stream(w.scratch, plan.d, &plan.layouts[r], plan.itemsize,
-                            plan.swap_unit, plan.stream)
+        strided_copy_stream(w.scratch, plan.d, &L, plan.itemsize, plan.swap_unit,
+                            plan.stream)
     return True
 
 
@@ -1816,19 +1829,22 @@ cdef inline bint _span_ok(int64_t buflen, int64_t offset, const int64_t* strides
 
 
 cdef class _Plan:
-    """Where each decoded chunk goes: the validated, normalised layouts of a call."""
+    """Where each decoded chunk goes: a call's validated rows (each row's layout is
+    normalised when its chunk is placed)."""
 
     cdef _PlanC c  # (its pointers: into this plan's own tables and the arrays it holds)
-    cdef Layout* layouts
     cdef bint* skip
     cdef uint8_t* d
     cdef const int64_t[::1] dst_offsets
     cdef const uint8_t[::1] direct
+    cdef const int64_t[:, ::1] shapes
+    cdef const int64_t[::1] chunk_offsets
     cdef uint8_t[::1] dst
     cdef Py_ssize_t itemsize, swap_unit
     cdef bint stream  # (copies into dst use non-temporal stores)
     # (``own``: the plan's own tables -- dst offsets, direct flags -- and a box's rows)
     cdef int64_t* own_offsets
+    cdef int64_t* own_src  # each row's first item in its decoded chunk
     cdef uint8_t* own_direct
     cdef int64_t* own_shapes  # (n, ndim)
     cdef int64_t* own_coords  # (n, ndim): the shards (a plain grid: each row's chunk)
@@ -1837,28 +1853,27 @@ cdef class _Plan:
     cdef int64_t n
 
     def __cinit__(self):
-        self.layouts = NULL
         self.skip = NULL
-        self.own_offsets = self.own_shapes = self.own_coords = NULL
+        self.own_offsets = self.own_src = self.own_shapes = self.own_coords = NULL
         self.own_shard = self.own_inner = NULL
         self.own_direct = NULL
 
     cdef int own(self, int64_t n, Py_ssize_t ndim, uint8_t[::1] dst, Py_ssize_t itemsize,
                  Py_ssize_t swap_unit) except -1:
         """Tables for ``n`` rows of rank ``ndim`` into ``dst`` that the caller fills
-        (``layouts``, ``skip`` and the ``own_*`` tables), its rows checked by
+        (``skip`` and the ``own_*`` tables; the strides in ``c``), its rows checked by
         construction."""
         n = max(n, 1)
         self.n = n
-        self.layouts = <Layout*>PyMem_Malloc(n * sizeof(Layout))
         self.skip = <bint*>PyMem_Malloc(n * sizeof(bint))
         self.own_offsets = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
+        self.own_src = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
         self.own_direct = <uint8_t*>PyMem_Malloc(n * sizeof(uint8_t))
         self.own_shapes = <int64_t*>PyMem_Malloc(n * max(ndim, 1) * sizeof(int64_t))
         self.own_coords = <int64_t*>PyMem_Malloc(n * max(ndim, 1) * sizeof(int64_t))
         self.own_shard = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
         self.own_inner = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
-        if (self.layouts == NULL or self.skip == NULL or self.own_offsets == NULL
+        if (self.skip == NULL or self.own_offsets == NULL or self.own_src == NULL
                 or self.own_direct == NULL or self.own_shapes == NULL
                 or self.own_coords == NULL or self.own_shard == NULL
                 or self.own_inner == NULL):
@@ -1868,7 +1883,9 @@ cdef class _Plan:
         self.itemsize = itemsize
         self.swap_unit = swap_unit
         self.stream = dst.shape[0] >= _stream_min
-        self.c.layouts, self.c.skip, self.c.d = self.layouts, self.skip, self.d
+        self.c.skip, self.c.d = self.skip, self.d
+        self.c.ndim = <int>ndim
+        self.c.shapes, self.c.src_offsets = self.own_shapes, self.own_src
         self.c.dst_offsets = self.own_offsets
         self.c.direct = self.own_direct
         self.c.itemsize, self.c.swap_unit, self.c.stream = itemsize, swap_unit, self.stream
@@ -1879,7 +1896,7 @@ cdef class _Plan:
                   const int64_t[::1] dst_offsets, const int64_t[::1] dst_strides,
                   const int64_t[:, ::1] shapes, Py_ssize_t itemsize, Py_ssize_t swap_unit,
                   const uint8_t[::1] direct, const int8_t[::1] status) except -1:
-        """Validate and normalise the layouts of a call (``_new_plan``; a cdef method,
+        """Validate the rows of a call (``_new_plan``; a cdef method,
         so the caller's typed buffers pass without becoming Python objects again)."""
         cdef Py_ssize_t n = shapes.shape[0], ndim = shapes.shape[1], r
         if chunk_offsets.shape[0] != n or dst_offsets.shape[0] != n or direct.shape[0] != n:
@@ -1901,12 +1918,18 @@ cdef class _Plan:
         self.stream = dst.shape[0] >= _stream_min
         self.dst_offsets = dst_offsets
         self.direct = direct
-        self.layouts = <Layout*>PyMem_Malloc(max(n, 1) * sizeof(Layout))
         self.skip = <bint*>PyMem_Malloc(max(n, 1) * sizeof(bint))
-        if self.layouts == NULL or self.skip == NULL:
+        if self.skip == NULL:
             raise MemoryError()
         self.dst = dst
-        self.c.layouts, self.c.skip, self.c.d = self.layouts, self.skip, self.d
+        self.shapes, self.chunk_offsets = shapes, chunk_offsets  # (kept: rows' inputs)
+        self.c.skip, self.c.d = self.skip, self.d
+        self.c.ndim = <int>ndim
+        self.c.shapes = &shapes[0, 0] if n and ndim else NULL
+        self.c.src_offsets = &chunk_offsets[0] if n else NULL
+        for r in range(ndim):
+            self.c.cst[r] = chunk_strides[r]
+            self.c.dstr[r] = dst_strides[r]
         self.c.dst_offsets = &dst_offsets[0] if n else NULL
         self.c.direct = &direct[0] if n else NULL
         self.c.itemsize, self.c.swap_unit, self.c.stream = itemsize, swap_unit, self.stream
@@ -1940,8 +1963,6 @@ cdef class _Plan:
                         and _span_ok(dlen, dst_offsets[r], dstr, shp, ndim, itemsize)):
                     bad = r
                     break
-                normalize_layout(<int>ndim, shp, cst, dstr, chunk_offsets[r], dst_offsets[r],
-                                 &self.layouts[r])
         if bad >= 0:
             r = bad
             try:
@@ -1963,9 +1984,9 @@ cdef class _Plan:
         return 0
 
     def __dealloc__(self):
-        PyMem_Free(self.layouts)
         PyMem_Free(self.skip)
         PyMem_Free(self.own_offsets)
+        PyMem_Free(self.own_src)
         PyMem_Free(self.own_direct)
         PyMem_Free(self.own_shapes)
         PyMem_Free(self.own_coords)
