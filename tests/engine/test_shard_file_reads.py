@@ -218,3 +218,22 @@ def test_the_index_cache_after_whole_shard_reads(tmp_path, monkeypatch):
     np.testing.assert_array_equal(a[0:2, 0:2, 0:2], data2[0:2, 0:2, 0:2])
     np.testing.assert_array_equal(a[...], data2)
 
+
+
+def test_index_cache_refresh_keeps_same_tokens_and_stays_bounded():
+    """``_IndexCache.refresh`` (the whole-shard read's indexes, under one lock): an entry
+    with the same token is kept as it is, a new token replaces it, no token caches
+    nothing, and the cache stays within its size, the oldest going first."""
+    from zarrfast.engine.sharded import _IndexCache
+
+    cache = _IndexCache(3)
+    indexes = np.arange(4 * 2 * 2, dtype=np.uint64).reshape(4, 2, 2)
+    cache.refresh([("a", 1, 0), ("b", 1, 1), ("c", None, 2)], indexes)
+    kept = cache.get("a")
+    assert kept[0] == 1 and np.array_equal(kept[1], indexes[0]) and cache.get("c") is None
+    assert kept[1] is not indexes[0] and not np.shares_memory(kept[1], indexes)
+    cache.refresh([("a", 1, 3), ("b", 2, 3)], indexes)
+    assert cache.get("a") is kept  # same token: the entry as it was
+    assert cache.get("b")[0] == 2 and np.array_equal(cache.get("b")[1], indexes[3])
+    cache.refresh([("d", 1, 0), ("e", 1, 1)], indexes)  # a is the oldest: it goes
+    assert list(cache._data) == ["b", "d", "e"]

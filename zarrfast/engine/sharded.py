@@ -98,6 +98,22 @@ class _IndexCache:
                 self._data.move_to_end(key)
             return entry
 
+    def refresh(self, entries: list[tuple[str, Any, int]], indexes: np.ndarray) -> None:
+        """Cache ``indexes[i]`` under ``(key, token)`` for each ``(key, token, i)`` (a token
+        ``None``: not cached), under one hold of the lock; an entry that has that token
+        already is kept (a repeated read costs no new entry), only made the newest."""
+        data = self._data
+        with self._lock:
+            for key, token, i in entries:
+                if token is None:
+                    continue
+                cached = data.get(key)
+                if cached is None or cached[0] != token:
+                    data[key] = (token, indexes[i].copy())
+                data.move_to_end(key)
+            while len(data) > self.maxsize:
+                data.popitem(last=False)
+
     def put(self, key: str, entry: tuple[Any, np.ndarray] | None) -> None:
         with self._lock:
             if entry is None:
@@ -310,7 +326,9 @@ def _split_by_shard(shard_lin: np.ndarray, shard_coords: np.ndarray, metadata, p
     """The rows of each shard (by its linear index ``shard_lin``), in stable order: (shard
     keys, shard coords, per-shard row arrays)."""
     order = np.argsort(shard_lin, kind="stable")
-    _, starts = np.unique(shard_lin[order], return_index=True)
+    ordered = shard_lin[order]
+    # (each shard's first position in `order`: np.unique would sort them again)
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     first = order[starts]
     # (slices of `order`: np.split makes each piece through Python-level swapaxes calls)
     bounds = starts.tolist() + [len(order)]
@@ -325,12 +343,7 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         return
     proj = Projection(chain.metadata.shape, chain.inner, sel)
     keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
-    # each shard's own chain: the array's, but for a rectilinear grid of shards
-    subs = [chain.shard_chain(c) for c in shard_coords]
-    payload: list[Any] = [None] * proj.nrows
     rows_per_shard = np.array([len(rows) for rows in groups], dtype=np.int64)
-    row_shard = np.empty(proj.nrows, dtype=np.int64)
-    row_shard[np.concatenate(groups)] = np.repeat(np.arange(len(groups)), rows_per_shard)
     # which shards the read covers whole (all their inner chunks inside the array)
     whole_shards = (rows_per_shard >= chain.inner_in_array_many(shard_coords)
                     if chain.partial_reads else np.ones(len(groups), dtype=np.bool_)).tolist()
@@ -556,12 +569,19 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
     # per shard, without the GIL, reads the file, checks its index and places every
     # inner chunk (see _read_whole_files).  The shards it leaves go the way below.
     done = _read_whole_files(store, chain, keys, groups, inner_lin, reader, is_whole)
+    todo = [g for g, d in enumerate(done) if not d]
+    if not todo:
+        return
+    # (what the tasks above use, made only when some shard is left to them)
+    # each shard's own chain: the array's, but for a rectilinear grid of shards
+    subs = [chain.shard_chain(c) for c in shard_coords]
+    payload: list[Any] = [None] * proj.nrows
+    row_shard = np.empty(proj.nrows, dtype=np.int64)
+    row_shard[np.concatenate(groups)] = np.repeat(np.arange(len(groups)), rows_per_shard)
     # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
     # the fetched bytes held at once stay bounded however large the selection is.
-    todo = [g for g, d in enumerate(done) if not d]
-    waves = ([] if not todo
-             else [[todo[k] for k in w] for w in _waves([groups[g] for g in todo],
-                                                         inner.chunk_nbytes)])
+    waves = [[todo[k] for k in w] for w in _waves([groups[g] for g in todo],
+                                                   inner.chunk_nbytes)]
     for wave in waves:
         if len(waves) > 1 and not use_thread_buffers:  # one wave: fresh buffers cost no more
             plan_slots(wave)
@@ -739,19 +759,17 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     threads = max(1, int(config.get("threads")))
     map_unordered_into(run, range(min(threads, len(whole))),
                        work_bytes=int(np.diff(bounds)[todo].sum()) * inner.chunk_nbytes)
-    cache = chain.cache
+    decoded, no_data = _kernels.DECODED, _kernels.NO_DATA
+    read: list[tuple[str, Any, int]] = []
     for i, (g, code) in enumerate(zip(whole, status.tolist(), strict=True)):
-        if code == _kernels.NO_DATA:  # (no shard: its rows hold the fill value)
+        if code == no_data:  # (no shard: its rows hold the fill value)
             done[g] = True
-        elif code == _kernels.DECODED:
+        elif code == decoded:
             done[g] = True
-            # the index is cached under the version token of the file read, unless the
-            # cache has it already (a repeated read then costs no new entry)
-            token = store.file_version(plan.stamp(g))
-            cached = cache.get(keys[g])
-            if token is not None and (cached is None or cached[0] != token):
-                cache.put(keys[g], (token, indexes[i].copy()))
+            read.append((keys[g], store.file_version(plan.stamp(g)), i))
         # (FAILED, or not read after an error: the general path reads it again)
+    # each index cached under the version token of the file read
+    chain.cache.refresh(read, indexes)
     return done
 
 
