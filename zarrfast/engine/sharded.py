@@ -83,6 +83,11 @@ def shard_index_request(layout: ShardFormat) -> ByteRequest:
             else RangeByteRequest(0, layout.index_nbytes))
 
 
+def _c_order_strides(shape: Any) -> np.ndarray:
+    """Strides, in elements, of C order over ``shape`` (int64)."""
+    return np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
+
+
 class _IndexCache:
     """A bounded LRU of decoded shard indexes, per array."""
 
@@ -169,6 +174,11 @@ class ShardedChain:
             int(config.get("shard_index_cache")))
         self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
         self.cps = np.array(self.layout.cps, dtype=np.int64)
+        #: shards in the grid, and the C strides (in shards, in inner chunks) that give a
+        #: shard's linear index and an inner chunk's index in its shard
+        self.nshards = math.prod(self.grid_shape)
+        self.grid_strides = _c_order_strides(self.grid_shape) if self.nshards <= 2**62 else None
+        self.inner_strides = _c_order_strides(self.layout.cps)
         #: ``(store, whether its shards are files kernels may read)``, of the last store
         #: box reads asked (``_files_store``)
         self.files_store: tuple[Store, bool] | None = None
@@ -304,7 +314,8 @@ class RectilinearShardedChain(ShardedChain):
             return [], shard_coords[:0], [], inner_lin
         shard_lin = np.ravel_multi_index(shard_coords.T, self.grid_shape) if ndim else \
             np.zeros(proj.nrows, np.int64)
-        return (*_split_by_shard(shard_lin, shard_coords, self.metadata, path), inner_lin)
+        return (*_split_by_shard(shard_lin, shard_coords, self.metadata, path, self.nshards),
+                inner_lin)
 
 
 def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
@@ -312,26 +323,38 @@ def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
     if chain.rectilinear:
         return chain.group_rows(proj, path)  # type: ignore[attr-defined]
     cps = chain.cps
-    shard_coords = proj.coords // cps
-    inner_lin = (np.ravel_multi_index((proj.coords % cps).T, chain.layout.cps)
-                 if proj.coords.shape[1] else np.zeros(proj.nrows, np.int64))
-    if proj.nrows == 0 or (shard_coords == shard_coords[0]).all():  # one shard: the common case
+    if not proj.coords.shape[1] or chain.nshards > 2**62:
+        shard_coords = proj.coords // cps
+        inner_lin = (np.ravel_multi_index((proj.coords % cps).T, chain.layout.cps)
+                     if proj.coords.shape[1] else np.zeros(proj.nrows, np.int64))
+        shard_lin = (np.ravel_multi_index(shard_coords.T, chain.grid_shape)
+                     if proj.coords.shape[1] else np.zeros(proj.nrows, np.int64))
+    else:  # (one pass for both, no bounds checks: the projection's chunks are the grid's)
+        shard_coords, inner = np.divmod(proj.coords, cps)
+        inner_lin = inner @ chain.inner_strides
+        shard_lin = shard_coords @ chain.grid_strides
+    if proj.nrows == 0 or (shard_lin == shard_lin[0]).all():  # one shard: the common case
         keys = chunk_keys(chain.metadata, path, shard_coords[:1])
         return keys[:proj.nrows], shard_coords[:1], [np.arange(proj.nrows)], inner_lin
-    shard_lin = np.ravel_multi_index(shard_coords.T, chain.grid_shape)
-    return (*_split_by_shard(shard_lin, shard_coords, chain.metadata, path), inner_lin)
+    return (*_split_by_shard(shard_lin, shard_coords, chain.metadata, path, chain.nshards),
+            inner_lin)
 
 
-def _split_by_shard(shard_lin: np.ndarray, shard_coords: np.ndarray, metadata, path: str):
-    """The rows of each shard (by its linear index ``shard_lin``), in stable order: (shard
-    keys, shard coords, per-shard row arrays)."""
-    order = np.argsort(shard_lin, kind="stable")
-    ordered = shard_lin[order]
-    # (each shard's first position in `order`: np.unique would sort them again)
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    first = order[starts]
+def _split_by_shard(shard_lin: np.ndarray, shard_coords: np.ndarray, metadata, path: str,
+                    nshards: int):
+    """The rows of each shard (by its linear index ``shard_lin``, of ``nshards``), in
+    stable order: (shard keys, shard coords, per-shard row arrays)."""
+    if nshards <= 2**62:  # (a counting sort when the rows are not much fewer than shards)
+        order, _, starts = _kernels.group_by_chunk(
+            np.ascontiguousarray(shard_lin, dtype=np.int64), nshards)
+    else:
+        order = np.argsort(shard_lin, kind="stable")
+        ordered = shard_lin[order]
+        change = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+        starts = np.append(np.flatnonzero(change), len(order))
+    first = order[starts[:-1]]
     # (slices of `order`: np.split makes each piece through Python-level swapaxes calls)
-    bounds = starts.tolist() + [len(order)]
+    bounds = starts.tolist()
     return (chunk_keys(metadata, path, shard_coords[first]), shard_coords[first],
             [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
 
