@@ -223,8 +223,7 @@ def shard_index_location(shards: Any, node: str) -> str:
 
 def normalize_shards(shards: Any, shape: tuple[int, ...], inner: tuple[int, ...], node: str,
                      itemsize: int = 1) -> tuple[int, ...]:
-    if isinstance(shards, Mapping):
-        shard_index_location(shards, node)
+    if isinstance(shards, Mapping):  # (its other key: shard_index_location)
         shards = shards.get("shape")
     if isinstance(shards, str) and shards == "auto":
         return guess_shards(shape, inner, itemsize)
