@@ -1835,10 +1835,6 @@ cdef class _Plan:
     cdef _PlanC c  # (its pointers: into this plan's own tables and the arrays it holds)
     cdef bint* skip
     cdef uint8_t* d
-    cdef const int64_t[::1] dst_offsets
-    cdef const uint8_t[::1] direct
-    cdef const int64_t[:, ::1] shapes
-    cdef const int64_t[::1] chunk_offsets
     cdef uint8_t[::1] dst
     cdef Py_ssize_t itemsize, swap_unit
     cdef bint stream  # (copies into dst use non-temporal stores)
@@ -1916,22 +1912,26 @@ cdef class _Plan:
         self.swap_unit = swap_unit
         self.d = &dst[0] if dst.shape[0] else NULL
         self.stream = dst.shape[0] >= _stream_min
-        self.dst_offsets = dst_offsets
-        self.direct = direct
-        self.skip = <bint*>PyMem_Malloc(max(n, 1) * sizeof(bint))
-        if self.skip == NULL:
+        # The rows' inputs are copied into the plan's own tables (a few words a row),
+        # checked there and used from there: what is placed is what was checked, even if
+        # the caller's arrays change later.
+        cdef int64_t m = max(n, 1)
+        self.skip = <bint*>PyMem_Malloc(m * sizeof(bint))
+        self.own_offsets = <int64_t*>PyMem_Malloc(m * sizeof(int64_t))
+        self.own_src = <int64_t*>PyMem_Malloc(m * sizeof(int64_t))
+        self.own_direct = <uint8_t*>PyMem_Malloc(m * sizeof(uint8_t))
+        self.own_shapes = <int64_t*>PyMem_Malloc(m * max(ndim, 1) * sizeof(int64_t))
+        if (self.skip == NULL or self.own_offsets == NULL or self.own_src == NULL
+                or self.own_direct == NULL or self.own_shapes == NULL):
             raise MemoryError()
         self.dst = dst
-        self.shapes, self.chunk_offsets = shapes, chunk_offsets  # (kept: rows' inputs)
         self.c.skip, self.c.d = self.skip, self.d
         self.c.ndim = <int>ndim
-        self.c.shapes = &shapes[0, 0] if n and ndim else NULL
-        self.c.src_offsets = &chunk_offsets[0] if n else NULL
+        self.c.shapes, self.c.src_offsets = self.own_shapes, self.own_src
+        self.c.dst_offsets, self.c.direct = self.own_offsets, self.own_direct
         for r in range(ndim):
             self.c.cst[r] = chunk_strides[r]
             self.c.dstr[r] = dst_strides[r]
-        self.c.dst_offsets = &dst_offsets[0] if n else NULL
-        self.c.direct = &direct[0] if n else NULL
         self.c.itemsize, self.c.swap_unit, self.c.stream = itemsize, swap_unit, self.stream
         # Every row is checked without the GIL (a batch of chunks costs no interpreter
         # time per chunk); the first row that fails is checked again by the checks that
@@ -1939,19 +1939,25 @@ cdef class _Plan:
         cdef Py_ssize_t bad = -1
         cdef int64_t dlen = dst.shape[0]
         cdef const int64_t* shp
-        cdef const int64_t* cst = &chunk_strides[0] if ndim else NULL
-        cdef const int64_t* dstr = &dst_strides[0] if ndim else NULL
+        cdef const int64_t* cst = self.c.cst
+        cdef const int64_t* dstr = self.c.dstr
         with nogil:
+            if n:
+                memcpy(self.own_offsets, &dst_offsets[0], n * sizeof(int64_t))
+                memcpy(self.own_src, &chunk_offsets[0], n * sizeof(int64_t))
+                memcpy(self.own_direct, &direct[0], n * sizeof(uint8_t))
+                if ndim:
+                    memcpy(self.own_shapes, &shapes[0, 0], n * ndim * sizeof(int64_t))
             for r in range(n):
                 self.skip[r] = False
                 if status[r] == _NO_DATA:
                     continue
-                if direct[r]:
-                    if dst_offsets[r] < 0 or dst_offsets[r] > dlen - nbytes:
+                if self.own_direct[r]:
+                    if self.own_offsets[r] < 0 or self.own_offsets[r] > dlen - nbytes:
                         bad = r
                         break
                     continue
-                shp = &shapes[r, 0] if ndim else NULL
+                shp = self.own_shapes + r * ndim if ndim else NULL
                 if not _shape_ok(shp, ndim):
                     bad = r
                     break
@@ -1959,8 +1965,8 @@ cdef class _Plan:
                     self.skip[r] = True
                     continue
                 if not (_dst_strides_ok(dstr, shp, ndim)
-                        and _span_ok(nbytes, chunk_offsets[r], cst, shp, ndim, itemsize)
-                        and _span_ok(dlen, dst_offsets[r], dstr, shp, ndim, itemsize)):
+                        and _span_ok(nbytes, self.own_src[r], cst, shp, ndim, itemsize)
+                        and _span_ok(dlen, self.own_offsets[r], dstr, shp, ndim, itemsize)):
                     bad = r
                     break
         if bad >= 0:
@@ -2064,9 +2070,6 @@ cdef class ShardFiles:
     cdef const int64_t[::1] rows
     cdef const int64_t[::1] bounds
     cdef const int64_t[::1] inner
-    cdef const int64_t[::1] dst_offsets
-    cdef const int64_t[::1] dst_strides
-    cdef const int64_t[:, ::1] shapes
     cdef uint8_t[::1] dst  # (held: the plan's pointers into it outlive __cinit__)
     cdef uint8_t* d
     cdef bytes fill_stored  # one item as a decoded chunk holds it
@@ -2090,6 +2093,10 @@ cdef class ShardFiles:
                   Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
                   bytes fill not None):
         cdef Py_ssize_t nrows = shapes.shape[0], g, k, r
+        # (copies: what is checked here is what the reads use, whatever the caller's
+        # arrays become; the plan copies the rows' layouts the same way)
+        rows, bounds, inner = (np.array(rows, dtype=np.int64), np.array(bounds, dtype=np.int64),
+                               np.array(inner, dtype=np.int64))
         self.nshards = bounds.shape[0] - 1
         if self.nshards < 0 or len(paths) != self.nshards:
             raise ValueError(f"ShardFiles: {len(paths)} paths but {bounds.shape[0]} bounds "
@@ -2140,7 +2147,6 @@ cdef class ShardFiles:
         self.root = root
         self.croot = NULL if root is None else PyBytes_AS_STRING(root)
         self.rows, self.bounds, self.inner = rows, bounds, inner
-        self.dst_offsets, self.dst_strides, self.shapes = dst_offsets, dst_strides, shapes
         self.dst = dst
         self.d = &dst[0] if dst.shape[0] else NULL
         self.fill_stored = fill
@@ -2239,16 +2245,16 @@ cdef class ShardFiles:
         cdef Layout L
         cdef int64_t zeros[ZF_MAX_NDIM]
         cdef Py_ssize_t k
-        if self.plan.skip[r]:
+        cdef const _PlanC* p = &self.plan.c  # (the rows as the plan checked them)
+        if p.skip[r]:
             return
-        if self.plan.direct[r]:
-            _fill_run(self.d + self.dst_offsets[r], self.fstored, self.itemsize, self.nbytes)
+        if p.direct[r]:
+            _fill_run(self.d + p.dst_offsets[r], self.fstored, self.itemsize, self.nbytes)
             return
         for k in range(self.ndim):
             zeros[k] = 0
-        normalize_layout(<int>self.ndim, &self.shapes[r, 0] if self.ndim else NULL, zeros,
-                         &self.dst_strides[0] if self.ndim else NULL, 0, self.dst_offsets[r],
-                         &L)
+        normalize_layout(p.ndim, p.shapes + r * p.ndim if p.ndim else NULL, zeros, p.dstr, 0,
+                         p.dst_offsets[r], &L)
         strided_fill(self.d, &L, self.fplaced, self.itemsize)
 
     cdef int _read(self, ChunkDecoder dec, Py_ssize_t g, uint64_t* iout) noexcept nogil:

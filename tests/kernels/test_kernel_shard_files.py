@@ -432,3 +432,30 @@ def test_shard_files_run_takes_turns(tmp_path, impl, threads, max_shards):
         plan.run(dec, np.array([9], np.int64), status[:1], np.zeros(1, np.int64), 1)
     with pytest.raises(ValueError, match="indexes"):
         plan.run(dec, todo, status, np.zeros(1, np.int64), 1, indexes[:, :2].copy())
+
+
+@pytest.mark.skipif(CompiledDecoder is None, reason="no compiled decoder")
+def test_shard_files_use_the_tables_they_checked(tmp_path):
+    """The plan keeps its own copies of the rows, their places and regions: the caller's
+    arrays changed after the constructor checked them (to places far outside the
+    output) change nothing it writes."""
+    case, chunks = _one_shard(tmp_path)
+    (tmp_path / "s").write_bytes(shard_bytes(chunks, case.n_inner, at_end=True,
+                                             checksum=True))
+    out0 = np.zeros(case.out_shape, dtype=np.uint16)
+    out = out0.copy()
+    dst = out.reshape(-1).view(np.uint8)
+    tables = case.tables(dst)
+    rows, bounds, inner = case.rows.copy(), case.bounds.copy(), case.inner.copy()
+    plan = _kernels.ShardFiles(
+        [b"s"], os.fsencode(tmp_path), rows, bounds, inner, case.n_inner,
+        16 * case.n_inner + 4, True, True, 2**30, 2**20, case.nbytes, *tables,
+        case.fill_stored())
+    chunk_offsets, _, _, dst_offsets, _, shapes, _, _, direct = tables
+    for a in (chunk_offsets, dst_offsets, rows, inner):
+        a[:] = 2**40
+    bounds[:] = 0
+    shapes[:] = 2**20
+    direct[:] = 1 - direct
+    assert plan.read(CompiledDecoder("zstd", case.nbytes), 0) == DECODED
+    np.testing.assert_array_equal(out, case.expected(out0, {0: {j: True for j in chunks}}))
