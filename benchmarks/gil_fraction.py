@@ -1,8 +1,10 @@
 """How long a full read holds the GIL, and what that projects to on many cores.
 
 For each layout the harness's dataset is made (not measured), then a child process
-opens the array and reads it whole, again and again for ``--seconds``, inside one
-function.  py-spy samples the child twice at the same rate:
+opens the array, reads it whole once (the pool starts, modules load, pages are cached)
+and then reads it again and again inside one function until it is told to stop.  Only
+then does py-spy attach to it, twice for ``--seconds`` at the same rate, so that
+nothing of the start (imports, the first read) is counted:
 
 * ``--gil``: only the thread holding the GIL is sampled, so the samples of the read
   loop and of zarrfast's pool threads count the time the GIL is held during reads;
@@ -17,7 +19,9 @@ gives ``S(N) = 1 / (s + (1 - s) / N)`` and the GIL alone caps the speed-up at ``
 the store are not in this projection: ``MiB/s per thread`` is printed beside it::
 
     python benchmarks/gil_fraction.py [--layouts zstd,blosc,sharded] [--size 256MiB]
-        [--threads 1,2] [--seconds 5] [--rate 250]
+        [--threads 1,2] [--seconds 5] [--rate 250] [--stacks 5]
+
+``--stacks N`` prints the N stacks (their innermost frames) that held the GIL most.
 
 Needs py-spy (``pip install py-spy``) and the right to trace a child process.
 """
@@ -29,6 +33,7 @@ import collections
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,23 +42,30 @@ from zarrfast.bench import data as D
 from zarrfast.bench import parse_size
 
 CHILD = r"""
-import sys, time
+import signal, sys, time
 import zarrfast
-path, threads, seconds, result = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+path, threads = sys.argv[1], int(sys.argv[2])
+stop = False
 
-def _gil_read_loop(a, seconds):
+def _stop(*_):
+    global stop
+    stop = True
+
+signal.signal(signal.SIGUSR1, _stop)
+
+def _gil_read_loop(a):
     n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while not stop:
         a[...]
         n += 1
     return n, time.perf_counter() - t0
 
 with zarrfast.config.set(threads=threads):
     a = zarrfast.open_array(path, mode="r")
-    a[...]  # warm: pool started, pages cached
-    n, dt = _gil_read_loop(a, seconds)
-with open(result, "w") as f:
-    f.write(f"{n} {dt} {a.nbytes}")
+    a[...]  # warm: pool started, modules loaded, pages cached
+    print("ready", flush=True)
+    n, dt = _gil_read_loop(a)
+print(n, dt, a.nbytes, flush=True)
 """
 
 LOOP = "_gil_read_loop"
@@ -81,30 +93,53 @@ def _samples(raw: str) -> tuple[collections.Counter, str | None]:
                                 for t, c in per_thread.items()}), loop_thread
 
 
+def _innermost(stack: str, depth: int = 4) -> str:
+    frames = [f.split(" (")[0] for f in stack.split(";")[1:]]
+    return ";".join(frames[-depth:])
+
+
 def measure(path: str, threads: int, seconds: float, rate: int, work: str) -> dict:
-    counts = {}
-    for mode in ("--gil", "--idle"):
-        out = os.path.join(work, f"spy{mode}.txt")
-        proc = subprocess.run(
-            [PY_SPY, "record", mode, "--threads", "-r", str(rate), "-f", "raw", "-o", out,
-             "--", sys.executable, "-c", CHILD, path, str(threads), str(seconds),
-             os.path.join(work, "result.txt")],
-            capture_output=True, text=True, check=False)
-        if proc.returncode != 0 or not os.path.exists(out):
-            raise SystemExit(f"py-spy failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-        with open(os.path.join(work, "result.txt")) as f:
-            reads, dt, nbytes = f.read().split()
-        with open(out) as f:
-            counts[mode] = _samples(f.read())
-    gil, _ = counts["--gil"]
+    child = subprocess.Popen([sys.executable, "-c", CHILD, path, str(threads)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if child.stdout.readline().strip() != "ready":
+            child.wait(60)
+            raise SystemExit(f"the reading process failed: {child.stderr.read().strip()[-500:]}")
+        counts, raws = {}, {}
+        for mode in ("--gil", "--idle"):
+            out = os.path.join(work, f"spy{mode}.txt")
+            proc = subprocess.run(
+                [PY_SPY, "record", mode, "--threads", "-r", str(rate), "-d", str(int(seconds)),
+                 "-f", "raw", "-o", out, "--pid", str(child.pid)],
+                capture_output=True, text=True, check=False)
+            if proc.returncode != 0 or not os.path.exists(out):
+                raise SystemExit(f"py-spy failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+            with open(out) as f:
+                raws[mode] = f.read()
+            counts[mode] = _samples(raws[mode])
+        child.send_signal(signal.SIGUSR1)
+        stdout, stderr = child.communicate(timeout=600)
+        if child.returncode != 0:
+            raise SystemExit(f"the reading process failed: {stderr.strip()[-500:]}")
+        reads, dt, nbytes = stdout.split()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    gil, loop_thread = counts["--gil"]
     idle, idle_loop = counts["--idle"]
     wall = idle[idle_loop] if idle_loop else 0
     # under --gil: the loop thread's samples inside the loop, and every other thread's
-    # (the pool works only for reads: the loop's and one warm-up read)
+    # (after the warm-up the pool works only for the loop's reads)
     held = sum(gil.values())
+    stacks: collections.Counter = collections.Counter()
+    for line in raws["--gil"].splitlines():
+        stack, _, count = line.rpartition(" ")
+        if count.isdigit() and (LOOP in stack or not stack.startswith(f"thread ({loop_thread})")):
+            stacks[_innermost(stack)] += int(count)
     return {"held": held / wall if wall else float("nan"), "gil_samples": held,
             "wall_samples": wall, "reads": int(reads), "seconds": float(dt),
-            "mib_s": int(reads) * int(nbytes) / float(dt) / 2**20}
+            "mib_s": int(reads) * int(nbytes) / float(dt) / 2**20, "stacks": stacks}
 
 
 def main() -> int:
@@ -114,6 +149,8 @@ def main() -> int:
     p.add_argument("--threads", default="1,2")
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--rate", type=int, default=250)
+    p.add_argument("--stacks", type=int, default=0,
+                   help="print the N stacks that held the GIL most")
     p.add_argument("--path", help="keep the datasets here (default: a temporary directory)")
     args = p.parse_args()
     if not os.path.exists(PY_SPY):
@@ -134,6 +171,8 @@ def main() -> int:
                       + f" {1 / s if s else float('inf'):6.0f} {m['mib_s']:7.0f} "
                         f"{m['mib_s'] / t:9.0f}   ({m['gil_samples']} GIL / "
                         f"{m['wall_samples']} wall samples, {m['reads']} reads)", flush=True)
+                for stack, count in m["stacks"].most_common(args.stacks):
+                    print(f"{'':14}{count:5d}  {stack}")
     finally:
         if not args.path:
             shutil.rmtree(root, ignore_errors=True)
