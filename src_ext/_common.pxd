@@ -465,6 +465,34 @@ cdef inline void copy_tile(const uint8_t* s, int64_t s_t, int64_t s_i, uint8_t* 
         copy_line(scratch + t * itemsize, row, d + t * d_t, d_i, ni, itemsize, 1)
 
 
+cdef inline void row_group_layout(int ndim, const int64_t* shape, const int64_t* sst,
+                                  const int64_t* dst, int64_t src_off, int64_t dst_off,
+                                  int64_t g, int64_t gdst, Layout* L) noexcept nogil:
+    """The copy of ``g`` regions of ``shape`` (``1 <= ndim < ZF_MAX_NDIM``) that follow
+    each other along the source's innermost dimension -- the ``k``-th at ``src_off + k *
+    shape[-1] * sst[-1]`` in src and at ``dst_off + k * gdst`` in dst -- as one layout:
+    the group is a dimension between the regions' outer dimensions and their rows, so
+    that the copy reads the source in order, one source row of every region after the
+    other, where region by region it reads short runs far apart.  Not normalised
+    (that would put the group outermost, by its destination stride); the caller checks
+    that the regions' destinations do not overlap, so that every byte lands as it would
+    region by region."""
+    cdef int d
+    L.ndim = ndim + 1
+    L.src_off = src_off
+    L.dst_off = dst_off
+    for d in range(ndim - 1):
+        L.shape[d] = shape[d]
+        L.sst[d] = sst[d]
+        L.dst[d] = dst[d]
+    L.shape[ndim - 1] = g
+    L.sst[ndim - 1] = shape[ndim - 1] * sst[ndim - 1]
+    L.dst[ndim - 1] = gdst
+    L.shape[ndim] = shape[ndim - 1]
+    L.sst[ndim] = sst[ndim - 1]
+    L.dst[ndim] = dst[ndim - 1]
+
+
 cdef inline void strided_copy(const uint8_t* src, uint8_t* dst, Layout* L,
                               Py_ssize_t itemsize, Py_ssize_t swap) noexcept nogil:
     """Copy every item of a normalised layout (see ``normalize_layout``)."""

@@ -49,7 +49,7 @@ import numpy as np
 from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span, _tup
 from _common cimport (
     ZF_MAX_NDIM, Layout, _fill_run, box_fill, checked_add, checked_mul, normalize_layout,
-    strided_copy_stream, strided_fill, swap_groups, zf_stream_fence,
+    row_group_layout, strided_copy_stream, strided_fill, swap_groups, zf_stream_fence,
 )
 from _shard_check cimport _check
 
@@ -399,6 +399,19 @@ cdef inline bint _all_items(const uint8_t* b, int64_t n, const uint8_t* item,
     return n == k or memcmp(b, b + k, <size_t>(n - k)) == 0
 
 
+
+cdef bint _c_dense(const int64_t[::1] strides, const int64_t[::1] shape,
+                   Py_ssize_t itemsize) noexcept:
+    """Whether ``strides`` are the C-order strides of a dense buffer of ``shape``."""
+    cdef int64_t want = itemsize
+    cdef Py_ssize_t d
+    for d in range(shape.shape[0] - 1, -1, -1):
+        if shape[d] > 1 and strides[d] != want:
+            return False
+        want *= shape[d]
+    return True
+
+
 def blosc_compress_regions(const uint8_t[::1] src not None,
                            const int64_t[::1] src_offsets not None,
                            const int64_t[::1] src_strides not None,
@@ -411,11 +424,16 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
     loop: the encode side of ``decode_regions`` for chunks with no other codec.
 
     For every ``r``, the region of shape ``shape`` at ``src_offsets[r]`` (byte
-    strides ``src_strides``) is copied into ``scratch`` (``len(scratch)`` bytes: the
-    whole chunk; byte strides ``dst_strides`` from 0, bytes swapped in groups of
-    ``swap_unit``), then compressed with ``blosc_compress_ctx`` and one internal
-    thread (the bytes of ``blosc_compress``) into
-    ``out[r * slot:(r + 1) * slot]``, ``slot = len(scratch) + BLOSC_MAX_OVERHEAD``.
+    strides ``src_strides``) is copied into ``scratch`` (byte strides ``dst_strides``
+    from 0, bytes swapped in groups of ``swap_unit``), then compressed with
+    ``blosc_compress_ctx`` and one internal thread (the bytes of ``blosc_compress``)
+    into ``out[r * slot:(r + 1) * slot]``, ``slot = nbytes + BLOSC_MAX_OVERHEAD``, where
+    ``nbytes`` is the region's size: a whole chunk.  ``scratch`` holds at least one
+    chunk; with room for ``g`` of them, up to ``g`` regions that follow each other
+    along the source's innermost dimension (each ``shape[-1]`` items after the last, a
+    row of chunks in a C-ordered array; rows of the source contiguous, chunk buffers in
+    C order, no swap) are gathered together, one source row of all of them after the
+    other: the source is read in order, where a chunk alone reads short runs far apart.
     With ``fill`` (the fill value as one item, in the chunk's byte order) a chunk
     that equals it everywhere is not compressed.
 
@@ -436,17 +454,16 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
             f"and dst_strides {_tup(dst_strides)} must have the same length")
     _check_shape("blosc_compress_regions", shape)
     _check_item("blosc_compress_regions", itemsize, swap_unit)
-    cdef int64_t nbytes = scratch.shape[0]
+    cdef int64_t nbytes = itemsize
+    for r in range(ndim):
+        nbytes *= shape[r]
     if nbytes < 1 or nbytes > BLOSC_MAX_BUFFERSIZE:
         raise ValueError(f"blosc_compress_regions: a chunk of {nbytes} bytes (c-blosc takes "
                          f"1 to {BLOSC_MAX_BUFFERSIZE})")
-    cdef int64_t count = itemsize
-    for r in range(ndim):
-        count *= shape[r]
-    if count != nbytes:
+    if scratch.shape[0] < nbytes:
         raise ValueError(f"blosc_compress_regions: the region {_tup(shape)} of {itemsize}-byte "
-                         f"items is {count} bytes, the scratch buffer {nbytes}: a region "
-                         f"must be a whole chunk")
+                         f"items is {nbytes} bytes, the scratch buffer {scratch.shape[0]}: "
+                         f"it must hold a whole chunk")
     _check_dst_strides("blosc_compress_regions", dst_strides, shape)
     _check_span("blosc_compress_regions", "scratch", nbytes, 0, dst_strides, shape, itemsize)
     for r in range(n):
@@ -474,26 +491,47 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
     cdef uint8_t* o = &out[0]
     cdef const char* cn = cname
     cdef int64_t got = 0, failed = 1
+    # regions gathered together: rows contiguous in src, chunk buffers in C order, no swap
+    cdef int64_t gmax = scratch.shape[0] // nbytes, g, j, run = 0
+    cdef bint rows = gmax > 1 and 1 <= ndim < ZF_MAX_NDIM and swap_unit <= 1
+    if rows:
+        run = shape[ndim - 1] * itemsize
+        rows = src_strides[ndim - 1] == itemsize and _c_dense(dst_strides, shape, itemsize)
+    cdef uint8_t* cb
     cdef _Lz4Encoder e
     cdef bint own = _lz4_encoder_open(&e, cname, clevel, typesize, nbytes, blocksize)
     with nogil:
-        for r in range(n):
-            normalize_layout(<int>ndim, &shape[0] if ndim else NULL, &src_strides[0] if ndim
-                             else NULL, &dst_strides[0] if ndim else NULL, src_offsets[r], 0,
-                             &L)
-            strided_copy_stream(s, buf, &L, itemsize, swap_unit, False)
-            if f != NULL and _all_items(buf, nbytes, f, itemsize):
-                sizes[r] = -1
-                continue
-            if own:
-                got = _lz4_encode(&e, buf, <int32_t>nbytes, clevel, shuffle, o + r * slot)
+        r = 0
+        while r < n and failed > 0:
+            g = 1
+            if rows:
+                while (g < gmax and r + g < n
+                       and src_offsets[r + g] == src_offsets[r] + g * run):
+                    g += 1
+            if g > 1:
+                row_group_layout(<int>ndim, &shape[0], &src_strides[0], &dst_strides[0],
+                                 src_offsets[r], 0, g, nbytes, &L)
             else:
-                got = _blosc_compress(clevel, shuffle, typesize, <size_t>nbytes, buf,
-                                      o + r * slot, <size_t>slot, cn, blocksize, 1)
-            if got <= 0:
-                failed = got
-                break
-            sizes[r] = got
+                normalize_layout(<int>ndim, &shape[0] if ndim else NULL,
+                                 &src_strides[0] if ndim else NULL,
+                                 &dst_strides[0] if ndim else NULL, src_offsets[r], 0, &L)
+            strided_copy_stream(s, buf, &L, itemsize, swap_unit, False)
+            for j in range(g):
+                cb = buf + j * nbytes
+                if f != NULL and _all_items(cb, nbytes, f, itemsize):
+                    sizes[r + j] = -1
+                    continue
+                if own:
+                    got = _lz4_encode(&e, cb, <int32_t>nbytes, clevel, shuffle,
+                                      o + (r + j) * slot)
+                else:
+                    got = _blosc_compress(clevel, shuffle, typesize, <size_t>nbytes, cb,
+                                          o + (r + j) * slot, <size_t>slot, cn, blocksize, 1)
+                if got <= 0:
+                    failed = got
+                    break
+                sizes[r + j] = got
+            r += g
     _lz4_encoder_close(&e)
     if failed <= 0:
         raise RuntimeError(f"blosc_compress_regions: "

@@ -145,6 +145,64 @@ def test_blosc_compress_regions_twin(swap_unit):
         np.testing.assert_array_equal(back, want)
 
 
+def _row_of_chunks_case(chunks, grid, order, scratch_chunks, swap_unit=1, fill_at=()):
+    """Every chunk of a C-ordered (or, with ``order="F"``, F-ordered) source of
+    ``grid`` chunks, in C order of the grid, with a scratch buffer of
+    ``scratch_chunks`` chunks; the chunks at ``fill_at`` hold only zeros."""
+    shape = tuple(c * n for c, n in zip(chunks, grid, strict=True))
+    src = np.asfortranarray(_values(shape, "<u2", seed=3)) if order == "F" else \
+        _values(shape, "<u2", seed=3)
+    for idx in fill_at:
+        src[tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, chunks, strict=True))] = 0
+    flat = src.reshape(-1, order="A").view(np.uint8)
+    strides = np.array(src.strides, np.int64)
+    offsets = np.array([sum(i * c * s for i, c, s in zip(idx, chunks, strides.tolist(),
+                                                         strict=True))
+                        for idx in np.ndindex(*grid)], np.int64)
+    nb = int(np.prod(chunks)) * 2
+    dst = np.array([int(np.prod(chunks[d + 1:])) * 2 for d in range(len(chunks))], np.int64)
+    return (flat, offsets, strides, dst, np.array(chunks, np.int64), 2, swap_unit,
+            np.zeros(2, np.uint8), np.full(scratch_chunks * nb + 5, 0xAB, np.uint8),
+            np.zeros(len(offsets) * (nb + 16), np.uint8), 5, 2, 2, b"lz4", 0)
+
+
+@pytest.mark.parametrize("chunks,grid,order,scratch_chunks,swap_unit,fill_at", [
+    ((4, 6, 8), (3, 2, 5), "C", 8, 1, [(0, 0, 1), (2, 1, 4)]),  # rows of 5 in groups of 8
+    ((4, 6, 8), (3, 2, 5), "C", 3, 1, [(1, 1, 2)]),  # groups of 3, then 2
+    ((4, 6, 8), (3, 2, 5), "C", 1, 1, []),  # room for one chunk: one at a time
+    ((4, 6, 8), (3, 2, 5), "F", 8, 1, []),  # source rows not contiguous: one at a time
+    ((4, 6, 8), (3, 2, 5), "C", 8, 2, []),  # bytes swapped: one at a time
+    ((16,), (9,), "C", 4, 1, [(4,)]),  # 1-d: one long row
+    ((1, 7, 3), (2, 3, 4), "C", 16, 1, []),  # a dimension of one
+])
+def test_blosc_compress_regions_gathers_rows_of_chunks_as_the_twin(
+        chunks, grid, order, scratch_chunks, swap_unit, fill_at):
+    """With room for several chunks the kernel copies chunks that follow each other
+    along the last dimension together: every chunk's bytes (and which are the fill
+    value) stay those of the twin, chunk by chunk, and those numcodecs decodes back."""
+    args = _row_of_chunks_case(chunks, grid, order, scratch_chunks, swap_unit, fill_at)
+    twin = list(_row_of_chunks_case(chunks, grid, order, 1, swap_unit, fill_at))
+    sizes = _kernels.blosc_compress_regions(*args)
+    with ThreadPoolExecutor(1) as pool:
+        want = pool.submit(_reference.blosc_compress_regions, *twin).result()
+    np.testing.assert_array_equal(sizes, want)
+    assert sorted(np.flatnonzero(sizes < 0).tolist()) == sorted(
+        int(np.ravel_multi_index(i, grid)) for i in fill_at)
+    nb = int(np.prod(chunks)) * 2
+    slot = nb + 16
+    for r, n in enumerate(sizes.tolist()):
+        if n < 0:
+            continue
+        got = bytes(args[9][r * slot:r * slot + n])
+        assert got == bytes(twin[9][r * slot:r * slot + n]), f"chunk {r}"
+        chunk = np.empty(nb, np.uint8)
+        _kernels.copy_region(args[0], int(args[1][r]), args[2], chunk, 0, args[3], args[4],
+                             2, swap_unit)
+        np.testing.assert_array_equal(np.frombuffer(numcodecs.Blosc().decode(got), np.uint8),
+                                      chunk)
+    assert (args[8][scratch_chunks * nb:] == 0xAB).all()  # nothing written past the chunks
+
+
 def test_blosc_compress_regions_fill_and_errors():
     base = list(_regions_case())
     base[0] = np.zeros_like(base[0])
@@ -162,8 +220,8 @@ def test_blosc_compress_regions_fill_and_errors():
         with pytest.raises(ValueError):
             fn(*bad)
         bad = list(args)
-        bad[8] = np.empty(7, np.uint8)  # not a whole chunk
-        with pytest.raises(ValueError, match="whole chunk"):
+        bad[8] = np.empty(7, np.uint8)  # no room for a whole chunk
+        with pytest.raises(ValueError, match="must hold a whole chunk"):
             fn(*bad)
         bad = list(args)
         bad[10] = 12  # clevel

@@ -402,6 +402,63 @@ def test_copy_regions_matches_twin_and_one_call_per_region(case):
         assert bytes(args[3]) == dst0  # every region is checked before any is copied
 
 
+@st.composite
+def rows_of_chunks_cases(draw):
+    """Chunks gathered from a C-ordered array, in C order of its grid, each into a slot of
+    a destination ``gap`` bytes after the last (``gap`` below a chunk's size: slots
+    overlap); some chunks cut short (an edge), some empty, some left out."""
+    ndim = draw(st.integers(1, 3))
+    itemsize = draw(ITEMSIZES)
+    swap_unit = draw(st.sampled_from([u for u in (1, 2, 4, 8) if itemsize % u == 0]))
+    chunk = [draw(st.integers(1, 5)) for _ in range(ndim)]
+    grid = [draw(st.integers(1, 4)) for _ in range(ndim)]
+    shape = [c * g for c, g in zip(chunk, grid, strict=True)]
+    sst = dense_c_strides(shape, itemsize)
+    dst = dense_c_strides(chunk, itemsize)
+    nb = int(np.prod(chunk)) * itemsize
+    gap = nb + draw(st.sampled_from([0, 0, 0, itemsize, 64, -itemsize]))
+    gap = max(gap, itemsize)
+    cells = [c for c in np.ndindex(*grid) if draw(st.integers(0, 9)) > 0]
+    shapes, soffs, doffs = [], [], []
+    for k, cell in enumerate(cells):
+        extent = list(chunk)
+        pick = draw(st.integers(0, 11))
+        if pick == 0:  # an edge chunk
+            d = draw(st.integers(0, ndim - 1))
+            extent[d] = draw(st.integers(1, chunk[d]))
+        elif pick == 1:  # an empty region
+            extent[draw(st.integers(0, ndim - 1))] = 0
+        shapes.append(extent)
+        soffs.append(sum(i * c * s for i, c, s in zip(cell, chunk, sst, strict=True)))
+        doffs.append(k * gap)
+    return (itemsize, swap_unit, i64(*sst), i64(*dst), shapes, soffs, doffs,
+            int(np.prod(shape)) * itemsize, len(cells) * gap + nb,
+            draw(st.integers(0, 2**32 - 1)))
+
+
+@PROPS
+@given(rows_of_chunks_cases())
+def test_copy_regions_rows_of_chunks_match_the_twin_region_by_region(case):
+    """Chunks gathered from an array into slots (some overlapping, some cut short or
+    empty): the bytes of the twin, and of one ``copy_region`` per region in order."""
+    itemsize, swap_unit, sst, dst, shapes, soffs, doffs, src_size, dst_size, seed = case
+    src = rng_bytes(seed, src_size)
+    dst0 = rng_bytes(seed + 1, dst_size)
+    shp = np.array(shapes, dtype=I64).reshape(len(shapes), len(sst))
+
+    def make():
+        return [src, i64(*soffs), sst.copy(), bytearray(dst0), i64(*doffs), dst.copy(),
+                shp.copy(), itemsize, swap_unit]
+
+    got, args = run_both("copy_regions", make, outputs=(3,))
+    assert got[0] == "ok"
+    expected = bytearray(dst0)
+    for r in range(len(shapes)):
+        ref.copy_region(src, soffs[r], sst, expected, doffs[r], dst, shp[r], itemsize,
+                        swap_unit)
+    assert bytes(args[3]) == bytes(expected)
+
+
 @pytest.mark.parametrize("impl", IMPLS)
 def test_copy_regions_rejects(impl):
     src, dst = bytes(range(16)), bytearray(16)

@@ -60,6 +60,7 @@ class _Scratch(threading.local):
     buf: np.ndarray | None = None
     batch: np.ndarray | None = None
     encoded: np.ndarray | None = None  # compressed chunks of a write, until stored
+    gather: np.ndarray | None = None  # whole chunks of a write, before compression
     decoder: Any = None  # this thread's batched decoder
 
 
@@ -197,6 +198,15 @@ class PreparedChain:
         chunk's size; reused, grows as needed)."""
         return self._thread_buffer("batch", n * (self.chunk_nbytes if slot is None else slot),
                                    f"a buffer for a batch of {n} chunks")
+
+    def _gather_buffer(self) -> np.ndarray:
+        """This thread's buffer for ``blosc_compress_regions`` to gather chunks into:
+        room for a few whole chunks (up to GATHER_BYTES, at most GATHER_CHUNKS), so that
+        chunks next to each other along the last dimension are copied out of the value
+        together, reading its rows in order."""
+        n = max(1, min(GATHER_CHUNKS, GATHER_BYTES // max(self.chunk_nbytes, 1)))
+        return self._thread_buffer("gather", n * self.chunk_nbytes,
+                                   "a buffer to gather chunks into")
 
     def _encoded_buffer(self, nbytes: int) -> np.ndarray:
         """A per-thread scratch buffer of ``nbytes`` for the compressed chunks of a
@@ -602,7 +612,7 @@ class RowWriter:
                 self.value_flat, self.src_offsets[rows], self.value_strides, self.dst_strides,
                 chain.chunk_shape_arr, chain.itemsize, chain.swap_unit,
                 None if self.write_empty_chunks else chain._fill_chunk_item_arr,
-                chain._scratch_buffer(), out, *chain.blosc_settings)
+                chain._gather_buffer(), out, *chain.blosc_settings)
         except RuntimeError as e:  # (as BloscCodec.encode reports a c-blosc failure)
             raise CodecError(f"blosc: cannot compress chunks of {chain.chunk_nbytes} bytes "
                              f"(chunk {keys[int(rows[0])]!r} and the next "
@@ -807,6 +817,13 @@ _BLOSC_MAX_OVERHEAD = 16
 WRITE_BATCH_BYTES = 16 * 2**20
 #: how much cheaper per byte reading an uncompressed chunk is than decoding one
 RAW_COST_RATIO = 8
+#: whole chunks of a blosc write gathered at once (``_gather_buffer``): bytes and
+#: chunks at most.  The 512 chunks (64^3) of a 512^3 uint16 value, gathered 8 at a time
+#: one source row after the other, were copied and compressed in 95 ms, against 135 ms
+#: chunk by chunk (one thread; rows 1 KiB apart, where a chunk alone reads 128-byte runs
+#: on the same few cache sets); a whole write of it took 440 ms against 516 ms (medians)
+GATHER_BYTES = 4 * 2**20
+GATHER_CHUNKS = 16
 
 
 #: how many chunks of a remote store are fetched (and held) at once, at most

@@ -340,9 +340,10 @@ BLOSC_MAX_OVERHEAD = 16
 def blosc_compress_regions(src, src_offsets, src_strides, dst_strides, shape, itemsize,
                            swap_unit, fill, scratch, out, clevel, shuffle, typesize, cname,
                            blocksize) -> np.ndarray:
-    """Twin of ``_ext._decode.blosc_compress_regions``: ``copy_region`` into ``scratch``,
-    ``is_uniform`` against ``fill``, then numcodecs' ``blosc.compress`` (its context path,
-    the kernel's bytes, when called off the main thread)."""
+    """Twin of ``_ext._decode.blosc_compress_regions``: ``copy_region`` into ``scratch``
+    (its first chunk: the kernel's gathering of several regions at once changes no
+    byte), ``is_uniform`` against ``fill``, then numcodecs' ``blosc.compress`` (its
+    context path, the kernel's bytes, when called off the main thread)."""
     from numcodecs import blosc
 
     if not 0 <= clevel <= 9 or shuffle not in (0, 1, 2) or typesize < 1 or b"\0" in cname:
@@ -352,11 +353,12 @@ def blosc_compress_regions(src, src_offsets, src_strides, dst_strides, shape, it
     o = _u8(out, writable=True)
     shp = _i64(shape)
     offs = _i64(src_offsets)
-    nbytes = d.nbytes
-    if nbytes < 1 or int(np.prod(shp)) * itemsize != nbytes:
+    nbytes = int(np.prod(shp)) * itemsize
+    if nbytes < 1 or d.nbytes < nbytes:
         raise ValueError(f"blosc_compress_regions: the region {_ints(shp)} of {itemsize}-byte "
-                         f"items is {int(np.prod(shp)) * itemsize} bytes, the scratch buffer "
-                         f"{nbytes}: a region must be a whole chunk")
+                         f"items is {nbytes} bytes, the scratch buffer {d.nbytes}: it must "
+                         f"hold a whole chunk")
+    d = d[:nbytes]
     slot = nbytes + BLOSC_MAX_OVERHEAD
     if o.nbytes < len(offs) * slot:
         raise ValueError(f"blosc_compress_regions: out holds {o.nbytes} bytes, "
