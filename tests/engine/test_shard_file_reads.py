@@ -58,6 +58,10 @@ LAYOUTS = [
                       fill=-7), id="bigendian"),
     pytest.param(dict(dtype="uint8", inner=(LE, ZSTD), index=(BE, CRC), location="end",
                       fill=1), id="bigendian-index-general-path"),
+    pytest.param(dict(dtype="int16", inner=(LE,), index=(LE, CRC), location="end",
+                      fill=-3), id="uncompressed"),
+    pytest.param(dict(dtype=">f8", inner=(BE,), index=(LE, CRC), location="start",
+                      fill=0.5), id="uncompressed-bigendian"),
 ]
 
 
@@ -172,6 +176,24 @@ def test_an_inner_chunk_that_does_not_decode_is_named(tmp_path, monkeypatch):
     f.write_bytes(bytes(raw))
     (kind, msg), general = _errors(monkeypatch, a)
     assert "'c/0/0/0'" in msg and "inner chunk (1, 1, 1)" in msg  # (entry 7 of 4 x 2 x 2)
+    assert (kind, msg) == general
+
+
+def test_an_uncompressed_inner_chunk_of_the_wrong_size_is_named(tmp_path, monkeypatch):
+    """Uncompressed inner chunks are placed from the shard as read; an index entry two
+    bytes short of a chunk leaves the shard to the general path, which names it."""
+    spec = LAYOUTS[5].values[0]
+    assert spec["inner"] == (LE,)
+    a, _, f, _ = _one_shard(tmp_path, spec)
+    raw = f.read_bytes()
+    cfg = sharding((4, 6, 4), spec["inner"], spec["index"], spec["location"])
+    index = parse_index(raw, cfg, (16, 12, 8)).copy()
+    index[7, 1] -= 2
+    f.write_bytes(write_index(raw, cfg, (16, 12, 8), index))
+    spy = _Spy(monkeypatch)
+    (kind, msg), general = _errors(monkeypatch, a)
+    assert spy.statuses == [_kernels.FAILED]
+    assert "'c/0/0/0'" in msg and "(1, 1, 1)" in msg and "no compression" in msg
     assert (kind, msg) == general
 
 

@@ -588,9 +588,11 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         for i in what:
             assemble(i)
 
-    # Whole shards of a local store's files, zstd or blosc inner chunks: one kernel call
-    # per shard, without the GIL, reads the file, checks its index and places every
-    # inner chunk (see _read_whole_files).  The shards it leaves go the way below.
+    # Whole shards of a local store's files, zstd, blosc or uncompressed inner chunks:
+    # one kernel call per shard, without the GIL, reads the file, checks its index and
+    # places every inner chunk (see _read_whole_files).  The shards it leaves go the way
+    # below.  (25 shards of up to 256 uncompressed 8 KiB chunks, two threads: 6.5-7.6
+    # ms against 10.2-11.3 ms by the way below, medians of 60 reads; one thread alike.)
     done = _read_whole_files(store, chain, keys, groups, inner_lin, reader, is_whole)
     todo = [g for g, d in enumerate(done) if not d]
     if not todo:
@@ -723,7 +725,8 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
                       is_whole: Any) -> list[bool]:
     """Read the whole shards of a read (``is_whole(g)``) with ``ShardFiles.run``, when
     the store's values are files kernels may read (``file_paths``), the inner chunks
-    are zstd or blosc and the index is little-endian bytes (and crc32c).  One runner
+    are zstd, blosc or uncompressed (a ``box_codec``: uncompressed ones are placed from
+    the shard as read) and the index is little-endian bytes (and crc32c).  One runner
     per thread, each a few calls taking shards in turn: per shard the kernel reads the
     file, checks the index and places every inner chunk, the fill value where the
     index has none, with the GIL released throughout.  The Python left per shard is
@@ -735,7 +738,7 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     the inner chunk."""
     done = [False] * len(groups)
     layout = chain.layout
-    if (_kernels.ShardFiles is None or not reader.batch_decode or not chain.partial_reads
+    if (_kernels.ShardFiles is None or chain.inner.box_codec is None or not chain.partial_reads
             or chain.rectilinear or store.batched_reads or layout.index_checksum is None):
         return done
     whole = [g for g in range(len(groups)) if is_whole(g)]
