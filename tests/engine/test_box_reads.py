@@ -566,7 +566,8 @@ def _large_box_array(tmp_path, compressors):
 
 
 LARGE_BOX_CODECS = {"zstd": zarrfast.codecs.ZstdCodec(),
-                    "blosc": zarrfast.codecs.BloscCodec(cname="lz4", shuffle="bitshuffle")}
+                    "blosc": zarrfast.codecs.BloscCodec(cname="lz4", shuffle="bitshuffle"),
+                    "none": None}
 
 
 @pytest.mark.parametrize("codec", list(LARGE_BOX_CODECS))
@@ -574,8 +575,8 @@ LARGE_BOX_CODECS = {"zstd": zarrfast.codecs.ZstdCodec(),
 @pytest.mark.parametrize("split", [False, True])
 def test_large_boxes_are_read_in_one_call_or_in_parts(tmp_path, codec, threads, split,
                                                       monkeypatch):
-    """Step-1 selections of more than ``BOX_CHUNKS`` compressed chunk files (full reads
-    among them) are one ``decode_box_files`` call whose chunks ``threads - 1`` helper
+    """Step-1 selections of more than ``BOX_CHUNKS`` chunk files, compressed or not (full
+    reads among them), are one ``decode_box_files`` call whose chunks ``threads - 1`` helper
     threads share; boxes of more than ``BOX_PART_CHUNKS`` chunks are parts of the box,
     one call each (as many parts as the pool runs tasks); missing chunks are the fill
     value; never through the projection's batches."""
@@ -601,10 +602,11 @@ def test_large_boxes_are_read_in_one_call_or_in_parts(tmp_path, codec, threads, 
         assert _decode.helper_threads() >= threads - 1
 
 
+@pytest.mark.parametrize("codec", ["zstd", "none"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_large_box_corrupt_chunk_names_key(tmp_path, threads):
-    a, data = _large_box_array(tmp_path, LARGE_BOX_CODECS["zstd"])
-    (tmp_path / "c/3/1/1").write_bytes(b"not zstd")
+def test_large_box_corrupt_chunk_names_key(tmp_path, threads, codec):
+    a, data = _large_box_array(tmp_path, LARGE_BOX_CODECS[codec])
+    (tmp_path / "c/3/1/1").write_bytes(b"not zstd")  # (and not 4 x 3 x 4 int32 either)
     with config.set(threads=threads):
         with pytest.raises(ChunkDecodeError, match="'c/3/1/1'"):
             a[...]

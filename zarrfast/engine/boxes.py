@@ -221,16 +221,17 @@ def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
 
 def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
                    out: np.ndarray) -> bool:
-    """Read a box of at most ``BOX_CHUNKS`` zstd, blosc or uncompressed chunks stored
-    one per file into ``out``: one ``decode_box_files`` call (table, paths, open, read,
-    decode, place, without the GIL), or with more than two threads and a box of large
-    chunks one ``decode_files`` call per part (:func:`run_parts`).  A chunk the kernel
+    """Read a box of zstd, blosc or uncompressed chunks stored one per file into
+    ``out``: one ``decode_box_files`` call (table, paths, open, read, decode, place,
+    without the GIL), or with more than two threads and a box of at most ``BOX_CHUNKS``
+    large chunks one ``decode_files`` call per part (:func:`run_parts`); a larger box
+    by :func:`_read_box_parts`.  A chunk the kernel
     did not place is the fill value (missing) or taken by the per-chunk path.
     ``False``, having done nothing, for other selections, chains and stores."""
     if chain.box_codec is None or store.batched_reads or not store.fast_get_into:
         return False
     n = box_chunks(sel, chain)
-    if n > BOX_CHUNKS and chain.batch_codec is not None:
+    if n > BOX_CHUNKS:
         return _read_box_parts(store, path, chain, sel, out, n)
     if not 0 < n <= BOX_CHUNKS:
         return False
@@ -277,12 +278,14 @@ def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
 
 def _read_box_parts(store: Store, path: str, chain: Any, sel: BasicSelection,
                     out: np.ndarray, n: int) -> bool:
-    """Read a step-1 box of ``n`` (more than ``BOX_CHUNKS``) compressed chunks stored one
-    per file into ``out`` (C-contiguous): one ``decode_box_files`` call, whose chunks
-    the kernels' helper threads share (``config threads`` - 1 of them); a box of more
-    than ``BOX_PART_CHUNKS`` chunks in sub-boxes of whole chunk rows (:func:`box_parts`),
-    one call each, as many as the pool runs tasks.  Uncompressed chunks keep the path
-    that reads them straight into ``out``.
+    """Read a step-1 box of ``n`` (more than ``BOX_CHUNKS``) chunks stored one per file
+    into ``out`` (C-contiguous): one ``decode_box_files`` call, whose chunks the
+    kernels' helper threads share (``config threads`` - 1 of them); a box of more than
+    ``BOX_PART_CHUNKS`` chunks in sub-boxes of whole chunk rows (:func:`box_parts`), one
+    call each, as many as the pool runs tasks.  Uncompressed chunks too: a full read of
+    4225 files of 8 KiB took 18-21 ms at two threads, 33-34 ms at one (medians), where
+    the per-row path took 37-44 and 58-61 ms; 4000 files of 64 KiB 42 ms and 80 ms,
+    against 110 and 188 ms.
     ``False``, having done nothing, when the kernel may not make the files' paths."""
     if not out.flags.c_contiguous:
         return False
