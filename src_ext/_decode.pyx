@@ -399,7 +399,6 @@ cdef inline bint _all_items(const uint8_t* b, int64_t n, const uint8_t* item,
     return n == k or memcmp(b, b + k, <size_t>(n - k)) == 0
 
 
-
 cdef bint _c_dense(const int64_t[::1] strides, const int64_t[::1] shape,
                    Py_ssize_t itemsize) noexcept:
     """Whether ``strides`` are the C-order strides of a dense buffer of ``shape``."""
@@ -447,6 +446,11 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
     if not 0 <= clevel <= 9 or shuffle not in (0, 1, 2) or typesize < 1 or b"\0" in cname:
         raise ValueError(f"blosc_compress_regions: bad settings clevel={clevel} "
                          f"shuffle={shuffle} typesize={typesize} cname={cname!r}")
+    # (copies: the tables checked below are the ones the loop reads without the GIL,
+    # whatever another thread does to the caller's arrays meanwhile)
+    src_offsets, src_strides, dst_strides, shape = (
+        np.array(src_offsets, dtype=np.int64), np.array(src_strides, dtype=np.int64),
+        np.array(dst_strides, dtype=np.int64), np.array(shape, dtype=np.int64))
     cdef Py_ssize_t ndim = shape.shape[0], n = src_offsets.shape[0], r
     if src_strides.shape[0] != ndim or dst_strides.shape[0] != ndim:
         raise ValueError(
