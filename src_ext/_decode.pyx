@@ -399,18 +399,6 @@ cdef inline bint _all_items(const uint8_t* b, int64_t n, const uint8_t* item,
     return n == k or memcmp(b, b + k, <size_t>(n - k)) == 0
 
 
-cdef bint _c_dense(const int64_t[::1] strides, const int64_t[::1] shape,
-                   Py_ssize_t itemsize) noexcept:
-    """Whether ``strides`` are the C-order strides of a dense buffer of ``shape``."""
-    cdef int64_t want = itemsize
-    cdef Py_ssize_t d
-    for d in range(shape.shape[0] - 1, -1, -1):
-        if shape[d] > 1 and strides[d] != want:
-            return False
-        want *= shape[d]
-    return True
-
-
 def blosc_compress_regions(const uint8_t[::1] src not None,
                            const int64_t[::1] src_offsets not None,
                            const int64_t[::1] src_strides not None,
@@ -430,8 +418,8 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
     ``nbytes`` is the region's size: a whole chunk.  ``scratch`` holds at least one
     chunk; with room for ``g`` of them, up to ``g`` regions that follow each other
     along the source's innermost dimension (each ``shape[-1]`` items after the last, a
-    row of chunks in a C-ordered array; rows of the source contiguous, chunk buffers in
-    C order, no swap) are gathered together, one source row of all of them after the
+    row of chunks in a C-ordered array; rows of the source contiguous, chunk buffers
+    dense, no swap) are gathered together, one source row of all of them after the
     other: the source is read in order, where a chunk alone reads short runs far apart.
     With ``fill`` (the fill value as one item, in the chunk's byte order) a chunk
     that equals it everywhere is not compressed.
@@ -495,12 +483,13 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
     cdef uint8_t* o = &out[0]
     cdef const char* cn = cname
     cdef int64_t got = 0, failed = 1
-    # regions gathered together: rows contiguous in src, chunk buffers in C order, no swap
+    # regions gathered together: rows contiguous in src, dense chunk buffers, no swap
     cdef int64_t gmax = scratch.shape[0] // nbytes, g, j, run = 0
     cdef bint rows = gmax > 1 and 1 <= ndim < ZF_MAX_NDIM and swap_unit <= 1
     if rows:
         run = shape[ndim - 1] * itemsize
-        rows = src_strides[ndim - 1] == itemsize and _c_dense(dst_strides, shape, itemsize)
+        rows = src_strides[ndim - 1] == itemsize and _dense(<int>ndim, &shape[0],
+                                                             &dst_strides[0], itemsize, nbytes)
     cdef uint8_t* cb
     cdef _Lz4Encoder e
     cdef bint own = _lz4_encoder_open(&e, cname, clevel, typesize, nbytes, blocksize)
