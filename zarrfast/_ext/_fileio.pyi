@@ -10,6 +10,29 @@ def read_files_into(
     nbytes: int,  # expected size of every file
 ) -> tuple[np.ndarray, np.ndarray]: ...  # sizes (-1: not opened), errno per file
 
+def write_files(
+    dir_fds: Buffer,  # const int64_t[::1], an open directory per file
+    tmp_names: list[bytes],  # one path component each
+    names: list[bytes],
+    values: list[Buffer],  # C-contiguous
+    refuse_links: bool = True,
+) -> np.ndarray: ...  # int64 errno per file (0: written)
+
+def write_region_files(
+    dir_fds: Buffer,  # const int64_t[::1]
+    tmp_names: list[bytes],
+    names: list[bytes],
+    src: Buffer,  # const uint8_t[::1]
+    src_offsets: Buffer,  # const int64_t[:, ::1], the regions of each file
+    src_strides: Buffer,  # const int64_t[::1], the last one the itemsize
+    shape: Buffer,  # const int64_t[::1]
+    itemsize: int,
+    fill: Buffer | None = None,  # one item: a file with a region all of it is not written
+    extra: Buffer | None = None,  # written after the regions (before with extra_first)
+    extra_first: bool = False,
+    refuse_links: bool = True,
+) -> np.ndarray: ...  # int64 per file: 0 written, -1 a region of fill, else errno
+
 class PageBuffer:
     nbytes: int
     def __init__(self, size: int, keep: int = 0) -> None: ...

@@ -26,6 +26,7 @@ __all__ = [
     "open_nolinks",
     "transpose",
     "write_files",
+    "write_region_files",
     "BATCH_CODECS",
     "ChunkDecoder",
     "ShardFiles",
@@ -137,6 +138,7 @@ def _load_fileio(name: str):
 
 read_files_into = _load_fileio("read_files_into")
 write_files = _load_fileio("write_files")
+write_region_files = _load_fileio("write_region_files")
 open_nolinks = _load_fileio("open_nolinks")
 
 

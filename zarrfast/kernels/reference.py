@@ -1324,6 +1324,59 @@ def write_files(dir_fds, tmp_names, names, values, refuse_links=True):
     return errors
 
 
+def write_region_files(dir_fds, tmp_names, names, src, src_offsets, src_strides, shape,
+                       itemsize, fill=None, extra=None, extra_first=False,
+                       refuse_links=True):
+    """:func:`write_files` of values gathered from regions of ``src`` (file ``i``: the
+    regions at ``src_offsets[i]`` in C order, then ``extra``, or ``extra`` first);
+    -1 for a file with a region all of ``fill``, which is not written (see
+    ``_ext._fileio.write_region_files``)."""
+    func = "write_region_files"
+    s = _u8(src)
+    offs = _i64(src_offsets, ndim=2)
+    sst = _i64(src_strides)
+    shp = _i64(shape)
+    n = offs.shape[0]
+    for name, seq in (("tmp_names", tmp_names), ("names", names)):
+        if not isinstance(seq, list):
+            raise TypeError(f"{func}: {name} must be a list, got {type(seq).__name__}")
+    if len(tmp_names) != n or len(names) != n or _i64(dir_fds).size != n:
+        raise ValueError(f"{func}: {len(names)} names but {len(tmp_names)} temporary names, "
+                         f"{n} values and {_i64(dir_fds).size} directories")
+    if shp.size < 1 or sst.size != shp.size:
+        raise ValueError(f"{func}: shape {_ints(shp)} and src_strides {_ints(sst)} must "
+                         f"have the same length, at least 1")
+    _check_shape(func, shp)
+    if (shp == 0).any() or offs.shape[1] < 1:
+        raise ValueError(f"{func}: empty regions (shape {_ints(shp)}, "
+                         f"{offs.shape[1]} per file)")
+    if itemsize < 1 or sst[-1] != itemsize:
+        raise ValueError(f"{func}: the last src stride must be the itemsize {itemsize} "
+                         f"(runs contiguous in src), got {_ints(sst)}")
+    for o in offs.reshape(-1).tolist():
+        _check_span(func, "src", s.nbytes, o, sst, shp, itemsize)
+    f = None if fill is None else _u8(fill)
+    if f is not None and f.nbytes != itemsize:
+        raise ValueError(f"{func}: fill holds {f.nbytes} bytes, an item {itemsize}")
+    e = b"" if extra is None else _u8(extra).tobytes()
+    status = np.zeros(n, dtype=np.int64)
+    keep, values = [], []
+    for i in range(n):
+        regions = [np.lib.stride_tricks.as_strided(
+            s[o:], shape=(*_ints(shp), itemsize), strides=(*_ints(sst), 1))
+            for o in offs[i].tolist()]
+        if f is not None and any((r.reshape(-1, itemsize) == f).all() for r in regions):
+            status[i] = -1
+            continue
+        body = b"".join(r.tobytes() for r in regions)
+        keep.append(i)
+        values.append(e + body if extra_first else body + e)
+    fds = _i64(dir_fds)
+    status[keep] = write_files(fds[keep], [tmp_names[i] for i in keep],
+                               [names[i] for i in keep], values, refuse_links)
+    return status
+
+
 def fill_region(dst, dst_offset, dst_strides, shape, fill) -> None:
     """Write the item ``fill`` at every index of a region of ``dst``."""
     d = _u8(dst, writable=True)
