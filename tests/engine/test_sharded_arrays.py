@@ -162,21 +162,31 @@ def test_whole_raw_shards_assembled_in_place_match_the_general_path(
     too: the inner chunks in the array, in index order); the bytes are the general
     path's, byte for byte (and shards with an all-fill inner chunk take the general
     path, which leaves that chunk out).  A local store (``copies_values``) gets each
-    shard from one reused per-thread buffer."""
+    shard from one reused per-thread buffer -- or, a whole shard inside the array
+    whose bytes need no swap, written by the store straight from the array
+    (``_write_shard_direct``: the same bytes)."""
     data = np.random.default_rng(3).integers(0, 1000, shape).astype("<i4")
     data[:8, :16] = -1  # one inner chunk of fill values
     calls = []
+    direct = []
     real = zf_sharding._assemble_raw_shard
+    real_direct = zf_sharding._write_shard_direct
 
     def counting(*args, **kwargs):
         calls.append(kwargs.get("reuse"))
         return real(*args, **kwargs)
 
+    def counting_direct(*args, **kwargs):
+        direct.append(real_direct(*args, **kwargs))
+        return direct[-1]
+
     def write(fast: bool) -> dict:
         if not fast:
             monkeypatch.setattr(zf_sharding, "_assemble_raw_shard", lambda *a, **k: None)
+            monkeypatch.setattr(zf_sharding, "_write_shard_direct", lambda *a, **k: False)
         else:
             monkeypatch.setattr(zf_sharding, "_assemble_raw_shard", counting)
+            monkeypatch.setattr(zf_sharding, "_write_shard_direct", counting_direct)
         store: Any = LocalStore(str(tmp_path / f"{fast}.zarr")) if local else {}
         codec = ShardingCodec(chunk_shape=(8, 16), codecs=[BytesCodec(endian=endian)],
                               index_location=location)
@@ -192,5 +202,13 @@ def test_whole_raw_shards_assembled_in_place_match_the_general_path(
 
     fast, general = write(True), write(False)
     assert fast == general
-    assert len(calls) == math.prod(-(-n // 32) for n in shape)  # every shard, edges too
-    assert set(calls) == {local}
+    # every shard, edges too, one way or the other
+    assert len(calls) + sum(direct) == math.prod(-(-n // 32) for n in shape)
+    assert set(calls) <= {local}
+    if local and endian == "little":
+        # whole shards inside the array: all straight from the array (edge ones and the
+        # one with an inner chunk of fill, unless it is written, are assembled)
+        full = math.prod(n // 32 for n in shape)
+        assert sum(direct) == full - (0 if write_empty else 1)
+    else:
+        assert not direct  # (a dict is no local store; big-endian bytes need a swap)

@@ -87,6 +87,69 @@ def test_set_many_keeps_a_subclass_set_and_fsync(tmp_path):
     assert sorted(k for k in calls if "/c/" in k) == [f"arr/c/{i}" for i in range(4)]
 
 
+def _regions_case():
+    """An array and regions of it: three files of two 8x8 blocks each."""
+    a = np.random.default_rng(5).integers(1, 1000, (32, 48)).astype("<i4")
+    a[8:16, :8] = 0  # a block all of the fill value
+    starts = [[(0, 0), (0, 8)], [(8, 0), (16, 40)], [(24, 40), (0, 0)]]
+    offsets = np.array([[r * a.strides[0] + c * a.strides[1] for r, c in row]
+                        for row in starts], dtype=np.int64)
+    return a, starts, offsets
+
+
+def test_set_regions_writes_the_bytes_a_memory_store_holds(tmp_path):
+    """``LocalStore.set_regions`` (the kernel, no copy) stores what the generic
+    ``Store.set_regions`` gives ``MemoryStore``: the blocks in C order one after
+    the other, then the extra bytes (or them first); a file with a block of fill
+    is left out."""
+    a, starts, offsets = _regions_case()
+    keys = ["c/0", "c/1", "deeper/c/2"]
+    flat = a.reshape(-1).view(np.uint8)
+    strides = np.array(a.strides, dtype=np.int64)
+    shape = np.array([8, 8], dtype=np.int64)
+    fill = np.zeros(4, dtype=np.uint8)
+    for extra, first in ((None, False), (b"INDEX", False), (b"INDEX", True)):
+        local, memory = LocalStore(tmp_path / f"{extra}{first}"), zarrfast.MemoryStore()
+        assert local.fast_set_regions and not memory.fast_set_regions
+        got = [s.set_regions(keys, flat, offsets, strides, shape, 4, fill=fill, extra=extra,
+                             extra_first=first).tolist() for s in (local, memory)]
+        assert got == [[False, True, False]] * 2
+        blocks = [b"".join(a[r:r + 8, c:c + 8].tobytes() for r, c in row) for row in starts]
+        e = extra or b""
+        want = {k: (e + b if first else b + e) for k, b in zip(keys, blocks, strict=True)}
+        for s in (local, memory):
+            assert s.get("c/1") is None
+            assert s.get("c/0") == want["c/0"] and s.get("deeper/c/2") == want["deeper/c/2"]
+        assert leftovers(tmp_path) == []
+
+
+def test_set_regions_refuses_links_out_and_names_the_key(tmp_path):
+    """A key the kernel does not write goes through ``set``: a link out of the root is
+    refused naming it (the other keys are written), a file where a directory should be
+    is named, and a read-only store writes nothing."""
+    a, _, offsets = _regions_case()
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "f").write_bytes(b"precious")
+    (root / "leaf").symlink_to(outside / "f")
+    store = LocalStore(root)
+    args = (a.reshape(-1).view(np.uint8), offsets, np.array(a.strides, dtype=np.int64),
+            np.array([8, 8], dtype=np.int64), 4)
+    with pytest.raises(InvalidKeyError, match="leaf"):
+        store.set_regions(["ok1", "leaf", "ok2"], *args)
+    assert (outside / "f").read_bytes() == b"precious"
+    assert store.get("ok1") == a[:8, :8].tobytes() + a[:8, 8:16].tobytes()
+    assert store.get("ok2") == a[24:32, 40:48].tobytes() + a[:8, :8].tobytes()
+    store.set("file", b"x")
+    with pytest.raises(ZarrfastError, match="file/a"):
+        store.set_regions(["file/a", "file/b", "file/c"], *args)
+    with pytest.raises(ReadOnlyError):
+        LocalStore(root, read_only=True).set_regions(["x", "y", "z"], *args)
+    assert store.get("x") is None
+    assert leftovers(tmp_path) == []
+
+
 # ---------------------------------------------------------------------------
 # the chunk pipeline
 # ---------------------------------------------------------------------------
@@ -94,24 +157,35 @@ def test_set_many_keeps_a_subclass_set_and_fsync(tmp_path):
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("compressor", [None, "zstd"])
 def test_array_writes_go_through_set_many(tmp_path, threads, compressor, monkeypatch):
+    """Batches of chunks go to ``set_many``; whole uncompressed chunks written from an
+    array go to ``set_regions`` (written from the array itself), in batches too."""
     import zarr
 
     batches = []
+    regions = []
     original = LocalStore.set_many
+    original_regions = LocalStore.set_regions
 
     def spy(self, items):
         items = list(items)
         batches.append(len(items))
         return original(self, items)
 
+    def spy_regions(self, keys, *args, **kwargs):
+        regions.append(len(keys))
+        return original_regions(self, keys, *args, **kwargs)
+
     monkeypatch.setattr(LocalStore, "set_many", spy)
+    monkeypatch.setattr(LocalStore, "set_regions", spy_regions)
     comp = None if compressor is None else {"name": "zstd", "configuration": {"level": 1}}
     data = np.arange(200 * 300, dtype="<i4").reshape(200, 300)
     with config.set(threads=threads):
         a = zarrfast.create_array(str(tmp_path), shape=data.shape, chunks=(20, 30),
                                   dtype="<i4", compressors=comp, fill_value=0)
         a[...] = data
-        assert sum(batches) == 100 and max(batches) > 1
+        used = regions if compressor is None else batches
+        assert sum(used) == 100 and max(used) > 1
+        assert not (batches if compressor is None else regions)
         a[5:95, 7:123] = -data[5:95, 7:123]  # partial chunks: old values kept
         expect = data.copy()
         expect[5:95, 7:123] *= -1

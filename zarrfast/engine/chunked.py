@@ -597,6 +597,45 @@ class RowWriter:
         rows = proj.complete & ~proj.edge & (self.dst_offsets == 0)
         return rows if rows.any() else None
 
+    @functools.cached_property
+    def stored_layout(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(strides, shape)`` of a whole chunk's stored bytes read out of ``value``
+        (stored dim ``k`` is the chunk's dim ``permutation[k]``) when a chunk is stored as
+        its bytes (no compression, no byte swap) and its last stored dim is contiguous
+        in ``value``; ``None`` otherwise."""
+        chain = self.chain
+        if (self.value_flat is None or not chain.fast or chain.bb or chain.swap_unit != 1
+                or chain.ndim == 0):
+            return None
+        q = list(chain.permutation)
+        strides = np.ascontiguousarray(self.value_strides[q])
+        shape = np.ascontiguousarray(chain.chunk_shape_arr[q])
+        return (strides, shape) if int(strides[-1]) == chain.itemsize else None
+
+    @functools.cached_property
+    def stored_whole(self) -> np.ndarray | None:
+        """Rows whose chunk's stored bytes are a region of ``value`` (written whole from
+        it, inside the array, on a chain with a :attr:`stored_layout`): a store with
+        ``fast_set_regions`` writes them from there; ``None``: no row."""
+        proj = self.proj
+        if self.stored_layout is None:
+            return None
+        rows = proj.complete & ~proj.edge & (self.dst_offsets == 0)
+        return rows if rows.any() else None
+
+    def store_whole(self, store: Store, rows: np.ndarray, keys: Sequence[str],
+                    gone: list) -> None:
+        """Write the chunks of ``rows`` (all :attr:`stored_whole`) straight from
+        ``value`` with one ``store.set_regions``; the keys of chunks equal to the fill
+        value (unless empty chunks are written) are appended to ``gone``."""
+        strides, shape = self.stored_layout  # type: ignore[misc]
+        chain = self.chain
+        skipped = store.set_regions(
+            [keys[i] for i in rows.tolist()], self.value_flat, self.src_offsets[rows],
+            strides, shape, chain.itemsize,
+            fill=None if self.write_empty_chunks else chain._fill_chunk_item_arr)
+        gone.extend(keys[i] for i in rows[skipped].tolist())
+
     def compress_whole(self, rows: np.ndarray, keys: Sequence[str], new: list, gone: list
                        ) -> None:
         """The chunks of ``rows`` (all :attr:`compressible`) copied out of ``value`` and
@@ -894,6 +933,11 @@ def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
     # whole chunks of a blosc chain: copied and compressed by one kernel call per batch
     # into a per-thread buffer, which the store is done with when set_many returns
     fast = writer.compressible if store.copies_values and store.fast_set_many else None
+    # whole uncompressed chunks: written by the store from where they lie in the value
+    if fast is None and store.fast_set_regions:
+        fast, direct = writer.stored_whole, True
+    else:
+        direct = False
 
     def batch(lo: int) -> None:
         new: list[tuple[str, Any]] = []
@@ -902,7 +946,9 @@ def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
         try:
             if fast is not None:
                 rows = np.flatnonzero(fast[lo:hi]) + lo
-                if rows.size:
+                if rows.size and direct:
+                    writer.store_whole(store, rows, keys, gone)
+                elif rows.size:
                     writer.compress_whole(rows, keys, new, gone)
             for i in range(lo, hi):
                 if fast is not None and fast[i]:

@@ -680,6 +680,32 @@ def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWr
     return buf
 
 
+def _write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowWriter,
+                        rows: np.ndarray, lin: np.ndarray) -> bool:
+    """Write a whole shard whose every inner chunk is stored uncompressed, none past the
+    array's edge, straight from the written value (``store.set_regions``: the inner
+    chunks in index order, then the index, or the index first): the bytes
+    :func:`_assemble_raw_shard` builds, without building them.  False, with nothing
+    written, for a shard this cannot write: an edge shard, or one with an inner chunk
+    equal to the fill value (unless empty chunks are written), which the general path
+    leaves out."""
+    proj = writer.proj
+    nb = writer.chain.chunk_nbytes
+    if len(rows) != layout.n_inner or proj.edge[rows].any():
+        return False
+    raw_index = layout.dense_index(nb)
+    if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
+        return False
+    strides, shape = writer.stored_layout  # type: ignore[misc]
+    inner = writer.chain
+    skipped = store.set_regions(
+        [key], writer.value_flat, writer.src_offsets[rows[np.argsort(lin)]][None, :],
+        strides, shape, inner.itemsize,
+        fill=None if writer.write_empty_chunks else inner._fill_chunk_item_arr,
+        extra=raw_index, extra_first=not layout.at_end)
+    return not skipped[0]
+
+
 class _ShardScratch(threading.local):
     buf: np.ndarray | None = None
 
@@ -1105,6 +1131,9 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
     raw_whole = inner.fast and not inner.bb and writer.value_flat is not None
     # (a shard buffer per thread, reused, when the store keeps no reference to a value)
     reuse = store.copies_values
+    # ... or, better, written by the store from where the inner chunks lie in the value
+    direct = (raw_whole and store.fast_set_regions and not chain.outer_bb
+              and writer.stored_layout is not None)
 
     def write_shard(g: int) -> None:
         key, rows = keys[g], groups[g]
@@ -1112,6 +1141,10 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         layout = sub.layout
         whole = (len(rows) >= chain.inner_in_array(shard_coords[g])
                  and bool(proj.complete[rows].all()))
+        if direct and whole and _write_shard_direct(store, key, layout, writer, rows,
+                                                    inner_lin[rows]):
+            chain.cache.put(key, None)
+            return
         if raw_whole and whole:
             shard = _assemble_raw_shard(layout, inner, writer, proj, rows, inner_lin[rows],
                                         write_empty_chunks, reuse=reuse)

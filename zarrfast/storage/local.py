@@ -667,22 +667,68 @@ class LocalStore(Store):
     def _set_many(self, pairs: list) -> Any:
         from zarrfast import kernels as _kernels
 
+        with self._parents([key for key, _ in pairs]) as (fds, names):
+            tmps = [os.fsencode(f"{_TMP_MARK}{_unique()}") for _ in pairs]
+            return _kernels.write_files(fds, tmps, names, [_contiguous(v) for _, v in pairs])
+
+    @contextlib.contextmanager
+    def _parents(self, keys: Sequence[str]) -> Iterator[tuple[np.ndarray, list[bytes]]]:
+        """The open directory of each key's file (each one opened, and made, once, inside
+        the root) and the file's name in it, for the file kernels; closed on exit."""
         dirs: dict[str, int] = {}
         try:
-            fds = np.empty(len(pairs), dtype=np.int64)
+            fds = np.empty(len(keys), dtype=np.int64)
             names: list[bytes] = []
-            for i, (key, _) in enumerate(pairs):
+            for i, key in enumerate(keys):
                 parent, _, name = key.rpartition("/")
                 if parent not in dirs:
                     dirs[parent] = self._open_dir(parent, key, create=True)
                 fds[i] = dirs[parent]
                 names.append(os.fsencode(name))
-            tmps = [os.fsencode(f"{_TMP_MARK}{_unique()}") for _ in pairs]
-            errors = _kernels.write_files(fds, tmps, names, [_contiguous(v) for _, v in pairs])
+            yield fds, names
         finally:
             for fd in dirs.values():
                 os.close(fd)
-        return errors
+
+    @property
+    def fast_set_regions(self) -> bool:  # type: ignore[override]
+        """:meth:`set_regions` writes files from the array's memory in one ``nogil``
+        loop (as :attr:`fast_set_many`)."""
+        return self.fast_set_many
+
+    def set_regions(self, keys: Sequence[str], src: np.ndarray, offsets: np.ndarray,
+                    strides: np.ndarray, shape: np.ndarray, itemsize: int, *,
+                    fill: np.ndarray | None = None, extra: Any = None,
+                    extra_first: bool = False) -> np.ndarray:
+        """:meth:`Store.set_regions` as atomic writes of :meth:`set_many`, each file
+        written from the regions where they lie in ``src`` (``writev``, no copy:
+        :func:`zarrfast.kernels.write_region_files`).  A key the kernel does not write
+        (a symbolic link there, an error) gets its bytes gathered and goes through
+        :meth:`set`, which applies its checks and raises naming the key."""
+        keys = list(keys)
+        if not self.fast_set_regions or not keys:
+            return super().set_regions(keys, src, offsets, strides, shape, itemsize,
+                                       fill=fill, extra=extra, extra_first=extra_first)
+        from zarrfast import kernels as _kernels
+
+        self._check_writable(keys[0])
+        for key in keys:
+            validate_key(key)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64).reshape(len(keys), -1)
+        try:
+            with self._parents(keys) as (fds, names):
+                tmps = [os.fsencode(f"{_TMP_MARK}{_unique()}") for _ in keys]
+                status = _kernels.write_region_files(
+                    fds, tmps, names, src, offsets, strides, shape, itemsize, fill, extra,
+                    extra_first)
+        except ZarrfastError:
+            raise
+        except OSError as e:  # a directory could not be made
+            raise _failed("write", keys[0], self._root_str, e) from e
+        for i in np.flatnonzero(status > 0).tolist():  # its checks, a retry, or the error
+            super().set_regions([keys[i]], src, offsets[i:i + 1], strides, shape, itemsize,
+                                extra=extra, extra_first=extra_first)
+        return status < 0
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         """Write ``value`` atomically (a temporary file in the key's directory, then a
