@@ -435,20 +435,20 @@ cdef inline bint _next_run(_Runs* R, int64_t* idx, int64_t* pos) noexcept nogil:
 
 cdef bint _region_is_fill(const uint8_t* base, _Runs* R, const uint8_t* fill,
                           Py_ssize_t itemsize) noexcept nogil:
-    """Whether every item of the region at ``base`` equals ``fill``."""
+    """Whether every item of the region at ``base`` equals ``fill``: per run, its first
+    item is ``fill`` and every byte equals the one an item before it (two ``memcmp``s,
+    the first item's the usual answer)."""
     cdef int64_t idx[ZF_MAX_NDIM]
-    cdef int64_t pos = 0, j
+    cdef int64_t pos = 0
     cdef int d
-    if memcmp(base, fill, <size_t>itemsize) != 0:
-        return False  # (the usual answer, from the first item)
     for d in range(R.nouter):
         idx[d] = 0
     while True:
-        j = 0
-        while j < R.run:
-            if memcmp(base + pos + j, fill, <size_t>itemsize) != 0:
-                return False
-            j += itemsize
+        if memcmp(base + pos, fill, <size_t>itemsize) != 0:
+            return False
+        if R.run > itemsize and memcmp(base + pos, base + pos + itemsize,
+                                       <size_t>(R.run - itemsize)) != 0:
+            return False
         if not _next_run(R, idx, &pos):
             return True
 
@@ -484,6 +484,9 @@ def write_region_files(const int64_t[::1] dir_fds not None, list tmp_names not N
     """
     tmp_names = list(tmp_names)
     names = list(names)
+    # our own copy: the loop reads the offsets after they are checked, and another
+    # thread changing the caller's array meanwhile must change nothing
+    src_offsets = np.array(src_offsets, dtype=np.int64, order="C", copy=True)
     cdef Py_ssize_t n = src_offsets.shape[0], k = src_offsets.shape[1], i, r
     cdef int ndim = <int>shape.shape[0], d
     _check_names("write_region_files", dir_fds, tmp_names, names, n)

@@ -87,17 +87,52 @@ def test_shards_of_inner_chunks_then_their_index(impl, tmp_path, extra_first):
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_more_runs_than_one_writev_and_more_than_the_staging_buffer(impl, tmp_path):
-    """A file of 4096 runs of 8 bytes (over the 1024 iovecs of one call), one of
-    300 runs of 2 KiB (600 KiB, several fills of the 128 KiB staging buffer) and one
-    mixing runs of 8 KiB written in place with an extra (the iovecs in order)."""
+    """A file of 4096 runs of 8 bytes (staged together), one of 300 runs of 2 KiB
+    (600 KiB, several fills of the 128 KiB staging buffer), one mixing runs of 8 KiB
+    written in place with an extra (the iovecs in order), and one of 1100 runs of 4 KiB
+    in place (over the 1024 iovecs of one ``writev``)."""
     a = np.random.default_rng(1).integers(0, 2**32, (4096, 2048), dtype=np.uint32)
     cases = [((4096, 2), [[(0, 5)]]), ((300, 512), [[(7, 1000)]]),
-             ((10, 2048), [[(0, 0), (100, 0)]])]
+             ((10, 2048), [[(0, 0), (100, 0)]]), ((1100, 1024), [[(3, 512)]])]
     for i, (shape, blocks) in enumerate(cases):
         status, held = write(impl, tmp_path, a, blocks, shape, extra=b"tail",
                              names=[f"case{i}"])
         assert status == [0]
         assert held == expected(a, blocks, shape, b"tail"), (shape, blocks)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("extra_first", [False, True])
+def test_extras_around_more_than_1024_runs_in_place(impl, tmp_path, extra_first):
+    """1023 and 1024 runs in place plus the extra: the extra is queued right at the
+    1024-iovec boundary (before the first run, or after the last)."""
+    a = np.random.default_rng(7).integers(0, 2**8, (1100, 4096), dtype=np.uint8)
+    for n in (1023, 1024, 1025):
+        status, held = write(impl, tmp_path, a, [[(1, 0)]], (n, 4096), extra=b"EXTRA",
+                             extra_first=extra_first, names=[f"n{n}"])
+        assert status == [0]
+        assert held == expected(a, [[(1, 0)]], (n, 4096), b"EXTRA", extra_first)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_permuted_and_reversed_outer_strides(impl, tmp_path):
+    """Regions of a transposed view (outer strides out of order) and of a view flipped
+    along its first dimension (a negative stride): the bytes of those views' blocks."""
+    base = np.random.default_rng(8).integers(0, 2**16, (6, 40, 64), dtype="<u2")
+    for k, view in enumerate((base.transpose(1, 0, 2), base[::-1])):
+        flat = base.reshape(-1).view(np.uint8)
+        fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+        start = (2, 1, 8)
+        offset = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+                  + int(np.dot(start, view.strides)))
+        try:
+            status = impl(np.array([fd], np.int64), [b".t"], [f"v{k}".encode()], flat,
+                          np.array([[offset]], np.int64), np.array(view.strides, np.int64),
+                          np.array([3, 4, 16], np.int64), 2)
+        finally:
+            os.close(fd)
+        assert status.tolist() == [0]
+        assert (tmp_path / f"v{k}").read_bytes() == region_bytes(view, start, (3, 4, 16))
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -108,14 +143,30 @@ def test_files_with_a_region_of_fill_are_left_out(impl, tmp_path):
     a[31, 15] = 8              # the fill value but for its last item
     a[32:48, :16] = 7
     a[32, 0] = 9               # ... but for its first
+    a[48:64, :16] = 7
+    a[55, 9] = 6               # ... but for one in the middle of a run
     blocks = [[(0, 0), (48, 48)], [(16, 0), (48, 48)], [(32, 0), (48, 48)],
-              [(48, 48), (0, 0)], [(48, 48), (48, 32)]]
+              [(48, 48), (0, 0)], [(48, 48), (48, 32)], [(48, 0), (48, 48)]]
     fill = np.frombuffer(np.int32(7).tobytes(), dtype=np.uint8)
     status, held = write(impl, tmp_path, a, blocks, (16, 16), fill=fill)
-    assert status == [-1, 0, 0, -1, 0]
+    assert status == [-1, 0, 0, -1, 0, 0]
     want = expected(a, blocks, (16, 16))
-    assert held == [None, want[1], want[2], None, want[4]]
-    assert sorted(os.listdir(tmp_path)) == ["f1", "f2", "f4"]  # no temporary file left
+    assert held == [None, want[1], want[2], None, want[4], want[5]]
+    assert sorted(os.listdir(tmp_path)) == ["f1", "f2", "f4", "f5"]  # no temporary file
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_large_region_of_fill_and_one_differing_at_its_end(impl, tmp_path):
+    """4 MiB of zeros is all fill (run by run); the same with its very last byte set
+    is written."""
+    a = np.zeros((1024, 4096), dtype=np.uint8)
+    fill = np.zeros(1, dtype=np.uint8)
+    status, _ = write(impl, tmp_path, a, [[(0, 0)]], (1024, 4096), fill=fill, names=["z"])
+    assert status == [-1]
+    a[-1, -1] = 1
+    status, held = write(impl, tmp_path, a, [[(0, 0)]], (1024, 4096), fill=fill,
+                         names=["z"])
+    assert status == [0] and held == [a.tobytes()]
 
 
 @pytest.mark.parametrize("impl", IMPLS)

@@ -198,6 +198,26 @@ def test_array_writes_go_through_set_many(tmp_path, threads, compressor, monkeyp
     assert leftovers(tmp_path) == []
 
 
+def test_a_subclass_set_many_sees_whole_uncompressed_chunks(tmp_path):
+    """A LocalStore subclass that changes ``set_many`` (to log or replicate writes) gets
+    every chunk of a write through it: no ``set_regions`` behind its back."""
+    seen = []
+
+    class Logged(LocalStore):
+        def set_many(self, items):
+            items = list(items)
+            seen.extend(k for k, _ in items)
+            super().set_many(items)
+
+    store = Logged(tmp_path)
+    assert not store.fast_set_regions and LocalStore(tmp_path).fast_set_regions
+    a = zarrfast.create_array(store, shape=(64, 64), chunks=(16, 16), dtype="<u2",
+                              compressors=None)
+    a[...] = np.arange(64 * 64, dtype="<u2").reshape(64, 64)
+    assert sorted(k for k in seen if k.startswith("c/")) == sorted(
+        f"c/{i}/{j}" for i in range(4) for j in range(4))
+
+
 def test_set_many_takes_values_set_takes(tmp_path):
     store = LocalStore(tmp_path)
     strided = np.arange(10, dtype="u1")[::2]

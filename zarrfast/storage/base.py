@@ -458,6 +458,8 @@ class Store(abc.ABC):
         array being written.  A key with a region whose every item is ``fill`` (one
         item's bytes) is not stored.  Returns the bool mask of those keys."""
         skipped = np.zeros(len(keys), dtype=bool)
+        if fill is not None:
+            fill = np.frombuffer(fill, dtype=np.uint8)
         pairs = []
         for i, key in enumerate(keys):
             regions = gather_regions(src, offsets[i], strides, shape, itemsize)
@@ -624,10 +626,11 @@ def gather_regions(src: np.ndarray, offsets: np.ndarray, strides: np.ndarray,
     src = np.frombuffer(src, dtype=np.uint8)
     dims = tuple(int(x) for x in shape) + (itemsize,)
     steps = tuple(int(x) for x in strides) + (1,)
-    span = sum((d - 1) * abs(t) for d, t in zip(dims, steps, strict=True)) + 1
+    lo = sum((d - 1) * t for d, t in zip(dims, steps, strict=True) if t < 0)
+    hi = sum((d - 1) * t for d, t in zip(dims, steps, strict=True) if t > 0) + 1
     out = []
     for o in np.asarray(offsets).reshape(-1).tolist():
-        if o < 0 or o + span > src.size or any(t < 0 for t in steps):
+        if o + lo < 0 or o + hi > src.size:
             raise ValueError(f"a region of shape {dims[:-1]} at byte {o} with strides "
                              f"{steps[:-1]} reaches outside the {src.size} bytes given")
         out.append(np.lib.stride_tricks.as_strided(src[o:], dims, steps).copy())

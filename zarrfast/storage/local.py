@@ -693,8 +693,9 @@ class LocalStore(Store):
     @property
     def fast_set_regions(self) -> bool:  # type: ignore[override]
         """:meth:`set_regions` writes files from the array's memory in one ``nogil``
-        loop (as :attr:`fast_set_many`)."""
-        return self.fast_set_many
+        loop: unless a subclass changes ``set`` or ``set_many`` (whose writes the
+        pipeline must then go through), or every write is fsynced."""
+        return self.fast_set_many and self.copies_values
 
     def set_regions(self, keys: Sequence[str], src: np.ndarray, offsets: np.ndarray,
                     strides: np.ndarray, shape: np.ndarray, itemsize: int, *,
