@@ -6,6 +6,7 @@ kernel cannot take (byte swaps, edge chunks, partial chunks) left to the other p
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -26,10 +27,10 @@ def _files(path) -> dict[str, bytes]:
     return out
 
 
-def _write(tmp_path, name, monkeypatch, *, direct: bool, value, sel=Ellipsis, **kwargs):
-    """Create an array of ``kwargs`` and write ``value`` into ``sel``, through
-    ``set_regions`` (``direct``) or with it turned off; its files and the keys of the
-    ``set_regions`` calls."""
+@contextlib.contextmanager
+def _regions_spied(monkeypatch, direct: bool):
+    """The keys of every ``LocalStore.set_regions`` call made inside (a list of lists);
+    with ``direct`` off, local stores write as stores without ``set_regions`` do."""
     calls: list[list[str]] = []
     real = LocalStore.set_regions
 
@@ -41,9 +42,17 @@ def _write(tmp_path, name, monkeypatch, *, direct: bool, value, sel=Ellipsis, **
         m.setattr(LocalStore, "set_regions", spy)
         if not direct:
             m.setattr(LocalStore, "fast_set_regions", False)
-        path = str(tmp_path / name)
+        yield calls
+
+
+def _write(tmp_path, name, monkeypatch, *, direct: bool, value, **kwargs):
+    """Create an array of ``kwargs`` and write ``value`` into it, through
+    ``set_regions`` (``direct``) or with it turned off; its files and the keys of the
+    ``set_regions`` calls."""
+    path = str(tmp_path / name)
+    with _regions_spied(monkeypatch, direct) as calls:
         a = zarrfast.create_array(path, **kwargs)
-        a[sel] = value
+        a[...] = value
     return _files(path), calls
 
 
@@ -94,17 +103,7 @@ def test_a_selection_of_whole_chunks_and_partial_ones(tmp_path, monkeypatch):
         a = zarrfast.create_array(path, shape=(64, 96), chunks=(16, 16), dtype="<u2",
                                   compressors=None, fill_value=0)
         a[...] = 1
-        seen: list[list[str]] = []
-        real = LocalStore.set_regions
-
-        def spy(self, keys, *args, real=real, seen=seen, **kw):
-            seen.append(list(keys))
-            return real(self, keys, *args, **kw)
-
-        with monkeypatch.context() as m:
-            m.setattr(LocalStore, "set_regions", spy)
-            if not direct:
-                m.setattr(LocalStore, "fast_set_regions", False)
+        with _regions_spied(monkeypatch, direct) as seen:
             a[sel] = x[sel]
         files[direct] = _files(path)
         want = np.ones((64, 96), dtype="<u2")
