@@ -869,10 +869,12 @@ def zdtype_of(dt: _dt.DataType) -> Any:
     if z is not None:
         return z
     try:
-        return _zdtype_cache[dt]
+        z = _zdtype_cache[dt]
     except KeyError:
         pass
-    z = dt
+    else:  # (None: no class reads it; dt itself, not the equal one cached first)
+        return dt if z is None else z
+    z = None
     # by its JSON; else by its NumPy dtype (zarrfast's "struct" is zarr-python's
     # "structured", the same data type under the name zarr-extensions registers)
     for match in (lambda: data_type_registry.match_json(dt.to_json(), zarr_format=3),
@@ -885,7 +887,7 @@ def zdtype_of(dt: _dt.DataType) -> Any:
             continue
     if len(_zdtype_cache) < 1024:
         _zdtype_cache[dt] = z
-    return z
+    return dt if z is None else z
 
 
 _zdtype_cache: dict[_dt.DataType, Any] = {}
