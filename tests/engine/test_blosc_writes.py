@@ -249,6 +249,44 @@ def test_whole_chunks_of_a_local_store_take_the_batched_kernel(tmp_path, monkeyp
     np.testing.assert_array_equal(a[...], x)
 
 
+@pytest.mark.parametrize("batch, want", [(16, [10] * 3), (64, [30]), (8, [8, 8, 8, 6])])
+def test_batches_of_the_batched_kernel_hold_whole_rows_of_chunks(tmp_path, monkeypatch,
+                                                                  batch, want):
+    # 3 rows of 10 chunks: batches of whole rows when a batch holds a row (else as
+    # many chunks as it holds), each call with a buffer to gather a whole row into;
+    # the bytes as chunk by chunk
+    from zarrfast.engine import chunked
+
+    calls = []
+    real = _kernels.blosc_compress_regions
+
+    def spying(*args):
+        calls.append((args[1].tolist(), len(args[8])))
+        return real(*args)
+
+    monkeypatch.setattr(chunked, "WRITE_BATCH", batch)
+    x = _values((12, 80), "<u2", seed=3)
+    comp = zarrfast.codecs.BloscCodec("lz4", 5, "bitshuffle", 2, 0)
+    paths = {}
+    for how in ("batched", "per chunk"):
+        paths[how] = str(tmp_path / f"{how}.zarr")
+        a = zarrfast.create_array(paths[how], shape=(12, 80), chunks=(4, 8), dtype="<u2",
+                                  compressors=[comp])
+        with monkeypatch.context() as m:
+            if how == "batched":
+                m.setattr(chunked._kernels, "blosc_compress_regions", spying)
+            else:
+                m.setattr(a._chain, "blosc_settings", None)
+            with config.set(threads=1):
+                a[...] = x
+    assert [len(offsets) for offsets, _ in calls] == want
+    row = 4 * 80 * 2  # bytes from one row of chunks to the next in the value
+    for offsets, room in calls:
+        assert room == 10 * 4 * 8 * 2
+        assert offsets[0] % row == 0 or batch < 10
+    assert _chunks(paths["batched"]) == _chunks(paths["per chunk"])
+
+
 def test_a_c_blosc_failure_in_the_batched_kernel_is_a_codec_error(tmp_path, monkeypatch):
     from zarrfast.engine import chunked
     from zarrfast.errors import CodecError
