@@ -626,14 +626,15 @@ cdef extern from *:
         return (uint8_t*)start;
     }
 
-    /* Mappings of results that went, kept for the next result of the same size: its
-       pages are then already there (no page faults, no zeroing by the system: a third
-       of a one-thread read of 256 MiB here).  At most ZF_KEPT_SLOTS mappings, at most
+    /* Mappings of results (and scratch buffers) that went, kept for the next of the
+       same size: its pages are then already there (no page faults, no zeroing by the
+       system: a third of a one-thread read of 256 MiB here).  At most ZF_KEPT_SLOTS
+       mappings (a read's result and two threads' write buffers fit), at most
        `limit` bytes in all (the caller's), the oldest given back first; each is
        MADV_FREE'd when kept, so under memory pressure the system takes its pages
        back (a later touch then gets zeroed pages, as a fresh mapping would). */
     #include <pthread.h>
-    #define ZF_KEPT_SLOTS 4
+    #define ZF_KEPT_SLOTS 8
     typedef struct { void* base; uint8_t* data; size_t total; size_t size; uint64_t age; } zf_kept_t;
     static zf_kept_t zf_kept[ZF_KEPT_SLOTS];
     static size_t zf_kept_bytes = 0;

@@ -46,11 +46,13 @@ key                    environment variable       default
 ``result_page_cache``  ``ZARRFAST_RESULT_PAGE_   1 GiB (a sixteenth of the
                        CACHE``                    physical memory if less):
                                                   the pages of results of 32
-                                                  MiB and more that went are
-                                                  kept, up to this many bytes
-                                                  in all, for the next result
-                                                  of the same size (no page
-                                                  faults); the system takes
+                                                  MiB and more that went (and
+                                                  of per-thread scratch
+                                                  buffers of 4 MiB and more)
+                                                  are kept, up to this many
+                                                  bytes in all, for the next
+                                                  one of the same size (no
+                                                  page faults); the system takes
                                                   them back under memory
                                                   pressure; 0: none kept
 ``io_concurrency``     ``ZARRFAST_IO_CONCURRENCY`` 64 requests in flight at

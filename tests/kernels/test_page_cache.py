@@ -70,11 +70,11 @@ def test_what_is_kept_stays_within_the_limit_and_the_slots():
     big = kernels.PageBuffer(12 * MiB, limit)
     del big
     assert kernels.kept_pages()[0] <= 2 and kernels.kept_pages()[1] <= limit
-    # four slots at most, whatever the limit
-    pages = [kernels.PageBuffer(MiB + k, 2**30) for k in range(6)]
+    # eight slots at most, whatever the limit
+    pages = [kernels.PageBuffer(MiB + k, 2**30) for k in range(10)]
     while pages:
         del pages[0]
-    assert kernels.kept_pages()[0] == 4
+    assert kernels.kept_pages()[0] == 8
 
 
 def test_keep_zero_gives_back_what_was_kept():
@@ -104,6 +104,63 @@ def test_the_config_key_bounds_what_reads_keep(monkeypatch):
     with pytest.raises(zarrfast.config.BadConfigError):
         with zarrfast.config.set(result_page_cache=-1):
             pass
+
+
+def test_scratch_buffers_asked_for_with_reuse_are_kept_for_the_next():
+    small = buffers.empty(buffers.REUSE_MIN_BYTES - 1, np.uint8, where="", what="x",
+                          reuse=True)
+    del small  # (below the size: np.empty's, nothing kept)
+    assert kernels.kept_pages() == (0, 0)
+    first = buffers.empty(buffers.REUSE_MIN_BYTES + 3, np.uint8, where="", what="x",
+                          reuse=True)
+    at = first.ctypes.data
+    del first
+    assert kernels.kept_pages()[0] == 1
+    again = buffers.empty(buffers.REUSE_MIN_BYTES + 3, np.uint8, where="", what="x",
+                          reuse=True)
+    assert again.ctypes.data == at and again.flags.writeable
+    assert kernels.kept_pages() == (0, 0)
+    with zarrfast.config.set(result_page_cache=0):  # (none kept: the config says so)
+        plain = buffers.empty(buffers.REUSE_MIN_BYTES, np.uint8, where="", what="x",
+                              reuse=True)
+    del plain
+    assert kernels.kept_pages() == (0, 0)
+
+
+def test_blosc_writes_of_new_arrays_reuse_the_pages_of_their_scratch_buffers(
+        tmp_path, monkeypatch):
+    # each array's chain has its own per-thread buffers: the next array's write takes
+    # over the pages of the last one's (stale bytes in them), and its chunks are still
+    # exactly the per-chunk path's
+    monkeypatch.setattr(buffers, "REUSE_MIN_BYTES", 2**12)
+    comp = zarrfast.codecs.BloscCodec("lz4", 5, "bitshuffle", 2, 0)
+    rng = np.random.default_rng(5)
+    values = [np.cumsum(rng.integers(0, 3 + k, (48, 256)), axis=1).astype("<u2")
+              for k in range(2)]
+
+    def write(name, x, batched):
+        a = zarrfast.create_array(str(tmp_path / name), shape=x.shape, chunks=(16, 32),
+                                  dtype="<u2", compressors=[comp])
+        if not batched:
+            monkeypatch.setattr(a._chain, "blosc_settings", None)
+        with zarrfast.config.set(threads=1):
+            a[...] = x
+        np.testing.assert_array_equal(a[...], x)
+        return a
+
+    first = write("first.zarr", values[0], True)
+    assert kernels.kept_pages() == (0, 0)  # (the array still has them)
+    del first
+    kept = kernels.kept_pages()[0]
+    assert kept >= 2  # its gathered and its compressed chunks
+    second = write("second.zarr", values[1], True)
+    assert kernels.kept_pages()[0] <= kept - 2  # (taken over by the second array)
+    del second
+    write("per-chunk.zarr", values[1], False)
+    stored = [{str(p.relative_to(tmp_path / name)): p.read_bytes()
+               for p in (tmp_path / name / "c").rglob("*") if p.is_file()}
+              for name in ("second.zarr", "per-chunk.zarr")]
+    assert stored[0] == stored[1] and len(stored[0]) == 3 * 8
 
 
 def _stale(shape, dtype) -> int:

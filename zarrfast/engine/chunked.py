@@ -223,7 +223,7 @@ class PreparedChain:
             setattr(self._scratch, name, None)  # (the old one goes before the new one)
             buf = _buffers.empty(need, np.uint8, where="",
                                  what=f"{what} of shape {self.chunk_shape} and dtype "
-                                      f"{self.dtype}")
+                                      f"{self.dtype}", reuse=True)
             setattr(self._scratch, name, buf)
         return buf[:need]
 

@@ -57,11 +57,18 @@ ALIGN_MIN_BYTES = 2**20
 PAGES_MIN_BYTES = 32 * 2**20
 #: the cache line the kernels' streaming stores write whole (see ``_common.pxd``)
 CACHE_LINE = 64
+#: scratch buffers of at least this many bytes asked for with ``reuse`` are pages of
+#: their own kept for the next buffer of the same size when they go: each write of a
+#: new array (a new chain) otherwise faulted in its per-thread buffers afresh, 16 MiB
+#: of compressed chunks and 5 MiB of gathered ones per thread for the blosc layout of
+#: the harness, 50-60 ms of a 300-400 ms one-thread write in system time here
+REUSE_MIN_BYTES = 4 * 2**20
 
 
 def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what: str,
           logical: tuple[Sequence[int], Any] | None = None,
-          error: type[AllocationError] = AllocationError, aligned: bool = False) -> np.ndarray:
+          error: type[AllocationError] = AllocationError, aligned: bool = False,
+          reuse: bool = False) -> np.ndarray:
     """``np.empty(shape, dtype)``, or ``error`` naming ``where`` and ``what``.
 
     ``logical``: the ``(shape, dtype)`` the message gives for a flat byte buffer that
@@ -72,8 +79,21 @@ def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what
     write with streaming stores.  One of at least ``PAGES_MIN_BYTES`` is pages of its
     own (``kernels.PageBuffer``, where compiled), given back without the GIL when the
     array goes, or kept for the next such buffer of the same size (config
-    ``result_page_cache``): like ``np.empty``'s, its contents are undefined."""
+    ``result_page_cache``): like ``np.empty``'s, its contents are undefined.
+    ``reuse``: a scratch buffer of at least ``REUSE_MIN_BYTES`` is such pages too,
+    kept for the next scratch buffer of its size."""
     try:
+        if reuse and not aligned:
+            dt = np.dtype(dtype)
+            shape_t = _shape(shape)
+            nbytes = math.prod(shape_t) * dt.itemsize
+            if nbytes >= REUSE_MIN_BYTES and not dt.hasobject:
+                from zarrfast.kernels import PageBuffer
+
+                if PageBuffer is not None:
+                    pages = np.frombuffer(PageBuffer(nbytes, config.get("result_page_cache")),
+                                          dtype=np.uint8)
+                    return pages.view(dt).reshape(shape_t)
         if aligned:
             dt = np.dtype(dtype)
             shape_t = _shape(shape)
