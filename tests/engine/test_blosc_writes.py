@@ -300,3 +300,16 @@ def test_a_c_blosc_failure_in_the_batched_kernel_is_a_codec_error(tmp_path, monk
                                   "lz4", 5, "bitshuffle", 2, 0)])
     with pytest.raises(CodecError, match="cannot compress chunks of 128 bytes"):
         a[...] = _values((16, 16), "<u2")
+
+
+@pytest.mark.parametrize("selection, want", [((slice(None), slice(None)), 10),
+                                              ((slice(0, 4), slice(8, 40)), 4),
+                                              ((slice(None), slice(0, 80, 16)), 5),
+                                              ((3, 17), 1)])
+def test_row_chunks_counts_the_chunks_a_row_of_the_touched_grid_has(selection, want):
+    from zarrfast.engine.chunked import Projection
+    from zarrfast.engine.selection import normalize_basic
+
+    a = zarrfast.create_array({}, shape=(12, 80), chunks=(4, 8), dtype="<u2")
+    proj = Projection((12, 80), a._chain, normalize_basic(selection, (12, 80)))
+    assert proj.row_chunks == want  # (a step of 16 touches every other chunk)

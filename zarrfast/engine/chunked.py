@@ -400,8 +400,7 @@ class Projection:
         dimension, consecutive rows of the projection (C order)."""
         if self.nrows == 0 or self.coords.shape[1] == 0:
             return 1
-        last = self.coords[:, -1]
-        return int(last.max() - last.min()) + 1
+        return int(np.unique(self.coords[:, -1]).size)  # (a step may skip chunks)
 
     @functools.cached_property
     def edge(self) -> np.ndarray:
