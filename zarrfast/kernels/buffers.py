@@ -61,7 +61,7 @@ CACHE_LINE = 64
 #: their own kept for the next buffer of the same size when they go: each write of a
 #: new array (a new chain) otherwise faulted in its per-thread buffers afresh, 16 MiB
 #: of compressed chunks and 5 MiB of gathered ones per thread for the blosc layout of
-#: the harness, 50-60 ms of a 300-400 ms one-thread write in system time here
+#: the harness, 50-100 ms of system time in a 300-450 ms one-thread write here
 REUSE_MIN_BYTES = 4 * 2**20
 
 
@@ -83,32 +83,22 @@ def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what
     ``reuse``: a scratch buffer of at least ``REUSE_MIN_BYTES`` is such pages too,
     kept for the next scratch buffer of its size."""
     try:
-        if reuse and not aligned:
+        if aligned or reuse:
             dt = np.dtype(dtype)
             shape_t = _shape(shape)
             nbytes = math.prod(shape_t) * dt.itemsize
-            if nbytes >= REUSE_MIN_BYTES and not dt.hasobject:
-                from zarrfast.kernels import PageBuffer
+            if not dt.hasobject:
+                if nbytes >= (PAGES_MIN_BYTES if aligned else REUSE_MIN_BYTES):
+                    from zarrfast.kernels import PageBuffer
 
-                if PageBuffer is not None:
-                    pages = np.frombuffer(PageBuffer(nbytes, config.get("result_page_cache")),
-                                          dtype=np.uint8)
-                    return pages.view(dt).reshape(shape_t)
-        if aligned:
-            dt = np.dtype(dtype)
-            shape_t = _shape(shape)
-            nbytes = math.prod(shape_t) * dt.itemsize
-            if nbytes >= PAGES_MIN_BYTES and not dt.hasobject:
-                from zarrfast.kernels import PageBuffer
-
-                if PageBuffer is not None:
-                    keep = config.get("result_page_cache")
-                    pages = np.frombuffer(PageBuffer(nbytes, keep), dtype=np.uint8)
-                    return pages.view(dt).reshape(shape_t)
-            if nbytes >= ALIGN_MIN_BYTES and not dt.hasobject:
-                raw = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
-                skip = -raw.ctypes.data % CACHE_LINE
-                return raw[skip:skip + nbytes].view(dt).reshape(shape_t)
+                    if PageBuffer is not None:
+                        keep = config.get("result_page_cache")
+                        pages = np.frombuffer(PageBuffer(nbytes, keep), dtype=np.uint8)
+                        return pages.view(dt).reshape(shape_t)
+                if aligned and nbytes >= ALIGN_MIN_BYTES:
+                    raw = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
+                    skip = -raw.ctypes.data % CACHE_LINE
+                    return raw[skip:skip + nbytes].view(dt).reshape(shape_t)
         return np.empty(shape, dtype=dtype)
     except (MemoryError, ValueError) as e:
         # (NumPy refuses more than the address space can hold with "array is too big")
