@@ -80,6 +80,13 @@ cdef inline int _check_span(str func, str name, Py_ssize_t buflen, Py_ssize_t of
     return 0
 
 
+cdef inline int _check_fill(str func, const uint8_t[::1] fill, Py_ssize_t itemsize) except -1:
+    """``fill`` (the fill value as one item's bytes) holds exactly one item."""
+    if fill.shape[0] != itemsize:
+        raise ValueError(f"{func}: fill holds {fill.shape[0]} bytes, an item {itemsize}")
+    return 0
+
+
 cdef inline int _check_item(str func, Py_ssize_t itemsize, Py_ssize_t swap_unit) except -1:
     if itemsize < 1:
         raise ValueError(f"{func}: itemsize must be >= 1, got {itemsize}")

@@ -46,7 +46,8 @@ import os
 
 import numpy as np
 
-from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span, _tup
+from _checks cimport (_check_dst_strides, _check_fill, _check_item, _check_shape,
+                     _check_span, _tup)
 from _common cimport (
     ZF_MAX_NDIM, Layout, _fill_run, box_fill, checked_add, checked_mul, normalize_layout,
     row_group_layout, strided_copy_stream, strided_fill, swap_groups, zf_stream_fence,
@@ -469,9 +470,7 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
     cdef const uint8_t* f = NULL
     if fill is not None:
         fill_item = fill
-        if fill_item.shape[0] != itemsize:
-            raise ValueError(f"blosc_compress_regions: fill is {fill_item.shape[0]} bytes, "
-                             f"an item {itemsize}")
+        _check_fill("blosc_compress_regions", fill_item, itemsize)
         f = &fill_item[0]
     sizes_arr = np.empty(n, dtype=np.int64)
     if n == 0:

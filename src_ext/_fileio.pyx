@@ -25,7 +25,7 @@ from posix.unistd cimport close, pread
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memcmp, memcpy
 
-from _checks cimport _check_shape, _check_span, _is_empty, _tup
+from _checks cimport _check_fill, _check_shape, _check_span, _is_empty, _tup
 from _common cimport ZF_MAX_NDIM
 
 import os
@@ -508,9 +508,7 @@ def write_region_files(const int64_t[::1] dir_fds not None, list tmp_names not N
     cdef const uint8_t* cfill = NULL
     if fill is not None:
         fill_b = fill
-        if fill_b.shape[0] != itemsize:
-            raise ValueError(f"write_region_files: fill holds {fill_b.shape[0]} bytes, an "
-                             f"item {itemsize}")
+        _check_fill("write_region_files", fill_b, itemsize)
         cfill = &fill_b[0]
     cdef const uint8_t[::1] extra_b
     cdef iovec tail

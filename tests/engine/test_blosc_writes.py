@@ -227,6 +227,10 @@ def test_blosc_compress_regions_fill_and_errors():
         bad[10] = 12  # clevel
         with pytest.raises(ValueError, match="bad settings"):
             fn(*bad)
+        bad = list(args)
+        bad[7] = np.zeros(3, np.uint8)  # a fill that is not one item
+        with pytest.raises(ValueError, match="fill holds 3 bytes, an item 2"):
+            fn(*bad)
 
 
 def test_whole_chunks_of_a_local_store_take_the_batched_kernel(tmp_path, monkeypatch):

@@ -365,7 +365,7 @@ def blosc_compress_regions(src, src_offsets, src_strides, dst_strides, shape, it
                          f"{len(offs)} chunks need {len(offs) * slot}")
     f = None if fill is None else _u8(fill)
     if f is not None and f.nbytes != itemsize:
-        raise ValueError(f"blosc_compress_regions: fill is {f.nbytes} bytes, an item "
+        raise ValueError(f"blosc_compress_regions: fill holds {f.nbytes} bytes, an item "
                          f"{itemsize}")
     for r in range(len(offs)):  # every region checked before anything is compressed
         _check_span("blosc_compress_regions", "src", _u8(src).nbytes, int(offs[r]),
