@@ -606,10 +606,10 @@ cdef extern from *:
     #define MAP_ANONYMOUS MAP_ANON
     #endif
     #define ZF_HUGE ((size_t)2 << 20)
-    /* `size` bytes of fresh anonymous pages starting on a 2 MiB boundary (huge pages
-       advised where the system has them), inside a mapping at *base of *total bytes;
-       NULL when out of memory. */
-    static uint8_t* zf_pages(size_t size, void** base, size_t* total) {
+    /* `size` bytes of fresh anonymous pages starting on a 2 MiB boundary (with `huge`,
+       huge pages advised where the system has them), inside a mapping at *base of
+       *total bytes; NULL when out of memory. */
+    static uint8_t* zf_pages(size_t size, int huge, void** base, size_t* total) {
         uintptr_t start;
         void* p;
         if (size > (size_t)-1 - ZF_HUGE) return NULL;
@@ -619,7 +619,8 @@ cdef extern from *:
         *base = p;
         start = ((uintptr_t)p + ZF_HUGE - 1) & ~(uintptr_t)(ZF_HUGE - 1);
     #ifdef MADV_HUGEPAGE
-        (void)madvise((void*)start, size, MADV_HUGEPAGE);
+        if (huge)
+            (void)madvise((void*)start, size, MADV_HUGEPAGE);
     #endif
         return (uint8_t*)start;
     }
@@ -735,7 +736,7 @@ cdef extern from *:
         pthread_mutex_unlock(&zf_kept_lock);
     }
     """
-    uint8_t* zf_pages(size_t size, void** base, size_t* total) noexcept nogil
+    uint8_t* zf_pages(size_t size, int huge, void** base, size_t* total) noexcept nogil
     uint8_t* zf_pages_take(size_t size, void** base, size_t* total) noexcept nogil
     void zf_pages_keep(void* base, uint8_t* data, size_t total, size_t size,
                        size_t limit) noexcept nogil
@@ -744,8 +745,9 @@ cdef extern from *:
 
 
 cdef class PageBuffer:
-    """``size`` bytes of anonymous pages starting on a 2 MiB boundary with huge pages
-    advised, as NumPy does for large arrays; a writable buffer (``np.frombuffer``).
+    """``size`` bytes of anonymous pages starting on a 2 MiB boundary, with ``huge``
+    huge pages advised, as NumPy does for large arrays; a writable buffer
+    (``np.frombuffer``).
     Its contents are undefined, as ``np.empty``'s: fresh pages (zeroed by the system on
     first touch) or, with ``keep``, the pages of an earlier buffer of the same size.
     What it does not share with ``np.empty``: its pages go back without the GIL
@@ -760,7 +762,7 @@ cdef class PageBuffer:
     cdef size_t keep
     cdef readonly Py_ssize_t nbytes
 
-    def __cinit__(self, Py_ssize_t size, Py_ssize_t keep=0):
+    def __cinit__(self, Py_ssize_t size, Py_ssize_t keep=0, bint huge=True):
         if size <= 0:
             raise ValueError(f"PageBuffer: size {size} is not positive")
         if keep < 0:
@@ -768,7 +770,7 @@ cdef class PageBuffer:
         self.keep = <size_t>keep
         self.data = zf_pages_take(<size_t>size, &self.base, &self.total)
         if self.data == NULL:
-            self.data = zf_pages(<size_t>size, &self.base, &self.total)
+            self.data = zf_pages(<size_t>size, huge, &self.base, &self.total)
         if self.data == NULL:
             self.base = NULL
             raise MemoryError(f"PageBuffer: no mapping of {size} bytes")

@@ -127,6 +127,32 @@ def test_scratch_buffers_asked_for_with_reuse_are_kept_for_the_next():
     assert kernels.kept_pages() == (0, 0)
 
 
+def _vm_flags(address: int) -> set[str]:
+    """The ``VmFlags`` of the mapping that holds ``address`` (``/proc/self/smaps``)."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split(maxsplit=1)[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == "VmFlags:":
+                return set(line.split()[1:])
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="no /proc/self/smaps")
+def test_scratch_buffers_do_not_ask_for_huge_pages_results_do():
+    # ("hg": madvise(MADV_HUGEPAGE) on the mapping)
+    scratch = buffers.empty(buffers.REUSE_MIN_BYTES, np.uint8, where="", what="x",
+                            reuse=True)
+    result = buffers.empty(buffers.PAGES_MIN_BYTES, np.uint8, where="", what="x",
+                           aligned=True)
+    assert "hg" not in _vm_flags(scratch.ctypes.data)
+    assert "hg" in _vm_flags(result.ctypes.data)
+    assert "hg" in _vm_flags(np.frombuffer(kernels.PageBuffer(MiB), np.uint8).ctypes.data)
+
+
 def test_blosc_writes_of_new_arrays_reuse_the_pages_of_their_scratch_buffers(
         tmp_path, monkeypatch):
     # each array's chain has its own per-thread buffers: the next array's write takes

@@ -96,9 +96,10 @@ def _load_page_buffer():
     return cls
 
 
-#: ``PageBuffer(size, keep=0)``: anonymous pages on a 2 MiB boundary, a writable buffer
-#: whose pages go back to the system without the GIL, or with ``keep`` are kept for
-#: the next of the same size (large results, see :func:`zarrfast.kernels.buffers.empty`);
+#: ``PageBuffer(size, keep=0, huge=True)``: anonymous pages on a 2 MiB boundary (huge
+#: pages advised with ``huge``), a writable buffer whose pages go back to the system
+#: without the GIL, or with ``keep`` are kept for the next of the same size (large
+#: results and scratch buffers, see :func:`zarrfast.kernels.buffers.empty`);
 #: ``None`` where it is not compiled
 PageBuffer = _load_page_buffer()
 

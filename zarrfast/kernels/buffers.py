@@ -63,6 +63,13 @@ CACHE_LINE = 64
 #: of compressed chunks and 5 MiB of gathered ones per thread for the blosc layout of
 #: the harness, 50-100 ms of system time in a 300-450 ms one-thread write here
 REUSE_MIN_BYTES = 4 * 2**20
+#: whether those scratch buffers ask for huge pages too, as results do.  They do not:
+#: a huge page is 2 MiB of memory the system may have to find whole.  Here (a VM), the
+#: first blosc write of a process copied and compressed its chunks in 255-325 ms (two
+#: threads' times summed) with its 36 MiB of fresh scratch pages as 18 huge pages, in
+#: 182-221 ms as 4 KiB pages, and the writes after it in 150-216 ms either way (they
+#: reuse the kept pages)
+SCRATCH_HUGE_PAGES = False
 
 
 def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what: str,
@@ -93,7 +100,9 @@ def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what
 
                     if PageBuffer is not None:
                         keep = config.get("result_page_cache")
-                        pages = np.frombuffer(PageBuffer(nbytes, keep), dtype=np.uint8)
+                        pages = np.frombuffer(
+                            PageBuffer(nbytes, keep, aligned or SCRATCH_HUGE_PAGES),
+                            dtype=np.uint8)
                         return pages.view(dt).reshape(shape_t)
                 if aligned and nbytes >= ALIGN_MIN_BYTES:
                     raw = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
