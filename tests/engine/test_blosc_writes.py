@@ -4,6 +4,9 @@ call per batch, into a per-thread buffer that the local store is done with when
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
 import numcodecs
@@ -317,3 +320,26 @@ def test_row_chunks_counts_the_chunks_a_row_of_the_touched_grid_has(selection, w
     a = zarrfast.create_array({}, shape=(12, 80), chunks=(4, 8), dtype="<u2")
     proj = Projection((12, 80), a._chain, normalize_basic(selection, (12, 80)))
     assert proj.row_chunks == want  # (a step of 16 touches every other chunk)
+
+
+def test_the_first_blosc_write_of_a_process_does_not_import_numpy_ma(tmp_path,
+                                                                     subprocess_cwd):
+    # (np.unique imports numpy.ma on its first call: 15-20 ms of the first write here)
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import zarrfast
+        from zarrfast.codecs import BloscCodec
+        assert "numpy.ma" not in sys.modules
+        a = zarrfast.create_array(sys.argv[1], shape=(64, 256), chunks=(16, 32),
+                                  dtype="<u2", compressors=[BloscCodec("lz4", 5, "bitshuffle", 2, 0)])
+        x = np.arange(64 * 256, dtype="<u2").reshape(64, 256)
+        a[...] = x
+        assert a._chain.blosc_settings is not None
+        print(sorted(m for m in sys.modules if m.split(".")[:2] == ["numpy", "ma"]))
+        np.testing.assert_array_equal(zarrfast.open_array(sys.argv[1])[...], x)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "a.zarr")],
+                          capture_output=True, text=True, timeout=120, cwd=subprocess_cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
