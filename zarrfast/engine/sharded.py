@@ -38,8 +38,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import random
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -60,7 +63,13 @@ from zarrfast.engine.chunked import (
     chunk_keys,
 )
 from zarrfast.engine.selection import BasicSelection
-from zarrfast.errors import AllocationError, ChecksumError, ChunkDecodeError, CodecError
+from zarrfast.errors import (
+    AllocationError,
+    ChecksumError,
+    ChunkDecodeError,
+    CodecError,
+    ConcurrentWriteError,
+)
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
@@ -71,6 +80,7 @@ from zarrfast.storage import (
     Store,
     SuffixByteRequest,
 )
+from zarrfast.storage.errors import ValueTooLargeError
 
 __all__ = ["RectilinearShardedChain", "ShardedChain", "read_sharded", "shard_index_request",
            "write_sharded"]
@@ -189,7 +199,13 @@ class ShardedChain:
     # -- fetching -------------------------------------------------------------------
     def fetch_shard(self, store: Store, key: str) -> Any:
         data = store.get_limited(key, self.stored_limit)
-        if data is None or not self.outer_bb:
+        if data is None:
+            return data
+        return self.decode_shard(data, key)
+
+    def decode_shard(self, data: Any, key: str) -> Any:
+        """A stored shard's bytes undone by the codecs after the shard (if any)."""
+        if not self.outer_bb:
             return data
         try:
             data = self._outer.decode(data, self._outer_limit)
@@ -706,6 +722,42 @@ def _write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: Row
     return not skipped[0]
 
 
+#: how many times a conditional read-modify-write of a shard is tried before it fails
+CONDITIONAL_ATTEMPTS = 32
+
+
+def _write_conditionally(store: Store, key: str, sub: ShardedChain,
+                         update: Callable[[Any], Any]) -> None:
+    """Read the shard at ``key`` with its version, ``update`` it and write it back only
+    if it is still that version (:meth:`Store.set_if_version`), again from the read
+    when another writer changed it meanwhile.  The threads of this process take turns
+    (:meth:`Store.value_lock`), so only other processes make an attempt fail.  A shard
+    left with no inner chunk is written as an index with no entries (a conditional
+    delete is not to be had): readers find every inner chunk empty."""
+    layout = sub.layout
+    with store.value_lock(key):
+        for attempt in range(CONDITIONAL_ATTEMPTS):
+            raw, version = store.get_versioned(key)
+            if raw is not None and len(raw) > sub.stored_limit:
+                raise ValueTooLargeError(f"shard {key!r}: {len(raw)} bytes, more than any "
+                                         f"valid shard ({sub.stored_limit} bytes at most)")
+            data = None if raw is None else sub.decode_shard(raw, key)
+            shard = update(data)
+            if shard is None:
+                if raw is None:
+                    return  # nothing stored, nothing to store
+                shard = layout.empty_shard()
+                for c in sub.outer_bb:
+                    shard = c.encode(shard)
+            if store.set_if_version(key, shard, version):
+                return
+            if attempt:
+                time.sleep(min(0.001 * 2 ** attempt, 0.1) * random.random())
+    raise ConcurrentWriteError(
+        f"shard {key!r} in {store!r}: changed by other writers during each of "
+        f"{CONDITIONAL_ATTEMPTS} attempts to write into it; this write was not stored")
+
+
 class _ShardScratch(threading.local):
     buf: np.ndarray | None = None
 
@@ -1154,8 +1206,33 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
                 store.set(key, shard)
                 chain.cache.put(key, None)
                 return
+        if whole:  # every inner chunk written: no old bytes to keep, no lock
+            shard = _updated_shard(g, None)
+            if shard is None:
+                store.delete(key)
+            else:
+                store.set(key, shard)
+        elif conditional:
+            _write_conditionally(store, key, sub, lambda data: _updated_shard(g, data))
+        else:
+            # the read-modify-write of a shard excludes every other writer of the shard:
+            # the threads of this process (every store object of the same data), and
+            # other processes where the store can lock (LocalStore)
+            with store.value_lock(key):
+                shard = _updated_shard(g, sub.fetch_shard(store, key))
+                if shard is None:
+                    store.delete(key)
+                else:
+                    store.set(key, shard)
+        chain.cache.put(key, None)  # re-read (and re-checked) on next use
+
+    def _updated_shard(g: int, data: Any) -> Any:
+        """The shard ``g`` with this write's inner chunks in it (``data``: the shard's
+        decoded bytes as stored, ``None`` when missing), encoded by the codecs after the
+        shard; ``None`` when every inner chunk is empty."""
+        key, rows = keys[g], groups[g]
+        layout = subs[g].layout
         encoded: list[Any] = [None] * layout.n_inner
-        data = None if whole else sub.fetch_shard(store, key)
         index = None if data is None else layout.index_of_shard(data, key)
         if index is not None:
             for j in range(layout.n_inner):  # untouched inner chunks keep their bytes
@@ -1170,13 +1247,13 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
                               ) from None
         shard = layout.assemble(encoded)
         if shard is None:
-            store.delete(key)
-            chain.cache.put(key, None)
-            return
+            return None
         for c in chain.outer_bb:
             shard = c.encode(shard)
-        store.set(key, shard)
-        chain.cache.put(key, None)  # re-read (and re-checked) on next use
+        return shard
+
+    # (stores whose writers share no lock, S3: each read-modify-write is conditional)
+    conditional = store.conditional_writes and not store.interprocess_locks
 
     # One task per shard: no two tasks read-modify-write the same shard.  (Weighted by
     # inner chunks written: full shards and thin edge shards shared out evenly.)

@@ -318,6 +318,10 @@ class Store(abc.ABC):
     #: file); otherwise it excludes the threads of this process only, and updates of a
     #: node's metadata check that nobody else changed it meanwhile (best effort)
     interprocess_locks: bool = False
+    #: whether :meth:`set_if_version` is a compare-and-swap made by the store itself,
+    #: so that writers that share no lock (processes on S3) can read, change and write
+    #: a value back without losing each other's changes
+    conditional_writes: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -542,22 +546,48 @@ class Store(abc.ABC):
         :attr:`interprocess_locks` says the store can) by other processes.  Waits at
         most ``timeout`` seconds (``config lock_timeout``), then raises
         :class:`~zarrfast.errors.LockTimeoutError` naming the node."""
+        with self._holding(("node", self._lock_scope(), path), f"node {path or '/'!r}",
+                           interprocess and self.interprocess_locks,
+                           lambda deadline, timed_out: self._lock_interprocess(
+                               path, deadline, timed_out), timeout):
+            yield
+
+    @contextlib.contextmanager
+    def value_lock(self, key: str, *, timeout: float | None = None) -> Iterator[None]:
+        """Hold the lock of the value at ``key`` while it is read, changed and written
+        back (a partial write of a shard): reentrant; shared by every store object of
+        the same data in this process and, where :attr:`interprocess_locks` says the
+        store can, by other processes (``LocalStore``: ``flock`` on a lock file next to
+        the value, there only while it is held).  Waits at most ``timeout`` seconds
+        (``config lock_timeout``), then raises
+        :class:`~zarrfast.errors.LockTimeoutError` naming the key."""
+        with self._holding(("value", self._lock_scope(), key), f"key {key!r}",
+                           self.interprocess_locks,
+                           lambda deadline, timed_out: self._lock_value_interprocess(
+                               key, deadline, timed_out), timeout):
+            yield
+
+    @contextlib.contextmanager
+    def _holding(self, lock_key: Hashable, what: str, interprocess: bool, take: Any,
+                 timeout: float | None) -> Iterator[None]:
+        """Hold this process's lock ``lock_key`` and, with ``interprocess``, what
+        ``take(deadline, timed_out)`` takes (released by the function it returns) for
+        the outermost hold."""
         if timeout is None:
             timeout = config.get("lock_timeout")
         deadline = time.monotonic() + timeout
 
         def timed_out() -> LockTimeoutError:
             return LockTimeoutError(
-                f"timed out after {timeout:g} s waiting for the lock of node "
-                f"{path or '/'!r} in {self!r}: another thread or process held it (config "
-                f"lock_timeout); nothing was written")
+                f"timed out after {timeout:g} s waiting for the lock of {what} in {self!r}: "
+                f"another thread or process held it (config lock_timeout); nothing was "
+                f"written")
 
-        with _locks.node_locks.hold(("node", self._lock_scope(), path), timeout,
-                                    timed_out) as entry:
-            if not (interprocess and self.interprocess_locks) or entry.release is not None:
+        with _locks.node_locks.hold(lock_key, timeout, timed_out) as entry:
+            if not interprocess or entry.release is not None:
                 yield
                 return
-            entry.release = self._lock_interprocess(path, deadline, timed_out) or _nothing
+            entry.release = take(deadline, timed_out) or _nothing
             try:
                 yield
             finally:
@@ -568,6 +598,25 @@ class Store(abc.ABC):
         """Take the inter-process lock of the node at ``path`` (stores with
         :attr:`interprocess_locks`); returns the function releasing it, or ``None``."""
         return None
+
+    def _lock_value_interprocess(self, key: str, deadline: float, timed_out: Any) -> Any:
+        """Take the inter-process lock of the value at ``key`` (stores with
+        :attr:`interprocess_locks`); returns the function releasing it, or ``None``."""
+        return None
+
+    # -- conditional writes ---------------------------------------------------------
+    def get_versioned(self, key: str) -> tuple[Any, Hashable | None]:
+        """The value of ``key`` (``None`` when missing) and the version token that
+        :meth:`set_if_version` compares with (stores with :attr:`conditional_writes`)."""
+        raise NotImplementedError(f"{type(self).__name__} makes no conditional writes")
+
+    def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
+                       version: Hashable | None) -> bool:
+        """Write ``value`` to ``key`` only if the stored value is still the one
+        :meth:`get_versioned` gave ``version`` for (``None``: only if ``key`` is still
+        missing), in one step of the store's own (S3's ``If-Match``/``If-None-Match``);
+        False, with nothing written, when it is not."""
+        raise NotImplementedError(f"{type(self).__name__} makes no conditional writes")
 
     @contextlib.contextmanager
     def creation_lock(self) -> Iterator[None]:

@@ -75,13 +75,15 @@ __all__ = ["LocalStore"]
 _TMP_MARK = ".zarrfast-tmp-"
 _tmp_counter = itertools.count()
 _LOCK_NAME = _locks.LOCK_NAME
+#: the lock files of values read, changed and written back (a shard's partial writes)
+_VALUE_LOCK = _LOCK_NAME + "."
 #: how many times ``delete_dir`` removes a tree again when values keep appearing in it
 _DELETE_ATTEMPTS = 20
 
 
 def _hidden(name: str) -> bool:
     """Files of the store's own that are not keys: temporary files, lock files."""
-    return name.startswith(_TMP_MARK) or name == _LOCK_NAME
+    return name.startswith(_TMP_MARK) or name == _LOCK_NAME or name.startswith(_VALUE_LOCK)
 
 
 def _unique() -> str:
@@ -246,6 +248,20 @@ class LocalStore(Store):
         key = f"{path}/{_LOCK_NAME}" if path else _LOCK_NAME
         lock_path = self._path(key)
         self._inside(key, key)  # never a lock file outside the root
+        return _locks.flock_file(lock_path, deadline, timed_out)
+
+    def _lock_value_interprocess(self, key: str, deadline: float, timed_out: Any) -> Any:
+        """``flock`` on ``.zarrfast.lock.NAME`` next to the value ``NAME`` (made for the
+        update, removed after it: never a key).  The value's directory is made first
+        (its write makes it anyway), so that every writer locks the same file."""
+        self._check_writable(key)
+        parent, _, name = key.rpartition("/")
+        lock_key = f"{parent}/{_VALUE_LOCK}{name}" if parent else f"{_VALUE_LOCK}{name}"
+        lock_path = self._path(lock_key)
+        self._handle(create=True, key=key)
+        self._inside(lock_key, key)  # never a lock file (nor its directory) outside the root
+        if parent:
+            _makedirs(os.path.dirname(lock_path), key, lock_path)
         return _locks.flock_file(lock_path, deadline, timed_out)
 
     def _path(self, key: str) -> str:

@@ -23,7 +23,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from zarrfast import config
@@ -563,6 +563,58 @@ class ObjectStore(Store):
         data = as_bytes(value)
         run(self._aset(key, data))
 
+    # -- conditional writes: a shard's partial writes from processes sharing no lock -----
+    @property
+    def conditional_writes(self) -> bool:  # type: ignore[override]
+        """S3, GCS, Azure and obstore's memory store make a write conditional on the
+        version read (``If-Match``) or on the key being missing (``If-None-Match``);
+        obstore's local and HTTP stores do not."""
+        return type(self.store).__name__ in _CONDITIONAL_STORES
+
+    def get_versioned(self, key: str) -> tuple[Any, Hashable | None]:
+        import obstore
+
+        validate_key(key)
+
+        def fetch() -> tuple[Any, Hashable | None]:
+            result = obstore.get(self.store, key)
+            data = result.bytes()
+            meta = result.meta
+            return memoryview(data), (meta.get("e_tag"), meta.get("version"))
+
+        try:
+            return self._limited(self._retrying_sync, "reading", key, fetch)
+        except FileNotFoundError:
+            return None, None
+
+    def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
+                       version: Hashable | None) -> bool:
+        import obstore
+
+        self._check_writable(key)
+        validate_key(key)
+        data = as_bytes(value)
+        if version is None:
+            mode: Any = "create"
+        else:
+            e_tag, version_id = version  # type: ignore[misc]
+            mode = {"e_tag": e_tag} if version_id is None else {"e_tag": e_tag,
+                                                                 "version": version_id}
+
+        def put() -> bool:
+            try:
+                obstore.put(self.store, key, data, mode=mode, use_multipart=False)
+            except Exception as e:
+                if type(e).__name__ in ("PreconditionError", "AlreadyExistsError"):
+                    return False  # another writer's value is there now
+                raise
+            return True
+
+        try:
+            return self._limited(self._retrying_sync, "writing", key, put)
+        except FileNotFoundError as e:  # a missing bucket: a failed write
+            raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
+
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         self._check_writable(pairs[0][0] if pairs else None)
@@ -674,6 +726,10 @@ class ObjectStore(Store):
 
 
 # -- helpers -----------------------------------------------------------------------------
+
+
+#: obstore's stores whose writes can be conditional (``PutMode.Create`` / ``Update``)
+_CONDITIONAL_STORES = frozenset({"S3Store", "GCSStore", "AzureStore", "MemoryStore"})
 
 
 def _store_types(obstore: Any) -> tuple[type, ...]:

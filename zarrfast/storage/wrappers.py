@@ -82,6 +82,10 @@ class WrapperStore(Store):
         return self.store.interprocess_locks
 
     @property
+    def conditional_writes(self) -> bool:  # type: ignore[override]
+        return self.store.conditional_writes
+
+    @property
     def read_only(self) -> bool:
         return self.store.read_only
 
@@ -104,8 +108,19 @@ class WrapperStore(Store):
                   timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
         return self.store.node_lock(path, interprocess=interprocess, timeout=timeout)
 
+    def value_lock(self, key: str, *, timeout: float | None = None
+                   ) -> contextlib.AbstractContextManager[None]:
+        return self.store.value_lock(key, timeout=timeout)
+
     def creation_lock(self) -> contextlib.AbstractContextManager[None]:
         return self.store.creation_lock()
+
+    def get_versioned(self, key: str) -> tuple[Any, Hashable | None]:
+        return self.store.get_versioned(key)  # (never from a cache: the stored value)
+
+    def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
+                       version: Hashable | None) -> bool:
+        return self.store.set_if_version(key, value, version)
 
     def _options(self) -> dict[str, Any]:
         """The keyword arguments that make a wrapper like this one."""
@@ -524,6 +539,14 @@ class CacheStore(WrapperStore):
 
     # -- writes: drop what the cache held of the keys, after the write (a read that ran
     # during it is not stored: the epoch changed) ----------------------------------------
+    def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
+                       version: Hashable | None) -> bool:
+        validate_key(key)
+        try:
+            return self.store.set_if_version(key, value, version)
+        finally:
+            self.invalidate(key)
+
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         validate_key(key)
         try:

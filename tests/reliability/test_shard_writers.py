@@ -1,0 +1,333 @@
+"""Writers sharing one shard (issue "Trust", class 1), with real threads, real processes,
+dask and a real S3 server.
+
+Writers on disjoint inner chunks of the same shard each read the shard, change their
+inner chunks and write it back.  Unserialised, a writer that read the shard before
+another one wrote it writes the other one's inner chunks back with their old bytes: an
+update lost without an error.  zarrfast makes the read-modify-write of a shard atomic:
+
+* in one process, a lock per (store, shard key), shared by every ``Array`` and store
+  object of the same data;
+* across processes on a ``LocalStore``, an advisory lock per shard (``flock`` on a lock
+  file next to the shard, there only while it is held, never listed);
+* on an ``ObjectStore`` (S3), a conditional write (``If-Match`` the version read, or
+  ``If-None-Match`` for a new shard), the read-modify-write retried on conflict.
+
+Every test checks every inner chunk afterwards: each writer's value is there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast.storage import LocalStore, MemoryStore
+
+#: two shards of 32 inner chunks (16 x 8) each
+SHAPE = (16, 512)
+SHARDS = (16, 256)
+INNER = (16, 8)
+N_INNER = SHAPE[1] // INNER[1]
+ENV = {**os.environ, "ZARRFAST_THREADS": "2"}
+
+
+def _create(store, **kw) -> zarrfast.Array:
+    return zarrfast.create_array(store, shape=SHAPE, chunks=INNER, shards=SHARDS,
+                                 dtype="int32", fill_value=0, **kw)
+
+
+def _block(j: int) -> tuple[slice, slice]:
+    return slice(None), slice(j * INNER[1], (j + 1) * INNER[1])
+
+
+def _value(j: int) -> np.ndarray:
+    """Inner chunk ``j``'s data: distinct per chunk and per element."""
+    return (np.arange(INNER[0] * INNER[1], dtype="int32").reshape(INNER) + 1000 * (j + 1))
+
+
+def _expected() -> np.ndarray:
+    out = np.zeros(SHAPE, dtype="int32")
+    for j in range(N_INNER):
+        out[_block(j)] = _value(j)
+    return out
+
+
+def _lost(a: zarrfast.Array) -> list[int]:
+    """The inner chunks that do not hold their writer's value."""
+    data = a[...]
+    return [j for j in range(N_INNER) if not np.array_equal(data[_block(j)], _value(j))]
+
+
+def _threads(n: int, work) -> None:
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            work(i)
+        except BaseException as e:  # noqa: BLE001 - asserted on below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "writer threads still running: a deadlock?"
+    assert not errors, errors
+
+
+@pytest.fixture
+def fast_switching():
+    """Switch threads often, so that the writers' steps interleave finely."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(old)
+
+
+N_WRITERS = 8
+
+
+def _mine(i: int) -> list[int]:
+    """Writer ``i``'s inner chunks: every N_WRITERS-th, so all share both shards."""
+    return list(range(i, N_INNER, N_WRITERS))
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_threads_through_one_array_keep_every_inner_chunk(kind, tmp_path, fast_switching):
+    for round_ in range(3):
+        store = MemoryStore() if kind == "memory" else LocalStore(tmp_path / f"r{round_}.zarr")
+        a = _create(store)
+
+        def work(i: int, a=a) -> None:
+            for j in _mine(i):
+                a[_block(j)] = _value(j)
+
+        _threads(N_WRITERS, work)
+        assert _lost(a) == [], f"round {round_}: inner chunks lost"
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_threads_each_with_its_own_array_keep_every_inner_chunk(kind, tmp_path,
+                                                                fast_switching):
+    for round_ in range(3):
+        if kind == "memory":
+            data: dict = {}
+            _create(MemoryStore(data))
+
+            def opener(data=data):
+                return zarrfast.open_array(MemoryStore(data), mode="r+")
+        else:
+            root = tmp_path / f"r{round_}.zarr"
+            _create(LocalStore(root))
+
+            def opener(root=root):
+                return zarrfast.open_array(str(root), mode="r+")
+
+        def work(i: int, opener=opener) -> None:
+            mine = opener()  # its own Array and its own store object
+            for j in _mine(i):
+                mine[_block(j)] = _value(j)
+
+        _threads(N_WRITERS, work)
+        assert _lost(opener()) == [], f"round {round_}: inner chunks lost"
+
+
+_WRITER = textwrap.dedent("""
+    import sys, time, json
+    import numpy as np
+    import zarrfast
+    where, chunks, start, options = (sys.argv[1], json.loads(sys.argv[2]),
+                                     float(sys.argv[3]), json.loads(sys.argv[4]))
+    a = zarrfast.open_array(where, mode="r+", storage_options=options or None)
+    time.sleep(max(start - time.time(), 0))
+    for j in chunks:
+        a[:, j * 8:(j + 1) * 8] = (np.arange(128, dtype="int32").reshape(16, 8)
+                                  + 1000 * (j + 1))
+""")
+
+
+def _processes(where: str, cwd: Path, n: int, options: dict | None = None,
+               env: dict | None = None) -> None:
+    import json
+
+    start = time.time() + 2.0  # after every child has imported zarrfast
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, where,
+                               json.dumps(list(range(k, N_INNER, n))), str(start),
+                               json.dumps(options or {})],
+                              stderr=subprocess.PIPE, env={**ENV, **(env or {})}, cwd=cwd)
+             for k in range(n)]
+    for p in procs:
+        assert p.wait(timeout=180) == 0, p.stderr.read().decode()[-3000:]
+
+
+def test_processes_on_a_local_store_keep_every_inner_chunk(tmp_path, subprocess_cwd):
+    for round_ in range(2):
+        root = tmp_path / f"r{round_}.zarr"
+        _create(LocalStore(root))
+        _processes(str(root), subprocess_cwd, 4)
+        a = zarrfast.open_array(str(root), mode="r")
+        assert _lost(a) == [], f"round {round_}: inner chunks lost"
+        # the lock files are gone with the writes, and were never keys
+        leftovers = [p.name for p in root.rglob("*") if ".zarrfast" in p.name]
+        assert leftovers == []
+        assert all(".zarrfast" not in k for k in LocalStore(root).list())
+    # zarr-python and tensorstore read what the writers wrote
+    zarr = pytest.importorskip("zarr")
+    np.testing.assert_array_equal(zarr.open_array(str(root), mode="r")[...], _expected())
+    ts = pytest.importorskip("tensorstore")
+    t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root)}}).result()
+    np.testing.assert_array_equal(t.read().result(), _expected())
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+def test_dask_store_without_a_lock_keeps_every_block(scheduler, tmp_path):
+    """``da.store(x, a, lock=False)`` with blocks of one inner chunk each (what
+    ``dask.array.to_zarr`` does)."""
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    x = da.from_array(_expected(), chunks=INNER)
+    rounds = 3 if scheduler == "threads" else 1
+    for round_ in range(rounds):
+        root = tmp_path / f"r{round_}.zarr"
+        a = _create(LocalStore(root))
+        with dask.config.set(scheduler=scheduler, num_workers=4 if scheduler == "processes"
+                             else 8):
+            da.store(x, a, lock=False)
+        assert _lost(zarrfast.open_array(str(root), mode="r")) == [], \
+            f"round {round_}: blocks lost"
+
+
+def test_processes_on_s3_keep_every_inner_chunk(s3_server, subprocess_cwd):
+    """Processes writing one shard of an S3 bucket through ``ObjectStore``: no lock is
+    shared, so each write is made conditional on the version its writer read."""
+    pytest.importorskip("obstore")
+    from zarrfast.storage import ObjectStore
+
+    options = s3_server.storage_options()
+    url = f"s3://{s3_server.bucket}/shared-{time.time_ns()}.zarr"
+    store = ObjectStore.from_url(url, storage_options=s3_server.storage_options())
+    _create(store)
+    _processes(url, subprocess_cwd, 3, options, env={"ZARRFAST_REMOTE_STORE": "obstore"})
+    a = zarrfast.open_array(store, mode="r")
+    assert _lost(a) == []
+    assert store.conditional_writes
+
+
+def test_a_conditional_write_that_loses_the_race_reads_the_shard_again():
+    """Another writer (as another process would) writes the shard between this writer's
+    read and its write: the conditional write fails, the read-modify-write is made again
+    from the new bytes, and both writers' inner chunks are kept."""
+    obstore = pytest.importorskip("obstore.store")
+    from zarrfast.storage import ObjectStore
+
+    backing = obstore.MemoryStore()
+    reads: list[str] = []
+
+    class Racing(ObjectStore):
+        def get_versioned(self, key):
+            got = super().get_versioned(key)
+            reads.append(key)
+            if len(reads) == 1:  # the other writer, between this read and this write
+                other = zarrfast.open_array(ObjectStore(backing), mode="r+")
+                other[_block(1)] = _value(1)
+            return got
+
+    store = Racing(backing)
+    assert store.conditional_writes
+    a = _create(store)
+    a[_block(0)] = _value(0)
+    assert reads == ["c/0/0", "c/0/0"]  # read, lost the race, read again
+    data = zarrfast.open_array(ObjectStore(backing), mode="r")[...]
+    for j in (0, 1):
+        np.testing.assert_array_equal(data[_block(j)], _value(j))
+
+
+def test_a_shard_left_empty_by_a_conditional_write_reads_as_fill(monkeypatch):
+    obstore = pytest.importorskip("obstore.store")
+    from zarrfast.storage import ObjectStore
+
+    store = ObjectStore(obstore.MemoryStore())
+    a = _create(store)
+    a[_block(0)] = _value(0)
+    a[_block(0)] = 0  # the fill value: the shard has no inner chunk left
+    assert (a[...] == 0).all()
+    assert (zarrfast.open_array(store, mode="r")[...] == 0).all()
+
+
+_HOLDER = textwrap.dedent("""
+    import fcntl, os, sys, time
+    os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    print("locked", flush=True)
+    time.sleep(60)
+""")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock")
+def test_a_shard_locked_by_another_process_is_waited_for_then_refused(tmp_path,
+                                                                       subprocess_cwd):
+    """Another process holding a shard's lock (``flock`` on ``.zarrfast.lock.NAME`` next
+    to it, as zarrfast's writers do): a partial write of that shard waits
+    ``lock_timeout``, then raises ``LockTimeoutError`` naming the shard's key, having
+    written nothing; once the holder is killed, the write goes through."""
+    from zarrfast.errors import LockTimeoutError
+
+    root = tmp_path / "data.zarr"
+    a = _create(LocalStore(root))
+    a[_block(0)] = _value(0)
+    before = (root / "c" / "0" / "0").read_bytes()
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER,
+                               str(root / "c" / "0" / ".zarrfast.lock.0")],
+                              stdout=subprocess.PIPE, env=ENV, cwd=subprocess_cwd)
+    try:
+        assert holder.stdout.readline().strip() == b"locked"
+        with zarrfast.config.set(lock_timeout=0.3), pytest.raises(LockTimeoutError) as info:
+            a[_block(1)] = _value(1)
+        assert "'c/0/0'" in str(info.value) and "nothing was written" in str(info.value)
+        assert (root / "c" / "0" / "0").read_bytes() == before
+        a[_block(40)] = _value(40)  # another shard: another lock
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    a[_block(1)] = _value(1)  # the kernel released the dead holder's lock
+    data = a[...]
+    for j in (0, 1, 40):
+        np.testing.assert_array_equal(data[_block(j)], _value(j))
+
+
+def test_whole_shards_and_unsharded_arrays_take_no_lock(tmp_path, monkeypatch):
+    """Only a partial write of a shard is a read-modify-write that needs the lock."""
+    from zarrfast.storage import Store
+
+    taken: list[str] = []
+    real = Store.value_lock
+
+    def counting(self, key, **kw):
+        taken.append(key)
+        return real(self, key, **kw)
+
+    monkeypatch.setattr(Store, "value_lock", counting)
+    a = _create(LocalStore(tmp_path / "sharded.zarr"))
+    a[...] = _expected()  # two whole shards
+    a[:, :256] = 7  # one whole shard, a scalar
+    assert taken == []
+    plain = zarrfast.create_array(LocalStore(tmp_path / "plain.zarr"), shape=SHAPE,
+                                  chunks=INNER, dtype="int32", fill_value=0)
+    plain[:, 3:17] = 5  # partial chunks of an unsharded array
+    assert taken == []
+    a[:, 3:17] = 5  # partial writes of a shard: locked
+    assert taken == ["c/0/0"]
