@@ -20,6 +20,7 @@ obstore is optional: ``pip install 'zarrfast[obstore]'``.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections import OrderedDict
@@ -44,6 +45,7 @@ from zarrfast.storage.base import (
 )
 from zarrfast.storage.errors import (
     MissingDependencyError,
+    RemoteStoreError,
     StorageOptionsError,
 )
 from zarrfast.storage.remote import (
@@ -62,6 +64,7 @@ from zarrfast.storage.remote import classify as classify_common
 __all__ = ["ObjectStore", "classify", "translate_storage_options"]
 
 T = TypeVar("T")
+_logger = logging.getLogger("zarrfast.storage")
 
 _EXTRA_HINT = "pip install 'zarrfast[obstore]'"
 
@@ -296,6 +299,7 @@ class ObjectStore(Store):
         self._requests = RequestLimit()
         self.url = _store_url(store)
         self._origin: tuple = ("store",)
+        self._refused: set[str] = set()  # names skipped in listings (logged once each)
 
     @classmethod
     def from_url(cls, url: str, storage_options: Mapping[str, Any] | None = None,
@@ -683,11 +687,95 @@ class ObjectStore(Store):
             return iter(())
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         keys = set()
-        for meta in run(self._alist(base)):
-            key = _valid_key(meta["path"])
+        for path in self._listed(base):
+            key = _valid_key(path)
             if key is not None and key.startswith(prefix):
                 keys.add(key)
         return iter(sorted(keys))
+
+    def _listed(self, base: str) -> list[str]:
+        """The paths below ``base`` as obstore lists them -- or, when the bucket holds a
+        key Rust's ``object_store`` refuses to parse (a ``..``, ``.`` or empty segment:
+        an S3 key no node can have, which fails the whole page of a listing, and no
+        listing through obstore can get past it), as S3 lists them itself
+        (:meth:`_raw_listing`), for the callers to skip what is no key."""
+        try:
+            return [meta["path"] for meta in run(self._alist(base))]
+        except ZarrfastError as e:
+            refused = _refused_path(e)
+            if refused is None:
+                raise
+            return self._raw_listing(base, refused, e)
+
+    def _raw_listing(self, base: str, refused: str, exc: BaseException) -> list[str]:
+        """Every key below ``base`` (relative to the store's prefix), listed with
+        botocore's ``ListObjectsV2`` from the S3 store's own configuration; an error
+        naming ``refused`` and what to do where that cannot be done."""
+        where = self._key_url(base) if base else self.url
+        kind = type(self.store).__name__
+        if kind != "S3Store":
+            raise RemoteStoreError(
+                f"cannot list {where}: it holds {refused!r}, a name no Zarr key can have "
+                f"({kind} through obstore refuses the whole listing then); remove it, or "
+                f"open the URL with FsspecStore, which skips such names") from exc
+        try:
+            client = self._s3_lister()
+        except ImportError:
+            raise RemoteStoreError(
+                f"cannot list {where}: it holds {refused!r}, a name no Zarr key can have "
+                f"(obstore refuses the whole listing then); install botocore (pip install "
+                f"boto3) to let zarrfast list such buckets itself, skipping those names, "
+                f"or remove it") from exc
+        root = str(getattr(self.store, "prefix", None) or "").strip("/")
+        start = "/".join(p for p in (root, base.strip("/")) if p)
+        bucket = dict(self.store.config)["bucket"]
+
+        def fetch() -> list[str]:
+            pages = client.get_paginator("list_objects_v2").paginate(
+                Bucket=bucket, Prefix=start + "/" if start else "")
+            return [o["Key"] for page in pages for o in page.get("Contents", ())]
+
+        if refused not in self._refused:
+            self._refused.add(refused)
+            _logger.warning("listing %s: skipped %r, which no Zarr key can be (obstore "
+                            "cannot list past it; listed with botocore)", where, refused)
+        keys = self._limited(self._retrying_sync, "listing", base or "<root>", fetch)
+        cut = len(root) + 1 if root else 0
+        return [k[cut:] for k in keys if not root or k.startswith(root + "/")]
+
+    def _s3_lister(self) -> Any:
+        """A botocore S3 client made from the obstore store's configuration (its
+        endpoint, region, credentials or unsigned requests; else botocore's own chain
+        of credentials, as obstore's); made once per store."""
+        client = self.__dict__.get("_botocore")
+        if client is not None:
+            return client
+        import botocore.session
+        from botocore import UNSIGNED
+        from botocore.config import Config
+
+        cfg = {str(k).lower().removeprefix("aws_"): v
+               for k, v in dict(self.store.config).items()}
+
+        def on(name: str) -> bool:
+            return str(cfg.get(name, "")).lower() in ("true", "1", "yes")
+
+        options: dict[str, Any] = {
+            "s3": {"addressing_style":
+                   "virtual" if on("virtual_hosted_style_request") else "path"},
+            "connect_timeout": DEFAULT_TIMEOUT, "read_timeout": DEFAULT_TIMEOUT,
+            "retries": {"max_attempts": 1}}  # zarrfast's retry policy retries
+        if on("skip_signature"):
+            options["signature_version"] = UNSIGNED
+        client = botocore.session.get_session().create_client(
+            "s3", region_name=cfg.get("region") or "us-east-1",
+            endpoint_url=cfg.get("endpoint") or None,
+            aws_access_key_id=cfg.get("access_key_id") or None,
+            aws_secret_access_key=cfg.get("secret_access_key") or None,
+            aws_session_token=cfg.get("session_token") or cfg.get("token") or None,
+            config=Config(**options))
+        self.__dict__["_botocore"] = client
+        return client
 
     def list_dir(self, prefix: str) -> Iterator[str]:
         import obstore
@@ -707,7 +795,14 @@ class ObjectStore(Store):
             except FileNotFoundError:
                 return {"common_prefixes": [], "objects": []}
 
-        listing = run(ls())
+        try:
+            listing = run(ls())
+        except ZarrfastError as e:
+            if _refused_path(e) is None:
+                raise
+            # a name object_store refuses among them: every key below, as S3 lists them
+            below = {k[len(p) + 1:] if p else k for k in self.list_prefix(p + "/" if p else "")}
+            return iter(sorted({k.split("/", 1)[0] for k in below}))
         names = set()
         for full in [m["path"] for m in listing["objects"]] + list(listing["common_prefixes"]):
             full = full.rstrip("/")
@@ -795,6 +890,20 @@ def _valid_key(path: str) -> str | None:
         return validate_key(path)
     except ZarrfastError:
         return None
+
+
+_REFUSED_RE = re.compile(r'Path "([^"]*)"')
+
+
+def _refused_path(exc: BaseException) -> str | None:
+    """The path of a listing that obstore refused to parse (its ``InvalidPathError``:
+    ``..``, ``.`` or an empty segment), or ``None`` when ``exc`` is another failure."""
+    for e in exception_chain(exc):
+        text = str(e)
+        if type(e).__name__ == "InvalidPathError" or "InvalidPathError:" in text:
+            m = _REFUSED_RE.search(text)
+            return m.group(1) if m else "?"
+    return None
 
 
 def _rebuild(store: Any, read_only: bool, retry: RetryPolicy,
