@@ -210,19 +210,21 @@ def test_dask_store_without_a_lock_keeps_every_block(scheduler, tmp_path):
             f"round {round_}: blocks lost"
 
 
-def test_processes_on_s3_keep_every_inner_chunk(s3_server, subprocess_cwd):
-    """Processes writing one shard of an S3 bucket through ``ObjectStore``: no lock is
+@pytest.mark.parametrize("remote_store", ["obstore", "fsspec"])
+def test_processes_on_s3_keep_every_inner_chunk(remote_store, s3_server, subprocess_cwd):
+    """Processes writing one shard of an S3 bucket (through obstore or s3fs): no lock is
     shared, so each write is made conditional on the version its writer read."""
-    pytest.importorskip("obstore")
-    from zarrfast.storage import ObjectStore
-
+    if remote_store == "obstore":
+        pytest.importorskip("obstore")
+    url = f"s3://{s3_server.bucket}/shared-{remote_store}-{time.time_ns()}.zarr"
     options = s3_server.storage_options()
-    url = f"s3://{s3_server.bucket}/shared-{time.time_ns()}.zarr"
-    store = ObjectStore.from_url(url, storage_options=s3_server.storage_options())
+    with zarrfast.config.set(remote_store=remote_store):
+        store = zarrfast.storage.make_store(url, storage_options=options)
+    assert type(store).__name__ == {"obstore": "ObjectStore", "fsspec": "FsspecStore"}[
+        remote_store]
     _create(store)
-    _processes(url, subprocess_cwd, 3, options, env={"ZARRFAST_REMOTE_STORE": "obstore"})
-    a = zarrfast.open_array(store, mode="r")
-    assert _lost(a) == []
+    _processes(url, subprocess_cwd, 3, options, env={"ZARRFAST_REMOTE_STORE": remote_store})
+    assert _lost(zarrfast.open_array(store, mode="r")) == []
     assert store.conditional_writes
 
 
@@ -255,7 +257,37 @@ def test_a_conditional_write_that_loses_the_race_reads_the_shard_again():
         np.testing.assert_array_equal(data[_block(j)], _value(j))
 
 
-def test_a_shard_left_empty_by_a_conditional_write_reads_as_fill(monkeypatch):
+def test_fsspec_s3_conditional_write_that_loses_the_race_reads_again(s3_server):
+    """As above, through s3fs (``IfMatch`` / ``IfNoneMatch`` on ``put_object``)."""
+    from zarrfast.storage import FsspecStore
+
+    url = f"s3://{s3_server.bucket}/race-{time.time_ns()}.zarr"
+    options = s3_server.storage_options()
+    reads: list[str] = []
+
+    class Racing(FsspecStore):
+        def get_versioned(self, key):
+            got = super().get_versioned(key)
+            reads.append(key)
+            if len(reads) in (1, 3):  # the other writer, before this writer's writes
+                other = zarrfast.open_array(FsspecStore.from_url(url, storage_options=options),
+                                            mode="r+")
+                other[_block(len(reads))] = _value(len(reads))
+            return got
+
+    base = FsspecStore.from_url(url, storage_options=options)
+    store = Racing(base.fs, base.path)
+    assert store.conditional_writes
+    a = _create(store)
+    a[_block(0)] = _value(0)  # a new shard (If-None-Match), raced: read again
+    a[_block(2)] = _value(2)  # an existing shard (If-Match), raced: read again
+    assert reads == ["c/0/0"] * 4
+    data = zarrfast.open_array(FsspecStore.from_url(url, storage_options=options))[...]
+    for j in (0, 1, 2, 3):
+        np.testing.assert_array_equal(data[_block(j)], _value(j))
+
+
+def test_a_shard_left_empty_by_a_conditional_write_reads_as_fill():
     obstore = pytest.importorskip("obstore.store")
     from zarrfast.storage import ObjectStore
 

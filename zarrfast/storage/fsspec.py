@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from zarrfast.errors import ZarrfastError
@@ -64,6 +64,21 @@ _S3_PROTOCOLS = ("s3", "s3a")
 
 
 # -- optional dependencies ------------------------------------------------------------
+
+
+def _precondition_failed(exc: BaseException) -> bool:
+    """Whether S3 refused a conditional write (412 ``PreconditionFailed``, or 409
+    ``ConditionalRequestConflict`` while another conditional write was in progress)."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        code = getattr(e, "response", {}).get("Error", {}).get("Code") \
+            if isinstance(getattr(e, "response", None), dict) else None
+        if code in ("PreconditionFailed", "ConditionalRequestConflict"):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _import_fsspec() -> Any:
@@ -364,6 +379,59 @@ class FsspecStore(Store):
         path = self._full(key)
         data = as_bytes(value)
         self._run(lambda: self._aset(key, path, data))
+
+    # -- conditional writes (S3): a shard's partial writes from processes sharing no lock
+    @property
+    def conditional_writes(self) -> bool:  # type: ignore[override]
+        """S3 (s3fs) makes a write conditional on the version read (``If-Match``) or on
+        the key being missing (``If-None-Match``); other file systems here do not."""
+        return self._afs is self.fs and hasattr(self.fs, "_call_s3")
+
+    def get_versioned(self, key: str) -> tuple[Any, Hashable | None]:
+        if not self.conditional_writes:
+            return super().get_versioned(key)
+        bucket, _, name = self._full(key).partition("/")
+
+        async def fetch() -> tuple[bytes, str]:
+            out = await self.fs._call_s3("get_object", Bucket=bucket, Key=name)
+            body = out["Body"]
+            try:
+                return await body.read(), out["ETag"]
+            finally:
+                body.close()
+
+        try:
+            data, etag = self._run(lambda: self._retrying("reading", key, fetch))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None, None
+        return data, etag
+
+    def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
+                       version: Hashable | None) -> bool:
+        if not self.conditional_writes:
+            return super().set_if_version(key, value, version)
+        self._check_writable(key)
+        path = self._full(key)
+        bucket, _, name = path.partition("/")
+        data = as_bytes(value)
+        condition = {"IfNoneMatch": "*"} if version is None else {"IfMatch": version}
+
+        async def put() -> bool:
+            try:
+                await self.fs._call_s3("put_object", Bucket=bucket, Key=name, Body=data,
+                                       **condition)
+            except Exception as e:
+                if _precondition_failed(e):
+                    return False  # another writer's value is there now
+                raise
+            return True
+
+        try:
+            return self._run(lambda: self._retrying("writing", key, put))
+        except (FileNotFoundError, NotADirectoryError) as e:  # a missing bucket
+            raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
+        finally:
+            self.fs.invalidate_cache(path)
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
         pairs = list(items.items() if isinstance(items, Mapping) else items)
