@@ -25,8 +25,10 @@ except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
     ) from _e
 
 from zarrfast.api import create_array, open_array
+from zarrfast.api.synchronous import OPEN_ARRAY_KEYWORDS
 from zarrfast.errors import ZarrfastError
 from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.keywords import check_keywords
 from zarrfast.storage import LocalStore, MemoryStore
 
 __all__ = ["check_aligned", "from_zarr", "to_zarr"]
@@ -63,6 +65,9 @@ def from_zarr(url_or_array: Any, component: str | None = None,
     kwargs
         Passed to :func:`zarrfast.open_array`.
     """
+    # an unknown keyword is refused also when an Array is given (its keywords for
+    # open_array are then unused, as in dask's from_zarr)
+    check_keywords("from_zarr", kwargs, OPEN_ARRAY_KEYWORDS)
     if isinstance(url_or_array, Array):
         if component is not None:
             raise ZarrfastError("from_zarr: component= is only meaningful with a store, "

@@ -23,6 +23,14 @@ from zarrfast.errors import (
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, check_zarr_format, create_array_at
 from zarrfast.hierarchy.group import Group, node_from_metadata
+from zarrfast.hierarchy.keywords import (
+    IGNORED,
+    check_keywords,
+    checked,
+    keyword_names,
+    warn_ignored,
+    warn_write_empty_chunks,
+)
 from zarrfast.hierarchy.legacy import create_legacy
 from zarrfast.hierarchy.node import (
     read_node_metadata,
@@ -146,6 +154,7 @@ def _draft_node(store: Store, path: str, mode: str, node_type: str | None,
                       order=order or "C")
 
 
+@checked
 def create_array(
     store: StoreLike = None,
     *,
@@ -214,10 +223,17 @@ def create_array(
     )
 
 
-def array(data: Any, *, store: StoreLike = None, name: str | None = None, **kwargs: Any
-          ) -> Array:
-    """Create an array filled with ``data`` (``dtype=`` may convert it)."""
-    s, p = _resolve(store, name, storage_options=kwargs.pop("storage_options", None))
+def array(data: Any, *, store: StoreLike = None, name: str | None = None,
+          path: str | None = None, storage_options: Mapping[str, Any] | None = None,
+          **kwargs: Any) -> Array:
+    """Create an array filled with ``data`` (``dtype=`` may convert it); the other
+    keywords are those of :func:`create_array`.  ``path`` (zarr-python's name for it) or
+    ``name``: where in the store."""
+    check_keywords("array", kwargs, _ARRAY_KEYWORDS)
+    if path is not None and name is not None and normalize_path(path) != normalize_path(name):
+        raise TypeError(f"array() got both name={name!r} and path={path!r}: give one")
+    s, p = _resolve(store, name if name is not None else path,
+                    storage_options=storage_options)
     return create_array_at(s, p, data=data, **kwargs)
 
 
@@ -231,16 +247,25 @@ def open_array(
     **kwargs: Any,
 ) -> Array:
     """Open an existing array (``mode`` ``'r'``, ``'r+'``, ``'a'``), or create one
-    (``'w'``, ``'w-'``, or ``'a'`` when missing and ``shape`` is given)."""
+    (``'w'``, ``'w-'``, or ``'a'`` when missing and ``shape`` is given).
+
+    The other keywords create the array: those of :func:`create_array`, or those of
+    zarr-python's older :func:`create` (``chunk_shape``, ``codecs``,
+    ``dimension_separator``, ``object_codec``); ``config`` and ``order`` also apply to
+    an array opened.  An unknown keyword is a ``TypeError``, whatever the mode."""
     _check_mode(mode)
     check_zarr_format(zarr_format)
-    s, p = _resolve(store, path if path is not None else kwargs.pop("name", None),
+    _check_open_array_keywords("open_array", kwargs)
+    name = kwargs.pop("name", None)
+    if path is not None and name is not None and normalize_path(path) != normalize_path(name):
+        raise TypeError(f"open_array() got both path={path!r} and name={name!r}: give one")
+    s, p = _resolve(store, path if path is not None else name,
                     read_only=mode == "r", storage_options=storage_options)
     draft, root_doc = _draft_first(s, p, mode, "array", kwargs.get("order"), zarr_format)
     if draft is not None:
         return draft
     if mode in ("w", "w-"):
-        return create_array_at(s, p, overwrite=mode == "w", **kwargs)
+        return _create_opened(s, p, mode == "w", kwargs)
     try:
         md = read_typed_metadata(s, p, "array", zarr_format,
                                  zarr_json=root_doc if p == "" else ...)
@@ -252,7 +277,7 @@ def open_array(
             mode == "a" and kwargs.get("data") is not None
         ):
             try:
-                return create_array_at(s, p, **kwargs)
+                return _create_opened(s, p, False, kwargs)
             except ContainsArrayError as conflict:  # another thread or process created it
                 md = _created_meanwhile(conflict, lambda: read_typed_metadata(
                     s, p, "array", zarr_format))
@@ -262,12 +287,52 @@ def open_array(
     cfg = cfg if isinstance(cfg, Mapping) else {"order": getattr(cfg, "order", None),
                                                 "write_empty_chunks":
                                                     getattr(cfg, "write_empty_chunks", None)}
+    if kwargs.get("write_empty_chunks") is not None:  # (the older keyword wins, as there)
+        cfg = {**cfg, "write_empty_chunks": kwargs["write_empty_chunks"]}
     # order None: config["array.order"], as zarr-python resolves it when it opens an array
     return Array(s, p, md, read_only=mode == "r" or s.read_only,
                  write_empty_chunks=cfg.get("write_empty_chunks"),
                  order=kwargs.get("order") or cfg.get("order"))
 
 
+#: zarr-python's older ``create`` keywords that ``create_array`` does not take
+_LEGACY_ONLY = frozenset({"chunk_shape", "codecs", "dimension_separator", "object_codec"})
+#: ``create_array`` keywords that zarr-python's older ``create`` does not take
+_MODERN_ONLY = frozenset({"shards", "compressors", "serializer", "write_data"})
+
+
+def _check_open_array_keywords(function: str, kwargs: Mapping[str, Any]) -> None:
+    """``TypeError`` for a keyword ``open_array`` does not take; zarr-python's warnings
+    for the keywords it takes and ignores, and for ``write_empty_chunks``."""
+    check_keywords(function, kwargs, OPEN_ARRAY_KEYWORDS)
+    warn_ignored({k: kwargs.get(k) for k in IGNORED}, stacklevel=4)
+    if "write_empty_chunks" in kwargs:
+        warn_write_empty_chunks(stacklevel=4)
+
+
+def _create_opened(store: Store, path: str, overwrite: bool, kwargs: dict[str, Any]) -> Array:
+    """The array ``open_array`` creates, from its creation keywords (``create_array``'s,
+    or zarr-python's older ``create``'s)."""
+    kw = {k: v for k, v in kwargs.items() if k not in IGNORED}
+    legacy = sorted(_LEGACY_ONLY & kw.keys())
+    if legacy:
+        modern = sorted(_MODERN_ONLY & kw.keys())
+        if modern:
+            raise TypeError(f"{legacy[0]!r} (an argument of zarrfast.create) and "
+                            f"{modern[0]!r} (of zarrfast.create_array) cannot be given "
+                            f"together")
+        if kw.get("shape") is None and kw.get("data") is not None:
+            kw["shape"] = np.shape(kw["data"])
+        return create_legacy(store, path, overwrite=overwrite, **kw)
+    wec = kw.pop("write_empty_chunks", None)
+    if wec is not None:
+        cfg = kw.get("config") or {}
+        cfg = cfg.to_dict() if not isinstance(cfg, Mapping) else dict(cfg)
+        kw["config"] = {**cfg, "write_empty_chunks": wec}
+    return create_array_at(store, path, overwrite=overwrite, **kw)
+
+
+@checked
 def open_group(
     store: StoreLike = None,
     *,
@@ -277,10 +342,19 @@ def open_group(
     zarr_format: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
     use_consolidated: bool | str | None = None,
-    **kwargs: Any,
+    cache_attrs: bool | None = None,
+    synchronizer: Any = None,
+    chunk_store: StoreLike = None,
+    meta_array: Any = None,
 ) -> Group:
     """Open a group, creating it (with ``attributes``) for ``'w'``, ``'w-'``, or ``'a'``
-    when missing."""
+    when missing.
+
+    ``cache_attrs``, ``synchronizer``, ``chunk_store`` and ``meta_array`` are taken and
+    ignored, with zarr-python's warning ("... is not yet implemented")."""
+    warn_ignored({"cache_attrs": cache_attrs, "synchronizer": synchronizer,
+                  "chunk_store": chunk_store, "meta_array": meta_array},
+                 stacklevel=4)  # (the caller of @checked's wrapper)
     _check_mode(mode)
     check_zarr_format(zarr_format)
     s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options)
@@ -316,18 +390,28 @@ def open_group(
     return Group(s, p, md, read_only=read_only)
 
 
+@checked
 def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None = None,
-          attributes: Mapping[str, Any] | None = None, **kwargs: Any) -> Group:
-    """Create a group (or open it if it exists and ``overwrite`` is false)."""
+          attributes: Mapping[str, Any] | None = None, zarr_format: int | None = None,
+          storage_options: Mapping[str, Any] | None = None, chunk_store: StoreLike = None,
+          cache_attrs: bool | None = None, synchronizer: Any = None, meta_array: Any = None
+          ) -> Group:
+    """Create a group (or open it if it exists and ``overwrite`` is false).
+    ``chunk_store``, ``cache_attrs``, ``synchronizer`` and ``meta_array`` are taken and
+    ignored, with zarr-python's warning."""
+    warn_ignored({"cache_attrs": cache_attrs, "synchronizer": synchronizer,
+                  "chunk_store": chunk_store, "meta_array": meta_array},
+                 stacklevel=4)  # (the caller of @checked's wrapper)
     return open_group(store, mode="w" if overwrite else "a", path=path, attributes=attributes,
-                      **kwargs)
+                      zarr_format=zarr_format, storage_options=storage_options)
 
 
+@checked
 def create_group(store: StoreLike, *, path: str | None = None, overwrite: bool = False,
                  attributes: Mapping[str, Any] | None = None,
-                 storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> Group:
+                 storage_options: Mapping[str, Any] | None = None,
+                 zarr_format: int | None = None) -> Group:
     """Create a new group; an existing node is an error unless ``overwrite``."""
-    zarr_format = kwargs.pop("zarr_format", None)
     check_zarr_format(zarr_format)
     s, p = _resolve(store, path, storage_options=storage_options)
     md = _new_group_metadata(zarr_format, attributes)
@@ -345,17 +429,21 @@ def open(  # noqa: A001 - zarr-python's name
     **kwargs: Any,
 ) -> Array | Group:
     """Open the array or group at ``path``; create an array when ``shape`` is given,
-    otherwise a group, if nothing is there (modes ``'a'``, ``'w'``, ``'w-'``)."""
+    otherwise a group, if nothing is there (modes ``'a'``, ``'w'``, ``'w-'``).  The other
+    keywords are those of :func:`open_array` and :func:`open_group`; one that neither
+    takes is a ``TypeError`` before anything is opened or created."""
     _check_mode(mode)
     check_zarr_format(zarr_format)
+    check_keywords("open", kwargs, _OPEN_KEYWORDS)
     s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options)
     draft, root_doc = _draft_first(s, p, mode, None, kwargs.get("order"), zarr_format)
     if draft is not None:
         return draft
     if mode in ("w", "w-"):
         if "shape" in kwargs or "data" in kwargs:
-            return create_array_at(s, p, overwrite=mode == "w", **kwargs)
-        return open_group(s, mode=mode, path=p, **kwargs)
+            _check_open_array_keywords("open", kwargs)
+            return _create_opened(s, p, mode == "w", kwargs)
+        return open_group(s, mode=mode, path=p, **_group_kwargs(s, p, kwargs))
     try:
         md = read_node_metadata(s, p, zarr_format, zarr_json=root_doc if p == "" else ...)
     except NodeNotFoundError:
@@ -365,16 +453,31 @@ def open(  # noqa: A001 - zarr-python's name
         if mode != "a":
             raise
         if "shape" in kwargs or "data" in kwargs:
+            _check_open_array_keywords("open", kwargs)
             try:
-                return create_array_at(s, p, **kwargs)
+                return _create_opened(s, p, False, kwargs)
             except (ContainsArrayError, ContainsGroupError) as conflict:  # created meanwhile?
                 md = _created_meanwhile(conflict, lambda: read_node_metadata(
                     s, p, zarr_format))
         else:
-            return open_group(s, mode="a", path=p, **kwargs)
+            return open_group(s, mode="a", path=p, **_group_kwargs(s, p, kwargs))
+    if kwargs and md.node_type == "array":  # (config, order... apply to the array opened)
+        return open_array(s, path=p, mode=mode, zarr_format=md.zarr_format, **kwargs)
+    if kwargs:  # a group: array keywords are refused (as open_group refuses them)
+        check_keywords("open", _group_kwargs(s, p, kwargs), _OPEN_GROUP_KEYWORDS)
     return node_from_metadata(s, p, md, read_only=mode == "r" or s.read_only)
 
 
+
+
+def _group_kwargs(store: Store, path: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``open``'s keywords for the group it opens or creates: ``config`` (of arrays) only
+    as ``None``, as zarr-python's ``open`` takes it."""
+    if kwargs.get("config") is not None:
+        raise TypeError(f"config is the runtime configuration of an array, but "
+                        f"{path or '/'!r} in {store!r} resolves to a group. Groups have no "
+                        f"runtime configuration.")
+    return {k: v for k, v in kwargs.items() if k != "config"}
 
 
 # -- consolidated metadata ------------------------------------------------------------
@@ -401,12 +504,17 @@ def _open_consolidated_group(store: Store, path: str, zarr_format: int | None,
 
 
 def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
-                      zarr_format: int | None = None, **kwargs: Any) -> Group:
-    """Open a group from its consolidated metadata: one read for the whole hierarchy."""
+                      zarr_format: int | None = None, use_consolidated: bool | str = True,
+                      **kwargs: Any) -> Group:
+    """Open a group from its consolidated metadata: one read for the whole hierarchy.
+    The other keywords are those of :func:`open_group`."""
+    check_keywords("open_consolidated", kwargs,
+                   _OPEN_GROUP_KEYWORDS | keyword_names(open_consolidated))
     return open_group(store, mode=mode, path=path, zarr_format=zarr_format,
-                      use_consolidated=True, **kwargs)
+                      use_consolidated=use_consolidated, **kwargs)
 
 
+@checked
 def consolidate_metadata(store: StoreLike, path: str | None = None,
                          zarr_format: int | None = None, *,
                          storage_options: Mapping[str, Any] | None = None) -> Group:
@@ -420,7 +528,8 @@ def consolidate_metadata(store: StoreLike, path: str | None = None,
     if md.zarr_format == 3:
         warnings.warn("Consolidated metadata is currently not part in the Zarr format 3 "
                       "specification. It may not be supported by other zarr implementations "
-                      "and may change in the future.", ZarrUserWarning, stacklevel=2)
+                      "and may change in the future.", ZarrUserWarning,
+                      stacklevel=3)  # (the caller of @checked's wrapper)
     write_consolidated(s, p, md)
     return open_consolidated(s, path=p, mode="r+" if not s.read_only else "r",
                              zarr_format=md.zarr_format)
@@ -429,6 +538,7 @@ def consolidate_metadata(store: StoreLike, path: str | None = None,
 # -- zarr-python's convenience constructors ----------------------------------------------
 
 
+@checked
 def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any = "auto",
            fill_value: Any = DEFAULT_FILL_VALUE, order: str | None = None,
            store: StoreLike = None,
@@ -439,36 +549,61 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
            chunk_shape: Any = None, chunk_key_encoding: Any = None, codecs: Any = None,
            dimension_names: Iterable[str | None] | None = None,
            storage_options: Mapping[str, Any] | None = None,
-           config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
-    """zarr-python's older ``create``: an array from keyword arguments (v3 by default)."""
+           config: Mapping[str, Any] | None = None, mode: str | None = None,
+           data: Any = None, synchronizer: Any = None, chunk_store: StoreLike = None,
+           cache_metadata: bool | None = None, cache_attrs: bool | None = None,
+           meta_array: Any = None) -> Array:
+    """zarr-python's older ``create``: an array from keyword arguments (v3 by default).
+
+    ``data`` is written to the new array.  ``mode`` as zarr-python takes it: ``'w'``
+    replaces an existing node, ``'r'`` opens the store read-only (so nothing can be
+    created).  ``synchronizer``, ``chunk_store``, ``cache_metadata``, ``cache_attrs`` and
+    ``meta_array`` are taken and ignored, with zarr-python's warning; so is the
+    deprecated ``write_empty_chunks`` (whose value is used)."""
+    warn_ignored({"synchronizer": synchronizer, "chunk_store": chunk_store,
+                  "cache_metadata": cache_metadata, "cache_attrs": cache_attrs,
+                  "meta_array": meta_array}, stacklevel=4)  # (the caller of @checked's wrapper)
+    if write_empty_chunks is not None:
+        warn_write_empty_chunks(stacklevel=4)
     check_zarr_format(zarr_format)
-    s, p = _resolve(store, path, storage_options=storage_options)
+    if mode is not None:
+        _check_mode(mode)
+        overwrite = overwrite or mode == "w"
+    s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options)
     arr = create_legacy(
         s, p, shape=shape, chunks=chunks, dtype=dtype, compressor=compressor,
         fill_value=fill_value, order=order, overwrite=overwrite, filters=filters,
         object_codec=object_codec, dimension_separator=dimension_separator,
         write_empty_chunks=write_empty_chunks, zarr_format=zarr_format,
         attributes=attributes, chunk_shape=chunk_shape, chunk_key_encoding=chunk_key_encoding,
-        codecs=codecs, dimension_names=dimension_names, config=config)
+        codecs=codecs, dimension_names=dimension_names, config=config, data=data)
     if read_only:
         arr._read_only = True
     return arr
 
 
 def empty(shape: Any, **kwargs: Any) -> Array:
-    """An array whose elements read as the fill value (nothing is written)."""
+    """An array whose elements read as the fill value (nothing is written); keywords as
+    :func:`create`."""
+    check_keywords("empty", kwargs, _CREATE_KEYWORDS)
     return create(shape, **kwargs)
 
 
 def zeros(shape: Any, **kwargs: Any) -> Array:
+    """An array of zeros; keywords as :func:`create`."""
+    check_keywords("zeros", kwargs, _CREATE_KEYWORDS)
     return create(shape, fill_value=0, **kwargs)
 
 
 def ones(shape: Any, **kwargs: Any) -> Array:
+    """An array of ones; keywords as :func:`create`."""
+    check_keywords("ones", kwargs, _CREATE_KEYWORDS)
     return create(shape, fill_value=1, **kwargs)
 
 
 def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+    """An array of ``fill_value``; keywords as :func:`create`."""
+    check_keywords("full", kwargs, _CREATE_KEYWORDS)
     return create(shape, fill_value=fill_value, **kwargs)
 
 
@@ -503,33 +638,40 @@ def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def empty_like(a: Any, **kwargs: Any) -> Array:
+    check_keywords("empty_like", kwargs, _CREATE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     return create(kw.pop("shape"), **kw)
 
 
 def zeros_like(a: Any, **kwargs: Any) -> Array:
+    check_keywords("zeros_like", kwargs, _CREATE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     kw["fill_value"] = 0
     return create(kw.pop("shape"), **kw)
 
 
 def ones_like(a: Any, **kwargs: Any) -> Array:
+    check_keywords("ones_like", kwargs, _CREATE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     kw["fill_value"] = 1
     return create(kw.pop("shape"), **kw)
 
 
 def full_like(a: Any, **kwargs: Any) -> Array:
+    check_keywords("full_like", kwargs, _CREATE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     return create(kw.pop("shape"), **kw)
 
 
 def open_like(a: Any, path: str, **kwargs: Any) -> Array:
-    """Open (or create, in mode ``'a'``) an array at ``path`` shaped like ``a``."""
+    """Open (or create, in mode ``'a'``) an array at ``path`` shaped like ``a``; keywords
+    as :func:`open_array`."""
+    check_keywords("open_like", kwargs, _OPEN_LIKE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     return open_array(path, **kw)
 
 
+@checked
 def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: str | None = None,
                chunks: Any = "keep", shards: Any = "keep", filters: Any = "keep",
                compressors: Any = "keep", serializer: Any = "keep",
@@ -595,6 +737,9 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
 def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
                path: str | None = None, storage_options: Mapping[str, Any] | None = None,
                **kwargs: Any) -> None:
+    """Store ``arr`` as an array at ``path`` (replacing what is there); keywords as
+    :func:`create_array`."""
+    check_keywords("save_array", kwargs, _SAVE_ARRAY_KEYWORDS)
     data = np.asarray(arr)
     s, p = _resolve(store, path, storage_options=storage_options)
     create_array_at(s, p, data=data, zarr_format=zarr_format, overwrite=True, **kwargs)
@@ -603,6 +748,15 @@ def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
 def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
                path: str | None = None, storage_options: Mapping[str, Any] | None = None,
                **kwargs: Any) -> None:
+    """Store the arrays (``args`` as ``arr_0``, ``arr_1``..., keywords under their names)
+    as a group at ``path``, replacing what is there.  A keyword whose value is not an
+    array is refused (a ``TypeError`` naming it, as zarr-python does) before anything
+    is replaced: it is more likely a misspelled option than a member."""
+    for name, value in kwargs.items():
+        if not _is_ndarray_like(value):
+            raise TypeError(f"save_group() got keyword argument {name!r} that is not an "
+                            f"array ({type(value).__name__}): keyword arguments are the "
+                            f"arrays to save, each a numpy or other NDArrayLike array")
     if not args and not kwargs:
         raise ZarrfastError("save_group: at least one array is required")
     s, p = _resolve(store, path, storage_options=storage_options)
@@ -613,9 +767,17 @@ def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
         g.create_array(name, data=np.asarray(a), overwrite=True)
 
 
+def _is_ndarray_like(value: Any) -> bool:
+    """An array (NumPy's, or one that gives NumPy its data), as zarr-python's
+    ``NDArrayLike`` check takes it."""
+    return hasattr(value, "shape") and hasattr(value, "dtype") and (
+        hasattr(value, "__array__") or hasattr(value, "__array_interface__"))
+
+
 def save(store: StoreLike, *args: Any, zarr_format: int | None = None, path: str | None = None,
          storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-    """One positional array: ``save_array``; several, or keywords: ``save_group``."""
+    """One positional array: ``save_array``; several, or keywords: ``save_group`` (whose
+    keywords are the arrays: one that is not an array is a ``TypeError``)."""
     if len(args) == 1 and not kwargs:
         save_array(store, args[0], zarr_format=zarr_format, path=path,
                    storage_options=storage_options)
@@ -624,6 +786,7 @@ def save(store: StoreLike, *args: Any, zarr_format: int | None = None, path: str
                    storage_options=storage_options, **kwargs)
 
 
+@checked
 def load(store: StoreLike, path: str | None = None, zarr_format: int | None = None, *,
          storage_options: Mapping[str, Any] | None = None) -> Any:
     """An array's data, or a dict of a group's arrays' data (read eagerly)."""
@@ -678,3 +841,24 @@ def create_hierarchy(*, store: Store | StorePath, nodes: Mapping[str, Any], over
     for path, md in given.items():
         s, p = _resolve(store, path)
         yield path, node_from_metadata(s, p, md, read_only=False)
+
+
+# -- the keywords each function passes on takes (an unknown one is a TypeError) -----------
+
+_INTERNAL = {"store", "path", "data_exclusive"}
+#: ``array(data, ...)``: ``create_array``'s
+_ARRAY_KEYWORDS = keyword_names(create_array_at, exclude=_INTERNAL | {"data"}) | keyword_names(
+    array)
+#: ``open_array``'s creation keywords: ``create_array``'s, zarr-python's older
+#: ``create``'s, ``name`` (for ``path``) and the ones zarr-python ignores
+_OPEN_ARRAY_KEYWORDS = (keyword_names(create_array_at, exclude=_INTERNAL | {"overwrite"})
+                        | _LEGACY_ONLY | {"name", "write_empty_chunks", *IGNORED})
+_OPEN_GROUP_KEYWORDS = keyword_names(open_group, exclude={"store", "path", "mode"})
+#: every keyword :func:`open_array` takes (besides the store)
+OPEN_ARRAY_KEYWORDS = keyword_names(open_array, exclude={"store"}) | _OPEN_ARRAY_KEYWORDS
+_OPEN_KEYWORDS = OPEN_ARRAY_KEYWORDS | _OPEN_GROUP_KEYWORDS | keyword_names(open)
+_OPEN_LIKE_KEYWORDS = OPEN_ARRAY_KEYWORDS | keyword_names(open_like)
+_CREATE_KEYWORDS = keyword_names(create)
+_SAVE_ARRAY_KEYWORDS = keyword_names(
+    create_array_at, exclude=_INTERNAL | {"shape", "dtype", "data", "zarr_format",
+                                          "overwrite"}) | keyword_names(save_array)

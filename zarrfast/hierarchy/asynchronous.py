@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 
 from zarrfast.errors import ZarrDeprecationWarning, ZarrfastError
 from zarrfast.hierarchy.array import Array
-from zarrfast.hierarchy.group import Group, like_kwargs, node_from_metadata
+from zarrfast.hierarchy.group import Group, check_member_keywords, like_kwargs, node_from_metadata
+from zarrfast.hierarchy.keywords import check_keywords, keyword_names
 from zarrfast.hierarchy.legacy import create_legacy
 from zarrfast.hierarchy.node import AsyncNode, read_typed_metadata, write_new_node
 from zarrfast.metadata.paths import normalize_path
@@ -154,6 +155,9 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
         the arguments of :func:`zarrfast.create` (zarr-python's ``AsyncArray.create``:
         ``chunks`` / ``chunk_shape``, ``codecs``, ``compressor``, ``filters``,
         ``dimension_separator``, ``fill_value``, ``attributes``, ``overwrite``, ``data``...)."""
+        check_keywords("create", kwargs, keyword_names(
+            create_legacy, exclude={"store", "path", "shape", "dtype", "zarr_format"}))
+
         def create() -> Array:
             s, p = _store_and_path(store, path)
             return create_legacy(s, p, shape=shape, dtype=dtype, zarr_format=zarr_format,
@@ -447,34 +451,43 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
 
     async def require_array(self, name: str, *, shape: Any, dtype: Any = None,
                             **kwargs: Any) -> AsyncArray:
+        check_member_keywords("require_array", kwargs)
         return async_view(await _call(self._node.require_array, name, shape=shape,
                                       dtype=dtype, **kwargs))
 
     async def empty(self, *, name: str, shape: Any, **kwargs: Any) -> AsyncArray:
+        check_member_keywords("empty", kwargs)
         return await self.create_array(name, shape=shape, **kwargs)
 
     async def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> AsyncArray:
+        check_member_keywords("zeros", kwargs)
         return await self.create_array(name, shape=shape, fill_value=0, **kwargs)
 
     async def ones(self, *, name: str, shape: Any, **kwargs: Any) -> AsyncArray:
+        check_member_keywords("ones", kwargs)
         return await self.create_array(name, shape=shape, fill_value=1, **kwargs)
 
     async def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any
                    ) -> AsyncArray:
+        check_member_keywords("full", kwargs)
         return await self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
 
     async def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
         """A member array shaped like ``data`` (its shape, dtype and, for a chunked array,
         chunks), elements at the fill value."""
+        check_member_keywords("empty_like", kwargs)
         return await self.create_array(name, **like_kwargs(data, kwargs))
 
     async def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
+        check_member_keywords("zeros_like", kwargs)
         return await self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 0})
 
     async def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
+        check_member_keywords("ones_like", kwargs)
         return await self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 1})
 
     async def full_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
+        check_member_keywords("full_like", kwargs)
         return await self.create_array(name, **like_kwargs(data, kwargs))
 
     async def create_hierarchy(self, nodes: Mapping[str, Any], *, overwrite: bool = False

@@ -25,6 +25,7 @@ from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.consolidated import ConsolidatedView
 from zarrfast.hierarchy.create import create_array_at
 from zarrfast.hierarchy.info import GroupInfo, TreeRepr, group_info, render_tree, store_path_str
+from zarrfast.hierarchy.keywords import check_keywords, keyword_names
 from zarrfast.hierarchy.node import (
     AnyMetadata,
     Node,
@@ -306,7 +307,13 @@ class Group(Node):
     def create_array(self, name: str, *, shape: Any = None, dtype: Any = None,
                      data: Any = None, overwrite: bool = False, **kwargs: Any) -> Array:
         """Create an array member; arguments as for :func:`zarrfast.create_array` (the
-        array has the group's Zarr format)."""
+        array has the group's Zarr format).  ``storage_options`` is taken as zarr-python
+        takes it here: only ``None`` (the group's store is open already)."""
+        check_member_keywords("create_array", kwargs)
+        if kwargs.pop("storage_options", None) is not None:
+            raise TypeError(f"create_array() got storage_options for member {name!r} of "
+                            f"group {self.name!r}: its store is open already, they would "
+                            f"be unused")
         self._check_writable()
         kwargs.setdefault("zarr_format", self.zarr_format)
         kwargs.setdefault("data_exclusive", True)  # as zarr-python: data, or shape and dtype
@@ -352,6 +359,7 @@ class Group(Node):
         shape and a dtype that casts to ``dtype`` (with ``exact``, that is ``dtype``), as
         in zarr-python: else :class:`IncompatibleNodeError` (a ``TypeError``).  Threads
         (and processes) requiring the same array at once all get it."""
+        check_member_keywords("require_array", kwargs)  # (also when the array exists)
         if name in self:
             return self._required_array(name, shape, dtype, exact)
         try:
@@ -418,29 +426,37 @@ class Group(Node):
         return cls(s, p, read_typed_metadata(s, p, "group", zarr_format), read_only=s.read_only)
 
     def empty(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        check_member_keywords("empty", kwargs)
         return self.create_array(name, shape=shape, **kwargs)
 
     def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        check_member_keywords("zeros", kwargs)
         return self.create_array(name, shape=shape, fill_value=0, **kwargs)
 
     def ones(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        check_member_keywords("ones", kwargs)
         return self.create_array(name, shape=shape, fill_value=1, **kwargs)
 
     def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+        check_member_keywords("full", kwargs)
         return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
 
     def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
         """A member array shaped like ``data`` (its shape, dtype and, for a chunked array,
         chunks), elements at the fill value."""
+        check_member_keywords("empty_like", kwargs)
         return self.create_array(name, **like_kwargs(data, kwargs))
 
     def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        check_member_keywords("zeros_like", kwargs)
         return self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 0})
 
     def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        check_member_keywords("ones_like", kwargs)
         return self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 1})
 
     def full_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        check_member_keywords("full_like", kwargs)
         return self.create_array(name, **like_kwargs(data, kwargs))
 
     def move(self, source: str, dest: str) -> None:
@@ -499,6 +515,18 @@ class Group(Node):
 
     def __hash__(self) -> int:
         return hash((self._store, self._path))
+
+
+#: what the member-creating methods (``create_array``, ``zeros``, ``require_array``...)
+#: take by keyword: :func:`zarrfast.create_array`'s, and ``storage_options`` (only
+#: ``None``), as zarr-python's ``Group.create_array``
+MEMBER_KEYWORDS = keyword_names(create_array_at, exclude={"store", "path"}) | {
+    "storage_options"}
+
+
+def check_member_keywords(method: str, kwargs: Mapping[str, Any]) -> None:
+    """``TypeError`` naming a keyword the member-creating ``method`` does not take."""
+    check_keywords(method, kwargs, MEMBER_KEYWORDS)
 
 
 def like_kwargs(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
