@@ -26,6 +26,10 @@ __all__ = [
     "UnknownCodecError",
     "UnsupportedDataTypeError",
     "FillValueError",
+    "FillValueOverflowError",
+    "ValueCastError",
+    "ValueOverflowError",
+    "ValueTypeError",
     "NodeNotFoundError",
     "ArrayNotFoundError",
     "GroupNotFoundError",
@@ -85,6 +89,27 @@ class UnsupportedDataTypeError(MetadataError, TypeError):
 
 class FillValueError(MetadataError):
     """A fill value cannot be represented in the array's data type."""
+
+
+class FillValueOverflowError(FillValueError, OverflowError):
+    """A fill value out of the data type's range (300 for uint8): also the
+    ``OverflowError`` NumPy 2 and zarr-python raise for it."""
+
+
+class ValueCastError(ZarrfastError):
+    """A value written to an array cannot be stored in its data type where NumPy 2 refuses
+    the same assignment (NaN into an integer array).  The message names the array, the
+    value and the data type; nothing was written."""
+
+
+class ValueOverflowError(ValueCastError, OverflowError):
+    """A Python scalar out of the data type's range (``a[:] = 300`` into uint8, ``1e20``
+    into int32): also the ``OverflowError`` NumPy 2 raises."""
+
+
+class ValueTypeError(ValueCastError, TypeError):
+    """A value of a type the data type cannot hold (a complex number into integers): also
+    the ``TypeError`` NumPy 2 raises."""
 
 
 class NodeNotFoundError(ZarrfastError, FileNotFoundError):

@@ -27,6 +27,7 @@ from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import PreparedChain, chunk_keys
 from zarrfast.engine.selection import expand_ellipsis, slice_indices
+from zarrfast.engine.values import as_stored
 from zarrfast.errors import BoundsCheckError, IndexingError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.dtype import is_fill_chunk
@@ -350,8 +351,8 @@ def set_orthogonal(array: FancyTarget, osel: OrthogonalSelection, value: Any) ->
 
 
 def _broadcast_value(array: FancyTarget, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    arr = np.asarray(value, dtype=array.dtype) if not array.objects else np.asarray(
-        value, dtype=object)
+    arr = (as_stored(value, array.dtype, where=f"array {array.name!r}") if not array.objects
+           else np.asarray(value, dtype=object))
     try:
         return np.broadcast_to(arr, shape)
     except ValueError:

@@ -26,6 +26,7 @@ from zarrfast.engine.sharded import (
     write_sharded,
 )
 from zarrfast.engine.stored import delete_outside, stored_coords
+from zarrfast.engine.values import as_stored
 from zarrfast.errors import (
     AllocationError,
     IndexingError,
@@ -541,7 +542,7 @@ class Array(Node):
         if fields is not None:
             current = self.get_orthogonal_selection(selection)
             self._check_fields(fields)
-            current[fields] = value
+            current[fields] = self._as_stored(value, current[fields].dtype)
             value = current
         set_orthogonal(self._fancy_target(), normalize_orthogonal(selection, self.shape), value)
 
@@ -570,7 +571,7 @@ class Array(Node):
 
             current = get_points(self._fancy_target(), coords, shape)
             self._check_fields(fields)
-            current[fields] = value
+            current[fields] = self._as_stored(value, current[fields].dtype)
             value = current
         set_points(self._fancy_target(), coords, shape, value)
 
@@ -704,6 +705,7 @@ class Array(Node):
             if fields is not None:
                 self._check_fields(fields)
                 target = block[fields]
+            value = self._as_stored(value, target.dtype)
             try:
                 target[np_sel] = value
             except (ValueError, IndexError) as e:
@@ -724,30 +726,16 @@ class Array(Node):
         if fields is not None:
             self._check_fields(fields)
             current = np.array(self.get_basic_selection(selection), dtype=self.dtype)
-            current[fields] = value
+            current[fields] = self._as_stored(value, current[fields].dtype)
             self.set_basic_selection(selection, current)
             return
         if self.dtype.names is not None and isinstance(value, tuple):
             value = np.array(value, dtype=self.dtype)[()]  # one record
         sel = normalize_basic(selection, self.shape)
-        if np.isscalar(value) or (isinstance(value, np.ndarray) and value.ndim == 0):
-            try:
-                scalar = np.asarray(value).astype(self.dtype, casting="unsafe")[()]
-            except (TypeError, ValueError) as e:
-                raise ZarrfastError(
-                    f"array {self.name!r}: cannot store {value!r} as {self.dtype}: {e}"
-                ) from None
-            self._write(sel, None, scalar)
+        arr = self._as_stored(value, self.dtype)
+        if arr.ndim == 0:
+            self._write(sel, None, arr[()])
             return
-        arr = np.asarray(value)
-        if arr.dtype != self.dtype:
-            try:
-                arr = arr.astype(self.dtype)
-            except (TypeError, ValueError) as e:
-                raise ZarrfastError(
-                    f"array {self.name!r}: cannot store values of dtype {arr.dtype} as "
-                    f"{self.dtype}: {e}"
-                ) from None
         try:
             arr = np.broadcast_to(arr, sel.out_shape)
         except ValueError:
@@ -758,6 +746,11 @@ class Array(Node):
         arr = np.ascontiguousarray(arr).reshape(sel.full_shape)
         self._write(sel, arr, None)
 
+    def _as_stored(self, value: Any, dtype: np.dtype) -> np.ndarray:
+        """``value`` cast as NumPy's ``x[...] = value`` casts it (a Python scalar out of
+        range raises, an array wraps), before anything is written."""
+        return as_stored(value, dtype, where=f"array {self.name!r}")
+
     def _write(self, sel: Any, value: np.ndarray | None, scalar: Any) -> None:
         self._write_fn(self._store, self._chunk_path, self._chain, sel, value, scalar,
                        write_empty_chunks=self.write_empty_chunks)
@@ -767,7 +760,7 @@ class Array(Node):
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow the array along ``axis`` and write ``data`` there; returns the new shape."""
         self._check_writable()
-        data = np.asarray(data)
+        data = self._as_stored(data, self.dtype)  # before the array grows
         if self.ndim == 0:
             raise IndexingError(f"array {self.name!r}: cannot append to a 0-d array")
         if not -self.ndim <= axis < self.ndim:

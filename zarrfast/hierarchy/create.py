@@ -28,6 +28,7 @@ from zarrfast.codecs.numcodecs_v3 import codec_json_of
 from zarrfast.codecs.sharding import ShardingCodec
 from zarrfast.errors import (
     FillValueError,
+    FillValueOverflowError,
     MetadataTypeError,
     MetadataValidationError,
     ZarrfastError,
@@ -530,6 +531,9 @@ def build_array_metadata_v2(
     else:
         try:
             fill = np.asarray(fill_value, dtype=np_dtype)[()]
+        except OverflowError as e:  # (300 for uint8: an OverflowError, as in zarr-python)
+            raise FillValueOverflowError(
+                f"{node}: fill_value {fill_value!r} does not fit {np_dtype}: {e}") from e
         except (TypeError, ValueError) as e:
             raise FillValueError(f"{node}: fill_value {fill_value!r} does not fit {np_dtype}: {e}"
                                  ) from None

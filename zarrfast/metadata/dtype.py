@@ -56,7 +56,11 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.errors import FillValueError, UnsupportedDataTypeError
+from zarrfast.errors import (
+    FillValueError,
+    FillValueOverflowError,
+    UnsupportedDataTypeError,
+)
 
 __all__ = ["DataType", "parse_data_type", "data_type_from_numpy"]
 
@@ -642,7 +646,7 @@ def _parse_fill(dtype: DataType, value: Any, where: str) -> np.generic:
             )
         info = _iinfo(dt)
         if not info.min <= value <= info.max:
-            raise FillValueError(
+            raise FillValueOverflowError(
                 f"{where}: {value} is out of range [{info.min}, {info.max}] for {dtype.name}"
             )
         return dt.type(value)
@@ -781,7 +785,7 @@ def _coerce_python(dtype: DataType, value: Any, where: str) -> np.generic:
         iv = int(value)
         info = _iinfo(dt)
         if not info.min <= iv <= info.max:
-            raise FillValueError(
+            raise FillValueOverflowError(
                 f"{where}: {value!r} is out of range [{info.min}, {info.max}] for {dtype.name}"
             )
         return dt.type(iv)

@@ -36,7 +36,12 @@ from typing import Any
 import numpy as np
 
 from zarrfast import config
-from zarrfast.errors import FillValueError, MetadataError, MetadataValidationError
+from zarrfast.errors import (
+    FillValueError,
+    FillValueOverflowError,
+    MetadataError,
+    MetadataValidationError,
+)
 from zarrfast.metadata.chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
 from zarrfast.metadata.dtype import ML_FLOATS, ML_INTS, DataType, _is_ml, _ml_dtype, _parse_float
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
@@ -170,7 +175,7 @@ def decode_v2_fill_value(value: Any, dtype: np.dtype, *, where: str,
                 raise FillValueError(f"{where}: {value!r} is not an integer")
             info = np.iinfo(dtype)
             if not info.min <= int(value) <= info.max:
-                raise FillValueError(f"{where}: {value!r} is out of range for {dtype}")
+                raise FillValueOverflowError(f"{where}: {value!r} is out of range for {dtype}")
             return dtype.type(int(value))
         elif kind in "mM":
             native = dtype.newbyteorder("=")
