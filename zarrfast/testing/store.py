@@ -411,6 +411,24 @@ class StoreTests:
         with pytest.raises(FileNotFoundError):
             store.getsize("a")  # a prefix, not a key
 
+    def test_conditional_writes(self, store: Store) -> None:
+        """A store with ``conditional_writes``: ``set_if_version`` writes only over the
+        version ``get_versioned`` gave (``None``: only where the key is missing), and
+        returns False, writing nothing, otherwise."""
+        if not store.conditional_writes:
+            pytest.skip(f"{type(store).__name__} makes no conditional writes")
+        assert store.get_versioned("cw") == (None, None)
+        assert store.set_if_version("cw", b"one", None)
+        assert not store.set_if_version("cw", b"two", None)  # not missing any more
+        value, first = store.get_versioned("cw")
+        assert bytes(value) == b"one"
+        assert store.set_if_version("cw", b"two", first)
+        assert not store.set_if_version("cw", b"three", first)  # replaced meanwhile
+        value, second = store.get_versioned("cw")
+        assert bytes(value) == b"two" and bytes(store.get("cw")) == b"two"
+        assert store.set_if_version("cw", b"four", second)
+        assert bytes(store.get("cw")) == b"four"
+
     def test_version_tokens(self, store: Store) -> None:
         """``version`` is None for a missing key, stable while a value is unchanged, and
         different after every replacement (even by an equal value of equal size)."""
