@@ -48,9 +48,9 @@ def as_stored(value: Any, dtype: np.dtype, *, where: str) -> np.ndarray:
     ValueTypeError
         A value NumPy refuses with ``TypeError`` (a complex number into ints).
     """
-    if isinstance(value, np.ndarray):
-        return value if value.dtype == dtype else value.astype(dtype)  # NumPy's unsafe cast
     try:
+        if isinstance(value, np.ndarray):
+            return value if value.dtype == dtype else value.astype(dtype)  # unsafe, as NumPy
         if is_scalar(value):
             out = np.empty((), dtype=dtype)
             out[()] = value
@@ -65,6 +65,9 @@ def as_stored(value: Any, dtype: np.dtype, *, where: str) -> np.ndarray:
 
 
 def _message(where: str, value: Any, dtype: np.dtype, e: BaseException) -> str:
+    if isinstance(value, np.ndarray):
+        return (f"{where}: cannot store values of dtype {value.dtype} (shape {value.shape}) "
+                f"as {dtype}: {e}; nothing was written")
     shown = repr(value)
     if len(shown) > 200:
         shown = shown[:200] + "..."
