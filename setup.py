@@ -7,8 +7,8 @@ Environment:
                             default) links each library found, ``require`` fails the build
                             when one is missing (wheels), ``0`` links none (then
                             zarrfast finds numcodecs' zstd and c-blosc with ctypes at
-                            import; blosc frames of LZ4 blocks go to c-blosc, those of
-                            zstd blocks are still decoded by zarrfast, with that zstd).
+                            import; blosc frames of LZ4 or zstd blocks are still decoded
+                            by zarrfast, with the LZ4 and zstd of numcodecs' copies).
     ZARRFAST_ZSTD_ROOT, ZARRFAST_BLOSC_ROOT, ZARRFAST_LZ4_ROOT
                             a prefix holding ``include/`` and ``lib/`` of the library;
                             otherwise ``pkg-config`` (``libzstd``, ``blosc``, ``liblz4``)

@@ -20,7 +20,7 @@ Compression (``blosc_compress``) is only ever bound to numcodecs' own c-blosc,
 so that the bytes written are numcodecs' bytes; a frame of LZ4 streams is made
 here (``zf_blosc_enc.h``: c-blosc's block loop, the filters with AVX2) with the LZ4
 of that same c-blosc, so its bytes are c-blosc's too.  A blosc frame of LZ4 (linked at
-build time) or zstd blocks is decoded here (``_blosc_frame``: c-blosc 1.x's block
+build time, else numcodecs' copy) or zstd blocks is decoded here (``_blosc_frame``: c-blosc 1.x's block
 loop, with the shuffle filters undone by ``zf_shuffle.h``, AVX2 where the CPU has
 it); every other frame, and any frame that is wrong, is left to c-blosc.
 
@@ -1288,17 +1288,51 @@ _ISA_NAMES = ("scalar", "avx2")
 #: whether the LZ4 linked at build time decodes LZ4 blocks (``use_linked_lz4``)
 cdef bint _lz4_used = True
 
+ctypedef int (*_lz4_decompress_fn)(const char*, char*, int, int) noexcept nogil
+#: ``LZ4_decompress_safe`` of the c-blosc bound with ctypes (numcodecs' copy exports
+#: it; ``bind_lz4_decompress``): LZ4 blocks where no LZ4 is linked (or it is unused),
+#: so that both builds undo the same frames.  Written at import, then only read.
+cdef _lz4_decompress_fn _lz4_found = NULL
+
 
 def use_linked_lz4(bint use):
     """Let the LZ4 linked at build time decode the LZ4 blocks of blosc frames, or not
-    (``ZARRFAST_LINKED_CODECS=0``: those frames then go to c-blosc).  Called at import
-    (by ``zarrfast.kernels``), before any read."""
+    (``ZARRFAST_LINKED_CODECS=0``: those frames then take the LZ4 bound by
+    ``bind_lz4_decompress``, else go to c-blosc).  Called at import (by
+    ``zarrfast.kernels``), before any read."""
     global _lz4_used
     _lz4_used = use
 
 
-cdef inline bint _lz4_on() noexcept nogil:
+def linked_lz4():
+    """The version number of the LZ4 linked at build time, or ``None``."""
+    cdef int v = zf_linked_lz4()
+    return v if v != 0 else None
+
+
+def bind_lz4_decompress(size_t decompress_safe):
+    """Undo the LZ4 blocks of blosc frames with the ``LZ4_decompress_safe`` at this
+    address (that of the c-blosc bound with ctypes, numcodecs' copy), where no LZ4 was
+    linked at build time or it is unused: a build without the codec libraries then
+    decodes the same frames as a linked one.  0 unbinds it.  Called at import."""
+    global _lz4_found
+    _lz4_found = <_lz4_decompress_fn>decompress_safe
+
+
+cdef inline bint _lz4_linked_on() noexcept nogil:
     return _lz4_used and zf_linked_lz4() != 0
+
+
+cdef inline bint _lz4_on() noexcept nogil:
+    return _lz4_linked_on() or _lz4_found != NULL
+
+
+cdef inline int _lz4_decompress(const char* src, char* dst, int size,
+                                int capacity) noexcept nogil:
+    """``LZ4_decompress_safe``: the linked one, else the one bound (``_lz4_on()``)."""
+    if _lz4_linked_on():
+        return zf_lz4_decompress(src, dst, size, capacity)
+    return _lz4_found(src, dst, size, capacity)
 
 
 cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
@@ -1385,8 +1419,8 @@ cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
                 else:
                     memcpy(dest, frame + off, <size_t>neblock)
             elif compcode == _BLOSC_LZ4:
-                got = zf_lz4_decompress(<const char*>(frame + off), <char*>dest, <int>cb,
-                                        <int>neblock)
+                got = _lz4_decompress(<const char*>(frame + off), <char*>dest, <int>cb,
+                                      <int>neblock)
                 if got != neblock:
                     return -1
             else:

@@ -41,7 +41,8 @@ static int zf_linked_blosc(size_t *fns, const char **version) {
 #endif
 
 /* LZ4, for the blocks of the blosc frames _decode undoes itself (_blosc_frame);
-   without it c-blosc decodes those frames whole. */
+   without it the LZ4 of numcodecs' c-blosc does (bind_lz4_decompress, found with
+   ctypes at import), and where that is missing too c-blosc decodes those frames. */
 #ifdef ZF_LINK_LZ4
 #include <lz4.h>
 static int zf_linked_lz4(void) { return LZ4_versionNumber(); }

@@ -215,6 +215,10 @@ def _load_chunk_decoder():
         if hasattr(lib, "LZ4_compress_fast_extState") and hasattr(lib, "LZ4_sizeofState"):
             _decode.bind_lz4_compress(_address(lib, "LZ4_compress_fast_extState"),
                                       _address(lib, "LZ4_sizeofState"))
+        # and its LZ4 decoder: frames of LZ4 blocks are undone by zarrfast where no LZ4
+        # was linked at build time too (a new user's build decodes what a wheel does)
+        if hasattr(lib, "LZ4_decompress_safe") and hasattr(_decode, "bind_lz4_decompress"):
+            _decode.bind_lz4_decompress(_address(lib, "LZ4_decompress_safe"))
 
     use_linked = os.environ.get("ZARRFAST_LINKED_CODECS", "1") != "0"
     linked = _decode.linked_zstd() if use_linked else None
@@ -247,7 +251,7 @@ def _load_chunk_decoder():
         # frames of LZ4 or zstd blocks are undone by zarrfast itself (AVX2 where the CPU
         # has it), and frames of LZ4 streams made by it (with numcodecs' LZ4);
         # ZARRFAST_BLOSC_FRAMES=c-blosc (or scalar) chooses otherwise for both, and
-        # ZARRFAST_LINKED_CODECS=0 leaves the linked LZ4 unused too
+        # ZARRFAST_LINKED_CODECS=0 leaves the linked LZ4 unused too (numcodecs' decodes)
         _decode.use_linked_lz4(use_linked)
         choice = os.environ.get("ZARRFAST_BLOSC_FRAMES", "auto")
         try:
@@ -255,6 +259,9 @@ def _load_chunk_decoder():
         except ValueError as e:
             CODEC_BINDINGS["blosc"] += f"; ZARRFAST_BLOSC_FRAMES ignored: {e}"
         frames = _decode.blosc_frames()
+        if "lz4" in frames.partition(": ")[2].split(", "):
+            frames += (" (LZ4 linked at build time)" if use_linked and _decode.linked_lz4()
+                       else " (numcodecs' LZ4)")
         CODEC_BINDINGS["blosc"] += ("; every frame decoded by c-blosc" if frames == "c-blosc"
                                     else f"; frames decoded by {frames}, the rest by c-blosc")
         encoder = _decode.blosc_encoder()
