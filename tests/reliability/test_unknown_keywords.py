@@ -400,3 +400,36 @@ def test_every_keyword_zarr_python_names_is_accepted(tmp_path: Path,
             except Exception:  # noqa: BLE001 - only the keyword's acceptance is checked here
                 pass
     assert not refused, "\n".join(refused)
+
+
+@pytest.mark.parametrize("fn", ["open_array", "open"])
+@pytest.mark.parametrize("mode", ["w", "a"])
+def test_open_creates_the_zarr_format_asked_for(fn: str, mode: str, tmp_path: Path) -> None:
+    """``zarr_format=2`` was used to read only: a new array was v3 all the same."""
+    target = tmp_path / "f.zarr"
+    a = getattr(zarrfast, fn)(str(target), mode=mode, shape=(4,), dtype="i4", zarr_format=2)
+    assert a.zarr_format == 2
+    assert (target / ".zarray").exists() and not (target / "zarr.json").exists()
+
+
+def test_open_array_creates_with_zarr_pythons_older_create_keywords(tmp_path: Path) -> None:
+    """zarr-python's ``open_array`` creates through its older ``create``: its keywords
+    (here ``dimension_separator``) are used, not refused."""
+    target = tmp_path / "s.zarr"
+    a = zarrfast.open_array(str(target), mode="w", shape=(4, 4), chunks=(2, 2), dtype="i4",
+                            zarr_format=2, dimension_separator="/")
+    a[:] = 1
+    assert (target / "1" / "1").is_file() and not (target / "1.1").exists()
+    assert '"dimension_separator": "/"' in (target / ".zarray").read_text()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_require_array_refuses_a_misspelling_when_the_array_exists(asynchronous: bool,
+                                                                  tmp_path: Path) -> None:
+    """The keywords of ``require_array`` were looked at only to create: with the array
+    there, any name was taken."""
+    place = Place(tmp_path)
+    group = place.group._async_view() if asynchronous else place.group
+    err = _assert_refused(lambda: group.require_array("a", shape=(4,), chuncks=(2,)),
+                          "chuncks", place)
+    assert "did you mean 'chunks'?" in str(err)

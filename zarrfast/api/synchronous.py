@@ -265,7 +265,7 @@ def open_array(
     if draft is not None:
         return draft
     if mode in ("w", "w-"):
-        return _create_opened(s, p, mode == "w", kwargs)
+        return _create_opened(s, p, mode == "w", zarr_format, kwargs)
     try:
         md = read_typed_metadata(s, p, "array", zarr_format,
                                  zarr_json=root_doc if p == "" else ...)
@@ -277,7 +277,7 @@ def open_array(
             mode == "a" and kwargs.get("data") is not None
         ):
             try:
-                return _create_opened(s, p, False, kwargs)
+                return _create_opened(s, p, False, zarr_format, kwargs)
             except ContainsArrayError as conflict:  # another thread or process created it
                 md = _created_meanwhile(conflict, lambda: read_typed_metadata(
                     s, p, "array", zarr_format))
@@ -310,10 +310,12 @@ def _check_open_array_keywords(function: str, kwargs: Mapping[str, Any]) -> None
         warn_write_empty_chunks(stacklevel=4)
 
 
-def _create_opened(store: Store, path: str, overwrite: bool, kwargs: dict[str, Any]) -> Array:
-    """The array ``open_array`` creates, from its creation keywords (``create_array``'s,
-    or zarr-python's older ``create``'s)."""
+def _create_opened(store: Store, path: str, overwrite: bool, zarr_format: int | None,
+                   kwargs: dict[str, Any]) -> Array:
+    """The array ``open_array`` creates, in ``zarr_format``, from its creation keywords
+    (``create_array``'s, or zarr-python's older ``create``'s)."""
     kw = {k: v for k, v in kwargs.items() if k not in IGNORED}
+    kw["zarr_format"] = zarr_format
     legacy = sorted(_LEGACY_ONLY & kw.keys())
     if legacy:
         modern = sorted(_MODERN_ONLY & kw.keys())
@@ -442,7 +444,7 @@ def open(  # noqa: A001 - zarr-python's name
     if mode in ("w", "w-"):
         if "shape" in kwargs or "data" in kwargs:
             _check_open_array_keywords("open", kwargs)
-            return _create_opened(s, p, mode == "w", kwargs)
+            return _create_opened(s, p, mode == "w", zarr_format, kwargs)
         return open_group(s, mode=mode, path=p, **_group_kwargs(s, p, kwargs))
     try:
         md = read_node_metadata(s, p, zarr_format, zarr_json=root_doc if p == "" else ...)
@@ -455,7 +457,7 @@ def open(  # noqa: A001 - zarr-python's name
         if "shape" in kwargs or "data" in kwargs:
             _check_open_array_keywords("open", kwargs)
             try:
-                return _create_opened(s, p, False, kwargs)
+                return _create_opened(s, p, False, zarr_format, kwargs)
             except (ContainsArrayError, ContainsGroupError) as conflict:  # created meanwhile?
                 md = _created_meanwhile(conflict, lambda: read_node_metadata(
                     s, p, zarr_format))
