@@ -81,9 +81,24 @@ def test_negative_shape() -> None:
     expect_error(array_doc(shape=[10, -1]), MetadataValidationError, "shape", "negative")
 
 
-@pytest.mark.parametrize("shape", [[2**63, 1], [2**62, 4], [2**32, 2**32], [2**64, 1]])
-def test_shape_too_many_elements(shape: list) -> None:
+@pytest.mark.parametrize("shape", [[2**63, 1], [2**64, 1], [1, 2**63]])
+def test_shape_beyond_int64(shape: list) -> None:
     expect_error(array_doc(shape=shape), MetadataValidationError, "shape", "2**63-1")
+
+
+@pytest.mark.parametrize(("shape", "chunk_shape"), [([2**62, 2**62], [1, 1]),
+                                                    ([2**40, 2**40], [2, 4])])
+def test_shape_with_a_grid_of_more_than_int64_chunks(shape: list, chunk_shape: list) -> None:
+    grid = {"name": "regular", "configuration": {"chunk_shape": chunk_shape}}
+    expect_error(array_doc(shape=shape, chunk_grid=grid), MetadataValidationError, "shape",
+                 "chunks", "2**63-1")
+
+
+@pytest.mark.parametrize("shape", [[2**62, 4], [2**32, 2**32], [2**33, 2**33]])
+def test_more_elements_than_int64_are_accepted(shape: list) -> None:
+    # (issue 41: zarr-python and tensorstore open such arrays lazily; only the number of
+    # chunks must fit in int64)
+    assert parse(array_doc(shape=shape)).shape == tuple(shape)
 
 
 def test_largest_element_count_is_accepted() -> None:

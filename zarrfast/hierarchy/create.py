@@ -319,7 +319,7 @@ def build_array_metadata(
     for Zarr v3."""
     shape_t = normalize_shape(shape, node)
     data_type: DataType = data_type_from_numpy(dtype, where=f"{node}: dtype")
-    check_array_size(shape_t, data_type.itemsize, where=f"{node}: shape")
+    check_array_size(shape_t, where=f"{node}: shape")
     itemsize = 1 if data_type.variable_length else data_type.itemsize  # (for "auto")
     grid: Any = None  # a rectilinear grid of chunks or shards (nested lists)
     if is_rectilinear_chunks(chunks):
@@ -477,7 +477,7 @@ def build_array_metadata_v2(
         if np_dtype.kind == "T":  # NumPy's StringDType: stored as v2 vlen strings
             np_dtype = np.dtype(object)
             default_filters = [{"id": "vlen-utf8"}]
-    check_array_size(shape_t, np_dtype.itemsize, where=f"{node}: shape")
+    check_array_size(shape_t, where=f"{node}: shape")
     chunk_shape = normalize_chunks(chunks, shape_t, auto_itemsize(np_dtype), node)
     if isinstance(filters, str) and filters == "auto":
         filters = default_filters

@@ -109,8 +109,10 @@ def empty(shape: int | Sequence[int], dtype: Any = np.uint8, *, where: str, what
                     skip = -raw.ctypes.data % CACHE_LINE
                     return raw[skip:skip + nbytes].view(dt).reshape(shape_t)
         return np.empty(shape, dtype=dtype)
-    except (MemoryError, ValueError) as e:
-        # (NumPy refuses more than the address space can hold with "array is too big")
+    except (MemoryError, ValueError, OverflowError) as e:
+        # (NumPy refuses more than the address space can hold with "array is too big";
+        # a byte count beyond 2**63-1, a result of a (2**40, 2**40) array, overflows
+        # PageBuffer's Py_ssize_t)
         if isinstance(e, ValueError) and "too big" not in str(e):
             raise
         s, d = logical if logical is not None else (shape, dtype)

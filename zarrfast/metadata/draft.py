@@ -749,7 +749,7 @@ def convert_array_document(doc: Any, *, layout: str, key: str) -> ArrayMetadata:
         )
     codecs = _build_chain(layout=layout, doc=doc, data_type=data_type,
                           type_endian=type_endian, ndim=len(shape), key=key)
-    check_array_size(shape, data_type.itemsize, where=f"{key}: shape")
+    check_array_size(shape, chunks=chunk_shape, where=f"{key}: shape")
     return ArrayMetadata(
         shape=shape,
         data_type=data_type,

@@ -1,5 +1,8 @@
-"""Sizes an array may have: its element count and its byte count fit in int64 (NumPy's
-and the index kernels' type), so every offset into it can be computed."""
+"""Sizes an array may have: every dimension, and the number of chunks along with it, fits
+in int64 (NumPy's and the index kernels' type), so every index, chunk coordinate and chunk
+number can be computed.  The element and byte counts may exceed int64, as in zarr-python
+and tensorstore: a ``(2**40, 2**40)`` array opens lazily, only the chunks a selection
+touches exist, and ``size``/``nbytes`` are Python ints."""
 
 from __future__ import annotations
 
@@ -13,18 +16,19 @@ __all__ = ["INT64_MAX", "MAX_JSON_DEPTH", "check_array_size", "check_json_depth"
 INT64_MAX = 2**63 - 1
 
 
-def check_array_size(shape: Sequence[int], itemsize: int, *, where: str = "shape") -> None:
-    """Refuse a shape whose element count, or byte count at ``itemsize`` bytes an element,
-    does not fit in int64, naming it.  (An array that large still opens lazily: only the
-    chunks a selection touches exist; it is the offsets that must be computable.)"""
-    n = math.prod(shape)
-    if any(s > INT64_MAX for s in shape) or n > INT64_MAX:
-        raise MetadataValidationError(f"{where} {list(shape)} has {n} elements, more than "
-                                      f"2**63-1")
-    if n * max(itemsize, 1) > INT64_MAX:
-        raise MetadataValidationError(
-            f"{where} {list(shape)} of {itemsize}-byte elements holds {n * itemsize} bytes, "
-            f"more than 2**63-1")
+def check_array_size(shape: Sequence[int], *, chunks: Sequence[int] | None = None,
+                     where: str = "shape") -> None:
+    """Refuse a shape with a dimension beyond int64, or, given the (regular) chunk shape,
+    whose grid holds more than 2**63-1 chunks, naming it.  (The element count may exceed
+    int64: only the chunks a selection touches are read or written.)"""
+    if any(s > INT64_MAX for s in shape):
+        raise MetadataValidationError(f"{where} {list(shape)} has a length above 2**63-1")
+    if chunks is not None and len(chunks) == len(shape) and all(c > 0 for c in chunks):
+        n = math.prod(-(-s // c) for s, c in zip(shape, chunks, strict=True))
+        if n > INT64_MAX:
+            raise MetadataValidationError(
+                f"{where} {list(shape)} with chunks {list(chunks)} is a grid of {n} chunks, "
+                f"more than 2**63-1")
 
 
 #: the deepest nesting of lists and objects written in metadata (attributes); what

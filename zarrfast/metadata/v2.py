@@ -278,7 +278,7 @@ class ArrayMetadataV2:
     node_type: str = "array"
 
     def __post_init__(self) -> None:
-        check_array_size(self.shape, self.dtype.itemsize)
+        check_array_size(self.shape, chunks=self.chunks)
         if self.fill_value_json is None and self.fill_value is not None:
             object.__setattr__(self, "fill_value_json",
                                encode_v2_fill_value(self.fill_value, self.dtype))
@@ -356,14 +356,14 @@ class ArrayMetadataV2:
                 f"{node}: chunks {list(chunks)} has rank {len(chunks)} but shape {list(shape)} "
                 f"has rank {len(shape)}"
             )
-        check_array_size(shape, 1, where=f"{node}: 'shape'")
+        check_array_size(shape, where=f"{node}: 'shape'")
         if any(c > INT64_MAX for c in chunks):
             raise MetadataValidationError(f"{node}: 'chunks' {list(chunks)} has a length above "
                                           f"2**63-1")
         dtype = parse_v2_dtype(doc["dtype"], where=f"{node}: dtype")
         if dtype.itemsize == 0 and dtype.kind != "O":
             raise MetadataValidationError(f"{node}: dtype {doc['dtype']!r} has no size")
-        check_array_size(shape, dtype.itemsize, where=f"{node}: 'shape'")
+        check_array_size(shape, chunks=chunks, where=f"{node}: 'shape'")
         if math.prod(chunks) * max(dtype.itemsize, 1) > INT64_MAX:
             raise MetadataValidationError(
                 f"{node}: 'chunks' {list(chunks)} of dtype {dtype} hold more than 2**63-1 bytes"

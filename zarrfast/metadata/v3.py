@@ -204,7 +204,8 @@ class ArrayV3Metadata:
         object.__setattr__(self, "type_info", info)
         object.__setattr__(self, "data_type", _as_zdtype(info)
                            if isinstance(self.data_type, DataType) else self.data_type)
-        check_array_size(self.shape, info.itemsize)
+        grid = self.chunk_grid
+        check_array_size(self.shape, chunks=grid.chunk_shape if grid.is_regular else None)
         object.__setattr__(self, "codecs_json", tuple(_codec_json(c) for c in self.codecs))
         object.__setattr__(self, "codecs", tuple(_codec_object(c) for c in self.codecs))
         if self.fill_value_json is None:
@@ -259,12 +260,12 @@ class ArrayV3Metadata:
         shape = tuple(raw_shape)
         if any(s < 0 for s in shape):
             raise MetadataValidationError(f"{node}: 'shape' has a negative length: {raw_shape!r}")
-        # The element count must fit in int64 (NumPy's and the index kernels' type);
-        # arrays that large still open lazily: only the chunks a selection touches exist.
-        check_array_size(shape, 1, where=f"{node}: 'shape'")
+        # Every dimension fits in int64 (NumPy's and the index kernels' type), and so does
+        # the number of chunks (below); the element count need not: arrays that large open
+        # lazily, only the chunks a selection touches exist.
+        check_array_size(shape, where=f"{node}: 'shape'")
 
         data_type = parse_data_type(doc["data_type"], where=f"{node}: data_type")
-        check_array_size(shape, data_type.itemsize, where=f"{node}: 'shape'")
         chunk_grid = parse_chunk_grid(doc["chunk_grid"], where=f"{node}: chunk_grid")
         if chunk_grid.is_regular:
             largest = chunk_grid.chunk_shape
@@ -273,6 +274,7 @@ class ArrayV3Metadata:
                     f"{node}: chunk_grid.chunk_shape {list(largest)} has rank "
                     f"{len(largest)} but shape {list(shape)} has rank {len(shape)}"
                 )
+            check_array_size(shape, chunks=largest, where=f"{node}: 'shape'")
         else:
             chunk_grid.check_shape(shape, f"{node}: chunk_grid")
             largest = chunk_grid.max_chunk_shape()
