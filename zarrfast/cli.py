@@ -224,35 +224,50 @@ def _close(store: Any) -> None:
         close()
 
 
-def _cmd_convert(args: argparse.Namespace) -> int:
-    from zarrfast.convert import convert
+def _copy_or_convert(args: argparse.Namespace, label: str, fmt: int | None):
+    """Refuse a destination that overlaps the source (before anything is opened for
+    writing), then copy; the written node and its format (the caller closes the node's
+    store: a zip file's directory)."""
+    from zarrfast.convert import check_distinct, convert
 
     src_opts, dst_opts = _src_dst_options(args)
+    # the paths as given, named in the error; compared resolved
+    check_distinct(args.src, args.dst, path=args.src_path, dst_path=args.dst_path,
+                   what=label)
     node = _open_node(args.src, args.src_path, src_opts)
-    dst = _make_store(args.dst, read_only=False, options=dst_opts)
+    if fmt is None:
+        fmt = node.metadata.zarr_format
+    # a path or URL without options goes to convert as it is: a local directory or a
+    # .zip file is then written beside the destination and renamed into place
+    dst: Any = args.dst if dst_opts is None else _make_store(args.dst, read_only=False,
+                                                             options=dst_opts)
     try:
-        out = convert(node, dst, zarr_format=args.zarr_format, dst_path=args.dst_path,
-                      overwrite=args.overwrite, progress=not args.quiet)
+        out = convert(node, dst, zarr_format=fmt, dst_path=args.dst_path,
+                      overwrite=args.overwrite, progress=not args.quiet, label=label)
+    except BaseException:
+        if not isinstance(dst, str):
+            _close(dst)
+        raise
+    return out, fmt
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    out, fmt = _copy_or_convert(args, "convert", args.zarr_format)
+    try:
+        name = out.name
     finally:
-        _close(dst)
-    print(f"converted {args.src} -> {args.dst} (Zarr v{args.zarr_format}, {out.name})")
+        _close(out.store)
+    print(f"converted {args.src} -> {args.dst} (Zarr v{fmt}, {name})")
     return EXIT_OK
 
 
 def _cmd_copy(args: argparse.Namespace) -> int:
-    from zarrfast.convert import convert
-
-    src_opts, dst_opts = _src_dst_options(args)
-    node = _open_node(args.src, args.src_path, src_opts)
-    fmt = node.metadata.zarr_format
-    dst = _make_store(args.dst, read_only=False, options=dst_opts)
     # same format: metadata kept, chunk bytes copied unchanged (drafts become final v3)
+    out, fmt = _copy_or_convert(args, "copy", None)
     try:
-        out = convert(node, dst, zarr_format=fmt, dst_path=args.dst_path,
-                      overwrite=args.overwrite, progress=not args.quiet, label="copy")
         arrays, groups = _count(out)
     finally:
-        _close(dst)
+        _close(out.store)
     print(f"copied {args.src} -> {args.dst} (Zarr v{fmt}, {arrays} arrays, {groups} groups)")
     return EXIT_OK
 
@@ -461,7 +476,10 @@ examples:
         description="Copy the hierarchy at SRC to DST as Zarr v2 or v3. Chunk bytes are "
                     "copied unchanged where the encoding carries over (v2 zstd/gzip/blosc "
                     "or no compressor, C or F order, either byte order; v3 drafts), "
-                    "otherwise decoded and re-encoded.",
+                    "otherwise decoded and re-encoded. Consolidated metadata is written "
+                    "again for DST's nodes. A DST that is SRC, is inside it or holds it is "
+                    "refused; a local or .zip DST is written beside it and renamed into "
+                    "place, so a failure leaves none (and an --overwrite'd DST as it was).",
         epilog=f"""\
 examples:
   zarrfast convert old_v2.zarr new.zarr                  # to Zarr v3
@@ -478,9 +496,12 @@ examples:
         "copy", formatter_class=_Formatter,
         help="copy a hierarchy between two stores keeping its format and encodings",
         description="Copy the hierarchy at SRC to DST in its own format: array metadata "
-                    "kept, chunk (and shard) bytes copied unchanged, never decoded. A v3 "
-                    "draft layout becomes final v3. Any two stores: local directories, "
-                    ".zip files, URLs.",
+                    "kept, chunk (and shard) bytes copied unchanged, never decoded, and "
+                    "consolidated metadata with them. A v3 draft layout becomes final v3. "
+                    "Any two stores: local directories, .zip files, URLs. A DST that is "
+                    "SRC, is inside it or holds it is refused; a local or .zip DST is "
+                    "written beside it and renamed into place, so a failure leaves none "
+                    "(and an --overwrite'd DST as it was).",
         epilog=f"""\
 examples:
   zarrfast copy data.zarr /scratch/$USER/data.zarr

@@ -10,16 +10,27 @@ only their keys change.  Other numcodecs compressors and filters become the
 ``numcodecs.*`` codecs zarr-python 3 writes, and back (a compressor alone keeps
 its chunk bytes).  Otherwise chunks are decoded and re-encoded (zstd by default).  A progress bar (tqdm) shows the chunks copied.
 
-Types a format cannot hold (v2 object arrays in v3, v3 raw bits and ML types in
-v2) are refused with an error naming the array; datetimes, structured dtypes and
-fixed-length strings carry over both ways.
+Variable-length strings and bytes carry over both ways (v2 ``|O`` with ``vlen-utf8`` or
+``vlen-bytes`` <-> v3 ``string`` or ``variable_length_bytes``, as zarr-python writes them).
+Types a format cannot hold (v2 objects under other object codecs in v3, v3 raw bits and ML
+types in v2) are refused with an error naming the array, before anything is written;
+datetimes, structured dtypes and fixed-length strings carry over both ways.
+
+Nothing is lost or half-written (:func:`convert`): a destination that overlaps the source
+is refused (:func:`check_distinct`), local directories and ``.zip`` files are written
+beside the destination and renamed into place, and consolidated metadata is written
+again for the destination's nodes.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
+import shutil
 import sys
+import uuid
+from collections.abc import MutableMapping
 from typing import Any
 
 import numpy as np
@@ -27,15 +38,29 @@ import numpy as np
 from zarrfast.codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, ZstdCodec
 from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
 from zarrfast.codecs.numcodecs_v3 import NUMCODECS_KINDS
-from zarrfast.errors import ZarrfastError
+from zarrfast.errors import (
+    ContainsArrayError,
+    ContainsGroupError,
+    MetadataValidationError,
+    ZarrfastError,
+)
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.group import Group
-from zarrfast.hierarchy.node import node_key
+from zarrfast.hierarchy.node import (
+    delete_node_metadata,
+    existing_node,
+    node_key,
+    write_metadata,
+    write_new_node,
+)
 from zarrfast.metadata.dtype import data_type_from_numpy
+from zarrfast.metadata.paths import normalize_path
+from zarrfast.metadata.v2 import GroupMetadataV2
+from zarrfast.metadata.v3 import GroupMetadata
 from zarrfast.storage import Store
-from zarrfast.storage.resolve import StoreLike, make_store
+from zarrfast.storage.resolve import StoreLike, is_remote_url, make_store
 
-__all__ = ["convert"]
+__all__ = ["convert", "check_distinct", "SourceOverlapError"]
 
 _BLOSC_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 
@@ -105,9 +130,14 @@ def _plan_v3(arr: Array) -> tuple[dict[str, Any], bool]:
     attrs = dict(md.attributes)
     dtype = md.dtype
     if dtype.kind == "O" or dtype.hasobject:
+        ids = [f.get("id") for f in md.filters or ()]
+        if dtype.kind == "O" and ids in (["vlen-utf8"], ["vlen-bytes"]):
+            return _plan_v3_vlen(arr, ids[0]), False
         raise ZarrfastError(
-            f"{name}: dtype {dtype} (Python objects) has no Zarr v3 data type here; it "
-            f"cannot be converted to v3 (keep it in Zarr v2)"
+            f"{name}: dtype {dtype} (Python objects) with filters {ids} has no Zarr v3 "
+            f"data type here (only vlen-utf8 strings and vlen-bytes bytes have: v3 "
+            f"'string' and 'variable_length_bytes'); it cannot be converted to v3 (keep it "
+            f"in Zarr v2)"
         )
     orders = _byte_orders(dtype)
     try:
@@ -138,6 +168,64 @@ def _plan_v3(arr: Array) -> tuple[dict[str, Any], bool]:
             "dimension_names": dims, "attributes": attrs}, raw
 
 
+def _plan_v3_vlen(arr: Array, codec_id: str) -> dict[str, Any]:
+    """A v2 ``|O`` array of ``vlen-utf8`` strings or ``vlen-bytes`` bytes as v3 ``string``
+    or ``variable_length_bytes`` (what zarr-python writes for ``str`` and ``bytes``);
+    chunks decoded and encoded again."""
+    from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
+
+    md = arr.metadata
+    text = codec_id == "vlen-utf8"
+    compressor = _v2_compressor_to_v3(md.compressor, 1)
+    if compressor is False:
+        compressor = ZstdCodec(level=0)
+    filters = []
+    if md.order == "F" and md.ndim > 1:
+        filters.append(TransposeCodec(order=tuple(reversed(range(md.ndim)))))
+    fill = md.fill_value
+    if text:
+        fill = fill if isinstance(fill, str) else ""
+    else:
+        fill = fill if isinstance(fill, bytes) else b""
+    attrs = dict(md.attributes)
+    attrs.pop("_ARRAY_DIMENSIONS", None)
+    return {"shape": md.shape, "dtype": str if text else bytes, "chunks": md.chunks,
+            "fill_value": fill, "filters": filters,
+            "serializer": VLenUTF8Codec() if text else VLenBytesCodec(),
+            "compressors": [compressor] if compressor is not None else None,
+            "dimension_names": md.dimension_names, "attributes": attrs}
+
+
+def _plan_v2_vlen(arr: Array) -> dict[str, Any]:
+    """A v3 ``string`` or ``variable_length_bytes`` array as v2 ``|O`` with the
+    ``vlen-utf8`` or ``vlen-bytes`` filter (as zarr-python writes ``str`` and ``bytes`` in
+    v2); chunks decoded and encoded again."""
+    md = arr.metadata
+    text = md.type_info.name == "string"
+    chain = arr.codec_chain
+    aa, bb = list(chain.aa), list(chain.bb)
+    order = "C"
+    perm = [c.permutation(md.ndim) for c in aa if isinstance(c, TransposeCodec)]
+    if len(perm) == 1 and len(aa) == 1 and list(perm[0]) == list(reversed(range(md.ndim))):
+        order = "F"
+    compressor: Any = {"id": "zstd", "level": 0}
+    if len(bb) == 1:
+        compressor = _v3_compressor_to_v2(bb[0])
+        if compressor is False:
+            compressor = _numcodecs_v2_config(bb[0]) or {"id": "zstd", "level": 0}
+    elif not bb:
+        compressor = None
+    fill = md.fill_value
+    if text:
+        fill = fill if isinstance(fill, str) else ""
+    else:
+        fill = fill if isinstance(fill, bytes) else b""
+    return {"shape": md.shape, "dtype": str if text else bytes, "chunks": md.chunks,
+            "fill_value": fill, "compressors": compressor,
+            "filters": [{"id": "vlen-utf8" if text else "vlen-bytes"}], "order": order,
+            "dimension_names": md.dimension_names, "attributes": dict(md.attributes)}
+
+
 def _byte_orders(dtype: np.dtype) -> set[str]:
     """The byte orders (``"<"``, ``">"``) of a dtype's multi-byte parts, fields included."""
     if dtype.fields is not None:
@@ -157,6 +245,8 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
     if not getattr(md.chunk_grid, "is_regular", True):
         raise ZarrfastError(f"{name}: its rectilinear chunk grid has no Zarr v2 form; it is "
                             f"kept in Zarr v3")
+    if md.type_info.variable_length:  # string, variable_length_bytes
+        return _plan_v2_vlen(arr), False
     chain = arr.codec_chain
     aa, ab, bb = list(chain.aa), chain.ab, list(chain.bb)
     if md.type_info.kind == "V" and md.dtype.fields is None:
@@ -195,15 +285,25 @@ def _plan_v2(arr: Array) -> tuple[dict[str, Any], bool]:
         ab, NumcodecsCodec)
 
 
+def _plan(arr: Array, zarr_format: int) -> tuple[dict[str, Any], bool] | None:
+    """How ``arr`` is written in ``zarr_format`` (``None``: the same format, its own
+    metadata); raises, naming the array, for a type the format cannot hold."""
+    if arr.metadata.zarr_format == zarr_format:
+        return None
+    return _plan_v3(arr) if zarr_format == 3 else _plan_v2(arr)
+
+
 def _copy_array(src: Array, dst_store: Store, dst_path: str, zarr_format: int,
-                overwrite: bool, bar: Any) -> Array:
+                overwrite: bool, bar: Any, plan: tuple[dict[str, Any], bool] | None = None
+                ) -> Array:
     from dataclasses import replace
 
     from zarrfast.hierarchy.create import create_array_at
-    from zarrfast.hierarchy.node import write_new_node
     from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
 
-    if src.metadata.zarr_format == zarr_format:
+    if plan is None and src.metadata.zarr_format != zarr_format:
+        plan = _plan(src, zarr_format)
+    if plan is None:
         # same format (drafts are read as final v3): same metadata, same chunk bytes;
         # only a draft's chunk key encoding becomes the default one
         md = src.metadata
@@ -213,9 +313,9 @@ def _copy_array(src: Array, dst_store: Store, dst_path: str, zarr_format: int,
         dst = Array(dst_store, dst_path, md, read_only=False)
         raw = True
     else:
-        plan, raw = _plan_v3(src) if zarr_format == 3 else _plan_v2(src)
+        kwargs, raw = plan
         dst = create_array_at(dst_store, dst_path, zarr_format=zarr_format,
-                               overwrite=overwrite, **plan)
+                               overwrite=overwrite, **kwargs)
     grid = src.metadata.chunk_grid.grid_shape(src.shape)
     if raw:
         src_cke = src.metadata.chunk_key_encoding
@@ -249,17 +349,479 @@ def _copy_array(src: Array, dst_store: Store, dst_path: str, zarr_format: int,
     return dst
 
 
+# -- where the source and the destination are ---------------------------------------------
+
+
+class SourceOverlapError(ZarrfastError):
+    """The destination of a copy or conversion is its source, is inside it, or holds it:
+    writing there (and ``overwrite`` deleting there) would destroy the source."""
+
+
+#: URL schemes that name one namespace under two spellings
+_SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs"}
+
+Location = tuple[tuple, tuple[str, ...]]
+
+
+def _split(path: str) -> tuple[str, ...]:
+    """Path segments with ``.``, empty segments and ``..`` resolved lexically."""
+    out: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if out:
+                out.pop()
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def _file_location(path: str | os.PathLike) -> Location:
+    """A local path resolved as the file system does: links, ``..``, relative paths."""
+    real = os.path.normcase(os.path.realpath(os.path.expanduser(os.fspath(path))))
+    return ("file",), _split(real.replace(os.sep, "/"))
+
+
+def _url_location(url: str) -> Location:
+    last = url.split("::")[-1]  # simplecache::s3://b/x: the data is at the last URL
+    scheme, _, rest = last.partition("://")
+    scheme = scheme.lower()
+    if scheme == "file":
+        return _file_location("/" + rest.lstrip("/"))
+    rest = rest.split("?", 1)[0].split("#", 1)[0]
+    return ("url", _SCHEME_ALIASES.get(scheme, scheme)), _split(rest)
+
+
+def _store_location(store: Store) -> Location:
+    from zarrfast.storage import LocalStore, MemoryStore
+    from zarrfast.storage.zip import ZipStore
+
+    while isinstance(getattr(store, "store", None), Store):  # wrappers: the wrapped store
+        store = store.store  # type: ignore[attr-defined]
+    if isinstance(store, LocalStore):
+        return _file_location(store.root)
+    if isinstance(store, ZipStore):
+        return _file_location(store.path)
+    if isinstance(store, MemoryStore):
+        return ("memory", id(store._store_dict())), ()
+    url = getattr(store, "url", None)
+    if isinstance(url, str) and "://" in url and url.split("://", 1)[1].strip("/"):
+        return _url_location(url)
+    return ("object", store), ()  # the same store object (by its ==), or not
+
+
+def _location(target: Any, path: str | None) -> Location | None:
+    """Where ``target`` (a store-like, or an opened node) and the node at ``path`` in it
+    are; ``None`` for a new in-memory store (it overlaps nothing)."""
+    if isinstance(target, (Array, Group)):
+        space, parts = _store_location(target.store)
+        if getattr(target, "draft_layout", None):  # drafts keep chunks apart: the store
+            return space, parts
+        return space, parts + _split(target.path)
+    if target is None:
+        return None
+    if isinstance(target, Store):
+        space, parts = _store_location(target)
+    elif isinstance(target, (str, os.PathLike)):
+        s = os.fspath(target)
+        s = s.decode() if isinstance(s, bytes) else s
+        if is_remote_url(s):
+            space, parts = _url_location(s)
+        else:
+            space, parts = _file_location(s[len("file://"):] if s.startswith("file://") else s)
+    elif isinstance(target, MutableMapping):
+        space, parts = ("memory", id(target)), ()
+    else:
+        space, parts = _store_location(make_store(target))
+    return space, parts + _split(normalize_path(path))
+
+
+def _path_of(parts: tuple[str, ...]) -> str:
+    """The local path of a file location's segments."""
+    return ("/" if os.sep == "/" else "") + "/".join(parts)
+
+
+def _file_ids(parts: tuple[str, ...]) -> list[tuple[int, int]]:
+    """``(st_dev, st_ino)`` of a local path and each existing ancestor, deepest first: the
+    same directory reached another way (a bind mount, another case) is the same file."""
+    out = []
+    for n in range(len(parts), 0, -1):
+        try:
+            st = os.stat(_path_of(parts[:n]))
+        except OSError:
+            continue
+        out.append((st.st_dev, st.st_ino))
+    return out
+
+
+def _relation(src: Location, dst: Location) -> str | None:
+    """``"same"``, ``"dst inside"``, ``"src inside"`` or ``None`` (apart)."""
+    (s_space, s), (d_space, d) = src, dst
+    if s_space != d_space:
+        return None
+    n = min(len(s), len(d))
+    if s[:n] == d[:n]:
+        return "same" if len(s) == len(d) else "dst inside" if len(d) > len(s) else "src inside"
+    if s_space == ("file",):
+        s_ids, d_ids = _file_ids(s), _file_ids(d)
+        s_own = s_ids[0] if s_ids and os.path.exists(_path_of(s)) else None
+        d_own = d_ids[0] if d_ids and os.path.exists(_path_of(d)) else None
+        if s_own is not None and s_own == d_own:
+            return "same"
+        if s_own is not None and s_own in d_ids:
+            return "dst inside"
+        if d_own is not None and d_own in s_ids:
+            return "src inside"
+    return None
+
+
+def _describe(name: Any, path: str | None) -> str:
+    node = normalize_path(path)
+    return f"{str(name)!r}" + (f" (node {node!r})" if node else "")
+
+
+def _shown(loc: Location) -> str:
+    space, parts = loc
+    if space == ("file",):
+        return _path_of(parts)
+    if space[0] == "url":
+        return f"{space[1]}://" + "/".join(parts)
+    return "/".join(parts) or "<root>"
+
+
+def check_distinct(src: Any, dst: Any, *, path: str | None = None,
+                   dst_path: str | None = None, src_name: Any = None, dst_name: Any = None,
+                   what: str = "convert") -> None:
+    """Refuse a destination that is the source, is inside it, or holds it.
+
+    Paths are compared resolved (links, ``..``, trailing slashes, relative paths, and the
+    same directory reached by another path); URLs normalised; ``.zip`` files by their
+    resolved path.  Raises :class:`SourceOverlapError` naming both, before anything is
+    written or deleted.
+    """
+    if isinstance(src, (Array, Group)):
+        src_loc = _location(src, None)
+        path = src.path if path is None else path
+    else:
+        src_loc = _location(src, path)
+    dst_loc = _location(dst, dst_path)
+    if src_loc is None or dst_loc is None:
+        return
+    relation = _relation(src_loc, dst_loc)
+    if relation is None:
+        return
+    s = _describe(src if src_name is None else src_name, path)
+    d = _describe(dst if dst_name is None else dst_name, dst_path)
+    resolved = f"resolved: source {_shown(src_loc)}, destination {_shown(dst_loc)}"
+    if relation == "same":
+        text = f"the destination {d} is the source {s}"
+    elif relation == "dst inside":
+        text = f"the destination {d} is inside the source {s}"
+    else:
+        text = f"the source {s} is inside the destination {d}"
+    raise SourceOverlapError(
+        f"{what}: {text} ({resolved}); refusing before anything is written or deleted, "
+        f"as writing there would change or delete the source. Give a destination outside "
+        f"the source"
+    )
+
+
+# -- writing: staged, then moved into place -----------------------------------------------
+
+
+def _check_target(store: Store, root: str, fmt: int, overwrite: bool) -> list[str]:
+    """What writing the node at ``root`` would refuse, checked before anything is written
+    (as ``write_new_node`` checks it); returns the parent groups that do not exist yet."""
+    existing = existing_node(store, root)
+    if existing is not None and not overwrite:
+        cls = ContainsArrayError if existing[1] == "array" else ContainsGroupError
+        raise cls(
+            f"{'an array' if existing[1] == 'array' else 'a group'} (Zarr v{existing[0]}) "
+            f"already exists at path {root or '/'!r} in {store!r}; pass overwrite=True "
+            f"(or mode='w') to replace it"
+        )
+    parts = root.split("/") if root else []
+    missing = []
+    for i in range(len(parts)):
+        parent = "/".join(parts[:i])
+        node = existing_node(store, parent)
+        if node is not None and node[1] == "array":
+            raise ContainsArrayError(
+                f"A parent of {root!r} is an array - only groups may have child nodes. "
+                f"(its parent {parent or '/'!r} is an array)")
+        if node is not None and node[0] != fmt:
+            raise MetadataValidationError(
+                f"cannot create a Zarr v{fmt} node at {root!r}: its parent group "
+                f"{parent or '/'!r} is Zarr v{node[0]}; one hierarchy holds one format")
+        if node is None:
+            missing.append(parent)
+    return missing
+
+
+def _empty_group(fmt: int) -> GroupMetadata | GroupMetadataV2:
+    return GroupMetadata() if fmt == 3 else GroupMetadataV2()
+
+
+class _Direct:
+    """Written straight into the destination (memory, remote and other stores: they have
+    no rename).  On failure the keys written are deleted again; a node replaced with
+    ``overwrite`` was deleted before the copy started and is not restored."""
+
+    def __init__(self, store: Store, root: str, fmt: int, overwrite: bool) -> None:
+        self.store, self.root, self.overwrite = store, root, overwrite
+        self.parents = _check_target(store, root, fmt, overwrite)
+        self.existed = existing_node(store, root) is not None
+        prefix = f"{root}/" if root else ""
+        self.before = (set(store.list_prefix(prefix)) if store.supports_listing
+                       and not (overwrite and self.existed) else None)
+        self.target = (store, root, overwrite)
+
+    def abort(self) -> None:
+        store, prefix = self.store, f"{self.root}/" if self.root else ""
+        try:
+            if self.overwrite and self.existed:
+                store.delete_dir(self.root)
+                delete_node_metadata(store, self.root)
+            elif self.before is not None:
+                for key in [k for k in store.list_prefix(prefix) if k not in self.before]:
+                    store.delete(key)
+            for parent in self.parents:
+                delete_node_metadata(store, parent)
+        except Exception:  # best effort: the error that stopped the copy is the one to see
+            pass
+
+    def commit(self) -> Store:
+        return self.store
+
+
+def _partial_name(path: str, label: str) -> str:
+    head, name = os.path.split(path)
+    return os.path.join(head, f".{name}.{label}-{uuid.uuid4().hex[:12]}.partial")
+
+
+class _ZipStaged:
+    """A ``.zip`` destination: written into a new archive beside it (a copy of the
+    existing one, unless the whole archive is replaced), renamed over it at the end."""
+
+    def __init__(self, path: str, root: str, fmt: int, overwrite: bool, label: str) -> None:
+        from zarrfast.storage.zip import ZipStore
+
+        self.final = os.path.realpath(path)  # a link to an archive: its target is replaced
+        self.tmp = _partial_name(self.final, label)
+        exists = os.path.exists(self.final)
+        if exists:
+            current = ZipStore(self.final, mode="r")
+            try:
+                _check_target(current, root, fmt, overwrite)
+            finally:
+                current.close()
+        whole = root == "" and overwrite
+        try:
+            if exists and not whole:
+                shutil.copyfile(self.final, self.tmp)
+            self.store = ZipStore(self.tmp, mode="a" if exists and not whole else "w")
+            if exists:
+                shutil.copymode(self.final, self.tmp)
+        except BaseException:
+            self._remove()
+            raise
+        self.target = (self.store, root, overwrite)
+
+    def _remove(self) -> None:
+        try:
+            os.unlink(self.tmp)
+        except FileNotFoundError:
+            pass
+
+    def abort(self) -> None:
+        try:
+            self.store.close()
+        finally:
+            self._remove()
+
+    def commit(self) -> Store:
+        from zarrfast.storage.zip import ZipStore
+
+        self.store.close()
+        os.replace(self.tmp, self.final)
+        return ZipStore(self.final, mode="a")
+
+
+class _DirStaged:
+    """A local directory: written into a new directory beside the destination's root
+    (outside the hierarchy, on the same file system), renamed into place at the end.  An
+    existing node replaced with ``overwrite`` is renamed aside first and removed only once
+    the new one is in place: a failure leaves it as it was."""
+
+    def __init__(self, store: Any, root: str, fmt: int, overwrite: bool, label: str) -> None:
+        from zarrfast.storage import LocalStore
+
+        self.given = store if isinstance(store, LocalStore) else None
+        base = store.root if isinstance(store, LocalStore) else os.fspath(store)
+        if isinstance(base, str) and base.startswith("file://"):
+            base = base[len("file://"):]
+        self.base = os.path.realpath(os.path.expanduser(base))
+        self.fsync = bool(getattr(store, "fsync", False))
+        self.root, self.fmt, self.overwrite, self.label = root, fmt, overwrite, label
+        self.final = os.path.join(self.base, *root.split("/")) if root else self.base
+        self.created: list[str] = []  # directories made for the staging place
+        self.parents = _check_target(LocalStore(self.base), root, fmt, overwrite)
+        parent = os.path.dirname(self.base)
+        try:
+            self._makedirs(parent)
+            self.tmp = _partial_name(self.base, label)
+            os.mkdir(self.tmp)
+            if os.stat(self.tmp).st_dev != os.stat(self._existing(self.final)).st_dev:
+                os.rmdir(self.tmp)  # another file system below: stage beside the node
+                self._makedirs(os.path.dirname(self.final))
+                self.tmp = _partial_name(self.final, label)
+                os.mkdir(self.tmp)
+        except BaseException:
+            self._undo_dirs()
+            raise
+        self.target = (LocalStore(self.tmp, fsync=self.fsync), "", False)
+
+    @staticmethod
+    def _existing(path: str) -> str:
+        while not os.path.exists(path) and os.path.dirname(path) != path:
+            path = os.path.dirname(path)
+        return path
+
+    def _makedirs(self, path: str) -> None:
+        missing = []
+        while not os.path.isdir(path) and os.path.dirname(path) != path:
+            missing.append(path)
+            path = os.path.dirname(path)
+        for p in reversed(missing):
+            os.mkdir(p)
+            self.created.append(p)
+
+    def _undo_dirs(self) -> None:
+        for p in reversed(self.created):
+            try:
+                os.rmdir(p)
+            except OSError:
+                pass
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self._undo_dirs()
+
+    def commit(self) -> Store:
+        from zarrfast.storage import LocalStore
+
+        real = LocalStore(self.base, fsync=self.fsync)
+        # the checks again: another writer may have made the node meanwhile
+        parents = _check_target(real, self.root, self.fmt, self.overwrite)
+        final, aside = self.final, None
+        if os.path.lexists(final):
+            if self.overwrite:
+                aside = _partial_name(final, f"{self.label}-replaced")
+                os.rename(final, aside)
+            elif os.path.isdir(final) and not os.path.islink(final):
+                self._merge(final)
+                return self._done(real, parents)
+            else:
+                raise FileExistsError(f"{final!r} exists and is not a directory; pass "
+                                      f"overwrite=True to replace it")
+        else:
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+        try:
+            os.rename(self.tmp, final)
+        except BaseException:
+            if aside is not None:
+                os.rename(aside, final)
+            raise
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+        return self._done(real, parents)
+
+    def _merge(self, final: str) -> None:
+        """Into an existing directory that holds no node (empty, or other files): the
+        staged entries moved in one by one, after checking that none is there."""
+        entries = os.listdir(self.tmp)
+        taken = [e for e in entries if os.path.lexists(os.path.join(final, e))]
+        if taken:
+            raise FileExistsError(
+                f"{final!r} already holds {taken[0]!r}, which the copy would replace; pass "
+                f"overwrite=True to replace the directory")
+        for e in entries:
+            os.rename(os.path.join(self.tmp, e), os.path.join(final, e))
+        os.rmdir(self.tmp)
+
+    def _done(self, real: Store, parents: list[str]) -> Store:
+        for parent in parents:  # the missing groups above the node, once it is in place
+            write_metadata(real, parent, _empty_group(self.fmt))
+        return self.given if self.given is not None else real
+
+
+def _staging(dst: StoreLike, root: str, fmt: int, overwrite: bool, label: str
+             ) -> _Direct | _ZipStaged | _DirStaged:
+    from zarrfast.storage import LocalStore
+    from zarrfast.storage.resolve import is_remote_url
+
+    if isinstance(dst, LocalStore) and not dst.read_only:
+        return _DirStaged(dst, root, fmt, overwrite, label)
+    if isinstance(dst, (str, os.PathLike)):
+        s = os.fspath(dst)
+        s = s.decode() if isinstance(s, bytes) else s
+        if not is_remote_url(s):
+            local = s[len("file://"):] if s.startswith("file://") else s
+            if local.lower().endswith(".zip") and not os.path.isdir(local):
+                return _ZipStaged(local, root, fmt, overwrite, label)
+            return _DirStaged(local, root, fmt, overwrite, label)
+    return _Direct(make_store(dst), root, fmt, overwrite)
+
+
+def _write_tree(nodes: list[tuple[str, Array | Group]], plans: dict[str, Any], store: Store,
+                root: str, zarr_format: int, overwrite: bool, bar: Any,
+                consolidate: bool) -> None:
+    from zarrfast.hierarchy.consolidated import write_consolidated
+
+    root_md = None
+    for rel, n in nodes:
+        target = node_key(root, rel) if rel else root
+        if isinstance(n, Group):
+            attrs = dict(n.metadata.attributes)
+            md = (GroupMetadata(attributes=attrs) if zarr_format == 3
+                  else GroupMetadataV2(attributes=attrs))
+            write_new_node(store, target, md, overwrite=overwrite)
+            if not rel:
+                root_md = md
+        else:
+            _copy_array(n, store, target, zarr_format, overwrite, bar, plans.get(rel))
+    if consolidate and root_md is not None:
+        # the destination's nodes, in the destination's format (v3 inline, v2 .zmetadata)
+        write_consolidated(store, root, root_md)
+
+
 def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int = 3,
             path: str | None = None, dst_path: str | None = None, overwrite: bool = False,
             progress: bool = True, label: str = "convert") -> Array | Group:
     """Copy the hierarchy (or array) at ``src`` into ``dst`` as Zarr ``zarr_format``.
+
+    Nothing is lost or half-written:
+
+    * a destination that is the source, is inside it or holds it (under any spelling:
+      links, ``..``, trailing slashes, relative paths, normalised URLs) is refused with
+      :class:`SourceOverlapError` before anything is written or deleted;
+    * every array's conversion is planned first (a type the target format cannot hold is
+      refused before anything is written);
+    * a local directory or ``.zip`` destination is written beside the destination and
+      renamed into place at the end: a failure leaves no destination behind, and an
+      existing one replaced with ``overwrite`` as it was.  Other stores (memory, remote)
+      are written in place; a failure deletes the keys written (a node replaced with
+      ``overwrite`` is then gone: those stores have no rename);
+    * consolidated metadata of the source group is written for the destination's nodes,
+      in the destination's format (v3: inline in ``zarr.json``; v2: ``.zmetadata``).
 
     Parameters
     ----------
     src
         A store-like, or an opened ``Array``/``Group`` (any format, drafts included).
     dst
-        Target store-like (a new directory, a dict, ...).
+        Target store-like (a new directory, a ``.zip`` path, a URL, a dict, a store ...).
     zarr_format
         3 or 2.
     path, dst_path
@@ -269,41 +831,46 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
     progress
         Show a tqdm progress bar of chunks copied (on stderr).
     label
-        The progress bar's label.
+        The progress bar's label, and the name of the operation in errors.
+
+    Raises
+    ------
+    SourceOverlapError
+        ``dst`` is ``src``, is inside it, or holds it.
+    ContainsArrayError, ContainsGroupError
+        A node exists at the destination and ``overwrite`` is false.
+    ZarrfastError
+        An array the target format cannot hold (named), or a chunk that cannot be read.
     """
     from zarrfast import open as zopen
-    from zarrfast.hierarchy.node import write_new_node
-    from zarrfast.metadata.v2 import GroupMetadataV2
-    from zarrfast.metadata.v3 import GroupMetadata
+    from zarrfast.hierarchy.consolidated import read_consolidated
 
     if zarr_format not in (2, 3):
         raise ZarrfastError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
-    node = src if isinstance(src, (Array, Group)) else zopen(src, mode="r", path=path)
-    dst_store = make_store(dst)
-    from zarrfast.metadata.paths import normalize_path
-
     root = normalize_path(dst_path)
+    if not isinstance(src, (Array, Group)):
+        check_distinct(src, dst, path=path, dst_path=root, what=label)
+    node = src if isinstance(src, (Array, Group)) else zopen(src, mode="r", path=path)
+    check_distinct(node, dst, dst_path=root, what=label)  # drafts: their whole store
     nodes: list[tuple[str, Array | Group]] = [("", node)]
     if isinstance(node, Group):
         nodes += list(node.members(max_depth=None))
+    # every array planned before anything is written: a refusal writes nothing
+    plans = {rel: _plan(n, zarr_format) for rel, n in nodes if isinstance(n, Array)}
+    consolidate = isinstance(node, Group) and read_consolidated(
+        node.store, node.path, node.metadata.zarr_format) is not None
     total = sum(math.prod(n.metadata.chunk_grid.grid_shape(n.shape))
                 for _, n in nodes if isinstance(n, Array))
     from tqdm.auto import tqdm
 
-    with tqdm(total=total, unit="chunk", disable=not progress, desc=label,
-              file=sys.stderr) as bar:
-        result: Array | Group | None = None
-        for rel, n in nodes:
-            target = node_key(root, rel) if rel else root
-            if isinstance(n, Group):
-                attrs = dict(n.metadata.attributes)
-                md = (GroupMetadata(attributes=attrs) if zarr_format == 3
-                      else GroupMetadataV2(attributes=attrs))
-                write_new_node(dst_store, target, md, overwrite=overwrite)
-                out: Array | Group = Group(dst_store, target, md, read_only=False)
-            else:
-                out = _copy_array(n, dst_store, target, zarr_format, overwrite, bar)
-            if result is None:
-                result = out
-    assert result is not None
-    return result
+    staging = _staging(dst, root, zarr_format, overwrite, label)
+    try:
+        with tqdm(total=total, unit="chunk", disable=not progress, desc=label,
+                  file=sys.stderr) as bar:
+            store, at, over = staging.target
+            _write_tree(nodes, plans, store, at, zarr_format, over, bar, consolidate)
+        final = staging.commit()
+    except BaseException:
+        staging.abort()
+        raise
+    return zopen(final, mode="r+", path=root, zarr_format=zarr_format)
