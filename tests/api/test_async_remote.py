@@ -65,12 +65,12 @@ def counting_s3() -> Iterator[tuple[str, CountingApp]]:
     pytest.importorskip("s3fs")
     boto3 = pytest.importorskip("boto3")
     pytest.importorskip("moto.server")
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
+    from moto.moto_server import werkzeug_app
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
+
+    # (moto 5.2 has no request handler of its own: werkzeug's default then)
+    handler = getattr(werkzeug_app, "MotoRequestHandler", None)
 
     saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
     os.environ.update(AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET)
@@ -78,7 +78,7 @@ def counting_s3() -> Iterator[tuple[str, CountingApp]]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     app = CountingApp(DomainDispatcherApplication(create_backend_app))
-    server = make_server("127.0.0.1", port, app, True, request_handler=MotoRequestHandler)
+    server = make_server("127.0.0.1", port, app, True, request_handler=handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     endpoint = f"http://127.0.0.1:{port}"
