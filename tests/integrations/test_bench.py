@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -505,34 +506,49 @@ def test_random_decode_floor_checks_the_values(tmp_path):
     assert "decodes to wrong values" in bad.error
 
 
-def test_cores_count_the_cpu_time_of_the_timed_parts_only():
+def test_cores_count_the_cpu_time_of_the_timed_parts_only(monkeypatch):
     """``Result.extra["cores"]``: the process's CPU time during a task's timed parts per
-    second of their wall time; work outside them does not count."""
-    def burn(seconds):
-        end = time.process_time() + seconds
-        while time.process_time() < end:
-            pass
+    second of their wall time; work outside them does not count.  The two clocks the
+    harness reads (``time.perf_counter`` and the process's CPU time) are driven by the
+    test: nothing here depends on how busy the machine is."""
+    wall = cpu = 0.0
+
+    def run(seconds, cores):  # ``seconds`` of wall time with ``cores`` cores busy
+        nonlocal wall, cpu
+        wall += seconds
+        cpu += seconds * cores
+
+    monkeypatch.setattr(H, "_cpu_seconds", lambda: cpu)
+    monkeypatch.setattr(H, "time", types.SimpleNamespace(perf_counter=lambda: wall))
 
     def busy_outside(first):
-        burn(0.05)  # (not timed)
+        run(0.05, 1)  # (not timed)
         t0 = H._CLOCK()
-        time.sleep(0.05)
+        run(0.05, 0)  # a sleep
         return H._CLOCK() - t0, None
 
     def busy_inside(first):
         total = 0.0
         for _ in range(2):  # two timed parts, summed
             t0 = H._CLOCK()
-            burn(0.03)
+            run(0.03, 1)
             total += H._CLOCK() - t0
-            time.sleep(0.02)  # (not timed)
+            run(0.02, 0)  # (not timed)
         return total, None
 
+    def two_cores_half_the_time(first):
+        t0 = H._CLOCK()
+        run(0.01, 2)
+        run(0.01, 0)
+        return H._CLOCK() - t0, None
+
     cores: dict[str, list[float]] = {}
-    H._rounds({"outside": busy_outside, "inside": busy_inside}, 3, cores=cores)
-    assert len(cores["outside"]) == len(cores["inside"]) == 2  # the rounds after the first
-    assert max(cores["outside"]) < 0.2
-    assert min(cores["inside"]) > 0.5
+    H._rounds({"outside": busy_outside, "inside": busy_inside,
+               "two": two_cores_half_the_time}, 3, cores=cores)
+    # the rounds after the first; a task whose timed parts used no CPU is left out
+    assert "outside" not in cores
+    assert cores["inside"] == pytest.approx([1.0, 1.0])
+    assert cores["two"] == pytest.approx([1.0, 1.0])
 
 
 def test_grid_marks_libraries_busier_than_their_threads():

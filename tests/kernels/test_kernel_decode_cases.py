@@ -6,7 +6,6 @@ its twin, and the blosc decoder against its twin.
 from __future__ import annotations
 
 import resource
-import time
 import tracemalloc
 
 import numpy as np
@@ -239,7 +238,6 @@ def test_decode_regions_bombs_fail_in_bounded_memory(cls, direct):
     dst = np.zeros(n * nbytes, dtype=np.uint8)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         status = new_decoder(cls, nbytes).decode_regions(
             np.frombuffer(src, np.uint8), offs, i64(*map(len, bombs)), np.zeros(n, I64),
@@ -248,12 +246,10 @@ def test_decode_regions_bombs_fail_in_bounded_memory(cls, direct):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    elapsed = time.perf_counter() - t0
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert status.tolist() == [FAILED] * n
     assert peak < 16 << 20, peak
     assert rss1 - rss0 < 256 << 10, (rss0, rss1)  # never decoded the 8 GiB
-    assert elapsed < 5, elapsed
 
 
 # -- known divergences between the kernel and its twin ----------------------------

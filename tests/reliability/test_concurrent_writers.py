@@ -188,7 +188,6 @@ def _delete_while_writing(store: zarrfast.Store, how: str, rounds: int
 
 @pytest.mark.parametrize("how", ["delitem", "delete_dir"])
 def test_deleting_a_node_while_a_thread_writes_it_raises_no_raw_error(how, tmp_path):
-    t0 = time.monotonic()
     errors = _delete_while_writing(LocalStore(tmp_path / "data.zarr"), how, rounds=10)
     # MemoryStore: deleting and writing interleave harmlessly
     errors += _delete_while_writing(MemoryStore(), how, rounds=4)
@@ -196,7 +195,6 @@ def test_deleting_a_node_while_a_thread_writes_it_raises_no_raw_error(how, tmp_p
     assert not raw, f"{len(raw)} raw errors: {_describe(raw)}"
     for e in errors:  # a zarrfast error names the key or node
         assert "'a" in str(e), str(e)
-    assert time.monotonic() - t0 < 30
 
 
 # -- 12. appending from many threads -----------------------------------------------------

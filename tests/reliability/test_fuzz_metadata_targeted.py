@@ -7,7 +7,6 @@ v3 and v2), valid variants that must open and round-trip, node names in document
 from __future__ import annotations
 
 import copy
-import time
 import tracemalloc
 from typing import Any
 
@@ -312,7 +311,6 @@ def test_huge_shape_opens_and_reads_lazily(fmt: int) -> None:
         s.set(".zarray", dump_doc(v2_array_doc(shape=shape, chunks=chunks)))
     tracemalloc.start()
     try:
-        t0 = time.perf_counter()
         a = zarrfast.open_array(s, mode="r+")
         assert a.shape == (2**31, 2**28) and a.size == 2**59
         got = a[2**31 - 3:, :5]
@@ -321,11 +319,9 @@ def test_huge_shape_opens_and_reads_lazily(fmt: int) -> None:
         a[2**30:2**30 + 2, 7] = [1.5, 2.5]
         assert a[2**30:2**30 + 3, 7].tolist()[:2] == [1.5, 2.5]
         assert len(list(s.list())) == 2  # metadata + the one chunk written
-        elapsed = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert elapsed < 5, elapsed
     assert peak < 64 << 20, peak
 
 

@@ -124,12 +124,10 @@ def test_remote_reads_keep_many_requests_in_flight():
     a[...] = np.arange(64 * 64, dtype="u2").reshape(64, 64)
     store.delay = 0.05
     with config.set(io_concurrency=16, threads=2):
-        t0 = time.perf_counter()
         np.testing.assert_array_equal(a[...], np.arange(64 * 64).reshape(64, 64))
-        elapsed = time.perf_counter() - t0
-    # 64 shards x 50 ms one after another would take 3.2 s (1.6 s on two threads)
+    # the requests overlapped (more than the two threads' worth in flight at once): the
+    # proof of concurrency is this count, not a duration
     assert store.max_in_flight > 2, store.max_in_flight
-    assert elapsed < 3.2 * 0.6, elapsed
 
 
 @pytest.mark.parametrize("compressors", ["zstd", "gzip"])

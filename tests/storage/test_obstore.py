@@ -92,7 +92,6 @@ def test_missing_dependency_message():
 # ---------------------------------------------------------------------------
 # faults: a real HTTP server misbehaving (tests/_helpers/fault_http.py)
 # ---------------------------------------------------------------------------
-import time  # noqa: E402
 
 from zarrfast.storage import FsspecStore, RangeByteRequest, RetryPolicy, SuffixByteRequest  # noqa: E402
 from zarrfast.storage.errors import RemoteStoreError, RetriesExhaustedError  # noqa: E402
@@ -167,12 +166,9 @@ def test_fault_once_gives_the_right_bytes(faulty, maker, rng, kind):
 def test_persistent_fault_exhausts_retries_naming_key_and_url(faulty, maker, kind):
     store = MAKERS[maker](faulty, timeout=0.5)
     faulty.fail(kind, 100, seconds=3)
-    t0 = time.monotonic()
     with pytest.raises(RetriesExhaustedError) as info:
         store.get("k", RangeByteRequest(0, 100))
-    # bounded: 3 attempts of at most the 0.5 s timeout each, never a hang (a generous
-    # bound: this is no speed target)
-    assert time.monotonic() - t0 < 10
+    # bounded: 3 attempts (each cut by the 0.5 s timeout), counted, not timed
     assert info.value.attempts == 3
     assert faulty.url("d/k") in str(info.value) and "'k'" in str(info.value)
     gets = sum(1 for m, p, _ in faulty.requests if m == "GET" and p == "d/k")
