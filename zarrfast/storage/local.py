@@ -16,6 +16,17 @@ open descriptor of the key's directory (``openat``/``renameat``/``unlinkat``),
 so a directory swapped for a link between the check and the write cannot
 redirect them.
 
+That needs ``dir_fd`` (``openat`` and its kin), ``O_NOFOLLOW`` and ``O_DIRECTORY``:
+Linux, macOS and the BSDs have them.  Where the platform lacks any of them (Windows)
+the store takes its portable way, chosen once at import from those facts
+(:data:`DIR_FD`): every path is resolved with ``realpath`` and used only when it stays
+inside the root (a link that leads outside is refused naming the key, as above), then
+opened by that link-free path, with ``O_NOFOLLOW`` where the platform has it; writes
+are a temporary file in the key's directory and ``os.replace``; deletes never follow a
+link.  What the portable way cannot promise is the step from check to use: a directory
+swapped for a link between the two can redirect that one operation.  The batched file
+kernels (which open files relative to open directories) are not used then.
+
 Updates of an array's metadata (append, resize, attributes) lock the file
 ``.zarrfast.lock`` in the array's directory with ``flock`` (POSIX), excluding other
 processes as well as threads (:meth:`LocalStore.node_lock`); the file exists while the
@@ -104,6 +115,17 @@ if hasattr(os, "register_at_fork"):
 
 _HAS_PREADV = hasattr(os, "preadv")
 
+#: Whether this platform opens files relative to an open directory without following
+#: links (``dir_fd`` for open/stat/mkdir/unlink/rename/rmdir, ``listdir`` of a
+#: descriptor, ``stat`` without following, ``O_NOFOLLOW``, ``O_DIRECTORY``): Linux,
+#: macOS, the BSDs.  Where not (Windows), :class:`LocalStore` takes its portable way.
+DIR_FD = bool(
+    {os.open, os.stat, os.mkdir, os.unlink, os.rename, os.rmdir} <= os.supports_dir_fd
+    and os.stat in os.supports_follow_symlinks
+    and os.listdir in os.supports_fd
+    and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY"))
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
 
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR,
@@ -140,11 +162,20 @@ def _open_nolinks(dirfd: int, path: bytes, flags: int, mode: int) -> int:
 
 class _Root:
     """An open descriptor of a store's root directory (what every file is opened
-    relative to), kept while the store is used; closed with the last reference."""
+    relative to), kept while the store is used; closed with the last reference.
+    Without ``dir_fd`` (``opened=False``) no descriptor: ``fd`` is -1, and only which
+    directory it is (device, inode) is kept."""
 
     __slots__ = ("fd", "dev", "ino", "checked")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, opened: bool = True) -> None:
+        if not opened:
+            st = os.stat(path)
+            if not stat.S_ISDIR(st.st_mode):
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+            self.fd, self.dev, self.ino = -1, st.st_dev, st.st_ino
+            self.checked = time.monotonic()
+            return
         try:
             fd = os.open(path, _O_DIR)
         except PermissionError:  # a directory we may search but not list
@@ -170,7 +201,8 @@ class _Root:
 
     def __del__(self) -> None:
         try:
-            os.close(self.fd)
+            if self.fd >= 0:
+                os.close(self.fd)
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
 
@@ -192,6 +224,9 @@ class LocalStore(Store):
     supports_partial_reads = True
     #: ``flock`` on a lock file in the node's directory (POSIX)
     interprocess_locks = _locks.HAVE_FLOCK
+    #: files opened relative to open directories (:data:`DIR_FD`), else the portable way
+    #: (see the module's docstring); set on the class to force the portable way (tests)
+    _dir_fd: bool = DIR_FD
 
     def __init__(self, root: str | os.PathLike, *, read_only: bool = False, fsync: bool = False):
         super().__init__(read_only=read_only)
@@ -286,30 +321,43 @@ class LocalStore(Store):
         h = self._root
         if h is None:
             try:
-                h = _Root(self._root_str)
+                h = _Root(self._root_str, self._dir_fd)
             except (FileNotFoundError, NotADirectoryError):
                 if not create:
                     return None
                 _makedirs(self._root_str, key, self._root_str)
-                h = _Root(self._root_str)
+                h = _Root(self._root_str, self._dir_fd)
             self._root = h
         return h
 
     def _inside(self, rel: str, key: str) -> bytes:
         """The link-free path, relative to the root, that ``rel`` (a path with a
         symbolic link on it) resolves to; refused naming ``key`` when it leaves the root."""
+        real_root, real = self._resolve(rel, key)
+        return os.fsencode(real[len(real_root) + 1:])
+
+    def _resolve(self, rel: str, key: str) -> tuple[str, str]:
+        """The root and ``rel`` below it, both resolved (``realpath``: no link, no
+        ``..``); refused naming ``key`` when ``rel`` leaves the root."""
         real_root = os.path.realpath(self._root_str)
+        if not rel:
+            return real_root, real_root
         try:
-            real = os.path.realpath(self._root_str + os.sep + rel)
+            real = os.path.realpath(self._root_str + os.sep + rel.replace("/", os.sep))
         except OSError as e:  # a link replaced while it was being resolved
             raise InvalidKeyError(
                 f"key {key!r}: a symbolic link on its path changed while it was resolved "
                 f"({e.strerror}); refused") from None
-        if not real.startswith(real_root + os.sep):
+        if not real.startswith(real_root.rstrip(os.sep) + os.sep):
             raise InvalidKeyError(
                 f"key {key!r} resolves to {real!r}, outside the store root {real_root!r} "
                 f"(through a symbolic link); refused")
-        return os.fsencode(real[len(real_root) + 1:])
+        return real_root, real
+
+    def _real_path(self, rel: str, key: str) -> str:
+        """The portable way's path of ``rel``: resolved, inside the root (else refused
+        naming ``key``)."""
+        return self._resolve(rel, key)[1]
 
     def _open(self, rel: str, flags: int, key: str, mode: int = 0o666) -> int:
         """``rel`` (a key or one of its directories) opened relative to the open root
@@ -325,7 +373,7 @@ class LocalStore(Store):
         if h is None:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self._root_str)
         try:
-            return self._open_in(h.fd, rel, flags, key, mode)
+            return self._open_at(h, rel, flags, key, mode)
         except (FileNotFoundError, NotADirectoryError):
             if not h.stale(self._root_str, 0.0):
                 raise
@@ -333,7 +381,21 @@ class LocalStore(Store):
             h = self._handle()
             if h is None:
                 raise
+            return self._open_at(h, rel, flags, key, mode)
+
+    def _open_at(self, h: _Root, rel: str, flags: int, key: str, mode: int) -> int:
+        if h.fd >= 0:
             return self._open_in(h.fd, rel, flags, key, mode)
+        # the portable way: the resolved path, inside the root; its last component not
+        # followed (a link put there since it was resolved)
+        try:
+            return os.open(self._real_path(rel, key), flags | _O_NOFOLLOW, mode)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            raise InvalidKeyError(
+                f"key {key!r}: a symbolic link on its path changed while it was opened; "
+                f"refused") from None
 
     def _open_in(self, rootfd: int, rel: str, flags: int, key: str, mode: int) -> int:
         try:
@@ -374,6 +436,13 @@ class LocalStore(Store):
         """What ``key``'s file is (not following links out of the root); ``None``
         when there is none."""
         self._path(key)
+        if not self._dir_fd:  # (a directory cannot be opened everywhere: Windows)
+            if self._handle() is None:
+                return None
+            try:
+                return os.stat(self._real_path(key, key), follow_symlinks=False)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
         try:
             fd = self._open(key, _O_LOOK, key)
         except (FileNotFoundError, NotADirectoryError):
@@ -453,7 +522,7 @@ class LocalStore(Store):
         subclass's own, since those reads call neither."""
         cls = type(self)
         return (self.fast_get_into and cls.get is LocalStore.get
-                and cls.get_into is LocalStore.get_into)
+                and cls.get_into is LocalStore.get_into and self._dir_fd)
 
     def get_into(self, key: str, out: memoryview) -> int | None:
         """Read the file of ``key`` straight into ``out`` (``preadv``, no copy)."""
@@ -646,7 +715,7 @@ class LocalStore(Store):
     def fast_set_many(self) -> bool:
         """``set_many`` writes a batch of files in one ``nogil`` loop (unless a subclass
         changes ``set``, or every write is fsynced)."""
-        return type(self).set is LocalStore.set and not self.fsync
+        return type(self).set is LocalStore.set and not self.fsync and self._dir_fd
 
     @property
     def copies_values(self) -> bool:  # type: ignore[override]
@@ -783,6 +852,9 @@ class LocalStore(Store):
         return not errors[0]
 
     def _set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        if not self._dir_fd:
+            self._set_portable(key, value)
+            return
         parent, _, name = key.rpartition("/")
         dirfd = self._open_dir(parent, key, create=True)
         assert dirfd is not None
@@ -816,9 +888,102 @@ class LocalStore(Store):
         finally:
             os.close(dirfd)
 
+    # -- the portable way (no dir_fd): resolved paths, checked inside the root ------
+    def _dir_path(self, rel: str, key: str, *, create: bool) -> str | None:
+        """The directory ``rel`` (``""``: the root), resolved and inside the root; made
+        with ``create`` (a file in the way is an error naming the key), else ``None``
+        when the root does not exist."""
+        if self._handle(create=create, key=key) is None:
+            return None
+        real = self._real_path(rel, key)
+        if create and rel:
+            _makedirs(real, key, self._path(rel))
+            real = self._real_path(rel, key)  # (made: again, in case a link was put there)
+        return real
+
+    def _set_portable(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """:meth:`_set` without ``dir_fd``: a temporary file in the key's (resolved)
+        directory, then ``os.replace`` over the key (a link there is replaced, never
+        followed -- and only when it points inside the root)."""
+        parent, _, name = key.rpartition("/")
+        d = self._dir_path(parent, key, create=True)
+        assert d is not None
+        path = d + os.sep + name
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                self._inside(key, key)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        tmp = d + os.sep + f"{_TMP_MARK}{_unique()}"
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW
+                 | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+        fd = os.open(tmp, flags, 0o666)
+        try:
+            try:
+                view = memoryview(value)
+                view = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
+                written = 0
+                while written < len(view):
+                    written += os.write(fd, view[written:])
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        if self.fsync:
+            _fsync_dir(d)
+
+    def _delete_portable(self, key: str) -> None:
+        parent, _, name = key.rpartition("/")
+        d = self._dir_path(parent, key, create=False)
+        if d is None:
+            return
+        path = d + os.sep + name
+        try:
+            os.unlink(path)  # a link itself, never what it points to
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            pass
+        except OSError as e:
+            if not (isinstance(e, PermissionError) and stat.S_ISDIR(os.lstat(path).st_mode)):
+                raise _failed("delete", key, self._path(key), e) from e
+
+    def _delete_dir_portable(self, p: str) -> None:
+        parent, _, name = p.rpartition("/")
+        d = self._dir_path(parent, p, create=False)
+        if d is None:
+            return
+        try:
+            entries = [name] if p else os.listdir(d)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for entry in entries:
+            path = d + os.sep + entry
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            try:
+                if stat.S_ISDIR(mode):  # (a link is no directory here: left alone)
+                    self._remove_tree(path, None, p or entry)
+                elif not p:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+            except ConcurrentWriteError:
+                raise
+            except OSError as e:
+                key = f"{p}/{entry}" if p and entry != name else (p or entry)
+                raise _failed("delete", key, self._path(key), e) from e
+
     def delete(self, key: str) -> None:
         self._check_writable(key)
         validate_key(key)
+        if not self._dir_fd:
+            self._delete_portable(key)
+            return
         parent, _, name = key.rpartition("/")
         dirfd = self._open_dir(parent, key, create=False)
         if dirfd is None:
@@ -840,6 +1005,9 @@ class LocalStore(Store):
         self._check_writable(prefix or "<root>")
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
+        if not self._dir_fd:
+            self._delete_dir_portable(p)
+            return
         parent, _, name = p.rpartition("/")
         dirfd = self._open_dir(parent, p, create=False)
         if dirfd is None:
@@ -867,10 +1035,11 @@ class LocalStore(Store):
         finally:
             os.close(dirfd)
 
-    def _remove_tree(self, name: str, dirfd: int, prefix: str) -> None:
-        """Remove the directory ``name`` of the open directory ``dirfd`` (never following
-        a link); values written below it meanwhile are removed by removing it again, a
-        bounded number of times."""
+    def _remove_tree(self, name: str, dirfd: int | None, prefix: str) -> None:
+        """Remove the directory ``name`` of the open directory ``dirfd`` (``None``: the
+        path ``name``; never following a link where ``shutil.rmtree`` can promise it);
+        values written below it meanwhile are removed by removing it again, a bounded
+        number of times."""
         last: OSError | None = None
         for _ in range(_DELETE_ATTEMPTS):
             try:
@@ -948,6 +1117,20 @@ def _failed(action: str, key: str, path: str, e: OSError) -> StoreWriteError:
 
 def _in_the_way(key: str, path: str) -> ZarrfastError:
     return ZarrfastError(f"cannot write key {key!r}: a parent path of it, {path!r}, is a file")
+
+
+def _fsync_dir(path: str) -> None:
+    """Flush a directory's entries (best effort: Windows cannot open a directory)."""
+    try:
+        fd = os.open(path, _O_DIR)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _makedirs(parent: str, key: str, path: str) -> None:
