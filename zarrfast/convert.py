@@ -774,6 +774,16 @@ def _staging(dst: StoreLike, root: str, fmt: int, overwrite: bool, label: str
     return _Direct(make_store(dst), root, fmt, overwrite)
 
 
+def _has_consolidated(group: Group) -> bool:
+    """Whether the source group holds consolidated metadata (v3: in its ``zarr.json``; v2:
+    a ``.zmetadata`` beside it; a draft layout: none)."""
+    if getattr(group, "draft_layout", None):
+        return False
+    if group.metadata.zarr_format == 3:
+        return getattr(group.metadata, "consolidated_metadata", None) is not None
+    return group.store.get(node_key(group.path, ".zmetadata")) is not None
+
+
 def _write_tree(nodes: list[tuple[str, Array | Group]], plans: dict[str, Any], store: Store,
                 root: str, zarr_format: int, overwrite: bool, bar: Any,
                 consolidate: bool) -> None:
@@ -843,7 +853,6 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
         An array the target format cannot hold (named), or a chunk that cannot be read.
     """
     from zarrfast import open as zopen
-    from zarrfast.hierarchy.consolidated import read_consolidated
 
     if zarr_format not in (2, 3):
         raise ZarrfastError(f"convert: zarr_format must be 2 or 3, got {zarr_format!r}")
@@ -857,8 +866,7 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
         nodes += list(node.members(max_depth=None))
     # every array planned before anything is written: a refusal writes nothing
     plans = {rel: _plan(n, zarr_format) for rel, n in nodes if isinstance(n, Array)}
-    consolidate = isinstance(node, Group) and read_consolidated(
-        node.store, node.path, node.metadata.zarr_format) is not None
+    consolidate = isinstance(node, Group) and _has_consolidated(node)
     total = sum(math.prod(n.metadata.chunk_grid.grid_shape(n.shape))
                 for _, n in nodes if isinstance(n, Array))
     from tqdm.auto import tqdm
