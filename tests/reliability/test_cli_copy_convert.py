@@ -262,3 +262,14 @@ def test_vlen_strings_converted_read_in_zarr_python_3_4(tmp_path, subprocess_cwd
         emit({"format": a.metadata.zarr_format, "values": [str(v) for v in a[...]]})
     """, {"path": str(dst)})
     assert got == {"format": 3, "values": STRINGS}
+
+
+def test_a_failed_convert_into_memory_deletes_what_it_wrote(tmp_path):
+    """A store without rename (here in memory; remote stores likewise) is written in
+    place: a failure partway deletes the keys written, and keys that were there stay."""
+    src = tmp_path / "src.zarr"
+    _source_failing_to_decode(src)
+    data = {"unrelated/key": b"kept"}
+    with pytest.raises(zarrfast.errors.ZarrfastError, match="b"):
+        zarrfast.convert(str(src), data, dst_path="deep/node", progress=False)
+    assert data == {"unrelated/key": b"kept"}
