@@ -3,7 +3,9 @@
 zarrfast arrays work with dask directly: ``da.from_array(arr)`` bases its blocks on the
 array's chunks (dask's ``"auto"`` chunking keeps whole multiples of ``arr.chunks``, or of
 ``arr.shards`` for a sharded array), and ``da.store(x, arr, lock=False)`` is safe when
-every dask block covers whole chunks (shards).  Arrays pickle as their store and metadata
+every dask block covers whole chunks: inner chunks of a sharded array in a store whose
+shard writes exclude each other across processes (a local store on Linux or macOS, S3
+through obstore or s3fs), whole shards elsewhere.  Arrays pickle as their store and metadata
 (a local store as its path), so workers reopen the store instead of receiving data.
 """
 
@@ -101,8 +103,16 @@ class _Rectilinear:
 
 
 def _write_chunks(z: Array) -> tuple[int, ...]:
-    """The smallest regions that can be written independently: shards, else chunks."""
-    return tuple(z.shards or z.chunks)
+    """The smallest regions that blocks can write independently: the chunks (the inner
+    chunks of a sharded array, whose shards' read-modify-writes exclude each other, see
+    :meth:`zarrfast.storage.Store.value_lock`); the shards of a store that cannot
+    exclude writers in other processes (one whose workers may be processes)."""
+    if z.shards is None:
+        return tuple(z.chunks)
+    store = z.store
+    if store.interprocess_locks or store.conditional_writes or isinstance(store, MemoryStore):
+        return tuple(z.chunks)
+    return tuple(z.shards)
 
 
 def check_aligned(chunks: Sequence[Sequence[int]], write_chunks: Sequence[int],
@@ -148,7 +158,9 @@ def to_zarr(x: da.Array, url_or_array: Any, component: str | None = None,
             region: Any = None, compute: bool = True, return_stored: bool = False,
             **create_kwargs: Any) -> Any:
     """Write the dask array ``x`` into a zarrfast array, block by block in parallel
-    (``lock=False``): every dask block must cover whole stored chunks (shards).
+    (``lock=False``): every dask block must cover whole stored chunks (the inner chunks
+    of a sharded array where the store excludes other processes' writers of a shard,
+    whole shards elsewhere).
 
     Parameters
     ----------

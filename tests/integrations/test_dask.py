@@ -195,13 +195,31 @@ def test_to_zarr_existing_array_and_region(tmp_path):
         zd.to_zarr(part, tmp_path / "x", region=(slice(0, 20),))
 
 
-def test_to_zarr_sharded_target_needs_shard_alignment(tmp_path):
-    z = zarrfast.create_array(tmp_path / "sh", shape=(64, 64), chunks=(8, 8), shards=(32, 32),
+def test_to_zarr_sharded_target_needs_shard_alignment_without_shard_locks(tmp_path):
+    """A store that cannot exclude another process's writer of a shard (fsspec's local
+    file system): dask blocks must cover whole shards."""
+    from zarrfast.storage import FsspecStore
+
+    store = FsspecStore.from_url(f"file://{tmp_path / 'sh'}", storage_options={"auto_mkdir": True})
+    assert not (store.interprocess_locks or store.conditional_writes)
+    z = zarrfast.create_array(store, shape=(64, 64), chunks=(8, 8), shards=(32, 32),
                               dtype="u1")
     with pytest.raises(ZarrfastError, match="32"):
         zd.to_zarr(da.ones((64, 64), chunks=(16, 32), dtype="u1"), z)
     zd.to_zarr(da.ones((64, 64), chunks=(32, 64), dtype="u1"), z)
     assert (z[...] == 1).all()
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "processes"])
+def test_to_zarr_blocks_of_inner_chunks_share_shards_safely(tmp_path, scheduler):
+    """A local store locks each shard's read-modify-write (threads and processes): dask
+    blocks need only cover whole inner chunks, and every block is kept."""
+    z = zarrfast.create_array(tmp_path / "sh", shape=(64, 64), chunks=(8, 8), shards=(32, 32),
+                              dtype="i4", fill_value=0)
+    values = np.arange(64 * 64, dtype="i4").reshape(64, 64) + 1
+    with dask.config.set(scheduler=scheduler, num_workers=4):
+        zd.to_zarr(da.from_array(values, chunks=(8, 8)), z)
+    np.testing.assert_array_equal(zarrfast.open_array(tmp_path / "sh")[...], values)
 
 
 def test_to_zarr_compute_false_and_return_stored(tmp_path):
