@@ -144,6 +144,48 @@ def test_threads_each_with_its_own_array_keep_every_inner_chunk(kind, tmp_path,
         assert _lost(opener()) == [], f"round {round_}: inner chunks lost"
 
 
+def _transpose_outside(root: Path) -> None:
+    """Rewrite a sharded array's codecs as ``[transpose, sharding_indexed]``: its chunks
+    are then shards decoded whole (tensorstore and zarr-python read such arrays)."""
+    import json
+
+    meta = json.loads((root / "zarr.json").read_text())
+    meta["codecs"] = [{"name": "transpose", "configuration": {"order": [1, 0]}}] + meta["codecs"]
+    sharding = meta["codecs"][1]["configuration"]
+    sharding["chunk_shape"] = sharding["chunk_shape"][::-1]  # the transposed inner chunks
+    (root / "zarr.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("layout", ["strings", "transpose-outside"])
+def test_threads_keep_every_inner_chunk_of_other_shard_layouts(layout, tmp_path,
+                                                               fast_switching):
+    """Shards that are not written by the sharded engine: variable-length strings (each
+    shard read, changed and written whole), and chunks that are shards decoded whole
+    (an array -> array codec before ``sharding_indexed``)."""
+    for round_ in range(3):
+        root = tmp_path / f"r{round_}.zarr"
+        if layout == "strings":
+            zarrfast.create_array(LocalStore(root), shape=SHAPE, chunks=INNER, shards=SHARDS,
+                                  dtype=str, fill_value="")
+
+            def value(j: int) -> np.ndarray:
+                return _value(j).astype(str)
+        else:
+            _create(LocalStore(root))
+            _transpose_outside(root)
+            value = _value
+
+        def work(i: int, root=root, value=value) -> None:
+            mine = zarrfast.open_array(str(root), mode="r+")
+            for j in _mine(i):
+                mine[_block(j)] = value(j)
+
+        _threads(N_WRITERS, work)
+        data = zarrfast.open_array(str(root), mode="r")[...]
+        lost = [j for j in range(N_INNER) if not np.array_equal(data[_block(j)], value(j))]
+        assert lost == [], f"round {round_}: inner chunks lost"
+
+
 _WRITER = textwrap.dedent("""
     import sys, time, json
     import numpy as np
@@ -239,8 +281,8 @@ def test_a_conditional_write_that_loses_the_race_reads_the_shard_again():
     reads: list[str] = []
 
     class Racing(ObjectStore):
-        def get_versioned(self, key):
-            got = super().get_versioned(key)
+        def get_versioned(self, key, **kw):
+            got = super().get_versioned(key, **kw)
             reads.append(key)
             if len(reads) == 1:  # the other writer, between this read and this write
                 other = zarrfast.open_array(ObjectStore(backing), mode="r+")
@@ -266,8 +308,8 @@ def test_fsspec_s3_conditional_write_that_loses_the_race_reads_again(s3_server):
     reads: list[str] = []
 
     class Racing(FsspecStore):
-        def get_versioned(self, key):
-            got = super().get_versioned(key)
+        def get_versioned(self, key, **kw):
+            got = super().get_versioned(key, **kw)
             reads.append(key)
             if len(reads) in (1, 3):  # the other writer, before this writer's writes
                 other = zarrfast.open_array(FsspecStore.from_url(url, storage_options=options),
@@ -363,3 +405,44 @@ def test_whole_shards_and_unsharded_arrays_take_no_lock(tmp_path, monkeypatch):
     assert taken == []
     a[:, 3:17] = 5  # partial writes of a shard: locked
     assert taken == ["c/0/0"]
+
+
+def test_a_conditional_write_that_always_loses_gives_up_naming_the_shard():
+    """Another writer wins every round: the write gives up after ``lock_timeout`` with
+    ``ConcurrentWriteError`` naming the shard, and the other writer's bytes stay."""
+    obstore = pytest.importorskip("obstore.store")
+    from zarrfast.errors import ConcurrentWriteError
+    from zarrfast.storage import ObjectStore
+
+    backing = obstore.MemoryStore()
+    other = ObjectStore(backing)
+
+    class Losing(ObjectStore):
+        def get_versioned(self, key, **kw):
+            got = super().get_versioned(key, **kw)
+            other.set(key, bytes(other.get(key)))  # a new version of the same bytes
+            return got
+
+    a = _create(Losing(backing))
+    zarrfast.open_array(other, mode="r+")[_block(0)] = _value(0)
+    with zarrfast.config.set(lock_timeout=0.3), pytest.raises(ConcurrentWriteError) as info:
+        a[_block(1)] = _value(1)
+    assert "'c/0/0'" in str(info.value) and "not stored" in str(info.value)
+    data = zarrfast.open_array(other, mode="r")[...]
+    np.testing.assert_array_equal(data[_block(0)], _value(0))
+    assert (data[_block(1)] == 0).all()
+
+
+def test_a_shard_lock_is_never_made_outside_the_root(tmp_path):
+    """A shard's directory that is a link leading outside the root: the partial write is
+    refused naming the key, and no lock file (nor directory) is made out there."""
+    from zarrfast.errors import InvalidKeyError
+
+    root = tmp_path / "data.zarr"
+    a = _create(LocalStore(root))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "c").symlink_to(outside)
+    with pytest.raises(InvalidKeyError, match="c/0/0"):
+        a[_block(1)] = _value(1)
+    assert list(outside.rglob("*")) == []

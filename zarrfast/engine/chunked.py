@@ -31,6 +31,7 @@ from zarrfast.codecs import BloscCodec, CodecChain
 from zarrfast.codecs.chain import accepts_limit
 from zarrfast.concurrency import batch_count, map_dynamic_into, map_io_then, map_unordered_into
 from zarrfast.engine.boxes import read_box_files
+from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import (
     AllocationError,
@@ -926,7 +927,35 @@ def write_selection(
         return
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)
-    write_rows(store, keys, RowWriter(proj, value, scalar, write_empty_chunks))
+    writer = RowWriter(proj, value, scalar, write_empty_chunks)
+    if getattr(chain.ab, "name", None) == "sharding_indexed":
+        _write_shards_whole(store, keys, writer)
+        return
+    write_rows(store, keys, writer)
+
+
+def _write_shards_whole(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
+    """Chunks that are shards decoded whole (an array -> array codec comes before
+    ``sharding_indexed``): a partial write of one is a read-modify-write of a shard whose
+    other inner chunks other writers may write, so it excludes them (``engine.rmw``)."""
+    chain = writer.chain
+
+    def task(i: int) -> None:
+        key = keys[i]
+        if writer.needs_old(i):
+            read_modify_write(store, key, lambda old: writer.write(i, old, key),
+                              limit=chain.stored_limit,
+                              empty=lambda: chain.encode(chain.new_fill_chunk(key),
+                                                         write_empty_chunks=True))
+            return
+        new = writer.write(i, None, key)
+        if new is None:
+            store.delete(key)
+        else:
+            store.set(key, new)
+
+    map_unordered_into(task, range(writer.proj.nrows),
+                       work_bytes=writer.proj.nrows * chain.chunk_nbytes)
 
 
 def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:

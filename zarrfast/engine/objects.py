@@ -25,6 +25,7 @@ from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import vlen_limit
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import chunk_keys
+from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import ChunkAllocationError, ChunkDecodeError, CodecError
 from zarrfast.kernels import buffers as _buffers
@@ -83,6 +84,8 @@ class ObjectChain:
             self.filters = []
             self.compressor = None
             self.v3 = codecs
+        #: whether a chunk is a shard (of inner chunks other writers may write)
+        self.sharded = self.v3 is not None and self.v3.sharding is not None
 
     def _out_of_memory(self, key: str) -> ChunkAllocationError:
         return _buffers.allocation_error(f"chunk {key!r}", "the decoded chunk",
@@ -187,16 +190,32 @@ def write_object_selection(store: Store, path: str, chain: ObjectChain, sel: Bas
     keys = chunk_keys(chain.metadata, path, coords)
     ones = np.ones_like(sel.step)
 
-    def task(i: int) -> None:
-        raw = None if complete[i] else store.get_limited(keys[i], chain.stored_limit)
+    def updated(i: int, raw: Any) -> Any:
+        """Chunk ``i`` (stored as ``raw``, ``None`` when missing) with this write in it,
+        encoded; ``None`` when it holds only the fill value (and is not to be kept)."""
         chunk = chain.new_fill_chunk() if raw is None else chain.decode(raw, keys[i]).copy()
         dst = _slices(local_start[i], local_count[i], sel.step)
         chunk[dst] = scalar if value is None else value[_slices(out_start[i], local_count[i],
                                                                 ones)]
         if not write_empty_chunks and is_fill_chunk(chunk, chain.fill, chain.metadata.type_info):
+            return None
+        return chain.encode(chunk, write_empty_chunks=write_empty_chunks)
+
+    def task(i: int) -> None:
+        if not complete[i] and chain.sharded:
+            # a shard's inner chunks may be other writers': its read-modify-write
+            # excludes them (see engine.rmw)
+            read_modify_write(store, keys[i], lambda raw: updated(i, raw),
+                              limit=chain.stored_limit,
+                              empty=lambda: chain.encode(chain.new_fill_chunk(),
+                                                         write_empty_chunks=True))
+            return
+        new = updated(i, None if complete[i]
+                      else store.get_limited(keys[i], chain.stored_limit))
+        if new is None:
             store.delete(keys[i])
         else:
-            store.set(keys[i], chain.encode(chunk, write_empty_chunks=write_empty_chunks))
+            store.set(keys[i], new)
 
     # one task per chunk: no two tasks touch the same key
     map_unordered_into(task, range(coords.shape[0]))

@@ -38,11 +38,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-import random
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -62,13 +59,13 @@ from zarrfast.engine.chunked import (
     RowWriter,
     chunk_keys,
 )
+from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import (
     AllocationError,
     ChecksumError,
     ChunkDecodeError,
     CodecError,
-    ConcurrentWriteError,
 )
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
@@ -80,7 +77,6 @@ from zarrfast.storage import (
     Store,
     SuffixByteRequest,
 )
-from zarrfast.storage.errors import ValueTooLargeError
 
 __all__ = ["RectilinearShardedChain", "ShardedChain", "read_sharded", "shard_index_request",
            "write_sharded"]
@@ -722,42 +718,6 @@ def _write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: Row
     return not skipped[0]
 
 
-#: how many times a conditional read-modify-write of a shard is tried before it fails
-CONDITIONAL_ATTEMPTS = 32
-
-
-def _write_conditionally(store: Store, key: str, sub: ShardedChain,
-                         update: Callable[[Any], Any]) -> None:
-    """Read the shard at ``key`` with its version, ``update`` it and write it back only
-    if it is still that version (:meth:`Store.set_if_version`), again from the read
-    when another writer changed it meanwhile.  The threads of this process take turns
-    (:meth:`Store.value_lock`), so only other processes make an attempt fail.  A shard
-    left with no inner chunk is written as an index with no entries (a conditional
-    delete is not to be had): readers find every inner chunk empty."""
-    layout = sub.layout
-    with store.value_lock(key):
-        for attempt in range(CONDITIONAL_ATTEMPTS):
-            raw, version = store.get_versioned(key)
-            if raw is not None and len(raw) > sub.stored_limit:
-                raise ValueTooLargeError(f"shard {key!r}: {len(raw)} bytes, more than any "
-                                         f"valid shard ({sub.stored_limit} bytes at most)")
-            data = None if raw is None else sub.decode_shard(raw, key)
-            shard = update(data)
-            if shard is None:
-                if raw is None:
-                    return  # nothing stored, nothing to store
-                shard = layout.empty_shard()
-                for c in sub.outer_bb:
-                    shard = c.encode(shard)
-            if store.set_if_version(key, shard, version):
-                return
-            if attempt:
-                time.sleep(min(0.001 * 2 ** attempt, 0.1) * random.random())
-    raise ConcurrentWriteError(
-        f"shard {key!r} in {store!r}: changed by other writers during each of "
-        f"{CONDITIONAL_ATTEMPTS} attempts to write into it; this write was not stored")
-
-
 class _ShardScratch(threading.local):
     buf: np.ndarray | None = None
 
@@ -1212,18 +1172,14 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
                 store.delete(key)
             else:
                 store.set(key, shard)
-        elif conditional:
-            _write_conditionally(store, key, sub, lambda data: _updated_shard(g, data))
         else:
             # the read-modify-write of a shard excludes every other writer of the shard:
-            # the threads of this process (every store object of the same data), and
-            # other processes where the store can lock (LocalStore)
-            with store.value_lock(key):
-                shard = _updated_shard(g, sub.fetch_shard(store, key))
-                if shard is None:
-                    store.delete(key)
-                else:
-                    store.set(key, shard)
+            # the threads of this process (every store object of the same data), other
+            # processes where the store can lock (LocalStore) or write conditionally (S3)
+            read_modify_write(
+                store, key, lambda stored: _updated_shard(
+                    g, None if stored is None else sub.decode_shard(stored, key)),
+                limit=sub.stored_limit, empty=lambda: _encoded(sub.layout.empty_shard()))
         chain.cache.put(key, None)  # re-read (and re-checked) on next use
 
     def _updated_shard(g: int, data: Any) -> Any:
@@ -1246,14 +1202,12 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
                 raise type(e)(f"{e} [shard {key!r}, inner chunk {layout.inner_name(j)}]"
                               ) from None
         shard = layout.assemble(encoded)
-        if shard is None:
-            return None
+        return None if shard is None else _encoded(shard)
+
+    def _encoded(shard: Any) -> Any:
         for c in chain.outer_bb:
             shard = c.encode(shard)
         return shard
-
-    # (stores whose writers share no lock, S3: each read-modify-write is conditional)
-    conditional = store.conditional_writes and not store.interprocess_locks
 
     # One task per shard: no two tasks read-modify-write the same shard.  (Weighted by
     # inner chunks written: full shards and thin edge shards shared out evenly.)
