@@ -605,9 +605,12 @@ class Store(abc.ABC):
         return None
 
     # -- conditional writes ---------------------------------------------------------
-    def get_versioned(self, key: str) -> tuple[Any, Hashable | None]:
+    def get_versioned(self, key: str, *, limit: int | None = None
+                      ) -> tuple[Any, Hashable | None]:
         """The value of ``key`` (``None`` when missing) and the version token that
-        :meth:`set_if_version` compares with (stores with :attr:`conditional_writes`)."""
+        :meth:`set_if_version` compares with (stores with :attr:`conditional_writes`).
+        A value larger than ``limit`` bytes is refused
+        (:class:`~zarrfast.storage.errors.ValueTooLargeError`) before it is read."""
         raise NotImplementedError(f"{type(self).__name__} makes no conditional writes")
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
@@ -615,7 +618,7 @@ class Store(abc.ABC):
         """Write ``value`` to ``key`` only if the stored value is still the one
         :meth:`get_versioned` gave ``version`` for (``None``: only if ``key`` is still
         missing), in one step of the store's own (S3's ``If-Match``/``If-None-Match``);
-        False, with nothing written, when it is not."""
+        False, with nothing written, when it is not (replaced or deleted meanwhile)."""
         raise NotImplementedError(f"{type(self).__name__} makes no conditional writes")
 
     @contextlib.contextmanager

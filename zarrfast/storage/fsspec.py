@@ -42,6 +42,7 @@ from zarrfast.storage.base import (
 )
 from zarrfast.storage.errors import (
     MissingDependencyError,
+    ValueTooLargeError,
 )
 from zarrfast.storage.remote import (
     RequestLimit,
@@ -387,23 +388,30 @@ class FsspecStore(Store):
         the key being missing (``If-None-Match``); other file systems here do not."""
         return self._afs is self.fs and hasattr(self.fs, "_call_s3")
 
-    def get_versioned(self, key: str) -> tuple[Any, Hashable | None]:
+    def get_versioned(self, key: str, *, limit: int | None = None
+                      ) -> tuple[Any, Hashable | None]:
         if not self.conditional_writes:
-            return super().get_versioned(key)
+            return super().get_versioned(key, limit=limit)
         bucket, _, name = self._full(key).partition("/")
 
-        async def fetch() -> tuple[bytes, str]:
+        async def fetch() -> tuple[bytes | None, str, int]:
             out = await self.fs._call_s3("get_object", Bucket=bucket, Key=name)
             body = out["Body"]
             try:
-                return await body.read(), out["ETag"]
+                size = int(out.get("ContentLength", -1))
+                if limit is not None and size > limit:
+                    return None, out["ETag"], size  # refused before the body is read
+                return await body.read(), out["ETag"], size
             finally:
                 body.close()
 
         try:
-            data, etag = self._run(lambda: self._retrying("reading", key, fetch))
+            data, etag, size = self._run(lambda: self._retrying("reading", key, fetch))
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None, None
+        if data is None:
+            raise ValueTooLargeError(f"key {key!r}: {size} bytes, more than any valid value "
+                                     f"there ({limit} bytes at most)")
         return data, etag
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
@@ -421,8 +429,9 @@ class FsspecStore(Store):
                 await self.fs._call_s3("put_object", Bucket=bucket, Key=name, Body=data,
                                        **condition)
             except Exception as e:
-                if _precondition_failed(e):
-                    return False  # another writer's value is there now
+                if _precondition_failed(e) or (version is not None
+                                               and isinstance(e, FileNotFoundError)):
+                    return False  # another writer's value is there now (or none is)
                 raise
             return True
 

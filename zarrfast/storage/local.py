@@ -281,6 +281,11 @@ class LocalStore(Store):
         removed after it).  Nothing is locked when the directory does not exist: the node
         is gone, as the caller then finds."""
         key = f"{path}/{_LOCK_NAME}" if path else _LOCK_NAME
+        if self._dir_fd:  # the directory opened link-free, the file made in it
+            dfd = self._open_dir(path, key, create=False)
+            if dfd is None:
+                return None
+            return _locks.flock_file(_LOCK_NAME, deadline, timed_out, dir_fd=dfd)
         lock_path = self._path(key)
         self._inside(key, key)  # never a lock file outside the root
         return _locks.flock_file(lock_path, deadline, timed_out)
@@ -291,7 +296,12 @@ class LocalStore(Store):
         (its write makes it anyway), so that every writer locks the same file."""
         self._check_writable(key)
         parent, _, name = key.rpartition("/")
-        lock_key = f"{parent}/{_VALUE_LOCK}{name}" if parent else f"{_VALUE_LOCK}{name}"
+        lock_name = f"{_VALUE_LOCK}{name}"
+        if self._dir_fd:  # the directory opened (made) link-free, the file made in it
+            dfd = self._open_dir(parent, key, create=True)
+            assert dfd is not None
+            return _locks.flock_file(lock_name, deadline, timed_out, dir_fd=dfd)
+        lock_key = f"{parent}/{lock_name}" if parent else lock_name
         lock_path = self._path(lock_key)
         self._handle(create=True, key=key)
         self._inside(lock_key, key)  # never a lock file (nor its directory) outside the root

@@ -105,58 +105,85 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def flock_file(lock_path: str, deadline: float, on_timeout: Callable[[], BaseException]
-               ) -> Callable[[], None] | None:
+def flock_file(lock_path: str, deadline: float, on_timeout: Callable[[], BaseException],
+               *, dir_fd: int | None = None) -> Callable[[], None] | None:
     """Lock the file ``lock_path`` (created if missing) with ``flock``, polling until
     ``deadline`` (``time.monotonic()``), then raising ``on_timeout()``.  Returns the
     function releasing it (which removes the file), or ``None`` when its directory does
-    not exist (the node is gone: nothing to protect; the caller finds no metadata)."""
+    not exist (the node is gone: nothing to protect; the caller finds no metadata).
+    With ``dir_fd`` (an open directory, closed by the release or on failure)
+    ``lock_path`` is a name in that directory, opened, checked and removed relative to
+    it without following links."""
     if fcntl is None:  # pragma: no cover
+        if dir_fd is not None:
+            os.close(dir_fd)
         return None
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-    while True:
-        try:
-            fd = os.open(lock_path, flags, 0o666)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except PermissionError:  # a read-only directory: an existing lock file still locks
+    nofollow = getattr(os, "O_NOFOLLOW", 0) if dir_fd is not None else 0
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | nofollow
+    if dir_fd is not None:
+        _held_fds.add(dir_fd)
+
+    def drop_dir() -> None:
+        if dir_fd is not None:
+            _held_fds.discard(dir_fd)
+            os.close(dir_fd)
+
+    try:
+        while True:
             try:
-                fd = os.open(lock_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                fd = os.open(lock_path, flags, 0o666, dir_fd=dir_fd)
             except (FileNotFoundError, NotADirectoryError):
-                raise PermissionError(f"cannot create the lock file {lock_path!r}") from None
-        try:
-            delay = 0.0005
-            while True:
+                drop_dir()
+                return None
+            except PermissionError:  # a read-only directory: an existing file still locks
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise on_timeout() from None
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.02)
-            # a deleted node takes its lock file along: a waiter that then acquires the
-            # old, unlinked file must lock the file now there (a new node's), if any
+                    fd = os.open(lock_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | nofollow,
+                                 dir_fd=dir_fd)
+                except (FileNotFoundError, NotADirectoryError):
+                    raise PermissionError(f"cannot create the lock file {lock_path!r}") from None
             try:
-                st = os.stat(lock_path)
-            except (FileNotFoundError, NotADirectoryError):
-                st = None
-            mine = os.fstat(fd)
-            if st is not None and (st.st_ino, st.st_dev) == (mine.st_ino, mine.st_dev):
-                _held_fds.add(fd)
-
-                def release(fd: int = fd) -> None:
-                    # removed while still locked: a waiter holding the removed file then
-                    # finds it gone and locks a new one, so no lock file stays behind
+                delay = 0.0005
+                while True:
                     try:
-                        os.unlink(lock_path)
-                    except OSError:
-                        pass  # gone with its node (or not ours to remove)
-                    _held_fds.discard(fd)
-                    os.close(fd)  # releases the lock
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            raise on_timeout() from None
+                        time.sleep(delay)
+                        delay = min(delay * 2, 0.02)
+                _held_fds.add(fd)
+                # a deleted node takes its lock file along: a waiter that then acquires the
+                # old, unlinked file must lock the file now there (a new node's), if any
+                try:
+                    st = os.stat(lock_path, dir_fd=dir_fd, follow_symlinks=dir_fd is None)
+                except (FileNotFoundError, NotADirectoryError):
+                    st = None
+                mine = os.fstat(fd)
+                if st is not None and (st.st_ino, st.st_dev) == (mine.st_ino, mine.st_dev):
 
-                return release
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)  # a stale file: try again (or find the directory gone)
+                    def release(fd: int = fd) -> None:
+                        # removed while still locked: a waiter holding the removed file then
+                        # finds it gone and locks a new one, so no lock file stays behind
+                        try:
+                            os.unlink(lock_path, dir_fd=dir_fd)
+                        except OSError:
+                            pass  # gone with its node (or not ours to remove)
+                        # unlocked before it is closed: a child forked while the lock was
+                        # taken may hold a copy of the descriptor, which would keep it
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                        _held_fds.discard(fd)
+                        os.close(fd)
+                        drop_dir()
+
+                    return release
+            except BaseException:
+                _held_fds.discard(fd)
+                os.close(fd)
+                raise
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            _held_fds.discard(fd)
+            os.close(fd)  # a stale file: try again (or find the directory gone)
+    except BaseException:
+        drop_dir()
+        raise

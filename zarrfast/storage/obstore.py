@@ -47,6 +47,7 @@ from zarrfast.storage.errors import (
     MissingDependencyError,
     RemoteStoreError,
     StorageOptionsError,
+    ValueTooLargeError,
 )
 from zarrfast.storage.remote import (
     RequestLimit,
@@ -575,21 +576,29 @@ class ObjectStore(Store):
         obstore's local and HTTP stores do not."""
         return type(self.store).__name__ in _CONDITIONAL_STORES
 
-    def get_versioned(self, key: str) -> tuple[Any, Hashable | None]:
+    def get_versioned(self, key: str, *, limit: int | None = None
+                      ) -> tuple[Any, Hashable | None]:
         import obstore
 
         validate_key(key)
 
-        def fetch() -> tuple[Any, Hashable | None]:
+        def fetch() -> tuple[Any, Hashable | None, int]:
             result = obstore.get(self.store, key)
-            data = result.bytes()
             meta = result.meta
-            return memoryview(data), (meta.get("e_tag"), meta.get("version"))
+            size = int(meta["size"])
+            version = (meta.get("e_tag"), meta.get("version"))
+            if limit is not None and size > limit:
+                return None, version, size  # refused before the body is read
+            return memoryview(result.bytes()), version, size
 
         try:
-            return self._limited(self._retrying_sync, "reading", key, fetch)
+            data, version, size = self._limited(self._retrying_sync, "reading", key, fetch)
         except FileNotFoundError:
             return None, None
+        if data is None:
+            raise ValueTooLargeError(f"key {key!r}: {size} bytes, more than any valid value "
+                                     f"there ({limit} bytes at most)")
+        return data, version
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
                        version: Hashable | None) -> bool:
@@ -609,8 +618,9 @@ class ObjectStore(Store):
             try:
                 obstore.put(self.store, key, data, mode=mode, use_multipart=False)
             except Exception as e:
-                if type(e).__name__ in ("PreconditionError", "AlreadyExistsError"):
-                    return False  # another writer's value is there now
+                if type(e).__name__ in ("PreconditionError", "AlreadyExistsError") or (
+                        version is not None and classify(e) == "missing"):
+                    return False  # another writer's value is there now (or none is)
                 raise
             return True
 

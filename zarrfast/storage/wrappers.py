@@ -115,8 +115,9 @@ class WrapperStore(Store):
     def creation_lock(self) -> contextlib.AbstractContextManager[None]:
         return self.store.creation_lock()
 
-    def get_versioned(self, key: str) -> tuple[Any, Hashable | None]:
-        return self.store.get_versioned(key)  # (never from a cache: the stored value)
+    def get_versioned(self, key: str, *, limit: int | None = None
+                      ) -> tuple[Any, Hashable | None]:
+        return self.store.get_versioned(key, limit=limit)  # (never a cache's: the stored)
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
                        version: Hashable | None) -> bool:

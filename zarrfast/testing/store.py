@@ -42,6 +42,7 @@ import pytest
 
 from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import OffsetByteRequest, RangeByteRequest, Store, SuffixByteRequest
+from zarrfast.storage.errors import ValueTooLargeError
 
 try:  # Hypothesis is a test extra; without it the property test skips.
     from hypothesis import HealthCheck, given, settings
@@ -428,6 +429,15 @@ class StoreTests:
         assert bytes(value) == b"two" and bytes(store.get("cw")) == b"two"
         assert store.set_if_version("cw", b"four", second)
         assert bytes(store.get("cw")) == b"four"
+        # a value larger than the limit is refused, naming the key
+        with pytest.raises(ValueTooLargeError, match="'cw'"):
+            store.get_versioned("cw", limit=3)
+        assert bytes(store.get_versioned("cw", limit=4)[0]) == b"four"
+        # deleted meanwhile: the write over the old version is refused, nothing written
+        _, third = store.get_versioned("cw")
+        store.delete("cw")
+        assert not store.set_if_version("cw", b"five", third)
+        assert store.get("cw") is None
 
     def test_version_tokens(self, store: Store) -> None:
         """``version`` is None for a missing key, stable while a value is unchanged, and
