@@ -356,11 +356,13 @@ for name in s.__all__:
                  and (p.default is None or isinstance(p.default, (bool, str)))]
 for name in ("create_array", "create_group", "require_group", "require_array", "zeros",
              "ones", "empty", "full", "empty_like", "zeros_like", "ones_like", "full_like"):
-    params = inspect.signature(getattr(zarr.Group, name)).parameters.values()
-    out["Group." + name] = [p.name for p in params
-                            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-                            and p.default is not p.empty
-                            and (p.default is None or isinstance(p.default, (bool, str)))]
+    for cls in (zarr.Group, zarr.AsyncGroup):
+        params = inspect.signature(getattr(cls, name)).parameters.values()
+        out[cls.__name__ + "." + name] = [
+            p.name for p in params
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and p.default is not p.empty
+            and (p.default is None or isinstance(p.default, (bool, str)))]
 emit(out)
 """
 
@@ -381,6 +383,8 @@ def test_every_keyword_zarr_python_names_is_accepted(tmp_path: Path,
             place = Place(tmp_path / f"{qualname}.{i}")
             if qualname.startswith("Group."):
                 fn = getattr(place.group, qualname.split(".", 1)[1], None)
+            elif qualname.startswith("AsyncGroup."):
+                fn = getattr(place.group._async_view(), qualname.split(".", 1)[1], None)
             else:
                 fn = getattr(zsync, qualname, None)
             if fn is None:
@@ -410,6 +414,21 @@ def test_open_creates_the_zarr_format_asked_for(fn: str, mode: str, tmp_path: Pa
     a = getattr(zarrfast, fn)(str(target), mode=mode, shape=(4,), dtype="i4", zarr_format=2)
     assert a.zarr_format == 2
     assert (target / ".zarray").exists() and not (target / "zarr.json").exists()
+
+
+def test_open_refuses_name_as_zarr_python_does(tmp_path: Path) -> None:
+    """``open`` takes ``path``; ``name`` reached an internal function and was refused in
+    its name (``create_array_at() got an unexpected keyword argument``)."""
+    place = Place(tmp_path)
+    err = _assert_refused(lambda: zarrfast.open(place.new, mode="w", shape=(4,), name="x"),
+                          "name", place)
+    assert str(err).startswith("open()")
+
+
+def test_create_array_member_takes_empty_storage_options(tmp_path: Path) -> None:
+    """zarr-python takes ``storage_options`` that are ``None`` or empty here."""
+    group = Place(tmp_path).group
+    assert group.create_array("s", shape=(2,), dtype="i1", storage_options={}).shape == (2,)
 
 
 def test_open_array_creates_with_zarr_pythons_older_create_keywords(tmp_path: Path) -> None:

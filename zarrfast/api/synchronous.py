@@ -858,7 +858,8 @@ _OPEN_ARRAY_KEYWORDS = (keyword_names(create_array_at, exclude=_INTERNAL | {"ove
 _OPEN_GROUP_KEYWORDS = keyword_names(open_group, exclude={"store", "path", "mode"})
 #: every keyword :func:`open_array` takes (besides the store)
 OPEN_ARRAY_KEYWORDS = keyword_names(open_array, exclude={"store"}) | _OPEN_ARRAY_KEYWORDS
-_OPEN_KEYWORDS = OPEN_ARRAY_KEYWORDS | _OPEN_GROUP_KEYWORDS | keyword_names(open)
+#: (not ``name``: ``open`` takes ``path``, as zarr-python's)
+_OPEN_KEYWORDS = (OPEN_ARRAY_KEYWORDS | _OPEN_GROUP_KEYWORDS | keyword_names(open)) - {"name"}
 _OPEN_LIKE_KEYWORDS = OPEN_ARRAY_KEYWORDS | keyword_names(open_like)
 _CREATE_KEYWORDS = keyword_names(create)
 _SAVE_ARRAY_KEYWORDS = keyword_names(

@@ -450,10 +450,10 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
         return await self.require_array(name, shape=shape, **kwargs)
 
     async def require_array(self, name: str, *, shape: Any, dtype: Any = None,
-                            **kwargs: Any) -> AsyncArray:
+                            exact: bool = False, **kwargs: Any) -> AsyncArray:
         check_member_keywords("require_array", kwargs)
         return async_view(await _call(self._node.require_array, name, shape=shape,
-                                      dtype=dtype, **kwargs))
+                                      dtype=dtype, exact=exact, **kwargs))
 
     async def empty(self, *, name: str, shape: Any, **kwargs: Any) -> AsyncArray:
         check_member_keywords("empty", kwargs)

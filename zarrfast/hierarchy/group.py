@@ -310,7 +310,7 @@ class Group(Node):
         array has the group's Zarr format).  ``storage_options`` is taken as zarr-python
         takes it here: only ``None`` (the group's store is open already)."""
         check_member_keywords("create_array", kwargs)
-        if kwargs.pop("storage_options", None) is not None:
+        if kwargs.pop("storage_options", None):  # (None or empty: as zarr-python)
             raise TypeError(f"create_array() got storage_options for member {name!r} of "
                             f"group {self.name!r}: its store is open already, they would "
                             f"be unused")
