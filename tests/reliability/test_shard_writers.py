@@ -344,7 +344,7 @@ def test_a_shard_left_empty_by_a_conditional_write_reads_as_fill():
 _HOLDER = textwrap.dedent("""
     import fcntl, os, sys, time
     os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
+    fd = os.open(sys.argv[1], os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)
     print("locked", flush=True)
     time.sleep(60)
@@ -354,18 +354,17 @@ _HOLDER = textwrap.dedent("""
 @pytest.mark.skipif(sys.platform == "win32", reason="flock")
 def test_a_shard_locked_by_another_process_is_waited_for_then_refused(tmp_path,
                                                                        subprocess_cwd):
-    """Another process holding a shard's lock (``flock`` on ``.zarrfast.lock.NAME`` next
-    to it, as zarrfast's writers do): a partial write of that shard waits
-    ``lock_timeout``, then raises ``LockTimeoutError`` naming the shard's key, having
-    written nothing; once the holder is killed, the write goes through."""
+    """Another process holding a shard's lock (``flock`` on the shard's file, as
+    zarrfast's writers do): a partial write of that shard waits ``lock_timeout``, then
+    raises ``LockTimeoutError`` naming the shard's key, having written nothing; once the
+    holder is killed, the write goes through."""
     from zarrfast.errors import LockTimeoutError
 
     root = tmp_path / "data.zarr"
     a = _create(LocalStore(root))
     a[_block(0)] = _value(0)
     before = (root / "c" / "0" / "0").read_bytes()
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER,
-                               str(root / "c" / "0" / ".zarrfast.lock.0")],
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(root / "c" / "0" / "0")],
                               stdout=subprocess.PIPE, env=ENV, cwd=subprocess_cwd)
     try:
         assert holder.stdout.readline().strip() == b"locked"

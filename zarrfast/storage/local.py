@@ -86,8 +86,12 @@ __all__ = ["LocalStore"]
 _TMP_MARK = ".zarrfast-tmp-"
 _tmp_counter = itertools.count()
 _LOCK_NAME = _locks.LOCK_NAME
-#: the lock files of values read, changed and written back (a shard's partial writes)
+#: the lock files of values read, changed and written back (a shard's partial writes),
+#: where the value's own file cannot be locked
 _VALUE_LOCK = _LOCK_NAME + "."
+#: what ``flock`` says on a file system that cannot lock a read-only file or a directory
+_NO_FLOCK = frozenset({errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL,
+                       errno.ENOSYS})
 #: how many times ``delete_dir`` removes a tree again when values keep appearing in it
 _DELETE_ATTEMPTS = 20
 
@@ -291,17 +295,28 @@ class LocalStore(Store):
         return _locks.flock_file(lock_path, deadline, timed_out)
 
     def _lock_value_interprocess(self, key: str, deadline: float, timed_out: Any) -> Any:
-        """``flock`` on ``.zarrfast.lock.NAME`` next to the value ``NAME`` (made for the
-        update, removed after it: never a key).  The value's directory is made first
-        (its write makes it anyway), so that every writer locks the same file."""
+        """``flock`` on the value's own file (:func:`~zarrfast.storage.locks.flock_value`;
+        while it is missing, on ``.zarrfast.lock.NAME`` next to it, made and removed by
+        its creators, never a key), its directory opened link-free and made first (its
+        write makes it anyway).  Without ``dir_fd`` (the portable way), or where the file
+        system cannot ``flock`` the value's file, every write makes and removes
+        ``.zarrfast.lock.NAME``."""
         self._check_writable(key)
         parent, _, name = key.rpartition("/")
-        lock_name = f"{_VALUE_LOCK}{name}"
-        if self._dir_fd:  # the directory opened (made) link-free, the file made in it
+        if self._dir_fd:  # the directory opened (made) link-free
             dfd = self._open_dir(parent, key, create=True)
             assert dfd is not None
-            return _locks.flock_file(lock_name, deadline, timed_out, dir_fd=dfd)
-        lock_key = f"{parent}/{lock_name}" if parent else lock_name
+            try:
+                return _locks.flock_value(dfd, name, deadline, timed_out,
+                                          create_lock=f"{_VALUE_LOCK}{name}")
+            except OSError as e:
+                if not isinstance(e, BlockingIOError) and e.errno in _NO_FLOCK:
+                    dfd = self._open_dir(parent, key, create=True)
+                    assert dfd is not None
+                    return _locks.flock_file(f"{_VALUE_LOCK}{name}", deadline, timed_out,
+                                             dir_fd=dfd)
+                raise
+        lock_key = f"{parent}/{_VALUE_LOCK}{name}" if parent else f"{_VALUE_LOCK}{name}"
         lock_path = self._path(lock_key)
         self._handle(create=True, key=key)
         self._inside(lock_key, key)  # never a lock file (nor its directory) outside the root

@@ -13,12 +13,20 @@ node's lock meanwhile (:meth:`zarrfast.storage.Store.node_lock`):
   holds the removed file sees it gone and locks the path again).  A lock held by a
   process that dies is released by the kernel; its file stays, empty and harmless.
 
+A read-modify-write of one value (a partial write of a shard) holds the value's lock
+(:meth:`zarrfast.storage.Store.value_lock`): in this process a lock per (store, key) as
+above; across processes a ``LocalStore`` locks the value's own file with ``flock``
+(:func:`flock_value`; only while the value is missing, its creators take turns on a lock
+file next to it: a lock file made and removed for every write cost a file creation,
+slow on file systems that search for free inodes).
+
 Every wait is bounded by ``config lock_timeout``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -29,7 +37,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: locks within one process only
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["HAVE_FLOCK", "KeyedLocks", "LOCK_NAME", "flock_file", "node_locks"]
+__all__ = ["HAVE_FLOCK", "KeyedLocks", "LOCK_NAME", "flock_file", "flock_value", "node_locks"]
 
 #: the lock file a LocalStore makes in an array's directory while its metadata is updated:
 #: never a key (listings skip it); zarr-python and tensorstore ignore it
@@ -186,4 +194,105 @@ def flock_file(lock_path: str, deadline: float, on_timeout: Callable[[], BaseExc
             os.close(fd)  # a stale file: try again (or find the directory gone)
     except BaseException:
         drop_dir()
+        raise
+
+
+def _flock(fd: int, deadline: float, on_timeout: Callable[[], BaseException]) -> None:
+    """``flock(fd, LOCK_EX)``, polling until ``deadline``, then ``on_timeout()``."""
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise on_timeout() from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+
+def _open_value(dir_fd: int, name: str) -> int | None:
+    """The value ``name`` in ``dir_fd`` opened to be locked (``None``: missing, or a
+    link, never followed): for writing where it may be (``flock`` over NFS needs it),
+    else for reading."""
+    flags = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    for mode in (os.O_RDWR, os.O_RDONLY):
+        try:
+            return os.open(name, mode | flags, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return None
+        except PermissionError:
+            continue
+        except OSError as e:
+            if e.errno == errno.ELOOP:  # a link at the key: its directory's lock stands in
+                return None
+            raise
+    raise PermissionError(f"cannot open {name!r} to lock it")
+
+
+def flock_value(dir_fd: int, name: str, deadline: float,
+                on_timeout: Callable[[], BaseException], *, create_lock: str
+                ) -> Callable[[], None]:
+    """Lock the value (a file) ``name`` in the open directory ``dir_fd`` against other
+    processes for a read-modify-write of it: ``flock`` on the value's own file, the one
+    at ``name`` once the lock is held (a writer replaces a value by a rename: a waiter
+    that then holds the replaced file locks the new one).  While the value is missing,
+    its creators take turns on the lock file ``create_lock`` in the same directory
+    (:func:`flock_file`: made for the write, removed after it), looking again once they
+    hold it; that lock is always taken before a value's, never after.  So only the first
+    write of a value makes a file of its own.  Polls until ``deadline``, then raises
+    ``on_timeout()``.  Takes ``dir_fd`` (closed by the release, or on failure).  Returns
+    the function releasing it.
+
+    Raises ``OSError`` when the file system cannot ``flock`` such a file (``ENOLCK``,
+    ``EOPNOTSUPP``, ``EBADF`` over some network file systems)."""
+    creating: Callable[[], None] | None = None  # the release of the creators' lock
+    _held_fds.add(dir_fd)
+
+    def release_rest() -> None:
+        _held_fds.discard(dir_fd)
+        os.close(dir_fd)
+        if creating is not None:
+            creating()
+
+    try:
+        while True:
+            fd = _open_value(dir_fd, name)
+            if fd is None:
+                if creating is not None:  # missing, and every creator of it waits for us
+                    return release_rest
+                creating = flock_file(create_lock, deadline, on_timeout,
+                                      dir_fd=os.dup(dir_fd))
+                if creating is None:  # pragma: no cover - the directory is open
+                    raise FileNotFoundError(f"cannot lock {name!r}: its directory is gone")
+                continue  # look again, now that no other creator can make it
+            _held_fds.add(fd)
+            try:
+                _flock(fd, deadline, on_timeout)
+                mine = os.fstat(fd)
+                try:
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    st = None
+            except BaseException:
+                _held_fds.discard(fd)
+                os.close(fd)
+                raise
+            if st is not None and (st.st_ino, st.st_dev) == (mine.st_ino, mine.st_dev):
+
+                def release(fd: int = fd) -> None:
+                    # unlocked before it is closed: a child forked while the lock was
+                    # held may keep a copy of the descriptor
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    _held_fds.discard(fd)
+                    os.close(fd)
+                    release_rest()
+
+                return release
+            # replaced or removed while this waited: lock what is there now
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            _held_fds.discard(fd)
+            os.close(fd)
+    except BaseException:
+        release_rest()
         raise
