@@ -8,8 +8,9 @@ update lost without an error.  zarrfast makes the read-modify-write of a shard a
 
 * in one process, a lock per (store, shard key), shared by every ``Array`` and store
   object of the same data;
-* across processes on a ``LocalStore``, an advisory lock per shard (``flock`` on a lock
-  file next to the shard, there only while it is held, never listed);
+* across processes on a ``LocalStore``, an advisory lock per shard (``flock`` on the
+  shard's file; while it does not exist, on a lock file next to it, there only while
+  it is held, never listed);
 * on an ``ObjectStore`` (S3), a conditional write (``If-Match`` the version read, or
   ``If-None-Match`` for a new shard), the read-modify-write retried on conflict.
 
