@@ -188,11 +188,19 @@ def test_threads_keep_every_inner_chunk_of_other_shard_layouts(layout, tmp_path,
 
 
 _WRITER = textwrap.dedent("""
-    import sys, time, json
+    import errno, os, sys, time, json
     import numpy as np
     import zarrfast
     where, chunks, start, options = (sys.argv[1], json.loads(sys.argv[2]),
                                      float(sys.argv[3]), json.loads(sys.argv[4]))
+    if os.environ.get("TEST_NO_VALUE_FLOCK"):  # as on a file system that cannot flock it
+        from zarrfast.storage import locks
+
+        def refused(dir_fd, *args, **kwargs):
+            os.close(dir_fd)
+            raise OSError(errno.ENOLCK, "No locks available")
+
+        locks.flock_value = refused
     a = zarrfast.open_array(where, mode="r+", storage_options=options or None)
     time.sleep(max(start - time.time(), 0))
     for j in chunks:
@@ -215,11 +223,15 @@ def _processes(where: str, cwd: Path, n: int, options: dict | None = None,
         assert p.wait(timeout=180) == 0, p.stderr.read().decode()[-3000:]
 
 
-def test_processes_on_a_local_store_keep_every_inner_chunk(tmp_path, subprocess_cwd):
+@pytest.mark.parametrize("lock", ["the shard's file", "a lock file"])
+def test_processes_on_a_local_store_keep_every_inner_chunk(lock, tmp_path, subprocess_cwd):
+    """(``a lock file``: where the file system cannot ``flock`` the shard's file, every
+    write takes turns on a lock file next to it.)"""
+    env = {"TEST_NO_VALUE_FLOCK": "1"} if lock == "a lock file" else {}
     for round_ in range(2):
         root = tmp_path / f"r{round_}.zarr"
         _create(LocalStore(root))
-        _processes(str(root), subprocess_cwd, 4)
+        _processes(str(root), subprocess_cwd, 4, env=env)
         a = zarrfast.open_array(str(root), mode="r")
         assert _lost(a) == [], f"round {round_}: inner chunks lost"
         # the lock files are gone with the writes, and were never keys
