@@ -233,7 +233,7 @@ def _copy_or_convert(args: argparse.Namespace, label: str, fmt: int | None):
     src_opts, dst_opts = _src_dst_options(args)
     # the paths as given, named in the error; compared resolved
     check_distinct(args.src, args.dst, path=args.src_path, dst_path=args.dst_path,
-                   what=label)
+                   what=label, src_options=src_opts, dst_options=dst_opts)
     node = _open_node(args.src, args.src_path, src_opts)
     if fmt is None:
         fmt = node.metadata.zarr_format

@@ -27,7 +27,9 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 import shutil
+import socket
 import sys
 import uuid
 from collections.abc import MutableMapping
@@ -357,10 +359,22 @@ class SourceOverlapError(ZarrfastError):
     writing there (and ``overwrite`` deleting there) would destroy the source."""
 
 
-#: URL schemes that name one namespace under two spellings
-_SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs"}
+#: URL schemes that name one namespace under several spellings: the scheme family
+_SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs", "abfs": "az", "abfss": "az", "azure": "az",
+                   "adl": "az", "https": "http"}
 
+#: ``(space, segments)``: the space is ``("file",)``, ``("memory", id)``, ``("object",
+#: store)`` (a store whose place is unknown: equal to itself only) or ``("url", family,
+#: qualifier)``, the qualifier naming the server (an S3 endpoint, an Azure account) or
+#: ``None`` when unknown (the default one: it may be any other's)
 Location = tuple[tuple, tuple[str, ...]]
+
+# S3's https forms: virtual-hosted (b.s3.amazonaws.com, b.s3.us-east-1.amazonaws.com,
+# b.s3-us-west-2.amazonaws.com, b.s3.dualstack.<region>.amazonaws.com) and path-style
+# (s3.amazonaws.com/b, s3.<region>.amazonaws.com/b, s3-<region>.amazonaws.com/b)
+_AWS_S3_HOST = re.compile(r"^(?:(?P<bucket>.+)\.)?s3(?:[.-][a-z0-9-]+)*\.amazonaws\.com(?:\.cn)?$")
+_GCS_HOST = re.compile(r"^(?:(?P<bucket>.+)\.)?storage(?:\.cloud)?\.(?:googleapis|google)\.com$")
+_AZURE_HOST = re.compile(r"^(?P<account>[^.]+)\.(?:blob|dfs)\.core\.windows\.net$")
 
 
 def _split(path: str) -> tuple[str, ...]:
@@ -383,18 +397,150 @@ def _file_location(path: str | os.PathLike) -> Location:
     return ("file",), _split(real.replace(os.sep, "/"))
 
 
-def _url_location(url: str) -> Location:
+def _host(netloc: str) -> str:
+    """``host[:port]`` of a URL's authority, lower case, without credentials and without
+    the scheme's default port."""
+    host = netloc.rsplit("@", 1)[-1].lower()
+    for default in (":80", ":443"):
+        if host.endswith(default):
+            host = host[: -len(default)]
+    return host
+
+
+def _option(options: Any, *names: str) -> Any:
+    """The first of ``names`` in storage options (or in their ``client_kwargs``)."""
+    if not isinstance(options, dict):
+        return None
+    for where in (options, options.get("client_kwargs")):
+        if isinstance(where, dict):
+            for name in names:
+                if where.get(name):
+                    return where[name]
+    return None
+
+
+def _endpoint(value: Any) -> str | None:
+    """An explicit endpoint as the server's ``host[:port]`` (``"aws"`` for AWS's own)."""
+    if not isinstance(value, str) or not value:
+        return None
+    netloc = value.split("://", 1)[-1].split("/", 1)[0]
+    host = _host(netloc)
+    return "aws" if _AWS_S3_HOST.match(host.split(":")[0]) else host
+
+
+def _url_location(url: str, options: Any = None) -> Location:
+    """A URL as ``(("url", family, server), (bucket, *prefix))``: the spellings of one
+    bucket or container (``az://``, ``abfs://``, ``abfss://``, ``azure://`` and Azure's
+    ``https://`` hosts; ``s3://``, ``s3a://`` and S3's ``https://`` forms; ``gs://``,
+    ``gcs://`` and Google's) are one family; ``options`` may name the server (an
+    ``endpoint_url``, an Azure ``account_name``)."""
     last = url.split("::")[-1]  # simplecache::s3://b/x: the data is at the last URL
     scheme, _, rest = last.partition("://")
     scheme = scheme.lower()
     if scheme == "file":
         return _file_location("/" + rest.lstrip("/"))
     rest = rest.split("?", 1)[0].split("#", 1)[0]
-    return ("url", _SCHEME_ALIASES.get(scheme, scheme)), _split(rest)
+    netloc, _, path = rest.partition("/")
+    family = _SCHEME_ALIASES.get(scheme, scheme)
+    server = None
+    if family == "http":
+        host = _host(netloc)
+        name = host.split(":")[0]
+        aws, gcs, azure = _AWS_S3_HOST.match(name), _GCS_HOST.match(name), _AZURE_HOST.match(name)
+        if aws or gcs:  # virtual-hosted: the bucket is in the host; path-style: first
+            m = aws or gcs
+            family, server = ("s3", "aws") if aws else ("gs", None)
+            bucket = m.group("bucket")
+            netloc, path = (bucket, path) if bucket else (path.partition("/")[0],
+                                                          path.partition("/")[2])
+        elif azure:
+            family, server = "az", azure.group("account")
+            netloc, _, path = path.partition("/")
+        else:
+            return ("url", "http", None), (host, *_split(path))
+    elif family == "az":
+        container, _, account = netloc.partition("@")  # abfs://c@acct.dfs.core.windows.net
+        netloc = container
+        server = account.split(".")[0].lower() if account else None
+        if server is None:
+            option = _option(options, "account_name", "azure_storage_account_name",
+                             "AZURE_STORAGE_ACCOUNT_NAME")
+            server = str(option).lower() if option else None
+    if family != "az" or server is None:
+        explicit = _endpoint(_option(options, "endpoint_url", "endpoint", "aws_endpoint",
+                                     "aws_endpoint_url", "AWS_ENDPOINT_URL"))
+        server = explicit or server
+    if family in ("s3", "gs", "az"):  # bucket and container names: no upper case
+        netloc = netloc.lower()
+    return ("url", family, server), _split(f"{netloc}/{path}")
+
+
+def _obstore_location(store: Any) -> Location | None:
+    """Where an obstore store (``obstore.store.*``) keeps its data; ``None``: unknown."""
+    name = type(store).__name__
+    cfg = dict(getattr(store, "config", None) or {})
+    prefix = str(getattr(store, "prefix", None) or "")
+    if name == "LocalStore":
+        return _file_location("/" + prefix.lstrip("/")) if prefix else None
+    if name == "S3Store":
+        return _url_location(f"s3://{cfg.get('bucket', '')}/{prefix}", cfg)
+    if name == "GCSStore":
+        return _url_location(f"gs://{cfg.get('bucket', '')}/{prefix}", cfg)
+    if name == "AzureStore":
+        return _url_location(f"az://{cfg.get('container_name', '')}/{prefix}", cfg)
+    if name == "HTTPStore":
+        return _url_location(f"{str(store.url).rstrip('/')}/{prefix}")
+    return None
+
+
+def _fsspec_location(fs: Any, path: str) -> Location | None:
+    """Where an fsspec file system's ``path`` is (its options may name the server)."""
+    try:
+        url = fs.unstrip_protocol(path)
+    except Exception:
+        return None
+    if not isinstance(url, str) or "://" not in url:
+        return None
+    return _url_location(url, getattr(fs, "storage_options", None))
+
+
+def _zarr_python_location(store: Any) -> Location:
+    """Where a zarr-python store (``zarr.abc.store.Store``) keeps its data: its
+    ``LocalStore``, ``ZipStore``, ``MemoryStore``, ``FsspecStore`` and ``ObjectStore``
+    (through ``WrapperStore``s such as ``LoggingStore``); another store (icechunk's, a
+    custom one) is known by itself only."""
+    seen = 0
+    while hasattr(store, "_store") and seen < 32:  # zarr.storage.WrapperStore
+        inner = store._store
+        if inner is None or inner is store:
+            break
+        store, seen = inner, seen + 1
+    name = type(store).__name__
+    module = type(store).__module__
+    if module.startswith("zarr.") or module == "zarr":
+        if name == "LocalStore" and getattr(store, "root", None) is not None:
+            return _file_location(store.root)
+        if name == "ZipStore" and getattr(store, "path", None) is not None:
+            return _file_location(store.path)
+        if name in ("MemoryStore", "GpuMemoryStore") and isinstance(
+                getattr(store, "_store_dict", None), MutableMapping):
+            return ("memory", id(store._store_dict)), ()
+        if name == "FsspecStore" and getattr(store, "fs", None) is not None:
+            loc = _fsspec_location(store.fs, getattr(store, "path", ""))
+            if loc is not None:
+                return loc
+        if name == "ObjectStore" and getattr(store, "store", None) is not None:
+            loc = _obstore_location(store.store)
+            if loc is not None:
+                return loc
+    return ("object", store), ()
 
 
 def _store_location(store: Store) -> Location:
     from zarrfast.storage import LocalStore, MemoryStore
+    from zarrfast.storage.fsspec import FsspecStore
+    from zarrfast.storage.obstore import ObjectStore
+    from zarrfast.storage.zarr_python import ZarrPythonStore
     from zarrfast.storage.zip import ZipStore
 
     while isinstance(getattr(store, "store", None), Store):  # wrappers: the wrapped store
@@ -404,16 +550,26 @@ def _store_location(store: Store) -> Location:
     if isinstance(store, ZipStore):
         return _file_location(store.path)
     if isinstance(store, MemoryStore):
-        return ("memory", id(store._store_dict())), ()
+        return ("memory", id(store._store_dict)), ()
+    if isinstance(store, ZarrPythonStore):
+        return _zarr_python_location(store.zarr_store)
+    loc = None
+    if isinstance(store, FsspecStore):
+        loc = _fsspec_location(store.fs, store.path)
+    elif isinstance(store, ObjectStore):
+        loc = _obstore_location(store.store)
+    if loc is not None:
+        return loc
     url = getattr(store, "url", None)
     if isinstance(url, str) and "://" in url and url.split("://", 1)[1].strip("/"):
         return _url_location(url)
     return ("object", store), ()  # the same store object (by its ==), or not
 
 
-def _location(target: Any, path: str | None) -> Location | None:
+def _location(target: Any, path: str | None, options: Any = None) -> Location | None:
     """Where ``target`` (a store-like, or an opened node) and the node at ``path`` in it
-    are; ``None`` for a new in-memory store (it overlaps nothing)."""
+    are; ``None`` for a new in-memory store (it overlaps nothing).  ``options``: the
+    storage options a URL is opened with."""
     if isinstance(target, (Array, Group)):
         space, parts = _store_location(target.store)
         if getattr(target, "draft_layout", None):  # drafts keep chunks apart: the store
@@ -427,7 +583,7 @@ def _location(target: Any, path: str | None) -> Location | None:
         s = os.fspath(target)
         s = s.decode() if isinstance(s, bytes) else s
         if is_remote_url(s):
-            space, parts = _url_location(s)
+            space, parts = _url_location(s, options)
         else:
             space, parts = _file_location(s[len("file://"):] if s.startswith("file://") else s)
     elif isinstance(target, MutableMapping):
@@ -455,10 +611,37 @@ def _file_ids(parts: tuple[str, ...]) -> list[tuple[int, int]]:
     return out
 
 
+def _addresses(host: str) -> set[tuple[str, str | None]]:
+    """The IP addresses of ``host[:port]``, each with the port (empty: not resolved)."""
+    name, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except (OSError, UnicodeError):
+        return set()
+    return {(info[4][0], port or None) for info in infos}
+
+
+def _same_server(a: str | None, b: str | None) -> bool:
+    """Whether two servers of a URL family may be one: unknown (the default) may be any;
+    two names are one server when they are equal or resolve to a common address."""
+    if a is None or b is None or a == b:
+        return True
+    return bool(_addresses(a) & _addresses(b))
+
+
+def _same_space(a: tuple, b: tuple) -> bool:
+    if a[0] == b[0] == "url":
+        return a[1] == b[1] and _same_server(a[2], b[2])
+    try:
+        return bool(a == b)
+    except Exception:  # a foreign store's __eq__ that fails: not known to be the same
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 def _relation(src: Location, dst: Location) -> str | None:
     """``"same"``, ``"dst inside"``, ``"src inside"`` or ``None`` (apart)."""
     (s_space, s), (d_space, d) = src, dst
-    if s_space != d_space:
+    if not _same_space(s_space, d_space):
         return None
     n = min(len(s), len(d))
     if s[:n] == d[:n]:
@@ -486,26 +669,36 @@ def _shown(loc: Location) -> str:
     if space == ("file",):
         return _path_of(parts)
     if space[0] == "url":
-        return f"{space[1]}://" + "/".join(parts)
+        server = f" (server {space[2]})" if space[2] else ""
+        return f"{space[1]}://" + "/".join(parts) + server
     return "/".join(parts) or "<root>"
 
 
 def check_distinct(src: Any, dst: Any, *, path: str | None = None,
                    dst_path: str | None = None, src_name: Any = None, dst_name: Any = None,
-                   what: str = "convert") -> None:
+                   what: str = "convert", src_options: Any = None,
+                   dst_options: Any = None) -> None:
     """Refuse a destination that is the source, is inside it, or holds it.
 
     Paths are compared resolved (links, ``..``, trailing slashes, relative paths, and the
-    same directory reached by another path); URLs normalised; ``.zip`` files by their
-    resolved path.  Raises :class:`SourceOverlapError` naming both, before anything is
-    written or deleted.
+    same directory reached by another path); ``.zip`` files by their resolved path; stores
+    by where they keep their data (zarrfast's and zarr-python's local, zip, memory, fsspec
+    and obstore stores); URLs normalised, the spellings of one bucket or container being
+    one place (``az://``, ``abfs://``, ``abfss://``, ``azure://`` and Azure's ``https://``
+    hosts; ``s3://``, ``s3a://`` and S3's virtual-hosted and path-style ``https://``
+    forms; ``gs://``, ``gcs://`` and Google's).  The server is compared where both sides
+    name one (an ``endpoint_url`` or Azure account in ``src_options``/``dst_options`` or
+    in the store, equal or resolving to a common address); where one side leaves it to
+    the default, it may be the other's, and the two are taken as one.  A store whose
+    place is unknown (icechunk's, a custom one) overlaps only itself (``==``).  Raises
+    :class:`SourceOverlapError` naming both, before anything is written or deleted.
     """
     if isinstance(src, (Array, Group)):
         src_loc = _location(src, None)
         path = src.path if path is None else path
     else:
-        src_loc = _location(src, path)
-    dst_loc = _location(dst, dst_path)
+        src_loc = _location(src, path, src_options)
+    dst_loc = _location(dst, dst_path, dst_options)
     if src_loc is None or dst_loc is None:
         return
     relation = _relation(src_loc, dst_loc)
