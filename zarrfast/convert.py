@@ -25,6 +25,7 @@ again for the destination's nodes.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
@@ -800,7 +801,8 @@ class _ZipStaged:
     def __init__(self, path: str, root: str, fmt: int, overwrite: bool, label: str) -> None:
         from zarrfast.storage.zip import ZipStore
 
-        self.final = os.path.realpath(path)  # a link to an archive: its target is replaced
+        # ~ as everywhere; a link to an archive: its target is replaced
+        self.final = os.path.realpath(os.path.expanduser(path))
         self.tmp = _partial_name(self.final, label)
         exists = os.path.exists(self.final)
         if exists:
@@ -960,7 +962,7 @@ def _staging(dst: StoreLike, root: str, fmt: int, overwrite: bool, label: str
         s = os.fspath(dst)
         s = s.decode() if isinstance(s, bytes) else s
         if not is_remote_url(s):
-            local = s[len("file://"):] if s.startswith("file://") else s
+            local = os.path.expanduser(s[len("file://"):] if s.startswith("file://") else s)
             if local.lower().endswith(".zip") and not os.path.isdir(local):
                 return _ZipStaged(local, root, fmt, overwrite, label)
             return _DirStaged(local, root, fmt, overwrite, label)
@@ -968,21 +970,32 @@ def _staging(dst: StoreLike, root: str, fmt: int, overwrite: bool, label: str
 
 
 def _has_consolidated(group: Group) -> bool:
-    """Whether the source group holds consolidated metadata (v3: in its ``zarr.json``; v2:
-    a ``.zmetadata`` beside it; a draft layout: none)."""
+    """Whether the source group's own stored metadata is consolidated (v3: in its own
+    ``zarr.json``; v2: a ``.zmetadata`` beside it; a draft layout: none).  Its own
+    document, not its metadata object: a group below a consolidated one is read from the
+    root's consolidated metadata, which gives every group the nodes below it."""
     if getattr(group, "draft_layout", None):
         return False
     if group.metadata.zarr_format == 3:
-        return getattr(group.metadata, "consolidated_metadata", None) is not None
+        raw = group.store.get(node_key(group.path, "zarr.json"))
+        if raw is None:
+            return False
+        try:
+            doc = json.loads(bytes(raw))
+        except ValueError:
+            return False
+        return isinstance(doc, dict) and doc.get("consolidated_metadata") is not None
     return group.store.get(node_key(group.path, ".zmetadata")) is not None
 
 
 def _write_tree(nodes: list[tuple[str, Array | Group]], plans: dict[str, Any], store: Store,
                 root: str, zarr_format: int, overwrite: bool, bar: Any,
-                consolidate: bool) -> None:
+                consolidated: set[str]) -> None:
+    """Write ``nodes`` below ``root``; then, for each group of ``consolidated`` (paths
+    relative to the source node), its consolidated metadata, deepest first."""
     from zarrfast.hierarchy.consolidated import write_consolidated
 
-    root_md = None
+    groups = {}
     for rel, n in nodes:
         target = node_key(root, rel) if rel else root
         if isinstance(n, Group):
@@ -990,13 +1003,13 @@ def _write_tree(nodes: list[tuple[str, Array | Group]], plans: dict[str, Any], s
             md = (GroupMetadata(attributes=attrs) if zarr_format == 3
                   else GroupMetadataV2(attributes=attrs))
             write_new_node(store, target, md, overwrite=overwrite)
-            if not rel:
-                root_md = md
+            groups[rel] = (target, md)
         else:
             _copy_array(n, store, target, zarr_format, overwrite, bar, plans.get(rel))
-    if consolidate and root_md is not None:
+    for rel in sorted(consolidated, key=lambda r: (-r.count("/") - bool(r), r)):
         # the destination's nodes, in the destination's format (v3 inline, v2 .zmetadata)
-        write_consolidated(store, root, root_md)
+        target, md = groups[rel]
+        write_consolidated(store, target, md)
 
 
 def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int = 3,
@@ -1016,8 +1029,9 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
       existing one replaced with ``overwrite`` as it was.  Other stores (memory, remote)
       are written in place; a failure deletes the keys written (a node replaced with
       ``overwrite`` is then gone: those stores have no rename);
-    * consolidated metadata of the source group is written for the destination's nodes,
-      in the destination's format (v3: inline in ``zarr.json``; v2: ``.zmetadata``).
+    * consolidated metadata of each source group that has it (the root, and any group
+      below it) is written for that destination group's nodes, in the destination's
+      format (v3: inline in ``zarr.json``; v2: ``.zmetadata``).
 
     Parameters
     ----------
@@ -1059,7 +1073,8 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
         nodes += list(node.members(max_depth=None))
     # every array planned before anything is written: a refusal writes nothing
     plans = {rel: _plan(n, zarr_format) for rel, n in nodes if isinstance(n, Array)}
-    consolidate = isinstance(node, Group) and _has_consolidated(node)
+    # every source group whose metadata is consolidated (the root and any below it)
+    consolidated = {rel for rel, n in nodes if isinstance(n, Group) and _has_consolidated(n)}
     total = sum(math.prod(n.metadata.chunk_grid.grid_shape(n.shape))
                 for _, n in nodes if isinstance(n, Array))
     from tqdm.auto import tqdm
@@ -1069,7 +1084,7 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
         with tqdm(total=total, unit="chunk", disable=not progress, desc=label,
                   file=sys.stderr) as bar:
             store, at, over = staging.target
-            _write_tree(nodes, plans, store, at, zarr_format, over, bar, consolidate)
+            _write_tree(nodes, plans, store, at, zarr_format, over, bar, consolidated)
         final = staging.commit()
     except BaseException:
         staging.abort()
