@@ -9,7 +9,11 @@ one is covered without editing this file; arguments are made from parameter name
 (:data:`ARGUMENTS`), and a required parameter it has no value for fails the test.
 
 Keywords zarr-python 3.4.2 accepts are still accepted (those it ignores with a warning
-warn as it does), and a keyword it deprecates warns with its warning.
+warn as it does), and a keyword it deprecates warns with its warning: every keyword in
+its functions' and methods' signatures, and those its ``array``, ``open_array``,
+``open_like``, ``open`` and ``save_array`` take in ``**kwargs`` and pass on.  The ones
+that change what is stored are called with real values, and the files written compared
+with zarr-python's.
 """
 
 from __future__ import annotations
@@ -341,69 +345,132 @@ def test_create_with_mode_w_replaces_and_mode_r_refuses(tmp_path: Path) -> None:
     assert zarrfast.open_array(target, mode="r").shape == (5,)
 
 
-# every keyword zarr-python 3.4.2 names in a function's signature is taken by zarrfast's
+# every keyword zarr-python 3.4.2 takes is taken by zarrfast's function of that name: the
+# keywords each function names in its signature, and the ones it takes in ``**kwargs`` and
+# passes on (``array``, ``open_array``, ``open_like`` and ``open`` to ``create``,
+# ``save_array`` to ``AsyncArray._create`` with ``mode`` and ``overwrite``); each keyword
+# with its default where that is JSON, else ``None``
 _PEER_SIGNATURES = """
-import inspect, zarr, zarr.api.synchronous as s
+import inspect, json, zarr, zarr.api.synchronous as s, zarr.api.asynchronous as a
+from zarr.core.array import AsyncArray
+
+def value(p):
+    try:
+        json.dumps(p.default)
+        return p.default
+    except TypeError:
+        return None
+
+def keywords(fn, exclude=()):
+    return [[p.name, value(p)] for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and p.default is not p.empty and p.name not in exclude]
+
 out = {}
 for name in s.__all__:
     fn = getattr(s, name)
-    if not callable(fn):
-        continue
-    params = inspect.signature(fn).parameters.values()
-    out[name] = [p.name for p in params
-                 if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-                 and p.default is not p.empty
-                 and (p.default is None or isinstance(p.default, (bool, str)))]
-for name in ("create_array", "create_group", "require_group", "require_array", "zeros",
-             "ones", "empty", "full", "empty_like", "zeros_like", "ones_like", "full_like"):
-    for cls in (zarr.Group, zarr.AsyncGroup):
-        params = inspect.signature(getattr(cls, name)).parameters.values()
-        out[cls.__name__ + "." + name] = [
-            p.name for p in params
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-            and p.default is not p.empty
-            and (p.default is None or isinstance(p.default, (bool, str)))]
-emit(out)
+    if callable(fn):
+        out[name] = keywords(fn)
+for cls in (zarr.Group, zarr.AsyncGroup):
+    for name in dir(cls):
+        fn = getattr(cls, name)
+        if not name.startswith("_") and callable(fn) and inspect.isfunction(fn):
+            out[cls.__name__ + "." + name] = keywords(fn)
+# what **kwargs takes and passes on
+create = keywords(a.create, exclude=("shape",))
+out["array[create]"] = create
+for name in ("open_array", "open_like", "open"):  # (they give overwrite themselves)
+    own = {k for k, _ in out[name]} | {"overwrite"}
+    out[name + "[create]"] = [kv for kv in create if kv[0] not in own]
+out["save_array[create]"] = keywords(
+    AsyncArray._create, exclude=("shape", "dtype", "chunks", "zarr_format")
+) + [["mode", "a"]]
+# the parameters without a default, which a caller may name too
+required = {}
+for cls in (zarr.Group, zarr.AsyncGroup):
+    for name in dir(cls):
+        fn = getattr(cls, name)
+        if not name.startswith("_") and callable(fn) and inspect.isfunction(fn):
+            required[cls.__name__ + "." + name] = [
+                p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and p.default is p.empty and p.name != "self"]
+emit({"optional": out, "required": required})
 """
+
+#: arguments for calling with the keywords ``**kwargs`` passes on, by the sweep's name
+_PASSED_ON: dict[str, tuple[str, dict[str, Any]]] = {
+    "array[create]": ("array", {}),
+    "open_array[create]": ("open_array", {"shape": (4,), "dtype": "i4", "mode": "w"}),
+    "open_like[create]": ("open_like", {"mode": "w"}),
+    "open[create]": ("open", {"shape": (4,), "dtype": "i4", "mode": "w"}),
+    "save_array[create]": ("save_array", {}),
+}
 
 
 @pytest.fixture(scope="module")
-def peer_keywords(zarr_peer: Any) -> dict[str, list[str]]:
+def peer_keywords(zarr_peer: Any) -> dict[str, dict[str, list]]:
     return zarr_peer.run(_PEER_SIGNATURES)
 
 
 def test_every_keyword_zarr_python_names_is_accepted(tmp_path: Path,
                                                      peer_keywords: dict) -> None:
-    """Called with each of zarr-python's keywords at a neutral value (``None``), no
-    zarrfast function says "unexpected keyword argument" (other errors are the
-    keyword's business)."""
+    """Called with each of zarr-python's keywords at a neutral value (its default, or
+    ``None``), no zarrfast function or method says "unexpected keyword argument" (other
+    errors are the keyword's business)."""
     refused = []
-    for qualname, names in peer_keywords.items():
-        for i, keyword in enumerate(names):
+    swept = set()
+    for qualname, pairs in peer_keywords["optional"].items():
+        target, extra = _PASSED_ON.get(qualname, (qualname, {}))
+        for i, (keyword, value) in enumerate(pairs):
             place = Place(tmp_path / f"{qualname}.{i}")
-            if qualname.startswith("Group."):
-                fn = getattr(place.group, qualname.split(".", 1)[1], None)
-            elif qualname.startswith("AsyncGroup."):
-                fn = getattr(place.group._async_view(), qualname.split(".", 1)[1], None)
+            if target.startswith("Group."):
+                fn = getattr(place.group, target.split(".", 1)[1], None)
+            elif target.startswith("AsyncGroup."):
+                fn = getattr(place.group._async_view(), target.split(".", 1)[1], None)
             else:
-                fn = getattr(zsync, qualname, None)
+                fn = getattr(zsync, target, None)
             if fn is None:
-                continue  # (not in zarrfast: copy, copy_all, copy_store)
+                continue  # (not in zarrfast: copy, copy_all, copy_store, Group.nmembers...)
             filled: set[str] = set()
             args, kwargs = _arguments(fn, place, filled)
-            if keyword in filled:
+            if keyword in filled or keyword in extra:
                 continue
-            kwargs[keyword] = None
+            kwargs = {**kwargs, **extra, keyword: value}
+            swept.add(f"{qualname}({keyword})")
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     _run(fn(*args, **kwargs))
             except TypeError as e:
                 if "unexpected keyword argument" in str(e) or "multiple values" in str(e):
-                    refused.append(f"{qualname}({keyword}=None): {e}")
+                    refused.append(f"{target}({keyword}={value!r}): {e}")
             except Exception:  # noqa: BLE001 - only the keyword's acceptance is checked here
                 pass
     assert not refused, "\n".join(refused)
+    # (the sweep reaches what **kwargs passes on, and methods beyond the creating ones)
+    for seen in ("array[create](dimension_separator)", "save_array[create](chunk_shape)",
+                 "open_array[create](read_only)", "Group.members(use_consolidated_for_children)",
+                 "AsyncGroup.tree(max_nodes)", "Group.get(default)"):
+        assert seen in swept, seen
+
+
+def test_every_required_parameter_has_zarr_pythons_name(peer_keywords: dict) -> None:
+    """A caller may name a required parameter too (``group.get(path="a")``): zarrfast's
+    ``Group`` and ``AsyncGroup`` methods call each one as zarr-python does."""
+    differ = []
+    for qualname, names in peer_keywords["required"].items():
+        cls, method = qualname.split(".", 1)
+        fn = getattr(getattr(zarrfast, cls), method, None)
+        if fn is None:
+            continue
+        params = inspect.signature(fn).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            continue  # (checked by calling, above)
+        missing = [n for n in names if n not in params]
+        if missing:
+            differ.append(f"{qualname}: zarr-python's {missing}, zarrfast's {list(params)}")
+    assert not differ, "\n".join(differ)
 
 
 @pytest.mark.parametrize("fn", ["open_array", "open"])
@@ -452,3 +519,261 @@ def test_require_array_refuses_a_misspelling_when_the_array_exists(asynchronous:
     err = _assert_refused(lambda: group.require_array("a", shape=(4,), chuncks=(2,)),
                           "chuncks", place)
     assert "did you mean 'chunks'?" in str(err)
+
+
+# -- the keywords taken with real values: what is stored is what zarr-python stores --------
+
+_BIG_ENDIAN_GZIP = [{"name": "bytes", "configuration": {"endian": "big"}},
+                    {"name": "gzip", "configuration": {"level": 1}}]
+_D8 = list(range(8))
+_D24 = [[0, 1, 2, 3], [4, 5, 6, 7]]
+#: ``[function, directory, data, keywords]``, run in order by zarr-python 3.4.2 and by
+#: zarrfast in directories of their own (a directory named twice: the later call meets
+#: what the earlier one wrote)
+_WRITES: list[list[Any]] = [
+    ["array", "a_sep", _D24, {"dimension_separator": "/", "zarr_format": 2, "chunks": [1, 2]}],
+    ["array", "a_sep_dot", _D24, {"dimension_separator": ".", "zarr_format": 2,
+                                  "chunks": [1, 2]}],
+    ["array", "a_wec", [0, 0, 0, 0], {"write_empty_chunks": True, "chunks": [2]}],
+    ["array", "a_wec_off", [0, 0, 5, 0], {"write_empty_chunks": False, "chunks": [2]}],
+    ["array", "a_chunk_shape", _D8, {"chunk_shape": [2]}],
+    ["array", "a_chunk_shape_v2", _D8, {"chunk_shape": [4], "zarr_format": 2}],
+    ["array", "a_chunk_shape_and_chunks", _D8, {"chunk_shape": [4], "chunks": [2]}],
+    ["array", "a_codecs", _D8, {"codecs": _BIG_ENDIAN_GZIP, "chunks": [4]}],
+    ["array", "a_codecs_v2", _D8, {"codecs": _BIG_ENDIAN_GZIP, "zarr_format": 2}],
+    ["array", "a_ignored", _D8, {"synchronizer": True, "chunk_store": True,
+                                 "cache_metadata": True, "cache_attrs": True,
+                                 "meta_array": True}],
+    ["array", "a_read_only_false", _D8, {"read_only": False}],
+    ["array", "a_read_only_true", _D8, {"read_only": True}],
+    ["array", "a_mode", _D8, {}],
+    ["array", "a_mode", _D8[:4], {}],
+    ["array", "a_mode", _D8[:4], {"mode": "a"}],
+    ["array", "a_mode", _D8[:3], {"mode": "w"}],
+    ["array", "a_mode", _D8[:2], {"mode": "w-"}],
+    ["array", "a_mode", _D8[:2], {"mode": "w-", "overwrite": True}],
+    ["array", "a_mode_r", _D8, {"mode": "r"}],
+    ["save_array", "s_chunk_shape", _D8, {"chunk_shape": [2]}],
+    ["save_array", "s_codecs", _D8, {"codecs": _BIG_ENDIAN_GZIP}],
+    ["save_array", "s_sep", _D24, {"dimension_separator": "/", "zarr_format": 2,
+                                   "chunk_shape": [1, 2]}],
+    ["save_array", "s_mode", _D8, {}],
+    ["save_array", "s_mode", _D8[:4], {}],
+    ["save_array", "s_mode", _D8[:4], {"overwrite": True}],
+    ["save_array", "s_mode", _D8[:3], {"mode": "w"}],
+    ["save_array", "s_mode", _D8[:2], {"mode": "w-"}],
+    ["save_array", "s_mode", _D8[:2], {"mode": "w", "overwrite": False}],
+    ["save_array", "s_mode", _D8[:1], {"mode": "a"}],
+    ["save_array", "s_mode_r", _D8, {"mode": "r"}],
+    ["save_array", "s_data", _D8, {"data": 0}],
+]
+
+_RUN_WRITES = """
+import os, warnings
+import numpy as np
+import zarr
+
+def run(zarr, root, steps):
+    out = []
+    for fn, rel, data, kwargs in steps:
+        data = np.asarray(data, dtype="i4")
+        target = os.path.join(root, rel)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                if fn == "array":
+                    zarr.array(data, store=target, **kwargs)
+                else:
+                    zarr.save_array(target, data, **kwargs)
+                result = "ok"
+            except Exception as e:  # (which error is compared apart)
+                result = "error"
+        out.append([result, sorted({str(w.message) for w in seen
+                                    if w.category.__name__ == "ZarrRuntimeWarning"})])
+    return out
+"""
+
+
+def _tree(root: Path) -> dict[str, Any]:
+    """Every file below ``root``: metadata documents parsed, chunks as present."""
+    import json
+
+    out: dict[str, Any] = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            rel = str(p.relative_to(root))
+            out[rel] = json.loads(p.read_text()) if p.name in (
+                "zarr.json", ".zarray", ".zattrs", ".zgroup") else "chunk"
+    return out
+
+
+@pytest.fixture(scope="module")
+def peer_writes(zarr_peer: Any, tmp_path_factory: pytest.TempPathFactory
+                ) -> tuple[Path, list]:
+    root = tmp_path_factory.mktemp("peer_writes")
+    results = zarr_peer.run(_RUN_WRITES + "\nemit(run(zarr, ARGS['root'], ARGS['steps']))\n",
+                            {"root": str(root), "steps": _WRITES})
+    return root, results
+
+
+@pytest.mark.parametrize("fn", ["array", "save_array"])
+def test_older_create_keywords_store_what_zarr_python_stores(
+        fn: str, tmp_path: Path, peer_writes: tuple[Path, list]) -> None:
+    """``array`` and ``save_array`` with zarr-python's older ``create`` keywords
+    (``dimension_separator``, ``write_empty_chunks``, ``chunk_shape``, ``codecs``), the
+    ones it ignores, ``read_only``, ``mode`` and ``overwrite``: each call succeeds or fails
+    as zarr-python's does, with its warnings, and leaves the same files (metadata equal
+    as JSON, the same chunk keys) holding the same values.  zarrfast refused every one of
+    these keywords."""
+    peer_root, peer_results = peer_writes
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    namespace: dict[str, Any] = {}
+    exec(_RUN_WRITES.replace("import zarr\n", ""), namespace)  # noqa: S102 - the same driver
+    steps = [s for s in _WRITES if s[0] == fn]
+    peer = [r for s, r in zip(_WRITES, peer_results, strict=True) if s[0] == fn]
+    got = namespace["run"](zarrfast, str(ours), steps)
+    for step, mine, theirs in zip(steps, got, peer, strict=True):
+        assert mine == theirs, f"{step}: zarrfast {mine}, zarr-python {theirs}"
+    for rel in sorted({s[1] for s in steps}):
+        mine_tree, theirs_tree = _tree(ours / rel), _tree(peer_root / rel)
+        assert mine_tree == theirs_tree, rel
+        if any(name in ("zarr.json", ".zarray") for name in mine_tree):
+            np.testing.assert_array_equal(zarrfast.open_array(str(ours / rel), mode="r")[...],
+                                          zarrfast.open_array(str(peer_root / rel),
+                                                              mode="r")[...])
+
+
+def test_save_array_keeps_an_existing_array_unless_asked_to_replace_it(tmp_path: Path
+                                                                       ) -> None:
+    """zarr-python's ``save_array`` (mode ``'a'``) refuses to replace an existing array;
+    zarrfast's replaced it without a word.  ``overwrite=True`` or ``mode='w'`` replace."""
+    target = str(tmp_path / "s.zarr")
+    zarrfast.save_array(target, np.arange(8))
+    with pytest.raises(zarrfast.errors.ContainsArrayError):
+        zarrfast.save_array(target, np.zeros(3))
+    with pytest.raises(zarrfast.errors.ContainsArrayError):
+        zarrfast.save(target, np.zeros(3))
+    assert zarrfast.load(target).tolist() == list(range(8))
+    zarrfast.save_array(target, np.ones(2), mode="w")
+    assert zarrfast.load(target).tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("how", ["open_array", "open", "open_like"])
+def test_read_only_opens_an_array_that_refuses_writes(how: str, tmp_path: Path) -> None:
+    """``read_only=True`` (which zarr-python takes, and ignores) gives an array that
+    refuses writes, whether it was there or is created; zarrfast refused the keyword."""
+    existing = tmp_path / "e.zarr"
+    zarrfast.create_array(str(existing), shape=(4,), chunks=(2,), dtype="i4")[:] = 7
+    if how == "open_like":
+        like = zarrfast.open_array(str(existing), mode="r")
+        opened = zarrfast.open_like(like, str(existing), read_only=True)
+        created = zarrfast.open_like(like, str(tmp_path / "n.zarr"), read_only=True)
+        writable = zarrfast.open_like(like, str(existing), read_only=False)
+    else:
+        fn = getattr(zarrfast, how)
+        opened = fn(str(existing), read_only=True)
+        created = fn(str(tmp_path / "n.zarr"), mode="w", shape=(4,), dtype="i4",
+                     read_only=True)
+        writable = fn(str(existing), read_only=False)
+    for a in (opened, created):
+        assert a.read_only
+        with pytest.raises(Exception) as info:
+            a[:] = 1
+        assert not isinstance(info.value, TypeError)
+    assert zarrfast.open_array(str(existing), mode="r")[:].tolist() == [7, 7, 7, 7]
+    assert Path(tmp_path / "n.zarr" / "zarr.json").is_file()
+    assert zarrfast.open_array(str(tmp_path / "n.zarr"), mode="r")[:].tolist() == [0] * 4
+    assert not writable.read_only
+    writable[:2] = 1
+    assert zarrfast.open_array(str(existing), mode="r")[:].tolist() == [1, 1, 7, 7]
+    if how == "open":  # a group: zarr-python's open passes read_only to open_group, which
+        # refuses it; so does zarrfast's, before anything is created
+        place = Place(tmp_path / "groups")
+        _assert_refused(lambda: zarrfast.open(place.new, read_only=True), "read_only", place)
+        _assert_refused(lambda: zarrfast.open(str(tmp_path / "groups" / "existing"),
+                                              read_only=True), "read_only", place)
+
+
+def test_open_like_takes_the_store_for_its_path(tmp_path: Path) -> None:
+    """zarr-python's ``open_like(a, path, store=...)`` opens ``path`` in ``store`` (its
+    ``open_array`` takes ``store``); zarrfast refused ``store``."""
+    like = zarrfast.create_array({}, shape=(3,), dtype="u2")
+    a = zarrfast.open_like(like, "x/y", store=str(tmp_path / "st.zarr"), mode="w")
+    assert a.path == "x/y" and (tmp_path / "st.zarr" / "x" / "y" / "zarr.json").is_file()
+
+
+_CONSOLIDATED_CHILD = """
+import zarr
+g = zarr.open_group(ARGS["root"], mode="w")
+sub = g.create_group("sub")
+sub.create_array("a", shape=(2,), dtype="i1")
+zarr.consolidate_metadata(ARGS["root"], path="sub")
+g = zarr.open_group(ARGS["root"], mode="r", use_consolidated=False)
+
+async def listing(flag):
+    # (AsyncGroup's: zarr-python's Group.members takes the keyword but does not pass it on)
+    return {k: v.metadata.consolidated_metadata is None async for k, v in
+            g._async_group.members(max_depth=None, use_consolidated_for_children=flag)
+            if isinstance(v, zarr.AsyncGroup)}
+
+import asyncio
+emit({str(flag): asyncio.run(listing(flag)) for flag in (True, False)})
+"""
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_members_use_consolidated_for_children_as_zarr_python(
+        asynchronous: bool, tmp_path: Path, zarr_peer: Any) -> None:
+    """``members(use_consolidated_for_children=False)``: a member group comes without the
+    consolidated metadata it holds, as from zarr-python's ``AsyncGroup.members`` (a group
+    zarr-python wrote; its ``Group.members`` takes the keyword and drops it); zarrfast
+    refused the keyword."""
+    root = tmp_path / "h.zarr"
+    expected = zarr_peer.run(_CONSOLIDATED_CHILD, {"root": str(root)})
+    g = zarrfast.open_group(str(root), mode="r", use_consolidated=False)
+    got = {}
+    for flag in (True, False):
+        if asynchronous:
+            async def listing(flag: bool = flag) -> list:
+                return [kv async for kv in g._async_view().members(
+                    max_depth=None, use_consolidated_for_children=flag)]
+            members = asyncio.run(listing())
+        else:
+            members = g.members(max_depth=None, use_consolidated_for_children=flag)
+        got[str(flag)] = {k: v.metadata.consolidated_metadata is None for k, v in members
+                          if hasattr(v, "members")}
+    assert got == expected == {"True": {"sub": False}, "False": {"sub": True}}
+
+
+def test_group_get_takes_path_by_name(tmp_path: Path) -> None:
+    """zarr-python's ``Group.get(path, default)``; zarrfast named it ``name``."""
+    group = Place(tmp_path).group
+    assert group.get(path="a").shape == (4,)
+    assert group.get(path="missing", default=5) == 5
+
+
+_PLAIN_TREE = """
+import zarr
+g = zarr.open_group(ARGS["root"], mode="w")
+g.create_array("a", shape=(2,), dtype="i1")
+g.create_group("s").create_array("b", shape=(3,), dtype="f4")
+emit([str(g.tree(max_nodes=n, plain=True)) for n in (1, 2, 500)])
+"""
+
+
+def test_async_group_tree_takes_max_nodes_and_plain(tmp_path: Path, zarr_peer: Any) -> None:
+    """``AsyncGroup.tree(max_nodes=, plain=)`` as zarr-python's (``Group.tree`` took them,
+    ``AsyncGroup.tree`` refused them)."""
+    root = tmp_path / "t.zarr"
+    expected = zarr_peer.run(_PLAIN_TREE, {"root": str(root)})
+    group = zarrfast.open_group(str(root), mode="r")
+    got = [str(asyncio.run(group._async_view().tree(max_nodes=n, plain=True)))
+           for n in (1, 2, 500)]
+    assert got == [str(group.tree(max_nodes=n, plain=True)) for n in (1, 2, 500)]
+    # the whole tree as zarr-python draws it; cut short where it cuts it (which members
+    # come first there depends on which reads finish first)
+    assert got[2] == expected[2]
+    for mine, theirs in zip(got[:2], expected[:2], strict=True):
+        assert mine.splitlines()[:2] == theirs.splitlines()[:2]
+        assert len(mine.splitlines()) == len(theirs.splitlines())

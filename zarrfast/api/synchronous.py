@@ -225,16 +225,27 @@ def create_array(
 
 def array(data: Any, *, store: StoreLike = None, name: str | None = None,
           path: str | None = None, storage_options: Mapping[str, Any] | None = None,
-          **kwargs: Any) -> Array:
-    """Create an array filled with ``data`` (``dtype=`` may convert it); the other
-    keywords are those of :func:`create_array`.  ``path`` (zarr-python's name for it) or
-    ``name``: where in the store."""
-    check_keywords("array", kwargs, _ARRAY_KEYWORDS)
+          mode: str | None = None, read_only: bool | None = None, **kwargs: Any) -> Array:
+    """Create an array filled with ``data`` (``dtype=`` may convert it).  ``path``
+    (zarr-python's name for it) or ``name``: where in the store.
+
+    The other keywords are those of :func:`create_array`, or those of zarr-python's older
+    :func:`create`, to which zarr-python's ``array`` passes them (``chunk_shape``,
+    ``codecs``, ``dimension_separator``, ``object_codec``, the deprecated
+    ``write_empty_chunks``, with its warning; ``synchronizer``, ``chunk_store``,
+    ``cache_metadata``, ``cache_attrs`` and ``meta_array`` are ignored with its "not yet
+    implemented" warning).  ``mode`` as :func:`create` takes it; ``read_only=True`` is
+    refused (a ``ValueError``) before anything is written, as in zarr-python."""
+    _check_open_array_keywords("array", kwargs, _ARRAY_KEYWORDS)
     if path is not None and name is not None and normalize_path(path) != normalize_path(name):
         raise TypeError(f"array() got both name={name!r} and path={path!r}: give one")
-    s, p = _resolve(store, name if name is not None else path,
+    if read_only:  # (zarr-python's words)
+        raise ZarrfastError("read_only=True is no longer supported when creating new arrays")
+    store_read_only, overwrite = _creating_mode(mode, kwargs.pop("overwrite", False))
+    s, p = _resolve(store, name if name is not None else path, read_only=store_read_only,
                     storage_options=storage_options)
-    return create_array_at(s, p, data=data, **kwargs)
+    return _create_opened(s, p, overwrite, kwargs.pop("zarr_format", None),
+                          {**kwargs, "data": data})
 
 
 def open_array(
@@ -252,7 +263,9 @@ def open_array(
     The other keywords create the array: those of :func:`create_array`, or those of
     zarr-python's older :func:`create` (``chunk_shape``, ``codecs``,
     ``dimension_separator``, ``object_codec``); ``config`` and ``order`` also apply to
-    an array opened.  An unknown keyword is a ``TypeError``, whatever the mode."""
+    an array opened, and so does ``read_only=True``: the array returned, opened or
+    created, refuses writes (zarr-python takes the keyword and ignores it).  An unknown
+    keyword is a ``TypeError``, whatever the mode."""
     _check_mode(mode)
     check_zarr_format(zarr_format)
     _check_open_array_keywords("open_array", kwargs)
@@ -290,7 +303,8 @@ def open_array(
     if kwargs.get("write_empty_chunks") is not None:  # (the older keyword wins, as there)
         cfg = {**cfg, "write_empty_chunks": kwargs["write_empty_chunks"]}
     # order None: config["array.order"], as zarr-python resolves it when it opens an array
-    return Array(s, p, md, read_only=mode == "r" or s.read_only,
+    return Array(s, p, md,
+                 read_only=mode == "r" or s.read_only or bool(kwargs.get("read_only")),
                  write_empty_chunks=cfg.get("write_empty_chunks"),
                  order=kwargs.get("order") or cfg.get("order"))
 
@@ -301,21 +315,42 @@ _LEGACY_ONLY = frozenset({"chunk_shape", "codecs", "dimension_separator", "objec
 _MODERN_ONLY = frozenset({"shards", "compressors", "serializer", "write_data"})
 
 
-def _check_open_array_keywords(function: str, kwargs: Mapping[str, Any]) -> None:
-    """``TypeError`` for a keyword ``open_array`` does not take; zarr-python's warnings
-    for the keywords it takes and ignores, and for ``write_empty_chunks``."""
-    check_keywords(function, kwargs, OPEN_ARRAY_KEYWORDS)
+def _check_open_array_keywords(function: str, kwargs: Mapping[str, Any],
+                               accepted: Iterable[str] | None = None) -> None:
+    """``TypeError`` for a keyword ``open_array`` (or the keywords ``accepted``) does not
+    take; zarr-python's warnings for the keywords it takes and ignores, and for
+    ``write_empty_chunks``, pointing at the caller of ``function``."""
+    check_keywords(function, kwargs, OPEN_ARRAY_KEYWORDS if accepted is None else accepted)
     warn_ignored({k: kwargs.get(k) for k in IGNORED}, stacklevel=4)
     if "write_empty_chunks" in kwargs:
         warn_write_empty_chunks(stacklevel=4)
 
 
+def _creating_mode(mode: str | None, overwrite: bool | None) -> tuple[bool, bool]:
+    """zarr-python's ``mode`` for a function that creates an array (``create``, ``array``,
+    ``save_array``): ``(open the store read-only, overwrite)``.  ``'w'`` replaces a node
+    there even without ``overwrite``; ``'w-'`` never replaces one, even with it; ``'r'``
+    opens the store read-only, so nothing can be created; ``None``, ``'a'`` and ``'r+'``
+    leave ``overwrite`` as given."""
+    if mode is None:
+        return False, bool(overwrite)
+    _check_mode(mode)
+    if mode == "w-":
+        return False, False
+    return mode == "r", bool(overwrite) or mode == "w"
+
+
 def _create_opened(store: Store, path: str, overwrite: bool, zarr_format: int | None,
                    kwargs: dict[str, Any]) -> Array:
     """The array ``open_array`` creates, in ``zarr_format``, from its creation keywords
-    (``create_array``'s, or zarr-python's older ``create``'s)."""
-    kw = {k: v for k, v in kwargs.items() if k not in IGNORED}
+    (``create_array``'s, or zarr-python's older ``create``'s); read-only if
+    ``read_only`` is true (once created)."""
+    kw = {k: v for k, v in kwargs.items() if k not in IGNORED and k != "read_only"}
     kw["zarr_format"] = zarr_format
+    if kwargs.get("read_only"):
+        arr = _create_opened(store, path, overwrite, zarr_format, kw)
+        arr._read_only = True
+        return arr
     legacy = sorted(_LEGACY_ONLY & kw.keys())
     if legacy:
         modern = sorted(_MODERN_ONLY & kw.keys())
@@ -568,10 +603,8 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
     if write_empty_chunks is not None:
         warn_write_empty_chunks(stacklevel=4)
     check_zarr_format(zarr_format)
-    if mode is not None:
-        _check_mode(mode)
-        overwrite = overwrite or mode == "w"
-    s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options)
+    store_read_only, overwrite = _creating_mode(mode, overwrite)
+    s, p = _resolve(store, path, read_only=store_read_only, storage_options=storage_options)
     arr = create_legacy(
         s, p, shape=shape, chunks=chunks, dtype=dtype, compressor=compressor,
         fill_value=fill_value, order=order, overwrite=overwrite, filters=filters,
@@ -665,11 +698,14 @@ def full_like(a: Any, **kwargs: Any) -> Array:
     return create(kw.pop("shape"), **kw)
 
 
-def open_like(a: Any, path: str, **kwargs: Any) -> Array:
-    """Open (or create, in mode ``'a'``) an array at ``path`` shaped like ``a``; keywords
-    as :func:`open_array`."""
+def open_like(a: Any, path: str, *, store: StoreLike = None, **kwargs: Any) -> Array:
+    """Open (or create, in mode ``'a'``) an array shaped like ``a`` at ``path``: the
+    store, or with ``store`` given (zarr-python's ``open_array`` keyword, passed on to it
+    there) the path in ``store``; keywords as :func:`open_array`."""
     check_keywords("open_like", kwargs, _OPEN_LIKE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
+    if store is not None:
+        return open_array(store, path=path, **kw)
     return open_array(path, **kw)
 
 
@@ -738,13 +774,23 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
 
 def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
                path: str | None = None, storage_options: Mapping[str, Any] | None = None,
+               mode: str = "a", overwrite: bool | None = None, data: Any = None,
                **kwargs: Any) -> None:
-    """Store ``arr`` as an array at ``path`` (replacing what is there); keywords as
-    :func:`create_array`."""
+    """Store ``arr`` as a new array at ``path``.  As in zarr-python, an existing node
+    there is an error (nothing is replaced) unless ``overwrite`` is true or ``mode`` is
+    ``'w'``; ``'w-'`` never replaces one, ``'r'`` creates nothing.
+
+    The other keywords are those of :func:`create_array`, or zarr-python's older
+    ``chunk_shape``, ``codecs`` and ``dimension_separator``, which its ``save_array``
+    takes; ``data``, which zarr-python writes before ``arr`` replaces it, must have a
+    shape that broadcasts to ``arr``'s."""
     check_keywords("save_array", kwargs, _SAVE_ARRAY_KEYWORDS)
-    data = np.asarray(arr)
-    s, p = _resolve(store, path, storage_options=storage_options)
-    create_array_at(s, p, data=data, zarr_format=zarr_format, overwrite=True, **kwargs)
+    values = np.asarray(arr)
+    if data is not None:  # (zarr-python writes it, then arr over all of it)
+        np.broadcast_to(np.asarray(data), values.shape)
+    store_read_only, overwrite = _creating_mode(mode, overwrite)
+    s, p = _resolve(store, path, read_only=store_read_only, storage_options=storage_options)
+    _create_opened(s, p, overwrite, zarr_format, {**kwargs, "data": values})
 
 
 def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
@@ -848,13 +894,14 @@ def create_hierarchy(*, store: Store | StorePath, nodes: Mapping[str, Any], over
 # -- the keywords each function passes on takes (an unknown one is a TypeError) -----------
 
 _INTERNAL = {"store", "path", "data_exclusive"}
-#: ``array(data, ...)``: ``create_array``'s
-_ARRAY_KEYWORDS = keyword_names(create_array_at, exclude=_INTERNAL | {"data"}) | keyword_names(
-    array)
+#: ``array(data, ...)``: ``create_array``'s, and those of zarr-python's older ``create``
+#: (to which zarr-python's ``array`` passes them)
+_ARRAY_KEYWORDS = (keyword_names(create_array_at, exclude=_INTERNAL | {"data"})
+                   | keyword_names(array) | _LEGACY_ONLY | {"write_empty_chunks", *IGNORED})
 #: ``open_array``'s creation keywords: ``create_array``'s, zarr-python's older
 #: ``create``'s, ``name`` (for ``path``) and the ones zarr-python ignores
 _OPEN_ARRAY_KEYWORDS = (keyword_names(create_array_at, exclude=_INTERNAL | {"overwrite"})
-                        | _LEGACY_ONLY | {"name", "write_empty_chunks", *IGNORED})
+                        | _LEGACY_ONLY | {"name", "write_empty_chunks", "read_only", *IGNORED})
 _OPEN_GROUP_KEYWORDS = keyword_names(open_group, exclude={"store", "path", "mode"})
 #: every keyword :func:`open_array` takes (besides the store)
 OPEN_ARRAY_KEYWORDS = keyword_names(open_array, exclude={"store"}) | _OPEN_ARRAY_KEYWORDS
@@ -862,6 +909,8 @@ OPEN_ARRAY_KEYWORDS = keyword_names(open_array, exclude={"store"}) | _OPEN_ARRAY
 _OPEN_KEYWORDS = (OPEN_ARRAY_KEYWORDS | _OPEN_GROUP_KEYWORDS | keyword_names(open)) - {"name"}
 _OPEN_LIKE_KEYWORDS = OPEN_ARRAY_KEYWORDS | keyword_names(open_like)
 _CREATE_KEYWORDS = keyword_names(create)
+#: ``save_array``'s: ``create_array``'s, and the older ones zarr-python's takes
 _SAVE_ARRAY_KEYWORDS = keyword_names(
     create_array_at, exclude=_INTERNAL | {"shape", "dtype", "data", "zarr_format",
-                                          "overwrite"}) | keyword_names(save_array)
+                                          "overwrite"}) | keyword_names(save_array) | (
+    _LEGACY_ONLY - {"object_codec"})

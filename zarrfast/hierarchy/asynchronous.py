@@ -376,11 +376,15 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
     async def nmembers(self, max_depth: int | None = 0) -> int:
         return len(await _call(self._node.members, max_depth))
 
-    async def members(self, max_depth: int | None = 0
+    async def members(self, max_depth: int | None = 0, *,
+                      use_consolidated_for_children: bool = True
                       ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:
         """``(relative path, node)`` for the members down to ``max_depth`` levels below
-        the direct children (``None``: all), as an async iterator."""
-        for key, node in await _call(self._node.members, max_depth):
+        the direct children (``None``: all), as an async iterator; see
+        :meth:`Group.members`."""
+        for key, node in await _call(
+                self._node.members, max_depth,
+                use_consolidated_for_children=use_consolidated_for_children):
             yield key, async_view(node)
 
     async def keys(self) -> AsyncIterator[str]:
@@ -522,6 +526,8 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
     async def info_complete(self) -> Any:
         return await _call(lambda: self._node.info)
 
-    async def tree(self, expand: bool | None = None, level: int | None = None) -> Any:
-        return await _call(self._node.tree, expand=expand, level=level)
+    async def tree(self, expand: bool | None = None, level: int | None = None, *,
+                   max_nodes: int = 500, plain: bool = False) -> Any:
+        return await _call(self._node.tree, expand=expand, level=level, max_nodes=max_nodes,
+                           plain=plain)
 

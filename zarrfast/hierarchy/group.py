@@ -175,9 +175,11 @@ class Group(Node):
                                       ) from None
         return node_from_metadata(self._store, path, md, self._read_only)
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, path: str, default: Any = None) -> Any:
+        """The member at ``path`` (relative to this group), or ``default`` if there is
+        none (the parameter's name is zarr-python's)."""
         try:
-            return self[name]
+            return self[path]
         except MemberNotFoundError:
             return default
 
@@ -206,17 +208,31 @@ class Group(Node):
     def __len__(self) -> int:
         return len(self._child_names())
 
-    def members(self, max_depth: int | None = 0) -> tuple[tuple[str, Array | Group], ...]:
+    def members(self, max_depth: int | None = 0, *, use_consolidated_for_children: bool = True
+                ) -> tuple[tuple[str, Array | Group], ...]:
         """``(relative path, node)`` for the members, down to ``max_depth`` levels below the
-        direct children (``None``: all)."""
+        direct children (``None``: all).
+
+        ``use_consolidated_for_children=False`` (zarr-python's keyword): a member group
+        read from the store comes without the consolidated metadata its own metadata
+        holds (its ``metadata.consolidated_metadata`` is ``None``), as when metadata is
+        consolidated anew; this group's own consolidated metadata, if it was opened from
+        it, is used all the same.  (Members read from the store are listed from the store
+        either way.)"""
         if max_depth is not None and (type(max_depth) is not int or max_depth < 0):
             raise ZarrfastError(f"group {self.name!r}: max_depth must be None or an integer "
                                 f">= 0, got {max_depth!r}")
         out: list[tuple[str, Array | Group]] = []
+        drop_consolidated = not use_consolidated_for_children and self._consolidated is None
 
         def walk(group: Group, rel: str, depth: int) -> None:
             for name in group._child_names():
                 node = group[name]
+                if drop_consolidated and isinstance(node, Group) and getattr(
+                        node.metadata, "consolidated_metadata", None) is not None:
+                    node = Group(node._store, node._path,
+                                 replace(node.metadata, consolidated_metadata=None),
+                                 read_only=node._read_only)
                 key = f"{rel}/{name}" if rel else name
                 out.append((key, node))
                 if isinstance(node, Group) and (max_depth is None or depth < max_depth):
