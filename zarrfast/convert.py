@@ -24,6 +24,7 @@ again for the destination's nodes.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import math
@@ -45,6 +46,7 @@ from zarrfast.errors import (
     ContainsArrayError,
     ContainsGroupError,
     MetadataValidationError,
+    ReadOnlyError,
     ZarrfastError,
 )
 from zarrfast.hierarchy.array import Array
@@ -843,11 +845,63 @@ class _ZipStaged:
         return ZipStore(self.final, mode="a")
 
 
+#: errors of a directory that cannot be written (read-only file system, no permission)
+_NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def _mount_points() -> set[str]:
+    """The mount points this process sees (Linux: ``/proc/self/mountinfo``, bind mounts
+    of one file system included, which ``os.path.ismount`` cannot tell); elsewhere none,
+    and ``os.path.ismount`` alone is asked."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return set()
+    out = set()
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 4:  # the fifth field, with spaces etc. as octal escapes
+            out.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return out
+
+
+def _move_all(moves: list[tuple[str, str]]) -> None:
+    """Rename each ``(src, dst)`` in turn; if one fails, the ones done are renamed back
+    (best effort) and the error raised: all moved, or none."""
+    done: list[tuple[str, str]] = []
+    try:
+        for a, b in moves:
+            os.rename(a, b)
+            done.append((a, b))
+    except BaseException:
+        for a, b in reversed(done):
+            try:
+                os.rename(b, a)
+            except OSError:
+                pass
+        raise
+
+
 class _DirStaged:
-    """A local directory: written into a new directory beside the destination's root
-    (outside the hierarchy, on the same file system), renamed into place at the end.  An
-    existing node replaced with ``overwrite`` is renamed aside first and removed only once
-    the new one is in place: a failure leaves it as it was."""
+    """A local directory, staged and then moved into place.
+
+    Beside (the usual way): written into a new directory beside the destination's root
+    (outside the hierarchy, on the same file system and mount), renamed into place at the
+    end; an existing node replaced with ``overwrite`` is renamed aside first and removed
+    only once the new one is in place.
+
+    Inside: where nothing can be renamed across the destination's directory (it is a
+    mount point, or on another file system or mount than the place beside it) or nothing
+    can be made beside it (a read-only parent directory), an existing destination
+    directory is written in a hidden ``.zarrfast-<label>-<id>.partial`` directory inside
+    itself, and at the end its entries are moved in one by one; with ``overwrite`` the
+    old entries are first moved aside into another hidden directory inside it (the mount
+    point itself is never renamed), and removed once the new ones are in.  If a move
+    fails, the moves done are undone.  A failure before the end removes the hidden
+    directory: the destination is left as it was (a new one: empty).  Meanwhile readers
+    of the destination may see the hidden directory.
+    """
 
     def __init__(self, store: Any, root: str, fmt: int, overwrite: bool, label: str) -> None:
         from zarrfast.storage import LocalStore
@@ -862,20 +916,60 @@ class _DirStaged:
         self.final = os.path.join(self.base, *root.split("/")) if root else self.base
         self.created: list[str] = []  # directories made for the staging place
         self.parents = _check_target(LocalStore(self.base), root, fmt, overwrite)
-        parent = os.path.dirname(self.base)
+        self.inside = False
+        mounts = _mount_points()
+        # beside the store's root; else beside the node (another file system below)
+        places = [(os.path.dirname(self.base), self.base)]
+        if os.path.dirname(self.final) != places[0][0]:
+            places.append((os.path.dirname(self.final), self.final))
+        refused: OSError | None = None
+        tmp = None
         try:
-            self._makedirs(parent)
-            self.tmp = _partial_name(self.base, label)
-            os.mkdir(self.tmp)
-            if os.stat(self.tmp).st_dev != os.stat(self._existing(self.final)).st_dev:
-                os.rmdir(self.tmp)  # another file system below: stage beside the node
-                self._makedirs(os.path.dirname(self.final))
-                self.tmp = _partial_name(self.final, label)
-                os.mkdir(self.tmp)
+            for place, name in places:
+                if self._crosses_mount(place, mounts):
+                    continue
+                try:
+                    self._makedirs(place)
+                    tmp = _partial_name(name, label)
+                    os.mkdir(tmp)
+                    break
+                except OSError as e:
+                    if e.errno not in _NOT_WRITABLE:
+                        raise
+                    refused, tmp = e, None
+            if tmp is None:
+                if not (os.path.isdir(self.final) and not os.path.islink(self.final)):
+                    where = refused.filename if refused is not None else self.final
+                    raise ReadOnlyError(
+                        f"{label}: cannot make the destination {self.final!r}: the "
+                        f"directory it goes in is not writable ({where!r}: "
+                        f"{refused.strerror if refused is not None else 'another mount'}); "
+                        f"give a destination in a writable directory (an existing "
+                        f"writable directory there is written in place)"
+                    ) from refused
+                tmp = os.path.join(self.final,
+                                   f".zarrfast-{label}-{uuid.uuid4().hex[:12]}.partial")
+                os.mkdir(tmp)
+                self.inside = True
         except BaseException:
             self._undo_dirs()
             raise
+        self.tmp = tmp
         self.target = (LocalStore(self.tmp, fsync=self.fsync), "", False)
+
+    def _crosses_mount(self, place: str, mounts: set[str]) -> bool:
+        """Whether a rename between ``place`` and the destination would cross a mount: a
+        mount point from below ``place`` down to the destination, or another device."""
+        d, top = self.final, place.rstrip(os.sep) + os.sep
+        while d.startswith(top):
+            if os.path.isdir(d) and (d in mounts or os.path.ismount(d)):
+                return True
+            d = os.path.dirname(d)
+        try:
+            return (os.stat(self._existing(place)).st_dev
+                    != os.stat(self._existing(self.final)).st_dev)
+        except OSError:
+            return False
 
     @staticmethod
     def _existing(path: str) -> str:
@@ -909,6 +1003,9 @@ class _DirStaged:
         real = LocalStore(self.base, fsync=self.fsync)
         # the checks again: another writer may have made the node meanwhile
         parents = _check_target(real, self.root, self.fmt, self.overwrite)
+        if self.inside:
+            self._commit_inside()
+            return self._done(real, parents)
         final, aside = self.final, None
         if os.path.lexists(final):
             if self.overwrite:
@@ -932,18 +1029,53 @@ class _DirStaged:
             shutil.rmtree(aside, ignore_errors=True)
         return self._done(real, parents)
 
-    def _merge(self, final: str) -> None:
-        """Into an existing directory that holds no node (empty, or other files): the
-        staged entries moved in one by one, after checking that none is there."""
-        entries = os.listdir(self.tmp)
-        taken = [e for e in entries if os.path.lexists(os.path.join(final, e))]
+    def _taken(self, final: str, entries: list[str], old: list[str]) -> None:
+        taken = [e for e in entries if e in old]
         if taken:
             raise FileExistsError(
                 f"{final!r} already holds {taken[0]!r}, which the copy would replace; pass "
                 f"overwrite=True to replace the directory")
-        for e in entries:
-            os.rename(os.path.join(self.tmp, e), os.path.join(final, e))
+
+    def _merge(self, final: str) -> None:
+        """Into an existing directory that holds no node (empty, or other files): the
+        staged entries moved in one by one, after checking that none is there."""
+        entries = os.listdir(self.tmp)
+        self._taken(final, entries, [e for e in entries
+                                     if os.path.lexists(os.path.join(final, e))])
+        _move_all([(os.path.join(self.tmp, e), os.path.join(final, e)) for e in entries])
         os.rmdir(self.tmp)
+
+    def _commit_inside(self) -> None:
+        """The staged entries moved from the hidden directory into the destination (with
+        ``overwrite``, its old entries moved aside first, and removed at the end)."""
+        final, own = self.final, os.path.basename(self.tmp)
+        entries = os.listdir(self.tmp)
+        old = [e for e in os.listdir(final) if e != own]
+        if not self.overwrite:
+            self._taken(final, entries, old)
+            _move_all([(os.path.join(self.tmp, e), os.path.join(final, e)) for e in entries])
+            os.rmdir(self.tmp)
+            return
+        aside = os.path.join(final, f".zarrfast-{self.label}-replaced-"
+                                    f"{uuid.uuid4().hex[:12]}.partial")
+        os.mkdir(aside)
+        away = [(os.path.join(final, e), os.path.join(aside, e)) for e in old]
+        try:
+            _move_all(away)
+            try:
+                _move_all([(os.path.join(self.tmp, e), os.path.join(final, e))
+                           for e in entries])
+            except BaseException:
+                _move_all([(b, a) for a, b in away])  # the old entries back
+                raise
+        except BaseException:
+            try:
+                os.rmdir(aside)
+            except OSError:
+                pass
+            raise
+        os.rmdir(self.tmp)
+        shutil.rmtree(aside, ignore_errors=True)
 
     def _done(self, real: Store, parents: list[str]) -> Store:
         for parent in parents:  # the missing groups above the node, once it is in place
