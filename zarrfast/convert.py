@@ -17,9 +17,11 @@ types in v2) are refused with an error naming the array, before anything is writ
 datetimes, structured dtypes and fixed-length strings carry over both ways.
 
 Nothing is lost or half-written (:func:`convert`): a destination that overlaps the source
-is refused (:func:`check_distinct`), local directories and ``.zip`` files are written
-beside the destination and renamed into place, and consolidated metadata is written
-again for the destination's nodes.
+is refused (:func:`check_distinct`), local directories and ``.zip`` files are staged and
+moved into place at the end (beside the destination and renamed; a directory that is a
+mount point or sits in a read-only directory: inside itself, entries moved in one by
+one), and consolidated metadata is written again, for each group that had it, describing
+the destination's nodes.
 """
 
 from __future__ import annotations
@@ -961,7 +963,7 @@ class _DirStaged:
         """Whether a rename between ``place`` and the destination would cross a mount: a
         mount point from below ``place`` down to the destination, or another device."""
         d, top = self.final, place.rstrip(os.sep) + os.sep
-        while d.startswith(top):
+        while d != place and d.startswith(top):
             if os.path.isdir(d) and (d in mounts or os.path.ismount(d)):
                 return True
             d = os.path.dirname(d)
@@ -1158,9 +1160,13 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
       refused before anything is written);
     * a local directory or ``.zip`` destination is written beside the destination and
       renamed into place at the end: a failure leaves no destination behind, and an
-      existing one replaced with ``overwrite`` as it was.  Other stores (memory, remote)
-      are written in place; a failure deletes the keys written (a node replaced with
-      ``overwrite`` is then gone: those stores have no rename);
+      existing one replaced with ``overwrite`` as it was.  An existing directory that
+      cannot be renamed into or beside (a mount point, or in a read-only directory) is
+      written in a hidden ``.zarrfast-*.partial`` directory inside itself and its entries
+      moved in one by one at the end (``overwrite``: the old entries moved aside inside
+      it first, removed once the new ones are in); a failure leaves it as it was.  Other
+      stores (memory, remote) are written in place; a failure deletes the keys written
+      (a node replaced with ``overwrite`` is then gone: those stores have no rename);
     * consolidated metadata of each source group that has it (the root, and any group
       below it) is written for that destination group's nodes, in the destination's
       format (v3: inline in ``zarr.json``; v2: ``.zmetadata``).
