@@ -27,7 +27,7 @@ from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import PreparedChain, chunk_keys
 from zarrfast.engine.selection import expand_ellipsis, slice_indices
-from zarrfast.engine.values import as_stored
+from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import BoundsCheckError, IndexingError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.dtype import is_fill_chunk
@@ -351,8 +351,10 @@ def set_orthogonal(array: FancyTarget, osel: OrthogonalSelection, value: Any) ->
 
 
 def _broadcast_value(array: FancyTarget, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-    arr = (as_stored(value, array.dtype, where=f"array {array.name!r}") if not array.objects
-           else np.asarray(value, dtype=object))
+    # every element converted (a string array's 5 to '5') or refused before any chunk is
+    # written, object arrays too
+    arr = as_stored(value, array.dtype, where=f"array {array.name!r}",
+                    elements=text_elements(array.metadata))
     try:
         return np.broadcast_to(arr, shape)
     except ValueError:

@@ -26,7 +26,7 @@ from zarrfast.engine.sharded import (
     write_sharded,
 )
 from zarrfast.engine.stored import delete_outside, stored_coords
-from zarrfast.engine.values import as_stored
+from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import (
     AllocationError,
     IndexingError,
@@ -748,8 +748,10 @@ class Array(Node):
 
     def _as_stored(self, value: Any, dtype: np.dtype) -> np.ndarray:
         """``value`` cast as NumPy's ``x[...] = value`` casts it (a Python scalar out of
-        range raises, an array wraps), before anything is written."""
-        return as_stored(value, dtype, where=f"array {self.name!r}")
+        range raises, an array wraps), and the elements of a string or bytes array
+        converted as zarr-python converts them, before anything is written."""
+        elements = text_elements(self._metadata) if dtype == self.dtype else None
+        return as_stored(value, dtype, where=f"array {self.name!r}", elements=elements)
 
     def _write(self, sel: Any, value: np.ndarray | None, scalar: Any) -> None:
         self._write_fn(self._store, self._chunk_path, self._chain, sel, value, scalar,

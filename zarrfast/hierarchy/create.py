@@ -26,6 +26,7 @@ from zarrfast.codecs import (
 from zarrfast.codecs.numcodecs_codec import get_numcodecs_codec
 from zarrfast.codecs.numcodecs_v3 import codec_json_of
 from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import (
     FillValueError,
     FillValueOverflowError,
@@ -644,6 +645,16 @@ def create_array_at(
             chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
             attributes=attributes, shards=shards, node=node,
         )
+    if data is not None and write_data:
+        # cast (a list's 300 into uint8 refused, as NumPy refuses it) and checked against
+        # the shape before the node is written, or an existing one replaced
+        data_arr = as_stored(data, md.dtype, where=node, elements=text_elements(md))
+        try:
+            np.broadcast_shapes(data_arr.shape, tuple(md.shape))
+        except ValueError:
+            raise ZarrfastError(
+                f"{node}: data of shape {data_arr.shape} cannot be broadcast to the "
+                f"array's shape {tuple(md.shape)}") from None
     if store.read_only:
         store._check_writable(node_key(path, "zarr.json"))
     write_new_node(store, path, md, overwrite=overwrite)
