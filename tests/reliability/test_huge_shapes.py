@@ -231,3 +231,44 @@ def test_a_start_near_2_62_indexes_the_right_chunk_with_kernels_and_their_twins(
     want[2:1502, 1:3] = np.arange(3000).reshape(1500, 2)
     np.testing.assert_array_equal(np.array(results["0"]["got"]), want)
     assert results["0"]["last"] == results["1"]["last"] == 7
+
+
+# -- review: the grid error at create named no array; a shard's grid of inner chunks ---------
+
+_GRIDS = [  # (shape, chunks, shards): each more than 2**63-1 chunks
+    ((2**62, 4), (1, 1), None),
+    ((2**63 - 1, 2**63 - 1), (2**62, 1), None),
+    ((2**62, 4), (1, 1), (2**62, 4)),  # one shard of 2**64 inner chunks
+    ((2**62, 8), (1, 1), (2**62, 4)),
+]
+
+
+@pytest.mark.parametrize(("shape", "chunks", "shards"), _GRIDS)
+@pytest.mark.parametrize("how", ["create_array", "Group.create_array", "create", "open_array"])
+def test_a_grid_beyond_int64_is_refused_at_create_naming_the_array_and_writing_nothing(
+        tmp_path, shape, chunks, shards, how):
+    zarr_format = 2 if shards is None and how == "create" else 3
+    kw = dict(shape=shape, chunks=chunks, dtype="uint8")
+    if shards is not None:
+        if how == "create":
+            pytest.skip("zarr-python's create takes no shards")
+        kw["shards"] = shards
+    store = tmp_path / "root.zarr"
+    zarrfast.open_group(store, mode="w", zarr_format=zarr_format)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(MetadataValidationError) as e:
+        if how == "create_array":
+            zarrfast.create_array(store, name="deep/x", zarr_format=zarr_format, **kw)
+        elif how == "Group.create_array":
+            zarrfast.open_group(store).create_group("deep").create_array("x", **kw)
+        elif how == "create":
+            zarrfast.create(store=store, path="deep/x", zarr_format=zarr_format, **kw)
+        else:
+            zarrfast.open_array(store, path="deep/x", mode="w", zarr_format=zarr_format, **kw)
+    message = str(e.value)
+    assert "'/deep/x'" in message and "2**63-1" in message and "grid of" in message, message
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert [p for p in after if "x" in p.parts] == []
+    if how != "Group.create_array":
+        assert after == before
+

@@ -367,6 +367,8 @@ def build_array_metadata(
     elif shards is not None:
         # as in zarr-python: `chunks` are the inner chunks, the codecs go inside the shard
         shard_shape = normalize_shards(shards, shape_t, chunk_shape, node, itemsize)
+        # a shard's grid of inner chunks, indexed as an array's grid of chunks is
+        check_array_size(shard_shape, chunks=chunk_shape, where=f"{node}: shards")
         sharding = ShardingCodec(chunk_shape=chunk_shape, codecs=chain.codecs,
                                  index_location=shard_index_location(shards, node))
         chain = CodecChain.create((sharding,), chunk_shape=shard_shape, data_type=data_type,
@@ -375,6 +377,8 @@ def build_array_metadata(
     if grid is not None:
         for probe in grid.probe_shapes(shape_t)[1:]:  # every edge length suits the codecs
             chain.for_chunk_shape(probe)
+    else:  # the grid of chunks (or shards), before the metadata checks it unnamed
+        check_array_size(shape_t, chunks=chunk_shape, where=f"{node}: shape")
 
     cke = parse_chunk_key_encoding_argument(chunk_key_encoding, node)
 
@@ -480,6 +484,7 @@ def build_array_metadata_v2(
             default_filters = [{"id": "vlen-utf8"}]
     check_array_size(shape_t, where=f"{node}: shape")
     chunk_shape = normalize_chunks(chunks, shape_t, auto_itemsize(np_dtype), node)
+    check_array_size(shape_t, chunks=chunk_shape, where=f"{node}: shape")  # (the grid)
     if isinstance(filters, str) and filters == "auto":
         filters = default_filters
     filter_list = [] if filters is None else _one_or_many(filters)
