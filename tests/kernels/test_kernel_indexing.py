@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from zarrfast.kernels import reference as ref
@@ -118,6 +118,51 @@ def test_project_raw_arguments_match_twin(cols):
         assert got[1] is ValueError
     else:
         assert_same_result(got[1], brute_project(*cols) or got[1])
+
+
+@st.composite
+def sparse_huge_selections(draw, max_ndim=3):
+    """Per dim: a few indices far apart on a dimension up to 2**63-1 long, with chunks
+    from 1 to the dimension: the chunks between the first and the last index are far more
+    than can be listed, the chunks the indices touch are few."""
+    dims = []
+    for _ in range(draw(st.integers(1, max_ndim))):
+        n = draw(st.integers(1, INT64_MAX))
+        c = draw(st.one_of(st.integers(1, 64), st.integers(1, n)))
+        m = draw(st.integers(1, 4))
+        s = draw(st.integers(0, n - 1))
+        room = (n - 1 - s) // (m - 1) if m > 1 else n  # the largest step going up
+        down = s // (m - 1) if m > 1 else n
+        if draw(st.booleans()) and room >= 1:
+            t = draw(st.integers(1, min(room, INT64_MAX)))
+        elif down >= 1:
+            t = -draw(st.integers(1, min(down, INT64_MAX)))
+        else:
+            t, m = 1, 1
+        dims.append((n, c, s, t, m))
+    return dims
+
+
+@PROPS
+@given(sparse_huge_selections())
+@example([(2**62, 4, 3, 2**61, 2)])  # a[3::2**61] on a (2**62,) array (found in review)
+@example([(2**63 - 1, 1, 2**63 - 2, -(2**62), 2), (2**40, 3, 0, 2**39, 2)])
+def test_project_sparse_selections_on_huge_dimensions_match_twin_and_brute_force(dims):
+    args = [list(col) for col in zip(*dims, strict=True)]
+    got, _ = run_both("project", lambda: [i64(*a) for a in args])
+    assert got[0] == "ok", got  # the twin listed every chunk between the ends (AllocationError)
+    assert_same_result(got[1], brute_project(*args))
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_project_a_step_of_2_61_on_a_2_62_dimension_touches_two_chunks(impl):
+    for c in (1, 4, 2**20):
+        chunk, lstart, lcount, ostart, complete = impl.project(
+            i64(2**62), i64(c), i64(3), i64(2**61), i64(2))
+        assert chunk[:, 0].tolist() == [3 // c, (3 + 2**61) // c]
+        assert lcount[:, 0].tolist() == [1, 1] and ostart[:, 0].tolist() == [0, 1]
+        chunk, *_ = impl.project(i64(2**62), i64(c), i64(2**62 - 1), i64(-(2**61)), i64(2))
+        assert chunk[:, 0].tolist() == [(2**62 - 1) // c, (2**61 - 1) // c]
 
 
 @pytest.mark.parametrize("impl", IMPLS)

@@ -272,3 +272,36 @@ def test_a_grid_beyond_int64_is_refused_at_create_naming_the_array_and_writing_n
     if how != "Group.create_array":
         assert after == before
 
+
+_FAR_APART = """
+import json, sys
+import numpy as np
+import zarrfast
+from zarrfast import kernels
+path, fmt = sys.argv[1], int(sys.argv[2])
+a = zarrfast.create_array(path, shape=(2**62,), chunks=(4,), dtype="uint8", fill_value=0,
+                          zarr_format=fmt)
+a[3::2**61] = np.array([5, 6], dtype="uint8")  # two elements, 2**59 chunks apart
+a[-1::-(2**61)] = 9
+print(json.dumps({"extensions": kernels.USING_EXTENSIONS, "up": a[3::2**61].tolist(),
+                  "down": a[::-(2**61)].tolist(), "ends": [int(a[3]), int(a[2**61 + 3]),
+                                                      int(a[-1]), int(a[2**61 - 1])]}))
+"""
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_indices_2_61_apart_are_read_and_written_by_the_kernels_and_their_twins(
+        tmp_path, subprocess_cwd, zarr_format):
+    results = {}
+    for pure in ("0", "1"):
+        out = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(_FAR_APART), str(tmp_path / f"a{pure}"),
+             str(zarr_format)],
+            cwd=subprocess_cwd, capture_output=True, text=True,
+            env={**os.environ, "ZARRFAST_PURE_PYTHON": pure}, check=False)
+        assert out.returncode == 0, out.stderr[-2000:]  # (the twins: AllocationError)
+        results[pure] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert results["1"]["extensions"] is False
+    assert results["0"]["up"] == results["1"]["up"] == [5, 6]
+    assert results["0"]["down"] == results["1"]["down"] == [9, 9]
+    assert results["0"]["ends"] == results["1"]["ends"] == [5, 6, 9, 9]

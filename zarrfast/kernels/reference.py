@@ -1423,11 +1423,22 @@ def _dim_segments(n: int, c: int, s: int, t: int, m: int) -> np.ndarray:
     """Segments of ``s + k*t, k < m`` on chunks of size ``c``, as rows of
     ``(chunk, local_start, local_count, out_start, complete)``.
 
-    Vectorised over the chunks between the first and the last selected index:
-    chunk ``ci`` holds the selected ``k`` in ``[k_lo, k_hi)``.
+    Only the chunks the selected indices touch, as the compiled kernel lists them (at most
+    ``min(m, ceil(n / c))`` rows): a step of at least the chunk size touches one chunk per
+    index, each its own segment; a smaller step touches every chunk between the first and
+    the last index (fewer than ``m + 1``), vectorised over them: chunk ``ci`` holds the
+    selected ``k`` in ``[k_lo, k_hi)``.
     """
-    first, last = s, s + (m - 1) * t
     a = abs(t)
+    if a >= c:  # one index per chunk; |k*t| < n: no int64 overflow
+        k = np.arange(m, dtype=np.int64)
+        idx = s + k * t
+        ci = idx // c
+        local = idx - ci * c
+        ones = np.ones(m, dtype=np.int64)
+        complete = (a == 1) & (np.minimum(c, n - ci * c) == 1)
+        return np.stack([ci, local, ones, k, complete.astype(np.int64)], axis=1)
+    first, last = s, s + (m - 1) * t
     # Python-int arithmetic when int64 intermediates (ci*c + c) could overflow.
     dtype = np.int64 if n + c < 2**62 else object
     if t > 0:
