@@ -1299,7 +1299,8 @@ def use_linked_lz4(bint use):
     """Let the LZ4 linked at build time decode the LZ4 blocks of blosc frames, or not
     (``ZARRFAST_LINKED_CODECS=0``: those frames then take the LZ4 bound by
     ``bind_lz4_decompress``, else go to c-blosc).  Called at import (by
-    ``zarrfast.kernels``), before any read."""
+    ``zarrfast.kernels``), before any read; a frame being decoded meanwhile keeps the
+    function it started with."""
     global _lz4_used
     _lz4_used = use
 
@@ -1314,25 +1315,24 @@ def bind_lz4_decompress(size_t decompress_safe):
     """Undo the LZ4 blocks of blosc frames with the ``LZ4_decompress_safe`` at this
     address (that of the c-blosc bound with ctypes, numcodecs' copy), where no LZ4 was
     linked at build time or it is unused: a build without the codec libraries then
-    decodes the same frames as a linked one.  0 unbinds it.  Called at import."""
+    decodes the same frames as a linked one.  0 unbinds it: later frames of LZ4 blocks
+    go to c-blosc.  Called at import; safe while frames are decoded in other threads
+    (each frame takes the function once, ``_lz4_function``, and keeps it to its end),
+    so the function at the address given must stay loaded for good (a library loaded
+    with ctypes is never unloaded)."""
     global _lz4_found
     _lz4_found = <_lz4_decompress_fn>decompress_safe
 
 
-cdef inline bint _lz4_linked_on() noexcept nogil:
-    return _lz4_used and zf_linked_lz4() != 0
-
-
-cdef inline bint _lz4_on() noexcept nogil:
-    return _lz4_linked_on() or _lz4_found != NULL
-
-
-cdef inline int _lz4_decompress(const char* src, char* dst, int size,
-                                int capacity) noexcept nogil:
-    """``LZ4_decompress_safe``: the linked one, else the one bound (``_lz4_on()``)."""
-    if _lz4_linked_on():
-        return zf_lz4_decompress(src, dst, size, capacity)
-    return _lz4_found(src, dst, size, capacity)
+cdef inline _lz4_decompress_fn _lz4_function() noexcept nogil:
+    """The ``LZ4_decompress_safe`` a frame uses for all its streams, read once when it
+    starts: the linked one (``use_linked_lz4``), else the one bound, else NULL (the frame
+    goes to c-blosc).  Read once, not per stream: ``bind_lz4_decompress(0)`` or
+    ``use_linked_lz4(False)`` in another thread meanwhile made a frame call a NULL
+    function halfway."""
+    if _lz4_used and zf_linked_lz4() != 0:
+        return zf_lz4_decompress
+    return _lz4_found
 
 
 cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
@@ -1361,6 +1361,7 @@ cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
     cdef bint shuffle = (flags & 0x01) and ts > 1, bitshuffle, filtered
     cdef int got
     cdef size_t zgot
+    cdef _lz4_decompress_fn lz4 = NULL  # (chosen once for the whole frame)
     # (format version 2; its LZ4 and zstd streams are both of version 1)
     if (_frames_isa < 0 or frame[0] != 2 or frame[1] != 1 or flags & 0x0A or ts == 0
             or total != nbytes
@@ -1368,7 +1369,8 @@ cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
             or cbytes < 16 or lo < 0 or hi <= lo or hi > nbytes):
         return -1
     if compcode == _BLOSC_LZ4:
-        if not _lz4_on():
+        lz4 = _lz4_function()
+        if lz4 == NULL:
             return -1
     elif compcode == _BLOSC_ZSTD:
         if _decompress == NULL:
@@ -1419,8 +1421,7 @@ cdef int64_t _blosc_frame(zf_worker* w, const uint8_t* frame, uint8_t* target,
                 else:
                     memcpy(dest, frame + off, <size_t>neblock)
             elif compcode == _BLOSC_LZ4:
-                got = _lz4_decompress(<const char*>(frame + off), <char*>dest, <int>cb,
-                                      <int>neblock)
+                got = lz4(<const char*>(frame + off), <char*>dest, <int>cb, <int>neblock)
                 if got != neblock:
                     return -1
             else:
@@ -1450,7 +1451,8 @@ def blosc_frames():
     """How blosc frames are decoded: ``"zarrfast (<isa>): lz4, zstd"`` naming the
     compressors whose frames zarrfast undoes itself (the rest, and all when it is
     ``"c-blosc"``, go to c-blosc)."""
-    names = [n for n, ok in (("lz4", _lz4_on()), ("zstd", _decompress != NULL)) if ok]
+    names = [n for n, ok in (("lz4", _lz4_function() != NULL), ("zstd", _decompress != NULL))
+             if ok]
     if _frames_isa < 0 or not names:
         return "c-blosc"
     return f"zarrfast ({_ISA_NAMES[_frames_isa]}): {', '.join(names)}"
