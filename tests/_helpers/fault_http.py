@@ -15,6 +15,9 @@ objects held in :attr:`FaultServer.objects`; every request is logged in
   answer followed by 7 junk bytes past its ``Content-Length``);
 * ``"norange"``: ignore ``Range`` and answer 200 with the whole object;
 * ``"reset"``: close the connection with a TCP reset before answering.
+
+:meth:`FaultServer.hold` holds the next requests until that many are in flight at once
+(``_helpers.gate``): a count of concurrent requests that no load can make smaller.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import socket
 import struct
 import threading
 from dataclasses import dataclass, field
+
+from _helpers.gate import InFlightGate
 
 
 @dataclass
@@ -48,6 +53,7 @@ class FaultServer:
     #: requests being answered now, and the most there were at once
     in_flight: int = 0
     peak_in_flight: int = 0
+    gate: InFlightGate = field(default_factory=InFlightGate)
 
     # -- control -------------------------------------------------------------------
     def fail(self, kind: str, times: int = 1, *, method: str = "GET", path: str | None = None,
@@ -55,12 +61,17 @@ class FaultServer:
         with self._lock:
             self._faults.append(_Fault(kind, method, path, times, seconds))
 
+    def hold(self, n: int, timeout: float = 120.0) -> None:
+        """Hold the next requests until ``n`` are in flight at once (then none)."""
+        self.gate.hold(n, timeout)
+
     def reset(self) -> None:
         with self._lock:
             self._faults.clear()
             self.requests.clear()
             self.latency = 0.0
             self.peak_in_flight = 0
+        self.gate.reset()
 
     def url(self, path: str = "") -> str:
         return f"http://{self.host}:{self.port}/{path.lstrip('/')}"
@@ -134,12 +145,14 @@ class FaultServer:
                     self.requests.append((method, path, headers.get("range")))
                     self.in_flight += 1
                     self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                await self.gate.aenter()
                 try:
                     if self.latency:
                         await asyncio.sleep(self.latency)
                     if not await self._answer(method, path, headers, body, writer):
                         return
                 finally:
+                    self.gate.leave()
                     with self._lock:
                         self.in_flight -= 1
         except (ConnectionError, asyncio.IncompleteReadError):

@@ -1,8 +1,9 @@
 """An awaited read of many chunks from S3 keeps many requests in flight.
 
 moto's S3 application runs behind a WSGI layer of this module that counts the requests
-being served at once (the server's own count, not the client's) and holds each chunk
-GET for a moment, so that requests made one after another could never overlap.  The
+being served at once (the server's own count, not the client's) and holds the chunk
+GETs until a number of them are in flight together (``_helpers.gate``: a count no load
+can make smaller; a client that never sends that many at once is seen).  The
 array is read with ``await AsyncArray.getitem``, through both remote stores
 (fsspec/s3fs and obstore)."""
 
@@ -12,7 +13,6 @@ import asyncio
 import os
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -22,6 +22,8 @@ import pytest
 import zarrfast
 import zarrfast.api.asynchronous as za
 
+from _helpers.gate import InFlightGate
+
 pytestmark = pytest.mark.asyncio
 
 BUCKET = "zarrfast-async"
@@ -29,7 +31,7 @@ KEY, SECRET = "testing-key", "testing-secret"  # moto accepts any credentials
 
 
 class CountingApp:
-    """A WSGI layer counting the requests in flight; chunk GETs wait ``delay`` s."""
+    """A WSGI layer counting the requests in flight; chunk GETs pass ``gate``."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -37,7 +39,7 @@ class CountingApp:
         self.in_flight = 0
         self.max_in_flight = 0
         self.chunk_gets = 0
-        self.delay = 0.0
+        self.gate = InFlightGate()
 
     def reset(self) -> None:
         with self.lock:
@@ -50,12 +52,14 @@ class CountingApp:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.chunk_gets += chunk_get
+        if chunk_get:
+            self.gate.enter()
         try:
-            if chunk_get and self.delay:
-                time.sleep(self.delay)
             # the body is read here, inside the count
             return [b"".join(self.app(environ, start_response))]
         finally:
+            if chunk_get:
+                self.gate.leave()
             with self.lock:
                 self.in_flight -= 1
 
@@ -115,15 +119,17 @@ async def test_awaited_read_keeps_many_requests_in_flight(counting_s3, remote_st
         arr = await za.open_array(url, mode="r", storage_options=_options(endpoint))
         assert type(arr.store).__name__ == {"fsspec": "FsspecStore",
                                             "obstore": "ObjectStore"}[remote_store]
-        app.delay = 0.1
         app.reset()
+        app.gate.hold(9)
         try:
             got = await arr.getitem(slice(None))
         finally:
-            app.delay = 0.0
+            app.gate.reset()
     np.testing.assert_array_equal(got, data)
     assert app.chunk_gets == 64  # one GET per chunk
-    # 64 GETs held 100 ms each: one at a time the server would never see two at once
+    # the chunk GETs were held until 9 were in flight (they were held 100 ms each and
+    # counted before: a loaded machine could make fewer overlap in 100 ms)
+    assert not app.gate.timed_out, "never 9 chunk GETs in flight at once"
     assert app.max_in_flight > 8, app.max_in_flight
 
 
@@ -141,15 +147,16 @@ async def test_two_awaited_reads_overlap(counting_s3) -> None:
             await a.setitem(slice(None), np.arange(8, dtype="u1"))
             arrays.append(await za.open_array(url, mode="r",
                                               storage_options=_options(endpoint)))
-        app.delay = 0.2
         app.reset()
+        app.gate.hold(9)  # (one read alone makes 8)
         try:
             got = await asyncio.gather(*(a.getitem(slice(None)) for a in arrays))
         finally:
-            app.delay = 0.0
+            app.gate.reset()
     for g in got:
         np.testing.assert_array_equal(g, np.arange(8))
     assert app.chunk_gets == 16
+    assert not app.gate.timed_out, "the two reads' GETs were never 9 in flight at once"
     assert app.max_in_flight > 8, app.max_in_flight
 
 

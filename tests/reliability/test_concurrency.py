@@ -86,21 +86,32 @@ def test_keyboard_interrupt_during_a_large_read_stops_it(two_threads):
 def test_sigint_in_a_real_process_then_the_pool_still_works(tmp_path):
     script = textwrap.dedent(
         f"""
-        import sys, time
+        import signal, sys, threading
         import numpy as np
         import zarrfast
         from zarrfast import config
         from zarrfast.storage import LocalStore
 
         reads = []
+        counting = threading.Lock()
+        got_sigint = threading.Event()
+
+        def on_sigint(signum, frame):
+            got_sigint.set()
+            signal.default_int_handler(signum, frame)  # KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, on_sigint)
 
         class Slow(LocalStore):
             def get(self, key, byte_range=None):
                 if "/c/" in key:
-                    reads.append(key)
-                    if len(reads) == 20:
+                    with counting:  # (two threads read: one of them sees the 20th)
+                        reads.append(key)
+                        n = len(reads)
+                    if n == 20:
                         print("reading", flush=True)  # (the parent's cue)
-                    time.sleep(0.002)
+                    if n >= 20:  # the read waits for the parent's Ctrl-C (a day at most)
+                        got_sigint.wait(86400)
                 return super().get(key, byte_range)
 
         config.set(threads=2)

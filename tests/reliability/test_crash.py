@@ -250,32 +250,32 @@ def test_processes_writing_disjoint_chunks_make_the_union(tmp_path: Path,
 
 
 _SAME = textwrap.dedent("""
-    import sys, time
+    import sys
     import numpy as np
     import zarrfast
     from zarrfast.storage import LocalStore
-    root, k, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    root, k, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     a = zarrfast.open_array(LocalStore(root), path="a", mode="r+")
-    end = time.time() + seconds
-    i = 0
-    while time.time() < end:
-        i += 1
+    for i in range(1, rounds + 1):
         a[...] = k * 1e6 + i   # every element of every chunk: one writer's round
     a[...] = k * 1e6 + 999999 if k == 2 else k * 1e6  # final value
-    print(i)
+    print(rounds)
 """)
 
+#: reads the whole array until the parent makes the file ``stop`` (once both writers
+#: are done) and it has read ``least`` times; a day's deadline only ends a hang
 _READER = textwrap.dedent("""
-    import itertools, sys, time, json
+    import itertools, json, os, sys, time
     import numpy as np
     import zarrfast
     from zarrfast.storage import LocalStore
-    root, seconds = sys.argv[1], float(sys.argv[2])
+    root, stop, least = sys.argv[1], sys.argv[2], int(sys.argv[3])
     a = zarrfast.open_array(LocalStore(root), path="a", mode="r")
-    end = time.time() + seconds
+    hang = time.monotonic() + 86400
     reads = torn = 0
     values = set()
-    while time.time() < end:
+    print("reading", flush=True)
+    while (reads < least or not os.path.exists(stop)) and time.monotonic() < hang:
         full = a[...]
         reads += 1
         for idx in itertools.product(*(range(s // c) for s, c in zip(a.shape, a.chunks))):
@@ -290,25 +290,37 @@ _READER = textwrap.dedent("""
 
 def test_two_writers_same_chunks_and_a_reader_never_see_a_torn_chunk(
         tmp_path: Path, subprocess_cwd: Path) -> None:
+    """Counts of work, not of seconds: each writer rewrites every chunk 30 times, and the
+    reader (started first) reads the whole array from before the writers start until
+    they are done, 20 times at least.  (Before, each ran for 4 s and the test asserted
+    that more than 5 rounds and reads fitted in them: a loaded machine breaks that.)"""
     a = _create(tmp_path, shape=(32, 32, 32), chunks=(16, 16, 16))
     a[...] = 0.0
-    seconds = 4.0
-    writers = [subprocess.Popen([sys.executable, "-c", _SAME, str(tmp_path), str(k),
-                                 str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=ENV, cwd=subprocess_cwd) for k in (1, 2)]
-    reader = subprocess.Popen([sys.executable, "-c", _READER, str(tmp_path), str(seconds)],
+    n_rounds, least_reads = 30, 20
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen([sys.executable, "-c", _READER, str(tmp_path), str(stop),
+                               str(least_reads)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
                               cwd=subprocess_cwd)
-    out, err = reader.communicate(timeout=60)
+    try:
+        assert reader.stdout.readline().strip() == b"reading", reader.stderr.read()[-2000:]
+        writers = [subprocess.Popen([sys.executable, "-c", _SAME, str(tmp_path), str(k),
+                                     str(n_rounds)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=ENV, cwd=subprocess_cwd)
+                   for k in (1, 2)]
+        rounds = []
+        for w in writers:
+            o, e = w.communicate(timeout=600)
+            assert w.returncode == 0, e.decode()[-2000:]
+            rounds.append(int(o))
+    finally:
+        stop.touch()
+    out, err = reader.communicate(timeout=600)
     assert reader.returncode == 0, err.decode()[-2000:]
-    result = json.loads(out)
-    rounds = []
-    for w in writers:
-        o, e = w.communicate(timeout=60)
-        assert w.returncode == 0, e.decode()[-2000:]
-        rounds.append(int(o))
+    result = json.loads(out.decode().strip().splitlines()[-1])
     assert result["torn"] == 0, result
-    assert result["reads"] > 5 and min(rounds) > 5, (result, rounds)
+    assert rounds == [n_rounds, n_rounds]
+    assert result["reads"] >= least_reads, result
     # every chunk holds one writer's final value, whole; the final write of writer 2 is
     # 999999 and of writer 1 is 0, so each chunk says which process wrote it last
     final = a[...]

@@ -142,9 +142,12 @@ def test_links_that_stay_inside_the_root_work(tmp_path):
 
 # -- class 3: symbolic-link races on writes -------------------------------------------
 
+#: swaps until the file ``stop`` exists and it has swapped ``least`` times (making the
+#: file ``reached`` then); a day's deadline only ends a hang
 SWAPPER = textwrap.dedent("""
     import ctypes, os, sys, time
-    root, outside, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    root, outside, least = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    stop, reached = sys.argv[4], sys.argv[5]
     d, link = os.path.join(root, "d"), os.path.join(root, "d-link")
     os.symlink(outside, link)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -154,12 +157,14 @@ SWAPPER = textwrap.dedent("""
             raise OSError(ctypes.get_errno(), "renameat2")
     exchange(); exchange()
     print("ready", flush=True)
-    end = time.monotonic() + seconds
+    hang = time.monotonic() + 86400
     n = 0
-    while time.monotonic() < end:
+    while (n < least or not os.path.exists(stop)) and time.monotonic() < hang:
         exchange()  # "d" is now a link out of the root...
         exchange()  # ...and the real directory again
         n += 1
+        if n == least:
+            open(reached, "w").close()
     print(n, flush=True)
 """)
 
@@ -179,15 +184,21 @@ def test_a_directory_swapped_for_a_link_cannot_redirect_a_write(tmp_path, op):
     (outside / "sub" / "deep").write_bytes(b"keep too")
     store = LocalStore(root)
     store.set("d/victim", b"inside")
-    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root), str(outside), "3"],
+    # counts, not seconds (it was: as many as fit in 2.5 s, and more than 100 swaps in 3 s
+    # asserted): 500 operations at least, and until the swapper has swapped 100 times
+    least_ops, least_swaps = 500, 100
+    stop, reached = tmp_path / "stop", tmp_path / "reached"
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root), str(outside),
+                                str(least_swaps), str(stop), str(reached)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         if swapper.stdout.readline().strip() != "ready":
             pytest.skip(f"cannot swap directories here: {swapper.communicate()[1][-500:]}")
-        end = time.monotonic() + 2.5
         done = refused = 0
         i = 0
-        while time.monotonic() < end:
+        while i < least_ops or not reached.exists():
+            if swapper.poll() is not None:
+                pytest.fail(f"the swapper stopped early: {swapper.communicate()[1][-500:]}")
             i += 1
             try:
                 if op == "set":
@@ -204,8 +215,10 @@ def test_a_directory_swapped_for_a_link_cannot_redirect_a_write(tmp_path, op):
             except (ZarrfastError, FileNotFoundError):
                 refused += 1
     finally:
-        swaps = int(swapper.communicate(timeout=30)[0].split()[-1])
-    assert swaps > 100, "the race was not run"
+        stop.touch()
+        out = swapper.communicate(timeout=600)[0].split()
+        swaps = int(out[-1]) if out else 0
+    assert swaps >= least_swaps and i >= least_ops, "the race was not run"
     assert sorted(os.listdir(outside)) == ["sub", "victim"]
     assert (outside / "victim").read_bytes() == b"keep"
     assert os.listdir(outside / "sub") == ["deep"]

@@ -4,7 +4,6 @@ the same results as per-chunk access."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -14,10 +13,13 @@ import zarrfast
 from zarrfast import config
 from zarrfast.storage import MemoryStore
 
+from _helpers.gate import InFlightGate
+
 
 class BatchedStore(MemoryStore):
     """A memory store that declares ``batched_reads`` and records how it is called;
-    every request takes ``delay`` seconds (a remote round trip)."""
+    every request takes ``delay`` seconds (a remote round trip) and passes ``gate``
+    (``gate.hold(n)``: held until ``n`` are in flight at once)."""
 
     batched_reads = True
 
@@ -25,22 +27,19 @@ class BatchedStore(MemoryStore):
         super().__init__(*args, **kwargs)
         self.delay = delay
         self.calls: list[tuple[str, int | str]] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._count_lock = threading.Lock()
+        self.gate = InFlightGate()
 
     def _request(self) -> None:
-        with self._count_lock:
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        time.sleep(self.delay)
-        with self._count_lock:
-            self.in_flight -= 1
+        self.gate.enter()
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+        finally:
+            self.gate.leave()
 
     def get(self, key, byte_range=None):
         self.calls.append(("get", key))
-        if self.delay:
-            self._request()
+        self._request()
         return super().get(key, byte_range)
 
     def get_many(self, keys, byte_ranges=None):
@@ -48,7 +47,7 @@ class BatchedStore(MemoryStore):
         out = []
         for i, k in enumerate(keys):
             out.append(MemoryStore.get(self, k, None if byte_ranges is None else byte_ranges[i]))
-        if self.delay and keys:
+        if keys:
             self._request()  # one concurrent batch: one round trip
         return out
 
@@ -122,12 +121,14 @@ def test_remote_reads_keep_many_requests_in_flight():
     a = zarrfast.create_array(store, name="a", shape=(64, 64), chunks=(4, 4), shards=(8, 8),
                               dtype="u2", compressors=None)
     a[...] = np.arange(64 * 64, dtype="u2").reshape(64, 64)
-    store.delay = 0.05
+    # the requests overlap (more than the two threads' worth in flight at once): the
+    # proof of concurrency is this count, which the store holds its requests for (it
+    # delayed each 50 ms before, which a loaded machine could make fewer overlap)
+    store.gate.hold(3)
     with config.set(io_concurrency=16, threads=2):
         np.testing.assert_array_equal(a[...], np.arange(64 * 64).reshape(64, 64))
-    # the requests overlapped (more than the two threads' worth in flight at once): the
-    # proof of concurrency is this count, not a duration
-    assert store.max_in_flight > 2, store.max_in_flight
+    assert not store.gate.timed_out, f"at most {store.gate.peak} requests in flight"
+    assert store.gate.peak > 2, store.gate.peak
 
 
 @pytest.mark.parametrize("compressors", ["zstd", "gzip"])

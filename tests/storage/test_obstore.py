@@ -503,7 +503,10 @@ def test_failed_array_write_leaves_chunks_old_or_new(faulty):
 @pytest.mark.parametrize("limit", [4, 16])
 def test_reads_keep_max_concurrency_requests_in_flight_and_no_more(faulty, limit):
     """Blocking reads on the request pool, from one get_many and from several threads
-    at once (as the engine's I/O threads call it): exactly up to the store's bound."""
+    at once (as the engine's I/O threads call it): exactly up to the store's bound.  The
+    server holds the requests until ``limit`` are in flight (it waited 50 ms for each
+    before and counted: a loaded machine could keep fewer in flight in 50 ms), then
+    answers each after 50 ms: a client sending more than ``limit`` would be seen."""
     import time
     from concurrent.futures import ThreadPoolExecutor
 
@@ -516,10 +519,14 @@ def test_reads_keep_max_concurrency_requests_in_flight_and_no_more(faulty, limit
     faulty.latency = 0.05
     store = ObjectStore.from_url(faulty.url("d"), retry=FAST_RETRY, max_concurrency=limit)
     keys = [f"c/{i}" for i in range(48)]
+    faulty.hold(limit)
     assert [bytes(v) for v in store.get_many(keys)] == [bytes([i]) * 100 for i in range(48)]
+    assert not faulty.gate.timed_out, f"never {limit} requests in flight at once"
     assert faulty.peak_in_flight == limit
     faulty.peak_in_flight = 0
+    faulty.hold(limit)
     with ThreadPoolExecutor(4) as pool:
         parts = list(pool.map(store.get_many, [keys[j::4] for j in range(4)]))
     assert [bytes(v) for v in parts[1]] == [bytes([i]) * 100 for i in range(1, 48, 4)]
+    assert not faulty.gate.timed_out, f"never {limit} requests in flight at once"
     assert faulty.peak_in_flight == limit

@@ -36,6 +36,8 @@ from zarrfast.storage import (
 )
 from zarrfast.testing import StoreTests
 
+from _helpers.gate import InFlightGate
+
 pytest.importorskip("fsspec")
 
 
@@ -180,7 +182,8 @@ class FaultyProxy:
     """A threaded loopback HTTP proxy in front of the S3 server.  It delays every
     request by ``delay`` seconds, records how many are in flight at once and how many
     reached each path, and answers a path with queued faults first: an HTTP status
-    (with an S3 error document) or ``"reset"`` (close the connection, no response)."""
+    (with an S3 error document) or ``"reset"`` (close the connection, no response).
+    ``gate.hold(n)`` holds the next requests until ``n`` are in flight at once."""
 
     def __init__(self, upstream: str) -> None:
         host, port = upstream.split("//", 1)[1].split(":")
@@ -189,6 +192,7 @@ class FaultyProxy:
         self.lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.gate = InFlightGate()
         self.requests: Counter[tuple[str, str]] = Counter()
         self.faults: dict[str, list] = defaultdict(list)
         self.always: dict[str, int] = {}
@@ -249,6 +253,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         fault = proxy._begin(self.command, self.path)
+        proxy.gate.enter()
         try:
             if proxy.delay:
                 time.sleep(proxy.delay)
@@ -262,6 +267,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             else:
                 self._forward(proxy, body)
         finally:
+            proxy.gate.leave()
             proxy._end()
 
     def _error(self, status: int) -> None:
@@ -327,32 +333,29 @@ def _write_array(s3_server, n_chunks: int = 64, **kwargs) -> tuple[str, np.ndarr
 
 def test_get_many_is_concurrent(s3_server, proxy) -> None:
     url, data = _write_array(s3_server, 64)
-    proxy.delay = 0.1
     a = zarrfast.open_array(url, mode="r", storage_options=s3_server.storage_options(proxy.url))
     before = sum(proxy.requests.values())
-    t0 = time.perf_counter()
+    # the proof is the number of requests the proxy saw in flight at once: it holds
+    # them until 9 are (it delayed each by 100 ms and counted before, which a loaded
+    # machine could make fewer overlap)
+    proxy.gate.hold(9)
     got = a[:]
-    elapsed = time.perf_counter() - t0
     np.testing.assert_array_equal(got, data)
-    # one GET per chunk, no HEAD first, and far less than 64 round trips of 100 ms
+    # one GET per chunk, no HEAD first
     assert sum(proxy.requests.values()) - before == 64
     assert proxy.hits("/c/0/0", "GET") == 1 and proxy.hits("/c/0/0", "HEAD") == 0
-    # the proof is the number of requests the proxy saw in flight at once (timing on
-    # a loaded 2-core machine proves little); one at a time would also take >= 6.4 s
-    assert proxy.max_in_flight > 8, (proxy.max_in_flight, elapsed)
+    assert not proxy.gate.timed_out, "never 9 requests in flight at once"
+    assert proxy.max_in_flight > 8, proxy.max_in_flight
 
 
 def test_set_many_and_delete_many_are_concurrent(s3_server, proxy) -> None:
     store = FsspecStore.from_url(s3_server.url(), storage_options=s3_server.storage_options(
         proxy.url))
     assert store.get("k/0") is None  # connects (the client's setup is not timed)
-    proxy.delay = 0.1
-    t0 = time.perf_counter()
+    proxy.gate.hold(5)  # (the PUTs held until 5 are in flight at once)
     store.set_many({f"k/{i}": bytes([i]) * 100 for i in range(32)})
-    elapsed = time.perf_counter() - t0
-    # one at a time would take 3.2 s; the server's own CPU time (in this process) adds up
-    assert proxy.max_in_flight > 4, (proxy.max_in_flight, elapsed)
-    proxy.delay = 0
+    assert not proxy.gate.timed_out, "never 5 PUTs in flight at once"
+    assert proxy.max_in_flight > 4, proxy.max_in_flight
     assert store.get_many([f"k/{i}" for i in (0, 31)]) == [b"\x00" * 100, b"\x1f" * 100]
     before = sum(proxy.requests.values())
     store.delete_many([f"k/{i}" for i in range(32)] + ["k/missing"])

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import pickle
-import time
+import types
 
 import numpy as np
 import pytest
 
 import zarrfast
 from zarrfast.experimental.cache_store import CacheStore
-from zarrfast.storage import LocalStore, LoggingStore, MemoryStore, RangeByteRequest, Store
+from zarrfast.storage import (
+    LocalStore,
+    LoggingStore,
+    MemoryStore,
+    RangeByteRequest,
+    Store,
+    store_cache,
+)
 from zarrfast.testing import StoreTests
 
 
@@ -85,14 +92,19 @@ def test_a_value_larger_than_max_size_is_not_cached():
     assert cached.cache_info()["current_size"] == 0
 
 
-def test_entries_expire_after_max_age_seconds():
-    source, log, cache, cached = make(max_age_seconds=0.05)
+def test_entries_expire_after_max_age_seconds(monkeypatch):
+    """The cache's clock is driven by the test (it was real: an entry 50 ms old was
+    expected "still fresh" one statement later, which a loaded machine breaks)."""
+    now = 1000.0
+    monkeypatch.setattr(store_cache, "time", types.SimpleNamespace(monotonic=lambda: now))
+    source, log, cache, cached = make(max_age_seconds=5)
     source.set("k", b"old")
     assert cached.get("k") == b"old"
     source.set("k", b"new")  # behind the cache's back
+    now += 4.9
     assert cached.get("k") == b"old"  # still fresh
-    time.sleep(0.1)
-    assert cached.get("k") == b"new"
+    now += 0.1
+    assert cached.get("k") == b"new"  # 5 s old: expired
     assert source_reads(log, "k") == 2
 
 

@@ -22,6 +22,8 @@ from zarrfast.storage import RemoteStoreError, ZarrPythonStore
 from zarrfast.storage.base import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarrfast.testing import StoreTests
 
+from _helpers.gate import InFlightGate
+
 zarr = pytest.importorskip("zarr")
 pytest.importorskip("zarr.abc.store")
 
@@ -180,22 +182,21 @@ def test_make_store_does_not_import_zarr(subprocess_cwd: Path) -> None:
 
 
 class CountingLocalStore(zarr.storage.LocalStore):
-    """zarr's LocalStore, counting the ``get`` calls in flight at once."""
+    """zarr's LocalStore, counting the ``get`` calls in flight at once (``gate.peak``;
+    ``gate.hold(n)`` holds them until ``n`` are)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.in_flight = 0
-        self.peak = 0
+        self.gate = InFlightGate()
         self.partial_calls = 0
 
     async def get(self, key, prototype, byte_range=None):
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
+        await self.gate.aenter()
         try:
-            await asyncio.sleep(0.005)  # a request's latency: the others start meanwhile
+            await asyncio.sleep(0.005)  # a request's latency: more would start meanwhile
             return await super().get(key, prototype, byte_range)
         finally:
-            self.in_flight -= 1
+            self.gate.leave()
 
     async def get_partial_values(self, prototype, key_ranges):
         self.partial_calls += 1
@@ -213,9 +214,12 @@ def test_many_requests_in_flight(tmp_path: Path) -> None:
     counting = CountingLocalStore(root)
     with zarrfast.config.set(io_concurrency=16):
         a = zarrfast.open_array(counting, mode="r")
+        # held until 5 are in flight (5 ms each and a count before: a loaded machine
+        # could make fewer overlap), then 5 ms each: more than 16 would be seen
+        counting.gate.hold(5)
         np.testing.assert_array_equal(a[:], np.arange(64 * 64).reshape(64, 64))
-    assert counting.peak > 4, f"at most {counting.peak} requests were in flight"
-    assert counting.peak <= 16
+    assert not counting.gate.timed_out, f"at most {counting.gate.peak} requests in flight"
+    assert 4 < counting.gate.peak <= 16, counting.gate.peak
 
 
 def test_shard_ranges_use_get_partial_values(tmp_path: Path) -> None:
