@@ -612,11 +612,18 @@ async def test_an_awaited_read_does_not_block_the_loop() -> None:
     await arr.setitem(slice(None), np.arange(10))
     ticks = 0
     done = asyncio.Event()
+    # the store's reads wait until the loop has ticked 3 times during them (they slept
+    # 20 ms and the ticks in that window were counted: a loaded machine gives fewer);
+    # a loop blocked by the read never ticks, and the test fails after the bound
+    reading, ticked = threading.Event(), threading.Event()
 
     async def ticker() -> None:
         nonlocal ticks
         while not done.is_set():
-            ticks += 1
+            if reading.is_set():
+                ticks += 1
+                if ticks >= 3:
+                    ticked.set()
             await asyncio.sleep(0.005)
 
     t = asyncio.create_task(ticker())
@@ -626,6 +633,9 @@ async def test_an_awaited_read_does_not_block_the_loop() -> None:
 
     def recording_get(key, byte_range=None):
         seen.append(threading.get_ident())
+        reading.set()
+        if threading.get_ident() != loop_thread:  # (on the loop it would wait in vain)
+            ticked.wait(120)  # (a bound that only ends a hang)
         return original(key, byte_range)
 
     store.get = recording_get  # type: ignore[method-assign]
