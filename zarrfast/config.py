@@ -65,8 +65,16 @@ key                    environment variable       default
 ``lock_timeout``       ``ZARRFAST_LOCK_TIMEOUT``  60 (seconds): longest wait
                                                   for the lock of a node's
                                                   metadata (append, resize,
-                                                  attributes) before
+                                                  attributes) or of a shard
+                                                  written in part, before
                                                   ``LockTimeoutError``
+``file_locks``         ``ZARRFAST_FILE_LOCKS``    ``True``: a ``LocalStore``
+                                                  excludes other processes with
+                                                  ``flock`` (else
+                                                  ``LockUnavailableError`` where
+                                                  the file system has none);
+                                                  ``False``: the threads of this
+                                                  process only
 ``remote_store``       ``ZARRFAST_REMOTE_STORE``  ``"auto"``: which store a
                                                   remote URL gets: ``"auto"``
                                                   (``ObjectStore`` for s3, gs,
@@ -173,6 +181,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "io_concurrency": _int(1),
     "vlen_bytes_per_element": _int(1),
     "lock_timeout": _seconds(none=False),
+    "file_locks": _bool,
     "remote_store": _choice(*REMOTE_STORES),
     "default_zarr_format": _choice(2, 3),
     "array.order": _choice("C", "F"),
@@ -242,6 +251,7 @@ _ENV_KEYS = {
     "ZARRFAST_IO_CONCURRENCY": "io_concurrency",
     "ZARRFAST_VLEN_BYTES_PER_ELEMENT": "vlen_bytes_per_element",
     "ZARRFAST_LOCK_TIMEOUT": "lock_timeout",
+    "ZARRFAST_FILE_LOCKS": "file_locks",
     "ZARRFAST_REMOTE_STORE": "remote_store",
 }
 #: donfig's own variables: where to find YAML files, not configuration values
@@ -313,6 +323,7 @@ def _defaults() -> dict[str, Any]:
         "io_concurrency": 64,
         "vlen_bytes_per_element": 1024,
         "lock_timeout": 60.0,
+        "file_locks": True,
         "remote_store": "auto",
         # zarr-python's keys
         "default_zarr_format": 3,

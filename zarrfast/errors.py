@@ -53,6 +53,7 @@ __all__ = [
     "ChunkAllocationError",
     "ConcurrentWriteError",
     "LockTimeoutError",
+    "LockUnavailableError",
 ]
 
 
@@ -219,8 +220,16 @@ class ConcurrentWriteError(ZarrfastError):
 
 class LockTimeoutError(ConcurrentWriteError, TimeoutError):
     """The lock serialising updates of a node's metadata (an append, a resize, an
-    attribute change) was not acquired within ``config lock_timeout`` seconds: another
-    thread or process held it.  Nothing of this update was stored."""
+    attribute change) or a partial write of a shard was not acquired within ``config
+    lock_timeout`` seconds: another thread or process held it.  Nothing of this update
+    was stored."""
+
+
+class LockUnavailableError(ConcurrentWriteError, OSError):
+    """The file system refuses the file lock (``flock``) that excludes other processes
+    from a read-modify-write (NFS mounted ``nolock``, Lustre without ``flock``).
+    Nothing of this update was stored; ``config file_locks`` set to ``False`` writes
+    with the threads of this process excluded only."""
 
 
 # -- warnings, under zarr-python's names (``pytest.warns(zarr.errors.ZarrUserWarning)``) ---

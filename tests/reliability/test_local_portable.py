@@ -24,6 +24,7 @@ Two kinds of tests here:
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -178,3 +179,17 @@ small_disk = _hostile.small_disk
 for _name, _value in vars(_hostile).items():
     if _name.startswith("test_") and _name not in NOT_PROMISED:
         globals()["test_portable_" + _name[len("test_"):]] = _value
+
+
+def test_a_store_rooted_at_the_file_system_root_reads_through_a_link(tmp_path):
+    """``LocalStore("/")``: a key with a link on its path resolves to the right file (the
+    resolved path lost its first character: the value read as missing)."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "f").write_bytes(b"value")
+    (tmp_path / "lnk").symlink_to(tmp_path / "real")
+    store = LocalStore("/")
+    key = str(tmp_path / "lnk" / "f").lstrip("/")
+    assert store._inside(key, key) == os.fsencode(str(tmp_path / "real" / "f").lstrip("/"))
+    assert store.get(key) == b"value"
+    store.set(key[:-1] + "g", b"new")
+    assert (tmp_path / "real" / "g").read_bytes() == b"new"

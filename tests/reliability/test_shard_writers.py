@@ -157,12 +157,28 @@ def _transpose_outside(root: Path) -> None:
     (root / "zarr.json").write_text(json.dumps(meta))
 
 
-@pytest.mark.parametrize("layout", ["strings", "transpose-outside"])
-def test_threads_keep_every_inner_chunk_of_other_shard_layouts(layout, tmp_path,
+def _set(a: zarrfast.Array, j: int, value: np.ndarray, how: str) -> None:
+    """Write inner chunk ``j`` by a basic, an orthogonal or a coordinate selection."""
+    rows, cols = np.arange(INNER[0]), np.arange(j * INNER[1], (j + 1) * INNER[1])
+    if how == "basic":
+        a[_block(j)] = value
+    elif how == "oindex":
+        a.oindex[rows, cols] = value
+    else:
+        r, c = np.meshgrid(rows, cols, indexing="ij")
+        a.vindex[r.ravel(), c.ravel()] = value.ravel()
+
+
+@pytest.mark.parametrize("layout,how", [
+    ("strings", "basic"), ("strings", "oindex"), ("strings", "vindex"),
+    ("transpose-outside", "basic"), ("transpose-outside", "oindex"),
+    ("transpose-outside", "vindex"), ("rectilinear-transpose-outside", "basic")])
+def test_threads_keep_every_inner_chunk_of_other_shard_layouts(layout, how, tmp_path,
                                                                fast_switching):
     """Shards that are not written by the sharded engine: variable-length strings (each
     shard read, changed and written whole), and chunks that are shards decoded whole
-    (an array -> array codec before ``sharding_indexed``)."""
+    (an array -> array codec before ``sharding_indexed``, on a regular or a rectilinear
+    grid of shards), written by basic, orthogonal and coordinate selections."""
     for round_ in range(3):
         root = tmp_path / f"r{round_}.zarr"
         if layout == "strings":
@@ -172,14 +188,16 @@ def test_threads_keep_every_inner_chunk_of_other_shard_layouts(layout, tmp_path,
             def value(j: int) -> np.ndarray:
                 return _value(j).astype(str)
         else:
-            _create(LocalStore(root))
+            shards = SHARDS if layout == "transpose-outside" else [[16], [128, 384]]
+            zarrfast.create_array(LocalStore(root), shape=SHAPE, chunks=INNER, shards=shards,
+                                  dtype="int32", fill_value=0)
             _transpose_outside(root)
             value = _value
 
         def work(i: int, root=root, value=value) -> None:
             mine = zarrfast.open_array(str(root), mode="r+")
             for j in _mine(i):
-                mine[_block(j)] = value(j)
+                _set(mine, j, value(j), how)
 
         _threads(N_WRITERS, work)
         data = zarrfast.open_array(str(root), mode="r")[...]
@@ -188,19 +206,11 @@ def test_threads_keep_every_inner_chunk_of_other_shard_layouts(layout, tmp_path,
 
 
 _WRITER = textwrap.dedent("""
-    import errno, os, sys, time, json
+    import sys, time, json
     import numpy as np
     import zarrfast
     where, chunks, start, options = (sys.argv[1], json.loads(sys.argv[2]),
                                      float(sys.argv[3]), json.loads(sys.argv[4]))
-    if os.environ.get("TEST_NO_VALUE_FLOCK"):  # as on a file system that cannot flock it
-        from zarrfast.storage import locks
-
-        def refused(dir_fd, *args, **kwargs):
-            os.close(dir_fd)
-            raise OSError(errno.ENOLCK, "No locks available")
-
-        locks.flock_value = refused
     a = zarrfast.open_array(where, mode="r+", storage_options=options or None)
     time.sleep(max(start - time.time(), 0))
     for j in chunks:
@@ -223,15 +233,11 @@ def _processes(where: str, cwd: Path, n: int, options: dict | None = None,
         assert p.wait(timeout=180) == 0, p.stderr.read().decode()[-3000:]
 
 
-@pytest.mark.parametrize("lock", ["the shard's file", "a lock file"])
-def test_processes_on_a_local_store_keep_every_inner_chunk(lock, tmp_path, subprocess_cwd):
-    """(``a lock file``: where the file system cannot ``flock`` the shard's file, every
-    write takes turns on a lock file next to it.)"""
-    env = {"TEST_NO_VALUE_FLOCK": "1"} if lock == "a lock file" else {}
+def test_processes_on_a_local_store_keep_every_inner_chunk(tmp_path, subprocess_cwd):
     for round_ in range(2):
         root = tmp_path / f"r{round_}.zarr"
         _create(LocalStore(root))
-        _processes(str(root), subprocess_cwd, 4, env=env)
+        _processes(str(root), subprocess_cwd, 4)
         a = zarrfast.open_array(str(root), mode="r")
         assert _lost(a) == [], f"round {round_}: inner chunks lost"
         # the lock files are gone with the writes, and were never keys
@@ -458,3 +464,119 @@ def test_a_shard_lock_is_never_made_outside_the_root(tmp_path):
     with pytest.raises(InvalidKeyError, match="c/0/0"):
         a[_block(1)] = _value(1)
     assert list(outside.rglob("*")) == []
+
+
+@pytest.mark.parametrize("existing", [True, False])
+def test_a_file_system_without_flock_is_refused_naming_the_shard(existing, tmp_path,
+                                                                monkeypatch):
+    """A file system that refuses ``flock`` (NFS mounted ``nolock``): a partial write of
+    a shard raises ``LockUnavailableError`` naming the key and what to do, with nothing
+    written; with ``config file_locks=False`` it writes, excluding this process's
+    threads only (and the store says it cannot exclude other processes)."""
+    import errno
+
+    from zarrfast.errors import LockUnavailableError
+    from zarrfast.storage import locks
+
+    def no_flock(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    root = tmp_path / "data.zarr"
+    a = _create(LocalStore(root))
+    if existing:
+        a[_block(0)] = _value(0)
+    before = {p.name: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    monkeypatch.setattr(locks.fcntl, "flock", no_flock)
+    with pytest.raises(LockUnavailableError) as info:
+        a[_block(1)] = _value(1)
+    text = str(info.value)
+    assert "'c/0/0'" in text and "file_locks=False" in text and "nothing was written" in text
+    assert {p.name: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    with zarrfast.config.set(file_locks=False):
+        assert not LocalStore(root).interprocess_locks
+        a[_block(1)] = _value(1)
+    np.testing.assert_array_equal(a[_block(1)], _value(1))
+
+
+def test_a_directory_at_a_shard_key_is_refused_naming_the_key(tmp_path):
+    root = tmp_path / "data.zarr"
+    a = _create(LocalStore(root))
+    (root / "c" / "0" / "0").mkdir(parents=True)
+    with pytest.raises(zarrfast.errors.ZarrfastError, match="'c/0/0'"):
+        a[_block(1)] = _value(1)
+
+
+def test_a_fifo_at_a_shard_key_is_refused_without_blocking(tmp_path, subprocess_cwd):
+    """Run in a child as an unprivileged user where the test runs as root: opening a FIFO
+    that one cannot write, without ``O_NONBLOCK``, waited for a writer forever."""
+    root = tmp_path / "data.zarr"
+    _create(LocalStore(root))
+    (root / "c" / "0").mkdir(parents=True)
+    os.mkfifo(root / "c" / "0" / "0", 0o444)
+    script = textwrap.dedent("""
+        import os, sys
+        import numpy as np, zarrfast
+        a = zarrfast.open_array(sys.argv[1], mode="r+")
+        warm = zarrfast.open_array(sys.argv[2], mode="r+")  # every lazy import, as root
+        warm[:, 8:16] = np.ones((16, 8), dtype="int32")
+        if os.getuid() == 0:  # a user who cannot write the FIFO
+            for dirpath, dirs, files in os.walk(sys.argv[1]):
+                os.chmod(dirpath, 0o777)
+            os.setgid(65534)
+            os.setuid(65534)
+        try:
+            a[:, 8:16] = np.ones((16, 8), dtype="int32")
+        except zarrfast.errors.ZarrfastError as e:
+            print(type(e).__name__, e)
+    """)
+    _create(LocalStore(tmp_path / "warm.zarr"))
+    for parent in (tmp_path, *tmp_path.parents):
+        if parent == Path("/"):
+            break
+        os.chmod(parent, os.stat(parent).st_mode | 0o005)
+    out = subprocess.run([sys.executable, "-c", script, str(root), str(tmp_path / "warm.zarr")],
+                         capture_output=True, text=True, timeout=120, env=ENV,
+                         cwd=subprocess_cwd)
+    assert "SpecialFileError" in out.stdout and "'c/0/0'" in out.stdout, (out.stdout,
+                                                                           out.stderr[-2000:])
+
+
+def test_a_cache_in_front_reads_the_stored_shard_under_the_lock(tmp_path):
+    """A ``CacheStore`` that read a shard earlier: a partial write under the shard's lock
+    starts from the stored shard, not the cached one (which another process may have
+    replaced meanwhile: here a second store object)."""
+    from zarrfast.storage import CacheStore
+
+    root = tmp_path / "data.zarr"
+    _create(LocalStore(root))
+    cached = zarrfast.open_array(CacheStore(LocalStore(root), max_bytes=2**26), mode="r+")
+    cached[_block(0)] = _value(0)
+    cached[...]  # the shard is in the cache now
+    zarrfast.open_array(LocalStore(root), mode="r+")[_block(1)] = _value(1)  # "elsewhere"
+    cached[_block(2)] = _value(2)
+    data = zarrfast.open_array(LocalStore(root), mode="r")[...]
+    for j in (0, 1, 2):
+        np.testing.assert_array_equal(data[_block(j)], _value(j))
+
+
+def test_every_spelling_of_a_root_shares_the_threads_locks(tmp_path, fast_switching):
+    """Without file locks (as on Windows), the threads' lock of a shard is keyed by the
+    root resolved: arrays opened through ``x/../x`` and a link exclude each other too."""
+    root = tmp_path / "data.zarr"
+    _create(LocalStore(root))
+    (tmp_path / "link.zarr").symlink_to(root)
+    spellings = [str(root), str(tmp_path / "data.zarr" / ".." / "data.zarr"),
+                 str(tmp_path / "link.zarr"), os.path.relpath(root)]
+    assert len({LocalStore(p)._lock_scope() for p in spellings}) == 1
+    with zarrfast.config.set(file_locks=False):
+        for round_ in range(3):
+            def work(i: int, round_: int = round_) -> None:
+                mine = zarrfast.open_array(spellings[i % len(spellings)], mode="r+")
+                for j in _mine(i):
+                    mine[_block(j)] = _value(j) + round_
+
+            _threads(N_WRITERS, work)
+            data = zarrfast.open_array(str(root), mode="r")[...]
+            lost = [j for j in range(N_INNER)
+                    if not np.array_equal(data[_block(j)], _value(j) + round_)]
+            assert lost == [], f"round {round_}: inner chunks lost"

@@ -927,11 +927,16 @@ def write_selection(
         return
     proj = Projection(chain.metadata.shape, chain, sel)
     keys = chunk_keys(chain.metadata, path, proj.coords)
-    writer = RowWriter(proj, value, scalar, write_empty_chunks)
-    if getattr(chain.ab, "name", None) == "sharding_indexed":
+    write_chunk_rows(store, keys, RowWriter(proj, value, scalar, write_empty_chunks))
+
+
+def write_chunk_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
+    """:func:`write_rows`, or for chunks that are shards decoded whole,
+    :func:`_write_shards_whole`."""
+    if getattr(writer.chain.ab, "name", None) == "sharding_indexed":
         _write_shards_whole(store, keys, writer)
-        return
-    write_rows(store, keys, writer)
+    else:
+        write_rows(store, keys, writer)
 
 
 def _write_shards_whole(store: Store, keys: Sequence[str], writer: RowWriter) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import PreparedChain, chunk_keys
+from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import expand_ellipsis, slice_indices
 from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import BoundsCheckError, IndexingError
@@ -297,26 +298,40 @@ def _work(array: FancyTarget, nchunks: int) -> int:
 def _chunk_writer(array: FancyTarget):
     chain = array.chain
     store = array.store
+    # chunks that are shards decoded whole (an array -> array codec before
+    # ``sharding_indexed``): other writers may write the shard's other inner chunks, so
+    # each read-modify-write excludes them (engine.rmw)
+    shards = not array.objects and getattr(chain.ab, "name", None) == "sharding_indexed"
 
-    def write(key: str, update) -> None:
-        raw = store.get_limited(key, chain.stored_limit)
+    def updated(key: str, raw: Any, update) -> Any:
+        """The chunk stored as ``raw`` (``None``: missing) with ``update`` applied,
+        encoded; ``None`` when it holds only the fill value (and is not to be kept)."""
         if array.objects:
             chunk = chain.new_fill_chunk() if raw is None else chain.decode(raw, key).copy()
             update(chunk)
-
             if not array.write_empty_chunks and is_fill_chunk(chunk, chain.fill,
                                                               array.metadata.type_info):
-                store.delete(key)
-            else:
-                store.set(key, chain.encode(chunk))
-            return
+                return None
+            return chain.encode(chunk)
         buf = (chain.new_fill_chunk(key) if raw is None
                else chain.decode(raw, key, writable=True))
         update(chain.view(buf))
         if not array.write_empty_chunks and chain.is_fill(buf):
+            return None
+        return chain.encode(buf, write_empty_chunks=array.write_empty_chunks)
+
+    def write(key: str, update) -> None:
+        if shards:
+            read_modify_write(store, key, lambda raw: updated(key, raw, update),
+                              limit=chain.stored_limit,
+                              empty=lambda: chain.encode(chain.new_fill_chunk(key),
+                                                         write_empty_chunks=True))
+            return
+        new = updated(key, store.get_limited(key, chain.stored_limit), update)
+        if new is None:
             store.delete(key)
         else:
-            store.set(key, chain.encode(buf, write_empty_chunks=array.write_empty_chunks))
+            store.set(key, new)
 
     return write
 

@@ -31,7 +31,7 @@ from zarrfast.engine.chunked import (
     RowWriter,
     chunk_keys,
     read_rows,
-    write_rows,
+    write_chunk_rows,
 )
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.metadata.chunk_grid import RegularChunkGrid
@@ -180,5 +180,5 @@ def write_rectilinear(store: Store, path: str, chain: RectilinearChain, sel: Bas
     if int(np.prod(sel.full_shape)) == 0:
         return
     for proj in chain.groups(sel):
-        write_rows(store, chunk_keys(chain.metadata, path, proj.coords),
-                   RowWriter(proj, value, scalar, write_empty_chunks))
+        write_chunk_rows(store, chunk_keys(chain.metadata, path, proj.coords),
+                         RowWriter(proj, value, scalar, write_empty_chunks))

@@ -546,7 +546,7 @@ class Store(abc.ABC):
         :attr:`interprocess_locks` says the store can) by other processes.  Waits at
         most ``timeout`` seconds (``config lock_timeout``), then raises
         :class:`~zarrfast.errors.LockTimeoutError` naming the node."""
-        with self._holding(("node", self._lock_scope(), path), f"node {path or '/'!r}",
+        with self._holding(("node", self._lock_scope(), path), f"node {path or '/'!r}", "",
                            interprocess and self.interprocess_locks,
                            lambda deadline, timed_out: self._lock_interprocess(
                                path, deadline, timed_out), timeout):
@@ -561,15 +561,15 @@ class Store(abc.ABC):
         the value, there only while it is held).  Waits at most ``timeout`` seconds
         (``config lock_timeout``), then raises
         :class:`~zarrfast.errors.LockTimeoutError` naming the key."""
-        with self._holding(("value", self._lock_scope(), key), f"key {key!r}",
+        with self._holding(("value", self._lock_scope(), key), f"key {key!r}", "to it",
                            self.interprocess_locks,
                            lambda deadline, timed_out: self._lock_value_interprocess(
                                key, deadline, timed_out), timeout):
             yield
 
     @contextlib.contextmanager
-    def _holding(self, lock_key: Hashable, what: str, interprocess: bool, take: Any,
-                 timeout: float | None) -> Iterator[None]:
+    def _holding(self, lock_key: Hashable, what: str, where: str, interprocess: bool,
+                 take: Any, timeout: float | None) -> Iterator[None]:
         """Hold this process's lock ``lock_key`` and, with ``interprocess``, what
         ``take(deadline, timed_out)`` takes (released by the function it returns) for
         the outermost hold."""
@@ -581,7 +581,7 @@ class Store(abc.ABC):
             return LockTimeoutError(
                 f"timed out after {timeout:g} s waiting for the lock of {what} in {self!r}: "
                 f"another thread or process held it (config lock_timeout); nothing was "
-                f"written")
+                f"written{' ' + where if where else ''}")
 
         with _locks.node_locks.hold(lock_key, timeout, timed_out) as entry:
             if not interprocess or entry.release is not None:

@@ -60,7 +60,14 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.errors import AllocationError, ConcurrentWriteError, InvalidKeyError, ZarrfastError
+from zarrfast import config
+from zarrfast.errors import (
+    AllocationError,
+    ConcurrentWriteError,
+    InvalidKeyError,
+    LockUnavailableError,
+    ZarrfastError,
+)
 from zarrfast.kernels.buffers import human_bytes
 from zarrfast.storage import locks as _locks
 from zarrfast.storage.base import (
@@ -86,12 +93,9 @@ __all__ = ["LocalStore"]
 _TMP_MARK = ".zarrfast-tmp-"
 _tmp_counter = itertools.count()
 _LOCK_NAME = _locks.LOCK_NAME
-#: the lock files of values read, changed and written back (a shard's partial writes),
-#: where the value's own file cannot be locked
+#: the lock files of values read, changed and written back (a shard's partial writes)
+#: while the value does not exist yet
 _VALUE_LOCK = _LOCK_NAME + "."
-#: what ``flock`` says on a file system that cannot lock a read-only file or a directory
-_NO_FLOCK = frozenset({errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL,
-                       errno.ENOSYS})
 #: how many times ``delete_dir`` removes a tree again when values keep appearing in it
 _DELETE_ATTEMPTS = 20
 
@@ -227,7 +231,11 @@ class LocalStore(Store):
 
     supports_partial_reads = True
     #: ``flock`` on a lock file in the node's directory (POSIX)
-    interprocess_locks = _locks.HAVE_FLOCK
+    @property
+    def interprocess_locks(self) -> bool:  # type: ignore[override]
+        """``flock`` on files (POSIX), unless ``config file_locks`` is ``False``."""
+        return _locks.HAVE_FLOCK and bool(config.get("file_locks"))
+
     #: files opened relative to open directories (:data:`DIR_FD`), else the portable way
     #: (see the module's docstring); set on the class to force the portable way (tests)
     _dir_fd: bool = DIR_FD
@@ -278,51 +286,70 @@ class LocalStore(Store):
         return new
 
     def _lock_scope(self) -> tuple[str, str]:
-        return ("local", self._root_str)
+        # the root resolved (links, ``..``; case on Windows): every spelling of one
+        # directory shares this process's locks
+        return ("local", os.path.normcase(os.path.realpath(self._root_str)))
 
     def _lock_interprocess(self, path: str, deadline: float, timed_out: Any) -> Any:
         """``flock`` on ``.zarrfast.lock`` in the node's directory (made for the update,
         removed after it).  Nothing is locked when the directory does not exist: the node
         is gone, as the caller then finds."""
         key = f"{path}/{_LOCK_NAME}" if path else _LOCK_NAME
-        if self._dir_fd:  # the directory opened link-free, the file made in it
-            dfd = self._open_dir(path, key, create=False)
-            if dfd is None:
-                return None
-            return _locks.flock_file(_LOCK_NAME, deadline, timed_out, dir_fd=dfd)
-        lock_path = self._path(key)
-        self._inside(key, key)  # never a lock file outside the root
-        return _locks.flock_file(lock_path, deadline, timed_out)
+        with self._flock_errors("node", path or "/"):
+            if self._dir_fd:  # the directory opened link-free, the file made in it
+                dfd = self._open_dir(path, key, create=False)
+                if dfd is None:
+                    return None
+                return _locks.flock_file(_LOCK_NAME, deadline, timed_out, dir_fd=dfd)
+            lock_path = self._path(key)
+            self._inside(key, key)  # never a lock file outside the root
+            return _locks.flock_file(lock_path, deadline, timed_out)
 
     def _lock_value_interprocess(self, key: str, deadline: float, timed_out: Any) -> Any:
         """``flock`` on the value's own file (:func:`~zarrfast.storage.locks.flock_value`;
         while it is missing, on ``.zarrfast.lock.NAME`` next to it, made and removed by
         its creators, never a key), its directory opened link-free and made first (its
-        write makes it anyway).  Without ``dir_fd`` (the portable way), or where the file
-        system cannot ``flock`` the value's file, every write makes and removes
-        ``.zarrfast.lock.NAME``."""
+        write makes it anyway).  The portable way (no ``dir_fd``: Windows, which has no
+        ``flock`` either; or forced) locks ``.zarrfast.lock.NAME`` by path for every
+        write."""
         self._check_writable(key)
         parent, _, name = key.rpartition("/")
-        if self._dir_fd:  # the directory opened (made) link-free
-            dfd = self._open_dir(parent, key, create=True)
-            assert dfd is not None
+        if not self._dir_fd:
+            lock_key = f"{parent}/{_VALUE_LOCK}{name}" if parent else f"{_VALUE_LOCK}{name}"
+            lock_path = self._path(lock_key)
+            self._handle(create=True, key=key)
+            self._inside(lock_key, key)  # never a lock file (nor its directory) outside
+            if parent:
+                _makedirs(os.path.dirname(lock_path), key, lock_path)
+            with self._flock_errors("key", key):
+                return _locks.flock_file(lock_path, deadline, timed_out)
+        dfd = self._open_dir(parent, key, create=True)
+        assert dfd is not None
+        with self._flock_errors("key", key):
             try:
                 return _locks.flock_value(dfd, name, deadline, timed_out,
                                           create_lock=f"{_VALUE_LOCK}{name}")
-            except OSError as e:
-                if not isinstance(e, BlockingIOError) and e.errno in _NO_FLOCK:
-                    dfd = self._open_dir(parent, key, create=True)
-                    assert dfd is not None
-                    return _locks.flock_file(f"{_VALUE_LOCK}{name}", deadline, timed_out,
-                                             dir_fd=dfd)
+            except _locks.NotAFile as e:
+                path = self._path(key)
+                if stat.S_ISDIR(e.mode):
+                    raise ZarrfastError(f"cannot write key {key!r}: {path!r} is a "
+                                        f"directory") from None
+                raise _special_file(key, path, e.mode) from None
+
+    @contextlib.contextmanager
+    def _flock_errors(self, what: str, name: str) -> Iterator[None]:
+        """A file system that refuses ``flock``: :class:`LockUnavailableError` naming
+        the node or key, and what to do."""
+        try:
+            yield
+        except OSError as e:
+            if isinstance(e, BlockingIOError) or e.errno not in _locks.NO_FLOCK:
                 raise
-        lock_key = f"{parent}/{_VALUE_LOCK}{name}" if parent else f"{_VALUE_LOCK}{name}"
-        lock_path = self._path(lock_key)
-        self._handle(create=True, key=key)
-        self._inside(lock_key, key)  # never a lock file (nor its directory) outside the root
-        if parent:
-            _makedirs(os.path.dirname(lock_path), key, lock_path)
-        return _locks.flock_file(lock_path, deadline, timed_out)
+            raise LockUnavailableError(
+                f"cannot lock {what} {name!r} in {self!r} against other processes: the file "
+                f"system refuses flock ({e.strerror}); nothing was written. With config "
+                f"file_locks=False (ZARRFAST_FILE_LOCKS=0) the threads of this process are "
+                f"still excluded: then write from one process at a time") from e
 
     def _path(self, key: str) -> str:
         validate_key(key)
@@ -359,7 +386,7 @@ class LocalStore(Store):
         """The link-free path, relative to the root, that ``rel`` (a path with a
         symbolic link on it) resolves to; refused naming ``key`` when it leaves the root."""
         real_root, real = self._resolve(rel, key)
-        return os.fsencode(real[len(real_root) + 1:])
+        return os.fsencode(real[len(real_root.rstrip(os.sep)) + 1:])
 
     def _resolve(self, rel: str, key: str) -> tuple[str, str]:
         """The root and ``rel`` below it, both resolved (``realpath``: no link, no

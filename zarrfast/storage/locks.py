@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
@@ -37,13 +38,17 @@ try:
 except ImportError:  # pragma: no cover - Windows: locks within one process only
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["HAVE_FLOCK", "KeyedLocks", "LOCK_NAME", "flock_file", "flock_value", "node_locks"]
+__all__ = ["HAVE_FLOCK", "KeyedLocks", "LOCK_NAME", "NO_FLOCK", "flock_file", "flock_value",
+           "node_locks"]
 
 #: the lock file a LocalStore makes in an array's directory while its metadata is updated:
 #: never a key (listings skip it); zarr-python and tensorstore ignore it
 LOCK_NAME = ".zarrfast.lock"
 
 HAVE_FLOCK = fcntl is not None
+#: what ``flock`` says on a file system that has none (or none for a file open to read)
+NO_FLOCK = frozenset({errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL,
+                      errno.ENOSYS})
 
 
 class _Entry:
@@ -185,9 +190,16 @@ def flock_file(lock_path: str, deadline: float, on_timeout: Callable[[], BaseExc
                         drop_dir()
 
                     return release
-            except BaseException:
+            except BaseException as e:
                 _held_fds.discard(fd)
                 os.close(fd)
+                if isinstance(e, OSError) and e.errno in NO_FLOCK \
+                        and not isinstance(e, BlockingIOError):
+                    # a file system without flock: nobody holds this file; it goes
+                    try:
+                        os.unlink(lock_path, dir_fd=dir_fd)
+                    except OSError:
+                        pass
                 raise
             fcntl.flock(fd, fcntl.LOCK_UN)
             _held_fds.discard(fd)
@@ -211,23 +223,45 @@ def _flock(fd: int, deadline: float, on_timeout: Callable[[], BaseException]) ->
             delay = min(delay * 2, 0.02)
 
 
+class NotAFile(OSError):
+    """What is at a value's key is no regular file (a directory, a FIFO, a socket, a
+    device): ``mode`` says which."""
+
+    def __init__(self, name: str, mode: int) -> None:
+        super().__init__(f"{name!r} is not a regular file")
+        self.mode = mode
+
+
 def _open_value(dir_fd: int, name: str) -> int | None:
     """The value ``name`` in ``dir_fd`` opened to be locked (``None``: missing, or a
     link, never followed): for writing where it may be (``flock`` over NFS needs it),
-    else for reading."""
-    flags = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    else for reading; never blocking (a FIFO).  Raises :class:`NotAFile` for anything
+    but a regular file."""
+    flags = (getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    fd = None
     for mode in (os.O_RDWR, os.O_RDONLY):
         try:
-            return os.open(name, mode | flags, dir_fd=dir_fd)
+            fd = os.open(name, mode | flags, dir_fd=dir_fd)
+            break
         except FileNotFoundError:
             return None
         except PermissionError:
             continue
         except OSError as e:
-            if e.errno == errno.ELOOP:  # a link at the key: its directory's lock stands in
+            if e.errno == errno.ELOOP:  # a link at the key: the creators' lock stands in
                 return None
+            if e.errno in (errno.EISDIR, errno.ENXIO, errno.EOPNOTSUPP):  # dir, socket
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                raise NotAFile(name, st.st_mode) from None
             raise
-    raise PermissionError(f"cannot open {name!r} to lock it")
+    if fd is None:
+        raise PermissionError(f"cannot open {name!r} to lock it")
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotAFile(name, st.st_mode)
+    return fd
 
 
 def flock_value(dir_fd: int, name: str, deadline: float,

@@ -540,6 +540,15 @@ class CacheStore(WrapperStore):
 
     # -- writes: drop what the cache held of the keys, after the write (a read that ran
     # during it is not stored: the epoch changed) ----------------------------------------
+    @contextlib.contextmanager
+    def value_lock(self, key: str, *, timeout: float | None = None) -> Iterator[None]:
+        """The wrapped store's lock, and what this cache held of ``key`` dropped once it
+        is held: the read-modify-write under it reads the stored value (another process
+        may have changed it since it was cached)."""
+        with self.store.value_lock(key, timeout=timeout):
+            self.invalidate(key)
+            yield
+
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
                        version: Hashable | None) -> bool:
         validate_key(key)
