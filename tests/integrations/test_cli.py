@@ -19,6 +19,8 @@ import zarrfast
 from zarrfast import cli
 from zarrfast.cli import main
 
+from _helpers.files import file_bytes as _files
+
 
 @pytest.fixture
 def tree(tmp_path):
@@ -42,14 +44,6 @@ def v2_array(tmp_path):
     return path
 
 
-def _files(root) -> dict[str, bytes]:
-    out = {}
-    for dp, _, fs in os.walk(root):
-        for f in fs:
-            p = os.path.join(dp, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
 
 
 def _script() -> str | None:

@@ -26,6 +26,8 @@ import pytest
 
 import zarrfast
 
+from _helpers.files import file_bytes as _files
+
 zarr = pytest.importorskip("zarr")
 
 
@@ -34,17 +36,6 @@ def _run(cwd, *args):
                           capture_output=True, text=True, cwd=cwd, timeout=300, check=False)
 
 
-def _files(root) -> dict[str, bytes]:
-    if os.path.isfile(root):
-        with open(root, "rb") as fh:
-            return {"": fh.read()}
-    out = {}
-    for dp, _, fs in os.walk(root):
-        for f in fs:
-            p = os.path.join(dp, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
 
 
 # -- consolidated metadata ------------------------------------------------------------------

@@ -26,15 +26,7 @@ import pytest
 
 import zarrfast
 
-
-def _files(root) -> dict[str, bytes]:
-    out = {}
-    for dp, _, fs in os.walk(root):
-        for f in fs:
-            p = os.path.join(dp, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
+from _helpers.files import file_bytes as _files
 
 
 def _sources(where) -> dict[str, str]:

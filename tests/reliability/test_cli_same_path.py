@@ -19,19 +19,7 @@ import pytest
 import zarrfast
 from zarrfast.errors import ZarrfastError
 
-
-def _files(root) -> dict[str, bytes]:
-    """Every file below ``root`` (or the file ``root`` itself) with its bytes."""
-    if os.path.isfile(root):
-        with open(root, "rb") as fh:
-            return {"": fh.read()}
-    out = {}
-    for dp, _, fs in os.walk(root):
-        for f in fs:
-            p = os.path.join(dp, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
+from _helpers.files import file_bytes as _files
 
 
 def _make_source(where) -> str:

@@ -28,20 +28,11 @@ import zarrfast
 from zarrfast.convert import SourceOverlapError, check_distinct
 from zarrfast.storage import MemoryStore
 
+from _helpers.files import file_bytes as _files
+
 zarr = pytest.importorskip("zarr")
 
 
-def _files(root) -> dict[str, bytes]:
-    if os.path.isfile(root):
-        with open(root, "rb") as fh:
-            return {"": fh.read()}
-    out = {}
-    for dp, _, fs in os.walk(root):
-        for f in fs:
-            p = os.path.join(dp, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = fh.read()
-    return out
 
 
 def _make_source(path) -> None:

@@ -155,16 +155,7 @@ def flock_file(lock_path: str, deadline: float, on_timeout: Callable[[], BaseExc
                 except (FileNotFoundError, NotADirectoryError):
                     raise PermissionError(f"cannot create the lock file {lock_path!r}") from None
             try:
-                delay = 0.0005
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= deadline:
-                            raise on_timeout() from None
-                        time.sleep(delay)
-                        delay = min(delay * 2, 0.02)
+                _flock(fd, deadline, on_timeout)
                 _held_fds.add(fd)
                 # a deleted node takes its lock file along: a waiter that then acquires the
                 # old, unlinked file must lock the file now there (a new node's), if any
