@@ -3,7 +3,6 @@ keeps working afterwards."""
 
 from __future__ import annotations
 
-import _thread
 import os
 import signal
 import subprocess
@@ -16,30 +15,68 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast import config
+from zarrfast import concurrency, config
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.storage import MemoryStore
 
+#: a bound that only ends a hang (a test that reaches it fails, saying what it waited for)
+HANG = 600.0
+_CONCURRENCY = os.path.realpath(concurrency.__file__)
 
-class SlowStore(MemoryStore):
-    """A memory store whose reads take ``delay`` seconds each (a slow disk)."""
 
-    def __init__(self, *args, delay: float = 0.0, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.delay = delay
-        self.reads = 0
-        self.interrupt_at: int | None = None  # Ctrl-C to the main thread at that read
-        self._count = threading.Lock()
+def _job_stopped() -> bool:
+    """Whether the pool job running the calling task has been told to stop.
 
-    def get(self, key, byte_range=None):
-        if self.delay and key.startswith("a/c"):
-            with self._count:
-                self.reads += 1
-                reads = self.reads
-            if reads == self.interrupt_at:
-                _thread.interrupt_main()
-            time.sleep(self.delay)
-        return super().get(key, byte_range)
+    The pool's workers read a flag, ``stop``, before each item they start
+    (zarrfast/concurrency.py); this reads it from the frame of the pool code that
+    called the task, on this thread's own stack.  A task held until it is up knows the
+    pool has seen the error however slow the machine is: the tests below count what
+    starts after that, not what fits in some time."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if (os.path.realpath(code.co_filename) == _CONCURRENCY
+                and "stop" in code.co_freevars + code.co_cellvars):
+            return bool(frame.f_locals["stop"])
+        frame = frame.f_back
+    raise AssertionError("no task of a zarrfast.concurrency job (with its stop flag) on "
+                         "this thread's stack: the pool changed, update _job_stopped")
+
+
+def _hold_until(condition, what: str) -> None:
+    """Wait until ``condition()`` (polled; ``HANG`` only ends a hang)."""
+    hang = time.monotonic() + HANG
+    while not condition():
+        if time.monotonic() > hang:
+            raise AssertionError(f"still waiting for {what} after {HANG} s: a hang")
+        time.sleep(0.001)
+
+
+class _Threads:
+    """What each thread did in a job: the items it started, and whether it started one
+    after it had seen the job stopped (which the pool must never let happen)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started: list[tuple[str, object]] = []
+        self.held = 0  # tasks held until the job stopped
+        self.saw_stop: set[int] = set()  # threads that have seen it
+        self.after_stop: list[tuple[str, object]] = []
+
+    def start(self, item: object) -> None:
+        me = threading.get_ident()
+        with self.lock:
+            self.started.append((threading.current_thread().name, item))
+            if me in self.saw_stop:
+                self.after_stop.append((threading.current_thread().name, item))
+
+    def hold(self) -> None:
+        """Hold this task until the job has stopped; remember this thread saw it."""
+        with self.lock:
+            self.held += 1
+        _hold_until(_job_stopped, "the pool to stop the job")
+        with self.lock:
+            self.saw_stop.add(threading.get_ident())
 
 
 @pytest.fixture
@@ -48,38 +85,96 @@ def two_threads():
         yield
 
 
-def test_first_error_stops_the_other_tasks(two_threads):
-    done = []
-    lock = threading.Lock()
+@pytest.mark.parametrize("failing", ["calling thread", "pool thread"])
+def test_first_error_stops_the_other_tasks(two_threads, failing):
+    """The first error stops the job: no thread starts an item once the pool knows of
+    it.  Every task but the failing one is held until the pool has stopped the job (its
+    flag, read from the task's own stack), so the failure always lands while other
+    threads are in the middle of items; then each of them must finish its item and take
+    no other.  Before: items slept 2 ms and fewer than 1000 of 2000 had to run, which a
+    failing thread descheduled for a second (a loaded machine) breaks; while a pool
+    that stopped only after a few hundred items passed."""
+    main = threading.main_thread()
+    threads = _Threads()
+    failed = threading.Event()
+
+    def fails_here() -> bool:  # the first item started on that side raises
+        on_main = threading.current_thread() is main
+        with threads.lock:
+            if failed.is_set() or on_main != (failing == "calling thread"):
+                return False
+            failed.set()
+            return True
 
     def fn(i: int) -> None:
-        if i == 3:
-            raise RuntimeError("boom at 3")
-        time.sleep(0.002)
-        with lock:
-            done.append(i)
+        threads.start(i)
+        if fails_here():
+            # fail while another thread is in the middle of an item
+            _hold_until(lambda: threads.held >= 1, "another task to start")
+            with threads.lock:
+                threads.saw_stop.add(threading.get_ident())
+            raise RuntimeError(f"boom at {i}")
+        threads.hold()
 
-    with pytest.raises(RuntimeError, match="boom at 3"):
+    with pytest.raises(RuntimeError, match="boom at"):
         map_unordered_into(fn, range(2000))
-    # the job stopped early: far fewer than all items ran
-    assert len(done) < 1000
+    assert failed.is_set()
+    assert threads.held >= 1, threads.started  # other tasks were running at the failure
+    # ... and none of their threads (nor the failing one) started another item
+    assert threads.after_stop == [], threads.started
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts its chunk reads and can Ctrl-C the main thread at one
+    of them (a count, not a time)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reads = 0
+        self.threads = _Threads()
+        self.interrupt_at: int | None = None  # SIGINT to the main thread at that read
+        self.interrupted = False
+
+    def get(self, key, byte_range=None):
+        if key.startswith("a/c") and self.interrupt_at is not None:
+            self.threads.start(key)
+            on_main = threading.current_thread() is threading.main_thread()
+            with self.threads.lock:
+                self.reads += 1
+                send = not on_main and not self.interrupted and self.reads >= self.interrupt_at
+                self.interrupted |= send
+            if send:  # a real SIGINT, to the main thread as a terminal's Ctrl-C
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            if self.interrupted and not on_main:
+                # the pool's reads wait until the interrupt has stopped the job
+                self.threads.hold()
+        return super().get(key, byte_range)
 
 
 def test_keyboard_interrupt_during_a_large_read_stops_it(two_threads):
-    store = SlowStore(delay=0.002)
+    """Ctrl-C in the middle of a read of 4000 chunks stops it: once the interrupt has
+    reached the pool, no thread starts another read, and the pool works afterwards.  The
+    pool's reads after the signal are held until the job has stopped, so the interrupt
+    always finds them in flight.  Before: reads slept 2 ms and fewer than 3000 of 4000
+    had to be made, which depends on how soon the stop lands."""
+    store = CountingStore()
     a = zarrfast.create_array(store, name="a", shape=(4000, 1024), chunks=(1, 1024), dtype="u2",
                               compressors=None)
     data = np.arange(4000 * 1024, dtype="u2").reshape(4000, 1024)
-    store.delay = 0.0
     a[...] = data
-    store.delay = 0.002  # 4000 reads: ~4 s on two threads if not stopped
-    store.interrupt_at = 50  # Ctrl-C during the 50th read (a count, not a time)
-    with pytest.raises(KeyboardInterrupt):
-        a[...]
+    store.interrupt_at = 50  # the first read of a pool thread from the 50th on
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            a[...]
+    finally:
+        signal.signal(signal.SIGINT, previous)
     store.interrupt_at = None
-    assert store.reads < 3000, store.reads
+    assert store.interrupted
+    assert store.threads.held >= 1  # pool reads were in flight when it came
+    assert store.threads.after_stop == [], store.threads.started
+    assert store.reads < 4000
     # the pool survives: the next read is complete and correct
-    store.delay = 0.0
     np.testing.assert_array_equal(a[...], data)
 
 
