@@ -2,8 +2,8 @@
 
 * Writes are atomic (temporary file + rename); ``fsync=True`` flushes files and
   directories; normal operation, failed writes included, leaves no temporary file.
-* A writer killed with SIGKILL at random moments leaves every chunk decodable to its
-  old or its new content; stray temporary files are ignored by listings and reads.
+* A writer killed with SIGKILL in the middle of a write leaves every chunk decodable to
+  its old or its new content; stray temporary files are ignored by listings and reads.
 * Processes writing disjoint chunks produce the exact union; processes writing the
   same chunks never leave (or let a concurrent reader see) a torn chunk.
 """
@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -156,20 +154,58 @@ def test_stray_temporary_files_are_ignored(tmp_path: Path) -> None:
 # -- SIGKILL ---------------------------------------------------------------------------------
 
 _WRITER = textwrap.dedent("""
-    import sys
+    import os, sys, threading
     import numpy as np
     import zarrfast
+    from zarrfast import config
     from zarrfast.storage import LocalStore
-    root, seed = sys.argv[1], int(sys.argv[2])
-    a = zarrfast.open_array(LocalStore(root), path="a", mode="r+")
+    root, how, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     A = np.load(root + "/../A.npy")
     B = -A
-    print("ready", flush=True)
-    i = seed
-    while True:
-        i += 1
-        a[...] = B if i % 2 else A
-        a.attrs.update({"round": i, "pad": "x" * (i % 5000)})
+
+    if how == "slabs":
+        # the store's own way: one kernel call writes the files of a slab of chunks
+        a = zarrfast.open_array(LocalStore(root), path="a", mode="r+")
+        rows = a.chunks[0]
+        for k in range(n):  # n slabs rewritten, then slab n and the attributes
+            a[k * rows:(k + 1) * rows] = B[k * rows:(k + 1) * rows]  # again and again
+        print("writing", flush=True)
+        mid = slice(n * rows, (n + 1) * rows)
+        i = 0
+        while True:
+            i += 1
+            a[mid] = (B if i % 2 else A)[mid]
+            a.attrs.update({"round": i, "pad": "x" * (i % 5000)})
+    # one file at a time (os.write), paused with a file half written: after n chunks
+    # are rewritten ("chunk") or while zarr.json is ("zarr.json")
+    config.set(threads=1)
+    state = {"key": "", "chunks": 0}
+
+    class OneByOne(LocalStore):
+        def set(self, key, value):
+            state["key"] = key
+            super().set(key, value)
+            state["chunks"] += "/c/" in key
+
+    real_write = os.write
+
+    def write(fd, data):
+        key = state["key"]
+        if ((how == "chunk" and "/c/" in key and state["chunks"] == n)
+                or (how == "zarr.json" and key.endswith("zarr.json"))):
+            data = bytes(data)
+            real_write(fd, data[:len(data) // 2])
+            print("half written", key, flush=True)
+            threading.Event().wait()  # until the parent's SIGKILL
+        return real_write(fd, data)
+
+    os.write = write
+    a = zarrfast.open_array(OneByOne(root), path="a", mode="r+")
+    if how == "chunk":
+        a[...] = B
+    else:
+        a.attrs.update({"round": 1, "pad": "x" * 5000})
+    print("never paused", flush=True)
 """)
 
 
@@ -181,42 +217,58 @@ def _chunk_slices(shape, chunks):
                     for i, c, s in zip(idx, chunks, shape, strict=True))
 
 
-def test_sigkill_during_writes_never_tears_a_chunk(tmp_path: Path, subprocess_cwd: Path) -> None:
+@pytest.mark.parametrize("how, n", [("chunk", 0), ("chunk", 5), ("chunk", 31),
+                                     ("zarr.json", 0), ("slabs", 1), ("slabs", 2)])
+def test_sigkill_during_writes_never_tears_a_chunk(tmp_path: Path, subprocess_cwd: Path,
+                                                   how: str, n: int) -> None:
+    """A writer killed with SIGKILL in the middle of rewriting an array (A to B = -A)
+    leaves every chunk decoding to A or B, and zarr.json whole.  The kill lands where the
+    child says it is, not after a random sleep (which, before, had to hit a round that
+    was rewriting chunks at least once in 6 tries): with a chunk's (or zarr.json's)
+    temporary file half written after ``n`` chunks were renamed into place, or while the
+    store's own kernel rewrites slab ``n`` of 4 again and again after slabs ``0..n-1``
+    were rewritten.  A torn chunk fails zstd or crc32c."""
     root = tmp_path / "store"
     a = _create(root)
     A = np.random.default_rng(1).standard_normal(a.shape)
     np.save(tmp_path / "A.npy", A)
     a[...] = A
-    rnd = random.Random(5)
-    stray = 0
-    mixed_rounds = 0
-    for rnd_i in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(root), str(rnd_i)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
-                                cwd=subprocess_cwd)
-        assert proc.stdout.readline().strip() == b"ready", proc.stderr.read()[-2000:]
-        time.sleep(rnd.uniform(0.05, 0.6))
+    a.attrs.update({"round": 0})
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(root), how, str(n)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV,
+                            cwd=subprocess_cwd)
+    try:
+        cue = proc.stdout.readline().decode()
+    finally:
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        assert proc.returncode == -signal.SIGKILL
-        b = zarrfast.open_array(LocalStore(root), path="a", mode="r")
+        proc.wait(timeout=600)
+    assert cue.startswith("writing" if how == "slabs" else "half written"), (
+        cue, proc.stderr.read()[-2000:])
+    assert proc.returncode == -signal.SIGKILL
+    b = zarrfast.open_array(LocalStore(root), path="a", mode="r")
+    new = []
+    for sl in _chunk_slices(b.shape, b.chunks):
+        got = b[sl]  # a torn chunk would fail zstd or crc32c here
+        if np.array_equal(got, -A[sl]):
+            new.append(sl)
+        elif not np.array_equal(got, A[sl]):
+            raise AssertionError(f"{how} {n}: chunk {sl} is neither old nor new")
+    leftovers = temp_files(root)
+    assert not any(TMP_MARK in k for k in LocalStore(root).list())
+    if how == "slabs":
         assert isinstance(b.attrs["round"], int)  # zarr.json is whole
-        seen = set()
-        for sl in _chunk_slices(b.shape, b.chunks):
-            got = b[sl]  # a torn chunk would fail zstd or crc32c here
-            if np.array_equal(got, A[sl]):
-                seen.add("A")
-            elif np.array_equal(got, -A[sl]):
-                seen.add("B")
-            else:
-                raise AssertionError(f"round {rnd_i}: chunk {sl} is neither old nor new")
-        mixed_rounds += len(seen) == 2
-        leftovers = temp_files(root)
-        stray += len(leftovers)
-        assert not any(TMP_MARK in k for k in LocalStore(root).list())
-    # the kills landed while chunks were being rewritten at least once
-    assert mixed_rounds >= 1, "no kill interrupted a write; the test proves nothing"
-    print(f"stray temporary files after 6 SIGKILLs: {stray}")
+        # slabs 0..n-1 are new, those after slab n old: the kill came mid-array
+        slabs = [sl[0].start // b.chunks[0] for sl in new]
+        assert sorted(k for k in slabs if k != n) == sorted(list(range(n)) * 8), slabs
+        return
+    # the half-written file is left beside its key, ignored; the key keeps its old value
+    assert len(leftovers) == 1, leftovers
+    if how == "chunk":
+        assert len(new) == n, new
+        assert b.attrs["round"] == 0
+    else:
+        assert new == [] and b.attrs.asdict() == {"round": 0}
+        assert leftovers[0].startswith("a/")
 
 
 # -- concurrent processes -----------------------------------------------------------------
