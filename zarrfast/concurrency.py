@@ -6,6 +6,9 @@ thread, or one task, work runs inline in the calling thread.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -84,6 +87,18 @@ def map_requests(fn: Callable[[T], R], items: list[T], limit: int) -> list[R]:
             f.cancel()
         raise
     return [f.result() for f in futures]
+
+
+async def in_thread(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+    """``await asyncio.to_thread(fn, *args, **kwargs)``, except that cancelling the task
+    that awaits it stops the waiting, never the call: ``to_thread`` cancels the executor's
+    job when no thread has taken it yet (the loop's default executor busy with other
+    awaits), so a cancelled write was dropped whole, or not, depending on the load.  Here
+    the job always runs, to its end (its result or error then goes unclaimed), and the
+    loop waits for it when it shuts its default executor down."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return await asyncio.shield(loop.run_in_executor(None, call))
 
 
 def get_pool(threads: int) -> ThreadPoolExecutor:

@@ -19,13 +19,13 @@ goes first in the node's path)::
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from zarrfast.api import synchronous as _sync
+from zarrfast.concurrency import in_thread
 from zarrfast.hierarchy.asynchronous import AsyncArray, AsyncGroup, async_view
 from zarrfast.hierarchy.node import AsyncNode
 
@@ -72,7 +72,7 @@ def _coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
     async def twin(*args: Any, **kwargs: Any) -> Any:
         args_ = [_plain(a) for a in args]
         kwargs = {k: _plain(v) for k, v in kwargs.items()}
-        return async_view(await asyncio.to_thread(functools.partial(fn, *args_, **kwargs)))
+        return async_view(await in_thread(fn, *args_, **kwargs))
 
     # (the synchronous docstring, dedented as a whole: its sections parse as they do there)
     twin.__doc__ = (f"Coroutine of :func:`zarrfast.api.synchronous.{fn.__name__}` (same "
@@ -113,7 +113,7 @@ async def create_hierarchy(*, store: Any, nodes: Mapping[str, Any], overwrite: b
     """Write the metadata of many nodes (``{path: metadata}``) and yield
     ``(path, node)`` for each, asynchronous (see
     :func:`zarrfast.api.synchronous.create_hierarchy`)."""
-    made = await asyncio.to_thread(
+    made = await in_thread(
         lambda: list(_sync.create_hierarchy(store=store, nodes=nodes, overwrite=overwrite)))
     for path, node in made:
         yield path, async_view(node)

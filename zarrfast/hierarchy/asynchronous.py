@@ -18,13 +18,12 @@ interrupted halfway through writing chunks, and a half-written selection would b
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import inspect
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
+from zarrfast.concurrency import in_thread
 from zarrfast.errors import ZarrDeprecationWarning, ZarrfastError
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.group import Group, check_member_keywords, like_kwargs, node_from_metadata
@@ -40,10 +39,9 @@ T = TypeVar("T")
 
 
 async def _call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on a worker thread of the running loop."""
-    if kwargs:
-        fn = functools.partial(fn, **kwargs)
-    return await asyncio.to_thread(fn, *args)
+    """``fn(*args, **kwargs)`` on a worker thread of the running loop (a cancelled await
+    leaves it running to its end: :func:`zarrfast.concurrency.in_thread`)."""
+    return await in_thread(fn, *args, **kwargs)
 
 
 def async_view(node: Any) -> Any:

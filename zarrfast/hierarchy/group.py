@@ -359,7 +359,7 @@ class Group(Node):
         """The group's attributes become ``new_attributes``, as zarr-python's
         ``Group.update_attributes_async`` does: they replace the stored ones (where
         :meth:`update_attributes` merges them in)."""
-        import asyncio
+        from zarrfast.concurrency import in_thread
 
         new = dict(new_attributes)
 
@@ -367,7 +367,7 @@ class Group(Node):
             self.attrs.put(new)
             return self
 
-        return await asyncio.to_thread(put)
+        return await in_thread(put)  # (cancelled, it still completes)
 
     def require_array(self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False,
                       **kwargs: Any) -> Array:

@@ -21,10 +21,10 @@ on separate objects and the stores keep their synchronous methods unchanged:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
+from zarrfast.concurrency import in_thread
 from zarrfast.errors import ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import ByteRequest, Store, as_bytes
 
@@ -36,8 +36,9 @@ _MODES = ("r", "r+", "a", "w", "w-")
 
 
 async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` on a worker thread of the running loop (its default executor)."""
-    return await asyncio.to_thread(fn, *args)
+    """``fn(*args)`` on a worker thread of the running loop (its default executor; a
+    cancelled await leaves it running to its end: :func:`zarrfast.concurrency.in_thread`)."""
+    return await in_thread(fn, *args)
 
 
 async def _iterate(listing: Callable[..., Iterable[str]], *args: Any) -> AsyncIterator[str]:
