@@ -38,6 +38,8 @@ from zarrfast.storage import (
     store_path_of,
 )
 
+from _helpers.loop_jobs import HANG, RecordingExecutor, until
+
 pytestmark = pytest.mark.asyncio
 
 
@@ -764,19 +766,43 @@ async def test_async_group_values_likes_and_create_hierarchy() -> None:
         [x async for x in ro.create_hierarchy({"x": GroupMetadata()})]
 
 
+class PausingStore(MemoryStore):
+    """A memory store whose chunk reads, once ``pause`` is set, say so (``reading``) and
+    wait until the test lets them go (``go``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pause = False
+        self.reading, self.go = threading.Event(), threading.Event()
+
+    def get(self, key, byte_range=None):
+        if self.pause and key.startswith("c/"):
+            self.reading.set()
+            if not self.go.wait(HANG):  # (a bound that only ends a hang)
+                raise TimeoutError(f"{key}: the test never let the read go")
+        return super().get(key, byte_range)
+
+
 async def test_a_cancelled_write_still_completes() -> None:
-    store = SlowStore()  # (reads are slow: the partial chunk below is read first)
+    """A write whose task is cancelled while its thread is in the middle of it (reading
+    the partial chunk it rewrites) is not stopped halfway: the test waits for the write's
+    own job, then reads every element.  Before: it cancelled after 5 ms (the job might
+    not have started) and polled the array for 10 s.  (A write cancelled before a thread
+    took it: tests/reliability/test_cancelled_awaits.py.)"""
+    loop = asyncio.get_running_loop()
+    executor = RecordingExecutor(max_workers=2)
+    loop.set_default_executor(executor)
+    store = PausingStore()
     arr = await za.create_array(store, shape=(8,), chunks=(3,), dtype="i4")
+    store.pause = True
     task = asyncio.create_task(arr.setitem(slice(1, 8), np.arange(1, 8)))
-    await asyncio.sleep(0.005)
+    await until(store.reading.is_set, "the write to read its partial chunk")
+    job = executor.jobs[-1]
+    assert job.running()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    # the write is not interrupted halfway: it finishes on its thread
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        got = zarrfast.Array(arr)[...]
-        if np.array_equal(got, np.arange(8)):
-            break
-        await asyncio.sleep(0.02)
-    np.testing.assert_array_equal(got, np.arange(8))
+    store.go.set()
+    await asyncio.wrap_future(job)  # the write's thread, to its end
+    store.pause = False
+    np.testing.assert_array_equal(zarrfast.Array(arr)[...], np.arange(8))
