@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -352,15 +351,18 @@ def test_subcommands_in_a_process(tree, tmp_path, subprocess_cwd, script):
 
 
 def test_sigint_in_a_process_exits_130(tmp_path, subprocess_cwd):
-    """A real Ctrl-C while the harness generates its data: exit 130, no traceback."""
+    """A real Ctrl-C while the harness generates its data: exit 130, no traceback.  The
+    signal goes when the child says it is generating the data set (1 GiB of gzip chunks:
+    longer than any signal takes to arrive), not half a second after it started."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "zarrfast.cli", "bench", "--size", "1GiB", "--layouts", "gzip",
          "--libs", "zarrfast", "--path", str(tmp_path / "d")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=subprocess_cwd)
     try:
-        line = proc.stdout.readline()  # the "# size ..." line: inside the command by now
-        assert line.startswith("#"), line
-        time.sleep(0.5)
+        lines = [proc.stdout.readline()]
+        while lines[-1] and not lines[-1].startswith("# generating"):
+            lines.append(proc.stdout.readline())  # ("" at the end of the output)
+        assert lines[-1].startswith("# generating gzip"), lines  # the cue
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
