@@ -9,74 +9,16 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast import concurrency, config
+from zarrfast import config
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.storage import MemoryStore
 
-#: a bound that only ends a hang (a test that reaches it fails, saying what it waited for)
-HANG = 600.0
-_CONCURRENCY = os.path.realpath(concurrency.__file__)
-
-
-def _job_stopped() -> bool:
-    """Whether the pool job running the calling task has been told to stop.
-
-    The pool's workers read a flag, ``stop``, before each item they start
-    (zarrfast/concurrency.py); this reads it from the frame of the pool code that
-    called the task, on this thread's own stack.  A task held until it is up knows the
-    pool has seen the error however slow the machine is: the tests below count what
-    starts after that, not what fits in some time."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if (os.path.realpath(code.co_filename) == _CONCURRENCY
-                and "stop" in code.co_freevars + code.co_cellvars):
-            return bool(frame.f_locals["stop"])
-        frame = frame.f_back
-    raise AssertionError("no task of a zarrfast.concurrency job (with its stop flag) on "
-                         "this thread's stack: the pool changed, update _job_stopped")
-
-
-def _hold_until(condition, what: str) -> None:
-    """Wait until ``condition()`` (polled; ``HANG`` only ends a hang)."""
-    hang = time.monotonic() + HANG
-    while not condition():
-        if time.monotonic() > hang:
-            raise AssertionError(f"still waiting for {what} after {HANG} s: a hang")
-        time.sleep(0.001)
-
-
-class _Threads:
-    """What each thread did in a job: the items it started, and whether it started one
-    after it had seen the job stopped (which the pool must never let happen)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.started: list[tuple[str, object]] = []
-        self.held = 0  # tasks held until the job stopped
-        self.saw_stop: set[int] = set()  # threads that have seen it
-        self.after_stop: list[tuple[str, object]] = []
-
-    def start(self, item: object) -> None:
-        me = threading.get_ident()
-        with self.lock:
-            self.started.append((threading.current_thread().name, item))
-            if me in self.saw_stop:
-                self.after_stop.append((threading.current_thread().name, item))
-
-    def hold(self) -> None:
-        """Hold this task until the job has stopped; remember this thread saw it."""
-        with self.lock:
-            self.held += 1
-        _hold_until(_job_stopped, "the pool to stop the job")
-        with self.lock:
-            self.saw_stop.add(threading.get_ident())
+from _helpers.pool_jobs import JobThreads, hold_until
 
 
 @pytest.fixture
@@ -95,7 +37,7 @@ def test_first_error_stops_the_other_tasks(two_threads, failing):
     failing thread descheduled for a second (a loaded machine) breaks; while a pool
     that stopped only after a few hundred items passed."""
     main = threading.main_thread()
-    threads = _Threads()
+    threads = JobThreads()
     failed = threading.Event()
 
     def fails_here() -> bool:  # the first item started on that side raises
@@ -110,7 +52,7 @@ def test_first_error_stops_the_other_tasks(two_threads, failing):
         threads.start(i)
         if fails_here():
             # fail while another thread is in the middle of an item
-            _hold_until(lambda: threads.held >= 1, "another task to start")
+            hold_until(lambda: threads.held >= 1, "another task to start")
             with threads.lock:
                 threads.saw_stop.add(threading.get_ident())
             raise RuntimeError(f"boom at {i}")
@@ -131,7 +73,7 @@ class CountingStore(MemoryStore):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.reads = 0
-        self.threads = _Threads()
+        self.threads = JobThreads()
         self.interrupt_at: int | None = None  # SIGINT to the main thread at that read
         self.interrupted = False
 
