@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from zarrfast import concurrency, config
 from zarrfast.concurrency import map_io_then
 
-from _helpers.pool_jobs import HANG, JobThreads, hold_until
+from _helpers.pool_jobs import HANG, JobThreads, hold_until, job_stopped
 
 
 def _one(item, result):
@@ -122,8 +121,13 @@ def test_the_first_error_stops_the_job_and_nothing_runs_after_it_returns(where):
 
 
 def test_of_several_errors_the_first_in_order_of_the_items_is_raised():
+    """Item 1 fails first: item 0 fails only once the pool has stopped the job for item
+    1's error (its flag, read from the task's stack); item 0's error is the one raised.
+    Before: item 0 slept 100 ms, and a machine slow to start item 1 let item 0 fail
+    first, which passed without checking the order."""
     def fetch(i: int) -> int:
-        time.sleep(0.1 if i == 0 else 0.0)  # item 1 fails first
+        if i == 0:
+            hold_until(job_stopped, "item 1's error to stop the job")
         raise OSError(f"item {i} failed")
 
     with config.set(io_concurrency=4, threads=2), pytest.raises(OSError, match="item 0"):
