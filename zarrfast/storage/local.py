@@ -287,8 +287,11 @@ class LocalStore(Store):
 
     def _lock_scope(self) -> tuple[str, str]:
         # the root resolved (links, ``..``; case on Windows): every spelling of one
-        # directory shares this process's locks
-        return ("local", os.path.normcase(os.path.realpath(self._root_str)))
+        # directory shares this process's locks (resolved once: a lock costs no lstat)
+        scope = self.__dict__.get("_scope")
+        if scope is None:
+            scope = self._scope = ("local", os.path.normcase(os.path.realpath(self._root_str)))
+        return scope
 
     def _lock_interprocess(self, path: str, deadline: float, timed_out: Any) -> Any:
         """``flock`` on ``.zarrfast.lock`` in the node's directory (made for the update,
