@@ -678,9 +678,11 @@ class RowWriter:
     def write(self, i: int, old: Any, key: str) -> Any:
         """The new stored bytes of row ``i``'s chunk, or ``None`` when it equals the fill
         value everywhere (and empty chunks are not written).  ``old`` is the stored chunk
-        (``None``: missing); it is only used when :meth:`needs_old`."""
+        (``None``: missing); it is used when :meth:`needs_old`, and for a chunk reaching
+        past the array's edge when given (what another writer that grew the array put
+        there is kept)."""
         chain = self.chain
-        if self.proj.complete[i]:
+        if self.proj.complete[i] and (old is None or not self.proj.edge[i]):
             buf = chain.chunk_buffer(key)
             if self.proj.edge[i]:
                 chain.fill_chunk(buf)  # padding beyond the array's edge holds the fill value
@@ -947,7 +949,8 @@ def _write_shards_whole(store: Store, keys: Sequence[str], writer: RowWriter) ->
 
     def task(i: int) -> None:
         key = keys[i]
-        if writer.needs_old(i):
+        # (a shard past the array's edge too: another writer may have grown the array)
+        if writer.needs_old(i) or writer.proj.edge[i]:
             read_modify_write(store, key, lambda old: writer.write(i, old, key),
                               limit=chain.stored_limit,
                               empty=lambda: chain.encode(chain.new_fill_chunk(key),

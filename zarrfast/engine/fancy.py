@@ -301,7 +301,8 @@ def _chunk_writer(array: FancyTarget):
     # chunks that are shards decoded whole (an array -> array codec before
     # ``sharding_indexed``): other writers may write the shard's other inner chunks, so
     # each read-modify-write excludes them (engine.rmw)
-    shards = not array.objects and getattr(chain.ab, "name", None) == "sharding_indexed"
+    shards = (chain.sharded if array.objects
+              else getattr(chain.ab, "name", None) == "sharding_indexed")
 
     def updated(key: str, raw: Any, update) -> Any:
         """The chunk stored as ``raw`` (``None``: missing) with ``update`` applied,

@@ -84,8 +84,10 @@ class ObjectChain:
             self.filters = []
             self.compressor = None
             self.v3 = codecs
-        #: whether a chunk is a shard (of inner chunks other writers may write)
-        self.sharded = self.v3 is not None and self.v3.sharding is not None
+        #: whether a chunk is a shard (of inner chunks other writers may write), its
+        #: array -> bytes codec ``sharding_indexed`` (array -> array codecs before it too)
+        self.sharded = (self.v3 is not None
+                        and getattr(self.v3.ab, "name", None) == "sharding_indexed")
 
     def _out_of_memory(self, key: str) -> ChunkAllocationError:
         return _buffers.allocation_error(f"chunk {key!r}", "the decoded chunk",
@@ -201,8 +203,15 @@ def write_object_selection(store: Store, path: str, chain: ObjectChain, sel: Bas
             return None
         return chain.encode(chunk, write_empty_chunks=write_empty_chunks)
 
+    # a shard reaching past the array's edge is read, changed and written back even when
+    # written whole: another writer may have grown the array and written inner chunks
+    # past the edge this writer knows
+    if chain.sharded:
+        edge = ((coords + 1) * np.array(chain.metadata.chunks, dtype=np.int64)
+                > np.array(chain.metadata.shape, dtype=np.int64)).any(axis=1)
+
     def task(i: int) -> None:
-        if not complete[i] and chain.sharded:
+        if chain.sharded and not (complete[i] and not edge[i]):
             # a shard's inner chunks may be other writers': its read-modify-write
             # excludes them (see engine.rmw)
             read_modify_write(store, keys[i], lambda raw: updated(i, raw),

@@ -645,15 +645,15 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
 def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWriter,
                         proj: Projection, rows: np.ndarray, lin: np.ndarray,
                         write_empty_chunks: bool, reuse: bool = False) -> np.ndarray | None:
-    """The bytes of a shard whose every inner chunk inside the array is written whole and
+    """The bytes of a shard inside the array whose every inner chunk is written whole and
     stored uncompressed, built in one buffer: the same bytes the general path assembles
-    (the inner chunks in index order, each after the last; an edge shard's inner chunks
-    outside the array left out, empty in the index).  With ``reuse`` the buffer is this
-    thread's, valid until its next call (for a store that ``copies_values``).  ``None``
-    when some inner chunk equals the fill value and must be left out (the general path
-    then compacts the shard)."""
+    (the inner chunks in index order, each after the last).  With ``reuse`` the buffer is
+    this thread's, valid until its next call (for a store that ``copies_values``).
+    ``None`` when some inner chunk equals the fill value and must be left out (the
+    general path then compacts the shard)."""
     nb = inner.chunk_nbytes
     n = len(rows)
+    assert n == layout.n_inner and not proj.edge[rows].any()  # (an edge shard: locked)
     base = layout.data_start
     total = n * nb + layout.index_nbytes
     if reuse:
@@ -661,30 +661,16 @@ def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWr
     else:
         buf = _buffers.empty(total, np.uint8, where="",
                              what=f"a shard of {layout.n_inner} inner chunks")
-    if n < layout.n_inner:  # an edge shard: its inner chunks in index order
-        order = np.argsort(lin, kind="stable")
-        rows, lin = rows[order], lin[order]
-        slots = base + np.arange(n, dtype=np.int64) * nb
-    else:  # (every inner chunk once: chunk j at slot j)
-        slots = base + lin.astype(np.int64) * nb
-    for slot in slots[proj.edge[rows]].tolist():
-        inner.fill_chunk(buf[slot:slot + nb])  # padding beyond the array's edge
+    slots = base + lin.astype(np.int64) * nb  # (every inner chunk once: chunk j at slot j)
     _kernels.copy_regions(
         writer.value_flat, writer.src_offsets[rows], writer.value_strides,
         buf, slots + writer.dst_offsets[rows], writer.dst_strides,
         proj.local_count[rows], inner.itemsize, inner.swap_unit,
     )
-    if n < layout.n_inner:
-        if not write_empty_chunks and inner.any_fill(buf, slots):
-            return None
-        index = np.full((layout.n_inner, 2), EMPTY, dtype=np.uint64)
-        index[lin, 0] = slots
-        index[lin, 1] = nb
-        raw_index = np.frombuffer(layout.encode_index(index), dtype=np.uint8)
-    else:  # (the inner chunks fill [base, base + n * nb), in index order)
-        if not write_empty_chunks and inner.any_fill_run(buf, base, n):
-            return None
-        raw_index = layout.dense_index(nb)
+    # (the inner chunks fill [base, base + n * nb), in index order)
+    if not write_empty_chunks and inner.any_fill_run(buf, base, n):
+        return None
+    raw_index = layout.dense_index(nb)
     if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
         return None
     at = n * nb if layout.at_end else 0
@@ -1151,8 +1137,12 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         key, rows = keys[g], groups[g]
         sub = subs[g]
         layout = sub.layout
-        whole = (len(rows) >= chain.inner_in_array(shard_coords[g])
-                 and bool(proj.complete[rows].all()))
+        # every inner chunk of the shard written, none reaching past the array's edge:
+        # no old bytes to keep (an edge shard is read, changed and written back under
+        # its lock: another writer may have grown the array and written inner chunks
+        # past the edge this writer knows)
+        whole = (len(rows) == layout.n_inner and bool(proj.complete[rows].all())
+                 and not proj.edge[rows].any())
         if direct and whole and _write_shard_direct(store, key, layout, writer, rows,
                                                     inner_lin[rows]):
             chain.cache.put(key, None)
@@ -1195,7 +1185,7 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
                 encoded[j] = layout.inner_bytes(data, index, j)
         for r in rows.tolist():
             j = int(inner_lin[r])
-            old = encoded[j] if writer.needs_old(r) else None
+            old = encoded[j] if writer.needs_old(r) or proj.edge[r] else None
             try:
                 encoded[j] = writer.write(r, old, key)
             except ChunkDecodeError as e:

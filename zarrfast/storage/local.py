@@ -332,6 +332,9 @@ class LocalStore(Store):
             try:
                 return _locks.flock_value(dfd, name, deadline, timed_out,
                                           create_lock=f"{_VALUE_LOCK}{name}")
+            except FileNotFoundError:  # its directory removed while this waited
+                raise _removed_under(self, key, self._path(parent) if parent
+                                     else self._root_str) from None
             except _locks.NotAFile as e:
                 path = self._path(key)
                 if stat.S_ISDIR(e.mode):

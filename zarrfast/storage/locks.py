@@ -288,7 +288,7 @@ def flock_value(dir_fd: int, name: str, deadline: float,
                     return release_rest
                 creating = flock_file(create_lock, deadline, on_timeout,
                                       dir_fd=os.dup(dir_fd))
-                if creating is None:  # pragma: no cover - the directory is open
+                if creating is None:  # the directory was removed meanwhile
                     raise FileNotFoundError(f"cannot lock {name!r}: its directory is gone")
                 continue  # look again, now that no other creator can make it
             _held_fds.add(fd)

@@ -34,6 +34,7 @@ zarr-python is optional: ``pip install 'zarrfast[zarr]'``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -211,7 +212,16 @@ class ZarrPythonStore(Store):
                            self.max_concurrency))
 
     def _lock_scope(self) -> Any:
-        return ("zarr-python", id(self.zarr_store))
+        # every object of the same data shares this process's locks: a zarr-python local
+        # store those of its root (zarrfast's LocalStore's too), a memory store its dict's
+        store = self.zarr_store
+        root = getattr(store, "root", None)
+        if type(store).__name__ == "LocalStore" and root is not None:
+            return ("local", os.path.normcase(os.path.realpath(os.fspath(root))))
+        data = getattr(store, "_store_dict", None)
+        if type(store).__name__ == "MemoryStore" and isinstance(data, dict):
+            return ("memory", id(data))
+        return ("zarr-python", id(store))
 
     def with_read_only(self, read_only: bool = True) -> ZarrPythonStore:
         inner = self.zarr_store
