@@ -577,17 +577,24 @@ def test_every_spelling_of_a_root_shares_the_threads_locks(tmp_path, fast_switch
                  str(tmp_path / "link.zarr"), os.path.relpath(root)]
     assert len({LocalStore(p)._lock_scope() for p in spellings}) == 1
     with zarrfast.config.set(file_locks=False):
-        for round_ in range(3):
-            def work(i: int, round_: int = round_) -> None:
-                mine = zarrfast.open_array(spellings[i % len(spellings)], mode="r+")
-                for j in _mine(i):
-                    mine[_block(j)] = _value(j) + round_
+        _rounds_of_writers(root, lambda i: zarrfast.open_array(spellings[i % len(spellings)],
+                                                                mode="r+"))
 
-            _threads(N_WRITERS, work)
-            data = zarrfast.open_array(str(root), mode="r")[...]
-            lost = [j for j in range(N_INNER)
-                    if not np.array_equal(data[_block(j)], _value(j) + round_)]
-            assert lost == [], f"round {round_}: inner chunks lost"
+
+def _rounds_of_writers(root: Path, opener) -> None:
+    """Three rounds of N_WRITERS threads, writer ``i`` through ``opener(i)``, each round
+    new values in every inner chunk; none may be lost."""
+    for round_ in range(3):
+        def work(i: int, round_: int = round_) -> None:
+            mine = opener(i)
+            for j in _mine(i):
+                mine[_block(j)] = _value(j) + round_
+
+        _threads(N_WRITERS, work)
+        data = zarrfast.open_array(str(root), mode="r")[...]
+        lost = [j for j in range(N_INNER)
+                if not np.array_equal(data[_block(j)], _value(j) + round_)]
+        assert lost == [], f"round {round_}: inner chunks lost"
 
 
 @pytest.mark.parametrize("layout", ["int32", "strings", "transpose-outside"])
@@ -688,15 +695,5 @@ def test_zarr_python_stores_of_one_root_share_the_threads_locks(tmp_path, fast_s
     _create(LocalStore(root))
     assert (ZarrPythonStore(zarr.storage.LocalStore(str(root)))._lock_scope()
             == LocalStore(root)._lock_scope())
-    for round_ in range(3):
-        def work(i: int, round_: int = round_) -> None:
-            mine = zarrfast.open_array(ZarrPythonStore(zarr.storage.LocalStore(str(root))),
-                                       mode="r+")
-            for j in _mine(i):
-                mine[_block(j)] = _value(j) + round_
-
-        _threads(N_WRITERS, work)
-        data = zarrfast.open_array(str(root), mode="r")[...]
-        lost = [j for j in range(N_INNER)
-                if not np.array_equal(data[_block(j)], _value(j) + round_)]
-        assert lost == [], f"round {round_}: inner chunks lost"
+    _rounds_of_writers(root, lambda i: zarrfast.open_array(
+        ZarrPythonStore(zarr.storage.LocalStore(str(root))), mode="r+"))

@@ -16,11 +16,10 @@ is zarrfast's own in-memory read cache.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from zarrfast.errors import ZarrfastError
@@ -266,22 +265,8 @@ class StoreBackedCache(WrapperStore):
         else:
             self._drop_whole([k for k, _ in pairs])
 
-    @contextlib.contextmanager
-    def value_lock(self, key: str, *, timeout: float | None = None) -> Iterator[None]:
-        """The wrapped store's lock, and what this cache held of ``key`` dropped once it
-        is held: the read-modify-write under it reads the stored value (another process
-        may have changed it since it was cached)."""
-        with self.store.value_lock(key, timeout=timeout):
-            self._drop_whole([key])
-            yield
-
-    def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
-                       version: Hashable | None) -> bool:
-        validate_key(key)
-        try:
-            return self.store.set_if_version(key, value, version)
-        finally:
-            self._drop_whole([key])
+    def _forget(self, key: str) -> None:
+        self._drop_whole([key])
 
     def _drop_whole(self, keys: list[str]) -> None:
         with self._state.lock:

@@ -108,9 +108,17 @@ class WrapperStore(Store):
                   timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
         return self.store.node_lock(path, interprocess=interprocess, timeout=timeout)
 
-    def value_lock(self, key: str, *, timeout: float | None = None
-                   ) -> contextlib.AbstractContextManager[None]:
-        return self.store.value_lock(key, timeout=timeout)
+    @contextlib.contextmanager
+    def value_lock(self, key: str, *, timeout: float | None = None) -> Iterator[None]:
+        """The wrapped store's lock, and what this wrapper held of ``key`` (a cache's
+        entry) dropped once it is held: the read-modify-write under it reads the stored
+        value (another process may have changed it since it was cached)."""
+        with self.store.value_lock(key, timeout=timeout):
+            self._forget(key)
+            yield
+
+    def _forget(self, key: str) -> None:  # noqa: B027 - a hook for caches
+        """Drop what this wrapper holds of ``key`` (nothing, but in a cache)."""
 
     def creation_lock(self) -> contextlib.AbstractContextManager[None]:
         return self.store.creation_lock()
@@ -121,7 +129,11 @@ class WrapperStore(Store):
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
                        version: Hashable | None) -> bool:
-        return self.store.set_if_version(key, value, version)
+        validate_key(key)
+        try:
+            return self.store.set_if_version(key, value, version)
+        finally:
+            self._forget(key)
 
     def _options(self) -> dict[str, Any]:
         """The keyword arguments that make a wrapper like this one."""
@@ -540,22 +552,8 @@ class CacheStore(WrapperStore):
 
     # -- writes: drop what the cache held of the keys, after the write (a read that ran
     # during it is not stored: the epoch changed) ----------------------------------------
-    @contextlib.contextmanager
-    def value_lock(self, key: str, *, timeout: float | None = None) -> Iterator[None]:
-        """The wrapped store's lock, and what this cache held of ``key`` dropped once it
-        is held: the read-modify-write under it reads the stored value (another process
-        may have changed it since it was cached)."""
-        with self.store.value_lock(key, timeout=timeout):
-            self.invalidate(key)
-            yield
-
-    def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
-                       version: Hashable | None) -> bool:
-        validate_key(key)
-        try:
-            return self.store.set_if_version(key, value, version)
-        finally:
-            self.invalidate(key)
+    def _forget(self, key: str) -> None:
+        self.invalidate(key)
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         validate_key(key)
