@@ -45,16 +45,15 @@ from zarrfast.codecs import BloscCodec, BytesCodec, GzipCodec, TransposeCodec, Z
 from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
 from zarrfast.codecs.numcodecs_v3 import NUMCODECS_KINDS
 from zarrfast.errors import (
-    ContainsArrayError,
-    ContainsGroupError,
-    MetadataValidationError,
     ReadOnlyError,
     ZarrfastError,
 )
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.group import Group
 from zarrfast.hierarchy.node import (
+    check_new_node,
     delete_node_metadata,
+    empty_group_metadata,
     existing_node,
     node_key,
     write_metadata,
@@ -728,39 +727,6 @@ def check_distinct(src: Any, dst: Any, *, path: str | None = None,
 # -- writing: staged, then moved into place -----------------------------------------------
 
 
-def _check_target(store: Store, root: str, fmt: int, overwrite: bool) -> list[str]:
-    """What writing the node at ``root`` would refuse, checked before anything is written
-    (as ``write_new_node`` checks it); returns the parent groups that do not exist yet."""
-    existing = existing_node(store, root)
-    if existing is not None and not overwrite:
-        cls = ContainsArrayError if existing[1] == "array" else ContainsGroupError
-        raise cls(
-            f"{'an array' if existing[1] == 'array' else 'a group'} (Zarr v{existing[0]}) "
-            f"already exists at path {root or '/'!r} in {store!r}; pass overwrite=True "
-            f"(or mode='w') to replace it"
-        )
-    parts = root.split("/") if root else []
-    missing = []
-    for i in range(len(parts)):
-        parent = "/".join(parts[:i])
-        node = existing_node(store, parent)
-        if node is not None and node[1] == "array":
-            raise ContainsArrayError(
-                f"A parent of {root!r} is an array - only groups may have child nodes. "
-                f"(its parent {parent or '/'!r} is an array)")
-        if node is not None and node[0] != fmt:
-            raise MetadataValidationError(
-                f"cannot create a Zarr v{fmt} node at {root!r}: its parent group "
-                f"{parent or '/'!r} is Zarr v{node[0]}; one hierarchy holds one format")
-        if node is None:
-            missing.append(parent)
-    return missing
-
-
-def _empty_group(fmt: int) -> GroupMetadata | GroupMetadataV2:
-    return GroupMetadata() if fmt == 3 else GroupMetadataV2()
-
-
 class _Direct:
     """Written straight into the destination (memory, remote and other stores: they have
     no rename).  On failure the keys written are deleted again; a node replaced with
@@ -768,7 +734,7 @@ class _Direct:
 
     def __init__(self, store: Store, root: str, fmt: int, overwrite: bool) -> None:
         self.store, self.root, self.overwrite = store, root, overwrite
-        self.parents = _check_target(store, root, fmt, overwrite)
+        self.parents = check_new_node(store, root, fmt, overwrite=overwrite)
         self.existed = existing_node(store, root) is not None
         prefix = f"{root}/" if root else ""
         self.before = (set(store.list_prefix(prefix)) if store.supports_listing
@@ -812,7 +778,7 @@ class _ZipStaged:
         if exists:
             current = ZipStore(self.final, mode="r")
             try:
-                _check_target(current, root, fmt, overwrite)
+                check_new_node(current, root, fmt, overwrite=overwrite)
             finally:
                 current.close()
         whole = root == "" and overwrite
@@ -917,7 +883,7 @@ class _DirStaged:
         self.root, self.fmt, self.overwrite, self.label = root, fmt, overwrite, label
         self.final = os.path.join(self.base, *root.split("/")) if root else self.base
         self.created: list[str] = []  # directories made for the staging place
-        self.parents = _check_target(LocalStore(self.base), root, fmt, overwrite)
+        self.parents = check_new_node(LocalStore(self.base), root, fmt, overwrite=overwrite)
         self.inside = False
         mounts = _mount_points()
         # beside the store's root; else beside the node (another file system below)
@@ -1004,7 +970,7 @@ class _DirStaged:
 
         real = LocalStore(self.base, fsync=self.fsync)
         # the checks again: another writer may have made the node meanwhile
-        parents = _check_target(real, self.root, self.fmt, self.overwrite)
+        parents = check_new_node(real, self.root, self.fmt, overwrite=self.overwrite)
         if self.inside:
             self._commit_inside()
             return self._done(real, parents)
@@ -1081,7 +1047,7 @@ class _DirStaged:
 
     def _done(self, real: Store, parents: list[str]) -> Store:
         for parent in parents:  # the missing groups above the node, once it is in place
-            write_metadata(real, parent, _empty_group(self.fmt))
+            write_metadata(real, parent, empty_group_metadata(self.fmt))
         return self.given if self.given is not None else real
 
 

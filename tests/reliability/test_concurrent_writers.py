@@ -32,6 +32,8 @@ import zarrfast
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage import LocalStore, MemoryStore
 
+from _helpers.locks import FLOCK_HOLDER
+
 N_THREADS = 16
 ENV = {**os.environ, "ZARRFAST_THREADS": "2"}
 #: the lock file LocalStore makes in an array's directory while it updates its metadata
@@ -313,13 +315,6 @@ def test_processes_appending_to_a_local_array_keep_every_row(tmp_path, subproces
         np.testing.assert_array_equal(t.read().result(), data)
 
 
-_HOLDER = textwrap.dedent("""
-    import fcntl, os, sys, time
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    print("locked", flush=True)
-    time.sleep(60)
-""")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock")
@@ -332,7 +327,7 @@ def test_a_held_lock_bounds_the_wait_and_a_killed_holder_releases_it(tmp_path,
     a = zarrfast.create_array(LocalStore(root), name="a", shape=(0,), chunks=(4,),
                               dtype="i8", fill_value=-1)
     a.append(np.arange(3))
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(root / "a" / LOCK_NAME)],
+    holder = subprocess.Popen([sys.executable, "-c", FLOCK_HOLDER, str(root / "a" / LOCK_NAME)],
                               stdout=subprocess.PIPE, env=ENV, cwd=subprocess_cwd)
     try:
         assert holder.stdout.readline().strip() == b"locked"

@@ -33,6 +33,8 @@ import pytest
 import zarrfast
 from zarrfast.storage import LocalStore, MemoryStore
 
+from _helpers.locks import FLOCK_HOLDER
+
 #: two shards of 32 inner chunks (16 x 8) each
 SHAPE = (16, 512)
 SHARDS = (16, 256)
@@ -363,14 +365,6 @@ def test_a_shard_left_empty_by_a_conditional_write_reads_as_fill():
     assert (zarrfast.open_array(store, mode="r")[...] == 0).all()
 
 
-_HOLDER = textwrap.dedent("""
-    import fcntl, os, sys, time
-    os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)
-    fd = os.open(sys.argv[1], os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    print("locked", flush=True)
-    time.sleep(60)
-""")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock")
@@ -386,7 +380,7 @@ def test_a_shard_locked_by_another_process_is_waited_for_then_refused(tmp_path,
     a = _create(LocalStore(root))
     a[_block(0)] = _value(0)
     before = (root / "c" / "0" / "0").read_bytes()
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(root / "c" / "0" / "0")],
+    holder = subprocess.Popen([sys.executable, "-c", FLOCK_HOLDER, str(root / "c" / "0" / "0")],
                               stdout=subprocess.PIPE, env=ENV, cwd=subprocess_cwd)
     try:
         assert holder.stdout.readline().strip() == b"locked"

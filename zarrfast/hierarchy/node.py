@@ -46,8 +46,10 @@ __all__ = [
     "array_metadata_from_dict",
     "array_metadata_from_documents",
     "check_documents_unchanged",
+    "check_new_node",
     "child_node_names",
     "delete_node_metadata",
+    "empty_group_metadata",
     "metadata_from_state",
     "metadata_document_names",
     "node_key",
@@ -168,6 +170,19 @@ def write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite:
 def _write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite: bool
                     ) -> None:
     fmt = metadata.zarr_format
+    parents = check_new_node(store, path, fmt, overwrite=overwrite)
+    if overwrite:
+        store.delete_dir(path)
+        delete_node_metadata(store, path)
+    for parent in parents:
+        write_metadata(store, parent, empty_group_metadata(fmt))
+    write_metadata(store, path, metadata)
+
+
+def check_new_node(store: Store, path: str, fmt: int, *, overwrite: bool) -> list[str]:
+    """What writing a Zarr v``fmt`` node at ``path`` refuses, checked before anything is
+    written: a node there (unless ``overwrite``), an array or a group of the other format
+    among its parents.  Returns the parent groups that do not exist yet."""
     existing = existing_node(store, path)
     if existing is not None and not overwrite:
         cls = ContainsArrayError if existing[1] == "array" else ContainsGroupError
@@ -193,13 +208,12 @@ def _write_new_node(store: Store, path: str, metadata: AnyMetadata, *, overwrite
             )
         if node is None:
             parents.append(parent)
-    if overwrite:
-        store.delete_dir(path)
-        delete_node_metadata(store, path)
-    empty_group = GroupMetadata() if fmt == 3 else GroupMetadataV2()
-    for parent in parents:
-        write_metadata(store, parent, empty_group)
-    write_metadata(store, path, metadata)
+    return parents
+
+
+def empty_group_metadata(fmt: int) -> GroupMetadata | GroupMetadataV2:
+    """The metadata of an empty Zarr v``fmt`` group (a parent made implicitly)."""
+    return GroupMetadata() if fmt == 3 else GroupMetadataV2()
 
 
 def metadata_document_names(metadata: AnyMetadata) -> tuple[str, ...]:

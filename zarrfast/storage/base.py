@@ -353,10 +353,9 @@ class Store(abc.ABC):
         files, zip members) refuse it unread; here it is refused once read."""
         value = self.get(key)
         if value is not None and len(value) > limit:
-            from zarrfast.storage.errors import ValueTooLargeError
+            from zarrfast.storage.errors import value_too_large
 
-            raise ValueTooLargeError(f"key {key!r}: {len(value)} bytes, more than any valid "
-                                     f"value there ({limit} bytes at most)")
+            raise value_too_large(key, len(value), limit)
         return value
 
     def get_many(

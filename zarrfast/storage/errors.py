@@ -23,6 +23,7 @@ __all__ = [
     "UnsafeArchiveMemberError",
     "UnsupportedStoreOperationError",
     "ValueTooLargeError",
+    "value_too_large",
 ]
 
 
@@ -62,6 +63,13 @@ class ValueTooLargeError(StoreError, ChunkDecodeError):
     """A stored value is larger than any valid value at its key (a decompression or
     archive bomb, a sparse multi-GiB file): refused before it is read.  (A chunk that
     cannot be decoded, too: ``except ChunkDecodeError`` catches it.)"""
+
+
+def value_too_large(key: str, size: int, limit: int) -> ValueTooLargeError:
+    """The refusal of a value of ``size`` bytes at ``key``, where none is larger than
+    ``limit`` bytes."""
+    return ValueTooLargeError(f"key {key!r}: {size} bytes, more than any valid value there "
+                              f"({limit} bytes at most)")
 
 
 class ArchiveNotFoundError(StoreError, FileNotFoundError):

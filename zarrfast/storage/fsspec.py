@@ -42,7 +42,7 @@ from zarrfast.storage.base import (
 )
 from zarrfast.storage.errors import (
     MissingDependencyError,
-    ValueTooLargeError,
+    value_too_large,
 )
 from zarrfast.storage.remote import (
     RequestLimit,
@@ -410,8 +410,7 @@ class FsspecStore(Store):
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None, None
         if data is None:
-            raise ValueTooLargeError(f"key {key!r}: {size} bytes, more than any valid value "
-                                     f"there ({limit} bytes at most)")
+            raise value_too_large(key, size, limit)
         return data, etag
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,

@@ -47,7 +47,7 @@ from zarrfast.storage.errors import (
     MissingDependencyError,
     RemoteStoreError,
     StorageOptionsError,
-    ValueTooLargeError,
+    value_too_large,
 )
 from zarrfast.storage.remote import (
     RequestLimit,
@@ -596,8 +596,7 @@ class ObjectStore(Store):
         except FileNotFoundError:
             return None, None
         if data is None:
-            raise ValueTooLargeError(f"key {key!r}: {size} bytes, more than any valid value "
-                                     f"there ({limit} bytes at most)")
+            raise value_too_large(key, size, limit)
         return data, version
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
