@@ -74,12 +74,24 @@ def decode_extension():
     return Extension("zarrfast._ext._decode", ["src_ext/_decode.pyx"], **settings)
 
 
+def encode_extension():
+    """_encode, linked with zstd where it is found (its compression functions are used
+    only where numcodecs' zstd does not export them: see zarrfast.kernels)."""
+    settings = {"define_macros": [], "include_dirs": [], "library_dirs": [], "libraries": [],
+                "runtime_library_dirs": []}
+    for key, values in (codec_library("ZF_LINK_ZSTD", "libzstd", "zstd",
+                                      "ZARRFAST_ZSTD_ROOT") or {}).items():
+        settings[key] += values
+    return Extension("zarrfast._ext._encode", ["src_ext/_encode.pyx"], **settings)
+
+
 EXTENSIONS = [
     Extension("zarrfast._ext._assemble", ["src_ext/_assemble.pyx"]),
     Extension("zarrfast._ext._indexing", ["src_ext/_indexing.pyx"]),
     Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),
     Extension("zarrfast._ext._downsample", ["src_ext/_downsample.pyx"]),
     decode_extension(),
+    encode_extension(),
 ]
 if os.name == "posix":  # open/pread/fstat; elsewhere the NumPy twin reads the files
     EXTENSIONS.append(Extension("zarrfast._ext._fileio", ["src_ext/_fileio.pyx"]))

@@ -3,7 +3,8 @@
  * setup.py defines ZF_LINK_ZSTD and/or ZF_LINK_BLOSC when it finds the library
  * (pkg-config, or ZARRFAST_ZSTD_ROOT / ZARRFAST_BLOSC_ROOT) and links it into
  * _decode; these functions then hand over the linked functions' addresses in the
- * order bind_zstd / bind_blosc take them.  Without the library they report nothing
+ * order bind_zstd / bind_blosc take them (and _encode's bind_zstd the compression
+ * functions).  Without the library they report nothing
  * linked (0) and zarrfast.kernels falls back to finding the functions with ctypes. */
 #ifndef ZF_CODECS_H
 #define ZF_CODECS_H
@@ -21,8 +22,21 @@ static int zf_linked_zstd(size_t *fns) {
     fns[5] = (size_t)(uintptr_t)&ZSTD_versionNumber;
     return 1;
 }
+/* its compression functions, in the order _encode.bind_zstd takes them (used where
+   numcodecs' zstd does not export them) */
+static inline int zf_linked_zstd_compress(size_t *fns) {
+    fns[0] = (size_t)(uintptr_t)&ZSTD_createCCtx;
+    fns[1] = (size_t)(uintptr_t)&ZSTD_freeCCtx;
+    fns[2] = (size_t)(uintptr_t)&ZSTD_CCtx_setParameter;
+    fns[3] = (size_t)(uintptr_t)&ZSTD_compress2;
+    fns[4] = (size_t)(uintptr_t)&ZSTD_compressBound;
+    fns[5] = (size_t)(uintptr_t)&ZSTD_isError;
+    fns[6] = (size_t)(uintptr_t)&ZSTD_versionNumber;
+    return 1;
+}
 #else
 static int zf_linked_zstd(size_t *fns) { (void)fns; return 0; }
+static inline int zf_linked_zstd_compress(size_t *fns) { (void)fns; return 0; }
 #endif
 
 #ifdef ZF_LINK_BLOSC

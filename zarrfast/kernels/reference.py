@@ -1768,3 +1768,75 @@ def stream_min() -> int:
     """The output size from which the compiled copy kernels stream their stores
     (``zarrfast.kernels.stream_min``); the twins store the same bytes either way."""
     return 32 * 2**20
+
+
+class ChunkEncoder:
+    """Twin of ``_ext._encode.ChunkEncoder``: ``copy_region`` of each region into
+    ``scratch`` (the kernel's gathering of a row of regions at once changes no byte),
+    ``is_uniform`` against ``fill``, then numcodecs' ``Zstd``, ``GZip`` or ``Zlib``.  Its
+    ``slot`` is the libraries' worst case (zstd's ``ZSTD_COMPRESSBOUND``, zlib's
+    ``deflateBound`` for any settings)."""
+
+    CODECS = ("zstd", "gzip", "zlib")
+
+    def __init__(self, codec: str, level: int, checksum: bool = False) -> None:
+        import numcodecs
+
+        if codec not in self.CODECS:
+            raise ValueError(f"ChunkEncoder: codec {codec!r} is not one of {self.CODECS}")
+        if codec != "zstd" and not -1 <= level <= 9:
+            raise ValueError(f"ChunkEncoder: {codec} level {level} is not -1 to 9")
+        self.codec, self.level, self.checksum = codec, level, bool(checksum)
+        self._impl = (numcodecs.Zstd(level=level, checksum=bool(checksum)) if codec == "zstd"
+                      else numcodecs.GZip(level=level) if codec == "gzip"
+                      else numcodecs.Zlib(level=level))
+
+    def slot(self, nbytes: int) -> int:
+        if not 0 <= nbytes <= 2**31 - 1 - 16:
+            raise ValueError(f"ChunkEncoder.slot: a chunk of {nbytes} bytes (1 to "
+                             f"{2**31 - 1 - 16})")
+        if self.codec == "zstd":
+            return nbytes + (nbytes >> 8) + ((128 * 1024 - nbytes) >> 11
+                                             if nbytes < 128 * 1024 else 0)
+        wrap = 18 if self.codec == "gzip" else 6
+        return nbytes + ((nbytes + 7) >> 3) + ((nbytes + 63) >> 6) + 5 + wrap
+
+    def compress(self, src) -> bytes:
+        return bytes(self._impl.encode(_u8(src)))
+
+    def compress_regions(self, src, src_offsets, src_strides, dst_strides, shape, itemsize,
+                         swap_unit, fill, scratch, out) -> np.ndarray:
+        func = "ChunkEncoder.compress_regions"
+        d = _u8(scratch, writable=True)
+        o = _u8(out, writable=True)
+        shp = _i64(shape)
+        offs = _i64(src_offsets)
+        _check_shape(func, shp)
+        _check_item(func, itemsize, swap_unit)
+        nbytes = int(np.prod(shp)) * itemsize
+        if nbytes < 1 or d.nbytes < nbytes:
+            raise ValueError(f"{func}: the region {_ints(shp)} of {itemsize}-byte items is "
+                             f"{nbytes} bytes, the scratch buffer {d.nbytes}: it must hold a "
+                             f"whole chunk")
+        d = d[:nbytes]
+        slot = self.slot(nbytes)
+        if o.nbytes < len(offs) * slot:
+            raise ValueError(f"{func}: out holds {o.nbytes} bytes, {len(offs)} chunks of "
+                             f"{nbytes} bytes need {len(offs) * slot}")
+        f = None if fill is None else _u8(fill)
+        if f is not None and f.nbytes != itemsize:
+            raise ValueError(f"{func}: fill holds {f.nbytes} bytes, an item {itemsize}")
+        for r in range(len(offs)):  # every region checked before anything is compressed
+            _check_span(func, "src", _u8(src).nbytes, int(offs[r]), _i64(src_strides), shp,
+                        itemsize)
+        sizes = np.empty(len(offs), dtype=np.int64)
+        for r in range(len(offs)):
+            copy_region(src, int(offs[r]), src_strides, d, 0, dst_strides, shp, itemsize,
+                        swap_unit)
+            if f is not None and is_uniform(d, f):
+                sizes[r] = -1
+                continue
+            got = self.compress(d)
+            o[r * slot:r * slot + len(got)] = np.frombuffer(got, dtype=np.uint8)
+            sizes[r] = len(got)
+        return sizes
