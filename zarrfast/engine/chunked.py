@@ -23,12 +23,16 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numcodecs
 import numpy as np
 
 from zarrfast import config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import BloscCodec, CodecChain
 from zarrfast.codecs.chain import accepts_limit
+from zarrfast.codecs.compressors import GzipCodec, ZstdCodec
+from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
+from zarrfast.codecs.numcodecs_v3 import NumcodecsBytesBytesCodec
 from zarrfast.concurrency import batch_count, map_dynamic_into, map_io_then, map_unordered_into
 from zarrfast.engine.boxes import read_box_files
 from zarrfast.engine.rmw import read_modify_write
@@ -41,6 +45,7 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 from zarrfast.kernels import buffers as _buffers
+from zarrfast.kernels import encode as _encode
 from zarrfast.metadata.dtype import fill_bytes
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
@@ -63,6 +68,7 @@ class _Scratch(threading.local):
     encoded: np.ndarray | None = None  # compressed chunks of a write, until stored
     gather: np.ndarray | None = None  # whole chunks of a write, before compression
     decoder: Any = None  # this thread's batched decoder
+    encoder: Any = None  # this thread's batched encoder (zstd, gzip, zlib)
 
 
 class PreparedChain:
@@ -157,6 +163,11 @@ class PreparedChain:
         if (self.fast and len(self.bb) == 1 and type(self.bb[0]) is BloscCodec
                 and _kernels.blosc_compress_regions is not None and self.chunk_nbytes):
             self.blosc_settings = self.bb[0].compress_settings()
+        #: ``(codec, level, checksum)`` of the ``ChunkEncoder`` that makes the bytes of the
+        #: one bytes -> bytes codec of a fast-path chain (zstd, gzip, zlib): whole chunks
+        #: are then copied out of a written array and compressed many at a time without
+        #: the GIL (``ChunkEncoder.compress_regions``), as blosc ones are
+        self.encode_settings = encode_settings(self)
 
     # -- decoding -----------------------------------------------------------------
     def chunk_buffer(self, key: str | None = None, *, what: str = "a chunk buffer",
@@ -209,6 +220,13 @@ class PreparedChain:
         n = max(1, min(run, GATHER_CHUNKS, GATHER_BYTES // max(self.chunk_nbytes, 1)))
         return self._thread_buffer("gather", n * self.chunk_nbytes,
                                    "a buffer to gather chunks into")
+
+    def chunk_encoder(self) -> Any:
+        """This thread's batched encoder (chains with ``encode_settings`` only)."""
+        enc = self._scratch.encoder
+        if enc is None:
+            enc = self._scratch.encoder = _encode.ChunkEncoder(*self.encode_settings)
+        return enc
 
     def _encoded_buffer(self, nbytes: int) -> np.ndarray:
         """A per-thread scratch buffer of ``nbytes`` for the compressed chunks of a
@@ -603,9 +621,11 @@ class RowWriter:
     @functools.cached_property
     def compressible(self) -> np.ndarray | None:
         """Rows whose chunk :meth:`compress_whole` encodes: written whole from ``value``,
-        inside the array, on a chain with ``blosc_settings``; ``None``: no row."""
+        inside the array, on a chain with ``blosc_settings`` or ``encode_settings``;
+        ``None``: no row."""
         proj, chain = self.proj, self.chain
-        if chain.blosc_settings is None or self.value_flat is None:
+        if (chain.blosc_settings is None and chain.encode_settings is None
+                or self.value_flat is None):
             return None
         rows = proj.complete & ~proj.edge & (self.dst_offsets == 0)
         return rows if rows.any() else None
@@ -657,16 +677,29 @@ class RowWriter:
         empty chunks are written).  The bytes are views of that buffer, valid until this
         thread's next call: hand them to a store that ``copies_values`` before that."""
         chain = self.chain
-        slot = chain.chunk_nbytes + _BLOSC_MAX_OVERHEAD
+        fill = None if self.write_empty_chunks else chain._fill_chunk_item_arr
+        gather = chain._gather_buffer(self.proj.row_chunks)
+        offsets = self.src_offsets[rows]
+        if chain.blosc_settings is None:
+            encoder = chain.chunk_encoder()
+            slot = encoder.slot(chain.chunk_nbytes)
+            what = encoder.codec
+        else:
+            slot = chain.chunk_nbytes + _BLOSC_MAX_OVERHEAD
+            what = "blosc"
         out = chain._encoded_buffer(len(rows) * slot)
         try:
-            sizes = _kernels.blosc_compress_regions(
-                self.value_flat, self.src_offsets[rows], self.value_strides, self.dst_strides,
-                chain.chunk_shape_arr, chain.itemsize, chain.swap_unit,
-                None if self.write_empty_chunks else chain._fill_chunk_item_arr,
-                chain._gather_buffer(self.proj.row_chunks), out, *chain.blosc_settings)
-        except RuntimeError as e:  # (as BloscCodec.encode reports a c-blosc failure)
-            raise CodecError(f"blosc: cannot compress chunks of {chain.chunk_nbytes} bytes "
+            if chain.blosc_settings is None:
+                sizes = encoder.compress_regions(
+                    self.value_flat, offsets, self.value_strides, self.dst_strides,
+                    chain.chunk_shape_arr, chain.itemsize, chain.swap_unit, fill, gather, out)
+            else:
+                sizes = _kernels.blosc_compress_regions(
+                    self.value_flat, offsets, self.value_strides, self.dst_strides,
+                    chain.chunk_shape_arr, chain.itemsize, chain.swap_unit, fill, gather, out,
+                    *chain.blosc_settings)
+        except RuntimeError as e:  # (as the codecs' encode report a library's failure)
+            raise CodecError(f"{what}: cannot compress chunks of {chain.chunk_nbytes} bytes "
                              f"(chunk {keys[int(rows[0])]!r} and the next "
                              f"{len(rows) - 1}): {e}") from e
         for k, (i, n) in enumerate(zip(rows.tolist(), sizes.tolist(), strict=True)):
@@ -703,6 +736,33 @@ class RowWriter:
         if not self.write_empty_chunks and chain.is_fill(buf):
             return None
         return chain.encode(buf, write_empty_chunks=self.write_empty_chunks)
+
+
+def encode_settings(chain: PreparedChain) -> tuple[str, int, bool] | None:
+    """``(codec, level, checksum)`` for ``ChunkEncoder`` when the one bytes -> bytes codec
+    of ``chain`` (a fast path) encodes with numcodecs' ``Zstd``, ``GZip`` or ``Zlib`` and
+    nothing else (the core codecs, their ``numcodecs.*`` spellings and Zarr v2's
+    compressors, not a subclass with an encode of its own), the encoder makes that format
+    here and gives the same bytes; else ``None``.  Deflate's level 0 is left to zlib's
+    Python module: its stored blocks follow the sizes of Python's output buffers."""
+    if (_encode.ChunkEncoder is None or not chain.fast or len(chain.bb) != 1
+            or not 0 < chain.chunk_nbytes <= _ENCODE_MAX_NBYTES):
+        return None
+    codec = chain.bb[0]
+    if type(codec).encode in _DELEGATING_ENCODES:
+        impl = getattr(codec, "codec", None) if isinstance(codec, NumcodecsCodec) else getattr(
+            codec, "_impl", None)
+    else:
+        return None
+    kind = _NUMCODECS_FORMATS.get(type(impl))
+    if kind is None or kind not in _encode.ENCODE_CODECS:
+        return None
+    level = impl.level
+    if isinstance(level, bool) or not isinstance(level, int):
+        return None
+    if kind != "zstd" and not (level == -1 or 1 <= level <= 9):
+        return None
+    return kind, level, bool(getattr(impl, "checksum", False))
 
 
 def _raw_size_error(chain: PreparedChain, key: str, n: int) -> ChunkDecodeError:
@@ -868,6 +928,14 @@ DECODE_BATCH = 512
 WRITE_BATCH = 64
 #: c-blosc's BLOSC_MAX_OVERHEAD: what compression may add to a chunk
 _BLOSC_MAX_OVERHEAD = 16
+#: the largest chunk ``ChunkEncoder`` compresses (``_ext._encode.MAX_NBYTES``)
+_ENCODE_MAX_NBYTES = 2**31 - 1 - 16
+#: numcodecs' compressors ``ChunkEncoder`` makes the bytes of, by their exact class
+_NUMCODECS_FORMATS = {numcodecs.Zstd: "zstd", numcodecs.GZip: "gzip", numcodecs.Zlib: "zlib"}
+#: the ``encode`` methods that hand the bytes to their numcodecs codec as they are
+#: (``_impl``, or ``codec`` for Zarr v2's ``NumcodecsCodec``)
+_DELEGATING_ENCODES = (ZstdCodec.encode, GzipCodec.encode, NumcodecsBytesBytesCodec.encode,
+                       NumcodecsCodec.encode)
 WRITE_BATCH_BYTES = 16 * 2**20
 #: how much cheaper per byte reading an uncompressed chunk is than decoding one
 RAW_COST_RATIO = 8
