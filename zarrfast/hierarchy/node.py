@@ -13,6 +13,7 @@ import json
 import os
 from typing import Any
 
+from zarrfast.codecs.registry import with_codec_objects
 from zarrfast.errors import (
     ArrayNotFoundError,
     ArrayNotGroupError,
@@ -475,7 +476,13 @@ class Node(metaclass=_NodeType):
 
     @property
     def metadata(self) -> Any:
-        return self._metadata
+        """The node's metadata as zarr-python's (codecs as codec objects; made once for each
+        metadata this node holds)."""
+        md = self._metadata
+        shown = self.__dict__.get("_metadata_shown_")
+        if shown is None or shown[0] is not md:
+            shown = self.__dict__["_metadata_shown_"] = (md, with_codec_objects(md))
+        return shown[1]
 
     @property
     def read_only(self) -> bool:

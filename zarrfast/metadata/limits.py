@@ -6,12 +6,14 @@ touches exist, and ``size``/``nbytes`` are Python ints."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from typing import Any
 
-from zarrfast.errors import MetadataValidationError
+from zarrfast.errors import MetadataError, MetadataValidationError
 
-__all__ = ["INT64_MAX", "MAX_JSON_DEPTH", "check_array_size", "check_json_depth"]
+__all__ = ["INT64_MAX", "MAX_JSON_DEPTH", "check_array_size", "check_json_depth", "load_json"]
 
 INT64_MAX = 2**63 - 1
 
@@ -54,3 +56,16 @@ def check_json_depth(value: object, *, where: str) -> None:
                 f"{where}: nested more than {MAX_JSON_DEPTH} lists or objects deep; refusing "
                 f"to write metadata that JSON readers cannot read back")
         stack.extend((c, depth + 1) for c in children)
+
+
+def load_json(raw: bytes | bytearray | memoryview, key: str) -> Any:
+    """A metadata document's JSON, or :class:`MetadataError` naming ``key``."""
+    # The NaN/Infinity tokens are not strict JSON, but zarr-python reads and writes
+    # them in attributes (xarray's _FillValue: NaN), so they are accepted, and
+    # to_json() writes them back the same way.
+    try:
+        return json.loads(bytes(raw))
+    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
+        raise MetadataError(f"{key}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise MetadataError(f"{key}: JSON nested too deeply") from None

@@ -43,9 +43,16 @@ from zarrfast.errors import (
     MetadataValidationError,
 )
 from zarrfast.metadata.chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
-from zarrfast.metadata.dtype import ML_FLOATS, ML_INTS, DataType, _is_ml, _ml_dtype, _parse_float
+from zarrfast.metadata.data_type import (
+    ML_FLOATS,
+    ML_INTS,
+    DataType,
+    _is_ml,
+    _ml_dtype,
+    _parse_float,
+)
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
-from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
+from zarrfast.metadata.limits import load_json as _load  # JSON errors name the key
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_v2_dtype", "v2_dtype_to_json"]
 

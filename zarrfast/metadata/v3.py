@@ -12,9 +12,10 @@ and name the node path and the member.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,7 +25,6 @@ from zarrfast import config
 from zarrfast.errors import (
     FillValueError,
     InvalidNodeNameError,
-    MetadataError,
     MetadataValidationError,
 )
 from zarrfast.metadata.chunk_grid import (
@@ -33,17 +33,14 @@ from zarrfast.metadata.chunk_grid import (
     parse_chunk_grid,
     parse_chunk_key_encoding,
 )
-from zarrfast.metadata.dtype import ZDTYPE_LOOKUPS, DataType, parse_data_type
+from zarrfast.metadata.dtype import DataType, parse_data_type
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
+from zarrfast.metadata.limits import load_json as _load_json  # (hierarchy, draft read it here)
 from zarrfast.metadata.paths import validate_node_name
+from zarrfast.metadata.zdtype import zdtype_of
 
 __all__ = ["ArrayMetadata", "ArrayV3Metadata", "ConsolidatedMetadata", "GroupMetadata",
            "parse_metadata"]
-
-#: Hooks that turn one codec's JSON into its codec object (``ZstdCodec(level=0, ...)``), or
-#: raise; the codecs layer registers its parser here (as :data:`.dtype.EXTENSION_LOOKUPS`).
-#: Without one, :attr:`ArrayV3Metadata.codecs` holds the JSON.
-CODEC_OBJECTS: list[Any] = []
 
 _ARRAY_KEYS = {
     "zarr_format",
@@ -127,20 +124,10 @@ def _codec_json(codec: Any) -> Any:
     return codec if isinstance(codec, (dict, str)) else codec.to_dict()
 
 
-def _codec_object(codec: Any) -> Any:
-    """The codec object of one codec's JSON, as zarr-python's metadata holds it; the JSON
-    itself when no codec class takes it (an unknown codec, or one the chain will refuse with
-    the node's name when the array is used)."""
-    if not isinstance(codec, (dict, str)):
-        return codec
-    for parse in CODEC_OBJECTS:
-        try:
-            obj = parse(codec)
-        except Exception:  # noqa: BLE001 - CodecChain reports it, naming the node
-            return codec
-        if obj is not None:
-            return obj
-    return codec
+#: what turns one codec's JSON into its codec object (``ZstdCodec(level=0, ...)``), or
+#: returns the JSON when no codec class takes it: the codecs layer has one
+#: (:func:`zarrfast.codecs.registry.codec_object`) and passes it to ``with_codec_objects``
+CodecParser = Callable[[Any], Any]
 
 
 def _as_data_type(value: Any) -> DataType:
@@ -152,10 +139,7 @@ def _as_zdtype(value: Any) -> Any:
     """The ``ZDType`` (``Float32(endianness='little')``) of a ``data_type``, as
     zarr-python's metadata holds it; a :class:`DataType` that zarr-python has no class for
     stays itself."""
-    if isinstance(value, DataType):
-        for lookup in ZDTYPE_LOOKUPS:
-            return lookup(value)
-    return value
+    return zdtype_of(value) if isinstance(value, DataType) else value
 
 
 @dataclass(frozen=True)
@@ -163,7 +147,9 @@ class ArrayV3Metadata:
     """Validated Zarr v3 array metadata.
 
     The fields, and what they print, are zarr-python's ``ArrayV3Metadata``'s: ``data_type``
-    is the ``ZDType`` (``Float32(endianness='little')``), ``codecs`` the codec objects.
+    is the ``ZDType`` (``Float32(endianness='little')``), ``codecs`` the codec objects once
+    the codecs layer has made them (:meth:`with_codec_objects`: nodes' ``metadata`` has
+    them; a document parsed here holds the codecs' JSON, as this layer knows no codecs).
     zarrfast works from :attr:`type_info` (its :class:`DataType`, which keeps the name the
     document gave) and writes :attr:`codecs_json`."""
 
@@ -174,9 +160,10 @@ class ArrayV3Metadata:
     chunk_grid: ChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
     fill_value: Any  # a NumPy scalar of data_type
-    #: the codec chain, in encode order, as codec objects (JSON or codec objects may be
-    #: given; JSON no codec class takes stays JSON, for :class:`zarrfast.codecs.CodecChain`
-    #: to refuse with the node's name, or to leave out if ``"must_understand": false``)
+    #: the codec chain, in encode order, as given: JSON or codec objects (see
+    #: :meth:`with_codec_objects`; :class:`zarrfast.codecs.CodecChain` reads either, and
+    #: refuses an unknown codec with the node's name, or leaves it out if
+    #: ``"must_understand": false``)
     codecs: tuple[Any, ...] = field(compare=False)
     attributes: dict[str, Any] = field(default_factory=dict)
     dimension_names: tuple[str | None, ...] | None = None
@@ -207,7 +194,7 @@ class ArrayV3Metadata:
         grid = self.chunk_grid
         check_array_size(self.shape, chunks=grid.chunk_shape if grid.is_regular else None)
         object.__setattr__(self, "codecs_json", tuple(_codec_json(c) for c in self.codecs))
-        object.__setattr__(self, "codecs", tuple(_codec_object(c) for c in self.codecs))
+        object.__setattr__(self, "codecs", tuple(self.codecs))
         if self.fill_value_json is None:
             object.__setattr__(
                 self, "fill_value_json", info.fill_value_to_json(self.fill_value)
@@ -373,6 +360,16 @@ class ArrayV3Metadata:
         return replace(self, shape=shape,
                        chunk_grid=self.chunk_grid.resized(self.shape, shape))
 
+    def with_codec_objects(self, parse: CodecParser) -> ArrayV3Metadata:
+        """This metadata with each codec given as JSON replaced by ``parse``'s codec object
+        of it (zarr-python's form); the document (:attr:`codecs_json`) is unchanged."""
+        codecs = tuple(c if not isinstance(c, (dict, str)) else parse(c) for c in self.codecs)
+        if all(a is b for a, b in zip(codecs, self.codecs, strict=True)):
+            return self
+        out = copy.copy(self)
+        object.__setattr__(out, "codecs", codecs)
+        return out
+
 
 #: ArrayMetadata is the v3 array metadata's name in zarrfast
 ArrayMetadata = ArrayV3Metadata
@@ -429,6 +426,15 @@ class GroupMetadata:
 
     def store_documents(self) -> dict[str, bytes]:
         return {"zarr.json": self.to_json()}
+
+    def with_codec_objects(self, parse: CodecParser) -> GroupMetadata:
+        """This metadata with the arrays' codecs in its consolidated metadata as codec
+        objects (see :meth:`ArrayV3Metadata.with_codec_objects`)."""
+        cm = self.consolidated_metadata
+        if cm is None:
+            return self
+        new = cm.with_codec_objects(parse)
+        return self if new is cm else replace(self, consolidated_metadata=new)
 
 
 def check_member_path(rel: Any, key: str, what: str = "member") -> str:
@@ -545,17 +551,14 @@ class ConsolidatedMetadata:
         return {"kind": self.kind, "must_understand": self.must_understand,
                 "metadata": {k: v.to_dict() for k, v in self.flattened_metadata.items()}}
 
-
-def _load_json(raw: bytes | bytearray | memoryview, key: str) -> Any:
-    # The NaN/Infinity tokens are not strict JSON, but zarr-python reads and writes
-    # them in attributes (xarray's _FillValue: NaN), so they are accepted, and
-    # to_json() writes them back the same way.
-    try:
-        return json.loads(bytes(raw))
-    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError is a ValueError
-        raise MetadataError(f"{key}: not valid JSON ({e})") from None
-    except RecursionError:
-        raise MetadataError(f"{key}: JSON nested too deeply") from None
+    def with_codec_objects(self, parse: CodecParser) -> ConsolidatedMetadata:
+        """These nodes' metadata with the arrays' codecs as codec objects (see
+        :meth:`ArrayV3Metadata.with_codec_objects`)."""
+        members = {k: v.with_codec_objects(parse) if hasattr(v, "with_codec_objects") else v
+                   for k, v in self.metadata.items()}
+        if all(members[k] is v for k, v in self.metadata.items()):
+            return self
+        return replace(self, metadata=members)
 
 
 def parse_metadata(

@@ -14,9 +14,10 @@ scalars (fill values)::
     >>> Float32().to_json_scalar(float("nan"), zarr_format=3)
     'NaN'
 
-The JSON is what zarr-python 3.1 writes.  The built-in classes do their work through
-zarrfast's :class:`~zarrfast.metadata.dtype.DataType` (fill values) and
-:mod:`~zarrfast.metadata.v2` (v2 fill values).
+The JSON is what zarr-python 3.1 writes.  The built-in classes are views of zarrfast's
+one data-type model, :class:`~zarrfast.metadata.data_type.DataType` (fill values), and
+:mod:`~zarrfast.metadata.v2` (v2 fill values); :data:`data_type_registry` is defined here
+with them, and filled here.
 
 Registering a class of one's own (``data_type_registry.register(name, cls)``, as
 zarr-python's ``examples/custom_dtype``) makes arrays of it: a data type name or JSON that
@@ -38,7 +39,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 import numpy as np
 
 from zarrfast.errors import MetadataValidationError, UnsupportedDataTypeError, ZarrfastError
-from zarrfast.metadata import dtype as _dt
+from zarrfast.metadata import data_type as _dt
 from zarrfast.metadata.v2 import decode_v2_fill_value, encode_v2_fill_value
 
 __all__ = [
@@ -183,7 +184,7 @@ class _Native(ZDType):
     _zarrfast_builtin: ClassVar[bool] = True
 
     def _data_type(self) -> _dt.DataType:
-        return _dt.data_type_from_numpy(self.to_native_dtype(), where=repr(self))
+        return _dt.builtin_from_numpy(self.to_native_dtype(), where=repr(self))
 
     def to_json(self, zarr_format: ZarrFormat) -> Any:
         if _check_format(zarr_format) == 2:
@@ -506,7 +507,7 @@ class VariableLengthUTF8(_VariableLength):
         return _dt._string_dtype()
 
     def _data_type(self) -> _dt.DataType:
-        return _dt.parse_data_type(_dt.VLEN_UTF8)
+        return _dt.parse_builtin(_dt.VLEN_UTF8)
 
     def cast_scalar(self, data: Any) -> Any:
         if not isinstance(data, str):
@@ -541,7 +542,7 @@ class VariableLengthBytes(_VariableLength):
             f"{cls._zarr_v3_name!r}")
 
     def _data_type(self) -> _dt.DataType:
-        return _dt.parse_data_type(_dt.VLEN_BYTES)
+        return _dt.parse_builtin(_dt.VLEN_BYTES)
 
     def cast_scalar(self, data: Any) -> Any:
         if isinstance(data, str):
@@ -558,8 +559,7 @@ class VariableLengthBytes(_VariableLength):
         return _b64_scalar(self, data, zarr_format)
 
 
-_TIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as",
-               "generic")
+_TIME_UNITS = _dt.TIME_UNITS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -851,8 +851,8 @@ def data_type_of(z: ZDType, *, where: str = "dtype") -> _dt.DataType:
     """zarrfast's :class:`DataType` of the :class:`ZDType` ``z``."""
     if getattr(type(z), "_zarrfast_builtin", False):
         if isinstance(z, VariableLengthBytes):
-            return _dt.parse_data_type(_dt.VLEN_BYTES, where=where)
-        return _dt.data_type_from_numpy(z.to_native_dtype(), where=where)
+            return _dt.parse_builtin(_dt.VLEN_BYTES, where=where)
+        return _dt.builtin_from_numpy(z.to_native_dtype(), where=where)
     json = z.to_json(zarr_format=3)
     name = json if isinstance(json, str) else json.get("name") if isinstance(json, dict) else None
     if not isinstance(name, str):
@@ -906,9 +906,10 @@ def foreign_zdtype(value: Any) -> ZDType | None:
         return None
 
 
-def _extension_lookup(value: Any, where: str) -> _dt.DataType | None:
-    """The hook :mod:`.dtype` calls for what it does not know: a ``ZDType`` instance, or the
-    v3 JSON / name of a registered data type."""
+def registered_data_type(value: Any, where: str) -> _dt.DataType | None:
+    """The :class:`DataType` of what :mod:`.data_type` does not know: a ``ZDType`` instance
+    (or another library's data type object), or the v3 JSON / name of a registered data
+    type; ``None`` if it is none of those."""
     if isinstance(value, ZDType):
         return data_type_of(value, where=where)
     foreign = foreign_zdtype(value)
@@ -923,7 +924,4 @@ def _extension_lookup(value: Any, where: str) -> _dt.DataType | None:
                 return data_type_of(cls.from_json(value, zarr_format=3), where=where)
     return None
 
-
-_dt.EXTENSION_LOOKUPS.append(_extension_lookup)
-_dt.ZDTYPE_LOOKUPS.append(zdtype_of)
 
