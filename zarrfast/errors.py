@@ -7,7 +7,8 @@ error mixes it in too (``NodeNotFoundError`` is a ``FileNotFoundError``,
 written for zarr-python or for the builtins keep working.
 
 Messages name the node path, store key or value at fault and say what was
-expected.
+expected.  Code that knows more of where an error happened than the code that raised
+it adds that with :func:`add_context` and re-raises the same object.
 """
 
 from __future__ import annotations
@@ -230,6 +231,35 @@ class LockUnavailableError(ConcurrentWriteError, OSError):
     from a read-modify-write (NFS mounted ``nolock``, Lustre without ``flock``).
     Nothing of this update was stored; ``config file_locks`` set to ``False`` writes
     with the threads of this process excluded only."""
+
+
+def add_context(error: BaseException, context: str, message: str | None = None) -> None:
+    """Say in ``error`` itself where it happened, then re-raise it with a bare ``raise``.
+
+    The object is kept, so its type, attributes, traceback, ``__cause__``, ``__context__``
+    and notes survive, and the constructor of its class, which may take other arguments,
+    is not called again.
+
+    ``context`` names the place (``"chunk 'c/0/0'"``).  When the error's message is its
+    one string argument, as for zarrfast's own errors, the message becomes ``message``
+    (by default ``f"{context}: {error}"``, left as it is when it already starts with
+    ``context``), so that ``str(error)`` names the place as zarrfast's messages always
+    have.  Otherwise (several arguments, or a ``__str__`` of its own) ``context`` is
+    added as a note (:meth:`BaseException.add_note`), which a traceback prints under
+    the message.
+    """
+    args = error.args
+    if len(args) == 1 and isinstance(args[0], str) and str(error) == args[0]:
+        if message is None:
+            if args[0].startswith(context):
+                return
+            message = f"{context}: {args[0]}"
+        error.args = (message,)
+        if str(error) == message:
+            return
+        error.args = args  # its __str__ does not show its argument
+    if context not in getattr(error, "__notes__", ()):
+        error.add_note(context)
 
 
 # -- warnings, under zarr-python's names (``pytest.warns(zarr.errors.ZarrUserWarning)``) ---

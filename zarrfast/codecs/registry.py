@@ -14,7 +14,12 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from zarrfast.codecs._base import Codec
-from zarrfast.errors import MetadataError, MetadataValidationError, UnknownCodecError
+from zarrfast.errors import (
+    MetadataError,
+    MetadataValidationError,
+    UnknownCodecError,
+    add_context,
+)
 
 __all__ = ["codec_object", "get_codec_class", "parse_codec", "register_codec", "registered_codecs",
            "with_codec_objects"]
@@ -100,7 +105,8 @@ def parse_codec(value: Any, *, where: str = "codecs") -> Codec | None:
     try:
         return cls.from_dict(value)
     except MetadataError as e:  # invalid, or needs a package that is not installed
-        raise type(e)(f"{where}: {e}") from None
+        add_context(e, where)
+        raise
     except (TypeError, ValueError, KeyError) as e:
         raise MetadataValidationError(f"{where}: invalid codec {value!r}: {e}") from None
 

@@ -37,7 +37,7 @@ from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.chain import CodecChain, parse_codecs, validate_codec_chain
 from zarrfast.codecs.compressors import Crc32cCodec
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.errors import ChunkDecodeError, CodecError, MetadataValidationError
+from zarrfast.errors import ChunkDecodeError, CodecError, MetadataValidationError, add_context
 from zarrfast.metadata.dtype import DataType, is_fill_chunk, parse_data_type
 
 _UINT64: DataType = parse_data_type("uint64")
@@ -229,7 +229,8 @@ class ShardingCodec(ArrayBytesCodec):
                 arr = inner.decode(fmt.inner_bytes(data, index, j), fill_value=fill,
                                    key=f"{key}[{name}]")
             except CodecError as e:
-                raise type(e)(f"shard {key!r}, inner chunk {name}: {e}") from None
+                add_context(e, f"shard {key!r}, inner chunk {name}")
+                raise
             if arr.shape != fmt.inner_shape:
                 raise ChunkDecodeError(f"shard {key!r}, inner chunk {name}: decoded to shape "
                                        f"{arr.shape}, expected {fmt.inner_shape}")

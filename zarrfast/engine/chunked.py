@@ -43,6 +43,7 @@ from zarrfast.errors import (
     ChunkDecodeError,
     CodecError,
     ZarrfastError,
+    add_context,
 )
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.kernels import encode as _encode
@@ -284,7 +285,8 @@ class PreparedChain:
                 ChunkAllocationError,
                 detail=f" ({len(memoryview(raw).cast('B'))} stored bytes)") from None
         except ChunkDecodeError as e:
-            raise type(e)(f"chunk {key!r}: {e}") from None
+            add_context(e, f"chunk {key!r}")
+            raise
         except CodecError as e:
             raise ChunkDecodeError(f"chunk {key!r}: {e}") from None
         except (ValueError, RuntimeError, TypeError, OSError, EOFError) as e:

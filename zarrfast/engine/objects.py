@@ -27,7 +27,7 @@ from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import chunk_keys
 from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection
-from zarrfast.errors import ChunkAllocationError, ChunkDecodeError, CodecError
+from zarrfast.errors import ChunkAllocationError, ChunkDecodeError, CodecError, add_context
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.dtype import is_fill_chunk
 from zarrfast.storage import Store
@@ -104,7 +104,8 @@ class ObjectChain:
             except MemoryError:
                 raise self._out_of_memory(key) from None
             except ChunkDecodeError as e:
-                raise type(e)(f"chunk {key!r}: {e}") from None
+                add_context(e, f"chunk {key!r}")
+                raise
             except CodecError as e:
                 raise ChunkDecodeError(f"chunk {key!r}: {e}") from None
             except (ValueError, RuntimeError, TypeError, OSError, EOFError) as e:

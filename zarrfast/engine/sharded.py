@@ -66,6 +66,7 @@ from zarrfast.errors import (
     ChecksumError,
     ChunkDecodeError,
     CodecError,
+    add_context,
 )
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
@@ -564,8 +565,10 @@ def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelecti
         try:
             reader.read(i, payload[i], key)
         except ChunkDecodeError as e:
-            name = subs[row_shard[i]].layout.inner_name(int(inner_lin[i]))
-            raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+            context = (f"shard {key!r}, inner chunk "
+                       f"{subs[row_shard[i]].layout.inner_name(int(inner_lin[i]))}")
+            add_context(e, context, f"{e} [{context}]")
+            raise
         payload[i] = None  # let the fetched bytes go
 
     threads = max(1, config.get("threads"))
@@ -1026,7 +1029,9 @@ def _place_inner_slowly(chain: ShardedChain, box: Box, r: int, key: str, raw: by
     try:
         box.place_one(r, raw, key)
     except ChunkDecodeError as e:
-        raise type(e)(f"{e} [shard {key!r}, inner chunk {name}]") from None
+        context = f"shard {key!r}, inner chunk {name}"
+        add_context(e, context, f"{e} [{context}]")
+        raise
 
 
 class _ShardPlan:
@@ -1189,8 +1194,9 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
             try:
                 encoded[j] = writer.write(r, old, key)
             except ChunkDecodeError as e:
-                raise type(e)(f"{e} [shard {key!r}, inner chunk {layout.inner_name(j)}]"
-                              ) from None
+                context = f"shard {key!r}, inner chunk {layout.inner_name(j)}"
+                add_context(e, context, f"{e} [{context}]")
+                raise
         shard = layout.assemble(encoded)
         return None if shard is None else _encoded(shard)
 

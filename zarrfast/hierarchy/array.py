@@ -32,6 +32,7 @@ from zarrfast.errors import (
     IndexingError,
     MetadataValidationError,
     ZarrfastError,
+    add_context,
 )
 from zarrfast.hierarchy.array_config import ArrayConfig, parse_array_config
 from zarrfast.hierarchy.attributes import Attributes
@@ -69,9 +70,8 @@ def _names_memory_errors(doing: str) -> Any:
             except MemoryError as e:
                 where = f"array {self.name!r}"
                 if isinstance(e, AllocationError):
-                    if str(e).startswith(where):
-                        raise
-                    raise type(e)(f"{where}: {e}") from None
+                    add_context(e, where)  # (unless it names the array already)
+                    raise
                 raise AllocationError(f"{where}: out of memory {doing}"
                                       + (f": {e}" if str(e) else "")) from None
         return wrapper

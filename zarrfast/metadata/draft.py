@@ -66,6 +66,7 @@ from zarrfast.errors import (
     NodeNotFoundError,
     UnknownCodecError,
     UnsupportedDataTypeError,
+    add_context,
 )
 from zarrfast.metadata.chunk_grid import (
     ChunkKeyEncoding,
@@ -576,8 +577,9 @@ def _build_chain(
                 else:
                     tail.append(_bytes_codec(name, config, data_type, where))
                     seen_bytes = True
-            except MetadataValidationError as e:
-                raise type(e)(f"{where}: {e}") from None
+            except MetadataValidationError as e:  # (_blosc names `where` itself)
+                add_context(e, where)
+                raise
     else:
         comp = doc.get("compressor")
         if comp is not None:
@@ -605,8 +607,9 @@ def _build_chain(
             config = {k: v for k, v in config.items() if k != "id"}
             try:
                 tail.append(_bytes_codec(name, config, data_type, where))
-            except MetadataValidationError as e:
-                raise type(e)(f"{where}: {e}") from None
+            except MetadataValidationError as e:  # (_blosc names `where` itself)
+                add_context(e, where)
+                raise
         attributes = doc.get("attributes")
         filters = attributes.get("filters") if isinstance(attributes, dict) else None
         if filters:

@@ -41,6 +41,7 @@ from zarrfast.errors import (
     FillValueOverflowError,
     MetadataError,
     MetadataValidationError,
+    add_context,
 )
 from zarrfast.metadata.chunk_grid import RegularChunkGrid, V2ChunkKeyEncoding
 from zarrfast.metadata.data_type import (
@@ -409,8 +410,9 @@ class ArrayMetadataV2:
                 attributes=dict(attributes or {}), fill_value_json=doc["fill_value"],
                 write_dimension_separator="dimension_separator" in doc, extra=extra,
             )
-        except MetadataError as e:
-            raise type(e)(str(e).replace("array:", f"{node}:", 1)) from None
+        except MetadataError as e:  # (the object's own checks)
+            add_context(e, node)
+            raise
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
