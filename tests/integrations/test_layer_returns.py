@@ -11,6 +11,7 @@ import threading
 import types
 import zlib
 
+import numpy as np
 import pytest
 
 import zarrfast
@@ -146,6 +147,34 @@ def test_a_real_zarrfast_function_of_the_floor_returns_up_once():
     assert dict(counter.by_layers()) == {("floor", "engine"): 1, ("engine", "api"): 1}
     assert ("floor", "zarrfast.config.get", "engine", "fake_mid.calls_config") in \
         counter.crossings
+
+
+fake_engine = _module("fake_engine", """
+def keys():
+    return kernels.format_chunk_keys(np.zeros((1, 2), dtype=np.int64), "c/", "/")
+""")
+fake_engine.kernels, fake_engine.np = zarrfast.kernels, np
+
+
+def test_compiled_kernels_are_seen_when_made_visible():
+    """A Cython function's return is invisible to the profiler, unless wrapped."""
+    pytest.importorskip("zarrfast._ext._indexing")
+
+    def layer_of(module):
+        return {"fake_top": "api", "fake_engine": "engine"}.get(module) or \
+            L.module_layer(module)
+
+    assert type(zarrfast.kernels.format_chunk_keys).__name__ == "cython_function_or_method"
+    assert dict(_count(fake_engine.keys, layer_of).by_layers()) == {("engine", "api"): 1}
+    with L.compiled_kernels_visible() as n:
+        assert n > 1
+        counter = _count(fake_engine.keys, layer_of)
+    assert counter.crossings == {
+        ("kernels", "zarrfast._ext.format_chunk_keys", "engine", "fake_engine.keys"): 1,
+        ("engine", "fake_engine.keys", "api", "fake_top.run"): 1,
+    }
+    # put back
+    assert type(zarrfast.kernels.format_chunk_keys).__name__ == "cython_function_or_method"
 
 
 def test_counts_nothing_outside_the_counting_block():
