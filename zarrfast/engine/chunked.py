@@ -678,6 +678,36 @@ class RowWriter:
         to ``new``, or the key to ``gone`` for a chunk equal to the fill value (unless
         empty chunks are written).  The bytes are views of that buffer, valid until this
         thread's next call: hand them to a store that ``copies_values`` before that."""
+        blobs = self.compressed(rows, keys[int(rows[0])])
+        for i, blob in zip(rows.tolist(), blobs, strict=True):
+            if blob is None:
+                gone.append(keys[i])
+            else:
+                new.append((keys[i], blob))
+
+    def encode_whole(self, rows: np.ndarray, shard: str) -> dict[int, Any]:
+        """The rows among ``rows`` (inner chunks of the shard ``shard``, named in an
+        error) that :attr:`compressible` marks, compressed by one kernel call per batch
+        of at most WRITE_BATCH chunks and WRITE_BATCH_BYTES: row -> its stored bytes (the
+        caller may keep them), or ``None`` for a chunk equal to the fill value (unless
+        empty chunks are written)."""
+        fast = self.compressible
+        if fast is None:
+            return {}
+        todo = rows[fast[rows]]
+        per = max(1, min(WRITE_BATCH, WRITE_BATCH_BYTES // max(self.chain.chunk_nbytes, 1)))
+        done: dict[int, Any] = {}
+        for lo in range(0, todo.size, per):
+            part = todo[lo:lo + per]
+            for r, blob in zip(part.tolist(), self.compressed(part, shard), strict=True):
+                done[r] = None if blob is None else bytes(blob)  # (the buffer is reused)
+        return done
+
+    def compressed(self, rows: np.ndarray, first: str) -> list[Any]:
+        """The chunks of ``rows`` (all :attr:`compressible`) copied out of ``value`` and
+        compressed by one kernel call: views of this thread's buffer, valid until its
+        next call, or ``None`` for a chunk equal to the fill value (unless empty chunks
+        are written).  ``first`` names the first chunk (a key) when the library fails."""
         chain = self.chain
         fill = None if self.write_empty_chunks else chain._fill_chunk_item_arr
         gather = chain._gather_buffer(self.proj.row_chunks)
@@ -702,13 +732,9 @@ class RowWriter:
                     *chain.blosc_settings)
         except RuntimeError as e:  # (as the codecs' encode report a library's failure)
             raise CodecError(f"{what}: cannot compress chunks of {chain.chunk_nbytes} bytes "
-                             f"(chunk {keys[int(rows[0])]!r} and the next "
-                             f"{len(rows) - 1}): {e}") from e
-        for k, (i, n) in enumerate(zip(rows.tolist(), sizes.tolist(), strict=True)):
-            if n < 0:
-                gone.append(keys[i])
-            else:
-                new.append((keys[i], out[k * slot:k * slot + n]))
+                             f"(chunk {first!r} and the next {len(rows) - 1}): {e}") from e
+        return [None if n < 0 else out[k * slot:k * slot + n]
+                for k, n in enumerate(sizes.tolist())]
 
     def write(self, i: int, old: Any, key: str) -> Any:
         """The new stored bytes of row ``i``'s chunk, or ``None`` when it equals the fill

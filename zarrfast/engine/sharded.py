@@ -1188,8 +1188,13 @@ def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelect
         if index is not None:
             for j in range(layout.n_inner):  # untouched inner chunks keep their bytes
                 encoded[j] = layout.inner_bytes(data, index, j)
+        # whole inner chunks of zstd, gzip or blosc: a batch per kernel call
+        whole = writer.encode_whole(rows, key)
         for r in rows.tolist():
             j = int(inner_lin[r])
+            if r in whole:
+                encoded[j] = whole[r]
+                continue
             old = encoded[j] if writer.needs_old(r) or proj.edge[r] else None
             try:
                 encoded[j] = writer.write(r, old, key)
