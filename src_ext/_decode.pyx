@@ -52,6 +52,7 @@ from _common cimport (
     ZF_MAX_NDIM, Layout, _fill_run, box_fill, checked_add, checked_mul, normalize_layout,
     row_group_layout, strided_copy_stream, strided_fill, swap_groups, zf_stream_fence,
 )
+from _gather cimport Gather, all_items, dense_layout as _dense, gather_next, gather_setup
 from _shard_check cimport _check
 
 cdef extern from *:
@@ -391,15 +392,6 @@ def blosc_compress(const uint8_t[::1] src not None, int clevel, int shuffle,
     return out[:got]
 
 
-cdef inline bint _all_items(const uint8_t* b, int64_t n, const uint8_t* item,
-                            Py_ssize_t k) noexcept nogil:
-    """Whether the ``n`` bytes at ``b`` are ``item`` (``k`` bytes) repeated: the first
-    item is ``item`` and every byte equals the one ``k`` bytes before it."""
-    if n < k or memcmp(b, item, <size_t>k) != 0:
-        return False
-    return n == k or memcmp(b, b + k, <size_t>(n - k)) == 0
-
-
 def blosc_compress_regions(const uint8_t[::1] src not None,
                            const int64_t[::1] src_offsets not None,
                            const int64_t[::1] src_strides not None,
@@ -440,28 +432,11 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
     src_offsets, src_strides, dst_strides, shape = (
         np.array(src_offsets, dtype=np.int64), np.array(src_strides, dtype=np.int64),
         np.array(dst_strides, dtype=np.int64), np.array(shape, dtype=np.int64))
-    cdef Py_ssize_t ndim = shape.shape[0], n = src_offsets.shape[0], r
-    if src_strides.shape[0] != ndim or dst_strides.shape[0] != ndim:
-        raise ValueError(
-            f"blosc_compress_regions: shape {_tup(shape)}, src_strides {_tup(src_strides)} "
-            f"and dst_strides {_tup(dst_strides)} must have the same length")
-    _check_shape("blosc_compress_regions", shape)
-    _check_item("blosc_compress_regions", itemsize, swap_unit)
-    cdef int64_t nbytes = itemsize
-    for r in range(ndim):
-        nbytes *= shape[r]
-    if nbytes < 1 or nbytes > BLOSC_MAX_BUFFERSIZE:
-        raise ValueError(f"blosc_compress_regions: a chunk of {nbytes} bytes (c-blosc takes "
-                         f"1 to {BLOSC_MAX_BUFFERSIZE})")
-    if scratch.shape[0] < nbytes:
-        raise ValueError(f"blosc_compress_regions: the region {_tup(shape)} of {itemsize}-byte "
-                         f"items is {nbytes} bytes, the scratch buffer {scratch.shape[0]}: "
-                         f"it must hold a whole chunk")
-    _check_dst_strides("blosc_compress_regions", dst_strides, shape)
-    _check_span("blosc_compress_regions", "scratch", nbytes, 0, dst_strides, shape, itemsize)
-    for r in range(n):
-        _check_span("blosc_compress_regions", "src", src.shape[0], src_offsets[r],
-                    src_strides, shape, itemsize)
+    cdef Gather G
+    cdef int64_t nbytes = gather_setup(&G, "blosc_compress_regions", src, src_offsets,
+                                       src_strides, dst_strides, shape, itemsize, swap_unit,
+                                       scratch, BLOSC_MAX_BUFFERSIZE)
+    cdef int64_t n = G.n, r
     cdef int64_t slot = nbytes + BLOSC_MAX_OVERHEAD
     if out.shape[0] < n * slot:
         raise ValueError(f"blosc_compress_regions: out holds {out.shape[0]} bytes, "
@@ -476,41 +451,19 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
     if n == 0:
         return sizes_arr
     cdef int64_t[::1] sizes = sizes_arr
-    cdef Layout L
-    cdef const uint8_t* s = &src[0]
-    cdef uint8_t* buf = &scratch[0]
     cdef uint8_t* o = &out[0]
     cdef const char* cn = cname
-    cdef int64_t got = 0, failed = 1
-    # regions gathered together: rows contiguous in src, dense chunk buffers, no swap
-    cdef int64_t gmax = scratch.shape[0] // nbytes, g, j, run = 0
-    cdef bint rows = gmax > 1 and 1 <= ndim < ZF_MAX_NDIM and swap_unit <= 1
-    if rows:
-        run = shape[ndim - 1] * itemsize
-        rows = src_strides[ndim - 1] == itemsize and _dense(<int>ndim, &shape[0],
-                                                             &dst_strides[0], itemsize, nbytes)
+    cdef int64_t got = 0, failed = 1, g, j
     cdef uint8_t* cb
     cdef _Lz4Encoder e
     cdef bint own = _lz4_encoder_open(&e, cname, clevel, typesize, nbytes, blocksize)
     with nogil:
         r = 0
         while r < n and failed > 0:
-            g = 1
-            if rows:
-                while (g < gmax and r + g < n
-                       and src_offsets[r + g] == src_offsets[r] + g * run):
-                    g += 1
-            if g > 1:
-                row_group_layout(<int>ndim, &shape[0], &src_strides[0], &dst_strides[0],
-                                 src_offsets[r], 0, g, nbytes, &L)
-            else:
-                normalize_layout(<int>ndim, &shape[0] if ndim else NULL,
-                                 &src_strides[0] if ndim else NULL,
-                                 &dst_strides[0] if ndim else NULL, src_offsets[r], 0, &L)
-            strided_copy_stream(s, buf, &L, itemsize, swap_unit, False)
+            g = gather_next(&G, r)  # (a row of chunks gathered together: _gather.pxd)
             for j in range(g):
-                cb = buf + j * nbytes
-                if f != NULL and _all_items(cb, nbytes, f, itemsize):
+                cb = G.scratch + j * nbytes
+                if f != NULL and all_items(cb, nbytes, f, itemsize):
                     sizes[r + j] = -1
                     continue
                 if own:
@@ -587,30 +540,6 @@ cdef inline void _row_layout(const _PlanC* p, Py_ssize_t r, Layout* L) noexcept 
 
 #: the most chunks ``decode_box_files`` takes in one call
 cdef int64_t _BOX_FILES_MAX = 2**16
-
-
-cdef bint _dense(int ndim, const int64_t* shape, const int64_t* strides,
-                 Py_ssize_t itemsize, int64_t nbytes) noexcept:
-    """Whether items of ``shape`` at ``strides`` cover bytes ``[0, nbytes)`` exactly,
-    each byte once: the dims longer than 1, by stride, each ``itemsize`` times the
-    product of the shorter-strided ones' lengths (a C, F or other permuted layout)."""
-    cdef int64_t span = itemsize, best
-    cdef int d, pick, m = 0
-    cdef bint used[ZF_MAX_NDIM]
-    for d in range(ndim):
-        used[d] = shape[d] <= 1
-        m += not used[d]
-    while m:
-        pick = -1
-        for d in range(ndim):  # (the unused dim with the smallest stride)
-            if not used[d] and (pick < 0 or strides[d] < best):
-                pick = d
-                best = strides[d]
-        if best != span or checked_mul(span, shape[pick], &span):
-            return False
-        used[pick] = True
-        m -= 1
-    return span == nbytes
 
 
 cdef inline char* _put_int(char* q, int64_t v) noexcept nogil:
