@@ -111,7 +111,8 @@ INLINE_WORK_BYTES = 256 * 1024
 
 
 def map_unordered_into(
-    fn: Callable[[T], None], items: Iterable[T], *, work_bytes: int | None = None
+    fn: Callable[[T], None], items: Iterable[T], *, work_bytes: int | None = None,
+    threads: int | None = None
 ) -> None:
     """Run ``fn(item)`` for every item on the pool; re-raise the first error.
 
@@ -119,21 +120,25 @@ def map_unordered_into(
     inline in the calling thread.  All tasks are waited for before returning or
     raising, so no task is still writing into a caller's buffer afterwards.  The
     first error (or a ``KeyboardInterrupt`` in the calling thread) stops the job:
-    workers skip the items they have not started.
+    workers skip the items they have not started.  ``threads``: the pool's threads to
+    use (``None``: ``config threads``; the engine passes the count its call resolved).
     """
     items = list(items)
-    nbatches = batch_count(len(items), work_bytes)
+    if threads is None:
+        threads = config.get("threads")
+    nbatches = batch_count(len(items), work_bytes, threads=threads)
     if nbatches <= 1:
         for item in items:
             fn(item)
         return
     size = -(-len(items) // nbatches)
-    _run_batches(get_pool(config.get("threads")), fn,
+    _run_batches(get_pool(threads), fn,
                  [items[i:i + size] for i in range(0, len(items), size)])
 
 
 def map_dynamic_into(
-    fn: Callable[[T], None], items: Iterable[T], *, work_bytes: int | None = None
+    fn: Callable[[T], None], items: Iterable[T], *, work_bytes: int | None = None,
+    threads: int | None = None
 ) -> None:
     """:func:`map_unordered_into` for items that are batches already (a kernel call
     each): the pool's threads and the calling thread take the items one at a time, in
@@ -142,11 +147,13 @@ def map_dynamic_into(
     end.  Inline when :func:`batch_count` says one batch; same error and interrupt
     semantics."""
     items = list(items)
-    if batch_count(len(items), work_bytes) <= 1:
+    if threads is None:
+        threads = config.get("threads")
+    if batch_count(len(items), work_bytes, threads=threads) <= 1:
         for item in items:
             fn(item)
         return
-    threads = min(config.get("threads"), len(items))
+    threads = min(threads, len(items))
     shared = _SharedItems(items)
     # (every thread iterates the same queue: _run_batches runs each "batch" to its end)
     _run_batches(get_pool(threads), fn, [shared] * threads)  # type: ignore[list-item]
@@ -174,7 +181,7 @@ class _SharedItems:
 
 def map_weighted_into(
     fn: Callable[[T], None], items: Iterable[T], weights: Sequence[int], *,
-    work_bytes: int | None = None
+    work_bytes: int | None = None, threads: int | None = None
 ) -> None:
     """:func:`map_dynamic_into` for items of unequal work (``weights``, in any unit),
     heaviest first: no thread is left with most of the work at the end (contiguous
@@ -183,16 +190,18 @@ def map_weighted_into(
     if len(weights) != len(items):
         raise ValueError(f"map_weighted_into: {len(items)} items but {len(weights)} weights")
     order = sorted(range(len(items)), key=lambda i: -weights[i])
-    map_dynamic_into(fn, [items[i] for i in order], work_bytes=work_bytes)
+    map_dynamic_into(fn, [items[i] for i in order], work_bytes=work_bytes, threads=threads)
 
 
-def batch_count(n: int, work_bytes: int | None = None) -> int:
+def batch_count(n: int, work_bytes: int | None = None, *, threads: int | None = None) -> int:
     """How many batches :func:`map_unordered_into` runs ``n`` items (``work_bytes`` of
     work in all) in; 1: all inline, in the calling thread.  At most 4 per thread (one
     future per chunk costs ~10 µs), and a small job one per thread: each extra
     handoff costs more than it balances.  Callers that batch items themselves (one
-    kernel call per batch) use it to make as many batches as there will be tasks."""
-    threads = config.get("threads")
+    kernel call per batch) use it to make as many batches as there will be tasks.
+    ``threads``: as :func:`map_unordered_into` takes it."""
+    if threads is None:
+        threads = config.get("threads")
     small = work_bytes is not None and work_bytes < INLINE_WORK_BYTES
     if threads <= 1 or n <= 1 or small or _in_task.active:
         return 1
@@ -200,12 +209,12 @@ def batch_count(n: int, work_bytes: int | None = None) -> int:
 
 
 
-def map_io(fn: Callable[[T], None], items: Iterable[T]) -> None:
+def map_io(fn: Callable[[T], None], items: Iterable[T], *, io: int | None = None) -> None:
     """Run ``fn(item)`` for every item on the I/O pool (``config io_concurrency``
     threads): for blocking requests to remote stores, where latency, not the CPU,
     bounds the work.  Same error and interrupt semantics as :func:`map_unordered_into`."""
     items = list(items)
-    n = config.get("io_concurrency")
+    n = config.get("io_concurrency") if io is None else io
     if n <= 1 or len(items) <= 1 or _in_task.active:
         for item in items:
             fn(item)
@@ -215,7 +224,8 @@ def map_io(fn: Callable[[T], None], items: Iterable[T]) -> None:
 
 def map_io_then(fetch: Callable[[T], R], items: Iterable[T],
                 then: Callable[[U], None],
-                split: Callable[[T, R], Iterable[U]]) -> None:
+                split: Callable[[T, R], Iterable[U]], *, io: int | None = None,
+                threads: int | None = None) -> None:
     """For every item, ``fetch(item)`` on the I/O pool (``config io_concurrency``
     threads; blocking requests to a remote store) and, as soon as it is done,
     ``then(part)`` on the compute pool for each part of ``split(item, result)``.
@@ -224,8 +234,9 @@ def map_io_then(fetch: Callable[[T], R], items: Iterable[T],
     the items (an error stops the job: tasks not started are skipped), as in
     :func:`map_unordered_into`."""
     items = list(items)
-    n_io = config.get("io_concurrency")
-    threads = config.get("threads")
+    n_io = config.get("io_concurrency") if io is None else io
+    if threads is None:
+        threads = config.get("threads")
     if _in_task.active or len(items) == 0 or (n_io <= 1 and threads <= 1):
         for item in items:
             for part in split(item, fetch(item)):

@@ -98,6 +98,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import donfig
@@ -106,7 +107,7 @@ from donfig.config_obj import ConfigSet
 from zarrfast.errors import ZarrfastError
 
 __all__ = ["BadConfigError", "Config", "UnknownConfigKeyError", "get", "set", "reset",
-           "refresh", "pprint", "update", "env_defaults", "config", "defaults"]
+           "refresh", "pprint", "update", "env_defaults", "config", "defaults", "values"]
 
 _NO_DEFAULT = object()
 
@@ -511,6 +512,14 @@ def get(key: str, default: Any = _NO_DEFAULT) -> Any:
     except KeyError:
         return _config.get(key, default)
 
+
+def values() -> Mapping[str, Any]:
+    """The configuration as it is now: a read-only view of every key's value (one call
+    for code that reads several keys at once, such as the engine at the start of a read)."""
+    return _view
+
+
+_view: Mapping[str, Any] = MappingProxyType(_values)
 
 set = _config.set  # noqa: A001
 reset = _config.reset

@@ -26,6 +26,8 @@ from zarrfast import config
 from zarrfast.engine import boxes as zf_boxes
 from zarrfast.engine import chunked as zf_chunked
 from zarrfast.engine import sharded as zf_sharded
+from zarrfast.engine.strategies import box_files as box_files_strategy
+from zarrfast.engine.strategies import shard_box as shard_box_strategy
 from zarrfast.errors import ChunkDecodeError
 from zarrfast.storage import LocalStore, MemoryStore, RangeByteRequest, SuffixByteRequest
 from zarrfast.storage.base import validate_keys
@@ -86,6 +88,20 @@ def _spy(monkeypatch, module, name: str) -> list:
     return returned
 
 
+def _taken(monkeypatch, module, name: str) -> list:
+    """Replace the function ``module.name`` (a strategy's way of reading) by a wrapper;
+    the list has one entry per call."""
+    taken = []
+    real = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        taken.append(True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return taken
+
+
 def _boxes(shape, inner, rng, n=60):
     """Random step-1 boxes of at most BOX_CHUNKS inner chunks, ints too."""
     out = []
@@ -109,17 +125,17 @@ def _boxes(shape, inner, rng, n=60):
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_sharded_boxes_match_numpy(tmp_path, store_kind, case, threads, monkeypatch):
     a, data = _array(tmp_path, store_kind, case)
-    calls = _spy(monkeypatch, zf_sharded, "_read_box")
+    calls = _taken(monkeypatch, shard_box_strategy, "read_shard_box")
     ranges = _spy(monkeypatch, zf_sharded, "_decode_box_ranges")
     whole = _spy(monkeypatch, zf_sharded, "_decode_box_shards")
     monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: shared with the helper
     # thread; 3: split on the pool)
     inner = a._chain.inner.chunk_shape
-    rng = np.random.default_rng(1)
+    boxes = _boxes(case.shape, inner, np.random.default_rng(1))
     with config.set(threads=threads):
-        for box in _boxes(case.shape, inner, rng):
+        for box in boxes:
             np.testing.assert_array_equal(a[box], data[box], err_msg=str(box))
-    assert calls and all(calls), "the box path was not taken"
+    assert len(calls) == len(boxes), "the box path was not taken"
     # the kernel reads the inner chunks itself exactly where it can: zstd or
     # uncompressed inner chunks (not gzip, nor zstd with a checksum) of shards that are
     # open files
@@ -228,13 +244,14 @@ def test_plain_boxes_match_numpy(tmp_path, threads, codecs, monkeypatch):
     a[...] = data
     (tmp_path / "c/1/1/1").unlink()  # a missing chunk: the fill value
     data[4:8, 3:6, 2:4] = 3
-    calls = _spy(monkeypatch, zf_chunked, "read_box_files")
+    calls = _taken(monkeypatch, box_files_strategy, "read_box_files")
     monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)  # (threads=2: shared with the helper
     # thread; 3: split on the pool)
+    boxes = _boxes(a.shape, (4, 3, 2), np.random.default_rng(3))
     with config.set(threads=threads):
-        for box in _boxes(a.shape, (4, 3, 2), np.random.default_rng(3)):
+        for box in boxes:
             np.testing.assert_array_equal(a[box], data[box], err_msg=str(box))
-    assert calls and all(calls)
+    assert len(calls) == len(boxes)
 
 
 @pytest.mark.parametrize("codecs", list(PLAIN_CODECS))
@@ -296,25 +313,25 @@ def test_run_parts_splits_only_large_compressed_work(monkeypatch):
     raw = SimpleNamespace(batch_codec=None, chunk_nbytes=zf_boxes.BOX_POOL_BYTES)
     with config.set(threads=2):
         # too little work: inline, whole (one chunk alone; more shared with the helper)
-        zf_boxes.run_parts(fn, 1, zstd)
-        zf_boxes.run_parts(fn, 8, small)
-        zf_boxes.run_parts(fn, 4, raw)  # uncompressed: inline, whole, not shared
+        zf_boxes.run_parts(fn, 1, zstd, 2)
+        zf_boxes.run_parts(fn, 8, small, 2)
+        zf_boxes.run_parts(fn, 4, raw, 2)  # uncompressed: inline, whole, not shared
         assert seen == [(range(1), False), (range(8), True), (range(4), False)]
         seen.clear()
-        zf_boxes.run_parts(fn, 4, zstd)  # much work, but the helper is the second thread
+        zf_boxes.run_parts(fn, 4, zstd, 2)  # much work, but the helper is the second thread
         assert seen == [(range(4), True)]
     seen.clear()
     with config.set(threads=3):
-        zf_boxes.run_parts(fn, 4, small)  # little work: shared with the helper
+        zf_boxes.run_parts(fn, 4, small, 3)  # little work: shared with the helper
         assert seen == [(range(4), True)]
         seen.clear()
-        zf_boxes.run_parts(fn, 6, zstd)  # 2 chunks' work per thread of the pool
+        zf_boxes.run_parts(fn, 6, zstd, 3)  # 2 chunks' work per thread of the pool
         assert sorted(seen, key=lambda p: p[0].start) == [
             (range(0, 2), False), (range(2, 4), False), (range(4, 6), False)]
     seen.clear()
     with config.set(threads=1):
-        zf_boxes.run_parts(fn, 4, zstd)
-        zf_boxes.run_parts(fn, 4, small)
+        zf_boxes.run_parts(fn, 4, zstd, 1)
+        zf_boxes.run_parts(fn, 4, small, 1)
     assert seen == [(range(4), False), (range(4), False)]
 
 
@@ -346,7 +363,7 @@ def test_blosc_boxes_of_many_block_chunks_match_numpy(tmp_path, sharded, threads
     # when the pool's threads split it)
     calls = ([_spy(monkeypatch, zf_sharded, "_decode_box_shards"),
               _spy(monkeypatch, zf_sharded, "_decode_box_ranges")] if sharded
-             else [_spy(monkeypatch, zf_chunked, "read_box_files")])
+             else [_taken(monkeypatch, box_files_strategy, "read_box_files")])
     monkeypatch.setattr(zf_boxes, "BOX_POOL_BYTES", 0)
     boxes = _boxes(a.shape, (16, 12, 10), np.random.default_rng(5))
     with config.set(threads=threads):

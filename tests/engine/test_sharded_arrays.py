@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import zarrfast
 from zarrfast.codecs import BytesCodec, ShardingCodec
-from zarrfast.engine import sharded as zf_sharding
+from zarrfast.engine import shard_write as zf_shard_write
 from zarrfast.storage import LocalStore, MemoryStore
 
 from _helpers import LE
@@ -163,13 +163,13 @@ def test_whole_raw_shards_assembled_in_place_match_the_general_path(
     path, which leaves that chunk out).  A local store (``copies_values``) gets each
     shard from one reused per-thread buffer -- or, a whole shard inside the array
     whose bytes need no swap, written by the store straight from the array
-    (``_write_shard_direct``: the same bytes)."""
+    (``write_shard_direct``: the same bytes)."""
     data = np.random.default_rng(3).integers(0, 1000, shape).astype("<i4")
     data[:8, :16] = -1  # one inner chunk of fill values
     calls = []
     direct = []
-    real = zf_sharding._assemble_raw_shard
-    real_direct = zf_sharding._write_shard_direct
+    real = zf_shard_write.assemble_raw_shard
+    real_direct = zf_shard_write.write_shard_direct
 
     def counting(*args, **kwargs):
         calls.append(kwargs.get("reuse"))
@@ -181,11 +181,11 @@ def test_whole_raw_shards_assembled_in_place_match_the_general_path(
 
     def write(fast: bool) -> dict:
         if not fast:
-            monkeypatch.setattr(zf_sharding, "_assemble_raw_shard", lambda *a, **k: None)
-            monkeypatch.setattr(zf_sharding, "_write_shard_direct", lambda *a, **k: False)
+            monkeypatch.setattr(zf_shard_write, "assemble_raw_shard", lambda *a, **k: None)
+            monkeypatch.setattr(zf_shard_write, "write_shard_direct", lambda *a, **k: False)
         else:
-            monkeypatch.setattr(zf_sharding, "_assemble_raw_shard", counting)
-            monkeypatch.setattr(zf_sharding, "_write_shard_direct", counting_direct)
+            monkeypatch.setattr(zf_shard_write, "assemble_raw_shard", counting)
+            monkeypatch.setattr(zf_shard_write, "write_shard_direct", counting_direct)
         store: Any = LocalStore(str(tmp_path / f"{fast}.zarr")) if local else {}
         codec = ShardingCodec(chunk_shape=(8, 16), codecs=[BytesCodec(endian=endian)],
                               index_location=location)

@@ -47,8 +47,8 @@ def test_sharded_full_read_holds_a_bounded_number_of_fetched_bytes(noisy_sharded
 def test_waves_split_shards_by_decoded_size(monkeypatch):
     monkeypatch.setattr(sharding, "WAVE_BYTES", 100)
     groups = [np.arange(n) for n in (3, 3, 5, 1, 20)]
-    assert sharding._waves(groups, 10) == [[0, 1], [2, 3], [4]]
-    assert sharding._waves([], 10) == [[]]
+    assert sharding.waves_of(groups, 10) == [[0, 1], [2, 3], [4]]
+    assert sharding.waves_of([], 10) == [[]]
 
 
 def test_writing_a_shard_with_astronomically_many_inner_chunks_is_a_clear_error():

@@ -41,14 +41,13 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast import config
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import batch_count, map_unordered_into
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.storage import Store
 
-__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "read_box_files", "run_parts",
-           "share_mode"]
+__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "box_files_fit", "box_parts_fit",
+           "read_box_files", "read_box_parts", "run_parts", "share_mode"]
 
 #: the most chunks (inner chunks, when sharded) a box read takes; larger selections
 #: take the projection table and the pool
@@ -73,12 +72,12 @@ BOX_CHUNK_BYTES = 16 * 2**20
 BOX_POOL_BYTES = 2**20
 
 
-def share_mode(n: int, chain: Any) -> bool | None:
+def share_mode(n: int, chain: Any, threads: int) -> bool | None:
     """How ``n`` chunks of ``chain`` are decoded: in the calling thread, ``False``
     (one thread, or uncompressed chunks); shared with the kernels' helper thread,
     ``True`` (two threads, or less than ``BOX_POOL_BYTES`` of decoded chunks); else
     ``None``: one kernel call per thread of the pool (:func:`run_parts`)."""
-    threads = min(config.get("threads"), n)
+    threads = min(threads, n)
     if threads <= 1 or chain.batch_codec is None:
         return False
     if threads == 2 or n * chain.chunk_nbytes < BOX_POOL_BYTES:
@@ -86,19 +85,20 @@ def share_mode(n: int, chain: Any) -> bool | None:
     return None
 
 
-def run_parts(fn: Callable[[range, bool], None], n: int, chain: Any) -> None:
+def run_parts(fn: Callable[[range, bool], None], n: int, chain: Any, threads: int) -> None:
     """``fn(range(n), share)`` for ``n`` chunks of ``chain``, as :func:`share_mode`
-    says: one call (``share`` its answer), or, for ``None``, on ``config threads``
-    parts of ``range(n)`` (one kernel call each, ``share`` False), the first in the
-    calling thread."""
-    share = share_mode(n, chain)
+    says: one call (``share`` its answer), or, for ``None``, on ``threads`` parts of
+    ``range(n)`` (one kernel call each, ``share`` False), the first in the calling
+    thread."""
+    share = share_mode(n, chain, threads)
     if share is not None:
         fn(range(n), share)
         return
-    threads = min(config.get("threads"), n)
+    threads = min(threads, n)
     map_unordered_into(lambda part: fn(part, False),
                        [range(i * n // threads, (i + 1) * n // threads)
-                        for i in range(threads)], work_bytes=n * chain.chunk_nbytes)
+                        for i in range(threads)], work_bytes=n * chain.chunk_nbytes,
+                       threads=threads)
 
 
 def box_chunks(sel: BasicSelection, chain: Any) -> int:
@@ -120,8 +120,8 @@ def box_chunks(sel: BasicSelection, chain: Any) -> int:
 class Box:
     """A box's table (see :func:`zarrfast.kernels.box_table`) and its output."""
 
-    __slots__ = ("bounds", "chain", "direct", "dst_offsets", "inner", "out_flat",
-                 "out_strides", "shapes", "shards", "src_offsets")
+    __slots__ = ("_placement", "bounds", "chain", "direct", "dst_offsets", "inner",
+                 "out_flat", "out_strides", "shapes", "shards", "src_offsets")
 
     def __init__(self, chain: Any, sel: BasicSelection, out: np.ndarray,
                  cps: np.ndarray) -> None:
@@ -133,6 +133,7 @@ class Box:
                                            chain.chunk_strides, self.out_strides)
         #: rows whose chunk is decoded straight into ``out`` (uint8 flags)
         self.direct = _direct_rows(chain, sel, self.shapes, out.shape)
+        self._placement = None
 
     @classmethod
     def within(cls, chain: Any, start: np.ndarray, count: np.ndarray, out_flat: np.ndarray,
@@ -147,7 +148,19 @@ class Box:
                                           _ONES[chain.ndim], chain.chunk_strides, out_strides)
         box.dst_offsets += base
         box.direct = np.zeros(len(box.shapes), dtype=np.uint8)
+        box._placement = None
         return box
+
+    def placement(self) -> Any:
+        """Where each row's chunk goes, checked once (``kernels.Placement``, made on
+        first use; the calls of a read take parts of it)."""
+        if self._placement is None:
+            chain = self.chain
+            self._placement = _kernels.Placement(
+                chain.chunk_nbytes, self.src_offsets, chain.chunk_strides, self.out_flat,
+                self.dst_offsets, self.out_strides, self.shapes, chain.itemsize,
+                chain.swap_unit, self.direct)
+        return self._placement
 
     def fill(self, rows: Sequence[int]) -> None:
         """Rows whose chunk is not stored: the fill value."""
@@ -181,9 +194,7 @@ class Box:
             src = np.frombuffer(src, dtype=np.uint8)
         if chain.batch_codec is not None:
             status = chain.batch_decoder().decode_regions(
-                src, offsets, sizes, self.src_offsets[rows], chain.chunk_strides,
-                self.out_flat, self.dst_offsets[rows], self.out_strides, self.shapes[rows],
-                chain.itemsize, chain.swap_unit, self.direct[rows], share=share)
+                src, offsets, sizes, self.placement().take(rows), share=share)
             # (count_nonzero: a C call; ndarray.any goes through Python for small arrays)
             return np.flatnonzero(status).tolist() if np.count_nonzero(status) else []
         if not (chain.fast and not chain.bb):
@@ -219,79 +230,82 @@ def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
     return np.all(shapes == chain.chunk_shape_arr, axis=1).astype(np.uint8)
 
 
-def read_box_files(store: Store, path: str, chain: Any, sel: BasicSelection,
-                   out: np.ndarray) -> bool:
-    """Read a box of zstd, blosc or uncompressed chunks stored one per file into
-    ``out``: one ``decode_box_files`` call (table, paths, open, read, decode, place,
-    without the GIL), or with more than two threads and a box of at most ``BOX_CHUNKS``
-    large chunks one ``decode_files`` call per part (:func:`run_parts`); a larger box
-    by :func:`_read_box_parts`.  A chunk the kernel
-    did not place is the fill value (missing) or taken by the per-chunk path.
-    ``False``, having done nothing, for other selections, chains and stores."""
-    if chain.box_codec is None or store.batched_reads or not store.fast_get_into:
-        return False
-    n = box_chunks(sel, chain)
-    if n > BOX_CHUNKS:
-        return _read_box_parts(store, path, chain, sel, out, n)
-    if not 0 < n <= BOX_CHUNKS:
-        return False
+def box_files_fit(plan: Any, n: int) -> bool:
+    """Whether a box of ``n`` (at most ``BOX_CHUNKS``) chunks of ``plan`` is read by
+    :func:`read_box_files`: zstd, blosc or uncompressed chunks stored one per file that
+    kernels may read, unless it is one whole uncompressed chunk (the single-chunk way
+    reads that straight into the output)."""
+    chain, sel = plan.chain, plan.sel
     if n == 1 and chain.batch_codec is None and sel.count.tolist() == list(chain.chunk_shape):
-        return False  # one whole uncompressed chunk: the single-chunk path reads it into out
-    share = share_mode(n, chain)
+        return False
+    if share_mode(n, chain, plan.options.threads) is not None:
+        return _file_prefix(plan.store, plan.path, chain) is not None
+    return plan.caps.files
+
+
+def read_box_files(plan: Any, n: int) -> None:
+    """Read a box of ``n`` zstd, blosc or uncompressed chunks stored one per file into
+    ``out`` (:func:`box_files_fit`): one ``decode_box_files`` call (table, paths, open,
+    read, decode, place, without the GIL), or with more than two threads one
+    ``decode_files`` call per part (:func:`run_parts`).  A chunk the kernel did not
+    place is the fill value (missing) or taken by the per-chunk path."""
+    store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
+    threads = plan.options.threads
+    share = share_mode(n, chain, threads)
     if share is not None:
         where = _file_prefix(store, path, chain)
-        if where is None:
-            return False
+        assert where is not None  # (box_files_fit)
         root, prefix, sep = where
         out_strides = np.array(out.strides, dtype=np.int64)
         # the table, the paths, the reads and the decoding: one kernel call
-        status = chain.batch_decoder().decode_box_files(
-            root, prefix, sep, sel.start, sel.count, chain.chunk_shape_arr,
+        placement = _kernels.Placement.box(
+            chain.chunk_nbytes, sel.start, sel.count, chain.chunk_shape_arr,
             chain.chunk_strides, out.reshape(-1).view(np.uint8), out_strides,
-            chain.itemsize, chain.swap_unit, chain.box_direct, share)
+            chain.itemsize, chain.swap_unit, direct=chain.box_direct)
+        status = chain.batch_decoder().decode_box_files(root, prefix, sep, placement, share)
         if status is not None:
             box = Box(chain, sel, out, _ONES[chain.ndim])
             keys = _chunk_keys(chain.metadata, path, box.shards)
             _recover(store, chain, box, keys, range(n), status)
-        return True
+        return
     box = Box(chain, sel, out, _ONES[chain.ndim])
     keys = _chunk_keys(chain.metadata, path, box.shards)
     files = store.file_paths(keys)
-    if files is None:
-        return False
+    assert files is not None  # (box_files_fit: the store's capabilities)
     root, paths = files
-    direct = box.direct
+    placement = box.placement()  # (checked once; each part takes its rows)
 
     def place(part: range, share: bool) -> None:
-        rows = slice(part.start, part.stop)
         status, _sizes, _errors = chain.batch_decoder().decode_files(
-            paths[rows], box.src_offsets[rows], chain.chunk_strides, box.out_flat,
-            box.dst_offsets[rows], box.out_strides, box.shapes[rows], chain.itemsize,
-            chain.swap_unit, direct[rows], root=root, share=share)
+            paths[part.start:part.stop], placement.part(part.start, part.stop), root=root,
+            share=share)
         if np.count_nonzero(status):
             _recover(store, chain, box, keys, part, status)
 
     # (every part writes disjoint regions of `out`: chunks partition the box)
-    run_parts(place, n, chain)
-    return True
+    run_parts(place, n, chain, threads)
 
 
-def _read_box_parts(store: Store, path: str, chain: Any, sel: BasicSelection,
-                    out: np.ndarray, n: int) -> bool:
+def box_parts_fit(plan: Any) -> bool:
+    """Whether :func:`read_box_parts` reads ``plan``: its output is C-contiguous and
+    kernels may make its chunks' paths."""
+    return (plan.out.flags.c_contiguous
+            and _file_prefix(plan.store, plan.path, plan.chain) is not None)
+
+
+def read_box_parts(plan: Any, n: int) -> None:
     """Read a step-1 box of ``n`` (more than ``BOX_CHUNKS``) chunks stored one per file
-    into ``out`` (C-contiguous): one ``decode_box_files`` call, whose chunks the
-    kernels' helper threads share (``config threads`` - 1 of them); a box of more than
+    into ``out`` (C-contiguous, :func:`box_parts_fit`): one ``decode_box_files`` call,
+    whose chunks the kernels' helper threads share (``threads`` - 1 of them); a box of more than
     ``BOX_PART_CHUNKS`` chunks in sub-boxes of whole chunk rows (:func:`box_parts`), one
     call each, as many as the pool runs tasks.  Uncompressed chunks too: a full read of
     4225 files of 8 KiB took 18-21 ms at two threads, 33-34 ms at one (medians), where
     the per-row path took 37-44 and 58-61 ms; 4000 files of 64 KiB 42 ms and 80 ms,
-    against 110 and 188 ms.
-    ``False``, having done nothing, when the kernel may not make the files' paths."""
-    if not out.flags.c_contiguous:
-        return False
+    against 110 and 188 ms."""
+    store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
+    threads = plan.options.threads
     where = _file_prefix(store, path, chain)
-    if where is None:
-        return False
+    assert where is not None  # (box_parts_fit)
     root, prefix, sep = where
     work = n * chain.chunk_nbytes
     out_flat = out.reshape(-1).view(np.uint8)
@@ -300,16 +314,18 @@ def _read_box_parts(store: Store, path: str, chain: Any, sel: BasicSelection,
     # helper threads (``threads - 1`` of them) share its chunks, so the read holds the
     # GIL for one call however many threads decode it (one call per part on the pool
     # held it for each: 4 per thread)
-    helpers = config.get("threads") - 1 if n <= BOX_PART_CHUNKS else 0
+    helpers = threads - 1 if n <= BOX_PART_CHUNKS else 0
     parts = box_parts(sel, chain.chunk_shape, out_strides,
-                      1 if helpers > 0 else max(batch_count(n, work), -(-n // BOX_PART_CHUNKS)))
+                      1 if helpers > 0 else max(batch_count(n, work, threads=threads),
+                                                -(-n // BOX_PART_CHUNKS)))
 
     def read(part: tuple[np.ndarray, np.ndarray, int], share: int = 0) -> None:
         start, count, base = part
-        status = chain.batch_decoder().decode_box_files(
-            root, prefix, sep, start, count, chain.chunk_shape_arr, chain.chunk_strides,
+        placement = _kernels.Placement.box(
+            chain.chunk_nbytes, start, count, chain.chunk_shape_arr, chain.chunk_strides,
             out_flat[base:], out_strides, chain.itemsize, chain.swap_unit,
-            chain.box_direct, share)
+            direct=chain.box_direct)
+        status = chain.batch_decoder().decode_box_files(root, prefix, sep, placement, share)
         if status is not None:
             box = Box.within(chain, start, count, out_flat, out_strides, base)
             keys = _chunk_keys(chain.metadata, path, box.shards)
@@ -317,10 +333,9 @@ def _read_box_parts(store: Store, path: str, chain: Any, sel: BasicSelection,
 
     if helpers > 0:
         read(parts[0], helpers)
-        return True
+        return
     # (the parts partition the box: each writes its own region of `out`)
-    map_unordered_into(read, parts, work_bytes=work)
-    return True
+    map_unordered_into(read, parts, work_bytes=work, threads=threads)
 
 
 def box_parts(sel: BasicSelection, chunk_shape: Sequence[int], out_strides: np.ndarray,

@@ -11,8 +11,10 @@ fused into the copy.  Writes run the same copy in the other direction.
 Other codec chains take the *general path*: the codecs' own ``decode`` make a
 native C-order chunk array, and the same copy kernel assembles it.
 
-:func:`read_selection` / :func:`write_selection` run one task per chunk on
-the shared pool (:mod:`zarrfast.concurrency`).
+Which of the read functions here runs (:func:`read_single_chunk`, :func:`read_rows_files`,
+:func:`read_rows_batched`, :func:`read_rows_tasks`) is the strategy table's choice
+(:mod:`zarrfast.engine.strategies`); they run on the shared pool
+(:mod:`zarrfast.concurrency`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from typing import Any
 import numcodecs
 import numpy as np
 
-from zarrfast import config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import BloscCodec, CodecChain
 from zarrfast.codecs.chain import accepts_limit
@@ -34,7 +35,7 @@ from zarrfast.codecs.compressors import GzipCodec, ZstdCodec
 from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
 from zarrfast.codecs.numcodecs_v3 import NumcodecsBytesBytesCodec
 from zarrfast.concurrency import batch_count, map_dynamic_into, map_io_then, map_unordered_into
-from zarrfast.engine.boxes import read_box_files
+from zarrfast.engine.plan import Plan
 from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import (
@@ -49,9 +50,11 @@ from zarrfast.kernels import buffers as _buffers
 from zarrfast.kernels import encode as _encode
 from zarrfast.metadata.dtype import fill_bytes
 from zarrfast.metadata.v3 import ArrayMetadata
-from zarrfast.storage import Store
+from zarrfast.storage import Store, StoreCapabilities
 
-__all__ = ["PreparedChain", "read_selection", "write_selection"]
+__all__ = ["PreparedChain", "RowReader", "RowWriter", "read_rows_batched", "read_rows_files",
+           "read_rows_tasks", "read_single_chunk", "single_chunk_coords", "write_rows",
+           "write_rows_batched", "write_shards_whole"]
 
 
 def _c_strides(shape: Sequence[int], itemsize: int) -> list[int]:
@@ -86,6 +89,9 @@ class PreparedChain:
     fill_chunk_item
         The fill value as one item in the chunk buffer's byte order.
     """
+
+    #: the chain kind (:class:`~zarrfast.engine.plan.Chain`)
+    kind = "regular"
 
     def __init__(self, metadata: ArrayMetadata, codecs: CodecChain | None = None) -> None:
         self.metadata = metadata
@@ -437,7 +443,8 @@ class RowReader:
     """Moves selected elements from decoded chunks into ``out`` (C-contiguous, shape
     ``sel.full_shape``), one projection row at a time."""
 
-    def __init__(self, proj: Projection, out: np.ndarray, store: Store | None = None) -> None:
+    def __init__(self, proj: Projection, out: np.ndarray,
+                 caps: StoreCapabilities | None = None) -> None:
         chain = proj.chain
         self.proj = proj
         self.chain = chain
@@ -449,14 +456,26 @@ class RowReader:
         self.src_offsets = proj.local_start @ chain.chunk_strides
         self.dst_offsets = proj.out_start @ self.out_strides
         #: uncompressed chunks are read from the store straight into place
-        self.raw_into = (store is not None and store.fast_get_into and chain.fast
+        self.raw_into = (caps is not None and caps.reads_into and chain.fast
                          and not chain.bb)
         #: zstd/blosc chunks are decoded a batch at a time (``decode_stored``), and
         #: read a batch at a time from stores that read into buffers (``decode_batch``)
         self.batch_decode = chain.batch_codec is not None
-        self.read_decode = store is not None and store.fast_get_into and self.batch_decode
+        self.read_decode = caps is not None and caps.reads_into and self.batch_decode
         self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
                                    into=chain._decode_into or self.raw_into or self.batch_decode)
+        self._placement = None
+
+    def placement(self) -> Any:
+        """Where each row's chunk goes, checked once (``kernels.Placement``, made on
+        first use: the batched decoders and ``ShardFiles`` take it, or parts of it)."""
+        if self._placement is None:
+            chain = self.chain
+            self._placement = _kernels.Placement(
+                chain.chunk_nbytes, self.src_offsets, self.src_strides, self.out_flat,
+                self.dst_offsets, self.out_strides, self.proj.local_count, chain.itemsize,
+                chain.swap_unit, self._direct_range(0, self.proj.nrows))
+        return self._placement
 
     def read_batch(self, rows: range, store: Store, keys: Sequence[str]) -> None:
         """Read the uncompressed chunks of ``rows`` (``raw_into``) with one
@@ -501,10 +520,7 @@ class RowReader:
             root, paths = files
             # (the rows are a range: views of the projection's tables, no copies)
             status, _sizes, _errors = chain.batch_decoder().decode_files(
-                paths, self.src_offsets[lo:hi], self.src_strides,
-                self.out_flat, self.dst_offsets[lo:hi], self.out_strides,
-                self.proj.local_count[lo:hi], chain.itemsize, chain.swap_unit,
-                self._direct_range(lo, hi), root=root)
+                paths, self.placement().part(lo, hi), root=root)
             if not status.any():
                 return
             rows_arr = np.arange(lo, hi, dtype=np.int64)
@@ -538,10 +554,6 @@ class RowReader:
             return np.zeros(hi - lo, dtype=np.uint8)
         return self.direct[lo:hi].view(np.uint8)
 
-    def _direct_flags(self, rows: np.ndarray) -> np.ndarray:
-        return (self.direct[rows].view(np.uint8) if self.direct is not None
-                else np.zeros(rows.size, dtype=np.uint8))
-
     def decode_stored(self, rows: np.ndarray, src: np.ndarray, offsets: np.ndarray,
                       sizes: np.ndarray) -> list[int]:
         """Decode the compressed chunks of ``rows``, stored at ``offsets`` (``sizes`` bytes,
@@ -550,9 +562,7 @@ class RowReader:
         and those that do not decode cleanly (the per-chunk path says why)."""
         chain = self.chain
         status = chain.batch_decoder().decode_regions(
-            src, offsets, sizes, self.src_offsets[rows], self.src_strides, self.out_flat,
-            self.dst_offsets[rows], self.out_strides, self.proj.local_count[rows],
-            chain.itemsize, chain.swap_unit, self._direct_flags(rows))
+            src, offsets, sizes, self.placement().take(rows))
         return status.nonzero()[0].tolist()  # (one C call: any() went through Python)
 
     def _check_sizes(self, rows: np.ndarray, sizes: np.ndarray, keys: Sequence[str]
@@ -844,27 +854,23 @@ def read_one_chunk(chain: PreparedChain, sel: BasicSelection, coords: list[int],
                          sel.count, chain.itemsize, chain.swap_unit)
 
 
-def _read_single_chunk(store: Store, path: str, chain: PreparedChain, sel: BasicSelection,
-                       out: np.ndarray) -> bool:
-    """The small-read fast path: a step-1 selection inside one chunk is read with
-    plain integer arithmetic (no projection table).  Returns ``False``, having done
-    nothing, for any other selection."""
-    coords = single_chunk_coords(chain, sel)
-    if coords is None:
-        return False
+def read_single_chunk(plan: Plan, coords: list[int]) -> None:
+    """The small-read fast path: a step-1 selection inside the one chunk at ``coords``
+    (:func:`single_chunk_coords`) is read with plain integer arithmetic (no projection
+    table)."""
+    store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
     key = (f"{path}/" if path else "") + chain.metadata.chunk_key_encoding.encode(tuple(coords))
-    if not chain.bb and store.fast_get_into and _whole_chunk_into(chain, sel):
+    if not chain.bb and plan.caps.reads_into and _whole_chunk_into(chain, sel):
         # an uncompressed whole chunk is the whole (C-contiguous) output: preadv into it
         n = store.get_into(key, out.reshape(-1).view(np.uint8))
         if n == chain.chunk_nbytes:
-            return True
+            return
         if n is not None:
             raise _raw_size_error(chain, key, n)
         raw = None
     else:
         raw = store.get_limited(key, chain.stored_limit)
     read_one_chunk(chain, sel, coords, out, raw, key)
-    return True
 
 
 def _direct_rows(
@@ -896,53 +902,41 @@ def _direct_rows(
     return whole if whole.any() else None
 
 
-def read_selection(
-    store: Store, path: str, chain: PreparedChain, sel: BasicSelection, out: np.ndarray
-) -> None:
-    """Read the selection into ``out`` (shape ``sel.full_shape``, dtype native)."""
-    if (out.size == 0 or read_box_files(store, path, chain, sel, out)
-            or _read_single_chunk(store, path, chain, sel, out)):
-        return
-    proj = Projection(chain.metadata.shape, chain, sel)
-    keys = chunk_keys(chain.metadata, path, proj.coords)
-    read_rows(store, keys, RowReader(proj, out, store))
+def read_rows_files(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:
+    """Read every row of ``reader``'s projection (``keys``: their chunks' keys) in
+    batches of files read (and decoded) by one kernel call each (``reader.raw_into``
+    or ``reader.read_decode``)."""
+    store, threads, proj = plan.store, plan.options.threads, reader.proj
+    work = proj.nrows * reader.chain.chunk_nbytes
+    # As many batches as there will be tasks (at most RAW_BATCH files, or DECODE_BATCH
+    # compressed ones, each).  Copying is ~RAW_COST_RATIO times cheaper per byte than
+    # decoding: small reads stay in the calling thread, where a handoff to the pool
+    # would cost more.  Every task writes a disjoint region of `out` (chunks partition
+    # the array and the projection maps each selected element to exactly one chunk).
+    if reader.read_decode:
+        fn = functools.partial(reader.decode_batch, store=store, keys=keys)
+        cap = DECODE_BATCH
+    else:
+        fn = functools.partial(reader.read_batch, store=store, keys=keys)
+        work //= RAW_COST_RATIO
+        cap = RAW_BATCH
+    tasks = batch_count(proj.nrows, work, threads=threads)
+    per = max(1, min(cap, -(-proj.nrows // tasks)))
+    batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
+    map_unordered_into(fn, batches, work_bytes=work, threads=threads)
 
 
-def read_rows(store: Store, keys: Sequence[str], reader: RowReader) -> None:
-    """Read every row of ``reader``'s projection (``keys``: their chunks' keys)."""
-    chain, proj = reader.chain, reader.proj
-    # Every task writes a disjoint region of `out` (chunks partition the array and
-    # the projection maps each selected element to exactly one chunk), so the
-    # tasks share `out` without locking.
-    if store.batched_reads:
-        _read_batched(store, keys, reader, chain.chunk_nbytes)
-        return
-
-    work = proj.nrows * chain.chunk_nbytes
-    if reader.raw_into or reader.read_decode:
-        # batches of files read (and decoded) by one kernel call each, as many as there
-        # will be tasks (at most RAW_BATCH files, or DECODE_BATCH compressed ones,
-        # each).  Copying is ~RAW_COST_RATIO times cheaper per byte than decoding: small
-        # reads stay in the calling thread, where a handoff to the pool would cost more.
-        if reader.read_decode:
-            fn = functools.partial(reader.decode_batch, store=store, keys=keys)
-            cap = DECODE_BATCH
-        else:
-            fn = functools.partial(reader.read_batch, store=store, keys=keys)
-            work //= RAW_COST_RATIO
-            cap = RAW_BATCH
-        tasks = batch_count(proj.nrows, work)
-        per = max(1, min(cap, -(-proj.nrows // tasks)))
-        batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
-        map_unordered_into(fn, batches, work_bytes=work)
-        return
-
-    limit = reader.chain.stored_limit
+def read_rows_tasks(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:
+    """Read every row of ``reader``'s projection: one task per chunk on the pool, each
+    a ``get`` and a decode.  (Tasks write disjoint regions of `out`.)"""
+    store, limit = plan.store, reader.chain.stored_limit
 
     def task(i: int) -> None:
         reader.read(i, store.get_limited(keys[i], limit), keys[i])
 
-    map_unordered_into(task, range(proj.nrows), work_bytes=work)
+    map_unordered_into(task, range(reader.proj.nrows),
+                       work_bytes=reader.proj.nrows * reader.chain.chunk_nbytes,
+                       threads=plan.options.threads)
 
 
 #: chunk files read per kernel call on the uncompressed path
@@ -984,13 +978,14 @@ GATHER_CHUNKS = 16
 BATCH_KEYS = 512
 
 
-def _read_batched(store: Store, keys: Sequence[str], reader: RowReader, chunk_nbytes: int) -> None:
+def read_rows_batched(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:
     """Fetch chunks with ``store.get_many`` (concurrent requests) and decode them on the
     pool as they arrive: a wave of at most BATCH_KEYS chunks at a time (the fetched
     bytes stay bounded), split in a few ``get_many`` calls (each has all its requests
     in flight at once), so that each call's chunks are decoded while the others'
     requests are still in flight."""
-    calls = max(1, min(config.get("io_concurrency"), 4 * config.get("threads")))
+    store, opts = plan.store, plan.options
+    calls = max(1, min(opts.io_concurrency, 4 * opts.threads))
 
     def fetch(rows: range) -> list:
         return store.get_many([keys[i] for i in rows])
@@ -1007,41 +1002,14 @@ def _read_batched(store: Store, keys: Sequence[str], reader: RowReader, chunk_nb
         hi = min(lo + BATCH_KEYS, len(keys))
         per = -(-(hi - lo) // calls)
         map_io_then(fetch, [range(a, min(a + per, hi)) for a in range(lo, hi, per)], decode,
-                    split)
+                    split, io=opts.io_concurrency, threads=opts.threads)
 
 
-def write_selection(
-    store: Store,
-    path: str,
-    chain: PreparedChain,
-    sel: BasicSelection,
-    value: np.ndarray | None,
-    scalar: Any,
-    *,
-    write_empty_chunks: bool,
-) -> None:
-    """Write ``value`` (C-contiguous, shape ``sel.full_shape``) or ``scalar`` into the selection."""
-    if math.prod(sel.full_shape) == 0:
-        return
-    proj = Projection(chain.metadata.shape, chain, sel)
-    keys = chunk_keys(chain.metadata, path, proj.coords)
-    write_chunk_rows(store, keys, RowWriter(proj, value, scalar, write_empty_chunks))
-
-
-def write_chunk_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
-    """:func:`write_rows`, or for chunks that are shards decoded whole,
-    :func:`_write_shards_whole`."""
-    if getattr(writer.chain.ab, "name", None) == "sharding_indexed":
-        _write_shards_whole(store, keys, writer)
-    else:
-        write_rows(store, keys, writer)
-
-
-def _write_shards_whole(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
+def write_shards_whole(plan: Plan, keys: Sequence[str], writer: RowWriter) -> None:
     """Chunks that are shards decoded whole (an array -> array codec comes before
     ``sharding_indexed``): a partial write of one is a read-modify-write of a shard whose
     other inner chunks other writers may write, so it excludes them (``engine.rmw``)."""
-    chain = writer.chain
+    store, chain = plan.store, writer.chain
 
     def task(i: int) -> None:
         key = keys[i]
@@ -1050,7 +1018,8 @@ def _write_shards_whole(store: Store, keys: Sequence[str], writer: RowWriter) ->
             read_modify_write(store, key, lambda old: writer.write(i, old, key),
                               limit=chain.stored_limit,
                               empty=lambda: chain.encode(chain.new_fill_chunk(key),
-                                                         write_empty_chunks=True))
+                                                         write_empty_chunks=True),
+                              options=plan.options)
             return
         new = writer.write(i, None, key)
         if new is None:
@@ -1058,16 +1027,15 @@ def _write_shards_whole(store: Store, keys: Sequence[str], writer: RowWriter) ->
         else:
             store.set(key, new)
 
-    map_unordered_into(task, range(writer.proj.nrows),
+    map_unordered_into(task, range(writer.proj.nrows), threads=plan.options.threads,
                        work_bytes=writer.proj.nrows * chain.chunk_nbytes)
 
 
-def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
-    """Write every row of ``writer``'s projection (``keys``: their chunks' keys)."""
+def write_rows(plan: Plan, keys: Sequence[str], writer: RowWriter) -> None:
+    """Write every row of ``writer``'s projection (``keys``: their chunks' keys), in
+    batches of chunks written by one store call each."""
+    store, caps, threads = plan.store, plan.caps, plan.options.threads
     chain, proj = writer.chain, writer.proj
-    if store.batched_reads:
-        _write_batched(store, keys, writer, chain.chunk_nbytes)
-        return
     work = proj.nrows * chain.chunk_nbytes
     # Batches of chunks encoded, then written by one set_many (and delete_many) call:
     # for stores that write many values at once faster, as many batches as there will
@@ -1075,15 +1043,15 @@ def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
     # tasks read-modify-write the same chunk key, and each reads a disjoint part of
     # `value`.
     per = 1
-    if store.fast_set_many:
+    if caps.batched_sets:
         per = max(1, min(WRITE_BATCH, WRITE_BATCH_BYTES // max(chain.chunk_nbytes, 1),
-                         -(-proj.nrows // batch_count(proj.nrows, work))))
+                         -(-proj.nrows // batch_count(proj.nrows, work, threads=threads))))
 
     # whole chunks of a blosc chain: copied and compressed by one kernel call per batch
     # into a per-thread buffer, which the store is done with when set_many returns
-    fast = writer.compressible if store.copies_values and store.fast_set_many else None
+    fast = writer.compressible if caps.copies_values and caps.batched_sets else None
     # whole uncompressed chunks: written by the store from where they lie in the value
-    if fast is None and store.fast_set_regions:
+    if fast is None and caps.region_sets:
         fast, direct = writer.stored_whole, True
     else:
         direct = False
@@ -1119,14 +1087,14 @@ def write_rows(store: Store, keys: Sequence[str], writer: RowWriter) -> None:
             if gone:
                 store.delete_many(gone)
 
-    map_dynamic_into(batch, range(0, proj.nrows, per), work_bytes=work)
+    map_dynamic_into(batch, range(0, proj.nrows, per), work_bytes=work, threads=threads)
 
 
-def _write_batched(store: Store, keys: Sequence[str], writer: RowWriter,
-                   chunk_nbytes: int) -> None:
+def write_rows_batched(plan: Plan, keys: Sequence[str], writer: RowWriter) -> None:
     """Writes to remote stores, a batch at a time: the old chunks that partial
     writes keep in one ``get_many``, encoding on the pool, then one ``set_many`` and
     one ``delete_many`` (concurrent requests)."""
+    store, chunk_nbytes = plan.store, writer.chain.chunk_nbytes
     for lo in range(0, len(keys), BATCH_KEYS):
         rows = range(lo, min(lo + BATCH_KEYS, len(keys)))
         need = [i for i in rows if writer.needs_old(i)]
@@ -1136,7 +1104,8 @@ def _write_batched(store: Store, keys: Sequence[str], writer: RowWriter,
         def task(i: int, lo: int = lo, olds: dict = olds, new: list = new) -> None:
             new[i - lo] = writer.write(i, olds.get(i), keys[i])
 
-        map_unordered_into(task, rows, work_bytes=len(rows) * chunk_nbytes)
+        map_unordered_into(task, rows, work_bytes=len(rows) * chunk_nbytes,
+                           threads=plan.options.threads)
         store.set_many([(keys[i], new[i - lo]) for i in rows if new[i - lo] is not None])
         gone = [keys[i] for i in rows if new[i - lo] is None]
         if gone:

@@ -18,7 +18,7 @@ import itertools
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ import numpy as np
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import PreparedChain, chunk_keys
+from zarrfast.engine.plan import Options
 from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import expand_ellipsis, slice_indices
 from zarrfast.engine.values import as_stored, text_elements
@@ -191,6 +192,8 @@ class FancyTarget:
     bounds: list[np.ndarray] | None = None
     #: a rectilinear grid of stored objects (chunks or shards): their boundaries
     block_bounds: list[np.ndarray] | None = None
+    #: the configuration of this selection, read when it started
+    options: Options = field(default_factory=Options.resolve)
 
 
 def _chunk_of(idx: np.ndarray, d: int, array: FancyTarget) -> tuple[np.ndarray, np.ndarray]:
@@ -280,13 +283,15 @@ def get_orthogonal(array: FancyTarget, osel: OrthogonalSelection) -> np.ndarray:
                 out[dst] = chunk[np.ix_(*(g[1] for g in combo))]
 
         # tasks write disjoint parts of `out` (each output position maps to one chunk)
-        map_unordered_into(task, range(len(combos)), work_bytes=_work(array, len(combos)))
+        map_unordered_into(task, range(len(combos)), work_bytes=_work(array, len(combos)),
+                           threads=array.options.threads)
     else:  # sharded: one basic read per inner chunk (index cached, one ranged read each)
         def block_task(combo: tuple) -> None:
             block = array.get_basic_selection(_region_slices(array, tuple(g[0] for g in combo)))
             out[np.ix_(*(g[2] for g in combo))] = block[np.ix_(*(g[1] for g in combo))]
 
-        map_unordered_into(block_task, combos, work_bytes=_work(array, len(combos)))
+        map_unordered_into(block_task, combos, work_bytes=_work(array, len(combos)),
+                           threads=array.options.threads)
     return out.reshape(osel.out_shape)
 
 
@@ -326,7 +331,8 @@ def _chunk_writer(array: FancyTarget):
             read_modify_write(store, key, lambda raw: updated(key, raw, update),
                               limit=chain.stored_limit,
                               empty=lambda: chain.encode(chain.new_fill_chunk(key),
-                                                         write_empty_chunks=True))
+                                                         write_empty_chunks=True),
+                              options=array.options)
             return
         new = updated(key, store.get_limited(key, chain.stored_limit), update)
         if new is None:
@@ -357,7 +363,7 @@ def set_orthogonal(array: FancyTarget, osel: OrthogonalSelection, value: Any) ->
             write(keys[i], update)
 
         # one task per chunk: no two tasks read-modify-write the same chunk
-        map_unordered_into(task, range(len(combos)))
+        map_unordered_into(task, range(len(combos)), threads=array.options.threads)
         return
     for combo in combos:
         region = _region_slices(array, tuple(g[0] for g in combo))
@@ -417,13 +423,15 @@ def get_points(array: FancyTarget, coords: tuple[np.ndarray, ...], out_shape: tu
                 out[pos] = fill if chunk is None else chunk[local]
 
             # tasks write disjoint positions of `out`
-            map_unordered_into(task, range(len(groups)), work_bytes=_work(array, len(groups)))
+            map_unordered_into(task, range(len(groups)), work_bytes=_work(array, len(groups)),
+                               threads=array.options.threads)
         else:  # sharded: one basic read per inner chunk
             def group_task(group: tuple) -> None:
                 cc, local, pos = group
                 out[pos] = array.get_basic_selection(_region_slices(array, cc))[local]
 
-            map_unordered_into(group_task, groups, work_bytes=_work(array, len(groups)))
+            map_unordered_into(group_task, groups, work_bytes=_work(array, len(groups)),
+                               threads=array.options.threads)
     return out.reshape(out_shape)
 
 
@@ -448,7 +456,7 @@ def set_points(array: FancyTarget, coords: tuple[np.ndarray, ...], out_shape: tu
             write(keys[i], update)
 
         # one task per chunk
-        map_unordered_into(task, range(len(groups)))
+        map_unordered_into(task, range(len(groups)), threads=array.options.threads)
         return
     for cc, local, pos in groups:
         region = _region_slices(array, cc)

@@ -25,12 +25,12 @@ from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import vlen_limit
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import chunk_keys
+from zarrfast.engine.plan import Plan
 from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import ChunkAllocationError, ChunkDecodeError, CodecError, add_context
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.dtype import is_fill_chunk
-from zarrfast.storage import Store
 
 __all__ = ["ObjectChain", "read_object_selection", "write_object_selection"]
 
@@ -63,6 +63,9 @@ def _filled(shape: tuple[int, ...], fill: Any) -> np.ndarray:
 class ObjectChain:
     """Decode/encode the chunks of an object array: a v2 ``|O`` array with its numcodecs
     filters and compressor, or a v3 variable-length array with its codec chain."""
+
+    #: the chain kind (:class:`~zarrfast.engine.plan.Chain`)
+    kind = "object"
 
     def __init__(self, metadata: Any, codecs: CodecChain) -> None:
         self.metadata = metadata
@@ -163,10 +166,9 @@ def _projection(metadata: Any, sel: BasicSelection):
     )
 
 
-def read_object_selection(store: Store, path: str, chain: ObjectChain, sel: BasicSelection,
-                          out: np.ndarray) -> None:
-    if out.size == 0:
-        return
+def read_object_selection(plan: Plan) -> None:
+    """Read the selection of an object array into ``plan.out``: one task per chunk."""
+    store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
     coords, local_start, local_count, out_start, _ = _projection(chain.metadata, sel)
     keys = chunk_keys(chain.metadata, path, coords)
     ones = np.ones_like(sel.step)
@@ -181,14 +183,14 @@ def read_object_selection(store: Store, path: str, chain: ObjectChain, sel: Basi
         out[dst] = chunk[_slices(local_start[i], local_count[i], sel.step)]
 
     # tasks write disjoint regions of `out`
-    map_unordered_into(task, range(coords.shape[0]))
+    map_unordered_into(task, range(coords.shape[0]), threads=plan.options.threads)
 
 
-def write_object_selection(store: Store, path: str, chain: ObjectChain, sel: BasicSelection,
-                           value: np.ndarray | None, scalar: Any, *,
-                           write_empty_chunks: bool) -> None:
-    if math.prod(sel.full_shape) == 0:
-        return
+def write_object_selection(plan: Plan) -> None:
+    """Write ``plan.value`` (or ``plan.scalar``) into the selection of an object array:
+    one task per chunk (a shard's under its lock)."""
+    store, path, chain, sel = plan.store, plan.path, plan.chain, plan.sel
+    value, scalar, write_empty_chunks = plan.value, plan.scalar, plan.write_empty_chunks
     coords, local_start, local_count, out_start, complete = _projection(chain.metadata, sel)
     keys = chunk_keys(chain.metadata, path, coords)
     ones = np.ones_like(sel.step)
@@ -218,7 +220,8 @@ def write_object_selection(store: Store, path: str, chain: ObjectChain, sel: Bas
             read_modify_write(store, keys[i], lambda raw: updated(i, raw),
                               limit=chain.stored_limit,
                               empty=lambda: chain.encode(chain.new_fill_chunk(),
-                                                         write_empty_chunks=True))
+                                                         write_empty_chunks=True),
+                              options=plan.options)
             return
         new = updated(i, None if complete[i]
                       else store.get_limited(keys[i], chain.stored_limit))
@@ -228,4 +231,4 @@ def write_object_selection(store: Store, path: str, chain: ObjectChain, sel: Bas
             store.set(keys[i], new)
 
     # one task per chunk: no two tasks touch the same key
-    map_unordered_into(task, range(coords.shape[0]))
+    map_unordered_into(task, range(coords.shape[0]), threads=plan.options.threads)

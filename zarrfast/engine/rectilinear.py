@@ -27,19 +27,12 @@ from zarrfast.codecs import CodecChain
 from zarrfast.engine.chunked import (
     PreparedChain,
     Projection,
-    RowReader,
-    RowWriter,
-    chunk_keys,
-    read_rows,
-    write_chunk_rows,
 )
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.metadata.chunk_grid import RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
-from zarrfast.storage import Store
 
-__all__ = ["RectilinearChain", "project_rectilinear", "read_rectilinear",
-           "write_rectilinear"]
+__all__ = ["RectilinearChain", "project_rectilinear"]
 
 
 def _dim_segments(b: np.ndarray, n: int, s: int, t: int, m: int) -> np.ndarray:
@@ -108,6 +101,9 @@ class RectilinearChain:
     """Per-array state of a rectilinear array: the chunk boundaries and a
     :class:`PreparedChain` per chunk shape (made on first use)."""
 
+    #: the chain kind (:class:`~zarrfast.engine.plan.Chain`)
+    kind = "rectilinear"
+
     def __init__(self, metadata: ArrayMetadata, codecs: CodecChain) -> None:
         self.metadata = metadata
         self.codecs = codecs
@@ -159,26 +155,3 @@ class RectilinearChain:
             rows = order[starts[g]:starts[g + 1]]
             out.append(_sub_projection(chain, sel, self._shape, table, rows))
         return out
-
-
-def read_rectilinear(store: Store, path: str, chain: RectilinearChain, sel: BasicSelection,
-                     out: np.ndarray) -> None:
-    """Read the selection into ``out`` (shape ``sel.full_shape``, dtype native)."""
-    if out.size == 0:
-        return
-    # The groups' chunks are disjoint, so are their regions of `out`.
-    for proj in chain.groups(sel):
-        read_rows(store, chunk_keys(chain.metadata, path, proj.coords),
-                  RowReader(proj, out, store))
-
-
-def write_rectilinear(store: Store, path: str, chain: RectilinearChain, sel: BasicSelection,
-                      value: np.ndarray | None, scalar: Any, *, write_empty_chunks: bool
-                      ) -> None:
-    """Write ``value`` (C-contiguous, shape ``sel.full_shape``) or ``scalar`` into the
-    selection."""
-    if int(np.prod(sel.full_shape)) == 0:
-        return
-    for proj in chain.groups(sel):
-        write_chunk_rows(store, chunk_keys(chain.metadata, path, proj.coords),
-                         RowWriter(proj, value, scalar, write_empty_chunks))

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from zarrfast import config
+from zarrfast.engine.plan import Options
 from zarrfast.errors import ConcurrentWriteError
 from zarrfast.storage import Store
 
@@ -30,15 +30,17 @@ __all__ = ["read_modify_write"]
 
 
 def read_modify_write(store: Store, key: str, update: Callable[[Any], Any], *, limit: int,
-                      empty: Callable[[], Any]) -> None:
+                      empty: Callable[[], Any], options: Options) -> None:
     """Replace the value at ``key`` with ``update(stored)`` (``stored``: its bytes as
     stored, at most ``limit`` of them, ``None`` when missing; ``update`` returns the new
     bytes, or ``None`` for no value: the key is deleted), excluding every other writer
     of the key.  A conditional write cannot delete: there ``empty()`` gives the bytes
     that stand for no value (a shard with no inner chunk).  Conflicting writers are
-    outlasted until ``config lock_timeout``, then :class:`ConcurrentWriteError` names
+    outlasted until ``options.lock_timeout``, then :class:`ConcurrentWriteError` names
     the key, with nothing written."""
-    conditional = store.conditional_writes and not store.interprocess_locks
+    caps = store.capabilities
+    conditional = caps.conditional_writes and not (caps.interprocess_locks
+                                                   and options.file_locks)
     with store.value_lock(key):
         if not conditional:
             new = update(store.get_limited(key, limit))
@@ -47,7 +49,7 @@ def read_modify_write(store: Store, key: str, update: Callable[[Any], Any], *, l
             else:
                 store.set(key, new)
             return
-        timeout = config.get("lock_timeout")
+        timeout = options.lock_timeout
         deadline = time.monotonic() + timeout
         attempts = 0
         while True:

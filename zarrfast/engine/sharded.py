@@ -8,24 +8,20 @@ grid, and each row is then routed to its shard:
 Reads
     per shard touched (one task each): the index comes from a bounded
     per-array cache or one byte-range request (suffix or prefix); only the
-    touched inner chunks are fetched, byte ranges closer than
-    ``config["shard_coalesce_gap"]`` merged into one request.  A selection
-    covering a whole shard fetches the shard in one request.  Then every
+    touched inner chunks are fetched (a :class:`~zarrfast.engine.shard_view.ShardView`),
+    byte ranges closer than ``config shard_coalesce_gap`` merged into one request.  A
+    selection covering a whole shard fetches the shard in one request.  Then every
     inner chunk is decoded and assembled on the pool by the same row reader as
-    plain chunks.  Whole shards of a local store's files with zstd or blosc
-    inner chunks take one ``ShardFiles.read`` kernel call each instead: the
-    file read, its index checked and every inner chunk placed without the GIL
-    (:func:`_read_whole_files`); a shard it cannot place goes the way above.
+    plain chunks (:mod:`zarrfast.engine.shard_read`).  Whole shards of a local store's
+    files with zstd or blosc inner chunks take one ``ShardFiles.read`` kernel call each
+    instead: the file read, its index checked and every inner chunk placed without the
+    GIL (:func:`read_whole_files`); a shard it cannot place goes the way above.
     A small box (at most ``BOX_CHUNKS`` inner chunks) of shards that are files
     is one ``decode_box_shards`` call once its shards are open and their indexes
-    known (:func:`_decode_box_shards`); a box it cannot place goes the way above.
+    known (:func:`read_shard_box`); a box it cannot place goes the way above.
 Writes
-    one task per shard: a shard whose every inner chunk is overwritten is
-    assembled in memory and written once; otherwise the stored shard is read,
-    only the touched inner chunks are re-encoded, the others keep their bytes,
-    and the shard is rewritten in one ``set`` (atomic on the local store).
-    Inner chunks equal to the fill value are left out; a shard with none left
-    is deleted.
+    :mod:`zarrfast.engine.shard_write`: one task per shard.  This module holds what
+    both share: the chains, the index cache, grouping rows by shard.
 
 Bad shards raise :class:`~zarrfast.errors.ChunkDecodeError` (or its
 :class:`~zarrfast.errors.ChecksumError`) naming the shard key and the inner
@@ -44,25 +40,21 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast import config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.concurrency import map_io, map_io_then, map_unordered_into, map_weighted_into
+from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, run_parts, share_mode
 from zarrfast.engine.chunked import (
-    RAW_COST_RATIO,
     PreparedChain,
     Projection,
     RowReader,
     RowWriter,
     chunk_keys,
 )
-from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.errors import (
-    AllocationError,
     ChecksumError,
     ChunkDecodeError,
     CodecError,
@@ -79,8 +71,9 @@ from zarrfast.storage import (
     SuffixByteRequest,
 )
 
-__all__ = ["RectilinearShardedChain", "ShardedChain", "read_sharded", "shard_index_request",
-           "write_sharded"]
+__all__ = ["RectilinearShardedChain", "ShardedChain", "group_by_shard", "read_shard_box",
+           "read_whole_files", "shard_box_fit", "shard_index_request", "waves_of",
+           "assemble_raw_shard", "write_shard_direct"]
 
 
 
@@ -140,13 +133,16 @@ class _IndexCache:
 class ShardedChain:
     """Per-array state of the sharded path: layout, inner chain, index cache."""
 
+    #: the chain kind (:class:`~zarrfast.engine.plan.Chain`)
+    kind = "sharded"
+
     #: whether the shards form a rectilinear grid (:class:`RectilinearShardedChain`)
     rectilinear = False
 
     def __init__(self, metadata: ArrayMetadata, codecs: CodecChain, *,
                  shard_shape: tuple[int, ...] | None = None,
-                 inner: PreparedChain | None = None, cache: _IndexCache | None = None
-                 ) -> None:
+                 inner: PreparedChain | None = None, cache: _IndexCache | None = None,
+                 index_cache: int = 1) -> None:
         self.metadata = metadata
         codec = codecs.sharding
         assert codec is not None
@@ -177,8 +173,9 @@ class ShardedChain:
         self._outer_limit = 2 * math.prod(shard_shape) * metadata.type_info.itemsize \
             + 2 * self.layout.index_nbytes + 2**20
         self._outer = BoundedDecoders(self.outer_bb)
-        self.cache = cache if cache is not None else _IndexCache(
-            int(config.get("shard_index_cache")))
+        #: the shards' indexes, ``index_cache`` of them at most (``config
+        #: shard_index_cache``, read by the array that makes this chain)
+        self.cache = cache if cache is not None else _IndexCache(int(index_cache))
         self.grid_shape = metadata.chunk_grid.grid_shape(metadata.shape)
         self.cps = np.array(self.layout.cps, dtype=np.int64)
         #: shards in the grid, and the C strides (in shards, in inner chunks) that give a
@@ -239,6 +236,10 @@ class ShardedChain:
         self.cache.put(key, None if token is None else (token, index))
         return index
 
+    @property
+    def fill_scalar(self) -> Any:
+        return self.inner.fill_scalar
+
     def inner_in_array(self, shard_coords: np.ndarray) -> int:
         """How many inner chunks of a shard intersect the array (edge shards have fewer)."""
         n = 1  # (Python ints: NumPy's per-call overhead on 3-element arrays was most of it)
@@ -265,11 +266,14 @@ class RectilinearShardedChain(ShardedChain):
     the inner chunks tile the array as a regular grid; only which shard an inner chunk
     is in, and each shard's layout (one per shard shape), vary."""
 
+    kind = "rectilinear-sharded"
     rectilinear = True
 
-    def __init__(self, metadata: ArrayMetadata, codecs: CodecChain) -> None:
+    def __init__(self, metadata: ArrayMetadata, codecs: CodecChain, *,
+                 index_cache: int = 1) -> None:
         grid = metadata.chunk_grid
-        super().__init__(metadata, codecs, shard_shape=tuple(codecs.chunk_shape))
+        super().__init__(metadata, codecs, shard_shape=tuple(codecs.chunk_shape),
+                         index_cache=index_cache)
         self._subs: dict[tuple[int, ...], ShardedChain] = {self.layout.shard_shape: self}
         self._lock = threading.Lock()
         #: per dimension the shards' boundaries, in elements and in inner chunks
@@ -309,7 +313,7 @@ class RectilinearShardedChain(ShardedChain):
         return np.array([self.inner_in_array(c) for c in shard_coords], dtype=np.int64)
 
     def group_rows(self, proj: Projection, path: str):
-        """As :func:`_group_by_shard`, for a rectilinear grid of shards."""
+        """As :func:`group_by_shard`, for a rectilinear grid of shards."""
         ndim = proj.coords.shape[1]
         shard_coords = np.empty_like(proj.coords)
         local = np.empty_like(proj.coords)
@@ -331,7 +335,7 @@ class RectilinearShardedChain(ShardedChain):
                 inner_lin)
 
 
-def _group_by_shard(chain: ShardedChain, proj: Projection, path: str):
+def group_by_shard(chain: ShardedChain, proj: Projection, path: str):
     """Rows grouped by shard: (shard keys, shard coords, per-shard row arrays, inner index)."""
     if chain.rectilinear:
         return chain.group_rows(proj, path)  # type: ignore[attr-defined]
@@ -372,280 +376,7 @@ def _split_by_shard(shard_lin: np.ndarray, shard_coords: np.ndarray, metadata, p
             [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
 
 
-def read_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
-                 out: np.ndarray) -> None:
-    """Read a selection of a sharded array into ``out`` (shape ``sel.full_shape``)."""
-    if out.size == 0 or _read_box(store, path, chain, sel, out):
-        return
-    proj = Projection(chain.metadata.shape, chain.inner, sel)
-    keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
-    rows_per_shard = np.array([len(rows) for rows in groups], dtype=np.int64)
-    # which shards the read covers whole (all their inner chunks inside the array)
-    whole_shards = (rows_per_shard >= chain.inner_in_array_many(shard_coords)
-                    if chain.partial_reads else np.ones(len(groups), dtype=np.bool_)).tolist()
-    gap = int(config.get("shard_coalesce_gap"))
-    reader = RowReader(proj, out)
-    inner = chain.inner
-    # uncompressed inner chunks are copied from the fetched bytes into `out` during
-    # the fetch, one kernel call per fetched buffer, and so are zstd and blosc ones
-    # (``decode_stored``); others are decoded one by one
-    raw_inner = inner.fast and not inner.bb
-    # (on remote stores the fetches run on the I/O pool and only note what to place:
-    # placing -- decoding -- belongs on the compute pool, which `threads` sizes)
-    decode_in_fetch = reader.batch_decode
-    placed = np.zeros(proj.nrows, dtype=np.bool_)
-    #: remote stores: per shard, the placements its fetch found, made by the compute step
-    deferred: dict[int, list[tuple]] | None = (
-        {g: [] for g in range(len(groups))} if store.batched_reads else None)
-
-    def place(g: int, key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
-              sizes: np.ndarray, layout: ShardFormat) -> None:
-        if deferred is not None:
-            deferred[g].append((key, blob, rows, offsets, sizes, layout))
-        else:
-            place_now(key, blob, rows, offsets, sizes, layout)
-
-    def place_now(key: str, blob: Any, rows: np.ndarray, offsets: np.ndarray,
-                  sizes: np.ndarray, layout: ShardFormat) -> None:
-        """Rows ``rows`` have their stored bytes at ``offsets`` (``sizes`` long) in
-        ``blob``."""
-        if not raw_inner:
-            if decode_in_fetch:
-                # zstd, blosc: decoded into place in one kernel call; what it cannot decode
-                # is left to the per-chunk path (which says why)
-                rest = reader.decode_stored(rows, np.frombuffer(blob, dtype=np.uint8),
-                                            offsets, sizes)
-                placed[rows] = True
-                rows, offsets, sizes = rows[rest], offsets[rest], sizes[rest]
-                placed[rows] = False
-            view = memoryview(blob)
-            for r, off, nb in zip(rows.tolist(), offsets.tolist(), sizes.tolist(),
-                                  strict=True):
-                # (a copy when the fetch buffer is reused for this thread's next shard)
-                payload[r] = bytes(view[off:off + nb]) if thread_buffers else view[off:off + nb]
-            return
-        bad = np.flatnonzero(sizes != inner.chunk_nbytes)
-        if bad.size:
-            j = int(bad[0])
-            raise ChunkDecodeError(
-                f"shard {key!r}, inner chunk {layout.inner_name(int(inner_lin[rows[j]]))}: "
-                f"stored {int(sizes[j])} bytes, expected {inner.chunk_nbytes} bytes "
-                f"(no compression)"
-            )
-        # (a large output is written once and not read back soon: streamed stores)
-        _kernels.copy_regions(
-            np.frombuffer(blob, dtype=np.uint8), offsets + reader.src_offsets[rows],
-            reader.src_strides, reader.out_flat, reader.dst_offsets[rows], reader.out_strides,
-            proj.local_count[rows], inner.itemsize, inner.swap_unit,
-            reader.out_flat.nbytes >= _kernels.stream_min(),
-        )
-        placed[rows] = True
-
-    def is_whole(g: int) -> bool:
-        return whole_shards[g]
-
-    # Whole shards of a local store are read into one buffer reused by every wave of a
-    # large read (fresh buffers per shard cost a page fault per 4 KiB, more than the
-    # copy itself).
-    slots: dict[int, tuple[int, int]] = {}
-    wave_buffer: list[np.ndarray] = []
-
-    def plan_slots(wave: list[int]) -> None:
-        slots.clear()
-        if not (chain.partial_reads and store.fast_get_into):
-            return
-        pos = 0
-        for g in wave:
-            if not is_whole(g):
-                continue
-            try:
-                size = store.getsize(keys[g])
-            except FileNotFoundError:
-                continue
-            if pos + size > WAVE_BYTES:
-                break  # the rest are read into buffers of their own
-            slots[g] = (pos, size)
-            pos += size
-        if slots and (not wave_buffer or wave_buffer[0].nbytes < pos):
-            wave_buffer[:] = []
-            wave_buffer.append(_buffers.empty(  # as large as a wave needs
-                pos, np.uint8, where="",
-                what=f"a buffer for a wave of {len(slots)} whole shards"))
-
-    # When every inner chunk is placed during the fetch (uncompressed, zstd, blosc), a whole
-    # shard of a local store is read into a buffer of the fetching thread's, reused for
-    # its next shard while still in the cache.
-    thread_buffers: dict[int, np.ndarray] = {}
-    use_thread_buffers = ((raw_inner or decode_in_fetch) and chain.partial_reads
-                          and store.fast_get_into)
-
-    def read_shard(g: int) -> Any:
-        key = keys[g]
-        if use_thread_buffers:
-            try:
-                size = store.getsize(key)
-            except FileNotFoundError:
-                size = -1  # (removed, or never written: get says which)
-            if 0 <= size <= THREAD_BUFFER_BYTES:
-                me = threading.get_ident()
-                buf = thread_buffers.get(me)
-                if buf is None or buf.nbytes < size:  # (headroom: shard sizes vary)
-                    thread_buffers.pop(me, None)
-                    buf = thread_buffers[me] = _buffers.empty(
-                        size + size // 4, np.uint8, where=f"shard {key!r}",
-                        what="a buffer to read the shard into")
-                if store.get_into(key, buf[:size]) == size:
-                    return buf[:size]
-            return subs[g].fetch_shard(store, key)
-        slot = slots.get(g)
-        if slot is not None:
-            target = wave_buffer[0][slot[0]:slot[0] + slot[1]]
-            if store.get_into(key, target) == slot[1]:
-                return target
-        return subs[g].fetch_shard(store, key)  # (replaced or removed since its size was read)
-
-    def fetch(g: int) -> None:
-        key, rows = keys[g], groups[g]
-        sub = subs[g]
-        layout = sub.layout
-        if is_whole(g):
-            token = store.version(key) if chain.partial_reads else None
-            data = read_shard(g)
-            if data is None:
-                return
-            index = layout.index_of_shard(data, key)
-            if token is not None:
-                chain.cache.put(key, (token, index))
-            entries = index[inner_lin[rows]]
-            used = entries[:, 0] != EMPTY
-            place(g, key, data, rows[used], entries[used, 0].astype(np.int64),
-                  entries[used, 1].astype(np.int64), layout)
-            return
-        index = sub.fetch_index(store, key)
-        if index is None:
-            return
-        entries = index[inner_lin[rows]]
-        used = entries[:, 0] != EMPTY
-        if not used.any():
-            return
-        rows_used = rows[used]
-        starts = entries[used, 0].astype(np.int64)
-        ends = starts + entries[used, 1].astype(np.int64)
-        # coalesce ranges (sorted by offset) whose gap is at most `gap` bytes
-        order = np.argsort(starts, kind="stable")
-        starts, ends, rows_used = starts[order], ends[order], rows_used[order]
-        reach = np.maximum.accumulate(ends)
-        breaks = np.flatnonzero(starts[1:] - reach[:-1] > gap) + 1
-        first = np.concatenate(([0], breaks))
-        last = np.concatenate((breaks, [len(starts)])) - 1
-        req_start = starts[first]
-        req_end = reach[last]
-        blobs = store.get_many(
-            [key] * len(first),
-            [RangeByteRequest(int(b), int(e)) for b, e in zip(req_start, req_end, strict=True)],
-        )
-        for q, blob in enumerate(blobs):
-            base = int(req_start[q])
-            got = 0 if blob is None else len(blob)
-            ks = slice(int(first[q]), int(last[q]) + 1)
-            short = np.flatnonzero(ends[ks] - base > got)
-            if short.size:
-                k = int(first[q]) + int(short[0])
-                raise ChunkDecodeError(
-                    f"shard {key!r}: inner chunk "
-                    f"{layout.inner_name(int(inner_lin[rows_used[k]]))} points past the "
-                    f"end of the shard (bytes {int(starts[k])}..{int(ends[k])}, only "
-                    f"{base + got} readable)"
-                )
-            place(g, key, blob, rows_used[ks], starts[ks] - base, ends[ks] - starts[ks],
-                  layout)
-
-    def assemble(i: int) -> None:
-        key = keys[row_shard[i]]
-        try:
-            reader.read(i, payload[i], key)
-        except ChunkDecodeError as e:
-            context = (f"shard {key!r}, inner chunk "
-                       f"{subs[row_shard[i]].layout.inner_name(int(inner_lin[i]))}")
-            add_context(e, context, f"{e} [{context}]")
-            raise
-        payload[i] = None  # let the fetched bytes go
-
-    threads = max(1, config.get("threads"))
-
-    def split_rows(g: int, _: None) -> list[tuple[str, Any]]:
-        """What is left to do for shard ``g`` once fetched (remote stores), in parts of
-        up to ``len(rows) / threads`` rows: the placements its fetch found, then the
-        rows none covers (inner chunks not stored: the fill value)."""
-        assert deferred is not None
-        parts: list[tuple[str, Any]] = []
-        covered = []
-        for key, blob, rows, offsets, sizes, layout in deferred.pop(g):
-            covered.append(rows)
-            per = max(1, -(-len(rows) // threads))
-            for a in range(0, len(rows), per):
-                sl = slice(a, a + per)
-                parts.append(("place", (key, blob, rows[sl], offsets[sl], sizes[sl], layout)))
-        rest = groups[g]
-        if covered:
-            rest = np.setdiff1d(rest, np.concatenate(covered), assume_unique=True)
-        rest = rest.tolist()
-        per = max(1, -(-len(rest) // threads))
-        parts += [("rows", rest[a:a + per]) for a in range(0, len(rest), per)]
-        return parts
-
-    def assemble_part(part: tuple[str, Any]) -> None:
-        kind, what = part
-        if kind == "place":
-            place_now(*what)
-            rows = what[2]
-            what = rows[~placed[rows]].tolist()  # (not decoded by the batch kernel)
-        for i in what:
-            assemble(i)
-
-    # Whole shards of a local store's files, zstd, blosc or uncompressed inner chunks:
-    # one kernel call per shard, without the GIL, reads the file, checks its index and
-    # places every inner chunk (see _read_whole_files).  The shards it leaves go the way
-    # below.  (25 shards of up to 256 uncompressed 8 KiB chunks, two threads: 6.5-7.6
-    # ms against 10.2-11.3 ms by the way below, medians of 60 reads; one thread alike.)
-    done = _read_whole_files(store, chain, keys, groups, inner_lin, reader, is_whole)
-    todo = [g for g, d in enumerate(done) if not d]
-    if not todo:
-        return
-    # (what the tasks above use, made only when some shard is left to them)
-    # each shard's own chain: the array's, but for a rectilinear grid of shards
-    subs = [chain.shard_chain(c) for c in shard_coords]
-    payload: list[Any] = [None] * proj.nrows
-    row_shard = np.empty(proj.nrows, dtype=np.int64)
-    row_shard[np.concatenate(groups)] = np.repeat(np.arange(len(groups)), rows_per_shard)
-    # Shards are processed in waves of at most WAVE_BYTES of (decoded) inner chunks, so
-    # the fetched bytes held at once stay bounded however large the selection is.
-    waves = [[todo[k] for k in w] for w in _waves([groups[g] for g in todo],
-                                                   inner.chunk_nbytes)]
-    for wave in waves:
-        if len(waves) > 1 and not use_thread_buffers:  # one wave: fresh buffers cost no more
-            plan_slots(wave)
-        # fetch: each task fills the payload slots (or output regions) of its own
-        # shard's rows only; remote stores get many requests in flight at once
-        if store.batched_reads:
-            # each shard's inner chunks are decoded on the pool as soon as it is fetched,
-            # while the other shards' requests are still in flight
-            map_io_then(fetch, wave, assemble_part, split_rows)
-            continue
-        else:
-            # (reading is cheaper per byte than decoding: small fetches stay inline,
-            # unless the fetch decodes too)
-            map_unordered_into(fetch, wave,
-                               work_bytes=sum(len(groups[g]) for g in wave) * inner.chunk_nbytes
-                               // (1 if decode_in_fetch else RAW_COST_RATIO))
-        rows = np.concatenate([groups[g] for g in wave])
-        if raw_inner or decode_in_fetch:
-            rows = rows[~placed[rows]]
-        # Every task writes a disjoint region of `out` (inner chunks partition the array).
-        map_unordered_into(assemble, rows.tolist(), work_bytes=len(rows) * inner.chunk_nbytes)
-
-
-def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWriter,
+def assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWriter,
                         proj: Projection, rows: np.ndarray, lin: np.ndarray,
                         write_empty_chunks: bool, reuse: bool = False) -> np.ndarray | None:
     """The bytes of a shard inside the array whose every inner chunk is written whole and
@@ -681,12 +412,12 @@ def _assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWr
     return buf
 
 
-def _write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowWriter,
+def write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowWriter,
                         rows: np.ndarray, lin: np.ndarray) -> bool:
     """Write a whole shard whose every inner chunk is stored uncompressed, none past the
     array's edge, straight from the written value (``store.set_regions``: the inner
     chunks in index order, then the index, or the index first): the bytes
-    :func:`_assemble_raw_shard` builds, without building them.  False, with nothing
+    :func:`assemble_raw_shard` builds, without building them.  False, with nothing
     written, for a shard this cannot write: an edge shard, or one with an inner chunk
     equal to the fill value (unless empty chunks are written), which the general path
     leaves out."""
@@ -732,7 +463,7 @@ WAVE_BYTES = 64 * 2**20
 THREAD_BUFFER_BYTES = 16 * 2**20
 
 
-def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
+def waves_of(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
     """Consecutive runs of shard groups holding at most WAVE_BYTES of inner chunks
     (at least one shard each)."""
     waves: list[list[int]] = [[]]
@@ -747,10 +478,10 @@ def _waves(groups: list[np.ndarray], chunk_nbytes: int) -> list[list[int]]:
     return waves
 
 
-def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
-                      groups: list[np.ndarray], inner_lin: np.ndarray, reader: RowReader,
-                      is_whole: Any) -> list[bool]:
-    """Read the whole shards of a read (``is_whole(g)``) with ``ShardFiles.run``, when
+def read_whole_files(plan: Any, keys: list[str], groups: list[np.ndarray],
+                     inner_lin: np.ndarray, reader: RowReader, is_whole: list[bool]
+                     ) -> list[bool]:
+    """Read the whole shards of a read (``is_whole[g]``) with ``ShardFiles.run``, when
     the store's values are files kernels may read (``file_paths``), the inner chunks
     are zstd, blosc or uncompressed (a ``box_codec``: uncompressed ones are placed from
     the shard as read) and the index is little-endian bytes (and crc32c).  One runner
@@ -763,28 +494,26 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     on its path, too large, a bad index, an inner chunk that does not decode) is not:
     the general path reads it again, and places it or raises naming the shard key and
     the inner chunk."""
+    store, chain, threads = plan.store, plan.chain, plan.options.threads
     done = [False] * len(groups)
     layout = chain.layout
     if (_kernels.ShardFiles is None or chain.inner.box_codec is None or not chain.partial_reads
-            or chain.rectilinear or store.batched_reads or layout.index_checksum is None):
+            or chain.rectilinear or plan.caps.batched_gets or layout.index_checksum is None):
         return done
-    whole = [g for g in range(len(groups)) if is_whole(g)]
+    whole = [g for g in range(len(groups)) if is_whole[g]]
     files = store.file_paths(keys) if whole else None
     if files is None:
         return done
     root, paths = files
     inner = chain.inner
-    proj = reader.proj
     bounds = np.zeros(len(groups) + 1, dtype=np.int64)
     np.cumsum([len(rows) for rows in groups], out=bounds[1:])
     plan = _kernels.ShardFiles(
         paths, root, np.concatenate(groups).astype(np.int64, copy=False), bounds,
         inner_lin.astype(np.int64, copy=False), layout.n_inner, layout.index_nbytes,
         # (keep 0: a thread's shard-sized file buffer lives for one call, not longer)
-        layout.at_end, layout.index_checksum, chain.stored_limit, 0,
-        inner.chunk_nbytes, reader.src_offsets, reader.src_strides, reader.out_flat,
-        reader.dst_offsets, reader.out_strides, proj.local_count, inner.itemsize,
-        inner.swap_unit, reader._direct_range(0, proj.nrows), inner.fill_chunk_item)
+        layout.at_end, layout.index_checksum, chain.stored_limit, 0, reader.placement(),
+        inner.fill_chunk_item)
     todo = np.array(whole, dtype=np.int64)
     status = np.full(len(whole), -1, dtype=np.int8)
     cursor = np.zeros(1, dtype=np.int64)
@@ -809,8 +538,7 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     # One runner per thread, taking shards in turn (an atomic cursor): each shard is
     # read by one call, which writes the rows of that shard only -- disjoint regions of
     # `out` (the inner chunks partition the array); each thread has its own decoder.
-    threads = max(1, int(config.get("threads")))
-    map_unordered_into(run, range(min(threads, len(whole))),
+    map_unordered_into(run, range(min(threads, len(whole))), threads=threads,
                        work_bytes=int(np.diff(bounds)[todo].sum()) * inner.chunk_nbytes)
     decoded, no_data = _kernels.DECODED, _kernels.NO_DATA
     read: list[tuple[str, Any, int]] = []
@@ -826,24 +554,30 @@ def _read_whole_files(store: Store, chain: ShardedChain, keys: list[str],
     return done
 
 
-def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
-              out: np.ndarray) -> bool:
-    """The small-read fast path: a step-1 selection of at most ``BOX_CHUNKS`` inner
-    chunks, of one shard or several, costs per shard one open (its version, to check
-    the cached index) and one ranged read per run of nearby inner chunks, all into one
-    buffer; then one kernel call decodes and places them (see
-    :mod:`zarrfast.engine.boxes`; with more threads, one call per thread).  Shards that
-    are open files skip the buffer: one ``decode_ranges`` call reads and decodes each
-    inner chunk.  ``False`` (having done nothing) for other selections."""
-    inner = chain.inner
-    if chain.rectilinear or not chain.partial_reads or store.batched_reads:
-        return False
-    n = box_chunks(sel, inner)
-    if not 0 < n <= BOX_CHUNKS:
-        return False
-    share = share_mode(n, inner) if inner.box_codec is not None else None
+def shard_box_fit(plan: Any) -> int:
+    """How many inner chunks the selection of ``plan`` touches when
+    :func:`read_shard_box` reads it (a step-1 box of at most ``BOX_CHUNKS`` inner
+    chunks of a regular grid of shards, not behind codecs after the shard, on a store
+    read key by key); else 0."""
+    chain = plan.chain
+    if chain.rectilinear or not chain.partial_reads or plan.caps.batched_gets:
+        return 0
+    n = box_chunks(plan.sel, chain.inner)
+    return n if 0 < n <= BOX_CHUNKS else 0
+
+
+def read_shard_box(plan: Any, n: int) -> None:
+    """The small-read fast path (:func:`shard_box_fit`: ``n`` inner chunks), of one
+    shard or several, costs per shard one open (its version, to check the cached index)
+    and one ranged read per run of nearby inner chunks, all into one buffer; then one
+    kernel call decodes and places them (see :mod:`zarrfast.engine.boxes`; with more
+    threads, one call per thread).  Shards that are open files skip the buffer: one
+    ``decode_ranges`` call reads and decodes each inner chunk."""
+    store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
+    inner, threads, gap = chain.inner, plan.options.threads, plan.options.shard_coalesce_gap
+    share = share_mode(n, inner, threads) if inner.box_codec is not None else None
     if share is not None and _decode_box_shards(store, path, chain, sel, out, share):
-        return True
+        return
     box = Box(inner, sel, out, chain.cps)
     bounds = box.bounds.tolist()
     plans: list[_ShardPlan] = []
@@ -855,27 +589,26 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
             if reader is None:
                 box.fill(range(lo, hi))
                 continue
-            plan = _ShardPlan(reader, key)
-            plans.append(plan)
+            sp = _ShardPlan(reader, key)
+            plans.append(sp)
             index = chain.reader_index(reader, key)
             if index is None:
                 box.fill(range(lo, hi))
                 continue
-            stored += plan.plan(chain, box, index, lo, hi)
-        if not stored or _decode_box_ranges(chain, box, plans, stored):
-            return True
-        gap = int(config.get("shard_coalesce_gap"))
+            stored += sp.plan(chain, box, index, lo, hi)
+        if not stored or _decode_box_ranges(chain, box, plans, stored, threads):
+            return
         total = 0
-        for plan in plans:
-            total = plan.coalesce(gap, total)
+        for sp in plans:
+            total = sp.coalesce(gap, total)
         # (bounded: at most BOX_CHUNKS inner chunks of at most stored_limit bytes, and
         # the gaps between them)
         buf = inner._batch_buffer(1, total)
-        for plan in plans:
-            plan.read(buf, chain, box)
+        for sp in plans:
+            sp.read(buf, chain, box)
     finally:
-        for plan in plans:
-            plan.reader.close()
+        for sp in plans:
+            sp.reader.close()
     rows = np.array([r for p in plans for r in p.rows], dtype=np.int64)
     offsets = np.array([o for p in plans for o in p.offsets], dtype=np.int64)
     sizes = np.array([n for p in plans for n in p.sizes], dtype=np.int64)
@@ -890,8 +623,7 @@ def _read_box(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
                                 bytes(buf[int(offsets[j]):int(offsets[j] + sizes[j])]))
 
     # (every part places disjoint rows: the inner chunks partition the box)
-    run_parts(place, len(rows), inner)
-    return True
+    run_parts(place, len(rows), inner, threads)
 
 
 def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
@@ -926,12 +658,14 @@ def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicS
                 return False
             fds.append(fd)
             indexes.append(chain.reader_index(reader, key))
+        placement = _kernels.Placement.box(
+            inner.chunk_nbytes, sel.start, sel.count, inner.chunk_shape_arr,
+            inner.chunk_strides, out.reshape(-1).view(np.uint8),
+            np.array(out.strides, dtype=np.int64), inner.itemsize, inner.swap_unit,
+            cps=chain.cps, direct=inner.box_direct)
         status = inner.batch_decoder().decode_box_shards(
-            np.array(fds, dtype=np.int64), indexes, sel.start, sel.count,
-            inner.chunk_shape_arr, chain.cps, inner.chunk_strides,
-            out.reshape(-1).view(np.uint8), np.array(out.strides, dtype=np.int64),
-            inner.itemsize, inner.swap_unit, inner._fill_native_arr, inner.stored_limit,
-            inner.box_direct, share)
+            np.array(fds, dtype=np.int64), indexes, placement, inner._fill_native_arr,
+            inner.stored_limit, share)
     finally:
         for reader in readers:
             reader.close()
@@ -952,7 +686,7 @@ _MAX_OFFSET = 2**63 - 1
 
 
 def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
-                       stored: int) -> bool:
+                       stored: int, threads: int) -> bool:
     """Read and decode a box's ``stored`` planned inner chunks of shards that are open
     files (a local store): one ``decode_ranges`` call (``pread`` and decode -- or, not
     compressed, place -- per inner chunk without the GIL; with two threads shared with
@@ -987,14 +721,14 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
     every = stored == len(box.src_offsets)
     rows = None if every else np.array(rows_list, dtype=np.int64)
     plan_of = [p for p in plans for _ in p.rows]
+    placement = box.placement()  # (checked once; each part takes its rows)
 
     def place(part: range, share: bool) -> None:
         sl = slice(part.start, part.stop)
-        pick = sl if rows is None else rows[sl]
+        rows_placed = (placement.part(part.start, part.stop) if rows is None
+                       else placement.take(rows[sl]))
         status, errors = inner.batch_decoder().decode_ranges(
-            fd_arr[sl], offsets[sl], sizes[sl], box.src_offsets[pick], inner.chunk_strides,
-            box.out_flat, box.dst_offsets[pick], box.out_strides, box.shapes[pick],
-            inner.itemsize, inner.swap_unit, box.direct[pick], share=share)
+            fd_arr[sl], offsets[sl], sizes[sl], rows_placed, share=share)
         if not np.count_nonzero(status):
             return
         # (cannot be read whole, or does not decode: read again, and say why; the rows
@@ -1012,7 +746,7 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
             _place_inner_slowly(chain, box, r, plan.key, bytes(raw))
 
     # (every part places disjoint rows: the inner chunks partition the box)
-    run_parts(place, stored, inner)
+    run_parts(place, stored, inner, threads)
     return True
 
 
@@ -1105,117 +839,5 @@ class _ShardPlan:
                 )
             placed.append(at + a - start)
         self.offsets = placed
-
-
-def write_sharded(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
-                  value: np.ndarray | None, scalar: Any, *, write_empty_chunks: bool) -> None:
-    """Write ``value`` or ``scalar`` into a selection of a sharded array."""
-    if math.prod(sel.full_shape) == 0:
-        return
-    proj = Projection(chain.metadata.shape, chain.inner, sel)
-    keys, shard_coords, groups, inner_lin = _group_by_shard(chain, proj, path)
-    subs = [chain.shard_chain(c) for c in shard_coords]
-    writer = RowWriter(proj, value, scalar, write_empty_chunks)
-
-    def task(g: int) -> None:
-        layout = subs[g].layout
-        try:
-            write_shard(g)
-        except MemoryError as e:
-            raise AllocationError(
-                f"shard {keys[g]!r}: out of memory writing a shard of {layout.n_inner} inner "
-                f"chunks (its index alone takes {layout.index_nbytes} bytes); use fewer inner "
-                f"chunks per shard ({e})"
-            ) from None
-
-    inner = chain.inner
-    # whole shards of uncompressed inner chunks written from an array are assembled
-    # in place: one copy_regions call, no per-chunk buffers, no join
-    raw_whole = inner.fast and not inner.bb and writer.value_flat is not None
-    # (a shard buffer per thread, reused, when the store keeps no reference to a value)
-    reuse = store.copies_values
-    # ... or, better, written by the store from where the inner chunks lie in the value
-    direct = (raw_whole and store.fast_set_regions and not chain.outer_bb
-              and writer.stored_layout is not None)
-
-    def write_shard(g: int) -> None:
-        key, rows = keys[g], groups[g]
-        sub = subs[g]
-        layout = sub.layout
-        # every inner chunk of the shard written, none reaching past the array's edge:
-        # no old bytes to keep (an edge shard is read, changed and written back under
-        # its lock: another writer may have grown the array and written inner chunks
-        # past the edge this writer knows)
-        whole = (len(rows) == layout.n_inner and bool(proj.complete[rows].all())
-                 and not proj.edge[rows].any())
-        if direct and whole and _write_shard_direct(store, key, layout, writer, rows,
-                                                    inner_lin[rows]):
-            chain.cache.put(key, None)
-            return
-        if raw_whole and whole:
-            shard = _assemble_raw_shard(layout, inner, writer, proj, rows, inner_lin[rows],
-                                        write_empty_chunks, reuse=reuse)
-            if shard is not None:
-                for c in chain.outer_bb:
-                    shard = c.encode(shard)
-                store.set(key, shard)
-                chain.cache.put(key, None)
-                return
-        if whole:  # every inner chunk written: no old bytes to keep, no lock
-            shard = _updated_shard(g, None)
-            if shard is None:
-                store.delete(key)
-            else:
-                store.set(key, shard)
-        else:
-            # the read-modify-write of a shard excludes every other writer of the shard:
-            # the threads of this process (every store object of the same data), other
-            # processes where the store can lock (LocalStore) or write conditionally (S3)
-            read_modify_write(
-                store, key, lambda stored: _updated_shard(
-                    g, None if stored is None else sub.decode_shard(stored, key)),
-                limit=sub.stored_limit, empty=lambda: _encoded(sub.layout.empty_shard()))
-        chain.cache.put(key, None)  # re-read (and re-checked) on next use
-
-    def _updated_shard(g: int, data: Any) -> Any:
-        """The shard ``g`` with this write's inner chunks in it (``data``: the shard's
-        decoded bytes as stored, ``None`` when missing), encoded by the codecs after the
-        shard; ``None`` when every inner chunk is empty."""
-        key, rows = keys[g], groups[g]
-        layout = subs[g].layout
-        encoded: list[Any] = [None] * layout.n_inner
-        index = None if data is None else layout.index_of_shard(data, key)
-        if index is not None:
-            for j in range(layout.n_inner):  # untouched inner chunks keep their bytes
-                encoded[j] = layout.inner_bytes(data, index, j)
-        # whole inner chunks of zstd, gzip or blosc: a batch per kernel call
-        whole = writer.encode_whole(rows, key)
-        for r in rows.tolist():
-            j = int(inner_lin[r])
-            if r in whole:
-                encoded[j] = whole[r]
-                continue
-            old = encoded[j] if writer.needs_old(r) or proj.edge[r] else None
-            try:
-                encoded[j] = writer.write(r, old, key)
-            except ChunkDecodeError as e:
-                context = f"shard {key!r}, inner chunk {layout.inner_name(j)}"
-                add_context(e, context, f"{e} [{context}]")
-                raise
-        shard = layout.assemble(encoded)
-        return None if shard is None else _encoded(shard)
-
-    def _encoded(shard: Any) -> Any:
-        for c in chain.outer_bb:
-            shard = c.encode(shard)
-        return shard
-
-    # One task per shard: no two tasks read-modify-write the same shard.  (Weighted by
-    # inner chunks written: full shards and thin edge shards shared out evenly.)
-    if store.batched_reads:
-        map_io(task, range(len(keys)))
-    else:
-        map_weighted_into(task, range(len(keys)), [len(rows) for rows in groups],
-                          work_bytes=proj.nrows * chain.inner.chunk_nbytes)
 
 

@@ -15,16 +15,12 @@ import numpy as np
 from zarrfast import config
 from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, CodecChain
 from zarrfast.codecs.sharding import ShardingCodec
-from zarrfast.engine.chunked import PreparedChain, read_selection, write_selection
-from zarrfast.engine.objects import ObjectChain, read_object_selection, write_object_selection
-from zarrfast.engine.rectilinear import RectilinearChain, read_rectilinear, write_rectilinear
+from zarrfast.engine import strategies
+from zarrfast.engine.chunked import PreparedChain
+from zarrfast.engine.objects import ObjectChain
+from zarrfast.engine.rectilinear import RectilinearChain
 from zarrfast.engine.selection import normalize_basic
-from zarrfast.engine.sharded import (
-    RectilinearShardedChain,
-    ShardedChain,
-    read_sharded,
-    write_sharded,
-)
+from zarrfast.engine.sharded import RectilinearShardedChain, ShardedChain
 from zarrfast.engine.stored import delete_outside, stored_coords
 from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import (
@@ -325,11 +321,10 @@ class Array(Node):
             self._object = False
             self._sharded = sharded
             if sharded:
-                self._chain = RectilinearShardedChain(metadata, codecs)
-                self._read, self._write_fn = read_sharded, write_sharded
+                self._chain = RectilinearShardedChain(
+                    metadata, codecs, index_cache=config.get("shard_index_cache"))
             else:
                 self._chain = RectilinearChain(metadata, codecs)
-                self._read, self._write_fn = read_rectilinear, write_rectilinear
             return
         # a sharded object array's chunks are shards: its fancy selections take the
         # per-inner-chunk path (``_object`` False), its basic ones the object chain
@@ -338,13 +333,11 @@ class Array(Node):
         self._chain: Any
         if objects:
             self._chain = ObjectChain(metadata, codecs)
-            self._read, self._write_fn = read_object_selection, write_object_selection
         elif self._sharded:
-            self._chain = ShardedChain(metadata, codecs)
-            self._read, self._write_fn = read_sharded, write_sharded
+            self._chain = ShardedChain(metadata, codecs,
+                                       index_cache=config.get("shard_index_cache"))
         else:
             self._chain = PreparedChain(metadata, codecs)
-            self._read, self._write_fn = read_selection, write_selection
 
     # -- updating the metadata ----------------------------------------------------------
     # An append, a resize or an attribute change reads the stored metadata, changes it and
@@ -676,7 +669,7 @@ class Array(Node):
         else:
             buf = _buffers.empty(full, self.dtype, where=f"array {self.name!r}",
                                  what="the result of the selection", aligned=True)
-        self._read(self._store, self._chunk_path, self._chain, sel, buf)
+        strategies.read(self._store, self._chunk_path, self._chain, sel, buf)
         result = out if out is not None else buf.reshape(sel.out_shape)
         if self.ndim == 0:
             return result[()]
@@ -754,8 +747,8 @@ class Array(Node):
         return as_stored(value, dtype, where=f"array {self.name!r}", elements=elements)
 
     def _write(self, sel: Any, value: np.ndarray | None, scalar: Any) -> None:
-        self._write_fn(self._store, self._chunk_path, self._chain, sel, value, scalar,
-                       write_empty_chunks=self.write_empty_chunks)
+        strategies.write(self._store, self._chunk_path, self._chain, sel, value, scalar,
+                         write_empty_chunks=self.write_empty_chunks)
 
     # -- whole-array operations ---------------------------------------------------------
     @_names_memory_errors("appending")

@@ -7,6 +7,7 @@ from zarrfast.storage.base import (
     RangeByteRequest,
     RangeReader,
     Store,
+    StoreCapabilities,
     SuffixByteRequest,
     validate_key,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "RetryPolicy",
     "StorageOptionsError",
     "Store",
+    "StoreCapabilities",
     "StoreError",
     "StorePath",
     "SuffixByteRequest",

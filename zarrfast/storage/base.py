@@ -42,6 +42,7 @@ __all__ = [
     "RangeByteRequest",
     "RangeReader",
     "Store",
+    "StoreCapabilities",
     "SuffixByteRequest",
     "as_bytes",
     "check_byte_range",
@@ -288,6 +289,45 @@ class RangeReader:
         self.close()
 
 
+@dataclass(frozen=True, slots=True)
+class StoreCapabilities:
+    """What a store can do, computed once per store (:attr:`Store.capabilities`): the
+    only thing the engine asks a store about before choosing how to read or write.
+
+    Each store says it in one place (:meth:`Store._capabilities`); by default from the
+    class flags below (``supports_partial_reads``, ``batched_reads`` ...), which stay
+    for stores written against them.  Modelled on zarrs' storage traits
+    (``ReadableStorageTraits``, ``supports_get_partial``)."""
+
+    #: :meth:`Store.set` / :meth:`Store.delete` are implemented
+    writes: bool = True
+    #: :meth:`Store.delete` is implemented
+    deletes: bool = True
+    #: :meth:`Store.list` and friends are implemented
+    listing: bool = True
+    #: byte ranges are served without reading the whole value
+    byte_ranges: bool = True
+    #: many values are fetched at once with :meth:`Store.get_many` (remote stores:
+    #: one batch of concurrent requests instead of a round trip per chunk task)
+    batched_gets: bool = False
+    #: :meth:`Store.get_into` reads straight into the caller's buffer (no copy)
+    reads_into: bool = False
+    #: kernels may read the values themselves: they are plain files
+    #: (:meth:`Store.file_paths`, :meth:`Store.read_many_into`, :meth:`Store.open_ranges`)
+    files: bool = False
+    #: :meth:`Store.set_many` writes many values faster than :meth:`Store.set` one by one
+    batched_sets: bool = False
+    #: :meth:`Store.set_regions` writes regions of an array from where they lie
+    region_sets: bool = False
+    #: :meth:`Store.set` / :meth:`Store.set_many` are done with a value when they return
+    copies_values: bool = False
+    #: :meth:`Store.value_lock` can also exclude other processes (``flock``), where
+    #: ``config file_locks`` allows it
+    interprocess_locks: bool = False
+    #: :meth:`Store.set_if_version` is a compare-and-swap made by the store itself
+    conditional_writes: bool = False
+
+
 class Store(abc.ABC):
     """Abstract key-value store.  See the module docstring for the contract."""
 
@@ -336,6 +376,30 @@ class Store(abc.ABC):
     @property
     def read_only(self) -> bool:
         return self._read_only
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """What this store can do (:class:`StoreCapabilities`), computed once."""
+        caps = self.__dict__.get("_caps")
+        if caps is None:
+            caps = self.__dict__["_caps"] = self._capabilities()
+        return caps
+
+    def _forget_capabilities(self) -> None:
+        """Compute :attr:`capabilities` again at the next use (a flag was changed)."""
+        self.__dict__.pop("_caps", None)
+
+    def _capabilities(self) -> StoreCapabilities:
+        """This store's :class:`StoreCapabilities`: from the class flags, unless a
+        store says more."""
+        return StoreCapabilities(
+            writes=bool(self.supports_writes), deletes=bool(self.supports_deletes),
+            listing=bool(self.supports_listing), byte_ranges=bool(self.supports_partial_reads),
+            batched_gets=bool(self.batched_reads), reads_into=bool(self.fast_get_into),
+            files=self.file_paths(()) is not None, batched_sets=bool(self.fast_set_many),
+            region_sets=bool(self.fast_set_regions), copies_values=bool(self.copies_values),
+            interprocess_locks=bool(self.interprocess_locks),
+            conditional_writes=bool(self.conditional_writes))
 
     def _check_writable(self, key: str | None = None) -> None:
         if self._read_only:

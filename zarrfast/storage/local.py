@@ -46,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import copyreg
+import dataclasses
 import errno
 import itertools
 import os
@@ -74,6 +75,7 @@ from zarrfast.storage.base import (
     ByteRequest,
     RangeReader,
     Store,
+    StoreCapabilities,
     listing_prefix,
     many_requests,
     normalize_byte_range,
@@ -573,6 +575,13 @@ class LocalStore(Store):
     @fast_get_into.setter
     def fast_get_into(self, value: bool) -> None:
         self._fast_get_into = bool(value)
+        self._forget_capabilities()
+
+    def _capabilities(self) -> StoreCapabilities:
+        """The class flags, with the locks this platform has: whether they are taken
+        is ``config file_locks`` (:attr:`interprocess_locks`), asked at each write."""
+        return dataclasses.replace(super()._capabilities(),
+                                   interprocess_locks=_locks.HAVE_FLOCK)
 
     def _reads_files(self) -> bool:
         """Whether kernels may read this store's files themselves (``file_paths``,

@@ -16,6 +16,7 @@ so that nodes opened through a wrapper and through the store itself exclude each
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -28,6 +29,7 @@ from zarrfast.errors import ZarrfastError
 from zarrfast.storage.base import (
     ByteRequest,
     Store,
+    StoreCapabilities,
     many_requests,
     normalize_byte_range,
     validate_key,
@@ -88,6 +90,13 @@ class WrapperStore(Store):
     @property
     def read_only(self) -> bool:
         return self.store.read_only
+
+    def _capabilities(self) -> StoreCapabilities:
+        """The class flags (every read goes through this wrapper's ``get``), with the
+        wrapped store's locks."""
+        return dataclasses.replace(
+            super()._capabilities(),
+            interprocess_locks=self.store.capabilities.interprocess_locks)
 
     def __str__(self) -> str:  # the wrapped store's URL
         return str(self.store)

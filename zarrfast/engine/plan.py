@@ -1,0 +1,92 @@
+"""What one read or write works with: the :class:`Plan` the strategy table chooses by.
+
+A plan holds the store and what it can do (its
+:class:`~zarrfast.storage.StoreCapabilities`, computed once per store), the array's
+chain (one of the five kinds, all of the :class:`Chain` protocol), the selection, and the
+:class:`Options` of this call: the configuration, read once when the call starts and
+passed down.  Nothing below the strategy table reads ``config``: a read behaves the same
+from its start to its end even if another thread changes the configuration meanwhile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from zarrfast import config
+from zarrfast.engine.selection import BasicSelection
+from zarrfast.storage import Store, StoreCapabilities
+
+__all__ = ["Chain", "ChainKind", "Options", "Plan"]
+
+#: the five kinds of chain, one per way an array's chunks are laid out
+ChainKind = Literal["regular", "sharded", "rectilinear", "rectilinear-sharded", "object"]
+
+
+class Chain(Protocol):
+    """What the engine knows of an array, built once per array: its metadata, how its
+    chunks are laid out (:attr:`kind`), and what a missing chunk reads as.
+
+    The five kinds: :class:`~zarrfast.engine.chunked.PreparedChain` (``"regular"``),
+    :class:`~zarrfast.engine.sharded.ShardedChain` (``"sharded"``),
+    :class:`~zarrfast.engine.rectilinear.RectilinearChain` (``"rectilinear"``),
+    :class:`~zarrfast.engine.sharded.RectilinearShardedChain`
+    (``"rectilinear-sharded"``) and :class:`~zarrfast.engine.objects.ObjectChain`
+    (``"object"``: variable-length strings and bytes)."""
+
+    kind: ChainKind
+    metadata: Any
+    #: no valid stored chunk (or shard) is larger: reads of larger values are refused
+    stored_limit: int
+
+    @property
+    def fill_scalar(self) -> Any:
+        """The value missing chunks read as."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The configuration one read or write uses, read once when it starts."""
+
+    #: compute threads (``config threads``)
+    threads: int = 1
+    #: requests in flight at once to a remote store (``config io_concurrency``)
+    io_concurrency: int = 1
+    #: byte ranges of a shard at most this far apart are one request
+    #: (``config shard_coalesce_gap``)
+    shard_coalesce_gap: int = 0
+    #: how long a writer waits for a shard's lock (``config lock_timeout``, seconds)
+    lock_timeout: float = 60.0
+    #: whether locks also exclude other processes where the store can (``config file_locks``)
+    file_locks: bool = True
+
+    @classmethod
+    def resolve(cls) -> Options:
+        """The options of the configuration as it is now."""
+        values = config.values()
+        return cls(threads=max(1, int(values["threads"])),
+                   io_concurrency=max(1, int(values["io_concurrency"])),
+                   shard_coalesce_gap=int(values["shard_coalesce_gap"]),
+                   lock_timeout=float(values["lock_timeout"]),
+                   file_locks=bool(values["file_locks"]))
+
+
+@dataclass(slots=True)
+class Plan:
+    """One read (``out``) or write (``value`` or ``scalar``) of a basic selection."""
+
+    store: Store
+    caps: StoreCapabilities
+    #: the array's path in the store (its chunk keys start with it)
+    path: str
+    chain: Any  # a Chain
+    sel: BasicSelection
+    options: Options
+    #: reads: where the selection goes (shape ``sel.full_shape``, native dtype)
+    out: np.ndarray | None = None
+    #: writes: the value (C-contiguous, shape ``sel.full_shape``), or ``None`` and a scalar
+    value: np.ndarray | None = None
+    scalar: Any = None
+    write_empty_chunks: bool = False

@@ -1,0 +1,145 @@
+"""Writing a selection of a sharded array: :class:`ShardWrite`.
+
+One task per shard (no two tasks read-modify-write the same shard), weighted by the
+inner chunks written so that full shards and thin edge shards are shared out evenly:
+
+* a shard whose every inner chunk is written whole, none past the array's edge, is
+  built from the value alone: uncompressed inner chunks written by the store from where
+  they lie in the value (``set_regions``) or assembled in one buffer; others encoded
+  one by one and assembled;
+* any other shard is read, changed and written back under the shard's lock (the
+  threads of this process, other processes where the store can lock, or a conditional
+  write on object stores: :mod:`zarrfast.engine.rmw`): untouched inner chunks keep
+  their bytes.  An edge shard always is: another writer may have grown the array.
+
+Inner chunks equal to the fill value are left out; a shard with none left is deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zarrfast.concurrency import map_io, map_weighted_into
+from zarrfast.engine.chunked import Projection, RowWriter
+from zarrfast.engine.plan import Plan
+from zarrfast.engine.rmw import read_modify_write
+from zarrfast.engine.sharded import assemble_raw_shard, group_by_shard, write_shard_direct
+from zarrfast.errors import AllocationError, ChunkDecodeError, add_context
+
+__all__ = ["ShardWrite"]
+
+
+class ShardWrite:
+    """One write into a sharded selection (see the module docstring); :meth:`run` does it."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan, self.store, self.chain = plan, plan.store, plan.chain
+        chain = self.chain
+        self.proj = proj = Projection(chain.metadata.shape, chain.inner, plan.sel)
+        self.keys, shard_coords, self.groups, self.inner_lin = group_by_shard(
+            chain, proj, plan.path)
+        self.subs = [chain.shard_chain(c) for c in shard_coords]
+        self.writer = writer = RowWriter(proj, plan.value, plan.scalar, plan.write_empty_chunks)
+        inner = chain.inner
+        # whole shards of uncompressed inner chunks written from an array are assembled
+        # in place: one copy_regions call, no per-chunk buffers, no join
+        self.raw_whole = inner.fast and not inner.bb and writer.value_flat is not None
+        # (a shard buffer per thread, reused, when the store keeps no reference to a value)
+        self.reuse = plan.caps.copies_values
+        # ... or, better, written by the store from where the inner chunks lie in the value
+        self.direct = (self.raw_whole and plan.caps.region_sets and not chain.outer_bb
+                       and writer.stored_layout is not None)
+
+    def run(self) -> None:
+        weights = [len(rows) for rows in self.groups]
+        if self.plan.caps.batched_gets:
+            map_io(self.task, range(len(self.keys)), io=self.plan.options.io_concurrency)
+        else:
+            map_weighted_into(self.task, range(len(self.keys)), weights,
+                              work_bytes=self.proj.nrows * self.chain.inner.chunk_nbytes,
+                              threads=self.plan.options.threads)
+
+    def task(self, g: int) -> None:
+        try:
+            self.write_shard(g)
+        except MemoryError as e:
+            layout = self.subs[g].layout
+            raise AllocationError(
+                f"shard {self.keys[g]!r}: out of memory writing a shard of {layout.n_inner} "
+                f"inner chunks (its index alone takes {layout.index_nbytes} bytes); use "
+                f"fewer inner chunks per shard ({e})") from None
+
+    def write_shard(self, g: int) -> None:
+        key, rows, sub, proj = self.keys[g], self.groups[g], self.subs[g], self.proj
+        # every inner chunk of the shard written, none reaching past the array's edge:
+        # no old bytes to keep
+        whole = (len(rows) == sub.layout.n_inner and bool(proj.complete[rows].all())
+                 and not proj.edge[rows].any())
+        if whole and self.write_whole_raw(g):
+            pass
+        elif whole:  # every inner chunk written: no old bytes to keep, no lock
+            shard = self.updated_shard(g, None)
+            if shard is None:
+                self.store.delete(key)
+            else:
+                self.store.set(key, shard)
+        else:
+            # the read-modify-write of a shard excludes every other writer of the shard:
+            # the threads of this process (every store object of the same data), other
+            # processes where the store can lock (LocalStore) or write conditionally (S3)
+            read_modify_write(
+                self.store, key, lambda stored: self.updated_shard(
+                    g, None if stored is None else sub.decode_shard(stored, key)),
+                limit=sub.stored_limit, empty=lambda: self.encoded(sub.layout.empty_shard()),
+                options=self.plan.options)
+        self.chain.cache.put(key, None)  # re-read (and re-checked) on next use
+
+    def write_whole_raw(self, g: int) -> bool:
+        """Shard ``g``, written whole from an array of uncompressed inner chunks,
+        straight from the value or assembled in one buffer; ``False``, with nothing
+        written, when it cannot be (some inner chunk equals the fill value...)."""
+        key, rows, layout = self.keys[g], self.groups[g], self.subs[g].layout
+        lin = self.inner_lin[rows]
+        if self.direct and write_shard_direct(self.store, key, layout, self.writer, rows, lin):
+            return True
+        if not self.raw_whole:
+            return False
+        shard = assemble_raw_shard(layout, self.chain.inner, self.writer, self.proj, rows, lin,
+                                   self.plan.write_empty_chunks, reuse=self.reuse)
+        if shard is None:
+            return False
+        self.store.set(key, self.encoded(shard))
+        return True
+
+    def updated_shard(self, g: int, data: Any) -> Any:
+        """The shard ``g`` with this write's inner chunks in it (``data``: the shard's
+        decoded bytes as stored, ``None`` when missing), encoded by the codecs after the
+        shard; ``None`` when every inner chunk is empty."""
+        key, rows, layout = self.keys[g], self.groups[g], self.subs[g].layout
+        writer, proj = self.writer, self.proj
+        encoded: list[Any] = [None] * layout.n_inner
+        index = None if data is None else layout.index_of_shard(data, key)
+        if index is not None:
+            for j in range(layout.n_inner):  # untouched inner chunks keep their bytes
+                encoded[j] = layout.inner_bytes(data, index, j)
+        # whole inner chunks of zstd, gzip or blosc: a batch per kernel call
+        whole = writer.encode_whole(rows, key)
+        for r in rows.tolist():
+            j = int(self.inner_lin[r])
+            if r in whole:
+                encoded[j] = whole[r]
+                continue
+            old = encoded[j] if writer.needs_old(r) or proj.edge[r] else None
+            try:
+                encoded[j] = writer.write(r, old, key)
+            except ChunkDecodeError as e:
+                context = f"shard {key!r}, inner chunk {layout.inner_name(j)}"
+                add_context(e, context, f"{e} [{context}]")
+                raise
+        shard = layout.assemble(encoded)
+        return None if shard is None else self.encoded(shard)
+
+    def encoded(self, shard: Any) -> Any:
+        for c in self.chain.outer_bb:
+            shard = c.encode(shard)
+        return shard

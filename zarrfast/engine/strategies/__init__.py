@@ -1,0 +1,125 @@
+"""The strategy table: every way the engine reads or writes a basic selection, by name.
+
+:func:`read` and :func:`write` make a :class:`~zarrfast.engine.plan.Plan` (the store's
+capabilities, the array's chain, the selection and the :class:`~zarrfast.engine.plan.Options`
+read from ``config`` once) and run the first strategy of :data:`READS` or :data:`WRITES`
+whose ``applies(plan)`` is true.  The last one of each table always applies.  Strategies
+that project the selection onto a grid of chunks then choose how to fetch or store those
+chunks from a table of row strategies (:data:`READ_ROWS`, :data:`WRITE_ROWS`) the same way.
+
+The choice is logged at DEBUG on the ``zarrfast.engine`` logger, with the reason::
+
+    >>> import logging; logging.basicConfig()
+    >>> logging.getLogger("zarrfast.engine").setLevel(logging.DEBUG)
+    >>> a[0:10, 5:50]   # DEBUG:zarrfast.engine:read a: single-chunk (a step-1 selection ...)
+
+====================  =================  ==========================================
+strategy              chains             when
+====================  =================  ==========================================
+empty                 all                the selection has no elements
+objects               object             variable-length strings or bytes
+shard-box             sharded            a small step-1 box of inner chunks
+shard-rows            sharded, rect.     any other read of a sharded array
+box-files             regular            a small step-1 box of chunk files
+box-parts             regular            a large step-1 box of chunk files
+single-chunk          regular            a step-1 selection inside one chunk
+chunk-rows            regular, rect.     any other: project, then a row strategy
+====================  =================  ==========================================
+
+Writes: ``empty``, ``objects``, ``shard-write``, ``chunk-rows``.  Row strategies of reads:
+``batched-gets``, ``file-batches``, ``chunk-tasks``; of writes: ``shards-behind-codec``,
+``batched-sets``, ``row-batches``.  Each strategy's class says when it applies and which
+kernels it calls (``name``, ``when``, ``kernels``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from zarrfast.engine.plan import Options, Plan
+from zarrfast.engine.selection import BasicSelection
+from zarrfast.engine.strategies.base import RowStrategy, Strategy, choose_rows, logger
+from zarrfast.engine.strategies.box_files import BoxFiles, BoxParts
+from zarrfast.engine.strategies.chunk_rows import ChunkRowReads, ChunkRowWrites
+from zarrfast.engine.strategies.empty import Empty
+from zarrfast.engine.strategies.objects import ObjectChunks, ObjectChunkWrites
+from zarrfast.engine.strategies.rows import (
+    BatchedGets,
+    BatchedSets,
+    ChunkTasks,
+    FileBatches,
+    RowBatches,
+    ShardsBehindCodec,
+)
+from zarrfast.engine.strategies.shard_box import ShardBox
+from zarrfast.engine.strategies.shard_rows import ShardRows
+from zarrfast.engine.strategies.shard_write import ShardWrites
+from zarrfast.engine.strategies.single_chunk import SingleChunk
+from zarrfast.storage import Store
+
+__all__ = ["READS", "READ_ROWS", "WRITES", "WRITE_ROWS", "RowStrategy", "Strategy", "choose",
+           "choose_rows", "read", "write"]
+
+#: how the chunks of a projection are read, in order of preference
+READ_ROWS: tuple[RowStrategy, ...] = (BatchedGets(), FileBatches(), ChunkTasks())
+#: how the chunks of a projection are written, in order of preference
+WRITE_ROWS: tuple[RowStrategy, ...] = (ShardsBehindCodec(), BatchedSets(), RowBatches())
+
+_chunk_reads = ChunkRowReads()
+_chunk_reads.rows = READ_ROWS
+_chunk_writes = ChunkRowWrites()
+_chunk_writes.rows = WRITE_ROWS
+
+#: every read strategy, in order of preference: the first that applies runs
+READS: tuple[Strategy, ...] = (
+    Empty(),
+    ObjectChunks(),
+    ShardBox(),
+    ShardRows(),
+    BoxFiles(),
+    BoxParts(),
+    SingleChunk(),
+    _chunk_reads,
+)
+#: every write strategy, in order of preference
+WRITES: tuple[Strategy, ...] = (
+    Empty(),
+    ObjectChunkWrites(),
+    ShardWrites(),
+    _chunk_writes,
+)
+
+
+def choose(table: tuple[Strategy, ...], plan: Plan, what: str) -> tuple[Strategy, Any]:
+    """The first strategy of ``table`` that applies to ``plan``, and what its
+    ``applies`` gave; named, with the reason, in the ``zarrfast.engine`` DEBUG log."""
+    for strategy in table:
+        fit = strategy.applies(plan)
+        if fit:
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s %s %s of %s: %s (%s)", what, plan.path or "/",
+                             list(plan.sel.out_shape), plan.chain.kind, strategy.name,
+                             strategy.when)
+            return strategy, fit
+    raise AssertionError(f"no strategy applies: {list(table)}")  # pragma: no cover
+
+
+def read(store: Store, path: str, chain: Any, sel: BasicSelection, out: np.ndarray) -> None:
+    """Read the selection ``sel`` of the array whose chunks are at ``path`` into ``out``
+    (C-contiguous, shape ``sel.full_shape``, the native dtype)."""
+    plan = Plan(store, store.capabilities, path, chain, sel, Options.resolve(), out=out)
+    strategy, fit = choose(READS, plan, "read")
+    strategy.run(plan, fit)
+
+
+def write(store: Store, path: str, chain: Any, sel: BasicSelection, value: np.ndarray | None,
+          scalar: Any, *, write_empty_chunks: bool) -> None:
+    """Write ``value`` (C-contiguous, shape ``sel.full_shape``) or ``scalar`` into the
+    selection ``sel``."""
+    plan = Plan(store, store.capabilities, path, chain, sel, Options.resolve(), value=value,
+                scalar=scalar, write_empty_chunks=write_empty_chunks)
+    strategy, fit = choose(WRITES, plan, "write")
+    strategy.run(plan, fit)

@@ -1,0 +1,26 @@
+"""``single-chunk``: a step-1 selection inside one chunk, read with integer arithmetic (no
+projection table): read straight into the output when it is one whole uncompressed
+chunk, else fetched, decoded and copied into place
+(:func:`~zarrfast.engine.chunked.read_single_chunk`)."""
+
+from __future__ import annotations
+
+from zarrfast.engine.chunked import read_single_chunk, single_chunk_coords
+from zarrfast.engine.plan import Plan
+from zarrfast.engine.strategies.base import Strategy
+
+__all__ = ["SingleChunk"]
+
+
+class SingleChunk(Strategy):
+    name = "single-chunk"
+    when = "a step-1 selection inside one chunk"
+    kernels = ("copy_region", "fill_region")
+
+    def applies(self, plan: Plan) -> list[int] | None:
+        if plan.chain.kind != "regular":
+            return None
+        return single_chunk_coords(plan.chain, plan.sel)
+
+    def run(self, plan: Plan, fit: list[int]) -> None:
+        read_single_chunk(plan, fit)
