@@ -28,7 +28,15 @@ Every range is validated with the GIL before the loop.  The output of a decode
 is bounded by the chunk's size (no decompression bombs), and a chunk that does
 not decode to exactly that size is reported, never placed.
 
-Twin: ``zarrfast._reference.ChunkDecoder``.
+Twins: ``zarrfast.kernels.reference.ChunkDecoder``,
+``zarrfast.kernels.reference.Placement``, ``zarrfast.kernels.reference.ShardFiles``,
+``zarrfast.kernels.reference.crc32c``, ``zarrfast.kernels.reference.blosc_compress``,
+``zarrfast.kernels.reference.blosc_compress_regions``,
+``zarrfast.kernels.reference.blosc_decode_frame``,
+``zarrfast.kernels.reference.blosc_shuffle``,
+``zarrfast.kernels.reference.blosc_unshuffle``,
+``zarrfast.kernels.reference.blosc_bitshuffle``,
+``zarrfast.kernels.reference.blosc_bitunshuffle``.
 """
 
 from cpython.bytes cimport (
@@ -515,7 +523,7 @@ cdef enum:
 
 
 ctypedef struct _PlanC:
-    # a _Plan's tables, for code that runs without Python objects (the helper thread).
+    # a Placement's tables, for code that runs without Python objects (the helper thread).
     # Row r's layout is made when its chunk is placed (``_row_layout``), not kept: a
     # table of them would take ``sizeof(Layout)`` (1.5 KiB) per row, a fresh page every
     # few rows on each call.
@@ -568,15 +576,15 @@ cdef object _statuses(const int8_t* status, int64_t n):
     return None
 
 
-cdef bint _box_rows(int ndim, const int64_t* start, const int64_t* count,
-                    const int64_t* cshape, const int64_t* cps, const int64_t* cstr,
-                    const int64_t* dstr, bint same, _Plan plan) noexcept nogil:
+cdef int64_t _box_rows(int ndim, const int64_t* start, const int64_t* count,
+                       const int64_t* cshape, const int64_t* cps, const int64_t* cstr,
+                       const int64_t* dstr, bint same, Placement plan) noexcept nogil:
     """Fill ``plan``'s own tables with the rows of a validated step-1 box, in
     ``box_table``'s order (``box_fill``: the shards it touches in C order, each one's
     chunks in C order): each row's layout (decoded chunk -> dst), dst offset, direct flag
     (a whole chunk, when ``same``), shape, shard ordinal and index among its shard's
     chunks; ``own_coords`` holds the shards' coordinates (with ``cps`` all ones: each
-    row's chunk).  False when out of memory."""
+    row's chunk).  The number of shards, or -1 when out of memory."""
     cdef int64_t first[ZF_MAX_NDIM]
     cdef int64_t last[ZF_MAX_NDIM]
     cdef int64_t sfirst[ZF_MAX_NDIM]
@@ -592,7 +600,7 @@ cdef bint _box_rows(int ndim, const int64_t* start, const int64_t* count,
         nshards *= slast[d] - sfirst[d] + 1  # (at most the rows: validated)
     cdef int64_t* bounds = <int64_t*>malloc((nshards + 1) * sizeof(int64_t))
     if bounds == NULL:
-        return False
+        return -1
     box_fill(ndim, start, count, cshape, cps, cstr, dstr, first, last, sfirst, slast,
              nshards, plan.own_coords, bounds, plan.own_inner, plan.own_src,
              plan.own_offsets, plan.own_shapes)
@@ -608,61 +616,7 @@ cdef bint _box_rows(int ndim, const int64_t* start, const int64_t* count,
             plan.own_direct[row] = whole
             plan.skip[row] = False
     free(bounds)
-    return True
-
-
-cdef _Plan _box_plan(ChunkDecoder dec, str func, const int64_t[::1] start,
-                     const int64_t[::1] count, const int64_t[::1] chunk_shape,
-                     const int64_t[::1] cps, const int64_t[::1] chunk_strides,
-                     uint8_t[::1] dst, const int64_t[::1] dst_strides, Py_ssize_t itemsize,
-                     Py_ssize_t swap_unit, bint direct):
-    """The validated rows of a step-1 box (``_box_rows``; ``cps`` ``None``: a plain
-    grid) for ``dec``'s chunks: raises ``ValueError`` naming ``func``."""
-    cdef Py_ssize_t ndim = start.shape[0], d
-    cdef int64_t n = 1, span, per = 1
-    cdef bint same = direct and swap_unit <= 1
-    if (count.shape[0] != ndim or chunk_shape.shape[0] != ndim
-            or chunk_strides.shape[0] != ndim or dst_strides.shape[0] != ndim):
-        raise ValueError(
-            f"{func}: start {_tup(start)}, count {_tup(count)}, chunk_shape "
-            f"{_tup(chunk_shape)}, chunk_strides {_tup(chunk_strides)} and dst_strides "
-            f"{_tup(dst_strides)} must have the same length")
-    if not 1 <= ndim <= ZF_MAX_NDIM:
-        raise ValueError(f"{func}: rank {ndim} is not 1 to {ZF_MAX_NDIM}")
-    _check_item(func, itemsize, swap_unit)
-    for d in range(ndim):
-        if (start[d] < 0 or count[d] < 1 or chunk_shape[d] < 1
-                or count[d] > INT64_MAX - start[d]):
-            raise ValueError(
-                f"{func}: dim {d}: start {start[d]} (>= 0), count {count[d]} "
-                f"(>= 1, start + count < 2**63) or chunk_shape {chunk_shape[d]} (>= 1) "
-                f"out of domain")
-        if cps is not None and (cps[d] < 1 or checked_mul(per, cps[d], &per)):
-            raise ValueError(f"{func}: dim {d}: cps {cps[d]} out of domain (>= 1, a "
-                             f"shard of at most 2**63 chunks)")
-        span = (start[d] + count[d] - 1) // chunk_shape[d] - start[d] // chunk_shape[d] + 1
-        if checked_mul(n, span, &n) or n > _BOX_FILES_MAX:
-            raise ValueError(f"{func}: the box touches more than {_BOX_FILES_MAX} chunks")
-        if chunk_shape[d] > 1 and dst_strides[d] != chunk_strides[d]:
-            same = False
-    same = same and _dense(<int>ndim, &chunk_shape[0], &chunk_strides[0], itemsize,
-                           dec.nbytes)
-    _check_span(func, "chunk", dec.nbytes, 0, chunk_strides, chunk_shape, itemsize)
-    _check_dst_strides(func, dst_strides, count)
-    _check_span(func, "dst", dst.shape[0], 0, dst_strides, count, itemsize)
-    cdef _Plan plan = _Plan.__new__(_Plan)
-    plan.own(n, ndim, dst, itemsize, swap_unit)
-    cdef int64_t ones[ZF_MAX_NDIM]  # (a plain grid: every chunk its own shard)
-    for d in range(ndim):
-        ones[d] = 1
-    cdef bint ok
-    with nogil:
-        ok = _box_rows(<int>ndim, &start[0], &count[0], &chunk_shape[0],
-                       &cps[0] if cps is not None else ones, &chunk_strides[0],
-                       &dst_strides[0], same, plan)
-    if not ok:
-        raise MemoryError()
-    return plan
+    return nshards
 
 
 cdef class ChunkDecoder:
@@ -690,22 +644,22 @@ cdef class ChunkDecoder:
     def __dealloc__(self):
         _worker_release(&self.w)
 
+    cdef int _check_placement(self, str func, Placement placement, Py_ssize_t n) except -1:
+        """``placement`` is of this decoder's chunks and has ``n`` rows."""
+        if placement.nbytes != self.nbytes:
+            raise ValueError(f"{func}: a placement of {placement.nbytes}-byte chunks, "
+                             f"the decoder's are {self.nbytes} bytes")
+        if placement.n != n:
+            raise ValueError(f"{func}: a placement of {placement.n} rows for {n} chunks")
+        return 0
+
     def decode_regions(self, const uint8_t[::1] src not None,
                        const int64_t[::1] src_offsets not None,
                        const int64_t[::1] src_sizes not None,
-                       const int64_t[::1] chunk_offsets not None,
-                       const int64_t[::1] chunk_strides not None,
-                       uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
-                       const int64_t[::1] dst_strides not None,
-                       const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
-                       Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
-                       int share=0):
+                       Placement placement not None, int share=0):
         """Decode chunk ``r`` (``src[src_offsets[r]:][:src_sizes[r]]``, which must
-        decode to exactly ``nbytes`` bytes) and copy the region of
-        shape ``shapes[r]`` at ``chunk_offsets[r]`` (strides ``chunk_strides``) of
-        the decoded chunk to ``dst_offsets[r]`` (strides ``dst_strides``) of ``dst``,
-        as ``copy_regions`` does.  With ``direct[r]`` the chunk is decoded straight
-        into ``dst[dst_offsets[r]:][:nbytes]`` instead.
+        decode to exactly ``nbytes`` bytes) and place it as row ``r`` of ``placement``
+        says (a ``Placement`` of this decoder's ``nbytes``).
 
         With ``share`` (``True``: 1) the rows are shared with up to that many helper
         threads (``zf_helper.h``) when they are free: with one, the call takes about
@@ -716,14 +670,16 @@ cdef class ChunkDecoder:
         size: nothing done); ``FAILED`` (does not decode to ``nbytes`` bytes:
         ``dst`` is untouched, except a direct row's own block).
 
-        Raises ``ValueError`` when lengths differ or a range lies outside a buffer.
+        Raises ``ValueError`` when lengths differ, a range lies outside ``src`` or the
+        placement is of chunks of another size.
         """
-        cdef Py_ssize_t n = shapes.shape[0], r
+        cdef Py_ssize_t n = placement.n, r
         if src_offsets.shape[0] != n or src_sizes.shape[0] != n:
             raise ValueError(
-                f"decode_regions: {n} shapes but {src_offsets.shape[0]} src_offsets and "
+                f"decode_regions: {n} rows but {src_offsets.shape[0]} src_offsets and "
                 f"{src_sizes.shape[0]} src_sizes"
             )
+        self._check_placement("decode_regions", placement, n)
         for r in range(n):
             if src_sizes[r] >= 0 and (src_offsets[r] < 0
                                       or src_offsets[r] > src.shape[0] - src_sizes[r]):
@@ -735,11 +691,8 @@ cdef class ChunkDecoder:
         cdef int8_t[::1] status = status_arr
         for r in range(n):
             status[r] = _NO_DATA if src_sizes[r] < 0 else _DECODED
-        cdef _Plan plan = _new_plan("decode_regions", self.nbytes, chunk_offsets,
-                                    chunk_strides, dst, dst_offsets, dst_strides, shapes,
-                                    itemsize, swap_unit, direct, status)
         cdef _RowsJob job
-        _job_init(&job, self, plan, &status[0] if n else NULL, n)
+        _job_init(&job, self, placement, &status[0] if n else NULL, n)
         job.src = &src[0] if src.shape[0] else NULL
         job.src_offsets = &src_offsets[0] if n else NULL
         job.src_sizes = &src_sizes[0] if n else NULL
@@ -750,13 +703,7 @@ cdef class ChunkDecoder:
     def decode_ranges(self, const int64_t[::1] fds not None,
                       const int64_t[::1] offsets not None,
                       const int64_t[::1] sizes not None,
-                      const int64_t[::1] chunk_offsets not None,
-                      const int64_t[::1] chunk_strides not None,
-                      uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
-                      const int64_t[::1] dst_strides not None,
-                      const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
-                      Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
-                      int share=0):
+                      Placement placement not None, int share=0):
         """``decode_regions`` for chunks read from open files: chunk ``r`` is bytes
         ``offsets[r]:offsets[r] + sizes[r]`` of the open file descriptor ``fds[r]``
         (read with ``pread`` into this decoder's own buffer in the same ``nogil``
@@ -768,14 +715,15 @@ cdef class ChunkDecoder:
         failed read (``EIO``: the file ends before the range does; 0 otherwise).
 
         Raises ``ValueError`` when lengths differ, a range is negative or larger
-        than ``2 * nbytes + 64 KiB``, or a place lies outside ``dst``.
+        than ``2 * nbytes + 64 KiB``, or the placement is of chunks of another size.
         """
-        cdef Py_ssize_t n = shapes.shape[0], r
+        cdef Py_ssize_t n = placement.n, r
         cdef int64_t limit = 2 * self.nbytes + 65536
         if fds.shape[0] != n or offsets.shape[0] != n or sizes.shape[0] != n:
             raise ValueError(
-                f"decode_ranges: {n} shapes but {fds.shape[0]} fds, {offsets.shape[0]} "
+                f"decode_ranges: {n} rows but {fds.shape[0]} fds, {offsets.shape[0]} "
                 f"offsets and {sizes.shape[0]} sizes")
+        self._check_placement("decode_ranges", placement, n)
         for r in range(n):
             if sizes[r] >= 0 and (offsets[r] < 0 or sizes[r] > limit or fds[r] < 0
                                   or fds[r] > 2**31 - 1):
@@ -789,11 +737,8 @@ cdef class ChunkDecoder:
         cdef int64_t[::1] errs = errors_arr
         for r in range(n):
             status[r] = _NO_DATA if sizes[r] < 0 else _DECODED
-        cdef _Plan plan = _new_plan("decode_ranges", self.nbytes, chunk_offsets,
-                                    chunk_strides, dst, dst_offsets, dst_strides, shapes,
-                                    itemsize, swap_unit, direct, status)
         cdef _RowsJob job
-        _job_init(&job, self, plan, &status[0] if n else NULL, n)
+        _job_init(&job, self, placement, &status[0] if n else NULL, n)
         job.fds = &fds[0] if n else NULL
         job.src_offsets = &offsets[0] if n else NULL
         job.src_sizes = &sizes[0] if n else NULL
@@ -802,14 +747,8 @@ cdef class ChunkDecoder:
             _job_run_shared(&job, &self.w, share)
         return status_arr, errors_arr
 
-    def decode_files(self, list paths not None,
-                     const int64_t[::1] chunk_offsets not None,
-                     const int64_t[::1] chunk_strides not None,
-                     uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
-                     const int64_t[::1] dst_strides not None,
-                     const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
-                     Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
-                     root=None, int share=0):
+    def decode_files(self, list paths not None, Placement placement not None, root=None,
+                     int share=0):
         """``decode_regions`` for chunks stored one per file: chunk ``r`` is the
         whole file ``paths[r]`` (``bytes``, file-system encoded), read into this
         decoder's own buffer (open, fstat, pread, close) in the same ``nogil`` loop.
@@ -828,10 +767,11 @@ cdef class ChunkDecoder:
         Raises ``ValueError``/``TypeError`` like ``decode_regions`` and for a path
         that is not ``bytes`` or contains a NUL byte (before reading any file).
         """
-        cdef Py_ssize_t n = shapes.shape[0], r
+        cdef Py_ssize_t n = placement.n, r
         paths = list(paths)  # our own list: the loop keeps pointers into its bytes
         if len(paths) != n:
-            raise ValueError(f"decode_files: {n} shapes but {len(paths)} paths")
+            raise ValueError(f"decode_files: {n} rows but {len(paths)} paths")
+        self._check_placement("decode_files", placement, n)
         cdef object p
         for r in range(n):
             p = paths[r]
@@ -849,16 +789,13 @@ cdef class ChunkDecoder:
         for r in range(n):
             status[r] = _DECODED
             sizes[r] = -1
-        cdef _Plan plan = _new_plan("decode_files", self.nbytes, chunk_offsets,
-                                    chunk_strides, dst, dst_offsets, dst_strides, shapes,
-                                    itemsize, swap_unit, direct, status)
         cdef const char** cpaths = <const char**>PyMem_Malloc(max(n, 1) * sizeof(char*))
         if cpaths == NULL:
             raise MemoryError()
         for r in range(n):
             cpaths[r] = PyBytes_AS_STRING(paths[r])  # `paths` keeps the bytes alive
         cdef _RowsJob job
-        _job_init(&job, self, plan, &status[0] if n else NULL, n)
+        _job_init(&job, self, placement, &status[0] if n else NULL, n)
         job.files = True
         job.cpaths = cpaths
         job.limit = 2 * self.nbytes + 65536
@@ -891,46 +828,41 @@ cdef class ChunkDecoder:
                 close(rootfd)
         return status_arr, sizes_arr, errors_arr
 
-    def decode_box_files(self, bytes root not None, bytes prefix not None,
-                         bytes separator not None, const int64_t[::1] start not None,
-                         const int64_t[::1] count not None,
-                         const int64_t[::1] chunk_shape not None,
-                         const int64_t[::1] chunk_strides not None, uint8_t[::1] dst not None,
-                         const int64_t[::1] dst_strides not None, Py_ssize_t itemsize,
-                         Py_ssize_t swap_unit, bint direct=True, int share=0):
-        """A step-1 box of an array whose chunks are files, read in one call: the
-        table of ``box_table`` (every chunk its own shard), the chunks' paths and
-        ``decode_files`` without a Python object per chunk.
+    cdef int _check_box(self, str func, Placement placement, bint plain) except -1:
+        """``placement`` is a box's (``Placement.box``; ``plain``: every chunk its own
+        shard) of this decoder's chunks."""
+        if placement.nshards == 0 or (plain and placement.n_inner != 1):
+            raise ValueError(f"{func}: the placement is not a box's (Placement.box"
+                             f"{'' if plain else ' with cps'})")
+        if placement.nbytes != self.nbytes:
+            raise ValueError(f"{func}: a placement of {placement.nbytes}-byte chunks, "
+                             f"the decoder's are {self.nbytes} bytes")
+        return 0
 
-        Dim ``d`` of the box selects ``start[d] + k`` for ``k < count[d]``; chunks have
-        ``chunk_shape`` items, at byte strides ``chunk_strides`` once decoded (this
-        decoder's ``nbytes`` bytes).  Chunk ``coords`` is the file ``prefix +
-        separator.join(str(c) for c in coords)`` under the directory ``root``, opened as
-        ``decode_files`` opens them.  The box goes to ``dst`` at byte strides
-        ``dst_strides`` from offset 0.  A chunk that lies whole in the box is decoded
-        straight into ``dst`` when ``direct`` is true, its bytes need no swap
-        (``swap_unit <= 1``), its items cover its ``nbytes`` bytes exactly, each byte
-        once (``chunk_strides`` a C, F or other permuted contiguous layout), and its
-        block of ``dst`` has the chunk's own strides (``dst_strides[d] ==
-        chunk_strides[d]`` wherever ``chunk_shape[d] > 1``): then that block is the
-        chunk's bytes, in order.
+    def decode_box_files(self, bytes root not None, bytes prefix not None,
+                         bytes separator not None, Placement placement not None,
+                         int share=0):
+        """A step-1 box of an array whose chunks are files, read in one call: the
+        chunks' paths and ``decode_files`` without a Python object per chunk.
+
+        ``placement`` is the box's (``Placement.box`` without ``cps``: every chunk its
+        own shard).  Chunk ``coords`` is the file ``prefix + separator.join(str(c) for c
+        in coords)`` under the directory ``root``, opened as ``decode_files`` opens them.
 
         Returns ``None`` when every chunk was placed; else the ``decode_files``
         status of each chunk, in ``box_table``'s order (C order of the chunks):
         nothing is written for a chunk that is not ``DECODED``.
 
-        Raises ``ValueError`` for lengths that differ, a rank outside 1 to 64, a box
-        or chunk out of its domain, a box of more than 2**16 chunks, a region outside
-        the chunk or ``dst``, or a NUL byte in ``root``, ``prefix`` or ``separator``;
+        Raises ``ValueError`` for a placement that is not such a box's, or of chunks of
+        another size, or a NUL byte in ``root``, ``prefix`` or ``separator``;
         ``OSError`` when ``root`` cannot be opened.
         """
         if b"\0" in root or b"\0" in prefix or b"\0" in separator:
             raise ValueError(f"decode_box_files: root {root!r}, prefix {prefix!r} or "
                              f"separator {separator!r} contains a NUL byte")
-        cdef _Plan plan = _box_plan(self, "decode_box_files", start, count, chunk_shape, None,
-                                    chunk_strides, dst, dst_strides, itemsize, swap_unit,
-                                    direct)
-        cdef Py_ssize_t ndim = start.shape[0], d
+        self._check_box("decode_box_files", placement, True)
+        cdef Placement plan = placement
+        cdef Py_ssize_t ndim = plan.ndim, d
         cdef int64_t n = plan.n, r
         # each row's path: the prefix, then up to 20 digits and a separator per dim
         cdef Py_ssize_t plen = len(prefix), slen = len(separator)
@@ -988,26 +920,19 @@ cdef class ChunkDecoder:
             PyMem_Free(errs)
 
     def decode_box_shards(self, const int64_t[::1] fds not None, list indexes not None,
-                          const int64_t[::1] start not None, const int64_t[::1] count not None,
-                          const int64_t[::1] chunk_shape not None,
-                          const int64_t[::1] cps not None,
-                          const int64_t[::1] chunk_strides not None,
-                          uint8_t[::1] dst not None, const int64_t[::1] dst_strides not None,
-                          Py_ssize_t itemsize, Py_ssize_t swap_unit,
-                          const uint8_t[::1] fill not None, int64_t limit, bint direct=True,
-                          int share=0):
+                          Placement placement not None, const uint8_t[::1] fill not None,
+                          int64_t limit, int share=0):
         """A step-1 box of a sharded array whose shards are open files, read in one
-        call: the table of ``box_table`` (inner chunks of ``chunk_shape``, ``cps`` of
-        them per shard and dim), and per inner chunk a ``pread``, decoding and placing
-        as ``decode_ranges`` does them, without a Python object per chunk.
+        call: per inner chunk a ``pread``, decoding and placing as ``decode_ranges``
+        does them, without a Python object per chunk.
 
-        Shard ``g`` (of those the box touches, in C order: ``box_table``'s ``shards``)
-        is the open file ``fds[g]`` with the decoded index ``indexes[g]`` (a C-contiguous
-        ``(prod(cps), 2)`` uint64 array of ``(offset, nbytes)`` per inner chunk, in C
-        order); ``fds[g] < 0`` or ``indexes[g] is None``: no shard.  An inner chunk of no
-        shard, or whose entry's offset is ``2**64 - 1`` (empty), is filled with
-        ``fill`` (one item as placed).  The box and ``direct`` are as
-        ``decode_box_files`` takes them.
+        ``placement`` is the box's (``Placement.box`` with ``cps``: inner chunks of
+        ``chunk_shape``, ``cps`` of them per shard and dim).  Shard ``g`` (of those the
+        box touches, in C order: ``box_table``'s ``shards``) is the open file ``fds[g]``
+        with the decoded index ``indexes[g]`` (a C-contiguous ``(prod(cps), 2)`` uint64
+        array of ``(offset, nbytes)`` per inner chunk, in C order); ``fds[g] < 0`` or
+        ``indexes[g] is None``: no shard.  An inner chunk of no shard, or whose entry's
+        offset is ``2**64 - 1`` (empty), is filled with ``fill`` (one item as placed).
 
         Returns ``None`` when every inner chunk was placed or filled; else each row's
         status (``box_table``'s order): ``FAILED`` for an entry of more than ``limit``
@@ -1015,28 +940,19 @@ cdef class ChunkDecoder:
         the end of its file, or that does not decode -- the caller reads the box again
         its own way, which says what is wrong (other rows may have been placed).
 
-        Raises ``ValueError`` as ``decode_box_files`` does, and for ``fds`` and
-        ``indexes`` that are not one per shard, an index of the wrong shape or a
-        ``fill`` that is not one item; ``TypeError`` for an index that is not a
-        uint64 buffer.
+        Raises ``ValueError`` for a placement that is not a box's or is of chunks of
+        another size, ``fds`` and ``indexes`` that are not one per shard, an index of
+        the wrong shape or a ``fill`` that is not one item; ``TypeError`` for an index
+        that is not a uint64 buffer.
         """
-        cdef Py_ssize_t ndim = start.shape[0], d, m
-        if cps.shape[0] != ndim:
-            raise ValueError(f"decode_box_shards: start {_tup(start)} and cps {_tup(cps)} "
-                             f"must have the same length")
+        self._check_box("decode_box_shards", placement, False)
+        cdef Placement plan = placement
+        cdef Py_ssize_t ndim = plan.ndim, d, m = plan.nshards
+        cdef Py_ssize_t itemsize = plan.itemsize
         if fill.shape[0] != itemsize:
             raise ValueError(f"decode_box_shards: fill is {fill.shape[0]} bytes, an item "
                              f"{itemsize}")
-        cdef _Plan plan = _box_plan(self, "decode_box_shards", start, count, chunk_shape, cps,
-                                    chunk_strides, dst, dst_strides, itemsize, swap_unit,
-                                    direct)
-        cdef int64_t n = plan.n, r, n_inner = 1, g
-        for d in range(ndim):
-            n_inner *= cps[d]  # (_box_plan: no shard holds more than 2**63 chunks)
-        m = 1
-        for d in range(ndim):
-            m *= ((start[d] + count[d] - 1) // chunk_shape[d] // cps[d]
-                  - start[d] // chunk_shape[d] // cps[d] + 1)
+        cdef int64_t n = plan.n, r, n_inner = plan.n_inner, g
         if fds.shape[0] != m or len(indexes) != m:
             raise ValueError(f"decode_box_shards: the box touches {m} shards, but "
                              f"{fds.shape[0]} fds and {len(indexes)} indexes are given")
@@ -1085,13 +1001,12 @@ cdef class ChunkDecoder:
                     if e == NULL or e[0] == UINT64_MAX:
                         # no shard, or an empty inner chunk: the fill value
                         normalize_layout(<int>ndim, &plan.own_shapes[r * ndim], zeros,
-                                         &dst_strides[0], 0, plan.own_offsets[r], &L)
-                        strided_fill(plan.d, &L, f, itemsize)
+                                         plan.c.dstr, 0, plan.own_offsets[r], &L)
+                        strided_fill(plan.c.d, &L, f, itemsize)
                         status[r] = _NO_DATA
                     elif (cap < 0 or e[1] > <uint64_t>cap
                           or e[0] > <uint64_t>INT64_MAX):
-                        status[r] = _FAILED
-                        plan.skip[r] = True
+                        status[r] = _FAILED  # (not placed: _job_row skips it)
                     else:
                         rfds[r] = fds[g]
                         offs[r] = <int64_t>e[0]
@@ -1115,7 +1030,7 @@ cdef class ChunkDecoder:
             PyMem_Free(sizes)
             PyMem_Free(errs)
 
-    cdef bint _place(self, _Plan plan, Py_ssize_t r, const uint8_t* frame,
+    cdef bint _place(self, Placement plan, Py_ssize_t r, const uint8_t* frame,
                      size_t size) noexcept nogil:
         """Decode one chunk and place it as ``plan`` says for row ``r``."""
         return _place_with(&self.w, self.codec, self.nbytes, &plan.c, r, frame, size)
@@ -1681,7 +1596,7 @@ ctypedef struct _RowsJob:
     int64_t* errs
 
 
-cdef void _job_init(_RowsJob* job, ChunkDecoder dec, _Plan plan, int8_t* status,
+cdef void _job_init(_RowsJob* job, ChunkDecoder dec, Placement plan, int8_t* status,
                     Py_ssize_t n) noexcept:
     memset(job, 0, sizeof(_RowsJob))
     job.base.run = _job_help
@@ -1689,13 +1604,17 @@ cdef void _job_init(_RowsJob* job, ChunkDecoder dec, _Plan plan, int8_t* status,
     job.codec = dec.codec
     job.nbytes = dec.nbytes
     job.plan = plan.c
+    # (streamed as a call made now would stream: ``stream_threshold`` may have changed
+    # since the placement was made)
+    job.plan.stream = plan.dst.shape[0] >= _stream_min
     job.status = status
     job.rootfd = -1
 
 
 cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
     cdef int err
-    if job.status[r] == _NO_DATA or job.plan.skip[r]:
+    # (a row not DECODED when the call starts: no data, or one the caller refused)
+    if job.status[r] != _DECODED or job.plan.skip[r]:
         return
     # an uncompressed chunk placed whole is read straight into its place (the read
     # never writes past its nbytes: a larger file or range is refused unread)
@@ -1823,17 +1742,47 @@ cdef inline bint _span_ok(int64_t buflen, int64_t offset, const int64_t* strides
     return lo >= 0 and hi <= buflen
 
 
-cdef class _Plan:
-    """Where each decoded chunk goes: a call's validated rows (each row's layout is
-    normalised when its chunk is placed)."""
+cdef class Placement:
+    """Where each decoded chunk of a batch goes, validated once: the rows a
+    ``ChunkDecoder`` call (``decode_regions``, ``decode_ranges``, ``decode_files``,
+    ``decode_box_files``, ``decode_box_shards``) and ``ShardFiles`` place.
 
-    cdef _PlanC c  # (its pointers: into this plan's own tables and the arrays it holds)
-    cdef bint* skip
-    cdef uint8_t* d
+    ``Placement(nbytes, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
+    shapes, itemsize, swap_unit, direct)``: row ``r`` copies the region of shape
+    ``shapes[r]`` at byte ``chunk_offsets[r]`` (byte strides ``chunk_strides``) of a
+    decoded chunk of ``nbytes`` bytes to byte ``dst_offsets[r]`` (strides
+    ``dst_strides``) of ``dst``, bytes swapped in groups of ``swap_unit``, as
+    ``copy_regions`` does; with ``direct[r]`` the chunk is decoded straight into
+    ``dst[dst_offsets[r]:][:nbytes]`` instead.  A row of an empty shape places nothing.
+
+    Every row is checked here, once: lengths, rank, itemsize and swap unit, each region
+    inside the chunk and inside ``dst`` (each direct block inside ``dst``), no zero
+    ``dst`` stride along a dim longer than 1.  The rows are copied into the
+    placement's own tables and used from there: what is placed is what was checked,
+    whatever becomes of the caller's arrays.  A placement is read-only once made, so
+    that threads may share it; the decoders check only what depends on their sources
+    (ranges, files, descriptors).
+
+    ``Placement.box(...)`` makes the rows of a step-1 box (``decode_box_files``,
+    ``decode_box_shards``); ``part(lo, hi)`` and ``take(rows)`` a placement of some of
+    the rows, without checking them again.
+
+    Raises ``ValueError`` naming the shapes and the row (``(chunk r)``).
+
+    Twin: ``zarrfast.kernels.reference.Placement``.
+    """
+
+    cdef _PlanC c  # (its pointers: into this placement's own tables, or its whole's)
+    cdef Placement whole  # (a part's: the placement whose tables it reads)
     cdef uint8_t[::1] dst
-    cdef Py_ssize_t itemsize, swap_unit
-    cdef bint stream  # (copies into dst use non-temporal stores)
-    # (``own``: the plan's own tables -- dst offsets, direct flags -- and a box's rows)
+    cdef readonly int64_t nbytes
+    #: the rows, their rank
+    cdef readonly Py_ssize_t n, ndim
+    cdef readonly Py_ssize_t itemsize, swap_unit
+    #: a box's (``Placement.box``): its shards, and chunks per shard (else 0)
+    cdef readonly int64_t nshards, n_inner
+    # (``own``: the placement's own tables -- dst offsets, direct flags -- and a box's rows)
+    cdef bint* skip  # (rows of an empty shape)
     cdef int64_t* own_offsets
     cdef int64_t* own_src  # each row's first item in its decoded chunk
     cdef uint8_t* own_direct
@@ -1841,55 +1790,19 @@ cdef class _Plan:
     cdef int64_t* own_coords  # (n, ndim): the shards (a plain grid: each row's chunk)
     cdef int64_t* own_shard  # each row's shard, and its chunk's index in the shard
     cdef int64_t* own_inner
-    cdef int64_t n
 
-    def __cinit__(self):
-        self.skip = NULL
-        self.own_offsets = self.own_src = self.own_shapes = self.own_coords = NULL
-        self.own_shard = self.own_inner = NULL
-        self.own_direct = NULL
-
-    cdef int own(self, int64_t n, Py_ssize_t ndim, uint8_t[::1] dst, Py_ssize_t itemsize,
-                 Py_ssize_t swap_unit) except -1:
-        """Tables for ``n`` rows of rank ``ndim`` into ``dst`` that the caller fills
-        (``skip`` and the ``own_*`` tables; the strides in ``c``), its rows checked by
-        construction."""
-        n = max(n, 1)
-        self.n = n
-        self.skip = <bint*>PyMem_Malloc(n * sizeof(bint))
-        self.own_offsets = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
-        self.own_src = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
-        self.own_direct = <uint8_t*>PyMem_Malloc(n * sizeof(uint8_t))
-        self.own_shapes = <int64_t*>PyMem_Malloc(n * max(ndim, 1) * sizeof(int64_t))
-        self.own_coords = <int64_t*>PyMem_Malloc(n * max(ndim, 1) * sizeof(int64_t))
-        self.own_shard = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
-        self.own_inner = <int64_t*>PyMem_Malloc(n * sizeof(int64_t))
-        if (self.skip == NULL or self.own_offsets == NULL or self.own_src == NULL
-                or self.own_direct == NULL or self.own_shapes == NULL
-                or self.own_coords == NULL or self.own_shard == NULL
-                or self.own_inner == NULL):
-            raise MemoryError()
-        self.dst = dst
-        self.d = &dst[0] if dst.shape[0] else NULL
-        self.itemsize = itemsize
-        self.swap_unit = swap_unit
-        self.stream = dst.shape[0] >= _stream_min
-        self.c.skip, self.c.d = self.skip, self.d
-        self.c.ndim = <int>ndim
-        self.c.shapes, self.c.src_offsets = self.own_shapes, self.own_src
-        self.c.dst_offsets = self.own_offsets
-        self.c.direct = self.own_direct
-        self.c.itemsize, self.c.swap_unit, self.c.stream = itemsize, swap_unit, self.stream
-        return 0
-
-    cdef int init(self, str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
-                  const int64_t[::1] chunk_strides, uint8_t[::1] dst,
-                  const int64_t[::1] dst_offsets, const int64_t[::1] dst_strides,
-                  const int64_t[:, ::1] shapes, Py_ssize_t itemsize, Py_ssize_t swap_unit,
-                  const uint8_t[::1] direct, const int8_t[::1] status) except -1:
-        """Validate the rows of a call (``_new_plan``; a cdef method,
-        so the caller's typed buffers pass without becoming Python objects again)."""
+    def __init__(self, int64_t nbytes, const int64_t[::1] chunk_offsets not None,
+                 const int64_t[::1] chunk_strides not None, uint8_t[::1] dst not None,
+                 const int64_t[::1] dst_offsets not None,
+                 const int64_t[::1] dst_strides not None,
+                 const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
+                 Py_ssize_t swap_unit, const uint8_t[::1] direct not None):
+        cdef str func = "Placement"
         cdef Py_ssize_t n = shapes.shape[0], ndim = shapes.shape[1], r
+        if self.skip != NULL:
+            raise TypeError("Placement: already made (a placement is read-only)")
+        if nbytes < 0:
+            raise ValueError(f"{func}: nbytes {nbytes} is negative")
         if chunk_offsets.shape[0] != n or dst_offsets.shape[0] != n or direct.shape[0] != n:
             raise ValueError(
                 f"{func}: {n} shapes but {chunk_offsets.shape[0]} chunk_offsets, "
@@ -1903,31 +1816,10 @@ cdef class _Plan:
         if ndim > ZF_MAX_NDIM:
             raise ValueError(f"{func}: rank {ndim} exceeds the maximum of {ZF_MAX_NDIM}")
         _check_item(func, itemsize, swap_unit)
-        self.itemsize = itemsize
-        self.swap_unit = swap_unit
-        self.d = &dst[0] if dst.shape[0] else NULL
-        self.stream = dst.shape[0] >= _stream_min
-        # The rows' inputs are copied into the plan's own tables (a few words a row),
-        # checked there and used from there: what is placed is what was checked, even if
-        # the caller's arrays change later.
-        cdef int64_t m = max(n, 1)
-        self.skip = <bint*>PyMem_Malloc(m * sizeof(bint))
-        self.own_offsets = <int64_t*>PyMem_Malloc(m * sizeof(int64_t))
-        self.own_src = <int64_t*>PyMem_Malloc(m * sizeof(int64_t))
-        self.own_direct = <uint8_t*>PyMem_Malloc(m * sizeof(uint8_t))
-        self.own_shapes = <int64_t*>PyMem_Malloc(m * max(ndim, 1) * sizeof(int64_t))
-        if (self.skip == NULL or self.own_offsets == NULL or self.own_src == NULL
-                or self.own_direct == NULL or self.own_shapes == NULL):
-            raise MemoryError()
-        self.dst = dst
-        self.c.skip, self.c.d = self.skip, self.d
-        self.c.ndim = <int>ndim
-        self.c.shapes, self.c.src_offsets = self.own_shapes, self.own_src
-        self.c.dst_offsets, self.c.direct = self.own_offsets, self.own_direct
+        self._own(n, ndim, dst, nbytes, itemsize, swap_unit, False)
         for r in range(ndim):
             self.c.cst[r] = chunk_strides[r]
             self.c.dstr[r] = dst_strides[r]
-        self.c.itemsize, self.c.swap_unit, self.c.stream = itemsize, swap_unit, self.stream
         # Every row is checked without the GIL (a batch of chunks costs no interpreter
         # time per chunk); the first row that fails is checked again by the checks that
         # raise, which name what is wrong.
@@ -1945,8 +1837,6 @@ cdef class _Plan:
                     memcpy(self.own_shapes, &shapes[0, 0], n * ndim * sizeof(int64_t))
             for r in range(n):
                 self.skip[r] = False
-                if status[r] == _NO_DATA:
-                    continue
                 if self.own_direct[r]:
                     if self.own_offsets[r] < 0 or self.own_offsets[r] > dlen - nbytes:
                         bad = r
@@ -1982,7 +1872,174 @@ cdef class _Plan:
             except ValueError as e:
                 raise ValueError(f"{e} (chunk {r})") from None
             raise AssertionError(f"{func}: row {r} failed a check that did not say why")
+
+    cdef int _own(self, Py_ssize_t n, Py_ssize_t ndim, uint8_t[::1] dst, int64_t nbytes,
+                  Py_ssize_t itemsize, Py_ssize_t swap_unit, bint box) except -1:
+        """Tables for ``n`` rows of rank ``ndim`` into ``dst`` that the caller fills
+        (``skip`` and the ``own_*`` tables -- a box's too, with ``box`` --; the strides in
+        ``c``)."""
+        cdef Py_ssize_t m = max(n, 1)
+        self.n, self.ndim, self.nbytes = n, ndim, nbytes
+        self.itemsize, self.swap_unit = itemsize, swap_unit
+        self.skip = <bint*>PyMem_Malloc(m * sizeof(bint))
+        self.own_offsets = <int64_t*>PyMem_Malloc(m * sizeof(int64_t))
+        self.own_src = <int64_t*>PyMem_Malloc(m * sizeof(int64_t))
+        self.own_direct = <uint8_t*>PyMem_Malloc(m * sizeof(uint8_t))
+        self.own_shapes = <int64_t*>PyMem_Malloc(m * max(ndim, 1) * sizeof(int64_t))
+        if box:
+            self.own_coords = <int64_t*>PyMem_Malloc(m * max(ndim, 1) * sizeof(int64_t))
+            self.own_shard = <int64_t*>PyMem_Malloc(m * sizeof(int64_t))
+            self.own_inner = <int64_t*>PyMem_Malloc(m * sizeof(int64_t))
+        if (self.skip == NULL or self.own_offsets == NULL or self.own_src == NULL
+                or self.own_direct == NULL or self.own_shapes == NULL
+                or (box and (self.own_coords == NULL or self.own_shard == NULL
+                             or self.own_inner == NULL))):
+            raise MemoryError()
+        self.dst = dst
+        self.c.d = &dst[0] if dst.shape[0] else NULL
+        self.c.skip = self.skip
+        self.c.ndim = <int>ndim
+        self.c.shapes, self.c.src_offsets = self.own_shapes, self.own_src
+        self.c.dst_offsets, self.c.direct = self.own_offsets, self.own_direct
+        self.c.itemsize, self.c.swap_unit = itemsize, swap_unit
+        self.c.stream = dst.shape[0] >= _stream_min
         return 0
+
+    @staticmethod
+    def box(int64_t nbytes, const int64_t[::1] start not None,
+            const int64_t[::1] count not None, const int64_t[::1] chunk_shape not None,
+            const int64_t[::1] chunk_strides not None, uint8_t[::1] dst not None,
+            const int64_t[::1] dst_strides not None, Py_ssize_t itemsize,
+            Py_ssize_t swap_unit, const int64_t[::1] cps=None, bint direct=True):
+        """The rows of a step-1 box, in ``box_table``'s order (the shards it touches in
+        C order, each one's chunks in C order), for ``decode_box_files`` (``cps``
+        ``None``: every chunk its own shard) and ``decode_box_shards`` (``cps`` chunks
+        per shard and dim).
+
+        Dim ``d`` of the box selects ``start[d] + k`` for ``k < count[d]``; chunks have
+        ``chunk_shape`` items, at byte strides ``chunk_strides`` once decoded (``nbytes``
+        bytes).  The box goes to ``dst`` at byte strides ``dst_strides`` from offset 0.
+        A chunk that lies whole in the box is decoded straight into ``dst`` when
+        ``direct`` is true, its bytes need no swap (``swap_unit <= 1``), its items cover
+        its ``nbytes`` bytes exactly, each byte once (``chunk_strides`` a C, F or other
+        permuted contiguous layout), and its block of ``dst`` has the chunk's own strides
+        (``dst_strides[d] == chunk_strides[d]`` wherever ``chunk_shape[d] > 1``).
+
+        Raises ``ValueError`` for lengths that differ, a rank outside 1 to 64, a box or
+        chunk out of its domain, a box of more than 2**16 chunks, or a region outside
+        the chunk or ``dst``."""
+        cdef str func = "Placement.box"
+        cdef Py_ssize_t ndim = start.shape[0], d
+        cdef int64_t n = 1, span, per = 1
+        cdef bint same = direct and swap_unit <= 1
+        if nbytes < 0:
+            raise ValueError(f"{func}: nbytes {nbytes} is negative")
+        if (count.shape[0] != ndim or chunk_shape.shape[0] != ndim
+                or chunk_strides.shape[0] != ndim or dst_strides.shape[0] != ndim):
+            raise ValueError(
+                f"{func}: start {_tup(start)}, count {_tup(count)}, chunk_shape "
+                f"{_tup(chunk_shape)}, chunk_strides {_tup(chunk_strides)} and dst_strides "
+                f"{_tup(dst_strides)} must have the same length")
+        if cps is not None and cps.shape[0] != ndim:
+            raise ValueError(f"{func}: start {_tup(start)} and cps {_tup(cps)} "
+                             f"must have the same length")
+        if not 1 <= ndim <= ZF_MAX_NDIM:
+            raise ValueError(f"{func}: rank {ndim} is not 1 to {ZF_MAX_NDIM}")
+        _check_item(func, itemsize, swap_unit)
+        for d in range(ndim):
+            if (start[d] < 0 or count[d] < 1 or chunk_shape[d] < 1
+                    or count[d] > INT64_MAX - start[d]):
+                raise ValueError(
+                    f"{func}: dim {d}: start {start[d]} (>= 0), count {count[d]} "
+                    f"(>= 1, start + count < 2**63) or chunk_shape {chunk_shape[d]} (>= 1) "
+                    f"out of domain")
+            if cps is not None and (cps[d] < 1 or checked_mul(per, cps[d], &per)):
+                raise ValueError(f"{func}: dim {d}: cps {cps[d]} out of domain (>= 1, a "
+                                 f"shard of at most 2**63 chunks)")
+            span = (start[d] + count[d] - 1) // chunk_shape[d] - start[d] // chunk_shape[d] + 1
+            if checked_mul(n, span, &n) or n > _BOX_FILES_MAX:
+                raise ValueError(f"{func}: the box touches more than {_BOX_FILES_MAX} chunks")
+            if chunk_shape[d] > 1 and dst_strides[d] != chunk_strides[d]:
+                same = False
+        same = same and _dense(<int>ndim, &chunk_shape[0], &chunk_strides[0], itemsize,
+                               nbytes)
+        _check_span(func, "chunk", nbytes, 0, chunk_strides, chunk_shape, itemsize)
+        _check_dst_strides(func, dst_strides, count)
+        _check_span(func, "dst", dst.shape[0], 0, dst_strides, count, itemsize)
+        cdef Placement p = Placement.__new__(Placement)
+        p._own(n, ndim, dst, nbytes, itemsize, swap_unit, True)
+        p.n_inner = per
+        cdef int64_t ones[ZF_MAX_NDIM]  # (a plain grid: every chunk its own shard)
+        for d in range(ndim):
+            ones[d] = 1
+        cdef int64_t nshards
+        with nogil:
+            nshards = _box_rows(<int>ndim, &start[0], &count[0], &chunk_shape[0],
+                                &cps[0] if cps is not None else ones, &chunk_strides[0],
+                                &dst_strides[0], same, p)
+        if nshards < 0:
+            raise MemoryError()
+        p.nshards = nshards
+        return p
+
+    def part(self, Py_ssize_t lo, Py_ssize_t hi):
+        """A placement of rows ``lo`` to ``hi`` (row ``lo`` its row 0), reading this
+        one's tables: nothing copied, nothing checked again.  Not a box's."""
+        if not 0 <= lo <= hi <= self.n:
+            raise IndexError(f"Placement.part: rows {lo} to {hi} of {self.n}")
+        cdef Placement p = Placement.__new__(Placement)
+        p.whole = self if self.whole is None else self.whole
+        p.c = self.c
+        p.c.skip = self.c.skip + lo
+        p.c.shapes = self.c.shapes + lo * self.ndim
+        p.c.src_offsets = self.c.src_offsets + lo
+        p.c.dst_offsets = self.c.dst_offsets + lo
+        p.c.direct = self.c.direct + lo
+        p.dst = self.dst
+        p.n, p.ndim, p.nbytes = hi - lo, self.ndim, self.nbytes
+        p.itemsize, p.swap_unit = self.itemsize, self.swap_unit
+        return p
+
+    def take(self, const int64_t[::1] rows not None):
+        """A placement of the rows ``rows`` (in that order), copied from this one's
+        tables without checking them again.  Not a box's.  Raises ``IndexError`` for a
+        row that is not one of them."""
+        cdef Py_ssize_t k = rows.shape[0], i, ndim = self.ndim
+        cdef int64_t r
+        for i in range(k):
+            if not 0 <= rows[i] < self.n:
+                raise IndexError(f"Placement.take: row {rows[i]} of {self.n}")
+        cdef Placement p = Placement.__new__(Placement)
+        p._own(k, ndim, self.dst, self.nbytes, self.itemsize, self.swap_unit, False)
+        p.c.cst = self.c.cst
+        p.c.dstr = self.c.dstr
+        p.c.stream = self.c.stream
+        cdef const _PlanC* s = &self.c
+        with nogil:
+            for i in range(k):
+                r = rows[i]
+                p.skip[i] = s.skip[r]
+                p.own_offsets[i] = s.dst_offsets[r]
+                p.own_src[i] = s.src_offsets[r]
+                p.own_direct[i] = s.direct[r]
+                if ndim:
+                    memcpy(p.own_shapes + i * ndim, s.shapes + r * ndim,
+                           ndim * sizeof(int64_t))
+        return p
+
+    @property
+    def direct(self):
+        """Each row's direct flag, as checked (a uint8 copy)."""
+        if self.n == 0:
+            return np.zeros(0, dtype=np.uint8)
+        return np.array(<uint8_t[:self.n]><uint8_t*>self.c.direct, dtype=np.uint8)
+
+    def __len__(self):
+        return self.n
+
+    def __repr__(self):
+        return (f"<Placement of {self.n} rows of rank {self.ndim}: {self.nbytes}-byte "
+                f"chunks, {self.itemsize}-byte items, into {self.dst.shape[0]} bytes>")
 
     def __dealloc__(self):
         PyMem_Free(self.skip)
@@ -1993,19 +2050,6 @@ cdef class _Plan:
         PyMem_Free(self.own_coords)
         PyMem_Free(self.own_shard)
         PyMem_Free(self.own_inner)
-
-
-cdef _Plan _new_plan(str func, int64_t nbytes, const int64_t[::1] chunk_offsets,
-                     const int64_t[::1] chunk_strides, uint8_t[::1] dst,
-                     const int64_t[::1] dst_offsets, const int64_t[::1] dst_strides,
-                     const int64_t[:, ::1] shapes, Py_ssize_t itemsize, Py_ssize_t swap_unit,
-                     const uint8_t[::1] direct, const int8_t[::1] status):
-    """A :class:`_Plan` of a call's validated layouts (raises ``ValueError`` naming
-    ``func`` and the row)."""
-    cdef _Plan plan = _Plan.__new__(_Plan)
-    plan.init(func, nbytes, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
-              shapes, itemsize, swap_unit, direct, status)
-    return plan
 
 
 def crc32c(const uint8_t[::1] data not None):
@@ -2034,10 +2078,10 @@ cdef class ShardFiles:
     at the end of the shard (``at_end``) or at its start, checked as
     ``_shard_index.check_index`` does against the shard's data -- and then places
     the rows ``rows[bounds[g]:bounds[g + 1]]``: row ``r`` is inner chunk
-    ``inner[r]``, decoded and placed as ``decode_regions`` places a chunk (the same
-    ``chunk_offsets`` ... ``direct`` tables, validated once here), or, when the
-    index marks that inner chunk empty, placed as a chunk of ``fill`` items (``fill``:
-    one item as a decoded chunk holds it).
+    ``inner[r]``, decoded and placed as row ``r`` of ``placement`` says (a
+    ``Placement`` of the inner chunks' ``nbytes``), or, when the index marks that inner
+    chunk empty, placed as a chunk of ``fill`` items (``fill``: one item as a decoded
+    chunk holds it).
 
     Statuses: ``DECODED`` (every row placed), ``NO_DATA`` (no file: every row of the
     shard holds the fill value), ``FAILED`` (the file cannot be read -- a link on its
@@ -2057,7 +2101,7 @@ cdef class ShardFiles:
     larger than ``keep`` bytes.
     """
 
-    cdef _Plan plan
+    cdef Placement plan
     cdef list paths
     cdef const char** cpaths
     cdef bytes root
@@ -2065,7 +2109,6 @@ cdef class ShardFiles:
     cdef const int64_t[::1] rows
     cdef const int64_t[::1] bounds
     cdef const int64_t[::1] inner
-    cdef uint8_t[::1] dst  # (held: the plan's pointers into it outlive __cinit__)
     cdef uint8_t* d
     cdef bytes fill_stored  # one item as a decoded chunk holds it
     cdef bytes fill_placed  # ... and as it is placed (groups of swap_unit bytes reversed)
@@ -2079,17 +2122,13 @@ cdef class ShardFiles:
     def __cinit__(self, list paths not None, root, const int64_t[::1] rows not None,
                   const int64_t[::1] bounds not None, const int64_t[::1] inner not None,
                   int64_t n_inner, int64_t index_nbytes, bint at_end, bint checksum,
-                  int64_t limit, int64_t keep, int64_t nbytes,
-                  const int64_t[::1] chunk_offsets not None,
-                  const int64_t[::1] chunk_strides not None,
-                  uint8_t[::1] dst not None, const int64_t[::1] dst_offsets not None,
-                  const int64_t[::1] dst_strides not None,
-                  const int64_t[:, ::1] shapes not None, Py_ssize_t itemsize,
-                  Py_ssize_t swap_unit, const uint8_t[::1] direct not None,
+                  int64_t limit, int64_t keep, Placement placement not None,
                   bytes fill not None):
-        cdef Py_ssize_t nrows = shapes.shape[0], g, k, r
+        cdef Py_ssize_t nrows = placement.n, g, k, r
+        cdef int64_t nbytes = placement.nbytes
+        cdef Py_ssize_t itemsize = placement.itemsize, swap_unit = placement.swap_unit
         # (copies: what is checked here is what the reads use, whatever the caller's
-        # arrays become; the plan copies the rows' layouts the same way)
+        # arrays become; the placement copied the rows' layouts the same way)
         rows, bounds, inner = (np.array(rows, dtype=np.int64), np.array(bounds, dtype=np.int64),
                                np.array(inner, dtype=np.int64))
         self.nshards = bounds.shape[0] - 1
@@ -2115,7 +2154,7 @@ cdef class ShardFiles:
                              f"itemsize {itemsize}: expected one item, a whole number of "
                              f"items")
         if inner.shape[0] != nrows:
-            raise ValueError(f"ShardFiles: {nrows} shapes but {inner.shape[0]} inner indexes")
+            raise ValueError(f"ShardFiles: {nrows} rows but {inner.shape[0]} inner indexes")
         if self.nshards >= 0 and (bounds[0] != 0 or bounds[self.nshards] > rows.shape[0]):
             raise ValueError(f"ShardFiles: bounds run from {bounds[0]} to "
                              f"{bounds[self.nshards]}, not from 0 to at most {rows.shape[0]}")
@@ -2129,10 +2168,7 @@ cdef class ShardFiles:
             if not 0 <= inner[r] < n_inner:
                 raise ValueError(f"ShardFiles: row {r} is inner chunk {inner[r]}, not one of "
                                  f"{n_inner}")
-        status = np.zeros(nrows, dtype=np.int8)
-        self.plan = _new_plan("ShardFiles", nbytes, chunk_offsets, chunk_strides, dst,
-                              dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
-                              status)
+        self.plan = placement
         self.paths = list(paths)
         self.cpaths = <const char**>PyMem_Malloc(max(self.nshards, 1) * sizeof(char*))
         if self.cpaths == NULL:
@@ -2142,8 +2178,7 @@ cdef class ShardFiles:
         self.root = root
         self.croot = NULL if root is None else PyBytes_AS_STRING(root)
         self.rows, self.bounds, self.inner = rows, bounds, inner
-        self.dst = dst
-        self.d = &dst[0] if dst.shape[0] else NULL
+        self.d = placement.c.d  # (held by the placement)
         self.fill_stored = fill
         placed = bytearray(fill)
         cdef unsigned char* q = placed
@@ -2155,7 +2190,7 @@ cdef class ShardFiles:
         self.stamps = np.full((max(self.nshards, 1), 4), -1, dtype=np.int64)
         self.nbytes, self.n_inner, self.index_nbytes = nbytes, n_inner, index_nbytes
         self.limit, self.keep, self.at_end, self.checksum = limit, keep, at_end, checksum
-        self.ndim, self.itemsize = shapes.shape[1], itemsize
+        self.ndim, self.itemsize = placement.ndim, itemsize
 
     def __dealloc__(self):
         PyMem_Free(self.cpaths)

@@ -209,6 +209,49 @@ def layout_args(case, dst) -> list:
     ]
 
 
+def placement_for(dec, *table):
+    """A ``Placement`` of ``dec``'s kind (compiled or twin) for its chunks, from the
+    table every decode call used to end with (``chunk_offsets``, ``chunk_strides``,
+    ``dst``, ``dst_offsets``, ``dst_strides``, ``shapes``, ``itemsize``, ``swap_unit``,
+    ``direct``)."""
+    cls = ref.Placement if isinstance(dec, ref.ChunkDecoder) else _kernels.Placement
+    return cls(dec.nbytes, *table)
+
+
+def call_regions(dec, src, src_offsets, src_sizes, *table, share=0):
+    """``dec.decode_regions`` of the rows ``table`` places (:func:`placement_for`)."""
+    return dec.decode_regions(src, src_offsets, src_sizes, placement_for(dec, *table),
+                              share=share)
+
+
+def call_ranges(dec, fds, offsets, sizes, *table, share=0):
+    """``dec.decode_ranges`` of the rows ``table`` places."""
+    return dec.decode_ranges(fds, offsets, sizes, placement_for(dec, *table), share=share)
+
+
+def call_files(dec, paths, *table, root=None, share=0):
+    """``dec.decode_files`` of the rows ``table`` places."""
+    return dec.decode_files(paths, placement_for(dec, *table), root=root, share=share)
+
+
+def call_box_files(dec, root, prefix, separator, start, count, chunk_shape, chunk_strides,
+                   dst, dst_strides, itemsize, swap_unit, direct=True, share=0):
+    """``dec.decode_box_files`` of the box's placement (``Placement.box``)."""
+    cls = ref.Placement if isinstance(dec, ref.ChunkDecoder) else _kernels.Placement
+    placement = cls.box(dec.nbytes, start, count, chunk_shape, chunk_strides, dst,
+                        dst_strides, itemsize, swap_unit, direct=direct)
+    return dec.decode_box_files(root, prefix, separator, placement, share)
+
+
+def call_box_shards(dec, fds, indexes, start, count, chunk_shape, cps, chunk_strides, dst,
+                    dst_strides, itemsize, swap_unit, fill, limit, direct=True, share=0):
+    """``dec.decode_box_shards`` of the box's placement (``Placement.box`` with ``cps``)."""
+    cls = ref.Placement if isinstance(dec, ref.ChunkDecoder) else _kernels.Placement
+    placement = cls.box(dec.nbytes, start, count, chunk_shape, chunk_strides, dst,
+                        dst_strides, itemsize, swap_unit, cps=cps, direct=direct)
+    return dec.decode_box_shards(fds, indexes, placement, fill, limit, share)
+
+
 def failed_direct_mask(case, statuses) -> np.ndarray:
     """Bytes a FAILED direct row may have scribbled on (its own block)."""
     mask = np.zeros(case["dst_len"], dtype=bool)

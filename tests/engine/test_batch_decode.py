@@ -57,25 +57,20 @@ class RecordingDecoder(CompiledDecoder if CompiledDecoder is not None else objec
 
     log: list = []
 
-    def decode_regions(self, *args):
-        status = super().decode_regions(*args)
-        RecordingDecoder.log.append((args[-1].tolist(), status.tolist()))
+    def decode_regions(self, src, src_offsets, src_sizes, placement, share=0):
+        status = super().decode_regions(src, src_offsets, src_sizes, placement, share)
+        RecordingDecoder.log.append((placement.direct.tolist(), status.tolist()))
         return status
 
-    def decode_files(self, *args, **kwargs):  # (read and decode in one call, if there is one)
-        result = super().decode_files(*args, **kwargs)
-        RecordingDecoder.log.append((args[-1].tolist(), result[0].tolist()))
+    def decode_files(self, paths, placement, root=None, share=0):  # (read and decode in one call)
+        result = super().decode_files(paths, placement, root, share)
+        RecordingDecoder.log.append((placement.direct.tolist(), result[0].tolist()))
         return result
 
-    def decode_box_files(self, root, prefix, sep, start, count, chunk_shape, chunk_strides,
-                         dst, dst_strides, itemsize, swap_unit, direct, share):
-        # (the flags the twin gives for these arguments: the kernel decides them itself)
-        *_, flags = ref.box_files_table(prefix, sep, start, count, chunk_shape,
-                                        chunk_strides, dst_strides, itemsize, swap_unit,
-                                        self.nbytes, direct)
-        status = super().decode_box_files(root, prefix, sep, start, count, chunk_shape,
-                                          chunk_strides, dst, dst_strides, itemsize,
-                                          swap_unit, direct, share)
+    def decode_box_files(self, root, prefix, sep, placement, share=0):
+        # (the flags the kernel decided when it made the box's placement)
+        flags = placement.direct
+        status = super().decode_box_files(root, prefix, sep, placement, share)
         RecordingDecoder.log.append((flags.tolist(), [DECODED] * len(flags) if status is None
                                      else status.tolist()))
         return status
@@ -195,7 +190,9 @@ def test_read_matches_numpy_per_chunk_and_twin(arrays, data):
         assert RecordingDecoder.log, "the batched decoder was not used"
     per_chunk = open_r(root, name, batch=False)
     np.testing.assert_array_equal(per_chunk[sel], want)
-    with mock.patch.object(_kernels, KERNEL_ATTR, TwinDecoder):
+    # (the twin decoder takes the twin's placements)
+    with mock.patch.object(_kernels, KERNEL_ATTR, TwinDecoder), \
+            mock.patch.object(_kernels, "Placement", ref.Placement):
         twin = open_r(root, name)
         np.testing.assert_array_equal(twin[sel], want)
     if len(shape) > 1:

@@ -65,10 +65,11 @@ for codec, frame in frames.items():
     dst = np.zeros(len(data), dtype=np.uint8)
     one = np.array([0], np.int64)
     # one chunk of 4096 int32, placed whole (not straight into dst: the copy runs too)
+    placement = kernels.Placement(len(data), one, np.array([4], np.int64), dst, one,
+                                  np.array([4], np.int64), np.array([[4096]], np.int64), 4,
+                                  1, np.zeros(1, np.uint8))
     status = kernels.ChunkDecoder(codec, len(data)).decode_regions(
-        np.frombuffer(frame, np.uint8), one, np.array([len(frame)], np.int64), one,
-        np.array([4], np.int64), dst, one, np.array([4], np.int64),
-        np.array([[4096]], np.int64), 4, 1, np.zeros(1, np.uint8))
+        np.frombuffer(frame, np.uint8), one, np.array([len(frame)], np.int64), placement)
     out[codec] = [kernels.CODEC_BINDINGS[codec], dst.tobytes() == data, list(map(int, status))]
 from zarrfast._ext import _decode
 out["frames"] = _decode.blosc_frames()

@@ -32,7 +32,7 @@ from zarrfast import config, kernels
 from zarrfast.errors import ChunkDecodeError
 from zarrfast.kernels import reference as ref
 
-from _helpers.decode import blosc_frames_with, blosc_isas, needs_blosc
+from _helpers.decode import blosc_frames_with, blosc_isas, call_regions, needs_blosc
 
 _decode = pytest.importorskip("zarrfast._ext._decode")
 blosc = pytest.importorskip("numcodecs.blosc")
@@ -648,7 +648,7 @@ def bound_c_blosc(frame: bytes, nbytes: int) -> bytes | None:
     dst = np.zeros(nbytes, np.uint8)
     one = np.array([0], np.int64)
     with frames_with("c-blosc"):
-        status = kernels.ChunkDecoder("blosc", nbytes).decode_regions(
+        status = call_regions(kernels.ChunkDecoder("blosc", nbytes),
             u8(frame), one, np.array([len(frame)], np.int64), one, np.array([1], np.int64),
             dst, one, np.array([1], np.int64), np.array([[nbytes]], np.int64), 1, 1,
             np.zeros(1, np.uint8))

@@ -26,6 +26,8 @@ from _helpers.decode import (
     TwinDecoder,
     blosc_header,
     c_strides,
+    call_ranges,
+    call_regions,
     damage_blosc_block,
     needs_blosc,
     numpy_place,
@@ -146,7 +148,7 @@ def test_partial_blosc_decoding_matches_twin_numpy_and_the_blocks_it_needs(case)
     for name, cls in (("twin", TwinDecoder), ("kernel", CompiledDecoder)):
         dst = dst0.copy()
         args, _ = call_args(case, dst)
-        status = cls("blosc", case["nbytes"]).decode_regions(
+        status = call_regions(cls("blosc", case["nbytes"]),
             np.frombuffer(src, np.uint8), offs, sizes, *args, share=case["share"])
         results[name] = (status.tolist(), dst)
     with tempfile.TemporaryFile() as f:  # the same rows read from a file by the kernel
@@ -154,7 +156,7 @@ def test_partial_blosc_decoding_matches_twin_numpy_and_the_blocks_it_needs(case)
         f.flush()
         dst = dst0.copy()
         args, _ = call_args(case, dst)
-        status, _errors = CompiledDecoder("blosc", case["nbytes"]).decode_ranges(
+        status, _errors = call_ranges(CompiledDecoder("blosc", case["nbytes"]),
             np.full(n, f.fileno(), I64), offs, sizes, *args, share=case["share"])
         results["ranges"] = (status.tolist(), dst)
 
@@ -205,7 +207,7 @@ def test_a_box_in_the_first_blocks_skips_a_damaged_last_block(cname, blocksize):
         dst = np.zeros(box.size, dtype="<u2")
         for cls in (TwinDecoder, CompiledDecoder):
             dst[:] = 0
-            status = cls("blosc", values.nbytes).decode_regions(
+            status = call_regions(cls("blosc", values.nbytes),
                 np.frombuffer(frame, np.uint8), i64(0), i64(len(frame)),
                 i64(z0 * 512 + y0 * 32 + x0 * 2), i64(512, 32, 2), dst.view(np.uint8),
                 i64(0), i64(*c_strides(box.shape, 2)), np.array([box.shape], dtype=I64),
@@ -218,7 +220,7 @@ def test_a_box_in_the_first_blocks_skips_a_damaged_last_block(cname, blocksize):
 def _decode_one(cls, frame: bytes, nbytes: int, lo: int, n: int) -> list[int]:
     """Status of bytes [lo, lo + n) of a chunk of nbytes bytes (itemsize 1)."""
     dst = np.zeros(n, np.uint8)
-    return cls("blosc", nbytes).decode_regions(
+    return call_regions(cls("blosc", nbytes),
         np.frombuffer(frame, np.uint8), i64(0), i64(len(frame)), i64(lo), i64(1), dst,
         i64(0), i64(1), np.array([[n]], dtype=I64), 1, 1, np.zeros(1, np.uint8)).tolist()
 

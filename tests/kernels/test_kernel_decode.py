@@ -35,6 +35,9 @@ from _helpers.decode import (
     CompiledDecoder,
     TwinDecoder,
     c_strides,
+    call_files,
+    call_ranges,
+    call_regions,
     compress,
     compress_stream,
     failed_direct_mask,
@@ -276,7 +279,7 @@ def expected_dst(case, dst0: np.ndarray) -> np.ndarray:
 def run_decoder(cls, case, dst0, decoder=None):
     dec = decoder if decoder is not None else new_decoder(cls, case["nbytes"])
     dst = dst0.copy()
-    got = outcome(functools.partial(dec.decode_regions, share=case["share"]),
+    got = outcome(functools.partial(call_regions, dec, share=case["share"]),
                   *decode_args(case, dst))
     return got, dst, dec
 
@@ -369,7 +372,7 @@ def test_decode_files_matches_twin_and_numpy(case):
         results = []
         for cls in impls:
             dst = dst0.copy()
-            got = outcome(functools.partial(new_decoder(cls, case["nbytes"]).decode_files,
+            got = outcome(functools.partial(call_files, new_decoder(cls, case["nbytes"]),
                                             share=case["share"]),
                           *decode_files_args(case, dst, list(paths)))
             results.append((got, dst))
@@ -425,7 +428,7 @@ def test_decode_files_sizes_errors_and_rejections(cls, tmp_path):
     n = len(names)
     dst = np.full(n * nbytes, 0xEE, dtype=np.uint8)
     dec = new_decoder(cls, nbytes)
-    status, sizes, errors = dec.decode_files(
+    status, sizes, errors = call_files(dec,
         paths, np.zeros(n, I64), i64(2), dst, np.arange(n, dtype=I64) * nbytes, i64(2),
         np.full((n, 1), 12, I64), 2, 1, np.ones(n, np.uint8))
     # (a trailing skippable frame is fine for both; a file of exactly the limit is read)
@@ -438,14 +441,14 @@ def test_decode_files_sizes_errors_and_rejections(cls, tmp_path):
     args = (np.zeros(1, I64), i64(2), dst, i64(0), i64(2), np.full((1, 1), 12, I64), 2, 1,
             np.zeros(1, np.uint8))
     with pytest.raises(TypeError):
-        dec.decode_files([os.fsdecode(paths[0])], *args)
+        call_files(dec, [os.fsdecode(paths[0])], *args)
     with pytest.raises(ValueError, match="NUL"):
-        dec.decode_files([b"a\0b"], *args)
+        call_files(dec, [b"a\0b"], *args)
     with pytest.raises(ValueError):
-        dec.decode_files(good + good, *args)
+        call_files(dec, good + good, *args)
     before = dst.copy()
     with pytest.raises(ValueError):  # a region outside dst: nothing read or written
-        dec.decode_files(good, np.zeros(1, I64), i64(2), dst, i64(dst.size - 2), i64(2),
+        call_files(dec, good, np.zeros(1, I64), i64(2), dst, i64(dst.size - 2), i64(2),
                          np.full((1, 1), 12, I64), 2, 1, np.zeros(1, np.uint8))
     assert np.array_equal(dst, before)
 
@@ -473,10 +476,10 @@ def test_decode_ranges_matches_decode_regions(case):
         f.flush()
         for cls in impls:
             args = decode_args(case, dst0.copy())
-            want = outcome(new_decoder(cls, case["nbytes"]).decode_regions, *args)
+            want = outcome(call_regions, new_decoder(cls, case["nbytes"]), *args)
             dst = dst0.copy()
             fds = np.full(len(case["rows"]), f.fileno(), dtype=I64)
-            got = outcome(functools.partial(new_decoder(cls, case["nbytes"]).decode_ranges,
+            got = outcome(functools.partial(call_ranges, new_decoder(cls, case["nbytes"]),
                                             share=case["share"]),
                           fds, *args[1:3], *args[3:5], dst, *args[6:])
             if invalid:
@@ -510,7 +513,7 @@ def test_decode_ranges_errors_and_rejections(cls, tmp_path):
         dst = np.full(n * nbytes, 0xEE, dtype=np.uint8)
         dec = new_decoder(cls, nbytes)
         shapes = np.full((n, 1), 12, I64)
-        status, errors = dec.decode_ranges(
+        status, errors = call_ranges(dec,
             np.array([r[0] for r in rows], I64), np.array([r[1] for r in rows], I64),
             np.array([r[2] for r in rows], I64), np.zeros(n, I64), i64(2), dst,
             np.arange(n, dtype=I64) * nbytes, i64(2), shapes, 2, 1, np.ones(n, np.uint8))
@@ -523,9 +526,9 @@ def test_decode_ranges_errors_and_rejections(cls, tmp_path):
                np.zeros(1, np.uint8))
         for bad in [(fd, -1, 4), (fd, 0, limit + 1), (-1, 0, 4)]:
             with pytest.raises(ValueError, match="decode_ranges"):
-                dec.decode_ranges(*(i64(v) for v in bad), *one)
+                call_ranges(dec, *(i64(v) for v in bad), *one)
         with pytest.raises(ValueError):  # lengths differ
-            dec.decode_ranges(i64(fd, fd), i64(0), i64(4), *one)
+            call_ranges(dec, i64(fd, fd), i64(0), i64(4), *one)
         assert np.array_equal(dst, before)
     finally:
         os.close(fd)
@@ -546,7 +549,7 @@ def _stream_runs(threshold):
     def run(dec, *args):
         before = _decode_ext.stream_threshold(threshold)
         try:
-            return dec.decode_regions(*args)
+            return call_regions(dec, *args)
         finally:
             _decode_ext.stream_threshold(before)
     return run
@@ -620,7 +623,7 @@ def test_streamed_copies_match_plain_copies_twin_and_numpy(layout, shift):
         else:
             numpy_place(want, chunk_bytes, 0, chunk_strides, row["dst_offset"], dst_strides,
                         row["counts"], itemsize, swap_unit)
-    for name, cls, run in [("twin", TwinDecoder, lambda d, *a: d.decode_regions(*a)),
+    for name, cls, run in [("twin", TwinDecoder, lambda d, *a: call_regions(d, *a)),
                            ("plain", CompiledDecoder, _stream_runs(2**62)),
                            ("streamed", CompiledDecoder, _stream_runs(0))]:
         # (on a cache line, so that `shift` 48 puts whole rows on lines)
@@ -673,7 +676,7 @@ def test_a_bad_row_deep_in_a_large_batch_is_named(cls, bad):
         shapes[at + 1:] = (1, 8)
     dst = np.full(n * nbytes, 7, dtype=np.uint8)
     with pytest.raises(ValueError, match=rf"\(chunk {at}\)"):
-        new_decoder(cls, nbytes).decode_regions(
+        call_regions(new_decoder(cls, nbytes),
             src, offsets, sizes, chunk_offsets, i64(16, 2), dst, dst_offsets, dst_strides,
             shapes, 2, 1, direct)
     assert (dst == 7).all()

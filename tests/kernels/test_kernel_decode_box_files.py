@@ -37,6 +37,8 @@ from _helpers.decode import (
     PROPS,
     CompiledDecoder,
     TwinDecoder,
+    call_box_files,
+    call_files,
 )
 from _helpers.kernels import I64, i64, rng_bytes
 
@@ -67,7 +69,7 @@ def call(cls, codec, case, root, *, direct=True, share=False):
     before = np.frombuffer(rng_bytes(11, size + 2 * GUARD), dtype=np.uint8)
     buf = before.copy()
     dec = cls(codec, nbytes_of(case))
-    got = dec.decode_box_files(
+    got = call_box_files(dec,
         os.fsencode(root), case["prefix"], case["sep"], i64(*case["start"]),
         i64(*case["count"]), i64(*case["chunk"]), i64(*chunk_strides(case)),
         buf[GUARD:GUARD + size], i64(*strides), case["itemsize"], case["swap_unit"],
@@ -244,7 +246,7 @@ def test_links_are_not_followed(tmp_path, cls, codec):
     # (why: decode_files, opening the same paths the same way, says ELOOP)
     out = np.zeros(32, dtype=np.uint8)
     paths = [b"c/0/1", b"c/1/0", b"c/2/0"]
-    _, _, errors = cls(codec, 8).decode_files(
+    _, _, errors = call_files(cls(codec, 8),
         paths, i64(0, 0, 0), i64(8, 4), out, i64(0, 8, 16), i64(8, 4),
         np.ones((3, 2), dtype=I64) * [1, 2], 4, 1, np.zeros(3, dtype=np.uint8),
         root=os.fsencode(root))
@@ -292,7 +294,7 @@ def test_rejected_arguments(tmp_path, bad):
     for cls in [TwinDecoder] + ([CompiledDecoder] if CompiledDecoder is not None else []):
         args = {**_base(tmp_path), **change}
         try:
-            cls("zstd", 16).decode_box_files(**args)
+            call_box_files(cls("zstd", 16), **args)
         except (ValueError, TypeError, OverflowError, BufferError) as e:
             got.append((type(e), str(e)))
         else:
@@ -305,7 +307,7 @@ def test_rejected_arguments(tmp_path, bad):
 def test_2_16_chunks_are_allowed(tmp_path, cls):
     args = {**_base(tmp_path / "nope"), **BAD["too_many_chunks"][0], "count": i64(2**16),
             "dst": np.zeros(4 * 2**16, dtype=np.uint8)}
-    got = cls("zstd", 4).decode_box_files(**args)
+    got = call_box_files(cls("zstd", 4), **args)
     assert got.shape == (2**16,) and (got == NO_DATA).all()
 
 
@@ -328,7 +330,7 @@ def test_coordinates_near_2_63(tmp_path, cls, chunk):
     for j, data in files.items():
         (tmp_path / "c" / str(start // chunk + j)).write_bytes(data)
     dst = np.zeros(2 * itemsize, dtype=np.uint8)
-    got = cls("none", len(files[0])).decode_box_files(
+    got = call_box_files(cls("none", len(files[0])),
         os.fsencode(tmp_path), b"c/", b".", i64(start), i64(2), i64(chunk), i64(stride),
         dst, i64(itemsize), itemsize, 1)
     assert (got if got is None else got.tolist()) == want_status
@@ -344,7 +346,7 @@ def test_overlapping_chunk_strides_are_never_direct(tmp_path, cls):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "0.0").write_bytes(b"ABCD")
     buf = np.full(3 + 2 * GUARD, 0xEE, dtype=np.uint8)
-    got = cls("none", 4).decode_box_files(
+    got = call_box_files(cls("none", 4),
         os.fsencode(tmp_path), b"c/", b".", i64(0, 0), i64(2, 2), i64(2, 2), i64(1, 1),
         buf[GUARD:GUARD + 3], i64(1, 1), 1, 1)
     assert got is None

@@ -46,6 +46,7 @@ from _helpers.decode import (
     PROPS,
     CompiledDecoder,
     TwinDecoder,
+    call_box_shards,
     compress,
 )
 from _helpers.kernels import I64, i64, rng_bytes
@@ -152,7 +153,7 @@ def call(cls, codec, case, folder, *, direct=True, share=False, written=None):
     try:
         gone = {touched_shards(case).index(s): how for s, how in case["shards"].items()
                 if s in touched_shards(case)}
-        got = dec.decode_box_shards(
+        got = call_box_shards(dec,
             np.array([-1 if gone.get(g) in ("fd", "both") else fd
                       for g, fd in enumerate(fds)], dtype=I64),
             [None if gone.get(g) in ("index", "both") else ix
@@ -324,7 +325,7 @@ def test_an_uncompressed_chunk_of_the_wrong_size_writes_nothing_past_its_block(t
     buf = np.full(12 + 2 * GUARD, 0xEE, dtype=np.uint8)
     fd = os.open(tmp_path / "s", os.O_RDONLY)
     try:
-        got = cls("none", 4).decode_box_shards(
+        got = call_box_shards(cls("none", 4),
             i64(fd), [index], i64(0), i64(12), i64(4), i64(3), i64(1), buf[GUARD:-GUARD],
             i64(1), 1, 1, b"\0", 100)
     finally:
@@ -378,7 +379,7 @@ def test_limit_boundary(tmp_path, cls):
         for limit, want in ((len(frame), None), (len(frame) - 1, [FAILED]), (0, [FAILED]),
                             (2**63 - 1, None)):
             dst = np.zeros(64, dtype=np.uint8)
-            got = cls("zstd", 64).decode_box_shards(
+            got = call_box_shards(cls("zstd", 64),
                 i64(fd), [index], i64(0), i64(64), i64(64), i64(1), i64(1), dst, i64(1), 1,
                 1, b"\0", limit)
             assert (got if got is None else got.tolist()) == want, limit
@@ -395,7 +396,7 @@ def test_a_negative_limit_fails_every_stored_entry(tmp_path, cls):
     dst = np.zeros(12, dtype=np.uint8)
     fd = os.open(tmp_path / "s", os.O_RDONLY)
     try:
-        got = cls("none", 4).decode_box_shards(
+        got = call_box_shards(cls("none", 4),
             i64(fd), [index], i64(0), i64(12), i64(4), i64(3), i64(1), dst, i64(1), 1, 1,
             b"z", -1)
     finally:
@@ -418,7 +419,7 @@ def test_the_decoder_cap_boundary(tmp_path, cls):
         dst = np.zeros(16, dtype=np.uint8)
         fd = os.open(tmp_path / "s", os.O_RDONLY)
         try:
-            got = cls("zstd", 16).decode_box_shards(
+            got = call_box_shards(cls("zstd", 16),
                 i64(fd), [index], i64(0), i64(16), i64(16), i64(1), i64(1), dst, i64(1), 1,
                 1, b"\0", 2**62)
         finally:
@@ -436,7 +437,7 @@ def test_offsets_near_2_63(tmp_path, cls):
     dst = np.zeros(8, dtype=np.uint8)
     fd = os.open(tmp_path / "s", os.O_RDONLY)
     try:
-        got = cls("none", 2).decode_box_shards(
+        got = call_box_shards(cls("none", 2),
             i64(fd), [index], i64(0), i64(8), i64(2), i64(4), i64(1), dst, i64(1), 1, 1,
             b"\0", 100)
     finally:
@@ -492,7 +493,7 @@ def _outcome(cls, fd, change, codec="zstd"):
     untouched when it raises."""
     args = {**_base(fd), **change}
     try:
-        return cls(codec, 16).decode_box_shards(**args)
+        return call_box_shards(cls(codec, 16), **args)
     except (ValueError, TypeError, OverflowError, BufferError) as e:
         assert not np.frombuffer(args["dst"], dtype=np.uint8).any()
         return type(e), str(e)
@@ -522,11 +523,11 @@ def test_the_index_of_a_missing_shard_is_not_looked_at(tmp_path, cls):
                       np.array([[0, 16], [16, 16]], dtype=U64)):
             args = {**_base(fd), "fds": i64(-1, -5), "indexes": [index, index]}
             dec = cls("none", 16)
-            assert dec.decode_box_shards(**args) is None
+            assert call_box_shards(dec, **args) is None
             assert bytes(args["dst"]) == b"\1\2\3\4" * 16
             args = {**_base(fd), "fds": i64(fd, -1),
                     "indexes": [np.array([[0, 16], [16, 16]], U64), index]}
-            assert dec.decode_box_shards(**args) is None
+            assert call_box_shards(dec, **args) is None
             want = np.full((4, 4, 4), [1, 2, 3, 4], np.uint8)
             want[:2] = np.arange(32, dtype=np.uint8).reshape(2, 2, 2, 4).transpose(
                 1, 0, 2, 3).reshape(2, 4, 4)
@@ -544,7 +545,7 @@ def test_read_only_and_shared_indexes(tmp_path, cls):
     fd = os.open(tmp_path / "s", os.O_RDONLY)
     try:
         args = {**_base(fd), "indexes": [index, index]}
-        assert cls("none", 16).decode_box_shards(**args) is None
+        assert call_box_shards(cls("none", 16), **args) is None
     finally:
         os.close(fd)
     chunk = [np.arange(16, 32, dtype=np.uint8), np.arange(16, dtype=np.uint8)]

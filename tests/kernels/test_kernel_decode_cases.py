@@ -21,6 +21,7 @@ from _helpers.decode import (
     NO_DATA,
     CompiledDecoder,
     TwinDecoder,
+    call_regions,
     compress,
     compress_stream,
     independent_decode,
@@ -62,7 +63,7 @@ def base_args(**over):
 
 
 def call(cls, args, nbytes=24):
-    return new_decoder(cls, nbytes).decode_regions(*args.values())
+    return call_regions(new_decoder(cls, nbytes), *args.values())
 
 
 @pytest.mark.parametrize("cls", DECODERS)
@@ -123,7 +124,8 @@ REJECT = [
 def test_decode_regions_rejects_before_writing(cls, name, value):
     args = base_args(**{name: value})
     before = args["dst"].copy()
-    with pytest.raises(ValueError, match="decode_regions"):
+    # (the sources' checks name decode_regions; the places' the Placement, made first)
+    with pytest.raises(ValueError, match="decode_regions|Placement"):
         call(cls, args)
     assert np.array_equal(args["dst"], before)
 
@@ -143,12 +145,23 @@ def test_decode_regions_rejection_messages_match_twin(name, value):
 
 @pytest.mark.parametrize("cls", DECODERS)
 def test_decode_regions_missing_rows_are_not_validated(cls):
-    """A row with a negative size is NO_DATA: its (nonsense) ranges are never looked at."""
-    args = base_args(src_offsets=i64(-5, 10**9), src_sizes=i64(-1, -7),
-                     chunk_offsets=i64(10**6, 0), dst_offsets=i64(-3, 10**6))
+    """A row with a negative size is NO_DATA: its (nonsense) source range is never looked
+    at, and its place is not written."""
+    args = base_args(src_offsets=i64(-5, 10**9), src_sizes=i64(-1, -7))
     before = args["dst"].copy()
     assert call(cls, args).tolist() == [NO_DATA, NO_DATA]
     assert np.array_equal(args["dst"], before)
+
+
+@pytest.mark.parametrize("cls", DECODERS)
+def test_a_placement_checks_every_row_whatever_the_sources(cls):
+    """The places are checked once, when the placement is made, before any source is
+    known: a row outside the chunk or ``dst`` is refused even when its chunk will turn
+    out to be missing (the decoders used to skip the checks of such a row)."""
+    args = base_args(src_offsets=i64(-5, 10**9), src_sizes=i64(-1, -7),
+                     chunk_offsets=i64(10**6, 0), dst_offsets=i64(-3, 10**6))
+    with pytest.raises(ValueError, match=r"^Placement: .* \(chunk 0\)$"):
+        call(cls, args)
 
 
 @pytest.mark.parametrize("cls", DECODERS)
@@ -210,7 +223,7 @@ def test_decode_regions_failed_rows_leave_dst_alone(cls):
     n = len(frames)
     for direct in (0, 1):
         dst = np.full(24 * n, 0xEE, dtype=np.uint8)
-        status = new_decoder(cls, 24).decode_regions(
+        status = call_regions(new_decoder(cls, 24),
             np.frombuffer(src, np.uint8), offs, i64(*map(len, frames)), np.zeros(n, I64),
             i64(2), dst, np.arange(n, dtype=I64) * 24, i64(2), np.full((n, 1), 12, I64), 2, 1,
             np.full(n, direct, np.uint8))
@@ -239,7 +252,7 @@ def test_decode_regions_bombs_fail_in_bounded_memory(cls, direct):
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     tracemalloc.start()
     try:
-        status = new_decoder(cls, nbytes).decode_regions(
+        status = call_regions(new_decoder(cls, nbytes),
             np.frombuffer(src, np.uint8), offs, i64(*map(len, bombs)), np.zeros(n, I64),
             i64(1), dst, np.arange(n, dtype=I64) * nbytes, i64(1), np.full((n, 1), nbytes, I64),
             1, 1, np.full(n, direct, np.uint8))
@@ -263,7 +276,7 @@ def test_truncated_checksum_is_failed(cls, frame):
     (ZSTD_decompressDCtx) and the per-chunk path reject it."""
     assert independent_decode(frame, 24) is None
     dst = np.zeros(24, np.uint8)
-    status = new_decoder(cls, 24).decode_regions(
+    status = call_regions(new_decoder(cls, 24),
         np.frombuffer(frame, np.uint8), i64(0), i64(len(frame)), i64(0), i64(1), dst, i64(0),
         i64(1), i64(24).reshape(1, 1), 1, 1, np.zeros(1, np.uint8))
     assert status.tolist() == [FAILED]
@@ -278,7 +291,7 @@ def test_skippable_frame_before_the_data_is_left_to_the_per_chunk_path(cls, pad)
     and twin alike, and writes nothing."""
     frame = skippable(pad) + FRAME
     dst = np.zeros(24, np.uint8)
-    status = new_decoder(cls, 24).decode_regions(
+    status = call_regions(new_decoder(cls, 24),
         np.frombuffer(frame, np.uint8), i64(0), i64(len(frame)), i64(0), i64(1), dst, i64(0),
         i64(1), i64(24).reshape(1, 1), 1, 1, np.zeros(1, np.uint8))
     assert status.tolist() == [FAILED]
@@ -292,7 +305,7 @@ def test_known_divergences_agree(frame):
     got = []
     for cls in (TwinDecoder, CompiledDecoder):
         dst = np.zeros(24, np.uint8)
-        got.append(new_decoder(cls, 24).decode_regions(
+        got.append(call_regions(new_decoder(cls, 24),
             np.frombuffer(frame, np.uint8), i64(0), i64(len(frame)), i64(0), i64(1), dst,
             i64(0), i64(1), i64(24).reshape(1, 1), 1, 1, np.zeros(1, np.uint8)).tolist())
     assert got[0] == got[1]
@@ -346,7 +359,7 @@ def test_blosc_decode_regions_matches_twin(cname, shuffle):
         for cls in (TwinDecoder, CompiledDecoder):
             # non-direct rows: every other item of the chunk, byte-swapped, reversed
             dst = np.full(GUARD + n * nbytes + GUARD, 0xEE, dtype=np.uint8)
-            status = cls("blosc", nbytes).decode_regions(
+            status = call_regions(cls("blosc", nbytes),
                 np.frombuffer(src, np.uint8), offs, i64(*[len(frames[k]) for k in names]),
                 np.full(n, nbytes - itemsize, I64), i64(-2 * itemsize), dst,
                 GUARD + np.arange(n, dtype=I64) * nbytes, i64(itemsize),

@@ -27,6 +27,9 @@ from _helpers.decode import (
     CompiledDecoder,
     TwinDecoder,
     c_strides,
+    call_files,
+    call_ranges,
+    call_regions,
     failed_direct_mask,
     layout_args,
     numpy_place,
@@ -96,7 +99,7 @@ def _regions(cls, case):
         sizes.append(len(row["stored"]) if row["stored"] is not None else -1)
         src += row["stored"] or b""
     dst = _dst0(case)
-    status = cls("none", case["nbytes"]).decode_regions(
+    status = call_regions(cls("none", case["nbytes"]),
         np.frombuffer(bytes(src), dtype=np.uint8), i64(*offsets), i64(*sizes),
         *layout_args(case, dst), share=case["share"])
     return status.tolist(), dst
@@ -111,7 +114,7 @@ def _files(cls, case, tmp):
                 f.write(row["stored"])
         paths.append(name.encode())
     dst = _dst0(case)
-    status, sizes, errors = cls("none", case["nbytes"]).decode_files(
+    status, sizes, errors = call_files(cls("none", case["nbytes"]),
         paths, *layout_args(case, dst), root=os.fsencode(tmp), share=case["share"])
     want_sizes = [-1 if row["stored"] is None else len(row["stored"])
                   for row in case["rows"]]
@@ -134,7 +137,7 @@ def _ranges(cls, case, tmp):
     fd = os.open(path, os.O_RDONLY)
     try:
         dst = _dst0(case)
-        status, errors = cls("none", case["nbytes"]).decode_ranges(
+        status, errors = call_ranges(cls("none", case["nbytes"]),
             i64(*[fd] * len(offsets)), i64(*offsets), i64(*sizes), *layout_args(case, dst),
             share=case["share"])
     finally:

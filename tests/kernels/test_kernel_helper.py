@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import zstandard
 
-from _helpers.decode import CompiledDecoder, run_in_threads
+from _helpers.decode import CompiledDecoder, call_files, call_regions, run_in_threads
 
 pytestmark = pytest.mark.skipif(CompiledDecoder is None, reason="no compiled decoder")
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="no helper thread on Windows")
@@ -77,7 +77,7 @@ def _write(tmp_path, chunks, bad=(), missing=()) -> list[bytes]:
 def _decode_files(paths, share):
     n = len(paths)
     co, dst, do, ds, shapes, direct = _box(n)
-    status, sizes, errors = CompiledDecoder("zstd", NBYTES).decode_files(
+    status, sizes, errors = call_files(CompiledDecoder("zstd", NBYTES),
         list(paths), co, STRIDES, dst, do, ds, shapes, 2, 1, direct, share=share)
     return status.tolist(), sizes.tolist(), errors.tolist(), dst
 
@@ -118,7 +118,7 @@ def test_shared_region_decodes_equal_unshared_from_many_threads():
 
     def run(share):
         co, dst, do, ds, shapes, direct = _box(8)
-        status = CompiledDecoder("zstd", NBYTES).decode_regions(
+        status = call_regions(CompiledDecoder("zstd", NBYTES),
             src, offsets, sizes, co, STRIDES, dst, do, ds, shapes, 2, 1, direct,
             share=share)
         return status.tolist(), dst

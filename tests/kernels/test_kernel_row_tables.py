@@ -12,6 +12,8 @@ import pytest
 
 from zarrfast import kernels as K
 
+from _helpers.decode import call_regions
+
 N = 20_000  # rows: 30 MB of layouts before
 
 
@@ -58,7 +60,7 @@ def test_decode_regions_keeps_no_layout_per_row():
     s = np.array([8, 2], dtype=np.int64)
     d = np.array(dst.strides, dtype=np.int64)
     out: list = []
-    peak = _peak(lambda: out.append(dec.decode_regions(
+    peak = _peak(lambda: out.append(call_regions(dec,
         src.view(np.uint8), starts, sizes, chunk_offsets, s,
         dst.reshape(-1).view(np.uint8), dst_offsets, d, shapes, 2, 1,
         np.zeros(N, dtype=np.uint8))))

@@ -147,13 +147,18 @@ class Case:
             self.chunks[(g, j)].astype(self.stored).tobytes())
 
 
+def placement_cls(cls):
+    """The ``Placement`` that goes with ``ShardFiles`` ``cls`` (compiled or twin)."""
+    return ref.Placement if cls is ref.ShardFiles else _kernels.Placement
+
+
 def make_plan(cls, case: Case, paths, root, dst, **kw):
     tables = case.tables(dst, direct_ok=kw.pop("direct_ok", True))
     n_inner = case.n_inner
     return cls(paths, root, case.rows, case.bounds, case.inner, n_inner,
                16 * n_inner + (4 if case.checksum else 0), case.at_end, case.checksum,
-               kw.pop("limit", 2**30), kw.pop("keep", 2**20), case.nbytes, *tables,
-               case.fill_stored())
+               kw.pop("limit", 2**30), kw.pop("keep", 2**20),
+               placement_cls(cls)(case.nbytes, *tables), case.fill_stored())
 
 
 @given(seed=st.integers(0, 2**32 - 1), itemsize=st.sampled_from([2, 4]), swap=st.booleans(),
@@ -338,7 +343,8 @@ def test_shard_files_rejections_match(tmp_path, change):
             else:
                 base[k] = v
         try:
-            impl(*base.values(), *tables, fill)
+            nbytes = base.pop("nbytes")
+            impl(*base.values(), placement_cls(impl)(nbytes, *tables), fill)
         except (ValueError, TypeError) as e:
             got.append((type(e), str(e)))
         else:
@@ -449,8 +455,8 @@ def test_shard_files_use_the_tables_they_checked(tmp_path):
     rows, bounds, inner = case.rows.copy(), case.bounds.copy(), case.inner.copy()
     plan = _kernels.ShardFiles(
         [b"s"], os.fsencode(tmp_path), rows, bounds, inner, case.n_inner,
-        16 * case.n_inner + 4, True, True, 2**30, 2**20, case.nbytes, *tables,
-        case.fill_stored())
+        16 * case.n_inner + 4, True, True, 2**30, 2**20,
+        _kernels.Placement(case.nbytes, *tables), case.fill_stored())
     chunk_offsets, _, _, dst_offsets, _, shapes, _, _, direct = tables
     for a in (chunk_offsets, dst_offsets, rows, inner):
         a[:] = 2**40

@@ -29,6 +29,7 @@ __all__ = [
     "write_region_files",
     "BATCH_CODECS",
     "ChunkDecoder",
+    "Placement",
     "ShardFiles",
 ]
 
@@ -297,5 +298,13 @@ ChunkDecoder, BATCH_CODECS = _load_chunk_decoder()
 ShardFiles = None
 if ChunkDecoder is not None:
     from zarrfast._ext._decode import ShardFiles
+#: ``Placement(nbytes, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
+#: shapes, itemsize, swap_unit, direct)`` (or ``Placement.box(...)``): where each chunk
+#: a ``ChunkDecoder`` call or ``ShardFiles`` decodes goes, validated once; the
+#: compiled one with ``ChunkDecoder``, else the twin (which places nothing faster)
+if ChunkDecoder is not None:
+    from zarrfast._ext._decode import Placement
+else:
+    from zarrfast.kernels.reference import Placement
 #: its statuses (the compiled module and the twin share them)
 DECODED, NO_DATA, FAILED = 0, 1, 2

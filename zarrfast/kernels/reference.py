@@ -389,6 +389,45 @@ DECODED, NO_DATA, FAILED = 0, 1, 2
 BATCH_CODECS = frozenset({"zstd", "blosc"})
 
 
+#: c-blosc's BLOSC_MAX_BUFFERSIZE (see ``_ext._decode``)
+BLOSC_MAX_BUFFERSIZE = 2**31 - 1 - BLOSC_MAX_OVERHEAD
+
+
+def blosc_compress(src, clevel, shuffle, typesize, cname, blocksize) -> bytes:
+    """Twin of ``_ext._decode.blosc_compress``: numcodecs' c-blosc compresses (the
+    bytes of ``numcodecs.Blosc.encode`` for the same settings)."""
+    from numcodecs import blosc
+
+    s = _u8(src)
+    clevel, shuffle, typesize, blocksize = (_ssize(clevel), _ssize(shuffle), _ssize(typesize),
+                                            _ssize(blocksize))
+    if not isinstance(cname, bytes):
+        raise TypeError(f"Argument 'cname' has incorrect type (expected bytes, got "
+                        f"{type(cname).__name__})")
+    if not 0 <= clevel <= 9 or shuffle not in (0, 1, 2) or typesize < 1 or b"\0" in cname:
+        raise ValueError(f"blosc_compress: bad settings clevel={clevel} shuffle={shuffle} "
+                         f"typesize={typesize} cname={cname!r}")
+    if s.size > BLOSC_MAX_BUFFERSIZE:
+        raise ValueError(f"blosc_compress: {s.size} bytes exceed c-blosc's limit of "
+                         f"{BLOSC_MAX_BUFFERSIZE} bytes per chunk")
+    return bytes(blosc.compress(s, cname, clevel, shuffle, blocksize, typesize))
+
+
+def blosc_decode_frame(frame, target, lo=0, hi=-1) -> int:
+    """Twin of ``_ext._decode.blosc_decode_frame``: numcodecs' c-blosc decodes the whole
+    frame into ``target`` (of the frame's decoded size); that size."""
+    from numcodecs import blosc
+
+    f, t = _u8(frame), _u8(target, writable=True)
+    _ssize(lo), _ssize(hi)
+    data = f.tobytes()
+    if (len(data) < 16 or int.from_bytes(data[12:16], "little") != len(data)
+            or int.from_bytes(data[4:8], "little") != t.size):
+        raise ValueError(f"blosc_decode_frame: not a blosc frame of {t.size} bytes")
+    blosc.decompress(data, t)
+    return t.size
+
+
 def _span(offset: int, strides, shape, itemsize: int) -> tuple[int, int]:
     """The bytes ``[lo, hi)`` a (non-empty) region reads."""
     lo = hi = offset
@@ -496,6 +535,187 @@ def _blosc_part(data: bytes, nbytes: int, lo: int, hi: int, out: np.ndarray) -> 
     return True
 
 
+def _placement_arg(placement):
+    """``placement`` if it is a :class:`Placement` (Cython's typed argument)."""
+    if not isinstance(placement, Placement):
+        raise TypeError(f"Argument 'placement' has incorrect type (expected Placement, got "
+                        f"{type(placement).__name__})")
+    return placement
+
+
+class Placement:
+    """Where each decoded chunk of a batch goes, validated once (see
+    ``_ext._decode.Placement``): row ``r`` copies the region ``shapes[r]`` at
+    ``chunk_offsets[r]`` of a decoded chunk of ``nbytes`` bytes to ``dst_offsets[r]`` of
+    ``dst``, or with ``direct[r]`` decodes the chunk straight into
+    ``dst[dst_offsets[r]:][:nbytes]``."""
+
+    #: a box's (``Placement.box``): its shards, and chunks per shard (else 0)
+    nshards = 0
+    n_inner = 0
+
+    def __init__(self, nbytes, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
+                 shapes, itemsize, swap_unit, direct) -> None:
+        func = "Placement"
+        nbytes = _ssize(nbytes)
+        co = _i64(chunk_offsets).copy()
+        cst = _i64(chunk_strides).copy()
+        d = _u8(dst, writable=True)
+        do = _i64(dst_offsets).copy()
+        dstr = _i64(dst_strides).copy()
+        shp = _i64(shapes, ndim=2).copy()
+        flags = _u8(direct).copy()
+        itemsize = _ssize(itemsize)
+        swap_unit = _ssize(swap_unit)
+        n, ndim = shp.shape
+        if nbytes < 0:
+            raise ValueError(f"{func}: nbytes {nbytes} is negative")
+        if co.size != n or do.size != n or flags.size != n:
+            raise ValueError(
+                f"{func}: {n} shapes but {co.size} chunk_offsets, {do.size} dst_offsets and "
+                f"{flags.size} direct flags"
+            )
+        if cst.size != ndim or dstr.size != ndim:
+            raise ValueError(
+                f"{func}: shapes of rank {ndim}, but {cst.size} chunk_strides and "
+                f"{dstr.size} dst_strides"
+            )
+        if ndim > MAX_NDIM:
+            raise ValueError(f"{func}: rank {ndim} exceeds the maximum of {MAX_NDIM}")
+        _check_item(func, itemsize, swap_unit)
+        skip = np.zeros(n, dtype=bool)
+        for r in range(n):
+            try:
+                if flags[r]:
+                    if do[r] < 0 or do[r] > d.size - nbytes:
+                        raise ValueError(
+                            f"{func}: direct bytes [{do[r]}, {do[r] + nbytes}) lie outside "
+                            f"dst's {d.size} bytes"
+                        )
+                    continue
+                _check_shape(func, shp[r])
+                if (shp[r] == 0).any():
+                    skip[r] = True
+                    continue
+                _check_dst_strides(func, dstr, shp[r])
+                _check_span(func, "chunk", nbytes, int(co[r]), cst, shp[r], itemsize)
+                _check_span(func, "dst", d.size, int(do[r]), dstr, shp[r], itemsize)
+            except ValueError as e:
+                raise ValueError(f"{e} (chunk {r})") from None
+        self._set(nbytes, co, cst, d, do, dstr, shp, itemsize, swap_unit, flags, skip)
+
+    def _set(self, nbytes, co, cst, d, do, dstr, shp, itemsize, swap_unit, flags, skip):
+        self.nbytes, self.chunk_offsets, self.chunk_strides = nbytes, co, cst
+        self.dst, self.dst_offsets, self.dst_strides, self.shapes = d, do, dstr, shp
+        self.itemsize, self.swap_unit, self.direct, self.skip = itemsize, swap_unit, flags, skip
+        self.n, self.ndim = shp.shape
+
+    @staticmethod
+    def box(nbytes, start, count, chunk_shape, chunk_strides, dst, dst_strides, itemsize,
+            swap_unit, cps=None, direct=True) -> Placement:
+        """The rows of a step-1 box in ``box_table``'s order (see
+        ``_ext._decode.Placement.box``)."""
+        func = "Placement.box"
+        nbytes = _ssize(nbytes)
+        arrays = [_i64(a) for a in (start, count, chunk_shape, chunk_strides, dst_strides)]
+        sta, cnt, chk, cst, dstr = arrays
+        ndim = sta.size
+        if nbytes < 0:
+            raise ValueError(f"{func}: nbytes {nbytes} is negative")
+        if any(a.size != ndim for a in arrays):
+            raise ValueError(
+                f"{func}: start {_ints(sta)}, count {_ints(cnt)}, chunk_shape {_ints(chk)}, "
+                f"chunk_strides {_ints(cst)} and dst_strides {_ints(dstr)} must have the "
+                f"same length")
+        per = None if cps is None else _i64(cps)
+        if per is not None and per.size != ndim:
+            raise ValueError(f"{func}: start {_ints(sta)} and cps {_ints(per)} must "
+                             f"have the same length")
+        if not 1 <= ndim <= MAX_NDIM:
+            raise ValueError(f"{func}: rank {ndim} is not 1 to {MAX_NDIM}")
+        itemsize, swap_unit = _ssize(itemsize), _ssize(swap_unit)
+        _check_item(func, itemsize, swap_unit)
+        s0, n0, c0 = sta.tolist(), cnt.tolist(), chk.tolist()
+        rows = n_inner = 1
+        for d in range(ndim):
+            if s0[d] < 0 or n0[d] < 1 or c0[d] < 1 or s0[d] + n0[d] > _INT64_MAX:
+                raise ValueError(
+                    f"{func}: dim {d}: start {s0[d]} (>= 0), count {n0[d]} (>= 1, start + "
+                    f"count < 2**63) or chunk_shape {c0[d]} (>= 1) out of domain")
+            if per is not None:
+                n_inner *= int(per[d])
+                if per[d] < 1 or n_inner > _INT64_MAX:
+                    raise ValueError(f"{func}: dim {d}: cps {int(per[d])} out of domain (>= 1, "
+                                     f"a shard of at most 2**63 chunks)")
+            rows *= (s0[d] + n0[d] - 1) // c0[d] - s0[d] // c0[d] + 1
+            if rows > 2**16:
+                raise ValueError(f"{func}: the box touches more than {2**16} chunks")
+        _check_span(func, "chunk", nbytes, 0, cst, chk, itemsize)
+        _check_dst_strides(func, dstr, cnt)
+        out = _u8(dst, writable=True)
+        _check_span(func, "dst", out.size, 0, dstr, cnt, itemsize)
+        if per is None:
+            per = np.ones(ndim, dtype=np.int64)
+        shards, bounds, inner, src_offsets, dst_offsets, shapes = box_table(
+            sta, cnt, chk, per, cst, dstr)
+        flags = _direct_flags(shapes, chk, cst, dstr, itemsize, swap_unit, nbytes, direct)
+        p = Placement(nbytes, src_offsets, cst, out, dst_offsets, dstr, shapes, itemsize,
+                      swap_unit, flags)
+        p.nshards, p.n_inner = len(shards), n_inner
+        p.coords = shards
+        p.shard = np.repeat(np.arange(len(shards), dtype=np.int64), np.diff(bounds))
+        p.inner = inner
+        return p
+
+    def part(self, lo, hi) -> Placement:
+        """A placement of rows ``lo`` to ``hi``, not checked again (not a box's)."""
+        lo, hi = _ssize(lo), _ssize(hi)
+        if not 0 <= lo <= hi <= self.n:
+            raise IndexError(f"Placement.part: rows {lo} to {hi} of {self.n}")
+        return self.take(np.arange(lo, hi, dtype=np.int64))
+
+    def take(self, rows) -> Placement:
+        """A placement of the rows ``rows``, in that order, not checked again (not a
+        box's)."""
+        rows = _i64(rows)
+        for r in rows.tolist():
+            if not 0 <= r < self.n:
+                raise IndexError(f"Placement.take: row {r} of {self.n}")
+        p = Placement.__new__(Placement)
+        p._set(self.nbytes, self.chunk_offsets[rows], self.chunk_strides, self.dst,
+               self.dst_offsets[rows], self.dst_strides, self.shapes[rows].reshape(-1, self.ndim),
+               self.itemsize, self.swap_unit, self.direct[rows], self.skip[rows])
+        return p
+
+    def __len__(self) -> int:
+        return self.n
+
+    def place(self, decoder, r: int, frame: np.ndarray) -> bool:
+        """Decode ``frame`` with ``decoder`` and place it as row ``r`` says; False when
+        it does not decode to ``nbytes`` bytes (nothing placed)."""
+        lo, hi = 0, self.nbytes
+        if decoder.codec == "blosc" and not self.direct[r]:
+            lo, hi = _span(int(self.chunk_offsets[r]), self.chunk_strides, self.shapes[r],
+                           self.itemsize)
+        chunk = decoder._decode(frame, lo, hi)
+        if chunk is None:
+            return False
+        self.place_chunk(r, chunk)
+        return True
+
+    def place_chunk(self, r: int, chunk: np.ndarray) -> None:
+        """Place the decoded chunk ``chunk`` (``nbytes`` bytes) as row ``r`` says."""
+        if self.skip[r]:
+            return
+        if self.direct[r]:
+            at = int(self.dst_offsets[r])
+            self.dst[at:at + self.nbytes] = chunk
+        else:
+            copy_region(chunk, int(self.chunk_offsets[r]), self.chunk_strides, self.dst,
+                        int(self.dst_offsets[r]), self.dst_strides, self.shapes[r],
+                        self.itemsize, self.swap_unit)
+
+
 class ChunkDecoder:
     """Batched decoding of zstd or blosc chunks into regions of an output (see
     ``_ext._decode``), with python-zstandard and numcodecs' blosc; ``"none"``: the
@@ -565,82 +785,30 @@ class ChunkDecoder:
             return None
         return out
 
-    def _plan(self, func, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides, shapes,
-              itemsize, swap_unit, direct, status):
-        """Validate where every chunk goes (``_ext._decode._Plan``); the rows to place."""
-        co = _i64(chunk_offsets)
-        cst = _i64(chunk_strides)
-        d = _u8(dst, writable=True)
-        do = _i64(dst_offsets)
-        dstr = _i64(dst_strides)
-        shp = _i64(shapes, ndim=2)
-        flags = _u8(direct)
-        itemsize = _ssize(itemsize)
-        swap_unit = _ssize(swap_unit)
-        n, ndim = shp.shape
-        nb = self.nbytes
-        if co.size != n or do.size != n or flags.size != n:
-            raise ValueError(
-                f"{func}: {n} shapes but {co.size} chunk_offsets, {do.size} dst_offsets and "
-                f"{flags.size} direct flags"
-            )
-        if cst.size != ndim or dstr.size != ndim:
-            raise ValueError(
-                f"{func}: shapes of rank {ndim}, but {cst.size} chunk_strides and "
-                f"{dstr.size} dst_strides"
-            )
-        if ndim > MAX_NDIM:
-            raise ValueError(f"{func}: rank {ndim} exceeds the maximum of {MAX_NDIM}")
-        _check_item(func, itemsize, swap_unit)
-        todo = []
-        for r in range(n):
-            if status[r] == NO_DATA:
-                continue
-            try:
-                if flags[r]:
-                    if do[r] < 0 or do[r] > d.size - nb:
-                        raise ValueError(
-                            f"{func}: direct bytes [{do[r]}, {do[r] + nb}) lie outside dst's "
-                            f"{d.size} bytes"
-                        )
-                else:
-                    _check_shape(func, shp[r])
-                    if (shp[r] == 0).any():
-                        continue
-                    _check_dst_strides(func, dstr, shp[r])
-                    _check_span(func, "chunk", nb, int(co[r]), cst, shp[r], itemsize)
-                    _check_span(func, "dst", d.size, int(do[r]), dstr, shp[r], itemsize)
-            except ValueError as e:
-                raise ValueError(f"{e} (chunk {r})") from None
-            todo.append(r)
+    def _rows(self, func, placement, n, status):
+        """The rows of ``placement`` to place (``DECODED`` and not empty), and how to
+        place one: the checks of ``_ext._decode.ChunkDecoder`` on a placement."""
+        if not isinstance(placement, Placement):
+            raise TypeError(f"Argument 'placement' has incorrect type (expected "
+                            f"Placement, got {type(placement).__name__})")
+        if placement.nbytes != self.nbytes:
+            raise ValueError(f"{func}: a placement of {placement.nbytes}-byte chunks, "
+                             f"the decoder's are {self.nbytes} bytes")
+        if placement.n != n:
+            raise ValueError(f"{func}: a placement of {placement.n} rows for {n} chunks")
+        todo = [r for r in range(n) if status[r] == DECODED and not placement.skip[r]]
+        return todo, functools.partial(placement.place, self)
 
-        def place(r: int, frame: np.ndarray) -> bool:
-            lo, hi = 0, nb
-            if self.codec == "blosc" and not flags[r]:
-                lo, hi = _span(int(co[r]), cst, shp[r], itemsize)
-            chunk = self._decode(frame, lo, hi)
-            if chunk is None:
-                return False
-            if flags[r]:
-                d[int(do[r]):int(do[r]) + nb] = chunk
-            else:
-                copy_region(chunk, int(co[r]), cst, d, int(do[r]), dstr, shp[r], itemsize,
-                            swap_unit)
-            return True
-
-        return todo, place
-
-    def decode_regions(self, src, src_offsets, src_sizes, chunk_offsets, chunk_strides,
-                       dst, dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
-                       share=False):
+    def decode_regions(self, src, src_offsets, src_sizes, placement, share=False):
         s = _u8(src)
         so = _i64(src_offsets)
         sz = _i64(src_sizes)
-        n = _i64(shapes, ndim=2).shape[0]
+        n = _placement_arg(placement).n
         if so.size != n or sz.size != n:
             raise ValueError(
-                f"decode_regions: {n} shapes but {so.size} src_offsets and {sz.size} src_sizes"
+                f"decode_regions: {n} rows but {so.size} src_offsets and {sz.size} src_sizes"
             )
+        todo, place = self._rows("decode_regions", placement, n, np.zeros(n, np.int8))
         for r in range(n):
             if sz[r] >= 0 and (so[r] < 0 or so[r] > s.size - sz[r]):
                 raise ValueError(
@@ -648,39 +816,32 @@ class ChunkDecoder:
                     f"{s.size} bytes (chunk {r})"
                 )
         status = np.where(sz < 0, NO_DATA, DECODED).astype(np.int8)
-        todo, place = self._plan("decode_regions", chunk_offsets, chunk_strides, dst,
-                                 dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
-                                 status)
         for r in todo:
-            if not place(r, s[int(so[r]):int(so[r]) + int(sz[r])]):
+            if status[r] == DECODED and not place(r, s[int(so[r]):int(so[r]) + int(sz[r])]):
                 status[r] = FAILED
         return status
 
-    def decode_ranges(self, fds, offsets, sizes, chunk_offsets, chunk_strides, dst,
-                      dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
-                      share=False):
+    def decode_ranges(self, fds, offsets, sizes, placement, share=False):
         import errno as _errno
         import os
 
         fd = _i64(fds)
         so = _i64(offsets)
         sz = _i64(sizes)
-        n = _i64(shapes, ndim=2).shape[0]
+        n = _placement_arg(placement).n
         limit = 2 * self.nbytes + 65536
         if fd.size != n or so.size != n or sz.size != n:
-            raise ValueError(f"decode_ranges: {n} shapes but {fd.size} fds, {so.size} offsets "
+            raise ValueError(f"decode_ranges: {n} rows but {fd.size} fds, {so.size} offsets "
                              f"and {sz.size} sizes")
+        status = np.where(sz < 0, NO_DATA, DECODED).astype(np.int8)
+        todo, place = self._rows("decode_ranges", placement, n, status)
         for r in range(n):
             if sz[r] >= 0 and (so[r] < 0 or sz[r] > limit or fd[r] < 0 or fd[r] > 2**31 - 1):
                 raise ValueError(
                     f"decode_ranges: bytes [{so[r]}, {so[r] + sz[r]}) of file descriptor "
                     f"{fd[r]} (chunk {r}): not a range of at most {limit} bytes of an open "
                     f"file")
-        status = np.where(sz < 0, NO_DATA, DECODED).astype(np.int8)
         errors = np.zeros(n, dtype=np.int64)
-        todo, place = self._plan("decode_ranges", chunk_offsets, chunk_strides, dst,
-                                 dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct,
-                                 status)
         for r in todo:
             want, at = int(sz[r]), int(so[r])
             data = b""
@@ -699,30 +860,27 @@ class ChunkDecoder:
                 status[r] = FAILED
         return status, errors
 
-    def decode_files(self, paths, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
-                     shapes, itemsize, swap_unit, direct, root=None, share=False):
+    def decode_files(self, paths, placement, root=None, share=False):
         import os
 
         if not isinstance(paths, list):
             raise TypeError(f"decode_files: paths must be a list, got {type(paths).__name__}")
-        n = _i64(shapes, ndim=2).shape[0]
+        n = _placement_arg(placement).n
         if len(paths) != n:
-            raise ValueError(f"decode_files: {n} shapes but {len(paths)} paths")
+            raise ValueError(f"decode_files: {n} rows but {len(paths)} paths")
+        status = np.full(n, DECODED, dtype=np.int8)
+        todo, place = self._rows("decode_files", placement, n, status)
         for r, p in enumerate(paths):
             if not isinstance(p, bytes):
                 raise TypeError(f"decode_files: path {r} is {type(p).__name__}, expected bytes")
             if b"\0" in p:
                 raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
-        status = np.full(n, DECODED, dtype=np.int8)
         sizes = np.full(n, -1, dtype=np.int64)
         errors = np.zeros(n, dtype=np.int64)
-        todo, place = self._plan("decode_files", chunk_offsets, chunk_strides, dst, dst_offsets,
-                                 dst_strides, shapes, itemsize, swap_unit, direct, status)
         # (uncompressed, placed whole: the kernel reads the file into its place, and
         # takes no more than the chunk's bytes)
-        flags = _u8(direct)
-        limits = [self.nbytes if self.codec == "none" and flags[r] else 2 * self.nbytes + 65536
-                  for r in range(n)]
+        limits = [self.nbytes if self.codec == "none" and placement.direct[r]
+                  else 2 * self.nbytes + 65536 for r in range(n)]
         rootfd = _root_fd("decode_files", root)
         try:
             self._decode_each(paths, rootfd, todo, place, limits, status, sizes, errors)
@@ -731,12 +889,21 @@ class ChunkDecoder:
                 os.close(rootfd)
         return status, sizes, errors
 
-    def decode_box_files(self, root, prefix, separator, start, count, chunk_shape,
-                         chunk_strides, dst, dst_strides, itemsize, swap_unit, direct=True,
-                         share=False):
+    def _box(self, func, placement, plain):
+        if not isinstance(placement, Placement):
+            raise TypeError(f"Argument 'placement' has incorrect type (expected "
+                            f"Placement, got {type(placement).__name__})")
+        if placement.nshards == 0 or (plain and placement.n_inner != 1):
+            raise ValueError(f"{func}: the placement is not a box's (Placement.box"
+                             f"{'' if plain else ' with cps'})")
+        if placement.nbytes != self.nbytes:
+            raise ValueError(f"{func}: a placement of {placement.nbytes}-byte chunks, "
+                             f"the decoder's are {self.nbytes} bytes")
+
+    def decode_box_files(self, root, prefix, separator, placement, share=False):
         """A step-1 box of an array whose chunks are files, read in one call: the
-        table of ``box_table``, the chunks' paths and ``decode_files``; ``None`` when
-        every chunk was placed, else their statuses (see ``_ext._decode``)."""
+        chunks' paths and ``decode_files``; ``None`` when every chunk was placed, else
+        their statuses (see ``_ext._decode``)."""
         func = "decode_box_files"
         for name, v in (("root", root), ("prefix", prefix), ("separator", separator)):
             if not isinstance(v, bytes):
@@ -745,45 +912,32 @@ class ChunkDecoder:
         if b"\0" in root or b"\0" in prefix or b"\0" in separator:
             raise ValueError(f"{func}: root {root!r}, prefix {prefix!r} or separator "
                              f"{separator!r} contains a NUL byte")
-        sta, cnt, chk, cst, dstr, out, itemsize, swap_unit = self._box_args(
-            func, start, count, chunk_shape, None, chunk_strides, dst, dst_strides, itemsize,
-            swap_unit)
-        paths, src_offsets, dst_offsets, shapes, flags = box_files_table(
-            prefix, separator, sta, cnt, chk, cst, dstr, itemsize, swap_unit, self.nbytes,
-            direct)
-        status, _sizes, _errors = self.decode_files(
-            paths, src_offsets, cst, out, dst_offsets, dstr, shapes, itemsize, swap_unit,
-            flags, root=root, share=share)
+        self._box(func, placement, True)
+        paths = [prefix + separator.join(str(c).encode() for c in row)
+                 for row in placement.coords.tolist()]
+        status, _sizes, _errors = self.decode_files(paths, placement, root=root, share=share)
         return status if status.any() else None
 
-    def decode_box_shards(self, fds, indexes, start, count, chunk_shape, cps, chunk_strides,
-                          dst, dst_strides, itemsize, swap_unit, fill, limit, direct=True,
-                          share=False):
+    def decode_box_shards(self, fds, indexes, placement, fill, limit, share=False):
         """A step-1 box of a sharded array whose shards are open files, read in one
-        call: the table of ``box_table``, the index entries, the fill value for empty
-        ones and ``decode_ranges``; ``None`` unless a row is ``FAILED``, then every
-        row's status (see ``_ext._decode``)."""
+        call: the index entries, the fill value for empty ones and ``decode_ranges``;
+        ``None`` unless a row is ``FAILED``, then every row's status (see
+        ``_ext._decode``)."""
         func = "decode_box_shards"
+        fd = _i64(fds)
         if not isinstance(indexes, list):
             raise TypeError(f"Argument 'indexes' has incorrect type (expected list, got "
                             f"{type(indexes).__name__})")
-        fd, per, fill_item = _i64(fds), _i64(cps), _u8(fill)
-        if per.size != _i64(start).size:
-            raise ValueError(f"{func}: start {_ints(_i64(start))} and cps {_ints(per)} must "
-                             f"have the same length")
-        itemsize, limit = _ssize(itemsize), _ssize(limit)
-        if fill_item.size != itemsize:
-            raise ValueError(f"{func}: fill is {fill_item.size} bytes, an item {itemsize}")
-        sta, cnt, chk, cst, dstr, out, itemsize, swap_unit = self._box_args(
-            func, start, count, chunk_shape, per, chunk_strides, dst, dst_strides, itemsize,
-            swap_unit)
-        shards, bounds, inner, src_offsets, dst_offsets, shapes = box_table(
-            sta, cnt, chk, per, cst, dstr)
-        m = len(shards)
+        self._box(func, placement, False)
+        fill_item = _u8(fill)
+        limit = _ssize(limit)
+        if fill_item.size != placement.itemsize:
+            raise ValueError(f"{func}: fill is {fill_item.size} bytes, an item "
+                             f"{placement.itemsize}")
+        m, n_inner = placement.nshards, placement.n_inner
         if fd.size != m or len(indexes) != m:
             raise ValueError(f"{func}: the box touches {m} shards, but {fd.size} fds and "
                              f"{len(indexes)} indexes are given")
-        n_inner = math.prod(per.tolist())
         tables = []
         for g, index in enumerate(indexes):
             if fd[g] > 2**31 - 1:
@@ -800,66 +954,28 @@ class ChunkDecoder:
                 raise ValueError(f"{func}: index {g} has shape {arr.shape}, expected "
                                  f"({n_inner}, 2)")
             tables.append(arr)
-        flags = _direct_flags(shapes, chk, cst, dstr, itemsize, swap_unit, self.nbytes, direct)
         cap = min(limit, 2 * self.nbytes + 65536)
-        n = len(inner)
+        n = placement.n
         status = np.full(n, DECODED, dtype=np.int8)
         read = []  # rows read: (row, fd, offset, nbytes)
-        for g in range(m):
-            for r in range(int(bounds[g]), int(bounds[g + 1])):
-                table = tables[g]
-                if table is None or int(table[inner[r], 0]) == 2**64 - 1:
-                    fill_region(out, dst_offsets[r], dstr, shapes[r], fill_item)
-                    status[r] = NO_DATA
-                elif int(table[inner[r], 1]) > cap or int(table[inner[r], 0]) > _INT64_MAX:
-                    status[r] = FAILED
-                else:
-                    read.append((r, int(fd[g]), int(table[inner[r], 0]),
-                                 int(table[inner[r], 1])))
+        for r in range(n):
+            g, j = int(placement.shard[r]), int(placement.inner[r])
+            table = tables[g]
+            if table is None or int(table[j, 0]) == 2**64 - 1:
+                fill_region(placement.dst, placement.dst_offsets[r], placement.dst_strides,
+                            placement.shapes[r], fill_item)
+                status[r] = NO_DATA
+            elif int(table[j, 1]) > cap or int(table[j, 0]) > _INT64_MAX:
+                status[r] = FAILED
+            else:
+                read.append((r, int(fd[g]), int(table[j, 0]), int(table[j, 1])))
         if read:
             rows = np.array([x[0] for x in read], dtype=np.int64)
             got, _errors = self.decode_ranges(
                 *(np.array([x[k] for x in read], dtype=np.int64) for k in (1, 2, 3)),
-                src_offsets[rows], cst, out, dst_offsets[rows], dstr, shapes[rows], itemsize,
-                swap_unit, flags[rows], share=share)
+                placement.take(rows), share=share)
             status[rows] = got
         return status if (status == FAILED).any() else None
-
-    def _box_args(self, func, start, count, chunk_shape, cps, chunk_strides, dst,
-                  dst_strides, itemsize, swap_unit):
-        """The checked arguments of a box read, as the kernel checks them."""
-        arrays = [_i64(a) for a in (start, count, chunk_shape, chunk_strides, dst_strides)]
-        sta, cnt, chk, cst, dstr = arrays
-        ndim = sta.size
-        if any(a.size != ndim for a in arrays):
-            raise ValueError(
-                f"{func}: start {_ints(sta)}, count {_ints(cnt)}, chunk_shape {_ints(chk)}, "
-                f"chunk_strides {_ints(cst)} and dst_strides {_ints(dstr)} must have the "
-                f"same length")
-        if not 1 <= ndim <= MAX_NDIM:
-            raise ValueError(f"{func}: rank {ndim} is not 1 to {MAX_NDIM}")
-        itemsize, swap_unit = _ssize(itemsize), _ssize(swap_unit)
-        _check_item(func, itemsize, swap_unit)
-        s0, n0, c0 = sta.tolist(), cnt.tolist(), chk.tolist()
-        rows = per = 1
-        for d in range(ndim):
-            if s0[d] < 0 or n0[d] < 1 or c0[d] < 1 or s0[d] + n0[d] > _INT64_MAX:
-                raise ValueError(
-                    f"{func}: dim {d}: start {s0[d]} (>= 0), count {n0[d]} (>= 1, start + "
-                    f"count < 2**63) or chunk_shape {c0[d]} (>= 1) out of domain")
-            if cps is not None:
-                per *= int(cps[d])
-                if cps[d] < 1 or per > _INT64_MAX:
-                    raise ValueError(f"{func}: dim {d}: cps {int(cps[d])} out of domain (>= 1, "
-                                     f"a shard of at most 2**63 chunks)")
-            rows *= (s0[d] + n0[d] - 1) // c0[d] - s0[d] // c0[d] + 1
-            if rows > 2**16:
-                raise ValueError(f"{func}: the box touches more than {2**16} chunks")
-        _check_span(func, "chunk", self.nbytes, 0, cst, chk, itemsize)
-        _check_dst_strides(func, dstr, cnt)
-        out = _u8(dst, writable=True)
-        _check_span(func, "dst", out.size, 0, dstr, cnt, itemsize)
-        return sta, cnt, chk, cst, dstr, out, itemsize, swap_unit
 
     @staticmethod
     def _decode_each(paths, rootfd, todo, place, limits, status, sizes, errors) -> None:
@@ -966,19 +1082,18 @@ class ShardFiles:
     ``_ext._decode.ShardFiles``), with the twin decoder."""
 
     def __init__(self, paths, root, rows, bounds, inner, n_inner, index_nbytes, at_end,
-                 checksum, limit, keep, nbytes, chunk_offsets, chunk_strides, dst,
-                 dst_offsets, dst_strides, shapes, itemsize, swap_unit, direct, fill) -> None:
+                 checksum, limit, keep, placement, fill) -> None:
         import threading
 
         if not isinstance(paths, list):
             raise TypeError(f"ShardFiles: paths must be a list, got {type(paths).__name__}")
-        rows, bounds, inner = _i64(rows), _i64(bounds), _i64(inner)
-        shp = _i64(shapes, ndim=2)
-        n_inner, index_nbytes, limit, keep, nbytes = (
-            _ssize(n_inner), _ssize(index_nbytes), _ssize(limit), _ssize(keep), _ssize(nbytes))
-        itemsize = _ssize(itemsize)
+        rows, bounds, inner = _i64(rows).copy(), _i64(bounds).copy(), _i64(inner).copy()
+        n_inner, index_nbytes, limit, keep = (
+            _ssize(n_inner), _ssize(index_nbytes), _ssize(limit), _ssize(keep))
+        placement = _placement_arg(placement)
+        nbytes, itemsize = placement.nbytes, placement.itemsize
         nshards = bounds.size - 1
-        nrows = shp.shape[0]
+        nrows = placement.n
         if nshards < 0 or len(paths) != nshards:
             raise ValueError(f"ShardFiles: {len(paths)} paths but {bounds.size} bounds "
                              f"(one more than the shards)")
@@ -1004,7 +1119,7 @@ class ShardFiles:
                              f"itemsize {itemsize}: expected one item, a whole number of "
                              f"items")
         if inner.size != nrows:
-            raise ValueError(f"ShardFiles: {nrows} shapes but {inner.size} inner indexes")
+            raise ValueError(f"ShardFiles: {nrows} rows but {inner.size} inner indexes")
         if bounds[0] != 0 or bounds[nshards] > rows.size:
             raise ValueError(f"ShardFiles: bounds run from {bounds[0]} to "
                              f"{bounds[nshards]}, not from 0 to at most {rows.size}")
@@ -1017,11 +1132,7 @@ class ShardFiles:
             if not 0 <= inner[r] < n_inner:
                 raise ValueError(f"ShardFiles: row {r} is inner chunk {inner[r]}, not one of "
                                  f"{n_inner}")
-        self._table = (chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides, shapes,
-                       itemsize, swap_unit, direct)
-        # (validated now, as the compiled plan is)
-        ChunkDecoder("zstd", nbytes)._plan("ShardFiles", *self._table,
-                                           np.zeros(nrows, dtype=np.int8))
+        self.placement = placement
         self.paths, self.root = list(paths), root
         self.rows, self.bounds, self.inner = rows, bounds, inner
         self.nbytes, self.n_inner, self.index_nbytes = nbytes, n_inner, index_nbytes
@@ -1048,9 +1159,8 @@ class ShardFiles:
             if iv.shape != (self.n_inner, 2):
                 raise ValueError(f"ShardFiles.read: index_out has shape "
                                  f"{tuple(index_out.shape)}, expected ({self.n_inner}, 2)")
-        todo, place = decoder._plan("ShardFiles", *self._table,
-                                    np.zeros(self.inner.size, dtype=np.int8))
-        todo = set(todo)
+        place = functools.partial(self.placement.place, decoder)
+        todo = {r for r in range(self.placement.n) if not self.placement.skip[r]}
         rows = self.rows[self.bounds[g]:self.bounds[g + 1]].tolist()
         self._stamps[g] = None
         rootfd = _root_fd("ShardFiles", self.root)
@@ -1140,17 +1250,8 @@ class ShardFiles:
         """Place a chunk of fill items at row ``r`` (as a decoded chunk is placed)."""
         if r not in todo:
             return
-        chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides, shapes, itemsize, \
-            swap_unit, direct = self._table
-        d = _u8(dst, writable=True)
         chunk = np.frombuffer(self.fill * (self.nbytes // len(self.fill)), dtype=np.uint8)
-        if _u8(direct)[r]:
-            off = int(_i64(dst_offsets)[r])
-            d[off:off + self.nbytes] = chunk
-            return
-        copy_region(chunk, int(_i64(chunk_offsets)[r]), chunk_strides, d,
-                    int(_i64(dst_offsets)[r]), dst_strides, _i64(shapes, ndim=2)[r],
-                    itemsize, swap_unit)
+        self.placement.place_chunk(r, chunk)
 
     def stamp(self, g):
         g = _ssize(g)
