@@ -22,7 +22,11 @@ Not checked (unspecified result, never a crash): ``src`` overlapping ``dst``,
 and distinct destination indices that land on overlapping bytes. Destination
 strides of 0 along a dim of extent > 1 are rejected.
 
-Twins: ``zarrfast._reference.copy_region`` / ``fill_region`` / ``is_uniform``.
+Twins: ``zarrfast.kernels.reference.copy_region``,
+``zarrfast.kernels.reference.copy_regions``, ``zarrfast.kernels.reference.fill_region``,
+``zarrfast.kernels.reference.is_uniform``, ``zarrfast.kernels.reference.transpose``,
+``zarrfast.kernels.reference.byteswap_inplace``,
+``zarrfast.kernels.reference.byteswap_copy``.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t

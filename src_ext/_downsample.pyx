@@ -36,8 +36,12 @@ would). ``src`` and ``out`` must share the dtype.
 Shapes and ``fill`` are validated with the GIL (``ValueError`` naming the
 shapes); the loops run with the GIL released.
 
-Twins: ``zarrfast.geozarr._downsample.block_reduce`` and the per-method
-``block_<method>`` wrappers.
+Twins: ``zarrfast.kernels.downsample.block_reduce``,
+``zarrfast.kernels.downsample.block_average``,
+``zarrfast.kernels.downsample.block_sum``, ``zarrfast.kernels.downsample.block_min``,
+``zarrfast.kernels.downsample.block_max``, ``zarrfast.kernels.downsample.block_rms``,
+``zarrfast.kernels.downsample.block_mode``,
+``zarrfast.kernels.downsample.block_nearest``.
 """
 
 from libc.math cimport NAN, nearbyint, sqrt

@@ -9,7 +9,10 @@ a few KiB needs to come near the page-cache floor.
 All arguments are validated with the GIL before the loop; the loop never
 writes outside ``dst``.
 
-Twin: ``zarrfast._reference.read_files_into``.
+Twins: ``zarrfast.kernels.reference.read_files_into``,
+``zarrfast.kernels.reference.write_files``,
+``zarrfast.kernels.reference.write_region_files``,
+``zarrfast.kernels.reference.open_nolinks``.
 """
 
 from cpython.buffer cimport PyBuffer_FillInfo

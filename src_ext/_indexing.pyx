@@ -26,7 +26,10 @@ arithmetic, O(#segments) per dim, not by scanning indices.
 ``format_chunk_keys`` renders coordinate rows as ``prefix + sep.join(...)``;
 ``normalize_plain`` resolves a plain basic selection (ints and slices).
 
-Twins: ``zarrfast._reference.project`` / ``format_chunk_keys``.
+Twins: ``zarrfast.kernels.reference.project``, ``zarrfast.kernels.reference.box_table``,
+``zarrfast.kernels.reference.format_chunk_keys``,
+``zarrfast.kernels.reference.normalize_plain``,
+``zarrfast.kernels.reference.group_by_chunk``.
 """
 
 import numpy as np

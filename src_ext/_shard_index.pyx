@@ -50,7 +50,7 @@ replaces.
 The loop and the sorts are in ``_shard_check.pxd``, which ``_decode`` shares (it
 checks the index of every shard it reads whole).
 
-Twin: ``zarrfast._reference.check_index``.
+Twin: ``zarrfast.kernels.reference.check_index``.
 """
 
 from operator import index as _as_index

@@ -3,7 +3,7 @@
 #          (n, ceil(H / fy), ceil(W / fx)), same dtype as src: float32, float64 or an
 #          8/16/32/64-bit (un)signed integer in native byte order.
 # fill: None, or a number (integers: representable in the dtype); NaN and fill are ignored.
-# Twins: zarrfast.geozarr._downsample (same names, signatures, results, errors).
+# Twins: zarrfast.kernels.downsample (same names, signatures, results, errors).
 from collections.abc import Buffer
 from typing import Any
 

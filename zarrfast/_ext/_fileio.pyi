@@ -40,3 +40,11 @@ class PageBuffer:
 
 def kept_pages() -> tuple[int, int]: ...  # mappings and bytes kept for reuse
 def release_kept_pages(limit: int = 0) -> None: ...
+
+def open_nolinks(
+    dirfd: int,  # an open directory
+    path: bytes,  # relative to it; no symbolic link is followed (ELOOP), nor left (EXDEV)
+    flags: int,
+    mode: int = 0o666,
+) -> int: ...  # the open file descriptor
+def use_openat2(on: bool) -> bool: ...  # the previous setting (tests)
