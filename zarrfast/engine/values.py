@@ -34,7 +34,7 @@ They are raised before anything is written.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -57,7 +57,7 @@ def is_scalar(value: Any) -> bool:
     if not np.isscalar(value):
         return False
     try:
-        memoryview(value)
+        memoryview(cast(Any, value))  # (np.isscalar narrowed it to types that may have none)
     except TypeError:
         return True
     return False
@@ -72,10 +72,10 @@ def text_elements(metadata: Any) -> type | None:
     if dtype.kind != "O":
         return None
     if getattr(metadata, "zarr_format", 3) == 2:
-        first = (metadata.filters or ({},))[0]
-        return {"vlen-utf8": str, "vlen-bytes": bytes}.get(
-            first.get("id") if isinstance(first, dict) else None)
-    name = getattr(getattr(metadata, "type_info", None), "name", None)
+        first: Any = (metadata.filters or ({},))[0]
+        key: Any = first.get("id") if isinstance(first, dict) else None
+        return {"vlen-utf8": str, "vlen-bytes": bytes}.get(key)
+    name: Any = getattr(getattr(metadata, "type_info", None), "name", None)
     return {"string": str, "variable_length_bytes": bytes, "bytes": bytes}.get(name)
 
 

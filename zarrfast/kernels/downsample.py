@@ -71,10 +71,10 @@ def _view(obj: Any, what: str, writable: bool) -> tuple[memoryview, str]:
         )
     if m.ndim != 3:
         raise ValueError(
-            f"block_reduce: {what} must be 3-D (n, H, W), got shape {tuple(m.shape)}"
+            f"block_reduce: {what} must be 3-D (n, H, W), got shape {m.shape}"
         )
     if not m.c_contiguous:
-        raise ValueError(f"block_reduce: {what} of shape {tuple(m.shape)} is not C-contiguous")
+        raise ValueError(f"block_reduce: {what} of shape {m.shape} is not C-contiguous")
     if writable and m.readonly:
         raise ValueError(f"block_reduce: {what} is read-only")
     return m, _SUPPORTED[fmt]
@@ -182,11 +182,12 @@ def block_reduce(src: Any, out: Any, fy: int, fx: int, method: str,
     mo, out_dtype = _view(out, "out", True)
     if src_dtype != out_dtype:
         raise TypeError(f"block_reduce: src is {src_dtype} but out is {out_dtype}")
+    assert ms.shape is not None and mo.shape is not None  # (a memoryview has a shape)
     n, H, W = ms.shape
     need = (n, _ceildiv(H, fy), _ceildiv(W, fx))
-    if tuple(mo.shape) != need:
+    if mo.shape != need:
         raise ValueError(
-            f"block_reduce: out has shape {tuple(mo.shape)} but src of shape {(n, H, W)} "
+            f"block_reduce: out has shape {mo.shape} but src of shape {(n, H, W)} "
             f"reduced by ({fy}, {fx}) needs {need}"
         )
     dtype = np.dtype(src_dtype)
