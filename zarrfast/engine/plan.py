@@ -65,12 +65,17 @@ class Options:
     @classmethod
     def resolve(cls) -> Options:
         """The options of the configuration as it is now."""
-        values = config.values()
+        values = _VALUES
         return cls(threads=max(1, int(values["threads"])),
                    io_concurrency=max(1, int(values["io_concurrency"])),
                    shard_coalesce_gap=int(values["shard_coalesce_gap"]),
                    lock_timeout=float(values["lock_timeout"]),
                    file_locks=bool(values["file_locks"]))
+
+
+#: the configuration's values, a live read-only view (the one dictionary of
+#: ``zarrfast.config``, changed in place by ``config.set``)
+_VALUES = config.values()
 
 
 @dataclass(slots=True)

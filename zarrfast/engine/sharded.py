@@ -653,8 +653,8 @@ def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicS
                 indexes.append(None)
                 continue
             readers.append(reader)
-            fd = reader.fileno()
-            if fd is None:
+            fd = reader.fd
+            if fd < 0:
                 return False
             fds.append(fd)
             indexes.append(chain.reader_index(reader, key))
@@ -702,8 +702,8 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
     rows_list: list[int] = []
     largest = 2 * inner.chunk_nbytes + 65536
     for p in plans:
-        fd = p.reader.fileno()
-        if fd is None:
+        fd = p.reader.fd
+        if fd < 0:
             return False
         if not p.rows:
             continue

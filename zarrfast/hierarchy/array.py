@@ -19,7 +19,6 @@ from zarrfast.engine import strategies
 from zarrfast.engine.chunked import PreparedChain
 from zarrfast.engine.objects import ObjectChain
 from zarrfast.engine.rectilinear import RectilinearChain
-from zarrfast.engine.selection import normalize_basic
 from zarrfast.engine.sharded import RectilinearShardedChain, ShardedChain
 from zarrfast.engine.stored import delete_outside, stored_coords
 from zarrfast.engine.values import as_stored, text_elements
@@ -45,7 +44,6 @@ from zarrfast.hierarchy.node import (
     resolve_store_path,
     write_metadata,
 )
-from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.chunk_grid import RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
@@ -310,6 +308,10 @@ class Array(Node):
         if codecs is None or key != getattr(self, "_codecs_key", key):
             codecs = CodecChain.from_metadata(metadata, node=f"array {self._path or '/'!r}")
         self._codecs, self._codecs_key = codecs, key
+        # what every read and write asks, worked out once (not per call)
+        self._caps = self._store.capabilities
+        self._dtype = metadata.dtype
+        self._elements = text_elements(metadata)
         objects = metadata.dtype.hasobject  # v2 |O, v3 string / variable_length_bytes
         sharded = codecs.sharding is not None
         if getattr(metadata, "zarr_format", 3) == 3 and not metadata.regular:
@@ -654,24 +656,11 @@ class Array(Node):
                 out[...] = picked
                 return out
             return picked if self.ndim else picked[()]
-        sel = normalize_basic(selection, self.shape)
-        full = sel.full_shape
-        if out is not None:
-            if (not isinstance(out, np.ndarray) or out.dtype != self.dtype
-                    or out.shape != sel.out_shape or not out.flags.c_contiguous
-                    or not out.flags.writeable):
-                raise IndexingError(
-                    f"out must be a writeable C-contiguous ndarray of shape {sel.out_shape} "
-                    f"and dtype {self.dtype}, got "
-                    f"{getattr(out, 'shape', None)} {getattr(out, 'dtype', type(out))}"
-                )
-            buf = out.reshape(full)
-        else:
-            buf = _buffers.empty(full, self.dtype, where=f"array {self.name!r}",
-                                 what="the result of the selection", aligned=True)
-        strategies.read(self._store, self._chunk_path, self._chain, sel, buf)
-        result = out if out is not None else buf.reshape(sel.out_shape)
-        if self.ndim == 0:
+        shape = self._metadata.shape
+        result = strategies.read_basic(self._store, self._caps, self._chunk_path, self._chain,
+                                       selection, shape, self._dtype, out,
+                                       f"array {self.name!r}")
+        if not shape:
             return result[()]
         if self._order == "F" and out is None and result.ndim > 1:
             return np.asfortranarray(result)
@@ -722,28 +711,19 @@ class Array(Node):
             current[fields] = self._as_stored(value, current[fields].dtype)
             self.set_basic_selection(selection, current)
             return
-        if self.dtype.names is not None and isinstance(value, tuple):
-            value = np.array(value, dtype=self.dtype)[()]  # one record
-        sel = normalize_basic(selection, self.shape)
-        arr = self._as_stored(value, self.dtype)
-        if arr.ndim == 0:
-            self._write(sel, None, arr[()])
-            return
-        try:
-            arr = np.broadcast_to(arr, sel.out_shape)
-        except ValueError:
-            raise IndexingError(
-                f"array {self.name!r}: value of shape {arr.shape} cannot be broadcast to the "
-                f"selection's shape {sel.out_shape}"
-            ) from None
-        arr = np.ascontiguousarray(arr).reshape(sel.full_shape)
-        self._write(sel, arr, None)
+        dtype = self._dtype
+        if dtype.names is not None and isinstance(value, tuple):
+            value = np.array(value, dtype=dtype)[()]  # one record
+        strategies.write_basic(self._store, self._caps, self._chunk_path, self._chain, selection,
+                               value, self._metadata.shape, dtype, f"array {self.name!r}",
+                               elements=self._elements,
+                               write_empty_chunks=self.write_empty_chunks)
 
     def _as_stored(self, value: Any, dtype: np.dtype) -> np.ndarray:
         """``value`` cast as NumPy's ``x[...] = value`` casts it (a Python scalar out of
         range raises, an array wraps), and the elements of a string or bytes array
         converted as zarr-python converts them, before anything is written."""
-        elements = text_elements(self._metadata) if dtype == self.dtype else None
+        elements = self._elements if dtype == self._dtype else None
         return as_stored(value, dtype, where=f"array {self.name!r}", elements=elements)
 
     def _write(self, sel: Any, value: np.ndarray | None, scalar: Any) -> None:

@@ -253,6 +253,11 @@ class RangeReader:
     reads through the store's ``get``; a read returns ``None`` (or 0) when the key is
     missing."""
 
+    #: the open file the reader reads, for kernels that read ranges of it themselves
+    #: (with ``pread``, while the reader stays open); -1 when the value is not one open
+    #: file (an attribute: the engine reads it without a call per shard)
+    fd: int = -1
+
     def __init__(self, store: Store, key: str) -> None:
         self.store = store
         self.key = key
@@ -274,10 +279,8 @@ class RangeReader:
         return n
 
     def fileno(self) -> int | None:
-        """The open file the reader reads, for kernels that read ranges of it
-        themselves (with ``pread``, while the reader stays open); ``None`` when the
-        value is not one open file."""
-        return None
+        """:attr:`fd`, or ``None`` when the value is not one open file."""
+        return self.fd if self.fd >= 0 else None
 
     def close(self) -> None:
         """Release what the reader holds (an open file)."""

@@ -1272,9 +1272,6 @@ class _FileRanges(RangeReader):
             got += k
         return got
 
-    def fileno(self) -> int | None:
-        return self.fd if self.fd >= 0 else None
-
     def close(self) -> None:
         if self.fd >= 0:
             fd, self.fd = self.fd, -1

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from zarrfast.engine.plan import Options, Plan
-from zarrfast.engine.selection import BasicSelection
+from zarrfast.engine.selection import BasicSelection, normalize_basic
 from zarrfast.engine.strategies.base import RowStrategy, Strategy, choose_rows, logger
 from zarrfast.engine.strategies.box_files import BoxFiles, BoxParts
 from zarrfast.engine.strategies.chunk_rows import ChunkRowReads, ChunkRowWrites
@@ -58,10 +58,13 @@ from zarrfast.engine.strategies.shard_box import ShardBox
 from zarrfast.engine.strategies.shard_rows import ShardRows
 from zarrfast.engine.strategies.shard_write import ShardWrites
 from zarrfast.engine.strategies.single_chunk import SingleChunk
-from zarrfast.storage import Store
+from zarrfast.engine.values import as_stored
+from zarrfast.errors import IndexingError
+from zarrfast.kernels import buffers as _buffers
+from zarrfast.storage import Store, StoreCapabilities
 
 __all__ = ["READS", "READ_ROWS", "WRITES", "WRITE_ROWS", "RowStrategy", "Strategy", "choose",
-           "choose_rows", "read", "write"]
+           "choose_rows", "read", "read_basic", "write", "write_basic"]
 
 #: how the chunks of a projection are read, in order of preference
 READ_ROWS: tuple[RowStrategy, ...] = (BatchedGets(), FileBatches(), ChunkTasks())
@@ -107,6 +110,56 @@ def choose(table: tuple[Strategy, ...], plan: Plan, what: str) -> tuple[Strategy
     raise AssertionError(f"no strategy applies: {list(table)}")  # pragma: no cover
 
 
+def read_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, selection: Any,
+               shape: tuple[int, ...], dtype: np.dtype, out: np.ndarray | None, where: str
+               ) -> np.ndarray:
+    """The engine's door for a basic selection of an array (``where``: its name, for
+    messages): normalized against ``shape``, read into ``out`` (checked: writeable,
+    C-contiguous, of the selection's shape and ``dtype``) or a new array, which is
+    returned, of the selection's shape.  One call: the layers above cross into the
+    engine once per read."""
+    sel = normalize_basic(selection, shape)
+    full = sel.full_shape
+    if out is not None:
+        if (not isinstance(out, np.ndarray) or out.dtype != dtype
+                or out.shape != sel.out_shape or not out.flags.c_contiguous
+                or not out.flags.writeable):
+            raise IndexingError(
+                f"out must be a writeable C-contiguous ndarray of shape {sel.out_shape} "
+                f"and dtype {dtype}, got "
+                f"{getattr(out, 'shape', None)} {getattr(out, 'dtype', type(out))}")
+        buf = out.reshape(full)
+    else:
+        buf = _buffers.empty(full, dtype, where=where, what="the result of the selection",
+                             aligned=True)
+    plan = Plan(store, caps, path, chain, sel, Options.resolve(), out=buf)
+    strategy, fit = choose(READS, plan, "read")
+    strategy.run(plan, fit)
+    return out if out is not None else buf.reshape(sel.out_shape)
+
+
+def write_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, selection: Any,
+                value: Any, shape: tuple[int, ...], dtype: np.dtype, where: str, *,
+                elements: type | None, write_empty_chunks: bool) -> None:
+    """The engine's door for writing ``value`` (broadcast like NumPy, cast as NumPy's
+    ``x[...] = value`` casts it: :func:`~zarrfast.engine.values.as_stored`; ``elements``:
+    the text elements of a string or bytes array) into a basic selection."""
+    sel = normalize_basic(selection, shape)
+    arr = as_stored(value, dtype, where=where, elements=elements)
+    if arr.ndim == 0:
+        write(store, path, chain, sel, None, arr[()], write_empty_chunks=write_empty_chunks,
+              caps=caps)
+        return
+    try:
+        arr = np.broadcast_to(arr, sel.out_shape)
+    except ValueError:
+        raise IndexingError(
+            f"{where}: value of shape {arr.shape} cannot be broadcast to the "
+            f"selection's shape {sel.out_shape}") from None
+    arr = np.ascontiguousarray(arr).reshape(sel.full_shape)
+    write(store, path, chain, sel, arr, None, write_empty_chunks=write_empty_chunks, caps=caps)
+
+
 def read(store: Store, path: str, chain: Any, sel: BasicSelection, out: np.ndarray) -> None:
     """Read the selection ``sel`` of the array whose chunks are at ``path`` into ``out``
     (C-contiguous, shape ``sel.full_shape``, the native dtype)."""
@@ -116,10 +169,12 @@ def read(store: Store, path: str, chain: Any, sel: BasicSelection, out: np.ndarr
 
 
 def write(store: Store, path: str, chain: Any, sel: BasicSelection, value: np.ndarray | None,
-          scalar: Any, *, write_empty_chunks: bool) -> None:
+          scalar: Any, *, write_empty_chunks: bool, caps: StoreCapabilities | None = None
+          ) -> None:
     """Write ``value`` (C-contiguous, shape ``sel.full_shape``) or ``scalar`` into the
     selection ``sel``."""
-    plan = Plan(store, store.capabilities, path, chain, sel, Options.resolve(), value=value,
-                scalar=scalar, write_empty_chunks=write_empty_chunks)
+    plan = Plan(store, store.capabilities if caps is None else caps, path, chain, sel,
+                Options.resolve(), value=value, scalar=scalar,
+                write_empty_chunks=write_empty_chunks)
     strategy, fit = choose(WRITES, plan, "write")
     strategy.run(plan, fit)
