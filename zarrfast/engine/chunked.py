@@ -109,28 +109,7 @@ class PreparedChain:
         self.chunk_nbytes = math.prod(self.chunk_shape) * self.itemsize
         self.aa, self.ab, self.bb = list(codecs.aa), codecs.ab, list(codecs.bb)
         self.fast = codecs.fast
-        fill_value = metadata.effective_fill_value  # v2: zeros when the fill value is null
-        self.fill_native = fill_bytes(dt, fill_value)
-        if self.fast:
-            q = codecs.permutation  # encoded = chunk.transpose(q)
-            self.permutation = q
-            stored_shape = [self.chunk_shape[q[k]] for k in range(self.ndim)]
-            stored_strides = _c_strides(stored_shape, self.itemsize)
-            logical = [0] * self.ndim
-            for k in range(self.ndim):
-                logical[q[k]] = stored_strides[k]
-            self.chunk_strides = np.array(logical, dtype=np.int64)
-            self.swap_unit = self.ab.swap_unit(dt)
-            if self.swap_unit > 1:
-                order = "<" if self.ab.endian == "little" else ">"
-                self.fill_chunk_item = fill_bytes(dt, fill_value, byteorder=order)
-            else:
-                self.fill_chunk_item = self.fill_native
-        else:
-            self.permutation = tuple(range(self.ndim))
-            self.chunk_strides = np.array(_c_strides(self.chunk_shape, self.itemsize), np.int64)
-            self.swap_unit = 1
-            self.fill_chunk_item = self.fill_native
+        self._set_layout(codecs, metadata.effective_fill_value)
         self._fill_chunk_item_arr = np.frombuffer(self.fill_chunk_item, dtype=np.uint8)
         self._fill_native_arr = np.frombuffer(self.fill_native, dtype=np.uint8)
         self._scratch = _Scratch()
@@ -175,6 +154,31 @@ class PreparedChain:
         #: are then copied out of a written array and compressed many at a time without
         #: the GIL (``ChunkEncoder.compress_regions``), as blosc ones are
         self.encode_settings = encode_settings(self)
+
+    def _set_layout(self, codecs: CodecChain, fill_value: Any) -> None:
+        """How a decoded chunk's bytes lie: the permutation and byte strides of its
+        logical dimensions, the byte-swap unit, and the fill value as one item in its
+        byte order (``fill_value``: zeros for a v2 null)."""
+        dt = self.data_type
+        self.fill_native = fill_bytes(dt, fill_value)
+        self.permutation = tuple(range(self.ndim))
+        self.chunk_strides = np.array(_c_strides(self.chunk_shape, self.itemsize), np.int64)
+        self.swap_unit = 1
+        self.fill_chunk_item = self.fill_native
+        if not self.fast:
+            return
+        q = codecs.permutation  # encoded = chunk.transpose(q)
+        self.permutation = q
+        stored_shape = [self.chunk_shape[q[k]] for k in range(self.ndim)]
+        stored_strides = _c_strides(stored_shape, self.itemsize)
+        logical = [0] * self.ndim
+        for k in range(self.ndim):
+            logical[q[k]] = stored_strides[k]
+        self.chunk_strides = np.array(logical, dtype=np.int64)
+        self.swap_unit = self.ab.swap_unit(dt)
+        if self.swap_unit > 1:
+            order = "<" if self.ab.endian == "little" else ">"
+            self.fill_chunk_item = fill_bytes(dt, fill_value, byteorder=order)
 
     # -- decoding -----------------------------------------------------------------
     def chunk_buffer(self, key: str | None = None, *, what: str = "a chunk buffer",
