@@ -19,6 +19,7 @@ fsspec (and s3fs for ``s3://``) are optional: ``pip install 'zarrfast[remote]'``
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import threading
@@ -296,6 +297,7 @@ class FsspecStore(Store):
                 raise
             limit = _max_length(byte_range)
             if limit is not None and len(value) > limit:
+                assert byte_range is not None  # (a limit is a range's)
                 return await self._whole_or_error(path, byte_range, value)
             return value
 
@@ -410,6 +412,7 @@ class FsspecStore(Store):
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None, None
         if data is None:
+            assert limit is not None  # (fetch refuses a body only past a limit)
             raise value_too_large(key, size, limit)
         return data, etag
 
@@ -486,9 +489,8 @@ class FsspecStore(Store):
                     f"{batch[0][0]} (and {len(batch) - 1} more)")
                 request = {"Objects": [{"Key": name} for _, name in batch], "Quiet": True}
                 try:
-                    out = await self._retrying("deleting", label, lambda r=request, b=bucket:
-                                               self.fs._call_s3("delete_objects", Bucket=b,
-                                                                Delete=r))
+                    out = await self._retrying("deleting", label, functools.partial(
+                        self.fs._call_s3, "delete_objects", Bucket=bucket, Delete=request))
                 except FileNotFoundError:
                     continue  # no such bucket: nothing to delete
                 self.fs.invalidate_cache(bucket)

@@ -19,13 +19,15 @@ obstore is optional: ``pip install 'zarrfast[obstore]'``.
 
 from __future__ import annotations
 
+import builtins
+import functools
 import json
 import logging
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from zarrfast import config
 from zarrfast.concurrency import map_requests
@@ -61,6 +63,11 @@ from zarrfast.storage.remote import (
     status_kind,
 )
 from zarrfast.storage.remote import classify as classify_common
+
+if TYPE_CHECKING:  # (obstore is optional: its types only)
+    from obstore import GetOptions, ListResult, ObjectMeta
+    from obstore.store import ObjectStore as ObstoreStore
+    from obstore.store import S3Store
 
 __all__ = ["ObjectStore", "classify", "translate_storage_options"]
 
@@ -271,6 +278,8 @@ class ObjectStore(Store):
     supports_partial_reads = True
     batched_reads = True
     fast_set_many = True
+    #: the obstore store
+    store: ObstoreStore
 
     def __init__(self, store: Any, *, read_only: bool = False,
                  retry: RetryPolicy | int | None = None,
@@ -404,7 +413,7 @@ class ObjectStore(Store):
 
     # -- reads: obstore's blocking calls, on threads (a call costs less than half of
     # its asynchronous twin's round trips through the event loop) ---------------------
-    def _head(self, key: str) -> dict | None:
+    def _head(self, key: str) -> ObjectMeta | None:
         import obstore
 
         try:
@@ -416,6 +425,7 @@ class ObjectStore(Store):
     def _get(self, key: str, byte_range: ByteRequest | None) -> Any:
         import obstore
 
+        options: GetOptions | None
         if byte_range is None:
             options = None
         elif isinstance(byte_range, RangeByteRequest):
@@ -596,6 +606,7 @@ class ObjectStore(Store):
         except FileNotFoundError:
             return None, None
         if data is None:
+            assert limit is not None  # (fetch refuses a body only past a limit)
             raise value_too_large(key, size, limit)
         return data, version
 
@@ -609,7 +620,7 @@ class ObjectStore(Store):
         if version is None:
             mode: Any = "create"
         else:
-            e_tag, version_id = version  # type: ignore[misc]
+            e_tag, version_id = cast("tuple[str | None, str | None]", version)  # (get_versioned's)
             mode = {"e_tag": e_tag} if version_id is None else {"e_tag": e_tag,
                                                                  "version": version_id}
 
@@ -668,16 +679,16 @@ class ObjectStore(Store):
             label = batch[0] if len(batch) == 1 else f"{batch[0]} (and {len(batch) - 1} more)"
             try:
                 await self._retrying("deleting", label,
-                                     lambda b=batch: obstore.delete_async(self.store, b))
+                                     functools.partial(obstore.delete_async, self.store, batch))
             except FileNotFoundError:
                 pass  # S3 reports no missing keys; a missing bucket holds nothing
 
     # -- listing --------------------------------------------------------------------
-    async def _alist(self, prefix: str) -> list[dict]:
+    async def _alist(self, prefix: str) -> list[ObjectMeta]:
         import obstore
 
-        async def collect() -> list[dict]:
-            out: list[dict] = []
+        async def collect() -> list[ObjectMeta]:
+            out: list[ObjectMeta] = []
             async for batch in obstore.list(self.store, prefix=prefix or None,
                                             chunk_size=1000):
                 out.extend(batch)
@@ -702,7 +713,7 @@ class ObjectStore(Store):
                 keys.add(key)
         return iter(sorted(keys))
 
-    def _listed(self, base: str) -> list[str]:
+    def _listed(self, base: str) -> builtins.list[str]:  # (list: the method above)
         """The paths below ``base`` as obstore lists them -- or, when the bucket holds a
         key Rust's ``object_store`` refuses to parse (a ``..``, ``.`` or empty segment:
         an S3 key no node can have, which fails the whole page of a listing, and no
@@ -716,7 +727,7 @@ class ObjectStore(Store):
                 raise
             return self._raw_listing(base, refused, e)
 
-    def _raw_listing(self, base: str, refused: str, exc: BaseException) -> list[str]:
+    def _raw_listing(self, base: str, refused: str, exc: BaseException) -> builtins.list[str]:
         """Every key below ``base`` (relative to the store's prefix), listed with
         botocore's ``ListObjectsV2`` from the S3 store's own configuration; an error
         naming ``refused`` and what to do where that cannot be done."""
@@ -737,7 +748,7 @@ class ObjectStore(Store):
                 f"or remove it") from exc
         root = str(getattr(self.store, "prefix", None) or "").strip("/")
         start = "/".join(p for p in (root, base.strip("/")) if p)
-        bucket = dict(self.store.config)["bucket"]
+        bucket = dict(cast("S3Store", self.store).config)["bucket"]
 
         def fetch() -> list[str]:
             pages = client.get_paginator("list_objects_v2").paginate(
@@ -764,7 +775,7 @@ class ObjectStore(Store):
         from botocore.config import Config
 
         cfg = {str(k).lower().removeprefix("aws_"): v
-               for k, v in dict(self.store.config).items()}
+               for k, v in dict(cast("S3Store", self.store).config).items()}  # (an S3Store's)
 
         def on(name: str) -> bool:
             return str(cfg.get(name, "")).lower() in ("true", "1", "yes")
@@ -796,7 +807,7 @@ class ObjectStore(Store):
             below = {k[len(p) + 1:] if p else k for k in self.list_prefix(p + "/" if p else "")}
             return iter(sorted({k.split("/", 1)[0] for k in below}))
 
-        async def ls() -> dict:
+        async def ls() -> ListResult[Sequence[ObjectMeta]]:
             try:
                 return await self._retrying("listing", p or "<root>",
                                             lambda: obstore.list_with_delimiter_async(
@@ -836,7 +847,7 @@ class ObjectStore(Store):
 _CONDITIONAL_STORES = frozenset({"S3Store", "GCSStore", "AzureStore", "MemoryStore"})
 
 
-def _store_types(obstore: Any) -> tuple[type, ...]:
+def _store_types(obstore: Any) -> tuple[type[ObstoreStore], ...]:
     s = obstore.store
     return tuple(getattr(s, n) for n in ("S3Store", "GCSStore", "AzureStore", "HTTPStore",
                                          "LocalStore", "MemoryStore") if hasattr(s, n))

@@ -98,7 +98,7 @@ class StoreBackedCache(WrapperStore):
 
     # -- bookkeeping (callers hold the lock) --------------------------------------------
     def _fresh(self, entry: _Entry) -> bool:
-        if self.max_age_seconds == "infinity":
+        if isinstance(self.max_age_seconds, str):  # ("infinity": __init__ checked)
             return True
         inserted = self._state.inserted.get(entry)
         # a value found in a persistent cache_store without a record has an unknown age

@@ -113,9 +113,11 @@ class WrapperStore(Store):
     def _lock_scope(self) -> Hashable:
         return self.store._lock_scope()
 
+    @contextlib.contextmanager
     def node_lock(self, path: str, *, interprocess: bool = True,
-                  timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
-        return self.store.node_lock(path, interprocess=interprocess, timeout=timeout)
+                  timeout: float | None = None) -> Iterator[None]:
+        with self.store.node_lock(path, interprocess=interprocess, timeout=timeout):
+            yield
 
     @contextlib.contextmanager
     def value_lock(self, key: str, *, timeout: float | None = None) -> Iterator[None]:
@@ -129,8 +131,10 @@ class WrapperStore(Store):
     def _forget(self, key: str) -> None:  # noqa: B027 - a hook for caches
         """Drop what this wrapper holds of ``key`` (nothing, but in a cache)."""
 
-    def creation_lock(self) -> contextlib.AbstractContextManager[None]:
-        return self.store.creation_lock()
+    @contextlib.contextmanager
+    def creation_lock(self) -> Iterator[None]:
+        with self.store.creation_lock():
+            yield
 
     def get_versioned(self, key: str, *, limit: int | None = None
                       ) -> tuple[Any, Hashable | None]:

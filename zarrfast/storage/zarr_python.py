@@ -34,6 +34,7 @@ zarr-python is optional: ``pip install 'zarrfast[zarr]'``.
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -155,6 +156,8 @@ class ZarrPythonStore(Store):
     """
 
     batched_reads = True
+    #: the zarr-python store wrapped
+    zarr_store: Any
 
     def __init__(self, store: Any, *, read_only: bool = False,
                  retry: RetryPolicy | int | None = None,
@@ -501,7 +504,7 @@ class ZarrPythonStore(Store):
             return []
 
     @staticmethod
-    def _valid(keys: Iterable[str]) -> set[str]:
+    def _valid(keys: Iterable[str]) -> builtins.set[str]:  # (set: the method below)
         out = set()
         for k in keys:
             try:

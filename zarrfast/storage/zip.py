@@ -29,6 +29,7 @@ import zipfile
 import zlib
 from collections.abc import Hashable, Iterator
 from pathlib import Path
+from typing import Literal, cast
 
 from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import (
@@ -49,7 +50,8 @@ from zarrfast.storage.errors import (
 
 __all__ = ["ZipStore"]
 
-_MODES = ("r", "w", "a", "x")
+_Mode = Literal["r", "w", "a", "x"]
+_MODES: tuple[_Mode, ...] = ("r", "w", "a", "x")
 
 
 class _Archive:
@@ -60,7 +62,8 @@ class _Archive:
         self.mode = mode
         self.lock = threading.RLock()
         try:
-            self.zf = zipfile.ZipFile(path, mode=mode, compression=compression,
+            # (ZipStore checked that mode is one of _MODES)
+            self.zf = zipfile.ZipFile(path, mode=cast(_Mode, mode), compression=compression,
                                       allowZip64=allow_zip64)
         except FileNotFoundError:
             raise ArchiveNotFoundError(f"zip archive {os.fspath(path)!r} does not exist"
