@@ -2,9 +2,8 @@
 # Buffers: const uint8_t[::1] inputs, uint8_t[::1] (writable) outputs;
 #          offsets/strides/shapes = const int64_t[::1] (np.int64 arrays, not lists), in bytes.
 # Twins: zarrfast.kernels.reference (ChunkDecoder, Placement, ShardFiles, crc32c, blosc_*).
-from collections.abc import Buffer
-
 import numpy as np
+from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
 
 #: decode statuses (int8)
 DECODED: int  # placed

@@ -4,8 +4,9 @@
 #          8/16/32/64-bit (un)signed integer in native byte order.
 # fill: None, or a number (integers: representable in the dtype); NaN and fill are ignored.
 # Twins: zarrfast.kernels.downsample (same names, signatures, results, errors).
-from collections.abc import Buffer
 from typing import Any
+
+from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
 
 METHODS: tuple[str, ...]  # ("average", "nearest", "mode", "min", "max", "sum", "rms")
 

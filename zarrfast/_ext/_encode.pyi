@@ -1,7 +1,6 @@
 # Stub for the compiled module built from src_ext/_encode.pyx.
-from collections.abc import Buffer
-
 import numpy as np
+from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
 
 MIN_ZSTD_VERSION: int
 MAX_NBYTES: int  # the largest chunk compressed

@@ -1,7 +1,6 @@
 # Stub for the compiled module built from src_ext/_fileio.pyx (POSIX only).
-from collections.abc import Buffer
-
 import numpy as np
+from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
 
 def read_files_into(
     paths: list[bytes],  # file-system encoded paths

@@ -1,9 +1,8 @@
 # Stub for the compiled module built from src_ext/_indexing.pyx.
 # Buffers: const int64_t[::1] (np.int64 arrays, not lists); coords = const int64_t[:, ::1].
-from collections.abc import Buffer
-
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
 
 def project(
     shape: Buffer,  # const int64_t[::1]
