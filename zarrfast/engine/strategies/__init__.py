@@ -42,21 +42,20 @@ import numpy as np
 from zarrfast.engine.plan import Options, Plan
 from zarrfast.engine.selection import BasicSelection, normalize_basic
 from zarrfast.engine.strategies.base import RowStrategy, Strategy, choose_rows, logger
-from zarrfast.engine.strategies.box_files import BoxFiles, BoxParts
+from zarrfast.engine.strategies.batched_gets import BatchedGets
+from zarrfast.engine.strategies.batched_sets import BatchedSets
+from zarrfast.engine.strategies.box_files import BoxFiles
+from zarrfast.engine.strategies.box_parts import BoxParts
 from zarrfast.engine.strategies.chunk_rows import ChunkRowReads, ChunkRowWrites
+from zarrfast.engine.strategies.chunk_tasks import ChunkTasks
 from zarrfast.engine.strategies.empty import Empty
+from zarrfast.engine.strategies.file_batches import FileBatches
 from zarrfast.engine.strategies.objects import ObjectChunks, ObjectChunkWrites
-from zarrfast.engine.strategies.rows import (
-    BatchedGets,
-    BatchedSets,
-    ChunkTasks,
-    FileBatches,
-    RowBatches,
-    ShardsBehindCodec,
-)
+from zarrfast.engine.strategies.row_batches import RowBatches
 from zarrfast.engine.strategies.shard_box import ShardBox
 from zarrfast.engine.strategies.shard_rows import ShardRows
 from zarrfast.engine.strategies.shard_write import ShardWrites
+from zarrfast.engine.strategies.shards_behind_codec import ShardsBehindCodec
 from zarrfast.engine.strategies.single_chunk import SingleChunk
 from zarrfast.engine.values import as_stored
 from zarrfast.errors import IndexingError

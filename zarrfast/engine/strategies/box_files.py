@@ -1,4 +1,4 @@
-"""``box-files`` and ``box-parts``: step-1 boxes of zstd, blosc or uncompressed chunks stored
+"""``box-files``: small step-1 boxes of zstd, blosc or uncompressed chunks stored
 one per file, read by kernels that make the paths, read, decode and place the chunks
 without the GIL (:mod:`zarrfast.engine.boxes`)."""
 
@@ -8,17 +8,15 @@ from zarrfast.engine.boxes import (
     BOX_CHUNKS,
     box_chunks,
     box_files_fit,
-    box_parts_fit,
     read_box_files,
-    read_box_parts,
 )
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.strategies.base import Strategy
 
-__all__ = ["BoxFiles", "BoxParts"]
+__all__ = ["BoxFiles", "box_count"]
 
 
-def _box(plan: Plan) -> int:
+def box_count(plan: Plan) -> int:
     """How many chunks a box read of ``plan`` would touch; 0: not one."""
     chain, caps = plan.chain, plan.caps
     if (plan.chain.kind != "regular" or chain.box_codec is None or caps.batched_gets
@@ -34,22 +32,8 @@ class BoxFiles(Strategy):
     kernels = ("ChunkDecoder.decode_box_files", "ChunkDecoder.decode_files")
 
     def applies(self, plan: Plan) -> int:
-        n = _box(plan)
+        n = box_count(plan)
         return n if 0 < n <= BOX_CHUNKS and box_files_fit(plan, n) else 0
 
     def run(self, plan: Plan, fit: int) -> None:
         read_box_files(plan, fit)
-
-
-class BoxParts(Strategy):
-    name = "box-parts"
-    when = ("a step-1 box of more than BOX_CHUNKS such chunks (full reads): sub-boxes of "
-            "whole chunk rows, one kernel call each")
-    kernels = ("ChunkDecoder.decode_box_files",)
-
-    def applies(self, plan: Plan) -> int:
-        n = _box(plan)
-        return n if n > BOX_CHUNKS and box_parts_fit(plan) else 0
-
-    def run(self, plan: Plan, fit: int) -> None:
-        read_box_parts(plan, fit)
