@@ -127,3 +127,21 @@ def test_an_index_pointing_past_the_end_is_named(tmp_path):
         view.get("c/0/1")
     with pytest.raises(ChunkDecodeError, match="points past the end"):
         view.get_many(["c/1/1"])
+
+
+@pytest.mark.parametrize("selection", [np.s_[...], np.s_[3:29, 5:30], np.s_[::3, 7], np.s_[9:10, 9:10]])
+def test_the_regular_strategies_read_a_shard_through_its_view(written, selection, caplog):
+    """A shard read as an array of its own: the regular table (here chunk-rows /
+    chunk-tasks, single-chunk) over the view, with the inner chunks' chain."""
+    import logging
+
+    from zarrfast.engine import strategies
+
+    path, data = written
+    view, a = _view(path, key="c/1/0")
+    inner = a._chain.inner
+    with caplog.at_level(logging.DEBUG, "zarrfast.engine"):
+        got = strategies.read_basic(view, view.capabilities, "", inner, selection, (32, 32),
+                                    inner.dtype, None, "shard 'c/1/0'")
+    np.testing.assert_array_equal(got, data[32:64, 0:32][selection])
+    assert any(n in caplog.text for n in ("chunk-rows", "single-chunk"))
