@@ -188,3 +188,21 @@ def test_every_chain_kind_is_named():
     assert kinds == {"regular", "object", "rectilinear", "sharded", "rectilinear-sharded"}
     for c in (PreparedChain, ObjectChain, RectilinearChain, ShardedChain):
         assert isinstance(getattr(c, "fill_scalar", None), property), c
+
+
+def test_the_engine_gives_the_pool_its_resolved_threads():
+    """Every call the engine makes to the pool passes the thread (and request) counts its
+    call resolved: the pool's own default would read ``config``."""
+    wants = {"map_unordered_into": {"threads"}, "map_dynamic_into": {"threads"},
+             "map_weighted_into": {"threads"}, "batch_count": {"threads"},
+             "map_io": {"io"}, "map_io_then": {"io", "threads"}}
+    missing, seen = [], 0
+    for path in _engine_modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+                    node.func.id in wants):
+                seen += 1
+                given = {k.arg for k in node.keywords}
+                if not wants[node.func.id] <= given:
+                    missing.append(f"{path.relative_to(ENGINE)}:{node.lineno} {node.func.id}")
+    assert seen > 10 and not missing, missing
