@@ -6,6 +6,10 @@ Both sets share names, signatures and errors.
 """
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zarrfast._ext import _decode
 
 __all__ = [
     "USING_EXTENSIONS",
@@ -208,8 +212,8 @@ def _load_chunk_decoder():
         get_version.restype = ctypes.c_char_p
         version = get_version().decode("ascii", "replace")
         getitem = _address(lib, "blosc_getitem") if hasattr(lib, "blosc_getitem") else 0
-        _decode.bind_blosc(*(_address(lib, name) for name in _BLOSC_FUNCTIONS), version,
-                           getitem)
+        validate, decompress, compress = (_address(lib, name) for name in _BLOSC_FUNCTIONS)
+        _decode.bind_blosc(validate, decompress, compress, version, getitem)
         blosc.version = version  # type: ignore[attr-defined]
         # the LZ4 this c-blosc compresses with (numcodecs' copy exports it): frames of LZ4
         # streams are then made by zarrfast, with the same bytes
@@ -295,7 +299,7 @@ ChunkDecoder, BATCH_CODECS = _load_chunk_decoder()
 #: ``ShardFiles(...).read(decoder, g)`` (``_ext._decode``): whole shards read, their
 #: index checked and their inner chunks placed with a ``ChunkDecoder``, one call per
 #: shard; ``None`` with ``ChunkDecoder``
-ShardFiles = None
+ShardFiles: "type[_decode.ShardFiles] | None" = None
 if ChunkDecoder is not None:
     from zarrfast._ext._decode import ShardFiles
 #: ``Placement(nbytes, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
@@ -305,6 +309,6 @@ if ChunkDecoder is not None:
 if ChunkDecoder is not None:
     from zarrfast._ext._decode import Placement
 else:
-    from zarrfast.kernels.reference import Placement
+    from zarrfast.kernels.reference import Placement  # type: ignore[assignment]  # (its twin)
 #: its statuses (the compiled module and the twin share them)
 DECODED, NO_DATA, FAILED = 0, 1, 2

@@ -553,6 +553,10 @@ class Placement:
     #: a box's (``Placement.box``): its shards, and chunks per shard (else 0)
     nshards = 0
     n_inner = 0
+    #: a box's only: its shards' coordinates, and each row's shard and inner chunk
+    coords: np.ndarray
+    shard: np.ndarray
+    inner: np.ndarray
 
     def __init__(self, nbytes, chunk_offsets, chunk_strides, dst, dst_offsets, dst_strides,
                  shapes, itemsize, swap_unit, direct) -> None:
@@ -1074,7 +1078,7 @@ def crc32c(data) -> int:
     """The CRC-32C of ``data`` (``_ext._decode.crc32c``: the crc32c package's)."""
     import crc32c as _crc32c
 
-    return _crc32c.crc32c(_u8(data))
+    return _crc32c.crc32c(_u8(data).data)
 
 
 class ShardFiles:
@@ -1810,6 +1814,7 @@ def check_index(index, low, high) -> tuple[int, int, int]:
     lo = _u64(low)
     hi = _u64(high)
     m = memoryview(index)
+    assert m.shape is not None  # (a memoryview has a shape)
     if m.ndim != 2 or m.shape[1] != 2:
         raise ValueError(f"check_index: index has shape {m.shape}, expected (n, 2)")
     if m.itemsize != 8 or m.format.lstrip("@=<") not in ("Q", "L"):
