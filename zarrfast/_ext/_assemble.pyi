@@ -24,6 +24,7 @@ def copy_regions(
     shapes: Buffer,  # const int64_t[:, ::1], (regions, rank)
     itemsize: int,
     swap_unit: int = 1,
+    stream: bool = False,  # write dst with non-temporal stores (large outputs)
 ) -> None: ...
 def fill_region(
     dst: Buffer,  # uint8_t[::1]
