@@ -273,7 +273,9 @@ class RangeReader:
         returns how many there were (fewer at the end of the value, 0 when missing)."""
         view = memoryview(out).cast("B")
         data = self.store.get(self.key, RangeByteRequest(start, start + len(view)))
-        n = 0 if data is None else len(data)
+        if data is None:
+            return 0
+        n = len(data)
         if n:
             view[:n] = data
         return n
@@ -461,9 +463,12 @@ class Store(abc.ABC):
                 n = self.get_into(key, view[off:off + nbytes])
             else:
                 value = self.get(key)
-                n = None if value is None else len(value)
-                if n is not None and n <= nbytes:
-                    view[off:off + n] = value
+                if value is None:
+                    n = None
+                else:
+                    n = len(value)
+                    if n <= nbytes:
+                        view[off:off + n] = value
             if n is not None:
                 sizes[i] = n
         return sizes
@@ -530,7 +535,7 @@ class Store(abc.ABC):
         skipped = np.zeros(len(keys), dtype=bool)
         if fill is not None:
             fill = np.frombuffer(fill, dtype=np.uint8)
-        pairs = []
+        pairs: list[tuple[str, Any]] = []  # (arrays: set_many takes any buffer)
         for i, key in enumerate(keys):
             regions = gather_regions(src, offsets[i], strides, shape, itemsize)
             if fill is not None and any(

@@ -94,6 +94,7 @@ __all__ = ["LocalStore"]
 
 _TMP_MARK = ".zarrfast-tmp-"
 _tmp_counter = itertools.count()
+_tmp_prefix: str  # (_new_tmp_prefix sets it, in each process)
 _LOCK_NAME = _locks.LOCK_NAME
 #: the lock files of values read, changed and written back (a shard's partial writes)
 #: while the value does not exist yet
@@ -779,7 +780,7 @@ class LocalStore(Store):
             self._inside(key, key)
 
     @property
-    def fast_set_many(self) -> bool:
+    def fast_set_many(self) -> bool:  # type: ignore[override]
         """``set_many`` writes a batch of files in one ``nogil`` loop (unless a subclass
         changes ``set``, or every write is fsynced)."""
         return type(self).set is LocalStore.set and not self.fsync and self._dir_fd
@@ -834,7 +835,9 @@ class LocalStore(Store):
             for i, key in enumerate(keys):
                 parent, _, name = key.rpartition("/")
                 if parent not in dirs:
-                    dirs[parent] = self._open_dir(parent, key, create=True)
+                    fd = self._open_dir(parent, key, create=True)
+                    assert fd is not None  # (made)
+                    dirs[parent] = fd
                 fds[i] = dirs[parent]
                 names.append(os.fsencode(name))
             yield fds, names
