@@ -1,7 +1,7 @@
 # Stub for the compiled module built from src_ext/_assemble.pyx.
 # Buffers: const uint8_t[::1] inputs, uint8_t[::1] (writable) outputs;
 #          strides/shape = const int64_t[::1] (np.int64 arrays, not lists); strides in bytes.
-from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
+from zarrfast._ext._buffer import Buffer
 
 def copy_region(
     src: Buffer,  # const uint8_t[::1]

@@ -3,7 +3,8 @@
 #          offsets/strides/shapes = const int64_t[::1] (np.int64 arrays, not lists), in bytes.
 # Twins: zarrfast.kernels.reference (ChunkDecoder, Placement, ShardFiles, crc32c, blosc_*).
 import numpy as np
-from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
+
+from zarrfast._ext._buffer import Buffer
 
 #: decode statuses (int8)
 DECODED: int  # placed

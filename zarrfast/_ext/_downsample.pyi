@@ -6,7 +6,7 @@
 # Twins: zarrfast.kernels.downsample (same names, signatures, results, errors).
 from typing import Any
 
-from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
+from zarrfast._ext._buffer import Buffer
 
 METHODS: tuple[str, ...]  # ("average", "nearest", "mode", "min", "max", "sum", "rms")
 

@@ -1,6 +1,7 @@
 # Stub for the compiled module built from src_ext/_encode.pyx.
 import numpy as np
-from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
+
+from zarrfast._ext._buffer import Buffer
 
 MIN_ZSTD_VERSION: int
 MAX_NBYTES: int  # the largest chunk compressed

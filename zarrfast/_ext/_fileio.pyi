@@ -1,6 +1,7 @@
 # Stub for the compiled module built from src_ext/_fileio.pyx (POSIX only).
 import numpy as np
-from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
+
+from zarrfast._ext._buffer import Buffer
 
 def read_files_into(
     paths: list[bytes],  # file-system encoded paths

@@ -2,7 +2,8 @@
 # Buffers: const int64_t[::1] (np.int64 arrays, not lists); coords = const int64_t[:, ::1].
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
+
+from zarrfast._ext._buffer import Buffer
 
 def project(
     shape: Buffer,  # const int64_t[::1]

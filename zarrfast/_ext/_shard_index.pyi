@@ -1,7 +1,7 @@
 # Stub for the compiled module built from src_ext/_shard_index.pyx.
 # index = const uint64_t[:, ::1] of shape (n, 2): (offset, nbytes) per inner chunk,
 #         (2**64-1, 2**64-1) for an empty one.
-from typing_extensions import Buffer  # (collections.abc.Buffer is Python 3.12's)
+from zarrfast._ext._buffer import Buffer
 
 def check_index(
     index: Buffer,  # const uint64_t[:, ::1], shape (n, 2)
