@@ -147,7 +147,7 @@ class BytesBytesCodec(Codec):
     def encode(self, data: Any) -> bytes | bytearray | memoryview:
         raise NotImplementedError
 
-    def decode(self, data: Any, out: bytearray | memoryview | None = None) -> Any:
+    def decode(self, data: Any, out: bytearray | memoryview | np.ndarray | None = None) -> Any:
         """Decode ``data``.  If ``out`` is given it has exactly the decoded size;
         the codec may fill it and return it (or return another buffer).
 

@@ -23,13 +23,13 @@ import functools
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numcodecs
 import numpy as np
 
 from zarrfast import kernels as _kernels
-from zarrfast.codecs import BloscCodec, CodecChain
+from zarrfast.codecs import BloscCodec, BytesCodec, CodecChain
 from zarrfast.codecs.chain import accepts_limit
 from zarrfast.codecs.compressors import GzipCodec, ZstdCodec
 from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
@@ -100,6 +100,7 @@ class PreparedChain:
         #: no valid stored chunk is larger (see ``CodecChain.stored_limit``)
         self.stored_limit = codecs.stored_limit
         dt = metadata.type_info
+        assert dt is not None  # (ArrayMetadata derives it)
         self.data_type = dt
         self.dtype = dt.dtype
         self.itemsize = dt.itemsize
@@ -175,9 +176,11 @@ class PreparedChain:
         for k in range(self.ndim):
             logical[q[k]] = stored_strides[k]
         self.chunk_strides = np.array(logical, dtype=np.int64)
-        self.swap_unit = self.ab.swap_unit(dt)
+        ab = self.ab
+        assert isinstance(ab, BytesCodec)  # (a fast chain's: CodecChain.fast)
+        self.swap_unit = ab.swap_unit(dt)
         if self.swap_unit > 1:
-            order = "<" if self.ab.endian == "little" else ">"
+            order = "<" if ab.endian == "little" else ">"
             self.fill_chunk_item = fill_bytes(dt, fill_value, byteorder=order)
 
     # -- decoding -----------------------------------------------------------------
@@ -236,6 +239,7 @@ class PreparedChain:
         """This thread's batched encoder (chains with ``encode_settings`` only)."""
         enc = self._scratch.encoder
         if enc is None:
+            assert self.encode_settings is not None
             enc = self._scratch.encoder = _encode.ChunkEncoder(*self.encode_settings)
         return enc
 
@@ -281,7 +285,8 @@ class PreparedChain:
                     data = c.decode(data, out=target)
                 elif self._bb_limited[i]:
                     # no output buffer: bounded by what the chunk can decode to
-                    data = c.decode(data, limit=self._bb_limit)
+                    # (accepts_limit said it takes limit=, which BytesBytesCodec does not)
+                    data = c.decode(data, limit=self._bb_limit)  # type: ignore[call-arg]
                 else:
                     data = c.decode(data)
             if not self.fast:
@@ -363,8 +368,9 @@ class PreparedChain:
         """A decoded chunk buffer as an array of the logical chunk shape (a strided view
         in the stored byte order; writes through it change ``buf``)."""
         dtype = self.dtype
-        if self.swap_unit > 1:
-            dtype = dtype.newbyteorder("<" if self.ab.endian == "little" else ">")
+        if self.swap_unit > 1:  # (a fast chain's: a BytesCodec)
+            dtype = dtype.newbyteorder(
+                "<" if cast(BytesCodec, self.ab).endian == "little" else ">")
         return np.ndarray(self.chunk_shape, dtype=dtype, buffer=buf,
                           strides=tuple(int(s) for s in self.chunk_strides))
 
@@ -468,7 +474,7 @@ class RowReader:
         self.read_decode = caps is not None and caps.reads_into and self.batch_decode
         self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
                                    into=chain._decode_into or self.raw_into or self.batch_decode)
-        self._placement = None
+        self._placement: _kernels.Placement | None = None
 
     def placement(self) -> Any:
         """Where each row's chunk goes, checked once (``kernels.Placement``, made on
@@ -532,8 +538,9 @@ class RowReader:
                 # missing: the fill value; else read again by the store, which raises
                 # for a file it cannot read (or follows a link on its path inside the
                 # root), and decoded (or refused, naming the key)
-                raw = (None if status[j] == _kernels.NO_DATA
-                       else store.get_limited(names[j], chain.stored_limit))
+                raw: bytes | np.ndarray | None = (
+                    None if status[j] == _kernels.NO_DATA
+                    else store.get_limited(names[j], chain.stored_limit))
                 self.read(int(rows_arr[j]), raw, names[j])
             return
         rows_arr = np.arange(lo, hi, dtype=np.int64)
@@ -618,16 +625,16 @@ class RowWriter:
         self.dst_strides = chain.chunk_strides * proj.sel.step
         self.dst_offsets = proj.local_start @ chain.chunk_strides
         if value is not None:
-            self.value_flat = value.reshape(-1).view(np.uint8)
+            self.value_flat: np.ndarray | None = value.reshape(-1).view(np.uint8)
             self.value_strides = np.array(value.strides, dtype=np.int64)
             self.src_offsets = proj.out_start @ self.value_strides
             self.scalar_item = None
         else:
             self.value_flat = None
             item = np.asarray(scalar, dtype=chain.dtype)
-            if chain.swap_unit > 1:
-                order = "<" if chain.ab.endian == "little" else ">"  # type: ignore[attr-defined]
-                item = item.astype(chain.dtype.newbyteorder(order))
+            if chain.swap_unit > 1:  # (a fast chain's: a BytesCodec)
+                item = item.astype(chain.dtype.newbyteorder(
+                    "<" if cast(BytesCodec, chain.ab).endian == "little" else ">"))
             self.scalar_item = np.frombuffer(item.tobytes(), dtype=np.uint8)
 
     def needs_old(self, i: int) -> bool:
@@ -677,10 +684,12 @@ class RowWriter:
         """Write the chunks of ``rows`` (all :attr:`stored_whole`) straight from
         ``value`` with one ``store.set_regions``; the keys of chunks equal to the fill
         value (unless empty chunks are written) are appended to ``gone``."""
-        strides, shape = self.stored_layout  # type: ignore[misc]
+        layout, value_flat = self.stored_layout, self.value_flat
+        assert layout is not None and value_flat is not None  # (stored_whole's rows)
+        strides, shape = layout
         chain = self.chain
         skipped = store.set_regions(
-            [keys[i] for i in rows.tolist()], self.value_flat, self.src_offsets[rows],
+            [keys[i] for i in rows.tolist()], value_flat, self.src_offsets[rows],
             strides, shape, chain.itemsize,
             fill=None if self.write_empty_chunks else chain._fill_chunk_item_arr)
         gone.extend(keys[i] for i in rows[skipped].tolist())
@@ -792,8 +801,8 @@ def encode_settings(chain: PreparedChain) -> tuple[str, int, bool] | None:
         return None
     codec = chain.bb[0]
     if type(codec).encode in _DELEGATING_ENCODES:
-        impl = getattr(codec, "codec", None) if isinstance(codec, NumcodecsCodec) else getattr(
-            codec, "_impl", None)
+        impl: Any = getattr(codec, "codec", None) if isinstance(codec, NumcodecsCodec) else (
+            getattr(codec, "_impl", None))
     else:
         return None
     kind = _NUMCODECS_FORMATS.get(type(impl))
@@ -840,6 +849,7 @@ def read_one_chunk(chain: PreparedChain, sel: BasicSelection, coords: list[int],
     holding the whole selection, into ``out`` -- or into ``place``: ``(flat output
     bytes, byte offset, byte strides)`` of the selection's block in a larger output."""
     if place is None:
+        assert out is not None  # (no place: the output is out)
         out_flat = out.reshape(-1).view(np.uint8)
         if raw is not None and chain._decode_into and _whole_chunk_into(chain, sel):
             chain.decode(raw, key, into=out_flat)
@@ -863,10 +873,11 @@ def read_single_chunk(plan: Plan, coords: list[int]) -> None:
     (:func:`single_chunk_coords`) is read with plain integer arithmetic (no projection
     table)."""
     store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
+    assert out is not None  # (a read's plan)
     key = (f"{path}/" if path else "") + chain.metadata.chunk_key_encoding.encode(tuple(coords))
     if not chain.bb and plan.caps.reads_into and _whole_chunk_into(chain, sel):
         # an uncompressed whole chunk is the whole (C-contiguous) output: preadv into it
-        n = store.get_into(key, out.reshape(-1).view(np.uint8))
+        n = store.get_into(key, out.reshape(-1).view(np.uint8).data)
         if n == chain.chunk_nbytes:
             return
         if n is not None:
