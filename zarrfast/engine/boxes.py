@@ -133,7 +133,7 @@ class Box:
                                            chain.chunk_strides, self.out_strides)
         #: rows whose chunk is decoded straight into ``out`` (uint8 flags)
         self.direct = _direct_rows(chain, sel, self.shapes, out.shape)
-        self._placement = None
+        self._placement: _kernels.Placement | None = None
 
     @classmethod
     def within(cls, chain: Any, start: np.ndarray, count: np.ndarray, out_flat: np.ndarray,

@@ -17,12 +17,13 @@ way (whole shards are read and rewritten).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import vlen_limit
+from zarrfast.codecs.numcodecs_codec import NumcodecsCodec
 from zarrfast.concurrency import map_unordered_into
 from zarrfast.engine.chunked import chunk_keys
 from zarrfast.engine.plan import Plan
@@ -78,10 +79,13 @@ class ObjectChain:
             # numcodecs' object codecs take and give whole object arrays, so the v2
             # chain's filters and compressor are applied here, in v2's order
             self.order = metadata.order
+            # (each a NumcodecsCodec: CodecChain.from_v2)
             nf = len(metadata.filters or ())
-            self.filters = [c.codec for c in codecs.bb[:nf]]
+            self.filters = [cast(NumcodecsCodec, c).codec for c in codecs.bb[:nf]]
             # the wrapper: its decode is bounded (a decompression bomb is refused)
-            self.compressor = codecs.bb[nf] if metadata.compressor is not None else None
+            self.compressor: NumcodecsCodec | None = (
+                cast(NumcodecsCodec, codecs.bb[nf]) if metadata.compressor is not None
+                else None)
         else:
             self.order = "C"
             self.filters = []
@@ -93,8 +97,9 @@ class ObjectChain:
                         and getattr(self.v3.ab, "name", None) == "sharding_indexed")
 
     def _out_of_memory(self, key: str) -> ChunkAllocationError:
-        return _buffers.allocation_error(f"chunk {key!r}", "the decoded chunk",
-                                         self.chunk_shape, object, ChunkAllocationError)
+        return cast(ChunkAllocationError, _buffers.allocation_error(  # (an error of that type)
+            f"chunk {key!r}", "the decoded chunk", self.chunk_shape, object,
+            ChunkAllocationError))
 
     def decode(self, raw: Any, key: str) -> np.ndarray:
         if self.v3 is not None:
@@ -169,6 +174,7 @@ def _projection(metadata: Any, sel: BasicSelection):
 def read_object_selection(plan: Plan) -> None:
     """Read the selection of an object array into ``plan.out``: one task per chunk."""
     store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
+    assert out is not None  # (a read's plan)
     coords, local_start, local_count, out_start, _ = _projection(chain.metadata, sel)
     keys = chunk_keys(chain.metadata, path, coords)
     ones = np.ones_like(sel.step)

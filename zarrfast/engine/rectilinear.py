@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from zarrfast.engine.chunked import (
     Projection,
 )
 from zarrfast.engine.selection import BasicSelection
-from zarrfast.metadata.chunk_grid import RegularChunkGrid
+from zarrfast.metadata.chunk_grid import RectilinearChunkGrid, RegularChunkGrid
 from zarrfast.metadata.v3 import ArrayMetadata
 
 __all__ = ["RectilinearChain", "project_rectilinear"]
@@ -78,8 +78,10 @@ def project_rectilinear(bounds: list[np.ndarray], shape: tuple[int, ...],
     grids = np.indices([len(seg) for seg in segs]).reshape(ndim, -1)
     picked = np.stack([seg[g] for seg, g in zip(segs, grids, strict=True)], axis=1)
     cols = [np.ascontiguousarray(picked[:, :, j]) for j in range(7)]
-    return (cols[0], cols[1], cols[2], cols[3], cols[4].astype(np.bool_).all(axis=1),
-            cols[5].astype(np.bool_).any(axis=1), cols[6])
+    # (all and any along axis 1 of a 2-D array: arrays, which NumPy's types do not say)
+    return (cols[0], cols[1], cols[2], cols[3],
+            cast(np.ndarray, cols[4].astype(np.bool_).all(axis=1)),
+            cast(np.ndarray, cols[5].astype(np.bool_).any(axis=1)), cols[6])
 
 
 def _sub_projection(chain: PreparedChain, sel: BasicSelection, array_shape: np.ndarray,
@@ -107,7 +109,7 @@ class RectilinearChain:
     def __init__(self, metadata: ArrayMetadata, codecs: CodecChain) -> None:
         self.metadata = metadata
         self.codecs = codecs
-        grid = metadata.chunk_grid
+        grid = cast(RectilinearChunkGrid, metadata.chunk_grid)  # (a rectilinear chain's)
         self.grid = grid
         #: per dimension the chunks' start offsets and the last chunk's end
         self.bounds = grid.boundaries(metadata.shape)

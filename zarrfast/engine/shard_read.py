@@ -55,6 +55,7 @@ class ShardRowsRead:
         self.whole = (self.rows_per_shard >= chain.inner_in_array_many(self.shard_coords)
                       if chain.partial_reads
                       else np.ones(len(self.groups), dtype=np.bool_)).tolist()
+        assert plan.out is not None  # (a read's plan)
         self.reader = RowReader(proj, plan.out)
         inner = self.inner = chain.inner
         # uncompressed inner chunks are copied from the fetched bytes into `out` during
@@ -161,13 +162,13 @@ class ShardRowsRead:
                 size = -1  # (removed, or never written: get says which)
             if 0 <= size <= _sharded.THREAD_BUFFER_BYTES:
                 buf = self.thread_buffer(size, key)
-                if store.get_into(key, buf[:size]) == size:
+                if store.get_into(key, buf[:size].data) == size:
                     return buf[:size]
             return self.subs[g].fetch_shard(store, key)
         slot = self.slots.get(g)
         if slot is not None:
             target = self.wave_buffer[0][slot[0]:slot[0] + slot[1]]
-            if store.get_into(key, target) == slot[1]:
+            if store.get_into(key, target.data) == slot[1]:
                 return target
         return self.subs[g].fetch_shard(store, key)  # (changed since its size was read)
 

@@ -36,7 +36,7 @@ import itertools
 import math
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -61,7 +61,11 @@ from zarrfast.errors import (
     add_context,
 )
 from zarrfast.kernels import buffers as _buffers
-from zarrfast.metadata.chunk_grid import DefaultChunkKeyEncoding, RegularChunkGrid
+from zarrfast.metadata.chunk_grid import (
+    DefaultChunkKeyEncoding,
+    RectilinearChunkGrid,
+    RegularChunkGrid,
+)
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import (
     ByteRequest,
@@ -70,6 +74,9 @@ from zarrfast.storage import (
     Store,
     SuffixByteRequest,
 )
+
+if TYPE_CHECKING:
+    from zarrfast.codecs.sharding import ShardingCodec
 
 __all__ = ["RectilinearShardedChain", "ShardedChain", "group_by_shard", "read_shard_box",
            "read_whole_files", "shard_box_fit", "shard_index_request", "waves_of",
@@ -144,7 +151,8 @@ class ShardedChain:
                  inner: PreparedChain | None = None, cache: _IndexCache | None = None,
                  index_cache: int = 1) -> None:
         self.metadata = metadata
-        codec = codecs.sharding
+        # (a codec named sharding_indexed: a ShardingCodec)
+        codec = cast("ShardingCodec | None", codecs.sharding)
         assert codec is not None
         self.codec = codec
         self.outer_bb = list(codecs.bb)
@@ -155,22 +163,24 @@ class ShardedChain:
             shard_shape = metadata.chunks
         self.layout = layout = codec.format(shard_shape)
         # the inner chunks: an array of the shard's shape chunked by the inner shape
-        fv = (metadata.type_info.default_fill_value() if metadata.fill_value is None
+        data_type = metadata.type_info
+        assert data_type is not None  # (ArrayMetadata derives it)
+        fv = (data_type.default_fill_value() if metadata.fill_value is None
               else metadata.fill_value)
         inner_metadata = ArrayMetadata(
             shape=layout.shard_shape,
-            data_type=metadata.type_info,
+            data_type=data_type,
             chunk_grid=RegularChunkGrid(layout.inner_shape),
             chunk_key_encoding=DefaultChunkKeyEncoding(),
             fill_value=fv,
             codecs=codec.codecs,
         )
         self.inner = inner if inner is not None else PreparedChain(
-            inner_metadata, codec.inner_chain(metadata.type_info))
+            inner_metadata, codec.inner_chain(data_type))
         self.partial_reads = not self.outer_bb
         # bound for codecs after the shard (decompression bombs): the shard's chunks
         # uncompressed, twice, plus room for its index and checksums
-        self._outer_limit = 2 * math.prod(shard_shape) * metadata.type_info.itemsize \
+        self._outer_limit = 2 * math.prod(shard_shape) * data_type.itemsize \
             + 2 * self.layout.index_nbytes + 2**20
         self._outer = BoundedDecoders(self.outer_bb)
         #: the shards' indexes, ``index_cache`` of them at most (``config
@@ -271,7 +281,7 @@ class RectilinearShardedChain(ShardedChain):
 
     def __init__(self, metadata: ArrayMetadata, codecs: CodecChain, *,
                  index_cache: int = 1) -> None:
-        grid = metadata.chunk_grid
+        grid = cast(RectilinearChunkGrid, metadata.chunk_grid)  # (a rectilinear chain's)
         super().__init__(metadata, codecs, shard_shape=tuple(codecs.chunk_shape),
                          index_cache=index_cache)
         self._subs: dict[tuple[int, ...], ShardedChain] = {self.layout.shard_shape: self}
@@ -428,10 +438,12 @@ def write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowW
     raw_index = layout.dense_index(nb)
     if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
         return False
-    strides, shape = writer.stored_layout  # type: ignore[misc]
+    stored_layout, value_flat = writer.stored_layout, writer.value_flat
+    assert stored_layout is not None and value_flat is not None  # (ShardWrite.direct)
+    strides, shape = stored_layout
     inner = writer.chain
     skipped = store.set_regions(
-        [key], writer.value_flat, writer.src_offsets[rows[np.argsort(lin)]][None, :],
+        [key], value_flat, writer.src_offsets[rows[np.argsort(lin)]][None, :],
         strides, shape, inner.itemsize,
         fill=None if writer.write_empty_chunks else inner._fill_chunk_item_arr,
         extra=raw_index, extra_first=not layout.at_end)

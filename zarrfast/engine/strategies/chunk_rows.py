@@ -36,6 +36,7 @@ class ChunkRowReads(Strategy):
     def run(self, plan: Plan, fit: Any) -> None:
         for proj in projections(plan):
             keys = chunk_keys(plan.chain.metadata, plan.path, proj.coords)
+            assert plan.out is not None  # (a read's plan)
             reader = RowReader(proj, plan.out, plan.caps)
             choose_rows(self.rows, plan, reader).run(plan, keys, reader)
 
