@@ -108,7 +108,7 @@ def test_no_metadata_container_is_filled_by_another_module_at_import():
 
 
 def test_codec_objects_are_made_by_the_codecs_layer_and_keep_the_document():
-    from zarrfast.codecs.registry import with_codec_objects
+    from zarrfast.codecs.metadata import with_codec_objects
     from zarrfast.metadata.v3 import ArrayV3Metadata, GroupMetadata
 
     doc = {"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "int16",

@@ -21,8 +21,7 @@ from zarrfast.errors import (
     add_context,
 )
 
-__all__ = ["codec_object", "get_codec_class", "parse_codec", "register_codec", "registered_codecs",
-           "with_codec_objects"]
+__all__ = ["codec_object", "get_codec_class", "parse_codec", "register_codec", "registered_codecs"]
 
 _registry: dict[str, type[Codec]] = {}
 _entry_points_loaded = False
@@ -115,18 +114,10 @@ def codec_object(value: Any) -> Any:
     """The codec object of one codec's JSON (``ZstdCodec(level=0, checksum=False)``), as
     zarr-python's metadata holds it; the JSON itself when no codec class takes it (an
     unknown codec, or one :class:`~zarrfast.codecs.CodecChain` will refuse with the node's
-    name when the array is used)."""
+    name when the array is used); :mod:`zarrfast.codecs.metadata` makes zarr-python's
+    metadata with it."""
     try:
         obj = parse_codec(value, where="codecs")
     except Exception:  # noqa: BLE001 - CodecChain reports it, naming the node
         return value
     return value if obj is None else obj
-
-
-def with_codec_objects(metadata: Any) -> Any:
-    """``metadata`` (of any node, either format) as zarr-python's: v3 arrays' codecs, its
-    own and those in consolidated metadata, as codec objects.  The metadata layer keeps
-    the codecs as it was given them (it knows no codec classes); this layer, above it,
-    makes the objects for those who show metadata to users."""
-    convert = getattr(metadata, "with_codec_objects", None)
-    return metadata if convert is None else convert(codec_object)

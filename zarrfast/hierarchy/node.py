@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-from zarrfast.codecs.registry import with_codec_objects
+from zarrfast.codecs.metadata import with_codec_objects
 from zarrfast.errors import (
     ArrayNotFoundError,
     ArrayNotGroupError,
@@ -476,8 +476,8 @@ class Node(metaclass=_NodeType):
 
     @property
     def metadata(self) -> Any:
-        """The node's metadata as zarr-python's (codecs as codec objects; made once for each
-        metadata this node holds)."""
+        """The node's metadata as zarr-python's (:mod:`zarrfast.codecs.metadata`: codecs as
+        codec objects; made once for each metadata this node holds)."""
         md = self._metadata
         shown = self.__dict__.get("_metadata_shown_")
         if shown is None or shown[0] is not md:

@@ -12,10 +12,9 @@ and name the node path and the member.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -124,12 +123,6 @@ def _codec_json(codec: Any) -> Any:
     return codec if isinstance(codec, (dict, str)) else codec.to_dict()
 
 
-#: what turns one codec's JSON into its codec object (``ZstdCodec(level=0, ...)``), or
-#: returns the JSON when no codec class takes it: the codecs layer has one
-#: (:func:`zarrfast.codecs.registry.codec_object`) and passes it to ``with_codec_objects``
-CodecParser = Callable[[Any], Any]
-
-
 def _as_data_type(value: Any) -> DataType:
     """zarrfast's :class:`DataType` of a ``data_type`` (itself, or a ``ZDType``)."""
     return value if isinstance(value, DataType) else parse_data_type(value, where="data_type")
@@ -147,11 +140,13 @@ class ArrayV3Metadata:
     """Validated Zarr v3 array metadata.
 
     The fields, and what they print, are zarr-python's ``ArrayV3Metadata``'s: ``data_type``
-    is the ``ZDType`` (``Float32(endianness='little')``), ``codecs`` the codec objects once
-    the codecs layer has made them (:meth:`with_codec_objects`: nodes' ``metadata`` has
-    them; a document parsed here holds the codecs' JSON, as this layer knows no codecs).
-    zarrfast works from :attr:`type_info` (its :class:`DataType`, which keeps the name the
-    document gave) and writes :attr:`codecs_json`."""
+    is the ``ZDType`` (``Float32(endianness='little')``).  This layer knows no codec
+    classes, so ``codecs`` holds them as given (a document's JSON); zarr-python's class,
+    whose ``codecs`` are codec objects, is the codecs layer's subclass
+    :class:`zarrfast.codecs.metadata.ArrayV3Metadata` (``zarrfast.core.metadata``'s, and
+    what nodes' ``metadata`` gives).  zarrfast works from :attr:`type_info` (its
+    :class:`DataType`, which keeps the name the document gave) and writes
+    :attr:`codecs_json`."""
 
     shape: tuple[int, ...]
     #: the ``ZDType`` (a :class:`DataType` or a ``ZDType`` may be given)
@@ -160,10 +155,9 @@ class ArrayV3Metadata:
     chunk_grid: ChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
     fill_value: Any  # a NumPy scalar of data_type
-    #: the codec chain, in encode order, as given: JSON or codec objects (see
-    #: :meth:`with_codec_objects`; :class:`zarrfast.codecs.CodecChain` reads either, and
-    #: refuses an unknown codec with the node's name, or leaves it out if
-    #: ``"must_understand": false``)
+    #: the codec chain, in encode order, as given: JSON or codec objects
+    #: (:class:`zarrfast.codecs.CodecChain` reads either, and refuses an unknown codec with
+    #: the node's name, or leaves it out if ``"must_understand": false``)
     codecs: tuple[Any, ...] = field(compare=False)
     attributes: dict[str, Any] = field(default_factory=dict)
     dimension_names: tuple[str | None, ...] | None = None
@@ -360,16 +354,6 @@ class ArrayV3Metadata:
         return replace(self, shape=shape,
                        chunk_grid=self.chunk_grid.resized(self.shape, shape))
 
-    def with_codec_objects(self, parse: CodecParser) -> ArrayV3Metadata:
-        """This metadata with each codec given as JSON replaced by ``parse``'s codec object
-        of it (zarr-python's form); the document (:attr:`codecs_json`) is unchanged."""
-        codecs = tuple(c if not isinstance(c, (dict, str)) else parse(c) for c in self.codecs)
-        if all(a is b for a, b in zip(codecs, self.codecs, strict=True)):
-            return self
-        out = copy.copy(self)
-        object.__setattr__(out, "codecs", codecs)
-        return out
-
 
 #: ArrayMetadata is the v3 array metadata's name in zarrfast
 ArrayMetadata = ArrayV3Metadata
@@ -396,8 +380,14 @@ class GroupMetadata:
             object.__setattr__(self, "extra", {k: v for k, v in self.extra.items()
                                                if k != "consolidated_metadata"})
         if isinstance(cm, Mapping):
-            cm = ConsolidatedMetadata.from_dict(cm)
+            cm = self._consolidated_class().from_dict(cm)
         object.__setattr__(self, "consolidated_metadata", cm)
+
+    @classmethod
+    def _consolidated_class(cls) -> type[ConsolidatedMetadata]:
+        """The class of :attr:`consolidated_metadata` read from JSON (a subclass names its
+        own)."""
+        return ConsolidatedMetadata
 
     @classmethod
     def from_dict(cls, doc: Any, *, path: str = "") -> GroupMetadata:
@@ -406,8 +396,8 @@ class GroupMetadata:
         extra = _extra_members(doc, _GROUP_KEYS, node)
         cm = extra.pop("consolidated_metadata", None)
         if cm is not None:  # (a null one is kept as it was written)
-            cm = ConsolidatedMetadata.from_dict(cm, key=f"{node}: consolidated_metadata",
-                                                path=path)
+            cm = cls._consolidated_class().from_dict(
+                cm, key=f"{node}: consolidated_metadata", path=path)
         elif "consolidated_metadata" in doc:
             extra["consolidated_metadata"] = None
         return cls(attributes=_parse_attributes(doc.get("attributes"), node),
@@ -426,15 +416,6 @@ class GroupMetadata:
 
     def store_documents(self) -> dict[str, bytes]:
         return {"zarr.json": self.to_json()}
-
-    def with_codec_objects(self, parse: CodecParser) -> GroupMetadata:
-        """This metadata with the arrays' codecs in its consolidated metadata as codec
-        objects (see :meth:`ArrayV3Metadata.with_codec_objects`)."""
-        cm = self.consolidated_metadata
-        if cm is None:
-            return self
-        new = cm.with_codec_objects(parse)
-        return self if new is cm else replace(self, consolidated_metadata=new)
 
 
 def check_member_path(rel: Any, key: str, what: str = "member") -> str:
@@ -487,8 +468,7 @@ class ConsolidatedMetadata:
                 raise MetadataValidationError(
                     f"{key}: consolidated entry {rel!r} is not an object")
             child = f"{path.strip('/')}/{rel}".strip("/")
-            cls_ = ArrayV3Metadata if entry.get("node_type") == "array" else GroupMetadata
-            flat[rel] = cls_.from_dict(entry, path=child)
+            flat[rel] = cls._node_class(entry.get("node_type")).from_dict(entry, path=child)
         for rel in flat:
             parent = rel.rpartition("/")[0]
             if parent and not isinstance(flat.get(parent), GroupMetadata):
@@ -497,6 +477,12 @@ class ConsolidatedMetadata:
                     f"which {'is an array' if parent in flat else 'has no entry'}; the "
                     f"entries must be the whole hierarchy below the group")
         return cls.from_flat(flat)
+
+    @classmethod
+    def _node_class(cls, node_type: Any) -> type[ArrayV3Metadata] | type[GroupMetadata]:
+        """The class of a member of ``node_type`` read from JSON (a subclass names its
+        own)."""
+        return ArrayV3Metadata if node_type == "array" else GroupMetadata
 
     @classmethod
     def from_flat(cls, flat: Mapping[str, Any]) -> ConsolidatedMetadata:
@@ -529,7 +515,7 @@ class ConsolidatedMetadata:
                 # as zarr-python: a group that had its subtree keeps an empty one
                 cm = md.consolidated_metadata
                 out[name] = replace(md, consolidated_metadata=None if cm is None else
-                                    ConsolidatedMetadata())
+                                    type(self)())
                 if cm is not None:
                     out.update({f"{name}/{k}": v for k, v in cm.flattened_metadata.items()})
             else:
@@ -550,15 +536,6 @@ class ConsolidatedMetadata:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "must_understand": self.must_understand,
                 "metadata": {k: v.to_dict() for k, v in self.flattened_metadata.items()}}
-
-    def with_codec_objects(self, parse: CodecParser) -> ConsolidatedMetadata:
-        """These nodes' metadata with the arrays' codecs as codec objects (see
-        :meth:`ArrayV3Metadata.with_codec_objects`)."""
-        members = {k: v.with_codec_objects(parse) if hasattr(v, "with_codec_objects") else v
-                   for k, v in self.metadata.items()}
-        if all(members[k] is v for k, v in self.metadata.items()):
-            return self
-        return replace(self, metadata=members)
 
 
 def parse_metadata(
