@@ -206,3 +206,12 @@ def test_the_engine_gives_the_pool_its_resolved_threads():
                 if not wants[node.func.id] <= given:
                     missing.append(f"{path.relative_to(ENGINE)}:{node.lineno} {node.func.id}")
     assert seen > 10 and not missing, missing
+
+
+def test_a_0d_array_is_read_as_its_one_chunk(tmp_path, caplog):
+    a = zarrfast.create_array(MemoryStore(), shape=(), dtype="i4", fill_value=3)
+    a[...] = 7
+    with caplog.at_level(logging.DEBUG, "zarrfast.engine"):
+        caplog.clear()
+        assert a[()] == 7
+    assert _chosen(caplog) == ["single-chunk"]

@@ -103,3 +103,66 @@ def test_file_locks_stay_a_setting_of_each_write(tmp_path):
         assert not store.interprocess_locks
         a[5:6] = 2  # a partial shard write: the threads of this process only
     np.testing.assert_array_equal(a[...], [0, 1, 1, 0, 0, 2, 0, 0])
+
+
+def test_a_flag_set_on_a_store_object_later_is_seen(tmp_path):
+    """A flag set after the store was first used (a store that starts keeping the values
+    it is given): the capabilities are computed again, so the engine no longer hands it
+    a reused buffer."""
+    store = MemoryStore()
+    store.copies_values = True
+    assert store.capabilities.copies_values
+    store.copies_values = False  # (as a store keeping references would say)
+    assert not store.capabilities.copies_values
+    store.batched_reads = True
+    assert store.capabilities.batched_gets
+    local = LocalStore(tmp_path)
+    assert local.capabilities.batched_sets
+    local.fsync = True
+    assert not local.capabilities.batched_sets
+
+
+def test_capabilities_are_not_pickled_nor_copied(tmp_path):
+    import copy
+    import pickle
+
+    store = OwnGet(tmp_path)
+    assert store.capabilities.writes
+    assert "_caps" in store.__dict__
+    for other in (pickle.loads(pickle.dumps(store)), copy.copy(store),
+                  store.with_read_only()):
+        assert "_caps" not in other.__dict__
+
+
+class SomeFiles(LocalStore):
+    """Kernels may read its files, but not those of the keys of one chunk."""
+
+    def file_paths(self, keys):
+        if any(k.endswith("/1") for k in keys):
+            return None
+        return super().file_paths(keys)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_store_refusing_file_paths_for_some_keys_is_read_its_own_way(tmp_path, threads):
+    """The capability says kernels may read the store's files; the store still answers
+    for the keys asked (no file paths here): the read takes another way, right values."""
+    big = np.arange(4 * 256 * 256, dtype="f8").reshape(4, 256, 256)
+    a = zarrfast.create_array(SomeFiles(tmp_path), shape=big.shape, chunks=(1, 128, 128),
+                              dtype="f8", compressors={"name": "zstd", "configuration": {}})
+    a[...] = big
+    with config.set(threads=threads):
+        np.testing.assert_array_equal(a[0:1, 100:200, 100:140], big[0:1, 100:200, 100:140])
+        np.testing.assert_array_equal(a[1:3], big[1:3])
+
+
+def test_turning_fast_reads_off_on_a_store_arrays_already_use(tmp_path):
+    big = np.arange(4 * 256 * 256, dtype="f8").reshape(4, 256, 256)
+    store = LocalStore(tmp_path)
+    a = zarrfast.create_array(store, shape=big.shape, chunks=(1, 256, 256), dtype="f8",
+                              compressors={"name": "zstd", "configuration": {}})
+    a[...] = big
+    np.testing.assert_array_equal(a[0:2], big[0:2])
+    store.fast_get_into = False
+    with config.set(threads=3):
+        np.testing.assert_array_equal(a[0:4], big)

@@ -230,32 +230,36 @@ def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
     return np.all(shapes == chain.chunk_shape_arr, axis=1).astype(np.uint8)
 
 
-def box_files_fit(plan: Any, n: int) -> bool:
-    """Whether a box of ``n`` (at most ``BOX_CHUNKS``) chunks of ``plan`` is read by
-    :func:`read_box_files`: zstd, blosc or uncompressed chunks stored one per file that
-    kernels may read, unless it is one whole uncompressed chunk (the single-chunk way
-    reads that straight into the output)."""
+def box_files_fit(plan: Any, n: int) -> tuple | None:
+    """How :func:`read_box_files` reads a box of ``n`` (at most ``BOX_CHUNKS``) zstd,
+    blosc or uncompressed chunks of ``plan`` stored one per file: ``(where,)``, the
+    files' root and the keys' prefix for one ``decode_box_files`` call; or ``(box,
+    keys, files)`` for ``decode_files`` calls; ``None`` when the store does not let
+    kernels read those files (asked now, for these keys), or the box is one whole
+    uncompressed chunk (the single-chunk way reads that straight into the output)."""
     chain, sel = plan.chain, plan.sel
     if n == 1 and chain.batch_codec is None and sel.count.tolist() == list(chain.chunk_shape):
-        return False
+        return None
     if share_mode(n, chain, plan.options.threads) is not None:
-        return _file_prefix(plan.store, plan.path, chain) is not None
-    return plan.caps.files
+        where = _file_prefix(plan.store, plan.path, chain)
+        return None if where is None else (where,)
+    box = Box(chain, sel, plan.out, _ONES[chain.ndim])
+    keys = _chunk_keys(chain.metadata, plan.path, box.shards)
+    files = plan.store.file_paths(keys)
+    return None if files is None else (box, keys, files)
 
 
-def read_box_files(plan: Any, n: int) -> None:
+def read_box_files(plan: Any, n: int, how: tuple) -> None:
     """Read a box of ``n`` zstd, blosc or uncompressed chunks stored one per file into
-    ``out`` (:func:`box_files_fit`): one ``decode_box_files`` call (table, paths, open,
-    read, decode, place, without the GIL), or with more than two threads one
-    ``decode_files`` call per part (:func:`run_parts`).  A chunk the kernel did not
-    place is the fill value (missing) or taken by the per-chunk path."""
+    ``out`` (``how``: :func:`box_files_fit`'s answer): one ``decode_box_files`` call
+    (table, paths, open, read, decode, place, without the GIL), or with more than two
+    threads one ``decode_files`` call per part (:func:`run_parts`).  A chunk the kernel
+    did not place is the fill value (missing) or taken by the per-chunk path."""
     store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
     threads = plan.options.threads
     share = share_mode(n, chain, threads)
-    if share is not None:
-        where = _file_prefix(store, path, chain)
-        assert where is not None  # (box_files_fit)
-        root, prefix, sep = where
+    if len(how) == 1:
+        root, prefix, sep = how[0]
         out_strides = np.array(out.strides, dtype=np.int64)
         # the table, the paths, the reads and the decoding: one kernel call
         placement = _kernels.Placement.box(
@@ -268,11 +272,7 @@ def read_box_files(plan: Any, n: int) -> None:
             keys = _chunk_keys(chain.metadata, path, box.shards)
             _recover(store, chain, box, keys, range(n), status)
         return
-    box = Box(chain, sel, out, _ONES[chain.ndim])
-    keys = _chunk_keys(chain.metadata, path, box.shards)
-    files = store.file_paths(keys)
-    assert files is not None  # (box_files_fit: the store's capabilities)
-    root, paths = files
+    box, keys, (root, paths) = how
     placement = box.placement()  # (checked once; each part takes its rows)
 
     def place(part: range, share: bool) -> None:

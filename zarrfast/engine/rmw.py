@@ -39,9 +39,9 @@ def read_modify_write(store: Store, key: str, update: Callable[[Any], Any], *, l
     outlasted until ``options.lock_timeout``, then :class:`ConcurrentWriteError` names
     the key, with nothing written."""
     caps = store.capabilities
-    conditional = caps.conditional_writes and not (caps.interprocess_locks
-                                                   and options.file_locks)
-    with store.value_lock(key):
+    interprocess = caps.interprocess_locks and options.file_locks
+    conditional = caps.conditional_writes and not interprocess
+    with store.value_lock(key, timeout=options.lock_timeout, interprocess=interprocess):
         if not conditional:
             new = update(store.get_limited(key, limit))
             if new is None:

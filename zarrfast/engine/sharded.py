@@ -665,8 +665,8 @@ def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicS
                 indexes.append(None)
                 continue
             readers.append(reader)
-            fd = reader.fd
-            if fd < 0:
+            fd = reader.fileno()
+            if fd is None:
                 return False
             fds.append(fd)
             indexes.append(chain.reader_index(reader, key))
@@ -714,8 +714,8 @@ def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],
     rows_list: list[int] = []
     largest = 2 * inner.chunk_nbytes + 65536
     for p in plans:
-        fd = p.reader.fd
-        if fd < 0:
+        fd = p.reader.fileno()
+        if fd is None:
             return False
         if not p.rows:
             continue

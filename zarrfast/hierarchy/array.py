@@ -308,8 +308,8 @@ class Array(Node):
         if codecs is None or key != getattr(self, "_codecs_key", key):
             codecs = CodecChain.from_metadata(metadata, node=f"array {self._path or '/'!r}")
         self._codecs, self._codecs_key = codecs, key
-        # what every read and write asks, worked out once (not per call)
-        self._caps = self._store.capabilities
+        # what every read and write asks, worked out once (not per call; the store's
+        # capabilities are the store's: computed again when one of its flags changes)
         self._dtype = metadata.dtype
         self._elements = text_elements(metadata)
         objects = metadata.dtype.hasobject  # v2 |O, v3 string / variable_length_bytes
@@ -657,7 +657,8 @@ class Array(Node):
                 return out
             return picked if self.ndim else picked[()]
         shape = self._metadata.shape
-        result = strategies.read_basic(self._store, self._caps, self._chunk_path, self._chain,
+        store = self._store
+        result = strategies.read_basic(store, store.capabilities, self._chunk_path, self._chain,
                                        selection, shape, self._dtype, out,
                                        f"array {self.name!r}")
         if not shape:
@@ -714,7 +715,8 @@ class Array(Node):
         dtype = self._dtype
         if dtype.names is not None and isinstance(value, tuple):
             value = np.array(value, dtype=dtype)[()]  # one record
-        strategies.write_basic(self._store, self._caps, self._chunk_path, self._chain, selection,
+        store = self._store
+        strategies.write_basic(store, store.capabilities, self._chunk_path, self._chain, selection,
                                value, self._metadata.shape, dtype, f"array {self.name!r}",
                                elements=self._elements,
                                write_empty_chunks=self.write_empty_chunks)

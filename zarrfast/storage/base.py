@@ -253,11 +253,6 @@ class RangeReader:
     reads through the store's ``get``; a read returns ``None`` (or 0) when the key is
     missing."""
 
-    #: the open file the reader reads, for kernels that read ranges of it themselves
-    #: (with ``pread``, while the reader stays open); -1 when the value is not one open
-    #: file (an attribute: the engine reads it without a call per shard)
-    fd: int = -1
-
     def __init__(self, store: Store, key: str) -> None:
         self.store = store
         self.key = key
@@ -281,8 +276,10 @@ class RangeReader:
         return n
 
     def fileno(self) -> int | None:
-        """:attr:`fd`, or ``None`` when the value is not one open file."""
-        return self.fd if self.fd >= 0 else None
+        """The open file the reader reads, for kernels that read ranges of it
+        themselves (with ``pread``, while the reader stays open); ``None`` when the
+        value is not one open file."""
+        return None
 
     def close(self) -> None:
         """Release what the reader holds (an open file)."""
@@ -292,6 +289,14 @@ class RangeReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: the attributes a store's capabilities are computed from: setting one on a store object
+#: has them computed again
+_CAPABILITY_FLAGS = frozenset({
+    "supports_writes", "supports_deletes", "supports_partial_reads", "supports_listing",
+    "batched_reads", "fast_get_into", "fast_set_many", "fast_set_regions", "copies_values",
+    "interprocess_locks", "conditional_writes", "fsync", "_fast_get_into", "_dir_fd"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,7 +389,9 @@ class Store(abc.ABC):
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        """What this store can do (:class:`StoreCapabilities`), computed once."""
+        """What this store can do (:class:`StoreCapabilities`), computed once -- and again
+        after a flag of this store object is set (``store.fast_get_into = False``,
+        ``store.copies_values = False``...); not pickled, nor copied."""
         caps = self.__dict__.get("_caps")
         if caps is None:
             caps = self.__dict__["_caps"] = self._capabilities()
@@ -393,6 +400,18 @@ class Store(abc.ABC):
     def _forget_capabilities(self) -> None:
         """Compute :attr:`capabilities` again at the next use (a flag was changed)."""
         self.__dict__.pop("_caps", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in _CAPABILITY_FLAGS:
+            self.__dict__.pop("_caps", None)
+
+    def __getstate__(self) -> dict:
+        # (capabilities are worked out again where the store is unpickled or copied:
+        # another platform, another class of its flags)
+        state = self.__dict__.copy()
+        state.pop("_caps", None)
+        return state
 
     def _capabilities(self) -> StoreCapabilities:
         """This store's :class:`StoreCapabilities`: from the class flags, unless a
@@ -624,16 +643,21 @@ class Store(abc.ABC):
             yield
 
     @contextlib.contextmanager
-    def value_lock(self, key: str, *, timeout: float | None = None) -> Iterator[None]:
+    def value_lock(self, key: str, *, timeout: float | None = None,
+                   interprocess: bool | None = None) -> Iterator[None]:
         """Hold the lock of the value at ``key`` while it is read, changed and written
         back (a partial write of a shard): reentrant; shared by every store object of
         the same data in this process and, where :attr:`interprocess_locks` says the
         store can, by other processes (``LocalStore``: ``flock`` on a lock file next to
         the value, there only while it is held).  Waits at most ``timeout`` seconds
         (``config lock_timeout``), then raises
-        :class:`~zarrfast.errors.LockTimeoutError` naming the key."""
+        :class:`~zarrfast.errors.LockTimeoutError` naming the key.  ``interprocess``:
+        whether to lock other processes out too (``None``: :attr:`interprocess_locks`,
+        which reads ``config file_locks``; the engine passes what its call resolved)."""
+        if interprocess is None:
+            interprocess = self.interprocess_locks
         with self._holding(("value", self._lock_scope(), key), f"key {key!r}", "to it",
-                           self.interprocess_locks,
+                           interprocess and self.capabilities.interprocess_locks,
                            lambda deadline, timed_out: self._lock_value_interprocess(
                                key, deadline, timed_out), timeout):
             yield

@@ -255,7 +255,7 @@ class LocalStore(Store):
         self._root: _Root | None = None  # the open root, once a file was opened
 
     def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
+        state = super().__getstate__()
         state["_root"] = None  # a descriptor: opened again where it is needed
         return state
 
@@ -575,8 +575,7 @@ class LocalStore(Store):
 
     @fast_get_into.setter
     def fast_get_into(self, value: bool) -> None:
-        self._fast_get_into = bool(value)
-        self._forget_capabilities()
+        self._fast_get_into = bool(value)  # (the capabilities are computed again)
 
     def _capabilities(self) -> StoreCapabilities:
         """The class flags, with the locks this platform has: whether they are taken
@@ -1274,6 +1273,9 @@ class _FileRanges(RangeReader):
                 break  # the end of the file
             got += k
         return got
+
+    def fileno(self) -> int | None:
+        return self.fd if self.fd >= 0 else None
 
     def close(self) -> None:
         if self.fd >= 0:

@@ -120,11 +120,12 @@ class WrapperStore(Store):
             yield
 
     @contextlib.contextmanager
-    def value_lock(self, key: str, *, timeout: float | None = None) -> Iterator[None]:
+    def value_lock(self, key: str, *, timeout: float | None = None,
+                   interprocess: bool | None = None) -> Iterator[None]:
         """The wrapped store's lock, and what this wrapper held of ``key`` (a cache's
         entry) dropped once it is held: the read-modify-write under it reads the stored
         value (another process may have changed it since it was cached)."""
-        with self.store.value_lock(key, timeout=timeout):
+        with self.store.value_lock(key, timeout=timeout, interprocess=interprocess):
             self._forget(key)
             yield
 

@@ -31,9 +31,13 @@ class BoxFiles(Strategy):
             "as files kernels may read")
     kernels = ("ChunkDecoder.decode_box_files", "ChunkDecoder.decode_files")
 
-    def applies(self, plan: Plan) -> int:
+    def applies(self, plan: Plan) -> tuple[int, tuple] | None:
+        """The box's chunk count, and how its files are read (``box_files_fit``)."""
         n = box_count(plan)
-        return n if 0 < n <= BOX_CHUNKS and box_files_fit(plan, n) else 0
+        if not 0 < n <= BOX_CHUNKS:
+            return None
+        how = box_files_fit(plan, n)
+        return None if how is None else (n, how)
 
-    def run(self, plan: Plan, fit: int) -> None:
-        read_box_files(plan, fit)
+    def run(self, plan: Plan, fit: tuple[int, tuple]) -> None:
+        read_box_files(plan, *fit)

@@ -17,10 +17,12 @@ class SingleChunk(Strategy):
     when = "a step-1 selection inside one chunk"
     kernels = ("copy_region", "fill_region")
 
-    def applies(self, plan: Plan) -> list[int] | None:
+    def applies(self, plan: Plan) -> tuple[list[int]] | None:
+        """The chunk's coordinates (in a tuple: a 0-d array's are ``[]``)."""
         if plan.chain.kind != "regular":
             return None
-        return single_chunk_coords(plan.chain, plan.sel)
+        coords = single_chunk_coords(plan.chain, plan.sel)
+        return None if coords is None else (coords,)
 
-    def run(self, plan: Plan, fit: list[int]) -> None:
-        read_single_chunk(plan, fit)
+    def run(self, plan: Plan, fit: tuple[list[int]]) -> None:
+        read_single_chunk(plan, fit[0])
