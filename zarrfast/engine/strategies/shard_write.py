@@ -14,7 +14,8 @@ __all__ = ["ShardWrites"]
 class ShardWrites(Strategy):
     name = "shard-write"
     when = "sharded (regular or rectilinear grid of shards)"
-    kernels = ("copy_regions", "write_region_files")
+    kernels = ("copy_regions", "write_region_files", "ChunkEncoder.compress_regions",
+               "blosc_compress_regions")
 
     def applies(self, plan: Plan) -> bool:
         return plan.chain.kind in ("sharded", "rectilinear-sharded")
