@@ -560,7 +560,8 @@ class RowReader:
             self.read(int(rows_arr[j]), raw, names[j])  # raises naming the key, or decodes
 
     def _direct_range(self, lo: int, hi: int) -> np.ndarray:
-        """``_direct_flags`` of the rows ``lo`` to ``hi`` (a view when it can)."""
+        """Whether rows ``lo`` to ``hi`` decode straight into the output (uint8 flags, a
+        view when it can)."""
         if self.direct is None:
             return np.zeros(hi - lo, dtype=np.uint8)
         return self.direct[lo:hi].view(np.uint8)
