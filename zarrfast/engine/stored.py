@@ -79,7 +79,7 @@ def delete_outside(store: Store, metadata: Any, path: str, old_grid: Sequence[in
         return 0
     cke = metadata.chunk_key_encoding
     base = _base(path)
-    if n <= ENUMERATE_LIMIT or not store.supports_listing:
+    if n <= ENUMERATE_LIMIT or not store.capabilities.listing:
         keys = [base + cke.encode(c) for c in _positions_outside(old_grid, new_grid)]
     else:
         keys = [key for key, coords in list_stored(store, metadata, path)
@@ -95,7 +95,7 @@ def stored_coords(store: Store, metadata: Any, path: str, grid: Sequence[int]
     ``exists`` at each position of a small grid, else from one listing."""
     cke = metadata.chunk_key_encoding
     base = _base(path)
-    if math.prod(grid) <= ENUMERATE_LIMIT or not store.supports_listing:
+    if math.prod(grid) <= ENUMERATE_LIMIT or not store.capabilities.listing:
         return [c for c in itertools.product(*(range(g) for g in grid))
                 if store.exists(base + cke.encode(c))]
     return sorted(coords for _, coords in list_stored(store, metadata, path)
