@@ -84,6 +84,10 @@ __all__ = ["RectilinearShardedChain", "ShardedChain", "group_by_shard", "read_sh
 
 
 
+#: marks a cached index not yet checked against its shard's size (see ``ShardedChain._index``)
+_UNCHECKED = "unchecked"
+
+
 def shard_index_request(layout: ShardFormat) -> ByteRequest:
     """The byte range of a shard's index."""
     return (SuffixByteRequest(layout.index_nbytes) if layout.at_end
@@ -227,24 +231,44 @@ class ShardedChain:
 
     def reader_index(self, reader: RangeReader, key: str) -> np.ndarray | None:
         """:meth:`fetch_index` from a shard opened for range reads: the version its
-        reader took, the index read from the same open value."""
+        reader took, the index read from the same open value -- and, where the reader
+        knows the shard's size (a local file), every entry checked to lie in the shard's
+        data (not in its index, not past its end)."""
         return self._index(reader.version, key,
-                           lambda: reader.read(shard_index_request(self.layout)))
+                           lambda: reader.read(shard_index_request(self.layout)),
+                           reader.size)
 
-    def _index(self, token: Any, key: str, read: Any) -> np.ndarray | None:
+    def _index(self, token: Any, key: str, read: Any, size: int | None = None
+               ) -> np.ndarray | None:
+        """The index (cached under ``token``); with ``size`` (the shard's bytes), checked
+        against it once.  An index read without the shard's size is cached as
+        unchecked (``(_UNCHECKED, token)``) until a read that knows the size checks it."""
         if token is not None:
             hit = self.cache.get(key)
             if hit is not None and hit[0] == token:
+                return hit[1]
+            if hit is not None and hit[0] == (_UNCHECKED, token):
+                if size is not None:
+                    self._check_size(hit[1], size, key)
+                    self.cache.put(key, (token, hit[1]))
                 return hit[1]
         raw = read()
         if raw is None:
             self.cache.put(key, None)
             return None
         index = self.layout.decode_index(raw, key)
+        if size is not None:
+            self._check_size(index, size, key)
         # the token was taken before the read: if the shard changed in between, the
         # next lookup sees a newer token and fetches again
-        self.cache.put(key, None if token is None else (token, index))
+        self.cache.put(key, None if token is None else (
+            (token if size is not None else (_UNCHECKED, token)), index))
         return index
+
+    def _check_size(self, index: np.ndarray, size: int, key: str) -> None:
+        """Every entry of ``index`` lies in the data of a shard of ``size`` bytes."""
+        layout = self.layout
+        layout.check_within(index, size - layout.index_nbytes if layout.at_end else size, key)
 
     @property
     def fill_scalar(self) -> Any:

@@ -253,6 +253,10 @@ class RangeReader:
     reads through the store's ``get``; a read returns ``None`` (or 0) when the key is
     missing."""
 
+    #: the value's size in bytes, where the reader knows it without asking the store
+    #: again (the local store's open file); ``None`` otherwise
+    size: int | None = None
+
     def __init__(self, store: Store, key: str) -> None:
         self.store = store
         self.key = key
