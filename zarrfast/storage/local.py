@@ -1251,7 +1251,7 @@ class _FileRanges(RangeReader):
         self.store = store
         self.key = key
         self.fd = fd
-        self.size = st.st_size
+        self.size: int = st.st_size
         self.version = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def read(self, byte_range: ByteRequest) -> bytes | None:
