@@ -232,17 +232,19 @@ def _direct_rows(chain: Any, sel: BasicSelection, shapes: np.ndarray,
 
 def box_files_fit(plan: Any, n: int) -> tuple | None:
     """How :func:`read_box_files` reads a box of ``n`` (at most ``BOX_CHUNKS``) zstd,
-    blosc or uncompressed chunks of ``plan`` stored one per file: ``(where,)``, the
-    files' root and the keys' prefix for one ``decode_box_files`` call; or ``(box,
-    keys, files)`` for ``decode_files`` calls; ``None`` when the store does not let
+    blosc or uncompressed chunks of ``plan`` stored one per file: ``(share, where)``,
+    the helper threads' share and the files' root and the keys' prefix for one
+    ``decode_box_files`` call; or ``(box, keys, files)`` for ``decode_files`` calls
+    (one per thread of the pool); ``None`` when the store does not let
     kernels read those files (asked now, for these keys), or the box is one whole
     uncompressed chunk (the single-chunk way reads that straight into the output)."""
     chain, sel = plan.chain, plan.sel
     if n == 1 and chain.batch_codec is None and sel.count.tolist() == list(chain.chunk_shape):
         return None
-    if share_mode(n, chain, plan.options.threads) is not None:
+    share = share_mode(n, chain, plan.options.threads)
+    if share is not None:
         where = _file_prefix(plan.store, plan.path, chain)
-        return None if where is None else (where,)
+        return None if where is None else (share, where)
     box = Box(chain, sel, plan.out, _ONES[chain.ndim])
     keys = _chunk_keys(chain.metadata, plan.path, box.shards)
     files = plan.store.file_paths(keys)
@@ -256,10 +258,8 @@ def read_box_files(plan: Any, n: int, how: tuple) -> None:
     threads one ``decode_files`` call per part (:func:`run_parts`).  A chunk the kernel
     did not place is the fill value (missing) or taken by the per-chunk path."""
     store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
-    threads = plan.options.threads
-    share = share_mode(n, chain, threads)
-    if len(how) == 1:
-        root, prefix, sep = how[0]
+    if len(how) == 2:
+        share, (root, prefix, sep) = how
         out_strides = np.array(out.strides, dtype=np.int64)
         # the table, the paths, the reads and the decoding: one kernel call
         placement = _kernels.Placement.box(
@@ -283,7 +283,7 @@ def read_box_files(plan: Any, n: int, how: tuple) -> None:
             _recover(store, chain, box, keys, part, status)
 
     # (every part writes disjoint regions of `out`: chunks partition the box)
-    run_parts(place, n, chain, threads)
+    run_parts(place, n, chain, plan.options.threads)
 
 
 def box_parts_fit(plan: Any) -> bool:

@@ -10,6 +10,7 @@ from its start to its end even if another thread changes the configuration meanw
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -64,18 +65,27 @@ class Options:
 
     @classmethod
     def resolve(cls) -> Options:
-        """The options of the configuration as it is now."""
+        """The options of the configuration as it is now (the same object while it is
+        unchanged: a small read makes none)."""
+        global _last
         values = _VALUES
-        return cls(threads=max(1, int(values["threads"])),
-                   io_concurrency=max(1, int(values["io_concurrency"])),
-                   shard_coalesce_gap=int(values["shard_coalesce_gap"]),
-                   lock_timeout=float(values["lock_timeout"]),
-                   file_locks=bool(values["file_locks"]))
+        key = (values["threads"], values["io_concurrency"], values["shard_coalesce_gap"],
+               values["lock_timeout"], values["file_locks"])
+        last = _last
+        if last[0] == key:
+            return last[1]
+        options = cls(threads=max(1, int(key[0])), io_concurrency=max(1, int(key[1])),
+                      shard_coalesce_gap=int(key[2]), lock_timeout=float(key[3]),
+                      file_locks=bool(key[4]))
+        _last = (key, options)  # (one reference: a thread reads a pair, never half)
+        return options
 
 
 #: the configuration's values, a live read-only view (the one dictionary of
 #: ``zarrfast.config``, changed in place by ``config.set``)
 _VALUES = config.values()
+#: the last options resolved, and the configuration values they were made of
+_last: tuple[Any, Any] = (None, None)
 
 
 @dataclass(slots=True)
@@ -88,10 +98,31 @@ class Plan:
     path: str
     chain: Any  # a Chain
     sel: BasicSelection
-    options: Options
+    #: the call's :class:`Options` (``None``: read from the configuration on first use,
+    #: once: a one-chunk read asks for none)
+    given_options: Options | None = None
     #: reads: where the selection goes (shape ``sel.full_shape``, native dtype)
     out: np.ndarray | None = None
     #: writes: the value (C-contiguous, shape ``sel.full_shape``), or ``None`` and a scalar
     value: np.ndarray | None = None
     scalar: Any = None
     write_empty_chunks: bool = False
+    #: how many elements the selection has (-1: not yet counted, see :meth:`elements`)
+    size: int = -1
+    #: how many chunks a step-1 box read of it touches (-1: not yet counted; worked out
+    #: by the first box strategy that asks, for the others)
+    boxes: int = -1
+
+    @property
+    def options(self) -> Options:
+        """The configuration of this call, read once."""
+        options = self.given_options
+        if options is None:
+            options = self.given_options = Options.resolve()
+        return options
+
+    def elements(self) -> int:
+        """How many elements the selection has."""
+        if self.size < 0:
+            self.size = math.prod(self.sel.full_shape)
+        return self.size

@@ -312,6 +312,7 @@ class Array(Node):
         # capabilities are the store's: computed again when one of its flags changes)
         self._dtype = metadata.dtype
         self._elements = text_elements(metadata)
+        self._where = f"array {self.name!r}"  # (what messages call it)
         objects = metadata.dtype.hasobject  # v2 |O, v3 string / variable_length_bytes
         sharded = codecs.sharding is not None
         if getattr(metadata, "zarr_format", 3) == 3 and not metadata.regular:
@@ -659,8 +660,7 @@ class Array(Node):
         shape = self._metadata.shape
         store = self._store
         result = strategies.read_basic(store, store.capabilities, self._chunk_path, self._chain,
-                                       selection, shape, self._dtype, out,
-                                       f"array {self.name!r}")
+                                       selection, shape, self._dtype, out, self._where)
         if not shape:
             return result[()]
         if self._order == "F" and out is None and result.ndim > 1:
@@ -717,7 +717,7 @@ class Array(Node):
             value = np.array(value, dtype=dtype)[()]  # one record
         store = self._store
         strategies.write_basic(store, store.capabilities, self._chunk_path, self._chain, selection,
-                               value, self._metadata.shape, dtype, f"array {self.name!r}",
+                               value, self._metadata.shape, dtype, self._where,
                                elements=self._elements,
                                write_empty_chunks=self.write_empty_chunks)
 

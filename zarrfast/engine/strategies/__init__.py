@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.engine.plan import Options, Plan
+from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection, normalize_basic
 from zarrfast.engine.strategies.base import RowStrategy, Strategy, choose_rows, logger
 from zarrfast.engine.strategies.batched_gets import BatchedGets
@@ -95,10 +95,20 @@ WRITES: tuple[Strategy, ...] = (
 )
 
 
+#: ``(id(table), chain kind)`` -> the strategies of the table for chains of that kind
+_BY_KIND: dict[tuple[int, str], tuple[Strategy, ...]] = {}
+
+
 def choose(table: tuple[Strategy, ...], plan: Plan, what: str) -> tuple[Strategy, Any]:
-    """The first strategy of ``table`` that applies to ``plan``, and what its
-    ``applies`` gave; named, with the reason, in the ``zarrfast.engine`` DEBUG log."""
-    for strategy in table:
+    """The first strategy of ``table`` that applies to ``plan`` (among those for its
+    chain's kind), and what its ``applies`` gave; named, with the reason, in the
+    ``zarrfast.engine`` DEBUG log."""
+    kind = plan.chain.kind
+    candidates = _BY_KIND.get((id(table), kind))
+    if candidates is None:  # (the tables are module constants: a handful of entries)
+        candidates = _BY_KIND[(id(table), kind)] = tuple(
+            s for s in table if kind in s.kinds)
+    for strategy in candidates:
         fit = strategy.applies(plan)
         if fit:
             if logger.isEnabledFor(logging.DEBUG):
@@ -131,7 +141,7 @@ def read_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, sel
     else:
         buf = _buffers.empty(full, dtype, where=where, what="the result of the selection",
                              aligned=True)
-    plan = Plan(store, caps, path, chain, sel, Options.resolve(), out=buf)
+    plan = Plan(store, caps, path, chain, sel, out=buf, size=buf.size)
     strategy, fit = choose(READS, plan, "read")
     strategy.run(plan, fit)
     return out if out is not None else buf.reshape(sel.out_shape)
@@ -162,7 +172,7 @@ def write_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, se
 def read(store: Store, path: str, chain: Any, sel: BasicSelection, out: np.ndarray) -> None:
     """Read the selection ``sel`` of the array whose chunks are at ``path`` into ``out``
     (C-contiguous, shape ``sel.full_shape``, the native dtype)."""
-    plan = Plan(store, store.capabilities, path, chain, sel, Options.resolve(), out=out)
+    plan = Plan(store, store.capabilities, path, chain, sel, out=out)
     strategy, fit = choose(READS, plan, "read")
     strategy.run(plan, fit)
 
@@ -173,7 +183,6 @@ def write(store: Store, path: str, chain: Any, sel: BasicSelection, value: np.nd
     """Write ``value`` (C-contiguous, shape ``sel.full_shape``) or ``scalar`` into the
     selection ``sel``."""
     plan = Plan(store, store.capabilities if caps is None else caps, path, chain, sel,
-                Options.resolve(), value=value, scalar=scalar,
-                write_empty_chunks=write_empty_chunks)
+                value=value, scalar=scalar, write_empty_chunks=write_empty_chunks)
     strategy, fit = choose(WRITES, plan, "write")
     strategy.run(plan, fit)

@@ -24,6 +24,9 @@ class Strategy:
     when: ClassVar[str]
     #: the kernels (``zarrfast.kernels``) it calls
     kernels: ClassVar[tuple[str, ...]] = ()
+    #: the chain kinds it reads or writes (the table asks no other strategy)
+    kinds: ClassVar[tuple[str, ...]] = ("regular", "sharded", "rectilinear",
+                                        "rectilinear-sharded", "object")
 
     def applies(self, plan: Plan) -> Any:
         """Whether this strategy takes ``plan``: false, or something true that

@@ -17,12 +17,13 @@ __all__ = ["BoxFiles", "box_count"]
 
 
 def box_count(plan: Plan) -> int:
-    """How many chunks a box read of ``plan`` would touch; 0: not one."""
-    chain, caps = plan.chain, plan.caps
-    if (plan.chain.kind != "regular" or chain.box_codec is None or caps.batched_gets
-            or not caps.reads_into):
-        return 0
-    return box_chunks(plan.sel, chain)
+    """How many chunks a box read of ``plan`` would touch; 0: not one (counted once per
+    plan: box-files and box-parts both ask)."""
+    if plan.boxes < 0:
+        chain, caps = plan.chain, plan.caps
+        plan.boxes = (0 if chain.box_codec is None or caps.batched_gets or not caps.reads_into
+                      else box_chunks(plan.sel, chain))
+    return plan.boxes
 
 
 class BoxFiles(Strategy):
@@ -30,6 +31,7 @@ class BoxFiles(Strategy):
     when = ("a step-1 box of at most BOX_CHUNKS zstd, blosc or uncompressed chunks, stored "
             "as files kernels may read")
     kernels = ("ChunkDecoder.decode_box_files", "ChunkDecoder.decode_files")
+    kinds = ("regular",)
 
     def applies(self, plan: Plan) -> tuple[int, tuple] | None:
         """The box's chunk count, and how its files are read (``box_files_fit``)."""

@@ -17,6 +17,7 @@ class BoxParts(Strategy):
     when = ("a step-1 box of more than BOX_CHUNKS such chunks (full reads): sub-boxes of "
             "whole chunk rows, one kernel call each")
     kernels = ("ChunkDecoder.decode_box_files",)
+    kinds = ("regular",)
 
     def applies(self, plan: Plan) -> int:
         n = box_count(plan)

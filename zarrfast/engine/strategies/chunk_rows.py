@@ -30,8 +30,10 @@ class ChunkRowReads(Strategy):
     #: the row strategies, in order (set by the table)
     rows: tuple[RowStrategy, ...] = ()
 
+    kinds = ("regular", "rectilinear")
+
     def applies(self, plan: Plan) -> bool:
-        return plan.chain.kind in ("regular", "rectilinear")
+        return True
 
     def run(self, plan: Plan, fit: Any) -> None:
         for proj in projections(plan):

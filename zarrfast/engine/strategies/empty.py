@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.strategies.base import Strategy
 
@@ -15,7 +13,7 @@ class Empty(Strategy):
     when = "the selection has no elements"
 
     def applies(self, plan: Plan) -> bool:
-        return math.prod(plan.sel.full_shape) == 0
+        return plan.elements() == 0
 
     def run(self, plan: Plan, fit: bool) -> None:
         return None

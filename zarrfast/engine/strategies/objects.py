@@ -13,9 +13,10 @@ __all__ = ["ObjectChunks", "ObjectChunkWrites"]
 class ObjectChunks(Strategy):
     name = "objects"
     when = "variable-length strings or bytes (an object chain)"
+    kinds = ("object",)
 
     def applies(self, plan: Plan) -> bool:
-        return plan.chain.kind == "object"
+        return True
 
     def run(self, plan: Plan, fit: bool) -> None:
         read_object_selection(plan)

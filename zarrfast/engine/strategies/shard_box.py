@@ -18,8 +18,10 @@ class ShardBox(Strategy):
     kernels = ("ChunkDecoder.decode_box_shards", "ChunkDecoder.decode_ranges",
                "ChunkDecoder.decode_regions", "copy_regions")
 
+    kinds = ("sharded",)
+
     def applies(self, plan: Plan) -> int:
-        return plan.chain.kind == "sharded" and shard_box_fit(plan)
+        return shard_box_fit(plan)
 
     def run(self, plan: Plan, fit: int) -> None:
         read_shard_box(plan, fit)

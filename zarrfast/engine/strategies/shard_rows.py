@@ -16,8 +16,10 @@ class ShardRows(Strategy):
     when = "sharded (regular or rectilinear grid of shards), any other selection"
     kernels = ("ShardFiles.run", "ChunkDecoder.decode_regions", "copy_regions", "copy_region")
 
+    kinds = ("sharded", "rectilinear-sharded")
+
     def applies(self, plan: Plan) -> bool:
-        return plan.chain.kind in ("sharded", "rectilinear-sharded")
+        return True
 
     def run(self, plan: Plan, fit: bool) -> None:
         ShardRowsRead(plan).run()

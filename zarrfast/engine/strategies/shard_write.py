@@ -17,8 +17,10 @@ class ShardWrites(Strategy):
     kernels = ("copy_regions", "write_region_files", "ChunkEncoder.compress_regions",
                "blosc_compress_regions")
 
+    kinds = ("sharded", "rectilinear-sharded")
+
     def applies(self, plan: Plan) -> bool:
-        return plan.chain.kind in ("sharded", "rectilinear-sharded")
+        return True
 
     def run(self, plan: Plan, fit: bool) -> None:
         ShardWrite(plan).run()

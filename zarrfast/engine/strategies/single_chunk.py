@@ -17,10 +17,10 @@ class SingleChunk(Strategy):
     when = "a step-1 selection inside one chunk"
     kernels = ("copy_region", "fill_region")
 
+    kinds = ("regular",)
+
     def applies(self, plan: Plan) -> tuple[list[int]] | None:
         """The chunk's coordinates (in a tuple: a 0-d array's are ``[]``)."""
-        if plan.chain.kind != "regular":
-            return None
         coords = single_chunk_coords(plan.chain, plan.sel)
         return None if coords is None else (coords,)
 
