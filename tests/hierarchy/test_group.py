@@ -479,3 +479,24 @@ def test_tree_text_and_rich() -> None:
     console.print(g.tree())
     drawn = console.file.getvalue()
     assert "└── x (3,) int64" in drawn and "│   └── z (2, 3) float64" in drawn
+
+
+def test_a_consolidated_member_with_a_reserved_name_is_refused_naming_the_group():
+    """Found by tests/reliability/test_fuzz_metadata.py (Hypothesis): a member named
+    ``__meta`` in a group's consolidated metadata raised a message naming no group."""
+    import json
+
+    from zarrfast.errors import InvalidNodeNameError
+    from zarrfast.storage import MemoryStore
+
+    doc = {"zarr_format": 3, "node_type": "group", "attributes": {},
+           "consolidated_metadata": {"kind": "inline", "must_understand": False, "metadata": {
+               "sub": {"zarr_format": 3, "node_type": "group", "attributes": {}},
+               "__meta": {"zarr_format": 3, "node_type": "group", "attributes": {}}}}}
+    store = MemoryStore()
+    store.set("grp/zarr.json", json.dumps(doc).encode())
+    g = zarrfast.open_group(store, path="grp", mode="r")
+    with pytest.raises(InvalidNodeNameError, match=r"group '/grp': node name '__meta'"):
+        g.members(max_depth=None)
+    with pytest.raises(InvalidNodeNameError, match=r"group '/grp': node name '__x'"):
+        g["__x"]

@@ -15,10 +15,12 @@ from zarrfast.errors import (
     GroupNotFoundError,
     IncompatibleMemberError,
     IncompatibleNodeError,
+    InvalidNodeNameError,
     MemberNotFoundError,
     NodeNotFoundError,
     ZarrDeprecationWarning,
     ZarrfastError,
+    add_context,
 )
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.attributes import Attributes
@@ -147,7 +149,11 @@ class Group(Node):
 
     # -- members -------------------------------------------------------------------------
     def _child_path(self, name: str) -> str:
-        return join_path(self._path, name)
+        try:
+            return join_path(self._path, name)
+        except InvalidNodeNameError as e:  # (a member name of consolidated metadata too)
+            add_context(e, f"group {self.name!r}")
+            raise
 
     def _relative(self, path: str) -> str:
         return path[len(self._path) + 1:] if self._path else path
