@@ -1,6 +1,6 @@
 """The strategy table: every way the engine reads or writes a basic selection, by name.
 
-:func:`read` and :func:`write` make a :class:`~zarrfast.engine.plan.Plan` (the store's
+:func:`read_basic` and :func:`write` make a :class:`~zarrfast.engine.plan.Plan` (the store's
 capabilities, the array's chain, the selection and the :class:`~zarrfast.engine.plan.Options`
 read from ``config`` once) and run the first strategy of :data:`READS` or :data:`WRITES`
 whose ``applies(plan)`` is true.  The last one of each table always applies.  Strategies
@@ -63,7 +63,7 @@ from zarrfast.kernels import buffers as _buffers
 from zarrfast.storage import Store, StoreCapabilities
 
 __all__ = ["READS", "READ_ROWS", "WRITES", "WRITE_ROWS", "RowStrategy", "Strategy", "choose",
-           "choose_rows", "read", "read_basic", "write", "write_basic"]
+           "choose_rows", "read_basic", "write", "write_basic"]
 
 #: how the chunks of a projection are read, in order of preference
 READ_ROWS: tuple[RowStrategy, ...] = (BatchedGets(), FileBatches(), ChunkTasks())
@@ -167,14 +167,6 @@ def write_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, se
             f"selection's shape {sel.out_shape}") from None
     arr = np.ascontiguousarray(arr).reshape(sel.full_shape)
     write(store, path, chain, sel, arr, None, write_empty_chunks=write_empty_chunks, caps=caps)
-
-
-def read(store: Store, path: str, chain: Any, sel: BasicSelection, out: np.ndarray) -> None:
-    """Read the selection ``sel`` of the array whose chunks are at ``path`` into ``out``
-    (C-contiguous, shape ``sel.full_shape``, the native dtype)."""
-    plan = Plan(store, store.capabilities, path, chain, sel, out=out)
-    strategy, fit = choose(READS, plan, "read")
-    strategy.run(plan, fit)
 
 
 def write(store: Store, path: str, chain: Any, sel: BasicSelection, value: np.ndarray | None,
