@@ -3,9 +3,10 @@
 A plan holds the store and what it can do (its
 :class:`~zarrfast.storage.StoreCapabilities`, computed once per store), the array's
 chain (one of the five kinds, all of the :class:`Chain` protocol), the selection, and the
-:class:`Options` of this call: the configuration, read once when the call starts and
-passed down.  Nothing below the strategy table reads ``config``: a read behaves the same
-from its start to its end even if another thread changes the configuration meanwhile.
+:class:`Options` of this call: the configuration, read once per call (where it is first
+needed; a one-chunk read needs none) and passed down.  Nothing below the strategy table
+reads ``config``: a read behaves the same from there to its end even if another thread
+changes the configuration meanwhile.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :func:`read_basic` and :func:`write` make a :class:`~zarrfast.engine.plan.Plan` (the store's
 capabilities, the array's chain, the selection and the :class:`~zarrfast.engine.plan.Options`
-read from ``config`` once) and run the first strategy of :data:`READS` or :data:`WRITES`
+read from ``config`` at most once) and run the first strategy of :data:`READS` or :data:`WRITES`
 whose ``applies(plan)`` is true.  The last one of each table always applies.  Strategies
 that project the selection onto a grid of chunks then choose how to fetch or store those
 chunks from a table of row strategies (:data:`READ_ROWS`, :data:`WRITE_ROWS`) the same way.
@@ -11,7 +11,7 @@ The choice is logged at DEBUG on the ``zarrfast.engine`` logger, with the reason
 
     >>> import logging; logging.basicConfig()
     >>> logging.getLogger("zarrfast.engine").setLevel(logging.DEBUG)
-    >>> a[0:10, 5:50]   # DEBUG:zarrfast.engine:read a: single-chunk (a step-1 selection ...)
+    >>> a[0:10, 5:50]   # DEBUG:zarrfast.engine:read / [10, 45] of regular: box-files (...)
 
 ====================  =================  ==========================================
 strategy              chains             when
