@@ -70,10 +70,8 @@ READ_ROWS: tuple[RowStrategy, ...] = (BatchedGets(), FileBatches(), ChunkTasks()
 #: how the chunks of a projection are written, in order of preference
 WRITE_ROWS: tuple[RowStrategy, ...] = (ShardsBehindCodec(), BatchedSets(), RowBatches())
 
-_chunk_reads = ChunkRowReads()
-_chunk_reads.rows = READ_ROWS
-_chunk_writes = ChunkRowWrites()
-_chunk_writes.rows = WRITE_ROWS
+_chunk_reads = ChunkRowReads(READ_ROWS)
+_chunk_writes = ChunkRowWrites(WRITE_ROWS)
 
 #: every read strategy, in order of preference: the first that applies runs
 READS: tuple[Strategy, ...] = (

@@ -27,10 +27,11 @@ def projections(plan: Plan) -> Iterator[Projection]:
 class ChunkRowReads(Strategy):
     name = "chunk-rows"
     when = "a regular or rectilinear grid of chunks, any other selection"
-    #: the row strategies, in order (set by the table)
-    rows: tuple[RowStrategy, ...] = ()
-
     kinds = ("regular", "rectilinear")
+
+    def __init__(self, rows: tuple[RowStrategy, ...]) -> None:
+        #: the row strategies, in order of preference
+        self.rows = rows
 
     def applies(self, plan: Plan) -> bool:
         return True
