@@ -41,10 +41,37 @@ logger = logging.getLogger("zarrfast.storage")
 
 
 class WrapperStore(Store):
-    """A store that forwards every call to ``store``.  Subclasses change some of them.
+    """A store that forwards every call to another store; subclasses change some of them.
 
-    Reads go through :meth:`get`/:meth:`get_many` (never straight to the wrapped
-    store's files), so that a subclass sees every read."""
+    Reads go through ``get`` and ``get_many`` (never straight to the wrapped store's
+    files), so that a subclass sees every read.  The wrapper has the wrapped store's
+    flags (``read_only``, ``supports_writes``...) and its locks, so that nodes opened
+    through a wrapper and through the store itself exclude each other.  A pickled
+    wrapper is unpickled as a new wrapper (an empty log, an empty cache) around the
+    unpickled store.
+
+    Parameters
+    ----------
+    store : zarrfast.storage.Store
+        The store to wrap: a zarrfast store (``zarrfast.storage.make_store`` makes one
+        from a path, a URL or a dict).
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        If ``store`` is not a zarrfast ``Store``.
+
+    Examples
+    --------
+    >>> from zarrfast.storage import WrapperStore
+    >>> inner = zarrfast.MemoryStore()
+    >>> store = WrapperStore(inner)
+    >>> store.set("a/b", b"xyz")
+    >>> inner.get("a/b")
+    b'xyz'
+    >>> list(store.list())
+    ['a/b']
+    """
 
     def __init__(self, store: Store) -> None:
         if not isinstance(store, Store):
@@ -57,38 +84,47 @@ class WrapperStore(Store):
     # flags of the wrapped store
     @property
     def supports_writes(self) -> bool:  # type: ignore[override]
+        """Whether the wrapped store takes writes (its ``supports_writes``)."""
         return self.store.supports_writes
 
     @property
     def supports_deletes(self) -> bool:  # type: ignore[override]
+        """Whether the wrapped store takes deletes (its ``supports_deletes``)."""
         return self.store.supports_deletes
 
     @property
     def supports_partial_reads(self) -> bool:  # type: ignore[override]
+        """Whether the wrapped store serves byte ranges without reading whole values."""
         return self.store.supports_partial_reads
 
     @property
     def supports_listing(self) -> bool:  # type: ignore[override]
+        """Whether the wrapped store lists its keys (its ``supports_listing``)."""
         return self.store.supports_listing
 
     @property
     def batched_reads(self) -> bool:  # type: ignore[override]
+        """Whether reads should be batched with ``get_many`` (the wrapped store's flag)."""
         return self.store.batched_reads
 
     @property
     def fast_set_many(self) -> bool:  # type: ignore[override]
+        """Whether ``set_many`` is faster than ``set`` one by one (the wrapped store's flag)."""
         return self.store.fast_set_many
 
     @property
     def interprocess_locks(self) -> bool:  # type: ignore[override]
+        """Whether the wrapped store's locks also exclude other processes."""
         return self.store.interprocess_locks
 
     @property
     def conditional_writes(self) -> bool:  # type: ignore[override]
+        """Whether the wrapped store makes ``set_if_version`` a compare-and-swap of its own."""
         return self.store.conditional_writes
 
     @property
     def read_only(self) -> bool:
+        """Whether the wrapped store refuses writes (a wrapper has its store's flag)."""
         return self.store.read_only
 
     def _capabilities(self) -> StoreCapabilities:
@@ -116,15 +152,59 @@ class WrapperStore(Store):
     @contextlib.contextmanager
     def node_lock(self, path: str, *, interprocess: bool = True,
                   timeout: float | None = None) -> Iterator[None]:
+        """Hold the wrapped store's lock of the node at ``path`` (see ``Store.node_lock``).
+
+        Parameters
+        ----------
+        path : str
+            The node's path (``""`` for the root).
+        interprocess : bool, default True
+            Also lock other processes out, where the wrapped store can.
+        timeout : float or None, default None
+            Seconds to wait for the lock (``None``: ``config lock_timeout``).
+
+        Yields
+        ------
+        None
+            While the lock is held.
+
+        Raises
+        ------
+        zarrfast.errors.LockTimeoutError
+            If the lock is not free within ``timeout`` seconds.
+        """
         with self.store.node_lock(path, interprocess=interprocess, timeout=timeout):
             yield
 
     @contextlib.contextmanager
     def value_lock(self, key: str, *, timeout: float | None = None,
                    interprocess: bool | None = None) -> Iterator[None]:
-        """The wrapped store's lock, and what this wrapper held of ``key`` (a cache's
-        entry) dropped once it is held: the read-modify-write under it reads the stored
-        value (another process may have changed it since it was cached)."""
+        """Hold the wrapped store's lock of the value at ``key``; drop what the wrapper holds of it.
+
+        Once the lock is held, what this wrapper held of ``key`` (a cache's entry) is
+        dropped, so that the read-modify-write under the lock reads the stored value
+        (another process may have changed it since it was cached).
+
+        Parameters
+        ----------
+        key : str
+            The key whose value is read, changed and written back.
+        timeout : float or None, default None
+            Seconds to wait for the lock (``None``: ``config lock_timeout``).
+        interprocess : bool or None, default None
+            Also lock other processes out (``None``: the wrapped store's
+            ``interprocess_locks``).
+
+        Yields
+        ------
+        None
+            While the lock is held.
+
+        Raises
+        ------
+        zarrfast.errors.LockTimeoutError
+            If the lock is not free within ``timeout`` seconds.
+        """
         with self.store.value_lock(key, timeout=timeout, interprocess=interprocess):
             self._forget(key)
             yield
@@ -134,15 +214,75 @@ class WrapperStore(Store):
 
     @contextlib.contextmanager
     def creation_lock(self) -> Iterator[None]:
+        """Hold the wrapped store's lock of node creation (see ``Store.creation_lock``).
+
+        Yields
+        ------
+        None
+            While the lock is held.
+
+        Raises
+        ------
+        zarrfast.errors.LockTimeoutError
+            If the lock is not free within ``config lock_timeout`` seconds.
+        """
         with self.store.creation_lock():
             yield
 
     def get_versioned(self, key: str, *, limit: int | None = None
                       ) -> tuple[Any, Hashable | None]:
+        """Read ``key`` and its version token from the wrapped store, never from a cache.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        limit : int or None, default None
+            Refuse a value larger than this many bytes before it is read.
+
+        Returns
+        -------
+        tuple
+            ``(value, version)``: the stored value (``None`` when missing) and the token
+            that ``set_if_version`` compares with.
+
+        Raises
+        ------
+        NotImplementedError
+            If the wrapped store makes no conditional writes.
+        zarrfast.storage.errors.ValueTooLargeError
+            If the value is larger than ``limit``.
+        """
         return self.store.get_versioned(key, limit=limit)  # (never a cache's: the stored)
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
                        version: Hashable | None) -> bool:
+        """Write ``value`` to ``key`` in the wrapped store only if its version is ``version``.
+
+        What the wrapper held of ``key`` is dropped afterwards, written or not.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The new value.
+        version : Hashable or None
+            The token ``get_versioned`` gave; ``None``: write only if ``key`` is missing.
+
+        Returns
+        -------
+        bool
+            Whether ``value`` was written (``False``: the value was replaced or deleted
+            meanwhile, and nothing was written).
+
+        Raises
+        ------
+        NotImplementedError
+            If the wrapped store makes no conditional writes.
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         validate_key(key)
         try:
             return self.store.set_if_version(key, value, version)
@@ -166,57 +306,259 @@ class WrapperStore(Store):
         return (_rebuild, (type(self), self.store, self._options()))
 
     def with_read_only(self, read_only: bool = True) -> WrapperStore:
-        """The wrapped store's view with another read-only flag, wrapped: the log or the
-        cache is shared with this wrapper."""
+        """Wrap the wrapped store's view with another read-only flag.
+
+        The new wrapper shares this one's state: a log records into the same
+        ``operations``, a cache holds the same entries.
+
+        Parameters
+        ----------
+        read_only : bool, default True
+            The flag of the view.
+
+        Returns
+        -------
+        WrapperStore
+            A wrapper of the same class around ``store.with_read_only(read_only)``.
+
+        Raises
+        ------
+        NotImplementedError
+            If the wrapped store cannot change its read-only flag.
+        """
         return self._rewrap(self.store.with_read_only(read_only))
 
     # reads
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Return the wrapped store's value of ``key`` (or the requested bytes of it).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        byte_range : ByteRequest or None, default None
+            A ``RangeByteRequest``, ``OffsetByteRequest`` or ``SuffixByteRequest``;
+            ``None`` for the whole value.
+
+        Returns
+        -------
+        bytes-like or None
+            The value (or the range of it, clipped like a slice), ``None`` if missing.
+        """
         return self.store.get(key, byte_range)
 
     def get_limited(self, key: str, limit: int) -> bytes | None:
+        """Return the wrapped store's value of ``key``, refusing one larger than ``limit`` bytes.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        limit : int
+            The largest size in bytes a valid value can have.
+
+        Returns
+        -------
+        bytes-like or None
+            The value, ``None`` if missing.
+
+        Raises
+        ------
+        zarrfast.storage.errors.ValueTooLargeError
+            If the value is larger than ``limit`` bytes.
+        """
         return self.store.get_limited(key, limit)
 
     def get_many(self, keys: Sequence[str],
                  byte_ranges: Sequence[ByteRequest | None] | None = None) -> list[bytes | None]:
+        """Return the wrapped store's values of many keys, in order.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None] or None, default None
+            One byte range (or ``None``) per key; ``None`` for whole values.
+
+        Returns
+        -------
+        list[bytes-like or None]
+            The values, ``None`` for missing keys.
+        """
         return self.store.get_many(keys, byte_ranges)
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value in the wrapped store.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        bool
+            ``True`` if ``key`` holds a value.
+        """
         return self.store.exists(key)
 
     def version(self, key: str) -> Hashable | None:
+        """Return the wrapped store's version token of ``key``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        Hashable or None
+            A token that changes whenever the value is replaced; ``None`` when the store
+            gives none or the key is missing.
+        """
         return self.store.version(key)
 
     def getsize(self, key: str) -> int:
+        """Return the size in bytes of the wrapped store's value of ``key``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        int
+            The size in bytes.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``key`` is missing.
+        """
         return self.store.getsize(key)
 
     # writes
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Store ``value`` under ``key`` in the wrapped store.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The value (any contiguous or non-contiguous buffer).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         self.store.set(key, value)
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        """Store many values in the wrapped store.
+
+        Parameters
+        ----------
+        items : Mapping[str, bytes-like] or Iterable[tuple[str, bytes-like]]
+            The keys and their values.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         self.store.set_many(items)
 
     def delete(self, key: str) -> None:
+        """Delete ``key`` from the wrapped store; deleting a missing key is not an error.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         self.store.delete(key)
 
     def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete many keys from the wrapped store; missing keys are not an error.
+
+        Parameters
+        ----------
+        keys : Iterable[str]
+            The keys.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         self.store.delete_many(keys)
 
     def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix`` from the wrapped store.
+
+        Parameters
+        ----------
+        prefix : str
+            A node path; ``""`` means every key.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         self.store.delete_dir(prefix)
 
     # listing
     def list(self) -> Iterator[str]:
+        """List the wrapped store's keys.
+
+        Returns
+        -------
+        Iterator[str]
+            Every key, sorted.
+        """
         return self.store.list()
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """List the wrapped store's keys that start with ``prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            A string prefix (``"a/"``: the keys below ``a``).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys, sorted.
+        """
         return self.store.list_prefix(prefix)
 
     def list_dir(self, prefix: str) -> Iterator[str]:
+        """List the names of the immediate children below ``prefix`` in the wrapped store.
+
+        Parameters
+        ----------
+        prefix : str
+            A node path (``""`` for the root).
+
+        Returns
+        -------
+        Iterator[str]
+            The names of keys and "directories" just below ``prefix``, sorted.
+        """
         return self.store.list_dir(prefix)
 
     def close(self) -> None:
+        """Close the wrapped store."""
         self.store.close()
 
 
@@ -229,7 +571,28 @@ def _rebuild(cls: type, store: Store, options: dict[str, Any]) -> WrapperStore:
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """One call on a store: what, which key(s), how many bytes moved, how long it took."""
+    """One call on a store, as a ``LoggingStore`` records it.
+
+    Parameters
+    ----------
+    op : str
+        The operation: ``"get"``, ``"set"``, ``"delete"``, ``"exists"``, ``"getsize"``,
+        ``"list"``, ``"list_prefix"``, ``"list_dir"``, ``"delete_dir"``, or a batch:
+        ``"get_many"``, ``"set_many"``, ``"delete_many"``.
+    key : str
+        The key (the prefix of a listing or ``delete_dir``, ``""`` for ``list``; the
+        number of keys of a batch).
+    nbytes : int
+        Bytes read or written (0 for a missing key, a failure, and operations that
+        move no value).
+    seconds : float
+        How long the call took (the keys of ``get_many`` and ``set_many``: the whole
+        batch's duration; those of ``delete_many``: 0).
+    byte_range : ByteRequest or None, default None
+        The byte range read, if any.
+    error : str or None, default None
+        ``"ErrorType: message"`` when the call raised.
+    """
 
     op: str
     key: str
@@ -240,12 +603,58 @@ class Operation:
 
 
 class LoggingStore(WrapperStore):
-    """Records every operation on ``store``: its name, key, bytes read or written,
-    duration and error, in :attr:`operations` (the last ``max_records``) and as
-    ``DEBUG`` records of the ``zarrfast.storage`` logger.  A batched call
-    (``get_many``, ``set_many``, ``delete_many``) is one record per key, each with the
-    duration of the whole batch, plus the batch itself (``"get_many"``, key = the
-    number of keys).  Thread-safe."""
+    """A store that records every operation on another store.
+
+    Each operation's name, key, bytes read or written, duration and error are kept in
+    ``operations`` (the last ``max_records`` of them, as ``Operation`` records) and
+    logged as records of the ``zarrfast.storage`` logger at ``log_level``.  A batched
+    call (``get_many``, ``set_many``, ``delete_many``) is one record per key plus one
+    for the batch itself (``"get_many"``, whose key is the number of keys); the keys of
+    ``get_many`` and ``set_many`` have the duration of the whole batch, those of
+    ``delete_many`` 0 seconds.  Version tokens and conditional writes
+    (``version``, ``get_versioned``, ``set_if_version``) pass through unrecorded.
+    Thread-safe.
+
+    Parameters
+    ----------
+    store : zarrfast.storage.Store
+        The store to wrap.
+    max_records : int or None, default 100_000
+        How many records ``operations`` keeps (the oldest are dropped first);
+        ``None``: all of them.
+    log_level : int, default logging.DEBUG
+        The level of the logger records.
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        If ``store`` is not a zarrfast ``Store``.
+
+    Examples
+    --------
+    >>> from zarrfast.storage import LoggingStore
+    >>> log = LoggingStore(zarrfast.MemoryStore())
+    >>> log.set("a", b"abc")
+    >>> log.get("a")
+    b'abc'
+    >>> log.get("missing") is None
+    True
+    >>> [(o.op, o.key, o.nbytes) for o in log.operations]
+    [('set', 'a', 3), ('get', 'a', 3), ('get', 'missing', 0)]
+    >>> log.counts()
+    {'set': 1, 'get': 2}
+
+    An array read through the log:
+
+    >>> a = zarrfast.create_array(log, shape=(4,), chunks=(2,), dtype="i4")
+    >>> log.reset()
+    >>> a[:]
+    array([0, 0, 0, 0], dtype=int32)
+    >>> [(o.op, o.key) for o in log.operations]
+    [('get', 'c/0'), ('get', 'c/1')]
+    >>> print(log.summary())
+    get     2 calls     0 bytes ... s
+    """
 
     def __init__(self, store: Store, *, max_records: int | None = 100_000,
                  log_level: int = logging.DEBUG) -> None:
@@ -278,12 +687,29 @@ class LoggingStore(WrapperStore):
 
     # -- what was recorded --------------------------------------------------------------
     def reset(self) -> None:
-        """Forget the recorded operations.  (``clear()``, as on every store, deletes
-        every key.)"""
+        """Forget the recorded operations.
+
+        (``clear()``, as on every store, deletes every key of the store.)
+        """
         self.operations.clear()
 
     def counts(self) -> dict[str, int]:
-        """How many operations of each kind were recorded (batches not counted)."""
+        """Count the recorded operations of each kind (batches not counted).
+
+        Returns
+        -------
+        dict[str, int]
+            The number of records of each operation (``{"get": 2, "set": 1}``), the keys
+            of a batch included and the batch's own record not.
+
+        Examples
+        --------
+        >>> from zarrfast.storage import LoggingStore
+        >>> log = LoggingStore(zarrfast.MemoryStore())
+        >>> log.set_many({"a": b"1", "b": b"2"})
+        >>> log.counts()
+        {'set': 2}
+        """
         out: dict[str, int] = {}
         for o in list(self.operations):
             if not o.op.endswith("_many"):
@@ -291,7 +717,22 @@ class LoggingStore(WrapperStore):
         return out
 
     def summary(self) -> str:
-        """One line per kind of operation: calls, bytes, seconds."""
+        """Summarize the recorded operations: one line per kind with calls, bytes and seconds.
+
+        Returns
+        -------
+        str
+            One line per operation name, sorted by name, batches included:
+            ``name  calls  bytes  seconds``.
+
+        Examples
+        --------
+        >>> from zarrfast.storage import LoggingStore
+        >>> log = LoggingStore(zarrfast.MemoryStore())
+        >>> log.set("a", b"abc")
+        >>> print(log.summary())
+        set     1 calls     3 bytes ... s
+        """
         rows: dict[str, list[float]] = {}
         for o in list(self.operations):
             r = rows.setdefault(o.op, [0, 0, 0.0])
@@ -303,14 +744,61 @@ class LoggingStore(WrapperStore):
 
     # -- reads ----------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Read ``key`` from the wrapped store, recording a ``"get"``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        byte_range : ByteRequest or None, default None
+            The bytes to read; ``None`` for the whole value.
+
+        Returns
+        -------
+        bytes-like or None
+            The value (or the range of it), ``None`` if missing.
+        """
         return self._timed("get", key, lambda: self.store.get(key, byte_range), _size,
                            byte_range)
 
     def get_limited(self, key: str, limit: int) -> bytes | None:
+        """Read ``key``, refusing a value larger than ``limit`` bytes, recording a ``"get"``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        limit : int
+            The largest size in bytes a valid value can have.
+
+        Returns
+        -------
+        bytes-like or None
+            The value, ``None`` if missing.
+
+        Raises
+        ------
+        zarrfast.storage.errors.ValueTooLargeError
+            If the value is larger than ``limit`` bytes (recorded with the error).
+        """
         return self._timed("get", key, lambda: self.store.get_limited(key, limit), _size)
 
     def get_many(self, keys: Sequence[str],
                  byte_ranges: Sequence[ByteRequest | None] | None = None) -> list[bytes | None]:
+        """Read many keys from the wrapped store, recording a ``"get"`` per key and the batch.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None] or None, default None
+            One byte range (or ``None``) per key; ``None`` for whole values.
+
+        Returns
+        -------
+        list[bytes-like or None]
+            The values, in order; ``None`` for missing keys.
+        """
         keys = list(keys)
         start = time.perf_counter()
         try:
@@ -327,17 +815,72 @@ class LoggingStore(WrapperStore):
         return values
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value, recording an ``"exists"``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        bool
+            ``True`` if ``key`` holds a value.
+        """
         return self._timed("exists", key, lambda: self.store.exists(key), lambda _: 0)
 
     def getsize(self, key: str) -> int:
+        """Return the size of the value of ``key``, recording a ``"getsize"``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        int
+            The size in bytes.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``key`` is missing.
+        """
         return self._timed("getsize", key, lambda: self.store.getsize(key), lambda _: 0)
 
     # -- writes ---------------------------------------------------------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Store ``value`` under ``key`` in the wrapped store, recording a ``"set"``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The value.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only (recorded with the error).
+        """
         n = memoryview(value).nbytes
         self._timed("set", key, lambda: self.store.set(key, value), lambda _: n)
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        """Store many values, recording the ``"set_many"`` batch and then a ``"set"`` per key.
+
+        Parameters
+        ----------
+        items : Mapping[str, bytes-like] or Iterable[tuple[str, bytes-like]]
+            The keys and their values.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only (the batch is recorded with the error).
+        """
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         sizes = [memoryview(v).nbytes for _, v in pairs]
         self._timed("set_many", str(len(pairs)), lambda: self.store.set_many(pairs),
@@ -347,9 +890,33 @@ class LoggingStore(WrapperStore):
             self._record("set", k, n, seconds)
 
     def delete(self, key: str) -> None:
+        """Delete ``key`` from the wrapped store, recording a ``"delete"``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         self._timed("delete", key, lambda: self.store.delete(key), lambda _: 0)
 
     def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete many keys, recording the ``"delete_many"`` batch and then a ``"delete"`` per key.
+
+        Parameters
+        ----------
+        keys : Iterable[str]
+            The keys.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only (the batch is recorded with the error).
+        """
         keys = list(keys)
         self._timed("delete_many", str(len(keys)), lambda: self.store.delete_many(keys),
                     lambda _: 0)
@@ -357,17 +924,61 @@ class LoggingStore(WrapperStore):
             self._record("delete", k, 0, 0.0)
 
     def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix``, recording a ``"delete_dir"``.
+
+        Parameters
+        ----------
+        prefix : str
+            A node path; ``""`` means every key.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         self._timed("delete_dir", prefix, lambda: self.store.delete_dir(prefix), lambda _: 0)
 
     # -- listing --------------------------------------------------------------------------
     def list(self) -> Iterator[str]:
+        """List the wrapped store's keys, recording a ``"list"``.
+
+        Returns
+        -------
+        Iterator[str]
+            Every key, sorted (listed in full before it returns, so that the record has
+            the listing's duration).
+        """
         return iter(self._timed("list", "", lambda: [*self.store.list()], lambda _: 0))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """List the keys that start with ``prefix``, recording a ``"list_prefix"``.
+
+        Parameters
+        ----------
+        prefix : str
+            A string prefix.
+
+        Returns
+        -------
+        Iterator[str]
+            The keys, sorted.
+        """
         return iter(self._timed("list_prefix", prefix,
                                 lambda: [*self.store.list_prefix(prefix)], lambda _: 0))
 
     def list_dir(self, prefix: str) -> Iterator[str]:
+        """List the immediate children below ``prefix``, recording a ``"list_dir"``.
+
+        Parameters
+        ----------
+        prefix : str
+            A node path (``""`` for the root).
+
+        Returns
+        -------
+        Iterator[str]
+            The names of keys and "directories" just below ``prefix``, sorted.
+        """
         return iter(self._timed("list_dir", prefix, lambda: [*self.store.list_dir(prefix)],
                                 lambda _: 0))
 
@@ -384,14 +995,57 @@ _MISSING = object()
 
 
 class CacheStore(WrapperStore):
-    """A read-through cache of ``store``'s values, least recently used first out, that
-    holds at most ``max_bytes`` bytes.  Whole values and byte ranges are cached (a
-    range is served from a cached whole value too); so are missing keys
-    (``cache_missing``), counted as 64 bytes each.  Writes and deletes made through
-    the cache drop what it held of those keys.  Changes made around it (another
-    process, another store object) are not seen until the entry is evicted or
-    :meth:`invalidate` is called: use it for data that does not change while it is
-    read, or call :meth:`invalidate`.  Safe to use from many threads."""
+    """A read-through cache of another store's values, at most ``max_bytes`` bytes.
+
+    The least recently used entries are evicted first.  Whole values and byte ranges
+    are cached (a range is served from a cached whole value too); so are missing keys
+    (``cache_missing``), counted as 64 bytes each.  Writes and deletes made through the
+    cache drop what it held of those keys.  Changes made around it (another process,
+    another store object) are not seen until the entry is evicted or ``invalidate`` is
+    called: use it for data that does not change while it is read.  Safe to use from
+    many threads.  A read-only view (``with_read_only``) shares the cache.
+
+    Parameters
+    ----------
+    store : zarrfast.storage.Store
+        The store to read through.
+    max_bytes : int
+        The most bytes the cache holds (0: nothing is cached).
+    cache_missing : bool, default True
+        Also remember keys that are missing.
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        If ``store`` is not a zarrfast ``Store``, or ``max_bytes`` is not an int >= 0.
+
+    Examples
+    --------
+    >>> from zarrfast.storage import CacheStore
+    >>> inner = zarrfast.MemoryStore()
+    >>> inner.set("k", b"abc")
+    >>> cache = CacheStore(inner, max_bytes=2**20)
+    >>> cache.get("k"), cache.get("k")
+    (b'abc', b'abc')
+    >>> cache.hits, cache.misses
+    (1, 1)
+
+    A change made around the cache is seen once the entry is invalidated:
+
+    >>> inner.set("k", b"new")
+    >>> cache.get("k")
+    b'abc'
+    >>> cache.invalidate("k")
+    >>> cache.get("k")
+    b'new'
+
+    An array read through the cache:
+
+    >>> a = zarrfast.create_array(cache, shape=(4,), chunks=(2,), dtype="i4")
+    >>> a[:] = np.arange(4)
+    >>> a[:]
+    array([0, 1, 2, 3], dtype=int32)
+    """
 
     def __init__(self, store: Store, *, max_bytes: int, cache_missing: bool = True) -> None:
         super().__init__(store)
@@ -414,13 +1068,33 @@ class CacheStore(WrapperStore):
 
     @property
     def hits(self) -> int:
+        """How many reads the cache answered (``get``, ``get_many``, ``exists``...)."""
         return self._c.hits
 
     @property
     def misses(self) -> int:
+        """How many ``get``, ``get_limited`` and ``get_many`` reads the cache missed."""
         return self._c.misses
 
     def cache_info(self) -> dict[str, int]:
+        """Report the cache's counters and size.
+
+        Returns
+        -------
+        dict[str, int]
+            ``hits``, ``misses``, ``entries`` (values, ranges and missing keys held),
+            ``nbytes`` (bytes held) and ``max_bytes``.
+
+        Examples
+        --------
+        >>> from zarrfast.storage import CacheStore
+        >>> cache = CacheStore(zarrfast.MemoryStore(), max_bytes=1000)
+        >>> cache.set("k", b"abc")
+        >>> cache.get("k"), cache.get("k")
+        (b'abc', b'abc')
+        >>> cache.cache_info()
+        {'hits': 1, 'misses': 1, 'entries': 1, 'nbytes': 3, 'max_bytes': 1000}
+        """
         with self._c.lock:
             return {"hits": self._c.hits, "misses": self._c.misses, "entries": len(self._c.entries),
                     "nbytes": self._c.nbytes, "max_bytes": self.max_bytes}
@@ -478,7 +1152,14 @@ class CacheStore(WrapperStore):
                 self._c.nbytes -= _cost(v)
 
     def invalidate(self, key: str | None = None) -> None:
-        """Forget ``key`` (a key, or a prefix ending in ``/``), or everything."""
+        """Forget what the cache holds of ``key``, of the keys below a prefix, or everything.
+
+        Parameters
+        ----------
+        key : str or None, default None
+            A key; a prefix ending in ``/`` (every key below it; ``""``: every key); or
+            ``None``: everything.
+        """
         with self._c.lock:
             self._c.epoch += 1
             if key is None:
@@ -493,6 +1174,28 @@ class CacheStore(WrapperStore):
 
     # -- reads ------------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Return the value of ``key`` (or the requested bytes of it), from the cache if held.
+
+        A miss reads the wrapped store and caches what it read (a missing key too, with
+        ``cache_missing``), unless a write through the cache happened meanwhile.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        byte_range : ByteRequest or None, default None
+            The bytes to read; ``None`` for the whole value.
+
+        Returns
+        -------
+        bytes-like or None
+            The value (or the range of it, clipped like a slice), ``None`` if missing.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidKeyError
+            If ``key`` is not a valid key.
+        """
         validate_key(key)
         with self._c.lock:
             hit = self._lookup(key, byte_range)
@@ -507,6 +1210,28 @@ class CacheStore(WrapperStore):
         return value
 
     def get_limited(self, key: str, limit: int) -> bytes | None:
+        """Return the value of ``key``, refusing one larger than ``limit`` bytes; cached.
+
+        A cached whole value no larger than ``limit`` is served from the cache; otherwise
+        the wrapped store's ``get_limited`` reads it (and refuses an oversized one).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        limit : int
+            The largest size in bytes a valid value can have.
+
+        Returns
+        -------
+        bytes-like or None
+            The value, ``None`` if missing.
+
+        Raises
+        ------
+        zarrfast.storage.errors.ValueTooLargeError
+            If the value is larger than ``limit`` bytes.
+        """
         validate_key(key)
         with self._c.lock:
             hit = self._lookup(key, None)
@@ -522,6 +1247,25 @@ class CacheStore(WrapperStore):
 
     def get_many(self, keys: Sequence[str],
                  byte_ranges: Sequence[ByteRequest | None] | None = None) -> list[bytes | None]:
+        """Return the values of many keys: those held from the cache, the rest in one batch.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None] or None, default None
+            One byte range (or ``None``) per key; ``None`` for whole values.
+
+        Returns
+        -------
+        list[bytes-like or None]
+            The values, in order; ``None`` for missing keys.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidKeyError
+            If a key is not valid.
+        """
         keys, ranges = many_requests(keys, byte_ranges)
         for k in keys:
             validate_key(k)
@@ -548,6 +1292,18 @@ class CacheStore(WrapperStore):
         return out
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value: from a cached whole value or missing key, else the store.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        bool
+            ``True`` if ``key`` holds a value.
+        """
         validate_key(key)
         with self._c.lock:
             hit = self._lookup(key, None)
@@ -557,6 +1313,23 @@ class CacheStore(WrapperStore):
         return self.store.exists(key)
 
     def getsize(self, key: str) -> int:
+        """Return the size of the value of ``key``: of a cached whole value, else the store's.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        int
+            The size in bytes.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``key`` is missing.
+        """
         validate_key(key)
         with self._c.lock:
             hit = self._lookup(key, None)
@@ -570,6 +1343,20 @@ class CacheStore(WrapperStore):
         self.invalidate(key)
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Store ``value`` under ``key`` in the wrapped store, then drop what the cache held of it.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The value.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         validate_key(key)
         try:
             self.store.set(key, value)
@@ -577,6 +1364,18 @@ class CacheStore(WrapperStore):
             self.invalidate(key)
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        """Store many values in the wrapped store, then drop what the cache held of those keys.
+
+        Parameters
+        ----------
+        items : Mapping[str, bytes-like] or Iterable[tuple[str, bytes-like]]
+            The keys and their values.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         try:
             self.store.set_many(pairs)
@@ -587,6 +1386,18 @@ class CacheStore(WrapperStore):
                     self._drop(k)
 
     def delete(self, key: str) -> None:
+        """Delete ``key`` from the wrapped store and from the cache.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         validate_key(key)
         try:
             self.store.delete(key)
@@ -594,6 +1405,18 @@ class CacheStore(WrapperStore):
             self.invalidate(key)
 
     def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete many keys from the wrapped store and from the cache.
+
+        Parameters
+        ----------
+        keys : Iterable[str]
+            The keys.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         keys = list(keys)
         try:
             self.store.delete_many(keys)
@@ -604,6 +1427,18 @@ class CacheStore(WrapperStore):
                     self._drop(k)
 
     def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix`` from the wrapped store and from the cache.
+
+        Parameters
+        ----------
+        prefix : str
+            A node path; ``""`` means every key.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the wrapped store is read-only.
+        """
         try:
             self.store.delete_dir(prefix)
         finally:
