@@ -62,10 +62,57 @@ def node_from_metadata(store: Store, path: str, md: AnyMetadata, read_only: bool
 class Group(Node):
     """A Zarr group: a mapping of member names to arrays and groups.
 
+    A group is a mutable mapping: ``g["name"]`` is a member (a
+    [zarrfast.Array][] or a [zarrfast.Group][]; a path such as ``"a/b"`` reaches
+    deeper), ``"name" in g``, ``len(g)``, iteration over the member names,
+    ``del g["name"]`` deletes a member and ``g["name"] = values`` creates (or
+    replaces) an array holding ``values``.  Groups are Zarr v3 or v2, after the
+    hierarchy they belong to.
+
     A group opened from consolidated metadata (see
-    :func:`zarrfast.open_consolidated`) answers member lookups and listings from
+    [zarrfast.open_consolidated][]) answers member lookups and listings from
     that metadata, without reading the store; creating or deleting members
     drops the consolidated view.
+
+    Make one with [zarrfast.group][], [zarrfast.open_group][],
+    [zarrfast.create_group][], ``Group.from_store`` or ``Group.open``, rather
+    than by calling the class.
+
+    ``Group(async_group)`` is the group a [zarrfast.AsyncGroup][] views (the same
+    object, not a copy).
+
+    Parameters
+    ----------
+    store : zarrfast.storage.Store
+        The store holding the group.
+    path : str
+        The group's path in the store (``""`` for the root).
+    metadata : GroupMetadata or GroupMetadataV2
+        The group's metadata; nothing is read or written.
+    read_only : bool or None, default None
+        Refuse changes; ``None`` takes the store's ``read_only``.
+    consolidated : Mapping[str, Any] or None, default None
+        The metadata of every node below the group, by relative path: member
+        lookups and listings are then answered from it.
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        ``Group(view)`` given the view of an array, or more arguments with it.
+
+    Examples
+    --------
+    >>> g = zarrfast.group(store={})
+    >>> g["temperature"] = np.arange(4)
+    >>> sub = g.create_group("sub")
+    >>> sorted(g)
+    ['sub', 'temperature']
+    >>> "sub" in g, len(g)
+    (True, 2)
+    >>> g["temperature"][:]
+    array([0, 1, 2, 3])
+    >>> zarrfast.Group(g.async_group) is g
+    True
     """
 
     _kind = "group"
@@ -83,9 +130,43 @@ class Group(Node):
     @classmethod
     def from_store(cls, store: StoreLike | StorePath, *, attributes: Mapping[str, Any] | None = None,
                    zarr_format: int = 3, overwrite: bool = False) -> Group:
-        """A new group at ``store``: anything :func:`~zarrfast.storage.make_store` takes
-        (the root of it), or a :class:`~zarrfast.storage.StorePath`.  An existing node
-        there is an error unless ``overwrite``."""
+        """Create a new group at ``store`` and return it.
+
+        Parameters
+        ----------
+        store : StoreLike or StorePath
+            Anything [zarrfast.storage.make_store][] takes (the group goes at its
+            root), or a [zarrfast.storage.StorePath][] (the group goes at its path).
+        attributes : Mapping[str, Any], optional
+            The group's user attributes (JSON-serializable).
+        zarr_format : {3, 2}, default 3
+            The Zarr format of the group.
+        overwrite : bool, default False
+            Replace a node already at that path (and everything below it).
+
+        Returns
+        -------
+        Group
+            The new group, writable.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsGroupError
+            A group is there already and ``overwrite`` is false.
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is false.
+        zarrfast.errors.ZarrfastError
+            ``zarr_format`` is neither 2 nor 3.
+
+        Examples
+        --------
+        >>> g = zarrfast.Group.from_store(zarrfast.MemoryStore(), attributes={"title": "t"})
+        >>> g.zarr_format, dict(g.attrs)
+        (3, {'title': 't'})
+        >>> v2 = zarrfast.Group.from_store("data.zarr", zarr_format=2)
+        >>> v2.zarr_format
+        2
+        """
         if zarr_format not in (2, 3):
             raise ZarrfastError(f"Group.from_store: zarr_format must be 2 or 3, got "
                                 f"{zarr_format!r}")
@@ -107,11 +188,28 @@ class Group(Node):
 
     @property
     def zarr_format(self) -> int:
+        """The Zarr format of the group: 3 or 2."""
         return self._metadata.zarr_format
 
     # -- attributes ---------------------------------------------------------------------
     @property
     def attrs(self) -> Attributes:
+        """The group's user attributes: a mutable mapping whose changes are stored at once.
+
+        Each change (``g.attrs["k"] = v``, ``del g.attrs["k"]``, ``g.attrs.update(...)``:
+        one write) re-reads the stored attributes under the group's lock, so changes
+        other threads make to other keys are kept.  Values must be JSON-serializable
+        (else ``zarrfast.errors.MetadataValidationError``); a read-only group refuses
+        changes with ``zarrfast.errors.ReadOnlyError``.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.attrs["units"] = "m"
+        >>> g.attrs.update(scale=2)
+        >>> dict(g.attrs)
+        {'units': 'm', 'scale': 2}
+        """
         return Attributes(lambda: self._metadata.attributes, self._put_attributes,
                           f"group {self.name!r}")
 
@@ -132,6 +230,31 @@ class Group(Node):
             self._metadata = md
 
     def update_attributes(self, new_attributes: dict[str, Any]) -> Group:
+        """Merge ``new_attributes`` into the group's attributes (in one write).
+
+        Parameters
+        ----------
+        new_attributes : dict[str, Any]
+            The attributes to set; keys not in it keep their values.
+
+        Returns
+        -------
+        Group
+            This group.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The group is read-only.
+        zarrfast.errors.MetadataValidationError
+            A value is not JSON-serializable.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={}, attributes={"a": 1})
+        >>> dict(g.update_attributes({"b": 2}).attrs)
+        {'a': 1, 'b': 2}
+        """
         self.attrs.update(new_attributes)
         return self
 
@@ -182,8 +305,36 @@ class Group(Node):
         return node_from_metadata(self._store, path, md, self._read_only)
 
     def get(self, path: str, default: Any = None) -> Any:
-        """The member at ``path`` (relative to this group), or ``default`` if there is
-        none (the parameter's name is zarr-python's)."""
+        """Return the member at ``path``, or ``default`` if there is none.
+
+        Parameters
+        ----------
+        path : str
+            The member's path relative to this group: a name, or names joined by
+            ``/`` to reach deeper (the parameter's name is zarr-python's).
+        default : Any, default None
+            What to return when there is no member at ``path``.
+
+        Returns
+        -------
+        Array or Group or Any
+            The member, or ``default``.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidNodeNameError
+            ``path`` is not a valid node path (e.g. a name starting with ``__``, or
+            ``..``): that is an error, not a missing member.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_group("sub")
+        >>> g.get("sub")
+        <Group memory://.../sub>
+        >>> g.get("missing", "none here")
+        'none here'
+        """
         try:
             return self[path]
         except MemberNotFoundError:
@@ -206,6 +357,21 @@ class Group(Node):
         return child_node_names(self._store, self._path)
 
     def keys(self) -> Iterator[str]:
+        """Iterate over the names of the direct members (arrays and groups).
+
+        Returns
+        -------
+        Iterator[str]
+            The member names, in the order the store lists them (from the
+            consolidated metadata if the group was opened from it).
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_group("b"); _ = g.create_array("a", shape=(2,), dtype="int8")
+        >>> sorted(g.keys())
+        ['a', 'b']
+        """
         return iter(self._child_names())
 
     def __iter__(self) -> Iterator[str]:
@@ -216,15 +382,41 @@ class Group(Node):
 
     def members(self, max_depth: int | None = 0, *, use_consolidated_for_children: bool = True
                 ) -> tuple[tuple[str, Array | Group], ...]:
-        """``(relative path, node)`` for the members, down to ``max_depth`` levels below the
-        direct children (``None``: all).
+        """Return ``(relative path, node)`` for the members, down to ``max_depth``.
 
-        ``use_consolidated_for_children=False`` (zarr-python's keyword): a member group
-        read from the store comes without the consolidated metadata its own metadata
-        holds (its ``metadata.consolidated_metadata`` is ``None``), as when metadata is
-        consolidated anew; this group's own consolidated metadata, if it was opened from
-        it, is used all the same.  (Members read from the store are listed from the store
-        either way.)"""
+        Parameters
+        ----------
+        max_depth : int or None, default 0
+            How many levels below the direct members to descend: ``0`` lists the
+            direct members only, ``None`` every node below the group.
+        use_consolidated_for_children : bool, default True
+            zarr-python's keyword.  If false, a member group read from the store comes
+            without the consolidated metadata its own metadata holds (its
+            ``metadata.consolidated_metadata`` is ``None``), as when metadata is
+            consolidated anew; this group's own consolidated metadata, if it was
+            opened from it, is used all the same.  (Members read from the store are
+            listed from the store either way.)
+
+        Returns
+        -------
+        tuple[tuple[str, Array | Group], ...]
+            ``(path relative to this group, array or group)``, a group's members
+            right after it.
+
+        Raises
+        ------
+        zarrfast.errors.ZarrfastError
+            ``max_depth`` is neither None nor an integer >= 0.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("sub/x", shape=(2,), dtype="int8")
+        >>> [path for path, _ in g.members()]
+        ['sub']
+        >>> [path for path, _ in g.members(max_depth=None)]
+        ['sub', 'sub/x']
+        """
         if max_depth is not None and (type(max_depth) is not int or max_depth < 0):
             raise ZarrfastError(f"group {self.name!r}: max_depth must be None or an integer "
                                 f">= 0, got {max_depth!r}")
@@ -256,21 +448,77 @@ class Group(Node):
         return [n for n in view.child_names() if view.get(n).node_type == node_type]
 
     def arrays(self) -> Iterator[tuple[str, Array]]:
+        """Iterate over ``(name, array)`` for the direct members that are arrays.
+
+        Returns
+        -------
+        Iterator[tuple[str, Array]]
+            The array members with their names.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("a", shape=(2,), dtype="int8"); _ = g.create_group("sub")
+        >>> [(name, arr.shape) for name, arr in g.arrays()]
+        [('a', (2,))]
+        """
         if self._consolidated is not None:  # only the arrays are made
             return ((n, self[n]) for n in self._names_of_type("array"))  # type: ignore[misc]
         return ((k, v) for k, v in self.members() if isinstance(v, Array))
 
     def groups(self) -> Iterator[tuple[str, Group]]:
+        """Iterate over ``(name, group)`` for the direct members that are groups.
+
+        Returns
+        -------
+        Iterator[tuple[str, Group]]
+            The group members with their names.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("a", shape=(2,), dtype="int8"); _ = g.create_group("sub")
+        >>> [name for name, _ in g.groups()]
+        ['sub']
+        """
         if self._consolidated is not None:
             return ((n, self[n]) for n in self._names_of_type("group"))  # type: ignore[misc]
         return ((k, v) for k, v in self.members() if isinstance(v, Group))
 
     def array_keys(self) -> Iterator[str]:
+        """Iterate over the names of the direct members that are arrays.
+
+        Returns
+        -------
+        Iterator[str]
+            The names of the array members.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("a", shape=(2,), dtype="int8"); _ = g.create_group("sub")
+        >>> list(g.array_keys())
+        ['a']
+        """
         if self._consolidated is not None:
             return iter(self._names_of_type("array"))
         return (k for k, _ in self.arrays())
 
     def group_keys(self) -> Iterator[str]:
+        """Iterate over the names of the direct members that are groups.
+
+        Returns
+        -------
+        Iterator[str]
+            The names of the group members.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("a", shape=(2,), dtype="int8"); _ = g.create_group("sub")
+        >>> list(g.group_keys())
+        ['sub']
+        """
         if self._consolidated is not None:
             return iter(self._names_of_type("group"))
         return (k for k, _ in self.groups())
@@ -289,6 +537,42 @@ class Group(Node):
     # -- creation -------------------------------------------------------------------------
     def create_group(self, name: str, *, attributes: dict[str, Any] | None = None,
                      overwrite: bool = False) -> Group:
+        """Create a member group (in the group's Zarr format) and return it.
+
+        Parameters
+        ----------
+        name : str
+            The new group's name, or a path below this group (``"a/b"``): missing
+            groups between are created.
+        attributes : dict[str, Any], optional
+            Its user attributes (JSON-serializable).
+        overwrite : bool, default False
+            Replace a node already there (and everything below it).
+
+        Returns
+        -------
+        Group
+            The new group.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsGroupError
+            A group is there already and ``overwrite`` is false.
+        zarrfast.errors.ContainsArrayError
+            An array is there already (or among the parents) and ``overwrite`` is false.
+        zarrfast.errors.ReadOnlyError
+            This group is read-only.
+        zarrfast.errors.InvalidNodeNameError
+            ``name`` is not a valid node name.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.create_group("sub", attributes={"kind": "raw"})
+        <Group memory://.../sub>
+        >>> dict(g["sub"].attrs)
+        {'kind': 'raw'}
+        """
         self._check_writable()
         path = self._child_path(name)
         md: GroupMetadata | GroupMetadataV2 = (
@@ -301,9 +585,40 @@ class Group(Node):
 
     def require_group(self, name: str, *, attributes: dict[str, Any] | None = None,
                       overwrite: bool = False) -> Group:
-        """The member group ``name``, created if missing.  Threads (and processes)
-        requiring the same group at once all get it: whoever finds it created by another
-        meanwhile opens it."""
+        """Return the member group ``name``, created if missing.
+
+        Threads (and processes) requiring the same group at once all get it: whoever
+        finds it created by another meanwhile opens it.
+
+        Parameters
+        ----------
+        name : str
+            The group's name, or a path below this group.
+        attributes : dict[str, Any], optional
+            The attributes of the group if it is created (an existing group keeps
+            its own).
+        overwrite : bool, default False
+            Create the group anew even if a node is there (see ``create_group``).
+
+        Returns
+        -------
+        Group
+            The existing or new group.
+
+        Raises
+        ------
+        zarrfast.errors.IncompatibleMemberError
+            The member is an array (a ``ContainsArrayError`` and a ``TypeError``).
+        zarrfast.errors.ReadOnlyError
+            The group is missing and this group is read-only.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> first = g.require_group("sub")
+        >>> g.require_group("sub") == first
+        True
+        """
         if overwrite:
             return self.create_group(name, attributes=attributes, overwrite=True)
         if name in self:
@@ -324,13 +639,89 @@ class Group(Node):
         return node
 
     def require_groups(self, *names: str) -> tuple[Group, ...]:
+        """Return the member groups ``names``, each created if missing.
+
+        Parameters
+        ----------
+        *names : str
+            The groups' names (or paths below this group), as for ``require_group``.
+
+        Returns
+        -------
+        tuple[Group, ...]
+            The groups, in the order of ``names``.
+
+        Raises
+        ------
+        zarrfast.errors.IncompatibleMemberError
+            One of the members is an array.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> a, b = g.require_groups("a", "b")
+        >>> a.name, b.name
+        ('/a', '/b')
+        """
         return tuple(self.require_group(n) for n in names)
 
     def create_array(self, name: str, *, shape: Any = None, dtype: Any = None,
                      data: Any = None, overwrite: bool = False, **kwargs: Any) -> Array:
-        """Create an array member; arguments as for :func:`zarrfast.create_array` (the
-        array has the group's Zarr format).  ``storage_options`` is taken as zarr-python
-        takes it here: only ``None`` (the group's store is open already)."""
+        """Create a member array and return it.
+
+        The array has the group's Zarr format unless ``zarr_format`` says otherwise
+        (which a store refuses to mix in one hierarchy).
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group (``"a/b"``): missing groups
+            between are created.
+        shape : int or tuple of int, optional
+            The array's shape (give ``shape`` and ``dtype``, or ``data``).
+        dtype : numpy dtype or str, optional
+            Its data type, e.g. ``"float32"``.
+        data : array-like, optional
+            Values to write; the shape and dtype then come from it (give neither).
+        overwrite : bool, default False
+            Replace a node already there (and everything below it).
+        **kwargs : Any
+            The other keywords of [zarrfast.create_array][]: ``chunks``, ``shards``,
+            ``filters``, ``compressors``, ``serializer``, ``fill_value``, ``order``,
+            ``zarr_format``, ``attributes``, ``chunk_key_encoding``,
+            ``dimension_names``, ``config``, ``write_data``, and ``storage_options``
+            (only ``None``, as zarr-python takes it here: the group's store is open
+            already).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is false.
+        zarrfast.errors.ContainsGroupError
+            A group is there already and ``overwrite`` is false.
+        zarrfast.errors.ReadOnlyError
+            This group is read-only.
+        zarrfast.errors.ZarrfastError
+            ``data`` given with ``shape`` or ``dtype``, or other invalid arguments.
+        TypeError
+            A keyword ``create_array`` does not take, or ``storage_options`` that are
+            not empty.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> a = g.create_array("temperature", shape=(4, 6), dtype="float32", chunks=(2, 3))
+        >>> a
+        <Array memory://.../temperature shape=(4, 6) dtype=float32>
+        >>> b = g.create_array("counts", data=np.arange(3))
+        >>> b[:]
+        array([0, 1, 2])
+        """
         check_member_keywords("create_array", kwargs)
         if kwargs.pop("storage_options", None):  # (None or empty: as zarr-python)
             raise TypeError(f"create_array() got storage_options for member {name!r} of "
@@ -345,8 +736,31 @@ class Group(Node):
         return arr
 
     def create_dataset(self, name: str, **kwargs: Any) -> Array:
-        """zarr-python's deprecated name of :meth:`create_array` (``data`` may come with
-        ``shape``, as it could there)."""
+        """Create a member array: zarr-python's deprecated name of ``create_array``.
+
+        It warns (``zarrfast.errors.ZarrDeprecationWarning``), then creates the array.
+        Unlike ``create_array``, ``data`` may come with ``shape``, as it could there
+        (the shape is then ignored).
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        **kwargs : Any
+            The keywords of ``create_array`` (``shape``, ``dtype``, ``data``,
+            ``chunks``, ``fill_value``, ``overwrite``...).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is false (and the other
+            errors of ``create_array``).
+        """
         warnings.warn("Group.create_dataset is deprecated and will be removed in a future "
                       "version. Use Group.create_array instead.", ZarrDeprecationWarning,
                       stacklevel=2)
@@ -355,16 +769,68 @@ class Group(Node):
         return self.create_array(name, **kwargs)
 
     def require_dataset(self, name: str, *, shape: Any, **kwargs: Any) -> Array:
-        """zarr-python's deprecated name of :meth:`require_array`."""
+        """Return the member array ``name``, created if missing (deprecated).
+
+        zarr-python's deprecated name of ``require_array``: it warns
+        (``zarrfast.errors.ZarrDeprecationWarning``), then does what that does.
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        shape : int or tuple of int
+            The shape the array has, or is created with.
+        **kwargs : Any
+            The other keywords of ``require_array`` (``dtype``, ``exact``, and those of
+            ``create_array`` for a new array).
+
+        Returns
+        -------
+        Array
+            The existing or new array.
+
+        Raises
+        ------
+        zarrfast.errors.IncompatibleNodeError
+            The existing array's shape or dtype does not match.
+        """
         warnings.warn("Group.require_dataset is deprecated and will be removed in a future "
                       "version. Use Group.require_array instead.", ZarrDeprecationWarning,
                       stacklevel=2)
         return self.require_array(name, shape=shape, **kwargs)
 
     async def update_attributes_async(self, new_attributes: Mapping[str, Any]) -> Group:
-        """The group's attributes become ``new_attributes``, as zarr-python's
-        ``Group.update_attributes_async`` does: they replace the stored ones (where
-        :meth:`update_attributes` merges them in)."""
+        """Replace the group's attributes with ``new_attributes`` (a coroutine).
+
+        As zarr-python's ``Group.update_attributes_async`` does, they replace the
+        stored ones, where ``update_attributes`` merges them in.  The write runs on
+        a worker thread; cancelling the await does not stop it.
+
+        Parameters
+        ----------
+        new_attributes : Mapping[str, Any]
+            The group's new attributes (JSON-serializable).
+
+        Returns
+        -------
+        Group
+            This group.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The group is read-only.
+        zarrfast.errors.MetadataValidationError
+            A value is not JSON-serializable.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> g = zarrfast.group(store={}, attributes={"old": 1})
+        >>> _ = asyncio.run(g.update_attributes_async({"new": 2}))
+        >>> dict(g.attrs)
+        {'new': 2}
+        """
         from zarrfast.concurrency import in_thread
 
         new = dict(new_attributes)
@@ -377,10 +843,54 @@ class Group(Node):
 
     def require_array(self, name: str, *, shape: Any, dtype: Any = None, exact: bool = False,
                       **kwargs: Any) -> Array:
-        """The member array ``name``, created if missing; an existing one must have this
-        shape and a dtype that casts to ``dtype`` (with ``exact``, that is ``dtype``), as
-        in zarr-python: else :class:`IncompatibleNodeError` (a ``TypeError``).  Threads
-        (and processes) requiring the same array at once all get it."""
+        """Return the member array ``name``, created if missing.
+
+        An existing array must have this shape and a dtype that casts to ``dtype``
+        (with ``exact``, that is ``dtype``), as in zarr-python; only numeric dtypes
+        are compared.  Threads (and processes) requiring the same array at once all
+        get it.
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        shape : int or tuple of int
+            The shape the array must have, or is created with.
+        dtype : numpy dtype or str, optional
+            The data type the existing array's casts to (or is, with ``exact``), or
+            the new array's.
+        exact : bool, default False
+            Require the existing array's dtype to be ``dtype`` exactly.
+        **kwargs : Any
+            The other keywords of ``create_array``, for a new array (checked also
+            when the array exists).
+
+        Returns
+        -------
+        Array
+            The existing or new array.
+
+        Raises
+        ------
+        zarrfast.errors.IncompatibleNodeError
+            The existing array has another shape, or an incompatible dtype (a
+            ``TypeError``).
+        zarrfast.errors.IncompatibleMemberError
+            The member is a group.
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> a = g.require_array("a", shape=(3,), dtype="int32")
+        >>> g.require_array("a", shape=(3,), dtype="int64")  # int32 casts to int64
+        <Array memory://.../a shape=(3,) dtype=int32>
+        >>> g.require_array("a", shape=(4,))
+        Traceback (most recent call last):
+            ...
+        zarrfast.errors.IncompatibleNodeError: Incompatible shape ((3,) vs (4,)): ...
+        """
         check_member_keywords("require_array", kwargs)  # (also when the array exists)
         if name in self:
             return self._required_array(name, shape, dtype, exact)
@@ -428,9 +938,43 @@ class Group(Node):
     @classmethod
     def open(cls, store: Any, zarr_format: int | None = 3, *, path: str | None = None,
              use_consolidated: bool | str | None = None) -> Group:
-        """The group at ``store`` (a store, a ``StorePath``, or what ``make_store`` takes);
-        its consolidated metadata is used where it has some, unless ``use_consolidated``
-        is false (required if true), as zarr-python's ``Group.open``."""
+        """Open the existing group at ``store``, as zarr-python's ``Group.open``.
+
+        Parameters
+        ----------
+        store : Any
+            A store, a [zarrfast.storage.StorePath][], or anything
+            [zarrfast.storage.make_store][] takes (a path, a URL, a dict...).
+        zarr_format : {3, 2, None}, default 3
+            The format to look for; ``None``: either (v3 first).
+        path : str, optional
+            The group's path in the store (below the path of a ``StorePath``).
+        use_consolidated : bool or str or None, default None
+            ``None``: use the group's consolidated metadata where it has some; ``True``:
+            require it; ``False``: read the store.
+
+        Returns
+        -------
+        Group
+            The group (read-only if the store is).
+
+        Raises
+        ------
+        zarrfast.errors.GroupNotFoundError
+            There is no group of that format there.
+        zarrfast.errors.ArrayNotGroupError
+            There is an array there.
+        zarrfast.errors.ZarrfastError
+            ``use_consolidated=True`` and the group has no consolidated metadata.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> _ = zarrfast.Group.from_store(store, attributes={"a": 1})
+        >>> g = zarrfast.Group.open(store)
+        >>> dict(g.attrs)
+        {'a': 1}
+        """
         from zarrfast.hierarchy.consolidated import read_consolidated
         from zarrfast.metadata.paths import normalize_path
         from zarrfast.storage.asynchronous import store_path_of
@@ -448,41 +992,338 @@ class Group(Node):
         return cls(s, p, read_typed_metadata(s, p, "group", zarr_format), read_only=s.read_only)
 
     def empty(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        """Create a member array without writing any chunk.
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        shape : int or tuple of int
+            The array's shape.
+        **kwargs : Any
+            The other keywords of ``create_array`` (``dtype``, ``chunks``,
+            ``attributes``, ``overwrite``...).
+
+        Returns
+        -------
+        Array
+            The new array; its elements read as the fill value until written
+            (``fill_value`` if given, else the data type's default).
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is not given true (and the
+            other errors of ``create_array``).
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> a = g.empty(name="e", shape=(2, 2), dtype="int16")
+        >>> a.shape, a.dtype
+        ((2, 2), dtype('int16'))
+        """
         check_member_keywords("empty", kwargs)
         return self.create_array(name, shape=shape, **kwargs)
 
     def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        """Create a member array of zeros (its fill value is 0; no chunk is written).
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        shape : int or tuple of int
+            The array's shape.
+        **kwargs : Any
+            The other keywords of ``create_array`` (``dtype``, ``chunks``,
+            ``attributes``, ``overwrite``...).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is not given true (and the
+            other errors of ``create_array``).
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.zeros(name="z", shape=(3,), dtype="int8")[:]
+        array([0, 0, 0], dtype=int8)
+        """
         check_member_keywords("zeros", kwargs)
         return self.create_array(name, shape=shape, fill_value=0, **kwargs)
 
     def ones(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
+        """Create a member array of ones (its fill value is 1; no chunk is written).
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        shape : int or tuple of int
+            The array's shape.
+        **kwargs : Any
+            The other keywords of ``create_array`` (``dtype``, ``chunks``,
+            ``attributes``, ``overwrite``...).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is not given true (and the
+            other errors of ``create_array``).
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.ones(name="o", shape=(2, 2), dtype="int8")[:]
+        array([[1, 1],
+               [1, 1]], dtype=int8)
+        """
         check_member_keywords("ones", kwargs)
         return self.create_array(name, shape=shape, fill_value=1, **kwargs)
 
     def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
+        """Create a member array whose elements are ``fill_value`` (no chunk is written).
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        shape : int or tuple of int
+            The array's shape.
+        fill_value : Any
+            The value of every element (the array's fill value).
+        **kwargs : Any
+            The other keywords of ``create_array`` (``dtype``, ``chunks``,
+            ``attributes``, ``overwrite``...).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is not given true (and the
+            other errors of ``create_array``).
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.full(name="f", shape=(3,), fill_value=7, dtype="uint8")[:]
+        array([7, 7, 7], dtype=uint8)
+        """
         check_member_keywords("full", kwargs)
         return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
 
     def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
-        """A member array shaped like ``data`` (its shape, dtype and, for a chunked array,
-        chunks), elements at the fill value."""
+        """Create a member array like ``data``, without writing any chunk.
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        data : array-like
+            An array ([zarrfast.Array][], an asynchronous view of one, or anything
+            NumPy makes an array of) whose shape, dtype and, if regular, chunks the new
+            array takes (and, from a zarrfast array, its fill value) unless ``kwargs``
+            give them.
+        **kwargs : Any
+            The other keywords of ``create_array`` (``dtype``, ``chunks``,
+            ``attributes``, ``overwrite``...).
+
+        Returns
+        -------
+        Array
+            The new array; its elements read as the fill value until written.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is not given true (and the
+            other errors of ``create_array``).
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> src = g.create_array("src", shape=(4,), dtype="int16", chunks=(2,))
+        >>> a = g.empty_like(name="e", data=src)
+        >>> a.shape, a.dtype, a.chunks
+        ((4,), dtype('int16'), (2,))
+        """
         check_member_keywords("empty_like", kwargs)
         return self.create_array(name, **like_kwargs(data, kwargs))
 
     def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """Create a member array of zeros like ``data`` (no chunk is written).
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        data : array-like
+            An array ([zarrfast.Array][], an asynchronous view of one, or anything
+            NumPy makes an array of) whose shape, dtype and, if regular, chunks the new
+            array takes (and, from a zarrfast array, its fill value) unless ``kwargs``
+            give them.
+        **kwargs : Any
+            The other keywords of ``create_array`` (``dtype``, ``chunks``,
+            ``attributes``, ``overwrite``...).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is not given true (and the
+            other errors of ``create_array``).
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.zeros_like(name="z", data=np.ones((2, 2), dtype="int8"))[:]
+        array([[0, 0],
+               [0, 0]], dtype=int8)
+        """
         check_member_keywords("zeros_like", kwargs)
         return self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 0})
 
     def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """Create a member array of ones like ``data`` (no chunk is written).
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        data : array-like
+            An array ([zarrfast.Array][], an asynchronous view of one, or anything
+            NumPy makes an array of) whose shape, dtype and, if regular, chunks the new
+            array takes (and, from a zarrfast array, its fill value) unless ``kwargs``
+            give them.
+        **kwargs : Any
+            The other keywords of ``create_array`` (``dtype``, ``chunks``,
+            ``attributes``, ``overwrite``...).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is not given true (and the
+            other errors of ``create_array``).
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.ones_like(name="o", data=np.zeros(3, dtype="int8"))[:]
+        array([1, 1, 1], dtype=int8)
+        """
         check_member_keywords("ones_like", kwargs)
         return self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 1})
 
     def full_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
+        """Create a member array like ``data`` filled with ``fill_value`` (a keyword).
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group.
+        data : array-like
+            An array ([zarrfast.Array][], an asynchronous view of one, or anything
+            NumPy makes an array of) whose shape, dtype and, if regular, chunks the new
+            array takes (and, from a zarrfast array, its fill value) unless ``kwargs``
+            give them.
+        **kwargs : Any
+            The other keywords of ``create_array`` (``dtype``, ``chunks``,
+            ``attributes``, ``overwrite``...); ``fill_value`` is the value of every
+            element (else ``data``'s fill value for a zarrfast array, else the data
+            type's default).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is not given true (and the
+            other errors of ``create_array``).
+        TypeError
+            A keyword ``create_array`` does not take.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.full_like(name="f", data=np.zeros(3, dtype="int8"), fill_value=5)[:]
+        array([5, 5, 5], dtype=int8)
+        """
         check_member_keywords("full_like", kwargs)
         return self.create_array(name, **like_kwargs(data, kwargs))
 
     def move(self, source: str, dest: str) -> None:
-        """Move the member at ``source`` (a path below this group) to ``dest``."""
+        """Move the member at ``source`` (with everything below it) to ``dest``.
+
+        Both are paths below this group.  Missing groups above ``dest`` are created.
+        Every key is copied, then the source deleted: not atomic, and it takes as
+        long as copying the data.
+
+        Parameters
+        ----------
+        source : str
+            The path (relative to this group) of the array or group to move.
+        dest : str
+            Its new path (relative to this group); nothing must be there.
+
+        Raises
+        ------
+        zarrfast.errors.MemberNotFoundError
+            There is no member at ``source``.
+        zarrfast.errors.ContainsArrayError
+            A node (array or group) is at ``dest`` already.
+        zarrfast.errors.ReadOnlyError
+            The group is read-only.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g["a"] = np.arange(3)
+        >>> g.move("a", "sub/b")
+        >>> sorted(g), g["sub/b"][:]
+        (['sub'], array([0, 1, 2]))
+        """
         self._check_writable()
         src = self._child_path(source)
         dst = self._child_path(dest)
@@ -505,10 +1346,43 @@ class Group(Node):
 
     def tree(self, expand: bool | None = None, level: int | None = None, *,
              max_nodes: int = 500, plain: bool = False) -> TreeRepr:
-        """The hierarchy below this group, drawn as zarr-python draws it (box-drawing
-        lines, arrays with shape and dtype, names in bold on a terminal unless ``plain``).
-        ``level``: the depth below the direct members to descend to (``0``: the direct
-        members only; ``None``: all); at most ``max_nodes`` nodes."""
+        """Draw the hierarchy below this group, as zarr-python draws it.
+
+        Box-drawing lines, members sorted by name, arrays with their shape and dtype.
+
+        Parameters
+        ----------
+        expand : None
+            zarr-python's keyword; only ``None`` (not implemented there either).
+        level : int or None, default None
+            How far below the direct members to descend (``0``: the direct members
+            only; ``None``: all).
+        max_nodes : int, default 500
+            Draw at most this many nodes (a note then says some were left out).
+        plain : bool, default False
+            No bold names (else ANSI bold on a terminal, ``<b>`` in the HTML).
+
+        Returns
+        -------
+        TreeRepr
+            Prints as the tree (``repr`` and ``str``); shows as HTML in Jupyter.
+
+        Raises
+        ------
+        NotImplementedError
+            ``expand`` is not None.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("sub/x", shape=(2, 3), dtype="int8")
+        >>> _ = g.create_array("y", shape=(4,), dtype="float32")
+        >>> g.tree(plain=True)
+        /
+        ├── sub
+        │   └── x (2, 3) int8
+        └── y (4,) float32
+        """
         if expand is not None:
             raise NotImplementedError(
                 f"group {self.name!r}: tree(expand=...) is not implemented (as in zarr-python)")
@@ -525,8 +1399,30 @@ class Group(Node):
         return group_info(self, members)
 
     def info_complete(self) -> GroupInfo:
-        """``info`` with the number of members, arrays and groups below the group (all
-        depths): reads the store unless opened from consolidated metadata."""
+        """Return ``info`` with the number of members, arrays and groups below the group.
+
+        The counts are of all depths; this reads the store unless the group was
+        opened from consolidated metadata.
+
+        Returns
+        -------
+        GroupInfo
+            Prints as zarr-python's group info.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("sub/x", shape=(2,), dtype="int8")
+        >>> print(g.info_complete())
+        Name        :
+        Type        : Group
+        Zarr format : 3
+        Read-only   : False
+        Store type  : MemoryStore
+        No. members : 2
+        No. arrays  : 1
+        No. groups  : 1
+        """
         if self._consolidated is not None:
             return self.info
         return group_info(self, [node.metadata for _, node in self.members(max_depth=None)])
