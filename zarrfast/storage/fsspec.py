@@ -109,26 +109,57 @@ def _has_glob_magic(path: str) -> bool:
 
 
 class FsspecStore(Store):
-    """Keys below ``path`` on the fsspec file system ``fs``.
+    """A store of the keys below ``path`` on an fsspec file system.
+
+    Works on any fsspec file system: ``s3://``, ``gs://``, ``http(s)://``,
+    ``memory://``...  Every request is a coroutine run on the file system's event loop,
+    so ``get_many``, ``set_many`` and ``delete_many`` have a whole batch of requests in
+    flight at once (at most ``max_concurrency``).  Transient failures (HTTP 408, 429,
+    5xx, connection resets, timeouts) are retried with exponential backoff and jitter,
+    bounded by ``retry``; a missing key (HTTP 404) reads as ``None``.  Use
+    ``from_url`` to open a URL, as with zarr-python's ``FsspecStore``.  Needs fsspec
+    (and s3fs for S3): ``pip install 'zarrfast[remote]'``.
 
     Parameters
     ----------
-    fs
-        An fsspec file system (async ones such as s3fs are used natively).  An
-        instance made with ``asynchronous=True`` (as zarr-python's ``FsspecStore``
-        takes them) is accepted too: its requests run on fsspec's I/O thread's event
-        loop, so it must not also be in use on another loop (s3fs binds its session to
-        the loop of its first request).
-    path
+    fs : fsspec.AbstractFileSystem
+        An fsspec file system (asynchronous ones such as s3fs are used natively,
+        synchronous ones through fsspec's ``AsyncFileSystemWrapper``).  An instance made
+        with ``asynchronous=True`` (as zarr-python's ``FsspecStore`` takes them) is
+        accepted too: its requests run on fsspec's I/O thread's event loop, so it must
+        not also be in use on another loop (s3fs binds its session to the loop of its
+        first request).
+    path : str, default ""
         The root of the store on ``fs`` (``"bucket/data.zarr"`` for S3).
-    read_only
+    read_only : bool, default False
         Refuse writes and deletes.
-    retry
-        A :class:`RetryPolicy`, or an ``int``: the number of attempts.
-    max_concurrency
+    retry : RetryPolicy or int or None, default None
+        How transient failures are retried: a ``RetryPolicy``, or an ``int``, the
+        number of attempts (``None``: ``RetryPolicy()``).
+    max_concurrency : int, default 64
         At most this many requests of one batch are in flight at once.
 
-    Use :meth:`from_url` to open a URL, as with zarr-python's ``FsspecStore``.
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        If ``fs`` is not an fsspec file system, or ``max_concurrency`` is not an int >= 1.
+    zarrfast.storage.MissingDependencyError
+        If fsspec is not installed.
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> from zarrfast.storage import FsspecStore
+    >>> store = FsspecStore(fsspec.filesystem("memory"), "doc-fsspec/data.zarr")
+    >>> store
+    <FsspecStore(MemoryFileSystem, /doc-fsspec/data.zarr)>
+    >>> a = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="i4")
+    >>> a[:] = np.arange(4)
+    >>> list(store.list())
+    ['c/0', 'c/1', 'zarr.json']
+    >>> zarrfast.open_array(store, mode="r")[:]
+    array([0, 1, 2, 3], dtype=int32)
+    >>> store.clear()
     """
 
     supports_partial_reads = True
@@ -181,10 +212,55 @@ class FsspecStore(Store):
         retry: RetryPolicy | int | None = None,
         max_concurrency: int = 64,
     ) -> FsspecStore:
-        """Open ``url``; ``storage_options`` go to ``fsspec.url_to_fs`` (credentials,
-        ``endpoint_url``, ...).  On S3, unless the options configure them, botocore's
-        and s3fs's own retries are turned off (zarrfast's ``retry`` policy replaces
-        them) and the connection pool is sized to ``max_concurrency``."""
+        """Open the store at a URL, as zarr-python's ``FsspecStore.from_url`` does.
+
+        ``storage_options`` go to ``fsspec.url_to_fs``.  On S3, unless the options
+        configure them (``config_kwargs={"retries": ...}``), botocore's and s3fs's own
+        retries are turned off (zarrfast's ``retry`` policy replaces them, so its bound is
+        exact) and the connection pool is sized to ``max_concurrency``.  Chained URLs
+        (``"simplecache::s3://..."``) take their options as fsspec does, unchanged.
+
+        Parameters
+        ----------
+        url : str
+            The URL of the store's root (``"s3://bucket/data.zarr"``,
+            ``"memory://data.zarr"``).
+        storage_options : Mapping[str, Any] or None, default None
+            Options of the file system (credentials, ``endpoint_url``, ``anon``...).
+        read_only : bool, default False
+            Refuse writes and deletes.
+        retry : RetryPolicy or int or None, default None
+            How transient failures are retried: a ``RetryPolicy``, or the number of
+            attempts (``None``: ``RetryPolicy()``).
+        max_concurrency : int, default 64
+            At most this many requests of one batch are in flight at once.
+
+        Returns
+        -------
+        FsspecStore
+            The store; its ``url`` is ``url`` without a trailing slash.
+
+        Raises
+        ------
+        zarrfast.errors.ZarrfastError
+            If ``url`` has no ``://``, or fsspec refuses the ``storage_options``.
+        zarrfast.storage.MissingDependencyError
+            If fsspec, or the package the URL's protocol needs (s3fs, gcsfs...), is not
+            installed.
+
+        Examples
+        --------
+        >>> from zarrfast.storage import FsspecStore
+        >>> store = FsspecStore.from_url("memory://doc-from-url/data.zarr")
+        >>> store.url
+        'memory://doc-from-url/data.zarr'
+        >>> store.set("zarr.json", b"{}")
+        >>> list(store.list())
+        ['zarr.json']
+        >>> FsspecStore.from_url("memory://doc-from-url/data.zarr", read_only=True).read_only
+        True
+        >>> store.clear()
+        """
         fsspec = _import_fsspec()
         if not isinstance(url, str) or "://" not in url:
             raise ZarrfastError(f"FsspecStore.from_url needs a URL with '://', got {url!r}")
@@ -223,6 +299,18 @@ class FsspecStore(Store):
         return clone
 
     def with_read_only(self, read_only: bool = True) -> FsspecStore:
+        """Return a view of this store (same file system and path) with another read-only flag.
+
+        Parameters
+        ----------
+        read_only : bool, default True
+            The flag of the view.
+
+        Returns
+        -------
+        FsspecStore
+            A new store object on the same keys.
+        """
         return self._clone(read_only)
 
     def __repr__(self) -> str:
@@ -342,6 +430,30 @@ class FsspecStore(Store):
         return info is not None and info.get("type") == "file"
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Return the value of ``key`` (or the requested bytes of it): one GET.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        byte_range : ByteRequest or None, default None
+            A ``RangeByteRequest``, ``OffsetByteRequest`` or ``SuffixByteRequest``;
+            ``None`` for the whole value.
+
+        Returns
+        -------
+        bytes or None
+            The value (or the range of it, clipped like a slice), ``None`` if missing.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidKeyError
+            If a key is not valid.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         path = self._full(key)
         check_byte_range(byte_range)
         return self._run(lambda: self._aget(key, path, byte_range))
@@ -349,6 +461,31 @@ class FsspecStore(Store):
     def get_many(
         self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
     ) -> list[bytes | None]:
+        """Return the values of many keys, their requests in flight concurrently.
+
+        Every request finishes before the first failure (in order) is raised.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None] or None, default None
+            One byte range (or ``None``) per key; ``None`` for whole values.
+
+        Returns
+        -------
+        list[bytes or None]
+            The values, in order; ``None`` for missing keys.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidKeyError
+            If a key is not valid.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         keys, ranges = many_requests(keys, byte_ranges)
         paths = [self._full(k) for k in keys]  # validate every key before any request
         for r in ranges:
@@ -359,10 +496,39 @@ class FsspecStore(Store):
             self._aget(k, p, r) for k, p, r in zip(keys, paths, ranges, strict=True)))
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value (a file, not a directory).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        bool
+            ``True`` if ``key`` holds a value.
+        """
         path = self._full(key)
         return self._run(lambda: self._ais_file(key, path))
 
     def getsize(self, key: str) -> int:
+        """Return the size of the value of ``key``, from the file system's ``info``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        int
+            The size in bytes.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``key`` is missing.
+        """
         path = self._full(key)
         info = self._run(lambda: self._ainfo(key, path))
         if info is None or info.get("type") != "file":
@@ -378,6 +544,24 @@ class FsspecStore(Store):
             raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Store ``value`` under ``key`` (one PUT).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The value.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         self._check_writable(key)
         path = self._full(key)
         data = as_bytes(value)
@@ -386,12 +570,36 @@ class FsspecStore(Store):
     # -- conditional writes (S3): a shard's partial writes from processes sharing no lock
     @property
     def conditional_writes(self) -> bool:  # type: ignore[override]
-        """S3 (s3fs) makes a write conditional on the version read (``If-Match``) or on
-        the key being missing (``If-None-Match``); other file systems here do not."""
+        """Whether writes can be conditional: on S3 (s3fs) only.
+
+        S3 makes a write conditional on the version read (``If-Match``) or on the key
+        being missing (``If-None-Match``); other file systems here do not.
+        """
         return self._afs is self.fs and hasattr(self.fs, "_call_s3")
 
     def get_versioned(self, key: str, *, limit: int | None = None
                       ) -> tuple[Any, Hashable | None]:
+        """Return the value of ``key`` and its ETag (S3 only).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        limit : int or None, default None
+            Refuse a value larger than this many bytes before its body is read.
+
+        Returns
+        -------
+        tuple
+            ``(value, etag)``; ``(None, None)`` when the key is missing.
+
+        Raises
+        ------
+        NotImplementedError
+            If the file system makes no conditional writes (``conditional_writes``).
+        zarrfast.storage.errors.ValueTooLargeError
+            If the value is larger than ``limit`` bytes.
+        """
         if not self.conditional_writes:
             return super().get_versioned(key, limit=limit)
         bucket, _, name = self._full(key).partition("/")
@@ -418,6 +626,30 @@ class FsspecStore(Store):
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
                        version: Hashable | None) -> bool:
+        """Write ``value`` to ``key`` only if its ETag is still ``version`` (S3 only).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The new value.
+        version : Hashable or None
+            The ETag ``get_versioned`` gave; ``None``: write only if ``key`` is missing.
+
+        Returns
+        -------
+        bool
+            Whether ``value`` was written (``False``: another writer's value is there now,
+            or the key was deleted meanwhile; nothing was written).
+
+        Raises
+        ------
+        NotImplementedError
+            If the file system makes no conditional writes (``conditional_writes``).
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        """
         if not self.conditional_writes:
             return super().set_if_version(key, value, version)
         self._check_writable(key)
@@ -445,6 +677,22 @@ class FsspecStore(Store):
             self.fs.invalidate_cache(path)
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        """Store many values, their requests in flight concurrently.
+
+        Parameters
+        ----------
+        items : Mapping[str, bytes-like] or Iterable[tuple[str, bytes-like]]
+            The keys and their values (every key is checked before any request).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         self._check_writable(pairs[0][0] if pairs else None)
         work = [(k, self._full(k), as_bytes(v)) for k, v in pairs]  # validate first
@@ -459,9 +707,40 @@ class FsspecStore(Store):
             pass
 
     def delete(self, key: str) -> None:
+        """Delete ``key``; deleting a missing key is not an error.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        """
         self.delete_many([key])
 
     def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete many keys; missing keys are not an error.
+
+        On S3 the keys go in ``DeleteObjects`` requests of 1000 keys, whose per-key
+        errors are checked; elsewhere one request per key, concurrently.
+
+        Parameters
+        ----------
+        keys : Iterable[str]
+            The keys.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         keys = list(keys)
         self._check_writable(keys[0] if keys else None)
         paths = [self._full(k) for k in keys]
@@ -520,9 +799,28 @@ class FsspecStore(Store):
             return None
 
     def list(self) -> Iterator[str]:
+        """List every key below the store's root (one recursive listing).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys, sorted; paths no key can have are skipped.
+        """
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """List the keys that start with ``prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            A string prefix (``"a/"``: the keys below ``a``).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys, sorted.
+        """
         if not listing_prefix(prefix):
             return iter(())
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
@@ -541,6 +839,18 @@ class FsspecStore(Store):
         return iter(sorted(k for k in keys if k.startswith(prefix)))
 
     def list_dir(self, prefix: str) -> Iterator[str]:
+        """List the names of the immediate children below ``prefix`` (one ``ls``).
+
+        Parameters
+        ----------
+        prefix : str
+            A node path (``""`` for the root).
+
+        Returns
+        -------
+        Iterator[str]
+            The names of keys and "directories" just below ``prefix``, sorted.
+        """
         validate_prefix(prefix)
         p = prefix.rstrip("/")
         where = self._full(p) if p else self.path
@@ -565,6 +875,20 @@ class FsspecStore(Store):
         return iter(sorted(names))
 
     def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix``, listed first and deleted 1000 at a time.
+
+        Parameters
+        ----------
+        prefix : str
+            A node path; ``""`` means every key.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.errors.InvalidKeyError
+            If ``prefix`` is not a valid node path.
+        """
         self._check_writable(prefix or "<root>")
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
