@@ -430,7 +430,7 @@ class FsspecStore(Store):
         return info is not None and info.get("type") == "file"
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
-        """Return the value of ``key`` (or the requested bytes of it): one GET.
+        """Return the value of ``key`` (or the requested bytes of it), usually in one GET.
 
         Parameters
         ----------

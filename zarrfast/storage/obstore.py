@@ -250,29 +250,71 @@ def _client(obstore: Any, url: str, kwargs: dict[str, Any]) -> Any:
 
 
 class ObjectStore(Store):
-    """Keys of an obstore store (``obstore.store.S3Store``, ``GCSStore``, ``AzureStore``,
-    ``HTTPStore``, ``LocalStore``, ``MemoryStore``), below its prefix.
+    """A store on an obstore store: S3, GCS, Azure, HTTP, a local directory or memory.
+
+    The fast path for remote reads.  Wraps an ``obstore.store.S3Store``, ``GCSStore``,
+    ``AzureStore``, ``HTTPStore``, ``LocalStore`` or ``MemoryStore``; its keys are those
+    below the obstore store's prefix.  ``get_many`` has a whole batch of requests in
+    flight at once (at most ``max_concurrency``), and several byte ranges of one key in
+    a batch (a shard's inner chunks) go out as one ``get_ranges`` call, which merges
+    nearby ranges.  Values are returned as read-only memoryviews of obstore's buffers
+    (no copy).  Transient failures are retried with exponential backoff and jitter,
+    bounded by ``retry``; a missing key reads as ``None``.
+
+    ``version`` gives no tokens (``None``): obstore reports an ETag only with a request
+    of its own, so the sharded engine re-reads a shard's index once per read rather
+    than pay a HEAD per shard.  Reads are obstore's blocking calls, made on up to
+    ``max_concurrency`` threads at once: each costs less than half of what its
+    asynchronous twin does in round trips through an event loop (4096 small GETs from a
+    local nginx: 270 ms against 600 ms).  Use ``from_url`` to open a URL.  Needs
+    obstore: ``pip install 'zarrfast[obstore]'``.
 
     Parameters
     ----------
-    store
+    store : obstore.store.ObjectStore
         An obstore store.  Its own retries and timeouts are those it was made with;
-        :meth:`from_url` turns obstore's retries off and sets timeouts.
-    read_only
+        ``from_url`` turns obstore's retries off and sets timeouts.
+    read_only : bool, default False
         Refuse writes and deletes.
-    retry
-        A :class:`RetryPolicy`, or an ``int``: the number of attempts.
-    max_concurrency
-        At most this many requests in flight at once, from every thread (default: config
-        ``io_concurrency``).
+    retry : RetryPolicy or int or None, default None
+        How transient failures are retried: a ``RetryPolicy``, or an ``int``, the
+        number of attempts (``None``: ``RetryPolicy()``).
+    max_concurrency : int or None, default None
+        At most this many requests in flight at once, from every thread (``None``:
+        ``config io_concurrency``).
 
-    :meth:`version` gives no tokens (``None``): obstore reports an ETag only with a
-    request of its own, so the sharded engine re-reads a shard's index once per read
-    rather than pay a HEAD per shard.  Values are returned as read-only memoryviews of
-    obstore's buffers (no copy).  Reads are obstore's blocking calls, made on up to
-    ``max_concurrency`` threads at once: each costs less than half of what its
-    asynchronous twin does in round trips through an event loop (4096 small GETs from a
-    local nginx: 270 ms against 600 ms).
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        If ``store`` is not an obstore store, ``retry`` is neither a ``RetryPolicy`` nor
+        an int, or ``max_concurrency`` is not an int >= 1.
+    zarrfast.storage.MissingDependencyError
+        If obstore is not installed.
+
+    Examples
+    --------
+    >>> import obstore.store
+    >>> from zarrfast.storage import ObjectStore
+    >>> store = ObjectStore(obstore.store.MemoryStore())
+    >>> store.url
+    'memory://'
+    >>> a = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="i4")
+    >>> a[:] = np.arange(4)
+    >>> list(store.list())
+    ['c/0', 'c/1', 'zarr.json']
+    >>> zarrfast.open_array(store, mode="r")[:]
+    array([0, 1, 2, 3], dtype=int32)
+
+    A local directory through obstore:
+
+    >>> import os
+    >>> os.makedirs("data")
+    >>> local = ObjectStore(obstore.store.LocalStore(os.path.abspath("data")))
+    >>> local.set("x/y", b"abc")
+    >>> bytes(local.get("x/y"))
+    b'abc'
+    >>> os.listdir("data")
+    ['x']
     """
 
     supports_partial_reads = True
@@ -316,14 +358,59 @@ class ObjectStore(Store):
                  read_only: bool = False, *, retry: RetryPolicy | int | None = None,
                  max_concurrency: int | None = None,
                  timeout: float | None = None) -> ObjectStore:
-        """Open ``url`` (``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``,
-        ``memory://``) with ``obstore.store.from_url``.  ``storage_options`` are obstore's
-        configuration keys (plus ``client_options`` and ``retry_config``), or the s3fs
-        style ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url`` and
-        ``client_kwargs={"endpoint_url", "region_name"}``.  Unless the options say
-        otherwise obstore does not retry (zarrfast's ``retry`` does), a request that
-        stalls (no byte) for ``timeout`` seconds (default 30) fails, and none takes more
-        than ``10 * timeout`` in all."""
+        """Open the store at a URL with ``obstore.store.from_url``.
+
+        URLs: ``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``, ``memory://``.
+        Unless the options say otherwise, obstore does not retry (zarrfast's ``retry``
+        does, so its bound is exact), a request that stalls (no byte) for ``timeout``
+        seconds fails, and none takes more than ``10 * timeout`` seconds in all.  The
+        stores opened with the same URL and options share one client (not ``memory://``:
+        each of those holds its own data).
+
+        Parameters
+        ----------
+        url : str
+            The URL of the store's root (``"s3://bucket/data.zarr"``).
+        storage_options : Mapping[str, Any] or None, default None
+            obstore's configuration keys (plus ``client_options`` and ``retry_config``), or
+            the s3fs style ``key``, ``secret``, ``token``, ``anon``, ``endpoint_url`` and
+            ``client_kwargs={"endpoint_url", "region_name"}``, translated.
+        read_only : bool, default False
+            Refuse writes and deletes.
+        retry : RetryPolicy or int or None, default None
+            How transient failures are retried: a ``RetryPolicy``, or the number of
+            attempts (``None``: ``RetryPolicy()``).
+        max_concurrency : int or None, default None
+            At most this many requests in flight at once (``None``: ``config
+            io_concurrency``).
+        timeout : float or None, default None
+            Seconds a request may stall before it fails (``None``: 30).
+
+        Returns
+        -------
+        ObjectStore
+            The store (its ``url`` attribute, named in messages, is ``url``).
+
+        Raises
+        ------
+        zarrfast.errors.ZarrfastError
+            If ``url`` has no ``://``, or ``timeout`` is not a number > 0.
+        zarrfast.storage.StorageOptionsError
+            If an option has no obstore equivalent (an fsspec/s3fs-only option, named in
+            the message), or obstore refuses the URL or the options.
+        zarrfast.storage.MissingDependencyError
+            If obstore is not installed.
+
+        Examples
+        --------
+        >>> from zarrfast.storage import ObjectStore
+        >>> store = ObjectStore.from_url("memory://")
+        >>> store.set("zarr.json", b"{}")
+        >>> list(store.list())
+        ['zarr.json']
+        >>> ObjectStore.from_url("memory://", read_only=True).read_only
+        True
+        """
         obstore = _import_obstore()
         if not isinstance(url, str) or "://" not in url:
             raise ZarrfastError(f"ObjectStore.from_url needs a URL with '://', got {url!r}")
@@ -365,6 +452,18 @@ class ObjectStore(Store):
         return (_rebuild, (self.store, self.read_only, self.retry, self.max_concurrency))
 
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
+        """Return a view of this store (the same obstore store) with another read-only flag.
+
+        Parameters
+        ----------
+        read_only : bool, default True
+            The flag of the view.
+
+        Returns
+        -------
+        ObjectStore
+            A new store object on the same keys.
+        """
         clone = ObjectStore(self.store, read_only=read_only, retry=self.retry,
                             max_concurrency=self.max_concurrency)
         clone._origin, clone.url = self._origin, self.url
@@ -516,6 +615,31 @@ class ObjectStore(Store):
             return fn(*args)
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Return the value of ``key`` (or the requested bytes of it), usually in one GET.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        byte_range : ByteRequest or None, default None
+            A ``RangeByteRequest``, ``OffsetByteRequest`` or ``SuffixByteRequest``;
+            ``None`` for the whole value.
+
+        Returns
+        -------
+        memoryview or None
+            The value (or the range of it, clipped like a slice), a read-only view of
+            obstore's buffer; ``None`` if missing.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidKeyError
+            If a key is not valid.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         validate_key(key)
         check_byte_range(byte_range)
         return self._limited(self._get, key, byte_range)
@@ -523,6 +647,32 @@ class ObjectStore(Store):
     def get_many(self, keys: Sequence[str],
                  byte_ranges: Sequence[ByteRequest | None] | None = None
                  ) -> list[bytes | None]:
+        """Return the values of many keys, at most ``max_concurrency`` requests at once.
+
+        Several non-empty ``RangeByteRequest`` ranges of one key are read with one
+        ``get_ranges`` call.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None] or None, default None
+            One byte range (or ``None``) per key; ``None`` for whole values.
+
+        Returns
+        -------
+        list[memoryview or None]
+            The values, in order; ``None`` for missing keys.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidKeyError
+            If a key is not valid.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         keys, ranges = many_requests(keys, byte_ranges)
         for k in keys:
             validate_key(k)
@@ -552,10 +702,39 @@ class ObjectStore(Store):
         return out
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value (one HEAD request).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        bool
+            ``True`` if ``key`` holds a value.
+        """
         validate_key(key)
         return self._limited(self._head, key) is not None
 
     def getsize(self, key: str) -> int:
+        """Return the size of the value of ``key`` (one HEAD request).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        int
+            The size in bytes.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``key`` is missing.
+        """
         validate_key(key)
         meta = self._limited(self._head, key)
         if meta is None:
@@ -573,6 +752,24 @@ class ObjectStore(Store):
             raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Store ``value`` under ``key`` (one PUT).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The value.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         self._check_writable(key)
         validate_key(key)
         data = as_bytes(value)
@@ -581,13 +778,50 @@ class ObjectStore(Store):
     # -- conditional writes: a shard's partial writes from processes sharing no lock -----
     @property
     def conditional_writes(self) -> bool:  # type: ignore[override]
-        """S3, GCS, Azure and obstore's memory store make a write conditional on the
-        version read (``If-Match``) or on the key being missing (``If-None-Match``);
-        obstore's local and HTTP stores do not."""
+        """Whether writes can be conditional: on S3, GCS, Azure and obstore's memory store.
+
+        Those make a write conditional on the version read (``If-Match``) or on the key
+        being missing (``If-None-Match``); obstore's local and HTTP stores do not.
+        """
         return type(self.store).__name__ in _CONDITIONAL_STORES
 
     def get_versioned(self, key: str, *, limit: int | None = None
                       ) -> tuple[Any, Hashable | None]:
+        """Return the value of ``key`` and its version: ``(ETag, object version)``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        limit : int or None, default None
+            Refuse a value larger than this many bytes before its body is read.
+
+        Returns
+        -------
+        tuple
+            ``(value, (e_tag, version))``; ``(None, None)`` when the key is missing.
+
+        Raises
+        ------
+        zarrfast.storage.errors.ValueTooLargeError
+            If the value is larger than ``limit`` bytes.
+
+        Examples
+        --------
+        >>> import obstore.store
+        >>> from zarrfast.storage import ObjectStore
+        >>> store = ObjectStore(obstore.store.MemoryStore())
+        >>> store.set("k", b"one")
+        >>> value, version = store.get_versioned("k")
+        >>> bytes(value)
+        b'one'
+        >>> store.set_if_version("k", b"two", version)
+        True
+        >>> store.set_if_version("k", b"three", version)  # replaced meanwhile
+        False
+        >>> bytes(store.get("k"))
+        b'two'
+        """
         import obstore
 
         validate_key(key)
@@ -612,6 +846,32 @@ class ObjectStore(Store):
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
                        version: Hashable | None) -> bool:
+        """Write ``value`` to ``key`` only if its version is still ``version``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The new value.
+        version : Hashable or None
+            The version ``get_versioned`` gave; ``None``: write only if ``key`` is missing.
+
+        Returns
+        -------
+        bool
+            Whether ``value`` was written (``False``: another writer's value is there now,
+            or the key was deleted meanwhile; nothing was written).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         import obstore
 
         self._check_writable(key)
@@ -640,6 +900,22 @@ class ObjectStore(Store):
             raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        """Store many values, at most ``max_concurrency`` requests at once.
+
+        Parameters
+        ----------
+        items : Mapping[str, bytes-like] or Iterable[tuple[str, bytes-like]]
+            The keys and their values (every key is checked before any request).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         self._check_writable(pairs[0][0] if pairs else None)
         work = [(validate_key(k), as_bytes(v)) for k, v in pairs]  # validate first
@@ -656,9 +932,40 @@ class ObjectStore(Store):
             pass
 
     def delete(self, key: str) -> None:
+        """Delete ``key``; deleting a missing key is not an error.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        """
         self.delete_many([key])
 
     def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete many keys; missing keys are not an error.
+
+        On S3 the keys go in ``DeleteObjects`` requests of 1000 keys; elsewhere one request
+        per key, at most ``max_concurrency`` at once.
+
+        Parameters
+        ----------
+        keys : Iterable[str]
+            The keys.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.RemoteStoreError
+            If a request fails for good (``RemotePermissionError`` when access is denied,
+            ``RetriesExhaustedError`` when transient failures outlast the retry policy);
+            the message names the key's URL.
+        """
         keys = list(keys)
         self._check_writable(keys[0] if keys else None)
         for k in keys:
@@ -700,9 +1007,37 @@ class ObjectStore(Store):
             return []
 
     def list(self) -> Iterator[str]:
+        """List every key of the store.
+
+        Returns
+        -------
+        Iterator[str]
+            The keys, sorted; paths no key can have are skipped.
+        """
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """List the keys that start with ``prefix``.
+
+        Where an S3 bucket holds a name obstore refuses to list (a ``..``, ``.`` or empty
+        segment), the keys are listed with botocore instead, skipping that name.
+
+        Parameters
+        ----------
+        prefix : str
+            A string prefix (``"a/"``: the keys below ``a``).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys, sorted.
+
+        Raises
+        ------
+        zarrfast.storage.RemoteStoreError
+            If the listing fails, or holds a name obstore refuses and cannot be listed
+            otherwise (not S3, or botocore is not installed).
+        """
         if not listing_prefix(prefix):
             return iter(())
         base = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
@@ -798,6 +1133,18 @@ class ObjectStore(Store):
         return client
 
     def list_dir(self, prefix: str) -> Iterator[str]:
+        """List the names of the immediate children below ``prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            A node path (``""`` for the root).
+
+        Returns
+        -------
+        Iterator[str]
+            The names of keys and "directories" just below ``prefix``, sorted.
+        """
         import obstore
 
         validate_prefix(prefix)
@@ -834,6 +1181,20 @@ class ObjectStore(Store):
         return iter(sorted(names))
 
     def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix`` (listed first).
+
+        Parameters
+        ----------
+        prefix : str
+            A node path; ``""`` means every key.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.errors.InvalidKeyError
+            If ``prefix`` is not a valid node path.
+        """
         self._check_writable(prefix or "<root>")
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
