@@ -140,19 +140,56 @@ def _value(buf: Any) -> bytes | memoryview | None:
 
 
 class ZarrPythonStore(Store):
-    """zarrfast's store interface over a zarr-python 3 store ``store``.
+    """A zarrfast store over a zarr-python 3 store.
+
+    Wraps any ``zarr.abc.store.Store``: zarr's ``LocalStore``, ``MemoryStore``,
+    ``FsspecStore``, ``ZipStore`` and ``ObjectStore``, icechunk's ``IcechunkStore``
+    (``session.store``), VirtualiZarr's ``ManifestStore`` and any other.  Its
+    coroutines run on zarr-python's own event loop; ``get_many`` runs one per key, at
+    most ``max_concurrency`` at once, and asks several byte ranges of one key (a
+    shard's inner chunks) with the store's ``get_partial_values``.  Transient failures
+    are retried with ``retry``; other failures become
+    ``zarrfast.storage.RemoteStoreError`` naming the key, except icechunk's own errors,
+    raised as they are (a read-only icechunk session refuses writes itself, with
+    ``icechunk.IcechunkError``).  Needs zarr-python: ``pip install 'zarrfast[zarr]'``.
 
     Parameters
     ----------
-    store
-        An instance of ``zarr.abc.store.Store``; it is opened if it is not open.
-    read_only
-        Refuse writes here even if ``store`` takes them.  A read-only ``store``
-        makes this store read-only too.
-    retry
-        A :class:`RetryPolicy` (or the number of attempts) for transient failures.
-    max_concurrency
-        At most this many requests in flight at once (default: ``config io_concurrency``).
+    store : zarr.abc.store.Store
+        The zarr-python store; it is opened if it is not open.
+    read_only : bool, default False
+        Refuse writes here even if ``store`` takes them.  A read-only ``store`` makes
+        this store read-only too, except a read-only icechunk session, which refuses
+        writes itself.
+    retry : RetryPolicy or int or None, default None
+        How transient failures are retried: a ``RetryPolicy``, or the number of
+        attempts (``None``: ``RetryPolicy()``).
+    max_concurrency : int or None, default None
+        At most this many requests in flight at once (``None``: ``config
+        io_concurrency``).
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        If ``store`` is not a zarr-python store, or ``max_concurrency`` is not an
+        int >= 1.
+    zarrfast.storage.MissingDependencyError
+        If zarr-python 3 is not installed.
+
+    Examples
+    --------
+    >>> import zarr
+    >>> from zarrfast.storage import ZarrPythonStore
+    >>> zstore = zarr.storage.MemoryStore()
+    >>> store = ZarrPythonStore(zstore)
+    >>> store
+    ZarrPythonStore(MemoryStore('memory://...'))
+    >>> a = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="i4")
+    >>> a[:] = np.arange(4)
+    >>> list(store.list())
+    ['c/0', 'c/1', 'zarr.json']
+    >>> zarr.open_array(zstore, mode="r")[:]
+    array([0, 1, 2, 3], dtype=int32)
     """
 
     batched_reads = True
@@ -227,6 +264,27 @@ class ZarrPythonStore(Store):
         return ("zarr-python", id(store))
 
     def with_read_only(self, read_only: bool = True) -> ZarrPythonStore:
+        """Return a view of this store with another read-only flag.
+
+        The zarr-python store's own ``with_read_only`` makes the view when it has one;
+        otherwise a read-only view is enforced here.
+
+        Parameters
+        ----------
+        read_only : bool, default True
+            The flag of the view.
+
+        Returns
+        -------
+        ZarrPythonStore
+            A new store object on the same data.
+
+        Raises
+        ------
+        NotImplementedError
+            If ``read_only`` is false and the zarr-python store is read-only and cannot be
+            made writable (it has no ``with_read_only``).
+        """
         inner = self.zarr_store
         if bool(getattr(inner, "read_only", False)) != read_only:
             try:
@@ -343,6 +401,33 @@ class ZarrPythonStore(Store):
         return out
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Return the value of ``key`` (or the requested bytes of it), with the store's ``get``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        byte_range : ByteRequest or None, default None
+            A ``RangeByteRequest``, ``OffsetByteRequest`` or ``SuffixByteRequest``;
+            ``None`` for the whole value.
+
+        Returns
+        -------
+        bytes-like or None
+            The value (or the range of it, clipped like a slice): a read-only view of the
+            zarr buffer's memory when it is contiguous bytes, else a copy; ``None`` if
+            missing.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidKeyError
+            If a key is not valid.
+        zarrfast.storage.RemoteStoreError
+            If the zarr-python store fails for good (``RemotePermissionError`` when access
+            is denied, ``RetriesExhaustedError`` when transient failures outlast the retry
+            policy), naming the key, with the store's exception as ``__cause__``.
+            icechunk's own errors are raised as they are.
+        """
         validate_key(key)
         _zarr_range(self._zarr, byte_range)  # checks the type
         return self._sync(self._aget(key, byte_range))  # type: ignore[return-value]
@@ -350,6 +435,32 @@ class ZarrPythonStore(Store):
     def get_many(
         self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
     ) -> list[bytes | None]:
+        """Return the values of many keys, their coroutines run concurrently.
+
+        Several byte ranges of one key are asked with one ``get_partial_values`` call.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None] or None, default None
+            One byte range (or ``None``) per key; ``None`` for whole values.
+
+        Returns
+        -------
+        list[bytes-like or None]
+            The values, in order; ``None`` for missing keys.
+
+        Raises
+        ------
+        zarrfast.errors.InvalidKeyError
+            If a key is not valid.
+        zarrfast.storage.RemoteStoreError
+            If the zarr-python store fails for good (``RemotePermissionError`` when access
+            is denied, ``RetriesExhaustedError`` when transient failures outlast the retry
+            policy), naming the key, with the store's exception as ``__cause__``.
+            icechunk's own errors are raised as they are.
+        """
         keys, ranges = many_requests(keys, byte_ranges)
         for k, r in zip(keys, ranges, strict=True):
             validate_key(k)
@@ -380,6 +491,18 @@ class ZarrPythonStore(Store):
         return self._sync(main())
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value (the store's ``exists``).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        bool
+            ``True`` if ``key`` holds a value.
+        """
         validate_key(key)
         return self._sync(self._aexists(key))
 
@@ -391,6 +514,23 @@ class ZarrPythonStore(Store):
             return False
 
     def getsize(self, key: str) -> int:
+        """Return the size of the value of ``key`` (the store's ``getsize``).
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Returns
+        -------
+        int
+            The size in bytes.
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``key`` is missing (a directory of a local store is no key).
+        """
         validate_key(key)
 
         async def size() -> int | None:
@@ -424,6 +564,27 @@ class ZarrPythonStore(Store):
         await self._retrying("writing", key, lambda: self.zarr_store.set(key, buf))
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Store ``value`` under ``key`` with the store's ``set``.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+        value : bytes-like
+            The value.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.UnsupportedStoreOperationError
+            If the zarr-python store does not take writes (``supports_writes`` false).
+        zarrfast.storage.RemoteStoreError
+            If the zarr-python store fails for good (``RemotePermissionError`` when access
+            is denied, ``RetriesExhaustedError`` when transient failures outlast the retry
+            policy), naming the key, with the store's exception as ``__cause__``.
+            icechunk's own errors are raised as they are.
+        """
         validate_key(key)
         data = as_bytes(value)
         self._check_writes(key)
@@ -431,6 +592,25 @@ class ZarrPythonStore(Store):
         self._sync(self._aset(key, data))
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        """Store many values, their coroutines run concurrently.
+
+        Parameters
+        ----------
+        items : Mapping[str, bytes-like] or Iterable[tuple[str, bytes-like]]
+            The keys and their values (every key is checked first).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.UnsupportedStoreOperationError
+            If the zarr-python store does not take writes (``supports_writes`` false).
+        zarrfast.storage.RemoteStoreError
+            If the zarr-python store fails for good (``RemotePermissionError`` when access
+            is denied, ``RetriesExhaustedError`` when transient failures outlast the retry
+            policy), naming the key, with the store's exception as ``__cause__``.
+            icechunk's own errors are raised as they are.
+        """
         pairs = [(validate_key(k), as_bytes(v)) for k, v in
                  (items.items() if isinstance(items, Mapping) else items)]
         if not pairs:
@@ -450,12 +630,40 @@ class ZarrPythonStore(Store):
             pass
 
     def delete(self, key: str) -> None:
+        """Delete ``key``; deleting a missing key (or a prefix) is not an error.
+
+        Parameters
+        ----------
+        key : str
+            The key (``"zarr.json"``, ``"c/0/0"``).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.UnsupportedStoreOperationError
+            If the zarr-python store does not take deletes (``supports_deletes`` false).
+        """
         validate_key(key)
         self._check_writes(key)
         self._check_supports("delete", key)
         self._sync(self._adelete(key))
 
     def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete many keys, their coroutines run concurrently; missing keys are not an error.
+
+        Parameters
+        ----------
+        keys : Iterable[str]
+            The keys.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.UnsupportedStoreOperationError
+            If the zarr-python store does not take deletes (``supports_deletes`` false).
+        """
         keys = [validate_key(k) for k in keys]
         if not keys:
             return
@@ -465,8 +673,25 @@ class ZarrPythonStore(Store):
                                   self._requests))
 
     def delete_dir(self, prefix: str) -> None:
-        """The wrapped store's own ``delete_dir`` (``clear`` for ``""``), which also
-        removes the directories a local store leaves behind."""
+        """Delete every key below ``prefix`` with the store's own ``delete_dir``.
+
+        ``""`` calls the store's ``clear``.  Either also removes the directories a local
+        store leaves behind.
+
+        Parameters
+        ----------
+        prefix : str
+            A node path; ``""`` means every key.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            If the store is read-only.
+        zarrfast.storage.UnsupportedStoreOperationError
+            If the zarr-python store does not take deletes (``supports_deletes`` false).
+        zarrfast.errors.InvalidKeyError
+            If ``prefix`` is not a valid node path.
+        """
         self._check_writes(prefix or "<root>")
         validate_prefix(prefix)
         self._check_supports("delete", prefix or "<root>")
@@ -514,9 +739,38 @@ class ZarrPythonStore(Store):
         return out
 
     def list(self) -> Iterator[str]:
+        """List every key of the store (its ``list``).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys, sorted; names no key can have are skipped.
+
+        Raises
+        ------
+        zarrfast.storage.UnsupportedStoreOperationError
+            If the zarr-python store does not list (``supports_listing`` false).
+        """
         return iter(sorted(self._valid(self._collect("<root>", self.zarr_store.list))))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """List the keys that start with ``prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            A string prefix (``"a/"``: the keys below ``a``).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys, sorted.
+
+        Raises
+        ------
+        zarrfast.storage.UnsupportedStoreOperationError
+            If the zarr-python store does not list (``supports_listing`` false).
+        """
         if not listing_prefix(prefix):
             return iter(())
         base = prefix.rsplit("/", 1)[0] + "/" if "/" in prefix else ""
@@ -527,6 +781,23 @@ class ZarrPythonStore(Store):
         return iter(sorted(k for k in self._valid(keys) if k.startswith(prefix)))
 
     def list_dir(self, prefix: str) -> Iterator[str]:
+        """List the names of the immediate children below ``prefix`` (the store's ``list_dir``).
+
+        Parameters
+        ----------
+        prefix : str
+            A node path (``""`` for the root).
+
+        Returns
+        -------
+        Iterator[str]
+            The names of keys and "directories" just below ``prefix``, sorted.
+
+        Raises
+        ------
+        zarrfast.storage.UnsupportedStoreOperationError
+            If the zarr-python store does not list (``supports_listing`` false).
+        """
         validate_prefix(prefix)
         p = prefix.rstrip("/")
         names = self._collect(p or "<root>", lambda: self.zarr_store.list_dir(p))
