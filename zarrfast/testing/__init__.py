@@ -1,8 +1,9 @@
 """Helpers for testing zarrfast and third-party extensions of it.
 
-:class:`StoreTests` is a conformance suite for :class:`zarrfast.storage.Store`
-implementations; subclass it once per store (see :mod:`zarrfast.testing.store`).
-Importing this package needs pytest (and Hypothesis for the property tests).
+[StoreTests][zarrfast.testing.StoreTests] is a conformance suite for
+[Store][zarrfast.storage.Store] implementations: subclass it once per store, in a
+test module, and pytest runs every one of its tests against that store.  Importing
+this package needs pytest (and Hypothesis for the property test).
 """
 
 from zarrfast.testing.store import StoreTests

@@ -95,11 +95,46 @@ def _require_deletes(store: Store) -> None:
 
 
 class StoreTests:
-    """Base class of store conformance tests (not collected: no ``Test`` prefix).
+    """Base class of store conformance tests: subclass it once per store.
 
-    Subclasses implement :meth:`make_store`.  The ``store`` fixture gives a
-    fresh, empty, writable store per test; read-only views are made with
-    ``store.with_read_only(True)``.
+    A subclass implements ``make_store``; name it ``Test...`` so that pytest collects
+    it, and every ``test_*`` method then runs against the store (``StoreTests`` itself
+    has no ``Test`` prefix, so it is not collected).  The ``store`` fixture gives a
+    new, empty, writable store per test; read-only views are made with
+    ``store.with_read_only(True)``.  The tests check the store contract: a missing key
+    reads as ``None``; values read back equal to ``bytes(value)`` for every buffer type
+    written, as read-only bytes-like objects; byte ranges are clipped like Python
+    slices; invalid keys raise ``zarrfast.errors.InvalidKeyError`` on every operation;
+    a read-only view refuses every write with ``zarrfast.errors.ReadOnlyError`` and
+    changes nothing; listings are sorted and exact; concurrent writers and readers on
+    threads see whole values only.
+
+    Class attributes let a store opt out of what its platform cannot give
+    (``overwrite_while_reading``); each opt-out must say why where it is set.  A store
+    whose ``supports_deletes`` is false (a zip archive) skips the tests of deleting,
+    and must instead refuse deletes with an error naming the key, changing nothing.
+    Needs pytest (and Hypothesis for the property test).
+
+    Examples
+    --------
+    In a test module (``tests/test_my_store.py``)::
+
+        from zarrfast.storage import MemoryStore
+        from zarrfast.testing import StoreTests
+
+        class TestMemoryStore(StoreTests):
+            def make_store(self, tmp_path):
+                return MemoryStore()
+
+    A test method can also be called by hand, with a store as its fixture:
+
+    >>> from zarrfast.testing import StoreTests
+    >>> class TestMemoryStore(StoreTests):
+    ...     def make_store(self, tmp_path):
+    ...         return zarrfast.MemoryStore()
+    >>> suite = TestMemoryStore()
+    >>> suite.test_overwrite(suite.make_store(None))
+    >>> suite.test_empty_value(suite.make_store(None))
     """
 
     #: Whether a value may be overwritten while other threads are reading it.
@@ -112,11 +147,39 @@ class StoreTests:
 
     # -- hooks ------------------------------------------------------------
     def make_store(self, tmp_path: Path) -> Store:
-        """Return a new, empty, writable store.  ``tmp_path`` is a fresh directory."""
+        """Return a new, empty, writable store: the hook every subclass implements.
+
+        Parameters
+        ----------
+        tmp_path : pathlib.Path
+            A new empty directory, for stores that keep their data in files.
+
+        Returns
+        -------
+        zarrfast.storage.Store
+            The store under test.
+
+        Raises
+        ------
+        NotImplementedError
+            If the subclass does not implement it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement make_store(tmp_path)")
 
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[Store]:
+        """Give a new store of ``make_store`` per test, closed after it.
+
+        Parameters
+        ----------
+        tmp_path : pathlib.Path
+            pytest's ``tmp_path`` fixture.
+
+        Yields
+        ------
+        zarrfast.storage.Store
+            The store.
+        """
         s = self.make_store(tmp_path)
         try:
             yield s
@@ -125,7 +188,18 @@ class StoreTests:
 
     @pytest.fixture
     def filled(self, store: Store) -> Store:
-        """The store holding a small tree of keys (see :attr:`TREE`)."""
+        """Fill the ``store`` fixture with the keys of ``TREE``.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture.
+
+        Returns
+        -------
+        zarrfast.storage.Store
+            The same store, holding ``TREE``.
+        """
         for k, v in self.TREE.items():
             store.set(k, v)
         return store
@@ -146,6 +220,13 @@ class StoreTests:
 
     # -- basics -----------------------------------------------------------
     def test_fixture_store_is_empty_and_writable(self, store: Store) -> None:
+        """Check that the ``store`` fixture is an empty, writable ``Store`` with bool flags.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         assert isinstance(store, Store)
         assert store.read_only is False
         assert store.is_empty()
@@ -155,6 +236,13 @@ class StoreTests:
             assert isinstance(getattr(store, flag), bool), flag
 
     def test_get_missing(self, store: Store) -> None:
+        """Check that a missing key reads as ``None``, whole or as any byte range.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         assert store.get("missing") is None
         assert store.get("a/b/missing") is None
         assert store.get("missing", RangeByteRequest(0, 4)) is None
@@ -163,6 +251,13 @@ class StoreTests:
         assert store.exists("missing") is False
 
     def test_get_prefix_is_not_a_key(self, store: Store) -> None:
+        """Check that a prefix of keys, and a path below a key, hold no value.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         store.set("a/b/c", b"x")
         for prefix in ("a", "a/b"):
             assert store.get(prefix) is None
@@ -191,6 +286,15 @@ class StoreTests:
         ],
     )
     def test_set_get_buffer_types(self, store: Store, make) -> None:
+        """Check that every kind of contiguous buffer is stored as its bytes.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        make : callable
+            Makes the buffer written (bytes, bytearray, memoryview, NumPy arrays) from bytes.
+        """
         value = make(_VALUE)
         expected = bytes(value)
         assert expected == _VALUE
@@ -212,17 +316,40 @@ class StoreTests:
         ],
     )
     def test_set_non_contiguous_buffer(self, store: Store, make) -> None:
+        """Check that a non-contiguous buffer (strided, Fortran order) is stored as its bytes.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        make : callable
+            Makes the non-contiguous buffer written from bytes.
+        """
         value = make(_VALUE)
         store.set("k", value)
         assert_value(store.get("k"), bytes(value))
 
     def test_set_does_not_keep_reference_to_mutable_buffer(self, store: Store) -> None:
+        """Check that changing a buffer after ``set`` leaves the stored value unchanged.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         buf = bytearray(b"abcdef")
         store.set("k", buf)
         buf[:] = b"XXXXXX"
         assert_value(store.get("k"), b"abcdef")
 
     def test_returned_value_is_independent(self, store: Store) -> None:
+        """Check that a large value reads back whole and read-only, and again unchanged.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         store.set("k", _VALUE * 8)  # big enough for any "no copy" path
         got = store.get("k")
         assert_value(got, _VALUE * 8)
@@ -230,12 +357,28 @@ class StoreTests:
 
     @pytest.mark.parametrize("value", ["text", 5, None, [1, 2]], ids=repr)
     def test_set_rejects_non_buffers(self, store: Store, value) -> None:
+        """Check that ``set`` refuses a value that is no buffer with ``TypeError``.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        value : object
+            The value that is no buffer (a str, an int, ``None``, a list).
+        """
         with pytest.raises(TypeError):
             store.set("k", value)
         assert store.get("k") is None
         assert _keys(store.list()) == []
 
     def test_overwrite(self, store: Store) -> None:
+        """Check that ``set`` replaces a value, longer or shorter or empty.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         store.set("k", b"long old value")
         store.set("k", b"new")
         assert_value(store.get("k"), b"new")
@@ -246,6 +389,13 @@ class StoreTests:
         assert _keys(store.list()) == ["k"]
 
     def test_empty_value(self, store: Store) -> None:
+        """Check that an empty value exists, has size 0 and reads as ``b""`` in every range.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         store.set("e", b"")
         assert_value(store.get("e"), b"")
         assert store.exists("e")
@@ -280,11 +430,29 @@ class StoreTests:
         ids=repr,
     )
     def test_byte_ranges(self, store: Store, byte_range, sl: slice) -> None:
+        """Check that each kind of byte range reads what the matching slice gives.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        byte_range : ByteRequest
+            The byte range read (``get`` and ``get_many``).
+        sl : slice
+            The slice of the value that the range must give.
+        """
         store.set("a/k", _VALUE)
         assert_value(store.get("a/k", byte_range), _VALUE[sl])
         assert_value(store.get_many(["a/k"], [byte_range])[0], _VALUE[sl])
 
     def test_byte_range_of_large_value(self, store: Store) -> None:
+        """Check byte ranges of a 3 MiB value.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         value = np.random.default_rng(0).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()
         store.set("big", value)
         assert_value(store.get("big"), value)
@@ -294,6 +462,13 @@ class StoreTests:
         assert_value(store.get("big", OffsetByteRequest(len(value) - 3)), value[-3:])
 
     def test_invalid_byte_ranges(self, store: Store) -> None:
+        """Check that invalid byte ranges raise ``ZarrfastError``.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         store.set("k", b"abc")
         with pytest.raises(ZarrfastError):
             store.get("k", RangeByteRequest(5, 2))
@@ -309,6 +484,15 @@ class StoreTests:
     # -- get_many ---------------------------------------------------------
     @pytest.mark.parametrize("n", [0, 1, 3, 20])  # small and pooled paths
     def test_get_many(self, store: Store, n: int) -> None:
+        """Check that ``get_many`` returns every value in order, ``None`` for missing keys.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        n : int
+            How many stored keys (each asked with a missing one).
+        """
         values = {f"g/{i}": _VALUE[i:] for i in range(n)}
         store.set_many(values)
         keys = []
@@ -322,6 +506,15 @@ class StoreTests:
 
     @pytest.mark.parametrize("n", [1, 3, 20])
     def test_get_many_byte_ranges(self, store: Store, n: int) -> None:
+        """Check that ``get_many`` with byte ranges reads what ``get`` reads.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        n : int
+            How many keys are asked.
+        """
         store.set("v", _VALUE)
         kinds = [None, RangeByteRequest(3, 9), OffsetByteRequest(1020), SuffixByteRequest(2000)]
         ranges = [kinds[i % 4] for i in range(n)]
@@ -338,19 +531,46 @@ class StoreTests:
 
     @pytest.mark.parametrize(("n_keys", "n_ranges"), [(3, 2), (1, 0), (20, 21), (0, 1)])
     def test_get_many_length_mismatch(self, store: Store, n_keys: int, n_ranges: int) -> None:
+        """Check that ``get_many`` refuses as many byte ranges as there are not keys.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        n_keys : int
+            How many keys are asked.
+        n_ranges : int
+            How many byte ranges are given.
+        """
         store.set("v", b"abc")
         with pytest.raises(ZarrfastError, match="byte ranges"):
             store.get_many(["v"] * n_keys, [None] * n_ranges)
 
     def test_get_many_invalid_key(self, store: Store) -> None:
+        """Check that ``get_many`` refuses an invalid key among valid ones.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         for n in (2, 20):
             with pytest.raises(InvalidKeyError):
                 store.get_many(["ok"] * (n - 1) + ["../x"])
 
     @pytest.mark.parametrize("n", [2, 40])
     def test_get_many_distinct_keys_and_ranges(self, store: Store, n: int) -> None:
-        """Many keys, each with its own kind of range, answered in order (the reads of
-        a sharded array: index suffixes and inner-chunk ranges of many shards)."""
+        """Check that many keys, each with its own kind of range, are answered in order.
+
+        The reads of a sharded array: index suffixes and inner-chunk ranges of many shards.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        n : int
+            How many keys are asked.
+        """
         values = {f"s/{i}": bytes([i % 251]) * (100 + 37 * i) + _VALUE[:i] for i in range(n)}
         store.set_many(values)
         requests: list[tuple[str, object, bytes | None]] = []  # key, range, expected
@@ -375,8 +595,15 @@ class StoreTests:
                 assert_value(g, e)
 
     def test_deletes_unsupported(self, filled: Store) -> None:
-        """A store without deletes refuses them with an error naming the key and keeps
-        every value; read-only views still say read-only first."""
+        """Check that a store without deletes refuses them, naming the key, and keeps every value.
+
+        Read-only views still say read-only first.  Skipped for stores that delete.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         if filled.supports_deletes:
             pytest.skip(f"{type(filled).__name__} supports deletes")
         for attempt, name in [
@@ -393,6 +620,13 @@ class StoreTests:
 
     # -- exists / getsize -------------------------------------------------
     def test_exists(self, store: Store) -> None:
+        """Check that ``exists`` is true for keys only (not prefixes, not deleted keys).
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         assert not store.exists("a/b")
         store.set("a/b", b"1")
         assert store.exists("a/b")
@@ -403,6 +637,13 @@ class StoreTests:
             assert not store.exists("a/b")
 
     def test_getsize(self, store: Store) -> None:
+        """Check that ``getsize`` gives a value's size and raises ``FileNotFoundError`` otherwise.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         store.set("a/b", _VALUE)
         store.set("e", b"")
         assert store.getsize("a/b") == len(_VALUE)
@@ -413,9 +654,17 @@ class StoreTests:
             store.getsize("a")  # a prefix, not a key
 
     def test_conditional_writes(self, store: Store) -> None:
-        """A store with ``conditional_writes``: ``set_if_version`` writes only over the
-        version ``get_versioned`` gave (``None``: only where the key is missing), and
-        returns False, writing nothing, otherwise."""
+        """Check ``get_versioned`` and ``set_if_version`` of a store with ``conditional_writes``.
+
+        ``set_if_version`` writes only over the version ``get_versioned`` gave (``None``:
+        only where the key is missing), and returns ``False``, writing nothing, otherwise.
+        Skipped for stores that make no conditional writes.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         if not store.conditional_writes:
             pytest.skip(f"{type(store).__name__} makes no conditional writes")
         assert store.get_versioned("cw") == (None, None)
@@ -440,8 +689,16 @@ class StoreTests:
         assert store.get("cw") is None
 
     def test_version_tokens(self, store: Store) -> None:
-        """``version`` is None for a missing key, stable while a value is unchanged, and
-        different after every replacement (even by an equal value of equal size)."""
+        """Check that ``version`` tokens change with every replacement of a value.
+
+        ``None`` for a missing key, stable while a value is unchanged, different after
+        every replacement (even by an equal value).  Skipped for stores that give no tokens.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         assert store.version("v") is None
         store.set("v", b"first")
         token = store.version("v")
@@ -463,6 +720,13 @@ class StoreTests:
 
     # -- delete -----------------------------------------------------------
     def test_delete(self, filled: Store) -> None:
+        """Check that ``delete`` removes a key and that deleting a missing key is no error.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         _require_deletes(filled)
         store = filled
         store.delete("a/b")
@@ -477,18 +741,41 @@ class StoreTests:
 
     def test_delete_prefix_is_noop(self, filled: Store) -> None:
         # "a" names a prefix, not a key: delete leaves the keys below it alone
+        """Check that ``delete`` of a prefix leaves the keys below it alone.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         _require_deletes(filled)
         filled.delete("a")
         filled.delete("a/c")
         assert _keys(filled.list()) == sorted(self.TREE)
 
     def test_delete_many(self, filled: Store) -> None:
+        """Check that ``delete_many`` removes those keys, missing ones no error.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         _require_deletes(filled)
         filled.delete_many(["a/b", "b", "missing"])
         assert _keys(filled.list()) == sorted(set(self.TREE) - {"a/b", "b"})
 
     @pytest.mark.parametrize("prefix", ["a", "a/"])
     def test_delete_dir(self, filled: Store, prefix: str) -> None:
+        """Check that ``delete_dir`` removes every key below a prefix, and no other.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        prefix : str
+            The prefix, with or without a trailing slash.
+        """
         _require_deletes(filled)
         filled.delete_dir(prefix)
         assert _keys(filled.list()) == sorted(k for k in self.TREE if not k.startswith("a/"))
@@ -497,6 +784,13 @@ class StoreTests:
         assert filled.get("a0") == b"a0"
 
     def test_delete_dir_nested_and_missing(self, filled: Store) -> None:
+        """Check ``delete_dir`` of a nested prefix, a missing one, and a key (left alone).
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         _require_deletes(filled)
         filled.delete_dir("a/c")
         assert _keys(filled.list_prefix("a/")) == ["a/b", "a/cc/e"]
@@ -507,12 +801,26 @@ class StoreTests:
         assert filled.get("b") == b"b"
 
     def test_delete_dir_invalid(self, filled: Store) -> None:
+        """Check that ``delete_dir`` refuses invalid prefixes, deleting nothing.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         for bad in ("..", "../a", "a/../a", "a\\b", "/", "//", "/a", "a//", "a//b"):
             with pytest.raises(InvalidKeyError):
                 filled.delete_dir(bad)
         assert _keys(filled.list()) == sorted(self.TREE)
 
     def test_clear(self, filled: Store) -> None:
+        """Check that ``clear`` empties the store, which stays usable.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         _require_deletes(filled)
         filled.clear()
         assert filled.is_empty()
@@ -527,18 +835,39 @@ class StoreTests:
         assert filled.is_empty()
 
     def test_set_many(self, store: Store) -> None:
+        """Check that ``set_many`` takes a mapping or pairs of keys and buffers.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         store.set_many({"x/1": b"1", "x/2": bytearray(b"2")})
         store.set_many([("x/3", memoryview(b"3"))])
         assert _keys(store.list()) == ["x/1", "x/2", "x/3"]
         assert_value(store.get("x/2"), b"2")
 
     def test_set_if_not_exists(self, store: Store) -> None:
+        """Check that ``set_if_not_exists`` leaves an existing value alone.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         store.set_if_not_exists("k", b"first")
         store.set_if_not_exists("k", b"second")
         assert_value(store.get("k"), b"first")
 
     # -- listing ----------------------------------------------------------
     def test_list(self, filled: Store) -> None:
+        """Check that ``list`` gives every key once, sorted.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         keys = _keys(filled.list())
         assert keys == sorted(self.TREE)
         assert len(set(keys)) == len(keys)
@@ -549,6 +878,15 @@ class StoreTests:
     )
     def test_list_prefix(self, filled: Store, prefix: str) -> None:
         # plain string-prefix semantics
+        """Check that ``list_prefix`` gives the keys that start with a string prefix, sorted.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        prefix : str
+            The prefix.
+        """
         expected = sorted(k for k in self.TREE if k.startswith(prefix))
         assert _keys(filled.list_prefix(prefix)) == expected
 
@@ -568,9 +906,27 @@ class StoreTests:
         ],
     )
     def test_list_dir(self, filled: Store, prefix: str, expected: list[str]) -> None:
+        """Check that ``list_dir`` gives the names of a prefix's immediate children, sorted.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        prefix : str
+            The prefix.
+        expected : list[str]
+            The names ``list_dir`` must give.
+        """
         assert _keys(filled.list_dir(prefix)) == expected
 
     def test_list_empty_store(self, store: Store) -> None:
+        """Check that listings of an empty store are empty.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         assert _keys(store.list()) == []
         assert _keys(store.list_prefix("")) == []
         assert _keys(store.list_prefix("a/")) == []
@@ -579,6 +935,15 @@ class StoreTests:
 
     @pytest.mark.parametrize("prefix", ["..", "../", "/", "/a", "a//", "a/../", "./", "a\\"])
     def test_list_invalid_prefix(self, filled: Store, prefix: str) -> None:
+        """Check that ``list_prefix`` and ``list_dir`` refuse invalid prefixes.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        prefix : str
+            The invalid prefix.
+        """
         if prefix != "/":  # (accepted by list_prefix: see test_list_prefix_slash)
             with pytest.raises(InvalidKeyError):
                 _keys(filled.list_prefix(prefix))
@@ -586,13 +951,27 @@ class StoreTests:
             _keys(filled.list_dir(prefix))
 
     def test_list_prefix_slash(self, filled: Store) -> None:
-        """``list_prefix("/")`` lists nothing, as zarr-python's stores: no key starts with
-        a slash (``""`` lists everything)."""
+        """Check that ``list_prefix("/")`` lists nothing, as zarr-python's stores do.
+
+        No key starts with a slash; ``""`` lists everything.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         assert _keys(filled.list_prefix("/")) == []
         assert _keys(filled.list_prefix("")) == _keys(filled.list())
         assert _keys(filled.list())
 
     def test_is_empty(self, store: Store) -> None:
+        """Check ``is_empty`` of the store and of prefixes, before and after writes.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         assert store.is_empty()
         assert store.is_empty("a/")
         store.set("a/b/c", b"x")
@@ -608,6 +987,15 @@ class StoreTests:
     # -- keys -------------------------------------------------------------
     @pytest.mark.parametrize("key", list(INVALID_KEYS), ids=list(INVALID_KEYS.values()))
     def test_invalid_keys(self, store: Store, key: str) -> None:
+        """Check that every operation refuses an invalid key with ``InvalidKeyError``.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        key : str
+            A key of ``INVALID_KEYS``.
+        """
         store.set("ok", b"ok")
         with pytest.raises(InvalidKeyError):
             store.get(key)
@@ -629,6 +1017,15 @@ class StoreTests:
 
     @pytest.mark.parametrize("key", [b"bytes", 1, None, ("a",)], ids=repr)
     def test_non_str_keys(self, store: Store, key) -> None:
+        """Check that keys that are not str are refused with ``InvalidKeyError``.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        key : object
+            The key (bytes, an int, ``None``, a tuple).
+        """
         with pytest.raises(InvalidKeyError):
             store.get(key)
         with pytest.raises(InvalidKeyError):
@@ -641,6 +1038,15 @@ class StoreTests:
          "x" * 100, "/".join("abcdefghij"), "c.0.0", "a b"],
     )
     def test_valid_unusual_keys(self, store: Store, key: str) -> None:
+        """Check that unusual but valid keys are stored, listed and deleted.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        key : str
+            The key (dots, spaces, non-ASCII, long, deep).
+        """
         store.set(key, key.encode())
         assert_value(store.get(key), key.encode())
         assert store.exists(key)
@@ -650,6 +1056,11 @@ class StoreTests:
             assert store.get(key) is None
 
     def test_invalid_key_errors_are_keyerrors(self) -> None:
+        """Check that the key and read-only errors are also the builtins users catch.
+
+        ``InvalidKeyError`` is a ``KeyError``, ``ReadOnlyError`` a ``PermissionError``, and
+        both are ``ZarrfastError``.
+        """
         assert issubclass(InvalidKeyError, KeyError)
         assert issubclass(InvalidKeyError, ZarrfastError)
         assert issubclass(ReadOnlyError, PermissionError)
@@ -657,6 +1068,13 @@ class StoreTests:
 
     # -- read-only --------------------------------------------------------
     def test_read_only_view(self, filled: Store) -> None:
+        """Check that ``with_read_only(True)`` is a view of the same data, not a snapshot.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         ro = filled.with_read_only(True)
         assert ro.read_only is True
         assert filled.read_only is False
@@ -672,6 +1090,13 @@ class StoreTests:
         assert_value(filled.get("new2"), b"m")
 
     def test_read_only_refuses_writes(self, filled: Store) -> None:
+        """Check that a read-only view refuses every write and delete, changing nothing.
+
+        Parameters
+        ----------
+        filled : zarrfast.storage.Store
+            The ``filled`` fixture: the store holding the keys of ``TREE``.
+        """
         ro = filled.with_read_only(True)
         before = {k: bytes(filled.get(k)) for k in filled.list()}
         attempts = [
@@ -695,12 +1120,29 @@ class StoreTests:
         assert after == before
 
     def test_read_only_error_message_names_key(self, store: Store) -> None:
+        """Check that the ``ReadOnlyError`` of a refused write names the key.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         ro = store.with_read_only(True)
         with pytest.raises(ReadOnlyError, match="some/key"):
             ro.set("some/key", b"x")
 
     # -- threads ----------------------------------------------------------
     def test_threads_disjoint_keys(self, store: Store) -> None:
+        """Check writers and readers on threads, each writing keys of its own.
+
+        Every thread reads back whole values (and, with ``overwrite_while_reading``,
+        the keys another thread is writing).
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         n, m = self.n_threads, self.keys_per_thread
         barrier = threading.Barrier(n)
 
@@ -732,7 +1174,13 @@ class StoreTests:
             assert_value(got, expected[k])
 
     def test_threads_same_key(self, store: Store) -> None:
-        """Readers see a whole old or new value, never a torn one."""
+        """Check that readers of a key many threads write see whole values, never torn ones.
+
+        Parameters
+        ----------
+        store : zarrfast.storage.Store
+            The ``store`` fixture: a new, empty, writable store.
+        """
         n = self.n_threads
         values = [bytes([i]) * (1000 + 997 * i) for i in range(n)]
         allowed = set(values)
@@ -797,6 +1245,18 @@ class StoreTests:
             self, tmp_path_factory: pytest.TempPathFactory, items, start, length, data
         ) -> None:
             # A key cannot also be a prefix of another key on a file system.
+            """Check random keys, values and byte ranges against Python's slices (Hypothesis).
+
+            Hypothesis draws up to 6 keys with values of up to 300 bytes, each written as bytes,
+            bytearray or memoryview, and a byte range (``start``, ``length``); each example
+            makes its own store with ``make_store``, then checks listings, reads, sizes, the
+            three kinds of byte range, ``list_dir``, ``get_many``, deletes and ``clear``.
+
+            Parameters
+            ----------
+            tmp_path_factory : pytest.TempPathFactory
+                pytest's fixture: a new directory per example.
+            """
             items = {
                 k: v for k, v in items.items() if not any(o.startswith(k + "/") for o in items)
             }
@@ -836,5 +1296,6 @@ class StoreTests:
     else:  # pragma: no cover
 
         def test_property_round_trip(self) -> None:
+            """Skip the property test: Hypothesis is not installed."""
             pytest.skip("hypothesis is not installed")
 
