@@ -117,14 +117,16 @@ class StoreTests:
 
     Examples
     --------
-    In a test module (``tests/test_my_store.py``)::
+    In a test module (``tests/test_my_store.py``):
 
-        from zarrfast.storage import MemoryStore
-        from zarrfast.testing import StoreTests
+    ```python
+    from zarrfast.storage import MemoryStore
+    from zarrfast.testing import StoreTests
 
-        class TestMemoryStore(StoreTests):
-            def make_store(self, tmp_path):
-                return MemoryStore()
+    class TestMemoryStore(StoreTests):
+        def make_store(self, tmp_path):
+            return MemoryStore()
+    ```
 
     A test method can also be called by hand, with a store as its fixture:
 
