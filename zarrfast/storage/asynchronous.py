@@ -56,11 +56,44 @@ def _value_bytes(value: Any) -> Any:
 
 
 class AsyncStore:
-    """zarr-python's coroutine store methods over a zarrfast :class:`Store`.
+    """zarr-python's coroutine store methods over a zarrfast ``Store``.
 
-    ``get`` accepts (and ignores) zarr-python's ``prototype`` argument; values are
-    returned as ``bytes`` (``None`` for a missing key).  ``set`` accepts bytes-like
-    objects and zarr-python buffers (anything with ``to_bytes()``)."""
+    zarrfast's stores are synchronous, and their methods keep the names zarr-python's
+    stores use for coroutines; an ``AsyncStore`` offers those coroutines
+    (``await AsyncStore(store).get(key)``, ``async for key in AsyncStore(store).list()``).
+    Each call runs the store's synchronous method on a worker thread
+    (``asyncio.to_thread``), so the event loop never blocks.  ``get`` accepts (and
+    ignores) zarr-python's ``prototype`` argument; values are returned as ``bytes``
+    (``None`` for a missing key).  ``set`` accepts bytes-like objects and zarr-python
+    buffers (anything with ``to_bytes()``).  Two ``AsyncStore`` of equal stores are
+    equal.
+
+    Parameters
+    ----------
+    store : Store or AsyncStore
+        The store whose methods to run (an ``AsyncStore`` given: its store).
+
+    Attributes
+    ----------
+    store : Store
+        The store (synchronous methods).
+
+    Raises
+    ------
+    ZarrfastError
+        When ``store`` is not a zarrfast ``Store``.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from zarrfast.storage import AsyncStore
+    >>> async def main():
+    ...     store = AsyncStore(zarrfast.MemoryStore())
+    ...     await store.set("a/zarr.json", b"{}")
+    ...     return await store.get("a/zarr.json"), [key async for key in store.list()]
+    >>> asyncio.run(main())
+    (b'{}', ['a/zarr.json'])
+    """
 
     __slots__ = ("store",)
 
@@ -83,18 +116,51 @@ class AsyncStore:
 
     @property
     def read_only(self) -> bool:
+        """Whether the store refuses writes and deletes."""
         return self.store.read_only
 
     # -- reads ----------------------------------------------------------------------
     async def get(self, key: str, prototype: Any = None,
                   byte_range: ByteRequest | None = None) -> bytes | None:
+        """Read the value of ``key``, or some bytes of it; see ``Store.get``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        prototype : Any, optional
+            zarr-python's buffer prototype: accepted and ignored (the value is
+            ``bytes``).
+        byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
+            The bytes to read; ``None`` (the default) reads the whole value.
+
+        Returns
+        -------
+        bytes or None
+            The bytes, or ``None`` when the key is missing.
+        """
         return await _in_thread(self.store.get, key, byte_range)
 
     async def get_many(self, keys: Iterable[str],
                        byte_ranges: Iterable[ByteRequest | None] | None = None
                        ) -> list[bytes | None]:
-        """Many values in one call: the store's ``get_many`` (a remote store keeps
-        its requests in flight together)."""
+        """Read many values in one call: the store's ``get_many``.
+
+        A remote store keeps the requests in flight together.
+
+        Parameters
+        ----------
+        keys : iterable of str
+            The keys.
+        byte_ranges : iterable of (byte request or None), optional
+            One byte request (or ``None``: the whole value) per key; ``None`` (the
+            default) reads every value whole.
+
+        Returns
+        -------
+        list of (bytes or None)
+            The values in the order of ``keys``; ``None`` for a missing key.
+        """
         keys = list(keys)
         ranges = None if byte_ranges is None else list(byte_ranges)
         return await _in_thread(self.store.get_many, keys, ranges)
@@ -102,51 +168,232 @@ class AsyncStore:
     async def get_partial_values(self, prototype: Any,
                                  key_ranges: Iterable[tuple[str, ByteRequest | None]]
                                  ) -> list[bytes | None]:
+        """Read bytes of many values in one call, as zarr-python's stores do.
+
+        Parameters
+        ----------
+        prototype : Any
+            zarr-python's buffer prototype: accepted and ignored.
+        key_ranges : iterable of (str, byte request or None) pairs
+            The keys and the bytes of each to read (``None``: the whole value).
+
+        Returns
+        -------
+        list of (bytes or None)
+            The values in the order of ``key_ranges``; ``None`` for a missing key.
+        """
         pairs = list(key_ranges)
         return await self.get_many([k for k, _ in pairs], [r for _, r in pairs])
 
     async def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value; see ``Store.exists``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        bool
+            ``True`` when the key holds a value.
+        """
         return await _in_thread(self.store.exists, key)
 
     async def getsize(self, key: str) -> int:
+        """The size in bytes of the value of ``key``; see ``Store.getsize``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        int
+            The value's size in bytes.
+
+        Raises
+        ------
+        FileNotFoundError
+            When the key is missing.
+        """
         return await _in_thread(self.store.getsize, key)
 
     async def is_empty(self, prefix: str = "") -> bool:
+        """Whether no key starts with ``prefix``; see ``Store.is_empty``.
+
+        Parameters
+        ----------
+        prefix : str, default ""
+            The start of the keys; ``""`` asks about the whole store.
+
+        Returns
+        -------
+        bool
+            ``True`` when no key starts with ``prefix``.
+        """
         return await _in_thread(self.store.is_empty, prefix)
 
     # -- writes ---------------------------------------------------------------------
     async def set(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key``; see ``Store.set``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        value : bytes-like or zarr-python Buffer
+            The value: a bytes-like object, or anything with ``to_bytes()``.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        """
         await _in_thread(self.store.set, key, _value_bytes(value))
 
     async def set_if_not_exists(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key`` unless it holds a value; see ``Store.set_if_not_exists``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        value : bytes-like or zarr-python Buffer
+            The value: a bytes-like object, or anything with ``to_bytes()``.
+        """
         await _in_thread(self.store.set_if_not_exists, key, _value_bytes(value))
 
     async def delete(self, key: str) -> None:
+        """Delete the value of ``key``; a missing key is no error.  See ``Store.delete``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        """
         await _in_thread(self.store.delete, key)
 
     async def delete_dir(self, prefix: str) -> None:
+        """Delete every key below ``prefix``; see ``Store.delete_dir``.
+
+        Parameters
+        ----------
+        prefix : str
+            A node's path, with or without a trailing ``/``; ``""`` deletes everything.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        """
         await _in_thread(self.store.delete_dir, prefix)
 
     async def clear(self) -> None:
+        """Delete every key of the store; see ``Store.clear``.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        """
         await _in_thread(self.store.clear)
 
     # -- listing (async iterators, as in zarr-python) ---------------------------------
     def list(self) -> AsyncIterator[str]:
+        """List every key, sorted, as an asynchronous iterator; see ``Store.list``.
+
+        Returns
+        -------
+        AsyncIterator[str]
+            The keys (``async for``), listed on a worker thread when first asked for.
+        """
         return _iterate(self.store.list)
 
     def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        """List the keys that start with ``prefix``, sorted, asynchronously.
+
+        See ``Store.list_prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            The start of the keys (``""``: every key).
+
+        Returns
+        -------
+        AsyncIterator[str]
+            The keys (``async for``).
+        """
         return _iterate(self.store.list_prefix, prefix)
 
     def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        """List the names of the immediate children of ``prefix``, asynchronously.
+
+        See ``Store.list_dir``.
+
+        Parameters
+        ----------
+        prefix : str
+            A node's path, with or without a trailing ``/``; ``""`` is the root.
+
+        Returns
+        -------
+        AsyncIterator[str]
+            The names, sorted (``async for``).
+        """
         return _iterate(self.store.list_dir, prefix)
 
 
 class StorePath:
-    """A store and a path in it (zarr-python's ``StorePath``).
+    """A store and a path in it, as zarr-python's ``StorePath``.
 
     ``StorePath(store, "a") / "b"`` is ``StorePath(store, "a/b")``.  ``get``, ``set``,
-    ``delete``, ``exists``, ``is_empty`` and ``delete_dir`` are coroutines acting on the
-    key ``path`` (see :class:`AsyncStore`)."""
+    ``set_if_not_exists``, ``delete``, ``exists``, ``is_empty`` and ``delete_dir`` are
+    coroutines acting on the key ``path`` (or the keys below it), run on a worker
+    thread as ``AsyncStore`` runs them.  ``store`` is the store itself, with its
+    synchronous methods.  ``str()`` gives the store's URL and the path
+    (``memory://.../a/b``); store paths of equal stores and paths are equal.
+
+    Parameters
+    ----------
+    store : Store or AsyncStore
+        The store (an ``AsyncStore`` given: its store).
+    path : str, default ""
+        The path in the store; leading and trailing ``/`` are dropped.
+
+    Attributes
+    ----------
+    store : Store
+        The store.
+    path : str
+        The path, without leading or trailing ``/``.
+
+    Raises
+    ------
+    ZarrfastError
+        When ``store`` is not a zarrfast ``Store`` or ``path`` not a ``str``.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from zarrfast.storage import StorePath
+    >>> store = zarrfast.MemoryStore()
+    >>> path = StorePath(store, "group") / "zarr.json"
+    >>> path.path
+    'group/zarr.json'
+    >>> asyncio.run(path.set(b"{}"))
+    >>> store.get("group/zarr.json")
+    b'{}'
+    >>> asyncio.run(path.get())
+    b'{}'
+    """
 
     __slots__ = ("path", "store")
 
@@ -163,9 +410,43 @@ class StorePath:
 
     @classmethod
     async def open(cls, store: Store, path: str, mode: str | None = None) -> StorePath:
-        """A :class:`StorePath` checked against ``mode``: ``'w-'`` refuses a path that
-        holds keys, ``'w'`` deletes them, ``'r'`` / ``'r+'`` / ``'a'`` keep them (and
-        ``'r+'`` / ``'a'`` / ``'w'`` / ``'w-'`` need a writable store)."""
+        """Make a ``StorePath``, checked against ``mode``, as zarr-python's ``StorePath.open``.
+
+        Parameters
+        ----------
+        store : Store or AsyncStore
+            The store.
+        path : str
+            The path in the store.
+        mode : {"r", "r+", "a", "w", "w-"}, optional
+            ``"w-"`` refuses a path that holds keys, ``"w"`` deletes them, ``"r"``,
+            ``"r+"`` and ``"a"`` keep them; every mode but ``"r"`` needs a writable
+            store.  ``None`` (the default) checks nothing.
+
+        Returns
+        -------
+        StorePath
+            The store path.
+
+        Raises
+        ------
+        ReadOnlyError
+            When a mode other than ``"r"`` is asked of a read-only store.
+        FileExistsError
+            When mode ``"w-"`` finds keys below ``path``.
+        ZarrfastError
+            When ``mode`` is not one of those above.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> from zarrfast.storage import StorePath
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("a/zarr.json", b"{}")
+        >>> path = asyncio.run(StorePath.open(store, "a", mode="w"))
+        >>> list(store.list())
+        []
+        """
         if mode is not None and mode not in _MODES:
             raise ZarrfastError(f"StorePath.open: mode must be one of {_MODES}, got {mode!r}")
         self = cls(store, path)
@@ -186,6 +467,7 @@ class StorePath:
 
     @property
     def read_only(self) -> bool:
+        """Whether the store refuses writes and deletes."""
         return self.store.read_only
 
     def _key(self) -> str:
@@ -196,20 +478,75 @@ class StorePath:
 
     async def get(self, prototype: Any = None,
                   byte_range: ByteRequest | None = None) -> bytes | None:
+        """Read the value of the key ``path``, or some bytes of it.
+
+        Parameters
+        ----------
+        prototype : Any, optional
+            zarr-python's buffer prototype: accepted and ignored.
+        byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
+            The bytes to read; ``None`` (the default) reads the whole value.
+
+        Returns
+        -------
+        bytes or None
+            The bytes, or ``None`` when the key is missing.
+
+        Raises
+        ------
+        ZarrfastError
+            When ``path`` is the root (``""``), which names no key.
+        """
         return await self._aio().get(self._key(), prototype, byte_range)
 
     async def set(self, value: Any, byte_range: Any = None) -> None:
+        """Store ``value`` under the key ``path``.
+
+        Parameters
+        ----------
+        value : bytes-like or zarr-python Buffer
+            The value: a bytes-like object, or anything with ``to_bytes()``.
+        byte_range : None
+            Must be ``None``: partial writes are not supported.
+
+        Raises
+        ------
+        ZarrfastError
+            When ``byte_range`` is given, or ``path`` is the root.
+        ReadOnlyError
+            When the store is read-only.
+        """
         if byte_range is not None:
             raise ZarrfastError(f"StorePath.set of {self.path!r}: partial writes "
                                 f"(byte_range={byte_range!r}) are not supported")
         await self._aio().set(self._key(), as_bytes(_value_bytes(value)))
 
     async def set_if_not_exists(self, value: Any) -> None:
+        """Store ``value`` under the key ``path`` unless it holds a value.
+
+        Parameters
+        ----------
+        value : bytes-like or zarr-python Buffer
+            The value: a bytes-like object, or anything with ``to_bytes()``.
+
+        Raises
+        ------
+        ZarrfastError
+            When ``path`` is the root.
+        """
         await self._aio().set_if_not_exists(self._key(), _value_bytes(value))
 
     async def delete(self) -> None:
-        """Delete the key ``path`` and every key below it (as zarr-python's ``LocalStore``
-        deletes a directory); at the root, everything.  Nothing missing is an error."""
+        """Delete the key ``path`` and every key below it; at the root, everything.
+
+        zarr-python's ``LocalStore`` deletes a directory so.  Missing keys are no
+        error.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        """
         def delete() -> None:
             if self.path:
                 self.store.delete(self.path)
@@ -217,14 +554,39 @@ class StorePath:
         await _in_thread(delete)
 
     async def delete_dir(self) -> None:
-        """Delete every key below ``path``."""
+        """Delete every key below ``path`` (the key ``path`` itself stays).
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        """
         await self._aio().delete_dir(self.path)
 
     async def exists(self) -> bool:
+        """Whether the key ``path`` holds a value.
+
+        Returns
+        -------
+        bool
+            ``True`` when it does.
+
+        Raises
+        ------
+        ZarrfastError
+            When ``path`` is the root.
+        """
         return await self._aio().exists(self._key())
 
     async def is_empty(self) -> bool:
-        """Whether no key lies below ``path``."""
+        """Whether no key lies below ``path``.
+
+        Returns
+        -------
+        bool
+            ``True`` when no key starts with ``path + "/"`` (at the root: when the
+            store is empty).
+        """
         return await self._aio().is_empty(self.path + "/" if self.path else "")
 
     def __truediv__(self, other: str) -> StorePath:
@@ -251,10 +613,39 @@ class StorePath:
 
 def store_path_of(store: Any, path: str = "", *, read_only: bool = False,
                   storage_options: Any = None) -> StorePath:
-    """``store`` with ``path`` below it, as a :class:`StorePath`: ``store`` is a
-    :class:`StorePath`, an :class:`AsyncStore` or anything
-    :func:`~zarrfast.storage.make_store` accepts (a store, a directory, a URL, a dict,
-    ``None``)."""
+    """The ``StorePath`` of ``path`` in the store that ``store`` names.
+
+    Parameters
+    ----------
+    store : StorePath, AsyncStore or store-like
+        A ``StorePath`` (``path`` is then below its path), an ``AsyncStore``, or
+        anything ``make_store`` accepts (a store, a directory, a URL, a dict, ``None``).
+    path : str, default ""
+        The path in the store.
+    read_only : bool, default False
+        Open the store read-only, as ``make_store`` does (not applied to a
+        ``StorePath`` given).
+    storage_options : Mapping[str, Any], optional
+        Options of a remote store, as ``make_store`` takes them.
+
+    Returns
+    -------
+    StorePath
+        The store path.
+
+    Raises
+    ------
+    zarrfast.storage.errors.StorageOptionsError
+        When ``storage_options`` are given for anything but a remote URL.
+    ZarrfastError
+        When ``store`` names no store.
+
+    Examples
+    --------
+    >>> from zarrfast.storage import store_path_of
+    >>> store_path_of("data.zarr", "group/array")
+    StorePath(LocalStore('file://data.zarr'), 'group/array')
+    """
     from zarrfast.storage.resolve import make_store
 
     if isinstance(store, StorePath):
@@ -267,9 +658,40 @@ def store_path_of(store: Any, path: str = "", *, read_only: bool = False,
 
 async def make_store_path(store_like: Any, *, path: str | None = "", mode: str | None = None,
                           storage_options: Any = None) -> StorePath:
-    """zarr-python's ``await make_store_path(store_like, path=..., mode=...)``: the
-    :class:`StorePath` of ``store_like`` (see :func:`store_path_of`) with ``path`` below
-    it, read-only for mode ``'r'``."""
+    """The ``StorePath`` of ``path`` in ``store_like``, as zarr-python's ``make_store_path``.
+
+    A coroutine, as in zarr-python: ``await make_store_path(store_like, path=...,
+    mode=...)``.  The store is resolved as ``store_path_of`` resolves it, read-only for
+    mode ``"r"``; the mode is not otherwise applied (nothing is deleted for ``"w"``).
+
+    Parameters
+    ----------
+    store_like : StorePath, AsyncStore or store-like
+        What names the store, as for ``store_path_of``.
+    path : str, optional
+        The path in the store (``None`` or ``""``: its root).
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        The access mode; ``"r"`` opens the store read-only.
+    storage_options : Mapping[str, Any], optional
+        Options of a remote store, as ``make_store`` takes them.
+
+    Returns
+    -------
+    StorePath
+        The store path.
+
+    Raises
+    ------
+    ZarrfastError
+        When ``mode`` is not one of those above, or ``store_like`` names no store.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from zarrfast.storage import make_store_path
+    >>> asyncio.run(make_store_path("data.zarr", path="group", mode="r"))
+    StorePath(LocalStore('file://data.zarr', read_only=True), 'group')
+    """
     if mode is not None and mode not in _MODES:
         raise ZarrfastError(f"make_store_path: mode must be one of {_MODES}, got {mode!r}")
     return store_path_of(store_like, path or "", read_only=mode == "r",

@@ -94,7 +94,32 @@ def _giving_listing(method: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class RangeByteRequest:
-    """Bytes ``[start, end)`` of a value."""
+    """Bytes ``[start, end)`` of a value.
+
+    Parameters
+    ----------
+    start : int
+        The first byte to read, counting from 0.
+    end : int
+        One past the last byte to read.  A range that reaches past the end of the value
+        is clipped, as a Python slice is.
+
+    Raises
+    ------
+    ZarrfastError
+        When a bound is not an ``int``, ``start`` is negative or ``end`` is less than
+        ``start``.
+
+    Examples
+    --------
+    >>> from zarrfast.storage import RangeByteRequest
+    >>> store = zarrfast.MemoryStore()
+    >>> store.set("c/0", b"0123456789")
+    >>> store.get("c/0", RangeByteRequest(2, 5))
+    b'234'
+    >>> store.get("c/0", RangeByteRequest(8, 100))
+    b'89'
+    """
 
     start: int
     end: int
@@ -108,7 +133,26 @@ class RangeByteRequest:
 
 @dataclass(frozen=True, slots=True)
 class OffsetByteRequest:
-    """All bytes from ``offset`` to the end of a value."""
+    """All bytes from ``offset`` to the end of a value.
+
+    Parameters
+    ----------
+    offset : int
+        The first byte to read, counting from 0.  An offset at or past the end of the
+        value reads no bytes.
+
+    Raises
+    ------
+    ZarrfastError
+        When ``offset`` is not an ``int`` or is negative.
+
+    Examples
+    --------
+    >>> store = zarrfast.MemoryStore()
+    >>> store.set("c/0", b"0123456789")
+    >>> store.get("c/0", zarrfast.storage.OffsetByteRequest(7))
+    b'789'
+    """
 
     offset: int
 
@@ -119,7 +163,26 @@ class OffsetByteRequest:
 
 @dataclass(frozen=True, slots=True)
 class SuffixByteRequest:
-    """The last ``suffix`` bytes of a value."""
+    """The last ``suffix`` bytes of a value.
+
+    Parameters
+    ----------
+    suffix : int
+        How many bytes to read from the end.  A suffix longer than the value reads all
+        of it.
+
+    Raises
+    ------
+    ZarrfastError
+        When ``suffix`` is not an ``int`` or is negative.
+
+    Examples
+    --------
+    >>> store = zarrfast.MemoryStore()
+    >>> store.set("c/0", b"0123456789")
+    >>> store.get("c/0", zarrfast.storage.SuffixByteRequest(3))
+    b'789'
+    """
 
     suffix: int
 
@@ -150,7 +213,38 @@ def normalize_byte_range(byte_range: ByteRequest, size: int) -> tuple[int, int]:
 
 
 def validate_key(key: str) -> str:
-    """Return ``key`` if it is a valid store key, else raise :class:`InvalidKeyError`."""
+    """Check that ``key`` is a valid store key, and return it.
+
+    A key is ``/``-separated and relative to the store's root: it is not empty, has no
+    empty, ``.`` or ``..`` segment, does not start with ``/`` or a drive letter
+    (``C:``), and holds no backslash or NUL character.  Every store checks its keys
+    this way, so that no key can leave the store or alias another one.
+
+    Parameters
+    ----------
+    key : str
+        The key to check.
+
+    Returns
+    -------
+    str
+        ``key`` itself.
+
+    Raises
+    ------
+    InvalidKeyError
+        When ``key`` is not a ``str`` or breaks one of the rules above; the message
+        says which.
+
+    Examples
+    --------
+    >>> zarrfast.storage.validate_key("group/array/c/0/1")
+    'group/array/c/0/1'
+    >>> zarrfast.storage.validate_key("group/../secret")
+    Traceback (most recent call last):
+    ...
+    zarrfast.errors.InvalidKeyError: store key 'group/../secret' has an empty, '.' or '..' ...
+    """
     if not isinstance(key, str):
         raise InvalidKeyError(f"store key must be a str, got {type(key).__name__} {key!r}")
     if key == "":
@@ -247,11 +341,43 @@ def listing_prefix(prefix: str) -> bool:
 
 
 class RangeReader:
-    """A value opened for reading byte ranges (:meth:`Store.open_ranges`): every read,
-    and :attr:`version`, see the same value even if it is replaced meanwhile (where
-    the store can promise it: the local store reads one open file).  This generic one
-    reads through the store's ``get``; a read returns ``None`` (or 0) when the key is
-    missing."""
+    """A value opened for reading several byte ranges of it.
+
+    ``Store.open_ranges`` gives one (the sharding codec reads a shard's index, then its
+    inner chunks).  Every read, and ``version``, see the same value even if it is
+    replaced meanwhile, where the store can promise it (the local store's reader reads
+    one open file).  This generic reader reads through the store's ``get``: a read
+    returns ``None`` (or 0) when the key is missing, and each read may see a newer value.
+    A reader is a context manager; leaving the ``with`` block closes it.
+
+    Parameters
+    ----------
+    store : Store
+        The store holding the value.
+    key : str
+        The value's key.
+
+    Attributes
+    ----------
+    store : Store
+        The store holding the value.
+    key : str
+        The value's key.
+    version : Hashable or None
+        The store's ``Store.version`` of the value when it was opened.
+    size : int or None
+        The value's size in bytes where the reader knows it without asking the store
+        again (the local store's open file); ``None`` otherwise.
+
+    Examples
+    --------
+    >>> from zarrfast.storage import RangeByteRequest
+    >>> store = zarrfast.MemoryStore()
+    >>> store.set("shard", b"0123456789")
+    >>> with store.open_ranges("shard") as reader:
+    ...     reader.read(RangeByteRequest(0, 2)), reader.read(RangeByteRequest(6, 8))
+    (b'01', b'67')
+    """
 
     #: the value's size in bytes, where the reader knows it without asking the store
     #: again (the local store's open file); ``None`` otherwise
@@ -264,12 +390,48 @@ class RangeReader:
         self.version: Hashable | None = store.version(key)
 
     def read(self, byte_range: ByteRequest) -> bytes | None:
-        """The bytes of ``byte_range`` (clipped at the end), ``None`` when missing."""
+        """Read one byte range of the value.
+
+        Parameters
+        ----------
+        byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest
+            The bytes to read; a range reaching past the end is clipped.
+
+        Returns
+        -------
+        bytes or None
+            The bytes, or ``None`` when the key is missing.
+        """
         return self.store.get(self.key, byte_range)
 
     def read_into(self, out: Any, start: int) -> int:
-        """Read bytes ``start:start + len(out)`` into ``out`` (a writable byte buffer);
-        returns how many there were (fewer at the end of the value, 0 when missing)."""
+        """Read the bytes ``start:start + len(out)`` of the value into ``out``.
+
+        Parameters
+        ----------
+        out : writable buffer
+            Where to put the bytes (a ``bytearray``, a ``uint8`` NumPy array, a
+            writable ``memoryview``); its length is the number of bytes asked for.
+        start : int
+            The first byte to read.
+
+        Returns
+        -------
+        int
+            How many bytes were read: fewer than ``len(out)`` at the end of the value,
+            0 when the key is missing.  The rest of ``out`` is left as it was.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("shard", b"0123456789")
+        >>> out = bytearray(b"....")
+        >>> with store.open_ranges("shard") as reader:
+        ...     reader.read_into(out, 8)
+        2
+        >>> out
+        bytearray(b'89..')
+        """
         view = memoryview(out).cast("B")
         data = self.store.get(self.key, RangeByteRequest(start, start + len(view)))
         if data is None:
@@ -280,13 +442,21 @@ class RangeReader:
         return n
 
     def fileno(self) -> int | None:
-        """The open file the reader reads, for kernels that read ranges of it
-        themselves (with ``pread``, while the reader stays open); ``None`` when the
-        value is not one open file."""
+        """The descriptor of the open file the reader reads, if it reads one.
+
+        Kernels read ranges of that file themselves (with ``pread``) while the reader
+        stays open.
+
+        Returns
+        -------
+        int or None
+            The file descriptor, or ``None`` when the value is not one open file (this
+            generic reader, and a closed one).
+        """
         return None
 
     def close(self) -> None:
-        """Release what the reader holds (an open file)."""
+        """Release what the reader holds (the local store's reader: its open file)."""
 
     def __enter__(self) -> RangeReader:
         return self
@@ -305,13 +475,53 @@ _CAPABILITY_FLAGS = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class StoreCapabilities:
-    """What a store can do, computed once per store (:attr:`Store.capabilities`): the
-    only thing the engine asks a store about before choosing how to read or write.
+    """What a store can do, as the engine sees it.
 
-    Each store says it in one place (:meth:`Store._capabilities`); by default from the
-    class flags below (``supports_partial_reads``, ``batched_reads`` ...), which stay
+    ``Store.capabilities`` computes it once per store object: the only thing the engine
+    asks a store about before choosing how to read or write.  Each store says it in one
+    place (its ``_capabilities`` method); by default from the store's class flags
+    (``supports_partial_reads``, ``batched_reads``, ``fast_get_into`` ...), which stay
     for stores written against them.  Modelled on zarrs' storage traits
-    (``ReadableStorageTraits``, ``supports_get_partial``)."""
+    (``ReadableStorageTraits``, ``supports_get_partial``).  The object is frozen; every
+    parameter is also an attribute of that name.
+
+    Parameters
+    ----------
+    writes : bool
+        ``Store.set`` and ``Store.delete`` are implemented.
+    deletes : bool
+        ``Store.delete`` is implemented.
+    listing : bool
+        ``Store.list`` and its kin are implemented.
+    byte_ranges : bool
+        Byte ranges are served without reading the whole value.
+    batched_gets : bool
+        Many values are fetched at once with ``Store.get_many`` (remote stores: one
+        batch of concurrent requests instead of a round trip per chunk task).
+    reads_into : bool
+        ``Store.get_into`` reads straight into the caller's buffer (no copy).
+    files : bool
+        Kernels may read the values themselves: they are plain files
+        (``Store.file_paths``, ``Store.read_many_into``, ``Store.open_ranges``).
+    batched_sets : bool
+        ``Store.set_many`` writes many values faster than ``Store.set`` one by one.
+    region_sets : bool
+        ``Store.set_regions`` writes regions of an array from where they lie.
+    copies_values : bool
+        ``Store.set`` and ``Store.set_many`` are done with a value when they return:
+        the caller may reuse its buffer.
+    interprocess_locks : bool
+        ``Store.value_lock`` can also exclude other processes (``flock``), where
+        ``config file_locks`` allows it.
+    conditional_writes : bool
+        ``Store.set_if_version`` is a compare-and-swap made by the store itself.
+
+    Examples
+    --------
+    >>> caps = zarrfast.MemoryStore().capabilities
+    >>> caps.writes, caps.byte_ranges, caps.files
+    (True, True, False)
+    """
 
     #: :meth:`Store.set` / :meth:`Store.delete` are implemented
     writes: bool = True
@@ -343,7 +553,71 @@ class StoreCapabilities:
 
 
 class Store(abc.ABC):
-    """Abstract key-value store.  See the module docstring for the contract."""
+    """The abstract key-value store every zarrfast store derives from.
+
+    A store maps string keys (``"a/b/zarr.json"``, ``"a/b/c/0/1"``) to bytes.  Its
+    methods are synchronous (``AsyncStore`` offers zarr-python's coroutines over any
+    store).  The contract, checked for every store by ``zarrfast.testing.StoreTests``:
+
+    * ``get(key)`` returns the value as ``bytes`` (or another read-only bytes-like
+      object), or ``None`` when the key is missing; it never raises for a missing key.
+    * ``get(key, byte_range)`` returns only the requested bytes; a range that reaches
+      past the end is clipped, as a Python slice is.
+    * Keys are ``/``-separated and relative, with no empty, ``.`` or ``..`` segment, no
+      backslash and no NUL character (``validate_key``); any other key raises
+      ``InvalidKeyError``, so no key can leave the store.
+    * Writes and deletes on a read-only store raise ``ReadOnlyError`` and change
+      nothing.
+    * ``list``, ``list_prefix`` and ``list_dir`` give keys in sorted order.
+
+    A store implements ``get``, ``set``, ``delete`` and ``list``; every other method has
+    a default built on them, which a store overrides where it can do better (the local
+    store reads many files in one call, remote stores keep many requests in flight).
+    Class flags (``supports_partial_reads``, ``batched_reads``, ``fast_get_into``,
+    ``copies_values`` ...) say what it does better, and ``capabilities`` sums them up
+    for the engine.  A store is a context manager: leaving the ``with`` block calls
+    ``close``.
+
+    Parameters
+    ----------
+    read_only : bool, default False
+        Refuse writes and deletes (``ReadOnlyError``).
+
+    Examples
+    --------
+    A store of one's own needs four methods:
+
+    >>> from zarrfast.storage import Store, validate_key
+    >>> from zarrfast.storage.base import normalize_byte_range
+    >>> from zarrfast.errors import ReadOnlyError
+    >>> class DictStore(Store):
+    ...     def __init__(self, *, read_only=False):
+    ...         super().__init__(read_only=read_only)
+    ...         self.values = {}
+    ...     def get(self, key, byte_range=None):
+    ...         value = self.values.get(validate_key(key))
+    ...         if value is None or byte_range is None:
+    ...             return value
+    ...         start, stop = normalize_byte_range(byte_range, len(value))
+    ...         return value[start:stop]
+    ...     def set(self, key, value):
+    ...         if self.read_only:
+    ...             raise ReadOnlyError(f"{self!r} is read-only")
+    ...         self.values[validate_key(key)] = bytes(value)
+    ...     def delete(self, key):
+    ...         if self.read_only:
+    ...             raise ReadOnlyError(f"{self!r} is read-only")
+    ...         self.values.pop(validate_key(key), None)
+    ...     def list(self):
+    ...         return iter(sorted(self.values))
+    >>> store = DictStore()
+    >>> array = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="int32")
+    >>> array[:] = np.arange(4)
+    >>> sorted(store.values)
+    ['c/0', 'c/1', 'zarr.json']
+    >>> list(store.list_dir(""))
+    ['c', 'zarr.json']
+    """
 
     #: whether :meth:`set` / :meth:`delete` are implemented
     supports_writes: bool = True
@@ -389,13 +663,17 @@ class Store(abc.ABC):
 
     @property
     def read_only(self) -> bool:
+        """Whether this store refuses writes and deletes."""
         return self._read_only
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        """What this store can do (:class:`StoreCapabilities`), computed once -- and again
-        after a flag of this store object is set (``store.fast_get_into = False``,
-        ``store.copies_values = False``...); not pickled, nor copied."""
+        """What this store can do, as a ``StoreCapabilities``.
+
+        Computed once, and again after a flag of this store object is set
+        (``store.fast_get_into = False``, ``store.copies_values = False`` ...); neither
+        pickled nor copied with the store.
+        """
         caps = self.__dict__.get("_caps")
         if caps is None:
             caps = self.__dict__["_caps"] = self._capabilities()
@@ -437,12 +715,66 @@ class Store(abc.ABC):
     # -- reads ------------------------------------------------------------
     @abc.abstractmethod
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
-        """Return the value of ``key`` (or the requested bytes of it), ``None`` if missing."""
+        """Read the value of ``key``, or some bytes of it.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
+            The bytes to read; ``None`` (the default) reads the whole value.  A range
+            that reaches past the end is clipped.
+
+        Returns
+        -------
+        bytes or None
+            The bytes (``bytes`` or another read-only bytes-like object), or ``None``
+            when the key is missing.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key (see ``validate_key``).
+
+        Examples
+        --------
+        >>> from zarrfast.storage import RangeByteRequest
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("a/zarr.json", b'{"zarr_format": 3}')
+        >>> store.get("a/zarr.json")
+        b'{"zarr_format": 3}'
+        >>> store.get("a/zarr.json", RangeByteRequest(2, 13))
+        b'zarr_format'
+        >>> store.get("b/zarr.json") is None
+        True
+        """
 
     def get_limited(self, key: str, limit: int) -> bytes | None:
-        """:meth:`get`, refusing a value larger than ``limit`` bytes (no valid value there is
-        larger: a chunk's bound).  Stores that know a value's size before reading it (local
-        files, zip members) refuse it unread; here it is refused once read."""
+        """Read the value of ``key``, refusing one larger than ``limit`` bytes.
+
+        The engine passes the largest size a valid value at ``key`` can have (a chunk's
+        bound), so that a decompression bomb or a damaged file is not read whole.
+        Stores that know a value's size before reading it (local files, zip members)
+        refuse it unread; this default refuses it once read.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        limit : int
+            The largest size, in bytes, of a value that is returned.
+
+        Returns
+        -------
+        bytes or None
+            The value, or ``None`` when the key is missing.
+
+        Raises
+        ------
+        zarrfast.storage.errors.ValueTooLargeError
+            When the value holds more than ``limit`` bytes; the message names the key
+            and both sizes.
+        """
         value = self.get(key)
         if value is not None and len(value) > limit:
             from zarrfast.storage.errors import value_too_large
@@ -453,15 +785,71 @@ class Store(abc.ABC):
     def get_many(
         self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
     ) -> list[bytes | None]:
-        """Return the values of many keys, in order; ``None`` for missing ones."""
+        """Read the values of many keys (or bytes of them) in one call.
+
+        Remote stores keep the requests in flight together and the local store reads
+        the files on several threads; this default reads them one by one with ``get``.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The keys.
+        byte_ranges : sequence of (byte request or None), optional
+            One byte request (or ``None``: the whole value) per key; ``None`` (the
+            default) reads every value whole.
+
+        Returns
+        -------
+        list of (bytes or None)
+            The values in the order of ``keys``; ``None`` for a missing key.
+
+        Raises
+        ------
+        ZarrfastError
+            When ``byte_ranges`` has another length than ``keys``.
+
+        Examples
+        --------
+        >>> from zarrfast.storage import SuffixByteRequest
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set_many({"c/0": b"abc", "c/1": b"defg"})
+        >>> store.get_many(["c/0", "c/1", "c/2"])
+        [b'abc', b'defg', None]
+        >>> store.get_many(["c/0", "c/1"], [None, SuffixByteRequest(2)])
+        [b'abc', b'fg']
+        """
         keys, ranges = many_requests(keys, byte_ranges)
         return [self.get(k, r) for k, r in zip(keys, ranges, strict=True)]
 
     def get_into(self, key: str, out: memoryview) -> int | None:
-        """Read the whole value of ``key`` into ``out`` (a writable byte buffer) when
-        it has exactly ``len(out)`` bytes.  Returns the value's size, or ``None``
-        when the key is missing; when the size differs from ``len(out)`` the
-        contents of ``out`` are unspecified."""
+        """Read the whole value of ``key`` into ``out`` when it has exactly ``len(out)`` bytes.
+
+        The engine reads uncompressed chunks this way, straight into the array being
+        filled where the store can (``capabilities.reads_into``).
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        out : writable buffer
+            Where to put the value (a writable ``memoryview``, a ``bytearray``).
+
+        Returns
+        -------
+        int or None
+            The value's size, or ``None`` when the key is missing.  When the size
+            differs from ``len(out)`` the contents of ``out`` are unspecified.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("c/0", b"abcd")
+        >>> out = bytearray(4)
+        >>> store.get_into("c/0", out)
+        4
+        >>> out
+        bytearray(b'abcd')
+        """
         value = self.get(key)
         if value is None:
             return None
@@ -472,10 +860,43 @@ class Store(abc.ABC):
 
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
                        nbytes: int, *, exact: bool = True) -> Any:
-        """Read the values of ``keys`` into ``out`` (a writable uint8 buffer) at
-        ``offsets`` when they hold exactly ``nbytes`` bytes (``exact``, as
-        :meth:`get_into` does one by one) or at most ``nbytes`` bytes (not ``exact``).
-        Returns an int64 array of the values' sizes, ``-1`` for a missing key."""
+        """Read the values of many keys into one buffer, each at its own offset.
+
+        A value is copied when it holds exactly ``nbytes`` bytes (``exact``, as
+        ``get_into`` does one by one) or at most ``nbytes`` bytes (not ``exact``).  The
+        local store reads all the files in one call of a compiled kernel; this default
+        reads them one by one.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The keys.
+        out : writable buffer
+            Where to put the values (a ``uint8`` NumPy array, a ``bytearray``).
+        offsets : sequence of int
+            The byte offset in ``out`` of each key's value.
+        nbytes : int
+            The size a value must have (``exact``) or may have at most.
+        exact : bool, default True
+            Copy only values of exactly ``nbytes`` bytes; with ``False``, any value of at
+            most ``nbytes`` bytes.
+
+        Returns
+        -------
+        numpy.ndarray
+            The ``int64`` sizes of the values, in the order of ``keys``; ``-1`` for a
+            missing key.  A value whose size does not fit was not copied.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set_many({"c/0": b"ab", "c/1": b"cd", "c/2": b"efg"})
+        >>> out = np.zeros(8, dtype=np.uint8)
+        >>> store.read_many_into(["c/0", "c/1", "c/2", "c/3"], out, [0, 2, 4, 6], 2)
+        array([ 2,  2,  3, -1])
+        >>> bytes(out[:4])
+        b'abcd'
+        """
         import numpy as np
 
         view = memoryview(out).cast("B")
@@ -497,38 +918,148 @@ class Store(abc.ABC):
         return sizes
 
     def file_paths(self, keys: Sequence[str]) -> tuple[bytes, list[bytes]] | None:
-        """The files holding the values of ``keys``, for kernels that read files
-        themselves: a root directory and the paths relative to it (file-system
-        encoded), which the kernels open without following symbolic links
-        (``ELOOP``: read that key with :meth:`get`).  ``None`` when values are not
-        plain files, or reading them directly would bypass what this store does in
-        :meth:`get`."""
+        """The files holding the values of ``keys``, for kernels that read files themselves.
+
+        The kernels open the paths relative to the root without following symbolic
+        links; a key they cannot open so (``ELOOP``) is read with ``get``.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The keys.
+
+        Returns
+        -------
+        tuple of (bytes, list of bytes) or None
+            The root directory and the paths of the keys' files relative to it, both
+            file-system encoded; ``None`` (this default) when values are not plain
+            files, or reading them directly would bypass what the store does in ``get``.
+
+        Raises
+        ------
+        InvalidKeyError
+            When a key is not valid (stores that give paths check every key).
+        """
         return None
 
     def file_version(self, stamp: tuple[int, int, int, int]) -> Hashable | None:
-        """The :meth:`version` token of a file of :meth:`file_paths` that a kernel read,
-        from ``fstat`` on the file it opened: ``(st_ino, st_size, st_mtime_ns,
-        st_ctime_ns)``.  ``None`` when the store gives no such token."""
+        """The ``version`` token of a file of ``file_paths`` that a kernel read.
+
+        Parameters
+        ----------
+        stamp : tuple of int
+            ``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` from ``fstat`` on the file
+            the kernel opened.
+
+        Returns
+        -------
+        Hashable or None
+            The token ``version`` gives for that file, or ``None`` (this default) when
+            the store gives no such token.
+        """
         return None
 
     def open_ranges(self, key: str) -> RangeReader | None:
-        """``key``'s value opened for reading several byte ranges (a shard's index,
-        then its inner chunks), or ``None`` when the store knows it is missing.  Stores
-        of files read them all from one open file, its version taken from that file."""
+        """Open the value of ``key`` for reading several byte ranges of it.
+
+        The sharding codec reads a shard's index, then its inner chunks, this way.
+        Stores of files read them all from one open file, its version taken from that
+        file; this default gives a ``RangeReader`` that reads through ``get``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        RangeReader or None
+            The reader (close it, or use it as a context manager), or ``None`` when the
+            store knows the key is missing (this default never does: its reads then
+            return ``None``).
+
+        Examples
+        --------
+        >>> from zarrfast.storage import OffsetByteRequest
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("shard", b"0123456789")
+        >>> with store.open_ranges("shard") as reader:
+        ...     reader.read(OffsetByteRequest(8))
+        b'89'
+        """
         return RangeReader(self, key)
 
     def exists(self, key: str) -> bool:
-        """Whether ``key`` holds a value."""
+        """Whether ``key`` holds a value.
+
+        Parameters
+        ----------
+        key : str
+            The key; a prefix of keys (a "directory") is not one.
+
+        Returns
+        -------
+        bool
+            ``True`` when the key holds a value.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("a/zarr.json", b"{}")
+        >>> store.exists("a/zarr.json"), store.exists("a"), store.exists("b/zarr.json")
+        (True, False, False)
+        """
         return self.get(key) is not None
 
     def version(self, key: str) -> Hashable | None:
-        """A token that changes whenever the value of ``key`` is replaced, or ``None``
-        when the store cannot tell (or the key is missing).  Caches of data derived
-        from a value (shard indexes) are only kept for stores that give tokens."""
+        """A token that changes whenever the value of ``key`` is replaced.
+
+        Caches of data derived from a value (shard indexes) are only kept for stores
+        that give tokens.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        Hashable or None
+            The token (compare it with ``==``), or ``None`` when the store cannot tell
+            (this default) or the key is missing.
+        """
         return None
 
     def getsize(self, key: str) -> int:
-        """Size in bytes of the value of ``key``; ``FileNotFoundError`` if missing."""
+        """The size in bytes of the value of ``key``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        int
+            The value's size in bytes.
+
+        Raises
+        ------
+        FileNotFoundError
+            When the key is missing (as zarr-python's stores raise).
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("c/0", b"abcd")
+        >>> store.getsize("c/0")
+        4
+        """
         value = self.get(key)
         if value is None:
             raise FileNotFoundError(f"key {key!r} not found in {self!r}")
@@ -537,10 +1068,58 @@ class Store(abc.ABC):
     # -- writes -----------------------------------------------------------
     @abc.abstractmethod
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
-        """Store ``value`` under ``key`` (atomically replacing an old value)."""
+        """Store ``value`` under ``key``, atomically replacing an old value.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        value : bytes-like
+            The value: ``bytes``, ``bytearray``, ``memoryview``, a NumPy array or any
+            other object with the buffer protocol.  Unless ``capabilities.copies_values``
+            is true, the caller must not change it afterwards.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only; nothing is written.
+        InvalidKeyError
+            When ``key`` is not a valid key.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("a/zarr.json", b"{}")
+        >>> store.get("a/zarr.json")
+        b'{}'
+        """
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
-        """Store many values."""
+        """Store many values, as ``set`` does one by one.
+
+        Stores with ``capabilities.batched_sets`` write them faster than one by one
+        (the local store writes a batch of files in one call of a compiled kernel).
+
+        Parameters
+        ----------
+        items : mapping or iterable of (str, bytes-like) pairs
+            The keys and their values.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When a key is not valid.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set_many({"c/0": b"a", "c/1": b"b"})
+        >>> store.set_many([("c/2", b"c")])
+        >>> list(store.list())
+        ['c/0', 'c/1', 'c/2']
+        """
         pairs = items.items() if isinstance(items, Mapping) else items
         for k, v in pairs:
             self.set(k, v)
@@ -549,12 +1128,66 @@ class Store(abc.ABC):
                     strides: np.ndarray, shape: np.ndarray, itemsize: int, *,
                     fill: np.ndarray | None = None, extra: Any = None,
                     extra_first: bool = False) -> np.ndarray:
-        """Store under ``keys[i]`` the regions of the bytes ``src`` (uint8) at the byte
-        offsets ``offsets[i]`` (int64, a row per key), each of ``shape`` with byte
-        ``strides`` read in C order, one after the other, then ``extra`` (before them
-        with ``extra_first``): uncompressed chunks, or shards of them, straight from the
-        array being written.  A key with a region whose every item is ``fill`` (one
-        item's bytes) is not stored.  Returns the bool mask of those keys."""
+        """Store regions of an array's bytes, each key's from where they lie in memory.
+
+        The engine writes uncompressed chunks (or shards of them) straight from the
+        array being written this way.  Under ``keys[i]`` goes the concatenation, in C
+        order, of the regions of ``src`` starting at the byte offsets ``offsets[i]``,
+        each of ``shape`` items of ``itemsize`` bytes with byte ``strides``, then
+        ``extra`` (before them with ``extra_first``).  Stores with
+        ``capabilities.region_sets`` write the files from ``src`` without gathering the
+        bytes first; this default gathers them and calls ``set_many``.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The keys to write.
+        src : numpy.ndarray
+            The bytes the regions lie in, as a ``uint8`` array (or any buffer).
+        offsets : numpy.ndarray
+            ``int64`` byte offsets into ``src``: a row per key, one offset per region.
+        strides : numpy.ndarray
+            The byte stride of each dimension of a region.
+        shape : numpy.ndarray
+            The shape of a region, in items.
+        itemsize : int
+            The size of one item in bytes.
+        fill : numpy.ndarray, optional
+            One item's bytes: a key with a region whose every item equals it is not
+            stored.  ``None`` (the default) stores every key.
+        extra : bytes-like, optional
+            Bytes stored after the regions of every key (a shard's index).
+        extra_first : bool, default False
+            Put ``extra`` before the regions instead.
+
+        Returns
+        -------
+        numpy.ndarray
+            A ``bool`` mask over ``keys``: ``True`` for a key not stored because of
+            ``fill``.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When a key is not valid.
+        ValueError
+            When a region reaches outside ``src``.
+
+        Examples
+        --------
+        Two chunks of four 1-byte items, the second all fill (not stored):
+
+        >>> store = zarrfast.MemoryStore()
+        >>> src = np.frombuffer(b"abcd----", dtype=np.uint8)
+        >>> fill = np.frombuffer(b"-", dtype=np.uint8)
+        >>> store.set_regions(["c/0", "c/1"], src, np.array([[0], [4]]), np.array([1]),
+        ...                   np.array([4]), 1, fill=fill)
+        array([False,  True])
+        >>> store.get("c/0"), store.get("c/1")
+        (b'abcd', None)
+        """
         skipped = np.zeros(len(keys), dtype=bool)
         if fill is not None:
             fill = np.frombuffer(fill, dtype=np.uint8)
@@ -574,19 +1207,103 @@ class Store(abc.ABC):
         return skipped
 
     def set_if_not_exists(self, key: str, value: bytes) -> None:
+        """Store ``value`` under ``key`` unless ``key`` already holds a value.
+
+        This default checks ``exists``, then calls ``set``: two writers may both find
+        the key free (``set_if_version`` with ``None`` is the atomic way, on stores with
+        ``capabilities.conditional_writes``).
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        value : bytes-like
+            The value, as for ``set``.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only and the key is missing.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set_if_not_exists("k", b"first")
+        >>> store.set_if_not_exists("k", b"second")
+        >>> store.get("k")
+        b'first'
+        """
         if not self.exists(key):
             self.set(key, value)
 
     @abc.abstractmethod
     def delete(self, key: str) -> None:
-        """Delete ``key``; deleting a missing key is not an error."""
+        """Delete the value of ``key``; deleting a missing key is not an error.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When ``key`` is not a valid key.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("k", b"v")
+        >>> store.delete("k")
+        >>> store.delete("k")
+        >>> store.exists("k")
+        False
+        """
 
     def delete_many(self, keys: Iterable[str]) -> None:
+        """Delete the values of many keys, as ``delete`` does one by one.
+
+        Parameters
+        ----------
+        keys : iterable of str
+            The keys; missing ones are no error.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When a key is not valid.
+        """
         for k in keys:
             self.delete(k)
 
     def delete_dir(self, prefix: str) -> None:
-        """Delete every key below ``prefix`` (a node path; ``""`` means everything)."""
+        """Delete every key below ``prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            A node's path, with or without a trailing ``/``; ``""`` deletes everything.
+            A key named ``prefix`` itself is kept: only keys below ``prefix + "/"`` go.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When ``prefix`` is not ``""`` or a valid key.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set_many({"a/zarr.json": b"{}", "a/c/0": b"x", "ab/zarr.json": b"{}"})
+        >>> store.delete_dir("a")
+        >>> list(store.list())
+        ['ab/zarr.json']
+        """
         self._check_writable(prefix or "<root>")
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
@@ -594,21 +1311,93 @@ class Store(abc.ABC):
         self.delete_many(keys)
 
     def clear(self) -> None:
+        """Delete every key of the store.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        """
         self.delete_dir("")
 
     # -- listing ----------------------------------------------------------
     @abc.abstractmethod
     def list(self) -> Iterator[str]:
-        """All keys, sorted."""
+        """List every key of the store, sorted.
+
+        Returns
+        -------
+        Iterator[str]
+            The keys.  The iterator also works with ``async for``, as zarr-python's
+            stores list (the keys are listed already: nothing waits).
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set_many({"b": b"1", "a/c/0": b"2"})
+        >>> list(store.list())
+        ['a/c/0', 'b']
+        """
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
-        """All keys that start with ``prefix``, sorted."""
+        """List the keys that start with ``prefix``, sorted.
+
+        Parameters
+        ----------
+        prefix : str
+            The start of the keys: ``""`` lists every key; ``"a/"`` the keys below the
+            node ``a``; ``"a"`` also ``"ab"``.  ``"/"`` lists nothing (no key starts
+            with a slash).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys (whole keys, not relative to ``prefix``); the iterator also works
+            with ``async for``.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``prefix`` is not ``""``, ``"/"`` or a valid key (optionally followed
+            by ``/``).
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set_many({"a/zarr.json": b"{}", "a/c/0": b"x", "ab/zarr.json": b"{}"})
+        >>> list(store.list_prefix("a/"))
+        ['a/c/0', 'a/zarr.json']
+        """
         if not listing_prefix(prefix):
             return iter(())
         return iter([k for k in self.list() if k.startswith(prefix)])
 
     def list_dir(self, prefix: str) -> Iterator[str]:
-        """Names of the immediate children below ``prefix`` (keys and 'directories'), sorted."""
+        """List the names of the immediate children of ``prefix``, sorted.
+
+        Parameters
+        ----------
+        prefix : str
+            A node's path, with or without a trailing ``/``; ``""`` is the root.
+
+        Returns
+        -------
+        Iterator[str]
+            The names (relative to ``prefix``) of the keys and "directories" right
+            below it; the iterator also works with ``async for``.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``prefix`` is not ``""`` or a valid key (optionally followed by ``/``).
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set_many({"a/zarr.json": b"{}", "a/c/0": b"x", "a/c/1": b"y"})
+        >>> list(store.list_dir("a"))
+        ['c', 'zarr.json']
+        """
         validate_prefix(prefix)
         if prefix and not prefix.endswith("/"):
             prefix = prefix + "/"
@@ -619,6 +1408,29 @@ class Store(abc.ABC):
         return iter(sorted(names))
 
     def is_empty(self, prefix: str = "") -> bool:
+        """Whether no key starts with ``prefix``.
+
+        Parameters
+        ----------
+        prefix : str, default ""
+            The start of the keys, as for ``list_prefix``; ``""`` asks about the whole
+            store.  Give ``"a/"`` for the keys below the node ``a`` (``"a"`` also
+            matches ``"ab"``).
+
+        Returns
+        -------
+        bool
+            ``True`` when no key starts with ``prefix``.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> store.is_empty()
+        True
+        >>> store.set("a/zarr.json", b"{}")
+        >>> store.is_empty("a/"), store.is_empty("b/")
+        (False, True)
+        """
         return next(iter(self.list_prefix(prefix)), None) is None
 
     # -- locks ------------------------------------------------------------
@@ -634,12 +1446,41 @@ class Store(abc.ABC):
     @contextlib.contextmanager
     def node_lock(self, path: str, *, interprocess: bool = True,
                   timeout: float | None = None) -> Iterator[None]:
-        """Hold the lock of the node at ``path`` while its metadata is read, changed and
-        written back (an append, a resize, an attribute change): reentrant; shared by
-        the threads of this process, and with ``interprocess`` (where
-        :attr:`interprocess_locks` says the store can) by other processes.  Waits at
-        most ``timeout`` seconds (``config lock_timeout``), then raises
-        :class:`~zarrfast.errors.LockTimeoutError` naming the node."""
+        """Hold the lock of the node at ``path`` while its metadata is read, changed and written.
+
+        The engine takes it for an append, a resize or an attribute change.  The lock is
+        reentrant and shared by the threads of this process (by every store object of
+        the same data); with ``interprocess``, where the store's ``interprocess_locks``
+        says it can (the local store: ``flock`` on a lock file in the node's
+        directory), other processes are excluded too.
+
+        Parameters
+        ----------
+        path : str
+            The node's path (``""``: the root).
+        interprocess : bool, default True
+            Also exclude other processes, where the store can.
+        timeout : float, optional
+            How many seconds to wait for the lock at most; ``None`` (the default) reads
+            ``config lock_timeout``.
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+            A context manager holding the lock while its ``with`` block runs.
+
+        Raises
+        ------
+        zarrfast.errors.LockTimeoutError
+            When the lock was not had within ``timeout`` seconds; the message names the
+            node.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> with store.node_lock("a"):
+        ...     store.set("a/zarr.json", b"{}")
+        """
         with self._holding(("node", self._lock_scope(), path), f"node {path or '/'!r}", "",
                            interprocess and self.interprocess_locks,
                            lambda deadline, timed_out: self._lock_interprocess(
@@ -649,15 +1490,36 @@ class Store(abc.ABC):
     @contextlib.contextmanager
     def value_lock(self, key: str, *, timeout: float | None = None,
                    interprocess: bool | None = None) -> Iterator[None]:
-        """Hold the lock of the value at ``key`` while it is read, changed and written
-        back (a partial write of a shard): reentrant; shared by every store object of
-        the same data in this process and, where :attr:`interprocess_locks` says the
-        store can, by other processes (``LocalStore``: ``flock`` on a lock file next to
-        the value, there only while it is held).  Waits at most ``timeout`` seconds
-        (``config lock_timeout``), then raises
-        :class:`~zarrfast.errors.LockTimeoutError` naming the key.  ``interprocess``:
-        whether to lock other processes out too (``None``: :attr:`interprocess_locks`,
-        which reads ``config file_locks``; the engine passes what its call resolved)."""
+        """Hold the lock of the value at ``key`` while it is read, changed and written back.
+
+        The engine takes it for a partial write of a shard.  The lock is reentrant and
+        shared by every store object of the same data in this process and, where the
+        store's ``interprocess_locks`` says it can, by other processes (the local store:
+        ``flock`` on a lock file next to the value, there only while it is held).
+
+        Parameters
+        ----------
+        key : str
+            The value's key.
+        timeout : float, optional
+            How many seconds to wait for the lock at most; ``None`` (the default) reads
+            ``config lock_timeout``.
+        interprocess : bool, optional
+            Whether to lock other processes out too; ``None`` (the default) uses the
+            store's ``interprocess_locks``, which reads ``config file_locks`` (the
+            engine passes what its call resolved).
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+            A context manager holding the lock while its ``with`` block runs.
+
+        Raises
+        ------
+        zarrfast.errors.LockTimeoutError
+            When the lock was not had within ``timeout`` seconds; the message names the
+            key.
+        """
         if interprocess is None:
             interprocess = self.interprocess_locks
         with self._holding(("value", self._lock_scope(), key), f"key {key!r}", "to it",
@@ -706,25 +1568,82 @@ class Store(abc.ABC):
     # -- conditional writes ---------------------------------------------------------
     def get_versioned(self, key: str, *, limit: int | None = None
                       ) -> tuple[Any, Hashable | None]:
-        """The value of ``key`` (``None`` when missing) and the version token that
-        :meth:`set_if_version` compares with (stores with :attr:`conditional_writes`).
-        A value larger than ``limit`` bytes is refused
-        (:class:`~zarrfast.storage.errors.ValueTooLargeError`) before it is read."""
+        """Read the value of ``key`` with the version token ``set_if_version`` compares with.
+
+        Only stores with ``capabilities.conditional_writes`` implement it.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        limit : int, optional
+            Refuse a value larger than this many bytes, before reading it; ``None`` (the
+            default) reads any size.
+
+        Returns
+        -------
+        tuple
+            ``(value, version)``: the value (``None`` when missing) and its token.
+
+        Raises
+        ------
+        NotImplementedError
+            When the store makes no conditional writes (this default).
+        zarrfast.storage.errors.ValueTooLargeError
+            When the value holds more than ``limit`` bytes.
+        """
         raise NotImplementedError(f"{type(self).__name__} makes no conditional writes")
 
     def set_if_version(self, key: str, value: bytes | bytearray | memoryview,
                        version: Hashable | None) -> bool:
-        """Write ``value`` to ``key`` only if the stored value is still the one
-        :meth:`get_versioned` gave ``version`` for (``None``: only if ``key`` is still
-        missing), in one step of the store's own (S3's ``If-Match``/``If-None-Match``);
-        False, with nothing written, when it is not (replaced or deleted meanwhile)."""
+        """Write ``value`` to ``key`` only if the stored value is still the one of ``version``.
+
+        The check and the write are one step of the store's own (S3's
+        ``If-Match`` / ``If-None-Match``), so that writers that share no lock can read,
+        change and write a value back without losing each other's changes.  Only
+        stores with ``capabilities.conditional_writes`` implement it.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        value : bytes-like
+            The new value.
+        version : Hashable or None
+            The token ``get_versioned`` gave with the value read; ``None``: write only if
+            ``key`` is still missing.
+
+        Returns
+        -------
+        bool
+            ``True`` when written; ``False``, with nothing written, when the value was
+            replaced or deleted meanwhile.
+
+        Raises
+        ------
+        NotImplementedError
+            When the store makes no conditional writes (this default).
+        """
         raise NotImplementedError(f"{type(self).__name__} makes no conditional writes")
 
     @contextlib.contextmanager
     def creation_lock(self) -> Iterator[None]:
-        """Held while a node is created (checking that none exists, then writing its
-        metadata and its parents'): the threads of this process create nodes in this
-        store one at a time, so that two never both find a path free."""
+        """Hold the lock of node creation in this store.
+
+        The engine holds it while it creates a node (checking that none exists, then
+        writing its metadata and its parents'): the threads of this process create
+        nodes in this store one at a time, so that two never both find a path free.
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+            A context manager holding the lock while its ``with`` block runs.
+
+        Raises
+        ------
+        zarrfast.errors.LockTimeoutError
+            When the lock was not had within ``config lock_timeout`` seconds.
+        """
         timeout = config.get("lock_timeout")
 
         def timed_out() -> LockTimeoutError:
@@ -737,12 +1656,37 @@ class Store(abc.ABC):
     # -- misc -------------------------------------------------------------
     @classmethod
     async def open(cls, *args: Any, **kwargs: Any) -> Store:
-        """zarr-python's ``await Store.open(...)``: a new store of this class, made
-        with these arguments (``await LocalStore.open(root)``,
-        ``await MemoryStore.open()``).  Making a zarrfast store does no I/O to await;
-        the store's methods stay synchronous (see :mod:`zarrfast.storage.asynchronous`
-        for coroutines).  A store made from URLs (one with ``from_url``) takes
-        ``url=`` as zarr-python's ``FsspecStore.open(url=...)`` does."""
+        """Make a store of this class, as zarr-python's ``await Store.open(...)`` does.
+
+        Making a zarrfast store does no I/O to await; the store's methods stay
+        synchronous (``AsyncStore`` offers coroutines).
+
+        Parameters
+        ----------
+        *args : Any
+            Positional arguments of the class's constructor.
+        **kwargs : Any
+            Keyword arguments of the class's constructor.  A store made from URLs (a
+            class with ``from_url``) takes ``url=``, as zarr-python's
+            ``FsspecStore.open(url=...)`` does.
+
+        Returns
+        -------
+        Store
+            The new store.
+
+        Raises
+        ------
+        ZarrfastError
+            When ``url=`` is given to a class that is not made from URLs.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> store = asyncio.run(zarrfast.LocalStore.open("data.zarr", read_only=True))
+        >>> store
+        LocalStore('file://data.zarr', read_only=True)
+        """
         if "url" in kwargs:
             from_url = getattr(cls, "from_url", None)
             if from_url is None:
@@ -752,11 +1696,42 @@ class Store(abc.ABC):
         return cls(*args, **kwargs)
 
     def with_read_only(self, read_only: bool = True) -> Store:
-        """A view of this store with another read-only flag."""
+        """A store of the same data with another read-only flag.
+
+        Parameters
+        ----------
+        read_only : bool, default True
+            The new store's flag.
+
+        Returns
+        -------
+        Store
+            The new store (this one is unchanged).
+
+        Raises
+        ------
+        NotImplementedError
+            When the store cannot change its flag (this default).
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> reader = store.with_read_only()
+        >>> reader.read_only, store.read_only
+        (True, False)
+        >>> reader.set("k", b"v")
+        Traceback (most recent call last):
+        ...
+        zarrfast.errors.ReadOnlyError: MemoryStore('memory://...', read_only=True) is read-only; ...
+        """
         raise NotImplementedError(f"{type(self).__name__} cannot change its read-only flag")
 
     def close(self) -> None:  # noqa: B027 - optional hook
-        """Release resources; the default does nothing."""
+        """Release what the store holds.
+
+        A zip store writes its central directory and closes the archive; this default
+        does nothing.
+        """
 
     def __enter__(self) -> Store:
         return self

@@ -85,8 +85,21 @@ class RemotePermissionError(RemoteStoreError, PermissionError):
 
 
 class RetriesExhaustedError(RemoteStoreError):
-    """A transient failure (HTTP 5xx, connection reset, timeout) persisted through
-    every attempt; ``attempts`` says how many were made."""
+    """A transient failure (HTTP 5xx, connection reset, timeout) persisted through every attempt.
+
+    Parameters
+    ----------
+    message : str
+        What failed (the key and its URL), after how many attempts, and the last
+        error.
+    attempts : int
+        How many attempts were made.
+
+    Attributes
+    ----------
+    attempts : int
+        How many attempts were made (``RetryPolicy.attempts``).
+    """
 
     def __init__(self, message: str, attempts: int) -> None:
         super().__init__(message)

@@ -219,17 +219,50 @@ class _Root:
 
 
 class LocalStore(Store):
-    """A directory on the local file system.
+    """A store in a directory of the local file system.
+
+    Keys map to files below ``root`` (``"a/c/0/1"`` is ``root/a/c/0/1``).  A write goes
+    to a temporary file in the key's directory, renamed over the key, so a reader never
+    sees a half-written value and a crash leaves the old value (or nothing).  No read
+    or write leaves the root: keys are validated, files are opened relative to the
+    root without following symbolic links, and a link on a key's path is followed
+    only when it stays inside the root.  Listings skip the lock files
+    (``.zarrfast.lock``) and the temporary files of writes in progress.  Updates of a
+    node's metadata lock out other processes too (``flock``, POSIX), unless
+    ``config file_locks`` is off.
 
     Parameters
     ----------
-    root
-        The directory.  Created on the first write if it does not exist.
-    read_only
-        Refuse writes and deletes.
-    fsync
-        Flush every written file (and its directory entry) to disk before
-        returning, for durability across power loss.
+    root : str or os.PathLike
+        The directory, absolute or relative to the working directory (``file://``
+        URLs are accepted).  Created on the first write if it does not exist.
+    read_only : bool, default False
+        Refuse writes and deletes (``ReadOnlyError``).
+    fsync : bool, default False
+        Flush every written file (and its directory entry) to disk before returning,
+        for durability across power loss.
+
+    Attributes
+    ----------
+    root : pathlib.Path
+        The directory, absolute.
+    fsync : bool
+        Whether writes are flushed to disk.
+
+    Examples
+    --------
+    >>> store = zarrfast.LocalStore("data.zarr")
+    >>> store
+    LocalStore('file://data.zarr')
+    >>> array = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="int32")
+    >>> array[:] = np.arange(4)
+    >>> import os
+    >>> sorted(os.listdir("data.zarr"))
+    ['c', 'zarr.json']
+    >>> list(store.list())
+    ['c/0', 'c/1', 'zarr.json']
+    >>> zarrfast.open_array(zarrfast.LocalStore("data.zarr", read_only=True))[:]
+    array([0, 1, 2, 3], dtype=int32)
     """
 
     supports_partial_reads = True
@@ -282,7 +315,24 @@ class LocalStore(Store):
         return (_rebuild, (self._root_str, self.read_only, self.fsync))
 
     def with_read_only(self, read_only: bool = True) -> LocalStore:
-        """A copy with the given mode (of the same class: a subclass's ``get`` stays)."""
+        """A store of the same directory with another read-only flag; see ``Store.with_read_only``.
+
+        Parameters
+        ----------
+        read_only : bool, default True
+            The new store's flag.
+
+        Returns
+        -------
+        LocalStore
+            A copy of this store (of the same class: a subclass's methods stay) with
+            that flag.
+
+        Examples
+        --------
+        >>> zarrfast.LocalStore("data.zarr").with_read_only()
+        LocalStore('file://data.zarr', read_only=True)
+        """
         new = copy.copy(self)
         new._read_only = bool(read_only)
         new._shown_root = self._shown_root  # (a pickled copy shows the absolute root)
@@ -366,12 +416,57 @@ class LocalStore(Store):
 
     # -- reads ------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Read the file of ``key``, or some bytes of it (``pread``); see ``Store.get``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
+            The bytes to read; ``None`` (the default) reads the whole file.
+
+        Returns
+        -------
+        bytes or None
+            The bytes, or ``None`` when there is no file (a directory is no value).
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key, or a symbolic link on its path leads
+            outside the root.
+        zarrfast.storage.errors.SpecialFileError
+            When the key is a FIFO, a socket or a device (never read).
+        zarrfast.errors.AllocationError
+            When there is no memory for the value.
+        """
         return self._read(key, byte_range, None)
 
     def get_limited(self, key: str, limit: int) -> bytes | None:
-        """The value of ``key``; a file larger than ``limit`` bytes is refused, naming the
-        key and its size, before any of it is read (a sparse multi-GiB file costs an
-        ``fstat``).  A subclass's own ``get`` is honoured (then refused once read)."""
+        """Read the file of ``key``, refusing one larger than ``limit`` bytes unread.
+
+        The file's size is checked before any of it is read (a sparse multi-GiB file
+        costs an ``fstat``); see ``Store.get_limited``.  A subclass's own ``get`` is
+        honoured (then the value is refused once read).
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        limit : int
+            The largest size, in bytes, of a value that is returned.
+
+        Returns
+        -------
+        bytes or None
+            The value, or ``None`` when there is no file.
+
+        Raises
+        ------
+        zarrfast.storage.errors.ValueTooLargeError
+            When the file holds more than ``limit`` bytes; the message names the key
+            and both sizes.
+        """
         if type(self).get is not LocalStore.get:
             return super().get_limited(key, limit)
         return self._read(key, None, limit)
@@ -592,7 +687,29 @@ class LocalStore(Store):
                 and cls.get_into is LocalStore.get_into and self._dir_fd)
 
     def get_into(self, key: str, out: memoryview) -> int | None:
-        """Read the file of ``key`` straight into ``out`` (``preadv``, no copy)."""
+        """Read the file of ``key`` straight into ``out`` (``preadv``, no copy).
+
+        See ``Store.get_into``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        out : writable buffer
+            Where to put the value; it is filled only when the file has exactly
+            ``len(out)`` bytes.
+
+        Returns
+        -------
+        int or None
+            The file's size (fewer bytes when the file shrank while it was read), or
+            ``None`` when there is no file.
+
+        Raises
+        ------
+        zarrfast.storage.errors.SpecialFileError
+            When the key is a FIFO, a socket or a device.
+        """
         if not self.fast_get_into:  # pragma: no cover - Windows
             return super().get_into(key, out)
         fd = self._open_read(key)
@@ -619,8 +736,39 @@ class LocalStore(Store):
             os.close(fd)
 
     def open_ranges(self, key: str) -> RangeReader | None:
-        """The file of ``key`` opened once: its version (as :meth:`version` gives it)
-        from ``fstat`` on the open file, and every range read from it (``pread``)."""
+        """Open the file of ``key`` once, for reading several byte ranges of it.
+
+        The reader's ``version`` (as ``version`` gives it) comes from ``fstat`` on the
+        open file and every range is read from that file (``preadv``), so all of them
+        see one value even if the key is written meanwhile.  See ``Store.open_ranges``.
+        Where kernels may not read the files themselves (see ``file_paths``) the
+        reader is the generic one, which reads through ``get``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        RangeReader or None
+            The reader (close it, or use it as a context manager), or ``None`` when
+            there is no file.
+
+        Raises
+        ------
+        zarrfast.storage.errors.SpecialFileError
+            When the key is a FIFO, a socket or a device.
+
+        Examples
+        --------
+        >>> from zarrfast.storage import RangeByteRequest
+        >>> store = zarrfast.LocalStore("data.zarr")
+        >>> store.set("shard", b"0123456789")
+        >>> with store.open_ranges("shard") as reader:
+        ...     reader.size, reader.read(RangeByteRequest(2, 4))
+        (10, b'23')
+        """
         if not self._reads_files():
             return super().open_ranges(key)
         fd = self._open_read(key)  # (validates the key)
@@ -640,26 +788,86 @@ class LocalStore(Store):
         return _FileRanges(self, key, fd, st)
 
     def file_paths(self, keys: Sequence[str]) -> tuple[bytes, list[bytes]] | None:
-        """The root and the keys' paths relative to it: kernels open them without
-        following links (see :meth:`Store.file_paths`)."""
+        """The root and the keys' paths relative to it, for kernels that read files themselves.
+
+        The kernels open them without following links; see ``Store.file_paths``.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The keys.
+
+        Returns
+        -------
+        tuple of (bytes, list of bytes) or None
+            The root and the paths, file-system encoded; ``None`` when kernels may not
+            read the files themselves (a subclass with its own ``get`` or ``get_into``,
+            ``fast_get_into`` turned off, or a platform without ``openat``).
+
+        Raises
+        ------
+        InvalidKeyError
+            When a key is not valid.
+        """
         if not self._reads_files():
             return None
         return os.fsencode(self._root_str), validate_keys(keys)
 
     def file_version(self, stamp: tuple[int, int, int, int]) -> Hashable | None:
-        """What :meth:`version` gives for the file ``stamp`` describes (and
-        ``open_ranges`` from its open file) -- unless a subclass has its own tokens."""
+        """The ``version`` token of a file a kernel read; see ``Store.file_version``.
+
+        Parameters
+        ----------
+        stamp : tuple of int
+            ``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` from ``fstat`` on the file.
+
+        Returns
+        -------
+        tuple of int or None
+            What ``version`` gives for that file (``stamp`` as a tuple), or ``None`` when
+            a subclass has its own ``version``.
+        """
         if type(self).version is not LocalStore.version:
             return None
         return tuple(stamp)
 
     def read_many_into(self, keys: Sequence[str], out: Any, offsets: Any,
                        nbytes: int, *, exact: bool = True) -> Any:
-        """Many files straight into ``out`` in one ``nogil`` loop (open, fstat, pread,
-        close per file; :func:`zarrfast.kernels.read_files_into`) -- or one by one
-        through a subclass's own ``get_into`` / ``get`` (see :meth:`_reads_files`).
-        A file with a symbolic link on its path is read the careful way
-        (:meth:`get`), which follows the link only inside the root."""
+        """Read many files into one buffer, each at its own offset, in one kernel call.
+
+        A compiled loop that releases the GIL opens, checks, reads and closes each file
+        (``zarrfast.kernels.read_files_into``); a subclass with its own ``get_into`` or
+        ``get`` is read one by one through them instead.  A file with a symbolic link on
+        its path is read with ``get``, which follows the link only inside the root.  See
+        ``Store.read_many_into``.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The keys.
+        out : writable buffer
+            Where to put the values (a ``uint8`` NumPy array, a ``bytearray``).
+        offsets : sequence of int
+            The byte offset in ``out`` of each key's value.
+        nbytes : int
+            The size a value must have (``exact``) or may have at most.
+        exact : bool, default True
+            Copy only files of exactly ``nbytes`` bytes; with ``False``, any file of at
+            most ``nbytes`` bytes.
+
+        Returns
+        -------
+        numpy.ndarray
+            The ``int64`` sizes of the files, in the order of ``keys``; ``-1`` for a
+            missing one.  A file whose size does not fit was not copied.
+
+        Raises
+        ------
+        InvalidKeyError
+            When a key is not valid, or a link on its path leads outside the root.
+        OSError
+            When a file cannot be read (the message names the key).
+        """
         files = self.file_paths(keys)
         if files is None:
             return super().read_many_into(keys, out, offsets, nbytes, exact=exact)
@@ -690,10 +898,41 @@ class LocalStore(Store):
         return sizes
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` is a regular file; see ``Store.exists``.
+
+        Parameters
+        ----------
+        key : str
+            The key; a directory is not a value.
+
+        Returns
+        -------
+        bool
+            ``True`` when the key's file exists and is a regular file.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key, or a link on its path leads outside the root.
+        """
         st = self._stat(key)
         return st is not None and stat.S_ISREG(st.st_mode)
 
     def version(self, key: str) -> tuple[int, int, int, int] | None:
+        """A token that changes whenever the file of ``key`` is replaced; see ``Store.version``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        tuple of int or None
+            ``(st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of the file: writes replace
+            files by renaming a new one over them, so a new value is a new inode.
+            ``None`` when there is no file.
+        """
         # writes replace files by rename, so a new value is a new inode; size and
         # change times catch the rare reuse of an inode number
         st = self._stat(key)
@@ -702,6 +941,23 @@ class LocalStore(Store):
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def getsize(self, key: str) -> int:
+        """The size in bytes of the file of ``key``; see ``Store.getsize``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        int
+            The file's size.
+
+        Raises
+        ------
+        FileNotFoundError
+            When there is no regular file at the key.
+        """
         st = self._stat(key)
         if st is None or not stat.S_ISREG(st.st_mode):
             raise FileNotFoundError(f"key {key!r} not found in {self!r}")
@@ -710,6 +966,28 @@ class LocalStore(Store):
     def get_many(
         self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None = None
     ) -> list[bytes | None]:
+        """Read many files (or bytes of them) on the thread pool; see ``Store.get_many``.
+
+        Fewer than four keys are read one by one on the calling thread.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The keys.
+        byte_ranges : sequence of (byte request or None), optional
+            One byte request (or ``None``: the whole file) per key; ``None`` (the
+            default) reads every file whole.
+
+        Returns
+        -------
+        list of (bytes or None)
+            The values in the order of ``keys``; ``None`` for a missing file.
+
+        Raises
+        ------
+        ZarrfastError
+            When ``byte_ranges`` has another length than ``keys``.
+        """
         if len(keys) < 4:
             return super().get_many(keys, byte_ranges)
         from zarrfast.concurrency import map_unordered_into
@@ -792,12 +1070,29 @@ class LocalStore(Store):
         return cls.set is LocalStore.set and cls.set_many is LocalStore.set_many
 
     def set_many(self, items: Any) -> None:
-        """Many atomic writes (temporary file, then rename), as :meth:`set` does one by
-        one: each directory is opened (and made) once, inside the root, and the files
-        of a batch are written relative to their open directories by one kernel call
-        (:func:`zarrfast.kernels.write_files`).  A key the kernel does not write
-        (a symbolic link there, an error) goes through :meth:`set`, which applies its
-        checks and raises naming the key."""
+        """Write many files atomically, as ``set`` does one by one, in one kernel call.
+
+        Each directory is opened (and made) once, inside the root, and the files of
+        the batch are written relative to their open directories by one call of a
+        compiled loop (``zarrfast.kernels.write_files``).  A key the kernel does not
+        write (a symbolic link there, an error) goes through ``set``, which applies its
+        checks and raises naming the key.  See ``Store.set_many``.
+
+        Parameters
+        ----------
+        items : mapping or iterable of (str, bytes-like) pairs
+            The keys and their values.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When a key is not valid.
+        zarrfast.storage.errors.StoreWriteError
+            When the file system fails a write (disk full, quota, an I/O error); the
+            message names the key.
+        """
         pairs = list(items.items() if isinstance(items, Mapping) else items)
         if not self.fast_set_many or len(pairs) < 2:
             for key, value in pairs:
@@ -855,11 +1150,51 @@ class LocalStore(Store):
                     strides: np.ndarray, shape: np.ndarray, itemsize: int, *,
                     fill: np.ndarray | None = None, extra: Any = None,
                     extra_first: bool = False) -> np.ndarray:
-        """:meth:`Store.set_regions` as atomic writes of :meth:`set_many`, each file
-        written from the regions where they lie in ``src`` (``writev``, no copy:
-        :func:`zarrfast.kernels.write_region_files`).  A key the kernel does not write
-        (a symbolic link there, an error) gets its bytes gathered and goes through
-        :meth:`set`, which applies its checks and raises naming the key."""
+        """Write regions of an array's bytes to files straight from where they lie.
+
+        The atomic writes of ``set_many``, each file written from its regions in
+        ``src`` (``writev``, no copy: ``zarrfast.kernels.write_region_files``).  A key
+        the kernel does not write (a symbolic link there, an error) gets its bytes
+        gathered and goes through ``set``, which applies its checks and raises naming
+        the key.  See ``Store.set_regions`` for what is written.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The keys to write.
+        src : numpy.ndarray
+            The bytes the regions lie in.
+        offsets : numpy.ndarray
+            ``int64`` byte offsets into ``src``: a row per key, one offset per region.
+        strides : numpy.ndarray
+            The byte stride of each dimension of a region.
+        shape : numpy.ndarray
+            The shape of a region, in items.
+        itemsize : int
+            The size of one item in bytes.
+        fill : numpy.ndarray, optional
+            One item's bytes: a key with a region whose every item equals it is not
+            stored.  ``None`` (the default) stores every key.
+        extra : bytes-like, optional
+            Bytes stored after the regions of every key (a shard's index).
+        extra_first : bool, default False
+            Put ``extra`` before the regions instead.
+
+        Returns
+        -------
+        numpy.ndarray
+            A ``bool`` mask over ``keys``: ``True`` for a key not stored because of
+            ``fill``.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When a key is not valid.
+        zarrfast.storage.errors.StoreWriteError
+            When the file system fails a write; the message names the key.
+        """
         keys = list(keys)
         if not self.fast_set_regions or not keys:
             return super().set_regions(keys, src, offsets, strides, shape, itemsize,
@@ -886,10 +1221,44 @@ class LocalStore(Store):
         return status < 0
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
-        """Write ``value`` atomically (a temporary file in the key's directory, then a
-        rename over the key).  A failure of the file system (disk full, quota, an
-        I/O error) raises :class:`~zarrfast.storage.errors.StoreWriteError` naming
-        the key; the key's previous value stays as it was."""
+        """Write ``value`` to the file of ``key`` atomically; see ``Store.set``.
+
+        The value goes to a temporary file in the key's directory (made if needed),
+        renamed over the key; with ``fsync`` the file and the directory entry are
+        flushed to disk first.  On failure the key's previous value stays as it was.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        value : bytes-like
+            The value: any object with the buffer protocol.  It is written before
+            ``set`` returns (the caller may reuse its buffer).
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When ``key`` is not a valid key, or a link on its path leads outside the root.
+        zarrfast.storage.errors.StoreWriteError
+            When the file system fails the write (disk full, quota, an I/O error);
+            ``zarrfast.storage.errors.StorePermissionError`` when it refuses it.  The
+            message names the key.
+        zarrfast.errors.ConcurrentWriteError
+            When the key's directory was removed while the value was written (a
+            concurrent delete of its node); nothing was stored.
+        ZarrfastError
+            When a parent path of the key is a file.
+
+        Examples
+        --------
+        >>> import os
+        >>> store = zarrfast.LocalStore("data.zarr")
+        >>> store.set("a/b/zarr.json", b"{}")
+        >>> os.path.isfile(os.path.join("data.zarr", "a", "b", "zarr.json"))
+        True
+        """
         self._check_writable(key)
         validate_key(key)
         try:
@@ -1048,6 +1417,25 @@ class LocalStore(Store):
                 raise _failed("delete", key, self._path(key), e) from e
 
     def delete(self, key: str) -> None:
+        """Delete the file of ``key``; a missing one is no error.  See ``Store.delete``.
+
+        A symbolic link at the key is removed itself, never what it points to; a
+        directory at the key is left alone.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When ``key`` is not a valid key, or a link on its path leads outside the root.
+        zarrfast.storage.errors.StoreWriteError
+            When the file system fails the delete; the message names the key.
+        """
         self._check_writable(key)
         validate_key(key)
         if not self._dir_fd:
@@ -1069,8 +1457,30 @@ class LocalStore(Store):
             os.close(dirfd)
 
     def delete_dir(self, prefix: str) -> None:
-        """Delete every key below ``prefix`` (the directory, relative to its open
-        parent; a symbolic link there is left alone, never followed)."""
+        """Delete every key below ``prefix``: its directory and everything in it.
+
+        The directory is removed relative to its open parent; a symbolic link there is
+        left alone, never followed.  A file named ``prefix`` itself is kept.  Values
+        written below ``prefix`` meanwhile are removed by removing the directory again,
+        a bounded number of times.  See ``Store.delete_dir``.
+
+        Parameters
+        ----------
+        prefix : str
+            A node's path, with or without a trailing ``/``; ``""`` deletes everything
+            in the root (the root directory itself stays).
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When ``prefix`` is not ``""`` or a valid key.
+        zarrfast.errors.ConcurrentWriteError
+            When values kept being written below ``prefix`` while it was deleted.
+        zarrfast.storage.errors.StoreWriteError
+            When the file system fails a delete; the message names the key.
+        """
         self._check_writable(prefix or "<root>")
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
@@ -1126,9 +1536,38 @@ class LocalStore(Store):
 
     # -- listing ----------------------------------------------------------
     def list(self) -> Iterator[str]:
+        """List every key (every file below the root), sorted; see ``Store.list``.
+
+        Returns
+        -------
+        Iterator[str]
+            The keys; the iterator also works with ``async for``.  Lock files and the
+            temporary files of writes in progress are not keys.
+        """
         return self.list_prefix("")
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """List the keys that start with ``prefix``, sorted; see ``Store.list_prefix``.
+
+        Only the deepest directory ``prefix`` names is walked; symbolic links to
+        directories are not followed.
+
+        Parameters
+        ----------
+        prefix : str
+            The start of the keys (``""``: every key; ``"/"``: none).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys; the iterator also works with ``async for``.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``prefix`` is not ``""``, ``"/"`` or a valid key (optionally followed
+            by ``/``), or its directory is a link leading outside the root.
+        """
         if not listing_prefix(prefix):
             return iter(())
         # walk only the deepest directory the prefix names
@@ -1153,6 +1592,25 @@ class LocalStore(Store):
         return iter(out)
 
     def list_dir(self, prefix: str) -> Iterator[str]:
+        """List the names in the directory of ``prefix``, sorted; see ``Store.list_dir``.
+
+        Parameters
+        ----------
+        prefix : str
+            A node's path, with or without a trailing ``/``; ``""`` is the root.
+
+        Returns
+        -------
+        Iterator[str]
+            The names of the files and directories in it (none when there is no such
+            directory); the iterator also works with ``async for``.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``prefix`` is not ``""`` or a valid key, or its directory is a link
+            leading outside the root.
+        """
         validate_prefix(prefix)
         p = prefix.rstrip("/")
         path = self._path(p) if p else self._root_str

@@ -56,11 +56,41 @@ def _plain(value: object) -> bytes:
 
 
 class MemoryStore(Store):
-    """Values in a dict (``store_dict``, shared if given) guarded by a lock.
+    """A store that keeps its values in a dict, guarded by a lock.
 
-    Values are stored as immutable ``bytes``; in a dict the caller gave, as
-    :class:`Buffer` (``bytes`` with zarr-python's ``Buffer`` methods, as zarr-python's
-    dict stores hold), and a zarr-python ``Buffer`` found there reads as its bytes.
+    Values are stored as immutable ``bytes`` (a copy of what ``set`` was given).  In a
+    dict the caller gave they are stored as ``Buffer``: ``bytes`` that also answer the
+    methods of zarr-python's ``Buffer``, as zarr-python's dict stores hold, so that
+    ``store_dict["zarr.json"].to_bytes()`` works with either library; a zarr-python
+    ``Buffer`` found there reads as its bytes.  Store objects sharing one dict are
+    equal and share their locks.  A pickled store carries a copy of its values.
+
+    Parameters
+    ----------
+    store_dict : MutableMapping[str, bytes], optional
+        The dict to keep the values in, shared with the caller; ``None`` (the
+        default) makes a new one.
+    read_only : bool, default False
+        Refuse writes and deletes (``ReadOnlyError``).
+
+    Examples
+    --------
+    >>> store = zarrfast.MemoryStore()
+    >>> array = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="int8")
+    >>> array[:] = [1, 2, 3, 4]
+    >>> sorted(store.list())
+    ['c/0', 'c/1', 'zarr.json']
+    >>> zarrfast.open_array(store, mode="r")[:]
+    array([1, 2, 3, 4], dtype=int8)
+
+    A dict of one's own holds the values where the caller can see them:
+
+    >>> values = {}
+    >>> group = zarrfast.open_group(values, mode="w")
+    >>> sorted(values)
+    ['zarr.json']
+    >>> b'"node_type": "group"' in values["zarr.json"].to_bytes()
+    True
     """
 
     supports_partial_reads = True
@@ -109,11 +139,42 @@ class MemoryStore(Store):
         return ("memory", id(self._data))  # every store object sharing the dict
 
     def with_read_only(self, read_only: bool = True) -> MemoryStore:
+        """A store of the same dict with another read-only flag; see ``Store.with_read_only``.
+
+        Parameters
+        ----------
+        read_only : bool, default True
+            The new store's flag.
+
+        Returns
+        -------
+        MemoryStore
+            A store sharing this one's dict (writes through either are seen by both).
+        """
         view = MemoryStore(self._data, read_only=read_only)
         view._buffers = self._buffers
         return view
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Read the value of ``key``, or some bytes of it; see ``Store.get``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
+            The bytes to read; ``None`` (the default) reads the whole value.
+
+        Returns
+        -------
+        bytes or None
+            The bytes, or ``None`` when the key is missing.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key.
+        """
         validate_key(key)
         value = self._data.get(key)
         if value is not None and type(value) is not bytes:
@@ -124,10 +185,47 @@ class MemoryStore(Store):
         return value[start:stop]
 
     def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value; see ``Store.exists``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        bool
+            ``True`` when the dict has the key.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key.
+        """
         validate_key(key)
         return key in self._data
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Store ``value`` under ``key``; see ``Store.set``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        value : bytes-like
+            The value: any object with the buffer protocol (not ``str``, ``int`` or a
+            list).  What is stored is immutable: changing ``value`` afterwards
+            changes nothing stored.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When ``key`` is not a valid key.
+        TypeError
+            When ``value`` is not a buffer.
+        """
         self._check_writable(key)
         validate_key(key)
         # bytes(memoryview(...)) refuses ints and lists, which bytes() alone would accept
@@ -139,6 +237,25 @@ class MemoryStore(Store):
             self._versions[key] = next(self._counter)
 
     def version(self, key: str) -> tuple[int, int] | None:
+        """A token that changes whenever the value of ``key`` is replaced; see ``Store.version``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        tuple of int or None
+            The number of the ``set`` that wrote the value, and the stored object's
+            ``id`` (which also changes when code sharing the dict replaces a value);
+            ``None`` when the key is missing.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key.
+        """
         validate_key(key)
         with self._lock:
             value = self._data.get(key)
@@ -148,17 +265,56 @@ class MemoryStore(Store):
             return (self._versions.get(key, 0), id(value))
 
     def delete(self, key: str) -> None:
+        """Delete the value of ``key``; a missing key is no error.  See ``Store.delete``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        InvalidKeyError
+            When ``key`` is not a valid key.
+        """
         self._check_writable(key)
         validate_key(key)
         with self._lock:
             self._data.pop(key, None)
 
     def list(self) -> Iterator[str]:
+        """List every key, sorted; see ``Store.list``.
+
+        Returns
+        -------
+        Iterator[str]
+            The keys of the dict; the iterator also works with ``async for``.
+        """
         with self._lock:
             keys = sorted(self._data)
         return iter(keys)
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """List the keys that start with ``prefix``, sorted; see ``Store.list_prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            The start of the keys (``""``: every key; ``"/"``: none).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys; the iterator also works with ``async for``.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``prefix`` is not ``""``, ``"/"`` or a valid key (optionally followed
+            by ``/``).
+        """
         if not listing_prefix(prefix):
             return iter(())
         with self._lock:

@@ -27,8 +27,9 @@ from typing import Any, TypeVar
 
 from zarrfast.errors import ZarrfastError
 
-__all__ = ["RequestLimit", "RetryPolicy", "classify", "error_code", "exception_chain", "gather_limited",
-           "http_status", "loop", "request_error", "retrying", "retrying_sync", "run", "status_kind"]
+__all__ = ["RequestLimit", "RetryPolicy", "classify", "error_code", "exception_chain",
+           "gather_limited", "http_status", "loop", "request_error", "retrying", "retrying_sync",
+           "run", "status_kind"]
 
 T = TypeVar("T")
 
@@ -45,12 +46,34 @@ _TRANSIENT_ERRNOS = frozenset({
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How transient failures are retried.
+    """How a remote store retries a request after a transient failure.
 
-    ``attempts`` is the total number of tries of one request (1: never retry).
-    Before try ``n + 1`` the store sleeps a random time between half and all of
-    ``min(max_delay, base_delay * 2**(n - 1))`` seconds, so the total wait is at
-    most ``(attempts - 1) * max_delay``.
+    Transient failures are HTTP 5xx and throttling responses, connection resets and
+    timeouts.  Before try ``n + 1`` the store sleeps a random time between half and all
+    of ``min(max_delay, base_delay * 2**(n - 1))`` seconds (exponential backoff with
+    jitter), so the total wait is at most ``(attempts - 1) * max_delay``.  When every
+    try failed, the store raises ``RetriesExhaustedError``.
+
+    Parameters
+    ----------
+    attempts : int, default 5
+        The total number of tries of one request (1: never retry).
+    base_delay : float, default 0.1
+        The longest wait, in seconds, after the first failed try; it doubles after
+        each further one.
+    max_delay : float, default 2.0
+        The longest wait, in seconds, between two tries.
+
+    Raises
+    ------
+    ZarrfastError
+        When ``attempts`` is not an ``int`` of at least 1, or a delay is negative.
+
+    Examples
+    --------
+    >>> policy = zarrfast.storage.RetryPolicy(attempts=3, base_delay=0.5, max_delay=1.0)
+    >>> 0.25 <= policy.delay(1) <= 0.5 and 0.5 <= policy.delay(3) <= 1.0
+    True
     """
 
     attempts: int = 5
@@ -64,7 +87,19 @@ class RetryPolicy:
             raise ZarrfastError(f"RetryPolicy delays must be >= 0, got {self!r}")
 
     def delay(self, failed_attempt: int) -> float:
-        """Seconds to wait after the ``failed_attempt``-th try (1-based) failed."""
+        """How long to wait after a failed try before the next one.
+
+        Parameters
+        ----------
+        failed_attempt : int
+            Which try failed, counting from 1.
+
+        Returns
+        -------
+        float
+            A random number of seconds between half and all of
+            ``min(max_delay, base_delay * 2**(failed_attempt - 1))``.
+        """
         cap = min(self.max_delay, self.base_delay * 2 ** (failed_attempt - 1))
         return random.uniform(cap / 2, cap)
 

@@ -88,13 +88,67 @@ def _is_zarr_python_store(obj: object) -> bool:
 
 def make_store(store: StoreLike, *, read_only: bool = False,
                storage_options: Mapping[str, Any] | None = None) -> Store:
-    """Resolve ``store``: a ``Store`` is used as is (re-flagged read-only if asked),
-    a URL with ``://`` (other than ``file://``) is a remote store opened with
-    ``storage_options`` (:func:`remote_store` says which), a path ending in ``.zip`` a
-    :class:`ZipStore` (mode ``"r"`` when read-only, else ``"a"``), another ``str``/``Path`` a local directory, and a
-    ``dict`` or ``None`` is memory.  A zarr-python store (``zarr.abc.store.Store``:
-    zarr's stores, icechunk's ``session.store``, VirtualiZarr's ``ManifestStore``) is
-    wrapped in a :class:`~zarrfast.storage.zarr_python.ZarrPythonStore`."""
+    """Turn anything that names a store (a path, a URL, a dict, ``None``) into a ``Store``.
+
+    Every function of zarrfast that takes ``store=`` resolves it this way:
+
+    * a ``Store`` is used as it is (a read-only view of it when ``read_only`` is asked
+      and the store can make one with ``with_read_only``; otherwise the store itself);
+    * a zarr-python store (``zarr.abc.store.Store``: zarr's stores, icechunk's
+      ``session.store``, VirtualiZarr's ``ManifestStore``) is wrapped in a
+      ``ZarrPythonStore``;
+    * a URL with ``://`` other than ``file://`` is a remote store opened with
+      ``storage_options``: an ``ObjectStore`` (obstore) or an ``FsspecStore``, as
+      ``config remote_store`` says (by default obstore for ``s3://``, ``gs://``,
+      ``az://`` and ``http(s)://`` URLs where it is installed and understands every
+      option, else fsspec);
+    * a path ending in ``.zip`` that is not a directory is a ``ZipStore`` (mode
+      ``"r"`` when read-only, else ``"a"``: made if missing);
+    * another ``str`` or ``os.PathLike`` (or a ``file://`` URL) is a ``LocalStore``
+      of that directory;
+    * a ``dict`` (any mutable mapping) is a ``MemoryStore`` keeping its values there,
+      and ``None`` a new ``MemoryStore``.
+
+    Parameters
+    ----------
+    store : Store, str, os.PathLike, MutableMapping or None
+        What to resolve.
+    read_only : bool, default False
+        Open the store read-only (a ``Store`` given: a read-only view of it, where the
+        store can make one).
+    storage_options : Mapping[str, Any], optional
+        Options of a remote store (credentials, an endpoint ...), as fsspec takes
+        them; only for remote URLs.
+
+    Returns
+    -------
+    Store
+        The store.
+
+    Raises
+    ------
+    zarrfast.storage.errors.StorageOptionsError
+        When ``storage_options`` are given for anything but a remote URL.
+    zarrfast.storage.errors.MissingDependencyError
+        When a remote URL needs a package that is not installed (fsspec, s3fs ...).
+    ZarrfastError
+        When ``store`` is none of the above.
+
+    Examples
+    --------
+    >>> from zarrfast.storage import make_store
+    >>> make_store("data.zarr")
+    LocalStore('file://data.zarr')
+    >>> make_store("data.zarr", read_only=True)
+    LocalStore('file://data.zarr', read_only=True)
+    >>> make_store(None)
+    MemoryStore('memory://...')
+    >>> make_store("archive.zip")
+    ZipStore('zip://archive.zip', mode='a')
+    >>> store = zarrfast.MemoryStore()
+    >>> make_store(store) is store
+    True
+    """
     if storage_options and not (isinstance(store, str) and is_remote_url(store)):
         raise StorageOptionsError(
             f"storage_options was provided but unused: they only apply to remote store URLs "

@@ -107,22 +107,74 @@ def check_member_name(archive: str, name: str) -> str:
 
 
 class ZipStore(Store):
-    """Keys and values in the zip archive at ``path``.
+    """A store in one zip archive, compatible with zarr-python's ``ZipStore``.
+
+    Keys are member names (``"zarr.json"``, ``"c/0/0"``).  Writing a key again appends
+    a new member, and reads see the latest one (zip archives cannot replace members in
+    place); deletes are not supported.  The archive is finalised by ``close`` (also
+    when the store is garbage-collected, and at interpreter exit): until then its
+    central directory is not written.  One lock serialises every access to the
+    archive, so threads may share a store.  Byte ranges of a stored (uncompressed)
+    member seek within it.
+
+    The member names of an archive that is opened are checked like keys: a name that
+    would leave the archive's root when extracted or used as a path (``..``
+    segments, absolute paths, backslashes, drive letters: "zip slip") makes the open
+    fail, naming the archive and the member.  An archive opened with mode ``"r"``
+    pickles as its path (dask workers open it again); a writable one cannot be pickled.
 
     Parameters
     ----------
-    path
+    path : str or os.PathLike
         The archive file.
-    mode
-        ``"r"``, ``"w"``, ``"a"`` or ``"x"`` (see the module docstring).
-    read_only
-        Refuse writes; defaults to ``mode == "r"``.  A store opened with mode ``"r"``
-        is always read-only.
-    compression
-        ``zipfile.ZIP_STORED`` (the default: byte ranges seek without decompressing)
-        or another :mod:`zipfile` method for new members.
-    allowZip64
+    mode : {"r", "w", "a", "x"}, default "r"
+        As for ``zipfile.ZipFile``: ``"r"`` reads, ``"w"`` creates (truncating an
+        existing file), ``"a"`` appends to an existing archive (or creates one),
+        ``"x"`` creates and refuses an existing file.
+    read_only : bool, optional
+        Refuse writes; ``None`` (the default) means ``mode == "r"``.  A store opened
+        with mode ``"r"`` is always read-only.
+    compression : int, default zipfile.ZIP_STORED
+        The ``zipfile`` compression of new members.  ``ZIP_STORED`` (no compression;
+        chunks are usually compressed already) lets byte ranges seek without
+        decompressing.
+    allowZip64 : bool, default True
         Allow archives and members larger than 4 GiB.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The archive file, absolute.
+    mode : str
+        The mode it was opened with.
+
+    Raises
+    ------
+    zarrfast.storage.errors.ArchiveNotFoundError
+        When the archive to read (mode ``"r"``) does not exist.
+    FileExistsError
+        When mode ``"x"`` finds an existing file.
+    zarrfast.storage.errors.StoreError
+        When the file is not a readable zip archive.
+    zarrfast.storage.errors.UnsafeArchiveMemberError
+        When a member name could leave the archive's root.
+    ZarrfastError
+        When ``mode`` is not one of the four, or mode ``"r"`` is asked to be writable.
+
+    Examples
+    --------
+    >>> from zarrfast.storage import ZipStore
+    >>> with ZipStore("data.zip", mode="w") as store:
+    ...     array = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="int32")
+    ...     array[:] = np.arange(4)
+    >>> store = ZipStore("data.zip")
+    >>> store
+    ZipStore('zip://data.zip', mode='r', read_only=True)
+    >>> list(store.list())
+    ['c/0', 'c/1', 'zarr.json']
+    >>> zarrfast.open_array(store)[:]
+    array([0, 1, 2, 3], dtype=int32)
+    >>> store.close()
     """
 
     supports_deletes = False
@@ -170,6 +222,24 @@ class ZipStore(Store):
         return ("zip", id(self._archive))  # views made by with_read_only share the archive
 
     def with_read_only(self, read_only: bool = True) -> ZipStore:
+        """A store of the same archive with another read-only flag; see ``Store.with_read_only``.
+
+        Parameters
+        ----------
+        read_only : bool, default True
+            The new store's flag.
+
+        Returns
+        -------
+        ZipStore
+            A view sharing this store's open archive and lock; closing either closes
+            the archive for both.
+
+        Raises
+        ------
+        ReadOnlyError
+            When a store opened with mode ``"r"`` is asked to be writable.
+        """
         if not read_only and self.mode == "r":
             raise ReadOnlyError(f"{self!r} was opened with mode 'r'; it cannot be made writable")
         return ZipStore._view(self, read_only)
@@ -218,6 +288,29 @@ class ZipStore(Store):
 
     # -- reads ---------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """Read the latest member named ``key``, or some bytes of it; see ``Store.get``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
+            The bytes to read; ``None`` (the default) reads the whole member.  A stored
+            member seeks to them; a compressed one is decompressed up to them.
+
+        Returns
+        -------
+        bytes or None
+            The bytes, or ``None`` when the archive has no such member.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key.
+        zarrfast.storage.errors.StoreError
+            When the member cannot be read (a corrupt archive, an encrypted member, an
+            unknown compression), or the archive is closed.
+        """
         with self._archive.lock:
             info = self._info(key)
             if info is None:
@@ -238,8 +331,28 @@ class ZipStore(Store):
                     f"{type(e).__name__}: {e}") from e
 
     def get_limited(self, key: str, limit: int) -> bytes | None:
-        """:meth:`get`, refusing a member whose declared or stored size is above ``limit``
-        before decompressing any of it (an archive bomb)."""
+        """Read the member ``key``, refusing one larger than ``limit`` bytes unread.
+
+        A member whose declared or stored size is above ``limit`` is refused before any
+        of it is decompressed (an archive bomb); see ``Store.get_limited``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        limit : int
+            The largest size, in bytes, of a value that is returned.
+
+        Returns
+        -------
+        bytes or None
+            The value, or ``None`` when the archive has no such member.
+
+        Raises
+        ------
+        zarrfast.storage.errors.ValueTooLargeError
+            When the member declares or stores more than ``limit`` bytes.
+        """
         with self._archive.lock:
             info = self._info(key)
         if info is not None and max(info.file_size, info.compress_size) > limit:
@@ -250,10 +363,46 @@ class ZipStore(Store):
         return self.get(key)
 
     def exists(self, key: str) -> bool:
+        """Whether the archive has a member named ``key``; see ``Store.exists``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        bool
+            ``True`` when there is such a member.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key.
+        zarrfast.storage.errors.StoreError
+            When the archive is closed.
+        """
         with self._archive.lock:
             return self._info(key) is not None
 
     def getsize(self, key: str) -> int:
+        """The uncompressed size of the latest member named ``key``; see ``Store.getsize``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        int
+            The member's size in bytes, as its header declares it.
+
+        Raises
+        ------
+        FileNotFoundError
+            When the archive has no such member.
+        """
         with self._archive.lock:
             info = self._info(key)
         if info is None:
@@ -261,13 +410,48 @@ class ZipStore(Store):
         return info.file_size
 
     def version(self, key: str) -> Hashable | None:
-        """The offset of the latest member of that name: a new write is a new member."""
+        """A token that changes whenever ``key`` is written again; see ``Store.version``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        tuple or None
+            The archive and the offset of the latest member of that name (a new write
+            is a new member), or ``None`` when there is none.
+        """
         with self._archive.lock:
             info = self._info(key)
             return None if info is None else (id(self._archive), info.header_offset)
 
     # -- writes --------------------------------------------------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        """Append a member named ``key`` holding ``value``; see ``Store.set``.
+
+        A key written before keeps its old member in the archive (reads see the new
+        one); the archive grows with every rewrite.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        value : bytes-like
+            The value: any object with the buffer protocol.  It is copied.
+
+        Raises
+        ------
+        ReadOnlyError
+            When the store is read-only.
+        zarrfast.storage.errors.UnsafeArchiveMemberError
+            When ``key`` is not a valid key (it would be an unsafe member name).
+        zarrfast.storage.errors.StoreError
+            When the archive is closed.
+        TypeError
+            When ``value`` is not a buffer.
+        """
         self._check_writable(key)
         try:
             validate_key(key)
@@ -290,8 +474,22 @@ class ZipStore(Store):
                 zf.writestr(info, data)
 
     def delete(self, key: str) -> None:
-        """Deleting a missing key does nothing (as for every store); deleting a key
-        that exists raises :class:`UnsupportedStoreOperationError`."""
+        """Refuse to delete ``key``: zip archives do not support deletes.
+
+        Deleting a missing key does nothing, as for every store.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Raises
+        ------
+        zarrfast.storage.errors.UnsupportedStoreOperationError
+            When the key exists.
+        ReadOnlyError
+            When the store is read-only.
+        """
         self._check_writable(key)
         if self.exists(key):
             raise UnsupportedStoreOperationError(
@@ -299,7 +497,22 @@ class ZipStore(Store):
                 f"deletes (ZipStore.supports_deletes is False); write a new archive instead")
 
     def delete_dir(self, prefix: str) -> None:
-        """Like :meth:`delete`: nothing to delete below ``prefix`` is fine, else an error."""
+        """Refuse to delete the keys below ``prefix``, as ``delete`` refuses one.
+
+        Nothing to delete below ``prefix`` is no error.
+
+        Parameters
+        ----------
+        prefix : str
+            A node's path, with or without a trailing ``/``; ``""`` is the root.
+
+        Raises
+        ------
+        zarrfast.storage.errors.UnsupportedStoreOperationError
+            When a key lies below ``prefix``.
+        ReadOnlyError
+            When the store is read-only.
+        """
         self._check_writable(prefix or "<root>")
         validate_prefix(prefix)
         p = prefix[:-1] if prefix.endswith("/") else prefix
@@ -310,11 +523,43 @@ class ZipStore(Store):
 
     # -- listing -------------------------------------------------------------------
     def list(self) -> Iterator[str]:
+        """List every member name (once each, directory entries left out), sorted.
+
+        See ``Store.list``.
+
+        Returns
+        -------
+        Iterator[str]
+            The keys; the iterator also works with ``async for``.
+
+        Raises
+        ------
+        zarrfast.storage.errors.StoreError
+            When the archive is closed.
+        """
         with self._archive.lock:
             names = [n for n in self._zf().NameToInfo if not n.endswith("/")]
         return iter(sorted(names))
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
+        """List the member names that start with ``prefix``, sorted; see ``Store.list_prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            The start of the keys (``""``: every key; ``"/"``: none).
+
+        Returns
+        -------
+        Iterator[str]
+            The keys; the iterator also works with ``async for``.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``prefix`` is not ``""``, ``"/"`` or a valid key (optionally followed
+            by ``/``).
+        """
         if not listing_prefix(prefix):
             return iter(())
         return iter([k for k in self.list() if k.startswith(prefix)])
@@ -322,11 +567,15 @@ class ZipStore(Store):
     # -- closing -------------------------------------------------------------------
     def close(self) -> None:
         """Write the central directory (modes "w", "a", "x") and close the file.
-        Views made with :meth:`with_read_only` share the archive and close it too."""
+
+        Views made with ``with_read_only`` share the archive and close it too.  Closing
+        again does nothing; leaving a ``with`` block closes the store.
+        """
         self._archive.close()
 
     @property
     def closed(self) -> bool:
+        """Whether the archive is closed (every read or write then raises ``StoreError``)."""
         return self._archive.closed
 
     def __enter__(self) -> ZipStore:
