@@ -72,7 +72,27 @@ def parse_named_config(
 
 @dataclass(frozen=True)
 class Codec:
-    """Base of all codecs."""
+    """Base of all codecs: one step of a chunk's codec chain.
+
+    A codec is a frozen dataclass (hashable, compared by value) whose fields are its
+    configuration.  ``name`` is the name its metadata object carries (``"zstd"``),
+    ``kind`` its place in a chain (``"array_array"``, ``"array_bytes"`` or
+    ``"bytes_bytes"``) and ``aliases`` other names it answers to when metadata is read
+    (draft URIs).  Subclass [zarrfast.codecs.ArrayArrayCodec][],
+    [zarrfast.codecs.ArrayBytesCodec][] or [zarrfast.codecs.BytesBytesCodec][], not this
+    class, and register the subclass with [zarrfast.codecs.register_codec][].
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import Codec, ZstdCodec
+    >>> codec = ZstdCodec(level=3)
+    >>> isinstance(codec, Codec), codec.name, codec.kind
+    (True, 'zstd', 'bytes_bytes')
+    >>> codec.to_dict()
+    {'name': 'zstd', 'configuration': {'level': 3, 'checksum': False}}
+    >>> ZstdCodec.from_dict(codec.to_dict()) == codec
+    True
+    """
 
     name: ClassVar[str]
     kind: ClassVar[str]
@@ -81,57 +101,288 @@ class Codec:
 
     @classmethod
     def from_dict(cls, data: Any) -> Codec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict or str
+            ``{"name": ..., "configuration": {...}}`` as an array's metadata holds it (or,
+            for codecs without required configuration, the bare name).
+
+        Returns
+        -------
+        Codec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            The name is not this codec's, or the configuration is invalid or has unknown
+            members (the message quotes the bad value).
+        """
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object, as an array's metadata records it.
+
+        Returns
+        -------
+        dict
+            ``{"name": ..., "configuration": {...}}`` (the configuration may be left
+            out when it is empty); [from_dict][zarrfast.codecs.Codec.from_dict] makes
+            an equal codec from it.
+        """
         raise NotImplementedError
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
-        """Raise ``MetadataValidationError`` if the codec can't take this representation."""
+        """Check that the codec can take chunks of ``shape`` holding ``data_type``.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shape of the chunk as it reaches this codec.
+        data_type : DataType
+            The data type of the chunk as it reaches this codec (zarrfast's data type
+            object, with ``dtype``, ``itemsize`` and ``name``).
+
+        Raises
+        ------
+        MetadataValidationError
+            The codec cannot encode this representation (the base class accepts all).
+        """
 
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> Codec:
-        """Return the codec with automatically chosen parameters filled in."""
+        """Fill in the parameters chosen from the array when it is created.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shape of the chunk as it reaches this codec.
+        data_type : DataType
+            The data type of the chunk as it reaches this codec.
+
+        Returns
+        -------
+        Codec
+            The codec as the array's metadata records it (``self`` when nothing is left
+            to choose; blosc fills in ``typesize`` and ``shuffle``, for example).
+        """
         return self
 
 
 @dataclass(frozen=True)
 class ArrayArrayCodec(Codec):
+    """Base of the array -> array codecs (filters): a chunk array in, a chunk array out.
+
+    They come first in a chain, before the one array -> bytes codec; an array's
+    ``filters`` are these codecs.  A subclass implements ``encode`` and ``decode`` (or
+    ``decode_as``) and, when it changes them, ``encoded_shape`` and
+    ``encoded_data_type``.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import ArrayArrayCodec, TransposeCodec
+    >>> codec = TransposeCodec(order=(1, 0))
+    >>> isinstance(codec, ArrayArrayCodec), codec.encoded_shape((2, 3))
+    (True, (3, 2))
+    """
+
     kind: ClassVar[str] = "array_array"
 
     def encoded_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Give the shape of what [encode][zarrfast.codecs.ArrayArrayCodec.encode]
+        makes of a chunk of ``shape``.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shape of the chunk the codec receives.
+
+        Returns
+        -------
+        tuple of int
+            The encoded shape (the base class keeps ``shape``).
+
+        Raises
+        ------
+        MetadataValidationError
+            A codec that cannot reshape ``shape`` says so (``reshape``).
+        """
         return shape
 
     def encoded_data_type(self, data_type: Any) -> Any:
-        """The data type of what :meth:`encode` gives for ``data_type`` (most keep it)."""
+        """Give the data type of what ``encode`` makes of chunks of ``data_type``.
+
+        Parameters
+        ----------
+        data_type : DataType
+            The data type of the chunk the codec receives.
+
+        Returns
+        -------
+        DataType
+            The encoded data type (most codecs keep ``data_type``; ``cast_value`` gives
+            its target type).
+        """
         return data_type
 
     def encode(self, chunk: np.ndarray) -> np.ndarray:
+        """Encode one chunk.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The chunk, of the shape and data type the codec receives.
+
+        Returns
+        -------
+        numpy.ndarray
+            The encoded chunk, of ``encoded_shape(chunk.shape)``.
+
+        Raises
+        ------
+        CodecError
+            The values cannot be encoded (they do not fit, for example).
+        """
         raise NotImplementedError
 
     def decode(self, chunk: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-        """Decode ``chunk`` (of ``encoded_shape(shape)``) into an array of ``shape``."""
+        """Decode one chunk (of ``encoded_shape(shape)``) into an array of ``shape``.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The encoded chunk.
+        shape : tuple of int
+            The shape of the decoded chunk.
+
+        Returns
+        -------
+        numpy.ndarray
+            The decoded chunk.
+
+        Raises
+        ------
+        CodecError
+            The chunk does not decode (a wrong element count, values out of range).
+        """
         raise NotImplementedError
 
     def decode_as(self, chunk: np.ndarray, shape: tuple[int, ...],
                   data_type: Any) -> np.ndarray:
-        """:meth:`decode`, told the data type to give (a codec that changes the type,
-        such as ``cast_value``, needs it)."""
+        """Decode one chunk, told the data type to give.
+
+        A codec that changes the data type, such as ``cast_value``, needs it; the base
+        class calls [decode][zarrfast.codecs.ArrayArrayCodec.decode].
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The encoded chunk.
+        shape : tuple of int
+            The shape of the decoded chunk.
+        data_type : DataType
+            The data type of the decoded chunk (what the codec received when encoding).
+
+        Returns
+        -------
+        numpy.ndarray
+            The decoded chunk.
+
+        Raises
+        ------
+        CodecError
+            The chunk does not decode.
+        """
         return self.decode(chunk, shape)
 
 
 @dataclass(frozen=True)
 class ArrayBytesCodec(Codec):
+    """Base of the array -> bytes codecs (serializers): a chunk array in, bytes out.
+
+    A chain has exactly one, after the array -> array codecs and before the bytes ->
+    bytes codecs: ``bytes`` for fixed-size types, ``vlen-utf8``/``vlen-bytes`` for
+    variable-length ones, ``sharding_indexed`` for shards.  An array's ``serializer``
+    is this codec.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import ArrayBytesCodec
+    >>> arr = zarrfast.create_array(store={}, shape=(4,), dtype="int16")
+    >>> isinstance(arr.serializer, ArrayBytesCodec), arr.serializer
+    (True, BytesCodec(endian=<Endian.little: 'little'>))
+    """
+
     kind: ClassVar[str] = "array_bytes"
 
     def encode(self, chunk: np.ndarray, data_type: Any) -> bytes | bytearray | memoryview:
+        """Encode one chunk array to bytes.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The chunk as the array -> array codecs left it.
+        data_type : DataType
+            Its data type.
+
+        Returns
+        -------
+        bytes, bytearray or memoryview
+            The encoded bytes, for the bytes -> bytes codecs.
+
+        Raises
+        ------
+        CodecError
+            The elements cannot be encoded.
+        """
         raise NotImplementedError
 
     def decode(self, data: Any, shape: tuple[int, ...], data_type: Any) -> np.ndarray:
+        """Decode bytes into a chunk array.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The bytes the bytes -> bytes codecs left.
+        shape : tuple of int
+            The shape of the chunk to give.
+        data_type : DataType
+            Its data type.
+
+        Returns
+        -------
+        numpy.ndarray
+            The chunk, of ``shape``.
+
+        Raises
+        ------
+        ChunkDecodeError
+            The bytes do not hold a chunk of ``shape`` (a wrong size, a bad header).
+        """
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
 class BytesBytesCodec(Codec):
+    """Base of the bytes -> bytes codecs: compressors and checksums.
+
+    They come last in a chain, after the array -> bytes codec; an array's
+    ``compressors`` are these codecs.  ``decode`` may be given a buffer of exactly the
+    decoded size to fill (``out``); the core compressors also take ``limit=``, the
+    largest decoded size to accept, and refuse larger output before allocating it (a
+    stored chunk is untrusted input).
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import BytesBytesCodec, GzipCodec
+    >>> codec = GzipCodec(level=1)
+    >>> isinstance(codec, BytesBytesCodec)
+    True
+    >>> bytes(codec.decode(codec.encode(b"abc" * 100)))[:6]
+    b'abcabc'
+    """
+
     kind: ClassVar[str] = "bytes_bytes"
     #: the compressed format, when the batched decoder (``_kernels.ChunkDecoder``) can
     #: decode it exactly as :meth:`decode` does: ``"zstd"`` or ``"blosc"``
@@ -145,16 +396,65 @@ class BytesBytesCodec(Codec):
             cls.batch_codec = None
 
     def encode(self, data: Any) -> bytes | bytearray | memoryview:
+        """Encode (compress, or add a checksum to) bytes.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The bytes the previous codec gave.
+
+        Returns
+        -------
+        bytes, bytearray or memoryview
+            The encoded bytes.
+
+        Raises
+        ------
+        CodecError
+            The data cannot be encoded.
+        """
         raise NotImplementedError
 
     def decode(self, data: Any, out: bytearray | memoryview | np.ndarray | None = None) -> Any:
-        """Decode ``data``.  If ``out`` is given it has exactly the decoded size;
-        the codec may fill it and return it (or return another buffer).
+        """Decode ``data``.
 
         The core compressors also take ``limit=`` (used when ``out`` is not given): the
-        largest decoded size to accept; they refuse more before allocating it."""
+        largest decoded size to accept; they refuse more before allocating it.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The encoded bytes.
+        out : bytearray, memoryview or numpy.ndarray, optional
+            A buffer of exactly the decoded size; the codec may fill it and return it
+            (or return another buffer).
+
+        Returns
+        -------
+        bytes-like
+            The decoded bytes.
+
+        Raises
+        ------
+        CodecError
+            The data do not decode (or decode to another size than ``out``'s).
+        ChecksumError
+            A checksum codec found the data changed.
+        """
         raise NotImplementedError
 
     def compute_encoded_size(self, decoded_size: int) -> int | None:
-        """Encoded size for fixed-size codecs (``None`` when data-dependent)."""
+        """Give the encoded size of ``decoded_size`` bytes, for codecs of a fixed size.
+
+        Parameters
+        ----------
+        decoded_size : int
+            A number of bytes before encoding.
+
+        Returns
+        -------
+        int or None
+            The number of bytes after encoding, or ``None`` when it depends on the data
+            (all compressors; a shard's index codecs must have a fixed size).
+        """
         return None

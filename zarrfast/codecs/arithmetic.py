@@ -42,7 +42,35 @@ def _numeric(data_type: Any, codec: str, kinds: str = "iuf") -> None:
 
 @dataclass(frozen=True)
 class ScaleOffsetCodec(ArrayArrayCodec):
-    """``scale_offset``: ``stored = (x - offset) * scale``."""
+    """``scale_offset``: values stored as ``(x - offset) * scale``, read as ``y / scale + offset``.
+
+    An array -> array codec of the extension registry (zarr-extensions
+    ``codecs/scale_offset``), recorded as
+    ``{"name": "scale_offset", "configuration": {"offset": o, "scale": s}}``.  The
+    arithmetic is the array's data type's: for floats the stored values are rounded as
+    that type rounds; for integers a value that does not fit, or a stored value that is
+    not a multiple of ``scale``, is an error, never a silent wrap.
+
+    Parameters
+    ----------
+    offset : number, optional
+        Subtracted before scaling, in the fill-value encoding of the data type (JSON
+        numbers, or strings such as ``"NaN"``); ``None`` (the default) means 0.
+    scale : number, optional
+        The factor applied after the offset; ``None`` (the default) means 1.  It must
+        not be 0.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import ScaleOffsetCodec
+    >>> arr = zarrfast.create_array(store={}, shape=(3,), dtype="float64", compressors=None,
+    ...                             filters=[ScaleOffsetCodec(offset=10, scale=100)])
+    >>> arr[:] = [10.0, 10.5, 11.25]
+    >>> np.frombuffer(arr.store.get("c/0"), dtype="<f8")  # (x - 10) * 100
+    array([  0.,  50., 125.])
+    >>> arr[:]
+    array([10.  , 10.5 , 11.25])
+    """
 
     offset: Any = None
     scale: Any = None
@@ -50,10 +78,35 @@ class ScaleOffsetCodec(ArrayArrayCodec):
 
     @classmethod
     def from_dict(cls, data: Any) -> ScaleOffsetCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "scale_offset", "configuration": {"offset": ..., "scale": ...}}``.
+
+        Returns
+        -------
+        ScaleOffsetCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, an unknown member.
+        """
         config = parse_named_config(data, cls.name, allowed=("offset", "scale"))
         return cls(offset=config.get("offset"), scale=config.get("scale"))
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "scale_offset", "configuration": {"offset": ..., "scale": ...}}``: members that are ``None`` are left out (and the configuration
+            when both are).
+        """
         config = {k: v for k, v in (("offset", self.offset), ("scale", self.scale))
                   if v is not None}
         return {"name": self.name, "configuration": config} if config else {"name": self.name}
@@ -67,6 +120,21 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         return offset, scale
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        """Check the codec can take chunks of ``data_type``.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The chunk shape (any).
+        data_type : DataType
+            The data type of the chunks.
+
+        Raises
+        ------
+        MetadataValidationError
+            Not an integer or floating-point type, an ``offset`` or ``scale`` that is not
+            a value of the type, or ``scale`` 0.
+        """
         _numeric(data_type, self.name)
         try:
             _, scale = self._params(data_type.dtype)
@@ -76,6 +144,24 @@ class ScaleOffsetCodec(ArrayArrayCodec):
             raise MetadataValidationError("scale_offset codec: scale must not be 0")
 
     def encode(self, chunk: np.ndarray) -> np.ndarray:
+        """Give ``(chunk - offset) * scale`` in the chunk's data type.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The chunk.
+
+        Returns
+        -------
+        numpy.ndarray
+            The stored values.
+
+        Raises
+        ------
+        CodecError
+            A finite value gives a float that is not finite, or an integer outside the
+            data type's range.
+        """
         offset, scale = self._params(chunk.dtype)
         if chunk.dtype.kind == "f":
             with np.errstate(over="ignore", invalid="ignore"):
@@ -94,6 +180,26 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         return _checked_int(out, chunk.dtype, "encoded")
 
     def decode(self, chunk: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """Give ``chunk / scale + offset`` in the chunk's data type.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The stored values.
+        shape : tuple of int
+            The chunk shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            The values.
+
+        Raises
+        ------
+        CodecError
+            Stored integers that are not multiples of ``scale``, or results outside the
+            data type's range.
+        """
         offset, scale = self._params(chunk.dtype)
         if chunk.dtype.kind == "f":
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -134,7 +240,41 @@ def _cast_array() -> Any:
 
 @dataclass(frozen=True)
 class CastValueCodec(ArrayArrayCodec):
-    """``cast_value``: the values converted to ``data_type``."""
+    """``cast_value``: values stored converted to another data type.
+
+    An array -> array codec of the extension registry (zarr-extensions
+    ``codecs/cast_value``), recorded as ``{"name": "cast_value", "configuration":
+    {...}}``.  The conversion is the ``cast-value-rs`` package's, the library zarr-python
+    uses (install ``zarrfast[cast]``); arrays with this codec need it to be read or
+    written.
+
+    Parameters
+    ----------
+    configuration : dict
+        The codec's configuration: ``data_type`` (required: the stored data type, as in
+        array metadata, e.g. ``"uint8"``), ``rounding`` (``"nearest-even"`` by default,
+        ``"towards-zero"``, ``"towards-positive"``, ``"towards-negative"`` or
+        ``"nearest-away"``), ``out_of_range`` (``"clamp"`` or ``"wrap"``; when not
+        given a value out of range is an error) and ``scalar_map`` (``{"encode":
+        [[in, out], ...], "decode": [...]}``: values mapped explicitly, such as NaN to
+        a sentinel).
+
+    Raises
+    ------
+    MetadataValidationError
+        No ``data_type``, an unknown data type, or a bad ``rounding``,
+        ``out_of_range`` or ``scalar_map``.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import CastValueCodec
+    >>> codec = CastValueCodec({"data_type": "uint8", "out_of_range": "clamp"})
+    >>> arr = zarrfast.create_array(store={}, shape=(3,), dtype="float32",
+    ...                             filters=[codec])
+    >>> arr[:] = [1.4, 300, -3]
+    >>> arr[:]
+    array([  1., 255.,   0.], dtype=float32)
+    """
 
     configuration: dict = field(default_factory=dict, hash=False)
     name = "cast_value"
@@ -161,18 +301,55 @@ class CastValueCodec(ArrayArrayCodec):
 
     @classmethod
     def from_dict(cls, data: Any) -> CastValueCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "cast_value", "configuration": {"data_type": ..., ...}}``.
+
+        Returns
+        -------
+        CastValueCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, an unknown member, or a bad configuration (see the class).
+        """
         config = parse_named_config(data, cls.name, allowed=("data_type", "rounding",
                                                              "out_of_range", "scalar_map"))
         return cls(configuration=dict(config))
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "cast_value", "configuration": {...}}``, the configuration as given.
+        """
         return {"name": self.name, "configuration": dict(self.configuration)}
 
     @property
     def target(self) -> Any:
+        """The data type values are stored as (the configuration's ``data_type``)."""
         return parse_data_type(self.configuration["data_type"])
 
     def encoded_data_type(self, data_type: Any) -> Any:
+        """Give the stored data type.
+
+        Parameters
+        ----------
+        data_type : DataType
+            The data type of the chunks the codec receives (not used).
+
+        Returns
+        -------
+        DataType
+            [target][zarrfast.codecs.CastValueCodec.target].
+        """
         return self.target
 
     def _entries(self, direction: str, src: Any, dst: Any) -> list[tuple[Any, Any]]:
@@ -189,6 +366,23 @@ class CastValueCodec(ArrayArrayCodec):
         return out
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        """Check the codec can convert chunks of ``data_type``.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The chunk shape (any).
+        data_type : DataType
+            The data type of the chunks.
+
+        Raises
+        ------
+        MetadataValidationError
+            Either data type is not an integer or floating-point type, ``"wrap"`` with
+            a floating-point target, or a ``scalar_map`` value that is not of its type.
+        UnknownCodecError
+            The ``cast-value-rs`` package is not installed.
+        """
         _numeric(data_type, self.name)
         _numeric(self.target, self.name)
         if self.configuration.get("out_of_range") == "wrap" and self.target.kind not in "iu":
@@ -210,10 +404,53 @@ class CastValueCodec(ArrayArrayCodec):
             raise CodecError(f"cast_value: cannot cast {src.name} to {to.name}: {e}") from None
 
     def encode(self, chunk: np.ndarray) -> np.ndarray:
+        """Convert a chunk to the stored data type.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The chunk.
+
+        Returns
+        -------
+        numpy.ndarray
+            The values as [target][zarrfast.codecs.CastValueCodec.target].
+
+        Raises
+        ------
+        CodecError
+            A value cannot be converted (out of range without ``out_of_range``, NaN to
+            an integer without a ``scalar_map`` entry).
+        UnknownCodecError
+            The ``cast-value-rs`` package is not installed.
+        """
         return self._cast(chunk, self.target, "encode")
 
     def decode_as(self, chunk: np.ndarray, shape: tuple[int, ...],
                   data_type: Any) -> np.ndarray:
+        """Convert stored values back to the array's data type.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The stored values.
+        shape : tuple of int
+            The chunk shape.
+        data_type : DataType
+            The data type to give (the one the codec received when encoding).
+
+        Returns
+        -------
+        numpy.ndarray
+            The values, of ``shape``.
+
+        Raises
+        ------
+        CodecError
+            A value cannot be converted.
+        UnknownCodecError
+            The ``cast-value-rs`` package is not installed.
+        """
         return self._cast(chunk, data_type, "decode").reshape(shape)
 
 
@@ -221,13 +458,54 @@ class CastValueCodec(ArrayArrayCodec):
 
 @dataclass(frozen=True)
 class BitroundCodec(ArrayArrayCodec):
-    """``bitround``: values rounded to ``keepbits`` significant bits when written."""
+    """``bitround``: values rounded to ``keepbits`` significant bits when written.
+
+    An array -> array codec of the extension registry (zarr-extensions
+    ``codecs/bitround``), recorded as
+    ``{"name": "bitround", "configuration": {"keepbits": k}}``.  Floats keep ``k`` bits
+    of their mantissa (numcodecs' ``BitRound``: round to nearest, ties to even); integers
+    keep ``k`` bits from their most significant set bit.  The zeroed low bits make the
+    data compress better.  What is stored is already rounded, so decoding changes
+    nothing: the rounding is lossy.
+
+    Parameters
+    ----------
+    keepbits : int, default 0
+        The bits to keep; metadata requires at least 1 (a float keeps all its bits when
+        ``keepbits`` reaches its mantissa's width).
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import BitroundCodec
+    >>> arr = zarrfast.create_array(store={}, shape=(2,), dtype="float32",
+    ...                             filters=[BitroundCodec(keepbits=3)])
+    >>> arr[:] = [1.2345, 100.0]
+    >>> arr[:]
+    array([ 1.25, 96.  ], dtype=float32)
+    """
 
     keepbits: int = 0
     name = "bitround"
 
     @classmethod
     def from_dict(cls, data: Any) -> BitroundCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "bitround", "configuration": {"keepbits": k}}``.
+
+        Returns
+        -------
+        BitroundCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, an unknown member, or ``keepbits`` that is not an integer >= 1.
+        """
         config = parse_named_config(data, cls.name, allowed=("keepbits",))
         k = config.get("keepbits")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -236,12 +514,46 @@ class BitroundCodec(ArrayArrayCodec):
         return cls(keepbits=k)
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "bitround", "configuration": {"keepbits": k}}``.
+        """
         return {"name": self.name, "configuration": {"keepbits": self.keepbits}}
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        """Check the codec can take chunks of ``data_type``.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The chunk shape (any).
+        data_type : DataType
+            The data type of the chunks.
+
+        Raises
+        ------
+        MetadataValidationError
+            Not an integer or floating-point type.
+        """
         _numeric(data_type, self.name)
 
     def encode(self, chunk: np.ndarray) -> np.ndarray:
+        """Round a chunk's values to ``keepbits`` significant bits.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The chunk (floats of 2, 4 or 8 bytes, or integers).
+
+        Returns
+        -------
+        numpy.ndarray
+            The rounded values, of the chunk's data type.  An integer magnitude that
+            rounding would carry past the type's largest value is truncated instead.
+        """
         if chunk.dtype.kind == "f":
             import numcodecs
 
@@ -253,6 +565,20 @@ class BitroundCodec(ArrayArrayCodec):
         return _round_int(chunk, self.keepbits)
 
     def decode(self, chunk: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """Give the stored values as they are (they were rounded when written).
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The stored values.
+        shape : tuple of int
+            The chunk shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``chunk`` with ``shape``.
+        """
         return chunk.reshape(shape)
 
 
@@ -288,13 +614,58 @@ def _round_int(chunk: np.ndarray, keepbits: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ReshapeCodec(ArrayArrayCodec):
-    """``reshape``: the chunk, in C order, with the shape the configuration gives."""
+    """``reshape``: the chunk, in C order, with the shape the configuration gives.
+
+    An array -> array codec of the extension registry (zarr-extensions
+    ``codecs/reshape``), recorded as
+    ``{"name": "reshape", "configuration": {"shape": [...]}}``.  The elements keep their
+    C order; only the shape the next codecs see changes (e.g. to hand a 3-d chunk to a
+    codec that takes 2-d data).
+
+    Parameters
+    ----------
+    shape : tuple, default ()
+        One entry per output dimension: a size, ``-1`` (at most once: whatever size
+        makes the element count match), or a tuple of input dimensions (strictly
+        increasing) whose sizes multiply to this one.  The constructor does not check
+        it: [from_dict][zarrfast.codecs.ReshapeCodec.from_dict] and ``validate`` do.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import ReshapeCodec
+    >>> codec = ReshapeCodec(shape=((0, 1), -1))
+    >>> codec.encoded_shape((2, 3, 4))
+    (6, 4)
+    >>> arr = zarrfast.create_array(store={}, shape=(2, 3, 4), dtype="int16",
+    ...                             filters=[codec])
+    >>> arr[:] = np.arange(24).reshape(2, 3, 4)
+    >>> int(arr[1, 2, 3])
+    23
+    """
 
     shape: tuple = ()
     name = "reshape"
 
     @classmethod
     def from_dict(cls, data: Any) -> ReshapeCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "reshape", "configuration": {"shape": [...]}}``.
+
+        Returns
+        -------
+        ReshapeCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, an unknown member, or a ``shape`` that is not a non-empty list
+            of sizes, ``-1`` (once) and increasing lists of input dimensions.
+        """
         config = parse_named_config(data, cls.name, allowed=("shape",))
         spec = config.get("shape")
         if not isinstance(spec, list) or not spec:
@@ -320,10 +691,35 @@ class ReshapeCodec(ArrayArrayCodec):
         return cls(shape=tuple(out))
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "reshape", "configuration": {"shape": [...]}}``.
+        """
         return {"name": self.name, "configuration": {
             "shape": [list(s) if isinstance(s, tuple) else s for s in self.shape]}}
 
     def encoded_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Give the shape a chunk of ``shape`` is reshaped to.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The chunk shape.
+
+        Returns
+        -------
+        tuple of int
+            The output shape, ``-1`` and input dimension groups resolved.
+
+        Raises
+        ------
+        MetadataValidationError
+            The element counts differ, or a group of input dimensions does not line up
+            with the output dimensions around it.
+        """
         out = [math.prod(shape[d] for d in s) if isinstance(s, tuple) else s
                for s in self.shape]
         total = math.prod(shape)
@@ -348,10 +744,50 @@ class ReshapeCodec(ArrayArrayCodec):
         return tuple(out)
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        """Check the codec can take chunks of ``data_type``.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The chunk shape.
+        data_type : DataType
+            The data type of the chunks.
+
+        Raises
+        ------
+        MetadataValidationError
+            The chunk cannot be reshaped (see ``encoded_shape``).
+        """
         self.encoded_shape(shape)
 
     def encode(self, chunk: np.ndarray) -> np.ndarray:
+        """Reshape a chunk, keeping its elements' C order.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The chunk.
+
+        Returns
+        -------
+        numpy.ndarray
+            The chunk with ``encoded_shape(chunk.shape)``.
+        """
         return np.ascontiguousarray(chunk).reshape(self.encoded_shape(chunk.shape))
 
     def decode(self, chunk: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """Give a reshaped chunk its own shape back.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The reshaped chunk.
+        shape : tuple of int
+            The chunk shape.
+
+        Returns
+        -------
+        numpy.ndarray
+            The chunk with ``shape``.
+        """
         return np.ascontiguousarray(chunk).reshape(shape)

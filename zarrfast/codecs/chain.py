@@ -192,18 +192,56 @@ def _is_sharding(codec: Any) -> bool:
 class CodecChain:
     """A validated codec chain for chunks of ``chunk_shape`` holding ``data_type``.
 
+    The one interpreter of an array's codecs: it parses them, checks their order
+    (``[array -> array]* array -> bytes [bytes -> bytes]*``) and that each fits the
+    data, and tells the rest of zarrfast which fast path applies.  Its attributes:
+    ``codecs`` (all, in encode order), ``aa``, ``ab`` and ``bb`` (the array -> array
+    codecs, the array -> bytes one, the bytes -> bytes ones), ``shapes`` and
+    ``data_types`` (what each array -> array codec receives, then the array -> bytes
+    codec's), ``sharding`` (the sharding codec when the chunks are shards read in part),
+    ``fast`` (only transposes and ``bytes``: the copy kernels do it all) and
+    ``batch_codec`` (``"zstd"`` or ``"blosc"`` when the batched decoder may decode the
+    chunks).  [decode][zarrfast.codecs.CodecChain.decode] and
+    [encode][zarrfast.codecs.CodecChain.encode] run the codecs' own methods (the
+    general path).
+
     Parameters
     ----------
-    codecs
+    codecs : sequence of Codec or dict
         Codec objects, or their metadata objects (``{"name": ..., "configuration":
-        ...}``), in encode order.
-    chunk_shape, data_type
-        What one decoded chunk is.
-    node
+        ...}``), in encode order.  An unknown codec marked
+        ``"must_understand": false`` is left out.
+    chunk_shape : sequence of int
+        The shape of one decoded chunk.
+    data_type : DataType
+        The data type of its elements (an array's ``metadata.type_info``).
+    node : str, default "array"
         Named in every error (``"array 'a/b'"``).
-    validate
+    validate : bool, default True
         Check the order of the codecs and that each fits the data (Zarr v2 chains,
         made here from valid v2 metadata, skip it).
+
+    Raises
+    ------
+    MetadataValidationError
+        The codecs are out of order, there is not exactly one array -> bytes codec, or
+        a codec does not fit the chunks (naming ``node``, the position and the codec).
+    UnknownCodecError
+        A codec name that no class is registered under.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import CodecChain
+    >>> arr = zarrfast.create_array(store={}, shape=(4, 4), chunks=(2, 2), dtype="int32")
+    >>> arr[:] = np.arange(16).reshape(4, 4)
+    >>> chain = CodecChain.from_metadata(arr.metadata, node="array 'a'")
+    >>> chain.codecs
+    (BytesCodec(endian=<Endian.little: 'little'>), ZstdCodec(level=0, checksum=False))
+    >>> chain.fast, chain.batch_codec
+    (True, 'zstd')
+    >>> chain.decode(arr.store.get("c/1/0"))
+    array([[ 8,  9],
+           [12, 13]], dtype=int32)
     """
 
     def __init__(self, codecs: Sequence[Any], *, chunk_shape: Sequence[int], data_type: Any,
@@ -242,8 +280,30 @@ class CodecChain:
     # -- construction from metadata ------------------------------------------------------
     @classmethod
     def from_metadata(cls, metadata: Any, *, node: str = "array") -> CodecChain:
-        """The chain of an array's metadata, v3 (its ``codecs``) or v2 (``order``,
-        ``filters`` and ``compressor``)."""
+        """Make the chain of an array's metadata.
+
+        Parameters
+        ----------
+        metadata : ArrayV3Metadata or ArrayV2Metadata
+            An array's metadata (``arr.metadata``): Zarr v3 (its ``codecs``) or v2 (its
+            ``order``, ``filters`` and ``compressor``, see
+            [from_v2][zarrfast.codecs.CodecChain.from_v2]).
+        node : str, default "array"
+            Named in every error.
+
+        Returns
+        -------
+        CodecChain
+            The chain for the array's chunks (for a rectilinear grid the first chunk's
+            shape, every other chunk shape checked too).
+
+        Raises
+        ------
+        MetadataValidationError
+            The codecs do not form a valid chain for the array.
+        UnknownCodecError
+            A codec is not registered.
+        """
         if getattr(metadata, "zarr_format", 3) == 2:
             return cls.from_v2(metadata, node=node)
         grid = metadata.chunk_grid
@@ -260,7 +320,23 @@ class CodecChain:
                    node=node)
 
     def for_chunk_shape(self, chunk_shape: Sequence[int]) -> CodecChain:
-        """The same codecs for chunks of another shape (a rectilinear grid's)."""
+        """Give the chain of the same codecs for chunks of another shape.
+
+        Parameters
+        ----------
+        chunk_shape : sequence of int
+            The other chunk shape (one of a rectilinear grid's).
+
+        Returns
+        -------
+        CodecChain
+            ``self`` for the same shape, else a new, validated chain.
+
+        Raises
+        ------
+        MetadataValidationError
+            A codec does not fit chunks of that shape.
+        """
         if tuple(chunk_shape) == self.chunk_shape:
             return self
         return type(self)(self.codecs, chunk_shape=chunk_shape, data_type=self.data_type,
@@ -268,7 +344,30 @@ class CodecChain:
 
     @classmethod
     def from_v2(cls, metadata: Any, *, node: str = "array") -> CodecChain:
-        """``[transpose if order F] bytes(declared byte order) filters compressor``."""
+        """Make the chain of a Zarr v2 array's metadata.
+
+        The chain is ``[transpose if order F] bytes(declared byte order) filters
+        compressor``, each filter and the compressor a numcodecs codec; decoding is
+        bounded (16 times the chunk's size, plus 1 MiB) against decompression bombs.
+
+        Parameters
+        ----------
+        metadata : ArrayV2Metadata
+            The v2 array's metadata.
+        node : str, default "array"
+            Named in every error.
+
+        Returns
+        -------
+        CodecChain
+            The chain (not validated: valid v2 metadata makes a valid chain).
+
+        Raises
+        ------
+        UnknownCodecError
+            numcodecs has no codec of a filter's or the compressor's ``id``, or refuses
+            its configuration.
+        """
         dtype = metadata.dtype
         # A decoded chunk holds prod(chunks) items; filters may change the size of what a
         # stage produces (astype, packbits, ...), by at most 16x for fixed-size dtypes.  The
@@ -292,16 +391,57 @@ class CodecChain:
                    validate=False)
 
     def to_json(self) -> list[dict[str, Any]]:
+        """Give the chain as a metadata ``codecs`` list.
+
+        Returns
+        -------
+        list of dict
+            Each codec's metadata object, in encode order.
+        """
         return [c.to_dict() for c in self.codecs]
 
     @classmethod
     def create(cls, codecs: Sequence[Any], *, chunk_shape: Sequence[int], data_type: Any,
                node: str = "array") -> CodecChain:
-        """The chain a new array records: each codec with its automatically chosen
-        parameters filled in (blosc's typesize, a filter's data type, a shard's inner
-        chain), then validated.  Every codec is told the chunk shape and data type it
-        receives, as in zarr-python (after ``cast_value`` to uint8, ``bytes`` needs no
-        ``endian``)."""
+        """Make the chain a new array records, each codec's chosen parameters filled in.
+
+        Each codec's ``evolve`` fills in what is chosen from the array (blosc's
+        ``typesize``, a filter's data type, a shard's inner chain), told the chunk shape
+        and data type it receives, as in zarr-python (after ``cast_value`` to uint8,
+        ``bytes`` needs no ``endian``); the chain is then validated.
+
+        Parameters
+        ----------
+        codecs : sequence of Codec or dict
+            The codecs (or their metadata objects) in encode order.
+        chunk_shape : sequence of int
+            The shape of one chunk.
+        data_type : DataType
+            The array's data type.
+        node : str, default "array"
+            Named in every error.
+
+        Returns
+        -------
+        CodecChain
+            The validated chain.
+
+        Raises
+        ------
+        MetadataValidationError
+            The codecs do not form a valid chain for these chunks.
+        UnknownCodecError
+            A codec is not registered.
+
+        Examples
+        --------
+        >>> from zarrfast.codecs import BloscCodec, BytesCodec, CodecChain
+        >>> from zarrfast.metadata.dtype import parse_data_type
+        >>> chain = CodecChain.create([BytesCodec(), BloscCodec(cname="lz4")],
+        ...                           chunk_shape=(10,), data_type=parse_data_type("uint8"))
+        >>> chain.codecs[0], chain.codecs[1].typesize, chain.codecs[1].shuffle
+        (BytesCodec(endian=None), 1, 'bitshuffle')
+        """
         parsed = parse_codecs(codecs, node=node)
         shape = tuple(int(c) for c in chunk_shape)
         stage_type = data_type
@@ -320,8 +460,14 @@ class CodecChain:
         return cls(out, chunk_shape=chunk_shape, data_type=data_type, node=node)
 
     def evolve(self) -> CodecChain:
-        """The chain with automatically chosen parameters filled in: what metadata
-        records (:meth:`create`)."""
+        """Give the chain with its chosen parameters filled in.
+
+        Returns
+        -------
+        CodecChain
+            What metadata records: [create][zarrfast.codecs.CodecChain.create] with
+            this chain's codecs, chunk shape, data type and node.
+        """
         return self.create(self.codecs, chunk_shape=self.chunk_shape,
                            data_type=self.data_type, node=self.node)
 
@@ -362,8 +508,30 @@ class CodecChain:
     # -- the general path: the codecs' own methods ----------------------------------------
     def decode_array(self, data: Any, *, fill_value: Any = None, key: str = "chunk"
                      ) -> np.ndarray:
-        """Bytes left by the bytes -> bytes codecs -> the chunk as an array of
-        ``chunk_shape``: the array -> bytes codec, then the array -> array codecs."""
+        """Decode the bytes the bytes -> bytes codecs left into the chunk array.
+
+        The array -> bytes codec, then the array -> array codecs in reverse order.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The bytes after the bytes -> bytes codecs.
+        fill_value : scalar, optional
+            What a sharding codec's empty inner chunks read as (default: the data
+            type's fill value).
+        key : str, default "chunk"
+            The chunk's store key, named in a sharding codec's errors.
+
+        Returns
+        -------
+        numpy.ndarray
+            The chunk, of ``chunk_shape``.
+
+        Raises
+        ------
+        CodecError
+            A codec cannot decode the data (``ChunkDecodeError`` for malformed data).
+        """
         shapes, types = self.shapes, self.data_types
         if _is_sharding(self.ab):  # empty inner chunks read as the fill value
             arr = self.ab.decode(data, shapes[-1], types[-1], fill_value=fill_value,
@@ -377,16 +545,61 @@ class CodecChain:
 
     def decode(self, raw: Any, *, fill_value: Any = None, key: str = "chunk",
                limit: int | None = None) -> np.ndarray:
-        """A stored chunk -> an array of ``chunk_shape``, every bytes -> bytes codec bounded
-        by ``limit`` (default :attr:`decode_limit`)."""
+        """Decode a stored chunk into an array of ``chunk_shape``.
+
+        Parameters
+        ----------
+        raw : bytes-like
+            The stored chunk.
+        fill_value : scalar, optional
+            What a sharding codec's empty inner chunks read as.
+        key : str, default "chunk"
+            The chunk's store key, named in a sharding codec's errors.
+        limit : int, optional
+            The most each bytes -> bytes codec that takes ``limit=`` may decode to;
+            default [decode_limit][zarrfast.codecs.CodecChain.decode_limit].
+
+        Returns
+        -------
+        numpy.ndarray
+            The chunk.
+
+        Raises
+        ------
+        CodecError
+            A codec cannot decode the data, or a compressor's output would exceed the
+            limit (``ChecksumError`` for a checksum mismatch).
+        """
         data = self.bounded.decode(raw, self.decode_limit if limit is None else limit)
         return self.decode_array(data, fill_value=fill_value, key=key)
 
     def encode_array(self, arr: np.ndarray, *, fill_value: Any = None,
                      write_empty_chunks: bool = False) -> Any:
-        """A chunk array -> bytes for the bytes -> bytes codecs (``write_empty_chunks``
-        and ``fill_value`` matter to a sharding codec: whether its inner chunks equal to
-        the fill value are kept)."""
+        """Encode a chunk array into the bytes the bytes -> bytes codecs take.
+
+        The array -> array codecs, then the array -> bytes codec.
+
+        Parameters
+        ----------
+        arr : numpy.ndarray
+            The chunk, of ``chunk_shape``.
+        fill_value : scalar, optional
+            For a sharding codec: the value of the inner chunks left out (default: the
+            data type's fill value).
+        write_empty_chunks : bool, default False
+            For a sharding codec: keep inner chunks equal to ``fill_value``
+            everywhere.
+
+        Returns
+        -------
+        bytes-like
+            The encoded bytes.
+
+        Raises
+        ------
+        CodecError
+            A codec cannot encode the values.
+        """
         data: Any = arr
         for c, t in zip(self.aa, self.data_types[1:], strict=True):
             data = _as_stage(c.encode(data), t, c)
@@ -396,13 +609,56 @@ class CodecChain:
         return self.ab.encode(data, self.data_types[-1])
 
     def encode_bytes(self, data: Any) -> Any:
+        """Run the bytes -> bytes codecs (compressors, checksums) in order.
+
+        Parameters
+        ----------
+        data : bytes-like
+            What [encode_array][zarrfast.codecs.CodecChain.encode_array] gave.
+
+        Returns
+        -------
+        bytes-like
+            The bytes to store.
+        """
         for c in self.bb:
             data = c.encode(data)
         return data
 
     def encode(self, arr: np.ndarray, *, fill_value: Any = None,
                write_empty_chunks: bool = False) -> bytes:
-        """A chunk array -> the bytes to store."""
+        """Encode a chunk array into the bytes to store.
+
+        Parameters
+        ----------
+        arr : numpy.ndarray
+            The chunk, of ``chunk_shape``.
+        fill_value : scalar, optional
+            For a sharding codec: the value of the inner chunks left out.
+        write_empty_chunks : bool, default False
+            For a sharding codec: keep inner chunks equal to ``fill_value``
+            everywhere.
+
+        Returns
+        -------
+        bytes
+            The stored form of the chunk.
+
+        Raises
+        ------
+        CodecError
+            A codec cannot encode the values.
+
+        Examples
+        --------
+        >>> from zarrfast.codecs import BytesCodec, CodecChain, GzipCodec
+        >>> from zarrfast.metadata.dtype import parse_data_type
+        >>> chain = CodecChain([BytesCodec(), GzipCodec()], chunk_shape=(3,),
+        ...                    data_type=parse_data_type("int16"))
+        >>> stored = chain.encode(np.array([1, 2, 3], dtype="int16"))
+        >>> chain.decode(stored)
+        array([1, 2, 3], dtype=int16)
+        """
         data = self.encode_array(arr, fill_value=fill_value,
                                  write_empty_chunks=write_empty_chunks)
         return bytes(self.encode_bytes(data))

@@ -214,6 +214,35 @@ class _Local(threading.local):
 
 @dataclass(frozen=True)
 class GzipCodec(BytesBytesCodec):
+    """``gzip``: chunks compressed as gzip (RFC 1952), as numcodecs' ``GZip`` writes them.
+
+    A bytes -> bytes codec recorded as
+    ``{"name": "gzip", "configuration": {"level": 5}}``.  Compression is numcodecs'
+    (zlib); decompression is bounded by the chunk's size, so a small stored chunk
+    cannot inflate to gigabytes.
+
+    Parameters
+    ----------
+    level : int, default 5
+        The compression level, 0 (none) to 9 (smallest, slowest).
+
+    Raises
+    ------
+    MetadataValidationError
+        ``level`` is not an integer in [0, 9].
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import GzipCodec
+    >>> arr = zarrfast.create_array(store={}, shape=(1000,), chunks=(100,), dtype="int32",
+    ...                             compressors=[GzipCodec(level=6)])
+    >>> arr[:] = np.arange(1000)
+    >>> arr.compressors
+    (GzipCodec(level=6),)
+    >>> int(arr[999])
+    999
+    """
+
     level: int = 5
     name = "gzip"
     aliases = ("https://purl.org/zarr/spec/codec/gzip/1.0",)
@@ -225,17 +254,77 @@ class GzipCodec(BytesBytesCodec):
 
     @classmethod
     def from_dict(cls, data: Any) -> GzipCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "gzip", "configuration": {"level": ...}}`` (``level`` is
+            required; the draft URI is accepted as the name).
+
+        Returns
+        -------
+        GzipCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, no ``level``, a bad ``level`` or an unknown member.
+        """
         config = parse_named_config(data, (cls.name, *cls.aliases), allowed=("level",))
         return cls(level=_int_in(config, "level", 0, 9, "gzip"))
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "gzip", "configuration": {"level": ...}}``.
+        """
         return {"name": "gzip", "configuration": {"level": self.level}}
 
     def encode(self, data: Any) -> bytes:
+        """Compress bytes into one gzip member (numcodecs' ``GZip``).
+
+        Parameters
+        ----------
+        data : bytes-like
+            The bytes to compress.
+
+        Returns
+        -------
+        bytes
+            The gzip data.
+        """
         return self._impl.encode(data)
 
     def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
-        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
+        """Decode ``data``, refusing output larger than expected before allocating it.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The stored bytes.
+        out : writable buffer, optional
+            A buffer of exactly the decoded size, filled when given.
+        limit : int, optional
+            Without ``out``: the most bytes to accept (the chain passes a bound from
+            the chunk's size).
+
+        Returns
+        -------
+        bytes-like
+            The decoded bytes (``out`` when it is given).
+
+        Raises
+        ------
+        CodecError
+            The data do not decompress, are truncated or followed by other data, or
+            decode to more than ``limit`` (to another size than ``out``'s); the message
+            gives the stored and decoded sizes.
+        """
         bound = _nbytes(out) if out is not None else limit
         decoded = inflate_bounded(data, bound, gzip=True, what="gzip", exact=out is not None)
         return _fill_out("gzip", data, decoded, out)
@@ -243,6 +332,42 @@ class GzipCodec(BytesBytesCodec):
 
 @dataclass(frozen=True)
 class ZstdCodec(BytesBytesCodec):
+    """``zstd``: chunks compressed as one Zstandard frame, zarrfast's default compressor.
+
+    A bytes -> bytes codec recorded as
+    ``{"name": "zstd", "configuration": {"level": 0, "checksum": false}}``
+    (zarr-extensions ``codecs/zstd``).  Compression is numcodecs' ``Zstd`` (libzstd),
+    giving the bytes zarr-python writes; the frame declares its decompressed size.
+    Chunks of plain chains decode in the batched decoder without the GIL, and every
+    decode is bounded by the chunk's size.
+
+    Parameters
+    ----------
+    level : int, default 0
+        The compression level, -131072 to 22: 0 is libzstd's default (3), negative
+        levels are faster, higher ones compress more and more slowly.
+    checksum : bool, default False
+        Store a checksum of the content in the frame (4 bytes), checked on decoding.
+
+    Raises
+    ------
+    MetadataValidationError
+        ``level`` is not an integer in range, or ``checksum`` is not a bool.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import ZstdCodec
+    >>> arr = zarrfast.create_array(store={}, shape=(1000,), chunks=(100,), dtype="float32",
+    ...                             compressors=[ZstdCodec(level=3, checksum=True)])
+    >>> arr[:] = np.arange(1000)
+    >>> arr.compressors
+    (ZstdCodec(level=3, checksum=True),)
+    >>> arr.metadata.to_dict()["codecs"][-1]
+    {'name': 'zstd', 'configuration': {'level': 3, 'checksum': True}}
+    >>> float(arr[500])
+    500.0
+    """
+
     level: int = 0
     checksum: bool = False
     name = "zstd"
@@ -260,6 +385,25 @@ class ZstdCodec(BytesBytesCodec):
 
     @classmethod
     def from_dict(cls, data: Any) -> ZstdCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict or str
+            ``{"name": "zstd", "configuration": {"level": ..., "checksum": ...}}``; a
+            member left out takes its default (the bare name ``"zstd"`` and the draft
+            URI are accepted).
+
+        Returns
+        -------
+        ZstdCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, a bad value or an unknown member.
+        """
         config = parse_named_config(
             data, (cls.name, *cls.aliases), allowed=("level", "checksum")
         )
@@ -267,9 +411,28 @@ class ZstdCodec(BytesBytesCodec):
         return cls(level=level, checksum=config.get("checksum", False))
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "zstd", "configuration": {"level": ..., "checksum": ...}}``.
+        """
         return {"name": "zstd", "configuration": {"level": self.level, "checksum": self.checksum}}
 
     def encode(self, data: Any) -> bytes:
+        """Compress bytes into one zstd frame (numcodecs' ``Zstd``, the GIL released).
+
+        Parameters
+        ----------
+        data : bytes-like
+            The bytes to compress.
+
+        Returns
+        -------
+        bytes
+            The zstd frame.
+        """
         # numcodecs (it releases the GIL): its libzstd gives the bytes zarr-python writes
         return self._impl.encode(data)
 
@@ -280,7 +443,30 @@ class ZstdCodec(BytesBytesCodec):
         return _zstandard is not None
 
     def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
-        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
+        """Decode ``data``, refusing output larger than expected before allocating it.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The stored bytes.
+        out : writable buffer, optional
+            A buffer of exactly the decoded size, filled when given.
+        limit : int, optional
+            Without ``out``: the most bytes to accept (the chain passes a bound from
+            the chunk's size).
+
+        Returns
+        -------
+        bytes-like
+            The decoded bytes (``out`` when it is given).
+
+        Raises
+        ------
+        CodecError
+            The data do not decompress, are truncated or followed by other data, or
+            decode to more than ``limit`` (to another size than ``out``'s); the message
+            gives the stored and decoded sizes.
+        """
         try:
             return zstd_decode_bounded(self._impl, data, out, limit)
         except CodecError:
@@ -295,7 +481,31 @@ _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 
 
 class BloscShuffle(StrEnum):
-    """The shuffle of :class:`BloscCodec` (zarr-python's enum; equal to its string)."""
+    """The shuffle of [zarrfast.codecs.BloscCodec][]: zarr-python's enum.
+
+    ``noshuffle`` compresses the bytes as they are; ``shuffle`` groups the bytes of
+    the elements by position (first bytes, then second bytes, ...); ``bitshuffle``
+    does so bit by bit.  Each member equals its string.
+
+    Parameters
+    ----------
+    value : str
+        The value of the member to give: ``BloscShuffle("shuffle")`` is ``BloscShuffle.shuffle``.
+    names, module, qualname, type, start, boundary : optional
+        The rest of Python's ``Enum`` call, which creates a new enum; this enum has
+        members, so giving ``names`` raises ``TypeError``.
+
+    Raises
+    ------
+    ValueError
+        ``value`` is not the value of a member.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import BloscShuffle
+    >>> BloscShuffle("bitshuffle"), BloscShuffle.shuffle == "shuffle"
+    (<BloscShuffle.bitshuffle: 'bitshuffle'>, True)
+    """
 
     noshuffle = "noshuffle"
     shuffle = "shuffle"
@@ -303,7 +513,30 @@ class BloscShuffle(StrEnum):
 
     @classmethod
     def from_int(cls, num: int) -> BloscShuffle:
-        """numcodecs' integer (0, 1, 2) as the enum."""
+        """Give the member for numcodecs' shuffle number.
+
+        Parameters
+        ----------
+        num : int
+            0 (``noshuffle``), 1 (``shuffle``) or 2 (``bitshuffle``), as in
+            ``numcodecs.Blosc``.
+
+        Returns
+        -------
+        BloscShuffle
+            The member.
+
+        Raises
+        ------
+        ValueError
+            Another value (``bool`` included).
+
+        Examples
+        --------
+        >>> from zarrfast.codecs import BloscShuffle
+        >>> BloscShuffle.from_int(2)
+        <BloscShuffle.bitshuffle: 'bitshuffle'>
+        """
         names = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
         if isinstance(num, bool) or num not in names:
             raise ValueError(f"blosc shuffle must be 0, 1 or 2, got {num!r}")
@@ -311,7 +544,31 @@ class BloscShuffle(StrEnum):
 
 
 class BloscCname(StrEnum):
-    """The compressor inside :class:`BloscCodec` (zarr-python's enum; equal to its string)."""
+    """The compressor inside [zarrfast.codecs.BloscCodec][]: zarr-python's enum.
+
+    Members: ``lz4``, ``lz4hc``, ``blosclz``, ``zstd``, ``snappy`` and ``zlib``; each
+    equals its string.  Whether one can compress depends on the c-blosc build
+    (``snappy`` is often left out).
+
+    Parameters
+    ----------
+    value : str
+        The value of the member to give: ``BloscCname("lz4")`` is ``BloscCname.lz4``.
+    names, module, qualname, type, start, boundary : optional
+        The rest of Python's ``Enum`` call, which creates a new enum; this enum has
+        members, so giving ``names`` raises ``TypeError``.
+
+    Raises
+    ------
+    ValueError
+        ``value`` is not the value of a member.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import BloscCname
+    >>> BloscCname("lz4"), BloscCname.zstd == "zstd"
+    (<BloscCname.lz4: 'lz4'>, True)
+    """
 
     lz4 = "lz4"
     lz4hc = "lz4hc"
@@ -331,6 +588,51 @@ _CNAMES = ("lz4", "lz4hc", "blosclz", "zstd", "snappy", "zlib")
 
 @dataclass(frozen=True, repr=False)
 class BloscCodec(BytesBytesCodec):
+    """``blosc``: chunks compressed by c-blosc (a blosc1 frame), with an optional shuffle.
+
+    A bytes -> bytes codec recorded as ``{"name": "blosc", "configuration": {"typesize":
+    4, "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "blocksize": 0}}``.  c-blosc
+    compresses with one internal thread and the GIL released, giving the bytes of
+    numcodecs' ``Blosc``; a frame starts with a 16-byte header declaring its sizes,
+    which decoding checks first.  ``shuffle`` and ``typesize`` left as ``None`` are
+    chosen from the array's data type when it is created, as zarr-python does:
+    ``typesize`` its item size, ``shuffle`` ``"bitshuffle"`` for 1-byte items, else
+    ``"shuffle"``.
+
+    Parameters
+    ----------
+    cname : str or BloscCname, default "zstd"
+        The compressor: ``"lz4"``, ``"lz4hc"``, ``"blosclz"``, ``"zstd"``, ``"snappy"`` or
+        ``"zlib"``.
+    clevel : int, default 5
+        The compression level, 0 (none) to 9.
+    shuffle : str or BloscShuffle, optional
+        ``"noshuffle"``, ``"shuffle"`` (byte shuffle) or ``"bitshuffle"``; ``None``
+        (the default) chooses when the array is created.
+    typesize : int, optional
+        The element size the shuffle works with, 1 to 255; ``None`` (the default)
+        takes the array's item size when it is created.
+    blocksize : int, default 0
+        The size of the blocks blosc compresses separately; 0 lets blosc choose.
+
+    Raises
+    ------
+    MetadataValidationError
+        A value out of range or not one of those listed.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import BloscCodec
+    >>> arr = zarrfast.create_array(store={}, shape=(1000,), chunks=(100,), dtype="int16",
+    ...                             compressors=[BloscCodec(cname="lz4", clevel=5)])
+    >>> arr.compressors[0].to_dict()
+    {'name': 'blosc', 'configuration': {'typesize': 2, 'cname': 'lz4', 'clevel': 5,
+     'shuffle': 'shuffle', 'blocksize': 0}}
+    >>> arr[:] = np.arange(1000)
+    >>> int(arr[-1])
+    999
+    """
+
     cname: str = "zstd"
     clevel: int = 5
     shuffle: str | None = None  # None: choose on evolve (bitshuffle for 1-byte, else shuffle)
@@ -382,6 +684,25 @@ class BloscCodec(BytesBytesCodec):
 
     @classmethod
     def from_dict(cls, data: Any) -> BloscCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "blosc", "configuration": {...}}`` with ``cname``, ``clevel``
+            and ``shuffle`` (required), ``typesize`` (required unless ``shuffle`` is
+            ``"noshuffle"``) and ``blocksize`` (default 0).
+
+        Returns
+        -------
+        BloscCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, a missing or bad member, or an unknown one.
+        """
         config = parse_named_config(
             data,
             (cls.name, *cls.aliases),
@@ -405,6 +726,16 @@ class BloscCodec(BytesBytesCodec):
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "blosc", "configuration": {...}}``; a ``typesize`` not yet
+            chosen is left out and a ``shuffle`` not yet chosen is written as
+            ``"noshuffle"`` (the array's metadata holds the codec after
+            [evolve][zarrfast.codecs.BloscCodec.evolve], with both chosen).
+        """
         config: dict[str, Any] = {
             "typesize": self.typesize,
             "cname": self.cname,
@@ -417,6 +748,22 @@ class BloscCodec(BytesBytesCodec):
         return {"name": "blosc", "configuration": config}
 
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> BloscCodec:
+        """Choose ``typesize`` and ``shuffle`` from the data type when they are not given.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The chunk shape (not used).
+        data_type : DataType
+            The array's data type: ``typesize`` becomes its item size (1 for
+            variable-length types); ``shuffle`` ``"bitshuffle"`` for 1-byte items, else
+            ``"shuffle"``.
+
+        Returns
+        -------
+        BloscCodec
+            The codec with both set (``self`` when they were).
+        """
         # variable-length elements have no item size: 1, as zarr-python chooses
         item = 1 if getattr(data_type, "variable_length", False) else data_type.itemsize
         typesize = self.typesize if self.typesize is not None else item
@@ -428,10 +775,17 @@ class BloscCodec(BytesBytesCodec):
         return BloscCodec(self.cname, self.clevel, shuffle, typesize, self.blocksize)
 
     def compress_settings(self) -> tuple[int, int, int, bytes, int] | None:
-        """``(clevel, shuffle, typesize, cname, blocksize)`` as ``blosc_compress`` and
-        ``blosc_compress_regions`` take them (the bytes :meth:`encode` gives), or ``None``
-        when :meth:`encode` does not call them (c-blosc not bound, the compressor not
-        in this build)."""
+        """Give the arguments zarrfast's c-blosc kernels compress with.
+
+        Returns
+        -------
+        tuple or None
+            ``(clevel, shuffle, typesize, cname, blocksize)`` as the kernels
+            ``blosc_compress`` and ``blosc_compress_regions`` take them (the bytes
+            ``encode`` gives: ``shuffle`` as numcodecs' number, ``typesize`` 1 when not
+            chosen, ``cname`` as bytes), or ``None`` when ``encode`` does not call them
+            (c-blosc not bound, or the compressor not in this build).
+        """
         from zarrfast import kernels as _kernels
 
         if _kernels.blosc_compress is None or self.cname not in _blosc_compressors():
@@ -440,6 +794,23 @@ class BloscCodec(BytesBytesCodec):
                 self.cname.encode(), self.blocksize)
 
     def encode(self, data: Any) -> bytes:
+        """Compress bytes into a blosc frame (c-blosc, one thread, the GIL released).
+
+        Parameters
+        ----------
+        data : bytes-like
+            The bytes to compress.
+
+        Returns
+        -------
+        bytes
+            The blosc frame.
+
+        Raises
+        ------
+        CodecError
+            ``cname`` is not in this build of c-blosc, or c-blosc fails.
+        """
         arr = np.frombuffer(data, dtype=np.uint8)
         from zarrfast import kernels as _kernels
 
@@ -459,7 +830,30 @@ class BloscCodec(BytesBytesCodec):
             raise CodecError(f"blosc: cannot compress {arr.nbytes} bytes: {e}") from e
 
     def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
-        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
+        """Decode ``data``, refusing output larger than expected before allocating it.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The stored bytes.
+        out : writable buffer, optional
+            A buffer of exactly the decoded size, filled when given.
+        limit : int, optional
+            Without ``out``: the most bytes to accept (the chain passes a bound from
+            the chunk's size).
+
+        Returns
+        -------
+        bytes-like
+            The decoded bytes (``out`` when it is given).
+
+        Raises
+        ------
+        CodecError
+            The data do not decompress, are truncated or followed by other data, or
+            decode to more than ``limit`` (to another size than ``out``'s); the message
+            gives the stored and decoded sizes.
+        """
         blosc_check_header(data, out, limit)
         try:
             if out is not None:
@@ -475,9 +869,20 @@ class BloscCodec(BytesBytesCodec):
 class Crc32cCodec(BytesBytesCodec):
     """``crc32c``: append a CRC-32C checksum of the data (4 bytes, little endian).
 
-    Spec: https://zarr-specs.readthedocs.io/en/latest/v3/codecs/crc32c/ ::
+    A bytes -> bytes codec recorded as ``{"name": "crc32c"}``
+    (https://zarr-specs.readthedocs.io/en/latest/v3/codecs/crc32c/).  Decoding checks
+    the checksum and raises [zarrfast.errors.ChecksumError][] if the data changed.  It
+    takes no parameters; it is the default last index codec of a shard.
 
-        {"name": "crc32c"}
+    Examples
+    --------
+    >>> from zarrfast.codecs import Crc32cCodec, ZstdCodec
+    >>> Crc32cCodec().encode(b"abc")
+    b'abc\\xb7?K6'
+    >>> arr = zarrfast.create_array(store={}, shape=(10,), dtype="float32",
+    ...                             compressors=[ZstdCodec(), Crc32cCodec()])
+    >>> arr.compressors
+    (ZstdCodec(level=0, checksum=False), Crc32cCodec())
     """
 
     name = "crc32c"
@@ -485,17 +890,75 @@ class Crc32cCodec(BytesBytesCodec):
 
     @classmethod
     def from_dict(cls, data: Any) -> Crc32cCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict or str
+            ``{"name": "crc32c"}`` (an empty ``configuration`` is allowed; the bare
+            name and the draft URI are accepted).
+
+        Returns
+        -------
+        Crc32cCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, or configuration members (it has none).
+        """
         parse_named_config(data, (cls.name, *cls.aliases), allowed=())
         return cls()
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "crc32c"}``.
+        """
         return {"name": "crc32c"}
 
     def encode(self, data: Any) -> bytes:
+        """Append the CRC-32C of the data.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The bytes to protect.
+
+        Returns
+        -------
+        bytes
+            ``data`` followed by its CRC-32C as 4 little-endian bytes.
+        """
         view = memoryview(data).cast("B")
         return bytes(view) + crc32c.crc32c(view).to_bytes(4, "little")
 
     def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
+        """Check the checksum and give the data without it.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The data followed by its 4-byte checksum.
+        out : writable buffer, optional
+            Not filled: the data are given back as a view.
+        limit : int, optional
+            Not used (the output is smaller than the input).
+
+        Returns
+        -------
+        memoryview
+            The data without the checksum (a view of ``data``).
+
+        Raises
+        ------
+        ChecksumError
+            The data are shorter than 4 bytes, or the checksum does not match.
+        """
         view = memoryview(data).cast("B")  # (``limit``: the output is smaller than the input)
         if len(view) < 4:
             raise ChecksumError(f"crc32c: {len(view)} bytes is too short to hold a checksum")
@@ -509,4 +972,16 @@ class Crc32cCodec(BytesBytesCodec):
         return payload
 
     def compute_encoded_size(self, decoded_size: int) -> int:
+        """Give the encoded size: the checksum adds 4 bytes.
+
+        Parameters
+        ----------
+        decoded_size : int
+            The size of the data.
+
+        Returns
+        -------
+        int
+            ``decoded_size + 4``.
+        """
         return decoded_size + 4

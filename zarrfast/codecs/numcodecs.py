@@ -1,12 +1,20 @@
 """zarr-python's ``zarr.codecs.numcodecs`` classes: numcodecs' codecs under their Zarr v3
 names, built from numcodecs' keyword arguments.
 
-Each class takes numcodecs' own parameters and writes what zarr-python writes::
+Each class takes numcodecs' own parameters and writes what zarr-python writes (making
+one warns, as zarr-python does, that other Zarr implementations may not read it)::
 
+    >>> from zarrfast.codecs.numcodecs import LZMA, Delta
     >>> Delta(dtype="<i4").to_dict()
     {'name': 'numcodecs.delta', 'configuration': {'dtype': '<i4'}}
-    >>> zarrfast.create_array(store, shape=(100,), dtype="i4",
-    ...                       filters=[Delta(dtype="<i4")], compressors=[LZMA(preset=1)])
+    >>> arr = zarrfast.create_array(store={}, shape=(100,), dtype="i4",
+    ...                             filters=[Delta(dtype="<i4")], compressors=[LZMA(preset=1)])
+    >>> arr[:] = np.arange(100)
+    >>> arr.filters, arr.compressors
+    ((Delta(codec_name='numcodecs.delta', codec_config={'dtype': '<i4'}),),
+     (LZMA(codec_name='numcodecs.lzma', codec_config={'preset': 1}),))
+    >>> int(arr[99])
+    99
 
 They are the classes zarrfast reads ``numcodecs.<id>`` metadata into (so an array's
 ``filters`` compare equal to the codecs it was created with), each a subclass of the codec
@@ -64,6 +72,59 @@ def _user_config(name: str, configuration: Any, codec_config: dict[str, Any]) ->
     return config
 
 
+#: keyword arguments for the example of a class's docstring (``None``: no example)
+_EXAMPLE_KWARGS = {"bz2": "level=9", "lz4": "acceleration=1", "lzma": "preset=1",
+                   "zlib": "level=1", "gzip": "level=1", "zstd": "level=3"}
+
+
+def _class_doc(cls_name: str, codec_id: str, fast: bool) -> str:
+    """The docstring of the class of ``numcodecs.<codec_id>``."""
+    numcodecs_name = _NUMCODECS_NAMES[codec_id]
+    path = (f"The bytes are those of the core ``{codec_id}`` codec, with its fast path."
+            if fast else f"numcodecs' ``{numcodecs_name}`` encodes and decodes.")
+    extra = ("" if codec_id not in ("pcodec", "zfpy") else f"""
+    UnknownCodecError
+        The ``{codec_id}`` package is not installed.""")
+    doc = f"""``numcodecs.{codec_id}``: ``numcodecs.{numcodecs_name}`` with its keyword arguments.
+
+    zarr-python's ``zarr.codecs.numcodecs.{cls_name}``: arrays record it as
+    ``{{"name": "numcodecs.{codec_id}", "configuration": {{...}}}}``, the configuration
+    being numcodecs' own without ``id``.
+    {path}
+    Making one from keywords warns (``ZarrUserWarning``) that other Zarr implementations
+    may not read it, as zarr-python does.
+
+    Parameters
+    ----------
+    configuration : dict, optional
+        numcodecs' configuration as a dict (how metadata is read); give it or keywords,
+        not both.
+    **codec_config
+        numcodecs' keyword arguments for ``numcodecs.{numcodecs_name}``; an ``id`` given
+        must be ``"{codec_id}"``.
+
+    Raises
+    ------
+    MetadataValidationError
+        Both ``configuration`` and keywords are given, or numcodecs refuses the
+        configuration (an unknown keyword, a bad value).{extra}
+"""
+    kwargs = _EXAMPLE_KWARGS.get(codec_id)
+    if kwargs is not None:
+        key, value = kwargs.split("=")
+        doc += f"""
+    Examples
+    --------
+    >>> from zarrfast.codecs.numcodecs import {cls_name}
+    >>> codec = {cls_name}({kwargs})
+    >>> codec.to_dict()
+    {{'name': 'numcodecs.{codec_id}', 'configuration': {{'{key}': {value}}}}}
+    >>> bytes(codec.decode(codec.encode(b"abc" * 100)))[:6]
+    b'abcabc'
+"""
+    return doc
+
+
 class _Wrapper:
     """zarr-python's repr (``codec_name`` and ``codec_config`` come with the codecs)."""
 
@@ -78,8 +139,7 @@ def _generic(cls_name: str, codec_id: str) -> type:
 
     return type(cls_name, (_Wrapper, base), {
         "__init__": __init__, "__module__": __name__, "__qualname__": cls_name,
-        "__doc__": f"``numcodecs.{codec_id}``: ``numcodecs.{_NUMCODECS_NAMES[codec_id]}`` "
-                   f"with its keyword arguments."})
+        "__doc__": _class_doc(cls_name, codec_id, fast=False)})
 
 
 def _fast(cls_name: str, codec_id: str) -> type:
@@ -91,14 +151,29 @@ def _fast(cls_name: str, codec_id: str) -> type:
         base.__init__(self, **base._core(impl, config), configuration=config)
 
     def from_dict(cls: Any, data: Any) -> Any:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "numcodecs.<id>", "configuration": {...}}``.
+
+        Returns
+        -------
+        Codec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, or a configuration numcodecs refuses.
+        """
         config, _ = _numcodecs_config(base.name, codec_id, data)
         return cls(configuration=config)
 
     return type(cls_name, (_Wrapper, base), {
         "__init__": __init__, "from_dict": classmethod(from_dict), "__module__": __name__,
-        "__qualname__": cls_name,
-        "__doc__": f"``numcodecs.{codec_id}``: ``numcodecs.{_NUMCODECS_NAMES[codec_id]}`` "
-                   f"with its keyword arguments (zarrfast's fast {codec_id} path)."})
+        "__qualname__": cls_name, "__doc__": _class_doc(cls_name, codec_id, fast=True)})
 
 
 #: numcodecs' class name for each codec id

@@ -104,11 +104,39 @@ class _Numcodecs:
 
     @classmethod
     def from_dict(cls, data: Any) -> Any:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "numcodecs.<id>", "configuration": {...}}``, the configuration
+            being numcodecs' keyword arguments.
+
+        Returns
+        -------
+        Codec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, or a configuration numcodecs refuses.
+        UnknownCodecError
+            The codec needs a package that is not installed (``pcodec``, ``zfpy``).
+        """
         allowed = tuple(data.get("configuration") or ()) if isinstance(data, dict) else ()
         config = parse_named_config(data, cls.name, allowed=allowed)
         return cls(configuration=dict(config))
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object, as zarr-python writes it.
+
+        Returns
+        -------
+        dict
+            ``{"name": "numcodecs.<id>", "configuration": {...}}``, numcodecs'
+            configuration without ``id``.
+        """
         return {"name": self.name, "configuration": dict(self.configuration)}
 
     @property
@@ -137,6 +165,21 @@ class NumcodecsBytesBytesCodec(_Numcodecs, BytesBytesCodec):
         self._init_impl()
 
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> Codec:
+        """Fill in ``numcodecs.shuffle``'s ``elementsize`` when it is not given.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shape of the chunk as it reaches the codec (not used).
+        data_type : DataType
+            The array's data type: its item size is the element size, as zarr-python
+            chooses.
+
+        Returns
+        -------
+        Codec
+            A ``shuffle`` codec with ``elementsize``; ``self`` for the other codecs.
+        """
         if self.codec_id == "shuffle" and self.configuration.get("elementsize") is None:
             # as zarr-python: the element size of the array's data type
             return type(self)(configuration={**self.configuration,
@@ -144,6 +187,23 @@ class NumcodecsBytesBytesCodec(_Numcodecs, BytesBytesCodec):
         return self
 
     def encode(self, data: Any) -> Any:
+        """Encode bytes with numcodecs' codec, given them as a ``uint8`` array.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The bytes to encode.
+
+        Returns
+        -------
+        bytes-like
+            What numcodecs' ``encode`` gives (an array as its bytes).
+
+        Raises
+        ------
+        CodecError
+            numcodecs cannot encode the data (naming the codec and the size).
+        """
         try:
             out = self._impl.encode(np.frombuffer(data, dtype=np.uint8))
         except MemoryError:
@@ -154,7 +214,31 @@ class NumcodecsBytesBytesCodec(_Numcodecs, BytesBytesCodec):
         return out.tobytes() if isinstance(out, np.ndarray) else out
 
     def decode(self, data: Any, out: Any = None, limit: int | None = None) -> Any:
-        """Decode (into ``out`` when given: exactly its size; else at most ``limit``)."""
+        """Decode bytes with numcodecs' codec, refusing oversized output first.
+
+        zlib, gzip, zstd, blosc, lz4, bz2 and lzma data are checked against the size
+        to decode to before the output is allocated (a stored chunk is untrusted).
+
+        Parameters
+        ----------
+        data : bytes-like
+            The encoded bytes.
+        out : writable buffer, optional
+            A buffer of exactly the decoded size, filled when given.
+        limit : int, optional
+            Without ``out``: the most bytes to accept.
+
+        Returns
+        -------
+        bytes-like
+            The decoded bytes (``out`` when filled).
+
+        Raises
+        ------
+        CodecError
+            The data do not decode, or decode to more than ``limit`` (or to another
+            size than ``out``'s).
+        """
         try:
             return decode_bounded(self._impl, self.codec_id, data, out, limit, self.name)
         except CodecError:

@@ -29,7 +29,56 @@ _lock = threading.Lock()
 
 
 def register_codec(cls: type[Codec], name: str | None = None) -> type[Codec]:
-    """Register ``cls`` under ``name`` (default ``cls.name``) and its aliases."""
+    """Register the codec class ``cls``, so that metadata naming it reads into it.
+
+    ``cls`` (the first argument) is a subclass of [zarrfast.codecs.ArrayArrayCodec][],
+    [zarrfast.codecs.ArrayBytesCodec][] or [zarrfast.codecs.BytesBytesCodec][] with
+    ``name``, ``from_dict`` and ``to_dict``.  It is registered under ``name`` and,
+    unless another class holds them, under its ``aliases``; a class registered before
+    under ``name`` is replaced.  Returning the class, this can be used as a class
+    decorator.  Third-party packages may instead declare an entry point in the group
+    ``zarrfast.codecs``.
+
+    Parameters
+    ----------
+    name : str, optional
+        The name to register it under; default ``cls.name``.
+
+    Returns
+    -------
+    type
+        ``cls``.
+
+    Raises
+    ------
+    TypeError
+        ``cls`` is not a subclass of [zarrfast.codecs.Codec][].
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> from zarrfast.codecs import BytesBytesCodec, get_codec_class, register_codec
+    >>> @register_codec
+    ... @dataclass(frozen=True)
+    ... class Invert(BytesBytesCodec):
+    ...     name = "example.invert"
+    ...     @classmethod
+    ...     def from_dict(cls, data):
+    ...         return cls()
+    ...     def to_dict(self):
+    ...         return {"name": self.name}
+    ...     def encode(self, data):
+    ...         return bytes(255 - b for b in bytes(data))
+    ...     def decode(self, data, out=None):
+    ...         return bytes(255 - b for b in bytes(data))
+    >>> get_codec_class("example.invert") is Invert
+    True
+    >>> arr = zarrfast.create_array(store={}, shape=(3,), dtype="uint8",
+    ...                             compressors=[Invert()])
+    >>> arr[:] = [1, 2, 3]
+    >>> arr[:]
+    array([1, 2, 3], dtype=uint8)
+    """
     if not (isinstance(cls, type) and issubclass(cls, Codec)):
         raise TypeError(f"register_codec: {cls!r} is not a zarrfast Codec subclass")
     with _lock:
@@ -59,6 +108,30 @@ def _load_entry_points() -> None:
 
 
 def get_codec_class(name: str) -> type[Codec] | None:
+    """Find the codec class registered under a name.
+
+    The codecs of the entry-point group ``zarrfast.codecs`` are loaded the first time a
+    name is not found among those registered.
+
+    Parameters
+    ----------
+    name : str
+        The name in a codec's metadata object (``"zstd"``, ``"numcodecs.delta"``) or
+        one of a codec's aliases (a draft URI).
+
+    Returns
+    -------
+    type or None
+        The codec class, or ``None`` when no class is registered under ``name``.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import get_codec_class
+    >>> get_codec_class("zstd")
+    <class 'zarrfast.codecs.compressors.ZstdCodec'>
+    >>> get_codec_class("no-such-codec") is None
+    True
+    """
     cls = _registry.get(name)
     if cls is None:
         _load_entry_points()
@@ -67,16 +140,56 @@ def get_codec_class(name: str) -> type[Codec] | None:
 
 
 def registered_codecs() -> dict[str, type[Codec]]:
+    """Give every registered codec class by name, the entry-point group's included.
+
+    Returns
+    -------
+    dict of str to type
+        A copy of the registry: each name and alias a codec answers to (``"zstd"``,
+        ``"numcodecs.zstd"``, draft URIs) and its class.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import registered_codecs
+    >>> codecs = registered_codecs()
+    >>> codecs["blosc"].__name__, "sharding_indexed" in codecs
+    ('BloscCodec', True)
+    """
     _load_entry_points()
     return dict(_registry)
 
 
 def parse_codec(value: Any, *, where: str = "codecs") -> Codec | None:
-    """Parse one codec object from metadata.
+    """Parse one codec object from metadata into a codec.
 
-    Returns ``None`` for an unknown codec explicitly marked
-    ``"must_understand": false`` (the spec allows ignoring it); any other
-    unknown codec raises :class:`UnknownCodecError`.
+    Parameters
+    ----------
+    value : dict, str or Codec
+        A codec's metadata object (``{"name": ..., "configuration": {...}}``), a bare
+        codec name, or a codec (given back as it is).
+    where : str, default "codecs"
+        What to name in error messages (``"array 'a': codecs[1]"``).
+
+    Returns
+    -------
+    Codec or None
+        The codec; ``None`` for an unknown codec explicitly marked
+        ``"must_understand": false`` (the specification allows ignoring it).
+
+    Raises
+    ------
+    UnknownCodecError
+        No codec is registered under the name (the message lists those that are).
+    MetadataValidationError
+        ``value`` is not a codec object, or its configuration is invalid.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import parse_codec
+    >>> parse_codec({"name": "gzip", "configuration": {"level": 1}})
+    GzipCodec(level=1)
+    >>> parse_codec({"name": "x.unknown", "must_understand": False}) is None
+    True
     """
     if isinstance(value, Codec):
         return value

@@ -74,7 +74,31 @@ def _check_nesting(config: dict) -> None:
 
 
 class ShardingCodecIndexLocation(StrEnum):
-    """Where a shard's index is (zarr-python's enum; equal to its string)."""
+    """Where a shard's index is, before or after its chunks: zarr-python's enum.
+
+    The ``index_location`` of [zarrfast.codecs.ShardingCodec][]: ``start`` or ``end``;
+    each member equals its string.
+
+    Parameters
+    ----------
+    value : str
+        The value of the member to give: ``ShardingCodecIndexLocation("start")`` is
+        ``ShardingCodecIndexLocation.start``.
+    names, module, qualname, type, start, boundary : optional
+        The rest of Python's ``Enum`` call, which creates a new enum; this enum has
+        members, so giving ``names`` raises ``TypeError``.
+
+    Raises
+    ------
+    ValueError
+        ``value`` is not the value of a member.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import ShardingCodecIndexLocation
+    >>> ShardingCodecIndexLocation("start"), ShardingCodecIndexLocation.end == "end"
+    (<ShardingCodecIndexLocation.start: 'start'>, True)
+    """
 
     start = "start"
     end = "end"
@@ -82,6 +106,62 @@ class ShardingCodecIndexLocation(StrEnum):
 
 @dataclass(frozen=True)
 class ShardingCodec(ArrayBytesCodec):
+    """``sharding_indexed``: many inner chunks stored in one object, a shard, with an index.
+
+    The array -> bytes codec of sharded arrays: each stored object (a shard) holds the
+    encoded inner chunks of ``chunk_shape`` that tile the shard, and an index of
+    their ``(offset, nbytes)`` (``uint64``; ``2**64 - 1`` twice for an empty inner
+    chunk) encoded with ``index_codecs``, after (``"end"``) or before (``"start"``) the
+    chunks.  Reads fetch the index and only the inner chunks a selection touches.
+    ``zarrfast.create_array(..., shards=...)`` makes this codec from ``chunks``,
+    ``serializer``, ``filters`` and ``compressors``; it can also be given as the
+    ``serializer`` itself.
+
+    Parameters
+    ----------
+    chunk_shape : tuple of int
+        The inner chunk shape; it must divide the shard shape (the array's chunk grid)
+        in every dimension.
+    codecs : sequence of Codec or dict, default (BytesCodec(),)
+        The inner chunks' codec chain, codecs or their metadata objects.
+    index_codecs : sequence of Codec or dict, default (BytesCodec(), Crc32cCodec())
+        The index's codec chain, which must have a fixed encoded size (no
+        compressor).
+    index_location : {"end", "start"}, default "end"
+        Where the index is; kept as a [zarrfast.codecs.ShardingCodecIndexLocation][]
+        member.
+    write_index_location : bool, default True
+        Whether the metadata spells out ``index_location`` even when it is ``"end"``
+        (tensorstore leaves the default out; reading such metadata keeps that).
+
+    Raises
+    ------
+    MetadataValidationError
+        ``chunk_shape`` is not a sequence of integers >= 1, ``index_location`` is
+        another value, or a codec list is not one.
+
+    Examples
+    --------
+    >>> from zarrfast.codecs import BytesCodec, ShardingCodec, ZstdCodec
+    >>> codec = ShardingCodec(chunk_shape=(4, 4), codecs=[BytesCodec(), ZstdCodec()])
+    >>> arr = zarrfast.create_array(store={}, shape=(8, 8), chunks=(8, 8), dtype="uint8",
+    ...                             serializer=codec, compressors=None)
+    >>> arr.shards, arr.chunks  # one stored object of four 4x4 inner chunks
+    ((8, 8), (4, 4))
+    >>> arr[:] = 1
+    >>> sorted(k for k in arr.store.list() if k.startswith("c/"))
+    ['c/0/0']
+    >>> codec.chunks_per_shard((8, 8)), codec.index_nbytes((8, 8))
+    ((2, 2), 68)
+
+    The usual way to the same layout is ``shards=``:
+
+    >>> arr = zarrfast.create_array(store={}, shape=(8, 8), shards=(8, 8), chunks=(4, 4),
+    ...                             dtype="uint8")
+    >>> arr.metadata.codecs[0].chunk_shape
+    (4, 4)
+    """
+
     chunk_shape: tuple[int, ...] = ()
     codecs: tuple[Codec, ...] = (BytesCodec(),)
     index_codecs: tuple[Codec, ...] = (BytesCodec(), Crc32cCodec())
@@ -121,6 +201,28 @@ class ShardingCodec(ArrayBytesCodec):
 
     @classmethod
     def from_dict(cls, data: Any) -> ShardingCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"name": "sharding_indexed", "configuration": {"chunk_shape": [...],
+            "codecs": [...], "index_codecs": [...], "index_location": ...}}``
+            (``index_location`` may be left out: ``"end"``).
+
+        Returns
+        -------
+        ShardingCodec
+            The codec, its inner chains parsed.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, a missing or bad member, or sharding codecs nested more than
+            8 deep.
+        UnknownCodecError
+            An inner codec is not registered.
+        """
         config = parse_named_config(
             data, (cls.name, *cls.aliases),
             allowed=("chunk_shape", "codecs", "index_codecs", "index_location"),
@@ -143,6 +245,15 @@ class ShardingCodec(ArrayBytesCodec):
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": "sharding_indexed", "configuration": {...}}`` with the inner
+            chains' metadata objects; ``index_location`` is left out when it is
+            ``"end"`` and ``write_index_location`` is false.
+        """
         return {
             "name": "sharding_indexed",
             "configuration": {
@@ -156,13 +267,55 @@ class ShardingCodec(ArrayBytesCodec):
 
     # -- geometry -----------------------------------------------------------------
     def chunks_per_shard(self, shard_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Give the number of inner chunks along each dimension of a shard.
+
+        Parameters
+        ----------
+        shard_shape : tuple of int
+            The shard shape.
+
+        Returns
+        -------
+        tuple of int
+            ``shard_shape // chunk_shape`` per dimension.
+        """
         return tuple(s // c for s, c in zip(shard_shape, self.chunk_shape, strict=True))
 
     def index_shape(self, shard_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Give the shape of a shard's index array.
+
+        Parameters
+        ----------
+        shard_shape : tuple of int
+            The shard shape.
+
+        Returns
+        -------
+        tuple of int
+            ``chunks_per_shard(shard_shape) + (2,)``: an ``(offset, nbytes)`` pair per
+            inner chunk.
+        """
         return (*self.chunks_per_shard(shard_shape), 2)
 
     def index_nbytes(self, shard_shape: tuple[int, ...]) -> int:
-        """Encoded size of the index (fixed, as the spec requires)."""
+        """Give the encoded size of a shard's index (fixed, as the specification requires).
+
+        Parameters
+        ----------
+        shard_shape : tuple of int
+            The shard shape.
+
+        Returns
+        -------
+        int
+            16 bytes per inner chunk, plus what the index codecs add (4 for
+            ``crc32c``).
+
+        Raises
+        ------
+        MetadataValidationError
+            An index codec's encoded size depends on the data (a compressor).
+        """
         n = math.prod(self.index_shape(shard_shape)) * 8
         for c in self.index_codecs:
             if isinstance(c, BytesBytesCodec):
@@ -176,6 +329,21 @@ class ShardingCodec(ArrayBytesCodec):
         return n
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        """Check the inner chunks tile the shard and both inner chains are valid.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shard shape (the array's chunk shape).
+        data_type : DataType
+            The array's data type.
+
+        Raises
+        ------
+        MetadataValidationError
+            ``chunk_shape`` has another rank or does not divide ``shape``, an inner chain
+            is invalid for its chunks, or the index codecs have no fixed size.
+        """
         if len(self.chunk_shape) != len(shape):
             raise MetadataValidationError(
                 f"sharding_indexed: chunk_shape {list(self.chunk_shape)} has rank "
@@ -194,11 +362,40 @@ class ShardingCodec(ArrayBytesCodec):
         self.index_nbytes(shape)
 
     def inner_chain(self, data_type: Any, *, validate: bool = False) -> CodecChain:
-        """The chain of the inner chunks."""
+        """Give the codec chain of the inner chunks.
+
+        Parameters
+        ----------
+        data_type : DataType
+            The array's data type.
+        validate : bool, default False
+            Validate the chain (``validate`` of this codec already does).
+
+        Returns
+        -------
+        CodecChain
+            ``codecs`` for chunks of ``chunk_shape``.
+        """
         return CodecChain(self.codecs, chunk_shape=self.chunk_shape, data_type=data_type,
                           node="sharding_indexed codecs", validate=validate)
 
     def evolve(self, *, shape: tuple[int, ...], data_type: Any) -> ShardingCodec:
+        """Fill in the chosen parameters of the inner and index codecs.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shard shape.
+        data_type : DataType
+            The array's data type.
+
+        Returns
+        -------
+        ShardingCodec
+            The codec with both chains evolved (see
+            [CodecChain.create][zarrfast.codecs.CodecChain.create]); ``self`` when
+            nothing changed.
+        """
         codecs = CodecChain.create(self.codecs, chunk_shape=self.chunk_shape,
                                    data_type=data_type, node="sharding_indexed codecs").codecs
         index_codecs = CodecChain.create(self.index_codecs, chunk_shape=self.index_shape(shape),
@@ -210,13 +407,54 @@ class ShardingCodec(ArrayBytesCodec):
                              self.write_index_location)
 
     def format(self, shard_shape: tuple[int, ...]) -> ShardFormat:
+        """Give the byte format of shards of ``shard_shape``.
+
+        Parameters
+        ----------
+        shard_shape : tuple of int
+            The shard shape.
+
+        Returns
+        -------
+        ShardFormat
+            The object that reads and checks a shard's index, finds an inner chunk's
+            bytes and assembles shards (``zarrfast.codecs.shard_format``).
+        """
         return ShardFormat(self, tuple(shard_shape))
 
     # -- whole-shard encode/decode (general path) -----------------------------------
     def decode(self, data: Any, shape: tuple[int, ...], data_type: Any, *,
                fill_value: Any = None, key: str = "<shard>") -> np.ndarray:
-        """A whole shard's bytes -> an array of ``shape``; empty inner chunks read as
-        ``fill_value`` (default: the data type's)."""
+        """Decode a whole shard's bytes into an array of ``shape``.
+
+        Parameters
+        ----------
+        data : bytes-like
+            The shard.
+        shape : tuple of int
+            The shard shape.
+        data_type : DataType
+            The array's data type.
+        fill_value : scalar, optional
+            What empty inner chunks read as; default the data type's fill value.
+        key : str, default "<shard>"
+            The shard's store key, named in errors.
+
+        Returns
+        -------
+        numpy.ndarray
+            The shard's elements.
+
+        Raises
+        ------
+        ChunkDecodeError
+            The index is malformed (overlapping or out-of-range entries), or an inner
+            chunk decodes to another shape.
+        ChecksumError
+            The index's checksum does not match.
+        CodecError
+            An inner chunk does not decode (naming the shard and the inner chunk).
+        """
         fmt = self.format(shape)
         inner = self.inner_chain(data_type)
         fill = data_type.default_fill_value() if fill_value is None else fill_value
@@ -239,8 +477,31 @@ class ShardingCodec(ArrayBytesCodec):
 
     def encode(self, chunk: np.ndarray, data_type: Any, *, fill_value: Any = None,
                write_empty_chunks: bool = False) -> bytes:
-        """A whole shard -> its bytes; inner chunks equal to ``fill_value`` everywhere are
-        left out unless ``write_empty_chunks``."""
+        """Encode a whole shard into its bytes.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The shard's elements.
+        data_type : DataType
+            The array's data type.
+        fill_value : scalar, optional
+            Inner chunks equal to it everywhere are left out (unless
+            ``write_empty_chunks``); default the data type's fill value.
+        write_empty_chunks : bool, default False
+            Keep inner chunks equal to ``fill_value``.
+
+        Returns
+        -------
+        bytes
+            The encoded inner chunks and the index (a shard of empty inner chunks
+            when all are left out).
+
+        Raises
+        ------
+        CodecError
+            An inner chunk cannot be encoded.
+        """
         fmt = self.format(chunk.shape)
         inner = self.inner_chain(data_type)
         fill = data_type.default_fill_value() if fill_value is None else fill_value

@@ -43,16 +43,56 @@ class _VLenCodec(ArrayBytesCodec):
 
     @classmethod
     def from_dict(cls, data: Any) -> _VLenCodec:
+        """Make the codec from its metadata object.
+
+        Parameters
+        ----------
+        data : dict or str
+            ``{"name": "vlen-utf8", "configuration": {}}`` (``"vlen-bytes"`` for the
+            bytes codec), or the bare name.
+
+        Returns
+        -------
+        VLenUTF8Codec or VLenBytesCodec
+            The codec.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another name, or configuration members (it has none).
+        """
         parse_named_config(data, cls.name)
         return cls()
 
     def to_dict(self) -> dict[str, Any]:
+        """Give the codec's metadata object.
+
+        Returns
+        -------
+        dict
+            ``{"name": ..., "configuration": {}}``, as zarr-python writes it.
+        """
         return {"name": self.name, "configuration": {}}
 
     def _impl(self) -> Any:
         raise NotImplementedError
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
+        """Check the chunks hold the data type this codec serializes.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The chunk shape (any).
+        data_type : DataType
+            The data type: ``string`` for ``vlen-utf8``; ``variable_length_bytes`` (or
+            ``bytes``) for ``vlen-bytes``.
+
+        Raises
+        ------
+        MetadataValidationError
+            Another data type.
+        """
         if getattr(data_type, "name", None) not in self.data_type_names:
             raise MetadataValidationError(
                 f"{self.name} codec: encodes the {self.data_type_names[0]!r} data type, not "
@@ -60,7 +100,26 @@ class _VLenCodec(ArrayBytesCodec):
             )
 
     def encode(self, chunk: np.ndarray, data_type: Any = None) -> bytes:
-        """Encode the elements of ``chunk`` in C order."""
+        """Encode the elements of ``chunk`` in C order.
+
+        Parameters
+        ----------
+        chunk : numpy.ndarray
+            The elements: ``str`` for ``vlen-utf8``, ``bytes`` for ``vlen-bytes``.
+        data_type : DataType, optional
+            The data type (not used).
+
+        Returns
+        -------
+        bytes
+            numcodecs' format: a little-endian ``uint32`` element count, then for
+            each element its ``uint32`` byte length and its bytes (UTF-8 for strings).
+
+        Raises
+        ------
+        CodecError
+            An element of another type (its index and value named).
+        """
         flat = np.ascontiguousarray(chunk, dtype=object).reshape(-1)
         for i, v in enumerate(flat):
             if not isinstance(v, self._types):
@@ -76,7 +135,27 @@ class _VLenCodec(ArrayBytesCodec):
             raise CodecError(f"{self.name} codec: cannot encode: {e}") from None
 
     def decode(self, data: Any, shape: tuple[int, ...], data_type: Any = None) -> np.ndarray:
-        """Decode to an object array of ``shape``; the element count must match."""
+        """Decode bytes to an object array of ``shape``.
+
+        Parameters
+        ----------
+        data : bytes-like
+            Bytes in numcodecs' ``VLenUTF8``/``VLenBytes`` format.
+        shape : tuple of int
+            The chunk shape.
+        data_type : DataType, optional
+            The data type (not used).
+
+        Returns
+        -------
+        numpy.ndarray
+            An object array of ``str`` or ``bytes``.
+
+        Raises
+        ------
+        ChunkDecodeError
+            The element count is not ``shape``'s, or the bytes are malformed.
+        """
         want = 1
         for s in shape:
             want *= s
@@ -102,7 +181,23 @@ class _VLenCodec(ArrayBytesCodec):
 
 @dataclass(frozen=True)
 class VLenUTF8Codec(_VLenCodec):
-    """Variable-length UTF-8 strings (the ``string`` data type)."""
+    """``vlen-utf8``: the array -> bytes codec of variable-length UTF-8 strings.
+
+    zarrfast (as zarr-python 3) gives arrays of the ``string`` data type
+    (``dtype=str``) this serializer: ``{"name": "vlen-utf8", "configuration": {}}``.
+    The bytes are numcodecs' ``VLenUTF8`` format: a little-endian ``uint32`` element
+    count, then per element (C order) a ``uint32`` byte length and its UTF-8 bytes.
+    It takes no parameters.
+
+    Examples
+    --------
+    >>> arr = zarrfast.create_array(store={}, shape=(2,), dtype=str, compressors=None)
+    >>> arr.serializer
+    VLenUTF8Codec()
+    >>> arr[:] = ["ab", "c"]
+    >>> arr.store.get("c/0")
+    b'\\x02\\x00\\x00\\x00\\x02\\x00\\x00\\x00ab\\x01\\x00\\x00\\x00c'
+    """
 
     name = "vlen-utf8"
     data_type_names = ("string",)
@@ -115,7 +210,23 @@ class VLenUTF8Codec(_VLenCodec):
 
 @dataclass(frozen=True)
 class VLenBytesCodec(_VLenCodec):
-    """Variable-length byte strings (the ``variable_length_bytes`` data type)."""
+    """``vlen-bytes``: the array -> bytes codec of variable-length byte strings.
+
+    zarrfast (as zarr-python 3) gives arrays of the ``variable_length_bytes`` data type
+    (``dtype=bytes``) this serializer: ``{"name": "vlen-bytes", "configuration": {}}``.
+    The bytes are numcodecs' ``VLenBytes`` format: a little-endian ``uint32`` element
+    count, then per element (C order) a ``uint32`` byte length and its bytes.  It takes
+    no parameters.
+
+    Examples
+    --------
+    >>> arr = zarrfast.create_array(store={}, shape=(2,), dtype=bytes)
+    >>> arr.serializer
+    VLenBytesCodec()
+    >>> arr[:] = [b"ab", b""]
+    >>> arr[:]
+    array([b'ab', b''], dtype=object)
+    """
 
     name = "vlen-bytes"
     data_type_names = ("variable_length_bytes", "bytes")
