@@ -173,8 +173,32 @@ def _time_dtype(dtype: np.dtype) -> np.dtype:
 
 
 class ZarrfastBackendArray(BackendArray):
-    """A lazy xarray view of a zarrfast :class:`~zarrfast.Array`: indexing reads only the
-    chunks the selection touches (basic, outer and vectorized indexing are native)."""
+    """A lazy xarray view of a zarrfast array: indexing reads only the chunks it touches.
+
+    The data of each variable [zarrfast.xarray.ZarrfastDataStore][] opens.  xarray's
+    basic, outer and vectorized indexers map to the array's own indexing (``arr[...]``,
+    ``arr.oindex[...]``, ``arr.vindex[...]``).  ``dtype`` is xarray's: variable-length
+    strings and bytes as xarray's object dtypes, datetimes with a scale factor
+    (``M8[10s]``) in their unit.
+
+    Parameters
+    ----------
+    array : zarrfast.Array
+        The array to read.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from xarray.core import indexing
+    >>> from zarrfast.xarray import ZarrfastBackendArray
+    >>> arr = zarrfast.create_array(store={}, shape=(4,), chunks=(2,), dtype="float64")
+    >>> arr[:] = [0.0, 1.0, 2.0, 3.0]
+    >>> wrapped = ZarrfastBackendArray(arr)
+    >>> wrapped.shape, wrapped.dtype
+    ((4,), dtype('float64'))
+    >>> wrapped[indexing.BasicIndexer((slice(1, 3),))]
+    array([1., 2.])
+    """
 
     __slots__ = ("_array", "dtype", "shape")
 
@@ -186,6 +210,13 @@ class ZarrfastBackendArray(BackendArray):
                       else _time_dtype(array.dtype))
 
     def get_array(self) -> Array:
+        """Give the zarrfast array read.
+
+        Returns
+        -------
+        zarrfast.Array
+            The array given when this was made.
+        """
         return self._array
 
     def _as_dtype(self, values: Any) -> Any:
@@ -221,9 +252,22 @@ class ZarrfastBackendArray(BackendArray):
             key, self.shape, indexing.IndexingSupport.VECTORIZED, method)
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> Any:
-        """``ds.load_async()``: the same read as ``__getitem__``, run in a worker thread so
-        the event loop stays free while zarrfast's pools fetch and decode the chunks (several
-        variables load concurrently)."""
+        """Read a selection without blocking the event loop (``ds.load_async()``).
+
+        The same read as indexing, run in a worker thread so the event loop stays free
+        while zarrfast's pools fetch and decode the chunks (several variables load
+        concurrently).
+
+        Parameters
+        ----------
+        key : xarray.core.indexing.ExplicitIndexer
+            A basic, outer or vectorized indexer.
+
+        Returns
+        -------
+        numpy.ndarray
+            The selected values.
+        """
         import asyncio
 
         return await asyncio.to_thread(self.__getitem__, key)
@@ -302,7 +346,42 @@ def _dims_and_attrs(arr: Array, name: str) -> tuple[tuple[str, ...], dict[str, A
 
 
 class ZarrfastDataStore(AbstractDataStore):
-    """The arrays of one zarrfast group as xarray variables (read-only)."""
+    """The arrays of one zarrfast group as xarray variables, for reading.
+
+    xarray's data store behind ``engine="zarrfast"``: each array of the group (not the
+    subgroups) is a lazy variable, its dimensions from ``dimension_names`` (Zarr v3) or
+    the ``_ARRAY_DIMENSIONS`` attribute (v2, and v3 written by older xarray), its
+    encoding the array's ``chunks``, ``preferred_chunks``, ``shards``, ``compressors``,
+    ``filters``, ``serializer`` (v3) and ``fill_value``.  Attribute names starting
+    ``_nc`` (NCZarr's) are hidden from the group's attributes.
+
+    Parameters
+    ----------
+    group : zarrfast.Group
+        The group whose arrays are the variables.
+    use_zarr_fill_value_as_mask : bool, optional
+        For Zarr v3: take each array's ``fill_value`` as its ``_FillValue`` (values
+        equal to it read as missing).  Without it (the default) the ``_FillValue``
+        attribute is, as in xarray's zarr engine.  A v2 array's ``fill_value`` is always
+        its ``_FillValue``.
+
+    Raises
+    ------
+    MissingDimensionsError
+        An array has no dimension names (when its variable is opened).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from zarrfast.xarray import ZarrfastDataStore, to_zarr
+    >>> ds = xr.Dataset({"t": ("x", [1.0, 2.0, 3.0])}, attrs={"title": "demo"})
+    >>> group = to_zarr(ds, store={})
+    >>> store = ZarrfastDataStore(group)
+    >>> store.get_dimensions(), store.get_attrs()
+    ({'x': 3}, {'title': 'demo'})
+    >>> store.get_variables()["t"].dims
+    ('x',)
+    """
 
     def __init__(self, group: Group, *, use_zarr_fill_value_as_mask: bool | None = None
                  ) -> None:
@@ -321,11 +400,71 @@ class ZarrfastDataStore(AbstractDataStore):
              consolidated: bool | None = None, storage_options: Mapping[str, Any] | None = None,
              zarr_format: int | None = None,
              use_zarr_fill_value_as_mask: bool | None = None) -> ZarrfastDataStore:
+        """Open the group of a store as a data store.
+
+        Parameters
+        ----------
+        store : str, os.PathLike, Store, dict or zarrfast.Group
+            A local path, a URL, a zarrfast store, a ``dict`` (in memory), or an open
+            group.
+        group : str, optional
+            The path of the group inside the store (default: its root).
+        mode : str, default "r"
+            The mode the group is opened with ([zarrfast.open_group][]); ``"w"``
+            replaces the group with an empty one, so keep the default to read.
+        consolidated : bool, optional
+            ``True``: read the consolidated metadata (an error without it); ``False``:
+            read node by node; ``None``: try consolidated metadata, and fall back with
+            a ``RuntimeWarning`` (as xarray does).
+        storage_options : mapping, optional
+            Options of the filesystem of a URL (fsspec).
+        zarr_format : {2, 3}, optional
+            The format to read; default: whichever is found.
+        use_zarr_fill_value_as_mask : bool, optional
+            See the class.
+
+        Returns
+        -------
+        ZarrfastDataStore
+            The data store.
+
+        Raises
+        ------
+        FileNotFoundError
+            A local path that does not exist.
+        zarrfast.errors.NodeNotFoundError
+            No group at ``group``.
+        zarrfast.errors.ZarrfastError
+            ``group`` names an array, or ``consolidated=True`` finds no consolidated
+            metadata.
+        """
         return cls(_open_group(store, group=group, mode=mode, consolidated=consolidated,
                                storage_options=storage_options, zarr_format=zarr_format),
                    use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask)
 
     def open_store_variable(self, name: str, arr: Array) -> xr.Variable:
+        """Give one array as a lazy xarray variable, not yet CF-decoded.
+
+        Parameters
+        ----------
+        name : str
+            The variable's name (in messages).
+        arr : zarrfast.Array
+            The array.
+
+        Returns
+        -------
+        xarray.Variable
+            Dimensions, lazy data ([zarrfast.xarray.ZarrfastBackendArray][]), the
+            attributes (with ``_FillValue``) and the encoding.
+
+        Raises
+        ------
+        MissingDimensionsError
+            The array has no dimension names.
+        zarrfast.errors.ZarrfastError
+            The array has another number of dimension names than dimensions.
+        """
         dims, attrs = _dims_and_attrs(arr, name)
         wrapper = ZarrfastBackendArray(arr)
         data = indexing.LazilyIndexedArray(wrapper)
@@ -363,13 +502,42 @@ class ZarrfastDataStore(AbstractDataStore):
         return xr.Variable(dims, data, attrs, encoding)
 
     def get_variables(self) -> dict[str, xr.Variable]:
+        """Give every array of the group as a lazy variable.
+
+        Returns
+        -------
+        dict of str to xarray.Variable
+            The variables by name (see
+            [open_store_variable][zarrfast.xarray.ZarrfastDataStore.open_store_variable]).
+        """
         return {k: self.open_store_variable(k, a) for k, a in self._arrays.items()}
 
     def get_attrs(self) -> dict[str, Any]:
+        """Give the group's attributes, NCZarr's (``_nc*``) left out.
+
+        Returns
+        -------
+        dict
+            The attributes.
+        """
         return {k: v for k, v in dict(self.zarr_group.attrs).items()
                 if not k.lower().startswith("_nc")}
 
     def get_dimensions(self) -> dict[str, int]:
+        """Give the length of every dimension the arrays use.
+
+        Returns
+        -------
+        dict of str to int
+            Each dimension name and its length.
+
+        Raises
+        ------
+        zarrfast.errors.ZarrfastError
+            Two arrays give one dimension different lengths.
+        MissingDimensionsError
+            An array has no dimension names.
+        """
         sizes: dict[str, int] = {}
         for name, arr in self._arrays.items():
             dims, _ = _dims_and_attrs(arr, name)
@@ -381,6 +549,7 @@ class ZarrfastDataStore(AbstractDataStore):
         return sizes
 
     def close(self) -> None:
+        """Do nothing: the group holds no resources to release."""
         pass
 
 
@@ -461,7 +630,24 @@ def _open_group(store: Any, *, group: str | None, mode: str, consolidated: bool 
 
 
 class ZarrfastBackendEntrypoint(BackendEntrypoint):
-    """xarray backend reading Zarr v2 and v3 stores with zarrfast (``engine="zarrfast"``)."""
+    """The xarray backend reading Zarr v2 and v3 stores with zarrfast: ``engine="zarrfast"``.
+
+    Registered with xarray as the ``zarrfast`` engine (an entry point), so
+    ``xr.open_dataset(path, engine="zarrfast")`` and ``xr.open_mfdataset`` read with
+    zarrfast.  Variables are lazy (reads fetch only the chunks touched); CF decoding
+    (times, ``scale_factor``/``add_offset``, ``_FillValue`` masks) is xarray's own.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from zarrfast.xarray import to_zarr
+    >>> ds = xr.Dataset({"t": ("x", [0.5, 1.5, 2.5], {"units": "K"})},
+    ...                 coords={"x": [10, 20, 30]})
+    >>> _ = to_zarr(ds, "data.zarr")
+    >>> back = xr.open_dataset("data.zarr", engine="zarrfast")
+    >>> back["t"].values, back["t"].attrs, back["x"].values
+    (array([0.5, 1.5, 2.5]), {'units': 'K'}, array([10, 20, 30]))
+    """
 
     description = "Open Zarr v2 and v3 stores (.zarr) with zarrfast in xarray"
     url = "https://github.com/zarrfast/zarrfast"
@@ -473,6 +659,20 @@ class ZarrfastBackendEntrypoint(BackendEntrypoint):
     )
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
+        """Tell xarray whether this engine can open something without being named.
+
+        Parameters
+        ----------
+        filename_or_obj : object
+            What ``xr.open_dataset`` was given.
+
+        Returns
+        -------
+        bool
+            ``True`` for a zarrfast store or group, a path ending in ``.zarr``, or a
+            directory holding ``zarr.json``, ``.zgroup``, ``.zarray`` or
+            ``.zmetadata``.
+        """
         if isinstance(filename_or_obj, (Store, Group)):
             return True
         if not isinstance(filename_or_obj, (str, os.PathLike)):
@@ -508,9 +708,67 @@ class ZarrfastBackendEntrypoint(BackendEntrypoint):
         engine: Any = None,
         cache_members: bool = True,
     ) -> xr.Dataset:
-        """Open a Zarr group as a Dataset; the arguments of xarray's ``zarr`` engine are
-        accepted (``mode``, ``store``, ``engine`` and ``cache_members`` are read-side
-        no-ops: zarrfast opens read-only and caches the group's members itself)."""
+        """Open a Zarr group as a lazy Dataset (``xr.open_dataset(..., engine="zarrfast")``).
+
+        The arguments of xarray's ``zarr`` engine are accepted; ``mode``, ``engine`` and
+        ``cache_members`` change nothing (zarrfast opens read-only and caches the
+        group's members itself).
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, Store, dict or zarrfast.Group
+            A local path, a URL, a zarrfast store, a ``dict`` (in memory) or an open
+            group.
+        mask_and_scale : bool, default True
+            Read values equal to ``_FillValue`` as missing and apply ``scale_factor``
+            and ``add_offset`` (xarray's CF decoding).
+        decode_times : bool or xarray coder, default True
+            Decode CF time variables to datetimes.
+        concat_characters : bool, default True
+            Join arrays of single characters into strings.
+        decode_coords : bool or {"coordinates", "all"}, default True
+            Make the variables the ``coordinates`` attribute names coordinates
+            (``"all"``: also those of ``grid_mapping``, ``bounds``, ...).
+        drop_variables : str or iterable of str, optional
+            Variables to leave out.
+        use_cftime : bool, optional
+            Decode times to ``cftime`` objects (xarray's meaning).
+        decode_timedelta : bool or xarray coder, optional
+            Decode variables with time units to timedeltas (xarray's meaning).
+        group : str, optional
+            The path of the group to open; default the root.
+        consolidated : bool, optional
+            ``True``: use the consolidated metadata (an error without it); ``False``:
+            read node by node; ``None``: try it and fall back with a ``RuntimeWarning``.
+        storage_options : mapping, optional
+            Options of the filesystem of a URL (fsspec).
+        zarr_format : {2, 3}, optional
+            The format to read; default whichever is found.
+        use_zarr_fill_value_as_mask : bool, optional
+            For Zarr v3: take each array's ``fill_value`` as its ``_FillValue``.
+        mode : {"r", "r+", "a", "w", "w-"}, default "r"
+            Accepted for xarray's sake; the group is opened read-only whatever it is.
+        store : object, optional
+            Opened instead of ``filename_or_obj`` when given.
+        engine : object, optional
+            Ignored.
+        cache_members : bool, default True
+            Ignored.
+
+        Returns
+        -------
+        xarray.Dataset
+            The group's arrays as lazily loaded variables.
+
+        Raises
+        ------
+        ValueError
+            Another ``mode``.
+        FileNotFoundError
+            A local path that does not exist.
+        MissingDimensionsError
+            An array has no dimension names.
+        """
         from xarray.backends.store import StoreBackendEntrypoint
 
         if mode not in ("r", "r+", "a", "w", "w-"):
@@ -982,55 +1240,102 @@ def to_zarr(
     chunkmanager_store_kwargs: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> Any:
-    """Write ``ds`` to a Zarr store with zarrfast, with the arguments and behaviour of
-    ``Dataset.to_zarr`` (xarray's zarr-python writer).
+    """Write a Dataset to a Zarr store with zarrfast, as ``Dataset.to_zarr`` does.
+
+    The arguments and behaviour of ``Dataset.to_zarr`` (xarray's zarr-python writer):
+    xarray's CF encoding, the modes, ``region=``, ``append_dim=``, and its errors.  The
+    result reads with ``xr.open_zarr`` (zarr-python) and with
+    ``xr.open_dataset(..., engine="zarrfast")``.  xarray has no ``engine=`` for
+    writing: ``ds.to_zarr`` always writes with zarr-python, so call this function to
+    write with zarrfast.
 
     Parameters
     ----------
-    ds
+    ds : xarray.Dataset or xarray.DataArray
         The dataset (a DataArray is written as xarray does: an unnamed one as the variable
         ``__xarray_dataarray_variable__``). Dask-backed variables are written block by block
         in parallel (``dask.array.store(..., lock=False)``), each block covering whole Zarr
         chunks (or shards).
-    store
-        A local path, a :class:`~zarrfast.storage.Store`, a ``dict`` (memory), a URL.
-    mode
+    store : str, os.PathLike, Store or dict
+        A local path (a ``.zip`` path is a zip archive), a URL, a
+        [zarrfast.storage.Store][], or a ``dict`` (in memory).  A store opened here from
+        a path or URL is closed on returning, unless ``compute=False`` (a ``.zip`` path is
+        then refused: pass an open ``ZipStore`` and close it after the delayed write).
+    mode : {"w-", "w", "a", "a-", "r+"}, optional
         ``"w-"``: create, fail if the group exists; ``"w"``: replace it; ``"a"``: add or
         overwrite variables (created if missing); ``"a-"``: like ``"a"`` but with
         ``append_dim`` only variables along it are written; ``"r+"``: only existing
         variables, no metadata change. ``None``: ``"a"`` with ``append_dim``, ``"r+"`` with
         ``region``, else ``"w-"``.
-    group
+    group : str, optional
         Path of the group within the store.
-    encoding
+    encoding : mapping, optional
         Per variable: ``chunks``, ``shards``, ``compressors``, ``filters``, ``serializer``,
         ``fill_value`` (v3), ``chunk_key_encoding``, ``write_empty_chunks`` and CF keys
         (``dtype``, ``scale_factor``, ``add_offset``, ``_FillValue``, ``units``...). Not
         allowed for variables that already exist in the store.
-    compute
+    compute : bool, default True
         With ``False``, write the metadata (and the NumPy-backed data) now and return a
         ``dask.delayed.Delayed`` that writes the dask-backed data.
-    consolidated
+    consolidated : bool, optional
         Consolidate the store's metadata at its root afterwards (``None``: yes).
-    append_dim
+    append_dim : hashable, optional
         Grow the stored variables along this dimension by the dataset's values.
-    region
+    region : mapping or "auto", optional
         ``{dim: slice}`` (or ``"auto"``, per dimension or for all): write the dataset into
         this part of the existing variables; indexes are not written.
-    safe_chunks
+    safe_chunks : bool, default True
         Refuse dask chunks that would make two dask blocks write one Zarr chunk (shard).
-    align_chunks
+    align_chunks : bool, default False
         Rechunk the dask data so its blocks align with the Zarr chunks (shards) first.
-    zarr_format
-        2 or 3 (default 3; an existing group's format wins).
-    write_empty_chunks
-        Store chunks equal to the fill value.
-    chunkmanager_store_kwargs
+    storage_options : mapping, optional
+        Options of the filesystem of a URL (fsspec), or of the store made from a path.
+    zarr_format : {2, 3}, optional
+        The format of a new group (default 3; an existing group's format wins).
+    write_empty_chunks : bool, optional
+        Store chunks equal to the fill value (default: a variable's
+        ``encoding["write_empty_chunks"]``, else the configuration's
+        ``array.write_empty_chunks``, false unless changed).
+    chunkmanager_store_kwargs : mapping, optional
         More keyword arguments for ``dask.array.store``.
+    **kwargs
+        Refused: ``unlimited_dims``, ``synchronizer`` and ``write_inherited_coords``
+        (arguments of ``Dataset.to_zarr`` zarrfast does not support) raise
+        ``ZarrfastError``, any other name ``TypeError``.
 
     Returns
     -------
-    The written :class:`~zarrfast.Group`, or with ``compute=False`` a ``Delayed``.
+    zarrfast.Group or dask.delayed.Delayed
+        The written group, or with ``compute=False`` a ``Delayed`` whose ``compute()``
+        writes the dask-backed data.
+
+    Raises
+    ------
+    zarrfast.errors.ContainsGroupError
+        ``mode="w-"`` (the default) and a group exists where the dataset goes.
+    FileNotFoundError
+        ``mode="r+"`` and no group to write into.
+    zarrfast.errors.ZarrfastError
+        An argument or variable the write cannot take (a variable that exists given an
+        ``encoding``, new variables with ``mode="r+"``, an unknown ``append_dim``, a
+        dimension length that differs from the store's); nothing is written.
+    ValueError
+        Dask chunks that would make two blocks write one Zarr chunk (xarray's check,
+        with ``safe_chunks``).
+    TypeError
+        ``ds`` is not a Dataset or DataArray, or an unknown keyword argument.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from zarrfast.xarray import to_zarr
+    >>> ds = xr.Dataset({"t": ("x", [1.0, 2.0])}, coords={"x": [10, 20]})
+    >>> to_zarr(ds, "data.zarr")
+    <Group file://data.zarr>
+    >>> more = xr.Dataset({"t": ("x", [3.0])}, coords={"x": [30]})
+    >>> _ = to_zarr(more, "data.zarr", append_dim="x")
+    >>> xr.open_dataset("data.zarr", engine="zarrfast")["t"].values
+    array([1., 2., 3.])
     """
     for key in kwargs:
         if key in ("unlimited_dims", "synchronizer", "write_inherited_coords"):

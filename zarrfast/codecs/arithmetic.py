@@ -104,8 +104,9 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         Returns
         -------
         dict
-            ``{"name": "scale_offset", "configuration": {"offset": ..., "scale": ...}}``: members that are ``None`` are left out (and the configuration
-            when both are).
+            ``{"name": "scale_offset", "configuration": {"offset": ..., "scale": ...}}``;
+            members that are ``None`` are left out (and the configuration when both
+            are).
         """
         config = {k: v for k, v in (("offset", self.offset), ("scale", self.scale))
                   if v is not None}
