@@ -21,7 +21,50 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Lib", "LIBRARIES", "get_lib", "available_libs"]
+__all__ = ["Lib", "LIBRARIES", "get_lib", "available_libs", "import_peer",
+           "NOT_INSTALLED", "INSTALL_HINT"]
+
+
+#: the reason given for a library that is not installed (the report says no more)
+NOT_INSTALLED = "not installed"
+#: how to add the peers, printed where one of them is missing
+INSTALL_HINT = ('pip install "zarrfast[bench]" (from a source checkout: '
+                'pip install ".[bench]")')
+#: warnings a peer's import gives about its own code or its dependencies: not the bench
+#: user's to act on, so not shown (zarrfast's own are not filtered)
+_PEER_IMPORT_NOISE = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+
+
+def import_peer(module: str) -> None:
+    """Import a peer library without showing the deprecation warnings its import gives.
+
+    The import runs with its warnings recorded; afterwards the others are issued again
+    through the caller's filters (``-W error`` still turns them into errors), and the
+    warning filters the import itself added are kept.  A module imported already is not
+    imported again: whatever it warned was shown then."""
+    import importlib
+    import sys
+    import warnings
+
+    if sys.modules.get(module) is not None:
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        before = list(warnings.filters)
+        warnings.simplefilter("always")  # every warning recorded, once each below
+        mine = warnings.filters[0]
+        try:
+            importlib.import_module(module)
+        finally:
+            added = [f for f in warnings.filters if f is not mine and f not in before]
+    if added:  # the peer's own filters (a noisy dependency of its silenced), in front
+        warnings.filters[:0] = added
+        mutated = getattr(warnings, "_filters_mutated", None)
+        if callable(mutated):
+            mutated()
+    for w in caught:
+        if issubclass(w.category, _PEER_IMPORT_NOISE):
+            continue
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
 
 def _version(dist: str) -> str | None:
@@ -39,11 +82,16 @@ class Lib:
     threads_via = ""
 
     def probe(self) -> str | None:
-        """``None`` when usable, else why not."""
+        """``None`` when usable, else why not: :data:`NOT_INSTALLED`, or what is wrong
+        with an installed one."""
         try:
-            __import__(self.module)
-        except Exception as e:  # ImportError, or a broken install
-            return f"not installed ({type(e).__name__}: {e})"
+            import_peer(self.module)
+        except ModuleNotFoundError as e:
+            if e.name is not None and self.module.split(".")[0] == e.name.split(".")[0]:
+                return NOT_INSTALLED
+            return f"installed but cannot be imported ({type(e).__name__}: {e})"
+        except Exception as e:  # a broken install
+            return f"installed but cannot be imported ({type(e).__name__}: {e})"
         return None
 
     @property
