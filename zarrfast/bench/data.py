@@ -359,7 +359,9 @@ def prepare(root: str, layout: Layout, size: int, log: Any = None) -> Dataset:
             ds.reused = True
             return ds
     if log:
-        log(f"generating {layout.name} {shape} uint16 ({ds.nbytes / 2**20:.0f} MiB) in {path}")
+        from zarrfast.bench.report import human
+
+        log(f"generating {layout.name} {shape} uint16 ({human(ds.nbytes)}) in {path}")
     write_dataset(layout, shape, path)
     # expected checksums: the same for every layout of one shape, so look for them first
     same = [e for e in manifest["datasets"].values()

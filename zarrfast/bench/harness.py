@@ -29,7 +29,8 @@ import numpy as np
 from zarrfast.bench import data as D
 from zarrfast.bench.libs import LIBRARIES, Lib, available_libs
 
-__all__ = ["BenchConfig", "Result", "run", "OPS", "DEFAULT_OPS", "machine_info"]
+__all__ = ["BenchConfig", "Result", "run", "OPS", "DEFAULT_OPS", "machine_info",
+           "array_bytes", "size_text"]
 
 OPS = ("read", "chunks", "random", "strided", "write", "roundtrip", "floor", "memory")
 DEFAULT_OPS = OPS
@@ -980,7 +981,7 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
     results: list[Result] = []
     datasets: list[dict[str, Any]] = []
     t_start = time.perf_counter()
-    log(f"size {R.human(cfg.size)}, layouts {','.join(cfg.layouts)}, ops {','.join(cfg.ops)}, "
+    log(f"size {size_text(cfg)}, layouts {','.join(cfg.layouts)}, ops {','.join(cfg.ops)}, "
         f"threads {','.join(map(str, cfg.threads))}, libraries "
         f"{', '.join(x.name for x in libs)}, best of {cfg.repeat}, datasets in {root}"
         + (", cold reads (page cache dropped before each)" if cfg.drop_caches else "")
@@ -991,9 +992,6 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
         log(f"warning: {', '.join(sorted(full_ops))} hold the whole array ({R.human(cfg.size)}) "
             f"in memory, twice for writes and round trips; this machine has "
             f"{R.human(machine['memory_bytes'])}: leave them out of --ops, or use --scheduler")
-    for name, info in lib_info.items():
-        if not info["available"]:
-            log(f"{name} unavailable: {info['reason']}")
     rust = [x.name for x in libs if x.name in RAYON_LIBS]
     if rust and len(cfg.threads) > 1 and rayon is None:
         log(f"{' and '.join(rust)} size their rayon thread pool once per process "
@@ -1030,7 +1028,7 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
     _finish(results)
     report = {"machine": machine, "libraries": lib_info,
               "config": {**asdict(cfg), "size_human": R.human(cfg.size),
-                         "rayon_num_threads": rayon},
+                         "array_bytes": array_bytes(cfg), "rayon_num_threads": rayon},
               "datasets": datasets, "results": [asdict(r) for r in results],
               "elapsed_s": time.perf_counter() - t_start,
               "notes": {"ratio": "best time / zarrfast's best time, same layout, op, threads; "
@@ -1052,6 +1050,32 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
             log(f"wrote {p}")
     bad = [r for r in results if r.ok is False or (r.lib == "zarrfast" and r.error)]
     return (1 if bad else 0), report
+
+
+def array_bytes(cfg: BenchConfig) -> dict[str, int]:
+    """The bytes of the arrays the run's layouts make, by kind ("main": the 3-d array,
+    "small": the 2-d small-file layouts' array): what ``--size`` becomes once the shapes
+    are rounded (sides multiples of 32, of 64 for the small-file layouts)."""
+    kinds = dict.fromkeys(D.LAYOUTS[n].kind for n in cfg.layouts)
+    shapes = {"main": D.main_shape, "small": D.small_shape}
+    return {k: math.prod(shapes[k](cfg.size)) * 2 for k in kinds}
+
+
+def size_text(cfg: BenchConfig) -> str:
+    """The size of the arrays the run makes, as the header names it: the bytes actually
+    written, and ``--size`` too where the shape's rounding made them differ."""
+    from zarrfast.bench.report import human
+
+    parts = []
+    for kind, nbytes in array_bytes(cfg).items():
+        shape = (D.main_shape if kind == "main" else D.small_shape)(cfg.size)
+        text = f"{human(nbytes)} (uint16 {shape}"
+        if kind == "small":
+            text += ", small-file layouts"
+        elif nbytes != cfg.size:
+            text += f": --size {human(cfg.size)} rounded to sides that are multiples of 32"
+        parts.append(text + ")")
+    return "; ".join(parts)
 
 
 #: the peers whose threads are a rayon pool, sized once per process
