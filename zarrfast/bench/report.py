@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from typing import Any, TextIO
 
-__all__ = ["human", "print_table", "write_files", "CSV_FIELDS"]
+__all__ = ["human", "print_table", "summary", "write_files", "CSV_FIELDS"]
 
 CSV_FIELDS = ["layout", "op", "threads", "lib", "best_s", "mib_s", "ratio", "ok", "error",
               "nbytes", "repeats", "times", "note", "peak_extra_bytes", "peak_over_output",
@@ -44,12 +45,14 @@ def print_table(report: dict[str, Any], out: TextIO) -> None:
           f"({m['cores_usable']} usable), {mem} RAM, {m['os']}, Python {m['python']}", file=out)
     print("versions: " + ", ".join(f"{k} {v[k]}" for k in v if v[k]), file=out)
     for name, info in report["libraries"].items():
-        state = "used" if info["available"] else f"unavailable: {info['reason']}"
-        print(f"  {name:12s} {state}; threads via {info['threads_via']}", file=out)
+        if info["available"]:  # (the missing ones are named once, at the end)
+            print(f"  {name:12s} threads via {info['threads_via']}", file=out)
+    floors = any(r["lib"].startswith("floor") for r in report["results"])
     print(f"cache: {report['notes']['cache']}; times are best of {report['config']['repeat']}; "
           f"MiB/s = array bytes / time; other libraries as time / zarrfast's time (x2.00: "
-          f"twice as long as zarrfast); floor = readinto of every stored file, on the same "
-          f"threads, fromfile = np.fromfile of one file of the raw array's size",
+          f"twice as long as zarrfast)"
+          + ("; floor = readinto of every stored file, on the same threads, fromfile = "
+             "np.fromfile of one file of the raw array's size" if floors else ""),
           file=out)
     for d in report["datasets"]:
         sh = f" shards {tuple(d['shards'])}" if d["shards"] else ""
@@ -79,6 +82,90 @@ def print_table(report: dict[str, Any], out: TextIO) -> None:
     failed = [r for r in report["results"] if r["ok"] is False]
     print(f"\n{len(report['results'])} measurements, {len(failed)} failed checks, "
           f"{report['elapsed_s']:.0f} s", file=out)
+    lines = summary(report)
+    if lines:
+        print("\n" + "\n".join(lines), file=out)
+
+
+#: what each operation did, as the summary says it ("zarrfast read the whole array ...")
+_DID = {"read": "read the whole array",
+        "chunks": "read the array chunk by chunk",
+        "random": "read {n_random} random boxes",
+        "strided": "read a strided selection",
+        "write": "wrote the whole array",
+        "roundtrip": "read the array and wrote it with other chunks"}
+
+
+def _compared(ratio: float, lib: str) -> str:
+    """``2.3x faster than lib`` (``ratio``: lib's time / zarrfast's); ``about as fast
+    as lib`` within 10%."""
+    if ratio >= 1.1:
+        return f"{ratio:.1f}x faster than {lib}"
+    if ratio <= 1 / 1.1:
+        return f"{1 / ratio:.1f}x slower than {lib}"
+    return f"about as fast as {lib}"  # (within 10%: about the noise of a busy machine)
+
+
+def _listed(parts: list[str], last: str = "and") -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} {last} {parts[-1]}"
+
+
+def summary(report: dict[str, Any]) -> list[str]:
+    """The run in a few plain sentences, from the measured table: per operation, how much
+    faster or slower zarrfast was than each other library (at the largest thread count;
+    over several layouts, the geometric mean of the ratios), and the peers that were asked
+    for but are not installed, with how to add them."""
+    from zarrfast.bench.libs import INSTALL_HINT, NOT_INSTALLED
+
+    libs = report["libraries"]
+    peers = [n for n in libs if n != "zarrfast"]
+    rows = [r for r in report["results"] if r["op"] in _DID and r["times"]
+            and r["ok"] is not False and not r["error"]]
+    lines: list[str] = []
+    if rows:
+        threads = max(r["threads"] for r in rows)
+        rows = [r for r in rows if r["threads"] == threads]
+        layouts = list(dict.fromkeys(r["layout"] for r in rows))
+        cfg = report.get("config", {})
+        sizes = cfg.get("array_bytes") or {}
+        size = f", {human(sizes['main'])}" if len(sizes) == 1 and "main" in sizes else ""
+        where = (f"the {layouts[0]} layout{size}" if len(layouts) == 1
+                 else f"geometric mean over {len(layouts)} layouts")
+        lines.append(f"summary ({where}, {threads} thread{'s' * (threads != 1)}):")
+        for op in dict.fromkeys(r["op"] for r in rows):
+            did = _DID[op].format(n_random=cfg.get("n_random", "the"))
+            parts = []
+            for peer in peers:
+                ratios = [r["ratio"] for r in rows if r["op"] == op and r["lib"] == peer
+                          and r["ratio"]]
+                if ratios:
+                    parts.append(_compared(math.exp(sum(map(math.log, ratios))
+                                                    / len(ratios)), peer))
+            z = [r for r in rows if r["op"] == op and r["lib"] == "zarrfast"]
+            if parts:
+                lines.append(f"  zarrfast {did} {_listed(parts)}.")
+            elif len(z) == 1:  # timed alone: its own time
+                rate = f" ({z[0]['mib_s']:.0f} MiB/s)" if op != "random" else ""
+                lines.append(f"  zarrfast {did} in {_seconds(z[0]['best_s'])}{rate}.")
+    missing = [n for n in peers if not libs[n]["available"] and libs[n].get("reason")
+               == NOT_INSTALLED]
+    broken = [n for n in peers if not libs[n]["available"] and n not in missing]
+    for n in broken:
+        why = str(libs[n].get("reason", "")).splitlines()[0][:200] if libs[n].get("reason") \
+            else "unusable"
+        lines.append(f"{n} left out: {why}")
+    if missing and len(missing) + len(broken) == len(peers):
+        lines.append(f"zarrfast was compared with no other library: none of "
+                     f"{_listed(missing, 'or')} is installed. Add them with: "
+                     f"{INSTALL_HINT}")
+    elif missing:
+        lines.append(f"not installed, so not compared: {_listed(missing)}. Add the peers "
+                     f"with: {INSTALL_HINT}")
+    return lines
+
+
+def _seconds(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
 
 
 def _short(lib: str) -> str:
