@@ -53,19 +53,59 @@ def from_zarr(url_or_array: Any, component: str | None = None,
               storage_options: Mapping[str, Any] | None = None, chunks: Any = None,
               name: str | None = None, inline_array: bool = False, **kwargs: Any
               ) -> da.Array:
-    """A dask array reading a zarrfast array.
+    """Make a dask array that reads a zarrfast array, as ``dask.array.from_zarr`` does.
+
+    Each dask task reads its block through the array (only the chunks it touches).
+    Arrays pickle as their store and metadata (a local store as its path), so the
+    workers of a distributed cluster reopen the store instead of receiving data.
 
     Parameters
     ----------
-    url_or_array
-        A :class:`zarrfast.Array`, or a store (local path, ``Store``, ``dict``) opened
-        with :func:`zarrfast.open_array` (read-only unless ``mode=`` is given).
-    component
-        Path of the array in the store.
-    chunks
-        The dask chunks; default: the array's chunks.
-    kwargs
-        Passed to :func:`zarrfast.open_array`.
+    url_or_array : zarrfast.Array, str, os.PathLike, Store or dict
+        A [zarrfast.Array][], or a store (a local path, a URL, a
+        [zarrfast.storage.Store][], a ``dict``) opened with [zarrfast.open_array][]
+        (read-only unless ``mode=`` is given).
+    component : str, optional
+        Path of the array in the store (not with an Array).
+    storage_options : mapping, optional
+        Options of the filesystem of a URL (fsspec), passed to
+        [zarrfast.open_array][].
+    chunks : optional
+        The dask chunks (anything ``dask.array.from_array`` takes); default: the array's
+        chunks (the chunk sizes of a rectilinear grid).
+    name : str, optional
+        The dask array's name; default ``"from-zarrfast-"`` and a token (a local array's
+        from its path and metadata, others' fresh each call).
+    inline_array : bool, default False
+        Embed the array in each task instead of referring to one key holding it (as in
+        ``dask.array.from_array``).
+    **kwargs
+        Passed to [zarrfast.open_array][] (its keywords only).
+
+    Returns
+    -------
+    dask.array.Array
+        The lazy array.
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        ``component`` given with an Array.
+    zarrfast.errors.ArrayNotFoundError
+        No array at ``component`` in the store.
+    TypeError
+        A keyword [zarrfast.open_array][] does not take.
+
+    Examples
+    --------
+    >>> from zarrfast.dask import from_zarr
+    >>> arr = zarrfast.create_array("data.zarr", shape=(4, 6), chunks=(2, 3), dtype="int64")
+    >>> arr[:] = np.arange(24).reshape(4, 6)
+    >>> x = from_zarr("data.zarr")
+    >>> x.chunks
+    ((2, 2), (3, 3))
+    >>> int(x.sum().compute())
+    276
     """
     # an unknown keyword is refused also when an Array is given (its keywords for
     # open_array are then unused, as in dask's from_zarr)
@@ -118,9 +158,41 @@ def _write_chunks(z: Array) -> tuple[int, ...]:
 def check_aligned(chunks: Sequence[Sequence[int]], write_chunks: Sequence[int],
                   shape: Sequence[int], offset: Sequence[int] | None = None, *,
                   what: str = "the Zarr array") -> None:
-    """Raise unless every boundary between dask blocks (``chunks``, placed at ``offset``
-    in an array of ``shape``) falls on a boundary of ``write_chunks``: otherwise two blocks
-    would write one stored chunk concurrently and one of them would be lost."""
+    """Check that dask blocks can be written in parallel without losing writes.
+
+    Every boundary between dask blocks (``chunks``, placed at ``offset`` in an array of
+    ``shape``) must fall on a boundary of ``write_chunks``; otherwise two blocks would
+    write one stored chunk concurrently and one of them would be lost.
+
+    Parameters
+    ----------
+    chunks : sequence of sequence of int
+        The dask block sizes along each dimension (``x.chunks``).
+    write_chunks : sequence of int
+        The size of the smallest region that can be written independently, per
+        dimension (the array's chunks, or shards).
+    shape : sequence of int
+        The shape of the array written to.
+    offset : sequence of int, optional
+        Where the blocks start in that array (a region's start); default 0s.
+    what : str, default "the Zarr array"
+        What to call the array in the message.
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        A block boundary falls inside a stored chunk (naming the dimension, the
+        boundary and a ``rechunk`` that fixes it).
+
+    Examples
+    --------
+    >>> from zarrfast.dask import check_aligned
+    >>> check_aligned(((2, 4),), write_chunks=(2,), shape=(6,))
+    >>> check_aligned(((3, 3),), write_chunks=(2,), shape=(6,))
+    Traceback (most recent call last):
+    ...
+    zarrfast.errors.ZarrfastError: dask chunks (3, 3) along dimension 0 do not line up ...
+    """
     offset = offset or (0,) * len(shape)
     for dim, (sizes, wc, start) in enumerate(zip(chunks, write_chunks, offset, strict=True)):
         edges = start + np.cumsum(sizes)[:-1]
@@ -157,33 +229,71 @@ def to_zarr(x: da.Array, url_or_array: Any, component: str | None = None,
             storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
             region: Any = None, compute: bool = True, return_stored: bool = False,
             **create_kwargs: Any) -> Any:
-    """Write the dask array ``x`` into a zarrfast array, block by block in parallel
-    (``lock=False``): every dask block must cover whole stored chunks (the inner chunks
-    of a sharded array where the store excludes other processes' writers of a shard,
-    whole shards elsewhere).
+    """Write a dask array into a zarrfast array, block by block in parallel.
+
+    As ``dask.array.to_zarr``, with ``lock=False``: every dask block must cover whole
+    stored chunks (the inner chunks of a sharded array where the store excludes other
+    processes' writers of a shard, whole shards elsewhere), which is checked first.
 
     Parameters
     ----------
-    x
-        The dask array.
-    url_or_array
-        An existing :class:`zarrfast.Array` of ``x``'s shape (or holding ``region``), or a
-        store (local path, ``Store``, ``dict``) in which to create one at ``component``.
-    overwrite
+    x : dask.array.Array
+        The dask array (anything else is made one with ``dask.array.asarray``).
+    url_or_array : zarrfast.Array, str, os.PathLike, Store or dict
+        An existing [zarrfast.Array][] of ``x``'s shape (or holding ``region``), or a
+        store (a local path, a URL, a [zarrfast.storage.Store][], a ``dict``) in which to
+        create one at ``component``.
+    component : str, optional
+        Path of the array to create in the store (not with an Array).
+    storage_options : mapping, optional
+        Options of the filesystem of a URL (fsspec), passed to
+        [zarrfast.create_array][].
+    overwrite : bool, default False
         Replace an existing array at ``component``; otherwise that is an error.
-    region
-        With an existing array: the basic selection (slices) ``x`` is written to.
-    compute, return_stored
-        As for :func:`dask.array.store`.
-    create_kwargs
-        Passed to :func:`zarrfast.create_array` (``chunks`` defaults to ``x``'s chunks,
-        which must then be regular: equal, the last one possibly smaller).
+    region : tuple of slice, optional
+        With an existing array: the basic selection (slices of step 1) ``x`` is written
+        to.
+    compute : bool, default True
+        Write now; with ``False`` return a lazy result whose ``compute()`` writes.
+    return_stored : bool, default False
+        Return the stored array, as ``dask.array.store`` does.
+    **create_kwargs
+        Passed to [zarrfast.create_array][] (``chunks`` defaults to ``x``'s chunks,
+        which must then be regular: equal, the last one possibly smaller; ``dtype`` to
+        ``x``'s).
+
+    Returns
+    -------
+    None or dask.array.Array
+        What ``dask.array.store`` returns: ``None`` when written now; with
+        ``compute=False`` or ``return_stored=True``, dask's lazy result.
 
     Raises
     ------
-    ZarrfastError
+    zarrfast.errors.ZarrfastError
         If a dask block boundary falls inside a stored chunk (naming the dimension), if the
-        chunks are irregular and no ``chunks=`` is given, or if the shapes do not match.
+        chunks are irregular and no ``chunks=`` is given, if the shapes do not match, if
+        the chunk sizes of ``x`` are unknown, or if an in-memory array would be written
+        with the distributed scheduler.
+    zarrfast.errors.ContainsArrayError
+        An array exists at ``component`` and ``overwrite`` is false.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from zarrfast.dask import to_zarr
+    >>> x = da.arange(12, chunks=4).reshape(3, 4).rechunk((3, 2))
+    >>> to_zarr(x, "data.zarr")
+    >>> arr = zarrfast.open_array("data.zarr")
+    >>> arr.chunks, arr[1].tolist()
+    ((3, 2), [4, 5, 6, 7])
+
+    Writing part of an existing array (the blocks must line up with its chunks):
+
+    >>> target = zarrfast.create_array(store={}, shape=(6,), chunks=(2,), dtype="int64")
+    >>> to_zarr(da.ones(4, chunks=2, dtype="int64"), target, region=(slice(2, 6),))
+    >>> target[:].tolist()
+    [0, 0, 1, 1, 1, 1]
     """
     if not isinstance(x, da.Array):
         x = da.asarray(x)
