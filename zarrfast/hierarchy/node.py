@@ -9,6 +9,7 @@ reverse, is refused rather than silently mixed.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from typing import Any
@@ -383,30 +384,40 @@ class AsyncNode:
     # what every view reads off its node (no I/O)
     @property
     def metadata(self) -> Any:
+        """The node's metadata, as the synchronous node's ``metadata`` gives it."""
         return self._node.metadata
 
     @property
     def store(self) -> Any:
+        """The [zarrfast.storage.Store][] holding the node."""
         return self._node.store
 
     @property
     def store_path(self) -> StorePath:
+        """The node's store and path, as a ``StorePath`` (zarr-python's attribute)."""
         return self._node.store_path
 
     @property
     def path(self) -> str:
+        """Path of the node in its store (``""`` for the root)."""
         return self._node.path
 
     @property
     def name(self) -> str:
+        """``"/" + path``, as in zarr-python."""
         return self._node.name
 
     @property
     def basename(self) -> str:
+        """The last component of the node's path (``""`` for the root)."""
         return self._node.basename
 
     @property
     def attrs(self) -> Any:
+        """The node's user attributes, a mutable mapping whose changes are stored at once.
+
+        The synchronous node's ``attrs`` (no coroutine involved).
+        """
         return self._node.attrs
 
 
@@ -414,6 +425,14 @@ class _NodeType(type):
     """``Array(async_array)`` / ``Group(async_group)``: the node the view is over (one
     state, as zarr-python's ``Array`` wraps its ``AsyncArray``).  Any other call makes
     a node as usual."""
+
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """The signature of the class's ``__init__`` (less ``self``), which ``help()`` and
+        :func:`inspect.signature` show instead of ``__call__``'s ``(*args, **kwargs)``."""
+        sig = inspect.signature(cls.__init__)
+        return sig.replace(parameters=list(sig.parameters.values())[1:],
+                           return_annotation=inspect.Signature.empty)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if args and isinstance(args[0], AsyncNode):
@@ -447,7 +466,7 @@ class Node(metaclass=_NodeType):
 
     @property
     def store_path(self) -> StorePath:
-        """zarr-python's ``store_path``: this node's store and path."""
+        """This node's store and path, as a [zarrfast.storage.StorePath][]."""
         return StorePath(self._store, self._path)
 
     def __init__(self, store: Store, path: str, metadata: Any, read_only: bool | None) -> None:
@@ -458,6 +477,7 @@ class Node(metaclass=_NodeType):
 
     @property
     def store(self) -> Store:
+        """The [zarrfast.storage.Store][] holding this node."""
         return self._store
 
     @property
@@ -472,12 +492,25 @@ class Node(metaclass=_NodeType):
 
     @property
     def basename(self) -> str:
+        """The last component of the node's path (``""`` for the root).
+
+        Examples
+        --------
+        >>> root = zarrfast.open_group(store={}, mode="w")
+        >>> a = root.create_array("sub/temperature", shape=(2,), dtype="f4")
+        >>> a.path, a.name, a.basename
+        ('sub/temperature', '/sub/temperature', 'temperature')
+        """
         return self._path.rsplit("/", 1)[-1]
 
     @property
     def metadata(self) -> Any:
-        """The node's metadata as zarr-python's (:mod:`zarrfast.codecs.metadata`: codecs as
-        codec objects; made once for each metadata this node holds)."""
+        """The node's metadata, as zarr-python's (codecs as codec objects).
+
+        Made once for each metadata this node holds: for a Zarr v3 node,
+        ``ArrayV3Metadata`` or ``GroupMetadata`` (zarr-python's names), for a v2 node
+        ``ArrayMetadataV2`` or ``GroupMetadataV2``.
+        """
         md = self._metadata
         shown = self.__dict__.get("_metadata_shown_")
         if shown is None or shown[0] is not md:
@@ -486,10 +519,16 @@ class Node(metaclass=_NodeType):
 
     @property
     def read_only(self) -> bool:
+        """Whether writes through this node are refused (a ``ReadOnlyError``).
+
+        True when opened with mode ``'r'``, from a read-only store, or with
+        ``read_only=True``.
+        """
         return self._read_only
 
     @property
     def zarr_format(self) -> int:
+        """The Zarr format of the node's metadata: ``2`` or ``3``."""
         return self._metadata.zarr_format
 
     def _check_writable(self) -> None:
