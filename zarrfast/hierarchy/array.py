@@ -83,10 +83,61 @@ def _chain_inputs(metadata: Any) -> tuple:
 class Array(Node):
     """A chunked, compressed N-dimensional array stored under ``path`` in ``store``.
 
-    Create one with :func:`zarrfast.create_array` or open one with
-    :func:`zarrfast.open_array`.  Index it like a NumPy array; basic
-    selections (ints, slices with any step, Ellipsis) read and write only the
-    chunks they touch, in parallel.
+    Create one with [zarrfast.create_array][] (or [zarrfast.zeros][],
+    [zarrfast.from_array][], ``Group.create_array``...) or open one with
+    [zarrfast.open_array][]; the constructor takes metadata already parsed and writes
+    nothing.  Index it like a NumPy array: basic selections (ints, slices with any step,
+    Ellipsis) read and write only the chunks they touch, in parallel; ``oindex``,
+    ``vindex`` and ``blocks`` take orthogonal, coordinate (or mask) and block selections,
+    and integer or boolean arrays in ``a[...]`` are dispatched to them as zarr-python
+    dispatches them.  Every read returns a new NumPy array (never a view of the store).
+
+    ``Array(async_array)``, with one [zarrfast.AsyncArray][] and nothing else, returns
+    the array that view is over (one shared state).
+
+    Parameters
+    ----------
+    store : zarrfast.storage.Store
+        The store holding the array.
+    path : str
+        The array's path in the store, normalized (``""`` for the root).
+    metadata : ArrayMetadata or ArrayMetadataV2
+        The array's parsed Zarr v3 (or v2) metadata.
+    read_only : bool or None, optional
+        Refuse writes (``ReadOnlyError``); ``None``: read-only when the store is.
+    write_empty_chunks : bool or None, optional
+        Store chunks whose elements all equal the fill value (``False``: such a chunk is
+        not stored, and a stored one is deleted); ``None``: the configuration's
+        ``array.write_empty_chunks`` at each write.
+    order : {"C", "F"} or None, optional
+        The memory order of the arrays reads return; ``None``: the configuration's
+        ``array.order`` now.
+    chunk_path : str or None, optional
+        Where the chunk keys live, when not below ``path`` (arrays of a draft layout).
+    codecs : CodecChain or None, optional
+        The codec chain already parsed from ``metadata`` (saves parsing it again).
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        ``Array(view)`` given more arguments, or the view of a group.
+
+    Examples
+    --------
+    >>> a = zarrfast.create_array(store={}, shape=(4, 6), chunks=(2, 3), dtype="int32")
+    >>> a[:] = np.arange(24).reshape(4, 6)
+    >>> a
+    <Array memory://... shape=(4, 6) dtype=int32>
+    >>> a[1:3, ::2]
+    array([[ 6,  8, 10],
+           [12, 14, 16]], dtype=int32)
+    >>> a.oindex[[0, 3], [1, 5]]
+    array([[ 1,  5],
+           [19, 23]], dtype=int32)
+    >>> a.vindex[[0, 3], [1, 5]]
+    array([ 1, 23], dtype=int32)
+    >>> a.nchunks, a.chunks
+    (4, (2, 3))
     """
 
     _kind = "array"
@@ -114,8 +165,11 @@ class Array(Node):
 
     @property
     def async_array(self) -> Any:
-        """This array's :class:`~zarrfast.AsyncArray` (coroutine methods, same state);
-        ``Array(async_array)`` gives this array back."""
+        """This array's asynchronous view, a [zarrfast.AsyncArray][].
+
+        Its methods are coroutines; it shares this array's state (made once:
+        ``a.async_array is a.async_array``), and ``Array(a.async_array)`` is ``a``.
+        """
         return self._async_view()
 
     _async_array = async_array  # (zarr-python's attribute name)
@@ -177,12 +231,15 @@ class Array(Node):
     # -- properties -------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """The array's shape: its length along each dimension."""
         return self._metadata.shape
 
     @property
     def codec_chain(self) -> CodecChain:
-        """The array's codec chain, parsed and validated (for a Zarr v2 array, the chain
-        its ``order``, ``filters`` and ``compressor`` make)."""
+        """The array's codec chain, parsed and validated.
+
+        For a Zarr v2 array, the chain its ``order``, ``filters`` and ``compressor`` make.
+        """
         return self._codecs
 
     @property
@@ -194,16 +251,29 @@ class Array(Node):
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        """The chunk shape: the inner chunks' shape for a sharded array.  An array with a
-        rectilinear chunk grid (not sharded) has none: :class:`NotImplementedError`, as
-        zarr-python (``read_chunk_sizes`` gives its chunks' sizes)."""
+        """The chunk shape (the inner chunks' shape, for a sharded array).
+
+        An array with a rectilinear chunk grid (not sharded) has none: a
+        ``NotImplementedError``, as in zarr-python (``read_chunk_sizes`` gives the sizes
+        of its chunks).
+        """
         sharding = self._sharding
         return sharding.chunk_shape if sharding is not None else self._metadata.chunks
 
     @property
     def shards(self) -> tuple[int, ...] | None:
-        """The shard shape, or ``None`` for an array without sharding (a rectilinear grid of
-        shards has none: :class:`NotImplementedError`, as zarr-python)."""
+        """The shard shape, or ``None`` for an array without sharding.
+
+        A rectilinear grid of shards has no one shape: a ``NotImplementedError``, as in
+        zarr-python.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(8, 8), chunks=(2, 2), shards=(4, 4),
+        ...                           dtype="uint8")
+        >>> a.chunks, a.shards, a.nchunks
+        ((2, 2), (4, 4), 16)
+        """
         return self._metadata.chunks if self._sharding is not None else None
 
     @property
@@ -212,8 +282,17 @@ class Array(Node):
 
     @property
     def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
-        """Per dimension, the extent inside the array of each chunk (inner chunk, for a
-        sharded array) along it."""
+        """The sizes of the chunks along each dimension, clipped to the array.
+
+        Inner chunks, for a sharded array.  One tuple per dimension, the extent inside the
+        array of each chunk along it (a regular grid's last chunk may be shorter).
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(5, 4), chunks=(2, 4), dtype="i2")
+        >>> a.read_chunk_sizes
+        ((2, 2, 1), (4,))
+        """
         sharding = self._sharding
         if sharding is not None:
             return RegularChunkGrid(sharding.chunk_shape).chunk_sizes(self.shape)
@@ -221,32 +300,53 @@ class Array(Node):
 
     @property
     def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
-        """Per dimension, the extent inside the array of each stored object (chunk, or
-        shard) along it."""
+        """The sizes of the stored objects (chunks, or shards) along each dimension.
+
+        One tuple per dimension, the extent inside the array of each chunk (shard, for a
+        sharded array) along it.
+        """
         return self._metadata.chunk_grid.chunk_sizes(self.shape)
 
     @property
     def dtype(self) -> np.dtype:
+        """The NumPy data type of the elements.
+
+        ``StringDType`` for a Zarr v3 ``string`` array, ``object`` for Zarr v2
+        variable-length strings.
+        """
         return self._metadata.dtype
 
     @property
     def fill_value(self) -> Any:
+        """The value of the elements never written.
+
+        A NumPy scalar of ``dtype``; ``None`` for a Zarr v2 array whose metadata stores
+        ``null``.
+        """
         return self._metadata.fill_value
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements (the product of ``shape``)."""
         return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
+        """The size of the array's elements in memory, in bytes: ``size * dtype.itemsize``.
+
+        What the store holds is usually less (compressed, and chunks never written are
+        not stored): see ``nbytes_stored()``.
+        """
         return self.size * self.dtype.itemsize
 
     @property
     def order(self) -> str:
+        """The memory order, ``"C"`` or ``"F"``, of the NumPy arrays reads return."""
         return self._order
 
     @property
@@ -263,6 +363,7 @@ class Array(Node):
 
     @property
     def nchunks(self) -> int:
+        """The number of chunks in the chunk grid (inner chunks, for a sharded array)."""
         return math.prod(self.cdata_shape)
 
     @property
@@ -273,28 +374,50 @@ class Array(Node):
 
     @property
     def filters(self) -> tuple[ArrayArrayCodec, ...]:
+        """The array -> array codecs applied first (inside the shard, for a sharded array)."""
         return tuple(c for c in self._user_codecs if isinstance(c, ArrayArrayCodec))
 
     @property
     def serializer(self) -> ArrayBytesCodec:
+        """The array -> bytes codec (inside the shard, for a sharded array)."""
         return next(c for c in self._user_codecs if isinstance(c, ArrayBytesCodec))
 
     @property
     def compressors(self) -> tuple[BytesBytesCodec, ...]:
+        """The bytes -> bytes codecs applied last (inside the shard, for a sharded array)."""
         return tuple(c for c in self._user_codecs if isinstance(c, BytesBytesCodec))
 
     @property
     def dimension_names(self) -> tuple[str | None, ...] | None:
+        """The names of the dimensions, or ``None`` when the metadata has none."""
         return self._metadata.dimension_names
 
     @property
     def attrs(self) -> Attributes:
+        """The user attributes, a mutable mapping whose changes are stored at once.
+
+        Each change is written under the array's lock, keeping other writers' changes to
+        other keys.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(3,), dtype="f8")
+        >>> a.attrs["units"] = "K"
+        >>> dict(a.attrs)
+        {'units': 'K'}
+        """
         return Attributes(
             lambda: self._metadata.attributes, self._put_attributes, f"array {self.name!r}"
         )
 
     @property
     def write_empty_chunks(self) -> bool:
+        """Whether chunks whose elements all equal the fill value are stored.
+
+        ``False`` (the default of the configuration's ``array.write_empty_chunks``): such
+        a chunk is not written, and a stored one is deleted, so that it reads as the fill
+        value again.
+        """
         if self._write_empty_chunks is None:
             return bool(config.get("write_empty_chunks"))
         return self._write_empty_chunks
@@ -387,6 +510,31 @@ class Array(Node):
             self._commit(self._metadata.update_attributes(attrs), docs)
 
     def update_attributes(self, new_attributes: dict[str, Any]) -> Array:
+        """Merge ``new_attributes`` into the array's attributes, in one write.
+
+        Parameters
+        ----------
+        new_attributes : dict
+            The attributes to set (JSON-serializable); other keys keep their values.
+
+        Returns
+        -------
+        Array
+            This array.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The array is read-only.
+        zarrfast.errors.MetadataValidationError
+            A value that is not JSON-serializable; nothing is written.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(3,), dtype="f8", attributes={"a": 1})
+        >>> dict(a.update_attributes({"b": 2}).attrs)
+        {'a': 1, 'b': 2}
+        """
         self.attrs.update(new_attributes)
         return self
 
@@ -518,8 +666,42 @@ class Array(Node):
     @_names_memory_errors("reading")
     def get_orthogonal_selection(self, selection: Any, *, out: np.ndarray | None = None,
                                  fields: str | list[str] | None = None) -> np.ndarray:
-        """Outer indexing: per dimension an int, a slice, an integer array (any order,
-        repeats, negatives) or a boolean mask."""
+        """Read an orthogonal (outer) selection: each dimension indexed on its own.
+
+        Per dimension an int, a slice, an integer array (any order, repeats, negative
+        indices) or a boolean mask of that dimension's length; the result takes, along
+        each dimension, the elements that dimension's index picks (as ``a.oindex[...]``,
+        unlike NumPy's advanced indexing, which pairs the index arrays up).
+
+        Parameters
+        ----------
+        selection : int, slice, array-like or tuple of them
+            One index per dimension (missing trailing dimensions are taken whole).
+        out : numpy.ndarray, optional
+            An array to copy the result into (it must take the result's shape), returned.
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to read.
+
+        Returns
+        -------
+        numpy.ndarray
+            The selected elements (``out``, when given).
+
+        Raises
+        ------
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or an ``out`` that does not fit.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(3, 4), dtype="int16")
+        >>> a[:] = np.arange(12).reshape(3, 4)
+        >>> a.get_orthogonal_selection(([2, 0], [True, False, False, True]))
+        array([[ 8, 11],
+               [ 0,  3]], dtype=int16)
+        """
         from zarrfast.engine.fancy import get_orthogonal, normalize_orthogonal
 
         result = get_orthogonal(self._fancy_target(), normalize_orthogonal(selection, self.shape))
@@ -532,6 +714,39 @@ class Array(Node):
     @_names_memory_errors("writing")
     def set_orthogonal_selection(self, selection: Any, value: Any, *,
                                  fields: str | list[str] | None = None) -> None:
+        """Write ``value`` into an orthogonal (outer) selection (as ``a.oindex[...] = value``).
+
+        Parameters
+        ----------
+        selection : int, slice, array-like or tuple of them
+            One index per dimension, as for ``get_orthogonal_selection``.
+        value : scalar or array-like
+            Broadcast to the selection's shape, as NumPy broadcasts.
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to write (the others keep
+            their values).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The array is read-only.
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or a value that does not broadcast to
+            the selection.
+        zarrfast.errors.ValueCastError
+            A value the data type cannot hold (``300`` into ``uint8``); nothing is written.
+
+        Examples
+        --------
+        >>> a = zarrfast.zeros((3, 4), dtype="int16", store={})
+        >>> a.set_orthogonal_selection(([0, 2], [1, 3]), 7)
+        >>> a[:]
+        array([[0, 7, 0, 7],
+               [0, 0, 0, 0],
+               [0, 7, 0, 7]], dtype=int16)
+        """
         from zarrfast.engine.fancy import normalize_orthogonal, set_orthogonal
 
         self._check_writable()
@@ -545,7 +760,38 @@ class Array(Node):
     @_names_memory_errors("reading")
     def get_coordinate_selection(self, selection: Any, *, out: np.ndarray | None = None,
                                  fields: str | list[str] | None = None) -> np.ndarray:
-        """Points: one integer array per dimension (broadcast together)."""
+        """Read the elements at a list of coordinates (points), as ``a.vindex[...]``.
+
+        Parameters
+        ----------
+        selection : tuple of array-like
+            One integer array per dimension, broadcast together: element ``i`` of the
+            result is at ``(selection[0][i], selection[1][i], ...)``.
+        out : numpy.ndarray, optional
+            An array to copy the result into (it must take the result's shape), returned.
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to read.
+
+        Returns
+        -------
+        numpy.ndarray
+            The elements, in the broadcast shape of the coordinate arrays (``out``, when
+            given).
+
+        Raises
+        ------
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or an ``out`` that does not fit.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(3, 4), dtype="int16")
+        >>> a[:] = np.arange(12).reshape(3, 4)
+        >>> a.get_coordinate_selection(([0, 2, 1], [3, 0, 1]))
+        array([3, 8, 5], dtype=int16)
+        """
         from zarrfast.engine.fancy import get_points, normalize_coordinate
 
         coords, shape = normalize_coordinate(selection, self.shape)
@@ -558,6 +804,38 @@ class Array(Node):
     @_names_memory_errors("writing")
     def set_coordinate_selection(self, selection: Any, value: Any, *,
                                  fields: str | list[str] | None = None) -> None:
+        """Write ``value`` at a list of coordinates (points), as ``a.vindex[...] = value``.
+
+        Parameters
+        ----------
+        selection : tuple of array-like
+            One integer array per dimension, broadcast together.
+        value : scalar or array-like
+            One value for all the points, or one per point.
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to write (the others keep
+            their values).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The array is read-only.
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or a value that does not broadcast to
+            the selection.
+        zarrfast.errors.ValueCastError
+            A value the data type cannot hold (``300`` into ``uint8``); nothing is written.
+
+        Examples
+        --------
+        >>> a = zarrfast.zeros((2, 3), dtype="int8", store={})
+        >>> a.set_coordinate_selection(([0, 1], [2, 0]), [5, 6])
+        >>> a[:]
+        array([[0, 0, 5],
+               [6, 0, 0]], dtype=int8)
+        """
         from zarrfast.engine.fancy import normalize_coordinate, set_points
 
         self._check_writable()
@@ -574,7 +852,37 @@ class Array(Node):
     @_names_memory_errors("reading")
     def get_mask_selection(self, mask: Any, *, out: np.ndarray | None = None,
                            fields: str | list[str] | None = None) -> np.ndarray:
-        """The elements where a boolean array of the array's shape is true (1-d result)."""
+        """Read the elements where a boolean mask of the array's shape is true.
+
+        Parameters
+        ----------
+        mask : array-like of bool
+            A boolean array of exactly the array's shape.
+        out : numpy.ndarray, optional
+            An array to copy the result into (it must take the result's shape), returned.
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to read.
+
+        Returns
+        -------
+        numpy.ndarray
+            The selected elements, a 1-d array in C order of their positions (``out``,
+            when given).
+
+        Raises
+        ------
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or an ``out`` that does not fit.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(2, 3), dtype="int16")
+        >>> a[:] = [[1, -2, 3], [-4, 5, -6]]
+        >>> a.get_mask_selection(a[:] < 0)
+        array([-2, -4, -6], dtype=int16)
+        """
         from zarrfast.engine.fancy import get_points, normalize_mask
 
         coords = normalize_mask(mask, self.shape)
@@ -587,6 +895,39 @@ class Array(Node):
     @_names_memory_errors("writing")
     def set_mask_selection(self, mask: Any, value: Any, *,
                            fields: str | list[str] | None = None) -> None:
+        """Write ``value`` where a boolean mask of the array's shape is true.
+
+        Parameters
+        ----------
+        mask : array-like of bool
+            A boolean array of exactly the array's shape.
+        value : scalar or array-like
+            One value for all the selected elements, or one per element (in C order).
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to write (the others keep
+            their values).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The array is read-only.
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or a value that does not broadcast to
+            the selection.
+        zarrfast.errors.ValueCastError
+            A value the data type cannot hold (``300`` into ``uint8``); nothing is written.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(2, 3), dtype="int16")
+        >>> a[:] = [[1, -2, 3], [-4, 5, -6]]
+        >>> a.set_mask_selection(a[:] < 0, 0)
+        >>> a[:]
+        array([[1, 0, 3],
+               [0, 5, 0]], dtype=int16)
+        """
         from zarrfast.engine.fancy import normalize_mask
 
         coords = normalize_mask(mask, self.shape)
@@ -595,7 +936,38 @@ class Array(Node):
     @_names_memory_errors("reading")
     def get_block_selection(self, selection: Any, *, out: np.ndarray | None = None,
                             fields: str | list[str] | None = None) -> np.ndarray:
-        """Whole chunks by chunk-grid index (ints or step-1 slices per dimension)."""
+        """Read whole chunks, chosen by their index in the chunk grid (as ``a.blocks[...]``).
+
+        Parameters
+        ----------
+        selection : int, slice or tuple of them
+            Per dimension, a chunk index or a step-1 slice of chunk indices (negative
+            indices count from the end); for a sharded array, indices of inner chunks.
+        out : numpy.ndarray, optional
+            An array to copy the result into (it must take the result's shape), returned.
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to read.
+
+        Returns
+        -------
+        numpy.ndarray
+            The elements of those chunks, clipped to the array (``out``, when given).
+
+        Raises
+        ------
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or an ``out`` that does not fit.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(4, 6), chunks=(2, 3), dtype="int32")
+        >>> a[:] = np.arange(24).reshape(4, 6)
+        >>> a.get_block_selection((1, 0))
+        array([[12, 13, 14],
+               [18, 19, 20]], dtype=int32)
+        """
         from zarrfast.engine.fancy import block_region
 
         return self.get_basic_selection(block_region(self._fancy_target(), selection), out=out, fields=fields)
@@ -603,18 +975,59 @@ class Array(Node):
     @_names_memory_errors("writing")
     def set_block_selection(self, selection: Any, value: Any, *,
                             fields: str | list[str] | None = None) -> None:
+        """Write ``value`` into whole chunks, chosen by their index in the chunk grid.
+
+        Parameters
+        ----------
+        selection : int, slice or tuple of them
+            Per dimension, a chunk index or a step-1 slice of chunk indices.
+        value : scalar or array-like
+            Broadcast to the shape of the chunks selected (clipped to the array).
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to write (the others keep
+            their values).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The array is read-only.
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or a value that does not broadcast to
+            the selection.
+        zarrfast.errors.ValueCastError
+            A value the data type cannot hold (``300`` into ``uint8``); nothing is written.
+
+        Examples
+        --------
+        >>> a = zarrfast.zeros((4, 4), chunks=(2, 2), dtype="uint8", store={})
+        >>> a.set_block_selection((0, 1), 9)
+        >>> a[:]
+        array([[0, 0, 9, 9],
+               [0, 0, 9, 9],
+               [0, 0, 0, 0],
+               [0, 0, 0, 0]], dtype=uint8)
+        """
         from zarrfast.engine.fancy import block_region
 
         self.set_basic_selection(block_region(self._fancy_target(), selection), value, fields=fields)
 
     @property
     def oindex(self) -> _Indexer:
-        """``a.oindex[...]``: orthogonal (outer) selection, for reading and writing."""
+        """``a.oindex[...]``: orthogonal (outer) selection, for reading and writing.
+
+        See ``get_orthogonal_selection`` and ``set_orthogonal_selection``.
+        """
         return _Indexer(self.get_orthogonal_selection, self.set_orthogonal_selection)
 
     @property
     def vindex(self) -> _Indexer:
-        """``a.vindex[...]``: coordinate selection, or a mask of the array's shape."""
+        """``a.vindex[...]``: coordinate selection, or a mask of the array's shape.
+
+        See ``get_coordinate_selection`` and ``get_mask_selection`` (and their ``set_``
+        twins, for ``a.vindex[...] = value``).
+        """
         def get(sel: Any) -> Any:
             if isinstance(sel, np.ndarray) and sel.dtype == bool:
                 return self.get_mask_selection(sel)
@@ -630,20 +1043,53 @@ class Array(Node):
 
     @property
     def blocks(self) -> _Indexer:
-        """``a.blocks[i, j]``: whole chunks by their grid index."""
+        """``a.blocks[i, j]``: whole chunks by their grid index.
+
+        See ``get_block_selection`` and ``set_block_selection``.
+        """
         return _Indexer(self.get_block_selection, self.set_block_selection)
 
     @_names_memory_errors("reading")
     def get_basic_selection(self, selection: Any = Ellipsis, *, out: np.ndarray | None = None,
                             fields: str | list[str] | None = None) -> Any:
-        """Read a basic selection (ints, slices, Ellipsis) into a new NumPy array.
+        """Read a basic selection (ints, slices with any step, Ellipsis) into a NumPy array.
+
+        ``a[selection]`` calls this for a basic selection; only the chunks the selection
+        touches are read, in parallel.
 
         Parameters
         ----------
-        selection
-            As for NumPy basic indexing.
-        out
-            Optional C-contiguous array of the result's shape and dtype to read into.
+        selection : int, slice, Ellipsis or tuple of them, optional
+            As in NumPy's basic indexing; the default, ``...``, reads the whole array.
+        out : numpy.ndarray, optional
+            A writeable C-contiguous array of exactly the result's shape and dtype to read
+            into, returned (no other buffer is allocated).
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to read.
+
+        Returns
+        -------
+        numpy.ndarray or scalar
+            The selected elements: a new array (in the array's ``order``) or ``out``; a
+            0-d array gives its element as a NumPy scalar.
+
+        Raises
+        ------
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or an ``out`` that does not fit.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(3, 4), dtype="int16")
+        >>> a[:] = np.arange(12).reshape(3, 4)
+        >>> a.get_basic_selection((slice(1, None), slice(None, None, -2)))
+        array([[ 7,  5],
+               [11,  9]], dtype=int16)
+        >>> out = np.empty((4,), dtype="int16")
+        >>> a.get_basic_selection(2, out=out) is out
+        True
         """
         return self._get_basic(selection, out, fields)
 
@@ -703,8 +1149,43 @@ class Array(Node):
     @_names_memory_errors("writing")
     def set_basic_selection(self, selection: Any, value: Any, *,
                             fields: str | list[str] | None = None) -> None:
-        """Write ``value`` (broadcast like NumPy) into a basic selection; with ``fields``,
-        into those fields of a structured array (the other fields keep their values)."""
+        """Write ``value`` into a basic selection (ints, slices with any step, Ellipsis).
+
+        ``a[selection] = value`` calls this for a basic selection; only the chunks the
+        selection touches are read (where partly written) and written, in parallel.  A
+        chunk left with only the fill value is deleted unless ``write_empty_chunks``.
+
+        Parameters
+        ----------
+        selection : int, slice, Ellipsis or tuple of them
+            As in NumPy's basic indexing.
+        value : scalar or array-like
+            Broadcast to the selection's shape, as NumPy broadcasts; cast as NumPy's
+            ``x[...] = value`` casts (a Python scalar out of range is refused).
+        fields : str or list of str, optional
+            For a structured data type: the field, or fields, to write (the others keep
+            their values).
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The array is read-only.
+        zarrfast.errors.BoundsCheckError
+            An index outside the array.
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown field, or a value that does not broadcast to
+            the selection.
+        zarrfast.errors.ValueCastError
+            A value the data type cannot hold (``300`` into ``uint8``); nothing is written.
+
+        Examples
+        --------
+        >>> a = zarrfast.zeros((2, 5), dtype="float32", store={})
+        >>> a.set_basic_selection((1, slice(None, None, 2)), [1, 2, 3])
+        >>> a[:]
+        array([[0., 0., 0., 0., 0.],
+               [1., 0., 2., 0., 3.]], dtype=float32)
+        """
         self._check_writable()
         if fields is not None:
             self._check_fields(fields)
@@ -735,7 +1216,48 @@ class Array(Node):
     # -- whole-array operations ---------------------------------------------------------
     @_names_memory_errors("appending")
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
-        """Grow the array along ``axis`` and write ``data`` there; returns the new shape."""
+        """Grow the array along ``axis`` and write ``data`` into the new part.
+
+        The shape stored is read again under the array's lock, so appends from several
+        writers (threads, or processes on a local store) each land after the others'.
+
+        Parameters
+        ----------
+        data : array-like
+            The values to add: the array's shape except along ``axis``.
+        axis : int, optional
+            The dimension to grow (negative counts from the end).
+
+        Returns
+        -------
+        tuple of int
+            The new shape.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The array is read-only.
+        zarrfast.errors.IndexingError
+            A 0-d array, an ``axis`` out of range, or ``data`` of a shape that does not
+            fit.
+        zarrfast.errors.ValueCastError
+            ``data`` the data type cannot hold (checked before the array grows).
+        zarrfast.errors.ConcurrentWriteError
+            Another writer changed the metadata meanwhile, on a store whose locks do not
+            reach it (nothing is written).
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(2, 3), dtype="int8")
+        >>> a.append([[1, 2, 3]])
+        (3, 3)
+        >>> a.append([[4], [5], [6]], axis=1)
+        (3, 4)
+        >>> a[:]
+        array([[0, 0, 0, 4],
+               [0, 0, 0, 5],
+               [1, 2, 3, 6]], dtype=int8)
+        """
         self._check_writable()
         data = self._as_stored(data, self.dtype)  # before the array grows
         if self.ndim == 0:
@@ -765,8 +1287,24 @@ class Array(Node):
         return new_shape
 
     def nbytes_stored(self) -> int:
-        """Bytes this array holds in its store: its metadata and chunks (everything below
-        its path, and below its chunk path where that differs, as for drafts)."""
+        """Bytes this array holds in its store: its metadata and chunks.
+
+        Everything below its path counts (and below its chunk path where that differs,
+        as for drafts); listing the keys and their sizes reads the store.
+
+        Returns
+        -------
+        int
+            The total size of the array's keys, in bytes.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(1000,), dtype="f8")
+        >>> before = a.nbytes_stored()
+        >>> a[:] = 1.0
+        >>> a.nbytes_stored() > before
+        True
+        """
         keys: set[str] = set()
         for base in {self._path, self._chunk_path}:
             keys.update(self._store.list_prefix(f"{base}/" if base else ""))
@@ -780,12 +1318,22 @@ class Array(Node):
 
     @property
     def info(self) -> ArrayInfo:
-        """What is known of the array without reading the store; prints as zarr-python's
-        ``Array.info``."""
+        """What is known of the array without reading the store.
+
+        Prints as zarr-python's ``Array.info``; ``info_complete()`` adds what is stored.
+        """
         return self._info(complete=False)
 
     def info_complete(self) -> ArrayInfo:
-        """``info`` plus the bytes stored and the chunks (shards) stored: reads the store."""
+        """``info`` plus the bytes stored and the number of chunks (shards) stored.
+
+        Unlike ``info``, this reads the store (it lists the array's keys).
+
+        Returns
+        -------
+        ArrayInfo
+            Prints as zarr-python's ``Array.info_complete()``.
+        """
         return self._info(complete=True)
 
     def _info(self, *, complete: bool) -> ArrayInfo:
@@ -793,7 +1341,37 @@ class Array(Node):
 
     @_names_memory_errors("resizing")
     def resize(self, new_shape: tuple[int, ...] | int) -> None:
-        """Change the shape; chunks wholly outside the new shape are deleted."""
+        """Change the shape; chunks wholly outside the new shape are deleted.
+
+        Chunks the new edge cuts through keep their data (as zarr-python): growing the
+        array back shows it again.
+
+        Parameters
+        ----------
+        new_shape : int or tuple of int
+            The new length of each dimension (an int for a 1-d array); the number of
+            dimensions cannot change.
+
+        Raises
+        ------
+        zarrfast.errors.ReadOnlyError
+            The array is read-only.
+        zarrfast.errors.ZarrfastError
+            A new shape of another rank, or with a negative length.
+        zarrfast.errors.ConcurrentWriteError
+            Another writer changed the metadata meanwhile, on a store whose locks do not
+            reach it (nothing is written).
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(2, 2), chunks=(1, 1), dtype="int8")
+        >>> a[:] = 1
+        >>> a.resize((3, 1))
+        >>> a[:]
+        array([[1],
+               [1],
+               [0]], dtype=int8)
+        """
         self._check_writable()
         if isinstance(new_shape, int):
             new_shape = (new_shape,)
@@ -828,8 +1406,11 @@ class Array(Node):
 
     @property
     def nchunks_initialized(self) -> int:
-        """Chunks stored; for a sharded array, stored shards times chunks per shard
-        (as zarr-python counts)."""
+        """The number of chunks stored (this lists the store).
+
+        For a sharded array, the stored shards times the chunks per shard, as zarr-python
+        counts.
+        """
         per_object = 1
         sharding = self._sharding
         if sharding is not None and not self._regular:
@@ -851,13 +1432,34 @@ class Array(Node):
 
     @property
     def config(self) -> ArrayConfig:
-        """The runtime configuration: ``order`` and ``write_empty_chunks`` (as zarr-python's
-        ``Array.config``)."""
+        """The runtime configuration: ``order`` and ``write_empty_chunks``.
+
+        As zarr-python's ``Array.config``; ``with_config`` gives the array with another.
+        """
         return ArrayConfig(order=self._order, write_empty_chunks=self.write_empty_chunks)
 
     def with_config(self, config: Any) -> Array:
-        """This array with another runtime configuration (an ``ArrayConfig`` or a dict with
-        ``order`` and/or ``write_empty_chunks``; the keys left out keep their values)."""
+        """This array with another runtime configuration (a new ``Array``).
+
+        This array is unchanged; the two share the store and the stored data.
+
+        Parameters
+        ----------
+        config : ArrayConfig or dict
+            ``order`` and/or ``write_empty_chunks``; the keys left out keep this array's
+            values.
+
+        Returns
+        -------
+        Array
+            The same stored array, seen with that configuration.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(2, 2), dtype="f4")
+        >>> a.with_config({"order": "F"}).order, a.order
+        ('F', 'C')
+        """
         new = parse_array_config(config, base=self.config)
         return Array(self._store, self._path, self._metadata, read_only=self._read_only,
                      write_empty_chunks=new.write_empty_chunks, order=new.order,
@@ -865,14 +1467,49 @@ class Array(Node):
 
     @classmethod
     def from_dict(cls, store_path: Any, data: dict[str, Any]) -> Array:
-        """The array whose metadata document is ``data`` (Zarr v2 or v3, as a dict), at
-        ``store_path``: a ``StorePath``-like object (``.store`` and ``.path``), a store or
-        anything :func:`zarrfast.open` takes as a store.  Nothing is written."""
+        """The array whose metadata document is ``data``, at ``store_path``.
+
+        Nothing is read or written: the array is as ``data`` describes it.
+
+        Parameters
+        ----------
+        store_path : StorePath, Store, str or dict
+            A ``StorePath``-like object (``.store`` and ``.path``), a store, or anything
+            [zarrfast.open][] takes as a store (then the array is at its root).
+        data : dict
+            The array's metadata document (Zarr v2 or v3) as a dict; for v2 the attributes
+            may come along under ``"attributes"``.
+
+        Returns
+        -------
+        Array
+            Read-only when the store is.
+
+        Raises
+        ------
+        zarrfast.errors.MetadataValidationError
+            ``data`` is not a valid array metadata document (a group's, an unknown
+            ``zarr_format``, not JSON...).
+        """
         store, path = resolve_store_path(store_path)
         return cls(store, path, array_metadata_from_dict(data, path),
                    read_only=store.read_only)
 
     def with_write_empty_chunks(self, value: bool) -> Array:
+        """This array with another ``write_empty_chunks`` setting (a new ``Array``).
+
+        This array is unchanged; the two share the store and the stored data.
+
+        Parameters
+        ----------
+        value : bool
+            Whether chunks whose elements all equal the fill value are stored.
+
+        Returns
+        -------
+        Array
+            The same stored array, writing with that setting.
+        """
         new = Array(self._store, self._path, self._metadata, read_only=self._read_only,
                     write_empty_chunks=value, order=self._order, chunk_path=self._chunk_path)
         return new
