@@ -74,10 +74,12 @@ def _coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
         kwargs = {k: _plain(v) for k, v in kwargs.items()}
         return async_view(await in_thread(fn, *args_, **kwargs))
 
-    # (the synchronous docstring, dedented as a whole: its sections parse as they do there)
+    # (the synchronous docstring, dedented as a whole: its sections parse as they do
+    # there; less its Examples, which show the synchronous calls)
+    doc = inspect.cleandoc(fn.__doc__ or "").split("\nExamples\n--------\n", 1)[0]
     twin.__doc__ = (f"Coroutine of :func:`zarrfast.api.synchronous.{fn.__name__}` (same "
                     f"arguments; arrays and groups come back asynchronous).\n\n"
-                    + inspect.cleandoc(fn.__doc__ or ""))
+                    + doc.rstrip() + "\n")
     return twin
 
 

@@ -178,39 +178,126 @@ def create_array(
     config: Mapping[str, Any] | None = None,
     write_data: bool = True,
 ) -> Array:
-    """Create a Zarr v3 array.
+    """Create an array (Zarr v3 unless asked otherwise), and write ``data`` into it.
+
+    Every argument but ``store`` is a keyword.  The parent groups of ``name`` are created
+    where missing.
 
     Parameters
     ----------
-    store
-        A :class:`~zarrfast.storage.Store`, a local directory path (``str`` or
-        ``Path``), a ``dict`` or ``None`` (in memory).
-    name
-        Path of the array within the store (parent groups are created).
-    shape, dtype
-        Shape and NumPy dtype (or a v3 data type name).  Both may come from ``data``.
-    data
-        Optional array-like to write after creating the array.
-    chunks
-        Chunk shape, an int for every dimension, or ``"auto"`` (about 1 MiB).
-    filters, serializer, compressors
-        The array -> array, array -> bytes and bytes -> bytes codecs, as codec
-        objects from :mod:`zarrfast.codecs` or metadata dicts.  ``"auto"``:
-        no filters, ``bytes`` (little endian), ``zstd`` level 0.
-    fill_value
-        Value of elements never written; ``None`` means 0 (``False``).
-    chunk_key_encoding
-        ``{"name": "default"|"v2", "separator": "/"|"."}``.
-    dimension_names, attributes
-        Stored in the metadata.
-    overwrite
-        Replace an existing node at ``name``.
-    config
-        ``{"write_empty_chunks": bool}``: store chunks equal to the fill value.
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``name``.
+    name : str, optional
+        The array's path in the store (``None``: the root).
+    shape : int or tuple of int, optional
+        The array's shape; taken from ``data`` when that is given.
+    dtype : numpy.dtype, str or data type object, optional
+        The data type: anything ``numpy.dtype`` takes (``"int16"``, ``"<f8"``,
+        structured dtypes...), ``str`` or ``"string"`` (variable-length UTF-8),
+        ``bytes``, a Zarr v3 data type name, or a zarr-python data type object.  Taken
+        from ``data`` when that is given; otherwise ``float64``.
+    data : array-like, optional
+        Values to write into the new array (its shape and dtype come from them).
+    chunks : "auto", int, tuple of int or sequence of sequences, optional
+        The chunk shape (the inner chunks, when ``shards`` is given): an int for every
+        dimension, a tuple (``-1`` or ``None``: the whole dimension), or ``"auto"``,
+        zarr-python's guess (a target size that grows with the array's, from 128 KiB
+        to 64 MiB; at most 1 MiB for the inner chunks of a sharded array).  A list of
+        chunk sizes per dimension, such as ``[[2, 3], 4]``, makes a rectilinear chunk
+        grid (Zarr v3).
+    shards : tuple of int, int, "auto", dict or None, optional
+        The shard shape, a multiple of the chunk shape in every dimension: the chunks are
+        then stored together, several per key (Zarr v3 only).  ``{"shape": ...,
+        "index_location": "start" | "end"}`` places the shard index; ``"auto"``
+        (experimental, with a warning) picks a shape; ``None``: no sharding.
+    filters : "auto", codec, list of codecs or None, optional
+        The array -> array codecs (Zarr v2: numcodecs filters, as codecs or config
+        dicts).  ``"auto"``: none (v2 string data: the ``vlen-utf8`` object codec).
+    compressors : "auto", codec, list of codecs or None, optional
+        The bytes -> bytes codecs, as codec objects from [zarrfast.codecs][], numcodecs
+        codecs or metadata dicts (Zarr v2: at most one).  ``"auto"``: ``zstd`` at level
+        0; ``None``: no compression.
+    serializer : "auto" or codec, optional
+        The array -> bytes codec (Zarr v3).  ``"auto"``: ``bytes`` (little endian),
+        ``vlen-utf8`` for strings, ``vlen-bytes`` for variable-length bytes.
+    fill_value : scalar or None, optional
+        The value of elements never written.  Not given: the data type's default (0,
+        ``False``, ``""``...); ``None``: that default too for Zarr v3, and ``null`` in
+        Zarr v2 metadata.
+    order : {"C", "F"} or None, optional
+        The memory order of the arrays reads return (stored in Zarr v2 metadata);
+        ``None``: the ``order`` of ``config``, else the configuration's ``array.order``.
+    zarr_format : {2, 3} or None, optional
+        The Zarr format to write; ``None``: the configuration's ``default_zarr_format``
+        (3 unless set).
+    attributes : dict, optional
+        User attributes stored with the array (JSON-serializable).
+    chunk_key_encoding : str, tuple, dict or None, optional
+        How chunk keys are spelled: ``"default"`` (``c/0/1``) or ``"v2"`` (``0.1``),
+        a ``(name, separator)`` tuple or ``{"name": ..., "separator": "/" | "."}``;
+        ``None``: the format's default.  Zarr v2 takes only ``"v2"``.
+    dimension_names : sequence of str or None, optional
+        A name (or ``None``) per dimension: stored in the v3 metadata, and in the
+        ``_ARRAY_DIMENSIONS`` attribute of a v2 array (as xarray reads it).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    overwrite : bool, optional
+        Replace a node already at ``name`` (everything below it is deleted).
+    config : dict or ArrayConfig, optional
+        The array's runtime configuration: ``{"write_empty_chunks": bool, "order": "C" |
+        "F"}`` (``write_empty_chunks``: store chunks whose elements all equal the fill
+        value).
+    write_data : bool, optional
+        Whether ``data`` is written (``False``: only its shape and dtype are used).
 
     Returns
     -------
     Array
+        The new array, open for reading and writing.
+
+    Raises
+    ------
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        A node exists there already (and is not to be replaced), or a parent is an
+        array.
+    zarrfast.errors.MetadataValidationError
+        An argument the metadata cannot take: a codec that is not one or does not fit,
+        dimension names of the wrong number, a format other than 2 or 3...
+    zarrfast.errors.UnsupportedDataTypeError
+        A ``dtype`` that is not a data type zarrfast can store.
+    zarrfast.errors.FillValueError
+        A fill value the data type cannot represent.
+    zarrfast.errors.ZarrfastError
+        Other arguments that do not fit: ``data`` with ``shape`` or ``dtype`` (they come
+        from ``data``: convert it with ``numpy.asarray(data, dtype=...)`` to choose the
+        dtype), no ``shape`` (nor ``data``), chunks or shards of the wrong rank, shards
+        with Zarr v2, an unknown ``config`` key...
+    zarrfast.errors.ReadOnlyError
+        The store is read-only.
+
+    Examples
+    --------
+    >>> a = zarrfast.create_array(store={}, shape=(100, 100), chunks=(10, 10),
+    ...                           dtype="float32", fill_value=-1)
+    >>> a
+    <Array memory://... shape=(100, 100) dtype=float32>
+    >>> a[0, :3]
+    array([-1., -1., -1.], dtype=float32)
+    >>> a.chunks, a.compressors
+    ((10, 10), (ZstdCodec(level=0, checksum=False),))
+
+    With data, on a local directory, with sharding (several chunks per stored object):
+
+    >>> b = zarrfast.create_array("data.zarr", name="temperature",
+    ...                           data=np.arange(64, dtype="int16").reshape(8, 8),
+    ...                           chunks=(2, 2), shards=(4, 4))
+    >>> b.shards, b[1, :4]
+    ((4, 4), array([ 8,  9, 10, 11], dtype=int16))
     """
     s, p = _resolve(store, name, storage_options=storage_options)
     return create_array_at(
@@ -226,16 +313,77 @@ def create_array(
 def array(data: Any, *, store: StoreLike = None, name: str | None = None,
           path: str | None = None, storage_options: Mapping[str, Any] | None = None,
           mode: str | None = None, read_only: bool | None = None, **kwargs: Any) -> Array:
-    """Create an array filled with ``data`` (``dtype=`` may convert it).  ``path``
-    (zarr-python's name for it) or ``name``: where in the store.
+    """Create an array holding ``data``.
 
-    The other keywords are those of :func:`create_array`, or those of zarr-python's older
-    :func:`create`, to which zarr-python's ``array`` passes them (``chunk_shape``,
-    ``codecs``, ``dimension_separator``, ``object_codec``, the deprecated
-    ``write_empty_chunks``, with its warning; ``synchronizer``, ``chunk_store``,
-    ``cache_metadata``, ``cache_attrs`` and ``meta_array`` are ignored with its "not yet
-    implemented" warning).  ``mode`` as :func:`create` takes it; ``read_only=True`` is
-    refused (a ``ValueError``) before anything is written, as in zarr-python."""
+    zarr-python's ``array``: the shape and dtype come from ``data`` (``dtype=`` may
+    convert it).  Unknown keywords are refused (``TypeError``) before anything is written.
+
+    Parameters
+    ----------
+    data : array-like
+        The values to store: a NumPy array, a list, a zarrfast array...
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        Where to create the array, as for [zarrfast.create_array][] (``None``: in
+        memory).
+    name, path : str, optional
+        The array's path in the store (``path`` is zarr-python's name for it): give one,
+        or both equal.
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    mode : {"r", "r+", "a", "w", "w-"} or None, optional
+        As zarr-python's: ``"w"`` replaces a node already there (as ``overwrite=True``),
+        ``"w-"`` never does (even with ``overwrite``), ``"r"`` opens the store read-only
+        (so nothing can be created); ``None``, ``"a"`` and ``"r+"``: as ``overwrite``
+        says.
+    read_only : bool, optional
+        ``True`` is refused (a ``ZarrfastError``, a ``ValueError``) before anything is
+        written, as in zarr-python.
+    **kwargs
+        The other keywords of [zarrfast.create_array][] (``dtype``, ``chunks``,
+        ``shards``, ``compressors``, ``fill_value``, ``attributes``, ``zarr_format``,
+        ``overwrite``, ``config``...), or those of zarr-python's older
+        [zarrfast.create][], to which zarr-python's ``array`` passes them:
+        ``chunk_shape``, ``codecs``, ``dimension_separator``, ``object_codec`` (not
+        together with ``shards``, ``compressors``, ``serializer`` or ``write_data``); the
+        deprecated ``write_empty_chunks`` (used, with zarr-python's warning); and
+        ``synchronizer``, ``chunk_store``, ``cache_metadata``, ``cache_attrs``,
+        ``meta_array``, ignored with zarr-python's "not yet implemented" warning.
+
+    Returns
+    -------
+    Array
+        The new array, holding ``data``.
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword; ``name`` and ``path`` that differ; older and newer creation
+        keywords together.
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        A node exists there already (and is not to be replaced), or a parent is an
+        array.
+    zarrfast.errors.MetadataValidationError
+        An argument the metadata cannot take: a codec that is not one or does not fit,
+        dimension names of the wrong number, a format other than 2 or 3...
+    zarrfast.errors.UnsupportedDataTypeError
+        A ``dtype`` that is not a data type zarrfast can store.
+    zarrfast.errors.FillValueError
+        A fill value the data type cannot represent.
+    zarrfast.errors.ZarrfastError
+        Other arguments that do not fit: no ``shape`` (nor ``data``), chunks or shards of
+        the wrong rank, shards with Zarr v2, an unknown ``config`` key...
+    zarrfast.errors.ReadOnlyError
+        The store is read-only.
+
+    Examples
+    --------
+    >>> a = zarrfast.array(np.arange(6).reshape(2, 3), chunks=(1, 3), dtype="int8")
+    >>> a
+    <Array memory://... shape=(2, 3) dtype=int8>
+    >>> a[1]
+    array([3, 4, 5], dtype=int8)
+    """
     _check_open_array_keywords("array", kwargs, _ARRAY_KEYWORDS)
     if path is not None and name is not None and normalize_path(path) != normalize_path(name):
         raise TypeError(f"array() got both name={name!r} and path={path!r}: give one")
@@ -257,15 +405,93 @@ def open_array(
     storage_options: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> Array:
-    """Open an existing array (``mode`` ``'r'``, ``'r+'``, ``'a'``), or create one
-    (``'w'``, ``'w-'``, or ``'a'`` when missing and ``shape`` is given).
+    """Open an array, or create one.
 
-    The other keywords create the array: those of :func:`create_array`, or those of
-    zarr-python's older :func:`create` (``chunk_shape``, ``codecs``,
-    ``dimension_separator``, ``object_codec``); ``config`` and ``order`` also apply to
-    an array opened, and so does ``read_only=True``: the array returned, opened or
-    created, refuses writes (zarr-python takes the keyword and ignores it).  An unknown
-    keyword is a ``TypeError``, whatever the mode."""
+    Modes ``"r"``, ``"r+"`` and ``"a"`` open an existing array; ``"w"`` and ``"w-"``
+    create one, and so does ``"a"`` when no node is there and ``shape`` (or ``data``)
+    is given.  A store holding one of the draft Zarr v3 layouts (zarrita, draft-2022) is
+    opened read-only.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    path : str, optional
+        The array's path in the store (``None``: the root).  ``name=`` is taken for it
+        too.
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        ``"r"``: read only, the array must exist; ``"r+"``: read and write, it must
+        exist; ``"a"`` (the default): read and write, creating the array when nothing is
+        there and ``shape`` or ``data`` is given; ``"w"``: create, replacing what is
+        there; ``"w-"``: create, failing if something is there.
+    zarr_format : {2, 3} or None, optional
+        The format to look for (``None``: v3 first, then v2) and, for a node created,
+        the format to write (``None``: the configuration's ``default_zarr_format``).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    **kwargs
+        Keywords that create the array (modes ``"w"``, ``"w-"``, or ``"a"`` creating
+        it; ignored when an existing array is opened): those of
+        [zarrfast.create_array][] (``shape``, ``dtype``, ``data``, ``chunks``,
+        ``shards``, ``filters``, ``compressors``, ``serializer``, ``fill_value``,
+        ``attributes``, ``chunk_key_encoding``, ``dimension_names``, ``write_data``), or
+        those of zarr-python's older [zarrfast.create][]: ``compressor``,
+        ``chunk_shape``, ``codecs``, ``dimension_separator``, ``object_codec`` (not
+        together with ``shards``, ``compressors``, ``serializer`` or ``write_data``).
+
+        Keywords that apply to an array opened too: ``config`` (``{"order": ...,
+        "write_empty_chunks": ...}``), ``order``, ``read_only`` (``True``: the array
+        returned, opened or created, refuses writes; zarr-python takes the keyword and
+        ignores it) and the deprecated ``write_empty_chunks`` (with zarr-python's
+        warning).  ``name`` is the same as ``path``.  ``synchronizer``, ``chunk_store``,
+        ``cache_metadata``, ``cache_attrs`` and ``meta_array`` are ignored, with
+        zarr-python's "not yet implemented" warning.  Any other keyword is a
+        ``TypeError``, whatever the mode.
+
+    Returns
+    -------
+    Array
+        The array; read-only with mode ``"r"``, on a read-only store, or with
+        ``read_only=True``.
+
+    Raises
+    ------
+    zarrfast.errors.ArrayNotFoundError
+        No array there (modes ``"r"`` and ``"r+"``; ``"a"`` without ``shape``).
+    zarrfast.errors.NodeTypeValidationError
+        A group is there.
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        Mode ``"w-"`` and a node is there.
+    zarrfast.errors.ZarrfastError
+        An unknown ``mode``; for an array created, the errors of
+        [zarrfast.create_array][].
+    zarrfast.errors.MetadataValidationError
+        A ``zarr_format`` other than 2, 3 or ``None``; metadata that cannot be read.
+    TypeError
+        An unknown keyword (with a "did you mean" hint); ``path`` and ``name`` that
+        differ.
+
+    Examples
+    --------
+    >>> store = zarrfast.MemoryStore()
+    >>> a = zarrfast.open_array(store, mode="w", shape=(4,), chunks=(2,), dtype="int32")
+    >>> a[:] = [1, 2, 3, 4]
+    >>> b = zarrfast.open_array(store, mode="r")
+    >>> b[:], b.read_only
+    (array([1, 2, 3, 4], dtype=int32), True)
+
+    On a local directory, created on first use with mode ``"a"`` (the default):
+
+    >>> c = zarrfast.open_array("data.zarr", shape=(2, 2), dtype="float64", fill_value=0.5)
+    >>> zarrfast.open_array("data.zarr")[:]
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
     _check_mode(mode)
     check_zarr_format(zarr_format)
     _check_open_array_keywords("open_array", kwargs)
@@ -384,11 +610,70 @@ def open_group(
     chunk_store: StoreLike = None,
     meta_array: Any = None,
 ) -> Group:
-    """Open a group, creating it (with ``attributes``) for ``'w'``, ``'w-'``, or ``'a'``
-    when missing.
+    """Open a group, or create one.
 
-    ``cache_attrs``, ``synchronizer``, ``chunk_store`` and ``meta_array`` are taken and
-    ignored, with zarr-python's warning ("... is not yet implemented")."""
+    A store holding one of the draft Zarr v3 layouts (zarrita, draft-2022) is opened
+    read-only.  Where the group has consolidated metadata, it is used (one read for the
+    whole hierarchy) unless ``use_consolidated=False``.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        ``"r"``: read only, the group must exist; ``"r+"``: read and write, it must
+        exist; ``"a"`` (the default): read and write, creating the group when nothing is
+        there; ``"w"``: create, replacing what is there; ``"w-"``: create, failing if
+        something is there.
+    path : str, optional
+        The group's path in the store (``None``: the root).
+    attributes : dict, optional
+        User attributes of a group created (ignored when an existing group is opened).
+    zarr_format : {2, 3} or None, optional
+        The format to look for (``None``: v3 first, then v2) and, for a node created,
+        the format to write (``None``: the configuration's ``default_zarr_format``).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    use_consolidated : bool, str or None, optional
+        ``None`` (or a string): read the group's consolidated metadata when it has some;
+        ``True``: it must have some; ``False``: do not use it, read each node's own.
+    cache_attrs, synchronizer, chunk_store, meta_array : optional
+        Taken as zarr-python takes them, and ignored: a value other than ``None`` warns
+        "... is not yet implemented" (``ZarrRuntimeWarning``).
+
+    Returns
+    -------
+    Group
+        The group; read-only with mode ``"r"`` or on a read-only store.
+
+    Raises
+    ------
+    zarrfast.errors.GroupNotFoundError
+        No group there (modes ``"r"`` and ``"r+"``).
+    zarrfast.errors.ArrayNotGroupError
+        An array is there.
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        Mode ``"w-"`` and a node is there.
+    zarrfast.errors.ZarrfastError
+        An unknown ``mode``; ``use_consolidated=True`` and no consolidated metadata.
+    zarrfast.errors.MetadataValidationError
+        A ``zarr_format`` other than 2, 3 or ``None``; metadata that cannot be read.
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+
+    Examples
+    --------
+    >>> root = zarrfast.open_group("data.zarr", mode="w", attributes={"title": "demo"})
+    >>> t = root.create_array("t", shape=(3,), dtype="int16")
+    >>> g = zarrfast.open_group("data.zarr", mode="r")
+    >>> g.attrs["title"], list(g)
+    ('demo', ['t'])
+    """
     warn_ignored({"cache_attrs": cache_attrs, "synchronizer": synchronizer,
                   "chunk_store": chunk_store, "meta_array": meta_array},
                  stacklevel=4)  # (the caller of @checked's wrapper)
@@ -433,9 +718,56 @@ def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None 
           storage_options: Mapping[str, Any] | None = None, chunk_store: StoreLike = None,
           cache_attrs: bool | None = None, synchronizer: Any = None, meta_array: Any = None
           ) -> Group:
-    """Create a group (or open it if it exists and ``overwrite`` is false).
-    ``chunk_store``, ``cache_attrs``, ``synchronizer`` and ``meta_array`` are taken and
-    ignored, with zarr-python's warning."""
+    """Create a group, or open it if it exists and ``overwrite`` is false.
+
+    zarr-python's ``group``: [zarrfast.open_group][] with mode ``"a"`` (``"w"`` with
+    ``overwrite``).
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    overwrite : bool, optional
+        Replace whatever is at ``path`` with a new, empty group.
+    path : str, optional
+        The group's path in the store (``None``: the root).
+    attributes : dict, optional
+        User attributes of a group created (ignored when an existing group is opened).
+    zarr_format : {2, 3} or None, optional
+        The format to look for (``None``: v3 first, then v2) and, for a node created,
+        the format to write (``None``: the configuration's ``default_zarr_format``).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    chunk_store, cache_attrs, synchronizer, meta_array : optional
+        Taken as zarr-python takes them, and ignored: a value other than ``None`` warns
+        "... is not yet implemented" (``ZarrRuntimeWarning``).
+
+    Returns
+    -------
+    Group
+        The group, open for reading and writing (unless the store is read-only).
+
+    Raises
+    ------
+    zarrfast.errors.ArrayNotGroupError
+        An array is at ``path`` (and ``overwrite`` is false).
+    zarrfast.errors.MetadataValidationError
+        A ``zarr_format`` other than 2, 3 or ``None``.
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+
+    Examples
+    --------
+    >>> g = zarrfast.group(store={}, attributes={"version": 1})
+    >>> sub = g.create_group("sub")
+    >>> list(g), dict(g.attrs)
+    (['sub'], {'version': 1})
+    """
     warn_ignored({"cache_attrs": cache_attrs, "synchronizer": synchronizer,
                   "chunk_store": chunk_store, "meta_array": meta_array},
                  stacklevel=4)  # (the caller of @checked's wrapper)
@@ -448,7 +780,55 @@ def create_group(store: StoreLike, *, path: str | None = None, overwrite: bool =
                  attributes: Mapping[str, Any] | None = None,
                  storage_options: Mapping[str, Any] | None = None,
                  zarr_format: int | None = None) -> Group:
-    """Create a new group; an existing node is an error unless ``overwrite``."""
+    """Create a new group; a node already there is an error unless ``overwrite``.
+
+    The parent groups of ``path`` are created where missing.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    path : str, optional
+        The group's path in the store (``None``: the root).
+    overwrite : bool, optional
+        Replace a node already at ``path`` (everything below it is deleted).
+    attributes : dict, optional
+        User attributes of the group.
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    zarr_format : {2, 3} or None, optional
+        The Zarr format to write; ``None``: the configuration's ``default_zarr_format``
+        (3 unless set).
+
+    Returns
+    -------
+    Group
+        The new group, open for reading and writing.
+
+    Raises
+    ------
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        A node is there (without ``overwrite``), or a parent is an array.
+    zarrfast.errors.MetadataValidationError
+        A ``zarr_format`` other than 2, 3 or ``None``, or one other than its parent
+        group's.
+    zarrfast.errors.ReadOnlyError
+        The store is read-only.
+
+    Examples
+    --------
+    >>> store = zarrfast.MemoryStore()
+    >>> g = zarrfast.create_group(store, path="a/b", attributes={"x": 1})
+    >>> g.name, dict(g.attrs)
+    ('/a/b', {'x': 1})
+    >>> list(zarrfast.open_group(store, path="a", mode="r"))  # the parent, made with it
+    ['b']
+    """
     check_zarr_format(zarr_format)
     s, p = _resolve(store, path, storage_options=storage_options)
     md = _new_group_metadata(zarr_format, attributes)
@@ -465,10 +845,69 @@ def open(  # noqa: A001 - zarr-python's name
     storage_options: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> Array | Group:
-    """Open the array or group at ``path``; create an array when ``shape`` is given,
-    otherwise a group, if nothing is there (modes ``'a'``, ``'w'``, ``'w-'``).  The other
-    keywords are those of :func:`open_array` and :func:`open_group`; one that neither
-    takes is a ``TypeError`` before anything is opened or created."""
+    """Open the array or group at ``path``, or create one.
+
+    When nothing is there (modes ``"a"``, ``"w"``, ``"w-"``), an array is created if
+    ``shape`` (or ``data``) is given, otherwise a group.  A store holding one of the
+    draft Zarr v3 layouts (zarrita, draft-2022) is opened read-only.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        ``"r"``: read only, the node must exist; ``"r+"``: read and write, it must
+        exist; ``"a"`` (the default): read and write, creating a node when nothing is
+        there; ``"w"``: create, replacing what is there; ``"w-"``: create, failing if
+        something is there.
+    path : str, optional
+        The node's path in the store (``None``: the root).
+    zarr_format : {2, 3} or None, optional
+        The format to look for (``None``: v3 first, then v2) and, for a node created,
+        the format to write (``None``: the configuration's ``default_zarr_format``).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    **kwargs
+        For an array, the keywords of [zarrfast.open_array][] (``shape``, ``dtype``,
+        ``chunks``, ``config``... but not ``name``); for a group, those of
+        [zarrfast.open_group][] (``attributes``, ``use_consolidated``...).  A keyword
+        neither takes is a ``TypeError`` before anything is opened or created; so is an
+        array's keyword (``config`` included) where a group is found.
+
+    Returns
+    -------
+    Array or Group
+        The node found, or created.
+
+    Raises
+    ------
+    zarrfast.errors.NodeNotFoundError
+        Nothing there (modes ``"r"`` and ``"r+"``).
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        Mode ``"w-"`` and a node is there.
+    zarrfast.errors.ZarrfastError
+        An unknown ``mode``; the errors of [zarrfast.create_array][] for an array
+        created.
+    zarrfast.errors.MetadataValidationError
+        A ``zarr_format`` other than 2, 3 or ``None``; metadata that cannot be read.
+    TypeError
+        An unknown keyword, or an array's keyword for a group.
+
+    Examples
+    --------
+    >>> store = zarrfast.MemoryStore()
+    >>> zarrfast.open(store, path="x", shape=(2,), dtype="int8")  # nothing there: an array
+    <Array memory://.../x shape=(2,) dtype=int8>
+    >>> zarrfast.open(store, mode="r")  # the root, a group made as the array's parent
+    <Group memory://...>
+    >>> zarrfast.open(store, mode="r", path="x")
+    <Array memory://.../x shape=(2,) dtype=int8>
+    """
     _check_mode(mode)
     check_zarr_format(zarr_format)
     check_keywords("open", kwargs, _OPEN_KEYWORDS)
@@ -544,7 +983,59 @@ def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode:
                       zarr_format: int | None = None, use_consolidated: bool | str = True,
                       **kwargs: Any) -> Group:
     """Open a group from its consolidated metadata: one read for the whole hierarchy.
-    The other keywords are those of :func:`open_group`."""
+
+    Its members are then listed and opened from that metadata, without reading the
+    store (see [zarrfast.consolidate_metadata][]).
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    path : str, optional
+        The group's path in the store (``None``: the root).
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        As for [zarrfast.open_group][]; ``"r"`` (read only) unless given.
+    zarr_format : {2, 3} or None, optional
+        The format to look for (``None``: v3 first, then v2).
+    use_consolidated : bool or str, optional
+        ``True`` (the default): the group must have consolidated metadata; as for
+        [zarrfast.open_group][] otherwise.
+    **kwargs
+        The other keywords of [zarrfast.open_group][]: ``attributes``,
+        ``storage_options``, and the ``cache_attrs``, ``synchronizer``,
+        ``chunk_store`` and ``meta_array`` it ignores (with a warning).  Another
+        keyword is a ``TypeError``.
+
+    Returns
+    -------
+    Group
+        The group, answering member lookups and listings from its consolidated
+        metadata.
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        No consolidated metadata there (``.zmetadata`` in Zarr v2,
+        ``consolidated_metadata`` in the v3 ``zarr.json``): also when there is no group
+        at all, or an array.
+    zarrfast.errors.GroupNotFoundError
+        No group there, with ``use_consolidated`` other than ``True``.
+    TypeError
+        An unknown keyword.
+
+    Examples
+    --------
+    >>> root = zarrfast.group(store={}, zarr_format=2)
+    >>> a = root.create_group("sub").create_array("a", shape=(3,), dtype="float32")
+    >>> _ = zarrfast.consolidate_metadata(root.store)
+    >>> g = zarrfast.open_consolidated(root.store)
+    >>> sorted(name for name, _ in g.members(max_depth=None))
+    ['sub', 'sub/a']
+    """
     check_keywords("open_consolidated", kwargs,
                    _OPEN_GROUP_KEYWORDS | keyword_names(open_consolidated))
     return open_group(store, mode=mode, path=path, zarr_format=zarr_format,
@@ -555,9 +1046,55 @@ def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode:
 def consolidate_metadata(store: StoreLike, path: str | None = None,
                          zarr_format: int | None = None, *,
                          storage_options: Mapping[str, Any] | None = None) -> Group:
-    """Gather the metadata of every node below the group at ``path`` into it (v2:
-    ``.zmetadata``; v3: ``consolidated_metadata`` in its ``zarr.json``), and return the
-    group opened from it."""
+    """Gather the metadata of every node below a group into that group.
+
+    Zarr v2: written to the group's ``.zmetadata``; Zarr v3: to ``consolidated_metadata``
+    in its ``zarr.json`` (not part of the v3 specification yet: a ``ZarrUserWarning``
+    says so, as zarr-python does).  [zarrfast.open_consolidated][] and
+    [zarrfast.open_group][] then read the whole hierarchy in one read.  Nodes created
+    afterwards are not in it until this is called again.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    path : str, optional
+        The group's path in the store (``None``: the root).
+    zarr_format : {2, 3} or None, optional
+        The group's format (``None``: v3 first, then v2).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+
+    Returns
+    -------
+    Group
+        The group, opened from its consolidated metadata (read-only if the store is).
+
+    Raises
+    ------
+    zarrfast.errors.GroupNotFoundError
+        No group at ``path``.
+    zarrfast.errors.ArrayNotGroupError
+        An array is there.
+    zarrfast.errors.ReadOnlyError
+        The store is read-only.
+
+    Examples
+    --------
+    >>> root = zarrfast.open_group("data.zarr", mode="w", zarr_format=2)
+    >>> t = root.create_array("t", shape=(3,), dtype="int16")
+    >>> g = zarrfast.consolidate_metadata("data.zarr")
+    >>> list(g)
+    ['t']
+    >>> import os
+    >>> os.path.exists("data.zarr/.zmetadata")
+    True
+    """
     from zarrfast.hierarchy.consolidated import write_consolidated
 
     s, p = _resolve(store, path, storage_options=storage_options)
@@ -590,13 +1127,120 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
            data: Any = None, synchronizer: Any = None, chunk_store: StoreLike = None,
            cache_metadata: bool | None = None, cache_attrs: bool | None = None,
            meta_array: Any = None) -> Array:
-    """zarr-python's older ``create``: an array from keyword arguments (v3 by default).
+    """Create an array from zarr-python's older keywords (``zarr.create``).
 
-    ``data`` is written to the new array.  ``mode`` as zarr-python takes it: ``'w'``
-    replaces an existing node, ``'r'`` opens the store read-only (so nothing can be
-    created).  ``synchronizer``, ``chunk_store``, ``cache_metadata``, ``cache_attrs`` and
-    ``meta_array`` are taken and ignored, with zarr-python's warning; so is the
-    deprecated ``write_empty_chunks`` (whose value is used)."""
+    Zarr v3 unless ``zarr_format=2`` (or the configuration's ``default_zarr_format``).
+    New code may prefer [zarrfast.create_array][]; this takes zarr-python 2's spellings
+    (``compressor``, ``filters``, ``object_codec``, ``dimension_separator``) and
+    zarr-python 3's older v3 ones (``chunk_shape``, ``codecs``).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    chunks : int, tuple of int, bool or None, optional
+        The chunk shape; ``None`` or ``True``: a guess, as ``chunks="auto"`` of
+        [zarrfast.create_array][]; ``False``: one chunk.
+    dtype : numpy.dtype or str, optional
+        The data type (``None``: ``float64``; ``str``: variable-length strings).
+    compressor : codec, dict or "auto", optional
+        One compressor: a numcodecs codec (or its config dict, for Zarr v2); for a v3
+        array, a bytes -> bytes codec or a numcodecs codec object, refused when
+        ``zarr_format=3`` is given (use ``codecs``).  ``"auto"``: ``zstd`` at level 0.
+    fill_value : scalar or None, optional
+        The value of elements never written.  Not given: the data type's default;
+        ``None``: that default too for Zarr v3, and ``null`` in Zarr v2 metadata.
+    order : {"C", "F"} or None, optional
+        The memory order of the arrays reads return (stored in Zarr v2 metadata);
+        ``None``: the ``order`` of ``config``, else the configuration's ``array.order``.
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        Where to create the array, as for [zarrfast.create_array][] (``None``: in
+        memory).
+    overwrite : bool, optional
+        Replace a node already at ``path``.
+    path : str, optional
+        The array's path in the store (``None``: the root).
+    filters : list of codecs, optional
+        Zarr v2 filters (numcodecs codecs or config dicts); refused when
+        ``zarr_format=3`` is given (use ``codecs``).
+    read_only : bool, optional
+        ``True``: the array returned refuses writes (after ``data`` is written).
+    object_codec : codec, optional
+        Appended to ``filters``: the object codec of an object dtype (Zarr v2).
+    dimension_separator : {".", "/"}, optional
+        The separator of chunk keys (refused when ``zarr_format=3`` is given: use
+        ``chunk_key_encoding``).
+    write_empty_chunks : bool, optional
+        Deprecated (zarr-python's warning): used, as ``config={"write_empty_chunks":
+        ...}``.
+    zarr_format : {2, 3} or None, optional
+        The Zarr format to write; ``None``: the configuration's ``default_zarr_format``
+        (3 unless set).
+    attributes : dict, optional
+        User attributes stored with the array.
+    chunk_shape : int or tuple of int, optional
+        The chunk shape (zarr-python's older v3 name; not together with ``chunks``).
+    chunk_key_encoding : str, tuple, dict or None, optional
+        As for [zarrfast.create_array][] (Zarr v3 only).
+    codecs : list of codecs, optional
+        The whole Zarr v3 codec list (array -> array codecs, one array -> bytes codec,
+        bytes -> bytes codecs), as codec objects or metadata dicts.
+    dimension_names : sequence of str or None, optional
+        A name (or ``None``) per dimension (Zarr v3 only).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    config : dict or ArrayConfig, optional
+        The array's runtime configuration: ``{"write_empty_chunks": bool, "order": "C" |
+        "F"}`` (``write_empty_chunks``: store chunks whose elements all equal the fill
+        value).
+    mode : {"r", "r+", "a", "w", "w-"} or None, optional
+        As zarr-python's: ``"w"`` replaces a node already there (as ``overwrite=True``),
+        ``"w-"`` never does (even with ``overwrite``), ``"r"`` opens the store read-only
+        (so nothing can be created); ``None``, ``"a"`` and ``"r+"``: as ``overwrite``
+        says.
+    data : array-like, optional
+        Values written into the new array (its shape must broadcast to ``shape``).
+    synchronizer, chunk_store, cache_metadata, cache_attrs, meta_array : optional
+        Taken as zarr-python takes them, and ignored: a value other than ``None`` warns
+        "... is not yet implemented" (``ZarrRuntimeWarning``).
+
+    Returns
+    -------
+    Array
+        The new array.
+
+    Raises
+    ------
+    zarrfast.errors.ZarrfastError
+        Both ``chunks`` and ``chunk_shape``; a v3-only argument with ``zarr_format=2``
+        or a v2-only one with ``zarr_format=3``; and the cases below.
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        A node exists there already (and is not to be replaced), or a parent is an
+        array.
+    zarrfast.errors.MetadataValidationError
+        An argument the metadata cannot take: a codec that is not one or does not fit,
+        dimension names of the wrong number, a format other than 2 or 3...
+    zarrfast.errors.UnsupportedDataTypeError
+        A ``dtype`` that is not a data type zarrfast can store.
+    zarrfast.errors.FillValueError
+        A fill value the data type cannot represent.
+    zarrfast.errors.ZarrfastError
+        Other arguments that do not fit: no ``shape`` (nor ``data``), chunks or shards of
+        the wrong rank, shards with Zarr v2, an unknown ``config`` key...
+    zarrfast.errors.ReadOnlyError
+        The store is read-only.
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+
+    Examples
+    --------
+    >>> a = zarrfast.create((4, 4), chunks=(2, 2), dtype="int32", fill_value=7,
+    ...                     store={}, zarr_format=2,
+    ...                     compressor={"id": "zlib", "level": 1})
+    >>> a.metadata.compressor, a[0, :2]
+    ({'id': 'zlib', 'level': 1}, array([7, 7], dtype=int32))
+    """
     warn_ignored({"synchronizer": synchronizer, "chunk_store": chunk_store,
                   "cache_metadata": cache_metadata, "cache_attrs": cache_attrs,
                   "meta_array": meta_array}, stacklevel=4)  # (the caller of @checked's wrapper)
@@ -618,26 +1262,151 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
 
 
 def empty(shape: Any, **kwargs: Any) -> Array:
-    """An array whose elements read as the fill value (nothing is written); keywords as
-    :func:`create`."""
+    """Create an array whose elements read as the fill value; no chunk is written.
+
+    Unlike ``numpy.empty``, the elements are not arbitrary: chunks never written read as
+    the fill value (the data type's default unless ``fill_value`` is given).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    **kwargs
+        The keywords of [zarrfast.create][]: ``dtype``, ``fill_value``, ``chunks``,
+        ``store``, ``path``, ``zarr_format``, ``compressor``, ``filters``,
+        ``attributes``, ``overwrite``, ``config``, ``mode``...  An unknown one is a
+        ``TypeError``.
+
+    Returns
+    -------
+    Array
+        The new array (in memory unless ``store`` is given).
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.create][].
+
+    Examples
+    --------
+    >>> a = zarrfast.empty((2, 3), dtype="int16", fill_value=-1)
+    >>> a[:]
+    array([[-1, -1, -1],
+           [-1, -1, -1]], dtype=int16)
+    """
     check_keywords("empty", kwargs, _CREATE_KEYWORDS)
     return create(shape, **kwargs)
 
 
 def zeros(shape: Any, **kwargs: Any) -> Array:
-    """An array of zeros; keywords as :func:`create`."""
+    """Create an array of zeros: its fill value is 0 (only the metadata is written).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    **kwargs
+        The keywords of [zarrfast.create][]: ``dtype``, ``chunks``, ``store``, ``path``,
+        ``zarr_format``, ``compressor``, ``filters``, ``attributes``, ``overwrite``,
+        ``config``, ``mode``...  An unknown one is a ``TypeError``, and so is
+        ``fill_value``, which is 0.
+
+    Returns
+    -------
+    Array
+        The new array (in memory unless ``store`` is given).
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.create][].
+
+    Examples
+    --------
+    >>> a = zarrfast.zeros((2, 3), chunks=(1, 3), dtype="uint8", store={})
+    >>> a[:]
+    array([[0, 0, 0],
+           [0, 0, 0]], dtype=uint8)
+    >>> a.fill_value
+    np.uint8(0)
+    """
     check_keywords("zeros", kwargs, _CREATE_KEYWORDS)
     return create(shape, fill_value=0, **kwargs)
 
 
 def ones(shape: Any, **kwargs: Any) -> Array:
-    """An array of ones; keywords as :func:`create`."""
+    """Create an array of ones: its fill value is 1 (only the metadata is written).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    **kwargs
+        The keywords of [zarrfast.create][]: ``dtype``, ``chunks``, ``store``, ``path``,
+        ``zarr_format``, ``compressor``, ``filters``, ``attributes``, ``overwrite``,
+        ``config``, ``mode``...  An unknown one is a ``TypeError``, and so is
+        ``fill_value``, which is 1.
+
+    Returns
+    -------
+    Array
+        The new array (in memory unless ``store`` is given).
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.create][].
+
+    Examples
+    --------
+    >>> a = zarrfast.ones((4,), dtype="float32", store="ones.zarr")
+    >>> a[:]
+    array([1., 1., 1., 1.], dtype=float32)
+    """
     check_keywords("ones", kwargs, _CREATE_KEYWORDS)
     return create(shape, fill_value=1, **kwargs)
 
 
 def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
-    """An array of ``fill_value``; keywords as :func:`create`."""
+    """Create an array whose every element is ``fill_value`` (only the metadata is written).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    fill_value : scalar
+        The value of every element (the data type's default for ``None``; Zarr v2:
+        ``null``).
+    **kwargs
+        The keywords of [zarrfast.create][]: ``dtype``, ``chunks``, ``store``, ``path``,
+        ``zarr_format``, ``compressor``, ``filters``, ``attributes``, ``overwrite``,
+        ``config``, ``mode``...  An unknown one is a ``TypeError``.
+
+    Returns
+    -------
+    Array
+        The new array (in memory unless ``store`` is given).
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.create][].
+
+    Examples
+    --------
+    >>> a = zarrfast.full((2, 2), 3.5, store={})
+    >>> a[:]
+    array([[3.5, 3.5],
+           [3.5, 3.5]])
+    """
     check_keywords("full", kwargs, _CREATE_KEYWORDS)
     return create(shape, fill_value=fill_value, **kwargs)
 
@@ -673,12 +1442,85 @@ def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def empty_like(a: Any, **kwargs: Any) -> Array:
+    """Create an array shaped like ``a`` whose elements read as the fill value.
+
+    No chunk is written: with ``a`` a zarrfast array, its fill value is copied, so the
+    new array reads as ``a``'s fill value everywhere.
+
+    Parameters
+    ----------
+    a : array-like
+        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
+        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
+        are copied (not its codecs, nor a regular shard shape); or anything with
+        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
+        a dask array's is).
+    **kwargs
+        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
+        ``chunks``, ``zarr_format``...), which override what is copied from ``a``.  An
+        unknown one is a ``TypeError``.
+
+    Returns
+    -------
+    Array
+        The new array (in memory unless ``store`` is given).
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.create][].
+
+    Examples
+    --------
+    >>> src = zarrfast.create_array(store={}, shape=(4, 4), chunks=(2, 2), dtype="int8",
+    ...                             fill_value=5)
+    >>> e = zarrfast.empty_like(src)
+    >>> e.shape, e.chunks, e.dtype, e.fill_value
+    ((4, 4), (2, 2), dtype('int8'), np.int8(5))
+    """
     check_keywords("empty_like", kwargs, _CREATE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     return create(kw.pop("shape"), **kw)
 
 
 def zeros_like(a: Any, **kwargs: Any) -> Array:
+    """Create an array of zeros shaped like ``a`` (fill value 0; no chunk is written).
+
+    Parameters
+    ----------
+    a : array-like
+        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
+        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
+        are copied (not its codecs, nor a regular shard shape); or anything with
+        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
+        a dask array's is).
+    **kwargs
+        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
+        ``chunks``, ``zarr_format``...), which override what is copied from ``a``; but
+        ``fill_value`` is always 0.  An unknown keyword is a ``TypeError``.
+
+    Returns
+    -------
+    Array
+        The new array (in memory unless ``store`` is given).
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.create][].
+
+    Examples
+    --------
+    >>> src = np.arange(6, dtype="int32").reshape(2, 3)
+    >>> z = zarrfast.zeros_like(src, store={})
+    >>> z[:]
+    array([[0, 0, 0],
+           [0, 0, 0]], dtype=int32)
+    """
     check_keywords("zeros_like", kwargs, _CREATE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     kw["fill_value"] = 0
@@ -686,6 +1528,41 @@ def zeros_like(a: Any, **kwargs: Any) -> Array:
 
 
 def ones_like(a: Any, **kwargs: Any) -> Array:
+    """Create an array of ones shaped like ``a`` (fill value 1; no chunk is written).
+
+    Parameters
+    ----------
+    a : array-like
+        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
+        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
+        are copied (not its codecs, nor a regular shard shape); or anything with
+        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
+        a dask array's is).
+    **kwargs
+        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
+        ``chunks``, ``zarr_format``...), which override what is copied from ``a``; but
+        ``fill_value`` is always 1.  An unknown keyword is a ``TypeError``.
+
+    Returns
+    -------
+    Array
+        The new array (in memory unless ``store`` is given).
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.create][].
+
+    Examples
+    --------
+    >>> src = np.arange(6, dtype="int32").reshape(2, 3)
+    >>> z = zarrfast.ones_like(src, store={})
+    >>> z[:]
+    array([[1, 1, 1],
+           [1, 1, 1]], dtype=int32)
+    """
     check_keywords("ones_like", kwargs, _CREATE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     kw["fill_value"] = 1
@@ -693,15 +1570,94 @@ def ones_like(a: Any, **kwargs: Any) -> Array:
 
 
 def full_like(a: Any, **kwargs: Any) -> Array:
+    """Create an array shaped like ``a``, every element the fill value.
+
+    No chunk is written.  The fill value is ``fill_value`` if given, else ``a``'s (for a
+    zarrfast array), else the data type's default.
+
+    Parameters
+    ----------
+    a : array-like
+        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
+        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
+        are copied (not its codecs, nor a regular shard shape); or anything with
+        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
+        a dask array's is).
+    **kwargs
+        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
+        ``chunks``, ``zarr_format``...), which override what is copied from ``a``.  An
+        unknown one is a ``TypeError``.
+
+    Returns
+    -------
+    Array
+        The new array (in memory unless ``store`` is given).
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.create][].
+
+    Examples
+    --------
+    >>> f = zarrfast.full_like(np.zeros((2, 2), dtype="float32"), fill_value=9)
+    >>> f[:]
+    array([[9., 9.],
+           [9., 9.]], dtype=float32)
+    """
     check_keywords("full_like", kwargs, _CREATE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     return create(kw.pop("shape"), **kw)
 
 
 def open_like(a: Any, path: str, *, store: StoreLike = None, **kwargs: Any) -> Array:
-    """Open (or create, in mode ``'a'``) an array shaped like ``a`` at ``path``: the
-    store, or with ``store`` given (zarr-python's ``open_array`` keyword, passed on to it
-    there) the path in ``store``; keywords as :func:`open_array`."""
+    """Open an array at ``path``, creating it shaped like ``a`` if it is missing.
+
+    [zarrfast.open_array][] with ``a``'s shape, dtype and (for a zarrfast array) chunks,
+    fill value, Zarr format and order as creation keywords: mode ``"a"`` (the default)
+    opens an array already there as it is, and creates one like ``a`` otherwise.
+
+    Parameters
+    ----------
+    a : array-like
+        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
+        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
+        are copied (not its codecs, nor a regular shard shape); or anything with
+        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
+        a dask array's is).
+    path : str
+        Where: the store itself (a local directory, a URL...) when ``store`` is not
+        given, else the array's path in ``store``.
+    store : Store, StorePath, str, pathlib.Path, dict or None, optional
+        The store (zarr-python's ``open_array`` keyword, passed on to it).
+    **kwargs
+        The keywords of [zarrfast.open_array][] (``mode``, ``zarr_format``, ``dtype``,
+        ``chunks``, ``config``...), which override what is copied from ``a``.  An
+        unknown one is a ``TypeError``.
+
+    Returns
+    -------
+    Array
+        The array opened or created.
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+    zarrfast.errors.ZarrfastError
+        The errors of [zarrfast.open_array][].
+
+    Examples
+    --------
+    >>> src = zarrfast.create_array(store={}, shape=(3, 4), chunks=(1, 4), dtype="uint16")
+    >>> b = zarrfast.open_like(src, "like.zarr")
+    >>> b
+    <Array file://like.zarr shape=(3, 4) dtype=uint16>
+    >>> b.chunks
+    (1, 4)
+    """
     check_keywords("open_like", kwargs, _OPEN_LIKE_KEYWORDS)
     kw = _like_kwargs(a, kwargs)
     if store is not None:
@@ -719,8 +1675,96 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
                dimension_names: Iterable[str | None] | None = None,
                storage_options: Mapping[str, Any] | None = None, overwrite: bool = False,
                config: Mapping[str, Any] | None = None) -> Array:
-    """A new array holding ``data`` (an array-like, or a zarrfast ``Array`` whose chunks and
-    codecs are kept unless given)."""
+    """Create an array holding ``data``, laid out as ``data`` when it is a zarrfast array.
+
+    With ``data`` a zarrfast ``Array``, its chunks, shards, codecs, fill value, dimension
+    names and attributes are kept unless given (the codecs only within one Zarr format);
+    its elements are copied in slabs of whole chunk rows (about 64 MiB), so memory stays
+    bounded.  Any other array-like is read whole with ``numpy.asarray``.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``name``.
+    data : Array or array-like
+        The values (and, for a zarrfast array, the layout) of the new array.
+    write_data : bool, optional
+        Whether the values are copied (``False``: an empty array of that layout).
+    name : str, optional
+        The new array's path in the store (``None``: the root).
+    chunks, shards, filters, compressors, serializer : optional
+        As for [zarrfast.create_array][]; ``"keep"`` (the default): ``data``'s, for a
+        zarrfast array (for another array-like: ``create_array``'s defaults).
+    fill_value : scalar or None, optional
+        Not given: ``data``'s fill value (for a zarrfast array), else the data type's
+        default.
+    order : {"C", "F"} or None, optional
+        The memory order of the arrays reads return (stored in Zarr v2 metadata);
+        ``None``: the ``order`` of ``config``, else the configuration's ``array.order``.
+    zarr_format : {2, 3} or None, optional
+        The Zarr format to write; ``None``: ``data``'s (a zarrfast array), else the
+        configuration's ``default_zarr_format`` (3 unless set).
+    attributes : dict, optional
+        User attributes (JSON-serializable); ``None``: ``data``'s, for a zarrfast
+        array.
+    chunk_key_encoding : str, tuple, dict or None, optional
+        How chunk keys are spelled: ``"default"`` (``c/0/1``) or ``"v2"`` (``0.1``),
+        a ``(name, separator)`` tuple or ``{"name": ..., "separator": "/" | "."}``;
+        ``None``: the format's default.  Zarr v2 takes only ``"v2"``.
+    dimension_names : sequence of str or None, optional
+        A name (or ``None``) per dimension: stored in the v3 metadata, and in the
+        ``_ARRAY_DIMENSIONS`` attribute of a v2 array (as xarray reads it); ``None``:
+        ``data``'s, for a zarrfast array.
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    overwrite : bool, optional
+        Replace a node already at ``name``.
+    config : dict or ArrayConfig, optional
+        The array's runtime configuration: ``{"write_empty_chunks": bool, "order": "C" |
+        "F"}`` (``write_empty_chunks``: store chunks whose elements all equal the fill
+        value).
+
+    Returns
+    -------
+    Array
+        The new array.
+
+    Raises
+    ------
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        A node exists there already (and is not to be replaced), or a parent is an
+        array.
+    zarrfast.errors.MetadataValidationError
+        An argument the metadata cannot take: a codec that is not one or does not fit,
+        dimension names of the wrong number, a format other than 2 or 3...
+    zarrfast.errors.UnsupportedDataTypeError
+        A ``dtype`` that is not a data type zarrfast can store.
+    zarrfast.errors.FillValueError
+        A fill value the data type cannot represent.
+    zarrfast.errors.ZarrfastError
+        Other arguments that do not fit: no ``shape`` (nor ``data``), chunks or shards of
+        the wrong rank, shards with Zarr v2, an unknown ``config`` key...
+    zarrfast.errors.ReadOnlyError
+        The store is read-only.
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+
+    Examples
+    --------
+    >>> src = zarrfast.create_array(store={}, shape=(6, 4), chunks=(2, 4), dtype="int16",
+    ...                             compressors=None, attributes={"units": "m"})
+    >>> src[:] = np.arange(24).reshape(6, 4)
+    >>> copy = zarrfast.from_array("copy.zarr", data=src)
+    >>> copy.chunks, copy.compressors, dict(copy.attrs)
+    ((2, 4), (), {'units': 'm'})
+    >>> copy[5]
+    array([20, 21, 22, 23], dtype=int16)
+    """
     src = data if isinstance(data, Array) else None
     kw: dict[str, Any] = {}
     if src is not None:
@@ -776,14 +1820,77 @@ def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
                path: str | None = None, storage_options: Mapping[str, Any] | None = None,
                mode: str = "a", overwrite: bool | None = None, data: Any = None,
                **kwargs: Any) -> None:
-    """Store ``arr`` as a new array at ``path``.  As in zarr-python, an existing node
-    there is an error (nothing is replaced) unless ``overwrite`` is true or ``mode`` is
-    ``'w'``; ``'w-'`` never replaces one, ``'r'`` creates nothing.
+    """Store ``arr`` as a new array at ``path``.
 
-    The other keywords are those of :func:`create_array`, or zarr-python's older
-    ``chunk_shape``, ``codecs`` and ``dimension_separator``, which its ``save_array``
-    takes; ``data``, which zarr-python writes before ``arr`` replaces it, must have a
-    shape that broadcasts to ``arr``'s."""
+    As in zarr-python, a node already there is an error (nothing is replaced) unless
+    ``overwrite`` is true or ``mode`` is ``"w"``.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    arr : array-like
+        The values to store (read whole with ``numpy.asarray``).
+    zarr_format : {2, 3} or None, optional
+        The Zarr format to write; ``None``: the configuration's ``default_zarr_format``
+        (3 unless set).
+    path : str, optional
+        The array's path in the store (``None``: the root).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        ``"w"`` replaces a node already there (as ``overwrite=True``), ``"w-"`` never
+        does (even with ``overwrite``), ``"r"`` opens the store read-only (so nothing can
+        be created); ``"a"`` (the default) and ``"r+"``: as ``overwrite`` says.
+    overwrite : bool or None, optional
+        Replace a node already at ``path``.
+    data : array-like, optional
+        zarr-python writes it before ``arr`` replaces all of it: here it is only checked
+        that its shape broadcasts to ``arr``'s (a ``ValueError`` otherwise).
+    **kwargs
+        The keywords of [zarrfast.create_array][] but ``shape`` and ``dtype`` (they are
+        ``arr``'s): ``chunks``, ``shards``, ``filters``, ``compressors``,
+        ``serializer``, ``fill_value``, ``order``, ``attributes``,
+        ``chunk_key_encoding``, ``dimension_names``, ``config``, ``write_data``; or
+        zarr-python's older ``chunk_shape``, ``codecs``, ``dimension_separator`` and
+        ``compressor``, which its ``save_array`` takes (not together with the newer
+        ``shards``, ``compressors``, ``serializer`` or ``write_data``).  An unknown one
+        is a ``TypeError``.
+
+    Raises
+    ------
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        A node exists there already (and is not to be replaced), or a parent is an
+        array.
+    zarrfast.errors.MetadataValidationError
+        An argument the metadata cannot take: a codec that is not one or does not fit,
+        dimension names of the wrong number, a format other than 2 or 3...
+    zarrfast.errors.UnsupportedDataTypeError
+        A ``dtype`` that is not a data type zarrfast can store.
+    zarrfast.errors.FillValueError
+        A fill value the data type cannot represent.
+    zarrfast.errors.ZarrfastError
+        Other arguments that do not fit: no ``shape`` (nor ``data``), chunks or shards of
+        the wrong rank, shards with Zarr v2, an unknown ``config`` key...
+    zarrfast.errors.ReadOnlyError
+        The store is read-only.
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+
+    Examples
+    --------
+    >>> zarrfast.save_array("data.zarr", np.arange(6).reshape(2, 3), chunks=(1, 3))
+    >>> zarrfast.open_array("data.zarr", mode="r")[1]
+    array([3, 4, 5])
+    >>> zarrfast.save_array("data.zarr", np.zeros(2), mode="w")  # replaces it
+    >>> zarrfast.load("data.zarr")
+    array([0., 0.])
+    """
     check_keywords("save_array", kwargs, _SAVE_ARRAY_KEYWORDS)
     values = np.asarray(arr)
     if data is not None:  # (zarr-python writes it, then arr over all of it)
@@ -796,10 +1903,54 @@ def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
 def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
                path: str | None = None, storage_options: Mapping[str, Any] | None = None,
                **kwargs: Any) -> None:
-    """Store the arrays (``args`` as ``arr_0``, ``arr_1``..., keywords under their names)
-    as a group at ``path``, replacing what is there.  A keyword whose value is not an
-    array is refused (a ``TypeError`` naming it, as zarr-python does) before anything
-    is replaced: it is more likely a misspelled option than a member."""
+    """Store arrays as the members of a new group at ``path``, replacing what is there.
+
+    Positional arrays are named ``arr_0``, ``arr_1``...; keyword arrays take their
+    keyword's name.  A keyword whose value is not an array is refused (a ``TypeError``
+    naming it, as zarr-python does) before anything is replaced: it is more likely a
+    misspelled option than a member.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    *args : array-like
+        Arrays stored as ``arr_0``, ``arr_1``...
+    zarr_format : {2, 3} or None, optional
+        The Zarr format to write; ``None``: the configuration's ``default_zarr_format``
+        (3 unless set).
+    path : str, optional
+        The group's path in the store (``None``: the root).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    **kwargs : array-like
+        Arrays stored under their keyword's name (each a NumPy array, or another array
+        with ``shape``, ``dtype`` and ``__array__``).
+
+    Raises
+    ------
+    TypeError
+        A keyword whose value is not an array.
+    zarrfast.errors.ZarrfastError
+        No array given.
+    zarrfast.errors.ReadOnlyError
+        The store is read-only.
+
+    Examples
+    --------
+    >>> zarrfast.save_group("data.zarr", np.arange(3), temperature=np.ones((2, 2)))
+    >>> g = zarrfast.open_group("data.zarr", mode="r")
+    >>> sorted(g)
+    ['arr_0', 'temperature']
+    >>> g["temperature"][:]
+    array([[1., 1.],
+           [1., 1.]])
+    """
     for name, value in kwargs.items():
         if not _is_ndarray_like(value):
             raise TypeError(f"save_group() got keyword argument {name!r} that is not an "
@@ -824,8 +1975,50 @@ def _is_ndarray_like(value: Any) -> bool:
 
 def save(store: StoreLike, *args: Any, zarr_format: int | None = None, path: str | None = None,
          storage_options: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-    """One positional array: ``save_array``; several, or keywords: ``save_group`` (whose
-    keywords are the arrays: one that is not an array is a ``TypeError``)."""
+    """Store one array (as [zarrfast.save_array][]) or several (as a group).
+
+    One positional array and no keyword: [zarrfast.save_array][] (a node already there
+    is an error).  Several arrays, or keywords: [zarrfast.save_group][], replacing what
+    is at ``path``; the keywords are the arrays, and one that is not an array is a
+    ``TypeError``.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    *args : array-like
+        The array, or the arrays (stored as ``arr_0``, ``arr_1``...).
+    zarr_format : {2, 3} or None, optional
+        The Zarr format to write; ``None``: the configuration's ``default_zarr_format``
+        (3 unless set).
+    path : str, optional
+        The node's path in the store (``None``: the root).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+    **kwargs : array-like
+        Arrays stored under their keyword's name, in a group.
+
+    Raises
+    ------
+    TypeError
+        A keyword whose value is not an array.
+    zarrfast.errors.ZarrfastError
+        No array given; the errors of [zarrfast.save_array][].
+
+    Examples
+    --------
+    >>> zarrfast.save("one.zarr", np.arange(3))
+    >>> zarrfast.load("one.zarr")
+    array([0, 1, 2])
+    >>> zarrfast.save("many.zarr", np.arange(2), b=np.ones(2))
+    >>> zarrfast.load("many.zarr")
+    {'arr_0': array([0, 1]), 'b': array([1., 1.])}
+    """
     if len(args) == 1 and not kwargs:
         save_array(store, args[0], zarr_format=zarr_format, path=path,
                    storage_options=storage_options)
@@ -837,7 +2030,45 @@ def save(store: StoreLike, *args: Any, zarr_format: int | None = None, path: str
 @checked
 def load(store: StoreLike, path: str | None = None, zarr_format: int | None = None, *,
          storage_options: Mapping[str, Any] | None = None) -> Any:
-    """An array's data, or a dict of a group's arrays' data (read eagerly)."""
+    """Read an array's data, or the data of a group's arrays, into memory.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path, dict or None
+        Where the node lives: a [zarrfast.storage.Store][]; a local directory (a path
+        ending in ``.zip``: a zip file); a remote URL such as ``"s3://bucket/x.zarr"``
+        (opened with ``storage_options``); a ``dict`` (in memory, holding the keys);
+        ``None``, a new in-memory store.  A zarr-python store (icechunk's, ...) is
+        wrapped; a [zarrfast.storage.StorePath][] puts its path before ``path``.
+    path : str, optional
+        The node's path in the store (``None``: the root).
+    zarr_format : {2, 3} or None, optional
+        The format to look for (``None``: v3 first, then v2).
+    storage_options : dict, optional
+        Options of a remote store given as a URL (credentials, endpoint...); given for
+        any other store, a ``StorageOptionsError``.
+
+    Returns
+    -------
+    numpy.ndarray or dict of str to numpy.ndarray
+        For an array, all its data; for a group, a dict of its arrays' data by name (the
+        direct members only; subgroups are left out).
+
+    Raises
+    ------
+    zarrfast.errors.NodeNotFoundError
+        Nothing at ``path``.
+    TypeError
+        An unknown keyword (with a "did you mean" hint).
+
+    Examples
+    --------
+    >>> zarrfast.save_group("data.zarr", x=np.arange(2), y=np.zeros(1))
+    >>> zarrfast.load("data.zarr")
+    {'x': array([0, 1]), 'y': array([0.])}
+    >>> zarrfast.load("data.zarr", path="x")
+    array([0, 1])
+    """
     node = open(store, mode="r", path=path, zarr_format=zarr_format,
                 storage_options=storage_options)
     if isinstance(node, Array):
@@ -846,17 +2077,98 @@ def load(store: StoreLike, path: str | None = None, zarr_format: int | None = No
 
 
 def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> Any:
+    """Draw the hierarchy below a group, as zarr-python draws it.
+
+    The same as ``grp.tree(expand, level)``: box-drawing lines, each array with its shape
+    and dtype.
+
+    Parameters
+    ----------
+    grp : Group
+        The group at the top.
+    expand : None, optional
+        Taken as zarr-python takes it; anything but ``None`` raises
+        ``NotImplementedError``, as there.
+    level : int or None, optional
+        How deep to go below the group's direct members (``0``: the direct members
+        only; ``None``: all).
+
+    Returns
+    -------
+    TreeRepr
+        Prints as the tree (``str``, ``repr``); shows as HTML in Jupyter.
+
+    Raises
+    ------
+    NotImplementedError
+        ``expand`` is not ``None``.
+
+    Examples
+    --------
+    >>> g = zarrfast.group(store={})
+    >>> a = g.create_array("x", shape=(3,), dtype="int32")
+    >>> b = g.create_group("sub").create_array("y", shape=(2, 2), dtype="float64")
+    >>> zarrfast.tree(g)
+    /
+    ├── sub
+    │   └── y (2, 2) float64
+    └── x (3,) int32
+    >>> zarrfast.tree(g, level=0)
+    /
+    ├── sub
+    └── x (3,) int32
+    """
     return grp.tree(expand=expand, level=level)
 
 
 def create_hierarchy(*, store: Store | StorePath, nodes: Mapping[str, Any], overwrite: bool = False
                      ) -> Iterator[tuple[str, Array | Group]]:
-    """Write the metadata of many nodes (``{path: ArrayMetadata | GroupMetadata | ...}``) and
-    yield ``(path, node)`` for each (``path`` normalized, without a leading ``/``; below
-    the path of ``store`` when it is a :class:`~zarrfast.storage.StorePath`).  As in
-    zarr-python, the groups the hierarchy implies (the root and every parent not in
-    ``nodes``) are created where no group is, and yielded first; a group already there is
-    left as it is.  All nodes must have one Zarr format."""
+    """Write the metadata of many nodes, and yield each node made.
+
+    A generator: nothing is written until it is iterated (``dict(...)`` or ``list(...)``
+    of it writes everything).  As in zarr-python, the groups the hierarchy implies (the
+    root and every parent not in ``nodes``) are created where no node is, and yielded
+    first; a group already there is left as it is.  Only metadata is written: the arrays
+    read as their fill value.
+
+    Parameters
+    ----------
+    store : Store, StorePath, str, pathlib.Path or dict
+        Where to write, as for [zarrfast.create_array][]; the paths of a
+        [zarrfast.storage.StorePath][] are below its path.
+    nodes : dict
+        ``{path: metadata}``: the metadata of each node, all of one Zarr format, as
+        nodes give it (``array.metadata``, ``group.metadata``) or ``ArrayMetadata``,
+        ``GroupMetadata`` and their v2 twins build it.
+    overwrite : bool, optional
+        Replace the nodes already at the paths of ``nodes``.
+
+    Yields
+    ------
+    tuple of (str, Array or Group)
+        ``(path, node)`` for each node, ``path`` normalized, without a leading ``/``.
+
+    Raises
+    ------
+    zarrfast.errors.MetadataValidationError
+        Nodes of more than one Zarr format (or one other than an existing parent's).
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
+        A node is at one of the paths (without ``overwrite``), or a parent is an array.
+
+    Examples
+    --------
+    >>> src = zarrfast.create_array(store={}, shape=(4,), chunks=(2,), dtype="uint16")
+    >>> grp = zarrfast.group(store={}, attributes={"kind": "demo"})
+    >>> store = zarrfast.MemoryStore()
+    >>> made = dict(zarrfast.create_hierarchy(store=store,
+    ...                                       nodes={"g": grp.metadata, "g/a": src.metadata}))
+    >>> sorted(made)
+    ['', 'g', 'g/a']
+    >>> made["g/a"]
+    <Array memory://.../g/a shape=(4,) dtype=uint16>
+    >>> dict(zarrfast.open_group(store, path="g", mode="r").attrs)
+    {'kind': 'demo'}
+    """
     from zarrfast.hierarchy.node import existing_node
     from zarrfast.hierarchy.node import write_new_node as _write
 
