@@ -1139,29 +1139,47 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
 
     Parameters
     ----------
-    src
+    src : str, os.PathLike, Store, dict, zarrfast.Array or zarrfast.Group
         A store-like, or an opened ``Array``/``Group`` (any format, drafts included).
-    dst
+    dst : str, os.PathLike, Store or dict
         Target store-like (a new directory, a ``.zip`` path, a URL, a dict, a store ...).
-    zarr_format
-        3 or 2.
-    path, dst_path
-        Node paths inside the source and target stores.
-    overwrite
+    zarr_format : {3, 2}, default 3
+        The format to write.
+    path, dst_path : str, optional
+        Node paths inside the source and target stores (default: their roots).
+    overwrite : bool, default False
         Replace existing nodes in ``dst``.
-    progress
+    progress : bool, default True
         Show a tqdm progress bar of chunks copied (on stderr).
-    label
+    label : str, default "convert"
         The progress bar's label, and the name of the operation in errors.
+
+    Returns
+    -------
+    zarrfast.Array or zarrfast.Group
+        The converted node, opened from ``dst`` (mode ``"r+"``).
 
     Raises
     ------
     SourceOverlapError
-        ``dst`` is ``src``, is inside it, or holds it.
-    ContainsArrayError, ContainsGroupError
+        ``dst`` is ``src``, is inside it, or holds it (a
+        [zarrfast.errors.ZarrfastError][]; ``from zarrfast.convert import
+        SourceOverlapError``).
+    zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
         A node exists at the destination and ``overwrite`` is false.
-    ZarrfastError
-        An array the target format cannot hold (named), or a chunk that cannot be read.
+    zarrfast.errors.ZarrfastError
+        An array the target format cannot hold (named), a ``zarr_format`` other than 2
+        or 3, or a chunk that cannot be read.
+
+    Examples
+    --------
+    >>> group = zarrfast.open_group("v2.zarr", mode="w", zarr_format=2)
+    >>> group.create_array("a", shape=(4,), chunks=(2,), dtype="int32")[:] = [1, 2, 3, 4]
+    >>> out = zarrfast.convert("v2.zarr", "v3.zarr", zarr_format=3, progress=False)
+    >>> out
+    <Group file://.../v3.zarr>
+    >>> out.metadata.zarr_format, out["a"][:]
+    (3, array([1, 2, 3, 4], dtype=int32))
     """
     from zarrfast import open as zopen
 

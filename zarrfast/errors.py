@@ -75,10 +75,12 @@ class MetadataValidationError(MetadataError):
 
 
 class MetadataTypeError(MetadataValidationError, TypeError):
-    """An argument describing a node has the wrong type where zarr-python raises a
-    ``TypeError``: a codec of the wrong kind (a compressor among the filters), several
-    compressors for a Zarr v2 array, a shape that is not integers.  Also a
-    :class:`MetadataValidationError`."""
+    """An argument describing a node has the wrong type, where zarr-python raises ``TypeError``.
+
+    A codec of the wrong kind (a compressor among the filters), several compressors for
+    a Zarr v2 array, a shape that is not integers.  Both a ``TypeError`` and a
+    [zarrfast.errors.MetadataValidationError][].
+    """
 
 
 class UnknownCodecError(MetadataError):
@@ -94,24 +96,33 @@ class FillValueError(MetadataError):
 
 
 class FillValueOverflowError(FillValueError, OverflowError):
-    """A fill value out of the data type's range (300 for uint8): also the
-    ``OverflowError`` NumPy 2 and zarr-python raise for it."""
+    """A fill value is out of the data type's range (300 for uint8).
+
+    Also the ``OverflowError`` NumPy 2 and zarr-python raise for it.
+    """
 
 
 class ValueCastError(ZarrfastError):
-    """A value written to an array cannot be stored in its data type where NumPy 2 refuses
-    the same assignment (NaN into an integer array).  The message names the array, the
-    value and the data type; nothing was written."""
+    """A value written to an array cannot be stored in its data type.
+
+    Raised where NumPy 2 refuses the same assignment (NaN into an integer array).  The
+    message names the array, the value and the data type; nothing was written.
+    """
 
 
 class ValueOverflowError(ValueCastError, OverflowError):
-    """A Python scalar out of the data type's range (``a[:] = 300`` into uint8, ``1e20``
-    into int32): also the ``OverflowError`` NumPy 2 raises."""
+    """A Python scalar written to an array is out of its data type's range.
+
+    ``a[:] = 300`` into uint8, ``1e20`` into int32: also the ``OverflowError`` NumPy 2
+    raises.
+    """
 
 
 class ValueTypeError(ValueCastError, TypeError):
-    """A value of a type the data type cannot hold (a complex number into integers): also
-    the ``TypeError`` NumPy 2 raises."""
+    """A value written to an array is of a type its data type cannot hold.
+
+    A complex number into integers, for example: also the ``TypeError`` NumPy 2 raises.
+    """
 
 
 class NodeNotFoundError(ZarrfastError, FileNotFoundError):
@@ -150,20 +161,27 @@ class NodeTypeValidationError(MetadataValidationError):
 
 
 class ArrayNotGroupError(NodeTypeValidationError, ContainsArrayError):
-    """A group was asked for where an array is: a :class:`NodeTypeValidationError` and,
-    as zarr-python raises here, a :class:`ContainsArrayError`."""
+    """A group was asked for where an array is.
+
+    A [zarrfast.errors.NodeTypeValidationError][] and, as zarr-python raises here, a
+    [zarrfast.errors.ContainsArrayError][].
+    """
 
 
 class IncompatibleNodeError(ZarrfastError, TypeError):
-    """``require_array``/``require_group`` found a node that does not fit what is required
-    (another shape, a dtype that does not cast, an array for a group): a ``TypeError``,
-    as zarr-python raises."""
+    """``require_array``/``require_group`` found a node that does not fit what is required.
+
+    Another shape, a dtype that does not cast, an array for a group: a ``TypeError``, as
+    zarr-python raises.
+    """
 
 
 class IncompatibleMemberError(IncompatibleNodeError, ContainsArrayError):
-    """``require_group`` found an array (or ``require_array`` a group) under that name:
-    an :class:`IncompatibleNodeError` and the :class:`ContainsArrayError` zarrfast
-    raised here before."""
+    """``require_group`` found an array (or ``require_array`` a group) under that name.
+
+    An [zarrfast.errors.IncompatibleNodeError][] and the
+    [zarrfast.errors.ContainsArrayError][] zarrfast raised here before.
+    """
 
 
 class InvalidNodeNameError(ZarrfastError):
@@ -202,35 +220,46 @@ class ChecksumError(ChunkDecodeError):
 
 
 class AllocationError(ZarrfastError, MemoryError):
-    """Memory for a buffer could not be allocated.  Also a ``MemoryError``; the message
-    names the node (or chunk key), what the buffer was for, its bytes, shape and dtype."""
+    """Memory for a buffer could not be allocated.
+
+    Also a ``MemoryError``; the message names the node (or chunk key), what the buffer
+    was for, its bytes, shape and dtype.
+    """
 
 
 class ChunkAllocationError(ChunkDecodeError, AllocationError):
-    """Decoding a chunk needed a buffer larger than the memory available (a chunk of huge
-    nominal shape): a :class:`ChunkDecodeError` naming the key as well as an
-    :class:`AllocationError`."""
+    """Decoding a chunk needed a buffer larger than the memory available.
+
+    A chunk of huge nominal shape, for example: a [zarrfast.errors.ChunkDecodeError][]
+    naming the key as well as an [zarrfast.errors.AllocationError][].
+    """
 
 
 class ConcurrentWriteError(ZarrfastError):
-    """Another writer changed a node while this one was updating it (its metadata was
-    replaced between this writer's read and its write, or its directory was deleted while
-    a value was written there).  Nothing of this update was stored: open the node again
-    and retry."""
+    """Another writer changed a node while this one was updating it.
+
+    Its metadata was replaced between this writer's read and its write, or its directory
+    was deleted while a value was written there.  Nothing of this update was stored:
+    open the node again and retry.
+    """
 
 
 class LockTimeoutError(ConcurrentWriteError, TimeoutError):
-    """The lock serialising updates of a node's metadata (an append, a resize, an
-    attribute change) or a partial write of a shard was not acquired within ``config
-    lock_timeout`` seconds: another thread or process held it.  Nothing of this update
-    was stored."""
+    """A lock serialising updates was not acquired in time: another thread or process held it.
+
+    The lock of a node's metadata updates (an append, a resize, an attribute change) or
+    of a partial write of a shard, waited for ``config lock_timeout`` seconds.  Nothing
+    of this update was stored.
+    """
 
 
 class LockUnavailableError(ConcurrentWriteError, OSError):
-    """The file system refuses the file lock (``flock``) that excludes other processes
-    from a read-modify-write (NFS mounted ``nolock``, Lustre without ``flock``).
-    Nothing of this update was stored; ``config file_locks`` set to ``False`` writes
-    with the threads of this process excluded only."""
+    """The file system refuses the file lock that excludes other processes from an update.
+
+    The ``flock`` of a read-modify-write (NFS mounted ``nolock``, Lustre without
+    ``flock``).  Nothing of this update was stored; ``config file_locks`` set to
+    ``False`` writes with the threads of this process excluded only.
+    """
 
 
 def add_context(error: BaseException, context: str, message: str | None = None) -> None:

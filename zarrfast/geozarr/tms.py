@@ -16,6 +16,7 @@ Ids are case-sensitive; aliases (``GoogleMapsCompatible``) and URIs are not ids.
 Inline sets are checked by :func:`zarrfast.geozarr.get_tile_matrix_set` (in
 :mod:`zarrfast.geozarr.validate`, which builds on this module).  Example::
 
+    >>> from zarrfast.geozarr.tms import well_known_tile_matrix_set
     >>> tms = well_known_tile_matrix_set("WebMercatorQuad")
     >>> tms["tileMatrices"][0]["matrixWidth"], tms["tileMatrices"][0]["cellSize"]
     (1, 156543.03392804097)
@@ -54,7 +55,22 @@ def _load(name: str) -> dict[str, Any]:
 
 
 def well_known_tile_matrix_sets() -> list[str]:
-    """The ids of the shipped TileMatrixSets, sorted."""
+    """Give the ids of the well-known TileMatrixSets zarrfast ships.
+
+    Returns
+    -------
+    list of str
+        The ids, sorted (case-sensitive), each accepted by
+        [zarrfast.geozarr.get_tile_matrix_set][] and as a multiscale's
+        ``tile_matrix_set``.
+
+    Examples
+    --------
+    >>> from zarrfast.geozarr import well_known_tile_matrix_sets
+    >>> ids = well_known_tile_matrix_sets()
+    >>> "WebMercatorQuad" in ids, "WorldCRS84Quad" in ids
+    (True, True)
+    """
     return list(_names())
 
 

@@ -606,7 +606,32 @@ def _check_limits(value: Any, matrices: dict[str, dict[str, Any]] | None, rep: _
 
 
 def validate_tile_matrix_set(tms: Any, *, recommended: bool = True) -> list[Finding]:
-    """The TMS findings (TMS1-TMS9) for a TileMatrixSet object; MS4 if it is not one."""
+    """Check a TileMatrixSet object against the TMS rules.
+
+    Parameters
+    ----------
+    tms : dict
+        The TileMatrixSet object (the OGC TMS 2.0 JSON encoding); anything else is
+        reported as rule MS4.
+    recommended : bool, default True
+        Report the recommended errors (severity ``"R"``) too.
+
+    Returns
+    -------
+    list of Finding
+        The findings of rules TMS1-TMS9 (MS4 when ``tms`` is not an object); empty when
+        the set is valid.
+
+    Examples
+    --------
+    >>> from zarrfast.geozarr import get_tile_matrix_set, validate_tile_matrix_set
+    >>> tms = get_tile_matrix_set("WebMercatorQuad")
+    >>> validate_tile_matrix_set(tms)
+    []
+    >>> validate_tile_matrix_set({**tms, "tileMatrices": []})
+    [Finding(rule='TMS4', severity='E', path='/', message='tile_matrix_set.tileMatrices must
+     be a non-empty list, got [] (list)')]
+    """
     rep = _Report(recommended)
     if isinstance(tms, dict):
         _check_tms(tms, rep, "", "tile_matrix_set")
@@ -830,6 +855,23 @@ def validate(store_or_path: Any, as_: str = "dataset", *, path: str = "",
     -------
     list of Finding
         Every finding, in the order met; empty when the node is valid.
+
+    Raises
+    ------
+    GeoZarrError
+        ``as_`` is not one of the values above.
+
+    Examples
+    --------
+    >>> from zarrfast import geozarr
+    >>> group = zarrfast.open_group(store={}, mode="w")
+    >>> _ = group.create_array("x", shape=(3,), dtype="float64", dimension_names=["x"])
+    >>> _ = group.create_array("t", shape=(3,), dtype="float64", dimension_names=["x"])
+    >>> geozarr.validate(group, "dataset")
+    []
+    >>> _ = group.create_array("u", shape=(3,), dtype="float64", dimension_names=["y"])
+    >>> [(f.rule, f.path) for f in geozarr.validate(group, "dataset")]
+    [('DS2', '/u')]
     """
     if as_ not in _KINDS:
         raise GeoZarrError(f"as_ must be one of {', '.join(_KINDS)}, got {as_!r}")
@@ -867,8 +909,47 @@ def validate(store_or_path: Any, as_: str = "dataset", *, path: str = "",
 def check(store_or_path: Any, as_: str = "dataset", *, path: str = "",
           recommended: bool = True, allow_grid_mapping_scalars: bool = False
           ) -> list[Finding]:
-    """Like :func:`validate`, but raise :class:`GeoZarrError` listing every error (and
-    every recommended error, unless ``recommended=False``); returns the warnings."""
+    """Validate a node as :func:`validate` does, and raise if it breaks a rule.
+
+    Parameters
+    ----------
+    store_or_path : str, os.PathLike, Store, dict, zarrfast.Array or zarrfast.Group
+        A store, a local path, a ``dict`` (memory store), or a zarrfast Array/Group.
+    as_ : {"dataset", "dataarray", "multiscale", "auto"}, default "dataset"
+        What to validate the node as (see [zarrfast.geozarr.validate][]).
+    path : str, default ""
+        The node inside the store (``""``: its root).
+    recommended : bool, default True
+        Count the recommended errors (severity ``"R"``) as errors.
+    allow_grid_mapping_scalars : bool, default False
+        Exempt 0-d arrays carrying a ``grid_mapping_name`` attribute (CF grid-mapping
+        variables such as ``spatial_ref``) from the DataArray rules.
+
+    Returns
+    -------
+    list of Finding
+        The findings left: warnings (severity ``"W"``), and the recommended errors when
+        ``recommended=False``.
+
+    Raises
+    ------
+    GeoZarrError
+        The node breaks a rule: the message lists every error (and recommended error,
+        unless ``recommended=False``), and ``findings`` holds them.  Also for an
+        invalid ``as_``.
+
+    Examples
+    --------
+    >>> from zarrfast import geozarr
+    >>> group = zarrfast.open_group(store={}, mode="w")
+    >>> _ = group.create_array("t", shape=(3,), dtype="float64", dimension_names=["y"])
+    >>> geozarr.check(group)
+    Traceback (most recent call last):
+    ...
+    zarrfast.geozarr.findings.GeoZarrError: <Group memory://...> is not a valid GeoZarr
+    dataset: 1 finding(s)
+      E DS2 /t: axis 0 is named 'y' but the dataset has no member 'y' (...)
+    """
     findings = validate(store_or_path, as_, path=path, recommended=recommended,
                         allow_grid_mapping_scalars=allow_grid_mapping_scalars)
     errors = [f for f in findings if f.severity in ("E", "R")]
