@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -114,17 +115,35 @@ def _format_name(node) -> str:
     return f"v3 draft layout: {draft}" if draft else f"v{node.zarr_format}"
 
 
-def _stored_bytes(node) -> int:
+#: the metadata documents a node keeps beside its chunks (Zarr v3, v2)
+_METADATA_NAMES = ("zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata")
+
+
+def _stored_bytes(node) -> tuple[int, int]:
+    """The bytes an array takes in its store: (its chunks, its metadata documents)."""
+    from zarrfast.hierarchy.node import node_key
+
     store = node.store
-    base = getattr(node, "_chunk_path", node.path)
-    prefix = f"{base}/" if base else ""
-    total = 0
-    for key in store.list_prefix(prefix):
+
+    def size(key: str) -> int:
         try:
-            total += store.getsize(key)
+            return store.getsize(key)
         except FileNotFoundError:
+            return 0
+
+    hierarchy = getattr(node, "_hierarchy", None)  # a v3 draft: its documents under meta/
+    meta_keys = ({hierarchy.metadata_key(node.path, "array")} if hierarchy is not None
+                 else {node_key(node.path, name) for name in _METADATA_NAMES})
+    base = getattr(node, "_chunk_path", node.path)
+    chunks = sum(size(key) for key in store.list_prefix(f"{base}/" if base else "")
+                 if key not in meta_keys)
+    metadata = 0
+    for key in meta_keys:
+        try:
+            metadata += store.getsize(key)
+        except (FileNotFoundError, KeyError):
             pass
-    return total
+    return chunks, metadata
 
 
 def _size(n: float) -> str:
@@ -158,15 +177,46 @@ def _rectilinear_text(grid) -> str:
     return "rectilinear [" + ", ".join(dims) + "]"
 
 
+def _codecs_text(codecs) -> str:
+    """The names of a v3 codec chain; a sharding codec with its inner chain and its index's
+    (``sharding_indexed(inner: bytes, zstd; index: bytes, crc32c)``)."""
+    from zarrfast.codecs import ShardingCodec
+
+    names = []
+    for c in codecs:
+        if isinstance(c, ShardingCodec):
+            names.append(f"sharding_indexed(inner: {_codecs_text(c.codecs)}; "
+                         f"index: {_codecs_text(c.index_codecs)})")
+        else:
+            d = c.to_dict()
+            names.append(d.get("name") or d.get("id", "?"))
+    return ", ".join(names)
+
+
+def _v2_codecs_text(metadata) -> str:
+    """What a v2 array's metadata holds: its filters and its compressor, by their ids."""
+    def ident(c) -> str:
+        if isinstance(c, dict):
+            return str(c.get("id", "?"))
+        d = c.get_config() if hasattr(c, "get_config") else c.to_dict()
+        return str(d.get("id") or d.get("name", "?"))
+
+    filters = [ident(f) for f in (metadata.filters or ())]
+    parts = [f"filters: {', '.join(filters)}"] if filters else []
+    comp = metadata.compressor
+    parts.append(f"compressor: {ident(comp) if comp is not None else 'none'}")
+    return "; ".join(parts)
+
+
 def _describe_array(a) -> str:
-    codecs = ", ".join(
-        c.to_dict().get("name") or c.to_dict().get("id", "?") for c in a.codec_chain.codecs
-    )
-    data_type = a.metadata.type_info
+    md = a.metadata
+    v2 = md.zarr_format == 2
+    codecs = _v2_codecs_text(md) if v2 else _codecs_text(a.codec_chain.codecs)
+    data_type = md.type_info
     # the v3 name where it says more than NumPy's (numpy.datetime64[10s], struct{...},
     # bfloat16); NumPy's for the core types and Zarr v2
-    name = data_type.describe() if a.metadata.zarr_format == 3 else str(a.dtype)
-    grid = a.metadata.chunk_grid
+    name = str(a.dtype) if v2 else data_type.describe()
+    grid = md.chunk_grid
     if getattr(grid, "is_regular", True):
         shards = f" shards {a.shards}" if a.shards else ""
         chunks = f"chunks {a.chunks}{shards}"
@@ -174,7 +224,11 @@ def _describe_array(a) -> str:
         chunks = f"chunks {a.chunks} shards {_rectilinear_text(grid)}"
     else:
         chunks = f"chunks {_rectilinear_text(grid)}"
-    return f"{a.shape} {name} {chunks} [{codecs}] {_size(_stored_bytes(a))} stored"
+    if v2 and md.order == "F":
+        chunks += " order F"
+    data, meta = _stored_bytes(a)
+    return (f"{a.shape} {name} {chunks} [{codecs}] stored: {_size(data)} in chunks, "
+            f"{_size(meta)} metadata")
 
 
 def _open_node(target: str, node_path: str | None, options: dict | None):
@@ -636,6 +690,24 @@ examples:
     return parser
 
 
+#: how the library's errors tell a caller to replace a node (the CLI says --overwrite)
+_OVERWRITE_KEYWORD = re.compile(r"overwrite=True(?: \(or mode='w'\))?")
+
+
+def _end_progress_bars() -> None:
+    """Clear the progress bars still on the screen (a command stopped in the middle of a
+    copy), so that what is printed next starts a line of its own."""
+    std = sys.modules.get("tqdm.std")
+    if std is None:
+        return
+    for bar in list(getattr(std.tqdm, "_instances", ())):
+        try:
+            bar.leave = False
+            bar.close()
+        except Exception:  # (a bar half made or already closing: nothing to clear)
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (argparse exits 2 itself on usage
     errors, 0 for --help and --version)."""
@@ -645,17 +717,23 @@ def main(argv: list[str] | None = None) -> int:
     from zarrfast.errors import NodeNotFoundError, ZarrfastError
 
     def fail(kind: str, e: BaseException, code: int, hint: str = "") -> int:
+        _end_progress_bars()  # (the error on a line of its own, not after a bar's text)
         if debug:
             import traceback
 
             traceback.print_exc()
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if hasattr(args, "overwrite"):  # the command's flag, not the Python keyword
+            msg = _OVERWRITE_KEYWORD.sub("--overwrite", msg)
+            if "--overwrite" in msg:
+                hint = ""
         print(f"zarrfast: {kind}: {msg}{hint}", file=sys.stderr)
         return code
 
     try:
         return args.func(args)
     except KeyboardInterrupt:
+        _end_progress_bars()
         print("zarrfast: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (| head): not an error of ours

@@ -149,7 +149,8 @@ def test_info_and_tree_alias(tree, capsys):
     assert main(["info", str(tree)]) == 0
     out = capsys.readouterr().out
     assert "(group, Zarr v3)" in out
-    assert "a (20, 30) int32 chunks (5, 5) shards (10, 10) [sharding_indexed]" in out
+    assert ("a (20, 30) int32 chunks (5, 5) shards (10, 10) [sharding_indexed(inner: bytes, zstd; "
+            "index: bytes, crc32c)]") in out
     assert "  sub/" in out and "    b (17,) float64 chunks (4,)" in out
     assert main(["tree", str(tree)]) == 0
     assert capsys.readouterr().out == out
@@ -161,6 +162,67 @@ def test_info_v2(v2_array, capsys):
     assert main(["info", str(v2_array)]) == 0
     out = capsys.readouterr().out
     assert "(array, Zarr v2)" in out and ">u2" in out
+
+
+def _file_sizes(root, *, metadata: bool):
+    names = {"zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"}
+    return sum(p.stat().st_size for p in root.rglob("*")
+               if p.is_file() and (p.name in names) == metadata)
+
+
+def test_info_gives_chunk_and_metadata_bytes_apart(tree, v2_array, capsys):
+    from zarrfast.cli import _size
+
+    assert main(["info", str(tree), "--node", "a"]) == 0
+    out = capsys.readouterr().out
+    chunks, meta = (_file_sizes(tree / "a", metadata=m) for m in (False, True))
+    assert chunks > 0 and meta > 0
+    assert out.rstrip().endswith(f"stored: {_size(chunks)} in chunks, {_size(meta)} metadata")
+    assert main(["info", str(v2_array)]) == 0  # v2: .zarray (and .zattrs) are metadata
+    out = capsys.readouterr().out
+    chunks, meta = (_file_sizes(v2_array, metadata=m) for m in (False, True))
+    assert out.rstrip().endswith(f"stored: {_size(chunks)} in chunks, {_size(meta)} metadata")
+
+
+def test_info_shows_the_codecs_inside_a_shard(tmp_path, capsys):
+    from zarrfast.codecs import BytesCodec, Crc32cCodec, ShardingCodec, ZstdCodec
+
+    path = tmp_path / "s.zarr"
+    a = zarrfast.create_array(str(path), shape=(8, 8), chunks=(2, 2), shards=(4, 4),
+                              dtype="uint16", compressors=[ZstdCodec(level=3)])
+    a[...] = 1
+    assert main(["info", str(path)]) == 0
+    assert ("[sharding_indexed(inner: bytes, zstd; index: bytes, crc32c)]"
+            in capsys.readouterr().out)
+    # shards of shards, and an index without a checksum
+    inner = ShardingCodec(chunk_shape=(1, 1), codecs=(BytesCodec(),),
+                          index_codecs=(BytesCodec(), Crc32cCodec()))
+    nested = ShardingCodec(chunk_shape=(2, 2), codecs=(inner,), index_codecs=(BytesCodec(),))
+    path2 = tmp_path / "n.zarr"
+    zarrfast.create_array(str(path2), shape=(4, 4), chunks=(4, 4), dtype="uint8",
+                          serializer=nested, compressors=None)[...] = 2
+    assert main(["info", str(path2)]) == 0
+    assert ("[sharding_indexed(inner: sharding_indexed(inner: bytes; index: bytes, crc32c); "
+            "index: bytes)]") in capsys.readouterr().out
+
+
+def test_info_v2_shows_its_filters_and_compressor(tmp_path, v2_array, capsys):
+    strings = tmp_path / "strings.zarr"
+    a = zarrfast.create_array(str(strings), shape=(3,), dtype=str, zarr_format=2,
+                              compressors={"id": "zstd", "level": 1})
+    a[...] = ["a", "bb", "ccc"]
+    assert json.loads((strings / ".zarray").read_text())["filters"] == [{"id": "vlen-utf8"}]
+    assert main(["info", str(strings)]) == 0
+    out = capsys.readouterr().out
+    assert "[filters: vlen-utf8; compressor: zstd]" in out
+    assert "bytes" not in out.split("stored:")[0]  # v2 has no bytes codec
+    assert main(["info", str(v2_array)]) == 0  # order F: no transpose codec either
+    out = capsys.readouterr().out
+    assert "chunks (4, 4) order F [compressor: zstd]" in out and "transpose" not in out
+    plain = tmp_path / "plain.zarr"
+    zarrfast.create_array(str(plain), shape=(4,), dtype="f4", zarr_format=2, compressors=None)
+    assert main(["info", str(plain)]) == 0
+    assert "[compressor: none]" in capsys.readouterr().out
 
 
 # -- convert / copy -------------------------------------------------------------------------
@@ -209,6 +271,23 @@ def test_copy_refuses_to_overwrite_unless_asked(tree, tmp_path, capsys):
     assert main(["copy", str(tree), str(dst), "--quiet"]) == 2
     assert "--overwrite" in capsys.readouterr().err
     assert main(["copy", str(tree), str(dst), "--quiet", "--overwrite"]) == 0
+
+
+def test_refusals_name_the_overwrite_flag_not_the_keyword(tree, tmp_path, capsys):
+    dst = tmp_path / "c.zarr"
+    assert main(["copy", str(tree), str(dst), "--quiet"]) == 0
+    capsys.readouterr()
+    afile = tmp_path / "file.zarr"
+    afile.write_text("not a directory")
+    for argv in (["copy", str(tree), str(dst), "--quiet"],  # a group there
+                 ["convert", str(tree), str(dst), "--quiet", "--dst-path", "a"],  # an array
+                 ["copy", str(tree), str(afile), "--quiet"]):  # a file there
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("zarrfast: error:") and err.count("\n") == 1, err
+        assert "pass --overwrite to replace" in err, err
+        assert "overwrite=True" not in err and "mode=" not in err, err
+        assert err.count("--overwrite") == 1, err
 
 
 def test_copy_into_a_zip_and_back(tree, tmp_path, capsys):
@@ -289,6 +368,50 @@ def test_bad_input_exits_2(tmp_path, capsys):
     assert main(["bench", "--layouts", "nope"]) == 2
     assert "unknown layout" in capsys.readouterr().err
     assert main(["bench", "--codec", "none", "--layouts", "raw"]) == 2
+
+
+def _rendered(text: str) -> list[str]:
+    """The lines a terminal shows for ``text``: a carriage return goes back to the start
+    of the line, later characters overwrite earlier ones."""
+    lines = []
+    for raw in text.split("\n"):
+        buf: list[str] = []
+        col = 0
+        for ch in raw:
+            if ch == "\r":
+                col = 0
+                continue
+            if col < len(buf):
+                buf[col] = ch
+            else:
+                buf.append(ch)
+            col += 1
+        lines.append("".join(buf).rstrip())
+    return lines
+
+
+@pytest.mark.parametrize("error", ["zarrfast", "interrupt"])
+def test_an_error_mid_progress_starts_its_own_line(tree, monkeypatch, capsys, error):
+    from zarrfast.errors import ZarrfastError
+
+    def fails_mid_copy(args):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=10, unit="chunk", desc="copy", file=sys.stderr, mininterval=0)
+        bar.update(4)  # drawn, never closed: the command stops here
+        if error == "interrupt":
+            raise KeyboardInterrupt
+        raise ZarrfastError("the source went away")
+
+    monkeypatch.setattr(cli, "_cmd_copy", fails_mid_copy)
+    code = main(["copy", str(tree), str(tree.parent / "out.zarr")])
+    err = capsys.readouterr().err
+    assert "4/10" in err  # the bar was drawn
+    want = ("zarrfast: interrupted" if error == "interrupt"
+            else "zarrfast: error: the source went away")
+    assert code == (130 if error == "interrupt" else 2)
+    assert want in _rendered(err), repr(err)
+    assert not any("4/10" in line for line in _rendered(err)), repr(err)  # cleared
 
 
 def test_interrupt_exits_130_without_traceback(tree, monkeypatch, capsys):
