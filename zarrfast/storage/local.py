@@ -1661,18 +1661,35 @@ def _fsync_dir(path: str) -> None:
 
 
 def _makedirs(parent: str, key: str, path: str) -> None:
-    """Make the directories of a key's file; a file in their way is an error naming it."""
+    """Make the directories of a key's file; a file in their way is an error naming it,
+    and so is a directory the file system refuses to make (read-only, no permission, a
+    virtual file system such as /proc)."""
     try:
         os.makedirs(parent, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise ZarrfastError(
             f"cannot write key {key!r}: a parent path of {path!r} is a file"
         ) from None
-    except FileNotFoundError:  # a directory made here was removed before its child was
-        raise ConcurrentWriteError(
-            f"cannot write key {key!r}: the directories of {path!r} were removed while "
-            f"they were made (a concurrent delete of its node?); nothing was stored"
-        ) from None
+    except FileNotFoundError as e:
+        made = e.filename if isinstance(e.filename, str) else parent
+        if not os.path.isdir(os.path.dirname(made)):
+            # a directory made here was removed before its child was
+            raise ConcurrentWriteError(
+                f"cannot write key {key!r}: the directories of {path!r} were removed while "
+                f"they were made (a concurrent delete of its node?); nothing was stored"
+            ) from None
+        # its parent is there, yet it cannot be made: the file system makes no
+        # directories there (/proc answers "No such file or directory")
+        raise StoreWriteError(
+            f"cannot write key {key!r}: cannot create the directory {made!r}: the file "
+            f"system does not allow it there ({e.strerror}; a read-only or virtual file "
+            f"system, such as /proc?); nothing was stored", e.errno, made) from None
+    except OSError as e:  # permission, a read-only file system, no space
+        made = e.filename if isinstance(e.filename, str) else parent
+        cls = StorePermissionError if isinstance(e, PermissionError) else StoreWriteError
+        raise cls(f"cannot write key {key!r}: cannot create the directory {made!r}: "
+                  f"{e.strerror or e}{' [errno ' + str(e.errno) + ']' if e.errno else ''}; "
+                  f"nothing was stored", e.errno, made) from None
 
 
 def _removed_under(store: LocalStore, key: str, parent: str) -> ConcurrentWriteError:
