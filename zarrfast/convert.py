@@ -1121,7 +1121,7 @@ def convert(src: StoreLike | Array | Group, dst: StoreLike, *, zarr_format: int 
 
     * a destination that is the source, is inside it or holds it (under any spelling:
       links, ``..``, trailing slashes, relative paths, normalised URLs) is refused with
-      :class:`SourceOverlapError` before anything is written or deleted;
+      ``SourceOverlapError`` before anything is written or deleted;
     * every array's conversion is planned first (a type the target format cannot hold is
       refused before anything is written);
     * a local directory or ``.zip`` destination is written beside the destination and

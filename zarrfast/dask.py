@@ -1,4 +1,7 @@
-"""dask integration: :func:`from_zarr` and :func:`to_zarr`, like ``dask.array``'s.
+"""dask integration: ``from_zarr`` and ``to_zarr``, like ``dask.array``'s.
+
+[zarrfast.dask.from_zarr][] reads a zarrfast array as a dask array;
+[zarrfast.dask.to_zarr][] writes a dask array into one, block by block in parallel.
 
 zarrfast arrays work with dask directly: ``da.from_array(arr)`` bases its blocks on the
 array's chunks (dask's ``"auto"`` chunking keeps whole multiples of ``arr.chunks``, or of

@@ -1,14 +1,14 @@
 """The zarrfast error hierarchy.
 
-Every error zarrfast raises on purpose derives from :class:`ZarrfastError`,
-which is itself a :class:`ValueError`, and where a builtin fits better the
+Every error zarrfast raises on purpose derives from [zarrfast.errors.ZarrfastError][],
+which is itself a ``ValueError``, and where a builtin fits better the
 error mixes it in too (``NodeNotFoundError`` is a ``FileNotFoundError``,
 ``ReadOnlyError`` a ``PermissionError``, ...), so that ``except`` clauses
 written for zarr-python or for the builtins keep working.
 
 Messages name the node path, store key or value at fault and say what was
 expected.  Code that knows more of where an error happened than the code that raised
-it adds that with :func:`add_context` and re-raises the same object.
+it adds that with [zarrfast.errors.add_context][] and re-raises the same object.
 """
 
 from __future__ import annotations
@@ -274,7 +274,7 @@ def add_context(error: BaseException, context: str, message: str | None = None) 
     (by default ``f"{context}: {error}"``, left as it is when it already starts with
     ``context``), so that ``str(error)`` names the place as zarrfast's messages always
     have.  Otherwise (several arguments, or a ``__str__`` of its own) ``context`` is
-    added as a note (:meth:`BaseException.add_note`), which a traceback prints under
+    added as a note (``BaseException.add_note``), which a traceback prints under
     the message.
     """
     args = error.args

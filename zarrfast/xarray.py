@@ -1,15 +1,15 @@
-"""xarray integration: ``xr.open_dataset(path, engine="zarrfast")`` and :func:`to_zarr`.
+"""xarray integration: ``xr.open_dataset(path, engine="zarrfast")`` and ``to_zarr``.
 
-Reading goes through :class:`ZarrfastBackendEntrypoint` (registered as the ``zarrfast``
-engine): variables are lazy (:class:`ZarrfastBackendArray` reads only the chunks a
-selection touches) and CF decoding (times, ``scale_factor``/``add_offset``, ``_FillValue``
-masks, strings) is xarray's own.  Dimensions come from ``dimension_names`` (Zarr v3) or the
+Reading goes through [zarrfast.xarray.ZarrfastBackendEntrypoint][] (registered as the
+``zarrfast`` engine): variables are lazy ([zarrfast.xarray.ZarrfastBackendArray][] reads
+only the chunks a selection touches) and CF decoding (times,
+``scale_factor``/``add_offset``, ``_FillValue`` masks, strings) is xarray's own.  Dimensions come from ``dimension_names`` (Zarr v3) or the
 ``_ARRAY_DIMENSIONS`` attribute (Zarr v2, and v3 written by older xarray), fill values follow
 xarray's zarr backend: in v2 the array's ``fill_value`` is the ``_FillValue``; in v3 the
 ``_FillValue`` attribute is (its JSON encoding decoded) and ``fill_value`` goes to the
 encoding.
 
-Writing: :func:`to_zarr` writes a Dataset with xarray's CF encoding, readable by
+Writing: [zarrfast.xarray.to_zarr][] writes a Dataset with xarray's CF encoding, readable by
 ``xr.open_zarr`` (zarr-python) and by this backend, with the arguments and behaviour of
 ``Dataset.to_zarr`` (modes ``w``/``w-``/``a``/``a-``/``r+``, ``region=`` and ``"auto"``,
 ``append_dim=``, ``align_chunks``, ``compute=False`` returning a ``Delayed``) and its errors.

@@ -1,9 +1,9 @@
 """Codecs: the core Zarr v3 codecs, the registry third parties extend, the codec chain
-(:class:`CodecChain`, the one interpreter of a chain) and the shard format.
+([zarrfast.codecs.CodecChain][], the one interpreter of a chain) and the shard format.
 
 Every codec name is registered here, explicitly: the core codecs and the
 ``numcodecs.*`` codecs that zarr-python 3 writes, as zarr-python's classes
-(:mod:`.numcodecs`: ``Delta``, ``LZMA``, ... over :mod:`.numcodecs_v3`).
+([zarrfast.codecs.numcodecs][]: ``Delta``, ``LZMA``, ... over ``numcodecs_v3``).
 """
 
 from zarrfast import config as _config

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.codecs._base import ArrayBytesCodec, parse_named_config
+from zarrfast.codecs._base import ArrayBytesCodec, _document_enum_call, parse_named_config
 from zarrfast.errors import ChunkDecodeError, MetadataValidationError
 
 NATIVE_ENDIAN = sys.byteorder  # "little" or "big"
@@ -31,19 +31,6 @@ class Endian(StrEnum):
     Each member equals its string (``Endian.little == "little"``), so either may be
     given to ``BytesCodec``.
 
-    Parameters
-    ----------
-    value : str
-        The value of the member to give: ``Endian('big')`` is ``Endian.big``.
-    names, module, qualname, type, start, boundary : optional
-        The rest of Python's ``Enum`` call, which creates a new enum; this enum has
-        members, so giving ``names`` raises ``TypeError``.
-
-    Raises
-    ------
-    ValueError
-        ``value`` is not the value of a member.
-
     Examples
     --------
     >>> from zarrfast.codecs import Endian
@@ -53,6 +40,9 @@ class Endian(StrEnum):
 
     big = "big"
     little = "little"
+
+
+_document_enum_call(Endian, "big")
 
 
 @dataclass(frozen=True, repr=False)

@@ -25,7 +25,7 @@ import crc32c  # imported up front: its import reads ~190 KB of files, not on a 
 import numcodecs
 import numpy as np
 
-from zarrfast.codecs._base import BytesBytesCodec, parse_named_config
+from zarrfast.codecs._base import BytesBytesCodec, _document_enum_call, parse_named_config
 from zarrfast.errors import ChecksumError, CodecError, MetadataValidationError
 
 # -- bounded decompression ---------------------------------------------------------------
@@ -487,19 +487,6 @@ class BloscShuffle(StrEnum):
     the elements by position (first bytes, then second bytes, ...); ``bitshuffle``
     does so bit by bit.  Each member equals its string.
 
-    Parameters
-    ----------
-    value : str
-        The value of the member to give: ``BloscShuffle("shuffle")`` is ``BloscShuffle.shuffle``.
-    names, module, qualname, type, start, boundary : optional
-        The rest of Python's ``Enum`` call, which creates a new enum; this enum has
-        members, so giving ``names`` raises ``TypeError``.
-
-    Raises
-    ------
-    ValueError
-        ``value`` is not the value of a member.
-
     Examples
     --------
     >>> from zarrfast.codecs import BloscShuffle
@@ -550,19 +537,6 @@ class BloscCname(StrEnum):
     equals its string.  Whether one can compress depends on the c-blosc build
     (``snappy`` is often left out).
 
-    Parameters
-    ----------
-    value : str
-        The value of the member to give: ``BloscCname("lz4")`` is ``BloscCname.lz4``.
-    names, module, qualname, type, start, boundary : optional
-        The rest of Python's ``Enum`` call, which creates a new enum; this enum has
-        members, so giving ``names`` raises ``TypeError``.
-
-    Raises
-    ------
-    ValueError
-        ``value`` is not the value of a member.
-
     Examples
     --------
     >>> from zarrfast.codecs import BloscCname
@@ -576,6 +550,10 @@ class BloscCname(StrEnum):
     zstd = "zstd"
     snappy = "snappy"
     zlib = "zlib"
+
+
+_document_enum_call(BloscShuffle, "shuffle")
+_document_enum_call(BloscCname, "lz4")
 
 
 @functools.cache

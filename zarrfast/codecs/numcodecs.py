@@ -18,7 +18,7 @@ one warns, as zarr-python does, that other Zarr implementations may not read it)
 
 They are the classes zarrfast reads ``numcodecs.<id>`` metadata into (so an array's
 ``filters`` compare equal to the codecs it was created with), each a subclass of the codec
-doing the work in :mod:`zarrfast.codecs.numcodecs_v3`: ``Zstd``, ``Blosc`` and ``GZip`` are
+doing the work in ``zarrfast.codecs.numcodecs_v3``: ``Zstd``, ``Blosc`` and ``GZip`` are
 the core codecs' fast paths, the rest numcodecs' classes.  ``CRC32C`` is numcodecs' own
 (it also puts the checksum first, ``location="start"``); metadata naming
 ``numcodecs.crc32c`` with the checksum at the end reads into the ``crc32c`` fast path.

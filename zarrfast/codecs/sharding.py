@@ -32,7 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.codecs._base import ArrayBytesCodec, BytesBytesCodec, Codec, parse_named_config
+from zarrfast.codecs._base import (
+    ArrayBytesCodec,
+    BytesBytesCodec,
+    Codec,
+    _document_enum_call,
+    parse_named_config,
+)
 from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.chain import CodecChain, parse_codecs, validate_codec_chain
 from zarrfast.codecs.compressors import Crc32cCodec
@@ -79,20 +85,6 @@ class ShardingCodecIndexLocation(StrEnum):
     The ``index_location`` of [zarrfast.codecs.ShardingCodec][]: ``start`` or ``end``;
     each member equals its string.
 
-    Parameters
-    ----------
-    value : str
-        The value of the member to give: ``ShardingCodecIndexLocation("start")`` is
-        ``ShardingCodecIndexLocation.start``.
-    names, module, qualname, type, start, boundary : optional
-        The rest of Python's ``Enum`` call, which creates a new enum; this enum has
-        members, so giving ``names`` raises ``TypeError``.
-
-    Raises
-    ------
-    ValueError
-        ``value`` is not the value of a member.
-
     Examples
     --------
     >>> from zarrfast.codecs import ShardingCodecIndexLocation
@@ -102,6 +94,9 @@ class ShardingCodecIndexLocation(StrEnum):
 
     start = "start"
     end = "end"
+
+
+_document_enum_call(ShardingCodecIndexLocation, "start")
 
 
 @dataclass(frozen=True)

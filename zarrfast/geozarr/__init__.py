@@ -1,9 +1,10 @@
 """GeoZarr: validate (and write) hierarchies following the GeoZarr mini spec.
 
 ``validate(store, "dataarray" | "dataset" | "multiscale")`` returns every
-:class:`Finding` (rule id, severity, path, message) of ``geozarr-rules.md``;
-``check`` raises :class:`GeoZarrError` listing the errors.  The well-known OGC
-TileMatrixSets ship as package data (:func:`get_tile_matrix_set`).
+[zarrfast.geozarr.Finding][] (rule id, severity, path, message) of ``geozarr-rules.md``;
+[zarrfast.geozarr.check][] raises [zarrfast.geozarr.GeoZarrError][] listing the errors.  The
+well-known OGC TileMatrixSets ship as package data
+([zarrfast.geozarr.get_tile_matrix_set][]).
 """
 
 from zarrfast.geozarr.findings import Finding, GeoZarrError

@@ -432,11 +432,11 @@ def build_multiscales(source_group: Any, target_group: Any, *,
     Parameters
     ----------
     source_group
-        A valid GeoZarr Dataset: a :class:`zarrfast.Group`, or what
-        :func:`zarrfast.open_group` opens (read-only here).
+        A valid GeoZarr Dataset: a [zarrfast.Group][], or what
+        [zarrfast.open_group][] opens (read-only here).
     target_group
-        The Multiscale Dataset: a writable :class:`zarrfast.Group` (its Zarr format is
-        used), or what :func:`zarrfast.open_group` opens or creates (then in the
+        The Multiscale Dataset: a writable [zarrfast.Group][] (its Zarr format is
+        used), or what [zarrfast.open_group][] opens or creates (then in the
         source's format). May not be the source itself.
     tile_matrix_set
         A well-known TileMatrixSet id (written as the id) or a TileMatrixSet object

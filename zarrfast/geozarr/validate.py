@@ -909,7 +909,7 @@ def validate(store_or_path: Any, as_: str = "dataset", *, path: str = "",
 def check(store_or_path: Any, as_: str = "dataset", *, path: str = "",
           recommended: bool = True, allow_grid_mapping_scalars: bool = False
           ) -> list[Finding]:
-    """Validate a node as :func:`validate` does, and raise if it breaks a rule.
+    """Validate a node as [zarrfast.geozarr.validate][] does, and raise if it breaks a rule.
 
     Parameters
     ----------
@@ -976,8 +976,9 @@ def get_tile_matrix_set(name_or_dict: str | Mapping[str, Any]) -> dict[str, Any]
     Parameters
     ----------
     name_or_dict
-        A well-known id (see :func:`zarrfast.geozarr.well_known_tile_matrix_sets`), or a TileMatrixSet
-        object, which is checked against the TMS rules (errors and recommended errors).
+        A well-known id (see [zarrfast.geozarr.well_known_tile_matrix_sets][]), or a
+        TileMatrixSet object, which is checked against the TMS rules (errors and
+        recommended errors).
 
     Returns
     -------

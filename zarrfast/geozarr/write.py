@@ -293,8 +293,8 @@ def write_dataset(group: Any, data_vars: Any, coords: Mapping[str, Any] | None =
     Parameters
     ----------
     group
-        A writable :class:`zarrfast.Group` of format ``zarr_format``, or anything
-        :func:`zarrfast.open_group` takes (a path, a store, a dict); a missing group
+        A writable [zarrfast.Group][] of format ``zarr_format``, or anything
+        [zarrfast.open_group][] takes (a path, a store, a dict); a missing group
         is created.
     data_vars
         Mapping of name -> ``(dims, array)`` or ``(dims, array, attrs)`` -- or an
