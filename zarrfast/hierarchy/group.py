@@ -180,8 +180,11 @@ class Group(Node):
 
     @property
     def async_group(self) -> Any:
-        """This group's :class:`~zarrfast.AsyncGroup` (coroutine methods, same state);
-        ``Group(async_group)`` gives this group back."""
+        """This group's [zarrfast.AsyncGroup][]: coroutine methods, the same state.
+
+        Made once (``g.async_group is g.async_group``); ``zarrfast.Group(g.async_group)``
+        gives this group back.
+        """
         return self._async_view()
 
     _async_group = async_group  # (zarr-python's attribute name)
