@@ -17,6 +17,7 @@ convention), so ``__init__`` itself needs no docstring.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import re
 from collections.abc import Callable
@@ -56,14 +57,15 @@ def _documented_params(section: str) -> tuple[list[str], list[str]]:
     return names, bad
 
 
-def _signature_params(func: Callable[..., object]) -> list[str] | None:
+def _signature_params(func: Callable[..., object], kind: str) -> list[str] | None:
+    """The parameters a docstring documents: a method's ``self`` or ``cls`` is not one."""
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError):
         return None
     names = []
-    for p in sig.parameters.values():
-        if p.name in ("self", "cls"):
+    for i, p in enumerate(sig.parameters.values()):
+        if kind == "method" and i == 0 and p.name in ("self", "cls"):
             continue
         prefix = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
         names.append(prefix + p.name)
@@ -103,12 +105,16 @@ def check(name: str, obj: object, owner: type | None) -> list[str]:
     func, kind = _target(obj, owner)
     if func is None:
         return problems
+    if kind == "class" and issubclass(func, enum.Enum):  # type: ignore[arg-type]
+        # calling an enum looks a member up by value (Python's Enum call): the members
+        # are its documentation, not the parameters of that call
+        return problems
     if kind == "class" and "__init__" not in vars(func) and "__new__" not in vars(func):
         # the constructor is inherited: its parameters are documented where it is
         # defined, or (dataclasses, exceptions) by the class itself when it has any
         if "Parameters" not in sections:
             return problems
-    params = _signature_params(func)
+    params = _signature_params(func, kind)
     if params is None:
         return problems
     documented, bad = _documented_params(sections.get("Parameters", ""))
@@ -203,3 +209,20 @@ def test_the_checker_catches_what_it_should() -> None:
         "r: has no Returns section (annotate '-> None' if it returns nothing)",
     ]
     assert check("f", fine, None) == []
+
+    def register(cls) -> None:
+        """Register a class.
+
+        Parameters
+        ----------
+        cls : type
+            The class.
+        """
+
+    class Colour(enum.Enum):
+        """A colour."""
+
+        RED = "red"
+
+    assert check("register", register, None) == []
+    assert check("Colour", Colour, None) == []

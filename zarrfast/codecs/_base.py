@@ -33,36 +33,6 @@ from zarrfast.errors import MetadataValidationError
 __all__ = ["ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "Codec", "parse_named_config"]
 
 
-def _document_enum_call(cls: type, example: str) -> None:
-    """Add to an enum's docstring, at run time, the Parameters of calling it.
-
-    ``inspect.signature`` of an enum class is Python's ``Enum`` call (``value, names,
-    module, ...``): its docstring documents them for ``help()`` and the docstring test
-    (tests/docs).  The API reference reads the source and sees no constructor, where the
-    same section would be parameters that do not exist; so the section is added here,
-    before the Examples, not written in the class body.
-    """
-    section = f"""    Parameters
-    ----------
-    value : str
-        The value of the member to give: ``{cls.__name__}({example!r})`` is
-        ``{cls.__name__}.{example}``.
-    names, module, qualname, type, start, boundary : optional
-        The rest of Python's ``Enum`` call, which creates a new enum; this enum has
-        members, so giving ``names`` raises ``TypeError``.
-
-    Raises
-    ------
-    ValueError
-        ``value`` is not the value of a member.
-
-"""
-    doc = cls.__doc__ or ""
-    at = doc.find("    Examples\n")
-    cls.__doc__ = (doc[:at] + section + doc[at:] if at >= 0
-                   else doc.rstrip() + "\n\n" + section)
-
-
 def parse_named_config(
     data: Any, expected_name: str | tuple[str, ...], *, allowed: tuple[str, ...] = ()
 ) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from zarrfast.codecs._base import ArrayBytesCodec, _document_enum_call, parse_named_config
+from zarrfast.codecs._base import ArrayBytesCodec, parse_named_config
 from zarrfast.errors import ChunkDecodeError, MetadataValidationError
 
 NATIVE_ENDIAN = sys.byteorder  # "little" or "big"
@@ -42,7 +42,6 @@ class Endian(StrEnum):
     little = "little"
 
 
-_document_enum_call(Endian, "big")
 
 
 @dataclass(frozen=True, repr=False)

@@ -25,7 +25,7 @@ import crc32c  # imported up front: its import reads ~190 KB of files, not on a 
 import numcodecs
 import numpy as np
 
-from zarrfast.codecs._base import BytesBytesCodec, _document_enum_call, parse_named_config
+from zarrfast.codecs._base import BytesBytesCodec, parse_named_config
 from zarrfast.errors import ChecksumError, CodecError, MetadataValidationError
 
 # -- bounded decompression ---------------------------------------------------------------
@@ -550,10 +550,6 @@ class BloscCname(StrEnum):
     zstd = "zstd"
     snappy = "snappy"
     zlib = "zlib"
-
-
-_document_enum_call(BloscShuffle, "shuffle")
-_document_enum_call(BloscCname, "lz4")
 
 
 @functools.cache

@@ -31,16 +31,17 @@ _lock = threading.Lock()
 def register_codec(cls: type[Codec], name: str | None = None) -> type[Codec]:
     """Register the codec class ``cls``, so that metadata naming it reads into it.
 
-    ``cls`` (the first argument) is a subclass of [zarrfast.codecs.ArrayArrayCodec][],
-    [zarrfast.codecs.ArrayBytesCodec][] or [zarrfast.codecs.BytesBytesCodec][] with
-    ``name``, ``from_dict`` and ``to_dict``.  It is registered under ``name`` and,
-    unless another class holds them, under its ``aliases``; a class registered before
-    under ``name`` is replaced.  Returning the class, this can be used as a class
-    decorator.  Third-party packages may instead declare an entry point in the group
-    ``zarrfast.codecs``.
+    It is registered under ``name`` and, unless another class holds them, under its
+    ``aliases``; a class registered before under ``name`` is replaced.  Returning the
+    class, this can be used as a class decorator.  Third-party packages may instead
+    declare an entry point in the group ``zarrfast.codecs``.
 
     Parameters
     ----------
+    cls : type
+        A subclass of [zarrfast.codecs.ArrayArrayCodec][],
+        [zarrfast.codecs.ArrayBytesCodec][] or [zarrfast.codecs.BytesBytesCodec][] with
+        ``name``, ``from_dict`` and ``to_dict``.
     name : str, optional
         The name to register it under; default ``cls.name``.
 

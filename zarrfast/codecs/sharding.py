@@ -36,7 +36,6 @@ from zarrfast.codecs._base import (
     ArrayBytesCodec,
     BytesBytesCodec,
     Codec,
-    _document_enum_call,
     parse_named_config,
 )
 from zarrfast.codecs.bytes import BytesCodec
@@ -96,7 +95,6 @@ class ShardingCodecIndexLocation(StrEnum):
     end = "end"
 
 
-_document_enum_call(ShardingCodecIndexLocation, "start")
 
 
 @dataclass(frozen=True)
