@@ -809,3 +809,13 @@ async def test_a_cancelled_write_still_completes() -> None:
     await asyncio.wrap_future(job)  # the write's thread, to its end
     store.pause = False
     np.testing.assert_array_equal(zarrfast.Array(arr)[...], np.arange(8))
+
+
+async def test_async_group_info_complete_counts_the_members() -> None:
+    # (it returned ``info``, without the counts, for a group without consolidated metadata)
+    g = zarrfast.group(store={})
+    g.create_array("a", shape=(2,), dtype="i1")
+    g.create_group("b")
+    text = repr(await g.async_group.info_complete())
+    assert text == repr(g.info_complete())
+    assert "No. members" in text and "No. arrays" in text

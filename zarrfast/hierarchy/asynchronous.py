@@ -1959,17 +1959,17 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
         return self
 
     async def info_complete(self) -> Any:
-        """Return the group's ``info`` (a coroutine).
+        """Return the group's ``info`` with its members counted (a coroutine).
 
-        Unlike ``Group.info_complete``, this gives ``info`` itself: the member counts
-        only when the group was opened from consolidated metadata.
+        Like ``Group.info_complete``: the members are listed from the store, so the
+        counts are there whether or not the group has consolidated metadata.
 
         Returns
         -------
         GroupInfo
             Prints as zarr-python's group info.
         """
-        return await _call(lambda: self._node.info)
+        return await _call(self._node.info_complete)
 
     async def tree(self, expand: bool | None = None, level: int | None = None, *,
                    max_nodes: int = 500, plain: bool = False) -> Any:
