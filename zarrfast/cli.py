@@ -465,6 +465,7 @@ def _version_text(version: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from zarrfast import __version__
     from zarrfast.bench import LAYOUTS, LIBRARIES, OP_HELP, REFERENCE_LAYOUTS
+    from zarrfast.bench.libs import INSTALL_HINT
 
     parser = argparse.ArgumentParser(
         prog="zarrfast", formatter_class=_Formatter,
@@ -590,7 +591,7 @@ examples:
                     "MiB/s; for the others their time / zarrfast's: x2.00 took twice as "
                     "long), then a short summary; --out also writes JSON, CSV and a PNG "
                     "plot. Times are the best of --repeat runs. Add the other libraries "
-                    "with: pip install \"zarrfast[bench]\".",
+                    f"with: {INSTALL_HINT}.",
         epilog=f"""\
 layouts (--layouts; default all):
 {layouts}

@@ -26,7 +26,8 @@ try:
     from dask.base import tokenize
 except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        "zarrfast.dask requires dask, which is not installed: pip install 'zarrfast[dask]'"
+        "zarrfast.dask requires dask, which is not installed: "
+        'pip install "zarrfast[dask]" (from a source checkout: pip install ".[dask]")'
     ) from _e
 
 from zarrfast.api import create_array, open_array

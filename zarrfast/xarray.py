@@ -41,7 +41,7 @@ try:
 except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
         "zarrfast.xarray requires xarray, which is not installed: "
-        "pip install 'zarrfast[xarray]'"
+        'pip install "zarrfast[xarray]" (from a source checkout: pip install ".[xarray]")'
     ) from _e
 
 from zarrfast.api import consolidate_metadata, open_group

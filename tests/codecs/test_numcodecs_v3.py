@@ -199,7 +199,8 @@ def test_a_codec_from_a_missing_extra_names_the_codec_and_the_extra(tmp_path,
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=subprocess_cwd, check=True).stdout
     assert "UnknownCodecError" in out and "'p'" in out and "numcodecs.pcodec" in out
-    assert "zarrfast[pcodec]" in out
+    assert ('pip install "zarrfast[pcodec]" (from a source checkout: '
+            'pip install ".[pcodec]")') in out
 
 
 def test_numcodecs_codecs_parse_and_print_back():

@@ -259,6 +259,7 @@ def test_bench_help_speaks_to_users(subprocess_cwd):
     text = p.stdout
     for word in ("issue", "CI", "README", "main job"):
         assert not re.search(rf"\b{word}", text), word
-    assert 'pip install "zarrfast[bench]"' in " ".join(text.split())
+    assert ('pip install "zarrfast[bench]" (from a source checkout: pip install ".[bench]")'
+            in " ".join(text.split()))
     assert "250 MiB" in text and "256 MiB" not in text
     assert all(len(line) <= 100 for line in text.splitlines())

@@ -471,8 +471,27 @@ def test_missing_optional_dependency_names_the_extra(blocked: str, subprocess_cw
                          timeout=60, env=env, cwd=subprocess_cwd)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("MissingDependencyError"), out.stdout + out.stderr
-    assert "pip install 'zarrfast[remote]'" in out.stdout
+    assert ('pip install "zarrfast[remote]" (from a source checkout: '
+            'pip install ".[remote]")') in out.stdout
     assert blocked in out.stdout
+
+
+def test_a_protocol_outside_the_remote_extra_names_its_own_package(subprocess_cwd) -> None:
+    """``gs://`` needs gcsfs, which the remote extra does not bring: the message says to
+    install gcsfs itself, not the extra."""
+    code = (
+        "import sys; sys.modules['gcsfs'] = None\n"
+        "from zarrfast.storage import FsspecStore\n"
+        "try:\n"
+        "    FsspecStore.from_url('gs://bucket/x.zarr')\n"
+        "except ImportError as e:\n"
+        "    print(type(e).__name__, e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=subprocess_cwd)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("MissingDependencyError"), out.stdout + out.stderr
+    assert "pip install gcsfs" in out.stdout and "zarrfast[remote]" not in out.stdout
 
 
 def test_http_read_only_access(tmp_path: Path) -> None:

@@ -343,4 +343,5 @@ def test_without_zarr_installed(subprocess_cwd: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=subprocess_cwd,
                          capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
-    assert "zarrfast[zarr]" in out.stdout
+    assert ('pip install "zarrfast[zarr]" (from a source checkout: '
+            'pip install ".[zarr]")') in out.stdout

@@ -75,7 +75,8 @@ def _make_impl(name: str, codec_id: str, config: dict) -> Any:
         except ImportError:
             raise UnknownCodecError(
                 f"codec {name!r} needs the {module!r} package, which is not installed: "
-                f"pip install 'zarrfast[{extra}]'") from None
+                f"pip install \"zarrfast[{extra}]\" (from a source checkout: "
+                f"pip install \".[{extra}]\")") from None
     try:
         return numcodecs.get_codec({"id": codec_id, **config})
     except TypeError as e:  # an unknown or missing keyword: names the field

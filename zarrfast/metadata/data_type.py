@@ -121,7 +121,8 @@ def _ml_dtype(name: str, where: str) -> np.dtype:
     except ImportError:
         raise UnsupportedDataTypeError(
             f"{where}: data type {name!r} needs the 'ml_dtypes' package, which is not "
-            f"installed: pip install 'zarrfast[ml]'") from None
+            f"installed: pip install \"zarrfast[ml]\" (from a source checkout: "
+            f"pip install \".[ml]\")") from None
     t = getattr(ml_dtypes, name, None)
     if t is None:
         raise UnsupportedDataTypeError(

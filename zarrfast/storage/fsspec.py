@@ -14,7 +14,10 @@ S3 this policy replaces botocore's and s3fs's own retries, so the bound is
 exact.  Other failures are not retried.  A missing key (HTTP 404) reads as
 ``None``.  Every error names the URL of the key.
 
-fsspec (and s3fs for ``s3://``) are optional: ``pip install 'zarrfast[remote]'``.
+fsspec (and s3fs for ``s3://``) are optional, in the ``remote`` extra:
+``pip install "zarrfast[remote]"`` (from a source checkout: ``pip install ".[remote]"``).
+Other protocols need their own fsspec package, which the extra does not bring (``gcsfs``
+for ``gs://``, ``adlfs`` for ``az://``): install it yourself.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ __all__ = ["FsspecStore", "RetryPolicy"]
 
 T = TypeVar("T")
 
-_EXTRA_HINT = "pip install 'zarrfast[remote]'"
+_EXTRA_HINT = 'pip install "zarrfast[remote]" (from a source checkout: pip install ".[remote]")'
 
 _S3_PROTOCOLS = ("s3", "s3a")
 
@@ -95,6 +98,21 @@ def _import_fsspec() -> Any:
     return fsspec
 
 
+def _missing_package_hint(exc: ImportError) -> str:
+    """How to install what an fsspec protocol lacks: the ``remote`` extra brings fsspec
+    and s3fs only; any other package (gcsfs, adlfs, aiohttp...) is named to install."""
+    missing = ""
+    for e in exception_chain(exc):
+        name = getattr(e, "name", None)
+        if isinstance(e, ImportError) and name:
+            missing = name.split(".", 1)[0]
+            break
+    if missing in ("", "fsspec", "s3fs"):
+        return f"install the remote store dependencies with {_EXTRA_HINT}"
+    return (f"install it with: pip install {missing} (zarrfast's remote extra brings only "
+            f"fsspec and s3fs)")
+
+
 def _range_status(exc: BaseException) -> bool:
     """Whether ``exc`` says a requested byte range is not satisfiable (HTTP 416)."""
     return any(http_status(e) == 416 or error_code(e) == "InvalidRange"
@@ -118,7 +136,9 @@ class FsspecStore(Store):
     5xx, connection resets, timeouts) are retried with exponential backoff and jitter,
     bounded by ``retry``; a missing key (HTTP 404) reads as ``None``.  Use
     ``from_url`` to open a URL, as with zarr-python's ``FsspecStore``.  Needs fsspec
-    (and s3fs for S3): ``pip install 'zarrfast[remote]'``.
+    (and s3fs for S3): ``pip install "zarrfast[remote]"`` (from a source checkout:
+    ``pip install ".[remote]"``); other protocols need their own package (``gcsfs``
+    for ``gs://``...), installed separately.
 
     Parameters
     ----------
@@ -272,8 +292,8 @@ class FsspecStore(Store):
             fs, path = _url_to_fs(fsspec, url, options, take_over)
         except ImportError as e:
             raise MissingDependencyError(
-                f"cannot open {url!r}: a package it needs is missing ({e}); install the remote "
-                f"store dependencies with {_EXTRA_HINT}"
+                f"cannot open {url!r}: a package it needs is missing ({e}); "
+                f"{_missing_package_hint(e)}"
             ) from None
         except (TypeError, ValueError) as e:
             raise ZarrfastError(f"cannot open {url!r} with storage_options "

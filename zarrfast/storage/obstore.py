@@ -14,7 +14,8 @@ exact and a stalled server is an error, never a hang.  A body shorter or longer
 than the range the server says it sent is detected and retried like a dropped
 connection.  Every error names the URL of the key.
 
-obstore is optional: ``pip install 'zarrfast[obstore]'``.
+obstore is optional: ``pip install "zarrfast[obstore]"`` (from a source checkout:
+``pip install ".[obstore]"``).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ __all__ = ["ObjectStore", "classify", "translate_storage_options"]
 T = TypeVar("T")
 _logger = logging.getLogger("zarrfast.storage")
 
-_EXTRA_HINT = "pip install 'zarrfast[obstore]'"
+_EXTRA_HINT = 'pip install "zarrfast[obstore]" (from a source checkout: pip install ".[obstore]")'
 
 #: seconds: the default time limit of one request (obstore's client ``timeout``)
 DEFAULT_TIMEOUT = 30.0
@@ -267,7 +268,8 @@ class ObjectStore(Store):
     ``max_concurrency`` threads at once: each costs less than half of what its
     asynchronous twin does in round trips through an event loop (4096 small GETs from a
     local nginx: 270 ms against 600 ms).  Use ``from_url`` to open a URL.  Needs
-    obstore: ``pip install 'zarrfast[obstore]'``.
+    obstore: ``pip install "zarrfast[obstore]"`` (from a source checkout:
+    ``pip install ".[obstore]"``).
 
     Parameters
     ----------

@@ -29,7 +29,8 @@ read-only icechunk session (``repo.readonly_session(...).store``) is not flagged
 read-only here: a write reaches icechunk, which refuses it with
 ``icechunk.IcechunkError`` ("cannot write to read-only store", naming the key).
 
-zarr-python is optional: ``pip install 'zarrfast[zarr]'``.
+zarr-python is optional: ``pip install "zarrfast[zarr]"`` (from a source checkout:
+``pip install ".[zarr]"``).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ __all__ = ["ZarrPythonStore", "is_zarr_python_store"]
 
 T = TypeVar("T")
 
-_EXTRA_HINT = "pip install 'zarrfast[zarr]'"
+_EXTRA_HINT = 'pip install "zarrfast[zarr]" (from a source checkout: pip install ".[zarr]")'
 
 
 def _zarr() -> Any:
@@ -151,7 +152,8 @@ class ZarrPythonStore(Store):
     are retried with ``retry``; other failures become
     ``zarrfast.storage.RemoteStoreError`` naming the key, except icechunk's own errors,
     raised as they are (a read-only icechunk session refuses writes itself, with
-    ``icechunk.IcechunkError``).  Needs zarr-python: ``pip install 'zarrfast[zarr]'``.
+    ``icechunk.IcechunkError``).  Needs zarr-python: ``pip install "zarrfast[zarr]"``
+    (from a source checkout: ``pip install ".[zarr]"``).
 
     Parameters
     ----------
