@@ -4,6 +4,8 @@ registry's rules, and bad input named when the array opens."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 
 import zarrfast
 from zarrfast.codecs.arithmetic import ReshapeCodec, _round_int
-from zarrfast.errors import CodecError, MetadataValidationError
+from zarrfast.errors import CodecError, MetadataValidationError, UnsupportedDataTypeError
 
 LE = {"name": "bytes", "configuration": {"endian": "little"}}
 
@@ -91,6 +93,29 @@ def test_scale_offset_refuses_what_it_cannot_represent(tmp_path):
         a[:] = np.array([200, 11, 12, 13], "u1")  # (200 - 10) * 2 > 255
     a[:] = np.array([10, 11, 12, 100], "u1")
     assert a[:].tolist() == [10, 11, 12, 100]
+
+
+def test_cast_value_an_unknown_data_type_is_an_unsupported_data_type() -> None:
+    from zarrfast.codecs import CastValueCodec
+
+    with pytest.raises(UnsupportedDataTypeError, match="'nope'"):
+        CastValueCodec({"data_type": "nope"})
+
+
+def test_cast_value_without_its_package_says_how_to_install_it(subprocess_cwd) -> None:
+    code = ("import sys; sys.modules['cast_value_rs'] = None\n"
+            "import zarrfast\n"
+            "from zarrfast.codecs import CastValueCodec\n"
+            "try:\n"
+            "    zarrfast.create_array(store={}, shape=(2,), dtype='float32',\n"
+            "                          filters=[CastValueCodec({'data_type': 'uint8'})])[:] = 1\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=subprocess_cwd, timeout=60, check=True).stdout
+    assert "UnknownCodecError" in out, out
+    assert ('pip install "zarrfast[cast]" (from a source checkout: pip install ".[cast]")'
+            in out), out
 
 
 @pytest.mark.parametrize(("codec", "message"), [

@@ -235,7 +235,8 @@ def _cast_array() -> Any:
     except ImportError:
         raise UnknownCodecError(
             "codec 'cast_value' needs the 'cast-value-rs' package, which is not installed: "
-            "pip install 'zarrfast[cast]'") from None
+            'pip install "zarrfast[cast]" (from a source checkout: pip install ".[cast]")'
+        ) from None
     return cast_array
 
 
@@ -246,8 +247,8 @@ class CastValueCodec(ArrayArrayCodec):
     An array -> array codec of the extension registry (zarr-extensions
     ``codecs/cast_value``), recorded as ``{"name": "cast_value", "configuration":
     {...}}``.  The conversion is the ``cast-value-rs`` package's, the library zarr-python
-    uses (install ``zarrfast[cast]``); arrays with this codec need it to be read or
-    written.
+    uses (``pip install "zarrfast[cast]"``; from a source checkout:
+    ``pip install ".[cast]"``); arrays with this codec need it to be read or written.
 
     Parameters
     ----------
@@ -263,8 +264,10 @@ class CastValueCodec(ArrayArrayCodec):
     Raises
     ------
     MetadataValidationError
-        No ``data_type``, an unknown data type, or a bad ``rounding``,
-        ``out_of_range`` or ``scalar_map``.
+        No ``data_type``, or a bad ``rounding``, ``out_of_range`` or ``scalar_map``.
+    UnsupportedDataTypeError
+        A ``data_type`` zarrfast does not know (or an ML type such as ``bfloat16``
+        without the ``ml_dtypes`` package).
 
     Examples
     --------
