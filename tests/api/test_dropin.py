@@ -132,3 +132,27 @@ def test_negative_steps_equal_numpy(tmp_path):
     a[::-2, 5:0:-1] = -1
     data[::-2, 5:0:-1] = -1
     np.testing.assert_array_equal(a[...], data)
+
+
+def test_like_functions_copy_a_dask_arrays_regular_chunks(tmp_path):
+    """A dask array's ``chunks`` holds every chunk's size; its regular chunk shape
+    (``chunksize``) is what the ``*_like`` functions copy, as zarr-python's do.  Irregular
+    chunks (which zarr-python refuses) are not copied: the chunk shape is a guess."""
+    da = pytest.importorskip("dask.array")
+    x = da.zeros((10, 7), chunks=(4, 3), dtype="int16")
+    assert x.chunks == ((4, 4, 2), (3, 3, 1))
+    for name in ("empty_like", "zeros_like", "ones_like", "full_like"):
+        kw = {"fill_value": 3} if name == "full_like" else {}
+        ours = getattr(zarrfast, name)(x, **kw)
+        theirs = getattr(zarr_python, name)(x, **kw)
+        assert ours.chunks == theirs.chunks == (4, 3), name
+        assert (ours.shape, ours.dtype) == ((10, 7), np.dtype("int16")), name
+    assert zarrfast.open_like(x, str(tmp_path / "like.zarr")).chunks == (4, 3)
+    assert zarrfast.zeros_like(x, chunks=(5, 7)).chunks == (5, 7)  # a keyword wins
+
+    irregular = da.zeros((10, 7), chunks=((4, 6), (3, 4)), dtype="int16")
+    with pytest.raises(ValueError, match="Irregular"):
+        zarr_python.zeros_like(irregular)
+    z = zarrfast.zeros_like(irregular)
+    assert z.shape == (10, 7) and z.metadata.regular
+    assert z.chunks == zarrfast.zeros((10, 7), dtype="int16").chunks  # the guess

@@ -1435,10 +1435,34 @@ def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         out.setdefault("fill_value", a.fill_value)
         out.setdefault("zarr_format", a.zarr_format)
         out.setdefault("order", a.order)
-    elif hasattr(a, "chunks") and isinstance(getattr(a, "chunks", None), tuple):
-        if all(isinstance(c, int) for c in a.chunks):
-            out.setdefault("chunks", a.chunks)
+    else:
+        chunks = _regular_chunks_of(a)
+        if chunks is not None:
+            out.setdefault("chunks", chunks)
     return out
+
+
+def _regular_chunks_of(a: Any) -> tuple[int, ...] | None:
+    """The chunk shape of an array-like that is not a zarrfast array: its ``chunks`` when
+    that is a tuple of ints (a zarr-python or h5py array); for a dask-like array, whose
+    ``chunks`` holds every chunk's size per dimension, its ``chunksize`` when the grid is
+    regular (each dimension's chunks all that size, but the last, which may be smaller);
+    else None (irregular dask chunks are not copied)."""
+    chunks = getattr(a, "chunks", None)
+    if not isinstance(chunks, tuple):
+        return None
+    if all(isinstance(c, int) for c in chunks):
+        return chunks
+    size = getattr(a, "chunksize", None)
+    if (not isinstance(size, tuple) or len(size) != len(chunks) or len(size) != len(a.shape)
+            or not all(isinstance(n, (int, np.integer)) and n > 0 for n in size)):
+        return None
+    for sizes, n in zip(chunks, size, strict=True):
+        if (not isinstance(sizes, tuple) or not sizes
+                or not all(isinstance(c, (int, np.integer)) for c in sizes)
+                or any(c != n for c in sizes[:-1]) or not 0 < sizes[-1] <= n):
+            return None
+    return tuple(int(n) for n in size)
 
 
 def empty_like(a: Any, **kwargs: Any) -> Array:
@@ -1453,8 +1477,9 @@ def empty_like(a: Any, **kwargs: Any) -> Array:
         The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
         a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
         are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
-        a dask array's is).
+        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
+        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
+        when its chunks are regular, all of that size but the last of each dimension).
     **kwargs
         The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
         ``chunks``, ``zarr_format``...), which override what is copied from ``a``.  An
@@ -1494,8 +1519,9 @@ def zeros_like(a: Any, **kwargs: Any) -> Array:
         The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
         a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
         are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
-        a dask array's is).
+        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
+        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
+        when its chunks are regular, all of that size but the last of each dimension).
     **kwargs
         The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
         ``chunks``, ``zarr_format``...), which override what is copied from ``a``; but
@@ -1536,8 +1562,9 @@ def ones_like(a: Any, **kwargs: Any) -> Array:
         The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
         a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
         are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
-        a dask array's is).
+        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
+        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
+        when its chunks are regular, all of that size but the last of each dimension).
     **kwargs
         The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
         ``chunks``, ``zarr_format``...), which override what is copied from ``a``; but
@@ -1581,8 +1608,9 @@ def full_like(a: Any, **kwargs: Any) -> Array:
         The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
         a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
         are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
-        a dask array's is).
+        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
+        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
+        when its chunks are regular, all of that size but the last of each dimension).
     **kwargs
         The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
         ``chunks``, ``zarr_format``...), which override what is copied from ``a``.  An
@@ -1625,8 +1653,9 @@ def open_like(a: Any, path: str, *, store: StoreLike = None, **kwargs: Any) -> A
         The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
         a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
         are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and ``chunks`` when it is a tuple of ints, as
-        a dask array's is).
+        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
+        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
+        when its chunks are regular, all of that size but the last of each dimension).
     path : str
         Where: the store itself (a local directory, a URL...) when ``store`` is not
         given, else the array's path in ``store``.
