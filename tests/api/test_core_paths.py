@@ -47,6 +47,27 @@ def test_create_hierarchy_makes_and_yields_the_implied_groups(tmp_path):
                                                           "q": GroupMetadataV2()}))
 
 
+def test_create_hierarchy_takes_what_the_other_functions_take(tmp_path, monkeypatch):
+    """A path, a dict or None, as ``store=`` elsewhere; the store is resolved once, so
+    with None every node is in the same new in-memory store."""
+    import typing
+
+    from zarrfast.core.group import GroupMetadata
+    from zarrfast.storage.resolve import StoreLike
+
+    hints = typing.get_type_hints(zarrfast.create_hierarchy,
+                                  globalns=vars(zarrfast.api.synchronous))
+    assert set(typing.get_args(StoreLike)) <= set(typing.get_args(hints["store"]))
+    monkeypatch.chdir(tmp_path)
+    for store in ("data.zarr", {}, None):
+        out = dict(zarrfast.create_hierarchy(store=store, nodes={"a/b": GroupMetadata()}))
+        assert sorted(out) == ["", "a", "a/b"], store
+        assert len({id(node.store) for node in out.values()}) == 1, store
+        root = out[""]
+        assert root["a"]["b"].path == "a/b", store
+    assert "a" in zarrfast.open_group("data.zarr", mode="r")
+
+
 def test_group_like_creators_and_foreign_data_type_objects():
     import pytest
 

@@ -2150,8 +2150,8 @@ def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> An
     return grp.tree(expand=expand, level=level)
 
 
-def create_hierarchy(*, store: Store | StorePath, nodes: Mapping[str, Any], overwrite: bool = False
-                     ) -> Iterator[tuple[str, Array | Group]]:
+def create_hierarchy(*, store: StoreLike | StorePath, nodes: Mapping[str, Any],
+                     overwrite: bool = False) -> Iterator[tuple[str, Array | Group]]:
     """Write the metadata of many nodes, and yield each node made.
 
     A generator: nothing is written until it is iterated (``dict(...)`` or ``list(...)``
@@ -2162,8 +2162,9 @@ def create_hierarchy(*, store: Store | StorePath, nodes: Mapping[str, Any], over
 
     Parameters
     ----------
-    store : Store, StorePath, str, pathlib.Path or dict
-        Where to write, as for [zarrfast.create_array][]; the paths of a
+    store : Store, StorePath, str, pathlib.Path, dict or None
+        Where to write, as for [zarrfast.create_array][] (resolved once: ``None`` is one
+        new in-memory store holding every node); the paths of a
         [zarrfast.storage.StorePath][] are below its path.
     nodes : dict
         ``{path: metadata}``: the metadata of each node, all of one Zarr format, as
@@ -2216,20 +2217,23 @@ def create_hierarchy(*, store: Store | StorePath, nodes: Mapping[str, Any], over
             if parent not in given and parent not in implied:
                 implied.append(parent)
     fmt = formats.pop() if formats else 3
+    # the store is resolved once: every node in the same one (None: one new MemoryStore)
+    s, base = _resolve(store, None)
+
+    def at(key: str) -> str:
+        return f"{base}/{key}" if base and key else base or key
+
     created = []
     for key in sorted(implied, key=lambda k: (k.count("/") + bool(k), k)):
-        s, p = _resolve(store, key)
-        if existing_node(s, p) is None:  # write_new_node makes it with the first child
-            created.append((key, s, p))
+        if existing_node(s, at(key)) is None:  # write_new_node makes it with the first child
+            created.append(key)
     for path, md in given.items():
-        s, p = _resolve(store, path)
-        _write(s, p, md, overwrite=overwrite)
-    for key, s, p in created:
-        yield key, node_from_metadata(s, p, GroupMetadata() if fmt == 3 else GroupMetadataV2(),
-                                      read_only=False)
+        _write(s, at(path), md, overwrite=overwrite)
+    for key in created:
+        yield key, node_from_metadata(s, at(key), GroupMetadata() if fmt == 3
+                                      else GroupMetadataV2(), read_only=False)
     for path, md in given.items():
-        s, p = _resolve(store, path)
-        yield path, node_from_metadata(s, p, md, read_only=False)
+        yield path, node_from_metadata(s, at(path), md, read_only=False)
 
 
 # -- the keywords each function passes on takes (an unknown one is a TypeError) -----------
