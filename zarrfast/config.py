@@ -1,96 +1,91 @@
-"""Runtime configuration: a donfig ``Config`` that speaks zarr-python's keys and zarrfast's.
+"""Runtime configuration: zarr-python's zarr.config, with zarrfast's own keys.
 
-``zarrfast.config`` answers the calls ``zarr.config`` answers (it is a thin module over one
-:class:`Config`, a ``donfig.Config``)::
+zarrfast.config is a donfig Config, as zarr.config is, and answers the same calls:
 
-    zarrfast.config.set({"array.order": "F", "threading.max_workers": 4})   # for good
-    with zarrfast.config.set({"array.write_empty_chunks": True}):           # for a block
+    zarrfast.config.set({"array.order": "F"})    # for good
+    with zarrfast.config.set(threads=1):         # for the with block only
         ...
-    zarrfast.config.get("async.concurrency")
-    zarrfast.config.reset()            # back to the defaults, the YAML files and the environment
-    zarrfast.config.pprint()
+    zarrfast.config.get("threads")
+    zarrfast.config.reset()     # back to the defaults, the YAML files and the environment
+    zarrfast.config.refresh()   # read the environment and the YAML files again
+    zarrfast.config.pprint()    # print every key
+    zarrfast.config.values()    # a read-only view of every top-level key's value
 
-and zarrfast's own flat keys keep their names and call forms
-(``config.set(threads=1)``, ``config.get("threads")``).
+set() takes a mapping of dotted keys ({"array.order": "F"}) or of namespaces
+({"array": {"order": "F"}}), or keyword arguments: zarrfast's flat keys (threads=2), or
+"__" for the dot (threading__max_workers=2).  Every key is checked when it is set: an
+unknown key raises UnknownConfigKeyError (a KeyError) listing the known ones, a bad value
+BadConfigError saying what the key accepts (both are ZarrfastError).
 
-zarr-python's keys that mean what a zarrfast key means are kept equal to it: setting either
-sets both, and leaving a ``with`` block restores both.
+zarrfast's keys: default, environment variable, what it does
 
-=============================  ==========================  ====================================
-zarrfast key                   zarr-python key             meaning
-=============================  ==========================  ====================================
-``threads``                    ``threading.max_workers``   threads decoding and encoding chunks
-                                                           (``None`` for zarr's key: the default)
-``io_concurrency``             ``async.concurrency``       requests in flight to a remote store
-``write_empty_chunks``         ``array.write_empty_chunks`` store chunks equal to the fill value
-=============================  ==========================  ====================================
+threads: the number of CPUs; ZARRFAST_THREADS
+    Threads decoding and encoding chunks.  The same setting as zarr-python's
+    threading.max_workers.
+io_concurrency: 64; ZARRFAST_IO_CONCURRENCY
+    How many fetches of a read or write of a remote store the engine runs at once (its
+    I/O threads; one fetch may be a batch of many requests).  Also the default request
+    limit of two stores: an ObjectStore takes the value when it is made (a later change
+    does not reach it), a ZarrPythonStore reads it at each call.  An FsspecStore does not
+    read it: its own max_concurrency (default 64) bounds its batched requests (get_many,
+    set_many...).  So this key is not one cap on every request to every store.  The same
+    setting as zarr-python's async.concurrency.
+write_empty_chunks: False; ZARRFAST_WRITE_EMPTY
+    Store chunks whose elements all equal the fill value; when False such a chunk is not
+    written, and a stored one is deleted.  The same setting as zarr-python's
+    array.write_empty_chunks.
+shard_coalesce_gap: 65536 (bytes); ZARRFAST_SHARD_COALESCE_GAP
+    Inner chunks of a shard closer than this are fetched in one request (a small box of
+    a sharded array in a local directory reads each compressed inner chunk it needs with
+    its own pread instead).
+shard_index_cache: 4096; ZARRFAST_SHARD_INDEX_CACHE
+    Shard indexes cached per array.
+result_page_cache: 1 GiB (a 16th of the physical memory if less); ZARRFAST_RESULT_PAGE_CACHE
+    A read result of 32 MiB or more that goes leaves its pages for the next result of
+    the same size, up to this many bytes in all (and so do per-thread scratch buffers
+    of 4 MiB or more); the system takes them back under memory pressure.  0: none kept.
+vlen_bytes_per_element: 1024; ZARRFAST_VLEN_BYTES_PER_ELEMENT
+    A chunk of variable-length elements (strings, bytes, objects) decodes to at most
+    this many bytes per element (and 64 MiB at least): the bound against decompression
+    bombs.
+lock_timeout: 60.0 (seconds); ZARRFAST_LOCK_TIMEOUT
+    Longest wait for the lock of a node's metadata (append, resize, attributes) or of a
+    shard written in part, before LockTimeoutError; for conditional writes, how long a
+    conflicting shard is read again before ConcurrentWriteError.
+file_locks: True; ZARRFAST_FILE_LOCKS
+    A LocalStore excludes other processes with flock (LockUnavailableError where the
+    file system has none); False: the threads of this process only.
+remote_store: "auto"; ZARRFAST_REMOTE_STORE
+    Which store a remote URL gets: "auto" (an ObjectStore for s3, gs, az and http(s)
+    URLs when obstore is installed and the storage options translate, else an
+    FsspecStore), "obstore" or "fsspec".
 
-zarr-python's keys that zarrfast honours besides: ``array.order`` (the memory order of new
-arrays), ``default_zarr_format`` (the format ``create_array`` writes when none is given),
-``json_indent``.  The rest (``async.timeout``, ``codec_pipeline.*``, ``buffer``, ``ndbuffer``,
-``codecs.*``, ``array.target_shard_size_bytes``) are accepted, checked and kept for code that
-reads them.
+These variables are read at import and by refresh(); boolean ones take 1/0 (or
+true/false, yes/no, on/off).  A value that does not parse, or that the key refuses, is a
+BadConfigError naming the variable.
 
-zarrfast's own keys, with the environment variables read at import and by :func:`refresh`:
+zarr-python's keys
 
-=====================  =========================  ==========================
-key                    environment variable       default
-=====================  =========================  ==========================
-``threads``            ``ZARRFAST_THREADS``       number of CPUs
-``write_empty_chunks`` ``ZARRFAST_WRITE_EMPTY``   ``False``
-``shard_coalesce_gap`` ``ZARRFAST_SHARD_COALESCE  65536 (bytes): inner chunks
-                       _GAP``                     of a shard closer than this
-                                                  are fetched in one request
-``shard_index_cache``  ``ZARRFAST_SHARD_INDEX_    4096 shard indexes cached
-                       CACHE``                    per array
-``result_page_cache``  ``ZARRFAST_RESULT_PAGE_   1 GiB (a sixteenth of the
-                       CACHE``                    physical memory if less):
-                                                  the pages of results of 32
-                                                  MiB and more that went (and
-                                                  of per-thread scratch
-                                                  buffers of 4 MiB and more)
-                                                  are kept, up to this many
-                                                  bytes in all, for the next
-                                                  one of the same size (no
-                                                  page faults); the system takes
-                                                  them back under memory
-                                                  pressure; 0: none kept
-``io_concurrency``     ``ZARRFAST_IO_CONCURRENCY`` 64 requests in flight at
-                                                  once to a remote store
-``vlen_bytes_per_``    ``ZARRFAST_VLEN_BYTES_PER_ 1024: a chunk of variable-
-``element``            ELEMENT``                  length elements (strings,
-                                                  bytes, objects) decodes to at
-                                                  most this many bytes per
-                                                  element (and 64 MiB at least)
-``lock_timeout``       ``ZARRFAST_LOCK_TIMEOUT``  60 (seconds): longest wait
-                                                  for the lock of a node's
-                                                  metadata (append, resize,
-                                                  attributes) or of a shard
-                                                  written in part, before
-                                                  ``LockTimeoutError``
-``file_locks``         ``ZARRFAST_FILE_LOCKS``    ``True``: a ``LocalStore``
-                                                  excludes other processes with
-                                                  ``flock`` (else
-                                                  ``LockUnavailableError`` where
-                                                  the file system has none);
-                                                  ``False``: the threads of this
-                                                  process only
-``remote_store``       ``ZARRFAST_REMOTE_STORE``  ``"auto"``: which store a
-                                                  remote URL gets: ``"auto"``
-                                                  (``ObjectStore`` for s3, gs,
-                                                  az, http(s) when obstore is
-                                                  installed and the options
-                                                  translate, else
-                                                  ``FsspecStore``),
-                                                  ``"obstore"`` or ``"fsspec"``
-=====================  =========================  ==========================
+threading.max_workers, async.concurrency and array.write_empty_chunks are the same
+settings as threads, io_concurrency and write_empty_chunks: setting either name sets
+both, and leaving a with block restores both.  zarrfast also follows array.order ("C":
+the memory order of arrays opened or created without order=), default_zarr_format (3:
+the format written when none is given), json_indent (2: the indentation of metadata
+documents) and array.target_shard_size_bytes (None: the shard size shards="auto" aims
+at).  The others (async.timeout, codec_pipeline.path, codec_pipeline.batch_size,
+codecs.<name>, buffer, ndbuffer) are accepted, checked and kept for code that reads
+them.  enable_gpu() is refused: zarrfast reads and writes NumPy arrays in host memory.
 
-``shard_coalesce_gap`` is for requests: a small box of a sharded array in a local directory
-reads each compressed inner chunk it needs with its own ``pread``, in the kernel that decodes it.
+The environment and configuration files
 
-Nested keys come from the environment the donfig way: ``ZARRFAST_ARRAY__ORDER=F``; zarr-python's
-variables (``ZARR_ARRAY__ORDER=F``, ``ZARR_ASYNC__CONCURRENCY=16``) are followed too, with
-``ZARRFAST_*`` winning where both are set.
+Nested keys come from the environment the donfig way (ZARRFAST_ARRAY__ORDER=F).
+zarr-python's variables (ZARR_ARRAY__ORDER=F, ZARR_ASYNC__CONCURRENCY=16) are followed
+too, ZARRFAST_* winning where both are set; a ZARR_* value zarrfast does not know or
+refuses is skipped with a warning.  YAML files are read as donfig reads them, from
+/etc/zarrfast, <prefix>/etc/zarrfast and ~/.config/zarrfast (ZARRFAST_CONFIG and
+ZARRFAST_ROOT_CONFIG point elsewhere).
+
+The documentation's Configuration page says the same, with examples.
 """
 
 from __future__ import annotations
@@ -355,7 +350,7 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
 
 
 def _check(key: str, value: Any) -> Any:
-    """The checked value of ``key``; unknown keys raise :class:`UnknownConfigKeyError`."""
+    """The checked value of ``key``; unknown keys raise ``UnknownConfigKeyError``."""
     key = key.replace("-", "_")
     check = _CHECKS.get(key)
     if check is not None:
@@ -396,10 +391,10 @@ def _normalise(flat: Mapping[str, Any], env_threads: int, *, strict: bool = True
 class Config(donfig.Config):
     """A ``donfig.Config`` whose keys are checked and whose aliased keys stay equal.
 
-    :meth:`get` of a top-level key is one dictionary lookup (it is on the hot paths); the
+    ``get`` of a top-level key is one dictionary lookup (it is on the hot paths); the
     dictionary ``self.config`` is one object for the life of the ``Config`` (``update``,
     ``merge`` and ``expand_environment_variables`` change it in place), so the module-level
-    :func:`get` can hold it."""
+    ``get`` can hold it."""
 
     def __init__(self) -> None:
         super().__init__("zarrfast", defaults=[_defaults()])

@@ -258,3 +258,19 @@ def test_write_empty_chunks_through_zarr_key() -> None:
 def test_enable_gpu_refuses_clearly() -> None:
     with pytest.raises(BadConfigError, match="GPU"):
         config.enable_gpu()
+
+
+def test_help_text_lists_every_key_plainly() -> None:
+    """help(zarrfast.config), where the Configuration page sends people: every key and
+    environment variable, in plain text (no Sphinx roles, no RST tables)."""
+    import re
+
+    import zarrfast.api
+
+    doc = config.__doc__
+    for name, key in config._ENV_KEYS.items():
+        assert re.search(rf"^{key}: .*; {name}$", doc, re.M), (key, name)
+    for key in config.values():
+        assert key in doc, key
+    for text in (doc, zarrfast.api.__doc__):
+        assert not re.search(r":(mod|class|func|meth):`|^=====|layer \d", text, re.M)

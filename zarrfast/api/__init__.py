@@ -1,13 +1,16 @@
-"""The module-level functions (layer 3), as zarr-python 3 lays them out.
+"""zarrfast's module-level functions, laid out as zarr-python 3's zarr.api.
 
-* :mod:`zarrfast.api.synchronous` -- ``zarr.api.synchronous``: open, create, save, load...
-  The fast path: plain calls into the hierarchy and the engine, no event loop.
-* :mod:`zarrfast.api.asynchronous` -- ``zarr.api.asynchronous``: the same functions as
-  coroutines returning :class:`~zarrfast.AsyncArray` / :class:`~zarrfast.AsyncGroup`.
-  They run the synchronous function on a worker thread, where the engine hands the
-  chunk work to zarrfast's pools and the store's ``get_many``: one implementation.
+zarrfast.api.synchronous, as zarr.api.synchronous: open, open_array, open_group,
+create_array, create, zeros, save, load, consolidate_metadata... the functions that
+zarrfast itself exports (zarrfast.open_array is zarrfast.api.synchronous.open_array).
+They are plain calls: no event loop is involved.
 
-``from zarrfast.api import X`` gives the synchronous functions, as it always has.
+zarrfast.api.asynchronous, as zarr.api.asynchronous: the same functions as coroutines,
+which give zarrfast.AsyncArray and zarrfast.AsyncGroup.  Each runs the synchronous
+function on a worker thread: the results are the same.
+
+from zarrfast.api import open_array (or any function listed below) gives the
+synchronous function.
 """
 
 from zarrfast.api import asynchronous, synchronous
