@@ -118,6 +118,24 @@ def test_writes_name_their_strategy(tmp_path, caplog, kind, kwargs, expected):
     np.testing.assert_array_equal(a[3:43, 7:57], value)
 
 
+def test_the_logged_reason_gives_numbers_not_constant_names(tmp_path, caplog):
+    """The reason in the DEBUG line is for users: ``at most 8``, not ``at most BOX_CHUNKS``."""
+    from zarrfast.engine.boxes import BOX_CHUNKS
+
+    for table in (strategies.READS, strategies.WRITES, strategies.READ_ROWS,
+                  strategies.WRITE_ROWS):
+        for s in table:
+            assert not re.search(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b", s.when), (s.name, s.when)
+    a, data = _array(LocalStore(tmp_path / "a"))
+    with config.set(threads=1), caplog.at_level(logging.DEBUG, "zarrfast.engine"):
+        caplog.clear()
+        np.testing.assert_array_equal(a[0:10, 5:15], data[0:10, 5:15])
+        np.testing.assert_array_equal(a[...], data)
+    lines = [r.getMessage() for r in caplog.records if r.name == "zarrfast.engine"]
+    assert any(f"box-files (a step-1 box of at most {BOX_CHUNKS} zstd" in m for m in lines), lines
+    assert any(f"box-parts (a step-1 box of more than {BOX_CHUNKS} such" in m for m in lines), lines
+
+
 def test_the_tables_end_with_a_strategy_that_always_applies():
     for table in (strategies.READS, strategies.WRITES):
         names = [s.name for s in table]

@@ -28,8 +28,8 @@ def box_count(plan: Plan) -> int:
 
 class BoxFiles(Strategy):
     name = "box-files"
-    when = ("a step-1 box of at most BOX_CHUNKS zstd, blosc or uncompressed chunks, stored "
-            "as files kernels may read")
+    when = (f"a step-1 box of at most {BOX_CHUNKS} zstd, blosc or uncompressed chunks, "
+            "stored as files kernels may read")
     kernels = ("ChunkDecoder.decode_box_files", "ChunkDecoder.decode_files")
     kinds = ("regular",)
 

@@ -14,8 +14,8 @@ __all__ = ["BoxParts"]
 
 class BoxParts(Strategy):
     name = "box-parts"
-    when = ("a step-1 box of more than BOX_CHUNKS such chunks (full reads): sub-boxes of "
-            "whole chunk rows, one kernel call each")
+    when = (f"a step-1 box of more than {BOX_CHUNKS} such chunks (full reads): sub-boxes "
+            "of whole chunk rows, one kernel call each")
     kernels = ("ChunkDecoder.decode_box_files",)
     kinds = ("regular",)
 

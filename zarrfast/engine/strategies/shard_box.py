@@ -4,6 +4,7 @@ ranges read and decoded into place by one kernel call (:func:`~zarrfast.engine.s
 
 from __future__ import annotations
 
+from zarrfast.engine.boxes import BOX_CHUNKS
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.sharded import read_shard_box, shard_box_fit
 from zarrfast.engine.strategies.base import Strategy
@@ -13,8 +14,8 @@ __all__ = ["ShardBox"]
 
 class ShardBox(Strategy):
     name = "shard-box"
-    when = ("sharded, a step-1 box of at most BOX_CHUNKS inner chunks, no codec after the "
-            "shard, a store read key by key")
+    when = (f"sharded, a step-1 box of at most {BOX_CHUNKS} inner chunks, no codec after "
+            "the shard, a store read key by key")
     kernels = ("ChunkDecoder.decode_box_shards", "ChunkDecoder.decode_ranges",
                "ChunkDecoder.decode_regions", "copy_regions")
 
