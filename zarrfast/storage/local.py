@@ -1156,7 +1156,8 @@ class LocalStore(Store):
         ``src`` (``writev``, no copy: ``zarrfast.kernels.write_region_files``).  A key
         the kernel does not write (a symbolic link there, an error) gets its bytes
         gathered and goes through ``set``, which applies its checks and raises naming
-        the key.  See ``Store.set_regions`` for what is written.
+        the key; a key whose region is all ``fill`` is not stored on that path either.
+        See ``Store.set_regions`` for what is written.
 
         Parameters
         ----------
@@ -1215,10 +1216,13 @@ class LocalStore(Store):
             raise
         except OSError as e:  # a directory could not be made
             raise _failed("write", keys[0], self._root_str, e) from e
+        skipped = status < 0
         for i in np.flatnonzero(status > 0).tolist():  # its checks, a retry, or the error
-            super().set_regions([keys[i]], src, offsets[i:i + 1], strides, shape, itemsize,
-                                extra=extra, extra_first=extra_first)
-        return status < 0
+            # (with ``fill`` too: a key of fill is not stored on the retry either)
+            skipped[i] = super().set_regions(
+                [keys[i]], src, offsets[i:i + 1], strides, shape, itemsize, fill=fill,
+                extra=extra, extra_first=extra_first)[0]
+        return skipped
 
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         """Write ``value`` to the file of ``key`` atomically; see ``Store.set``.
