@@ -1711,7 +1711,10 @@ class Store(abc.ABC):
         Raises
         ------
         NotImplementedError
-            When the store cannot change its flag (this default).
+            When the store cannot change its flag (this default).  ``make_store`` and
+            the functions that open nodes read-only then refuse a writable store of
+            that class (``zarrfast.storage.errors.UnsupportedStoreOperationError``)
+            rather than use it writable.
 
         Examples
         --------

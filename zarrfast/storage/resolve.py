@@ -8,7 +8,7 @@ from typing import Any
 
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage.base import Store
-from zarrfast.storage.errors import StorageOptionsError
+from zarrfast.storage.errors import StorageOptionsError, UnsupportedStoreOperationError
 from zarrfast.storage.local import LocalStore
 from zarrfast.storage.memory import MemoryStore
 
@@ -86,14 +86,51 @@ def _is_zarr_python_store(obj: object) -> bool:
     return is_zarr_python_store(obj)
 
 
+def read_only_view(store: Store) -> Store:
+    """``store`` itself when it is read-only, else its read-only view; never a writable store.
+
+    Parameters
+    ----------
+    store : Store
+        The store.
+
+    Returns
+    -------
+    Store
+        ``store`` when it is read-only, else ``store.with_read_only(True)``.
+
+    Raises
+    ------
+    zarrfast.storage.errors.UnsupportedStoreOperationError
+        When ``store`` is writable and cannot make a read-only view of itself (its
+        ``with_read_only`` raises ``NotImplementedError``, or returns a writable store).
+    """
+    if store.read_only:
+        return store
+    name = type(store).__name__
+    try:
+        view = store.with_read_only(True)
+    except NotImplementedError as e:
+        raise UnsupportedStoreOperationError(
+            f"read-only was asked of {store!r}, a writable {name} that cannot make a "
+            f"read-only view of itself ({name}.with_read_only: {e}); open the data with a "
+            f"read-only store, or give {name} a with_read_only") from e
+    if not view.read_only:
+        raise UnsupportedStoreOperationError(
+            f"read-only was asked of {store!r}, but {name}.with_read_only(True) returned "
+            f"a writable store ({view!r})")
+    return view
+
+
 def make_store(store: StoreLike, *, read_only: bool = False,
                storage_options: Mapping[str, Any] | None = None) -> Store:
     """Turn anything that names a store (a path, a URL, a dict, ``None``) into a ``Store``.
 
     Every function of zarrfast that takes ``store=`` resolves it this way:
 
-    * a ``Store`` is used as it is (a read-only view of it when ``read_only`` is asked
-      and the store can make one with ``with_read_only``; otherwise the store itself);
+    * a ``Store`` is used as it is; when ``read_only`` is asked of a writable store, its
+      read-only view (``with_read_only(True)``) is used instead, and a store that cannot
+      make one is refused (never returned writable);
     * a zarr-python store (``zarr.abc.store.Store``: zarr's stores, icechunk's
       ``session.store``, VirtualiZarr's ``ManifestStore``) is wrapped in a
       ``ZarrPythonStore``;
@@ -114,8 +151,8 @@ def make_store(store: StoreLike, *, read_only: bool = False,
     store : Store, str, os.PathLike, MutableMapping or None
         What to resolve.
     read_only : bool, default False
-        Open the store read-only (a ``Store`` given: a read-only view of it, where the
-        store can make one).
+        Open the store read-only (a ``Store`` given: a read-only view of it, made by its
+        ``with_read_only``).
     storage_options : Mapping[str, Any], optional
         Options of a remote store (credentials, an endpoint ...), as fsspec takes
         them; only for remote URLs.
@@ -131,6 +168,10 @@ def make_store(store: StoreLike, *, read_only: bool = False,
         When ``storage_options`` are given for anything but a remote URL.
     zarrfast.storage.errors.MissingDependencyError
         When a remote URL needs a package that is not installed (fsspec, s3fs ...).
+    zarrfast.storage.errors.UnsupportedStoreOperationError
+        When ``read_only`` is asked of a writable ``Store`` that cannot make a read-only
+        view of itself (its ``with_read_only`` raises ``NotImplementedError``).  It is
+        a ``ValueError`` too, as zarr-python's refusal of mode ``"r"`` for such a store.
     ZarrfastError
         When ``store`` is none of the above.
 
@@ -160,10 +201,7 @@ def make_store(store: StoreLike, *, read_only: bool = False,
         store = ZarrPythonStore(store)
     if isinstance(store, Store):
         if read_only and not store.read_only:
-            try:
-                return store.with_read_only(True)
-            except NotImplementedError:
-                return store
+            return read_only_view(store)
         return store
     if store is None:
         return MemoryStore(read_only=read_only)
