@@ -21,12 +21,14 @@ on separate objects and the stores keep their synchronous methods unchanged:
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeVar
 
 from zarrfast.concurrency import in_thread
 from zarrfast.errors import ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import ByteRequest, Store, as_bytes
+from zarrfast.storage.errors import StorageOptionsError
 
 __all__ = ["AsyncStore", "StorePath", "make_store_path", "store_path_of"]
 
@@ -419,9 +421,11 @@ class StorePath:
         path : str
             The path in the store.
         mode : {"r", "r+", "a", "w", "w-"}, optional
-            ``"w-"`` refuses a path that holds keys, ``"w"`` deletes them, ``"r"``,
-            ``"r+"`` and ``"a"`` keep them; every mode but ``"r"`` needs a writable
-            store.  ``None`` (the default) checks nothing.
+            ``"w-"`` refuses a path that holds keys below it (and deletes nothing),
+            ``"w"`` deletes every key below it, ``"r"``, ``"r+"`` and ``"a"`` keep them;
+            ``"r"`` gives a read-only view of a writable store (``with_read_only``);
+            every mode but ``"r"`` needs a writable store.  ``None`` (the default)
+            checks nothing.
 
         Returns
         -------
@@ -434,6 +438,9 @@ class StorePath:
             When a mode other than ``"r"`` is asked of a read-only store.
         FileExistsError
             When mode ``"w-"`` finds keys below ``path``.
+        zarrfast.storage.errors.UnsupportedStoreOperationError
+            When mode ``"r"`` is asked of a writable store that cannot make a read-only
+            view of itself.
         ZarrfastError
             When ``mode`` is not one of those above.
 
@@ -450,15 +457,19 @@ class StorePath:
         if mode is not None and mode not in _MODES:
             raise ZarrfastError(f"StorePath.open: mode must be one of {_MODES}, got {mode!r}")
         self = cls(store, path)
-        if mode is None or mode == "r":
+        if mode is None:
             return self
-        if store.read_only:
-            raise ReadOnlyError(f"StorePath.open: {store!r} is read-only; cannot open "
+        if mode == "r":
+            from zarrfast.storage.resolve import read_only_view
+
+            return cls(read_only_view(self.store), self.path)
+        if self.store.read_only:
+            raise ReadOnlyError(f"StorePath.open: {self.store!r} is read-only; cannot open "
                                 f"{self.path or '/'!r} with mode {mode!r}")
         if mode == "w":
             await self.delete_dir()
         elif mode == "w-" and not await self.is_empty():
-            raise FileExistsError(f"StorePath.open: {self.path or '/'!r} in {store!r} is not "
+            raise FileExistsError(f"StorePath.open: {self.path or '/'!r} in {self.store!r} is not "
                                   f"empty (mode 'w-' needs an empty path)")
         return self
 
@@ -615,6 +626,8 @@ def store_path_of(store: Any, path: str = "", *, read_only: bool = False,
                   storage_options: Any = None) -> StorePath:
     """The ``StorePath`` of ``path`` in the store that ``store`` names.
 
+    Nothing is checked, created or deleted: this is ``make_store_path`` without a mode.
+
     Parameters
     ----------
     store : StorePath, AsyncStore or store-like
@@ -623,10 +636,10 @@ def store_path_of(store: Any, path: str = "", *, read_only: bool = False,
     path : str, default ""
         The path in the store.
     read_only : bool, default False
-        Open the store read-only, as ``make_store`` does (not applied to a
-        ``StorePath`` given).
+        Open the store read-only, as ``make_store`` does (a ``StorePath`` or a
+        ``Store`` given: a read-only view of its store).
     storage_options : Mapping[str, Any], optional
-        Options of a remote store, as ``make_store`` takes them.
+        Options of a remote store, as ``make_store`` takes them (only for a URL).
 
     Returns
     -------
@@ -636,20 +649,34 @@ def store_path_of(store: Any, path: str = "", *, read_only: bool = False,
     Raises
     ------
     zarrfast.storage.errors.StorageOptionsError
-        When ``storage_options`` are given for anything but a remote URL.
+        When ``storage_options`` are given for anything but a remote URL (a
+        ``StorePath`` too).
+    zarrfast.storage.errors.UnsupportedStoreOperationError
+        When ``read_only`` is asked of a writable store that cannot make a read-only
+        view of itself.
     ZarrfastError
         When ``store`` names no store.
 
     Examples
     --------
-    >>> from zarrfast.storage import store_path_of
+    >>> from zarrfast.storage import StorePath, store_path_of
     >>> store_path_of("data.zarr", "group/array")
     StorePath(LocalStore('file://data.zarr'), 'group/array')
+    >>> store_path_of(StorePath(zarrfast.LocalStore("data.zarr"), "group"), "array",
+    ...               read_only=True)
+    StorePath(LocalStore('file://data.zarr', read_only=True), 'group/array')
     """
-    from zarrfast.storage.resolve import make_store
+    from zarrfast.storage.resolve import make_store, read_only_view
 
     if isinstance(store, StorePath):
-        return store / path if path else store
+        if storage_options:
+            raise StorageOptionsError(
+                f"storage_options was provided but unused: they only apply to remote store "
+                f"URLs, and the store is {store!r}")
+        sp = store / path if path else store
+        if read_only and not sp.store.read_only:
+            return StorePath(read_only_view(sp.store), sp.path)
+        return sp
     if isinstance(store, AsyncStore):
         store = store.store
     return StorePath(make_store(store, read_only=read_only, storage_options=storage_options),
@@ -658,22 +685,38 @@ def store_path_of(store: Any, path: str = "", *, read_only: bool = False,
 
 async def make_store_path(store_like: Any, *, path: str | None = "", mode: str | None = None,
                           storage_options: Any = None) -> StorePath:
-    """The ``StorePath`` of ``path`` in ``store_like``, as zarr-python's ``make_store_path``.
+    """The ``StorePath`` of ``path`` in ``store_like``, opened with ``mode``, as zarr-python's.
 
     A coroutine, as in zarr-python: ``await make_store_path(store_like, path=...,
-    mode=...)``.  The store is resolved as ``store_path_of`` resolves it, read-only for
-    mode ``"r"``; the mode is not otherwise applied (nothing is deleted for ``"w"``).
+    mode=...)``.  The store is resolved as ``make_store`` resolves it (read-only for
+    mode ``"r"``), then opened as ``StorePath.open(store, path, mode)`` opens it:
+
+    * ``"r"``: read-only (a read-only view of a writable store); nothing is changed;
+    * ``"r+"`` and ``"a"``: a writable store; nothing is changed or deleted;
+    * ``"w"``: a writable store; every key below ``path`` (below ``path + "/"``; at the
+      root, every key of the store) is DELETED;
+    * ``"w-"``: a writable store; a path with keys below it is refused with
+      ``FileExistsError`` (nothing is deleted);
+    * ``None`` (the default): the store as resolved, nothing checked.
+
+    Modes ``"r"`` and ``"r+"`` of a local directory path that does not exist raise
+    ``FileNotFoundError``, as zarr-python's ``LocalStore.open`` does.  A ``StorePath``
+    given is used as zarr-python uses it, below its path and with its store: mode
+    ``"r"`` makes a read-only view of that store, and the other modes change, check
+    and delete nothing.
 
     Parameters
     ----------
     store_like : StorePath, AsyncStore or store-like
-        What names the store, as for ``store_path_of``.
+        What names the store: a ``StorePath`` (``path`` is then below its path), an
+        ``AsyncStore``, or anything ``make_store`` accepts.
     path : str, optional
-        The path in the store (``None`` or ``""``: its root).
+        The path in the store (``None`` or ``""``: its root); normalized as node paths
+        are (``"/a//b/"`` is ``"a/b"``; ``"."`` and ``".."`` names are refused).
     mode : {"r", "r+", "a", "w", "w-"}, optional
-        The access mode; ``"r"`` opens the store read-only.
+        The access mode, as above.
     storage_options : Mapping[str, Any], optional
-        Options of a remote store, as ``make_store`` takes them.
+        Options of a remote store, as ``make_store`` takes them (only for a URL).
 
     Returns
     -------
@@ -682,17 +725,51 @@ async def make_store_path(store_like: Any, *, path: str | None = "", mode: str |
 
     Raises
     ------
+    FileExistsError
+        When mode ``"w-"`` finds keys below ``path``.
+    FileNotFoundError
+        When mode ``"r"`` or ``"r+"`` names a local directory that does not exist.
+    ReadOnlyError
+        When a mode other than ``"r"`` is asked of a read-only store.
+    zarrfast.storage.errors.UnsupportedStoreOperationError
+        When mode ``"r"`` is asked of a writable store that cannot make a read-only
+        view of itself.
+    zarrfast.storage.errors.StorageOptionsError
+        When ``storage_options`` are given for anything but a remote URL.
     ZarrfastError
-        When ``mode`` is not one of those above, or ``store_like`` names no store.
+        When ``mode`` is not one of those above, ``path`` is not a valid node path, or
+        ``store_like`` names no store.
 
     Examples
     --------
     >>> import asyncio
     >>> from zarrfast.storage import make_store_path
-    >>> asyncio.run(make_store_path("data.zarr", path="group", mode="r"))
-    StorePath(LocalStore('file://data.zarr', read_only=True), 'group')
+    >>> store = zarrfast.MemoryStore()
+    >>> store.set("group/zarr.json", b"{}")
+    >>> asyncio.run(make_store_path(store, path="group", mode="r"))
+    StorePath(MemoryStore('memory://...', read_only=True), 'group')
+    >>> _ = asyncio.run(make_store_path(store, path="group", mode="a"))
+    >>> list(store.list())
+    ['group/zarr.json']
+    >>> _ = asyncio.run(make_store_path(store, path="group", mode="w"))
+    >>> list(store.list())
+    []
     """
+    from zarrfast.metadata.paths import normalize_path
+    from zarrfast.storage.local import LocalStore
+    from zarrfast.storage.resolve import make_store
+
     if mode is not None and mode not in _MODES:
         raise ZarrfastError(f"make_store_path: mode must be one of {_MODES}, got {mode!r}")
-    return store_path_of(store_like, path or "", read_only=mode == "r",
-                         storage_options=storage_options)
+    path = normalize_path(path)
+    if isinstance(store_like, StorePath):
+        return store_path_of(store_like, path, read_only=mode == "r",
+                             storage_options=storage_options)
+    if isinstance(store_like, AsyncStore):
+        store_like = store_like.store
+    store = make_store(store_like, read_only=mode == "r", storage_options=storage_options)
+    if (mode in ("r", "r+") and isinstance(store_like, (str, os.PathLike))
+            and isinstance(store, LocalStore) and not store.root.exists()):
+        raise FileNotFoundError(f"make_store_path: {store.root} does not exist "
+                                f"(mode {mode!r} opens existing data)")
+    return await StorePath.open(store, path, mode)
