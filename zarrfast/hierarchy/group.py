@@ -31,8 +31,10 @@ from zarrfast.hierarchy.keywords import check_keywords, keyword_names
 from zarrfast.hierarchy.node import (
     AnyMetadata,
     Node,
+    check_new_node,
     child_node_names,
     delete_node_metadata,
+    empty_group_metadata,
     existing_node,
     metadata_from_state,
     metadata_state,
@@ -1315,7 +1317,11 @@ class Group(Node):
         zarrfast.errors.MemberNotFoundError
             There is no member at ``source``.
         zarrfast.errors.ContainsArrayError
-            A node (array or group) is at ``dest`` already.
+            An array is at ``dest`` already, or above it.
+        zarrfast.errors.ContainsGroupError
+            A group is at ``dest`` already.
+        zarrfast.errors.ZarrfastError
+            ``dest`` is ``source`` or inside it.
         zarrfast.errors.ReadOnlyError
             The group is read-only.
 
@@ -1332,13 +1338,20 @@ class Group(Node):
         dst = self._child_path(dest)
         if existing_node(self._store, src) is None:
             raise MemberNotFoundError(f"group {self.name!r} has no member {source!r}")
-        if existing_node(self._store, dst) is not None:
-            raise ContainsArrayError(f"cannot move {source!r} to {dest!r}: it exists")
-        # the destination's parents exist (in this format); then every key moves
-        parent = dst.rsplit("/", 1)[0] if "/" in dst else ""
-        if parent and existing_node(self._store, parent) is None:
-            write_new_node(self._store, parent, replace(self._metadata, attributes={},
-                                                        extra={}), overwrite=False)
+        if dst == src or dst.startswith(src + "/"):
+            raise ZarrfastError(f"cannot move {source!r} to {dest!r}: that is inside it")
+        there = existing_node(self._store, dst)
+        if there is not None:
+            cls, what = ((ContainsArrayError, "an array") if there[1] == "array"
+                         else (ContainsGroupError, "a group"))
+            raise cls(f"cannot move {source!r} to {dest!r}: {what} is there already")
+        # the destination's missing parents are made plain groups (none may be an array);
+        # then every key moves
+        fmt = self.zarr_format
+        parents = check_new_node(self._store, dst, fmt, overwrite=False)
+        if parents:
+            write_new_node(self._store, parents[-1], empty_group_metadata(fmt),
+                           overwrite=False)
         for key in list(self._store.list_prefix(src + "/")):
             value = self._store.get(key)
             if value is not None:
