@@ -1423,23 +1423,66 @@ def _layout_of(a: Array) -> dict[str, Any]:
     return {"chunks": sizes, "shards": None, "rectilinear": True}
 
 
-def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+#: the keywords (of ``create``, and of ``create_array`` as ``open_like`` and the ``Group``
+#: methods take them) that set codecs: given one, a v3 model's codecs are not copied
+_CODEC_KEYWORDS = frozenset({"codecs", "compressor", "filters", "object_codec",
+                             "compressors", "serializer", "shards"})
+
+
+def _like_kwargs(a: Any, kwargs: dict[str, Any], *, codecs: bool = True) -> dict[str, Any]:
+    """``kwargs`` completed with what the ``*_like`` functions copy from the model ``a``, as
+    [zarrfast.create][] takes it (zarr-python's ``_like_args``); ``kwargs`` win.
+
+    ``a`` may be an asynchronous view (its array is the model) or anything NumPy makes an
+    array of.  Always its shape and dtype.  From a zarrfast array also its fill value, Zarr
+    format and order, and its codecs (v3: ``codecs``; v2: ``compressor`` and ``filters``)
+    with the chunk grid they go with (a sharded array's shards, the sharding codec holding
+    its inner chunks; a rectilinear grid's sizes as nested lists).  The codecs are not
+    copied when ``codecs`` is false, nor when ``kwargs`` give another Zarr format or
+    another data type (codecs are chosen for one data type), nor (v3) when they give one of
+    ``_CODEC_KEYWORDS``: ``chunks`` are then the array's (inner) chunks.  A v2 array's
+    ``compressor`` and ``filters`` are copied each unless given (``compressors`` too
+    replaces the compressor, ``object_codec`` the filters).  From any other array, its
+    regular chunk shape (``_regular_chunks_of``)."""
+    a = getattr(a, "_node", a)  # an asynchronous view: its array
+    if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+        a = np.asarray(a)
     out = dict(kwargs)
     out.setdefault("shape", a.shape)
     out.setdefault("dtype", a.dtype)
-    if isinstance(a, Array):
-        layout = _layout_of(a)
-        out.setdefault("chunks", layout["chunks"])
-        if layout.get("rectilinear") and layout["shards"] is not None:
-            out.setdefault("shards", layout["shards"])
-        out.setdefault("fill_value", a.fill_value)
-        out.setdefault("zarr_format", a.zarr_format)
-        out.setdefault("order", a.order)
-    else:
+    if not isinstance(a, Array):
         chunks = _regular_chunks_of(a)
         if chunks is not None:
             out.setdefault("chunks", chunks)
+        return out
+    out.setdefault("fill_value", a.fill_value)
+    out.setdefault("zarr_format", a.zarr_format)
+    out.setdefault("order", a.order)
+    md = a.metadata
+    copy = (codecs and (out["zarr_format"] or zconfig.get("default_zarr_format")) == a.zarr_format
+            and ("dtype" not in kwargs or _same_dtype(kwargs["dtype"], a.dtype)))
+    if copy and a.zarr_format == 2:  # the compressor and the filters, each unless given
+        out.setdefault("chunks", a.chunks)
+        if {"codecs", "compressor", "compressors"}.isdisjoint(kwargs):
+            out["compressor"] = md.compressor
+        if {"codecs", "filters", "object_codec"}.isdisjoint(kwargs):
+            out["filters"] = md.filters
+    elif copy and _CODEC_KEYWORDS.isdisjoint(kwargs):  # the codecs, and their chunk grid
+        out.setdefault("chunks", md.chunk_grid.chunk_shape if md.regular
+                       else [list(s) for s in a.write_chunk_sizes])
+        out["codecs"] = md.codecs
+    else:
+        out.setdefault("chunks", _layout_of(a)["chunks"])
     return out
+
+
+def _same_dtype(given: Any, dtype: np.dtype) -> bool:
+    """Whether the ``dtype`` keyword ``given`` names ``dtype`` (False when NumPy cannot
+    tell)."""
+    try:
+        return np.dtype(given) == dtype
+    except (TypeError, ValueError):
+        return False
 
 
 def _regular_chunks_of(a: Any) -> tuple[int, ...] | None:
@@ -1474,16 +1517,22 @@ def empty_like(a: Any, **kwargs: Any) -> Array:
     Parameters
     ----------
     a : array-like
-        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
-        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
-        are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
-        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
-        when its chunks are regular, all of that size but the last of each dimension).
+        The model: a zarrfast ``Array`` (or an asynchronous view of one), whose shape,
+        dtype, fill value, Zarr format, order and codecs are copied, as zarr-python copies
+        them (v3: the whole codec list; v2: the compressor and the filters), with the
+        chunk grid they go with (a sharded array's shards, its inner chunks being in the
+        sharding codec; a rectilinear grid's sizes); or anything with ``shape`` and
+        ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a tuple of ints,
+        as a zarr-python or h5py array's; a dask array's ``chunksize`` when its chunks are
+        regular, all of that size but the last of each dimension).
     **kwargs
-        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
-        ``chunks``, ``zarr_format``...), which override what is copied from ``a``.  An
-        unknown one is a ``TypeError``.
+        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``, ``chunks``,
+        ``zarr_format``...), which override what is copied from ``a``.  No codec is copied
+        when ``dtype`` or ``zarr_format`` given differ from ``a``'s, nor, from a v3 array,
+        when a codec keyword is given (``codecs``, ``compressor``, ``filters``...): the
+        chunks copied are then ``a``'s (inner) chunks.  A v2 array's compressor and filters
+        are copied each unless given.  ``chunks`` given with a sharded ``a`` is the shard
+        shape (as in zarr-python).  An unknown keyword is a ``TypeError``.
 
     Returns
     -------
@@ -1516,16 +1565,23 @@ def zeros_like(a: Any, **kwargs: Any) -> Array:
     Parameters
     ----------
     a : array-like
-        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
-        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
-        are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
-        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
-        when its chunks are regular, all of that size but the last of each dimension).
+        The model: a zarrfast ``Array`` (or an asynchronous view of one), whose shape,
+        dtype, fill value, Zarr format, order and codecs are copied, as zarr-python copies
+        them (v3: the whole codec list; v2: the compressor and the filters), with the
+        chunk grid they go with (a sharded array's shards, its inner chunks being in the
+        sharding codec; a rectilinear grid's sizes); or anything with ``shape`` and
+        ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a tuple of ints,
+        as a zarr-python or h5py array's; a dask array's ``chunksize`` when its chunks are
+        regular, all of that size but the last of each dimension).
     **kwargs
-        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
-        ``chunks``, ``zarr_format``...), which override what is copied from ``a``; but
-        ``fill_value`` is always 0.  An unknown keyword is a ``TypeError``.
+        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``, ``chunks``,
+        ``zarr_format``...), which override what is copied from ``a``; but ``fill_value`` is
+        always 0.  No codec is copied when ``dtype`` or ``zarr_format`` given differ from
+        ``a``'s, nor, from a v3 array, when a codec keyword is given (``codecs``,
+        ``compressor``, ``filters``...): the chunks copied are then ``a``'s (inner) chunks.
+        A v2 array's compressor and filters are copied each unless given.  ``chunks`` given
+        with a sharded ``a`` is the shard shape (as in zarr-python).  An unknown keyword is
+        a ``TypeError``.
 
     Returns
     -------
@@ -1559,16 +1615,23 @@ def ones_like(a: Any, **kwargs: Any) -> Array:
     Parameters
     ----------
     a : array-like
-        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
-        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
-        are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
-        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
-        when its chunks are regular, all of that size but the last of each dimension).
+        The model: a zarrfast ``Array`` (or an asynchronous view of one), whose shape,
+        dtype, fill value, Zarr format, order and codecs are copied, as zarr-python copies
+        them (v3: the whole codec list; v2: the compressor and the filters), with the
+        chunk grid they go with (a sharded array's shards, its inner chunks being in the
+        sharding codec; a rectilinear grid's sizes); or anything with ``shape`` and
+        ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a tuple of ints,
+        as a zarr-python or h5py array's; a dask array's ``chunksize`` when its chunks are
+        regular, all of that size but the last of each dimension).
     **kwargs
-        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
-        ``chunks``, ``zarr_format``...), which override what is copied from ``a``; but
-        ``fill_value`` is always 1.  An unknown keyword is a ``TypeError``.
+        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``, ``chunks``,
+        ``zarr_format``...), which override what is copied from ``a``; but ``fill_value`` is
+        always 1.  No codec is copied when ``dtype`` or ``zarr_format`` given differ from
+        ``a``'s, nor, from a v3 array, when a codec keyword is given (``codecs``,
+        ``compressor``, ``filters``...): the chunks copied are then ``a``'s (inner) chunks.
+        A v2 array's compressor and filters are copied each unless given.  ``chunks`` given
+        with a sharded ``a`` is the shard shape (as in zarr-python).  An unknown keyword is
+        a ``TypeError``.
 
     Returns
     -------
@@ -1605,16 +1668,22 @@ def full_like(a: Any, **kwargs: Any) -> Array:
     Parameters
     ----------
     a : array-like
-        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
-        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
-        are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
-        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
-        when its chunks are regular, all of that size but the last of each dimension).
+        The model: a zarrfast ``Array`` (or an asynchronous view of one), whose shape,
+        dtype, fill value, Zarr format, order and codecs are copied, as zarr-python copies
+        them (v3: the whole codec list; v2: the compressor and the filters), with the
+        chunk grid they go with (a sharded array's shards, its inner chunks being in the
+        sharding codec; a rectilinear grid's sizes); or anything with ``shape`` and
+        ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a tuple of ints,
+        as a zarr-python or h5py array's; a dask array's ``chunksize`` when its chunks are
+        regular, all of that size but the last of each dimension).
     **kwargs
-        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``,
-        ``chunks``, ``zarr_format``...), which override what is copied from ``a``.  An
-        unknown one is a ``TypeError``.
+        The keywords of [zarrfast.create][] (``store``, ``path``, ``dtype``, ``chunks``,
+        ``zarr_format``...), which override what is copied from ``a``.  No codec is copied
+        when ``dtype`` or ``zarr_format`` given differ from ``a``'s, nor, from a v3 array,
+        when a codec keyword is given (``codecs``, ``compressor``, ``filters``...): the
+        chunks copied are then ``a``'s (inner) chunks.  A v2 array's compressor and filters
+        are copied each unless given.  ``chunks`` given with a sharded ``a`` is the shard
+        shape (as in zarr-python).  An unknown keyword is a ``TypeError``.
 
     Returns
     -------
@@ -1644,18 +1713,20 @@ def open_like(a: Any, path: str, *, store: StoreLike = None, **kwargs: Any) -> A
     """Open an array at ``path``, creating it shaped like ``a`` if it is missing.
 
     [zarrfast.open_array][] with ``a``'s shape, dtype and (for a zarrfast array) chunks,
-    fill value, Zarr format and order as creation keywords: mode ``"a"`` (the default)
-    opens an array already there as it is, and creates one like ``a`` otherwise.
+    codecs, fill value, Zarr format and order as creation keywords: mode ``"a"`` (the
+    default) opens an array already there as it is, and creates one like ``a`` otherwise.
 
     Parameters
     ----------
     a : array-like
-        The model: a zarrfast ``Array``, whose shape, dtype, chunks (the inner chunks of
-        a sharded array; a rectilinear grid's sizes), fill value, Zarr format and order
-        are copied (not its codecs, nor a regular shard shape); or anything with
-        ``shape`` and ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a
-        tuple of ints, as a zarr-python or h5py array's; a dask array's ``chunksize``
-        when its chunks are regular, all of that size but the last of each dimension).
+        The model: a zarrfast ``Array`` (or an asynchronous view of one), whose shape,
+        dtype, fill value, Zarr format, order and codecs are copied, as zarr-python copies
+        them (v3: the whole codec list; v2: the compressor and the filters), with the
+        chunk grid they go with (a sharded array's shards, its inner chunks being in the
+        sharding codec; a rectilinear grid's sizes); or anything with ``shape`` and
+        ``dtype`` (those two, and its chunk shape: ``chunks`` when it is a tuple of ints,
+        as a zarr-python or h5py array's; a dask array's ``chunksize`` when its chunks are
+        regular, all of that size but the last of each dimension).
     path : str
         Where: the store itself (a local directory, a URL...) when ``store`` is not
         given, else the array's path in ``store``.
@@ -1663,8 +1734,12 @@ def open_like(a: Any, path: str, *, store: StoreLike = None, **kwargs: Any) -> A
         The store (zarr-python's ``open_array`` keyword, passed on to it).
     **kwargs
         The keywords of [zarrfast.open_array][] (``mode``, ``zarr_format``, ``dtype``,
-        ``chunks``, ``config``...), which override what is copied from ``a``.  An
-        unknown one is a ``TypeError``.
+        ``chunks``, ``config``...), which override what is copied from ``a``.  No codec is
+        copied when ``dtype`` or ``zarr_format`` given differ from ``a``'s, nor, from a v3
+        array, when a codec keyword is given (``codecs``, ``compressors``, ``serializer``,
+        ``shards``...): the chunks copied are then ``a``'s (inner) chunks.  A v2 array's
+        compressor and filters are copied each unless given.  An unknown keyword is a
+        ``TypeError``.
 
     Returns
     -------

@@ -7,8 +7,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from zarrfast.errors import (
     ContainsArrayError,
     ContainsGroupError,
@@ -1150,12 +1148,18 @@ class Group(Node):
             The array's name, or a path below this group.
         data : array-like
             An array ([zarrfast.Array][], an asynchronous view of one, or anything
-            NumPy makes an array of) whose shape, dtype and, if regular, chunks the new
-            array takes (and, from a zarrfast array, its fill value) unless ``kwargs``
-            give them.
+            NumPy makes an array of) whose shape and dtype the new array takes, and its
+            chunk shape if regular (a dask array's ``chunksize``); from a zarrfast array
+            also its fill value and order and, when it is of the group's Zarr format (and
+            ``dtype`` is not another), its codecs with the chunk grid they go with (a
+            sharded array: its shards and inner chunks; a rectilinear grid), as
+            [zarrfast.zeros_like][] copies them, else its (inner) chunks.
         **kwargs : Any
             The other keywords of ``create_array`` (``dtype``, ``chunks``,
-            ``attributes``, ``overwrite``...).
+            ``attributes``, ``overwrite``...), which override what is copied.
+            Given ``filters``, ``serializer``, ``compressors`` or ``compressor``, no
+            codec is copied; given ``chunks`` or ``shards``, a sharded array's codecs are
+            not (an unsharded array's go inside the ``shards`` given).
 
         Returns
         -------
@@ -1179,7 +1183,7 @@ class Group(Node):
         ((4,), dtype('int16'), (2,))
         """
         check_member_keywords("empty_like", kwargs)
-        return self.create_array(name, **like_kwargs(data, kwargs))
+        return self.create_array(name, **like_kwargs(data, kwargs, self.zarr_format))
 
     def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
         """Create a member array of zeros like ``data`` (no chunk is written).
@@ -1190,12 +1194,18 @@ class Group(Node):
             The array's name, or a path below this group.
         data : array-like
             An array ([zarrfast.Array][], an asynchronous view of one, or anything
-            NumPy makes an array of) whose shape, dtype and, if regular, chunks the new
-            array takes (and, from a zarrfast array, its fill value) unless ``kwargs``
-            give them.
+            NumPy makes an array of) whose shape and dtype the new array takes, and its
+            chunk shape if regular (a dask array's ``chunksize``); from a zarrfast array
+            also its fill value and order and, when it is of the group's Zarr format (and
+            ``dtype`` is not another), its codecs with the chunk grid they go with (a
+            sharded array: its shards and inner chunks; a rectilinear grid), as
+            [zarrfast.zeros_like][] copies them, else its (inner) chunks.
         **kwargs : Any
             The other keywords of ``create_array`` (``dtype``, ``chunks``,
-            ``attributes``, ``overwrite``...).
+            ``attributes``, ``overwrite``...), which override what is copied.
+            Given ``filters``, ``serializer``, ``compressors`` or ``compressor``, no
+            codec is copied; given ``chunks`` or ``shards``, a sharded array's codecs are
+            not (an unsharded array's go inside the ``shards`` given).
 
         Returns
         -------
@@ -1218,7 +1228,8 @@ class Group(Node):
                [0, 0]], dtype=int8)
         """
         check_member_keywords("zeros_like", kwargs)
-        return self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 0})
+        return self.create_array(
+            name, **{**like_kwargs(data, kwargs, self.zarr_format), "fill_value": 0})
 
     def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
         """Create a member array of ones like ``data`` (no chunk is written).
@@ -1229,12 +1240,18 @@ class Group(Node):
             The array's name, or a path below this group.
         data : array-like
             An array ([zarrfast.Array][], an asynchronous view of one, or anything
-            NumPy makes an array of) whose shape, dtype and, if regular, chunks the new
-            array takes (and, from a zarrfast array, its fill value) unless ``kwargs``
-            give them.
+            NumPy makes an array of) whose shape and dtype the new array takes, and its
+            chunk shape if regular (a dask array's ``chunksize``); from a zarrfast array
+            also its fill value and order and, when it is of the group's Zarr format (and
+            ``dtype`` is not another), its codecs with the chunk grid they go with (a
+            sharded array: its shards and inner chunks; a rectilinear grid), as
+            [zarrfast.zeros_like][] copies them, else its (inner) chunks.
         **kwargs : Any
             The other keywords of ``create_array`` (``dtype``, ``chunks``,
-            ``attributes``, ``overwrite``...).
+            ``attributes``, ``overwrite``...), which override what is copied.
+            Given ``filters``, ``serializer``, ``compressors`` or ``compressor``, no
+            codec is copied; given ``chunks`` or ``shards``, a sharded array's codecs are
+            not (an unsharded array's go inside the ``shards`` given).
 
         Returns
         -------
@@ -1256,7 +1273,8 @@ class Group(Node):
         array([1, 1, 1], dtype=int8)
         """
         check_member_keywords("ones_like", kwargs)
-        return self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 1})
+        return self.create_array(
+            name, **{**like_kwargs(data, kwargs, self.zarr_format), "fill_value": 1})
 
     def full_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
         """Create a member array like ``data`` filled with ``fill_value`` (a keyword).
@@ -1267,14 +1285,20 @@ class Group(Node):
             The array's name, or a path below this group.
         data : array-like
             An array ([zarrfast.Array][], an asynchronous view of one, or anything
-            NumPy makes an array of) whose shape, dtype and, if regular, chunks the new
-            array takes (and, from a zarrfast array, its fill value) unless ``kwargs``
-            give them.
+            NumPy makes an array of) whose shape and dtype the new array takes, and its
+            chunk shape if regular (a dask array's ``chunksize``); from a zarrfast array
+            also its fill value and order and, when it is of the group's Zarr format (and
+            ``dtype`` is not another), its codecs with the chunk grid they go with (a
+            sharded array: its shards and inner chunks; a rectilinear grid), as
+            [zarrfast.zeros_like][] copies them, else its (inner) chunks.
         **kwargs : Any
             The other keywords of ``create_array`` (``dtype``, ``chunks``,
             ``attributes``, ``overwrite``...); ``fill_value`` is the value of every
             element (else ``data``'s fill value for a zarrfast array, else the data
             type's default).
+            Given ``filters``, ``serializer``, ``compressors`` or ``compressor``, no
+            codec is copied; given ``chunks`` or ``shards``, a sharded array's codecs are
+            not (an unsharded array's go inside the ``shards`` given).
 
         Returns
         -------
@@ -1296,7 +1320,7 @@ class Group(Node):
         array([5, 5, 5], dtype=int8)
         """
         check_member_keywords("full_like", kwargs)
-        return self.create_array(name, **like_kwargs(data, kwargs))
+        return self.create_array(name, **like_kwargs(data, kwargs, self.zarr_format))
 
     def move(self, source: str, dest: str) -> None:
         """Move the member at ``source`` (with everything below it) to ``dest``.
@@ -1463,19 +1487,35 @@ def check_member_keywords(method: str, kwargs: Mapping[str, Any]) -> None:
     check_keywords(method, kwargs, MEMBER_KEYWORDS)
 
 
-def like_kwargs(data: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` completed with the shape, dtype, (regular) chunks and fill value of
-    ``data`` (an array, an asynchronous view of one, or anything NumPy makes an array of),
-    as zarr-python's ``*_like`` take them."""
-    node = getattr(data, "_node", data)  # an asynchronous view: its array
+def like_kwargs(data: Any, kwargs: dict[str, Any],
+                zarr_format: int | None = None) -> dict[str, Any]:
+    """``kwargs`` completed with what the ``*_like`` methods copy from ``data``, as
+    ``create_array`` takes it (``kwargs`` win): what :func:`zarrfast.zeros_like` copies
+    (``zarrfast.api.synchronous._like_kwargs``) but the Zarr format, which is the group's.
+
+    That is the shape and dtype; from any other array than a zarrfast one its regular chunk
+    shape (a dask array's ``chunksize``); from a zarrfast array (or an asynchronous view of
+    one) its fill value, order and, when the new array is of its Zarr format (``kwargs``'
+    ``zarr_format``, else ``zarr_format``: the group's; not known, no codecs are copied)
+    and data type, its codecs with the chunk grid they go with, as ``_like_kwargs`` copies
+    them (given ``shards``, an unsharded array's codecs go inside them); a sharded array's
+    codecs not when ``kwargs`` give ``chunks`` or ``shards`` (``chunks`` are here the inner
+    chunks: the array is not sharded unless ``shards`` are given)."""
+    from zarrfast.api.synchronous import _CODEC_KEYWORDS, _like_kwargs  # (it imports us)
+    from zarrfast.codecs.sharding import ShardingCodec
+    from zarrfast.hierarchy.legacy import split_codecs
+
+    fmt = kwargs.get("zarr_format") or zarr_format
+    passed = {k: v for k, v in kwargs.items()
+              if k == "dtype" or (k in _CODEC_KEYWORDS and k != "shards")}
+    like = _like_kwargs(data, {**passed, "zarr_format": fmt}, codecs=fmt is not None)
+    if ("codecs" in like and not {"chunks", "shards"}.isdisjoint(kwargs)
+            and any(isinstance(c, ShardingCodec) for c in like["codecs"])):
+        like = _like_kwargs(data, {**passed, "zarr_format": fmt}, codecs=False)
     out = dict(kwargs)
-    if not hasattr(node, "shape") or not hasattr(node, "dtype"):
-        node = np.asarray(node)
-    out.setdefault("shape", node.shape)
-    out.setdefault("dtype", node.dtype)
-    chunks = getattr(node, "chunks", None)
-    if isinstance(chunks, tuple) and all(isinstance(c, int) for c in chunks):
-        out.setdefault("chunks", chunks)
-    if isinstance(node, Array):
-        out.setdefault("fill_value", node.fill_value)
+    for key in ("shape", "dtype", "chunks", "fill_value", "order", "compressor", "filters"):
+        if key in like:
+            out.setdefault(key, like[key])
+    if "codecs" in like:
+        out.update(split_codecs(like["codecs"]))
     return out
