@@ -23,10 +23,27 @@ TINY = ["--size", "256KiB", "--layouts", "raw", "--ops", "read", "--threads", "1
         "--repeat", "1"]
 
 
+#: makes the modules named in HIDE unimportable and drops their entry points, as if
+#: their distributions were not installed (zarr-python loads the codec pipeline that
+#: zarrs registers as an entry point: a module hidden alone breaks zarr-python itself)
+_HIDE = """
+import importlib.metadata as _md
+import sys
+HIDE = __HIDE__
+sys.modules.update(dict.fromkeys(HIDE))
+def _visible(**kwargs):
+    every = {(e.name, e.group, e.value): e for d in _md.distributions() for e in d.entry_points}
+    kept = _md.EntryPoints(e for e in every.values()
+                           if e.value.split(":")[0].split(".")[0] not in HIDE)
+    return kept.select(**kwargs) if kwargs else kept
+_md.entry_points = _visible
+"""
+
+
 def _bench(cwd, *args, hide=(), pre="", warnings="default"):
     """``zarrfast bench *args`` in a child Python (with ``-W warnings``), the modules in
     ``hide`` made unimportable first, as if not installed."""
-    code = (f"import sys\nsys.modules.update(dict.fromkeys({list(hide)!r}))\n{pre}\n"
+    code = (_HIDE.replace("__HIDE__", repr(list(hide))) + f"\n{pre}\n"
             f"from zarrfast.cli import main\nsys.exit(main(['bench', *{list(args)!r}]))\n")
     return subprocess.run([sys.executable, "-W", warnings, "-c", code], capture_output=True,
                           text=True, cwd=cwd, timeout=300, check=False)
