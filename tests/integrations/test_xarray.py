@@ -73,6 +73,11 @@ class CountingStore(Store):
     def list_dir(self, prefix):
         return self.inner.list_dir(prefix)
 
+    def with_read_only(self, read_only: bool = True) -> CountingStore:
+        view = CountingStore(self.inner.with_read_only(read_only))
+        view.reads, view._lock = self.reads, self._lock  # one record of the reads
+        return view
+
     def chunk_reads(self, var: str) -> set[str]:
         with self._lock:
             return {k for k in self.reads if k.startswith(var + "/")

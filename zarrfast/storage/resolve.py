@@ -122,6 +122,21 @@ def read_only_view(store: Store) -> Store:
     return view
 
 
+def _describe_store(store: Any) -> str:
+    """How an error message names ``store``, briefly: a ``dict``'s size, never its values
+    (``"a dict of 3 keys"``); another mapping's type (its size may cost a listing); a
+    path's, a URL's or a store's repr; anything else's type with its repr when short."""
+    if isinstance(store, dict):
+        return f"a {type(store).__name__} of {len(store)} key{'' if len(store) == 1 else 's'}"
+    if isinstance(store, Mapping) and not isinstance(store, Store):
+        return f"a {type(store).__name__} (a mapping)"
+    if isinstance(store, (str, os.PathLike, Store)):
+        return repr(store)
+    text = repr(store)
+    kind = f"{type(store).__module__}.{type(store).__qualname__}"
+    return f"a {kind} ({text})" if len(text) <= 80 else f"a {kind}"
+
+
 def make_store(store: StoreLike, *, read_only: bool = False,
                storage_options: Mapping[str, Any] | None = None) -> Store:
     """Turn anything that names a store (a path, a URL, a dict, ``None``) into a ``Store``.
@@ -193,7 +208,7 @@ def make_store(store: StoreLike, *, read_only: bool = False,
     if storage_options and not (isinstance(store, str) and is_remote_url(store)):
         raise StorageOptionsError(
             f"storage_options was provided but unused: they only apply to remote store URLs "
-            f"such as 's3://bucket/data.zarr', and the store is {store!r}"
+            f"such as 's3://bucket/data.zarr', and the store is {_describe_store(store)}"
         )
     if not isinstance(store, Store) and _is_zarr_python_store(store):
         from zarrfast.storage.zarr_python import ZarrPythonStore
@@ -218,6 +233,6 @@ def make_store(store: StoreLike, *, read_only: bool = False,
     if isinstance(store, MutableMapping):
         return MemoryStore(store, read_only=read_only)
     raise ZarrfastError(
-        f"cannot use {type(store).__name__} {store!r} as a store: expected a Store, "
+        f"cannot use {_describe_store(store)} as a store: expected a Store, "
         f"a path or URL, a dict or None"
     )
