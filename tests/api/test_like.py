@@ -158,6 +158,20 @@ def test_group_methods_copy_codecs_and_shards(name):
     assert b.metadata.codecs == a.metadata.codecs
 
 
+@pytest.mark.parametrize("name", LIKE)
+def test_async_group_methods_copy_codecs_and_shards(name):
+    # (they passed no Zarr format, so no codec was copied)
+    import asyncio
+
+    a = zarrfast.create_array({}, shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="int16",
+                              compressors=GzipCodec(level=3))
+    g = zarrfast.group(store={}).async_group
+    kw = {"fill_value": 3} if name == "full_like" else {}
+    b = asyncio.run(getattr(g, name)(name="b", data=a, **kw))
+    assert (b.chunks, b.shards) == ((2, 2), (4, 4))
+    assert b.metadata.codecs == a.metadata.codecs
+
+
 def test_group_methods_match_zarr_python_codecs():
     ours, theirs = _both(shape=(6,), chunks=(3,), dtype="float32", compressors=_gzip(4))
     g = zarrfast.group(store={})

@@ -1738,7 +1738,7 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
             A keyword ``create_array`` does not take.
         """
         check_member_keywords("empty_like", kwargs)
-        return await self.create_array(name, **like_kwargs(data, kwargs))
+        return await self.create_array(name, **like_kwargs(data, kwargs, self.zarr_format))
 
     async def zeros_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
         """Create a member array of zeros like ``data`` (a coroutine).
@@ -1771,7 +1771,8 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
             A keyword ``create_array`` does not take.
         """
         check_member_keywords("zeros_like", kwargs)
-        return await self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 0})
+        like = like_kwargs(data, kwargs, self.zarr_format)
+        return await self.create_array(name, **{**like, "fill_value": 0})
 
     async def ones_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
         """Create a member array of ones like ``data`` (a coroutine).
@@ -1804,7 +1805,8 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
             A keyword ``create_array`` does not take.
         """
         check_member_keywords("ones_like", kwargs)
-        return await self.create_array(name, **{**like_kwargs(data, kwargs), "fill_value": 1})
+        like = like_kwargs(data, kwargs, self.zarr_format)
+        return await self.create_array(name, **{**like, "fill_value": 1})
 
     async def full_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
         """Create a member array like ``data`` filled with ``fill_value`` (a keyword; a coroutine).
@@ -1839,7 +1841,7 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
             A keyword ``create_array`` does not take.
         """
         check_member_keywords("full_like", kwargs)
-        return await self.create_array(name, **like_kwargs(data, kwargs))
+        return await self.create_array(name, **like_kwargs(data, kwargs, self.zarr_format))
 
     async def create_hierarchy(self, nodes: Mapping[str, Any], *, overwrite: bool = False
                                ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup]]:

@@ -26,6 +26,7 @@ from zarrfast.hierarchy.consolidated import ConsolidatedView
 from zarrfast.hierarchy.create import create_array_at
 from zarrfast.hierarchy.info import GroupInfo, TreeRepr, group_info, render_tree, store_path_str
 from zarrfast.hierarchy.keywords import check_keywords, keyword_names
+from zarrfast.hierarchy.like import CODEC_KEYWORDS, like_kwargs_of
 from zarrfast.hierarchy.node import (
     AnyMetadata,
     Node,
@@ -1491,27 +1492,26 @@ def like_kwargs(data: Any, kwargs: dict[str, Any],
                 zarr_format: int | None = None) -> dict[str, Any]:
     """``kwargs`` completed with what the ``*_like`` methods copy from ``data``, as
     ``create_array`` takes it (``kwargs`` win): what :func:`zarrfast.zeros_like` copies
-    (``zarrfast.api.synchronous._like_kwargs``) but the Zarr format, which is the group's.
+    (``zarrfast.hierarchy.like.like_kwargs_of``) but the Zarr format, which is the group's.
 
     That is the shape and dtype; from any other array than a zarrfast one its regular chunk
     shape (a dask array's ``chunksize``); from a zarrfast array (or an asynchronous view of
     one) its fill value, order and, when the new array is of its Zarr format (``kwargs``'
     ``zarr_format``, else ``zarr_format``: the group's; not known, no codecs are copied)
-    and data type, its codecs with the chunk grid they go with, as ``_like_kwargs`` copies
+    and data type, its codecs with the chunk grid they go with, as ``like_kwargs_of`` copies
     them (given ``shards``, an unsharded array's codecs go inside them); a sharded array's
     codecs not when ``kwargs`` give ``chunks`` or ``shards`` (``chunks`` are here the inner
     chunks: the array is not sharded unless ``shards`` are given)."""
-    from zarrfast.api.synchronous import _CODEC_KEYWORDS, _like_kwargs  # (it imports us)
     from zarrfast.codecs.sharding import ShardingCodec
     from zarrfast.hierarchy.legacy import split_codecs
 
     fmt = kwargs.get("zarr_format") or zarr_format
     passed = {k: v for k, v in kwargs.items()
-              if k == "dtype" or (k in _CODEC_KEYWORDS and k != "shards")}
-    like = _like_kwargs(data, {**passed, "zarr_format": fmt}, codecs=fmt is not None)
+              if k == "dtype" or (k in CODEC_KEYWORDS and k != "shards")}
+    like = like_kwargs_of(data, {**passed, "zarr_format": fmt}, codecs=fmt is not None)
     if ("codecs" in like and not {"chunks", "shards"}.isdisjoint(kwargs)
             and any(isinstance(c, ShardingCodec) for c in like["codecs"])):
-        like = _like_kwargs(data, {**passed, "zarr_format": fmt}, codecs=False)
+        like = like_kwargs_of(data, {**passed, "zarr_format": fmt}, codecs=False)
     out = dict(kwargs)
     for key in ("shape", "dtype", "chunks", "fill_value", "order", "compressor", "filters"):
         if key in like:
