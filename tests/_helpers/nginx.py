@@ -8,9 +8,14 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
+import uuid
 from pathlib import Path
 
 NGINX = "/usr/sbin/nginx"
+#: the path of the requests that mark a place in the access log (never asked for by tests)
+_MARK = "/__access_log_mark__/"
 
 _CONF = """
 daemon off;
@@ -46,6 +51,7 @@ def nginx_path() -> str | None:
 class Nginx:
     def __init__(self, root: Path, run: Path) -> None:
         self.root, self.run = root, run
+        self._start = 0  # where the log's requests begin (clear_log)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
@@ -71,30 +77,45 @@ class Nginx:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
 
     def requests(self) -> list[tuple[str, str, str, int]]:
-        """``(method, path, range, status)`` of every request so far.  nginx logs a
-        request after it has sent the response, so the client may be done before the
-        last line is written: the log is read until it stays the same for 50 ms (at
-        most 5 s)."""
-        log = self.run / "access.log"
+        """``(method, path, range, status)`` of every request since the last
+        :meth:`clear_log` (or since the start).
+
+        nginx logs a request after it has sent the response, so a client that is done
+        may not be logged yet.  Its one worker logs requests in the order it finishes
+        them, so a marker request sent now is logged after every request made before
+        it: the log is read up to the marker, with no clock involved."""
+        text = self._mark()
         out = []
-        if log.exists():
-            text = log.read_text()
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                time.sleep(0.05)
-                again = log.read_text()
-                if again == text:
-                    break
-                text = again
-            for line in text.splitlines():
-                method, uri, rest = line.split(" ", 2)
-                rng, status = rest.rsplit(" ", 1)
-                out.append((method, uri.lstrip("/"), rng.strip('"').replace("-", "", 0),
-                            int(status)))
+        for line in text[self._start:].splitlines():
+            method, uri, rest = line.split(" ", 2)
+            if uri.startswith(_MARK):
+                continue
+            rng, status = rest.rsplit(" ", 1)
+            out.append((method, uri.lstrip("/"), rng.strip('"').replace("-", "", 0),
+                        int(status)))
         return out
 
     def clear_log(self) -> None:
-        (self.run / "access.log").write_text("")
+        """Forget the requests made so far (those not logged yet included)."""
+        self._start = len(self._mark())
+
+    def _mark(self) -> str:
+        """The log up to and including the line of a marker request made now."""
+        token = f"{_MARK}{uuid.uuid4().hex}"
+        try:
+            urllib.request.urlopen(self.url(token), timeout=60).close()
+        except urllib.error.HTTPError as e:  # 404: logged like any request
+            e.close()
+        log = self.run / "access.log"
+        deadline = time.monotonic() + 60  # (a hang guard only)
+        while True:
+            text = log.read_text() if log.exists() else ""
+            end = text.find(f"{token} ")
+            if end >= 0:
+                return text[: text.index("\n", end) + 1]
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nginx never logged the marker request {token}")
+            time.sleep(0.005)
 
     def stop(self) -> None:
         self.proc.terminate()
