@@ -6,7 +6,7 @@ import contextlib
 import functools
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -24,8 +24,10 @@ from zarrfast.engine.stored import delete_outside, stored_coords
 from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import (
     AllocationError,
+    ArrayNotFoundError,
     IndexingError,
     MetadataValidationError,
+    NodeTypeValidationError,
     ZarrfastError,
     add_context,
 )
@@ -37,16 +39,20 @@ from zarrfast.hierarchy.node import (
     array_metadata_from_dict,
     array_metadata_from_documents,
     check_documents_unchanged,
+    existing_node,
     metadata_document_names,
     metadata_from_state,
     metadata_state,
     read_metadata_documents,
+    read_typed_metadata,
     resolve_store_path,
     write_metadata,
 )
 from zarrfast.metadata.chunk_grid import RegularChunkGrid
+from zarrfast.metadata.paths import normalize_path
 from zarrfast.metadata.v3 import ArrayMetadata
 from zarrfast.storage import Store
+from zarrfast.storage.asynchronous import store_path_of
 
 __all__ = ["Array"]
 
@@ -78,6 +84,34 @@ def _chain_inputs(metadata: Any) -> tuple:
         return (metadata.chunks, metadata.dtype, metadata.order, len(metadata.shape),
                 repr(metadata.filters), repr(metadata.compressor))
     return (metadata.chunk_grid, metadata.type_info, repr(metadata.codecs_json))
+
+
+def read_array_metadata(store: Store, path: str, zarr_format: int | None = 3) -> Any:
+    """The metadata of the array at ``path``, found as zarr-python's ``AsyncArray.open``
+    finds it: a Zarr v3 group there is a ``NodeTypeValidationError`` (its ``zarr.json`` is
+    not an array's), while Zarr v2 is looked for in ``.zarray`` only, so a v2 group there
+    is no array (``ArrayNotFoundError``)."""
+    try:
+        return read_typed_metadata(store, path, "array", zarr_format)
+    except NodeTypeValidationError:
+        found = existing_node(store, path)
+        if zarr_format == 2 or (found is not None and found[0] == 2):
+            raise ArrayNotFoundError(
+                f"no array at path {path or '/'!r} in {store!r} (zarr_format={zarr_format}): "
+                f"a Zarr v2 group is there") from None
+        raise
+
+
+def array_config_keywords(config: Any) -> dict[str, Any]:
+    """``write_empty_chunks`` and ``order`` for :class:`Array` from zarr-python's
+    ``config`` argument (an ``ArrayConfig`` or a dict, checked); a key left out is
+    ``None``, the configuration's, as for an array ``open_array`` opens."""
+    if config is None:
+        return {"write_empty_chunks": None, "order": None}
+    checked = parse_array_config(config)  # (unknown keys and invalid values refused)
+    given = config if isinstance(config, Mapping) else checked.to_dict()
+    return {key: getattr(checked, key) if given.get(key) is not None else None
+            for key in ("write_empty_chunks", "order")}
 
 
 class Array(Node):
@@ -1494,6 +1528,55 @@ class Array(Node):
         store, path = resolve_store_path(store_path)
         return cls(store, path, array_metadata_from_dict(data, path),
                    read_only=store.read_only)
+
+    @classmethod
+    def open(cls, store: Any, *, config: Any = None) -> Array:
+        """Open the existing Zarr v3 array at ``store``, as zarr-python's ``Array.open``.
+
+        Only Zarr v3 metadata (``zarr.json``) is looked for, as in zarr-python; open a
+        v2 array with [zarrfast.open_array][] or ``AsyncArray.open(store, zarr_format=2)``.
+
+        Parameters
+        ----------
+        store : Any
+            Where the array is: a store, a [zarrfast.storage.StorePath][] (the array
+            at its path), or anything [zarrfast.storage.make_store][] takes (a path, a
+            URL, a dict...; the array at its root).
+        config : ArrayConfig or dict or None, default None
+            The runtime configuration, ``order`` and/or ``write_empty_chunks``; the
+            keys left out follow ``zarrfast.config`` (``array.order``,
+            ``array.write_empty_chunks``).
+
+        Returns
+        -------
+        Array
+            The array (read-only if the store is).
+
+        Raises
+        ------
+        zarrfast.errors.ArrayNotFoundError
+            There is no Zarr v3 array there.
+        zarrfast.errors.NodeTypeValidationError
+            There is a Zarr v3 group there.
+        zarrfast.errors.ZarrfastError
+            ``config`` has keys other than ``order`` and ``write_empty_chunks``, or an
+            invalid value.
+
+        Examples
+        --------
+        >>> store = zarrfast.MemoryStore()
+        >>> _ = zarrfast.create_array(store, name="x", shape=(3,), dtype="int8")
+        >>> a = zarrfast.Array.open(zarrfast.storage.StorePath(store, "x"))
+        >>> a.shape, a.dtype
+        ((3,), dtype('int8'))
+        >>> zarrfast.Array.open(zarrfast.storage.StorePath(store, "x"),
+        ...                     config={"order": "F"}).order
+        'F'
+        """
+        sp = store_path_of(store)
+        s, p = sp.store, normalize_path(sp.path)
+        return cls(s, p, read_array_metadata(s, p, 3), read_only=s.read_only,
+                   **array_config_keywords(config))
 
     def with_write_empty_chunks(self, value: bool) -> Array:
         """This array with another ``write_empty_chunks`` setting (a new ``Array``).

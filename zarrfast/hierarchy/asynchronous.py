@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 
 from zarrfast.concurrency import in_thread
 from zarrfast.errors import ZarrDeprecationWarning, ZarrfastError
-from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.array import Array, array_config_keywords, read_array_metadata
 from zarrfast.hierarchy.group import Group, check_member_keywords, like_kwargs, node_from_metadata
 from zarrfast.hierarchy.keywords import check_keywords, keyword_names
 from zarrfast.hierarchy.legacy import create_legacy
-from zarrfast.hierarchy.node import AsyncNode, read_typed_metadata, write_new_node
+from zarrfast.hierarchy.node import AsyncNode, write_new_node
 from zarrfast.metadata.paths import normalize_path
 from zarrfast.storage.asynchronous import StorePath, store_path_of
 
@@ -192,8 +192,8 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
     # -- making one ---------------------------------------------------------------------
     @classmethod
     async def open(cls, store: Any, zarr_format: int | None = 3, *, path: str | None = None,
-                   read_only: bool = False) -> AsyncArray:
-        """Open the existing array at ``store`` (a coroutine).
+                   read_only: bool = False, config: Any = None) -> AsyncArray:
+        """Open the existing array at ``store`` (a coroutine), as zarr-python's ``AsyncArray.open``.
 
         Parameters
         ----------
@@ -206,6 +206,10 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
             The array's path in the store (below the path of a ``StorePath``).
         read_only : bool, default False
             Open the array read-only (it is also when the store is).
+        config : ArrayConfig or dict or None, default None
+            The runtime configuration, ``order`` and/or ``write_empty_chunks``; the
+            keys left out follow ``zarrfast.config`` (``array.order``,
+            ``array.write_empty_chunks``).
 
         Returns
         -------
@@ -215,9 +219,15 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
         Raises
         ------
         zarrfast.errors.ArrayNotFoundError
-            There is no array of that format there.
+            There is no array of that format there (a Zarr v2 group there is no
+            array, as in zarr-python, which looks for v2 arrays in ``.zarray`` only).
         zarrfast.errors.NodeTypeValidationError
-            There is a group there.
+            There is a Zarr v3 group there.
+        zarrfast.errors.MetadataValidationError
+            ``zarr_format`` is not 2, 3 or None.
+        zarrfast.errors.ZarrfastError
+            ``config`` has keys other than ``order`` and ``write_empty_chunks``, or an
+            invalid value.
 
         Examples
         --------
@@ -230,8 +240,9 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
         """
         def open_() -> Array:
             s, p = _store_and_path(store, path, read_only=read_only)
-            md = read_typed_metadata(s, p, "array", zarr_format)
-            return Array(s, p, md, read_only=read_only or s.read_only)
+            md = read_array_metadata(s, p, zarr_format)
+            return Array(s, p, md, read_only=read_only or s.read_only,
+                         **array_config_keywords(config))
         return (await _call(open_))._async_view()
 
     @classmethod
@@ -1152,6 +1163,76 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
             ``key`` is not a valid node path.
         """
         return async_view(await _call(self._node.get, key, default))
+
+    async def get_array(self, path: str) -> AsyncArray:
+        """Return the array at ``path`` (a coroutine), raising if there is none or it is a group.
+
+        As zarr-python's ``AsyncGroup.get_array``; see ``Group.get_array``.
+
+        Parameters
+        ----------
+        path : str
+            The array's path relative to this group: a name, or names joined by
+            ``/`` to reach into member groups (``"sub/x"``).
+
+        Returns
+        -------
+        AsyncArray
+            The array.
+
+        Raises
+        ------
+        zarrfast.errors.ArrayNotFoundError
+            There is no node at ``path``.
+        zarrfast.errors.ContainsGroupError
+            The node at ``path`` is a group.
+        zarrfast.errors.InvalidNodeNameError
+            ``path`` is not a valid node path.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("sub/x", shape=(2,), dtype="int8")
+        >>> asyncio.run(g.async_group.get_array("sub/x"))
+        <AsyncArray ...sub/x shape=(2,) dtype=int8>
+        """
+        return async_view(await _call(self._node.get_array, path))
+
+    async def get_group(self, path: str) -> AsyncGroup:
+        """Return the group at ``path`` (a coroutine), raising if there is none or it is an array.
+
+        As zarr-python's ``AsyncGroup.get_group``; see ``Group.get_group``.
+
+        Parameters
+        ----------
+        path : str
+            The group's path relative to this group: a name, or names joined by
+            ``/`` to reach into member groups (``"sub/inner"``).
+
+        Returns
+        -------
+        AsyncGroup
+            The group.
+
+        Raises
+        ------
+        zarrfast.errors.GroupNotFoundError
+            There is no node at ``path``.
+        zarrfast.errors.ContainsArrayError
+            The node at ``path`` is an array.
+        zarrfast.errors.InvalidNodeNameError
+            ``path`` is not a valid node path.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_group("sub/inner")
+        >>> asyncio.run(g.async_group.get_group("sub/inner"))
+        <AsyncGroup ...sub/inner>
+        """
+        return async_view(await _call(self._node.get_group, path))
 
     async def contains(self, member: str) -> bool:
         """Tell whether there is a member at ``member`` (a coroutine): ``member in group``.
