@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from zarrfast.errors import (
+    ArrayNotFoundError,
     ContainsArrayError,
     ContainsGroupError,
     GroupNotFoundError,
@@ -344,6 +345,102 @@ class Group(Node):
         except MemberNotFoundError:
             return default
 
+    def _member_of_kind(self, path: str, kind: type[Array] | type[Group]) -> Array | Group:
+        """The member at ``path`` if it is a ``kind`` (zarr-python's ``get_array`` and
+        ``get_group``); the error names where it was looked for."""
+        where = self._child_path(path)  # (an invalid path: InvalidNodeNameError)
+        what = "array" if kind is Array else "group"
+        try:
+            node = self[path]
+        except MemberNotFoundError as e:
+            missing = ArrayNotFoundError if kind is Array else GroupNotFoundError
+            raise missing(f"no {what} at path {where or '/'!r}: {e}") from None
+        if not isinstance(node, kind):
+            found, other = ((ContainsGroupError, "a group") if kind is Array
+                            else (ContainsArrayError, "an array"))
+            raise found(f"{other} exists at path {where or '/'!r} in {self._store!r}, "
+                        f"not {'an array' if kind is Array else 'a group'}")
+        return node
+
+    def get_array(self, path: str) -> Array:
+        """Return the array at ``path``, raising if there is none or it is a group.
+
+        As zarr-python's ``Group.get_array``: ``self[path]``, checked to be an array.
+
+        Parameters
+        ----------
+        path : str
+            The array's path relative to this group: a name, or names joined by
+            ``/`` to reach into member groups (``"sub/x"``).
+
+        Returns
+        -------
+        Array
+            The array (read-only if this group is).
+
+        Raises
+        ------
+        zarrfast.errors.ArrayNotFoundError
+            There is no node at ``path``.
+        zarrfast.errors.ContainsGroupError
+            The node at ``path`` is a group.
+        zarrfast.errors.InvalidNodeNameError
+            ``path`` is not a valid node path (e.g. a name starting with ``__``, or
+            ``..``).
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("sub/x", shape=(3,), dtype="int8")
+        >>> g.get_array("sub/x")
+        <Array memory://.../sub/x shape=(3,) dtype=int8>
+        >>> g.get_array("sub")
+        Traceback (most recent call last):
+        ...
+        zarrfast.errors.ContainsGroupError: a group exists at path 'sub' in ...
+        """
+        return self._member_of_kind(path, Array)  # type: ignore[return-value]
+
+    def get_group(self, path: str) -> Group:
+        """Return the group at ``path``, raising if there is none or it is an array.
+
+        As zarr-python's ``Group.get_group``: ``self[path]``, checked to be a group
+        (``""`` is this group).
+
+        Parameters
+        ----------
+        path : str
+            The group's path relative to this group: a name, or names joined by
+            ``/`` to reach into member groups (``"sub/inner"``).
+
+        Returns
+        -------
+        Group
+            The group (read-only if this group is).
+
+        Raises
+        ------
+        zarrfast.errors.GroupNotFoundError
+            There is no node at ``path``.
+        zarrfast.errors.ContainsArrayError
+            The node at ``path`` is an array.
+        zarrfast.errors.InvalidNodeNameError
+            ``path`` is not a valid node path (e.g. a name starting with ``__``, or
+            ``..``).
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_group("sub/inner")
+        >>> g.get_group("sub/inner")
+        <Group memory://.../sub/inner>
+        >>> g.get_group("missing")
+        Traceback (most recent call last):
+        ...
+        zarrfast.errors.GroupNotFoundError: no group at path 'missing': ...
+        """
+        return self._member_of_kind(path, Group)  # type: ignore[return-value]
+
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
@@ -526,6 +623,40 @@ class Group(Node):
         if self._consolidated is not None:
             return iter(self._names_of_type("group"))
         return (k for k, _ in self.groups())
+
+    def array_values(self) -> Iterator[Array]:
+        """Iterate over the direct members that are arrays.
+
+        Returns
+        -------
+        Iterator[Array]
+            The array members, in the order of ``arrays()``.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("a", shape=(2,), dtype="int8"); _ = g.create_group("sub")
+        >>> list(g.array_values())
+        [<Array memory://.../a shape=(2,) dtype=int8>]
+        """
+        return (arr for _, arr in self.arrays())
+
+    def group_values(self) -> Iterator[Group]:
+        """Iterate over the direct members that are groups.
+
+        Returns
+        -------
+        Iterator[Group]
+            The group members, in the order of ``groups()``.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_array("a", shape=(2,), dtype="int8"); _ = g.create_group("sub")
+        >>> list(g.group_values())
+        [<Group memory://.../sub>]
+        """
+        return (grp for _, grp in self.groups())
 
     def __delitem__(self, name: str) -> None:
         self._check_writable()
