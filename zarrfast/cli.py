@@ -128,7 +128,7 @@ def _stored_bytes(node) -> tuple[int, int]:
     def size(key: str) -> int:
         try:
             return store.getsize(key)
-        except FileNotFoundError:
+        except (FileNotFoundError, KeyError):
             return 0
 
     hierarchy = getattr(node, "_hierarchy", None)  # a v3 draft: its documents under meta/
@@ -137,13 +137,7 @@ def _stored_bytes(node) -> tuple[int, int]:
     base = getattr(node, "_chunk_path", node.path)
     chunks = sum(size(key) for key in store.list_prefix(f"{base}/" if base else "")
                  if key not in meta_keys)
-    metadata = 0
-    for key in meta_keys:
-        try:
-            metadata += store.getsize(key)
-        except (FileNotFoundError, KeyError):
-            pass
-    return chunks, metadata
+    return chunks, sum(size(key) for key in meta_keys)
 
 
 def _size(n: float) -> str:

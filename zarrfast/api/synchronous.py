@@ -38,7 +38,7 @@ from zarrfast.hierarchy.node import (
     read_typed_metadata,
     write_new_node,
 )
-from zarrfast.metadata.paths import normalize_path
+from zarrfast.metadata.paths import join_path, normalize_path
 from zarrfast.metadata.v2 import GroupMetadataV2
 from zarrfast.metadata.v3 import GroupMetadata
 from zarrfast.storage import Store, StorePath
@@ -2199,20 +2199,17 @@ def create_hierarchy(*, store: StoreLike | StorePath, nodes: Mapping[str, Any],
     # the store is resolved once: every node in the same one (None: one new MemoryStore)
     s, base = _resolve(store, None)
 
-    def at(key: str) -> str:
-        return f"{base}/{key}" if base and key else base or key
-
     created = []
     for key in sorted(implied, key=lambda k: (k.count("/") + bool(k), k)):
-        if existing_node(s, at(key)) is None:  # write_new_node makes it with the first child
+        if existing_node(s, join_path(base, key)) is None:  # write_new_node makes it with the first child
             created.append(key)
     for path, md in given.items():
-        _write(s, at(path), md, overwrite=overwrite)
+        _write(s, join_path(base, path), md, overwrite=overwrite)
     for key in created:
-        yield key, node_from_metadata(s, at(key), GroupMetadata() if fmt == 3
+        yield key, node_from_metadata(s, join_path(base, key), GroupMetadata() if fmt == 3
                                       else GroupMetadataV2(), read_only=False)
     for path, md in given.items():
-        yield path, node_from_metadata(s, at(path), md, read_only=False)
+        yield path, node_from_metadata(s, join_path(base, path), md, read_only=False)
 
 
 # -- the keywords each function passes on takes (an unknown one is a TypeError) -----------
