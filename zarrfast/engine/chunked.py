@@ -475,6 +475,9 @@ class RowReader:
         self.direct = _direct_rows(chain, proj.sel, proj.local_count, out.shape,
                                    into=chain._decode_into or self.raw_into or self.batch_decode)
         self._placement: _kernels.Placement | None = None
+        #: the rows whose chunk is not stored (read as the fill value) are appended here
+        #: when it is a list (zarr-python's pipeline reports them); ``None``: not kept
+        self.missing: list[int] | None = None
 
     def placement(self) -> Any:
         """Where each row's chunk goes, checked once (``kernels.Placement``, made on
@@ -589,6 +592,8 @@ class RowReader:
             i = int(rows[j])
             if sizes[j] != -1:
                 raise _raw_size_error(chain, keys[i], int(sizes[j]))
+            if self.missing is not None:
+                self.missing.append(i)
             _kernels.fill_region(self.out_flat, int(self.dst_offsets[i]), self.out_strides,
                                  self.proj.local_count[i], chain._fill_native_arr)
         return ok
@@ -600,6 +605,8 @@ class RowReader:
         if raw is None:
             _kernels.fill_region(self.out_flat, int(self.dst_offsets[i]), self.out_strides,
                                  region, chain._fill_native_arr)
+            if self.missing is not None:
+                self.missing.append(i)
             return
         if self.direct is not None and self.direct[i]:
             off = int(self.dst_offsets[i])

@@ -1,0 +1,602 @@
+"""zarr-python's codec pipeline, run by zarrfast's engine.
+
+zarr-python lets a library replace the part of it that moves chunks between the store
+and the array: its *codec pipeline*.  :class:`CodecPipeline` is zarrfast's.  Select it
+for every array of every library that uses zarr-python (xarray, dask, anndata,
+ome-zarr...), with zarr-python's configuration::
+
+    import zarr
+    zarr.config.set({"codec_pipeline.path": "zarrfast.zarr_python.CodecPipeline"})
+
+or, for a whole program and the processes it starts, with the environment variable
+``ZARR_CODEC_PIPELINE__PATH=zarrfast.zarr_python.CodecPipeline``.  zarr-python finds the
+class through the ``zarr.codec_pipeline`` entry point zarrfast installs.
+
+What it does with a batch of chunks zarr-python hands it (one read or write of an
+array): the chunks' places in the output (or the value) become one table, as zarrfast's
+own arrays project a selection, and zarrfast's engine reads or writes the table's rows:
+chunk files of a ``LocalStore`` read and decoded by one kernel call per batch without
+the GIL, the values of a ``MemoryStore`` taken from its dict, whole chunks compressed
+many at a time, partial chunks merged with what is stored.  Other stores (obstore,
+fsspec, icechunk, zip...) are read and written through their own async API, in the
+event loop zarr-python runs the pipeline in, and the bytes decoded and placed by the
+same kernels.
+
+Whatever it cannot do goes to zarr-python's own pipeline (``BatchedCodecPipeline``) for
+that call, never to wrong data, and a DEBUG message on the ``zarrfast.zarr_python``
+logger says why: a codec or data type zarrfast has no codec for, a non-native byte order
+(Zarr v2's ``>i4``: zarr-python keeps it in memory), a selection other than integers and
+slices, an output that is not a C-contiguous NumPy array, variable-length chunks
+(strings), and sharded arrays, whose shards zarr-python's sharding codec reads, with
+this pipeline decoding their inner chunks.  ``decode``, ``encode``,
+``compute_encoded_size`` and ``validate`` are zarr-python's.
+
+zarr-python 3.1 to 3.4 are supported (the interface changed little among them: 3.4's
+``read`` returns one ``GetResult`` per chunk, 3.1's nothing).
+
+zarr-python is optional for zarrfast: this module needs it (``pip install
+"zarrfast[zarr]"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from zarrfast.engine.chunked import PreparedChain, Projection, RowReader, RowWriter
+from zarrfast.engine.plan import Plan
+from zarrfast.engine.selection import BasicSelection
+from zarrfast.engine.strategies import READ_ROWS, WRITE_ROWS, choose_rows
+from zarrfast.errors import ZarrfastError
+from zarrfast.metadata.v2 import ArrayMetadataV2
+from zarrfast.metadata.v3 import ArrayV3Metadata
+from zarrfast.storage import LocalStore, MemoryStore, Store
+
+try:
+    import zarr
+    from zarr.abc.codec import CodecPipeline as _ZarrCodecPipeline
+    from zarr.core.codec_pipeline import BatchedCodecPipeline
+    from zarr.registry import register_pipeline
+except ImportError as e:  # pragma: no cover - zarr-python is a test dependency
+    from zarrfast.storage.errors import MissingDependencyError
+
+    raise MissingDependencyError(
+        "zarrfast.zarr_python needs zarr-python 3: pip install \"zarrfast[zarr]\"") from e
+
+__all__ = ["CodecPipeline"]
+
+logger = logging.getLogger("zarrfast.zarr_python")
+
+#: zarr-python 3.4's ``read`` returns a ``GetResult`` per chunk (3.1's returns nothing)
+_GET_RESULTS = hasattr(zarr.abc.codec, "GetResult")
+_PRESENT: dict[str, str] = {"status": "present"}
+_MISSING: dict[str, str] = {"status": "missing"}
+
+
+class CodecPipeline(_ZarrCodecPipeline):
+    """zarr-python's codec pipeline, with zarrfast's engine moving the chunks.
+
+    Select it in zarr-python's configuration (``codec_pipeline.path``) or with the
+    environment variable ``ZARR_CODEC_PIPELINE__PATH``, as
+    ``"zarrfast.zarr_python.CodecPipeline"``.  zarr-python makes one per array (and one
+    for the inner chunks of each sharded array); nobody calls its constructor but
+    :meth:`from_codecs` and :meth:`evolve_from_array_spec`.
+
+    Parameters
+    ----------
+    default : zarr.core.codec_pipeline.BatchedCodecPipeline
+        zarr-python's own pipeline of the same codecs: it runs what zarrfast cannot (the
+        DEBUG log of ``zarrfast.zarr_python`` says when and why), and the methods that
+        move no chunks (``decode``, ``encode``, ``compute_encoded_size``, ``validate``).
+
+    Examples
+    --------
+    >>> import zarr
+    >>> with zarr.config.set({"codec_pipeline.path": "zarrfast.zarr_python.CodecPipeline"}):
+    ...     a = zarr.create_array({}, shape=(4, 4), chunks=(2, 2), dtype="int32")
+    ...     a[:] = np.arange(16).reshape(4, 4)
+    ...     print(type(a._async_array.codec_pipeline).__name__, a[1:3, 1:3].tolist())
+    CodecPipeline [[5, 6], [9, 10]]
+    """
+
+    def __init__(self, default: Any) -> None:
+        self.default = default
+        #: chunk specification (:func:`_spec_key`) -> zarrfast's chain, or why none
+        self._chains: dict[tuple, PreparedChain | str] = {}
+        #: zarr-python store -> zarrfast's store of the same data (see :func:`_native`)
+        self._stores: dict[int, tuple[Any, Store | None]] = {}
+
+    def __repr__(self) -> str:
+        return f"<zarrfast CodecPipeline of {list(self.default)!r}>"
+
+    def __iter__(self) -> Iterator[Any]:
+        """The codecs, in order (as zarr-python's pipelines iterate)."""
+        return iter(self.default)
+
+    # -- making one -----------------------------------------------------------------
+    @classmethod
+    def from_codecs(cls, codecs: Iterable[Any], *, batch_size: int | None = None
+                    ) -> CodecPipeline:
+        """A pipeline of ``codecs`` (zarr-python's codec objects), not yet evolved.
+
+        Parameters
+        ----------
+        codecs : iterable of zarr.abc.codec.Codec
+            The array's codecs.
+        batch_size : int, optional
+            zarr-python's ``codec_pipeline.batch_size`` for its own pipeline.
+
+        Returns
+        -------
+        CodecPipeline
+            A pipeline that runs everything through zarr-python's until
+            :meth:`evolve_from_array_spec` gives it the chunk specification.
+        """
+        return cls(BatchedCodecPipeline.from_codecs(codecs, batch_size=batch_size))
+
+    def evolve_from_array_spec(self, array_spec: Any) -> CodecPipeline:
+        """The pipeline for chunks of ``array_spec``: zarrfast's chain made for them.
+
+        Parameters
+        ----------
+        array_spec : zarr.core.array_spec.ArraySpec
+            The chunk shape, data type, fill value and configuration.
+
+        Returns
+        -------
+        CodecPipeline
+            A new pipeline (chunks zarrfast has no chain for go through zarr-python's
+            pipeline).
+        """
+        pipeline = type(self)(self.default.evolve_from_array_spec(array_spec))
+        pipeline._chain_for(array_spec)
+        return pipeline
+
+    def _chain_for(self, spec: Any) -> PreparedChain | str:
+        """zarrfast's chain for chunks of ``spec``, or why there is none; made once per
+        chunk specification (zarr-python 3.1 to 3.3 give it with the first read or write,
+        3.4 to :meth:`evolve_from_array_spec`)."""
+        key = _spec_key(spec)
+        known = self._chains.get(key)
+        if known is None:
+            try:
+                known = _make_chain(list(self.default), spec)
+            except _Unsupported as e:
+                known = str(e)
+            self._chains[key] = known
+        return known
+
+    # -- what moves no chunks: zarr-python's ---------------------------------------------
+    @property
+    def supports_partial_decode(self) -> bool:
+        """zarr-python's answer for these codecs (sharding without outer codecs).
+
+        Returns
+        -------
+        bool
+            Whether the array -> bytes codec reads parts of a chunk.
+        """
+        return bool(self.default.supports_partial_decode)
+
+    @property
+    def supports_partial_encode(self) -> bool:
+        """zarr-python's answer for these codecs.
+
+        Returns
+        -------
+        bool
+            Whether the array -> bytes codec writes parts of a chunk.
+        """
+        return bool(self.default.supports_partial_encode)
+
+    def validate(self, *, shape: tuple[int, ...], dtype: Any, chunk_grid: Any) -> None:
+        """Check the codecs against the array (zarr-python's checks).
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The array's shape.
+        dtype : zarr.core.dtype.ZDType
+            The array's data type.
+        chunk_grid : zarr.core.chunk_grids.ChunkGrid
+            The array's chunk grid (its metadata).
+        """
+        self.default.validate(shape=shape, dtype=dtype, chunk_grid=chunk_grid)
+
+    def compute_encoded_size(self, byte_length: int, array_spec: Any) -> int:
+        """The encoded size of ``byte_length`` bytes of chunk (fixed-size codecs only).
+
+        Parameters
+        ----------
+        byte_length : int
+            The decoded chunk's bytes.
+        array_spec : zarr.core.array_spec.ArraySpec
+            The chunk's specification.
+
+        Returns
+        -------
+        int
+            The encoded bytes (zarr-python raises for variable-size codecs).
+        """
+        return int(self.default.compute_encoded_size(byte_length, array_spec))
+
+    async def decode(self, chunk_bytes_and_specs: Iterable[tuple[Any, Any]]) -> Iterable[Any]:
+        """Decode chunks (zarr-python's pipeline does).
+
+        Parameters
+        ----------
+        chunk_bytes_and_specs : iterable of (Buffer or None, ArraySpec)
+            The encoded chunks and their specifications.
+
+        Returns
+        -------
+        iterable of (NDBuffer or None)
+            The decoded chunks, ``None`` where there were no bytes.
+        """
+        return await self.default.decode(chunk_bytes_and_specs)
+
+    async def encode(self, chunk_arrays_and_specs: Iterable[tuple[Any, Any]]) -> Iterable[Any]:
+        """Encode chunks (zarr-python's pipeline does).
+
+        Parameters
+        ----------
+        chunk_arrays_and_specs : iterable of (NDBuffer or None, ArraySpec)
+            The chunks and their specifications.
+
+        Returns
+        -------
+        iterable of (Buffer or None)
+            The encoded chunks, ``None`` where there was no chunk.
+        """
+        return await self.default.encode(chunk_arrays_and_specs)
+
+    # -- reads and writes: zarrfast's engine ---------------------------------------------
+    async def read(self, batch_info: Iterable[tuple[Any, Any, Any, Any, bool]], out: Any,
+                   drop_axes: tuple[int, ...] = ()) -> Any:
+        """Read chunks into ``out``: zarrfast's engine, else zarr-python's pipeline.
+
+        Parameters
+        ----------
+        batch_info : iterable of (ByteGetter, ArraySpec, selection, selection, bool)
+            Per chunk: where its bytes are, its specification, the part of it read, where
+            that part goes in ``out``, and whether the whole chunk is read.
+        out : zarr.core.buffer.NDBuffer
+            The output.
+        drop_axes : tuple of int, default ()
+            Axes of the chunks' selections that ``out`` does not have.
+
+        Returns
+        -------
+        tuple of GetResult or None
+            zarr-python 3.4 and later: one ``{"status": "present"}`` or
+            ``{"status": "missing"}`` per chunk, in order; 3.1 to 3.3: ``None``.
+        """
+        batch = list(batch_info)
+        if not batch:
+            return () if _GET_RESULTS else None
+        rows = self._rows(batch, out, drop_axes, reading=True)
+        if isinstance(rows, str):
+            logger.debug("read of %d chunks by zarr-python's pipeline: %s", len(batch), rows)
+            return await self.default.read(batch, out, drop_axes)
+        keys, native = self._keys_and_store(batch)
+        if native is None:  # the store's own async API, then the engine on its bytes
+            blobs = await _gather([(item[0], item[1].prototype) for item in batch])
+            native = MemoryStore({k: b for k, b in zip(keys, blobs, strict=True)
+                                  if b is not None}, read_only=True)
+        missing = await asyncio.to_thread(_read_rows, native, rows.chain, rows, keys,
+                                          out.as_ndarray_like())
+        if not _GET_RESULTS:
+            return None
+        gone = set(missing)
+        return tuple(_MISSING if i in gone else _PRESENT for i in range(len(batch)))
+
+    async def write(self, batch_info: Iterable[tuple[Any, Any, Any, Any, bool]], value: Any,
+                    drop_axes: tuple[int, ...] = ()) -> None:
+        """Write ``value`` into chunks: zarrfast's engine, else zarr-python's pipeline.
+
+        Partially written chunks are merged with what is stored; chunks equal to the
+        fill value everywhere are deleted unless the array writes empty chunks.
+
+        Parameters
+        ----------
+        batch_info : iterable of (ByteSetter, ArraySpec, selection, selection, bool)
+            Per chunk: where its bytes go, its specification, the part of it written,
+            where that part is in ``value``, and whether the whole chunk is written.
+        value : zarr.core.buffer.NDBuffer
+            The values (0-d: one value for every element).
+        drop_axes : tuple of int, default ()
+            Axes of the chunks' selections that ``value`` does not have.
+        """
+        batch = list(batch_info)
+        if not batch:
+            return
+        rows = self._rows(batch, value, drop_axes, reading=False)
+        if isinstance(rows, str):
+            logger.debug("write of %d chunks by zarr-python's pipeline: %s", len(batch), rows)
+            await self.default.write(batch, value, drop_axes)
+            return
+        keys, native = self._keys_and_store(batch)
+        write_empty = bool(getattr(batch[0][1].config, "write_empty_chunks", False))
+        if native is not None:
+            await asyncio.to_thread(_write_rows, native, rows.chain, rows, keys,
+                                    value.as_ndarray_like(), write_empty)
+            return
+        # the store's own async API: the chunks partially written read first, the engine
+        # writes into a dict, and what it holds afterwards is stored (or deleted)
+        old = [i for i, item in enumerate(batch) if not item[4]]
+        blobs = await _gather([(batch[i][0], batch[i][1].prototype) for i in old])
+        scratch: dict[str, Any] = {keys[i]: b for i, b in zip(old, blobs, strict=True)
+                                   if b is not None}
+        await asyncio.to_thread(_write_rows, MemoryStore(scratch), rows.chain, rows, keys,
+                                value.as_ndarray_like(), write_empty)
+        prototype = batch[0][1].prototype
+        await _scatter([(item[0], None if keys[i] not in scratch
+                         else prototype.buffer.from_bytes(bytes(scratch[keys[i]])))
+                        for i, item in enumerate(batch)])
+
+    # -- the batch as a projection -----------------------------------------------------
+    def _rows(self, batch: list, buf: Any, drop_axes: tuple[int, ...], *, reading: bool
+              ) -> Projection | str:
+        """The batch as a projection of the chain's chunks onto ``buf`` (the output or
+        the value), or why it cannot be one (a reason for the log)."""
+        spec = batch[0][1]
+        chain = self._chain_for(spec)
+        if isinstance(chain, str):
+            return chain
+        if drop_axes:
+            return f"axes {drop_axes} dropped after an orthogonal selection"
+        arr = buf.as_ndarray_like()
+        if not isinstance(arr, np.ndarray):
+            return f"{'output' if reading else 'value'} is a {type(arr).__name__}, " \
+                   "not a NumPy array"
+        if arr.dtype != chain.dtype:
+            return f"{'output' if reading else 'value'} dtype {arr.dtype} is not the " \
+                   f"chain's {chain.dtype}"
+        if not arr.flags.c_contiguous and (reading or arr.ndim):
+            return f"{'output' if reading else 'value'} is not C-contiguous"
+        ndim = chain.ndim
+        n = len(batch)
+        local_start = np.zeros((n, ndim), dtype=np.int64)
+        local_count = np.ones((n, ndim), dtype=np.int64)
+        out_start = np.zeros((n, ndim), dtype=np.int64)
+        complete = np.zeros(n, dtype=bool)
+        step = [0] * ndim
+        kept = [True] * ndim  # the chunk's dimensions ``buf`` has
+        key = _spec_key(spec)
+        for r, (_getter, chunk_spec, chunk_sel, out_sel, is_complete) in enumerate(batch):
+            if chunk_spec is not spec and _spec_key(chunk_spec) != key:
+                return "a chunk's specification is not the array's (rectilinear chunks?)"
+            if not isinstance(chunk_sel, tuple) or len(chunk_sel) != ndim:
+                return f"chunk selection {chunk_sel!r}"
+            if not isinstance(out_sel, tuple):
+                out_sel = (out_sel,)
+            e = 0
+            for d, s in enumerate(chunk_sel):
+                if isinstance(s, slice):
+                    start, stop, st = s.indices(chain.chunk_shape[d])
+                    if st < 1:
+                        return f"chunk selection {chunk_sel!r}"
+                    if r == 0:
+                        step[d] = st
+                    elif kept[d] is not True or step[d] != st:
+                        return "chunk selections of several kinds"
+                    count = len(range(start, stop, st))
+                    if e >= len(out_sel):
+                        return f"output selection {out_sel!r}"
+                    o = out_sel[e]
+                    e += 1
+                    if not (isinstance(o, slice) and o.step in (None, 1)
+                            and o.start is not None and o.stop - o.start == count):
+                        return f"output selection {out_sel!r}"
+                    local_start[r, d], local_count[r, d], out_start[r, d] = start, count, o.start
+                elif isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+                    if r == 0:
+                        kept[d], step[d] = False, 1
+                    elif kept[d]:
+                        return "chunk selections of several kinds"
+                    local_start[r, d] = int(s)
+                else:
+                    return f"chunk selection of {type(s).__name__}"
+            if e != len(out_sel):
+                return f"output selection {out_sel!r}"
+            complete[r] = bool(is_complete)
+        if arr.ndim == 0 and not reading:
+            full = (1,) * ndim  # (one value for every element: no shape to check)
+        elif arr.ndim == sum(kept):
+            full = tuple(arr.shape[sum(kept[:d])] if kept[d] else 1 for d in range(ndim))
+        else:
+            return f"{'output' if reading else 'value'} of shape {arr.shape}"
+        # every element read or written lies inside the chunk and ``buf``
+        ends = local_start + (local_count - 1) * np.array(step, dtype=np.int64)
+        if (ends >= chain.chunk_shape_arr).any() or (local_start < 0).any():
+            return "a chunk selection outside the chunk"
+        if arr.ndim and ((out_start + local_count) > np.array(full, dtype=np.int64)).any():
+            return "an output selection outside the output"
+        sel = BasicSelection(start=np.zeros(ndim, dtype=np.int64),
+                             step=np.array(step, dtype=np.int64),
+                             count=np.array(full, dtype=np.int64),
+                             dropped=tuple(not k for k in kept))
+        proj = Projection.__new__(Projection)
+        proj.array_shape = None  # (not needed: the rows say which chunks are whole)
+        proj.coords = None
+        proj.local_start, proj.local_count = local_start, local_count
+        proj.out_start, proj.complete = out_start, complete
+        proj.nrows, proj.chain, proj.sel = n, chain, sel
+        # cached properties of a projection made from a selection: zarr-python says
+        # which chunks are written whole; none reaches past the array's edge
+        proj.__dict__["edge"] = np.zeros(n, dtype=bool)
+        proj.__dict__["row_chunks"] = 1
+        return proj
+
+    def _keys_and_store(self, batch: list) -> tuple[list[str], Store | None]:
+        """The chunks' keys, and zarrfast's store of the chunks' store when it has one
+        (a ``LocalStore`` or ``MemoryStore`` of zarr-python's, every chunk's)."""
+        first = batch[0][0]
+        store = getattr(first, "store", None)
+        path = getattr(first, "path", None)
+        if store is None or not isinstance(path, str):  # (sharding's inner chunks)
+            return [f"chunk {i}" for i in range(len(batch))], None
+        keys = []
+        for item in batch:
+            getter = item[0]
+            if getattr(getter, "store", None) is not store:
+                return [getattr(item[0], "path", f"chunk {i}") for i, item in
+                        enumerate(batch)], None
+            keys.append(getter.path)
+        return keys, self._native(store)
+
+    def _native(self, store: Any) -> Store | None:
+        """zarrfast's store of zarr-python's ``store``: the same files or dict."""
+        known = self._stores.get(id(store))
+        if known is not None and known[0] is store:
+            return known[1]
+        native = _native(store)
+        self._stores[id(store)] = (store, native)
+        return native
+
+
+class _Unsupported(Exception):  # noqa: N818 - a reason, logged, never seen by users
+    """Why zarrfast makes no chain for a pipeline's chunks."""
+
+
+def _make_chain(codecs: list, spec: Any) -> PreparedChain:
+    """zarrfast's chain for chunks of ``spec`` with zarr-python's ``codecs``: the Zarr
+    metadata of a one-chunk array parsed by zarrfast, as zarrfast reads an array's."""
+    dtype = spec.dtype
+    try:
+        native = dtype.to_native_dtype()
+    except Exception as e:  # noqa: BLE001 - a data type zarr-python cannot say
+        raise _Unsupported(f"data type {dtype!r}: {e}") from None
+    if native.hasobject or native.kind == "T":
+        raise _Unsupported(f"variable-length data type {dtype!r}")
+    if not native.isnative:
+        raise _Unsupported(f"data type {native.str} in non-native byte order")
+    shape = [int(s) for s in spec.shape]
+    if any(type(c).__name__ == "ShardingCodec" for c in codecs):
+        raise _Unsupported("sharded: zarr-python's sharding codec reads the shards")
+    v2 = [c for c in codecs if type(c).__name__ == "V2Codec"]
+    try:
+        if v2:
+            codec = v2[0]
+            doc: dict[str, Any] = {
+                "zarr_format": 2, "shape": shape, "chunks": shape,
+                "dtype": _v2_dtype(dtype.to_json(zarr_format=2)),
+                "compressor": (None if codec.compressor is None
+                               else codec.compressor.get_config()),
+                "filters": (None if not codec.filters
+                            else [f.get_config() for f in codec.filters]),
+                "fill_value": dtype.to_json_scalar(spec.fill_value, zarr_format=2),
+                "order": getattr(spec.config, "order", "C"),
+            }
+            metadata: Any = ArrayMetadataV2.from_dict(doc, path="")
+        else:
+            doc = {
+                "zarr_format": 3, "node_type": "array", "shape": shape,
+                "data_type": dtype.to_json(zarr_format=3),
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape}},
+                "chunk_key_encoding": {"name": "default",
+                                       "configuration": {"separator": "/"}},
+                "fill_value": dtype.to_json_scalar(spec.fill_value, zarr_format=3),
+                "codecs": [c.to_dict() for c in codecs],
+            }
+            metadata = ArrayV3Metadata.from_dict(doc, path="")
+        chain = PreparedChain(metadata)
+    except (ZarrfastError, ValueError, TypeError, KeyError, NotImplementedError) as e:
+        raise _Unsupported(f"{type(e).__name__}: {e}") from None
+    if chain.dtype != native:
+        raise _Unsupported(f"zarrfast reads {dtype!r} as {chain.dtype}, zarr-python as "
+                           f"{native}")
+    if math.prod(shape) == 0:
+        raise _Unsupported("chunks of no element")
+    return chain
+
+
+def _v2_dtype(json: Any) -> Any:
+    """The ``dtype`` member of a ``.zarray`` from zarr-python's JSON of a v2 data type
+    (3.1+: ``{"name": ..., "object_codec_id": ...}``)."""
+    return json["name"] if isinstance(json, dict) and "name" in json else json
+
+
+def _spec_key(spec: Any) -> tuple:
+    """What zarrfast's chain for chunks of ``spec`` depends on (hashable)."""
+    fill = np.asarray(spec.fill_value)
+    return (tuple(int(s) for s in spec.shape), spec.dtype, fill.dtype.str, fill.tobytes(),
+            getattr(spec.config, "order", "C"))
+
+
+def _native(store: Any) -> Store | None:
+    """zarrfast's store of zarr-python's ``store`` (``LocalStore``: the same files;
+    ``MemoryStore``: the same dict), or ``None`` for other stores (their own async API
+    is used)."""
+    from zarr.storage import LocalStore as ZarrLocalStore
+    from zarr.storage import MemoryStore as ZarrMemoryStore
+
+    read_only = bool(getattr(store, "read_only", False))
+    if type(store) is ZarrLocalStore:
+        return LocalStore(store.root, read_only=read_only)
+    if type(store) is ZarrMemoryStore and isinstance(getattr(store, "_store_dict", None),
+                                                     dict):
+        return MemoryStore(store._store_dict, read_only=read_only)
+    return None
+
+
+def _read_rows(store: Store, chain: PreparedChain, proj: Projection, keys: list[str],
+               out: np.ndarray) -> list[int]:
+    """Read the rows of ``proj`` (chunks ``keys`` of ``store``) into ``out``; the rows
+    whose chunk is not stored."""
+    full = out.reshape(tuple(proj.sel.count.tolist()))
+    plan = Plan(store, store.capabilities, "", chain, proj.sel, out=full, size=full.size)
+    reader = RowReader(proj, full, plan.caps)
+    reader.missing = []
+    choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
+    return reader.missing
+
+
+def _write_rows(store: Store, chain: PreparedChain, proj: Projection, keys: list[str],
+                value: np.ndarray, write_empty_chunks: bool) -> None:
+    """Write ``value`` (0-d: one value) into the rows of ``proj`` (chunks ``keys`` of
+    ``store``)."""
+    if value.ndim == 0:
+        full, scalar = None, value[()]
+    else:
+        full, scalar = value.reshape(tuple(proj.sel.count.tolist())), None
+    plan = Plan(store, store.capabilities, "", chain, proj.sel, value=full, scalar=scalar,
+                write_empty_chunks=write_empty_chunks)
+    writer = RowWriter(proj, full, scalar, write_empty_chunks)
+    choose_rows(WRITE_ROWS, plan, writer).run(plan, keys, writer)
+
+
+async def _gather(items: Sequence[tuple[Any, Any]]) -> list[Any]:
+    """The bytes of each ``(byte getter, prototype)`` (``None``: missing) as NumPy uint8
+    arrays, fetched concurrently (at most zarr-python's ``async.concurrency`` at once)."""
+    limit = asyncio.Semaphore(max(1, int(zarr.config.get("async.concurrency", 10) or 10)))
+
+    async def one(getter: Any, prototype: Any) -> Any:
+        async with limit:
+            buf = await getter.get(prototype=prototype)
+        return None if buf is None else buf.as_numpy_array()
+
+    return list(await asyncio.gather(*(one(g, p) for g, p in items)))
+
+
+async def _scatter(items: Sequence[tuple[Any, Any]]) -> None:
+    """Store each ``(byte setter, Buffer)``, or delete its key for ``None``, concurrently
+    (at most zarr-python's ``async.concurrency`` at once)."""
+    limit = asyncio.Semaphore(max(1, int(zarr.config.get("async.concurrency", 10) or 10)))
+
+    async def one(setter: Any, buf: Any) -> None:
+        async with limit:
+            if buf is None:
+                await setter.delete()
+            else:
+                await setter.set(buf)
+
+    await asyncio.gather(*(one(s, b) for s, b in items))
+
+
+register_pipeline(CodecPipeline)
