@@ -73,6 +73,55 @@ from zarrfast.storage import LocalStore, MemoryStore, Store  # noqa: E402
 
 __version__ = "0.1.0"
 
+
+def install_as_zarr() -> None:
+    """Put zarrfast under the name ``zarr``, for the libraries a program calls.
+
+    As PyMySQL's ``install_as_MySQLdb()`` does for MySQLdb: after it, ``import zarr``
+    anywhere in the process (anndata, ome-zarr, spatialdata, dask, xarray...) gives
+    zarrfast.  Call it once, at the start of the program, before importing those
+    libraries::
+
+        import zarrfast
+        zarrfast.install_as_zarr()
+        import anndata  # its ``import zarr`` is zarrfast
+
+    ``zarr`` is then a module whose attributes are zarrfast's (``zarr.Array is
+    zarrfast.Array``), except ``zarr.__version__``: the zarr-python API version zarrfast
+    follows, ``"3.4.2"``, which libraries read to choose features (dask takes a version
+    below 3 for zarr-python 2); ``importlib.metadata.version("zarr")`` says the same.
+    ``zarrfast.__version__`` stays zarrfast's own.  zarr-python's packages that zarrfast
+    provides import under their zarr names (``import zarr.storage`` gives
+    ``zarrfast.storage``; ``zarr.abc.store``, ``zarr.codecs.zstd``, ``zarr.core.buffer``,
+    ``zarr.core.sync``, ``zarr.errors``...); a module zarrfast does not provide raises
+    ``ModuleNotFoundError``.  Calling it again does nothing.
+
+    Limits: zarrfast is not zarr-python; where it differs (docs/migrating.md) the
+    libraries see the difference.  Its stores are synchronous, so a store class written
+    against zarr-python's coroutine API (``async def get``) does not work with it, and
+    zarr-python's internals beyond the modules above are not there.  zarr-python need
+    not be installed; if it is, it is not used.
+
+    Raises
+    ------
+    RuntimeError
+        (``zarrfast.core._install.ZarrAlreadyImportedError``) when zarr-python, or one
+        of its modules, was imported before: objects of it may exist and modules may
+        hold it, so nothing is changed rather than mixing the two.
+
+    Examples
+    --------
+    >>> import subprocess, sys
+    >>> code = ("import zarrfast; zarrfast.install_as_zarr(); import zarr, zarr.storage; "
+    ...         "print(zarr.__version__, zarr.Array is zarrfast.Array, zarrfast.__version__)")
+    >>> print(subprocess.run([sys.executable, "-c", code], capture_output=True,
+    ...                      text=True).stdout.strip())
+    3.4.2 True 0.1.0
+    """
+    from zarrfast.core._install import install
+
+    install()
+
 __all__ = [
     "Array",
     "AsyncArray",
@@ -100,6 +149,7 @@ __all__ = [
     "full",
     "full_like",
     "group",
+    "install_as_zarr",
     "load",
     "ones",
     "ones_like",
