@@ -19,7 +19,8 @@ from zarrfast.core.buffer import Buffer, BufferPrototype, NDBuffer, default_buff
 from zarrfast.core.sync import SyncError, collect_aiterator, sync
 from zarrfast.storage import AsyncStore
 
-MODULES = ("abc.store", "abc.codec", "codecs.zstd", "core.buffer", "core.sync")
+MODULES = ("abc.store", "abc.codec", "codecs.zstd", "core.buffer", "core.sync", "core.sync_group",
+           "core.array_spec", "core.metadata")
 
 
 def test_names_are_zarr_pythons():
@@ -166,3 +167,36 @@ def test_core_submodules_load_on_attribute_access():
         assert getattr(zarrfast.core, name).__name__ == f"zarrfast.core.{name}"
     with pytest.raises(AttributeError, match="no_such"):
         zarrfast.core.no_such  # noqa: B018
+
+
+def test_sync_group_get_node():
+    from zarrfast.core.sync_group import get_node
+
+    store = zarrfast.MemoryStore()
+    g = zarrfast.create_group(store, zarr_format=2)
+    g.create_array("a", shape=(2,), dtype="i1")
+    assert get_node(store, "a", 2).shape == (2,)
+    assert isinstance(get_node(store, "", 2), zarrfast.Group)
+    with pytest.raises(zarrfast.errors.NodeNotFoundError, match="'a'"):
+        get_node(store, "a", 3)
+    with pytest.raises(ValueError, match="zarr format"):
+        get_node(store, "a", 4)
+    assert get_node(store.with_read_only(True), "a", 2).read_only
+
+
+def test_core_metadata_classes():
+    from zarrfast.core.metadata import ArrayV2Metadata, ArrayV3Metadata
+
+    v2 = zarrfast.create_array(zarrfast.MemoryStore(), shape=(2,), dtype="i1", zarr_format=2)
+    v3 = zarrfast.create_array(zarrfast.MemoryStore(), shape=(2,), dtype="i1")
+    assert isinstance(v2.metadata, ArrayV2Metadata)
+    assert isinstance(v3.metadata, ArrayV3Metadata)
+    assert not isinstance(v3.metadata, ArrayV2Metadata)
+
+
+def test_array_spec_config_params():
+    from zarrfast.core.array_spec import ArrayConfigParams
+
+    config: ArrayConfigParams = {"order": "F", "write_empty_chunks": True}
+    a = zarrfast.create_array(zarrfast.MemoryStore(), shape=(2,), dtype="i1", config=config)
+    assert a.order == "F"

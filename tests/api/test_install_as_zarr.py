@@ -56,6 +56,9 @@ def test_submodules_import_under_zarr_names():
         from zarr.core.sync import sync
         from zarr.errors import GroupNotFoundError
         import zarr.buffer
+        from zarr.storage._common import make_store_path, StoreLike
+        from zarr.core.sync_group import get_node
+        from zarr.core.metadata import ArrayV2Metadata
         names = ["abc.store", "abc.codec", "codecs.zstd", "core.buffer", "core.sync",
                  "errors", "storage", "dtype", "api.asynchronous"]
         print(json.dumps({

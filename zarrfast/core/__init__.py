@@ -8,7 +8,8 @@ that such code runs after ``import zarrfast as zarr``; they hold nothing of thei
 
 #: the modules of ``zarr.core`` imported on first attribute access (``zarr.core.sync.sync``
 #: works after a bare ``import zarr``, as zarr-python's ``zarr/__init__`` imports them all)
-_SUBMODULES = ("array", "buffer", "common", "dtype", "group", "metadata", "sync")
+_SUBMODULES = ("array", "array_spec", "buffer", "common", "dtype", "group", "metadata", "sync",
+               "sync_group")
 
 
 def __getattr__(name: str) -> object:

@@ -33,8 +33,9 @@ ZARR_API_VERSION = "3.4.2"
 ZARR_SUBPACKAGES = ("abc", "api", "codecs", "core", "dtype", "errors", "experimental",
                     "storage", "testing")
 
-#: zarr-python modules found under another name in zarrfast
-_RENAMED = {"zarr.buffer": "zarrfast.core.buffer"}
+#: zarr-python modules found under another name in zarrfast (``zarr.storage._common``:
+#: pydantic-zarr imports ``make_store_path`` and ``StoreLike`` from it)
+_RENAMED = {"zarr.buffer": "zarrfast.core.buffer", "zarr.storage._common": "zarrfast.storage"}
 
 _lock = threading.RLock()
 
@@ -187,7 +188,8 @@ def install() -> None:
 
 def _zarr_names(name: str) -> list[str]:
     """The zarr module names that zarrfast module ``name`` stands for."""
-    names = [alias for alias, target in _RENAMED.items() if name == target]
+    names = [alias for alias, target in _RENAMED.items() if name == target
+             and alias.rpartition(".")[0] in sys.modules]  # (its package aliased first)
     parts = name.split(".")
     if len(parts) >= 2 and parts[1] in ZARR_SUBPACKAGES:
         names.append("zarr." + ".".join(parts[1:]))
