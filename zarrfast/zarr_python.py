@@ -114,6 +114,17 @@ class CodecPipeline(_ZarrCodecPipeline):
     def __repr__(self) -> str:
         return f"<zarrfast CodecPipeline of {list(self.default)!r}>"
 
+    def __eq__(self, other: object) -> bool:
+        # (as zarr-python's pipelines, dataclasses: arrays compare their pipelines)
+        return type(other) is type(self) and other.default == self.default  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.default))
+
+    def __reduce__(self) -> tuple:
+        # the chains hold per-thread buffers: made again where the pipeline is unpickled
+        return (type(self), (self.default,))
+
     def __iter__(self) -> Iterator[Any]:
         """The codecs, in order (as zarr-python's pipelines iterate)."""
         return iter(self.default)
@@ -288,8 +299,15 @@ class CodecPipeline(_ZarrCodecPipeline):
             blobs = await _gather([(item[0], item[1].prototype) for item in batch])
             native = MemoryStore({k: b for k, b in zip(keys, blobs, strict=True)
                                   if b is not None}, read_only=True)
-        missing = await asyncio.to_thread(_read_rows, native, rows.chain, rows, keys,
-                                          out.as_ndarray_like())
+        try:
+            missing = await asyncio.to_thread(_read_rows, native, rows.chain, rows, keys,
+                                              out.as_ndarray_like())
+        except ZarrfastError as e:
+            # (a chunk zarrfast refuses, a store error: zarr-python's pipeline reads the
+            # batch again and answers as zarr-python does, data or error)
+            logger.debug("read of %d chunks by zarr-python's pipeline after %s: %s",
+                         len(batch), type(e).__name__, e)
+            return await self.default.read(batch, out, drop_axes)
         if not _GET_RESULTS:
             return None
         gone = set(missing)
@@ -320,6 +338,16 @@ class CodecPipeline(_ZarrCodecPipeline):
             logger.debug("write of %d chunks by zarr-python's pipeline: %s", len(batch), rows)
             await self.default.write(batch, value, drop_axes)
             return
+        try:
+            await self._write(batch, rows, value)
+        except ZarrfastError as e:
+            # (a value a codec refuses, a store error: zarr-python's pipeline writes the
+            # batch again and answers as zarr-python does; the chunks are the same)
+            logger.debug("write of %d chunks by zarr-python's pipeline after %s: %s",
+                         len(batch), type(e).__name__, e)
+            await self.default.write(batch, value, drop_axes)
+
+    async def _write(self, batch: list, rows: Projection, value: Any) -> None:
         keys, native = self._keys_and_store(batch)
         write_empty = bool(getattr(batch[0][1].config, "write_empty_chunks", False))
         if native is not None:
@@ -427,9 +455,11 @@ class CodecPipeline(_ZarrCodecPipeline):
         proj.local_start, proj.local_count = local_start, local_count
         proj.out_start, proj.complete = out_start, complete
         proj.nrows, proj.chain, proj.sel = n, chain, sel
-        # cached properties of a projection made from a selection: zarr-python says
-        # which chunks are written whole; none reaches past the array's edge
-        proj.__dict__["edge"] = np.zeros(n, dtype=bool)
+        # cached properties of a projection made from a selection.  zarr-python calls a
+        # chunk at the array's edge complete when the selection covers its part inside
+        # the array: such a chunk is the projection's edge (its padding holds the fill
+        # value, nothing of it is read)
+        proj.__dict__["edge"] = complete & (local_count < chain.chunk_shape_arr).any(axis=1)
         proj.__dict__["row_chunks"] = 1
         return proj
 
@@ -490,7 +520,8 @@ def _make_chain(codecs: list, spec: Any) -> PreparedChain:
                                else codec.compressor.get_config()),
                 "filters": (None if not codec.filters
                             else [f.get_config() for f in codec.filters]),
-                "fill_value": dtype.to_json_scalar(spec.fill_value, zarr_format=2),
+                "fill_value": (None if spec.fill_value is None
+                               else dtype.to_json_scalar(spec.fill_value, zarr_format=2)),
                 "order": getattr(spec.config, "order", "C"),
             }
             metadata: Any = ArrayMetadataV2.from_dict(doc, path="")
@@ -506,7 +537,7 @@ def _make_chain(codecs: list, spec: Any) -> PreparedChain:
             }
             metadata = ArrayV3Metadata.from_dict(doc, path="")
         chain = PreparedChain(metadata)
-    except (ZarrfastError, ValueError, TypeError, KeyError, NotImplementedError) as e:
+    except Exception as e:  # noqa: BLE001 - whatever zarrfast cannot make: zarr-python's
         raise _Unsupported(f"{type(e).__name__}: {e}") from None
     if chain.dtype != native:
         raise _Unsupported(f"zarrfast reads {dtype!r} as {chain.dtype}, zarr-python as "
