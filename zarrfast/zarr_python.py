@@ -41,6 +41,7 @@ zarr-python is optional for zarrfast: this module needs it (``pip install
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 from collections.abc import Iterable, Iterator, Sequence
@@ -48,9 +49,15 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import config as _config
+from zarrfast import kernels as _kernels
+from zarrfast.codecs import CodecChain
 from zarrfast.engine.chunked import PreparedChain, Projection, RowReader, RowWriter
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection
+from zarrfast.engine.shard_read import ShardRowsRead
+from zarrfast.engine.shard_write import ShardWrite
+from zarrfast.engine.sharded import ShardedChain
 from zarrfast.engine.strategies import READ_ROWS, WRITE_ROWS, choose_rows
 from zarrfast.errors import ZarrfastError
 from zarrfast.metadata.v2 import ArrayMetadataV2
@@ -106,8 +113,9 @@ class CodecPipeline(_ZarrCodecPipeline):
 
     def __init__(self, default: Any) -> None:
         self.default = default
-        #: chunk specification (:func:`_spec_key`) -> zarrfast's chain, or why none
-        self._chains: dict[tuple, PreparedChain | str] = {}
+        #: chunk specification (:func:`_spec_key`) -> zarrfast's chain (a ``PreparedChain``
+        #: or, for shards, a ``ShardedChain``), or why none
+        self._chains: dict[tuple, Any] = {}
         #: zarr-python store -> zarrfast's store of the same data (see :func:`_native`)
         self._stores: dict[int, tuple[Any, Store | None]] = {}
 
@@ -168,7 +176,7 @@ class CodecPipeline(_ZarrCodecPipeline):
         pipeline._chain_for(array_spec)
         return pipeline
 
-    def _chain_for(self, spec: Any) -> PreparedChain | str:
+    def _chain_for(self, spec: Any) -> Any:
         """zarrfast's chain for chunks of ``spec``, or why there is none; made once per
         chunk specification (zarr-python 3.1 to 3.3 give it with the first read or write,
         3.4 to :meth:`evolve_from_array_spec`)."""
@@ -295,6 +303,11 @@ class CodecPipeline(_ZarrCodecPipeline):
             logger.debug("read of %d chunks by zarr-python's pipeline: %s", len(batch), rows)
             return await self.default.read(batch, out, drop_axes)
         keys, native = self._keys_and_store(batch)
+        if native is None and rows.chain.kind == "sharded" and not rows.complete.all():
+            # (zarr-python's sharding codec reads parts of shards by byte ranges)
+            logger.debug("read of %d chunks by zarr-python's pipeline: parts of shards of "
+                         "a store read through its async API", len(batch))
+            return await self.default.read(batch, out, drop_axes)
         if native is None:  # the store's own async API, then the engine on its bytes
             blobs = await _gather([(item[0], item[1].prototype) for item in batch])
             native = MemoryStore({k: b for k, b in zip(keys, blobs, strict=True)
@@ -382,12 +395,14 @@ class CodecPipeline(_ZarrCodecPipeline):
         if not isinstance(arr, np.ndarray):
             return f"{'output' if reading else 'value'} is a {type(arr).__name__}, " \
                    "not a NumPy array"
-        if arr.dtype != chain.dtype:
+        dtype, chunk_shape = _layout(chain)
+        if arr.dtype != dtype:
             return f"{'output' if reading else 'value'} dtype {arr.dtype} is not the " \
-                   f"chain's {chain.dtype}"
+                   f"chain's {dtype}"
         if not arr.flags.c_contiguous and (reading or arr.ndim):
             return f"{'output' if reading else 'value'} is not C-contiguous"
-        ndim = chain.ndim
+        ndim = len(chunk_shape)
+        chunk_shape_arr = np.array(chunk_shape, dtype=np.int64)
         n = len(batch)
         local_start = np.zeros((n, ndim), dtype=np.int64)
         local_count = np.ones((n, ndim), dtype=np.int64)
@@ -406,7 +421,7 @@ class CodecPipeline(_ZarrCodecPipeline):
             e = 0
             for d, s in enumerate(chunk_sel):
                 if isinstance(s, slice):
-                    start, stop, st = s.indices(chain.chunk_shape[d])
+                    start, stop, st = s.indices(chunk_shape[d])
                     if st < 1:
                         return f"chunk selection {chunk_sel!r}"
                     if r == 0:
@@ -441,7 +456,7 @@ class CodecPipeline(_ZarrCodecPipeline):
             return f"{'output' if reading else 'value'} of shape {arr.shape}"
         # every element read or written lies inside the chunk and ``buf``
         ends = local_start + (local_count - 1) * np.array(step, dtype=np.int64)
-        if (ends >= chain.chunk_shape_arr).any() or (local_start < 0).any():
+        if (ends >= chunk_shape_arr).any() or (local_start < 0).any():
             return "a chunk selection outside the chunk"
         if arr.ndim and ((out_start + local_count) > np.array(full, dtype=np.int64)).any():
             return "an output selection outside the output"
@@ -459,7 +474,7 @@ class CodecPipeline(_ZarrCodecPipeline):
         # chunk at the array's edge complete when the selection covers its part inside
         # the array: such a chunk is the projection's edge (its padding holds the fill
         # value, nothing of it is read)
-        proj.__dict__["edge"] = complete & (local_count < chain.chunk_shape_arr).any(axis=1)
+        proj.__dict__["edge"] = complete & (local_count < chunk_shape_arr).any(axis=1)
         proj.__dict__["row_chunks"] = 1
         return proj
 
@@ -494,7 +509,7 @@ class _Unsupported(Exception):  # noqa: N818 - a reason, logged, never seen by u
     """Why zarrfast makes no chain for a pipeline's chunks."""
 
 
-def _make_chain(codecs: list, spec: Any) -> PreparedChain:
+def _make_chain(codecs: list, spec: Any) -> Any:
     """zarrfast's chain for chunks of ``spec`` with zarr-python's ``codecs``: the Zarr
     metadata of a one-chunk array parsed by zarrfast, as zarrfast reads an array's."""
     dtype = spec.dtype
@@ -507,8 +522,6 @@ def _make_chain(codecs: list, spec: Any) -> PreparedChain:
     if not native.isnative:
         raise _Unsupported(f"data type {native.str} in non-native byte order")
     shape = [int(s) for s in spec.shape]
-    if any(type(c).__name__ == "ShardingCodec" for c in codecs):
-        raise _Unsupported("sharded: zarr-python's sharding codec reads the shards")
     v2 = [c for c in codecs if type(c).__name__ == "V2Codec"]
     try:
         if v2:
@@ -535,16 +548,70 @@ def _make_chain(codecs: list, spec: Any) -> PreparedChain:
                 "fill_value": dtype.to_json_scalar(spec.fill_value, zarr_format=3),
                 "codecs": [c.to_dict() for c in codecs],
             }
+            # (zarr-python's dicts hold tuples and enums: as its JSON has them)
+            doc = json.loads(json.dumps(doc, default=str))
             metadata = ArrayV3Metadata.from_dict(doc, path="")
-        chain = PreparedChain(metadata)
+        codec_chain = CodecChain.from_metadata(metadata)
+        if codec_chain.sharding is None:
+            chain: Any = PreparedChain(metadata, codec_chain)
+        elif codec_chain.ab is not codec_chain.sharding or codec_chain.aa:
+            raise _Unsupported("a sharding codec after other codecs")
+        else:
+            # the shards of the batch, each read as the one shard of this array
+            chain = ShardedChain(metadata, codec_chain,
+                                 index_cache=int(_config.get("shard_index_cache")))
+    except _Unsupported:
+        raise
     except Exception as e:  # noqa: BLE001 - whatever zarrfast cannot make: zarr-python's
         raise _Unsupported(f"{type(e).__name__}: {e}") from None
-    if chain.dtype != native:
-        raise _Unsupported(f"zarrfast reads {dtype!r} as {chain.dtype}, zarr-python as "
-                           f"{native}")
+    got = _layout(chain)[0]
+    if got != native:
+        raise _Unsupported(f"zarrfast reads {dtype!r} as {got}, zarr-python as {native}")
     if math.prod(shape) == 0:
         raise _Unsupported("chunks of no element")
     return chain
+
+
+def _layout(chain: Any) -> tuple[np.dtype, tuple[int, ...]]:
+    """The data type and the shape of the chunks zarr-python hands (shards, for a
+    sharded chain)."""
+    if chain.kind == "sharded":
+        return chain.inner.dtype, tuple(chain.layout.shard_shape)
+    return chain.dtype, tuple(chain.chunk_shape)
+
+
+def _by_shard(chain: ShardedChain, proj: Projection, keys: list[str]) -> tuple:
+    """The batch's shards (the rows of ``proj``, keys ``keys``) projected onto their
+    inner chunks and grouped by shard, as ``ShardRowsRead`` and ``ShardWrite`` take them:
+    ``(projection, keys, shard coords, rows per shard, inner index)``."""
+    shard_shape = np.array(chain.layout.shard_shape, dtype=np.int64)
+    inner_shape = chain.inner.chunk_shape_arr
+    step = proj.sel.step
+    tables = []
+    for r in range(proj.nrows):
+        tables.append(_kernels.project(shard_shape, inner_shape,
+                                       np.ascontiguousarray(proj.local_start[r]), step,
+                                       np.ascontiguousarray(proj.local_count[r])))
+    sizes = [len(t[0]) for t in tables]
+    bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    inner = Projection.__new__(Projection)
+    inner.array_shape, inner.chain, inner.sel = None, chain.inner, proj.sel
+    inner.coords = np.concatenate([t[0] for t in tables])
+    inner.local_start = np.concatenate([t[1] for t in tables])
+    inner.local_count = np.concatenate([t[2] for t in tables])
+    # (each shard's rows go where the shard's part of the output begins)
+    inner.out_start = np.concatenate([t[3] + proj.out_start[r]
+                                      for r, t in enumerate(tables)])
+    inner.complete = np.concatenate([t[4] for t in tables])
+    inner.nrows = int(bounds[-1])
+    # an inner chunk lies in its shard; a part of it past the array's end is not in the
+    # selection, so the chunk is not complete: written by read-modify-write
+    inner.__dict__["edge"] = np.zeros(inner.nrows, dtype=bool)
+    inner.__dict__["row_chunks"] = 1
+    groups = [np.arange(bounds[r], bounds[r + 1], dtype=np.int64) for r in range(proj.nrows)]
+    inner_lin = inner.coords @ chain.inner_strides
+    shard_coords = np.zeros((proj.nrows, len(shard_shape)), dtype=np.int64)
+    return inner, keys, shard_coords, groups, inner_lin
 
 
 def _v2_dtype(json: Any) -> Any:
@@ -576,19 +643,24 @@ def _native(store: Any) -> Store | None:
     return None
 
 
-def _read_rows(store: Store, chain: PreparedChain, proj: Projection, keys: list[str],
+def _read_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
                out: np.ndarray) -> list[int]:
     """Read the rows of ``proj`` (chunks ``keys`` of ``store``) into ``out``; the rows
-    whose chunk is not stored."""
+    whose chunk (shard) is not stored."""
     full = out.reshape(tuple(proj.sel.count.tolist()))
     plan = Plan(store, store.capabilities, "", chain, proj.sel, out=full, size=full.size)
+    if chain.kind == "sharded":
+        ShardRowsRead(plan, _by_shard(chain, proj, keys)).run()
+        # (a missing shard reads as the fill value; its inner chunks' rows say nothing
+        # of whether the shard exists)
+        return [i for i, key in enumerate(keys) if not store.exists(key)]
     reader = RowReader(proj, full, plan.caps)
     reader.missing = []
     choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
     return reader.missing
 
 
-def _write_rows(store: Store, chain: PreparedChain, proj: Projection, keys: list[str],
+def _write_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
                 value: np.ndarray, write_empty_chunks: bool) -> None:
     """Write ``value`` (0-d: one value) into the rows of ``proj`` (chunks ``keys`` of
     ``store``)."""
@@ -598,6 +670,9 @@ def _write_rows(store: Store, chain: PreparedChain, proj: Projection, keys: list
         full, scalar = value.reshape(tuple(proj.sel.count.tolist())), None
     plan = Plan(store, store.capabilities, "", chain, proj.sel, value=full, scalar=scalar,
                 write_empty_chunks=write_empty_chunks)
+    if chain.kind == "sharded":
+        ShardWrite(plan, _by_shard(chain, proj, keys)).run()
+        return
     writer = RowWriter(proj, full, scalar, write_empty_chunks)
     choose_rows(WRITE_ROWS, plan, writer).run(plan, keys, writer)
 

@@ -43,13 +43,17 @@ Found = tuple[str, Any, np.ndarray, np.ndarray, np.ndarray, ShardFormat]
 class ShardRowsRead:
     """One read of a sharded selection (see the module docstring); :meth:`run` does it."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, grouped: tuple | None = None) -> None:
         self.plan = plan
         self.store, self.chain, self.opts = plan.store, plan.chain, plan.options
         chain = self.chain
-        self.proj = proj = Projection(chain.metadata.shape, chain.inner, plan.sel)
-        self.keys, self.shard_coords, self.groups, self.inner_lin = group_by_shard(
-            chain, proj, plan.path)
+        if grouped is None:  # the selection projected onto the inner grid, by shard
+            proj = Projection(chain.metadata.shape, chain.inner, plan.sel)
+            grouped = (proj, *group_by_shard(chain, proj, plan.path))
+        # (else given: ``(projection, shard keys, shard coords, rows per shard, inner
+        # index)``, as zarr-python's pipeline hands a batch of shards)
+        self.proj, self.keys, self.shard_coords, self.groups, self.inner_lin = grouped
+        proj = self.proj
         self.rows_per_shard = np.array([len(rows) for rows in self.groups], dtype=np.int64)
         # which shards the read covers whole (all their inner chunks inside the array)
         self.whole = (self.rows_per_shard >= chain.inner_in_array_many(self.shard_coords)

@@ -32,12 +32,15 @@ __all__ = ["ShardWrite"]
 class ShardWrite:
     """One write into a sharded selection (see the module docstring); :meth:`run` does it."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, grouped: tuple | None = None) -> None:
         self.plan, self.store, self.chain = plan, plan.store, plan.chain
         chain = self.chain
-        self.proj = proj = Projection(chain.metadata.shape, chain.inner, plan.sel)
-        self.keys, shard_coords, self.groups, self.inner_lin = group_by_shard(
-            chain, proj, plan.path)
+        if grouped is None:  # the selection projected onto the inner grid, by shard
+            proj = Projection(chain.metadata.shape, chain.inner, plan.sel)
+            grouped = (proj, *group_by_shard(chain, proj, plan.path))
+        # (else given, as :class:`~zarrfast.engine.shard_read.ShardRowsRead` takes it)
+        self.proj, self.keys, shard_coords, self.groups, self.inner_lin = grouped
+        proj = self.proj
         self.subs = [chain.shard_chain(c) for c in shard_coords]
         self.writer = writer = RowWriter(proj, plan.value, plan.scalar, plan.write_empty_chunks)
         inner = chain.inner
