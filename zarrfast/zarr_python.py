@@ -403,51 +403,20 @@ class CodecPipeline(_ZarrCodecPipeline):
             return f"{'output' if reading else 'value'} is not C-contiguous"
         ndim = len(chunk_shape)
         chunk_shape_arr = np.array(chunk_shape, dtype=np.int64)
-        n = len(batch)
-        local_start = np.zeros((n, ndim), dtype=np.int64)
-        local_count = np.ones((n, ndim), dtype=np.int64)
-        out_start = np.zeros((n, ndim), dtype=np.int64)
-        complete = np.zeros(n, dtype=bool)
-        step = [0] * ndim
-        kept = [True] * ndim  # the chunk's dimensions ``buf`` has
         key = _spec_key(spec)
-        for r, (_getter, chunk_spec, chunk_sel, out_sel, is_complete) in enumerate(batch):
-            if chunk_spec is not spec and _spec_key(chunk_spec) != key:
+        for item in batch:
+            cs = item[1]
+            if cs is not spec and not (cs.shape == spec.shape and cs.dtype == spec.dtype
+                                       and cs.fill_value is spec.fill_value
+                                       and cs.config == spec.config) \
+                    and _spec_key(cs) != key:
                 return "a chunk's specification is not the array's (rectilinear chunks?)"
-            if not isinstance(chunk_sel, tuple) or len(chunk_sel) != ndim:
-                return f"chunk selection {chunk_sel!r}"
-            if not isinstance(out_sel, tuple):
-                out_sel = (out_sel,)
-            e = 0
-            for d, s in enumerate(chunk_sel):
-                if isinstance(s, slice):
-                    start, stop, st = s.indices(chunk_shape[d])
-                    if st < 1:
-                        return f"chunk selection {chunk_sel!r}"
-                    if r == 0:
-                        step[d] = st
-                    elif kept[d] is not True or step[d] != st:
-                        return "chunk selections of several kinds"
-                    count = len(range(start, stop, st))
-                    if e >= len(out_sel):
-                        return f"output selection {out_sel!r}"
-                    o = out_sel[e]
-                    e += 1
-                    if not (isinstance(o, slice) and o.step in (None, 1)
-                            and o.start is not None and o.stop - o.start == count):
-                        return f"output selection {out_sel!r}"
-                    local_start[r, d], local_count[r, d], out_start[r, d] = start, count, o.start
-                elif isinstance(s, (int, np.integer)) and not isinstance(s, bool):
-                    if r == 0:
-                        kept[d], step[d] = False, 1
-                    elif kept[d]:
-                        return "chunk selections of several kinds"
-                    local_start[r, d] = int(s)
-                else:
-                    return f"chunk selection of {type(s).__name__}"
-            if e != len(out_sel):
-                return f"output selection {out_sel!r}"
-            complete[r] = bool(is_complete)
+        table = _slice_table(batch, chunk_shape_arr)
+        if table is None:
+            table = _table(batch, chunk_shape)
+            if isinstance(table, str):
+                return table
+        local_start, local_count, out_start, complete, step, kept = table
         if arr.ndim == 0 and not reading:
             full = (1,) * ndim  # (one value for every element: no shape to check)
         elif arr.ndim == sum(kept):
@@ -469,7 +438,7 @@ class CodecPipeline(_ZarrCodecPipeline):
         proj.coords = None
         proj.local_start, proj.local_count = local_start, local_count
         proj.out_start, proj.complete = out_start, complete
-        proj.nrows, proj.chain, proj.sel = n, chain, sel
+        proj.nrows, proj.chain, proj.sel = len(batch), chain, sel
         # cached properties of a projection made from a selection.  zarr-python calls a
         # chunk at the array's edge complete when the selection covers its part inside
         # the array: such a chunk is the projection's edge (its padding holds the fill
@@ -618,6 +587,82 @@ def _v2_dtype(json: Any) -> Any:
     """The ``dtype`` member of a ``.zarray`` from zarr-python's JSON of a v2 data type
     (3.1+: ``{"name": ..., "object_codec_id": ...}``)."""
     return json["name"] if isinstance(json, dict) and "name" in json else json
+
+
+def _slice_table(batch: list, chunk_shape: np.ndarray) -> tuple | None:
+    """:func:`_table` of a batch whose every selection is slices (a read or write of
+    slices of the array: zarr-python gives them with their bounds), in a few NumPy calls;
+    ``None`` when it is not one (then :func:`_table` looks closer)."""
+    n, ndim = len(batch), len(chunk_shape)
+    try:
+        sel = np.array([[(s.start, s.stop, s.step or 1) for s in item[2]] for item in batch],
+                       dtype=np.int64)
+        out = np.array([[(s.start, s.stop, s.step or 1) for s in item[3]] for item in batch],
+                       dtype=np.int64)
+    except (AttributeError, TypeError, ValueError):  # an int, None, an array...
+        return None
+    if sel.shape != (n, ndim, 3) or out.shape != (n, ndim, 3):
+        return None
+    start, stop, step = sel[:, :, 0], sel[:, :, 1], sel[:, :, 2]
+    count = (stop - start + step - 1) // np.maximum(step, 1)
+    if not ((step > 0).all() and (step == step[0]).all() and (count >= 1).all()
+            and (start >= 0).all() and (stop <= chunk_shape).all()
+            and (out[:, :, 2] == 1).all() and (out[:, :, 0] >= 0).all()
+            and (out[:, :, 1] - out[:, :, 0] == count).all()):
+        return None
+    complete = np.fromiter((bool(item[4]) for item in batch), dtype=bool, count=n)
+    return (np.ascontiguousarray(start), count, np.ascontiguousarray(out[:, :, 0]), complete,
+            step[0].tolist(), [True] * ndim)
+
+
+def _table(batch: list, chunk_shape: tuple[int, ...]) -> tuple | str:
+    """The batch's chunk and output selections as a projection's table: ``(local_start,
+    local_count, out_start, complete, step, kept)`` (``kept``: the chunk's dimensions the
+    output has, not dropped by an integer), or why they are not one."""
+    ndim = len(chunk_shape)
+    n = len(batch)
+    local_start = np.zeros((n, ndim), dtype=np.int64)
+    local_count = np.ones((n, ndim), dtype=np.int64)
+    out_start = np.zeros((n, ndim), dtype=np.int64)
+    complete = np.zeros(n, dtype=bool)
+    step = [0] * ndim
+    kept = [True] * ndim
+    for r, (_getter, _spec, chunk_sel, out_sel, is_complete) in enumerate(batch):
+        if not isinstance(chunk_sel, tuple) or len(chunk_sel) != ndim:
+            return f"chunk selection {chunk_sel!r}"
+        if not isinstance(out_sel, tuple):
+            out_sel = (out_sel,)
+        e = 0
+        for d, s in enumerate(chunk_sel):
+            if isinstance(s, slice):
+                start, stop, st = s.indices(chunk_shape[d])
+                if st < 1:
+                    return f"chunk selection {chunk_sel!r}"
+                if r == 0:
+                    step[d] = st
+                elif kept[d] is not True or step[d] != st:
+                    return "chunk selections of several kinds"
+                count = len(range(start, stop, st))
+                if e >= len(out_sel):
+                    return f"output selection {out_sel!r}"
+                o = out_sel[e]
+                e += 1
+                if not (isinstance(o, slice) and o.step in (None, 1)
+                        and o.start is not None and o.stop - o.start == count):
+                    return f"output selection {out_sel!r}"
+                local_start[r, d], local_count[r, d], out_start[r, d] = start, count, o.start
+            elif isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+                if r == 0:
+                    kept[d], step[d] = False, 1
+                elif kept[d]:
+                    return "chunk selections of several kinds"
+                local_start[r, d] = int(s)
+            else:
+                return f"chunk selection of {type(s).__name__}"
+        if e != len(out_sel):
+            return f"output selection {out_sel!r}"
+        complete[r] = bool(is_complete)
+    return local_start, local_count, out_start, complete, step, kept
 
 
 def _spec_key(spec: Any) -> tuple:
