@@ -674,17 +674,26 @@ def _spec_key(spec: Any) -> tuple:
 
 def _native(store: Any) -> Store | None:
     """zarrfast's store of zarr-python's ``store`` (``LocalStore``: the same files;
-    ``MemoryStore``: the same dict), or ``None`` for other stores (their own async API
-    is used)."""
+    ``MemoryStore``: the same dict; ``ObjectStore``: the same obstore store), or ``None``
+    for other stores, whose own async API is used: ``FsspecStore`` among them, since an
+    asynchronous fsspec file system (as zarr-python makes them) keeps its session on the
+    event loop it was first used on."""
     from zarr.storage import LocalStore as ZarrLocalStore
     from zarr.storage import MemoryStore as ZarrMemoryStore
 
     read_only = bool(getattr(store, "read_only", False))
-    if type(store) is ZarrLocalStore:
+    kind = type(store)
+    if kind is ZarrLocalStore:
         return LocalStore(store.root, read_only=read_only)
-    if type(store) is ZarrMemoryStore and isinstance(getattr(store, "_store_dict", None),
-                                                     dict):
+    if kind is ZarrMemoryStore and isinstance(getattr(store, "_store_dict", None), dict):
         return MemoryStore(store._store_dict, read_only=read_only)
+    if kind.__name__ == "ObjectStore" and kind.__module__.startswith("zarr.storage"):
+        from zarrfast.storage.obstore import ObjectStore
+
+        try:
+            return ObjectStore(store.store, read_only=read_only)
+        except ZarrfastError as e:  # (an obstore store zarrfast does not know)
+            logger.debug("%r through its async API: %s", store, e)
     return None
 
 
