@@ -1,15 +1,25 @@
 """Run zarr-python's user guide with zarr-python and with zarrfast, block by block.
 
-Every ``python exec="true"`` block of ``docs/**/*.md`` in a zarr-python checkout is
-run in its page's session (one fresh interpreter per session, in an empty directory),
+Every ``python exec="true"`` block of ``docs/**/*.md`` in zarr-python's source (its
+source distribution, which ships ``docs/``, or a checkout) is run in its page's session (one fresh interpreter per session, in an empty directory),
 once with zarr-python and once with zarrfast standing in for the ``zarr`` package
 (every ``zarr`` and ``zarr.<sub>`` import resolves to ``zarrfast`` and
 ``zarrfast.<sub>``; nothing of zarr-python is importable). Then it reports how many
 blocks that run with zarr-python also run with zarrfast, and how many print the same::
 
-    python tools/dropin_docs.py /path/to/zarr-python [--show-diff] [--only arrays.md]
+    python tools/dropin_docs.py /path/to/zarr-3.4.2 [--show-diff] [--only arrays.md]
 
-The zarr-python run needs ``zarr`` importable by the same interpreter.
+Blocks indented inside a list are run too (dedented). The zarr-python run needs ``zarr``
+importable by the same interpreter, and the version of the source should be the version
+installed (the tool warns when they differ). zarrfast follows zarr-python 3.4.2, on
+Python 3.12 (the version the 3.4.2 guide needs)::
+
+    cd /work/sdists && python3.12 -m pip download --no-binary :all: --no-deps zarr==3.4.2
+    tar xzf zarr-3.4.2.tar.gz
+    /work/venv312/bin/python tools/dropin_docs.py /work/sdists/zarr-3.4.2
+
+A ``.tar.gz`` source distribution may be given instead of the unpacked folder; it is then
+unpacked into a temporary folder.
 """
 
 from __future__ import annotations
@@ -21,7 +31,9 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 import tempfile
+import textwrap
 from pathlib import Path
 
 #: what differs from run to run in any implementation: a memory store's id and an object's
@@ -33,7 +45,9 @@ def _unaddressed(text: str) -> str:
     return ADDRESS.sub("<address>", text)
 
 
-FENCE = re.compile(r"^```python(?P<opts>[^\n]*)\n(?P<code>.*?)^```", re.M | re.S)
+#: a fence, at the start of a line or indented (inside a list), to its closing fence
+FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```python(?P<opts>[^\n]*)\n(?P<code>.*?)^(?P=indent)```", re.M | re.S)
 
 
 def blocks_of(page: Path) -> dict[str, list[str]]:
@@ -44,7 +58,8 @@ def blocks_of(page: Path) -> dict[str, list[str]]:
         if 'exec="true"' not in opts:
             continue
         session = re.search(r'session="([^"]+)"', opts)
-        sessions.setdefault(session[1] if session else "_default", []).append(match["code"])
+        code = textwrap.dedent(match["code"])
+        sessions.setdefault(session[1] if session else "_default", []).append(code)
     return sessions
 
 
@@ -101,15 +116,49 @@ def run_session(blocks: list[str], mode: str, timeout: float) -> list[dict]:
             return [{"out": "", "error": f"interpreter died: {tail[0]}"}] * len(blocks)
 
 
+def source_of(path: Path, unpack_to: str) -> Path:
+    """zarr-python's source folder: ``path``, or the ``.tar.gz`` at ``path`` unpacked."""
+    if path.is_dir():
+        return path
+    with tarfile.open(path) as archive:
+        archive.extractall(unpack_to, filter="data")
+    tops = [p for p in Path(unpack_to).iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise SystemExit(f"{path}: expected one folder in the archive, found {len(tops)}")
+    return tops[0]
+
+
+def check_version(source: Path) -> None:
+    """Warn when the source is not of the zarr-python version installed."""
+    info = source / "PKG-INFO"
+    if not info.exists():
+        return
+    version = re.search(r"^Version: (\S+)", info.read_text(encoding="utf-8"), re.M)
+    proc = subprocess.run([sys.executable, "-c", "import zarr; print(zarr.__version__)"],
+                          capture_output=True, text=True, check=False)
+    installed = proc.stdout.strip() or "(not importable)"
+    if version and version[1] != installed:
+        print(f"warning: the source is zarr-python {version[1]}, the installed zarr is "
+              f"{installed}", file=sys.stderr)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkout", type=Path, help="a zarr-python source checkout")
+    parser.add_argument("checkout", type=Path,
+                        help="zarr-python's source: an unpacked sdist (or checkout) or .tar.gz")
     parser.add_argument("--only", action="append", default=[],
                         help="run only pages whose path ends with this (repeatable)")
     parser.add_argument("--show-diff", action="store_true",
                         help="print each differing block's outputs")
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="dropin-docs-src-") as unpack_to:
+        args.checkout = source_of(args.checkout, unpack_to)
+        check_version(args.checkout)
+        return report(args)
+
+
+def report(args: argparse.Namespace) -> int:
     pages = sorted((args.checkout / "docs").rglob("*.md"))
     if args.only:
         pages = [p for p in pages if any(str(p).endswith(o) for o in args.only)]

@@ -21,11 +21,24 @@ expected value computed with ``zarr.core.indexing``): they stay zarr-python's an
 The report gives, among the public tests that pass with zarr-python, how many pass
 with zarrfast, and the most common reasons for the rest::
 
-    python tools/dropin_tests.py /path/to/zarr-python [--files test_array.py ...]
+    python tools/dropin_tests.py /path/to/zarr-3.4.2 [--wider | --files test_array.py ...]
         [--show 30] [--keep DIR]
 
-It needs ``zarr``, ``zarrfast``, pytest and pytest-asyncio importable by the same
-interpreter. ``/path/to/zarr-python`` is a checkout (or archive) holding ``tests/``.
+The default files are the public-API tests: test_array, test_group, test_indexing and
+test_attributes. ``--wider`` runs the wider set instead: test_api (the module and the
+folder), test_properties, test_metadata, test_codecs and test_dtype. ``--files`` takes
+files or folders under ``tests/``.
+
+It needs ``zarr``, ``zarrfast``, pytest, pytest-asyncio and hypothesis importable by the
+same interpreter. ``/path/to/zarr-3.4.2`` is zarr-python's source holding ``tests/``: its
+source distribution (unpacked, or the ``.tar.gz``, unpacked into a temporary folder) or a
+checkout, of the zarr-python version installed (the tool warns when they differ).
+zarrfast follows zarr-python 3.4.2, whose tests need Python 3.12::
+
+    cd /work/sdists && python3.12 -m pip download --no-binary :all: --no-deps zarr==3.4.2
+    tar xzf zarr-3.4.2.tar.gz
+    /work/venv312/bin/python tools/dropin_tests.py /work/sdists/zarr-3.4.2
+    /work/venv312/bin/python tools/dropin_tests.py /work/sdists/zarr-3.4.2 --wider
 """
 
 from __future__ import annotations
@@ -38,8 +51,10 @@ import inspect
 import json
 import os
 import pkgutil
+import re
 import subprocess
 import sys
+import tarfile
 import tempfile
 import textwrap
 import types
@@ -60,7 +75,11 @@ def exported(module: types.ModuleType) -> dict[str, object]:
     if names is None:
         names = [n for n in vars(module) if not n.startswith("_")]
     return {n: getattr(module, n) for n in names if hasattr(module, n)}
+
+
 DEFAULT_FILES = ("test_array.py", "test_group.py", "test_indexing.py", "test_attributes.py")
+WIDER_FILES = ("test_api.py", "test_api", "test_properties.py", "test_metadata", "test_codecs",
+               "test_dtype")
 MODE = os.environ.get("DROPIN_MODE")  # set in the pytest process only
 OUT = os.environ.get("DROPIN_OUT")
 
@@ -329,8 +348,10 @@ def run(mode: str, checkout: Path, files: list[str], workdir: Path, timeout: flo
     # --tb=line: a test that fails by deep recursion once made pytest's source-formatting of
     # its traceback crash the whole session (CPython 3.11's "AST constructor recursion depth
     # mismatch"); the reasons reported come from each report's crash line anyway
+    # --continue-on-collection-errors: a test module that cannot be imported (a missing
+    # test dependency, or with zarrfast a missing module) costs its own tests, not the run's
     cmd = [sys.executable, "-m", "pytest", "-p", Path(__file__).stem, "-q", "--no-header",
-           "--tb=line",
+           "--tb=line", "--continue-on-collection-errors",
            "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
            "-o", "asyncio_default_fixture_loop_scope=function", "-o", "xfail_strict=true",
            "--rootdir", str(checkout), "-c", os.devnull,
@@ -349,10 +370,39 @@ def run(mode: str, checkout: Path, files: list[str], workdir: Path, timeout: flo
     return json.loads(out.read_text())
 
 
+def source_of(path: Path, unpack_to: str) -> Path:
+    """zarr-python's source folder: ``path``, or the ``.tar.gz`` at ``path`` unpacked."""
+    if path.is_dir():
+        return path
+    with tarfile.open(path) as archive:
+        archive.extractall(unpack_to, filter="data")
+    tops = [p for p in Path(unpack_to).iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise SystemExit(f"{path}: expected one folder in the archive, found {len(tops)}")
+    return tops[0]
+
+
+def check_version(source: Path) -> None:
+    """Warn when the source is not of the zarr-python version installed."""
+    info = source / "PKG-INFO"
+    if not info.exists():
+        return
+    version = re.search(r"^Version: (\S+)", info.read_text(encoding="utf-8"), re.M)
+    proc = subprocess.run([sys.executable, "-c", "import zarr; print(zarr.__version__)"],
+                          capture_output=True, text=True, check=False)
+    installed = proc.stdout.strip() or "(not importable)"
+    if version and version[1] != installed:
+        print(f"warning: the source is zarr-python {version[1]}, the installed zarr is "
+              f"{installed}", file=sys.stderr)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkout", type=Path, help="zarr-python's source (holding tests/)")
-    parser.add_argument("--files", nargs="+", default=list(DEFAULT_FILES))
+    parser.add_argument("--files", nargs="+", default=None,
+                        help="files or folders under tests/ (default: the public-API tests)")
+    parser.add_argument("--wider", action="store_true",
+                        help="run the wider set: " + ", ".join(WIDER_FILES))
     parser.add_argument("--show", type=int, default=25,
                         help="how many failure reasons to list (most common first)")
     parser.add_argument("--list", action="store_true",
@@ -362,7 +412,13 @@ def main() -> int:
     parser.add_argument("--reuse-zarr", action="store_true",
                         help="with --keep: reuse the zarr-python run kept there, if any")
     args = parser.parse_args()
+    if args.files is None:
+        args.files = list(WIDER_FILES if args.wider else DEFAULT_FILES)
+    elif args.wider:
+        parser.error("--wider and --files exclude each other")
     with tempfile.TemporaryDirectory(prefix="dropin-tests-") as tmp:
+        args.checkout = source_of(args.checkout, tmp + "/source")
+        check_version(args.checkout)
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         kept = workdir / "zarr.json"
@@ -375,8 +431,8 @@ def main() -> int:
     judged = [n for n in public if ref[n]["outcome"] == "passed"]
     passed = [n for n in judged if got.get(n, {}).get("outcome") == "passed"]
     failing = [n for n in judged if n not in passed]
-    per_file = collections.Counter(n.split("::")[0].rsplit("/", 1)[-1] for n in judged)
-    per_file_ok = collections.Counter(n.split("::")[0].rsplit("/", 1)[-1] for n in passed)
+    per_file = collections.Counter(n.split("::")[0] for n in judged)
+    per_file_ok = collections.Counter(n.split("::")[0] for n in passed)
     print(f"tests collected: {len(ref)}; public-API only: {len(public)}; "
           f"of those passing with zarr-python: {len(judged)}")
     for name, count in sorted(per_file.items()):
