@@ -138,35 +138,65 @@ def test_missing_dtype_is_filled_from_the_array() -> None:
 
 
 def test_blosc_enums() -> None:
-    assert BloscShuffle.from_int(2) is BloscShuffle.bitshuffle
+    # zarr-python 3.4: the enums are deprecated names of plain strings
+    assert BloscShuffle.from_int(2) == "bitshuffle"
     with pytest.raises(ValueError, match="3"):
         BloscShuffle.from_int(3)
-    with_enums = BloscCodec(cname=BloscCname.zstd, clevel=1, shuffle=BloscShuffle.shuffle,
-                            typesize=4)
+    with pytest.warns(DeprecationWarning, match=r"BloscCname\.zstd is deprecated"):
+        cname = BloscCname.zstd
+    with pytest.warns(DeprecationWarning, match=r"BloscShuffle\.shuffle is deprecated"):
+        shuffle = BloscShuffle.shuffle
+    assert (cname, shuffle) == ("zstd", "shuffle") and type(cname) is str
+    with_enums = BloscCodec(cname=cname, clevel=1, shuffle=shuffle, typesize=4)
     with_strings = BloscCodec(cname="zstd", clevel=1, shuffle="shuffle", typesize=4)
     assert with_enums == with_strings
-    assert with_enums.to_dict() == with_strings.to_dict()
     assert type(with_enums.to_dict()["configuration"]["cname"]) is str
-    assert with_enums.cname == BloscCname.zstd and with_enums.shuffle == BloscShuffle.shuffle
-    # the same JSON as zarr-python's BloscCodec given the same enums
-    theirs = zarr.codecs.BloscCodec(cname=zarr.codecs.BloscCname.zstd, clevel=1,
-                                    shuffle=zarr.codecs.BloscShuffle.shuffle, typesize=4)
-    assert with_enums.to_dict() == theirs.to_dict()
-    assert [m.value for m in BloscCname] == [m.value for m in zarr.codecs.BloscCname]
-    assert [m.value for m in BloscShuffle] == [m.value for m in zarr.codecs.BloscShuffle]
+    with pytest.raises(AttributeError):
+        BloscCname.lzf  # noqa: B018
     with pytest.raises(MetadataValidationError, match="'lzf'"):
         BloscCodec(cname="lzf")
 
 
-def test_blosc_enums_in_an_array(tmp_path) -> None:
-    codec = BloscCodec(cname=BloscCname.lz4, shuffle=BloscShuffle.bitshuffle)
+def test_enum_members_given_to_codecs_are_their_values() -> None:
+    """An Enum member (a str-mixin enum mirroring zarr's old ones) is taken as its value,
+    with zarr-python 3.4's DeprecationWarning."""
+    import enum
+
+    from zarrfast.codecs import BytesCodec, ShardingCodec
+
+    class Cname(enum.StrEnum):
+        lz4 = "lz4"
+
+    with pytest.warns(DeprecationWarning, match=r"Passing an enum to BloscCodec"):
+        codec = BloscCodec(cname=Cname.lz4)
+    assert codec.cname == "lz4" and type(codec.cname) is str
+
+    class Order(enum.StrEnum):
+        big = "big"
+
+    with pytest.warns(DeprecationWarning, match=r"Passing an enum to BytesCodec"):
+        serializer = BytesCodec(endian=Order.big)
+    assert serializer.endian == "big" and type(serializer.endian) is str
+
+    class Where(enum.Enum):
+        start = "start"
+
+    with pytest.warns(DeprecationWarning, match=r"Passing an enum to ShardingCodec"):
+        sharding = ShardingCodec(chunk_shape=(2,), index_location=Where.start)
+    assert sharding.index_location == "start" and type(sharding.index_location) is str
+
+
+def test_blosc_enums_in_an_array(tmp_path, zarr_peer) -> None:
+    codec = BloscCodec(cname="lz4", shuffle="bitshuffle")
     a = zarrfast.create_array(tmp_path / "b.zarr", shape=(50,), dtype="u2", chunks=(10,),
                               compressors=[codec])
     a[...] = np.arange(50)
-    theirs = zarr.open_array(tmp_path / "b.zarr", mode="r")
-    np.testing.assert_array_equal(theirs[...], np.arange(50))
-    assert theirs.compressors[0].shuffle == zarr.codecs.BloscShuffle.bitshuffle
-    assert theirs.compressors[0].cname == zarr.codecs.BloscCname.lz4
+    theirs = zarr_peer.run("""
+        import zarr
+        a = zarr.open_array(ARGS, mode="r")
+        emit([a[...].tolist(), a.compressors[0].cname, a.compressors[0].shuffle])
+    """, str(tmp_path / "b.zarr"))
+    assert theirs == [list(range(50)), "lz4", "bitshuffle"]
 
 
 @pytest.mark.parametrize(("dtype", "kwargs"), [
@@ -174,36 +204,35 @@ def test_blosc_enums_in_an_array(tmp_path) -> None:
     ("f8", {}),
     ("u1", {"cname": "lz4"}),
 ])
-def test_blosc_and_bytes_print_as_in_zarr_python(dtype, kwargs) -> None:
-    def enums(module, kw):
-        out = dict(kw)
-        if "cname" in out:
-            out["cname"] = module.BloscCname(out["cname"])
-        if "shuffle" in out:
-            out["shuffle"] = module.BloscShuffle(out["shuffle"])
-        return out
-
+def test_blosc_and_bytes_print_as_in_zarr_python(dtype, kwargs, zarr_peer) -> None:
     ours = zarrfast.create_array({}, shape=(10,), dtype=dtype,
-                                 compressors=BloscCodec(**enums(zarrfast.codecs, kwargs)))
-    theirs = zarr.create_array({}, shape=(10,), dtype=dtype,
-                               compressors=zarr.codecs.BloscCodec(**enums(zarr.codecs, kwargs)))
-    assert repr(ours.compressors) == repr(theirs.compressors)
-    assert repr(ours.serializer) == repr(theirs.serializer)
+                                 compressors=BloscCodec(**kwargs))
+    theirs = zarr_peer.run("""
+        import zarr
+        dtype, kwargs = ARGS
+        a = zarr.create_array({}, shape=(10,), dtype=dtype,
+                              compressors=zarr.codecs.BloscCodec(**kwargs))
+        emit([repr(a.compressors), repr(a.serializer)])
+    """, [dtype, kwargs])
+    assert [repr(ours.compressors), repr(ours.serializer)] == theirs
 
 
-def test_endian_and_index_location_enums() -> None:
+def test_endian_and_index_location_enums(zarr_peer) -> None:
     from zarrfast.codecs import BytesCodec, Endian, ShardingCodec, ShardingCodecIndexLocation
 
-    assert BytesCodec(endian=Endian.big) == BytesCodec(endian="big")
-    assert repr(BytesCodec(endian="big")) == repr(zarr.codecs.BytesCodec(endian="big"))
-    assert repr(BytesCodec(endian=None)) == repr(zarr.codecs.BytesCodec(endian=None))
-    assert BytesCodec(endian=Endian.big).to_dict() == {"name": "bytes",
-                                                       "configuration": {"endian": "big"}}
-    start = ShardingCodec(chunk_shape=(2,), index_location=ShardingCodecIndexLocation.start)
+    with pytest.warns(DeprecationWarning, match=r"Endian\.big is deprecated"):
+        assert BytesCodec(endian=Endian.big) == BytesCodec(endian="big")
+    with pytest.warns(DeprecationWarning, match=r"ShardingCodecIndexLocation\.start"):
+        start = ShardingCodec(chunk_shape=(2,), index_location=ShardingCodecIndexLocation.start)
     assert start == ShardingCodec(chunk_shape=(2,), index_location="start")
     assert start.to_dict()["configuration"]["index_location"] == "start"
-    assert [m.value for m in Endian] == [m.value for m in zarr.codecs.Endian]
-    assert [m.value for m in ShardingCodecIndexLocation] == [
-        m.value for m in zarr.codecs.ShardingCodecIndexLocation]
+    assert BytesCodec(endian="big").to_dict() == {"name": "bytes",
+                                                  "configuration": {"endian": "big"}}
     with pytest.raises(MetadataValidationError, match="'middle'"):
         BytesCodec(endian="middle")
+    theirs = zarr_peer.run("""
+        import zarr
+        emit([repr(zarr.codecs.BytesCodec(endian="big")),
+              repr(zarr.codecs.BytesCodec(endian=None))])
+    """)
+    assert [repr(BytesCodec(endian="big")), repr(BytesCodec(endian=None))] == theirs

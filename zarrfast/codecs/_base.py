@@ -311,7 +311,7 @@ class ArrayBytesCodec(Codec):
     >>> from zarrfast.codecs import ArrayBytesCodec
     >>> arr = zarrfast.create_array(store={}, shape=(4,), dtype="int16")
     >>> isinstance(arr.serializer, ArrayBytesCodec), arr.serializer
-    (True, BytesCodec(endian=<Endian.little: 'little'>))
+    (True, BytesCodec(endian='little'))
     """
 
     kind: ClassVar[str] = "array_bytes"

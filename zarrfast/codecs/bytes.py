@@ -14,34 +14,35 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from zarrfast.codecs._base import ArrayBytesCodec, parse_named_config
+from zarrfast.codecs._deprecated_enum import DeprecatedStrEnumMeta, coerce_enum_input
 from zarrfast.errors import ChunkDecodeError, MetadataValidationError
 
 NATIVE_ENDIAN = sys.byteorder  # "little" or "big"
 
 
-class Endian(StrEnum):
-    """The byte order of [zarrfast.codecs.BytesCodec][]: zarr-python's enum.
+class Endian(metaclass=DeprecatedStrEnumMeta):
+    """Deprecated (zarr-python 3.4): pass ``"little"`` or ``"big"`` to
+    [zarrfast.codecs.BytesCodec][] instead.
 
-    Each member equals its string (``Endian.little == "little"``), so either may be
-    given to ``BytesCodec``.
+    ``Endian.little`` is the string ``"little"``, with a ``DeprecationWarning``, as in
+    zarr-python 3.4.
 
     Examples
     --------
+    >>> import warnings
     >>> from zarrfast.codecs import Endian
-    >>> Endian("big"), Endian.little == "little"
-    (<Endian.big: 'big'>, True)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     Endian.big
+    'big'
     """
 
-    big = "big"
-    little = "little"
-
-
+    _members: ClassVar[dict[str, str]] = {"little": "little", "big": "big"}
 
 
 @dataclass(frozen=True, repr=False)
@@ -57,8 +58,8 @@ class BytesCodec(ArrayBytesCodec):
     Parameters
     ----------
     endian : {"little", "big"} or None, default "little"
-        The byte order of stored elements (an [zarrfast.codecs.Endian][] member is
-        taken as its string).  ``None`` omits it, which only data types of one byte
+        The byte order of stored elements (an enum member is taken as its value, with
+        a ``DeprecationWarning``, as zarr-python 3.4 does).  ``None`` omits it, which only data types of one byte
         allow (and the legacy ``structured`` type, read as little endian).
 
     Raises
@@ -83,12 +84,12 @@ class BytesCodec(ArrayBytesCodec):
     aliases = ("endian", "https://purl.org/zarr/spec/codec/bytes/1.0")
 
     def __repr__(self) -> str:  # zarr-python's
-        endian = None if self.endian is None else Endian(self.endian)
-        return f"BytesCodec(endian={endian!r})"
+        return f"BytesCodec(endian={self.endian!r})"
 
     def __post_init__(self) -> None:
-        if isinstance(self.endian, Enum):  # kept as its string, which it equals
-            object.__setattr__(self, "endian", self.endian.value)
+        # an enum member is taken as its string, with zarr-python 3.4's DeprecationWarning
+        object.__setattr__(self, "endian", coerce_enum_input(self.endian, "endian",
+                                                             "BytesCodec"))
         if self.endian not in ("little", "big", None):
             raise MetadataValidationError(
                 f"bytes codec: endian must be 'little' or 'big', got {self.endian!r}"

@@ -236,7 +236,7 @@ class CodecChain:
     >>> arr[:] = np.arange(16).reshape(4, 4)
     >>> chain = CodecChain.from_metadata(arr.metadata, node="array 'a'")
     >>> chain.codecs
-    (BytesCodec(endian=<Endian.little: 'little'>), ZstdCodec(level=0, checksum=False))
+    (BytesCodec(endian='little'), ZstdCodec(level=0, checksum=False))
     >>> chain.fast, chain.batch_codec
     (True, 'zstd')
     >>> chain.decode(arr.store.get("c/1/0"))

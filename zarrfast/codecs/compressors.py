@@ -18,14 +18,14 @@ from __future__ import annotations
 import functools
 import threading
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 import crc32c  # imported up front: its import reads ~190 KB of files, not on a first read
 import numcodecs
 import numpy as np
 
 from zarrfast.codecs._base import BytesBytesCodec, parse_named_config
+from zarrfast.codecs._deprecated_enum import DeprecatedStrEnumMeta, coerce_enum_input
 from zarrfast.errors import ChecksumError, CodecError, MetadataValidationError
 
 # -- bounded decompression ---------------------------------------------------------------
@@ -480,27 +480,28 @@ class ZstdCodec(BytesBytesCodec):
 _SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 
 
-class BloscShuffle(StrEnum):
-    """The shuffle of [zarrfast.codecs.BloscCodec][]: zarr-python's enum.
+class BloscShuffle(metaclass=DeprecatedStrEnumMeta):
+    """Deprecated (zarr-python 3.4): pass ``"noshuffle"``, ``"shuffle"`` or
+    ``"bitshuffle"`` to [zarrfast.codecs.BloscCodec][] instead.
 
     ``noshuffle`` compresses the bytes as they are; ``shuffle`` groups the bytes of
     the elements by position (first bytes, then second bytes, ...); ``bitshuffle``
-    does so bit by bit.  Each member equals its string.
+    does so bit by bit.  ``BloscShuffle.shuffle`` is the string ``"shuffle"``, with a
+    ``DeprecationWarning``, as in zarr-python 3.4.
 
     Examples
     --------
     >>> from zarrfast.codecs import BloscShuffle
-    >>> BloscShuffle("bitshuffle"), BloscShuffle.shuffle == "shuffle"
-    (<BloscShuffle.bitshuffle: 'bitshuffle'>, True)
+    >>> BloscShuffle.from_int(2)
+    'bitshuffle'
     """
 
-    noshuffle = "noshuffle"
-    shuffle = "shuffle"
-    bitshuffle = "bitshuffle"
+    _members: ClassVar[dict[str, str]] = {
+        "noshuffle": "noshuffle", "shuffle": "shuffle", "bitshuffle": "bitshuffle"}
 
-    @classmethod
-    def from_int(cls, num: int) -> BloscShuffle:
-        """Give the member for numcodecs' shuffle number.
+    @staticmethod
+    def from_int(num: int) -> str:
+        """Give the shuffle for numcodecs' shuffle number.
 
         Parameters
         ----------
@@ -510,8 +511,8 @@ class BloscShuffle(StrEnum):
 
         Returns
         -------
-        BloscShuffle
-            The member.
+        str
+            The shuffle's name.
 
         Raises
         ------
@@ -521,35 +522,38 @@ class BloscShuffle(StrEnum):
         Examples
         --------
         >>> from zarrfast.codecs import BloscShuffle
-        >>> BloscShuffle.from_int(2)
-        <BloscShuffle.bitshuffle: 'bitshuffle'>
+        >>> BloscShuffle.from_int(1)
+        'shuffle'
         """
         names = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
         if isinstance(num, bool) or num not in names:
-            raise ValueError(f"blosc shuffle must be 0, 1 or 2, got {num!r}")
-        return cls[names[num]]
+            raise ValueError(f"Value must be between 0 and 2. Got {num}.")
+        return names[num]
 
 
-class BloscCname(StrEnum):
-    """The compressor inside [zarrfast.codecs.BloscCodec][]: zarr-python's enum.
+class BloscCname(metaclass=DeprecatedStrEnumMeta):
+    """Deprecated (zarr-python 3.4): pass the compressor's name to BloscCodec instead.
 
-    Members: ``lz4``, ``lz4hc``, ``blosclz``, ``zstd``, ``snappy`` and ``zlib``; each
-    equals its string.  Whether one can compress depends on the c-blosc build
+    The names: ``"lz4"``, ``"lz4hc"``, ``"blosclz"``, ``"snappy"``, ``"zlib"`` and
+    ``"zstd"`` (see [zarrfast.codecs.BloscCodec][]).
+
+    ``BloscCname.zstd`` is the string ``"zstd"``, with a ``DeprecationWarning``, as in
+    zarr-python 3.4.  Whether a compressor can compress depends on the c-blosc build
     (``snappy`` is often left out).
 
     Examples
     --------
+    >>> import warnings
     >>> from zarrfast.codecs import BloscCname
-    >>> BloscCname("lz4"), BloscCname.zstd == "zstd"
-    (<BloscCname.lz4: 'lz4'>, True)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     BloscCname.lz4
+    'lz4'
     """
 
-    lz4 = "lz4"
-    lz4hc = "lz4hc"
-    blosclz = "blosclz"
-    zstd = "zstd"
-    snappy = "snappy"
-    zlib = "zlib"
+    _members: ClassVar[dict[str, str]] = {
+        "lz4": "lz4", "lz4hc": "lz4hc", "blosclz": "blosclz", "snappy": "snappy",
+        "zstd": "zstd", "zlib": "zlib"}
 
 
 @functools.cache
@@ -575,12 +579,12 @@ class BloscCodec(BytesBytesCodec):
 
     Parameters
     ----------
-    cname : str or BloscCname, default "zstd"
+    cname : str, default "zstd"
         The compressor: ``"lz4"``, ``"lz4hc"``, ``"blosclz"``, ``"zstd"``, ``"snappy"`` or
         ``"zlib"``.
     clevel : int, default 5
         The compression level, 0 (none) to 9.
-    shuffle : str or BloscShuffle, optional
+    shuffle : str, optional
         ``"noshuffle"``, ``"shuffle"`` (byte shuffle) or ``"bitshuffle"``; ``None``
         (the default) chooses when the array is created.
     typesize : int, optional
@@ -621,17 +625,17 @@ class BloscCodec(BytesBytesCodec):
         """zarr-python's: its field order, the enums, and which fields are still to be chosen
         from the array's data type (``_tunable_attrs``)."""
         tunable = {k for k in ("typesize", "shuffle") if getattr(self, k) is None}
-        shuffle = None if self.shuffle is None else BloscShuffle(self.shuffle)
         return (f"{type(self).__name__}(_tunable_attrs={tunable or set()!r}, "
-                f"typesize={self.typesize!r}, cname={BloscCname(self.cname)!r}, "
-                f"clevel={self.clevel!r}, shuffle={shuffle!r}, blocksize={self.blocksize!r})")
+                f"typesize={self.typesize!r}, cname={self.cname!r}, "
+                f"clevel={self.clevel!r}, shuffle={self.shuffle!r}, "
+                f"blocksize={self.blocksize!r})")
 
     def __post_init__(self) -> None:
-        # the enums are kept as their strings (what the metadata holds; they compare equal)
-        if isinstance(self.cname, Enum):
-            object.__setattr__(self, "cname", self.cname.value)
-        if isinstance(self.shuffle, Enum):
-            object.__setattr__(self, "shuffle", self.shuffle.value)
+        # an enum member is taken as its string, with zarr-python 3.4's DeprecationWarning
+        object.__setattr__(self, "cname", coerce_enum_input(self.cname, "cname",
+                                                            "BloscCodec"))
+        object.__setattr__(self, "shuffle", coerce_enum_input(self.shuffle, "shuffle",
+                                                              "BloscCodec"))
         if self.cname not in _CNAMES:
             raise MetadataValidationError(
                 f"blosc codec: cname must be one of {list(_CNAMES)}, got {self.cname!r}"

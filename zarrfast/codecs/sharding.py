@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,6 +37,7 @@ from zarrfast.codecs._base import (
     Codec,
     parse_named_config,
 )
+from zarrfast.codecs._deprecated_enum import DeprecatedStrEnumMeta, coerce_enum_input
 from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.chain import CodecChain, parse_codecs, validate_codec_chain
 from zarrfast.codecs.compressors import Crc32cCodec
@@ -78,23 +78,24 @@ def _check_nesting(config: dict) -> None:
             stack += [(inner.get("codecs"), depth + 1), (inner.get("index_codecs"), depth + 1)]
 
 
-class ShardingCodecIndexLocation(StrEnum):
-    """Where a shard's index is, before or after its chunks: zarr-python's enum.
+class ShardingCodecIndexLocation(metaclass=DeprecatedStrEnumMeta):
+    """Deprecated (zarr-python 3.4): pass ``"start"`` or ``"end"`` as the
+    ``index_location`` of [zarrfast.codecs.ShardingCodec][] instead.
 
-    The ``index_location`` of [zarrfast.codecs.ShardingCodec][]: ``start`` or ``end``;
-    each member equals its string.
+    ``ShardingCodecIndexLocation.end`` is the string ``"end"``, with a
+    ``DeprecationWarning``, as in zarr-python 3.4.
 
     Examples
     --------
+    >>> import warnings
     >>> from zarrfast.codecs import ShardingCodecIndexLocation
-    >>> ShardingCodecIndexLocation("start"), ShardingCodecIndexLocation.end == "end"
-    (<ShardingCodecIndexLocation.start: 'start'>, True)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     ShardingCodecIndexLocation.start
+    'start'
     """
 
-    start = "start"
-    end = "end"
-
-
+    _members: ClassVar[dict[str, str]] = {"start": "start", "end": "end"}
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,8 @@ class ShardingCodec(ArrayBytesCodec):
         The index's codec chain, which must have a fixed encoded size (no
         compressor).
     index_location : {"end", "start"}, default "end"
-        Where the index is; kept as a [zarrfast.codecs.ShardingCodecIndexLocation][]
-        member.
+        Where the index is (an enum member is taken as its value, with a
+        ``DeprecationWarning``, as zarr-python 3.4 does).
     write_index_location : bool, default True
         Whether the metadata spells out ``index_location`` even when it is ``"end"``
         (tensorstore leaves the default out; reading such metadata keeps that).
@@ -173,14 +174,14 @@ class ShardingCodec(ArrayBytesCodec):
                 f"sharding_indexed: chunk_shape must be a list of integers >= 1, got {shape!r}"
             )
         object.__setattr__(self, "chunk_shape", tuple(int(c) for c in shape))
+        # an enum member is taken as its string, with zarr-python 3.4's DeprecationWarning
+        object.__setattr__(self, "index_location", coerce_enum_input(
+            self.index_location, "index_location", "ShardingCodec"))
         if self.index_location not in ("start", "end"):
             raise MetadataValidationError(
                 f"sharding_indexed: index_location must be 'start' or 'end', got "
                 f"{self.index_location!r}"
             )
-        # kept as the enum member, which equals its string and prints as zarr-python's
-        object.__setattr__(self, "index_location", ShardingCodecIndexLocation(
-            self.index_location))
         for what in ("codecs", "index_codecs"):
             value = getattr(self, what)
             if not (isinstance(value, tuple) and all(isinstance(c, Codec) for c in value)):

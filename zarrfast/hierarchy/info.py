@@ -1,10 +1,10 @@
 """What users read: ``Array.info``, ``Group.info``, their ``info_complete()`` and
-``Group.tree()``, printed as zarr-python 3.1 prints them.
+``Group.tree()``, printed as zarr-python 3.4 prints them.
 
 The text is zarr-python's, field for field and in its order, so that output pasted
 into an issue or a notebook reads the same whichever library made it: data types
 spelled as zarr-python's data-type classes (``Int32(endianness='little')``), codecs
-as its codec classes (``BytesCodec(endian=<Endian.little: 'little'>)``), Zarr v2
+as its codec classes (``BytesCodec(endian='little')``), Zarr v2
 filters and compressors as numcodecs objects, byte counts with a human-readable size.
 Lines zarrfast adds come after zarr-python's.
 
@@ -20,7 +20,7 @@ Example::
     Read-only          : False
     Store type         : MemoryStore
     Filters            : ()
-    Serializer         : BytesCodec(endian=<Endian.little: 'little'>)
+    Serializer         : BytesCodec(endian='little')
     Compressors        : (ZstdCodec(level=0, checksum=False),)
     No. bytes          : 40000 (39.1K)
 """
@@ -120,20 +120,16 @@ _NUMCODECS_CLASSES = {
 }
 
 
-def _enum(cls: str, value: Any) -> str:
-    return f"<{cls}.{value}: {str(value)!r}>" if value is not None else "None"
-
-
 def codec_repr(codec: Any) -> str:
     """A Zarr v3 codec as zarr-python's codec class prints (``ZstdCodec(level=0,
     checksum=False)``); a codec zarr-python does not have prints as zarrfast's."""
     name = type(codec).__name__
     if name == "BytesCodec":
-        return f"BytesCodec(endian={_enum('Endian', codec.endian)})"
+        return f"BytesCodec(endian={codec.endian!r})"
     if name in ("BloscCodec", "NumcodecsBloscCodec") and hasattr(codec, "cname"):
         return (f"BloscCodec(_tunable_attrs=set(), typesize={codec.typesize}, "
-                f"cname={_enum('BloscCname', codec.cname)}, clevel={codec.clevel}, "
-                f"shuffle={_enum('BloscShuffle', codec.shuffle)}, "
+                f"cname={codec.cname!r}, clevel={codec.clevel}, "
+                f"shuffle={codec.shuffle!r}, "
                 f"blocksize={codec.blocksize})")
     if name == "ShardingCodec":
         inner = ", ".join(codec_repr(c) for c in codec.codecs)
@@ -141,7 +137,7 @@ def codec_repr(codec: Any) -> str:
         return (f"ShardingCodec(chunk_shape={codec.chunk_shape}, "
                 f"codecs=({inner}{',' if len(codec.codecs) == 1 else ''}), "
                 f"index_codecs=({index}{',' if len(codec.index_codecs) == 1 else ''}), "
-                f"index_location={_enum('ShardingCodecIndexLocation', codec.index_location)})")
+                f"index_location={codec.index_location!r})")
     codec_name = getattr(codec, "name", "")
     configuration = getattr(codec, "configuration", None)
     if (isinstance(codec_name, str) and codec_name.startswith("numcodecs.")
