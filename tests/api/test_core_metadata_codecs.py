@@ -18,57 +18,81 @@ import zarrfast.core.group
 import zarrfast.core.metadata
 from zarrfast.metadata import v3 as layer
 
-zarr = pytest.importorskip("zarr")
-zc = pytest.importorskip("zarr.codecs")
-
 CoreArray = zarrfast.core.metadata.ArrayV3Metadata
 CoreGroup = zarrfast.core.group.GroupMetadata
 CoreConsolidated = zarrfast.core.group.ConsolidatedMetadata
 
+#: the arrays compared, as zarr-python 3.4's keywords (evaluated in the peer, with ``zc``
+#: its ``zarr.codecs`` and ``znc`` its ``zarr.codecs.numcodecs``)
+DOCUMENTS = {
+    "uncompressed int16": 'dict(dtype="int16", compressors=None)',
+    "zstd float64": 'dict(dtype="float64", compressors=zc.ZstdCodec(level=3, checksum=True))',
+    "gzip uint8": 'dict(dtype="uint8", compressors=zc.GzipCodec(level=5))',
+    "blosc int32": 'dict(dtype="int32", compressors=zc.BloscCodec(cname="lz4", clevel=3, '
+                   'shuffle="bitshuffle"))',
+    "transpose": 'dict(dtype="float32", filters=[zc.TransposeCodec(order=(1, 0))])',
+    "crc32c": 'dict(dtype="int64", compressors=[zc.ZstdCodec(), zc.Crc32cCodec()])',
+    "sharded": 'dict(dtype="uint16", shards=(8, 6), compressors=zc.ZstdCodec())',
+    "big-endian": 'dict(dtype=">i4", serializer=zc.BytesCodec(endian="big"))',
+    "strings": "dict(dtype=str)",
+    "numcodecs": 'dict(dtype="int32", filters=[znc.Delta(dtype="int32")], '
+                 "compressors=[znc.Zlib(level=2)])",
+}
 
-def _written_by_zarr_python(**kwargs):
-    """The ``zarr.json`` zarr-python writes for an array made with ``kwargs``."""
+_WRITE = """
+import json, warnings
+import zarr
+import zarr.codecs as zc
+import zarr.codecs.numcodecs as znc
+
+
+def written(source):
     store = zarr.storage.MemoryStore()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        zarr.create_array(store, shape=(8, 6), chunks=(4, 3), **kwargs)
-    return json.loads(store._store_dict["zarr.json"].to_bytes())
+        zarr.create_array(store, shape=(8, 6), chunks=(4, 3), **eval(source))
+    doc = json.loads(store._store_dict["zarr.json"].to_bytes())
+    md = zarr.core.metadata.ArrayV3Metadata.from_dict(json.loads(json.dumps(doc)))
+    inner = repr(md.codecs[0].codecs) if hasattr(md.codecs[0], "index_codecs") else None
+    return [doc, [type(c).__name__ for c in md.codecs], repr(md.codecs), inner]
+"""
 
 
-def _numcodecs_delta():
-    nz = pytest.importorskip("numcodecs.zarr3")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return dict(dtype="int32", filters=[nz.Delta(dtype="int32")],
-                    compressors=[nz.Zlib(level=2)])
+@pytest.fixture(scope="module")
+def written(zarr_peer) -> dict[str, list]:
+    """Per case: the ``zarr.json`` zarr-python 3.4 writes, and what its ``from_dict`` of it
+    holds (the codecs' class names, their repr, a sharding codec's inner codecs' repr)."""
+    return dict(zip(DOCUMENTS, zarr_peer.run(_WRITE + """
+emit([written(source) for source in ARGS])
+""", list(DOCUMENTS.values())), strict=True))
 
 
-DOCUMENTS = {
-    "uncompressed int16": lambda: dict(dtype="int16", compressors=None),
-    "zstd float64": lambda: dict(dtype="float64", compressors=zc.ZstdCodec(level=3,
-                                                                        checksum=True)),
-    "gzip uint8": lambda: dict(dtype="uint8", compressors=zc.GzipCodec(level=5)),
-    "blosc int32": lambda: dict(dtype="int32", compressors=zc.BloscCodec(
-        cname="lz4", clevel=3, shuffle="bitshuffle")),
-    "transpose": lambda: dict(dtype="float32", filters=[zc.TransposeCodec(order=(1, 0))]),
-    "crc32c": lambda: dict(dtype="int64", compressors=[zc.ZstdCodec(), zc.Crc32cCodec()]),
-    "sharded": lambda: dict(dtype="uint16", shards=(8, 6), compressors=zc.ZstdCodec()),
-    "big-endian": lambda: dict(dtype=">i4", serializer=zc.BytesCodec(endian="big")),
-    "strings": lambda: dict(dtype=str),
-    "numcodecs": _numcodecs_delta,
-}
+@pytest.fixture(scope="module")
+def codecs_of(zarr_peer):
+    """The repr of the codecs zarr-python 3.4's ``ArrayV3Metadata.from_dict`` holds for
+    each of a list of documents."""
+    def run(docs):
+        return zarr_peer.run("""
+            import zarr
+            emit([repr(zarr.core.metadata.ArrayV3Metadata.from_dict(d).codecs) for d in ARGS])
+        """, docs)
+    return run
 
 
-@pytest.mark.parametrize("case", sorted(DOCUMENTS))
-def test_from_dict_gives_zarr_pythons_codec_objects(case):
-    doc = _written_by_zarr_python(**DOCUMENTS[case]())
-    theirs = zarr.core.metadata.ArrayV3Metadata.from_dict(json.loads(json.dumps(doc)))
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=(
+        "zarr-python 3.4's ShardingCodec has subchunk_write_order='morton' (the layout of "
+        "the inner chunks in a shard); zarrfast writes them in index order and has no such "
+        "field yet"))) if case == "sharded" else case
+    for case in sorted(DOCUMENTS)])
+def test_from_dict_gives_zarr_pythons_codec_objects(case, written):
+    doc, names, codecs_repr, inner_repr = written[case]
     ours = CoreArray.from_dict(json.loads(json.dumps(doc)))
-    assert [type(c).__name__ for c in ours.codecs] == [type(c).__name__ for c in theirs.codecs]
-    assert repr(ours.codecs) == repr(theirs.codecs)
+    assert [type(c).__name__ for c in ours.codecs] == names
+    assert repr(ours.codecs) == codecs_repr
     assert all(isinstance(c, zarrfast.codecs.Codec) for c in ours.codecs)
     if case == "sharded":  # the codecs inside the sharding codec too
-        assert repr(ours.codecs[0].codecs) == repr(theirs.codecs[0].codecs)
+        assert repr(ours.codecs[0].codecs) == inner_repr
     # the document is kept as it was written, and reads back to equal metadata
     assert ours.to_dict() == doc
     again = CoreArray.from_dict(ours.to_dict())
@@ -79,28 +103,28 @@ def test_from_dict_gives_zarr_pythons_codec_objects(case):
     assert ours == plain and plain == ours and not (ours != plain)
 
 
-def test_constructor_and_changes_keep_codec_objects_as_zarr_pythons():
-    doc = _written_by_zarr_python(dtype="float32", compressors=zc.ZstdCodec(level=2))
-    theirs = zarr.core.metadata.ArrayV3Metadata.from_dict(doc)
+def test_constructor_and_changes_keep_codec_objects_as_zarr_pythons(written, codecs_of):
+    doc = written["zstd float64"][0]
+    theirs_repr = written["zstd float64"][2]
     ours = CoreArray.from_dict(doc)
     made = CoreArray(shape=(8, 6), data_type=ours.data_type, chunk_grid=ours.chunk_grid,
                      chunk_key_encoding=ours.chunk_key_encoding,
                      fill_value=ours.fill_value, codecs=doc["codecs"],
                      storage_transformers=ours.storage_transformers)
-    assert repr(made.codecs) == repr(theirs.codecs) and made == ours
+    assert repr(made.codecs) == theirs_repr and made == ours
     assert made.to_dict()["codecs"] == doc["codecs"]
-    for mine, zp in ((ours.update_shape((16, 6)), theirs.update_shape((16, 6))),
-                     (ours.update_attributes({"u": 1}), theirs.update_attributes({"u": 1}))):
+    changed = [ours.update_shape((16, 6)), ours.update_attributes({"u": 1})]
+    assert [repr(m.codecs) for m in changed] == codecs_of([m.to_dict() for m in changed])
+    for mine in changed:
         assert type(mine) is CoreArray
-        assert repr(mine.codecs) == repr(zp.codecs)
         assert mine.to_dict()["codecs"] == doc["codecs"]
     assert ours.update_shape((16, 6)).to_dict()["shape"] == [16, 6]
     assert pickle.loads(pickle.dumps(ours)) == ours
-    assert repr(pickle.loads(pickle.dumps(ours)).codecs) == repr(theirs.codecs)
+    assert repr(pickle.loads(pickle.dumps(ours)).codecs) == theirs_repr
 
 
-def test_an_unknown_codec_stays_json_until_the_array_is_used():
-    doc = _written_by_zarr_python(dtype="uint8", compressors=None)
+def test_an_unknown_codec_stays_json_until_the_array_is_used(written):
+    doc = json.loads(json.dumps(written["uncompressed int16"][0]))
     doc["codecs"].append({"name": "x-unknown", "must_understand": False})
     md = CoreArray.from_dict(doc)
     assert type(md.codecs[0]).__name__ == "BytesCodec"
@@ -108,7 +132,7 @@ def test_an_unknown_codec_stays_json_until_the_array_is_used():
     assert md.to_dict() == doc
 
 
-def test_nodes_metadata_is_the_core_class(tmp_path):
+def test_nodes_metadata_is_the_core_class(tmp_path, codecs_of):
     store = zarrfast.storage.LocalStore(tmp_path / "d.zarr")
     a = zarrfast.create_array(store, name="a", shape=(8, 6), chunks=(4, 3), dtype="i2",
                               compressors=zarrfast.codecs.ZstdCodec(level=1))
@@ -118,8 +142,7 @@ def test_nodes_metadata_is_the_core_class(tmp_path):
     assert isinstance(opened.async_array.metadata, CoreArray)
     doc = json.loads((tmp_path / "d.zarr" / "a" / "zarr.json").read_bytes())
     assert opened.metadata == CoreArray.from_dict(doc)
-    assert repr(opened.metadata.codecs) == repr(
-        zarr.core.metadata.ArrayV3Metadata.from_dict(doc).codecs)
+    assert [repr(opened.metadata.codecs)] == codecs_of([doc])
     group = zarrfast.open_group(store)
     assert isinstance(group.metadata, CoreGroup)
     # an array made from the core class's metadata reads and writes
@@ -129,8 +152,10 @@ def test_nodes_metadata_is_the_core_class(tmp_path):
     assert opened[0, 0] == 99
 
 
-def test_consolidated_metadata_holds_codec_objects_as_zarr_pythons():
-    def hierarchy(lib):
+def test_consolidated_metadata_holds_codec_objects_as_zarr_pythons(zarr_peer):
+    script = """
+        import json, warnings
+        import zarr as lib
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             store = lib.storage.MemoryStore()
@@ -139,27 +164,37 @@ def test_consolidated_metadata_holds_codec_objects_as_zarr_pythons():
             g.create_group("child").create_array("b", shape=(2, 2), chunks=(1, 2),
                                                  dtype="i2", compressors=None)
             lib.consolidate_metadata(store)
-            return store, lib.open_group(store, mode="r", use_consolidated=True)
-
-    (their_store, theirs), (_, ours) = hierarchy(zarr), hierarchy(zarrfast)
-    doc = json.loads(their_store._store_dict["zarr.json"].to_bytes())
+            theirs = lib.open_group(store, mode="r", use_consolidated=True)
+        flat = theirs.metadata.consolidated_metadata.flattened_metadata
+        emit([json.loads(store._store_dict["zarr.json"].to_bytes()), sorted(flat),
+              {key: repr(flat[key].codecs) for key in ("a", "child/b")},
+              repr(theirs.metadata.consolidated_metadata.metadata["a"].codecs)])
+    """
+    doc, their_keys, their_codecs, their_a = zarr_peer.run(script)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = zarrfast.storage.MemoryStore()
+        g = zarrfast.create_group(store)
+        g.create_array("a", shape=(4,), chunks=(2,), dtype="f8")
+        g.create_group("child").create_array("b", shape=(2, 2), chunks=(1, 2),
+                                             dtype="i2", compressors=None)
+        zarrfast.consolidate_metadata(store)
+        ours = zarrfast.open_group(store, mode="r", use_consolidated=True)
     for md in (ours.metadata, CoreGroup.from_dict(doc)):
         assert isinstance(md, CoreGroup)
         cm = md.consolidated_metadata
         assert isinstance(cm, CoreConsolidated)
-        flat, their_flat = cm.flattened_metadata, theirs.metadata.consolidated_metadata.\
-            flattened_metadata
-        assert sorted(flat) == sorted(their_flat) == ["a", "child", "child/b"]
+        flat = cm.flattened_metadata
+        assert sorted(flat) == their_keys == ["a", "child", "child/b"]
         for key in ("a", "child/b"):
             assert isinstance(flat[key], CoreArray)
-            assert repr(flat[key].codecs) == repr(their_flat[key].codecs)
+            assert repr(flat[key].codecs) == their_codecs[key]
         assert isinstance(cm.metadata["child"], CoreGroup)
         assert isinstance(cm.metadata["child"].consolidated_metadata, CoreConsolidated)
     made = CoreGroup.from_dict(doc)
     assert made.to_dict() == doc and made == layer.GroupMetadata.from_dict(doc)
     members = CoreConsolidated.from_dict(doc["consolidated_metadata"]).metadata
-    assert repr(members["a"].codecs) == repr(
-        theirs.metadata.consolidated_metadata.metadata["a"].codecs)
+    assert repr(members["a"].codecs) == their_a
     # the metadata layer's members given to the core classes are held as the core classes
     plain = layer.ConsolidatedMetadata.from_dict(doc["consolidated_metadata"])
     assert isinstance(plain.metadata["a"].codecs[0], dict)

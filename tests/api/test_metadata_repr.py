@@ -27,44 +27,78 @@ def _pp(obj, width=60, depth=None) -> str:
     return out.getvalue()
 
 
+#: the arrays compared, as the keywords' source (evaluated here and in zarr-python 3.4)
 ARRAYS = {
-    "float32": dict(shape=(100, 10), chunks=(10, 10), dtype="f4"),
-    "int8 with attributes": dict(shape=(7,), chunks=(3,), dtype="i1",
-                                 attributes={"units": "m", "n": [1, 2]}),
-    "big-endian int32": dict(shape=(4, 4), chunks=(2, 2), dtype=">i4"),
-    "named dimensions": dict(shape=(3, 4), chunks=(3, 4), dtype="f8",
-                             dimension_names=("y", "x")),
-    "fill value": dict(shape=(5,), chunks=(5,), dtype="u2", fill_value=7),
-    "sharded": dict(shape=(16, 16), chunks=(4, 4), shards=(8, 8), dtype="u1"),
-    "no compression": dict(shape=(6,), chunks=(2,), dtype="f8", compressors=None),
-    "gzip": dict(shape=(6,), chunks=(2,), dtype="i2",
-                 compressors=[{"name": "gzip", "configuration": {"level": 3}}]),
-    "transpose": dict(shape=(2, 3), chunks=(2, 3), dtype="f4",
-                      filters=[{"name": "transpose", "configuration": {"order": [1, 0]}}]),
-    "string": dict(shape=(4,), chunks=(2,), dtype=str),
+    "float32": 'dict(shape=(100, 10), chunks=(10, 10), dtype="f4")',
+    "int8 with attributes": 'dict(shape=(7,), chunks=(3,), dtype="i1", '
+                            'attributes={"units": "m", "n": [1, 2]})',
+    "big-endian int32": 'dict(shape=(4, 4), chunks=(2, 2), dtype=">i4")',
+    "named dimensions": 'dict(shape=(3, 4), chunks=(3, 4), dtype="f8", '
+                        'dimension_names=("y", "x"))',
+    "fill value": 'dict(shape=(5,), chunks=(5,), dtype="u2", fill_value=7)',
+    "sharded": 'dict(shape=(16, 16), chunks=(4, 4), shards=(8, 8), dtype="u1")',
+    "no compression": 'dict(shape=(6,), chunks=(2,), dtype="f8", compressors=None)',
+    "gzip": 'dict(shape=(6,), chunks=(2,), dtype="i2", '
+            'compressors=[{"name": "gzip", "configuration": {"level": 3}}])',
+    "transpose": 'dict(shape=(2, 3), chunks=(2, 3), dtype="f4", '
+                 'filters=[{"name": "transpose", "configuration": {"order": [1, 0]}}])',
+    "string": 'dict(shape=(4,), chunks=(2,), dtype=str)',
 }
 
+#: an array as its library opens it again (zarr-python prints a big-endian array's data
+#: type as big-endian only as it made it), and its metadata printed
+_PRINTS = """
+import io
+import warnings
+from pprint import pprint
 
-def _both(kwargs):
-    """The same array made by zarr-python and zarrfast, as each opens it again (zarr-python
-    prints a big-endian array's data type as big-endian only as it made it)."""
+
+def pp(obj, width=60, depth=None):
+    out = io.StringIO()
+    pprint(obj, stream=out, width=width, depth=depth)
+    return out.getvalue()
+
+
+def opened(lib, source):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        store = zarr.storage.MemoryStore()
-        zarr.create_array(store, **kwargs)
-        theirs = zarr.open_array(store)
-    store = zarrfast.storage.MemoryStore()
-    zarrfast.create_array(store, **kwargs)
-    return theirs, zarrfast.open_array(store)
+        store = lib.storage.MemoryStore()
+        lib.create_array(store, **eval(source))
+        return lib.open_array(store)
 
 
-@pytest.mark.parametrize("case", sorted(ARRAYS))
-def test_array_metadata_prints_as_zarr_python(case):
-    theirs, ours = _both(ARRAYS[case])
-    for width in (60, 120):
-        assert _pp(ours.metadata, width) == _pp(theirs.metadata, width)
-    assert repr(ours.metadata) == repr(theirs.metadata)
-    assert type(ours.metadata) is zarrfast.core.metadata.ArrayV3Metadata
+def prints(lib, source):
+    md = opened(lib, source).metadata
+    return [pp(md, 60), pp(md, 120), repr(md)]
+"""
+
+
+@pytest.fixture(scope="module")
+def zarr_python_prints(zarr_peer) -> dict[str, list[str]]:
+    return dict(zip(ARRAYS, zarr_peer.run(_PRINTS + """
+import zarr
+emit([prints(zarr, source) for source in ARGS])
+""", list(ARRAYS.values())), strict=True))
+
+
+def _both(source):
+    """The array as zarrfast opens it again (see ``_PRINTS``)."""
+    namespace: dict = {}
+    exec(_PRINTS, namespace)
+    return namespace["opened"](zarrfast, source)
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=(
+        "zarr-python 3.4's ShardingCodec has subchunk_write_order='morton' (the layout of "
+        "the inner chunks in a shard); zarrfast writes them in index order and has no such "
+        "field yet"))) if case == "sharded" else case
+    for case in sorted(ARRAYS)])
+def test_array_metadata_prints_as_zarr_python(case, zarr_python_prints):
+    namespace: dict = {}
+    exec(_PRINTS, namespace)
+    assert namespace["prints"](zarrfast, ARRAYS[case]) == zarr_python_prints[case]
+    assert type(_both(ARRAYS[case]).metadata) is zarrfast.core.metadata.ArrayV3Metadata
 
 
 def test_metadata_fields_are_zarr_pythons_objects():
@@ -105,7 +139,7 @@ def test_data_type_name_zarrfast_read_is_written_back():
 
 
 def test_metadata_round_trips_and_compares():
-    _, ours = _both(ARRAYS["sharded"])
+    ours = _both(ARRAYS["sharded"])
     md = ours.metadata
     again = type(md).from_dict(md.to_dict())
     assert again == md and again.to_dict() == md.to_dict()
@@ -123,7 +157,20 @@ def test_an_extension_data_type_zarr_python_lacks_stays_zarrfasts():
         assert a.metadata.to_dict()["data_type"] == "bfloat16"
 
 
-def _hierarchy(lib):
+_HIERARCHY = """
+import io
+import json
+import warnings
+from pprint import pprint
+
+
+def pp(obj, width=60, depth=None):
+    out = io.StringIO()
+    pprint(obj, stream=out, width=width, depth=depth)
+    return out.getvalue()
+
+
+def hierarchy(lib):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         store = lib.storage.MemoryStore()
@@ -135,24 +182,27 @@ def _hierarchy(lib):
         return store, lib.consolidate_metadata(store)
 
 
-def test_consolidated_metadata_prints_and_nests_as_zarr_python():
-    (their_store, theirs), (our_store, ours) = _hierarchy(zarr), _hierarchy(zarrfast)
-    assert _pp(ours.metadata) == _pp(theirs.metadata)
+def prints(lib, document):
+    store, g = hierarchy(lib)
+    doc = json.loads(document(store))
+    return [pp(g.metadata), pp(g.metadata.consolidated_metadata.metadata),
+            g["child"].metadata.consolidated_metadata is not None,
+            pp(g["child"].metadata.consolidated_metadata), pp(g["child/child"].metadata),
+            doc, list(doc["consolidated_metadata"]["metadata"])]
+"""
+
+
+def test_consolidated_metadata_prints_and_nests_as_zarr_python(zarr_peer):
+    theirs = zarr_peer.run(_HIERARCHY + """
+import zarr
+emit(prints(zarr, lambda store: store._store_dict["zarr.json"].to_bytes()))
+""")
+    namespace: dict = {}
+    exec(_HIERARCHY, namespace)
+    assert namespace["prints"](zarrfast, lambda store: store.get("zarr.json")) == theirs
+    _, ours = namespace["hierarchy"](zarrfast)
     assert isinstance(ours.metadata.consolidated_metadata,
                       zarrfast.core.group.ConsolidatedMetadata)
-    assert _pp(ours.metadata.consolidated_metadata.metadata) == _pp(
-        theirs.metadata.consolidated_metadata.metadata)
-    # a child opened through the consolidated metadata has the nodes below it
-    assert ours["child"].metadata.consolidated_metadata is not None
-    assert _pp(ours["child"].metadata.consolidated_metadata) == _pp(
-        theirs["child"].metadata.consolidated_metadata)
-    assert _pp(ours["child/child"].metadata) == _pp(theirs["child/child"].metadata)
-    # and the document is the one zarr-python writes
-    ours_doc = json.loads(our_store.get("zarr.json"))
-    theirs_doc = json.loads(their_store._store_dict["zarr.json"].to_bytes())
-    assert ours_doc == theirs_doc
-    assert list(ours_doc["consolidated_metadata"]["metadata"]) == list(
-        theirs_doc["consolidated_metadata"]["metadata"])
 
 
 def test_zarr_python_reads_zarrfasts_consolidated_metadata(tmp_path):
@@ -210,3 +260,51 @@ def test_store_reprs_are_zarr_pythons():
     assert repr(zarrfast.storage.ObjectStore(mem)) == repr(zarr.storage.ObjectStore(mem))
     arr = zarrfast.create_array(zarrfast.storage.ObjectStore(mem), shape=(2,), dtype="f8")
     assert repr(arr) == f"<Array object_store://{mem} shape=(2,) dtype=float64>"
+
+
+def test_group_extra_fields_as_zarr_python(zarr_peer):
+    """zarr-python 3.4's GroupMetadata.extra_fields: the members an implementation may
+    ignore, kept, printed and written back; a reserved key or a member without
+    ``"must_understand": false`` is refused."""
+    extra = {"foo": {"must_understand": False, "x": [1, 2]}}
+    theirs = zarr_peer.run("""
+        import zarr
+        from zarr.core.group import GroupMetadata
+        md = GroupMetadata(extra_fields=ARGS)
+        refused = []
+        for bad in ({"attributes": {"must_understand": False}}, {"foo": 1}):
+            try:
+                GroupMetadata(extra_fields=bad)
+            except ValueError as e:
+                refused.append(type(e).__mro__[-3].__name__)
+        doc = md.to_dict()
+        emit([repr(md), {k: doc[k] for k in sorted(doc) if k != "consolidated_metadata"},
+              repr(GroupMetadata.from_dict(doc).extra_fields), len(refused)])
+    """, extra)
+    md = zarrfast.core.group.GroupMetadata(extra_fields=extra)
+    doc = md.to_dict()
+    assert [repr(md), {k: doc[k] for k in sorted(doc)},
+            repr(zarrfast.core.group.GroupMetadata.from_dict(doc).extra_fields)] == theirs[:3]
+    assert theirs[3] == 2
+    for bad in ({"attributes": {"must_understand": False}}, {"foo": 1}):
+        with pytest.raises(MetadataValidationError):
+            zarrfast.core.group.GroupMetadata(extra_fields=bad)
+    # a group written with them keeps them
+    store = zarrfast.storage.MemoryStore()
+    store.set("zarr.json", json.dumps(doc).encode())
+    assert zarrfast.open_group(store).metadata.extra_fields == extra
+
+
+def test_chunk_grids_under_zarr_pythons_names():
+    """A node's ``metadata.chunk_grid`` is zarr-python 3.4's ``RegularChunkGridMetadata``
+    (``RectilinearChunkGridMetadata``), equal to the metadata layer's grid both ways."""
+    from zarrfast.metadata.chunk_grid import RectilinearChunkGrid, RegularChunkGrid
+
+    regular = zarrfast.create_array({}, shape=(6,), chunks=(2,), dtype="i1").metadata
+    assert repr(regular.chunk_grid) == "RegularChunkGridMetadata(chunk_shape=(2,))"
+    assert regular.chunk_grid == RegularChunkGrid((2,)) == regular.chunk_grid
+    assert hash(regular.chunk_grid) == hash(RegularChunkGrid((2,)))
+    rect = zarrfast.create_array({}, shape=(6,), chunks=[[2, 4]], dtype="i1").metadata
+    assert repr(rect.chunk_grid) == "RectilinearChunkGridMetadata(chunk_shapes=((2, 4),))"
+    assert rect.chunk_grid == RectilinearChunkGrid(((2, 4),)) == rect.chunk_grid
+    assert isinstance(rect.chunk_grid, RectilinearChunkGrid)

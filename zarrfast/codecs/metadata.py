@@ -11,7 +11,7 @@ per node's metadata).  The engine keeps working from the metadata layer's object
 make no codec objects::
 
     md = ArrayV3Metadata.from_dict(json.loads(store.get("a/zarr.json")))
-    md.codecs  # (BytesCodec(endian=<Endian.little: 'little'>), ZstdCodec(level=0, ...))
+    md.codecs  # (BytesCodec(endian='little'), ZstdCodec(level=0, ...))
     md.to_dict()  # the document as it was
 
 An instance equals the metadata layer's instance of the same document (codecs aside, as
@@ -22,13 +22,16 @@ there: they are not compared).  A codec no class takes stays its JSON, for
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from zarrfast.codecs.registry import codec_object
+from zarrfast.errors import MetadataValidationError
 from zarrfast.metadata import v3 as _v3
+from zarrfast.metadata.chunk_grid import RectilinearChunkGrid, RegularChunkGrid
 
-__all__ = ["ArrayV3Metadata", "ConsolidatedMetadata", "GroupMetadata", "with_codec_objects"]
+__all__ = ["ArrayV3Metadata", "ConsolidatedMetadata", "GroupMetadata",
+           "RectilinearChunkGridMetadata", "RegularChunkGridMetadata", "with_codec_objects"]
 
 
 def _codec_objects(codecs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -59,6 +62,38 @@ def _equal_as(base: type) -> Any:
 
 
 @dataclass(frozen=True, eq=False)
+class RegularChunkGridMetadata(RegularChunkGrid):
+    """zarr-python 3.4's ``RegularChunkGridMetadata``: the metadata layer's
+    :class:`~zarrfast.metadata.chunk_grid.RegularChunkGrid` under zarr-python's name (what
+    ``ArrayV3Metadata.chunk_grid`` of a node is, and prints as); equal to a
+    ``RegularChunkGrid`` of the same chunk shape."""
+
+    __eq__ = _equal_as(RegularChunkGrid)
+    __hash__ = RegularChunkGrid.__hash__
+
+
+@dataclass(frozen=True, eq=False)
+class RectilinearChunkGridMetadata(RectilinearChunkGrid):
+    """zarr-python 3.4's ``RectilinearChunkGridMetadata``: the metadata layer's
+    :class:`~zarrfast.metadata.chunk_grid.RectilinearChunkGrid` under zarr-python's name;
+    equal to a ``RectilinearChunkGrid`` of the same chunk shapes."""
+
+    __eq__ = _equal_as(RectilinearChunkGrid)
+    __hash__ = RectilinearChunkGrid.__hash__
+
+
+def _grid_metadata(grid: Any) -> Any:
+    """A chunk grid as zarr-python 3.4's metadata class of it (the same fields)."""
+    cls: type | None = {RegularChunkGrid: RegularChunkGridMetadata,
+                        RectilinearChunkGrid: RectilinearChunkGridMetadata}.get(type(grid))
+    if cls is None:
+        return grid
+    out: Any = object.__new__(cls)
+    out.__dict__.update(vars(grid))
+    return out
+
+
+@dataclass(frozen=True, eq=False)
 class ArrayV3Metadata(_v3.ArrayV3Metadata):
     """zarr-python's ``ArrayV3Metadata``: :class:`zarrfast.metadata.v3.ArrayV3Metadata`
     whose ``codecs`` are codec objects, however it is made (codec objects or their JSON
@@ -67,6 +102,7 @@ class ArrayV3Metadata(_v3.ArrayV3Metadata):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "codecs", _codec_objects(self.codecs))
+        object.__setattr__(self, "chunk_grid", _grid_metadata(self.chunk_grid))
 
     __eq__ = _equal_as(_v3.ArrayV3Metadata)
     __hash__ = _v3.ArrayV3Metadata.__hash__
@@ -80,15 +116,36 @@ class ArrayV3Metadata(_v3.ArrayV3Metadata):
         out = object.__new__(cls)
         out.__dict__.update(vars(metadata))
         object.__setattr__(out, "codecs", _codec_objects(metadata.codecs))
+        object.__setattr__(out, "chunk_grid", _grid_metadata(metadata.chunk_grid))
         return out
+
+
+#: what zarr-python 3.4 calls the keys of a group document that are no extra field
+_GROUP_RESERVED = frozenset({"attributes", "zarr_format", "node_type", "consolidated_metadata"})
 
 
 @dataclass(frozen=True, eq=False)
 class GroupMetadata(_v3.GroupMetadata):
     """zarr-python's ``GroupMetadata``: its consolidated metadata is a
-    :class:`ConsolidatedMetadata` (arrays' codecs as codec objects)."""
+    :class:`ConsolidatedMetadata` (arrays' codecs as codec objects), and ``extra_fields``
+    (zarr-python 3.4) are the members of the document an implementation may ignore
+    (objects with ``"must_understand": false``), kept and written back."""
+
+    extra_fields: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        given = dict(self.extra_fields or {})
+        if given:  # (given to the constructor: checked as zarr-python 3.4 checks them)
+            clash = sorted(_GROUP_RESERVED & set(given))
+            if clash:
+                raise MetadataValidationError(
+                    f"Invalid extra fields. The following keys: {clash} are invalid because "
+                    f"they collide with keys reserved for use by the group metadata document.")
+            extra = dict(self.extra)
+            extra.update(_v3._extra_members(given, set(), "group metadata: extra_fields"))
+            object.__setattr__(self, "extra", extra)
+        object.__setattr__(self, "extra_fields", {
+            k: v for k, v in self.extra.items() if k != "consolidated_metadata"})
         super().__post_init__()
         cm = self.consolidated_metadata
         if cm is not None:
