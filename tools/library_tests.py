@@ -116,8 +116,13 @@ def has_pipeline(python: str) -> bool:
     return subprocess.run([python, "-c", code], capture_output=True).returncode == 0
 
 
+def has_module(python: str, module: str) -> bool:
+    """Whether ``module`` imports in that environment."""
+    return subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0
+
+
 def run(lib: str, mode: str, root: Path, python: str, out: Path, kexpr: str | None,
-        timeout: int) -> float:
+        timeout: int | None) -> float:
     """Run one library's tests in one mode; the JUnit XML goes to ``out``."""
     args = list(LIBRARIES[lib][1])
     if kexpr:
@@ -142,9 +147,10 @@ def run(lib: str, mode: str, root: Path, python: str, out: Path, kexpr: str | No
             # rewrite the asserts of ``zarr``, already imported (as zarrfast), and warns;
             # dask's settings make that warning an error
             extra = ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+        if timeout:  # (pytest-timeout's option)
+            extra.append(f"--timeout={timeout}")
         cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-               f"--timeout={timeout}", f"--junitxml={xml}", "-o", "junit_family=xunit1",
-               *extra, *args]
+               f"--junitxml={xml}", "-o", "junit_family=xunit1", *extra, *args]
         log = out / f"{lib}-{mode}.log"
         start = time.monotonic()
         with open(log, "w") as fh:
@@ -255,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--list-failures", action="store_true")
     parser.add_argument("--top", type=int, default=8, help="failure reasons shown per mode")
-    parser.add_argument("--timeout", type=int, default=300, help="seconds per test")
+    parser.add_argument("--timeout", type=int, default=300,
+                        help="seconds per test (with pytest-timeout installed there)")
     parser.add_argument("-k", dest="kexpr", default=None)
     ns = parser.parse_args(argv)
     libs = [lib for lib in ns.libs.split(",") if lib]
@@ -272,10 +279,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"pipeline mode skipped: {PIPELINE_PATH} does not exist in {ns.python}",
                   file=sys.stderr)
             modes.remove("pipeline")
+        timeout = ns.timeout if has_module(ns.python, "pytest_timeout") else None
         for lib in libs:
             root = find_root(ns.sdists, LIBRARIES[lib][0])
             for mode in modes:
-                secs = run(lib, mode, root, ns.python, ns.out, ns.kexpr, ns.timeout)
+                secs = run(lib, mode, root, ns.python, ns.out, ns.kexpr, timeout)
                 print(f"{lib} / {mode}: {secs:.0f} s ({root.name})", file=sys.stderr)
     print(report(ns.out, libs, ns.list_failures, ns.top))
     return 0
