@@ -100,7 +100,9 @@ def install_as_zarr() -> None:
     libraries see the difference.  Its stores are synchronous, so a store class written
     against zarr-python's coroutine API (``async def get``) does not work with it, and
     zarr-python's internals beyond the modules above are not there.  zarr-python need
-    not be installed; if it is, it is not used.
+    not be installed; if it is, it is not used.  It holds for this process: a new Python
+    process (a spawned worker, a dask.distributed worker) imports zarr-python unless it
+    calls ``install_as_zarr()`` too; a forked one inherits it.
 
     Raises
     ------
