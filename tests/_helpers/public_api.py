@@ -16,6 +16,7 @@ PUBLIC_MODULES = (
     "zarrfast.dask",
     "zarrfast.geozarr",
     "zarrfast.testing",
+    "zarrfast.zarr_python",
 )
 
 
