@@ -72,7 +72,13 @@ both, and leaving a with block restores both.  zarrfast also follows array.order
 the memory order of arrays opened or created without order=), default_zarr_format (3:
 the format written when none is given), json_indent (2: the indentation of metadata
 documents) and array.target_shard_size_bytes (None: the shard size shards="auto" aims
-at).  The others (async.timeout, codec_pipeline.path, codec_pipeline.batch_size,
+at).  zarr-python 3.4's array.read_missing_chunks (True; False: a read touching a chunk
+that is not stored raises ChunkNotFoundError), array.rectilinear_chunks (True here,
+False in zarr-python; False: rectilinear grids are neither written nor read) and
+array.allow_unsafe_pickle_decode (False: Zarr v2 arrays with the pickle codec are not
+read) do what they do there.  The others (async.timeout, codec_pipeline.path,
+codec_pipeline.batch_size, codec_pipeline.max_workers,
+array.sharding_coalesce_max_gap_bytes, array.sharding_coalesce_max_bytes,
 codecs.<name>, buffer, ndbuffer) are accepted, checked and kept for code that reads
 them.  enable_gpu() is refused: zarrfast reads and writes NumPy arrays in host memory.
 
@@ -183,12 +189,18 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "array.order": _choice("C", "F"),
     "array.write_empty_chunks": _bool,
     "array.target_shard_size_bytes": _int(1, none=True),
+    "array.read_missing_chunks": _bool,
+    "array.rectilinear_chunks": _bool,
+    "array.allow_unsafe_pickle_decode": _bool,
+    "array.sharding_coalesce_max_gap_bytes": _int(0),
+    "array.sharding_coalesce_max_bytes": _int(0),
     "async.concurrency": _int(1),
     "async.timeout": _seconds(none=True),
     "threading.max_workers": _int(1, none=True),
     "json_indent": _int(0, none=True),
     "codec_pipeline.path": _str,
     "codec_pipeline.batch_size": _int(1),
+    "codec_pipeline.max_workers": _int(1, none=True),
     "buffer": _str,
     "ndbuffer": _str,
 }
@@ -324,11 +336,20 @@ def _defaults() -> dict[str, Any]:
         # zarr-python's keys
         "default_zarr_format": 3,
         "array": {"order": "C", "write_empty_chunks": False,
-                  "target_shard_size_bytes": None},
+                  "target_shard_size_bytes": None, "read_missing_chunks": True,
+                  # zarr-python's default is False (it refuses rectilinear grids unless
+                  # told); zarrfast has read and written them from the start
+                  "rectilinear_chunks": True,
+                  "sharding_coalesce_max_gap_bytes": 1 << 20,
+                  "sharding_coalesce_max_bytes": 16 << 20,
+                  # decoding pickles can run code: only where this says so (and numcodecs'
+                  # own switch), as in zarr-python 3.4
+                  "allow_unsafe_pickle_decode": False},
         "async": {"concurrency": 64, "timeout": None},
         "threading": {"max_workers": threads},
         "json_indent": 2,
-        "codec_pipeline": {"path": "zarrfast.codecs.CodecChain", "batch_size": 1},
+        "codec_pipeline": {"path": "zarrfast.codecs.CodecChain", "batch_size": 1,
+                           "max_workers": None},
         "codecs": {},
         # what zarrfast hands around: bytes from stores, NumPy arrays to users (kept for
         # code that reads these keys; zarrfast has no pluggable buffer classes)

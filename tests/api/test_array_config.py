@@ -14,20 +14,30 @@ from zarrfast.errors import MetadataValidationError, ZarrfastError
 from zarrfast.hierarchy.array_config import ArrayConfig
 from zarrfast.storage import MemoryStore
 
+_CHANGES = [{}, {"write_empty_chunks": True}, {"order": "C"},
+            {"order": "C", "write_empty_chunks": True}, {"read_missing_chunks": False},
+            {"sharding_coalesce_max_gap_bytes": 5, "sharding_coalesce_max_bytes": 7}]
 
-@pytest.mark.parametrize("change", [{}, {"write_empty_chunks": True}, {"order": "C"},
-                                    {"order": "C", "write_empty_chunks": True}])
-def test_with_config_as_zarr_python(change) -> None:
+
+def test_with_config_as_zarr_python(zarr_peer) -> None:
     source = {"write_empty_chunks": False, "order": "F"}
+    theirs = zarr_peer.run("""
+        import zarr
+        source, changes = ARGS
+        a = zarr.create_array({}, shape=(1,), dtype="uint8", config=source)
+        emit([repr(a.config), a.config.to_dict(),
+              [[a.with_config(c).config.to_dict(), a.async_array.with_config(c).config.to_dict()]
+               for c in changes]])
+    """, [source, _CHANGES])
     ours = zarrfast.create_array({}, shape=(1,), dtype="uint8", config=source)
-    theirs = zarr.create_array({}, shape=(1,), dtype="uint8", config=source)
-    assert ours.config.to_dict() == theirs.config.to_dict() == source
-    assert ours.with_config(change).config.to_dict() == theirs.with_config(change).config.to_dict()
-    # the async view too: a plain method on AsyncArray, giving an AsyncArray
-    mine = ours.async_array.with_config(change)
-    assert type(mine) is zarrfast.AsyncArray
-    assert mine.config.to_dict() == theirs.async_array.with_config(change).config.to_dict()
-    assert ours.config.to_dict() == source  # the source keeps its own
+    assert [repr(ours.config), ours.config.to_dict()] == theirs[:2]
+    for change, (sync, asynchronous) in zip(_CHANGES, theirs[2], strict=True):
+        assert ours.with_config(change).config.to_dict() == sync
+        # the async view too: a plain method on AsyncArray, giving an AsyncArray
+        mine = ours.async_array.with_config(change)
+        assert type(mine) is zarrfast.AsyncArray
+        assert mine.config.to_dict() == asynchronous
+    assert ours.config.to_dict() == theirs[1]  # the source keeps its own
 
 
 def test_with_config_takes_config_objects() -> None:

@@ -21,6 +21,7 @@ from zarrfast.errors import (
     ZarrUserWarning,
 )
 from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.array_config import runtime_keywords
 from zarrfast.hierarchy.create import DEFAULT_FILL_VALUE, check_zarr_format, create_array_at
 from zarrfast.hierarchy.group import Group, node_from_metadata
 from zarrfast.hierarchy.keywords import (
@@ -524,16 +525,14 @@ def open_array(
         else:
             raise
     cfg = kwargs.get("config") or {}
-    cfg = cfg if isinstance(cfg, Mapping) else {"order": getattr(cfg, "order", None),
-                                                "write_empty_chunks":
-                                                    getattr(cfg, "write_empty_chunks", None)}
+    cfg = cfg if isinstance(cfg, Mapping) else cfg.to_dict()
     if kwargs.get("write_empty_chunks") is not None:  # (the older keyword wins, as there)
         cfg = {**cfg, "write_empty_chunks": kwargs["write_empty_chunks"]}
     # order None: config["array.order"], as zarr-python resolves it when it opens an array
     return Array(s, p, md,
                  read_only=mode == "r" or s.read_only or bool(kwargs.get("read_only")),
                  write_empty_chunks=cfg.get("write_empty_chunks"),
-                 order=kwargs.get("order") or cfg.get("order"))
+                 order=kwargs.get("order") or cfg.get("order"), **runtime_keywords(cfg))
 
 
 #: zarr-python's older ``create`` keywords that ``create_array`` does not take
@@ -1778,16 +1777,16 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
     if src is not None:
         same_format = zarr_format in (None, src.zarr_format)
         layout = layout_of(src)
-        kw["chunks"] = layout["chunks"] if chunks == "keep" else chunks
-        kw["shards"] = layout.get("shards") if shards == "keep" else shards
+        kw["chunks"] = layout["chunks"] if _keep(chunks) else chunks
+        kw["shards"] = layout.get("shards") if _keep(shards) else shards
         if src.zarr_format == 3 and same_format:
-            kw["filters"] = src.filters if filters == "keep" else filters
-            kw["serializer"] = src.serializer if serializer == "keep" else serializer
-            kw["compressors"] = src.compressors if compressors == "keep" else compressors
+            kw["filters"] = src.filters if _keep(filters) else filters
+            kw["serializer"] = src.serializer if _keep(serializer) else serializer
+            kw["compressors"] = src.compressors if _keep(compressors) else compressors
         elif src.zarr_format == 2 and same_format:
             md = src.metadata
-            kw["filters"] = list(md.filters or ()) if filters == "keep" else filters
-            kw["compressors"] = md.compressor if compressors == "keep" else compressors
+            kw["filters"] = list(md.filters or ()) if _keep(filters) else filters
+            kw["compressors"] = md.compressor if _keep(compressors) else compressors
         fill_value = src.fill_value if fill_value is DEFAULT_FILL_VALUE else fill_value
         dimension_names = src.dimension_names if dimension_names is None else dimension_names
         attributes = dict(src.attrs) if attributes is None else attributes
@@ -1798,7 +1797,7 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
         shape, dtype = arr.shape, arr.dtype
         for key, value in (("chunks", chunks), ("shards", shards), ("filters", filters),
                            ("compressors", compressors), ("serializer", serializer)):
-            if not (isinstance(value, str) and value == "keep"):
+            if not _keep(value):
                 kw[key] = value
         kw.setdefault("shards", None)
     kw = {k: v for k, v in kw.items() if v is not None or k == "shards"}
@@ -1822,6 +1821,11 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
         else:
             out[...] = np.asarray(data)
     return out
+
+
+def _keep(value: Any) -> bool:
+    """Whether a ``from_array`` keyword is ``"keep"`` (chunks may be a NumPy array)."""
+    return isinstance(value, str) and value == "keep"
 
 
 def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping
@@ -19,8 +20,9 @@ from zarrfast.engine import strategies
 from zarrfast.engine.chunked import PreparedChain
 from zarrfast.engine.objects import ObjectChain
 from zarrfast.engine.rectilinear import RectilinearChain
+from zarrfast.engine.selection import normalize_basic
 from zarrfast.engine.sharded import RectilinearShardedChain, ShardedChain
-from zarrfast.engine.stored import delete_outside, stored_coords
+from zarrfast.engine.stored import ENUMERATE_LIMIT, delete_outside, list_stored, stored_coords
 from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import (
     AllocationError,
@@ -31,7 +33,14 @@ from zarrfast.errors import (
     ZarrfastError,
     add_context,
 )
-from zarrfast.hierarchy.array_config import ArrayConfig, parse_array_config
+from zarrfast.hierarchy.array_config import (
+    RUNTIME_FIELDS,
+    ArrayConfig,
+    ChunkNotFoundError,
+    PickleCodecDisabledError,
+    parse_array_config,
+    runtime_keywords,
+)
 from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.info import ArrayInfo, array_info, store_path_str
 from zarrfast.hierarchy.node import (
@@ -103,15 +112,16 @@ def read_array_metadata(store: Store, path: str, zarr_format: int | None = 3) ->
 
 
 def array_config_keywords(config: Any) -> dict[str, Any]:
-    """``write_empty_chunks`` and ``order`` for :class:`Array` from zarr-python's
-    ``config`` argument (an ``ArrayConfig`` or a dict, checked); a key left out is
-    ``None``, the configuration's, as for an array ``open_array`` opens."""
+    """``write_empty_chunks``, ``order``, ``read_missing_chunks`` and the sharding settings
+    for :class:`Array` from zarr-python's ``config`` argument (an ``ArrayConfig`` or a
+    dict, checked); a key left out is ``None``, the configuration's, as for an array
+    ``open_array`` opens."""
     if config is None:
-        return {"write_empty_chunks": None, "order": None}
+        return {"write_empty_chunks": None, "order": None, **runtime_keywords(None)}
     checked = parse_array_config(config)  # (unknown keys and invalid values refused)
     given = config if isinstance(config, Mapping) else checked.to_dict()
     return {key: getattr(checked, key) if given.get(key) is not None else None
-            for key in ("write_empty_chunks", "order")}
+            for key in ("write_empty_chunks", "order", *RUNTIME_FIELDS)}
 
 
 class Array(Node):
@@ -146,6 +156,13 @@ class Array(Node):
     order : {"C", "F"} or None, optional
         The memory order of the arrays reads return; ``None``: the configuration's
         ``array.order`` now.
+    read_missing_chunks : bool or None, optional
+        ``False``: a read touching a chunk (of a sharded array: a shard) that is not
+        stored raises ``ChunkNotFoundError`` naming its key, instead of reading it as the
+        fill value; ``None``: the configuration's ``array.read_missing_chunks`` now.
+    sharding_coalesce_max_gap_bytes, sharding_coalesce_max_bytes : int or None, optional
+        zarr-python's sharding read settings, kept for ``config`` (zarrfast coalesces by
+        its ``shard_coalesce_gap`` setting); ``None``: the configuration's now.
     chunk_path : str or None, optional
         Where the chunk keys live, when not below ``path`` (arrays of a draft layout).
     codecs : CodecChain or None, optional
@@ -187,8 +204,27 @@ class Array(Node):
         order: str | None = None,
         chunk_path: str | None = None,
         codecs: CodecChain | None = None,
+        read_missing_chunks: bool | None = None,
+        sharding_coalesce_max_gap_bytes: int | None = None,
+        sharding_coalesce_max_bytes: int | None = None,
     ) -> None:
         super().__init__(store, path, metadata, read_only)
+        # zarr-python's other ArrayConfig fields, resolved now as zarr-python resolves them
+        # when it opens an array (checked as ArrayConfig checks them)
+        def given(name: str, value: Any) -> Any:
+            return config.get(f"array.{name}") if value is None else value
+
+        runtime = ArrayConfig(
+            order="C", write_empty_chunks=False,
+            read_missing_chunks=given("read_missing_chunks", read_missing_chunks),
+            sharding_coalesce_max_gap_bytes=given("sharding_coalesce_max_gap_bytes",
+                                                  sharding_coalesce_max_gap_bytes),
+            sharding_coalesce_max_bytes=given("sharding_coalesce_max_bytes",
+                                              sharding_coalesce_max_bytes))
+        #: False: a read touching a chunk that is not stored raises ChunkNotFoundError
+        self._read_missing_chunks = runtime.read_missing_chunks
+        self._coalesce = (runtime.sharding_coalesce_max_gap_bytes,
+                          runtime.sharding_coalesce_max_bytes)
         self._codecs = codecs
         #: where the chunk keys live (``path`` except for arrays read from a draft layout)
         self._chunk_path = path if chunk_path is None else chunk_path
@@ -218,6 +254,7 @@ class Array(Node):
             "write_empty_chunks": self._write_empty_chunks,
             "order": self._order,
             "chunk_path": self._chunk_path,
+            **self._runtime_keywords(),
         }
 
     def __dask_tokenize__(self) -> tuple:
@@ -241,7 +278,14 @@ class Array(Node):
             write_empty_chunks=state["write_empty_chunks"],
             order=state["order"],
             chunk_path=state.get("chunk_path"),
+            **{k: state.get(k) for k in RUNTIME_FIELDS},
         )
+
+    def _runtime_keywords(self) -> dict[str, Any]:
+        """``read_missing_chunks`` and the sharding settings, as ``__init__`` takes them."""
+        return {"read_missing_chunks": self._read_missing_chunks,
+                "sharding_coalesce_max_gap_bytes": self._coalesce[0],
+                "sharding_coalesce_max_bytes": self._coalesce[1]}
 
     def __eq__(self, other: object) -> bool:
         """Arrays are equal when they are the same node seen the same way: equal stores,
@@ -252,6 +296,7 @@ class Array(Node):
                 and other._path == self._path and other._chunk_path == self._chunk_path
                 and other._read_only == self._read_only and other._order == self._order
                 and other._write_empty_chunks == self._write_empty_chunks
+                and other._read_missing_chunks == self._read_missing_chunks
                 and (other._metadata == self._metadata  # (or a NaN/NaT fill value)
                      or metadata_state(other._metadata) == metadata_state(self._metadata)))
 
@@ -469,6 +514,13 @@ class Array(Node):
         # capabilities are the store's: computed again when one of its flags changes)
         self._dtype = metadata.dtype
         self._elements = text_elements(metadata)
+        #: a Zarr v2 array whose chunks are pickles: read only where the configuration's
+        #: array.allow_unsafe_pickle_decode allows it (as in zarr-python 3.4)
+        self._pickled = metadata.zarr_format == 2 and any(
+            isinstance(f, Mapping) and f.get("id") == "pickle"
+            for f in (getattr(metadata, "filters", None) or ()))
+        #: whether a read is checked first (read_missing_chunks=False, pickled chunks)
+        self._gated = self._pickled or not self._read_missing_chunks
         self._where = f"array {self.name!r}"  # (what messages call it)
         objects = metadata.dtype.hasobject  # v2 |O, v3 string / variable_length_bytes
         sharded = codecs.sharding is not None
@@ -660,6 +712,8 @@ class Array(Node):
             from zarrfast.engine.fancy import get_orthogonal, numpy_plan
 
             block_sel, np_sel = numpy_plan(selection, self.shape)
+            if self._gated:
+                self._gate_read(self._element_chunks(block_sel.indices))
             block = get_orthogonal(self._fancy_target(), block_sel)
             try:
                 result = block[np_sel]
@@ -668,6 +722,90 @@ class Array(Node):
                                     ) from None
             return self._with_fields(result, fields)
         return self.get_basic_selection(selection, fields=fields)
+
+    # -- read_missing_chunks=False -------------------------------------------------------
+    def _stored_index(self, d: int, idx: np.ndarray) -> np.ndarray:
+        """The stored chunks' (shards') grid indices along dimension ``d`` of the element
+        indices ``idx``."""
+        grid = self._metadata.chunk_grid
+        if isinstance(grid, RegularChunkGrid):
+            return idx // grid.chunk_shape[d]
+        return np.searchsorted(grid.boundaries(self.shape)[d], idx, side="right") - 1
+
+    def _basic_chunks(self, sel: Any) -> list[np.ndarray]:
+        """Per dimension, the stored chunks' (shards') indices a basic selection touches:
+        with a step of 1 every chunk from the first index's to the last's; else those
+        of every index (no more than the chunks along the dimension once the step
+        exceeds a chunk)."""
+        out = []
+        for d, (start, step, count) in enumerate(zip(
+                sel.start.tolist(), sel.step.tolist(), sel.count.tolist(), strict=True)):
+            if count and abs(step) == 1:
+                last = start + step * (count - 1)
+                lo, hi = self._stored_index(d, np.array([min(start, last), max(start, last)],
+                                                        dtype=np.int64)).tolist()
+                out.append(np.arange(lo, hi + 1, dtype=np.int64))
+            else:
+                idx = start + step * np.arange(count, dtype=np.int64)
+                out.append(np.unique(self._stored_index(d, idx)))
+        return out
+
+    def _element_chunks(self, per_dim: Any) -> list[np.ndarray]:
+        """Per dimension, the stored chunks' indices of the element indices ``per_dim``."""
+        return [np.unique(self._stored_index(d, np.asarray(i, dtype=np.int64)))
+                for d, i in enumerate(per_dim)]
+
+    def _gate_read(self, chunk_sets: Any = None, points: Any = None) -> None:
+        """What is checked before a read: a pickled array's chunks are decoded only where
+        ``array.allow_unsafe_pickle_decode`` is True; the chunks the read touches must be
+        stored where ``read_missing_chunks`` is False."""
+        if self._pickled and config.get("array.allow_unsafe_pickle_decode") is not True:
+            raise PickleCodecDisabledError(
+                f"array {self.name!r}: refusing to decode data with the 'pickle' codec, "
+                f"because unpickling data from an untrusted source can execute arbitrary "
+                f"code. If you trust this data, enable the pickle codec with "
+                f"zarrfast.config.set({{'array.allow_unsafe_pickle_decode': True}}) or set the "
+                f"environment variable ZARR_ARRAY__ALLOW_UNSAFE_PICKLE_DECODE=True. numcodecs "
+                f"has its own opt-in, which must be enabled as well: set "
+                f"numcodecs.pickles.ALLOW_UNSAFE_PICKLE_DECODE = True, or set the environment "
+                f"variable NUMCODECS_ALLOW_UNSAFE_PICKLE_DECODE=1 before importing numcodecs.")
+        if not self._read_missing_chunks:
+            self._check_stored(chunk_sets, points)
+
+    def _check_stored(self, chunk_sets: Any = None, points: Any = None) -> None:
+        """With ``read_missing_chunks`` False: raise ``ChunkNotFoundError`` naming every
+        chunk (shard) a read touches that is not stored, as zarr-python 3.4 does.  The
+        read touches the chunks of ``chunk_sets`` (their indices along each dimension, an
+        orthogonal product) or those of ``points`` (one element index array per
+        dimension)."""
+        if chunk_sets is not None:
+            if any(len(c) == 0 for c in chunk_sets):
+                return  # (an empty read touches nothing; zarr-python checks none either)
+            count = math.prod(len(c) for c in chunk_sets)
+            touched: Any = itertools.product(*(c.tolist() for c in chunk_sets))
+        else:
+            if not len(points) or points[0].size == 0:
+                return
+            stacked = np.stack([self._stored_index(d, np.asarray(p, dtype=np.int64).ravel())
+                                for d, p in enumerate(points)], axis=1)
+            unique = np.unique(stacked, axis=0)
+            count = len(unique)
+            touched = map(tuple, unique.tolist())
+        store, md = self._store, self._metadata
+        encode = md.chunk_key_encoding.encode
+        base = f"{self._chunk_path}/" if self._chunk_path else ""
+        if count <= ENUMERATE_LIMIT or not store.capabilities.listing:
+            missing = [c for c in touched if not store.exists(base + encode(c))]
+        else:
+            stored = {coords for _, coords in list_stored(store, md, self._chunk_path)}
+            missing = [c for c in touched if c not in stored]
+        if missing:
+            lines = "\n".join(f"  chunk {encode(c)!r} (grid position {c})" for c in missing)
+            where = store_path_str(store, self._path)
+            raise ChunkNotFoundError(
+                f"{len(missing)} chunk(s) not found in store '{where}'.\n"
+                f"Set the 'array.read_missing_chunks' config to True to fill missing chunks "
+                f"with the fill value.\nMissing chunks:\n{lines}")
 
     def _with_fields(self, result: Any, fields: Any) -> Any:
         if fields is None:
@@ -738,7 +876,10 @@ class Array(Node):
         """
         from zarrfast.engine.fancy import get_orthogonal, normalize_orthogonal
 
-        result = get_orthogonal(self._fancy_target(), normalize_orthogonal(selection, self.shape))
+        osel = normalize_orthogonal(selection, self.shape)
+        if self._gated:
+            self._gate_read(self._element_chunks(osel.indices))
+        result = get_orthogonal(self._fancy_target(), osel)
         result = self._with_fields(result, fields)
         if out is not None:
             out[...] = result
@@ -829,6 +970,8 @@ class Array(Node):
         from zarrfast.engine.fancy import get_points, normalize_coordinate
 
         coords, shape = normalize_coordinate(selection, self.shape)
+        if self._gated:
+            self._gate_read(points=coords)
         result = self._with_fields(get_points(self._fancy_target(), coords, shape), fields)
         if out is not None:
             out[...] = result
@@ -920,6 +1063,8 @@ class Array(Node):
         from zarrfast.engine.fancy import get_points, normalize_mask
 
         coords = normalize_mask(mask, self.shape)
+        if self._gated:
+            self._gate_read(points=coords)
         result = self._with_fields(get_points(self._fancy_target(), coords, (len(coords[0]),)), fields)
         if out is not None:
             out[...] = result
@@ -1139,6 +1284,8 @@ class Array(Node):
             return picked if self.ndim else picked[()]
         shape = self._metadata.shape
         store = self._store
+        if self._gated:
+            self._gate_read(self._basic_chunks(normalize_basic(selection, shape)))
         result = strategies.read_basic(store, store.capabilities, self._chunk_path, self._chain,
                                        selection, shape, self._dtype, out, self._where)
         if not shape:
@@ -1466,11 +1613,13 @@ class Array(Node):
 
     @property
     def config(self) -> ArrayConfig:
-        """The runtime configuration: ``order`` and ``write_empty_chunks``.
+        """The runtime configuration, as an ``ArrayConfig``.
 
-        As zarr-python's ``Array.config``; ``with_config`` gives the array with another.
+        Its fields: ``order``, ``write_empty_chunks``, ``read_missing_chunks`` and
+        zarr-python's sharding read settings.  As zarr-python's ``Array.config``; ``with_config`` gives the array with another.
         """
-        return ArrayConfig(order=self._order, write_empty_chunks=self.write_empty_chunks)
+        return ArrayConfig(order=self._order, write_empty_chunks=self.write_empty_chunks,
+                           **self._runtime_keywords())
 
     def with_config(self, config: Any) -> Array:
         """This array with another runtime configuration (a new ``Array``).
@@ -1497,7 +1646,8 @@ class Array(Node):
         new = parse_array_config(config, base=self.config)
         return Array(self._store, self._path, self._metadata, read_only=self._read_only,
                      write_empty_chunks=new.write_empty_chunks, order=new.order,
-                     chunk_path=self._chunk_path, codecs=self._codecs)
+                     chunk_path=self._chunk_path, codecs=self._codecs,
+                     **runtime_keywords(new))
 
     @classmethod
     def from_dict(cls, store_path: Any, data: dict[str, Any]) -> Array:
@@ -1594,7 +1744,8 @@ class Array(Node):
             The same stored array, writing with that setting.
         """
         new = Array(self._store, self._path, self._metadata, read_only=self._read_only,
-                    write_empty_chunks=value, order=self._order, chunk_path=self._chunk_path)
+                    write_empty_chunks=value, order=self._order, chunk_path=self._chunk_path,
+                    **self._runtime_keywords())
         return new
 
     def _replace_metadata(self, **changes: Any) -> None:

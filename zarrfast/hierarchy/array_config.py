@@ -1,12 +1,24 @@
 """The runtime configuration of one :class:`~zarrfast.Array` (zarr-python's ``ArrayConfig``):
-the memory order of what it reads and whether it stores chunks equal to the fill value.
+the memory order of what it reads, whether it stores chunks equal to the fill value, whether
+a read may find a chunk missing, and zarr-python's sharding read settings.
 
 Unlike the metadata these are not stored: they belong to the ``Array`` object, come from
-``zarrfast.config`` (``array.order``, ``array.write_empty_chunks``) where not given, and
-:meth:`Array.with_config` gives the same array with others::
+``zarrfast.config`` (``array.order``, ``array.write_empty_chunks``,
+``array.read_missing_chunks``, ``array.sharding_coalesce_max_gap_bytes``,
+``array.sharding_coalesce_max_bytes``) where not given, and :meth:`Array.with_config`
+gives the same array with others::
 
-    a.config                      # ArrayConfig(order='C', write_empty_chunks=False)
+    a.config    # ArrayConfig(order='C', write_empty_chunks=False, read_missing_chunks=True,
+                #             sharding_coalesce_max_gap_bytes=1048576,
+                #             sharding_coalesce_max_bytes=16777216)
     b = a.with_config({"write_empty_chunks": True})
+
+``read_missing_chunks=False`` makes a read that touches a chunk (of a sharded array: a
+shard) not in the store raise [zarrfast.hierarchy.array_config.ChunkNotFoundError][],
+naming the chunks' keys, as zarr-python 3.4 does.  The two sharding settings are kept and
+reported, as zarr-python's; zarrfast's reads of shards coalesce by its own
+``shard_coalesce_gap`` setting (they change how many requests a read makes, never what it
+reads).
 """
 
 from __future__ import annotations
@@ -18,17 +30,76 @@ from typing import Any
 from zarrfast import config as zconfig
 from zarrfast.errors import ZarrfastError
 
-__all__ = ["ArrayConfig", "parse_array_config"]
+__all__ = ["FIELDS", "ArrayConfig", "ChunkNotFoundError", "PickleCodecDisabledError",
+           "RectilinearChunksDisabledError",
+           "check_rectilinear_allowed", "parse_array_config", "runtime_keywords"]
 
-_FIELDS = ("order", "write_empty_chunks")
+#: the fields of an ArrayConfig, in its order
+FIELDS = _FIELDS = ("order", "write_empty_chunks", "read_missing_chunks",
+           "sharding_coalesce_max_gap_bytes", "sharding_coalesce_max_bytes")
+#: the fields :class:`Array` takes as keywords besides ``order`` and ``write_empty_chunks``
+RUNTIME_FIELDS = _FIELDS[2:]
+
+
+class ChunkNotFoundError(ZarrfastError):
+    """A read touched a chunk that is not stored while ``read_missing_chunks`` is False
+    (zarr-python 3.4's ``zarr.errors.ChunkNotFoundError``)."""
+
+
+class PickleCodecDisabledError(ZarrfastError):
+    """A read would decode chunks with the ``pickle`` codec while the configuration's
+    ``array.allow_unsafe_pickle_decode`` is not True (zarr-python 3.4's
+    ``zarr.errors.PickleCodecDisabledError``)."""
+
+
+class RectilinearChunksDisabledError(ZarrfastError):
+    """An array of a rectilinear chunk grid is written or read while the configuration's
+    ``array.rectilinear_chunks`` is False (zarr-python 3.4's
+    ``RectilinearChunksDisabledError``)."""
+
+
+def check_rectilinear_allowed(metadata: Any, node: str, *, reading: bool) -> None:
+    """Refuse the Zarr v3 array ``metadata`` of a rectilinear chunk grid while
+    ``array.rectilinear_chunks`` is False, as zarr-python 3.4 refuses to store or read
+    such a document (zarrfast's default is True: it has always read and written them)."""
+    grid = getattr(metadata, "chunk_grid", None)
+    if grid is None or getattr(grid, "is_regular", True) or getattr(
+            metadata, "zarr_format", 3) != 3:
+        return
+    if zconfig.get("array.rectilinear_chunks"):
+        return
+    raise RectilinearChunksDisabledError(
+        f"{node}: rectilinear chunk grids are disabled (the configuration's "
+        f"array.rectilinear_chunks is False); enable them with "
+        f"zarrfast.config.set({{'array.rectilinear_chunks': True}}) or the environment "
+        f"variable ZARR_ARRAY__RECTILINEAR_CHUNKS=True"
+        + (". Nothing was read." if reading else ". Nothing was written."))
+
+
+def _bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ZarrfastError(f"array config: Expected instance of bool for {name}, got "
+                            f"{value!r}")
+    return value
+
+
+def _int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ZarrfastError(f"array config: {name} must be an int >= 0, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
 class ArrayConfig:
-    """``order`` (``"C"`` or ``"F"``) and ``write_empty_chunks`` (bool)."""
+    """``order`` (``"C"`` or ``"F"``), ``write_empty_chunks`` and ``read_missing_chunks``
+    (bools), ``sharding_coalesce_max_gap_bytes`` and ``sharding_coalesce_max_bytes``
+    (ints >= 0), as zarr-python 3.4's ``ArrayConfig``."""
 
     order: str
     write_empty_chunks: bool
+    read_missing_chunks: bool = True
+    sharding_coalesce_max_gap_bytes: int = 1 << 20
+    sharding_coalesce_max_bytes: int = 16 << 20
 
     def __post_init__(self) -> None:
         if self.order not in ("C", "F"):
@@ -36,6 +107,10 @@ class ArrayConfig:
         if not isinstance(self.write_empty_chunks, bool):
             raise ZarrfastError(f"array config: write_empty_chunks must be a bool, got "
                                 f"{self.write_empty_chunks!r}")
+        object.__setattr__(self, "read_missing_chunks",
+                           _bool("read_missing_chunks", self.read_missing_chunks))
+        for name in ("sharding_coalesce_max_gap_bytes", "sharding_coalesce_max_bytes"):
+            _int(name, getattr(self, name))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ArrayConfig:
@@ -43,7 +118,7 @@ class ArrayConfig:
         return parse_array_config(data)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"order": self.order, "write_empty_chunks": self.write_empty_chunks}
+        return {key: getattr(self, key) for key in _FIELDS}
 
 
 def parse_array_config(value: Any, base: ArrayConfig | None = None) -> ArrayConfig:
@@ -70,3 +145,15 @@ def parse_array_config(value: Any, base: ArrayConfig | None = None) -> ArrayConf
         else:
             out[key] = zconfig.get(f"array.{key}")
     return ArrayConfig(**out)
+
+
+def runtime_keywords(config: Any) -> dict[str, Any]:
+    """``read_missing_chunks`` and the sharding settings an array's ``config`` (a mapping,
+    an ``ArrayConfig`` or ``None``) gives, for :class:`Array`'s keywords; a key left out is
+    ``None`` (the configuration's, when the array is made)."""
+    if config is None:
+        return dict.fromkeys(RUNTIME_FIELDS)
+    if not isinstance(config, Mapping):
+        to_dict = getattr(config, "to_dict", None)
+        config = to_dict() if callable(to_dict) else {}
+    return {key: config.get(key) for key in RUNTIME_FIELDS}

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from zarrfast.concurrency import in_thread
 from zarrfast.errors import ZarrDeprecationWarning, ZarrfastError
 from zarrfast.hierarchy.array import Array, array_config_keywords, read_array_metadata
+from zarrfast.hierarchy.array_config import runtime_keywords
 from zarrfast.hierarchy.group import Group, check_member_keywords, like_kwargs, node_from_metadata
 from zarrfast.hierarchy.keywords import check_keywords, keyword_names
 from zarrfast.hierarchy.legacy import create_legacy
@@ -156,7 +157,8 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
         sp = store_path_of(store_path)
         self._node = Array(sp.store, normalize_path(sp.path), metadata,
                            write_empty_chunks=cfg.get("write_empty_chunks"),
-                           order=cfg.get("order"))  # None: config array.order
+                           order=cfg.get("order"),  # None: config array.order
+                           **runtime_keywords(cfg))
         self._node.__dict__["_async_view_"] = self  # (the node's one view)
 
     @classmethod

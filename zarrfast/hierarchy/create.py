@@ -36,6 +36,8 @@ from zarrfast.errors import (
     ZarrUserWarning,
 )
 from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.array_config import FIELDS as ARRAY_CONFIG_FIELDS
+from zarrfast.hierarchy.array_config import parse_array_config, runtime_keywords
 from zarrfast.hierarchy.node import node_key, write_new_node
 from zarrfast.metadata.chunk_grid import (
     ChunkKeyEncoding,
@@ -624,9 +626,10 @@ def create_array_at(
             getattr(config, "to_dict", None)):  # an ArrayConfig (zarrfast's or zarr-python's)
         config = config.to_dict()
     config = dict(config or {})
-    unknown = set(config) - {"write_empty_chunks", "order"}
+    unknown = set(config) - set(ARRAY_CONFIG_FIELDS)
     if unknown:
         raise ZarrfastError(f"{node}: unknown array config keys {sorted(unknown)}")
+    parse_array_config(config)  # (the values checked before anything is written)
     order = order or config.get("order") or zconfig.get("array.order")
     if order not in ("C", "F"):
         raise ZarrfastError(f"{node}: config order must be 'C' or 'F', got {order!r}")
@@ -665,7 +668,7 @@ def create_array_at(
     write_new_node(store, path, md, overwrite=overwrite)
     arr = Array(store, path, md, read_only=False, codecs=chain,
                 write_empty_chunks=config.get("write_empty_chunks"),
-                order=order)
+                order=order, **runtime_keywords(config))
     if data_arr is not None and write_data:
         arr[...] = data_arr
     return arr

@@ -29,6 +29,7 @@ from zarrfast.errors import (
     ReadOnlyError,
     ZarrfastError,
 )
+from zarrfast.hierarchy.array_config import check_rectilinear_allowed
 from zarrfast.metadata.limits import check_json_depth
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
@@ -83,7 +84,9 @@ def read_node_metadata(store: Store, path: str, zarr_format: int | None = None, 
         key = node_key(path, "zarr.json")
         raw = store.get(key) if zarr_json is ... else zarr_json
         if raw is not None:
-            return parse_metadata(raw, path=path, key=key)
+            md = parse_metadata(raw, path=path, key=key)
+            check_rectilinear_allowed(md, f"array {_where(path)}", reading=True)
+            return md
     if zarr_format in (None, 2):
         zarray = store.get(node_key(path, ".zarray"))
         zgroup = store.get(node_key(path, ".zgroup"))
@@ -140,8 +143,10 @@ def existing_node(store: Store, path: str) -> tuple[int, str] | None:
 
 
 def _check_writable_metadata(path: str, metadata: AnyMetadata) -> None:
-    """Before anything is written or deleted: metadata JSON readers can read back."""
+    """Before anything is written or deleted: metadata JSON readers can read back, and a
+    rectilinear grid only while ``array.rectilinear_chunks`` allows it."""
     check_json_depth(metadata.attributes, where=f"node {_where(path)}: attributes")
+    check_rectilinear_allowed(metadata, f"array {_where(path)}", reading=False)
 
 
 def write_metadata(store: Store, path: str, metadata: AnyMetadata) -> None:
@@ -242,6 +247,7 @@ def array_metadata_from_documents(store: Store, path: str, docs: dict[str, bytes
         key = node_key(path, "zarr.json")
         raw = docs["zarr.json"]
         md = None if raw is None else parse_metadata(raw, path=path, key=key)
+        check_rectilinear_allowed(md, f"array {_where(path)}", reading=True)
     else:
         key = node_key(path, ".zarray")
         raw = docs.get(".zarray")
