@@ -95,9 +95,10 @@ def test_get_group_returns_the_group(tree: zarrfast.Group) -> None:
 
 @pytest.mark.parametrize("path", ["missing", "a/missing", "x/y", "a/c/d/e"])
 def test_missing_path(tree: zarrfast.Group, path: str) -> None:
-    with pytest.raises(ArrayNotFoundError, match=f"no array at path '{path}'"):
+    # zarr-python 3.4's messages, word for word
+    with pytest.raises(ArrayNotFoundError, match=f"^No array found in store .* at path '{path}'$"):
         tree.get_array(path)
-    with pytest.raises(GroupNotFoundError, match=f"no group at path '{path}'"):
+    with pytest.raises(GroupNotFoundError, match=f"^No group found in store .* at path '{path}'$"):
         tree.get_group(path)
     # zarr-python's classes: not found is a NodeNotFoundError (a FileNotFoundError), not
     # the KeyError (MemberNotFoundError) of ``group[path]``
@@ -110,10 +111,10 @@ def test_missing_path(tree: zarrfast.Group, path: str) -> None:
 
 def test_wrong_kind(tree: zarrfast.Group) -> None:
     for path in ("a", "a/c", ""):
-        with pytest.raises(ContainsGroupError, match="a group exists at path"):
+        with pytest.raises(ContainsGroupError, match="^A group exists in store .* at path '.*'\\.$"):
             tree.get_array(path)
     for path in ("x", "a/b", "a/c/d"):
-        with pytest.raises(ContainsArrayError, match="an array exists at path"):
+        with pytest.raises(ContainsArrayError, match="^An array exists in store .* at path '.*'\\.$"):
             tree.get_group(path)
 
 
@@ -148,8 +149,9 @@ def test_consolidated_group(tmp_path: Path) -> None:
     g = zarrfast.open_consolidated(str(root), mode="r")
     assert g.get_array("a/c/d").shape == (1,)
     assert g.get_group("a/c").path == "a/c"
-    with pytest.raises(ArrayNotFoundError, match="consolidated metadata"):
+    with pytest.raises(ArrayNotFoundError, match="No array found in store") as info:
         g.get_array("nope")
+    assert "consolidated metadata" in str(info.value.__cause__)  # (why: the cause)
     with pytest.raises(ContainsArrayError):
         g.get_group("x")
 

@@ -350,16 +350,17 @@ class Group(Node):
         ``get_group``); the error names where it was looked for."""
         where = self._child_path(path)  # (an invalid path: InvalidNodeNameError)
         what = "array" if kind is Array else "group"
+        # zarr-python 3.4's messages, word for word
         try:
             node = self[path]
-        except MemberNotFoundError as e:
+        except MemberNotFoundError as e:  # (why it is missing: the cause, as zarr-python)
             missing = ArrayNotFoundError if kind is Array else GroupNotFoundError
-            raise missing(f"no {what} at path {where or '/'!r}: {e}") from None
+            raise missing(f"No {what} found in store {self._store!r} at path {where!r}"
+                          ) from e
         if not isinstance(node, kind):
-            found, other = ((ContainsGroupError, "a group") if kind is Array
-                            else (ContainsArrayError, "an array"))
-            raise found(f"{other} exists at path {where or '/'!r} in {self._store!r}, "
-                        f"not {'an array' if kind is Array else 'a group'}")
+            found, other = ((ContainsGroupError, "A group") if kind is Array
+                            else (ContainsArrayError, "An array"))
+            raise found(f"{other} exists in store {self._store!r} at path {where!r}.")
         return node
 
     def get_array(self, path: str) -> Array:
@@ -397,7 +398,7 @@ class Group(Node):
         >>> g.get_array("sub")
         Traceback (most recent call last):
         ...
-        zarrfast.errors.ContainsGroupError: a group exists at path 'sub' in ...
+        zarrfast.errors.ContainsGroupError: A group exists in store ... at path 'sub'.
         """
         return self._member_of_kind(path, Array)  # type: ignore[return-value]
 
@@ -437,7 +438,7 @@ class Group(Node):
         >>> g.get_group("missing")
         Traceback (most recent call last):
         ...
-        zarrfast.errors.GroupNotFoundError: no group at path 'missing': ...
+        zarrfast.errors.GroupNotFoundError: No group found in store ... at path 'missing'
         """
         return self._member_of_kind(path, Group)  # type: ignore[return-value]
 
