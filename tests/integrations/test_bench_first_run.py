@@ -252,7 +252,9 @@ def test_the_run_ends_with_the_summary_of_its_table(subprocess_cwd, tmp_path):
     lines = p.stdout.rstrip().splitlines()
     at = next(i for i, x in enumerate(lines) if x.startswith("summary ("))
     said = [x for x in lines[at + 1:] if x.startswith("  zarrfast ")]
-    assert len(said) == 3 and all("than zarr-python" in x for x in said), lines[at:]
+    # (faster, slower or about as fast: which one depends on the machine's load, so the
+    # sentence is checked against the ratio below)
+    assert len(said) == 3 and all(x.endswith(" zarr-python.") for x in said), lines[at:]
     report = json.loads((out / "bench.json").read_text())
     for op, sentence in zip(("read", "random", "write"), said, strict=True):
         r = next(r for r in report["results"] if r["op"] == op and r["lib"] == "zarr-python")

@@ -177,12 +177,13 @@ class Zarrs(ZarrPython):
                 a = zarr.create_array(tmp, shape=(4,), chunks=(2,), dtype="uint16",
                                       overwrite=True)
                 a[:] = np.arange(4, dtype="uint16")
-                if type(a._async_array.codec_pipeline).__name__ != "ZarrsCodecPipeline":
-                    return "zarr did not select the zarrs codec pipeline"
+                kind = self.pipeline.rsplit(".", 1)[1]
+                if type(a._async_array.codec_pipeline).__name__ != kind:
+                    return f"zarr did not select the {self.name} codec pipeline"
                 if not np.array_equal(a[:], np.arange(4)):
-                    return "the zarrs pipeline read back wrong data"
+                    return f"the {self.name} pipeline read back wrong data"
         except Exception as e:
-            return f"zarrs installed but unusable ({type(e).__name__}: {e})"
+            return f"{self.module} installed but unusable ({type(e).__name__}: {e})"
         return None
 
     def open(self, path: str, *, write: bool = False) -> Any:
@@ -191,6 +192,21 @@ class Zarrs(ZarrPython):
         # the pipeline is chosen (and sized from threading.max_workers) at open
         with zarr.config.set({"codec_pipeline.path": self.pipeline}):
             return zarr.open_array(path, mode="r+" if write else "r")
+
+
+class ZarrWithZarrfast(Zarrs):
+    name = "zarr+zarrfast"
+    module = "zarr"
+    pipeline = "zarrfast.zarr_python.CodecPipeline"
+    threads_via = ("zarr.config threading.max_workers=n (zarr-python's pool) and "
+                   "zarrfast.config.set(threads=n) (the engine's)")
+
+    @contextlib.contextmanager
+    def session(self, threads: int) -> Iterator[None]:
+        from zarrfast import config
+
+        with super().session(threads), config.set(threads=threads):
+            yield
 
 
 class Tensorstore(Lib):
@@ -266,7 +282,7 @@ class Zarrista(Lib):
 
 
 LIBRARIES: dict[str, type[Lib]] = {
-    c.name: c for c in (Zarrfast, ZarrPython, Zarrs, Tensorstore, Zarrista)
+    c.name: c for c in (Zarrfast, ZarrPython, Zarrs, ZarrWithZarrfast, Tensorstore, Zarrista)
 }
 
 
