@@ -609,6 +609,26 @@ def test_zarrista_reads_and_writes_what_zarrfast_does(tmp_path):
     assert int(zarrfast.open_array(str(tmp_path / "a.zarr"))[:16].sum()) == 0
 
 
+def test_zarr_with_zarrfast_reads_and_writes_through_the_pipeline(tmp_path):
+    pytest.importorskip("zarr")
+    from zarrfast import config
+
+    lib = L.get_lib("zarr+zarrfast")
+    assert lib.probe() is None
+    data = np.arange(40 * 30, dtype="<u2").reshape(40, 30)
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=data.shape, chunks=(16, 16),
+                              dtype="<u2")
+    a[:] = data
+    with lib.session(2):
+        assert config.get("threads") == 2  # (the engine's threads, as zarr-python's)
+        h = lib.open(str(tmp_path / "a.zarr"), write=True)
+        assert type(h._async_array.codec_pipeline).__module__ == "zarrfast.zarr_python"
+        np.testing.assert_array_equal(lib.read(h), data)
+        np.testing.assert_array_equal(lib.read(h, (slice(3, 20), slice(7, 30))), data[3:20, 7:30])
+        lib.write(h, (slice(0, 16), slice(0, 30)), np.zeros((16, 30), "<u2"))
+    assert int(zarrfast.open_array(str(tmp_path / "a.zarr"))[:16].sum()) == 0
+
+
 def test_one_thread_count_sizes_the_rayon_pool(monkeypatch):
     monkeypatch.setenv("RAYON_NUM_THREADS", "x")  # (restored, or removed, afterwards)
     monkeypatch.delenv("RAYON_NUM_THREADS")
