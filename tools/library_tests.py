@@ -200,7 +200,13 @@ def parse(xml: Path) -> Result | None:
         for child in case:
             if child.tag in ("failure", "error"):
                 outcome = "failed" if child.tag == "failure" else "error"
-                res.reasons[tid] = reason(child.get("message") or child.text or "")
+                message = child.get("message") or ""
+                if message in ("", "collection failure"):  # the traceback's last E line
+                    e_lines = [ln[1:] for ln in (child.text or "").splitlines()
+                               if ln.startswith("E ")]
+                    message = (message + ": " if message else "") + (
+                        e_lines[-1] if e_lines else (child.text or ""))
+                res.reasons[tid] = reason(message)
                 break
             if child.tag == "skipped":
                 outcome = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
@@ -227,7 +233,16 @@ def report(out: Path, libs: list[str], list_failures: bool, top: int) -> str:
         for mode in MODES:
             r = results[mode]
             if r is None:
-                cells.append("not run")
+                log = out / f"{lib}-{mode}.log"
+                if not log.is_file():
+                    cells.append("not run")
+                    continue
+                # pytest stopped before running anything (a conftest that did not import)
+                e_lines = [ln[1:] for ln in log.read_text(errors="replace").splitlines()
+                           if ln.startswith("E ")]
+                cells.append("0 (pytest stopped)")
+                details.append(f"\n{lib} / {mode}: pytest stopped before running tests: "
+                               f"{reason(e_lines[-1] if e_lines else '?')}")
                 continue
             passed = {t for t, o in r.outcomes.items() if o == "passed"}
             cell = str(len(passed))
