@@ -27,7 +27,11 @@ from zarrfast.codecs.registry import (
     register_codec,
     registered_codecs,
 )
-from zarrfast.codecs.sharding import ShardingCodec, ShardingCodecIndexLocation
+from zarrfast.codecs.sharding import (
+    ShardingCodec,
+    ShardingCodecIndexLocation,
+    SubchunkWriteOrder,  # noqa: F401 - zarr-python 3.4's type (a Literal: no docstring)
+)
 from zarrfast.codecs.transpose import TransposeCodec
 from zarrfast.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 

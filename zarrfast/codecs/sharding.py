@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -76,6 +76,15 @@ def _check_nesting(config: dict) -> None:
                     f"sharding_indexed: sharding codecs nested more than "
                     f"{MAX_SHARDING_DEPTH} deep")
             stack += [(inner.get("codecs"), depth + 1), (inner.get("index_codecs"), depth + 1)]
+
+
+#: zarr-python 3.4's orders of the inner chunks in a shard (``ShardingCodec``'s
+#: ``subchunk_write_order``; not part of the metadata)
+SubchunkWriteOrder = Literal["morton", "unordered", "lexicographic", "colexicographic"]
+SUBCHUNK_WRITE_ORDER: tuple[str, ...] = ("morton", "unordered", "lexicographic",
+                                         "colexicographic")
+#: the orders zarrfast writes: index order, which "unordered" allows too
+WRITTEN_ORDERS = ("lexicographic", "unordered")
 
 
 class ShardingCodecIndexLocation(metaclass=DeprecatedStrEnumMeta):
@@ -127,12 +136,19 @@ class ShardingCodec(ArrayBytesCodec):
     write_index_location : bool, default True
         Whether the metadata spells out ``index_location`` even when it is ``"end"``
         (tensorstore leaves the default out; reading such metadata keeps that).
+    subchunk_write_order : {"lexicographic", "unordered"}, default "lexicographic"
+        zarr-python 3.4's order of the inner chunks' bytes in a shard (not part of the
+        metadata: readers find each chunk through the index).  zarrfast writes them in
+        index (lexicographic) order, which ``"unordered"`` allows too; zarr-python's
+        ``"morton"`` (its default) and ``"colexicographic"`` are not implemented.
 
     Raises
     ------
     MetadataValidationError
-        ``chunk_shape`` is not a sequence of integers >= 1, ``index_location`` is
-        another value, or a codec list is not one.
+        ``chunk_shape`` is not a sequence of integers >= 1, ``index_location`` or
+        ``subchunk_write_order`` is another value, or a codec list is not one.
+    NotImplementedError
+        ``subchunk_write_order`` is ``"morton"`` or ``"colexicographic"``.
 
     Examples
     --------
@@ -162,6 +178,8 @@ class ShardingCodec(ArrayBytesCodec):
     index_location: str = "end"
     #: whether metadata spells out ``index_location`` (tensorstore omits the default)
     write_index_location: bool = field(default=True, compare=False, repr=False)
+    #: the order of the inner chunks' bytes in a shard zarrfast writes (not metadata)
+    subchunk_write_order: str = "lexicographic"
     name = "sharding_indexed"
     aliases = ("https://purl.org/zarr/spec/codec/sharding-indexed/1.0",)
 
@@ -182,6 +200,16 @@ class ShardingCodec(ArrayBytesCodec):
                 f"sharding_indexed: index_location must be 'start' or 'end', got "
                 f"{self.index_location!r}"
             )
+        order = self.subchunk_write_order
+        if order not in SUBCHUNK_WRITE_ORDER:
+            raise MetadataValidationError(
+                f"Unrecognized subchunk write order: {order}. Only {SUBCHUNK_WRITE_ORDER} "
+                f"are allowed.")
+        if order not in WRITTEN_ORDERS:
+            raise NotImplementedError(
+                f"sharding_indexed: subchunk_write_order={order!r} is not implemented: "
+                f"zarrfast writes the inner chunks of a shard in lexicographic (index) order; "
+                f"give 'lexicographic' or 'unordered' (every reader reads any order)")
         for what in ("codecs", "index_codecs"):
             value = getattr(self, what)
             if not (isinstance(value, tuple) and all(isinstance(c, Codec) for c in value)):
@@ -398,7 +426,7 @@ class ShardingCodec(ArrayBytesCodec):
         if codecs == self.codecs and index_codecs == self.index_codecs:
             return self
         return ShardingCodec(self.chunk_shape, codecs, index_codecs, self.index_location,
-                             self.write_index_location)
+                             self.write_index_location, self.subchunk_write_order)
 
     def format(self, shard_shape: tuple[int, ...]) -> ShardFormat:
         """Give the byte format of shards of ``shard_shape``.

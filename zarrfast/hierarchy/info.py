@@ -137,7 +137,8 @@ def codec_repr(codec: Any) -> str:
         return (f"ShardingCodec(chunk_shape={codec.chunk_shape}, "
                 f"codecs=({inner}{',' if len(codec.codecs) == 1 else ''}), "
                 f"index_codecs=({index}{',' if len(codec.index_codecs) == 1 else ''}), "
-                f"index_location={codec.index_location!r})")
+                f"index_location={codec.index_location!r}, "
+                f"subchunk_write_order={codec.subchunk_write_order!r})")
     codec_name = getattr(codec, "name", "")
     configuration = getattr(codec, "configuration", None)
     if (isinstance(codec_name, str) and codec_name.startswith("numcodecs.")
