@@ -386,3 +386,30 @@ def test_array_open_matches_zarr_python(tmp_path: Path, zarr_peer: Any) -> None:
             for fmt in (3, 2, None):
                 ours[f"async {fmt} {name} {path}"] = _open_outcome(open_async, sp, fmt)
     assert ours == theirs
+
+
+def test_nmembers_and_zarr_python_attributes_as_zarr_python(zarr_peer, tmp_path) -> None:
+    """``Group.nmembers`` (sync, as the async one), and the attributes zarr-python's own
+    tests read: ``AsyncArray._zdtype`` (the data type as a ZDType, Zarr v2 too) and
+    ``Array._chunk_grid.chunk_shape`` (the stored grid: shards of a sharded array)."""
+    root = tmp_path / "h.zarr"
+    g = zarrfast.open_group(root, mode="w")
+    g.create_group("a").create_group("b").create_array("x", shape=(4,), dtype="i2")
+    g.create_array("s", shape=(8,), chunks=(2,), shards=(4,), dtype=">f8")
+    v2 = zarrfast.create_array(tmp_path / "v2.zarr", shape=(3,), dtype="S3", zarr_format=2)
+    theirs = zarr_peer.run("""
+        import zarr
+        root, v2 = ARGS
+        g = zarr.open_group(root, mode="r")
+        emit([[g.nmembers(max_depth=d) for d in (0, 1, None)],
+              repr(g["s"].async_array._zdtype), list(g["s"]._chunk_grid.chunk_shape),
+              repr(zarr.open_array(v2, mode="r").async_array._zdtype)])
+    """, [str(root), str(tmp_path / "v2.zarr")])
+    ours = [[g.nmembers(max_depth=d) for d in (0, 1, None)],
+            repr(g["s"].async_array._zdtype), list(g["s"]._chunk_grid.chunk_shape),
+            repr(v2.async_array._zdtype)]
+    # (a v3 big-endian array: zarr-python keeps the endianness it was given, zarrfast
+    # the one stored; docs/migrating.md)
+    assert ours[0] == theirs[0] and ours[2:] == theirs[2:]
+    assert ours[1] == "Float64(endianness='little')"
+    assert asyncio.run(g.async_group.nmembers(max_depth=None)) == theirs[0][2]

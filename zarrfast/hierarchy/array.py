@@ -436,6 +436,27 @@ class Array(Node):
         return tuple(-(-s // c) for s, c in zip(self.shape, self.chunks, strict=True))
 
     @property
+    def _zdtype(self) -> Any:
+        """zarr-python's ``Array._zdtype``: the data type as a ``ZDType``
+        (``Int32(endianness='little')``): Zarr v3's ``metadata.data_type``, a Zarr v2
+        array's from its v2 JSON (the ``dtype`` and object codec of ``.zarray``)."""
+        if self._metadata.zarr_format == 3:
+            return self._metadata.data_type
+        from zarrfast.metadata.zdtype import parse_dtype
+
+        doc = self._metadata.to_dict()
+        first = (doc.get("filters") or [{}])[0] or {}
+        spec = {"name": doc["dtype"], "object_codec_id": first.get("id")} \
+            if doc.get("dtype") == "|O" else doc["dtype"]
+        return parse_dtype(spec, zarr_format=2)
+
+    @property
+    def _chunk_grid(self) -> Any:
+        """zarr-python's ``Array._chunk_grid``: the grid of the stored chunks (of a
+        sharded array: of the shards), with its ``chunk_shape``."""
+        return self._metadata.chunk_grid
+
+    @property
     def _stored_grid(self) -> tuple[int, ...]:
         """Number of stored objects (chunks, or shards) along each dimension."""
         return self._metadata.chunk_grid.grid_shape(self.shape)

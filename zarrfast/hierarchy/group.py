@@ -482,6 +482,34 @@ class Group(Node):
     def __len__(self) -> int:
         return len(self._child_names())
 
+    def nmembers(self, max_depth: int | None = 0) -> int:
+        """Count the members down to ``max_depth`` (zarr-python's ``Group.nmembers``).
+
+        Parameters
+        ----------
+        max_depth : int or None, default 0
+            How many levels below the direct members to count (``0``: the direct
+            members only; ``None``: every node below the group).
+
+        Returns
+        -------
+        int
+            The number of arrays and groups counted.
+
+        Raises
+        ------
+        zarrfast.errors.ZarrfastError
+            ``max_depth`` is neither None nor an integer >= 0.
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> _ = g.create_group("a").create_array("x", shape=(1,), dtype="i1")
+        >>> g.nmembers(), g.nmembers(max_depth=None)
+        (1, 2)
+        """
+        return len(self.members(max_depth))
+
     def members(self, max_depth: int | None = 0, *, use_consolidated_for_children: bool = True
                 ) -> tuple[tuple[str, Array | Group], ...]:
         """Return ``(relative path, node)`` for the members, down to ``max_depth``.
