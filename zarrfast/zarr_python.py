@@ -411,11 +411,11 @@ class CodecPipeline(_ZarrCodecPipeline):
                                        and cs.config == spec.config) \
                     and _spec_key(cs) != key:
                 return "a chunk's specification is not the array's (rectilinear chunks?)"
-        table = _slice_table(batch, chunk_shape_arr)
+        table: tuple | str | None = _slice_table(batch, chunk_shape_arr)
         if table is None:
             table = _table(batch, chunk_shape)
-            if isinstance(table, str):
-                return table
+        if isinstance(table, str):
+            return table
         local_start, local_count, out_start, complete, step, kept = table
         if arr.ndim == 0 and not reading:
             full = (1,) * ndim  # (one value for every element: no shape to check)
@@ -434,8 +434,8 @@ class CodecPipeline(_ZarrCodecPipeline):
                              count=np.array(full, dtype=np.int64),
                              dropped=tuple(not k for k in kept))
         proj = Projection.__new__(Projection)
-        proj.array_shape = None  # (not needed: the rows say which chunks are whole)
-        proj.coords = None
+        proj.array_shape = None  # type: ignore[assignment]  # (the rows say what is whole)
+        proj.coords = None  # type: ignore[assignment]  # (not needed: see edge below)
         proj.local_start, proj.local_count = local_start, local_count
         proj.out_start, proj.complete = out_start, complete
         proj.nrows, proj.chain, proj.sel = len(batch), chain, sel
@@ -564,7 +564,8 @@ def _by_shard(chain: ShardedChain, proj: Projection, keys: list[str]) -> tuple:
     sizes = [len(t[0]) for t in tables]
     bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     inner = Projection.__new__(Projection)
-    inner.array_shape, inner.chain, inner.sel = None, chain.inner, proj.sel
+    inner.array_shape = None  # type: ignore[assignment]  # (the rows say what is whole)
+    inner.chain, inner.sel = chain.inner, proj.sel
     inner.coords = np.concatenate([t[0] for t in tables])
     inner.local_start = np.concatenate([t[1] for t in tables])
     inner.local_count = np.concatenate([t[2] for t in tables])
