@@ -42,7 +42,7 @@ def test_create_hierarchy_makes_and_yields_the_implied_groups(tmp_path):
     out = dict(zarrfast.create_hierarchy(store=store, nodes={"/a/x": GroupMetadata()}))
     assert list(out) == ["a/x"]
     assert zarrfast.open_group(store, path="a").attrs["keep"] == 1
-    with pytest.raises(MetadataValidationError, match="more than one Zarr format"):
+    with pytest.raises(MetadataValidationError, match="both Zarr v2 and Zarr v3 nodes"):
         list(zarrfast.create_hierarchy(store={}, nodes={"p": GroupMetadata(),
                                                           "q": GroupMetadataV2()}))
 

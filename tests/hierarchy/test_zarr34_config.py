@@ -281,3 +281,36 @@ def test_pickled_chunks_are_read_only_where_allowed(tmp_path, monkeypatch) -> No
         a.oindex[[0]]
     with config.set({"array.allow_unsafe_pickle_decode": True}):
         assert a[:].tolist() == [1, "a"]
+
+
+# -- from_array over its own source ------------------------------------------------------------
+@pytest.mark.parametrize(("src_name", "dest_name"), [("a", "a"), ("g/a", "g"), ("g/a", ""),
+                                                     ("a", "a/c")])
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_from_array_refuses_to_overwrite_its_source(src_name, dest_name, kind, tmp_path):
+    """Overwriting deletes the destination before the copy reads the source: where they
+    overlap zarr-python 3.4 refuses ('the paths overlap'), and so does zarrfast (it copied
+    fill values over the source, silently)."""
+    store = (zarrfast.storage.MemoryStore() if kind == "memory"
+             else zarrfast.storage.LocalStore(tmp_path))
+    src = zarrfast.create_array(store, name=src_name, data=np.arange(4.0), fill_value=-1.0)
+    with pytest.raises(ValueError, match="because the paths overlap"):
+        zarrfast.from_array(store, name=dest_name, data=src, overwrite=True)
+    np.testing.assert_array_equal(src[...], np.arange(4.0))
+    # a read-only view of the same data overlaps too; another store does not
+    view = zarrfast.open_array(store.with_read_only(True), path=src_name)
+    with pytest.raises(ValueError, match="because the paths overlap"):
+        zarrfast.from_array(store, name=src_name, data=view, overwrite=True)
+    other = zarrfast.from_array(zarrfast.storage.MemoryStore(), name=src_name, data=src,
+                                overwrite=True)
+    np.testing.assert_array_equal(other[...], np.arange(4.0))
+    # without overwrite the existing node is refused as before
+    with pytest.raises(ValueError):
+        zarrfast.from_array(store, name=src_name, data=src)
+
+
+def test_resize_to_another_rank_is_refused_in_zarr_pythons_words() -> None:
+    a = zarrfast.create_array({}, shape=(4, 4), dtype="i1")
+    with pytest.raises(ZarrfastError, match="The new shape must have the same number of "
+                                            r"dimensions as the array\. Got 1 dimension"):
+        a.resize((20,))

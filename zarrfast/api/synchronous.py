@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -970,7 +971,8 @@ def _open_consolidated_group(store: Store, path: str, zarr_format: int | None,
     if found is None:
         if required:
             raise ZarrfastError(
-                f"group {path or '/'!r} in {store!r} has no consolidated metadata "
+                f"Consolidated metadata requested with 'use_consolidated=True' but not found "
+                f"in {path!r}: group {path or '/'!r} in {store!r} has no consolidated metadata "
                 f"(no .zmetadata, no consolidated_metadata in zarr.json); call "
                 f"zarrfast.consolidate_metadata first or pass use_consolidated=False"
             )
@@ -1773,6 +1775,12 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
     array([20, 21, 22, 23], dtype=int16)
     """
     src = data if isinstance(data, Array) else None
+    if src is not None and write_data and overwrite:
+        # overwriting deletes everything at the destination before the copy reads the
+        # source: a destination overlapping the source would copy only fill values
+        store, name = _resolve(store, name, storage_options=storage_options)
+        storage_options = None
+        _refuse_overlap(src, store, name or "")
     kw: dict[str, Any] = {}
     if src is not None:
         same_format = zarr_format in (None, src.zarr_format)
@@ -1821,6 +1829,25 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
         else:
             out[...] = np.asarray(data)
     return out
+
+
+def _stores_share_data(a: Any, b: Any) -> bool:
+    """Whether two stores are views of the same data (a read-only view included)."""
+    with contextlib.suppress(Exception):
+        a = a.with_read_only(b.read_only)
+    return bool(a == b)
+
+
+def _refuse_overlap(src: Array, store: Any, path: str) -> None:
+    """``from_array(..., overwrite=True)`` into ``path`` of ``store``: refused, as
+    zarr-python 3.4 refuses it, where the destination and the source overlap."""
+    src_prefix = f"{src.path}/" if src.path else ""
+    dest_prefix = f"{path}/" if path else ""
+    if (src_prefix.startswith(dest_prefix) or dest_prefix.startswith(src_prefix)) and \
+            _stores_share_data(src.store, store):
+        raise ZarrfastError(
+            f"Cannot overwrite {path!r} with the array at {src.path!r} because the paths "
+            f"overlap. Write to a different path, or pass data=array[...].")
 
 
 def _keep(value: Any) -> bool:
@@ -2188,10 +2215,12 @@ def create_hierarchy(*, store: StoreLike | StorePath, nodes: Mapping[str, Any],
     given = {normalize_path(k): md for k, md in nodes.items()}
     formats = {getattr(md, "zarr_format", None) for md in given.values()}
     if len(formats) > 1:
-        raise MetadataValidationError(
-            f"create_hierarchy: nodes of more than one Zarr format "
-            f"({', '.join(f'{k or chr(47)!r}: v{md.zarr_format}' for k, md in given.items())}); "
-            f"one hierarchy holds one format")
+        by_format = {f: [k for k, md in given.items() if md.zarr_format == f] for f in (2, 3)}
+        raise MetadataValidationError(  # (zarr-python 3.4's words)
+            f"create_hierarchy: Got data with both Zarr v2 and Zarr v3 nodes, which is "
+            f"invalid. The following keys map to Zarr v2 nodes: {by_format[2]}. The "
+            f"following keys map to Zarr v3 nodes: {by_format[3]}. Ensure that all nodes "
+            f"have the same Zarr format.")
     implied: list[str] = []
     for key in given:
         parts = key.split("/") if key else []

@@ -1583,7 +1583,11 @@ class Array(Node):
 
     def _resize_locked(self, new_shape: tuple[int, ...], docs: dict[str, bytes | None]
                        ) -> None:
-        if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
+        if len(new_shape) != self.ndim:  # (zarr-python 3.4's words)
+            raise ZarrfastError(
+                f"array {self.name!r}: The new shape must have the same number of dimensions "
+                f"as the array. Got {len(new_shape)} dimension(s), expected {self.ndim}.")
+        if any(s < 0 for s in new_shape):
             raise ZarrfastError(
                 f"array {self.name!r}: new shape {new_shape} must have {self.ndim} "
                 f"non-negative lengths"
