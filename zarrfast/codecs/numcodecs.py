@@ -131,6 +131,11 @@ class _Wrapper:
     __repr__ = zarr_repr
 
 
+#: zarr-python's (private) base class of these classes, under its name: its own tests
+#: collect the codec classes with ``issubclass(cls, _NumcodecsCodec)``
+_NumcodecsCodec = _Wrapper
+
+
 def _generic(cls_name: str, codec_id: str) -> type:
     base = _GENERIC[codec_id]
 
@@ -139,6 +144,7 @@ def _generic(cls_name: str, codec_id: str) -> type:
 
     return type(cls_name, (_Wrapper, base), {
         "__init__": __init__, "__module__": __name__, "__qualname__": cls_name,
+        "codec_name": f"numcodecs.{codec_id}",  # (on the class too, as zarr-python's)
         "__doc__": _class_doc(cls_name, codec_id, fast=False)})
 
 
@@ -173,7 +179,8 @@ def _fast(cls_name: str, codec_id: str) -> type:
 
     return type(cls_name, (_Wrapper, base), {
         "__init__": __init__, "from_dict": classmethod(from_dict), "__module__": __name__,
-        "__qualname__": cls_name, "__doc__": _class_doc(cls_name, codec_id, fast=True)})
+        "__qualname__": cls_name, "codec_name": f"numcodecs.{codec_id}",
+        "__doc__": _class_doc(cls_name, codec_id, fast=True)})
 
 
 #: numcodecs' class name for each codec id
