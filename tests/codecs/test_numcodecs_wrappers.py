@@ -236,3 +236,19 @@ def test_endian_and_index_location_enums(zarr_peer) -> None:
               repr(zarr.codecs.BytesCodec(endian=None))])
     """)
     assert [repr(BytesCodec(endian="big")), repr(BytesCodec(endian=None))] == theirs
+
+
+def test_classes_carry_codec_name_as_zarr_python(zarr_peer) -> None:
+    """``Delta.codec_name`` on the class (zarr-python's tests look codecs up by it), and
+    ``_NumcodecsCodec`` their base class, as zarr-python names them."""
+    names = sorted(n for n in fnc.__all__ if isinstance(getattr(fnc, n), type))
+    theirs = zarr_peer.run("""
+        import zarr.codecs.numcodecs as n
+        emit({name: getattr(n, name).codec_name for name in ARGS
+              if hasattr(getattr(n, name, None), "codec_name")})
+    """, names)
+    ours = {name: getattr(fnc, name).codec_name for name in names
+            if issubclass(getattr(fnc, name), fnc._NumcodecsCodec)}
+    assert ours == theirs
+    assert all(zarrfast.codecs.get_codec_class(v) is getattr(fnc, k) for k, v in ours.items()
+               if k != "CRC32C")  # (numcodecs.crc32c keeps its fast path's class)
