@@ -1001,6 +1001,60 @@ def test_zip_store(tmp_path: Path, debug_log: pytest.LogCaptureFixture) -> None:
     assert fallbacks(debug_log) == []
 
 
+# -- odd arrays ------------------------------------------------------------------------------
+
+
+def test_empty_array(tmp_path: Path) -> None:
+    twin = Twin.on("memory", tmp_path, shape=(0, 5), chunks=(2, 2), dtype="int32")
+    twin.get(...)
+    twin.set(..., np.zeros((0, 5), dtype="int32"))
+    twin.get((slice(None), 2))
+    twin.check_stored(exact=True)
+
+
+def test_raw_bytes_dtype(tmp_path: Path) -> None:
+    twin = Twin.on("local", tmp_path, shape=(10, 7), chunks=(3, 4), dtype="V4",
+                   fill_value=b"\x00\x01\x02\x03", compressors=None)
+    data = np.array([bytes([i % 256, 1, 2, i // 3]) for i in range(70)],
+                    dtype="V4").reshape(10, 7)
+    twin.set(..., data)
+    twin.set((slice(2, 5), 1), np.void(b"abcd"))
+    for sel in [..., (slice(1, 9, 2),), (3, 3)]:
+        twin.get(sel)
+    twin.check_stored(exact=True)
+
+
+def test_append_and_resize(tmp_path: Path) -> None:
+    twin = Twin.on("local", tmp_path, shape=(10, 7), chunks=(3, 4), dtype="int32",
+                   fill_value=5, compressors=None)
+    twin.set(..., values((10, 7), "int32"))
+    run_both(lambda arr: arr.append(values((4, 7), "int32", 3)), twin.ours, twin.ref)
+    twin.get(...)
+    twin.check_stored(exact=True)
+    run_both(lambda arr: arr.resize((5, 9)), twin.ours, twin.ref)
+    twin.get(...)
+    twin.set((slice(None), 8), 1)
+    twin.get(...)
+    twin.check_stored(exact=True)
+
+
+@pytest.mark.parametrize(("dtype", "fill"), [("float32", None), ("int16", None),
+                                             ("uint64", 2**64 - 1)])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_fill_values(dtype: str, fill: Any, zarr_format: int, tmp_path: Path) -> None:
+    """No fill value (v2's null, v3's default) and the largest uint64."""
+    twin = Twin.on("memory", tmp_path, shape=(10, 7), chunks=(3, 4), dtype=dtype,
+                   fill_value=fill, zarr_format=zarr_format, compressors=None)
+    twin.get(...)
+    twin.set((3, 3), 0)
+    twin.set(4, 1)
+    twin.set((slice(6, 9), slice(4, 7)), 0)
+    twin.get(...)
+    twin.check_stored(exact=True)
+    twin.set(..., 0)
+    twin.check_stored(exact=True)
+
+
 # -- edge chunks ------------------------------------------------------------------------------
 
 
