@@ -95,17 +95,19 @@ def make_store(kind: str, where: Path) -> Any:
         return LocalStore(where)
     if kind == "memory":
         return MemoryStore()
-    if kind == "obstore":  # zarr-python's ObjectStore: the async path
+    if kind == "obstore":  # zarr-python's ObjectStore of obstore's LocalStore
         where.mkdir(parents=True, exist_ok=True)
         return ObjectStore(obstore_store.LocalStore(prefix=str(where)))
+    if kind == "obstore-memory":  # ... of obstore's MemoryStore
+        return ObjectStore(obstore_store.MemoryStore())
     if kind == "fsspec":  # fsspec's memory filesystem through FsspecStore: the async path
         return FsspecStore.from_url(f"memory://zarrfast-pipeline-{uuid.uuid4().hex}")
     raise AssertionError(kind)
 
 
-#: stores zarrfast maps to its own (LocalStore, MemoryStore) and two it reads and writes
-#: through their async API
-STORES = ["local", "memory", "obstore", "fsspec"]
+#: zarr-python's stores zarrfast maps to its own (LocalStore, MemoryStore, ObjectStore) and
+#: one it reads and writes through its async API (FsspecStore)
+STORES = ["local", "memory", "obstore", "obstore-memory", "fsspec"]
 
 
 def stored_keys(store: Any) -> list[str]:
@@ -958,16 +960,17 @@ def _error_or_value(arr: Any, sel: Any) -> Any:
         return type(e).__name__, str(e).replace(str(arr.store), "<store>")
 
 
-def test_read_only_store(tmp_path: Path, debug_log: pytest.LogCaptureFixture) -> None:
-    twin = Twin.on("local", tmp_path, shape=(10, 7), chunks=(3, 4), dtype="int32",
+@pytest.mark.parametrize("kind", STORES)
+def test_read_only_store(kind: str, tmp_path: Path, debug_log: pytest.LogCaptureFixture
+                         ) -> None:
+    twin = Twin.on(kind, tmp_path, shape=(10, 7), chunks=(3, 4), dtype="int32",
                    fill_value=-1, compressors=None)
     twin.set(..., values((10, 7), "int32"))
-    with use(OURS):
-        ours_ro = zarr.open_array(LocalStore(twin.ours.store.root, read_only=True), mode="r")
-    with use(DEFAULT):
-        ref_ro = zarr.open_array(LocalStore(twin.ref.store.root, read_only=True), mode="r")
     ro = Twin.__new__(Twin)
-    ro.ours, ro.ref = ours_ro, ref_ro
+    with use(OURS):
+        ro.ours = zarr.open_array(twin.ours.store.with_read_only(True), mode="r")
+    with use(DEFAULT):
+        ro.ref = zarr.open_array(twin.ref.store.with_read_only(True), mode="r")
     for sel in BASIC_2D[:8]:
         ro.get(sel)
     assert fallbacks(debug_log) == []
