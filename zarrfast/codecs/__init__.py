@@ -11,6 +11,7 @@ from zarrfast.codecs import numcodecs
 from zarrfast.codecs._base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, Codec
 from zarrfast.codecs.arithmetic import BitroundCodec, CastValueCodec, ReshapeCodec, ScaleOffsetCodec
 from zarrfast.codecs.bytes import BytesCodec, Endian
+from zarrfast.codecs.cast_value import CastValue
 from zarrfast.codecs.chain import CodecChain
 from zarrfast.codecs.compressors import (
     BloscCname,
@@ -27,6 +28,7 @@ from zarrfast.codecs.registry import (
     register_codec,
     registered_codecs,
 )
+from zarrfast.codecs.scale_offset import ScaleOffset
 from zarrfast.codecs.sharding import (
     ShardingCodec,
     ShardingCodecIndexLocation,
@@ -51,6 +53,7 @@ __all__ = [
     "BitroundCodec",
     "BloscCname",
     "BloscShuffle",
+    "CastValue",
     "CastValueCodec",
     "BloscCodec",
     "BytesBytesCodec",
@@ -63,6 +66,7 @@ __all__ = [
     "LZ4Codec",
     "LZMACodec",
     "ReshapeCodec",
+    "ScaleOffset",
     "ScaleOffsetCodec",
     "ShardingCodec",
     "ShardingCodecIndexLocation",
