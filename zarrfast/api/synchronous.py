@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -1797,7 +1798,8 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
             kw["compressors"] = md.compressor if _keep(compressors) else compressors
         fill_value = src.fill_value if fill_value is DEFAULT_FILL_VALUE else fill_value
         dimension_names = src.dimension_names if dimension_names is None else dimension_names
-        attributes = dict(src.attrs) if attributes is None else attributes
+        # (a deep copy: the new array's attributes must not alias the source's containers)
+        attributes = copy.deepcopy(dict(src.attrs)) if attributes is None else attributes
         zarr_format = zarr_format or src.zarr_format
         shape, dtype = src.shape, src.dtype
     else:

@@ -124,6 +124,19 @@ def array_config_keywords(config: Any) -> dict[str, Any]:
             for key in ("write_empty_chunks", "order", *RUNTIME_FIELDS)}
 
 
+def _out_array(out: Any) -> Any:
+    """``out`` as the NumPy array to read into: zarr-python's ``NDBuffer`` (anything with
+    ``as_ndarray_like()`` giving a NumPy array) is read into its array."""
+    if out is None or isinstance(out, np.ndarray):
+        return out
+    as_array = getattr(out, "as_ndarray_like", None)
+    if callable(as_array):
+        array = as_array()
+        if isinstance(array, np.ndarray):
+            return array
+    return out
+
+
 class Array(Node):
     """A chunked, compressed N-dimensional array stored under ``path`` in ``store``.
 
@@ -895,6 +908,7 @@ class Array(Node):
         array([[ 8, 11],
                [ 0,  3]], dtype=int16)
         """
+        out = _out_array(out)
         from zarrfast.engine.fancy import get_orthogonal, normalize_orthogonal
 
         osel = normalize_orthogonal(selection, self.shape)
@@ -988,6 +1002,7 @@ class Array(Node):
         >>> a.get_coordinate_selection(([0, 2, 1], [3, 0, 1]))
         array([3, 8, 5], dtype=int16)
         """
+        out = _out_array(out)
         from zarrfast.engine.fancy import get_points, normalize_coordinate
 
         coords, shape = normalize_coordinate(selection, self.shape)
@@ -1081,6 +1096,7 @@ class Array(Node):
         >>> a.get_mask_selection(a[:] < 0)
         array([-2, -4, -6], dtype=int16)
         """
+        out = _out_array(out)
         from zarrfast.engine.fancy import get_points, normalize_mask
 
         coords = normalize_mask(mask, self.shape)
@@ -1168,6 +1184,7 @@ class Array(Node):
         array([[12, 13, 14],
                [18, 19, 20]], dtype=int32)
         """
+        out = _out_array(out)
         from zarrfast.engine.fancy import block_region
 
         return self.get_basic_selection(block_region(self._fancy_target(), selection), out=out, fields=fields)
@@ -1291,6 +1308,7 @@ class Array(Node):
         >>> a.get_basic_selection(2, out=out) is out
         True
         """
+        out = _out_array(out)
         return self._get_basic(selection, out, fields)
 
     def _get_basic(self, selection: Any, out: np.ndarray | None,
@@ -1624,6 +1642,12 @@ class Array(Node):
         if sharding is not None:
             per_object = math.prod(sharding.chunks_per_shard(self._metadata.chunks))
         return self._count_stored_objects() * per_object
+
+    @property
+    def _nshards_initialized(self) -> int:
+        """The number of stored objects: shards of a sharded array, else chunks
+        (zarr-python's ``Array._nshards_initialized``; this lists the store)."""
+        return self._count_stored_objects()
 
     def _count_stored_objects(self, per_shard: Any = None) -> int:
         """Stored chunks (or shards); with ``per_shard`` (shard shape -> inner chunks per

@@ -906,6 +906,11 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
         """
         return await _call(lambda: self._node.nchunks_initialized)
 
+    async def _nshards_initialized(self) -> int:
+        """Count the stored objects, shards of a sharded array (a coroutine; zarr-python's
+        ``AsyncArray._nshards_initialized``)."""
+        return await _call(lambda: self._node._nshards_initialized)
+
     async def nbytes_stored(self) -> int:
         """Count the bytes the array holds in its store: metadata and chunks (a coroutine).
 
