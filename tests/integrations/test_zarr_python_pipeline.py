@@ -63,6 +63,7 @@ from zarr.storage import (  # noqa: E402
     ZipStore,
 )
 
+import zarrfast  # noqa: E402
 from zarrfast import concurrency  # noqa: E402
 from zarrfast.zarr_python import CodecPipeline  # noqa: E402
 
@@ -1351,7 +1352,7 @@ def test_worker_processes(method: str, tmp_path: Path) -> None:
         pytest.skip(f"no {method!r} start method here")
     data = values((400, 400), "float64")
     path = str(tmp_path / "a.zarr")
-    with use(OURS):
+    with use(OURS), zarrfast.config.set(threads=2):
         arr = zarr.create_array(path, shape=data.shape, chunks=(50, 50), dtype="float64",
                                 compressors=ZstdCodec(level=1))
         arr[...] = data
