@@ -102,6 +102,10 @@ class MemoryStore(Store):
         self._data: MutableMapping[str, bytes] = {} if store_dict is None else store_dict
         #: whether values are kept as Buffer: the dict is the caller's, who may read it
         self._buffers = store_dict is not None
+        #: whether code other than this store's objects may replace values (the dict is
+        #: the caller's): then no version tokens, since a replaced value's object id can
+        #: be reused by its replacement
+        self._foreign = store_dict is not None
         self._lock = threading.Lock()
         self._versions: dict[str, int] = {}  # key -> number of the set() that wrote it
         self._counter = itertools.count(1)
@@ -134,6 +138,7 @@ class MemoryStore(Store):
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["data"], read_only=state["read_only"])  # type: ignore[misc]
         self._buffers = state.get("buffers", True)
+        self._foreign = False  # (a copy of its own: nothing else writes it)
 
     def _lock_scope(self) -> tuple[str, int]:
         return ("memory", id(self._data))  # every store object sharing the dict
@@ -152,7 +157,9 @@ class MemoryStore(Store):
             A store sharing this one's dict (writes through either are seen by both).
         """
         view = MemoryStore(self._data, read_only=read_only)
-        view._buffers = self._buffers
+        view._buffers, view._foreign = self._buffers, self._foreign
+        # (one count of the writes for both: the versions of either are the versions)
+        view._lock, view._versions, view._counter = self._lock, self._versions, self._counter
         return view
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
@@ -247,9 +254,10 @@ class MemoryStore(Store):
         Returns
         -------
         tuple of int or None
-            The number of the ``set`` that wrote the value, and the stored object's
-            ``id`` (which also changes when code sharing the dict replaces a value);
-            ``None`` when the key is missing.
+            The number of the ``set`` that wrote the value and the stored object's
+            ``id``; ``None`` when the key is missing, and always for a dict the caller
+            gave (code sharing it may replace a value by one that gets the old one's
+            ``id``: caches of shard indexes are then not kept).
 
         Raises
         ------
@@ -257,11 +265,12 @@ class MemoryStore(Store):
             When ``key`` is not a valid key.
         """
         validate_key(key)
+        if self._foreign:
+            return None
         with self._lock:
             value = self._data.get(key)
             if value is None:
                 return None
-            # the object's id also changes when code sharing the dict replaces a value
             return (self._versions.get(key, 0), id(value))
 
     def delete(self, key: str) -> None:
