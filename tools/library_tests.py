@@ -46,6 +46,10 @@ Three modes, each a pytest process per library:
     first on ``PYTHONPATH``) calls :func:`zarrfast.install_as_zarr` when each Python
     process starts, before pytest, its plugins and the libraries import anything.
 
+``--alias-prelude FILE`` adds FILE's code to that ``sitecustomize.py``, run after
+:func:`zarrfast.install_as_zarr`: a way to try a change to zarrfast (a monkeypatch) on the
+libraries before making it; numbers measured so are not zarrfast's.
+
 Each run leaves a JUnit XML file per library and mode in ``--out``; the report is made from
 those files (``--report-only`` makes it without running anything), so modes can be run one
 at a time.  It gives, per library, the tests run and how many passed in each mode, how many
@@ -122,7 +126,7 @@ def has_module(python: str, module: str) -> bool:
 
 
 def run(lib: str, mode: str, root: Path, python: str, out: Path, kexpr: str | None,
-        timeout: int | None) -> float:
+        timeout: int | None, prelude: str = "") -> float:
     """Run one library's tests in one mode; the JUnit XML goes to ``out``."""
     args = list(LIBRARIES[lib][1])
     if kexpr:
@@ -140,7 +144,7 @@ def run(lib: str, mode: str, root: Path, python: str, out: Path, kexpr: str | No
             env["ZARR_CODEC_PIPELINE__PATH"] = PIPELINE_PATH
         extra: list[str] = []
         if mode == "alias":
-            Path(tmp, "sitecustomize.py").write_text(SITECUSTOMIZE)
+            Path(tmp, "sitecustomize.py").write_text(SITECUSTOMIZE + prelude)
             env["PYTHONPATH"] = os.pathsep.join(
                 [tmp] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
             # zarr-python, installed beside, registers a pytest plugin: pytest then asks to
@@ -279,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=300,
                         help="seconds per test (with pytest-timeout installed there)")
     parser.add_argument("-k", dest="kexpr", default=None)
+    parser.add_argument("--alias-prelude", type=Path, default=None,
+                        help="Python run in each process after install_as_zarr (alias mode): "
+                             "to try a change to zarrfast before making it")
     ns = parser.parse_args(argv)
     libs = [lib for lib in ns.libs.split(",") if lib]
     modes = [mode for mode in ns.modes.split(",") if mode]
@@ -298,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         for lib in libs:
             root = find_root(ns.sdists, LIBRARIES[lib][0])
             for mode in modes:
-                secs = run(lib, mode, root, ns.python, ns.out, ns.kexpr, timeout)
+                prelude = ns.alias_prelude.read_text() if ns.alias_prelude else ""
+                secs = run(lib, mode, root, ns.python, ns.out, ns.kexpr, timeout,
+                           "\n" + prelude)
                 print(f"{lib} / {mode}: {secs:.0f} s ({root.name})", file=sys.stderr)
     print(report(ns.out, libs, ns.list_failures, ns.top))
     return 0
