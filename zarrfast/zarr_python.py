@@ -44,6 +44,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -60,6 +61,7 @@ from zarrfast.engine.shard_write import ShardWrite
 from zarrfast.engine.sharded import ShardedChain
 from zarrfast.engine.strategies import READ_ROWS, WRITE_ROWS, choose_rows
 from zarrfast.errors import ZarrfastError
+from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.v2 import ArrayMetadataV2
 from zarrfast.metadata.v3 import ArrayV3Metadata
 from zarrfast.storage import LocalStore, MemoryStore, Store
@@ -79,10 +81,11 @@ __all__ = ["CodecPipeline"]
 
 logger = logging.getLogger("zarrfast.zarr_python")
 
+#: chains a pipeline keeps, at most (one per chunk specification it was given)
+MAX_CHAINS = 16
+
 #: zarr-python 3.4's ``read`` returns a ``GetResult`` per chunk (3.1's returns nothing)
 _GET_RESULTS = hasattr(zarr.abc.codec, "GetResult")
-_PRESENT: dict[str, str] = {"status": "present"}
-_MISSING: dict[str, str] = {"status": "missing"}
 
 
 class CodecPipeline(_ZarrCodecPipeline):
@@ -116,8 +119,8 @@ class CodecPipeline(_ZarrCodecPipeline):
         #: chunk specification (:func:`_spec_key`) -> zarrfast's chain (a ``PreparedChain``
         #: or, for shards, a ``ShardedChain``), or why none
         self._chains: dict[tuple, Any] = {}
-        #: zarr-python store -> zarrfast's store of the same data (see :func:`_native`)
-        self._stores: dict[int, tuple[Any, Store | None]] = {}
+        #: the last zarr-python store, where its data is, and zarrfast's store of it
+        self._store: tuple[Any, Any, Store | None] | None = None
 
     def __repr__(self) -> str:
         return f"<zarrfast CodecPipeline of {list(self.default)!r}>"
@@ -187,6 +190,8 @@ class CodecPipeline(_ZarrCodecPipeline):
                 known = _make_chain(list(self.default), spec)
             except _Unsupported as e:
                 known = str(e)
+            if len(self._chains) >= MAX_CHAINS:  # (chunks of many shapes: rectilinear)
+                self._chains.clear()
             self._chains[key] = known
         return known
 
@@ -313,7 +318,7 @@ class CodecPipeline(_ZarrCodecPipeline):
             native = MemoryStore({k: b for k, b in zip(keys, blobs, strict=True)
                                   if b is not None}, read_only=True)
         try:
-            missing = await asyncio.to_thread(_read_rows, native, rows.chain, rows, keys,
+            missing = await _in_thread(_read_rows, native, rows.chain, rows, keys,
                                               out.as_ndarray_like())
         except ZarrfastError as e:
             # (a chunk zarrfast refuses, a store error: zarr-python's pipeline reads the
@@ -324,7 +329,8 @@ class CodecPipeline(_ZarrCodecPipeline):
         if not _GET_RESULTS:
             return None
         gone = set(missing)
-        return tuple(_MISSING if i in gone else _PRESENT for i in range(len(batch)))
+        return tuple({"status": "missing" if i in gone else "present"}
+                     for i in range(len(batch)))
 
     async def write(self, batch_info: Iterable[tuple[Any, Any, Any, Any, bool]], value: Any,
                     drop_axes: tuple[int, ...] = ()) -> None:
@@ -364,7 +370,7 @@ class CodecPipeline(_ZarrCodecPipeline):
         keys, native = self._keys_and_store(batch)
         write_empty = bool(getattr(batch[0][1].config, "write_empty_chunks", False))
         if native is not None:
-            await asyncio.to_thread(_write_rows, native, rows.chain, rows, keys,
+            await _in_thread(_write_rows, native, rows.chain, rows, keys,
                                     value.as_ndarray_like(), write_empty)
             return
         # the store's own async API: the chunks partially written read first, the engine
@@ -373,7 +379,7 @@ class CodecPipeline(_ZarrCodecPipeline):
         blobs = await _gather([(batch[i][0], batch[i][1].prototype) for i in old])
         scratch: dict[str, Any] = {keys[i]: b for i, b in zip(old, blobs, strict=True)
                                    if b is not None}
-        await asyncio.to_thread(_write_rows, MemoryStore(scratch), rows.chain, rows, keys,
+        await _in_thread(_write_rows, MemoryStore(scratch), rows.chain, rows, keys,
                                 value.as_ndarray_like(), write_empty)
         prototype = batch[0][1].prototype
         await _scatter([(item[0], None if keys[i] not in scratch
@@ -465,12 +471,15 @@ class CodecPipeline(_ZarrCodecPipeline):
         return keys, self._native(store)
 
     def _native(self, store: Any) -> Store | None:
-        """zarrfast's store of zarr-python's ``store``: the same files or dict."""
-        known = self._stores.get(id(store))
-        if known is not None and known[0] is store:
-            return known[1]
-        native = _native(store)
-        self._stores[id(store)] = (store, native)
+        """zarrfast's store of zarr-python's ``store``: the same files or dict (made
+        again when the store's directory is another: ``LocalStore.move``, a relative
+        root after ``os.chdir``)."""
+        where = _where(store)
+        known = self._store
+        if known is not None and known[0] is store and known[1] == where:
+            return known[2]
+        native = _native(store, where)
+        self._store = (store, where, native)  # (an array's pipeline sees one store)
         return native
 
 
@@ -673,7 +682,15 @@ def _spec_key(spec: Any) -> tuple:
             getattr(spec.config, "order", "C"))
 
 
-def _native(store: Any) -> Store | None:
+def _where(store: Any) -> Any:
+    """Where a store's data is, as far as zarrfast's store of it depends on it: a
+    ``LocalStore``'s directory now (zarr-python keeps a relative root relative to the
+    working directory, and ``move`` changes it)."""
+    root = getattr(store, "root", None)
+    return None if root is None else os.path.abspath(root)
+
+
+def _native(store: Any, where: Any = None) -> Store | None:
     """zarrfast's store of zarr-python's ``store`` (``LocalStore``: the same files;
     ``MemoryStore``: the same dict; ``ObjectStore``: the same obstore store), or ``None``
     for other stores, whose own async API is used: ``FsspecStore`` among them, since an
@@ -685,7 +702,7 @@ def _native(store: Any) -> Store | None:
     read_only = bool(getattr(store, "read_only", False))
     kind = type(store)
     if kind is ZarrLocalStore:
-        return LocalStore(store.root, read_only=read_only)
+        return LocalStore(where if where is not None else _where(store), read_only=read_only)
     if kind is ZarrMemoryStore and isinstance(getattr(store, "_store_dict", None), dict):
         return MemoryStore(store._store_dict, read_only=read_only)
     if kind.__name__ == "ObjectStore" and kind.__module__.startswith("zarr.storage"):
@@ -698,17 +715,37 @@ def _native(store: Any) -> Store | None:
     return None
 
 
+#: an output of at least this many bytes that does not start on a cache line (NumPy's
+#: large arrays start 16 bytes past a page) is read into an aligned buffer of zarrfast's,
+#: then copied: the kernels write whole cache lines of an aligned output with streaming
+#: stores.  A full read of a 128 MiB blosc array (64^3 chunks, 2 threads) took 37 ms into
+#: zarrfast's own buffer or a page-aligned one, 88-103 ms into an ``np.empty`` one
+ALIGNED_READ_BYTES = 2**22
+
+
 def _read_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
                out: np.ndarray) -> list[int]:
     """Read the rows of ``proj`` (chunks ``keys`` of ``store``) into ``out``; the rows
     whose chunk (shard) is not stored."""
+    inner = chain.inner if chain.kind == "sharded" else chain
+    if (out.nbytes >= ALIGNED_READ_BYTES and out.ctypes.data % 64
+            # (uncompressed chunks are read into place as they are: no gain)
+            and inner.bb
+            # (the rows cover ``out`` whole: every byte of it is copied back)
+            and int(np.prod(proj.local_count, axis=1).sum()) == out.size):
+        target = _buffers.empty(out.shape, out.dtype, where="", what="the read's output",
+                                aligned=True)
+        missing = _read_rows(store, chain, proj, keys, target)
+        np.copyto(out, target)
+        return missing
     full = out.reshape(tuple(proj.sel.count.tolist()))
     plan = Plan(store, store.capabilities, "", chain, proj.sel, out=full, size=full.size)
     if chain.kind == "sharded":
         ShardRowsRead(plan, _by_shard(chain, proj, keys)).run()
-        # (a missing shard reads as the fill value; its inner chunks' rows say nothing
-        # of whether the shard exists)
-        return [i for i, key in enumerate(keys) if not store.exists(key)]
+        # a missing shard reads as the fill value; whether it exists is asked only where
+        # zarr-python wants to know (3.4's results: one request per shard on object stores)
+        return ([i for i, key in enumerate(keys) if not store.exists(key)] if _GET_RESULTS
+                else [])
     reader = RowReader(proj, full, plan.caps)
     reader.missing = []
     choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
@@ -730,6 +767,27 @@ def _write_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
         return
     writer = RowWriter(proj, full, scalar, write_empty_chunks)
     choose_rows(WRITE_ROWS, plan, writer).run(plan, keys, writer)
+
+
+async def _in_thread(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in a thread of asyncio's, the event loop free meanwhile.  The engine's
+    work cannot be stopped halfway: a cancelled caller waits for it to end, then is told
+    it was cancelled, so that a cancelled write never lands after the caller's next one."""
+    future = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(future)
+            break
+        except asyncio.CancelledError:
+            if future.done():
+                if future.cancelled() or future.exception() is None:
+                    raise
+                raise future.exception() from None  # type: ignore[misc]
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
 
 
 async def _gather(items: Sequence[tuple[Any, Any]]) -> list[Any]:
