@@ -1093,6 +1093,20 @@ def test_zip_store(tmp_path: Path, debug_log: pytest.LogCaptureFixture) -> None:
     assert fallbacks(debug_log) == []
 
 
+@pytest.mark.parametrize("setting", [{"array.order": "F"}, {"async.concurrency": 1},
+                                     {"codec_pipeline.batch_size": 3},
+                                     {"array.write_empty_chunks": True}],
+                         ids=["order-F", "concurrency-1", "batch-size-3", "write-empty"])
+@pytest.mark.parametrize("kind", ["local", "obstore", "fsspec"])
+def test_zarr_settings(setting: dict[str, Any], kind: str, tmp_path: Path) -> None:
+    """zarr-python's configuration around both pipelines."""
+    with zarr.config.set(setting):
+        twin = Twin.on(kind, tmp_path, shape=(10, 7), chunks=(3, 4), dtype="int32",
+                       fill_value=0, compressors=ZstdCodec(level=1))
+        exercise(twin, "int32")
+        twin.check_stored(exact=False)
+
+
 # -- odd arrays ------------------------------------------------------------------------------
 
 
