@@ -519,6 +519,27 @@ def test_large_outputs(sharded: bool, tmp_path: Path,
     assert fallbacks(debug_log) == []
 
 
+def test_user_output_buffers(tmp_path: Path) -> None:
+    """``get_basic_selection(out=...)``: a large C-contiguous output, a strided view of a
+    larger array (only its elements written), a small one."""
+    nd = default_buffer_prototype().nd_buffer
+    twin = Twin.on("local", tmp_path, shape=(1030, 1100), chunks=(128, 128), dtype="float32",
+                   fill_value=1.5, compressors=ZstdCodec(level=1))
+    twin.set((slice(0, 900),), values((900, 1100), "float32"))
+    results = []
+    for arr, path in ((twin.ours, OURS), (twin.ref, DEFAULT)):
+        with use(path):
+            whole = np.full((1030, 1100), 9, dtype="float32")
+            arr.get_basic_selection(..., out=nd.from_numpy_array(whole))
+            outer = np.full((2060, 1100), 7, dtype="float32")
+            arr.get_basic_selection(..., out=nd.from_numpy_array(outer[::2]))
+            small = np.full((5, 1100), 9, dtype="float32")
+            arr.get_basic_selection((slice(10, 15),), out=nd.from_numpy_array(small))
+            results.append((whole, outer, small))
+    for got, want in zip(*results, strict=True):
+        assert_same(got, want)
+
+
 @pytest.mark.parametrize("codec", ["none", "zstd", "blosc", "gzip"])
 def test_many_chunks(codec: str, tmp_path: Path, debug_log: pytest.LogCaptureFixture
                      ) -> None:
