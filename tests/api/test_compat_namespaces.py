@@ -200,3 +200,62 @@ def test_array_spec_config_params():
     config: ArrayConfigParams = {"order": "F", "write_empty_chunks": True}
     a = zarrfast.create_array(zarrfast.MemoryStore(), shape=(2,), dtype="i1", config=config)
     assert a.order == "F"
+
+
+def test_wrapper_store_takes_zarr_python_subclasses():
+    """anndata's AccessTrackingStore: ``WrapperStore[Store]``, coroutine methods awaiting
+    ``self._store``; every read goes through its ``get``."""
+    from zarrfast.core._storage import WrapperStore
+
+    class Tracking(WrapperStore[abc_store.Store]):
+        def __init__(self, store):
+            super().__init__(store)
+            self.seen = []
+
+        async def get(self, key, prototype=None, byte_range=None):
+            self.seen.append(key)
+            if prototype is None:
+                prototype = default_buffer_prototype()
+            return await self._store.get(key, prototype, byte_range)
+
+        async def set(self, key, value):
+            self.seen.append(("set", key, value.to_bytes()))
+            await self._store.set(key, value)
+
+        async def exists(self, key):
+            return await self._store.exists(key)
+
+        async def list_prefix(self, prefix):
+            async for key in self._store.list_prefix(prefix):
+                yield key
+
+    inner = zarrfast.MemoryStore()
+    store = Tracking(inner)
+    assert isinstance(store, zarrfast.storage.WrapperStore)
+    a = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="i4")
+    a[:] = np.arange(4)
+    assert ("set", "c/1", inner.get("c/1")) in store.seen
+    store.seen.clear()
+    assert zarrfast.open_array(store, mode="r")[:].tolist() == [0, 1, 2, 3]
+    assert store.seen == ["zarr.json", "c/0", "c/1"]
+    assert store.exists("c/0") and not store.exists("c/9")
+    assert list(store.list_prefix("c")) == ["c/0", "c/1"]
+    assert store.get("c/0", abc_store.RangeByteRequest(0, 2)) == inner.get("c/0")[:2]
+    buf = store.get_sync("zarr.json")
+    assert isinstance(buf, Buffer) and buf.to_bytes() == inner.get("zarr.json")
+    assert store.get_sync("missing") is None
+    assert isinstance(store._store, AsyncStore) and store._store.store is inner
+    assert WrapperStore[abc_store.Store] is WrapperStore
+
+
+def test_wrapper_store_plain_subclass_unchanged():
+    from zarrfast.core._storage import WrapperStore
+
+    class Plain(WrapperStore):
+        def get(self, key, byte_range=None):
+            return self.store.get(key, byte_range)
+
+    store = Plain(zarrfast.MemoryStore())
+    store.set("k", b"v")
+    assert store.get("k") == b"v"
+    assert Plain.get_many is WrapperStore.get_many  # nothing adapted

@@ -33,9 +33,12 @@ ZARR_API_VERSION = "3.4.2"
 ZARR_SUBPACKAGES = ("abc", "api", "codecs", "core", "dtype", "errors", "experimental",
                     "storage", "testing")
 
-#: zarr-python modules found under another name in zarrfast (``zarr.storage._common``:
-#: pydantic-zarr imports ``make_store_path`` and ``StoreLike`` from it)
-_RENAMED = {"zarr.buffer": "zarrfast.core.buffer", "zarr.storage._common": "zarrfast.storage"}
+#: zarr-python modules found under another name in zarrfast: ``zarr.storage`` is zarrfast's
+#: stores with a ``WrapperStore`` that takes zarr-python-style subclasses
+#: (:mod:`zarrfast.core._storage`); pydantic-zarr imports ``make_store_path`` and
+#: ``StoreLike`` from ``zarr.storage._common``
+_RENAMED = {"zarr.buffer": "zarrfast.core.buffer", "zarr.storage": "zarrfast.core._storage",
+            "zarr.storage._common": "zarrfast.core._storage"}
 
 _lock = threading.RLock()
 
@@ -64,10 +67,11 @@ class _ZarrModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         import zarrfast
 
-        try:
-            return getattr(zarrfast, name)
-        except AttributeError:
-            pass
+        if f"zarr.{name}" not in _RENAMED:
+            try:
+                return getattr(zarrfast, name)
+            except AttributeError:
+                pass
         target = _target(f"zarr.{name}")
         if target is not None and not name.startswith("_"):
             try:
@@ -192,5 +196,7 @@ def _zarr_names(name: str) -> list[str]:
              and alias.rpartition(".")[0] in sys.modules]  # (its package aliased first)
     parts = name.split(".")
     if len(parts) >= 2 and parts[1] in ZARR_SUBPACKAGES:
-        names.append("zarr." + ".".join(parts[1:]))
+        alias = "zarr." + ".".join(parts[1:])
+        if alias not in _RENAMED:  # (zarr.storage is not zarrfast.storage)
+            names.append(alias)
     return names
