@@ -91,15 +91,18 @@ def install_as_zarr() -> None:
     follows, ``"3.4.2"``, which libraries read to choose features (dask takes a version
     below 3 for zarr-python 2); ``importlib.metadata.version("zarr")`` says the same.
     ``zarrfast.__version__`` stays zarrfast's own.  zarr-python's packages that zarrfast
-    provides import under their zarr names (``import zarr.storage`` gives
-    ``zarrfast.storage``; ``zarr.abc.store``, ``zarr.codecs.zstd``, ``zarr.core.buffer``,
+    provides import under their zarr names (``import zarr.codecs`` gives
+    ``zarrfast.codecs``; ``zarr.abc.store``, ``zarr.codecs.zstd``, ``zarr.core.buffer``,
     ``zarr.core.sync``, ``zarr.errors``...); a module zarrfast does not provide raises
-    ``ModuleNotFoundError``.  Calling it again does nothing.
+    ``ModuleNotFoundError``.  ``zarr.storage`` holds zarrfast's stores, with a
+    ``WrapperStore`` that also takes subclasses written for zarr-python's (generic,
+    coroutine methods, ``self._store``).  Calling it again does nothing.
 
     Limits: zarrfast is not zarr-python; where it differs (docs/migrating.md) the
     libraries see the difference.  Its stores are synchronous, so a store class written
-    against zarr-python's coroutine API (``async def get``) does not work with it, and
-    zarr-python's internals beyond the modules above are not there.  zarr-python need
+    against zarr-python's coroutine API (``async def get``) works only as a
+    ``zarr.storage.WrapperStore`` subclass, and zarr-python's internals beyond the
+    modules above are not there.  zarr-python need
     not be installed; if it is, it is not used.  It holds for this process: a new Python
     process (a spawned worker, a dask.distributed worker) imports zarr-python unless it
     calls ``install_as_zarr()`` too; a forked one inherits it.
