@@ -41,6 +41,7 @@ zarr-python is optional for zarrfast: this module needs it (``pip install
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -405,8 +406,8 @@ class CodecPipeline(_ZarrCodecPipeline):
         if arr.dtype != dtype:
             return f"{'output' if reading else 'value'} dtype {arr.dtype} is not the " \
                    f"chain's {dtype}"
-        if not arr.flags.c_contiguous and (reading or arr.ndim):
-            return f"{'output' if reading else 'value'} is not C-contiguous"
+        if reading and not arr.flags.c_contiguous:  # (a value is made contiguous)
+            return "output is not C-contiguous"
         ndim = len(chunk_shape)
         chunk_shape_arr = np.array(chunk_shape, dtype=np.int64)
         key = _spec_key(spec)
@@ -535,6 +536,16 @@ def _make_chain(codecs: list, spec: Any) -> Any:
         elif codec_chain.ab is not codec_chain.sharding or codec_chain.aa:
             raise _Unsupported("a sharding codec after other codecs")
         else:
+            # the inner chunks in the order zarr-python's codec writes them (not
+            # metadata: 3.4's subchunk_write_order, Morton before 3.4 as by default)
+            ours = codec_chain.sharding
+            order = next((getattr(c, "subchunk_write_order", "morton") for c in codecs
+                          if type(c).__name__ == "ShardingCodec"), "morton")
+            if order != ours.subchunk_write_order:
+                codec_chain = CodecChain(
+                    [dataclasses.replace(ours, subchunk_write_order=order) if c is ours
+                     else c for c in codec_chain.codecs],
+                    chunk_shape=codec_chain.chunk_shape, data_type=codec_chain.data_type)
             # the shards of the batch, each read as the one shard of this array
             chain = ShardedChain(metadata, codec_chain,
                                  index_cache=int(_config.get("shard_index_cache")))
@@ -758,8 +769,9 @@ def _write_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
     ``store``)."""
     if value.ndim == 0:
         full, scalar = None, value[()]
-    else:
-        full, scalar = value.reshape(tuple(proj.sel.count.tolist())), None
+    else:  # (a strided or Fortran-order value is copied: the kernels take C order)
+        full = np.ascontiguousarray(value).reshape(tuple(proj.sel.count.tolist()))
+        scalar = None
     plan = Plan(store, store.capabilities, "", chain, proj.sel, value=full, scalar=scalar,
                 write_empty_chunks=write_empty_chunks)
     if chain.kind == "sharded":

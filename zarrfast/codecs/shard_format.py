@@ -31,12 +31,43 @@ from zarrfast.codecs.compressors import Crc32cCodec
 from zarrfast.errors import ChecksumError, ChunkDecodeError, CodecError
 from zarrfast.metadata.dtype import DataType, parse_data_type
 
-__all__ = ["EMPTY", "ShardFormat"]
+__all__ = ["EMPTY", "ShardFormat", "write_rank"]
 
 #: the offset and size of an empty inner chunk
 EMPTY = 2**64 - 1
 _EMPTY = np.uint64(EMPTY)
 _UINT64: DataType = parse_data_type("uint64")
+
+
+def write_rank(cps: tuple[int, ...], order: str) -> np.ndarray | None:
+    """Where each inner chunk (by its index, C order over ``cps``) goes among the stored
+    inner chunks of a shard written in ``order`` (zarr-python 3.4's
+    ``subchunk_write_order``); ``None`` for index order (``"lexicographic"``, and
+    ``"unordered"``, which promises none).
+
+    ``"colexicographic"``: the first dimension varies fastest.  ``"morton"``: by the
+    compressed Morton code of the coordinates, zarr-python's (and neuroglancer's): the
+    bits of the coordinates interleaved, lowest first and the first dimension first at
+    each bit, a dimension left out once its coordinates have no more bits."""
+    if order in ("lexicographic", "unordered") or math.prod(cps) <= 1:
+        return None
+    coords = np.indices(cps, dtype=np.int64).reshape(len(cps), -1)
+    if order == "colexicographic":
+        key = np.ravel_multi_index(tuple(coords), cps, order="F")
+    elif order == "morton":
+        bits = [(c - 1).bit_length() for c in cps]
+        key = np.zeros(coords.shape[1], dtype=np.uint64)
+        out_bit = 0
+        for bit in range(max(bits)):
+            for d, nbits in enumerate(bits):
+                if bit < nbits:
+                    key |= ((coords[d] >> bit) & 1).astype(np.uint64) << np.uint64(out_bit)
+                    out_bit += 1
+    else:
+        raise CodecError(f"sharding_indexed: unknown subchunk_write_order {order!r}")
+    rank = np.empty(coords.shape[1], dtype=np.int64)
+    rank[np.argsort(key, kind="stable")] = np.arange(coords.shape[1], dtype=np.int64)
+    return rank
 
 
 class ShardFormat:
@@ -63,6 +94,10 @@ class ShardFormat:
             len(codecs) == 2 and isinstance(codecs[0], BytesCodec)
             and codecs[0].endian in ("little", None) and isinstance(codecs[1], Crc32cCodec))
         self._dense: dict[int, np.ndarray] = {}
+        #: the position of each inner chunk (by index) among a written shard's stored
+        #: inner chunks (the codec's ``subchunk_write_order``); ``None``: index order
+        self.rank = write_rank(self.cps, getattr(codec, "subchunk_write_order",
+                                                 "lexicographic"))
         #: kernels decode indexes of little-endian bytes, then crc32c or nothing: whether
         #: this one has the checksum (``None``: other index codecs)
         self.index_checksum: bool | None = (
@@ -73,13 +108,14 @@ class ShardFormat:
 
     def dense_index(self, chunk_nbytes: int) -> np.ndarray:
         """The encoded index (uint8) of a shard whose every inner chunk is stored, each
-        ``chunk_nbytes`` long, in index order from :attr:`data_start` on: the same for
-        every such shard of this layout, so encoded once."""
+        ``chunk_nbytes`` long, in write order (:attr:`rank`) from :attr:`data_start` on:
+        the same for every such shard of this layout, so encoded once."""
         raw = self._dense.get(chunk_nbytes)
         if raw is None:
             index = np.empty((self.n_inner, 2), dtype=np.uint64)
-            index[:, 0] = self.data_start + np.arange(self.n_inner, dtype=np.uint64) * np.uint64(
-                chunk_nbytes)
+            slots = (np.arange(self.n_inner, dtype=np.uint64) if self.rank is None
+                     else self.rank.astype(np.uint64))
+            index[:, 0] = self.data_start + slots * np.uint64(chunk_nbytes)
             index[:, 1] = chunk_nbytes
             raw = np.frombuffer(self.encode_index(index), dtype=np.uint8)
             self._dense[chunk_nbytes] = raw  # (a race encodes the same bytes twice)
@@ -192,7 +228,9 @@ class ShardFormat:
         index = np.full((self.n_inner, 2), _EMPTY, dtype=np.uint64)
         parts = []
         pos = self.data_start
-        for j, chunk in enumerate(encoded):
+        order = range(self.n_inner) if self.rank is None else np.argsort(self.rank).tolist()
+        for j in order:
+            chunk = encoded[j]
             if chunk is None:
                 continue
             n = len(memoryview(chunk).cast("B"))

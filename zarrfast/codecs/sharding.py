@@ -83,8 +83,6 @@ def _check_nesting(config: dict) -> None:
 SubchunkWriteOrder = Literal["morton", "unordered", "lexicographic", "colexicographic"]
 SUBCHUNK_WRITE_ORDER: tuple[str, ...] = ("morton", "unordered", "lexicographic",
                                          "colexicographic")
-#: the orders zarrfast writes: index order, which "unordered" allows too
-WRITTEN_ORDERS = ("lexicographic", "unordered")
 
 
 class ShardingCodecIndexLocation(metaclass=DeprecatedStrEnumMeta):
@@ -136,19 +134,18 @@ class ShardingCodec(ArrayBytesCodec):
     write_index_location : bool, default True
         Whether the metadata spells out ``index_location`` even when it is ``"end"``
         (tensorstore leaves the default out; reading such metadata keeps that).
-    subchunk_write_order : {"lexicographic", "unordered"}, default "lexicographic"
+    subchunk_write_order : str, default "lexicographic"
         zarr-python 3.4's order of the inner chunks' bytes in a shard (not part of the
-        metadata: readers find each chunk through the index).  zarrfast writes them in
-        index (lexicographic) order, which ``"unordered"`` allows too; zarr-python's
-        ``"morton"`` (its default) and ``"colexicographic"`` are not implemented.
+        metadata: readers find each chunk through the index): ``"lexicographic"``,
+        index (C) order; ``"morton"``, Z order (zarr-python's default, and what
+        zarr-python 3.1 to 3.3 write); ``"colexicographic"``, the first dimension
+        varying fastest; ``"unordered"``, any (zarrfast writes index order then).
 
     Raises
     ------
     MetadataValidationError
         ``chunk_shape`` is not a sequence of integers >= 1, ``index_location`` or
         ``subchunk_write_order`` is another value, or a codec list is not one.
-    NotImplementedError
-        ``subchunk_write_order`` is ``"morton"`` or ``"colexicographic"``.
 
     Examples
     --------
@@ -205,11 +202,6 @@ class ShardingCodec(ArrayBytesCodec):
             raise MetadataValidationError(
                 f"Unrecognized subchunk write order: {order}. Only {SUBCHUNK_WRITE_ORDER} "
                 f"are allowed.")
-        if order not in WRITTEN_ORDERS:
-            raise NotImplementedError(
-                f"sharding_indexed: subchunk_write_order={order!r} is not implemented: "
-                f"zarrfast writes the inner chunks of a shard in lexicographic (index) order; "
-                f"give 'lexicographic' or 'unordered' (every reader reads any order)")
         for what in ("codecs", "index_codecs"):
             value = getattr(self, what)
             if not (isinstance(value, tuple) and all(isinstance(c, Codec) for c in value)):

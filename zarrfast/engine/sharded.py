@@ -415,7 +415,7 @@ def assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWri
                         write_empty_chunks: bool, reuse: bool = False) -> np.ndarray | None:
     """The bytes of a shard inside the array whose every inner chunk is written whole and
     stored uncompressed, built in one buffer: the same bytes the general path assembles
-    (the inner chunks in index order, each after the last).  With ``reuse`` the buffer is
+    (the inner chunks in write order, each after the last).  With ``reuse`` the buffer is
     this thread's, valid until its next call (for a store that ``copies_values``).
     ``None`` when some inner chunk equals the fill value and must be left out (the
     general path then compacts the shard)."""
@@ -429,13 +429,14 @@ def assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWri
     else:
         buf = _buffers.empty(total, np.uint8, where="",
                              what=f"a shard of {layout.n_inner} inner chunks")
-    slots = base + lin.astype(np.int64) * nb  # (every inner chunk once: chunk j at slot j)
+    # (every inner chunk once: chunk j at slot j, or at its rank in the write order)
+    slots = base + (lin.astype(np.int64) if layout.rank is None else layout.rank[lin]) * nb
     _kernels.copy_regions(
         writer.value_flat, writer.src_offsets[rows], writer.value_strides,
         buf, slots + writer.dst_offsets[rows], writer.dst_strides,
         proj.local_count[rows], inner.itemsize, inner.swap_unit,
     )
-    # (the inner chunks fill [base, base + n * nb), in index order)
+    # (the inner chunks fill [base, base + n * nb), in write order)
     if not write_empty_chunks and inner.any_fill_run(buf, base, n):
         return None
     raw_index = layout.dense_index(nb)
@@ -450,7 +451,7 @@ def write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowW
                         rows: np.ndarray, lin: np.ndarray) -> bool:
     """Write a whole shard whose every inner chunk is stored uncompressed, none past the
     array's edge, straight from the written value (``store.set_regions``: the inner
-    chunks in index order, then the index, or the index first): the bytes
+    chunks in write order, then the index, or the index first): the bytes
     :func:`assemble_raw_shard` builds, without building them.  False, with nothing
     written, for a shard this cannot write: an edge shard, or one with an inner chunk
     equal to the fill value (unless empty chunks are written), which the general path
@@ -466,8 +467,9 @@ def write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowW
     assert stored_layout is not None and value_flat is not None  # (ShardWrite.direct)
     strides, shape = stored_layout
     inner = writer.chain
+    order = np.argsort(lin if layout.rank is None else layout.rank[lin])  # (write order)
     skipped = store.set_regions(
-        [key], value_flat, writer.src_offsets[rows[np.argsort(lin)]][None, :],
+        [key], value_flat, writer.src_offsets[rows[order]][None, :],
         strides, shape, inner.itemsize,
         fill=None if writer.write_empty_chunks else inner._fill_chunk_item_arr,
         extra=raw_index, extra_first=not layout.at_end)
