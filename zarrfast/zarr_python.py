@@ -320,7 +320,7 @@ class CodecPipeline(_ZarrCodecPipeline):
                                   if b is not None}, read_only=True)
         try:
             missing = await _in_thread(_read_rows, native, rows.chain, rows, keys,
-                                              out.as_ndarray_like())
+                                       out.as_ndarray_like())
         except ZarrfastError as e:
             # (a chunk zarrfast refuses, a store error: zarr-python's pipeline reads the
             # batch again and answers as zarr-python does, data or error)
@@ -372,7 +372,7 @@ class CodecPipeline(_ZarrCodecPipeline):
         write_empty = bool(getattr(batch[0][1].config, "write_empty_chunks", False))
         if native is not None:
             await _in_thread(_write_rows, native, rows.chain, rows, keys,
-                                    value.as_ndarray_like(), write_empty)
+                             value.as_ndarray_like(), write_empty)
             return
         # the store's own async API: the chunks partially written read first, the engine
         # writes into a dict, and what it holds afterwards is stored (or deleted)
@@ -381,7 +381,7 @@ class CodecPipeline(_ZarrCodecPipeline):
         scratch: dict[str, Any] = {keys[i]: b for i, b in zip(old, blobs, strict=True)
                                    if b is not None}
         await _in_thread(_write_rows, MemoryStore(scratch), rows.chain, rows, keys,
-                                value.as_ndarray_like(), write_empty)
+                         value.as_ndarray_like(), write_empty)
         prototype = batch[0][1].prototype
         await _scatter([(item[0], None if keys[i] not in scratch
                          else prototype.buffer.from_bytes(bytes(scratch[keys[i]])))
