@@ -45,7 +45,7 @@ def test_nshards_initialized(zarr_peer) -> None:
     theirs = zarr_peer.run("""
         import zarr, asyncio
         a = zarr.create_array({}, shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="u1")
-        out = [a._nshards_initialized]
+        out = [a._nshards, a._nshards_initialized]
         a[:4, :4] = 1
         a[6, 6] = 1
         out += [a._nshards_initialized, asyncio.run(a.async_array._nshards_initialized()),
@@ -53,12 +53,12 @@ def test_nshards_initialized(zarr_peer) -> None:
         emit(out)
     """)
     a = zarrfast.create_array({}, shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="u1")
-    ours = [a._nshards_initialized]
+    ours = [a._nshards, a._nshards_initialized]
     a[:4, :4] = 1
     a[6, 6] = 1
     ours += [a._nshards_initialized, asyncio.run(a.async_array._nshards_initialized()),
              a.nchunks_initialized]
-    assert ours == theirs == [0, 2, 2, 8]
+    assert ours == theirs == [4, 0, 2, 2, 8]
 
 
 def test_from_array_attributes_do_not_alias_the_source() -> None:
@@ -70,3 +70,35 @@ def test_from_array_attributes_do_not_alias_the_source() -> None:
     result.attrs["nested"]["x"].append(99)
     result.attrs["tags"].append("b")
     assert src.attrs["nested"] == {"x": [1]} and src.attrs["tags"] == ["a"]
+
+
+_NO_DTYPE = """
+def no_dtype(lib):
+    g = lib.group({})
+    calls = {"create_array": lambda: lib.create_array({}, shape=(3,)),
+             "Group.create_array": lambda: g.create_array("c", shape=(3,)),
+             "Group.require_array": lambda: g.require_array("r", shape=(3,)),
+             "Group.zeros": lambda: g.zeros(name="z", shape=(3,)),
+             "Group.ones": lambda: g.ones(name="o", shape=(3,)),
+             "Group.empty": lambda: g.empty(name="e", shape=(3,)),
+             "Group.full": lambda: g.full(name="f", shape=(3,), fill_value=2),
+             "zeros": lambda: lib.zeros((3,)), "create": lambda: lib.create((3,))}
+    out = {}
+    for name, call in calls.items():
+        try:
+            out[name] = str(call().dtype)
+        except ValueError as e:
+            out[name] = "dtype was not specified" in str(e)
+    return out
+"""
+
+
+def test_a_missing_dtype_as_zarr_python(zarr_peer) -> None:
+    """``create_array`` (and ``Group.create_array``/``require_array``) need data or a
+    dtype, as in zarr-python 3.4; ``zeros``, ``create`` and the groups' ``zeros``,
+    ``ones``, ``empty``, ``full`` default to float64."""
+    theirs = zarr_peer.run(_NO_DTYPE + "\nimport zarr\nemit(no_dtype(zarr))\n")
+    namespace: dict = {}
+    exec(_NO_DTYPE, namespace)
+    assert namespace["no_dtype"](zarrfast) == theirs
+    assert theirs["create_array"] is True and theirs["Group.zeros"] == "float64"

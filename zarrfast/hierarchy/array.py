@@ -1644,6 +1644,12 @@ class Array(Node):
         return self._count_stored_objects() * per_object
 
     @property
+    def _nshards(self) -> int:
+        """The number of stored objects the grid has room for: shards of a sharded array,
+        else chunks (zarr-python's ``Array._nshards``)."""
+        return math.prod(self._stored_grid)
+
+    @property
     def _nshards_initialized(self) -> int:
         """The number of stored objects: shards of a sharded array, else chunks
         (zarr-python's ``Array._nshards_initialized``; this lists the store)."""

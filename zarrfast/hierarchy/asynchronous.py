@@ -27,7 +27,13 @@ from zarrfast.concurrency import in_thread
 from zarrfast.errors import ZarrDeprecationWarning, ZarrfastError
 from zarrfast.hierarchy.array import Array, array_config_keywords, read_array_metadata
 from zarrfast.hierarchy.array_config import runtime_keywords
-from zarrfast.hierarchy.group import Group, check_member_keywords, like_kwargs, node_from_metadata
+from zarrfast.hierarchy.group import (
+    Group,
+    _float64_unless,
+    check_member_keywords,
+    like_kwargs,
+    node_from_metadata,
+)
 from zarrfast.hierarchy.keywords import check_keywords, keyword_names
 from zarrfast.hierarchy.legacy import create_legacy
 from zarrfast.hierarchy.node import AsyncNode, write_new_node
@@ -1687,7 +1693,7 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
             A keyword ``create_array`` does not take.
         """
         check_member_keywords("empty", kwargs)
-        return await self.create_array(name, shape=shape, **kwargs)
+        return await self.create_array(name, shape=shape, dtype=_float64_unless(kwargs), **kwargs)
 
     async def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> AsyncArray:
         """Create a member array of zeros (a coroutine).
@@ -1728,7 +1734,7 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
         array([0, 0, 0], dtype=int8)
         """
         check_member_keywords("zeros", kwargs)
-        return await self.create_array(name, shape=shape, fill_value=0, **kwargs)
+        return await self.create_array(name, shape=shape, dtype=_float64_unless(kwargs), fill_value=0, **kwargs)
 
     async def ones(self, *, name: str, shape: Any, **kwargs: Any) -> AsyncArray:
         """Create a member array of ones (a coroutine).
@@ -1759,7 +1765,7 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
             A keyword ``create_array`` does not take.
         """
         check_member_keywords("ones", kwargs)
-        return await self.create_array(name, shape=shape, fill_value=1, **kwargs)
+        return await self.create_array(name, shape=shape, dtype=_float64_unless(kwargs), fill_value=1, **kwargs)
 
     async def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any
                    ) -> AsyncArray:
@@ -1793,7 +1799,7 @@ class AsyncGroup(AsyncNode, kind="group", node_type=Group):
             A keyword ``create_array`` does not take.
         """
         check_member_keywords("full", kwargs)
-        return await self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
+        return await self.create_array(name, shape=shape, dtype=_float64_unless(kwargs), fill_value=fill_value, **kwargs)
 
     async def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> AsyncArray:
         """Create a member array like ``data``, without writing any chunk (a coroutine).

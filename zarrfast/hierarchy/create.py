@@ -618,6 +618,10 @@ def create_array_at(
         data_arr = None
     if shape is None:
         raise ZarrfastError(f"{node}: shape was not specified (give shape, or data)")
+    if dtype is None and data_exclusive:  # (create_array: data, or shape and dtype)
+        raise ZarrfastError(
+            f"{node}: The data parameter was set to None, but dtype was not specified. "
+            f"Either provide an array-like value for data, or specify dtype.")
     if dtype is None:
         dtype = np.float64
     if order not in (None, "C", "F"):

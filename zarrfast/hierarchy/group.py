@@ -61,6 +61,13 @@ def node_from_metadata(store: Store, path: str, md: AnyMetadata, read_only: bool
     return Group(store, path, md, read_only=read_only, consolidated=consolidated)
 
 
+def _float64_unless(kwargs: dict[str, Any]) -> Any:
+    """The ``dtype`` of ``empty``/``zeros``/``ones``/``full`` members: the one given (taken
+    out of ``kwargs``), else float64, as zarr-python's (``create_array`` wants one)."""
+    dtype = kwargs.pop("dtype", None)
+    return "float64" if dtype is None else dtype
+
+
 class Group(Node):
     """A Zarr group: a mapping of member names to arrays and groups.
 
@@ -1190,7 +1197,7 @@ class Group(Node):
         ((2, 2), dtype('int16'))
         """
         check_member_keywords("empty", kwargs)
-        return self.create_array(name, shape=shape, **kwargs)
+        return self.create_array(name, shape=shape, dtype=_float64_unless(kwargs), **kwargs)
 
     def zeros(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
         """Create a member array of zeros (its fill value is 0; no chunk is written).
@@ -1225,7 +1232,7 @@ class Group(Node):
         array([0, 0, 0], dtype=int8)
         """
         check_member_keywords("zeros", kwargs)
-        return self.create_array(name, shape=shape, fill_value=0, **kwargs)
+        return self.create_array(name, shape=shape, dtype=_float64_unless(kwargs), fill_value=0, **kwargs)
 
     def ones(self, *, name: str, shape: Any, **kwargs: Any) -> Array:
         """Create a member array of ones (its fill value is 1; no chunk is written).
@@ -1261,7 +1268,7 @@ class Group(Node):
                [1, 1]], dtype=int8)
         """
         check_member_keywords("ones", kwargs)
-        return self.create_array(name, shape=shape, fill_value=1, **kwargs)
+        return self.create_array(name, shape=shape, dtype=_float64_unless(kwargs), fill_value=1, **kwargs)
 
     def full(self, *, name: str, shape: Any, fill_value: Any, **kwargs: Any) -> Array:
         """Create a member array whose elements are ``fill_value`` (no chunk is written).
@@ -1298,7 +1305,7 @@ class Group(Node):
         array([7, 7, 7], dtype=uint8)
         """
         check_member_keywords("full", kwargs)
-        return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
+        return self.create_array(name, shape=shape, dtype=_float64_unless(kwargs), fill_value=fill_value, **kwargs)
 
     def empty_like(self, *, name: str, data: Any, **kwargs: Any) -> Array:
         """Create a member array like ``data``, without writing any chunk.
