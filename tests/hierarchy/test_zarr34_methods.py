@@ -413,3 +413,29 @@ def test_nmembers_and_zarr_python_attributes_as_zarr_python(zarr_peer, tmp_path)
     assert ours[0] == theirs[0] and ours[2:] == theirs[2:]
     assert ours[1] == "Float64(endianness='little')"
     assert asyncio.run(g.async_group.nmembers(max_depth=None)) == theirs[0][2]
+
+
+def test_open_group_use_consolidated_false_drops_it(zarr_peer, tmp_path) -> None:
+    """``open_group(use_consolidated=False)``: the group as if it had no consolidated
+    metadata (zarr-python 3.4 drops what it read), its members listed from the store."""
+    root = tmp_path / "c.zarr"
+    g = zarrfast.open_group(root, mode="w")
+    g.create_group("g0")
+    with pytest.warns(UserWarning):
+        zarrfast.consolidate_metadata(root)
+    g.create_group("later")  # (not in the consolidated metadata)
+    script = """
+        import zarr
+        out = []
+        for flag in (False, None, True):
+            g = zarr.open_group(ARGS, mode="r", use_consolidated=flag)
+            out.append([g.metadata.consolidated_metadata is None, sorted(g.keys())])
+        emit(out)
+    """
+    theirs = zarr_peer.run(script, str(root))
+    ours = []
+    for flag in (False, None, True):
+        opened = zarrfast.open_group(root, mode="r", use_consolidated=flag)
+        ours.append([opened.metadata.consolidated_metadata is None, sorted(opened.keys())])
+    assert ours == theirs
+    assert theirs[0] == [True, ["g0", "later"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -700,6 +701,10 @@ def open_group(
             return group
     try:
         md = read_typed_metadata(s, p, "group", zarr_format)
+        if use_consolidated is False and getattr(md, "consolidated_metadata", None) is not None:
+            # opted out: the group as if it had none (as zarr-python drops it on reading)
+            md = dataclasses.replace(md, consolidated_metadata=None, extra={
+                k: v for k, v in md.extra.items() if k != "consolidated_metadata"})
     except GroupNotFoundError:
         if mode != "a":
             raise
