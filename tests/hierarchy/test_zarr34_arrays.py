@@ -102,3 +102,37 @@ def test_a_missing_dtype_as_zarr_python(zarr_peer) -> None:
     exec(_NO_DTYPE, namespace)
     assert namespace["no_dtype"](zarrfast) == theirs
     assert theirs["create_array"] is True and theirs["Group.zeros"] == "float64"
+
+
+_FROM_ARRAY = """
+import json, warnings
+import numpy as np
+
+
+def copies(lib):
+    out = []
+    for src_format, new_format in ((2, None), (2, 2), (3, None), (3, 3), (2, 3), (3, 2)):
+        kw = ({"dimension_separator": "/"} if src_format == 2
+              else {"chunk_key_encoding": ("default", ".")})
+        src = lib.create((6, 6), chunks=(2, 3), store={}, zarr_format=src_format, **kw)
+        src[:] = np.arange(36).reshape(6, 6)
+        result = lib.from_array({}, data=src, zarr_format=new_format)
+        doc = result.metadata.to_dict()
+        out.append([doc.get("chunk_key_encoding"), doc.get("dimension_separator"),
+                    result.metadata == src.metadata, result[:].tolist() == src[:].tolist()])
+    f = lib.create((4, 4), chunks=(2, 2), store={}, zarr_format=2, order="F")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = lib.from_array({}, data=f, zarr_format=3)
+    out.append([type(w.message).__name__ for w in caught if "order" in str(w.message)])
+    out.append(lib.from_array({}, data=f).order)
+    return out
+"""
+
+
+def test_from_array_keeps_chunk_key_encoding_and_order_as_zarr_python(zarr_peer) -> None:
+    theirs = zarr_peer.run(_FROM_ARRAY + "\nimport zarr\nemit(copies(zarr))\n")
+    namespace: dict = {}
+    exec(_FROM_ARRAY, namespace)
+    assert namespace["copies"](zarrfast) == theirs
+    assert theirs[-2:] == [["ZarrUserWarning"], "F"]

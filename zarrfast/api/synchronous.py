@@ -1805,7 +1805,19 @@ def from_array(store: StoreLike, *, data: Any, write_data: bool = True, name: st
         dimension_names = src.dimension_names if dimension_names is None else dimension_names
         # (a deep copy: the new array's attributes must not alias the source's containers)
         attributes = copy.deepcopy(dict(src.attrs)) if attributes is None else attributes
-        zarr_format = zarr_format or src.zarr_format
+        if chunk_key_encoding is None and same_format:  # (as zarr-python keeps it)
+            chunk_key_encoding = (src.metadata.chunk_key_encoding if src.zarr_format == 3
+                                  else {"name": "v2",
+                                        "separator": src.metadata.dimension_separator})
+        target_format = zarr_format or src.zarr_format
+        if src.zarr_format == 2 and target_format == 3 and src.order == "F":
+            warnings.warn(  # (zarr-python 3.4's words)
+                "The 'order' attribute of a Zarr format 2 array does not have a direct "
+                "analogue in Zarr format 3. The existing order='F' of the source Zarr format "
+                "2 array will be ignored.", ZarrUserWarning, stacklevel=3)
+        elif order is None and target_format == 2:
+            order = src.order
+        zarr_format = target_format
         shape, dtype = src.shape, src.dtype
     else:
         arr = np.asarray(data)
