@@ -439,3 +439,38 @@ def test_open_group_use_consolidated_false_drops_it(zarr_peer, tmp_path) -> None
         ours.append([opened.metadata.consolidated_metadata is None, sorted(opened.keys())])
     assert ours == theirs
     assert theirs[0] == [True, ["g0", "later"]]
+
+
+_REQUIRE = """
+import asyncio
+
+
+def required(lib):
+    out = []
+    for exists in (True, False):
+        for cfg in (None, {"read_missing_chunks": False},
+                    {"order": "F", "write_empty_chunks": True}, {"read_missing_chunks": "yes"}):
+            for api in ("sync", "async"):
+                g = lib.group({})
+                if exists:
+                    g.create_array("a", shape=(4,), dtype="uint8")
+                try:
+                    if api == "sync":
+                        a = g.require_array("a", shape=(4,), dtype="uint8", config=cfg)
+                    else:
+                        a = asyncio.run(g._async_group.require_array(
+                            "a", shape=(4,), dtype="uint8", config=cfg))
+                    out.append(repr(a.config))
+                except ValueError:
+                    out.append("ValueError")
+    return out
+"""
+
+
+def test_require_array_applies_config_as_zarr_python(zarr_peer) -> None:
+    """``require_array(config=...)`` gives the array, existing or new, with that config
+    (keys left out: the global configuration's), and refuses a bad one either way."""
+    theirs = zarr_peer.run(_REQUIRE + "\nimport zarr\nemit(required(zarr))\n")
+    namespace: dict = {}
+    exec(_REQUIRE, namespace)
+    assert namespace["required"](zarrfast) == theirs

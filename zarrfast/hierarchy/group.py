@@ -22,6 +22,7 @@ from zarrfast.errors import (
     add_context,
 )
 from zarrfast.hierarchy.array import Array
+from zarrfast.hierarchy.array_config import parse_array_config
 from zarrfast.hierarchy.attributes import Attributes
 from zarrfast.hierarchy.consolidated import ConsolidatedView
 from zarrfast.hierarchy.create import create_array_at
@@ -1063,14 +1064,20 @@ class Group(Node):
         zarrfast.errors.IncompatibleNodeError: Incompatible shape ((3,) vs (4,)): ...
         """
         check_member_keywords("require_array", kwargs)  # (also when the array exists)
+        config = kwargs.get("config")
+        # an existing array is returned with ``config`` too (keys left out: the global
+        # configuration's), as zarr-python 3.4 does; a bad one is refused either way
+        checked = None if config is None else parse_array_config(config)
         if name in self:
-            return self._required_array(name, shape, dtype, exact)
+            found = self._required_array(name, shape, dtype, exact)
+            return found if checked is None else found.with_config(checked)
         try:
             return self.create_array(name, shape=shape, dtype=dtype, **kwargs)
         except (ContainsArrayError, ContainsGroupError):  # created meanwhile
             if name not in self:
                 raise
-            return self._required_array(name, shape, dtype, exact)
+            found = self._required_array(name, shape, dtype, exact)
+            return found if checked is None else found.with_config(checked)
 
     def _required_array(self, name: str, shape: Any, dtype: Any, exact: bool = False
                         ) -> Array:
