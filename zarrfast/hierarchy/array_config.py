@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zarrfast import config as zconfig
+from zarrfast import errors as _errors
 from zarrfast.errors import ZarrfastError
 
 __all__ = ["FIELDS", "ArrayConfig", "ChunkNotFoundError", "PickleCodecDisabledError",
@@ -41,21 +42,31 @@ FIELDS = _FIELDS = ("order", "write_empty_chunks", "read_missing_chunks",
 RUNTIME_FIELDS = _FIELDS[2:]
 
 
-class ChunkNotFoundError(ZarrfastError):
-    """A read touched a chunk that is not stored while ``read_missing_chunks`` is False
-    (zarr-python 3.4's ``zarr.errors.ChunkNotFoundError``)."""
+# The errors zarr-python 3.4 raises for these settings.  zarrfast.errors is where they
+# belong (``zarr.errors.ChunkNotFoundError`` after ``import zarrfast as zarr``); until it
+# holds them they are defined here, and then they are its classes.
+if hasattr(_errors, "ChunkNotFoundError"):
+    ChunkNotFoundError = _errors.ChunkNotFoundError
+else:
+    class ChunkNotFoundError(ZarrfastError):  # type: ignore[no-redef]
+        """A read touched a chunk that is not stored while ``read_missing_chunks`` is False
+        (zarr-python 3.4's ``zarr.errors.ChunkNotFoundError``)."""
 
+if hasattr(_errors, "PickleCodecDisabledError"):
+    PickleCodecDisabledError = _errors.PickleCodecDisabledError
+else:
+    class PickleCodecDisabledError(ZarrfastError):  # type: ignore[no-redef]
+        """A read would decode chunks with the ``pickle`` codec while the configuration's
+        ``array.allow_unsafe_pickle_decode`` is not True (zarr-python 3.4's
+        ``zarr.errors.PickleCodecDisabledError``)."""
 
-class PickleCodecDisabledError(ZarrfastError):
-    """A read would decode chunks with the ``pickle`` codec while the configuration's
-    ``array.allow_unsafe_pickle_decode`` is not True (zarr-python 3.4's
-    ``zarr.errors.PickleCodecDisabledError``)."""
-
-
-class RectilinearChunksDisabledError(ZarrfastError):
-    """An array of a rectilinear chunk grid is written or read while the configuration's
-    ``array.rectilinear_chunks`` is False (zarr-python 3.4's
-    ``RectilinearChunksDisabledError``)."""
+if hasattr(_errors, "RectilinearChunksDisabledError"):
+    RectilinearChunksDisabledError = _errors.RectilinearChunksDisabledError
+else:
+    class RectilinearChunksDisabledError(ZarrfastError):  # type: ignore[no-redef]
+        """An array of a rectilinear chunk grid is written or read while the
+        configuration's ``array.rectilinear_chunks`` is False (zarr-python 3.4's
+        ``RectilinearChunksDisabledError``)."""
 
 
 def check_rectilinear_allowed(metadata: Any, node: str, *, reading: bool) -> None:
