@@ -314,3 +314,28 @@ def test_resize_to_another_rank_is_refused_in_zarr_pythons_words() -> None:
     with pytest.raises(ZarrfastError, match="The new shape must have the same number of "
                                             r"dimensions as the array\. Got 1 dimension"):
         a.resize((20,))
+
+
+def test_unknown_array_config_keys_as_zarr_python(zarr_peer) -> None:
+    theirs = zarr_peer.run("""
+        import zarr
+        out = []
+        for call in (lambda: zarr.create_array({}, shape=(2,), dtype="i1", config={"nope": 1}),
+                     lambda: zarr.group({}).require_array("a", shape=(2,), dtype="i1",
+                                                          config={"nope": 1})):
+            try:
+                call()
+            except TypeError as e:
+                out.append(str(e))
+        emit(out)
+    """)
+    ours = []
+    for call in (lambda: zarrfast.create_array({}, shape=(2,), dtype="i1", config={"nope": 1}),
+                 lambda: zarrfast.group({}).require_array("a", shape=(2,), dtype="i1",
+                                                          config={"nope": 1})):
+        with pytest.raises(TypeError) as info:
+            call()
+        ours.append(str(info.value))
+    assert len(theirs) == 2
+    for mine, zp in zip(ours, theirs, strict=True):
+        assert mine.endswith(zp)  # (zarrfast names the array first, where it makes one)

@@ -236,8 +236,9 @@ def test_array_open_config(tree: zarrfast.Group) -> None:
     wec = zarrfast.Array.open(sp, config={"write_empty_chunks": True})
     assert wec.write_empty_chunks is True and wec.order == "C"
     assert zarrfast.Array.open(sp, config=f.config).config == f.config  # an ArrayConfig
-    with pytest.raises(ZarrfastError, match="unknown array config keys"):
+    with pytest.raises(ZarrfastError, match=r"Unknown array config keys: \['bogus'\]") as info:
         zarrfast.Array.open(sp, config={"bogus": 1})
+    assert isinstance(info.value, TypeError)  # (as zarr-python 3.4's)
     with pytest.raises(ZarrfastError, match="order"):
         zarrfast.Array.open(sp, config={"order": "Z"})
 

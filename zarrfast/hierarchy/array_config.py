@@ -31,7 +31,7 @@ from zarrfast import config as zconfig
 from zarrfast import errors as _errors
 from zarrfast.errors import ZarrfastError
 
-__all__ = ["FIELDS", "ArrayConfig", "ChunkNotFoundError", "PickleCodecDisabledError",
+__all__ = ["FIELDS", "ArrayConfig", "UnknownArrayConfigKeyError", "check_keys", "ChunkNotFoundError", "PickleCodecDisabledError",
            "RectilinearChunksDisabledError",
            "check_rectilinear_allowed", "parse_array_config", "runtime_keywords"]
 
@@ -85,6 +85,21 @@ def check_rectilinear_allowed(metadata: Any, node: str, *, reading: bool) -> Non
         f"zarrfast.config.set({{'array.rectilinear_chunks': True}}) or the environment "
         f"variable ZARR_ARRAY__RECTILINEAR_CHUNKS=True"
         + (". Nothing was read." if reading else ". Nothing was written."))
+
+
+class UnknownArrayConfigKeyError(ZarrfastError, TypeError):
+    """An array config with a key that is not one of ``ArrayConfig``'s (a ``TypeError``
+    too, as zarr-python 3.4 raises)."""
+
+
+def check_keys(value: Any, node: str = "") -> None:
+    """Refuse the keys of the mapping ``value`` that are not ``ArrayConfig`` fields, in
+    zarr-python 3.4's words (``node``, if given, names the array first)."""
+    unknown = sorted(set(value) - set(_FIELDS))
+    if unknown:
+        raise UnknownArrayConfigKeyError(
+            f"{node + ': ' if node else ''}Unknown array config keys: {unknown}. "
+            f"Valid keys are {list(_FIELDS)}.")
 
 
 def _bool(name: str, value: Any) -> bool:
@@ -144,9 +159,7 @@ def parse_array_config(value: Any, base: ArrayConfig | None = None) -> ArrayConf
             raise ZarrfastError(f"array config must be an ArrayConfig or a dict with keys "
                                 f"{list(_FIELDS)}, got {value!r}")
         value = to_dict()
-    unknown = sorted(set(value) - set(_FIELDS))
-    if unknown:
-        raise ZarrfastError(f"unknown array config keys {unknown}; the keys are {list(_FIELDS)}")
+    check_keys(value)
     out = {}
     for key in _FIELDS:
         if key in value and value[key] is not None:

@@ -36,8 +36,7 @@ from zarrfast.errors import (
     ZarrUserWarning,
 )
 from zarrfast.hierarchy.array import Array
-from zarrfast.hierarchy.array_config import FIELDS as ARRAY_CONFIG_FIELDS
-from zarrfast.hierarchy.array_config import parse_array_config, runtime_keywords
+from zarrfast.hierarchy.array_config import check_keys, parse_array_config, runtime_keywords
 from zarrfast.hierarchy.node import node_key, write_new_node
 from zarrfast.metadata.chunk_grid import (
     ChunkKeyEncoding,
@@ -630,9 +629,7 @@ def create_array_at(
             getattr(config, "to_dict", None)):  # an ArrayConfig (zarrfast's or zarr-python's)
         config = config.to_dict()
     config = dict(config or {})
-    unknown = set(config) - set(ARRAY_CONFIG_FIELDS)
-    if unknown:
-        raise ZarrfastError(f"{node}: unknown array config keys {sorted(unknown)}")
+    check_keys(config, node)
     parse_array_config(config)  # (the values checked before anything is written)
     order = order or config.get("order") or zconfig.get("array.order")
     if order not in ("C", "F"):
