@@ -475,3 +475,26 @@ def test_require_array_applies_config_as_zarr_python(zarr_peer) -> None:
     namespace: dict = {}
     exec(_REQUIRE, namespace)
     assert namespace["required"](zarrfast) == theirs
+
+
+def test_member_array_of_another_format_is_refused_as_zarr_python(zarr_peer) -> None:
+    theirs = zarr_peer.run("""
+        import zarr
+        out = []
+        for fmt in (2, 3):
+            g = zarr.group({}, zarr_format=fmt)
+            try:
+                g.zeros(name="a", shape=(4,), zarr_format=5 - fmt)
+                out.append(None)
+            except ValueError as e:
+                out.append(str(e))
+            out.append(g.zeros(name="b", shape=(2,), zarr_format=fmt).metadata.zarr_format)
+        emit(out)
+    """)
+    ours = []
+    for fmt in (2, 3):
+        g = zarrfast.group({}, zarr_format=fmt)
+        with pytest.raises(ValueError) as info:
+            g.zeros(name="a", shape=(4,), zarr_format=5 - fmt)
+        ours += [str(info.value), g.zeros(name="b", shape=(2,), zarr_format=fmt).metadata.zarr_format]
+    assert ours == theirs

@@ -16,6 +16,7 @@ from zarrfast.errors import (
     IncompatibleNodeError,
     InvalidNodeNameError,
     MemberNotFoundError,
+    MetadataValidationError,
     NodeNotFoundError,
     ZarrDeprecationWarning,
     ZarrfastError,
@@ -900,7 +901,11 @@ class Group(Node):
                             f"group {self.name!r}: its store is open already, they would "
                             f"be unused")
         self._check_writable()
-        kwargs.setdefault("zarr_format", self.zarr_format)
+        if kwargs.get("zarr_format") not in (None, self.zarr_format):  # (zarr-python's words)
+            raise MetadataValidationError(
+                f"Cannot create a zarr_format={kwargs['zarr_format']} array in a "
+                f"zarr_format={self.zarr_format} group.")
+        kwargs["zarr_format"] = self.zarr_format
         kwargs.setdefault("data_exclusive", True)  # as zarr-python: data, or shape and dtype
         arr = create_array_at(self._store, self._child_path(name), shape=shape, dtype=dtype,
                                data=data, overwrite=overwrite, **kwargs)
