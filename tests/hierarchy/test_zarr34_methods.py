@@ -498,3 +498,41 @@ def test_member_array_of_another_format_is_refused_as_zarr_python(zarr_peer) -> 
             g.zeros(name="a", shape=(4,), zarr_format=5 - fmt)
         ours += [str(info.value), g.zeros(name="b", shape=(2,), zarr_format=fmt).metadata.zarr_format]
     assert ours == theirs
+
+
+_DELETE = """
+import warnings
+
+
+def deleting(lib, store):
+    warnings.simplefilter("ignore")
+    root = lib.create_group(store)
+    root.create_group("sub").create_array("b", shape=(4,), chunks=(2,), dtype="i4")
+    root.create_array("c", shape=(2,), dtype="i1")
+    lib.consolidate_metadata(store)
+    group = lib.open_group(store, mode="r+", use_consolidated=True)
+    sub = group["sub"]
+    del sub["b"]
+    out = ["b" in sub, "b" in group["sub"], "sub/b" in group]
+    del group["c"]
+    out.append("c" in group)
+    again = lib.open_group(store, mode="r", use_consolidated=True)
+    out.append(sorted(again.metadata.consolidated_metadata.flattened_metadata))
+    out.append(sorted(k for k, _ in again.members(max_depth=None)))
+    return out
+"""
+
+
+def test_deleting_through_consolidated_metadata_as_zarr_python(zarr_peer, tmp_path) -> None:
+    """A member deleted through a group read from consolidated metadata is gone for every
+    handle sharing it (the parent's too), and the consolidated metadata stored with the
+    group that deletes no longer lists it (a reopened hierarchy does not list deleted
+    nodes)."""
+    theirs = zarr_peer.run(_DELETE + """
+import zarr
+emit(deleting(zarr, zarr.storage.LocalStore(ARGS)))
+""", str(tmp_path / "theirs"))
+    namespace: dict = {}
+    exec(_DELETE, namespace)
+    ours = namespace["deleting"](zarrfast, zarrfast.storage.LocalStore(tmp_path / "ours"))
+    assert ours == theirs == [False, False, False, False, ["sub"], ["sub"]]

@@ -102,6 +102,15 @@ class ConsolidatedView:
         """The view of the member group at ``rel`` (relative to this one)."""
         return ConsolidatedView(self, rel + "/")
 
+    def forget(self, rel: str) -> None:
+        """Drop the member at ``rel`` (relative to this view) and the nodes below it, for
+        every view sharing these members (a parent's, a subgroup's): it was deleted."""
+        key = self._prefix + rel
+        metadata = self._members.metadata
+        for name in [k for k in metadata if k == key or k.startswith(key + "/")]:
+            del metadata[name]
+        self._members.children = None  # (made again on next use)
+
 
 
 def _redump(value: Any, key: str, entry: str) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -61,6 +62,22 @@ def node_from_metadata(store: Store, path: str, md: AnyMetadata, read_only: bool
     if md.node_type == "array":
         return Array(store, path, md, read_only=read_only)
     return Group(store, path, md, read_only=read_only, consolidated=consolidated)
+
+
+def _pruned(cm: Any, view: Any, prefix: str = "") -> Any:
+    """Zarr v3 consolidated metadata ``cm`` (each group's entry holding the nodes below
+    it) with only the nodes the consolidated ``view`` still has (paths below ``prefix``)."""
+    kept = {}
+    for name, entry in cm.metadata.items():
+        rel = prefix + name
+        if rel not in view:
+            continue
+        inner = getattr(entry, "consolidated_metadata", None)
+        if inner is not None:
+            entry = dataclasses.replace(entry, consolidated_metadata=_pruned(
+                inner, view, rel + "/"))
+        kept[name] = entry
+    return dataclasses.replace(cm, metadata=kept)
 
 
 def _float64_unless(kwargs: dict[str, Any]) -> Any:
@@ -705,6 +722,17 @@ class Group(Node):
         # (a concurrent writer kept writing below it: ConcurrentWriteError naming it)
         delete_node_metadata(self._store, path)
         self._store.delete_dir(path)
+        if self._consolidated is not None:  # (the views sharing it see the deletion too)
+            self._consolidated.forget(self._relative(path))
+            cm = getattr(self._metadata, "consolidated_metadata", None)
+            if cm is not None:
+                # the consolidated metadata this group's document holds lists what the
+                # views still have (this deletion, and those made through other handles
+                # sharing them), as zarr-python 3.4 stores it on deletion
+                md = dataclasses.replace(self._metadata,
+                                         consolidated_metadata=_pruned(cm, self._consolidated))
+                write_metadata(self._store, self._path, md)
+                self._metadata = md
         self._consolidated = None
 
     # -- creation -------------------------------------------------------------------------
