@@ -29,9 +29,10 @@ from zarrfast.concurrency import in_thread
 from zarrfast.hierarchy.asynchronous import AsyncArray, AsyncGroup, async_view
 from zarrfast.hierarchy.node import AsyncNode
 
+# (the functions, as zarr-python's: the classes AsyncArray and AsyncGroup are importable
+# from here but are zarrfast's top-level names; zarr-python's tests pair this list with
+# zarrfast.api.synchronous's)
 __all__ = [
-    "AsyncArray",
-    "AsyncGroup",
     "array",
     "consolidate_metadata",
     "create",
