@@ -101,6 +101,7 @@ ZARRFAST_MODULES = {
     "xarray": "integrations", "dask": "integrations", "convert": "integrations",
     "geozarr": "integrations", "bench": "integrations", "testing": "integrations",
     "zarr_python": "integrations", "core": "integrations", "experimental": "integrations",
+    "abc": "integrations",
     "api": "api", "dtype": "api",
     "hierarchy": "hierarchy", "engine": "engine", "storage": "storage", "codecs": "codecs",
     "metadata": "metadata", "kernels": "kernels", "_ext": "kernels",
