@@ -5,6 +5,7 @@ copied attributes that do not alias the source's."""
 from __future__ import annotations
 
 import asyncio
+import textwrap
 
 import numpy as np
 import pytest
@@ -136,3 +137,25 @@ def test_from_array_keeps_chunk_key_encoding_and_order_as_zarr_python(zarr_peer)
     exec(_FROM_ARRAY, namespace)
     assert namespace["copies"](zarrfast) == theirs
     assert theirs[-2:] == [["ZarrUserWarning"], "F"]
+
+
+def test_indexing_with_an_array_as_the_index(zarr_peer) -> None:
+    """An index or mask stored as an array selects as the NumPy array it holds, as in
+    zarr-python (GH2133): ``a[ix]``, ``a.oindex[ix]``, ``a.vindex[ix]`` and writes."""
+    script = """
+        import numpy as np
+        store = lib.storage.MemoryStore()
+        za = lib.array(np.arange(10), chunks=2, store=store, path="a")
+        zix = lib.array([False, True] * 5, chunks=2, store=store, dtype="bool", path="ix")
+        zii = lib.array([0, 2, 4, 5], chunks=2, store=store, dtype="i4", path="ii")
+        out = [za[zix].tolist(), za.oindex[zix].tolist(), za.vindex[zix].tolist(),
+               za[zii].tolist(), za.oindex[zii].tolist()]
+        za[zii] = 0
+        out.append(za[:].tolist())
+        RESULT = out
+    """
+    theirs = zarr_peer.run("import zarr as lib\n" + textwrap.dedent(script)
+                           + "emit(RESULT)\n")
+    namespace: dict = {"lib": zarrfast}
+    exec(textwrap.dedent(script), namespace)
+    assert namespace["RESULT"] == theirs

@@ -734,6 +734,7 @@ class Array(Node):
     def __getitem__(self, selection: Any) -> Any:
         if _is_plain(selection):  # (ints and slices: no fields, basic; decided quickly)
             return self._get_basic(selection, None, None)
+        selection = _read_index_arrays(selection)
         selection, fields = self._split_fields(selection)
         kind = self._kind_of(selection)
         if kind == "mask":
@@ -909,6 +910,7 @@ class Array(Node):
                [ 0,  3]], dtype=int16)
         """
         out = _out_array(out)
+        selection = _read_index_arrays(selection)
         from zarrfast.engine.fancy import get_orthogonal, normalize_orthogonal
 
         osel = normalize_orthogonal(selection, self.shape)
@@ -1003,6 +1005,7 @@ class Array(Node):
         array([3, 8, 5], dtype=int16)
         """
         out = _out_array(out)
+        selection = _read_index_arrays(selection)
         from zarrfast.engine.fancy import get_points, normalize_coordinate
 
         coords, shape = normalize_coordinate(selection, self.shape)
@@ -1336,6 +1339,7 @@ class Array(Node):
     # -- writing -------------------------------------------------------------------------
     @_names_memory_errors("writing")
     def __setitem__(self, selection: Any, value: Any) -> None:
+        selection = _read_index_arrays(selection)
         selection, fields = self._split_fields(selection)
         kind = self._kind_of(selection)
         if kind == "mask":
@@ -1830,10 +1834,20 @@ class _Indexer:
         self._set = set_
 
     def __getitem__(self, selection: Any) -> Any:
-        return self._get(selection)
+        return self._get(_read_index_arrays(selection))
 
     def __setitem__(self, selection: Any, value: Any) -> None:
-        self._set(selection, value)
+        self._set(_read_index_arrays(selection), value)
+
+
+def _read_index_arrays(selection: Any) -> Any:
+    """A selection with the arrays in it (an index or mask stored as an ``Array``) read,
+    as zarr-python takes them."""
+    if isinstance(selection, Array):
+        return selection[...]
+    if type(selection) is tuple and any(isinstance(s, Array) for s in selection):
+        return tuple(s[...] if isinstance(s, Array) else s for s in selection)
+    return selection
 
 
 def _is_plain(selection: Any) -> bool:
