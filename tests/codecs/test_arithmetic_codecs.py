@@ -119,7 +119,7 @@ def test_cast_value_without_its_package_says_how_to_install_it(subprocess_cwd) -
 
 
 @pytest.mark.parametrize(("codec", "message"), [
-    ({"name": "scale_offset", "configuration": {"scale": 0}}, "scale must not be 0"),
+    ({"name": "scale_offset", "configuration": {"scale": 0}}, "scale must be non-zero"),
     ({"name": "scale_offset", "configuration": {"offset": "x"}}, "offset"),
     ({"name": "scale_offset", "configuration": {"shift": 1}}, "shift"),
     ({"name": "cast_value", "configuration": {}}, "data_type"),

@@ -72,3 +72,17 @@ def test_arrays_with_them_read_back_in_zarr_python(zarr_peer, tmp_path) -> None:
     """, str(tmp_path / "a.zarr"))
     assert theirs == [[10.0, 10.5, 11.25, 12.0], [f.to_dict() for f in a.filters]]
     np.testing.assert_array_equal(zarrfast.open_array(tmp_path / "a.zarr")[:], a[:])
+
+
+def test_refusals_in_zarr_pythons_words() -> None:
+    """The phrases zarr-python 3.4's tests match, within zarrfast's messages."""
+    from zarrfast.codecs import BytesCodec
+    from zarrfast.errors import MetadataValidationError
+
+    with pytest.raises(MetadataValidationError, match=r"endian must be one of \['little', "
+                                                      r"'big'\]\. Got 'north'"):
+        BytesCodec(endian="north")
+    with pytest.raises(ValueError, match="scale must be non-zero"):
+        zarrfast.create_array({}, shape=(2,), dtype="f8", filters=[ScaleOffset(scale=0)])
+    with pytest.raises(ValueError, match="at least one array must be provided"):
+        zarrfast.save_group({})

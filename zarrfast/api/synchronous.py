@@ -2015,7 +2015,7 @@ def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
                             f"array ({type(value).__name__}): keyword arguments are the "
                             f"arrays to save, each a numpy or other NDArrayLike array")
     if not args and not kwargs:
-        raise ZarrfastError("save_group: at least one array is required")
+        raise ZarrfastError("save_group: at least one array must be provided")
     s, p = _resolve(store, path, storage_options=storage_options)
     g = open_group(s, mode="w", path=p, zarr_format=zarr_format)
     for i, a in enumerate(args):

@@ -142,7 +142,7 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         except ValueError as e:
             raise MetadataValidationError(str(e)) from None
         if scale == 0:
-            raise MetadataValidationError("scale_offset codec: scale must not be 0")
+            raise MetadataValidationError("scale_offset codec: scale must be non-zero.")
 
     def encode(self, chunk: np.ndarray) -> np.ndarray:
         """Give ``(chunk - offset) * scale`` in the chunk's data type.

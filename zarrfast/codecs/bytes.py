@@ -92,7 +92,7 @@ class BytesCodec(ArrayBytesCodec):
                                                              "BytesCodec"))
         if self.endian not in ("little", "big", None):
             raise MetadataValidationError(
-                f"bytes codec: endian must be 'little' or 'big', got {self.endian!r}"
+                f"bytes codec: endian must be one of ['little', 'big']. Got {self.endian!r}."
             )
 
     @classmethod
