@@ -168,3 +168,16 @@ def test_group_function(store: zarrfast.Store) -> None:
     assert list(g2.keys()) == ["k"] and dict(g2.attrs) == {"a": 1}
     g3 = zarrfast.group(store, overwrite=True)
     assert list(g3.keys()) == []
+
+
+@pytest.mark.parametrize("mode", ["w", "w-", "a"])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_open_makes_a_group_of_the_format_asked(mode: str, zarr_format: int,
+                                                store: zarrfast.Store) -> None:
+    # (a group made by open where nothing is: of the format asked, as zarr-python makes it;
+    # open(mode="w", zarr_format=2) once made a Zarr v3 group)
+    g = zarrfast.open(store, mode=mode, zarr_format=zarr_format)
+    assert g.metadata.zarr_format == zarr_format
+    assert sorted(store.list()) == ([".zattrs", ".zgroup"] if zarr_format == 2
+                                    else ["zarr.json"])
+    assert zarrfast.open_group(store, mode="r").metadata.zarr_format == zarr_format

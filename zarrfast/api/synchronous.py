@@ -926,7 +926,8 @@ def open(  # noqa: A001 - zarr-python's name
         if "shape" in kwargs or "data" in kwargs:
             _check_open_array_keywords("open", kwargs)
             return _create_opened(s, p, mode == "w", zarr_format, kwargs)
-        return open_group(s, mode=mode, path=p, **_group_kwargs(s, p, kwargs))
+        return open_group(s, mode=mode, path=p, zarr_format=zarr_format,
+                          **_group_kwargs(s, p, kwargs))
     try:
         md = read_node_metadata(s, p, zarr_format, zarr_json=root_doc if p == "" else ...)
     except NodeNotFoundError:
@@ -943,7 +944,8 @@ def open(  # noqa: A001 - zarr-python's name
                 md = _created_meanwhile(conflict, lambda: read_node_metadata(
                     s, p, zarr_format))
         else:
-            return open_group(s, mode="a", path=p, **_group_kwargs(s, p, kwargs))
+            return open_group(s, mode="a", path=p, zarr_format=zarr_format,
+                              **_group_kwargs(s, p, kwargs))
     if kwargs and md.node_type == "array":  # (config, order... apply to the array opened)
         return open_array(s, path=p, mode=mode, zarr_format=md.zarr_format, **kwargs)
     if kwargs:  # a group: array keywords are refused (as open_group refuses them)
