@@ -244,7 +244,8 @@ class FsspecStore(Store):
         ----------
         url : str
             The URL of the store's root (``"s3://bucket/data.zarr"``,
-            ``"memory://data.zarr"``).
+            ``"memory://data.zarr"``); a path without ``://`` is a local one, as fsspec
+            (and zarr-python's ``FsspecStore.from_url``) take it.
         storage_options : Mapping[str, Any] or None, default None
             Options of the file system (credentials, ``endpoint_url``, ``anon``...).
         read_only : bool, default False
@@ -263,7 +264,7 @@ class FsspecStore(Store):
         Raises
         ------
         zarrfast.errors.ZarrfastError
-            If ``url`` has no ``://``, or fsspec refuses the ``storage_options``.
+            If ``url`` is not a string, or fsspec refuses the ``storage_options``.
         zarrfast.storage.MissingDependencyError
             If fsspec, or the package the URL's protocol needs (s3fs, gcsfs...), is not
             installed.
@@ -282,11 +283,13 @@ class FsspecStore(Store):
         >>> store.clear()
         """
         fsspec = _import_fsspec()
-        if not isinstance(url, str) or "://" not in url:
-            raise ZarrfastError(f"FsspecStore.from_url needs a URL with '://', got {url!r}")
+        if not isinstance(url, str):
+            raise ZarrfastError(f"FsspecStore.from_url needs a URL (a str), got {url!r}")
         user_options = dict(storage_options or {})
-        # chained URLs ("simplecache::s3://...") take per-layer options: left alone
-        protocol = "" if "::" in url else url.split("://", 1)[0]
+        # chained URLs ("simplecache::s3://...") take per-layer options: left alone; a
+        # path without a protocol is fsspec's local file system
+        protocol = ("" if "::" in url else url.split("://", 1)[0] if "://" in url
+                    else "file")
         options, take_over = _effective_options(protocol, user_options, max_concurrency)
         try:
             fs, path = _url_to_fs(fsspec, url, options, take_over)
