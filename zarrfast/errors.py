@@ -14,6 +14,9 @@ it adds that with [zarrfast.errors.add_context][] and re-raises the same object.
 from __future__ import annotations
 
 __all__ = [
+    "ChunkNotFoundError",
+    "PickleCodecDisabledError",
+    "RectilinearChunksDisabledError",
     "UnstableSpecificationWarning",
     "ZarrDeprecationWarning",
     "ZarrFutureWarning",
@@ -289,6 +292,27 @@ def add_context(error: BaseException, context: str, message: str | None = None) 
         error.args = args  # its __str__ does not show its argument
     if context not in getattr(error, "__notes__", ()):
         error.add_note(context)
+
+
+# -- zarr-python 3.4's settings: array.read_missing_chunks, allow_unsafe_pickle_decode,
+# rectilinear_chunks ----------------------------------------------------------------
+
+
+class ChunkNotFoundError(ZarrfastError):
+    """A read touched a chunk that is not stored while ``read_missing_chunks`` is False
+    (zarr-python 3.4's ``zarr.errors.ChunkNotFoundError``)."""
+
+
+class PickleCodecDisabledError(ZarrfastError):
+    """A read would decode chunks with the ``pickle`` codec while the configuration's
+    ``array.allow_unsafe_pickle_decode`` is not True (zarr-python 3.4's
+    ``zarr.errors.PickleCodecDisabledError``)."""
+
+
+class RectilinearChunksDisabledError(ZarrfastError):
+    """An array of a rectilinear chunk grid is written or read while the configuration's
+    ``array.rectilinear_chunks`` is False (zarr-python 3.4's
+    ``RectilinearChunksDisabledError``)."""
 
 
 # -- warnings, under zarr-python's names (``pytest.warns(zarr.errors.ZarrUserWarning)``) ---

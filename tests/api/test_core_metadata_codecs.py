@@ -82,7 +82,7 @@ def codecs_of(zarr_peer):
 @pytest.mark.parametrize("case", [
     pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=(
         "zarr-python 3.4's ShardingCodec writes subchunk_write_order='morton' (the layout "
-        "of the inner chunks in a shard); zarrfast writes 'lexicographic' (index) order, "
+        "of the inner chunks in a shard); zarrfast's default is 'lexicographic' (index) order, "
         "and says so (docs/migrating.md)"))) if case == "sharded" else case
     for case in sorted(DOCUMENTS)])
 def test_from_dict_gives_zarr_pythons_codec_objects(case, written):

@@ -91,7 +91,7 @@ def _both(source):
 @pytest.mark.parametrize("case", [
     pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=(
         "zarr-python 3.4's ShardingCodec writes subchunk_write_order='morton' (the layout "
-        "of the inner chunks in a shard); zarrfast writes 'lexicographic' (index) order, "
+        "of the inner chunks in a shard); zarrfast's default is 'lexicographic' (index) order, "
         "and says so (docs/migrating.md)"))) if case == "sharded" else case
     for case in sorted(ARRAYS)])
 def test_array_metadata_prints_as_zarr_python(case, zarr_python_prints):

@@ -14,7 +14,7 @@ gives the same array with others::
     b = a.with_config({"write_empty_chunks": True})
 
 ``read_missing_chunks=False`` makes a read that touches a chunk (of a sharded array: a
-shard) not in the store raise [zarrfast.hierarchy.array_config.ChunkNotFoundError][],
+shard) not in the store raise [zarrfast.errors.ChunkNotFoundError][],
 naming the chunks' keys, as zarr-python 3.4 does.  The two sharding settings are kept and
 reported, as zarr-python's; zarrfast's reads of shards coalesce by its own
 ``shard_coalesce_gap`` setting (they change how many requests a read makes, never what it
@@ -28,11 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from zarrfast import config as zconfig
-from zarrfast import errors as _errors
-from zarrfast.errors import ZarrfastError
+from zarrfast.errors import (
+    ChunkNotFoundError,
+    PickleCodecDisabledError,
+    RectilinearChunksDisabledError,
+    ZarrfastError,
+)
 
-__all__ = ["FIELDS", "ArrayConfig", "UnknownArrayConfigKeyError", "check_keys", "ChunkNotFoundError", "PickleCodecDisabledError",
-           "RectilinearChunksDisabledError",
+__all__ = ["FIELDS", "ArrayConfig", "ChunkNotFoundError", "PickleCodecDisabledError",
+           "RectilinearChunksDisabledError", "UnknownArrayConfigKeyError", "check_keys",
            "check_rectilinear_allowed", "parse_array_config", "runtime_keywords"]
 
 #: the fields of an ArrayConfig, in its order
@@ -40,33 +44,6 @@ FIELDS = _FIELDS = ("order", "write_empty_chunks", "read_missing_chunks",
            "sharding_coalesce_max_gap_bytes", "sharding_coalesce_max_bytes")
 #: the fields :class:`Array` takes as keywords besides ``order`` and ``write_empty_chunks``
 RUNTIME_FIELDS = _FIELDS[2:]
-
-
-# The errors zarr-python 3.4 raises for these settings.  zarrfast.errors is where they
-# belong (``zarr.errors.ChunkNotFoundError`` after ``import zarrfast as zarr``); until it
-# holds them they are defined here, and then they are its classes.
-if hasattr(_errors, "ChunkNotFoundError"):
-    ChunkNotFoundError = _errors.ChunkNotFoundError
-else:
-    class ChunkNotFoundError(ZarrfastError):  # type: ignore[no-redef]
-        """A read touched a chunk that is not stored while ``read_missing_chunks`` is False
-        (zarr-python 3.4's ``zarr.errors.ChunkNotFoundError``)."""
-
-if hasattr(_errors, "PickleCodecDisabledError"):
-    PickleCodecDisabledError = _errors.PickleCodecDisabledError
-else:
-    class PickleCodecDisabledError(ZarrfastError):  # type: ignore[no-redef]
-        """A read would decode chunks with the ``pickle`` codec while the configuration's
-        ``array.allow_unsafe_pickle_decode`` is not True (zarr-python 3.4's
-        ``zarr.errors.PickleCodecDisabledError``)."""
-
-if hasattr(_errors, "RectilinearChunksDisabledError"):
-    RectilinearChunksDisabledError = _errors.RectilinearChunksDisabledError
-else:
-    class RectilinearChunksDisabledError(ZarrfastError):  # type: ignore[no-redef]
-        """An array of a rectilinear chunk grid is written or read while the
-        configuration's ``array.rectilinear_chunks`` is False (zarr-python 3.4's
-        ``RectilinearChunksDisabledError``)."""
 
 
 def check_rectilinear_allowed(metadata: Any, node: str, *, reading: bool) -> None:
