@@ -323,3 +323,21 @@ def test_draft_nodes_print_like_the_others() -> None:
                        f"dtype=uint8 (zarrita, read-only)>")
     assert "Read-only          : True" in a.info
     assert "│       └── u1_blosc (13,) uint8" in repr(g.tree(plain=True))
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_info_records_answer_zarr_pythons_field_name(zarr_format, zarr_peer) -> None:
+    """zarr-python's info records keep their fields behind an underscore, and libraries read
+    them there (ome-zarr: ``group.info._zarr_format``)."""
+    g = zarrfast.open_group({}, mode="w", zarr_format=zarr_format)
+    a = g.create_array("a", shape=(2,), dtype="int8")
+    ours = [g.info._zarr_format, g.info_complete()._zarr_format, a.info._zarr_format,
+            a.info_complete()._zarr_format]
+    theirs = zarr_peer.run("""
+        import zarr
+        g = zarr.open_group({}, mode="w", zarr_format=ARGS)
+        a = g.create_array("a", shape=(2,), dtype="int8")
+        emit([g.info._zarr_format, g.info_complete()._zarr_format, a.info._zarr_format,
+              a.info_complete()._zarr_format])
+    """, zarr_format)
+    assert ours == theirs == [zarr_format] * 4

@@ -221,6 +221,12 @@ class ArrayInfo:
     def __contains__(self, text: str) -> bool:  # ``"Shape" in a.info``, as for the text
         return text in repr(self)
 
+    @property
+    def _zarr_format(self) -> int:
+        # (zarr-python's name: its records keep their fields behind an underscore, and
+        # libraries read it, ome-zarr's ``info._zarr_format``)
+        return self.zarr_format
+
 
 @dataclass(frozen=True)
 class GroupInfo:
@@ -248,6 +254,11 @@ class GroupInfo:
 
     def __repr__(self) -> str:
         return "\n".join(f"{k:<11} : {v}" for k, v in self.rows())
+
+    @property
+    def _zarr_format(self) -> int:
+        # (zarr-python's name, as for ArrayInfo: ome-zarr reads ``group.info._zarr_format``)
+        return self.zarr_format
 
     __str__ = __repr__
 
