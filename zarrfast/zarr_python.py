@@ -15,24 +15,28 @@ class through the ``zarr.codec_pipeline`` entry point zarrfast installs.
 What it does with a batch of chunks zarr-python hands it (one read or write of an
 array): the chunks' places in the output (or the value) become one table, as zarrfast's
 own arrays project a selection, and zarrfast's engine reads or writes the table's rows:
-chunk files of a ``LocalStore`` read and decoded by one kernel call per batch without
-the GIL, the values of a ``MemoryStore`` taken from its dict, whole chunks compressed
-many at a time, partial chunks merged with what is stored.  Other stores (obstore,
-fsspec, icechunk, zip...) are read and written through their own async API, in the
-event loop zarr-python runs the pipeline in, and the bytes decoded and placed by the
-same kernels.
+chunk files of a ``LocalStore`` read and decoded up to 512 per kernel call without the
+GIL, the values of a ``MemoryStore`` taken from its dict, an ``ObjectStore``'s through
+zarrfast's store of the same obstore store, whole chunks compressed many at a time,
+partial chunks merged with what is stored, shards read and written by the sharded engine
+(whole shards of local files by one kernel call each, partial shard writes under the
+shard's lock).  Other stores (fsspec, icechunk, zip...) are read and written through
+their own async API, in the event loop zarr-python runs the pipeline in, and the bytes
+decoded and placed by the same kernels.
 
 Whatever it cannot do goes to zarr-python's own pipeline (``BatchedCodecPipeline``) for
 that call, never to wrong data, and a DEBUG message on the ``zarrfast.zarr_python``
-logger says why: a codec or data type zarrfast has no codec for, a non-native byte order
+logger says why: a codec or data type zarrfast has no chain for, a non-native byte order
 (Zarr v2's ``>i4``: zarr-python keeps it in memory), a selection other than integers and
 slices, an output that is not a C-contiguous NumPy array, variable-length chunks
-(strings), and sharded arrays, whose shards zarr-python's sharding codec reads, with
-this pipeline decoding their inner chunks.  ``decode``, ``encode``,
+(strings), parts of shards of a store read through its async API; and a chunk or value
+the engine refuses, or a store error (the call is made again by zarr-python's
+pipeline, which answers as zarr-python does).  ``decode``, ``encode``,
 ``compute_encoded_size`` and ``validate`` are zarr-python's.
 
-zarr-python 3.1 to 3.4 are supported (the interface changed little among them: 3.4's
-``read`` returns one ``GetResult`` per chunk, 3.1's nothing).
+zarr-python 3.1 to 3.4 go through the engine (the interface changed little among them:
+3.4's ``read`` returns one ``GetResult`` per chunk, 3.1's nothing); with 3.0, whose chunk
+specifications hold NumPy data types, every call goes to zarr-python's pipeline.
 
 zarr-python is optional for zarrfast: this module needs it (``pip install
 "zarrfast[zarr]"``).
