@@ -33,10 +33,11 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 import textwrap
 from pathlib import Path
+
+from _zarr_sdist import check_version, source_of  # (a module beside this tool)
 
 #: what differs from run to run in any implementation: a memory store's id and an object's
 #: address (``memory://140...``, ``<... object at 0x7f...>``)
@@ -116,32 +117,6 @@ def run_session(blocks: list[str], mode: str, timeout: float) -> list[dict]:
         except json.JSONDecodeError:
             tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
             return [{"out": "", "error": f"interpreter died: {tail[0]}"}] * len(blocks)
-
-
-def source_of(path: Path, unpack_to: str) -> Path:
-    """zarr-python's source folder: ``path``, or the ``.tar.gz`` at ``path`` unpacked."""
-    if path.is_dir():
-        return path
-    with tarfile.open(path) as archive:
-        archive.extractall(unpack_to, filter="data")
-    tops = [p for p in Path(unpack_to).iterdir() if p.is_dir()]
-    if len(tops) != 1:
-        raise SystemExit(f"{path}: expected one folder in the archive, found {len(tops)}")
-    return tops[0]
-
-
-def check_version(source: Path) -> None:
-    """Warn when the source is not of the zarr-python version installed."""
-    info = source / "PKG-INFO"
-    if not info.exists():
-        return
-    version = re.search(r"^Version: (\S+)", info.read_text(encoding="utf-8"), re.M)
-    proc = subprocess.run([sys.executable, "-c", "import zarr; print(zarr.__version__)"],
-                          capture_output=True, text=True, check=False)
-    installed = proc.stdout.strip() or "(not importable)"
-    if version and version[1] != installed:
-        print(f"warning: the source is zarr-python {version[1]}, the installed zarr is "
-              f"{installed}", file=sys.stderr)
 
 
 def main() -> int:

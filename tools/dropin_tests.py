@@ -51,14 +51,14 @@ import inspect
 import json
 import os
 import pkgutil
-import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 import textwrap
 import types
 from pathlib import Path
+
+from _zarr_sdist import check_version, source_of  # (a module beside this tool)
 
 #: zarr-python's public modules and zarrfast's counterparts (``zarr.abc.store`` is the
 #: public base class of stores, zarrfast's is in ``zarrfast.storage``)
@@ -372,32 +372,6 @@ def run(mode: str, checkout: Path, files: list[str], workdir: Path, timeout: flo
         raise SystemExit(f"{mode}: pytest wrote no results; the end of {log}:\n"
                          + "\n".join(tail))
     return json.loads(out.read_text())
-
-
-def source_of(path: Path, unpack_to: str) -> Path:
-    """zarr-python's source folder: ``path``, or the ``.tar.gz`` at ``path`` unpacked."""
-    if path.is_dir():
-        return path
-    with tarfile.open(path) as archive:
-        archive.extractall(unpack_to, filter="data")
-    tops = [p for p in Path(unpack_to).iterdir() if p.is_dir()]
-    if len(tops) != 1:
-        raise SystemExit(f"{path}: expected one folder in the archive, found {len(tops)}")
-    return tops[0]
-
-
-def check_version(source: Path) -> None:
-    """Warn when the source is not of the zarr-python version installed."""
-    info = source / "PKG-INFO"
-    if not info.exists():
-        return
-    version = re.search(r"^Version: (\S+)", info.read_text(encoding="utf-8"), re.M)
-    proc = subprocess.run([sys.executable, "-c", "import zarr; print(zarr.__version__)"],
-                          capture_output=True, text=True, check=False)
-    installed = proc.stdout.strip() or "(not importable)"
-    if version and version[1] != installed:
-        print(f"warning: the source is zarr-python {version[1]}, the installed zarr is "
-              f"{installed}", file=sys.stderr)
 
 
 def main() -> int:

@@ -32,11 +32,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
+
+from _zarr_sdist import check_version, source_of  # (a module beside this tool)
 
 PIPELINE = "zarrfast.zarr_python.CodecPipeline"
 DEFAULT_FILES = ["test_array.py", "test_group.py", "test_indexing.py", "test_api.py",
@@ -45,12 +46,7 @@ DEFAULT_FILES = ["test_array.py", "test_group.py", "test_indexing.py", "test_api
 
 def unpack(source: Path, into: Path) -> Path:
     """The unpacked source distribution's root (``tests/`` and ``pyproject.toml``)."""
-    if source.is_dir():
-        root = source
-    else:
-        with tarfile.open(source) as tar:
-            tar.extractall(into, filter="data")
-        root = next(p for p in into.iterdir() if p.is_dir())
+    root = source_of(source, str(into))
     if not (root / "tests").is_dir() or not (root / "pyproject.toml").is_file():
         raise SystemExit(f"{source}: no tests/ and pyproject.toml in it")
     return root
@@ -113,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         root = unpack(args.source.resolve(), work)
+        check_version(root, args.python)
         out = args.keep.resolve() if args.keep else work
         out.mkdir(parents=True, exist_ok=True)
         version = subprocess.run(
