@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from tests._helpers.zarr_peer import get_zarr_peer
+from _helpers.zarr_peer import get_zarr_peer
 
 import zarrfast
 from zarrfast.abc import codec as abc_codec

@@ -16,10 +16,11 @@ is zarrfast's own in-memory read cache.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from zarrfast.errors import ZarrfastError
@@ -44,6 +45,12 @@ class _State:
         self.hits = 0
         self.misses = 0
         self.evictions = 0
+        #: key -> a count bumped when a write or delete of it starts and when it ends, and
+        #: the writes in progress: a read fills the cache only with what it read while no
+        #: write of the key started, ran or ended (else a value read before a write could
+        #: be stored in the cache after the write's)
+        self.version: dict[str, int] = {}
+        self.writing: dict[str, int] = {}
 
 
 class StoreBackedCache(WrapperStore):
@@ -165,6 +172,54 @@ class StoreBackedCache(WrapperStore):
             self._cache.delete_many(evicted)
         return value
 
+    def _read_version(self, key: str) -> int | None:
+        """The version of ``key`` a read starts from; ``None`` while a write of it runs
+        (what the read finds then is not cached)."""
+        with self._state.lock:
+            return None if self._state.writing.get(key) else self._state.version.get(key, 0)
+
+    def _fill(self, key: str, value: bytes | None, version: int | None) -> None:
+        """Cache what a read found in the source, unless a write of ``key`` started since
+        the read did (``version``): the value in the cache is then dropped, and the next
+        read takes the source's."""
+        if version is None:
+            return
+        self._store_whole(key, value)
+        with self._state.lock:
+            if self._state.version.get(key, 0) == version:
+                return
+            self._untrack(key)
+        self._cache.delete(key)
+
+    @contextlib.contextmanager
+    def _writing(self, keys: list[str]) -> Iterator[None]:
+        """Mark a write or delete of ``keys`` while it runs; a key another writer wrote
+        meanwhile is dropped from the cache at the end (either's value may be there)."""
+        st = self._state
+        with st.lock:
+            start = []
+            for k in keys:
+                start.append(st.version.get(k, 0) + 1)
+                st.version[k] = start[-1]
+                st.writing[k] = st.writing.get(k, 0) + 1
+        try:
+            yield
+        finally:
+            raced = []
+            with st.lock:
+                for k, v in zip(keys, start, strict=True):
+                    if st.version.get(k) != v:
+                        raced.append(k)
+                        self._untrack(k)
+                    st.version[k] = st.version.get(k, 0) + 1
+                    n = st.writing.get(k, 0) - 1
+                    if n > 0:
+                        st.writing[k] = n
+                    else:
+                        st.writing.pop(k, None)
+            if raced:
+                self._cache.delete_many(raced)
+
     def _store_whole(self, key: str, value: bytes | None) -> None:
         if value is None or not self._fits(len(value)):
             with self._state.lock:
@@ -187,8 +242,9 @@ class StoreBackedCache(WrapperStore):
                 return value
             with self._state.lock:
                 self._state.misses += 1
+            version = self._read_version(key)
             value = self.store.get(key)
-            self._store_whole(key, value)
+            self._fill(key, value, version)
             return value
         entry = (key, byte_range)
         with self._state.lock:
@@ -216,8 +272,9 @@ class StoreBackedCache(WrapperStore):
         value = self._hit_whole(key)
         if value is not None and len(value) <= limit:
             return value
+        version = self._read_version(key)
         value = self.store.get_limited(key, limit)
-        self._store_whole(key, value)
+        self._fill(key, value, version)
         return value
 
     def get_many(self, keys: Sequence[str],
@@ -236,34 +293,37 @@ class StoreBackedCache(WrapperStore):
         if todo:
             with self._state.lock:
                 self._state.misses += len(todo)
+            versions = [self._read_version(keys[i]) for i in todo]
             values = self.store.get_many([keys[i] for i in todo])  # one batch for the misses
-            for i, value in zip(todo, values, strict=True):
+            for i, value, version in zip(todo, values, versions, strict=True):
                 out[i] = value
-                self._store_whole(keys[i], value)
+                self._fill(keys[i], value, version)
         return out
 
     # -- writes and deletes: the source first, then the cache ---------------------------
     def set(self, key: str, value: bytes | bytearray | memoryview) -> None:
         validate_key(key)
-        self.store.set(key, value)
-        with self._state.lock:
-            self._forget_ranges(key)
-        if self.cache_set_data:
-            self._store_whole(key, bytes(value))
-        else:
-            self._drop_whole([key])
+        with self._writing([key]):
+            self.store.set(key, value)
+            with self._state.lock:
+                self._forget_ranges(key)
+            if self.cache_set_data:
+                self._store_whole(key, bytes(value))
+            else:
+                self._drop_whole([key])
 
     def set_many(self, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
         pairs = list(items.items() if isinstance(items, Mapping) else items)
-        self.store.set_many(pairs)
-        with self._state.lock:
-            for k, _ in pairs:
-                self._forget_ranges(k)
-        if self.cache_set_data:
-            for k, v in pairs:
-                self._store_whole(k, bytes(v))
-        else:
-            self._drop_whole([k for k, _ in pairs])
+        with self._writing([k for k, _ in pairs]):
+            self.store.set_many(pairs)
+            with self._state.lock:
+                for k, _ in pairs:
+                    self._forget_ranges(k)
+            if self.cache_set_data:
+                for k, v in pairs:
+                    self._store_whole(k, bytes(v))
+            else:
+                self._drop_whole([k for k, _ in pairs])
 
     def _forget(self, key: str) -> None:
         self._drop_whole([key])
@@ -277,13 +337,15 @@ class StoreBackedCache(WrapperStore):
 
     def delete(self, key: str) -> None:
         validate_key(key)
-        self.store.delete(key)
-        self._drop_whole([key])
+        with self._writing([key]):
+            self.store.delete(key)
+            self._drop_whole([key])
 
     def delete_many(self, keys: Iterable[str]) -> None:
         keys = list(keys)
-        self.store.delete_many(keys)
-        self._drop_whole(keys)
+        with self._writing(keys):
+            self.store.delete_many(keys)
+            self._drop_whole(keys)
 
     def delete_dir(self, prefix: str) -> None:
         self.store.delete_dir(prefix)
