@@ -9,7 +9,6 @@ import os
 
 import numpy as np
 import pytest
-from _helpers.zarr_peer import get_zarr_peer
 
 import zarrfast
 from zarrfast.abc import codec as abc_codec
@@ -18,6 +17,8 @@ from zarrfast.codecs.zstd import ZstdCodec
 from zarrfast.core.buffer import Buffer, BufferPrototype, NDBuffer, default_buffer_prototype
 from zarrfast.core.sync import SyncError, collect_aiterator, sync
 from zarrfast.storage import AsyncStore
+
+from _helpers.zarr_peer import get_zarr_peer
 
 MODULES = ("abc.store", "abc.codec", "codecs.zstd", "core.buffer", "core.sync", "core.sync_group",
            "core.array_spec", "core.metadata")
