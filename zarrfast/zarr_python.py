@@ -388,7 +388,7 @@ class CodecPipeline(_ZarrCodecPipeline):
                          value.as_ndarray_like(), write_empty)
         prototype = batch[0][1].prototype
         await _scatter([(item[0], None if keys[i] not in scratch
-                         else prototype.buffer.from_bytes(bytes(scratch[keys[i]])))
+                         else prototype.buffer.from_bytes(scratch[keys[i]]))
                         for i, item in enumerate(batch)])
 
     # -- the batch as a projection -----------------------------------------------------
