@@ -20,7 +20,7 @@ from zarrfast.engine import strategies
 from zarrfast.engine.chunked import PreparedChain
 from zarrfast.engine.objects import ObjectChain
 from zarrfast.engine.rectilinear import RectilinearChain
-from zarrfast.engine.selection import normalize_basic
+from zarrfast.engine.selection import is_basic_selection, normalize_basic
 from zarrfast.engine.sharded import RectilinearShardedChain, ShardedChain
 from zarrfast.engine.stored import ENUMERATE_LIMIT, delete_outside, list_stored, stored_coords
 from zarrfast.engine.values import as_stored, text_elements
@@ -1232,6 +1232,117 @@ class Array(Node):
         from zarrfast.engine.fancy import block_region
 
         self.set_basic_selection(block_region(self._fancy_target(), selection), value, fields=fields)
+
+    @_names_memory_errors("reading")
+    def get_many(self, selections: Any, *, kind: str = "basic", out: Any = None
+                 ) -> list[Any]:
+        """Read many selections in one call: one result per selection.
+
+        The selections are planned as one read: a chunk several of them touch is read
+        and decoded once, each shard is visited once (its index read once, the byte
+        ranges of its inner chunks fetched together across selections), and the
+        decoding of all of them is spread over the thread pool.  A batch of a data
+        loader's samples, or the same window of many time steps, reads much faster so
+        than one selection after another, most of all from remote stores.
+
+        Parameters
+        ----------
+        selections : sequence
+            The selections, each what ``a[...]`` (``kind="basic"``), ``a.oindex[...]``
+            (``"orthogonal"``) or ``a.blocks[...]`` (``"block"``) takes.  Selections of
+            ints and slices (and block selections) are planned together; those with
+            integer arrays or masks are read one after another.
+        kind : {"basic", "orthogonal", "block"}, default "basic"
+            How every selection is read.
+        out : list of numpy.ndarray or numpy.ndarray, optional
+            Where to read into: one writeable C-contiguous array per selection, of its
+            result's shape and the array's dtype; or, when every result has the same
+            shape, one such array of shape ``(len(selections), *shape)`` whose
+            ``i``-th element receives selection ``i`` (a batch).
+
+        Returns
+        -------
+        list
+            One result per selection, each what the same indexing returns (results of
+            one shape may be views of one block of memory; with ``out``, its arrays
+            or views of it).
+
+        Raises
+        ------
+        zarrfast.errors.BoundsCheckError
+            An index outside the array (the message names the selection).
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown ``kind``, or an ``out`` that does not fit.
+        zarrfast.errors.ChunkNotFoundError
+            With ``read_missing_chunks=False``, a chunk a selection touches is not
+            stored.
+
+        Examples
+        --------
+        >>> a = zarrfast.create_array(store={}, shape=(100, 64), chunks=(10, 64),
+        ...                           dtype="int32")
+        >>> a[:] = np.arange(6400).reshape(100, 64)
+        >>> tiles = a.get_many([(slice(0, 2), slice(0, 3)), (slice(50, 52), slice(8, 11))])
+        >>> tiles[1]
+        array([[3208, 3209, 3210],
+               [3272, 3273, 3274]], dtype=int32)
+        >>> batch = np.empty((2, 2, 3), dtype="int32")
+        >>> _ = a.get_many([(slice(0, 2), slice(0, 3)), (slice(4, 6), slice(0, 3))],
+        ...                out=batch)
+        >>> batch[1, 0]
+        array([256, 257, 258], dtype=int32)
+        """
+        if kind not in ("basic", "orthogonal", "block"):
+            raise IndexingError(f"array {self.name!r}: get_many kind must be 'basic', "
+                                f"'orthogonal' or 'block', got {kind!r}")
+        if isinstance(selections, (str, bytes)) or not hasattr(selections, "__len__"):
+            raise IndexingError(f"array {self.name!r}: get_many takes a sequence of "
+                                f"selections, got {type(selections).__name__}")
+        sels = [_read_index_arrays(s) for s in selections]
+        if kind == "block":
+            target = self._fancy_target()
+            from zarrfast.engine.fancy import block_region
+
+            sels = [block_region(target, s) for s in sels]
+        basic = [is_basic_selection(s) for s in sels]
+        n = len(sels)
+        if out is not None and not isinstance(out, np.ndarray):
+            out = [_out_array(o) for o in out]
+        results: list[Any] = [None] * n
+        planned = [i for i in range(n) if basic[i]]
+        shape = self._metadata.shape
+        if planned:
+            from zarrfast.engine.many import read_many
+
+            if self._gated:
+                for i in planned:
+                    self._gate_read(self._basic_chunks(normalize_basic(sels[i], shape)))
+
+            if out is None or len(planned) == n:
+                part_out = out
+            else:  # (the others read one by one below)
+                part_out = [out[i] for i in planned]
+            got = read_many(self._store, self._store.capabilities, self._chunk_path,
+                            self._chain, [sels[i] for i in planned], shape, self._dtype,
+                            part_out, self._where, numbers=planned)
+            for i, r in zip(planned, got, strict=True):
+                results[i] = r
+        for i in range(n):
+            if basic[i]:
+                continue
+            o = None if out is None else out[i]
+            if kind == "orthogonal":
+                results[i] = self.get_orthogonal_selection(sels[i], out=o)
+            elif o is None:
+                results[i] = self[sels[i]]
+            else:
+                o[...] = self[sels[i]]
+                results[i] = o
+        if not shape:
+            return [r[()] for r in results]
+        if self._order == "F" and out is None:
+            return [np.asfortranarray(r) if r.ndim > 1 else r for r in results]
+        return results
 
     @property
     def oindex(self) -> _Indexer:

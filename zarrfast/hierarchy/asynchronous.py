@@ -504,6 +504,47 @@ class AsyncArray(AsyncNode, kind="array", node_type=Array):
         return await _call(self._node.get_coordinate_selection, selection, out=out,
                            fields=fields)
 
+    async def get_many(self, selections: Any, *, kind: str = "basic", out: Any = None
+                       ) -> list[Any]:
+        """Read many selections in one call (a coroutine): one result per selection.
+
+        See ``Array.get_many``; this runs it on a worker thread.  The selections are
+        planned as one read (each chunk they share read once, each shard visited once),
+        which ``asyncio.gather`` of many ``getitem`` calls does not do.
+
+        Parameters
+        ----------
+        selections : sequence
+            The selections, each what ``getitem`` (``kind="basic"``),
+            ``get_orthogonal_selection`` (``"orthogonal"``) or ``get_block_selection``
+            (``"block"``) takes.
+        kind : {"basic", "orthogonal", "block"}, default "basic"
+            How every selection is read.
+        out : list of numpy.ndarray or numpy.ndarray, optional
+            One array per selection, or one of shape ``(len(selections), *shape)``
+            when every result has the same shape.
+
+        Returns
+        -------
+        list
+            One result per selection.
+
+        Raises
+        ------
+        zarrfast.errors.BoundsCheckError
+            An index outside the array (the message names the selection).
+        zarrfast.errors.IndexingError
+            A malformed selection, an unknown ``kind``, or an ``out`` that does not fit.
+
+        Examples
+        --------
+        >>> import asyncio
+        >>> a = zarrfast.array(np.arange(16).reshape(4, 4), store={}).async_array
+        >>> asyncio.run(a.get_many([(0, slice(1, 3)), (slice(2, 4), 3)]))
+        [array([1, 2]), array([11, 15])]
+        """
+        return await _call(self._node.get_many, selections, kind=kind, out=out)
+
     async def get_mask_selection(self, mask: Any, *, out: Any = None, fields: Any = None,
                                  prototype: Any = None) -> Any:
         """Read the elements where a boolean mask is true (a coroutine).

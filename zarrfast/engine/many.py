@@ -1,0 +1,310 @@
+"""Many basic selections of one array, read as one: :func:`read_many`.
+
+A data loader asks for a batch of tiles, an analysis for the same window at many
+times.  Read one by one, each selection is a call into the engine of its own: its
+chunks fetched, its shards' indexes read, its pool tasks started and waited for.  Read
+together, the selections are planned as one read:
+
+1. each selection is projected onto the grid of chunks (inner chunks of a sharded
+   array) and the projections are concatenated into one table;
+2. selections whose results have the same shape (and steps) share one output buffer,
+   their results stacked along a new first axis (``(n, *shape)``; results are views of
+   it), so that one row strategy, or one :class:`~zarrfast.engine.shard_read.ShardRowsRead`,
+   reads all of their chunks: every shard is visited once, its index read once, the byte
+   ranges of its inner chunks coalesced across selections, the decoding spread over the
+   pool across selections;
+3. a chunk several selections touch is read and decoded once, into a buffer of whole
+   chunks, then its parts are copied into each result by one ``copy_regions`` call.
+
+Chains other than regular and sharded ones (rectilinear grids, variable-length
+strings) are read one selection at a time.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from zarrfast import kernels as _kernels
+from zarrfast.engine.chunked import Projection, RowReader, chunk_keys
+from zarrfast.engine.plan import Plan
+from zarrfast.engine.selection import BasicSelection, normalize_basic
+from zarrfast.engine.shard_read import ShardRowsRead
+from zarrfast.engine.sharded import group_by_shard
+from zarrfast.engine.strategies import READ_ROWS, choose_rows, read_basic
+from zarrfast.errors import IndexingError
+from zarrfast.kernels import buffers as _buffers
+from zarrfast.storage import Store, StoreCapabilities
+
+__all__ = ["read_many"]
+
+#: the chain kinds whose selections are planned together
+PLANNED_KINDS = ("regular", "sharded")
+
+
+def _grid_chain(chain: Any) -> Any:
+    """The chain of the chunks a selection is projected onto: the inner chunks of a
+    sharded array, else the array's."""
+    return chain.inner if chain.kind == "sharded" else chain
+
+
+def _check_out(out: Any, sel: BasicSelection, dtype: np.dtype, i: int) -> np.ndarray:
+    if (not isinstance(out, np.ndarray) or out.dtype != dtype
+            or out.shape != sel.out_shape or not out.flags.c_contiguous
+            or not out.flags.writeable):
+        raise IndexingError(
+            f"out[{i}] must be a writeable C-contiguous ndarray of shape {sel.out_shape} "
+            f"and dtype {dtype}, got {getattr(out, 'shape', None)} "
+            f"{getattr(out, 'dtype', type(out))}")
+    return out
+
+
+def read_many(store: Store, caps: StoreCapabilities, path: str, chain: Any,
+              selections: Sequence[Any], shape: tuple[int, ...], dtype: np.dtype,
+              out: Any, where: str, numbers: Sequence[int] | None = None
+              ) -> list[np.ndarray]:
+    """Read the basic ``selections`` of an array (``where``: its name, for messages)
+    as one read (see the module docstring); one array per selection, of its shape.
+
+    ``out``: ``None``; a sequence of arrays, one per selection (each a writeable
+    C-contiguous array of that selection's shape and ``dtype``), filled and returned;
+    or one such array of shape ``(len(selections), *shape)`` when every selection's
+    result has that shape, its ``i``-th element filled by selection ``i`` (the results
+    are views of it).  ``numbers``: what the messages call the selections (their
+    positions in the caller's list; default: their positions here)."""
+    sels = []
+    for i, s in enumerate(selections):
+        try:
+            sels.append(normalize_basic(s, shape))
+        except IndexingError as e:  # (BoundsCheckError is one too)
+            raise type(e)(f"{where}: selection {i if numbers is None else numbers[i]} "
+                          f"({s!r}): {e}") from None
+    n = len(sels)
+    outs: list[np.ndarray | None] = [None] * n
+    if out is not None:
+        if isinstance(out, np.ndarray):
+            shapes = {s.out_shape for s in sels}
+            if n and (len(shapes) != 1 or out.shape != (n, *sels[0].out_shape)):
+                need = (f"an out of shape {(n, *next(iter(shapes)))}" if len(shapes) == 1
+                        else f"a list of {n} arrays (their results' shapes differ: "
+                             f"{sorted(shapes)})")
+                raise IndexingError(
+                    f"{where}: out of shape {out.shape} does not hold the results of "
+                    f"{n} selections: they need {need}")
+            if n and (out.dtype != dtype or not out.flags.c_contiguous
+                      or not out.flags.writeable):
+                raise IndexingError(
+                    f"{where}: out must be a writeable C-contiguous ndarray of dtype "
+                    f"{dtype}, got {out.dtype}")
+            outs = list(out) if n else []
+        else:
+            given = list(out)
+            if len(given) != n:
+                raise IndexingError(f"{where}: out has {len(given)} arrays for {n} "
+                                    f"selections")
+            outs = [_check_out(o, s, dtype, i if numbers is None else numbers[i])
+                    for i, (s, o) in enumerate(zip(sels, given, strict=True))]
+    if chain.kind not in PLANNED_KINDS or not shape or n < 2:
+        return [read_basic(store, caps, path, chain, selections[i], shape, dtype, outs[i],
+                           where) for i in range(n)]
+    return _Batch(store, caps, path, chain, sels, dtype, outs, where,
+                  stacked=out if isinstance(out, np.ndarray) else None).run()
+
+
+def _index_memo_chain(chain: Any) -> Any:
+    """A copy of the sharded ``chain`` (made for one batch) that keeps every shard index
+    it reads for its life."""
+    batch_chain = copy.copy(chain)
+    memo: dict[str, Any] = {}
+    read_index = chain._index
+
+    def _index(token: Any, key: str, read: Any, size: int | None = None) -> Any:
+        if key in memo:
+            return memo[key]
+        index = memo[key] = read_index(token, key, read, size)
+        return index
+
+    batch_chain._index = _index
+    return batch_chain
+
+
+class _Batch:
+    """One :func:`read_many` of a regular or sharded chain."""
+
+    def __init__(self, store: Store, caps: StoreCapabilities, path: str, chain: Any,
+                 sels: list[BasicSelection], dtype: np.dtype, outs: list, where: str,
+                 stacked: np.ndarray | None) -> None:
+        self.store, self.caps, self.path, self.chain = store, caps, path, chain
+        self.sels, self.dtype, self.outs, self.where = sels, dtype, outs, where
+        self.stacked = stacked
+        if chain.kind == "sharded":
+            # the reads of this batch (of the shared chunks, then of each shape of
+            # result) take a shard's index from the first that read it: read once, on
+            # stores whose values have no version (a remote store's), where the chain's
+            # own cache cannot keep it
+            chain = self.chain = _index_memo_chain(chain)
+        self.grid = _grid_chain(chain)
+        self.array_shape = tuple(chain.metadata.shape)
+
+    def run(self) -> list[np.ndarray]:
+        sels, grid = self.sels, self.grid
+        projs = [Projection(self.array_shape, grid, s) for s in sels]
+        # the chunks touched by more than one selection: read once, into `whole`
+        coords = np.concatenate([p.coords for p in projs])
+        shared_rows = np.zeros(len(coords), dtype=np.bool_)
+        slot = np.full(len(coords), -1, dtype=np.int64)
+        whole = None
+        if len(coords):
+            uniq, inverse, counts = np.unique(coords, axis=0, return_inverse=True,
+                                              return_counts=True)
+            inverse = inverse.reshape(-1)
+            # a chunk is shared when several selections touch it (a selection's own
+            # rows name each chunk once)
+            shared_chunks = np.flatnonzero(counts > 1)
+            if shared_chunks.size:
+                shared_rows = counts[inverse] > 1
+                remap = np.full(len(uniq), -1, dtype=np.int64)
+                remap[shared_chunks] = np.arange(shared_chunks.size)
+                slot = remap[inverse]
+                whole = self._read_whole(uniq[shared_chunks])
+        # selections of one result shape and step: one output, stacked
+        groups: dict[tuple, list[int]] = {}
+        for i, s in enumerate(sels):
+            groups.setdefault((s.full_shape, tuple(s.step.tolist())), []).append(i)
+        bounds = np.concatenate(([0], np.cumsum([p.nrows for p in projs])))
+        results: list[Any] = [None] * len(sels)
+        for (full, step), members in groups.items():
+            buf = self._group_buffer(full, members)
+            flat = buf.reshape((len(members) * full[0], *full[1:]) if full else (len(members),))
+            rows = [np.arange(bounds[i], bounds[i + 1]) for i in members]
+            own = [r[~shared_rows[r]] for r in rows]
+            self._read_group(projs, members, own, bounds, full, step, flat)
+            if whole is not None:
+                theirs = [r[shared_rows[r]] for r in rows]
+                self._copy_shared(projs, members, theirs, bounds, slot, whole, full, step,
+                                  flat)
+            for k, i in enumerate(members):
+                given = self.outs[i]
+                if given is not None and not np.shares_memory(given, buf):
+                    given[...] = buf[k].reshape(sels[i].out_shape)
+                    results[i] = given
+                else:
+                    results[i] = buf[k].reshape(sels[i].out_shape) if given is None else given
+        return results
+
+    # -- buffers -------------------------------------------------------------------------
+    def _group_buffer(self, full: tuple[int, ...], members: list[int]) -> np.ndarray:
+        """The stacked output of the selections ``members`` (results of shape ``full``):
+        the caller's stacked ``out`` when it holds them all, else a new buffer."""
+        stacked = self.stacked
+        if stacked is not None and len(members) == len(self.sels):
+            return stacked.reshape((len(members), *full))
+        return _buffers.empty((len(members), *full), self.dtype, where=self.where,
+                              what="the results of the selections", aligned=True)
+
+    # -- reading -------------------------------------------------------------------------
+    def _read_table(self, proj: Projection, out: np.ndarray) -> None:
+        """Read the rows of ``proj`` (a table of this batch's) into ``out``."""
+        plan = Plan(self.store, self.caps, self.path, self.chain, proj.sel, out=out,
+                    size=out.size)
+        if self.chain.kind == "sharded":
+            ShardRowsRead(plan, (proj, *group_by_shard(self.chain, proj, self.path))).run()
+            return
+        keys = chunk_keys(self.chain.metadata, self.path, proj.coords)
+        reader = RowReader(proj, out, self.caps)
+        choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
+
+    def _table(self, coords: np.ndarray, local_start: np.ndarray, local_count: np.ndarray,
+               out_start: np.ndarray, step: Sequence[int], out_shape: tuple[int, ...]
+               ) -> Projection:
+        """A projection made of rows (not of one selection) into an output of
+        ``out_shape`` (its rows' selections all with ``step``)."""
+        ndim = len(out_shape)
+        proj = Projection.__new__(Projection)
+        proj.array_shape = np.array(self.array_shape, dtype=np.int64)
+        proj.coords, proj.local_start, proj.local_count = coords, local_start, local_count
+        proj.out_start = out_start
+        chunk = self.grid.chunk_shape_arr
+        proj.complete = np.all(local_count == chunk, axis=1) if len(coords) else \
+            np.zeros(0, dtype=np.bool_)
+        proj.nrows, proj.chain = len(coords), self.grid
+        proj.sel = BasicSelection(start=np.zeros(ndim, dtype=np.int64),
+                                  step=np.array(step, dtype=np.int64),
+                                  count=np.array(out_shape, dtype=np.int64),
+                                  dropped=(False,) * ndim)
+        return proj
+
+    def _read_whole(self, coords: np.ndarray) -> np.ndarray:
+        """The chunks at ``coords`` (their parts inside the array), read once into a
+        buffer of whole chunks stacked along the first axis."""
+        chunk = self.grid.chunk_shape_arr
+        m = len(coords)
+        ends = np.minimum((coords + 1) * chunk, np.array(self.array_shape, dtype=np.int64))
+        count = ends - coords * chunk
+        out_start = np.zeros_like(coords)
+        out_start[:, 0] = np.arange(m, dtype=np.int64) * chunk[0]
+        shape = (m * int(chunk[0]), *chunk[1:].tolist())
+        whole = _buffers.empty(shape, self.dtype, where=self.where,
+                               what="the chunks several selections share", aligned=True)
+        proj = self._table(np.ascontiguousarray(coords), np.zeros_like(coords), count,
+                           out_start, (1,) * len(shape), shape)
+        self._read_table(proj, whole)
+        return whole
+
+    def _read_group(self, projs: list[Projection], members: list[int], own: list,
+                    bounds: np.ndarray, full: tuple[int, ...], step: tuple[int, ...],
+                    flat: np.ndarray) -> None:
+        """Read the rows ``own`` (of the concatenated table; per member) of the
+        selections ``members`` into their stacked output ``flat``."""
+        coords, ls, lc, os_ = [], [], [], []
+        for k, (i, rows) in enumerate(zip(members, own, strict=True)):
+            if not len(rows):
+                continue
+            p = projs[i]
+            r = rows - int(bounds[i])
+            coords.append(p.coords[r])
+            ls.append(p.local_start[r])
+            lc.append(p.local_count[r])
+            o = p.out_start[r].copy()
+            o[:, 0] += k * full[0]
+            os_.append(o)
+        if not coords:
+            return
+        proj = self._table(np.concatenate(coords), np.concatenate(ls), np.concatenate(lc),
+                           np.concatenate(os_), step, flat.shape)
+        self._read_table(proj, flat)
+
+    def _copy_shared(self, projs: list[Projection], members: list[int], theirs: list,
+                     bounds: np.ndarray, slot: np.ndarray, whole: np.ndarray,
+                     full: tuple[int, ...], step: tuple[int, ...], flat: np.ndarray
+                     ) -> None:
+        """Copy the parts of the shared chunks (read into ``whole``) that the rows
+        ``theirs`` of the selections ``members`` select into ``flat``: one
+        ``copy_regions`` call."""
+        src_off, dst_off, counts = [], [], []
+        w_strides = np.array(whole.strides, dtype=np.int64)
+        f_strides = np.array(flat.strides, dtype=np.int64)
+        chunk0 = int(self.grid.chunk_shape_arr[0])
+        for k, (i, rows) in enumerate(zip(members, theirs, strict=True)):
+            if not len(rows):
+                continue
+            p = projs[i]
+            r = rows - int(bounds[i])
+            start = p.local_start[r].copy()
+            start[:, 0] += slot[rows] * chunk0
+            src_off.append(start @ w_strides)
+            o = p.out_start[r].copy()
+            o[:, 0] += k * full[0]
+            dst_off.append(o @ f_strides)
+            counts.append(p.local_count[r])
+        if not counts:
+            return
+        itemsize = whole.dtype.itemsize
+        _kernels.copy_regions(
+            whole.reshape(-1).view(np.uint8), np.concatenate(src_off),
+            w_strides * np.array(step, dtype=np.int64),
+            flat.reshape(-1).view(np.uint8), np.concatenate(dst_off), f_strides,
+            np.ascontiguousarray(np.concatenate(counts)), itemsize, 1, False)
