@@ -91,6 +91,7 @@ ARGUMENTS: dict[str, Any] = {
     "arr": np.arange(4), "source": "a", "dest": "b", "new_attributes": {"k": 1},
     "nodes": {}, "key": "a", "member": "a", "value": np.arange(4), "config": {},
     "store_path": lambda pl: pl.new, "default": None, "max_depth": 0,
+    "requests": lambda pl: [(pl.array, slice(0, 2))], "selections": [slice(0, 2)],
 }
 #: values for ``*args``, by its name
 VAR_ARGUMENTS: dict[str, tuple] = {"args": (np.arange(4),), "names": ("g1",)}

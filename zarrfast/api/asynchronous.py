@@ -44,6 +44,7 @@ __all__ = [
     "from_array",
     "full",
     "full_like",
+    "get_many",
     "group",
     "load",
     "ones",
@@ -94,6 +95,7 @@ empty_like = _coroutine(_sync.empty_like)
 from_array = _coroutine(_sync.from_array)
 full = _coroutine(_sync.full)
 full_like = _coroutine(_sync.full_like)
+get_many = _coroutine(_sync.get_many)
 group = _coroutine(_sync.group)
 load = _coroutine(_sync.load)
 ones = _coroutine(_sync.ones)

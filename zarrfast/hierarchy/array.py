@@ -1292,6 +1292,12 @@ class Array(Node):
         >>> batch[1, 0]
         array([256, 257, 258], dtype=int32)
         """
+        return self._get_many(selections, kind, out)
+
+    def _get_many(self, selections: Any, kind: str, out: Any,
+                  numbers: list[int] | None = None) -> list[Any]:
+        """:meth:`get_many`; ``numbers``: what messages call the selections (default:
+        their positions in ``selections``)."""
         if kind not in ("basic", "orthogonal", "block"):
             raise IndexingError(f"array {self.name!r}: get_many kind must be 'basic', "
                                 f"'orthogonal' or 'block', got {kind!r}")
@@ -1324,7 +1330,8 @@ class Array(Node):
                 part_out = [out[i] for i in planned]
             got = read_many(self._store, self._store.capabilities, self._chunk_path,
                             self._chain, [sels[i] for i in planned], shape, self._dtype,
-                            part_out, self._where, numbers=planned)
+                            part_out, self._where,
+                            numbers=planned if numbers is None else [numbers[i] for i in planned])
             for i, r in zip(planned, got, strict=True):
                 results[i] = r
         for i in range(n):

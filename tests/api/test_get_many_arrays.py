@@ -1,0 +1,73 @@
+"""``zarrfast.get_many``: selections of several arrays in one call."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import obstore
+import pytest
+
+import zarrfast
+from zarrfast.errors import BoundsCheckError, IndexingError
+from zarrfast.storage import LocalStore, LoggingStore, MemoryStore, ObjectStore
+
+
+def _arrays(store, n=6):
+    root = zarrfast.open_group(store, mode="w")
+    data = []
+    for i in range(n):
+        values = np.arange(60 * 70, dtype="float32").reshape(60, 70) * (i + 1)
+        kw = dict(shards=(40, 40), chunks=(20, 20)) if i % 2 else dict(chunks=(16, 16))
+        a = root.create_array(f"t{i}", shape=values.shape, dtype=values.dtype, **kw)
+        a[:] = values
+        data.append(values)
+    return root, data
+
+
+@pytest.mark.parametrize("kind", ["memory", "local", "object"])
+def test_same_region_of_many_arrays(kind, tmp_path):
+    store = {"memory": MemoryStore(), "local": LocalStore(tmp_path / "g.zarr"),
+             "object": ObjectStore(obstore.store.MemoryStore())}[kind]
+    root, data = _arrays(store)
+    region = (slice(5, 45), slice(10, 60))
+    requests = [(root[f"t{i}"], region) for i in range(len(data))]
+    requests.append((root["t0"], (slice(0, 3), 4)))  # a second selection of one array
+    got = zarrfast.get_many(requests)
+    assert len(got) == len(requests)
+    for i, values in enumerate(data):
+        np.testing.assert_array_equal(got[i], values[region])
+    np.testing.assert_array_equal(got[-1], data[0][0:3, 4])
+
+
+def test_one_array_twice_reads_shared_chunks_once():
+    backing = MemoryStore()
+    root, data = _arrays(backing, n=1)
+    logged = LoggingStore(backing)
+    a = zarrfast.open_array(logged, path="t0", mode="r")
+    logged.reset()
+    got = zarrfast.get_many([(a, (slice(0, 16), slice(0, 16))), (a, (slice(0, 8), slice(0, 8)))])
+    assert logged.counts() == {"get": 1}  # chunk (0, 0), once
+    np.testing.assert_array_equal(got[1], data[0][0:8, 0:8])
+
+
+def test_kinds_and_async_arrays():
+    root, data = _arrays(MemoryStore(), n=2)
+    got = zarrfast.get_many([(root["t0"], ([1, 0], slice(0, 2))), (root["t1"], (0, [3, 1]))],
+                            kind="orthogonal")
+    np.testing.assert_array_equal(got[0], data[0][[1, 0], 0:2])
+    np.testing.assert_array_equal(got[1], data[1][0, [3, 1]])
+    got = asyncio.run(zarrfast.api.asynchronous.get_many(
+        [(root["t0"].async_array, (2, 3)), (root["t1"].async_array, (slice(0, 2), 5))]))
+    np.testing.assert_array_equal(got[0], data[0][2, 3])
+    np.testing.assert_array_equal(got[1], data[1][0:2, 5])
+
+
+def test_bad_requests_are_named():
+    root, _ = _arrays(MemoryStore(), n=2)
+    with pytest.raises(IndexingError, match="request 1 is not an .array, selection. pair"):
+        zarrfast.get_many([(root["t0"], 0), root["t1"]])
+    with pytest.raises(IndexingError, match="request 0: ndarray is not a zarrfast array"):
+        zarrfast.get_many([(np.zeros(3), 0)])
+    with pytest.raises(BoundsCheckError, match=r"array '/t1': selection 2 .*out of bounds"):
+        zarrfast.get_many([(root["t0"], 0), (root["t1"], 0), (root["t1"], 60)])
