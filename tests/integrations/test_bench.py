@@ -686,3 +686,125 @@ def test_the_report_records_the_rayon_pool_size(tmp_path, subprocess_cwd):
     assert report["config"]["rayon_num_threads"] == "1"
     (z,) = [r for r in report["results"] if r["lib"] == "zarrista"]
     assert z["ok"] is True
+
+
+# -- the loader op ------------------------------------------------------------------------
+
+
+def test_loader_batches_are_fixed_and_in_bounds():
+    specs = D.loader_specs(parse_size("2MiB"))
+    tiles = H.loader_selections(specs["tiles"], 0)
+    assert len(tiles) == D.LOADER_TILES and tiles == H.loader_selections(specs["tiles"], 0)
+    assert tiles != H.loader_selections(specs["tiles"], 1)
+    n = specs["tiles"].shape[0]
+    for sel in tiles:
+        assert [s.stop - s.start for s in sel] == [1, 256, 256]
+        assert 0 <= sel[0].start < n
+    rows = H.loader_selections(specs["rows"], 0)
+    assert len(rows) == D.LOADER_ROWS and (np.diff(rows) > 0).all()  # sorted, distinct
+    assert 0 <= rows[0] and rows[-1] < specs["rows"].shape[0]
+    region = H.loader_selections(specs["regions"], 0)
+    side = specs["regions"].shape[0]
+    assert [s.stop - s.start for s in region] == [256, 256]
+    assert all(0 <= s.start and s.stop <= side for s in region)
+    # the regions group's arrays hold different values
+    assert not np.array_equal(D.loader_values(0, region), D.loader_values(1, region))
+
+
+def test_loader_op_reads_and_checks_every_library(tmp_path, monkeypatch):
+    calls = []
+    real, real_arrays = zarrfast.Array.get_many, zarrfast.get_many
+
+    def get_many(self, selections, **kw):
+        calls.append(len(selections))
+        return real(self, selections, **kw)
+
+    def get_many_arrays(requests, **kw):
+        requests = list(requests)
+        calls.append(("arrays", len(requests)))
+        return real_arrays(requests, **kw)
+    monkeypatch.setattr(zarrfast.Array, "get_many", get_many)
+    monkeypatch.setattr(zarrfast, "get_many", get_many_arrays)
+    out = io.StringIO()
+    cfg = _cfg(tmp_path, layouts=["zstd"], ops=["loader"], libs=list(L.LIBRARIES))
+    code, report = run(cfg, out)
+    assert code == 0, out.getvalue()
+    used = [n for n, i in report["libraries"].items() if i["available"]] + [H.SINGLE]
+    results = report["results"]
+    assert {(r["layout"], r["op"], r["lib"]) for r in results} == {
+        (w, "loader", lib) for w in D.LOADER_WORKLOADS for lib in used}
+    samples = {"tiles": D.LOADER_TILES, "rows": D.LOADER_ROWS, "regions": D.LOADER_ARRAYS}
+    for r in results:
+        assert r["ok"] is True and r["error"] is None, r
+        assert r["extra"]["samples"] == samples[r["layout"]] and r["extra"]["samples_s"] > 0
+        assert r["note"] and r["ratio"] > 0 and r["mib_s"] > 0
+        if r["lib"] == "zarrfast":
+            assert r["ratio"] == 1.0
+    # zarrfast's row reads the tiles in one Array.get_many call and the regions in one
+    # zarrfast.get_many; zarrfast-single calls neither
+    assert calls == [D.LOADER_TILES, ("arrays", D.LOADER_ARRAYS)]
+    printed = out.getvalue()
+    assert "loader: samples per second" in printed and "zarrfast-single" in printed
+    assert "loader (1 thread, samples per second):" in printed
+    # only the loader's datasets were made
+    assert sorted(os.listdir(tmp_path / "data")) == [
+        "loader-regions.zarr", "loader-rows.zarr", "loader-tiles.zarr", D.MANIFEST]
+    # a second run reuses them
+    code, report = run(_cfg(tmp_path, ops=["loader"]), io.StringIO())
+    assert code == 0 and all(d["reused"] for d in report["datasets"])
+
+
+def test_loader_op_catches_wrong_values(tmp_path):
+    root = str(tmp_path / "data")
+    loader = D.prepare_loader(root, parse_size("2MiB"))
+    for name, (spec, path, _) in loader.items():  # one sample of each batch changed
+        batch = H.loader_selections(spec, 0)
+        if name == "tiles":
+            target, sel = path, batch[5]
+        elif name == "rows":
+            target, sel = path, (slice(int(batch[7]), int(batch[7]) + 1),)
+        else:
+            target, sel = os.path.join(path, "a07"), batch
+        a = zarrfast.open_array(target, mode="r+")
+        a[sel] = a[sel] + 1
+    names = ["zarrfast"] + [n for n in ("tensorstore", "zarr-python")
+                            if L.get_lib(n).probe() is None]
+    libs, _ = L.available_libs(names)
+    results = H._run_loader(_cfg(tmp_path), loader, libs, 1, None)
+    assert {r.lib for r in results} == set(names) | {H.SINGLE}
+    for r in results:
+        assert r.ok is False and r.error.startswith("WRONG DATA"), r
+        want = {"tiles": "result 5", "rows": "result 0", "regions": "result 7"}[r.layout]
+        assert want in r.error, r
+
+
+def test_loader_op_cold_evicts_before_every_batch(tmp_path, monkeypatch):
+    calls = []
+    real = H.evict_pages
+    monkeypatch.setattr(H, "evict_pages", lambda p: calls.append(p) or real(p))
+    cfg = _cfg(tmp_path, ops=["loader"], repeat=2, cold=True)
+    code, report = run(cfg, io.StringIO())
+    assert code == 0
+    # zarrfast and zarrfast-single, 2 rounds each: 4 evictions of each workload's dataset
+    for name in D.LOADER_WORKLOADS:
+        assert sum(p.endswith(f"loader-{name}.zarr") for p in calls) == 4
+    assert len(calls) == 12
+
+
+def test_loader_op_over_http(tmp_path):
+    blr = _bench_module("bench_loader_remote")
+    _nginx_or_skip(blr.RS)
+    out = tmp_path / "out"
+    libs = ["zarrfast"] + [n for n in ("tensorstore", "zarrista") if L.get_lib(n).probe() is None]
+    code = blr.main(["--size", "2MiB", "--path", str(tmp_path / "data"), "--latency-ms", "0",
+                     "--repeat", "1", "--threads", "1", "--libs", ",".join(libs),
+                     "--out", str(out)])
+    assert code == 0
+    report = json.loads((out / "bench.json").read_text())
+    assert report["config"]["remote"].startswith("http://127.0.0.1:")
+    for r in report["results"]:
+        if r["lib"] == "zarrista":  # (its synchronous API reads local files only)
+            assert "local stores only" in r["error"]
+        else:
+            assert r["ok"] is True and r["error"] is None, r
+    assert {r["lib"] for r in report["results"]} == set(libs) | {H.SINGLE}

@@ -379,3 +379,131 @@ def prepare(root: str, layout: Layout, size: int, log: Any = None) -> Dataset:
         "expected": ds.expected, "description": layout.description}
     _save_manifest(root, manifest)
     return ds
+
+
+# --------------------------------------------------------------------------------------
+# the loader operation's datasets
+
+#: samples per batch of each loader workload
+LOADER_TILES = 64  # (1, 256, 256) tiles of the tiles array
+LOADER_ROWS = 1024  # sorted rows of the rows array
+LOADER_ARRAYS = 50  # arrays of the regions group, the same region of each
+LOADER_REGION = 256  # the region's side
+LOADER_WORKLOADS = ("tiles", "rows", "regions")
+
+
+@dataclass(frozen=True)
+class LoaderSpec:
+    """One loader workload's dataset: what :func:`loader_specs` makes for ``--size``.
+
+    * ``tiles``: (N, 256, 256) uint16, one sample a (1, 256, 256) slice, stored in inner
+      chunks of (1, 256, 256) (one sample each: what image and patch loaders store, so a
+      sample decodes its own bytes only) in shards of (8, 256, 256) (1 MiB decoded per
+      shard file);
+    * ``rows``: (N, 128) uint16 in chunks of (1024, 128) (256 KiB), read as a gather of
+      sorted rows;
+    * ``regions``: a group of 50 (S, S) uint16 arrays in chunks of (256, 256), the same
+      256 x 256 region (not chunk-aligned) read from each.
+
+    Each is about ``--size`` bytes (the regions group in all); zstd level 1."""
+
+    name: str
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    shards: tuple[int, ...] | None = None
+    arrays: int = 0  # > 0: a group of this many arrays named a00, a01...
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * 2 * max(1, self.arrays)
+
+    def members(self) -> list[str]:
+        """The arrays' paths inside the dataset ("" for a lone array)."""
+        return [f"a{k:02d}" for k in range(self.arrays)] if self.arrays else [""]
+
+    def create_kwargs(self) -> dict[str, Any]:
+        from zarrfast.codecs import BytesCodec, ZstdCodec
+
+        kw: dict[str, Any] = {"shape": self.shape, "chunks": self.chunks, "dtype": "uint16",
+                              "zarr_format": 3, "fill_value": 0,
+                              "compressors": [ZstdCodec(level=1)],
+                              "serializer": BytesCodec(endian="little"), "filters": None}
+        if self.shards:
+            kw["shards"] = self.shards
+        return kw
+
+
+def loader_specs(size: int) -> dict[str, LoaderSpec]:
+    """The loader datasets for ``--size`` bytes (each about that size, with a floor that
+    keeps every workload meaningful on tiny sizes)."""
+    frame = 256 * 256 * 2
+    n_tiles = max(16, round(size / frame / 8) * 8)
+    n_rows = max(4 * LOADER_ROWS, round(size / 256 / 1024) * 1024)
+    side = max(384, round(math.sqrt(size / LOADER_ARRAYS / 2) / 128) * 128)
+    return {
+        "tiles": LoaderSpec("tiles", (n_tiles, 256, 256), (1, 256, 256), (8, 256, 256)),
+        "rows": LoaderSpec("rows", (n_rows, 128), (1024, 128)),
+        "regions": LoaderSpec("regions", (side, side), (256, 256), arrays=LOADER_ARRAYS),
+    }
+
+
+def loader_values(k: int, sel: tuple[slice, ...]) -> np.ndarray:
+    """The values of array ``k`` of a loader dataset (0 for a lone array): :func:`values`
+    shifted by ``k``, so that the arrays of the regions group all differ."""
+    v = values(sel)
+    if k:
+        v = ((v.astype(np.uint32) + np.uint32(1009 * k)) & np.uint32(0xFFFF)).astype(np.uint16)
+    return v
+
+
+def loader_path(root: str, spec: LoaderSpec) -> str:
+    return os.path.join(root, f"loader-{spec.name}.zarr")
+
+
+def _write_loader(spec: LoaderSpec, path: str) -> None:
+    from zarrfast import create_array, create_group
+
+    if spec.arrays:
+        create_group(path, overwrite=True)
+    unit = spec.shards or spec.chunks
+    for k, member in enumerate(spec.members()):
+        target = os.path.join(path, member) if member else path
+        a = create_array(target, overwrite=True, **spec.create_kwargs())
+        for block in _blocks(spec.shape, unit):
+            a[block] = loader_values(k, block)
+
+
+def prepare_loader(root: str, size: int, log: Any = None) -> dict[str, tuple[LoaderSpec, str,
+                                                                             bool]]:
+    """The loader datasets under ``root`` (``loader-tiles.zarr``, ``loader-rows.zarr``,
+    ``loader-regions.zarr``): reused when the manifest has them with the same parameters
+    and stored files, else written.  Returns name -> (spec, path, reused)."""
+    out: dict[str, tuple[LoaderSpec, str, bool]] = {}
+    for name, spec in loader_specs(size).items():
+        path = loader_path(root, spec)
+        params = json.loads(json.dumps({**asdict(spec), "generator": GENERATOR}))
+        key = f"loader-{name}"
+        entry = _load_manifest(root).get("datasets", {}).get(key)
+        probe = Dataset(Layout(key, ""), spec.shape, path)
+        if entry and entry.get("params") == params and os.path.isdir(path):
+            files = probe.chunk_files()
+            if (len(files) == entry.get("files")
+                    and sum(s for _, s in files) == entry.get("stored_bytes")):
+                out[name] = (spec, path, True)
+                continue
+        if log:
+            from zarrfast.bench.report import human
+
+            log(f"generating loader dataset {name}: "
+                f"{f'{spec.arrays} arrays ' if spec.arrays else ''}{spec.shape} uint16 "
+                f"({human(spec.nbytes)}) in {path}")
+        shutil.rmtree(path, ignore_errors=True)
+        _write_loader(spec, path)
+        files = probe.chunk_files()
+        manifest = _load_manifest(root)
+        manifest.setdefault("datasets", {})[key] = {
+            "params": params, "files": len(files), "stored_bytes": sum(s for _, s in files),
+            "description": f"loader {name}"}
+        _save_manifest(root, manifest)
+        out[name] = (spec, path, False)
+    return out

@@ -32,7 +32,8 @@ from zarrfast.bench.libs import LIBRARIES, Lib, available_libs
 __all__ = ["BenchConfig", "Result", "run", "OPS", "DEFAULT_OPS", "machine_info",
            "array_bytes", "size_text"]
 
-OPS = ("read", "chunks", "random", "strided", "write", "roundtrip", "floor", "memory")
+OPS = ("read", "chunks", "random", "strided", "write", "roundtrip", "floor", "memory",
+       "loader")
 DEFAULT_OPS = OPS
 OP_HELP = {
     "read": "read the whole array",
@@ -46,6 +47,11 @@ OP_HELP = {
              "assembly) and the plain loop (read each file, decode, copy into place); with "
              "random, numcodecs decoding every chunk the boxes touch",
     "memory": "peak RSS of a full read, in a subprocess, vs the output size",
+    "loader": "a data loader's batches, in samples/s, on datasets of their own (about "
+              "--size each): 64 random (1, 256, 256) tiles of a sharded (N, 256, 256) "
+              "array, 1,024 sorted random rows of an (N, 128) array (a.oindex[idx, :]), the "
+              "same 256x256 region of 50 arrays; each library's batch call, and zarrfast "
+              "also one read per sample (zarrfast-single)",
 }
 MEMORY_TARGET = (1.2, 64 << 20)  # peak <= 1.2 x output + 64 MiB
 
@@ -68,6 +74,9 @@ class BenchConfig:
     plot: bool = True
     keep: bool = False
     write_libs: list[str] | None = None  # libraries timed in write/roundtrip (None: all)
+    #: the loader op reads its datasets from this URL (an HTTP server of the datasets
+    #: directory: benchmarks/bench_loader_remote.py) instead of the files
+    remote: str | None = None
 
     def validate(self) -> None:
         bad = [x for x in self.layouts if x not in D.LAYOUTS]
@@ -944,6 +953,8 @@ def _finish(results: list[Result]) -> None:
             continue
         r.best_s = min(r.times)
         r.mib_s = r.nbytes / 2**20 / r.best_s if r.best_s > 0 else None
+        if r.extra.get("samples") and r.best_s > 0:
+            r.extra["samples_s"] = r.extra["samples"] / r.best_s
         z = ref.get((r.layout, r.op, r.threads))
         r.ratio = r.best_s / z if z else None
 
@@ -981,7 +992,9 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
     results: list[Result] = []
     datasets: list[dict[str, Any]] = []
     t_start = time.perf_counter()
-    log(f"size {size_text(cfg)}, layouts {','.join(cfg.layouts)}, ops {','.join(cfg.ops)}, "
+    what = (f"layouts {','.join(cfg.layouts)}" if [op for op in cfg.ops if op != "loader"]
+            else "the loader's datasets only")
+    log(f"size {size_text(cfg)}, {what}, ops {','.join(cfg.ops)}, "
         f"threads {','.join(map(str, cfg.threads))}, libraries "
         f"{', '.join(x.name for x in libs)}, best of {cfg.repeat}, datasets in {root}"
         + (", cold reads (page cache dropped before each)" if cfg.drop_caches else "")
@@ -998,8 +1011,9 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
             f"(RAYON_NUM_THREADS, unset: the core count), whatever a row's threads: run one "
             f"--threads value per process for rows where they keep to it")
     before = drop_caches if cfg.drop_caches else None
+    layout_ops = [op for op in cfg.ops if op != "loader"]
     try:
-        for lname in cfg.layouts:
+        for lname in (cfg.layouts if layout_ops else []):
             ds = D.prepare(root, D.LAYOUTS[lname], cfg.size, log=log)
             datasets.append({"layout": lname, "description": ds.layout.description,
                              "shape": list(ds.shape), "chunks": list(ds.read_chunks),
@@ -1016,6 +1030,19 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
             ctx.release()
             if not cfg.keep and own:
                 shutil.rmtree(ds.path, ignore_errors=True)
+        if "loader" in cfg.ops:
+            loader = D.prepare_loader(str(root), cfg.size, log=log)
+            for name, (spec, path, reused) in loader.items():
+                datasets.append({"layout": f"loader-{name}", "description": LOADER_DESCRIPTION[
+                    name], "shape": list(spec.shape), "chunks": list(spec.chunks),
+                    "shards": list(spec.shards) if spec.shards else None, "zarr_format": 3,
+                    "nbytes": spec.nbytes, "stored_bytes": sum(
+                        s for _, s in D.Dataset(D.LAYOUTS["zstd"], spec.shape, path
+                                                ).chunk_files()),
+                    "files": len(D.Dataset(D.LAYOUTS["zstd"], spec.shape, path).chunk_files()),
+                    "reused": reused, "path": path, "arrays": spec.arrays or None})
+            for threads in cfg.threads:
+                results += _run_loader(cfg, loader, libs, threads, before, log)
     finally:
         if client is not None:
             client.close()
@@ -1114,7 +1141,7 @@ def _run_local(cfg: BenchConfig, ds: D.Dataset, libs: list[Lib], threads: int, c
                before: Callable[[], None] | None,
                log: Callable[[str], None] = lambda m: None) -> list[Result]:
     results: list[Result] = []
-    timed_ops = [op for op in cfg.ops if op not in ("floor", "memory")]
+    timed_ops = [op for op in cfg.ops if op not in ("floor", "memory", "loader")]
     with contextlib.ExitStack() as stack:
         for lib in libs:
             stack.enter_context(lib.session(threads))
@@ -1178,3 +1205,147 @@ def _floor(ds: D.Dataset, threads: int, repeat: int,
             r.note = "read, numcodecs decode into a reused buffer, NumPy copy into place"
         out.append(r)
     return out
+
+
+# --------------------------------------------------------------------------------------
+# the loader operation
+
+LOADER_DESCRIPTION = {
+    "tiles": f"{D.LOADER_TILES} random (1, 256, 256) tiles; zstd level 1, inner chunks "
+             f"(1, 256, 256) (one sample each) in shards of (8, 256, 256)",
+    "rows": f"{D.LOADER_ROWS} sorted random rows (a.oindex[idx, :]); zstd level 1, chunks "
+            f"(1024, 128)",
+    "regions": f"the same 256x256 region of {D.LOADER_ARRAYS} arrays (a group); zstd level "
+               f"1, chunks (256, 256)",
+}
+#: zarrfast reading one selection at a time: a row of the loader op of its own
+SINGLE = "zarrfast-single"
+SINGLE_VIA = {"tiles": "a loop of a[tile], one call per tile",
+              "rows": "a loop of a[i:i + 1], one call per row",
+              "regions": "a loop of a[region], one array after another"}
+
+
+def loader_selections(spec: D.LoaderSpec, seed: int) -> Any:
+    """A workload's batch, from ``seed``: the tiles' selections (random offsets along
+    every axis: along the last two only 0 fits), the sorted rows (distinct unless the
+    array has fewer), or the region (the same for every array)."""
+    rng = np.random.default_rng(seed)
+    n = spec.shape[0]
+    if spec.name == "tiles":
+        first = rng.choice(n, D.LOADER_TILES, replace=n < D.LOADER_TILES)
+        tile = (1, 256, 256)
+        return [(slice(int(i), int(i) + 1),) + tuple(
+            slice(o, o + t) for o, t in ((int(rng.integers(0, d - t + 1)), t)
+                                         for d, t in zip(spec.shape[1:], tile[1:],
+                                                         strict=True)))
+                for i in first]
+    if spec.name == "rows":
+        return np.sort(rng.choice(n, D.LOADER_ROWS, replace=n < D.LOADER_ROWS)).astype(np.int64)
+    side = D.LOADER_REGION
+    return tuple(slice(o, o + side) for o in (int(rng.integers(0, d - side + 1))
+                                              for d in spec.shape))
+
+
+def loader_expected(spec: D.LoaderSpec, batch: Any) -> list[np.ndarray]:
+    """The values each sample of ``batch`` must read (not timed)."""
+    if spec.name == "tiles":
+        return [D.loader_values(0, sel) for sel in batch]
+    if spec.name == "rows":
+        cols = slice(0, spec.shape[1])
+        return [np.concatenate([D.values((slice(i, i + 1), cols)) for i in batch.tolist()])]
+    return [D.loader_values(k, batch) for k in range(spec.arrays)]
+
+
+def _check_samples(got: Any, want: list[np.ndarray], what: str) -> bool:
+    got = [got] if isinstance(got, np.ndarray) else list(got)
+    if len(got) != len(want):
+        raise CheckFailed(f"{what}: {len(got)} results for {len(want)} selections")
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        g = np.asarray(g)
+        if g.shape != w.shape or not np.array_equal(g, w):
+            raise CheckFailed(f"{what}: result {i} wrong (shape {g.shape}, expected {w.shape}"
+                              f"{'' if g.shape != w.shape else ', other values'})")
+    return True
+
+
+def _evictor(path: str) -> Callable[[], None]:
+    def evict() -> None:
+        evict_pages(path)
+    return evict
+
+
+def _loader_call(lib: Lib, name: str, workload: str) -> Callable[[Any, Any], Any]:
+    """The call that reads a batch: the library's batch call, or (``zarrfast-single``)
+    one read per sample."""
+    base = Lib if name == SINGLE else type(lib)
+    if workload == "tiles":
+        return lambda h, batch: base.read_batch(lib, h, batch)
+    if workload == "rows":
+        return lambda h, batch: base.gather(lib, h, batch)
+    return lambda hs, batch: base.read_arrays(lib, hs, batch)
+
+
+def _run_loader(cfg: BenchConfig, loader: dict[str, tuple[D.LoaderSpec, str, bool]],
+                libs: list[Lib], threads: int, before: Callable[[], None] | None,
+                log: Callable[[str], None] = lambda m: None) -> list[Result]:
+    """The loader op at one thread count: every workload, every library (and
+    ``zarrfast-single``) round robin, best of ``repeat``; the arrays opened once, before
+    timing (a loader opens its arrays once and reads many batches); every batch checked."""
+    results: list[Result] = []
+    clock = _CLOCK
+    with contextlib.ExitStack() as stack:
+        for lib in libs:
+            stack.enter_context(lib.session(threads))
+        for workload, (spec, path, _) in loader.items():
+            batch = loader_selections(spec, cfg.seed)
+            want = loader_expected(spec, batch)
+            samples = len(want) if workload != "rows" else len(batch)
+            nbytes = sum(w.nbytes for w in want)
+            where = path if cfg.remote is None else (
+                f"{cfg.remote.rstrip('/')}/{os.path.basename(path)}")
+            members = [f"{where}/{m}" if m else where for m in spec.members()]
+            tasks: dict[str, Callable[[bool], tuple[float, Any]]] = {}
+            notes: dict[str, str] = {}
+            errors: dict[str, str] = {}
+            for lib in libs:
+                names = [lib.name, SINGLE] if lib.name == "zarrfast" else [lib.name]
+                try:
+                    hs = [lib.open_loader(m) for m in members]
+                except Exception as e:
+                    for n in names:
+                        errors[n] = f"open: {type(e).__name__}: {e}".splitlines()[0][:300]
+                    continue
+                h: Any = hs if spec.arrays else hs[0]
+                for n in names:
+                    call = _loader_call(lib, n, workload)
+                    notes[n] = (SINGLE_VIA[workload] if n == SINGLE
+                                else lib.loader_via[workload])
+
+                    def task(first, call=call, h=h, what=f"{n} loader {workload}",
+                             batch=batch, want=want):
+                        t0 = clock()
+                        got = call(h, batch)
+                        dt = clock() - t0
+                        return dt, _check_samples(got, want, what)
+                    tasks[n] = task
+            cold = _evictor(path) if cfg.cold else before
+            used: dict[str, list[float]] = {}
+            first = len(results)
+            for name, (times, check) in _rounds(tasks, cfg.repeat, cold, used).items():
+                r = Result(workload, "loader", name, threads, times=times, nbytes=nbytes,
+                           note=notes[name], extra={"samples": samples})
+                if used.get(name):
+                    r.extra["cores"] = round(float(np.median(used[name])), 2)
+                if isinstance(check, str):
+                    r.error = check
+                    r.ok = False if check.startswith("WRONG DATA") else None
+                else:
+                    r.ok = check
+                results.append(r)
+            for name, err in errors.items():
+                results.append(Result(workload, "loader", name, threads, nbytes=nbytes,
+                                      error=err, note=notes.get(name, ""),
+                                      extra={"samples": samples}))
+            log(f"loader {workload} threads={threads}"
+                f"{' remote' if cfg.remote else ''}: {_progress(results[first:])}")
+    return results

@@ -111,6 +111,62 @@ class Lib:
     def write(self, h: Any, sel: Any, data: np.ndarray) -> None:
         h[sel] = data
 
+    # -- the loader operation: a batch of samples; by default one read after another --
+
+    #: how this library reads each loader workload (the report's notes)
+    loader_via: dict[str, str] = {
+        "tiles": "a loop of one read per tile", "rows": "a loop of one read per row",
+        "regions": "a loop of one read per array"}
+
+    def open_loader(self, path: str) -> Any:
+        """A handle for the loader operation's reads (a local path or an ``http://`` URL)."""
+        return self.open(path)
+
+    def read_batch(self, h: Any, sels: list[Any]) -> list[np.ndarray]:
+        """Every selection of ``sels`` (basic selections) of one array."""
+        return [self.read(h, s) for s in sels]
+
+    def gather(self, h: Any, idx: np.ndarray) -> np.ndarray:
+        """The rows ``idx`` (sorted integers) of a 2-d array: ``a.oindex[idx, :]``."""
+        return np.concatenate([self.read(h, (slice(i, i + 1),)) for i in idx.tolist()])
+
+    def read_arrays(self, hs: list[Any], sel: Any) -> list[np.ndarray]:
+        """The same selection of several arrays."""
+        return [self.read(h, sel) for h in hs]
+
+
+class _Loop:
+    """An event loop of the harness's own, for libraries whose fastest public way to read
+    many selections is their asynchronous API and ``asyncio.gather``: one loop per
+    session, closed with it (``executor_threads``: its default executor's size)."""
+
+    def __init__(self, executor_threads: int | None = None) -> None:
+        import asyncio
+
+        self.loop = asyncio.new_event_loop()
+        self.pool = None
+        if executor_threads is not None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(executor_threads)
+            self.loop.set_default_executor(self.pool)
+
+    def run(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def gather(self, coros: list[Any]) -> list[Any]:
+        import asyncio
+
+        async def all_of() -> list[Any]:
+            return list(await asyncio.gather(*coros))
+        return self.run(all_of())
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.loop.shutdown_default_executor())
+        self.loop.close()
+        if self.pool is not None:
+            self.pool.shutdown()
+
 
 class Zarrfast(Lib):
     name = "zarrfast"
@@ -129,6 +185,21 @@ class Zarrfast(Lib):
 
         return zarrfast.open_array(path, mode="r+" if write else "r")
 
+    loader_via = {"tiles": "Array.get_many(tiles), one call",
+                  "rows": "a.oindex[idx, :], one call",
+                  "regions": "zarrfast.get_many([(array, region) ...]), one call"}
+
+    def read_batch(self, h: Any, sels: list[Any]) -> list[np.ndarray]:
+        return h.get_many(sels)
+
+    def gather(self, h: Any, idx: np.ndarray) -> np.ndarray:
+        return h.oindex[idx, :]
+
+    def read_arrays(self, hs: list[Any], sel: Any) -> list[np.ndarray]:
+        import zarrfast
+
+        return zarrfast.get_many([(h, sel) for h in hs])
+
 
 class ZarrPython(Lib):
     name = "zarr-python"
@@ -144,7 +215,8 @@ class ZarrPython(Lib):
 
         sync.cleanup_resources()  # the next call makes a pool of max_workers threads
         try:
-            with zarr.config.set({"threading.max_workers": threads}):
+            with zarr.config.set({"threading.max_workers": threads}), \
+                    self._loader_loop(threads):
                 yield
         finally:
             sync.cleanup_resources()
@@ -153,6 +225,48 @@ class ZarrPython(Lib):
         import zarr
 
         return zarr.open_array(path, mode="r+" if write else "r")
+
+    # the loader: zarr-python's asynchronous API (AsyncArray), many reads at once with
+    # asyncio.gather on an event loop of the harness's own, whose default executor (where
+    # zarr's LocalStore does its file reads) has the session's threads, as zarr's has
+    _loop: Any = None
+    loader_via = {"tiles": "asyncio.gather of AsyncArray.getitem(tile), one per tile",
+                  "rows": "AsyncArray.oindex.getitem((idx, slice(None))), one call",
+                  "regions": "asyncio.gather of AsyncArray.getitem(region), one per array"}
+
+    @contextlib.contextmanager
+    def _loader_loop(self, threads: int) -> Iterator[None]:
+        old, self._loop = self._loop, _Loop(threads)
+        try:
+            yield
+        finally:
+            self._loop.close()
+            self._loop = old
+
+    def _config(self) -> dict[str, Any]:
+        return {}
+
+    def open_loader(self, path: str) -> Any:
+        import zarr
+        import zarr.api.asynchronous as za
+
+        # (an URL: fsspec's HTTP file system of this loop, not one cached from another's)
+        opts: dict[str, Any] = ({"storage_options": {"skip_instance_cache": True}}
+                                 if path.startswith(("http://", "https://")) else {})
+
+        async def opened() -> Any:
+            with zarr.config.set(self._config()):
+                return await za.open_array(store=path, mode="r", **opts)
+        return self._loop.run(opened())
+
+    def read_batch(self, h: Any, sels: list[Any]) -> list[np.ndarray]:
+        return self._loop.gather([h.getitem(s) for s in sels])
+
+    def gather(self, h: Any, idx: np.ndarray) -> np.ndarray:
+        return self._loop.run(h.oindex.getitem((idx, slice(None))))
+
+    def read_arrays(self, hs: list[Any], sel: Any) -> list[np.ndarray]:
+        return self._loop.gather([h.getitem(sel) for h in hs])
 
 
 class Zarrs(ZarrPython):
@@ -185,6 +299,9 @@ class Zarrs(ZarrPython):
         except Exception as e:
             return f"{self.module} installed but unusable ({type(e).__name__}: {e})"
         return None
+
+    def _config(self) -> dict[str, Any]:
+        return {"codec_pipeline.path": self.pipeline}
 
     def open(self, path: str, *, write: bool = False) -> Any:
         import zarr
@@ -241,6 +358,36 @@ class Tensorstore(Lib):
         t = h if sel is Ellipsis else h[sel]
         return t.read().result()
 
+    loader_via = {"tiles": "one ts.Batch: a[tile].read(batch=b) per tile",
+                  "rows": "a.oindex[idx, :].read(), one read",
+                  "regions": "one ts.Batch: a[region].read(batch=b) per array"}
+
+    def open_loader(self, path: str) -> Any:
+        if not path.startswith(("http://", "https://")):
+            return self.open(path)
+        import tensorstore as ts
+
+        spec = {"driver": "zarr3", "kvstore": {"driver": "http", "base_url": path}}
+        kwargs = {"context": self._context} if self._context is not None else {}
+        return ts.open(spec, read=True, **kwargs).result()
+
+    def read_batch(self, h: Any, sels: list[Any]) -> list[np.ndarray]:
+        import tensorstore as ts
+
+        with ts.Batch() as b:
+            futures = [h[s].read(batch=b) for s in sels]
+        return [f.result() for f in futures]
+
+    def gather(self, h: Any, idx: np.ndarray) -> np.ndarray:
+        return h.oindex[idx, :].read().result()
+
+    def read_arrays(self, hs: list[Any], sel: Any) -> list[np.ndarray]:
+        import tensorstore as ts
+
+        with ts.Batch() as b:
+            futures = [h[sel].read(batch=b) for h in hs]
+        return [f.result() for f in futures]
+
     def write(self, h: Any, sel: Any, data: np.ndarray) -> None:
         t = h if sel is Ellipsis else h[sel]
         t.write(data).result()
@@ -275,6 +422,16 @@ class Zarrista(Lib):
     def read(self, h: Any, sel: Any = Ellipsis) -> np.ndarray:
         sel = h.subset_all if sel is Ellipsis else sel
         return np.asarray(h.retrieve_array_subset(sel, **self._options()))
+
+    loader_via = {"tiles": "a loop of retrieve_array_subset(tile) (no batch call)",
+                  "rows": "a loop of retrieve_array_subset(row) (no gather call)",
+                  "regions": "a loop of retrieve_array_subset(region), one per array"}
+
+    def open_loader(self, path: str) -> Any:
+        if path.startswith(("http://", "https://")):
+            raise NotImplementedError("zarrista's synchronous API reads local stores only "
+                                      "(its async API needs an obstore store)")
+        return self.open(path)
 
     def write(self, h: Any, sel: Any, data: np.ndarray) -> None:
         sel = h.subset_all if sel is Ellipsis else sel

@@ -12,7 +12,7 @@ __all__ = ["human", "print_table", "summary", "write_files", "CSV_FIELDS"]
 
 CSV_FIELDS = ["layout", "op", "threads", "lib", "best_s", "mib_s", "ratio", "ok", "error",
               "nbytes", "repeats", "times", "note", "peak_extra_bytes", "peak_over_output",
-              "within_target", "cores"]
+              "within_target", "cores", "samples", "samples_s"]
 
 
 def human(n: float) -> str:
@@ -60,8 +60,9 @@ def print_table(report: dict[str, Any], out: TextIO) -> None:
               f"{tuple(d['chunks'])}{sh}, v{d['zarr_format']}, {d['files']} files "
               f"{human(d['stored_bytes'])}{' (reused)' if d['reused'] else ''}: "
               f"{d['description']}", file=out)
-    rows = [r for r in report["results"] if r["op"] != "memory"]
+    rows = [r for r in report["results"] if r["op"] not in ("memory", "loader")]
     _print_grid(rows, out)
+    _print_loader([r for r in report["results"] if r["op"] == "loader"], report, out)
     mem = [r for r in report["results"] if r["op"] == "memory"]
     if mem:
         head = (f"{'layout':14s} {'library':14s} {'thr':>3s} {'output':>10s} "
@@ -147,6 +148,7 @@ def summary(report: dict[str, Any]) -> list[str]:
             elif len(z) == 1:  # timed alone: its own time
                 rate = f" ({z[0]['mib_s']:.0f} MiB/s)" if op != "random" else ""
                 lines.append(f"  zarrfast {did} in {_seconds(z[0]['best_s'])}{rate}.")
+    lines += _loader_summary(report)
     missing = [n for n in peers if not libs[n]["available"] and libs[n].get("reason")
                == NOT_INSTALLED]
     broken = [n for n in peers if not libs[n]["available"] and n not in missing]
@@ -161,6 +163,33 @@ def summary(report: dict[str, Any]) -> list[str]:
     elif missing:
         lines.append(f"not installed, so not compared: {_listed(missing)}. Add the peers "
                      f"with: {INSTALL_HINT}")
+    return lines
+
+
+def _loader_summary(report: dict[str, Any]) -> list[str]:
+    """Per loader workload (largest thread count): zarrfast's samples/s and how it
+    compares with the fastest peer."""
+    rows = [r for r in report["results"] if r["op"] == "loader" and r["times"]
+            and r["ok"] is not False and not r["error"]]
+    if not rows:
+        return []
+    threads = max(r["threads"] for r in rows)
+    lines = [f"loader ({threads} thread{'s' * (threads != 1)}, samples per second):"]
+    for workload in dict.fromkeys(r["layout"] for r in rows):
+        here = [r for r in rows if r["layout"] == workload and r["threads"] == threads]
+        z = next((r for r in here if r["lib"] == "zarrfast"), None)
+        peers = [r for r in here if r["lib"] not in ("zarrfast", "zarrfast-single")]
+        if z is None:
+            continue
+        text = f"  {workload}: zarrfast {z['extra']['samples_s']:.0f}/s"
+        if peers:
+            best = min(peers, key=lambda r: r["best_s"])
+            text += (f", {best['best_s'] / z['best_s']:.2f}x the fastest peer's "
+                     f"({best['lib']}, {best['extra']['samples_s']:.0f}/s)")
+        single = next((r for r in here if r["lib"] == "zarrfast-single"), None)
+        if single:
+            text += f"; {single['best_s'] / z['best_s']:.2f}x zarrfast one read at a time"
+        lines.append(text + ".")
     return lines
 
 
@@ -224,6 +253,40 @@ def _print_grid(rows: list[dict[str, Any]], out: TextIO) -> None:
         print("\nfailures and errors:\n" + "\n".join(problems), file=out)
 
 
+def _print_loader(rows: list[dict[str, Any]], report: dict[str, Any], out: TextIO) -> None:
+    """The loader op: per workload and thread count, every library's samples per second,
+    MiB/s, time and time / zarrfast's (zarrfast: its batch call, get_many)."""
+    if not rows:
+        return
+    remote = report.get("config", {}).get("remote")
+    head = (f"{'workload':9s} {'thr':>3s} {'samples':>7s}  {'library':15s} {'samples/s':>10s} "
+            f"{'MiB/s':>7s} {'time':>10s} {'ratio':>6s}  check")
+    print(f"\nloader: samples per second, best of {report['config']['repeat']}"
+          + (f", read from {remote}" if remote else "")
+          + "; ratio = time / zarrfast's (> 1: zarrfast is faster)\n" + head + "\n"
+          + "-" * len(head), file=out)
+    last = None
+    notes: dict[str, str] = {}
+    for r in rows:
+        key = (r["layout"], r["threads"])
+        if last is not None and key != last:
+            print("", file=out)
+        last = key
+        e = r.get("extra") or {}
+        rate = f"{e['samples_s']:.0f}" if e.get("samples_s") else "-"
+        mib = f"{r['mib_s']:.0f}" if r["mib_s"] else "-"
+        ratio = f"x{r['ratio']:.2f}" if r["ratio"] else ""
+        check = _status(r) + (f" {(r['error'] or '')[:80]}" if r["error"] else "")
+        print(f"{r['layout']:9s} {r['threads']:3d} {e.get('samples', 0):7d}  {r['lib']:15s} "
+              f"{rate:>10s} {mib:>7s} {_time(r['best_s']):>10s} {ratio:>6s}  {check}",
+              file=out)
+        if r.get("note"):
+            notes.setdefault(f"{r['lib']} {r['layout']}", r["note"])
+    if notes:
+        print("\nhow each library read each batch:\n" + "\n".join(
+            f"  {k}: {v}" for k, v in notes.items()), file=out)
+
+
 def _over_threads(r: dict[str, Any]) -> bool:
     """Whether a library kept clearly more cores busy than the row's thread count (half
     a core of slack: the calling thread, the kernel's I/O, a collector)."""
@@ -235,7 +298,8 @@ def _csv_row(r: dict[str, Any]) -> dict[str, Any]:
     row = {k: r.get(k) for k in CSV_FIELDS if k in r}
     row["repeats"] = len(r["times"])
     row["times"] = " ".join(f"{t:.6f}" for t in r["times"])
-    for k in ("peak_extra_bytes", "peak_over_output", "within_target", "cores"):
+    for k in ("peak_extra_bytes", "peak_over_output", "within_target", "cores", "samples",
+              "samples_s"):
         row[k] = r["extra"].get(k)
     return row
 
