@@ -30,7 +30,12 @@ from zarrfast.engine import sharded as _sharded
 from zarrfast.engine.chunked import RAW_COST_RATIO, Projection, RowReader
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.shard_view import ShardView
-from zarrfast.engine.sharded import group_by_shard, read_whole_files, waves_of
+from zarrfast.engine.sharded import (
+    group_by_shard,
+    read_partial_files,
+    read_whole_files,
+    waves_of,
+)
 from zarrfast.errors import ChunkDecodeError, add_context
 from zarrfast.kernels import buffers as _buffers
 
@@ -86,7 +91,12 @@ class ShardRowsRead:
     def run(self) -> None:
         done = read_whole_files(self.plan, self.keys, self.groups, self.inner_lin,
                                 self.reader, self.whole)
-        todo = [g for g, d in enumerate(done) if not d]
+        # (partial shards of local files: their inner chunks read by a kernel; whole
+        # shards the ShardFiles kernel did not take are read whole below)
+        todo = [g for g, d in enumerate(done) if not d and self.whole[g]]
+        todo += read_partial_files(self.plan, self.keys, self.groups, self.inner_lin,
+                                   self.reader,
+                                   [g for g, d in enumerate(done) if not d and not self.whole[g]])
         if not todo:
             return
         # each shard's own chain: the array's, but for a rectilinear grid of shards

@@ -710,6 +710,86 @@ def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicS
     return status is None
 
 
+def read_partial_files(plan: Any, keys: list[str], groups: list[np.ndarray],
+                       inner_lin: np.ndarray, reader: RowReader, todo: list[int]) -> list[int]:
+    """Read the shards ``todo`` of a read (``groups[g]``: their rows) that are files of
+    a local store, zstd, blosc or uncompressed inner chunks: each shard opened once (its
+    index from the cache while the file is unchanged), then every stored inner chunk of
+    all of them read with ``pread`` and decoded into place by one ``decode_ranges`` call
+    per thread, without the GIL; rows of inner chunks not stored get the fill value.
+    What a scattered read of many shards (a data loader's batch) costs is then the
+    kernels', not a Python fetch per shard.
+
+    Returns the shards left for the general path: all of them when the store's shards
+    are not files, and any shard one of whose inner chunks the kernel could not read or
+    decode (the general path reads it again and says what is wrong)."""
+    store, chain, threads = plan.store, plan.chain, plan.options.threads
+    inner = chain.inner
+    if (not todo or inner.box_codec is None or not inner.ndim or not chain.partial_reads
+            or chain.rectilinear or plan.caps.batched_gets or not _files_store(store, chain)):
+        return todo
+    largest = min(2 * inner.chunk_nbytes + 65536, chain.inner.stored_limit)
+    readers: list[Any] = []
+    left: list[int] = []
+    fds, starts, sizes, rows, shard_of = [], [], [], [], []
+    fill: list[np.ndarray] = []
+    try:
+        for g in todo:
+            key, grows = keys[g], groups[g]
+            opened = store.open_ranges(key)
+            if opened is None:
+                fill.append(grows)
+                continue
+            readers.append(opened)
+            fd = opened.fileno()
+            index = chain.reader_index(opened, key) if fd is not None else None
+            if fd is None:
+                left.append(g)
+                continue
+            if index is None:
+                fill.append(grows)
+                continue
+            entries = index[inner_lin[grows]]
+            stored = entries[:, 0] != EMPTY
+            if (entries[stored, 1] > largest).any() or (
+                    entries[stored, 0] > _MAX_OFFSET).any():
+                left.append(g)  # (the general path reads them, or says what is wrong)
+                continue
+            fill.append(grows[~stored])
+            n = int(np.count_nonzero(stored))
+            fds.append(np.full(n, fd, dtype=np.int64))
+            starts.append(entries[stored, 0].astype(np.int64))
+            sizes.append(entries[stored, 1].astype(np.int64))
+            rows.append(grows[stored])
+            shard_of.append(np.full(n, g, dtype=np.int64))
+        for r in (np.concatenate(fill).tolist() if fill else ()):
+            reader.read(r, None, "")  # (the fill value)
+        if not rows:
+            return left
+        fd_arr, off_arr = np.concatenate(fds), np.concatenate(starts)
+        size_arr, row_arr = np.concatenate(sizes), np.concatenate(rows)
+        shard_arr = np.concatenate(shard_of)
+        placement = reader.placement()
+        failed: list[np.ndarray] = []
+
+        def place(part: range, share: bool) -> None:
+            sl = slice(part.start, part.stop)
+            status, _errors = inner.batch_decoder().decode_ranges(
+                fd_arr[sl], off_arr[sl], size_arr[sl], placement.take(row_arr[sl]),
+                share=share)
+            if np.count_nonzero(status):
+                failed.append(shard_arr[sl][status != 0])
+
+        # (every part places disjoint rows: the inner chunks partition the array)
+        run_parts(place, len(row_arr), inner, threads)
+    finally:
+        for opened in readers:
+            opened.close()
+    if failed:
+        left += np.unique(np.concatenate(failed)).tolist()
+    return sorted(left)
+
+
 def _files_store(store: Store, chain: ShardedChain) -> bool:
     """Whether ``store``'s values are files that kernels may read themselves (see
     ``Store.file_paths``); kept on ``chain`` for its last store."""
