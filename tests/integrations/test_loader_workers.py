@@ -152,7 +152,7 @@ def test_fork_while_the_parent_reads(tmp_path: Path) -> None:
     data = _data()
     stop = threading.Event()
     errors: list[BaseException] = []
-    reads = [0]
+    first_read = threading.Event()
 
     def keep_reading() -> None:
         try:
@@ -160,19 +160,19 @@ def test_fork_while_the_parent_reads(tmp_path: Path) -> None:
                 np.testing.assert_array_equal(array[...], data)
                 for got, sel in zip(array.get_many(TILES), TILES, strict=True):
                     np.testing.assert_array_equal(got, data[sel])
-                reads[0] += 1
+                first_read.set()
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
+            first_read.set()
 
     readers = [threading.Thread(target=keep_reading, daemon=True) for _ in range(2)]
     with zarrfast.config.set(threads=2):
         for t in readers:
             t.start()
         try:
-            deadline = time.monotonic() + HANG
-            while reads[0] == 0 and not errors:  # the readers are under way
-                assert time.monotonic() < deadline, "the parent's readers hung"
-                time.sleep(0.001)
+            # the readers are under way (a read has ended)
+            assert first_read.wait(HANG), "the parent's readers hung"
+            assert not errors, errors
             for _ in range(3):  # three pools, each forked while the readers read
                 for k, got in enumerate(_map_in_pool("fork", [array, array])):
                     _check(got, data, f"forked worker {got['pid']}, task {k}")
