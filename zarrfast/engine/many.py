@@ -34,7 +34,7 @@ from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection, normalize_basic
 from zarrfast.engine.shard_read import ShardRowsRead
 from zarrfast.engine.sharded import group_by_shard
-from zarrfast.engine.strategies import READ_ROWS, choose_rows, read_basic
+from zarrfast.engine.strategies import READ_ROWS, choose_rows, out_problem, read_basic
 from zarrfast.errors import IndexingError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.storage import Store, StoreCapabilities
@@ -52,13 +52,11 @@ def _grid_chain(chain: Any) -> Any:
 
 
 def _check_out(out: Any, sel: BasicSelection, dtype: np.dtype, i: int) -> np.ndarray:
-    if (not isinstance(out, np.ndarray) or out.dtype != dtype
-            or out.shape != sel.out_shape or not out.flags.c_contiguous
-            or not out.flags.writeable):
+    problem = out_problem(out, sel.out_shape, dtype)
+    if problem:
         raise IndexingError(
             f"out[{i}] must be a writeable C-contiguous ndarray of shape {sel.out_shape} "
-            f"and dtype {dtype}, got {getattr(out, 'shape', None)} "
-            f"{getattr(out, 'dtype', type(out))}")
+            f"and dtype {dtype}, got {problem}")
     return out
 
 
@@ -94,11 +92,11 @@ def read_many(store: Store, caps: StoreCapabilities, path: str, chain: Any,
                 raise IndexingError(
                     f"{where}: out of shape {out.shape} does not hold the results of "
                     f"{n} selections: they need {need}")
-            if n and (out.dtype != dtype or not out.flags.c_contiguous
-                      or not out.flags.writeable):
+            problem = out_problem(out, out.shape, dtype) if n else ""
+            if problem:
                 raise IndexingError(
                     f"{where}: out must be a writeable C-contiguous ndarray of dtype "
-                    f"{dtype}, got {out.dtype}")
+                    f"{dtype}, got {problem}")
             outs = list(out) if n else []
         else:
             given = list(out)

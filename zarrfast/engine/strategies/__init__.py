@@ -63,7 +63,7 @@ from zarrfast.kernels import buffers as _buffers
 from zarrfast.storage import Store, StoreCapabilities
 
 __all__ = ["READS", "READ_ROWS", "WRITES", "WRITE_ROWS", "RowStrategy", "Strategy", "choose",
-           "choose_rows", "read_basic", "write", "write_basic"]
+           "choose_rows", "out_problem", "read_basic", "write", "write_basic"]
 
 #: how the chunks of a projection are read, in order of preference
 READ_ROWS: tuple[RowStrategy, ...] = (BatchedGets(), FileBatches(), ChunkTasks())
@@ -117,6 +117,20 @@ def choose(table: tuple[Strategy, ...], plan: Plan, what: str) -> tuple[Strategy
     raise AssertionError(f"no strategy applies: {list(table)}")  # pragma: no cover
 
 
+def out_problem(out: Any, shape: tuple[int, ...], dtype: np.dtype) -> str:
+    """What keeps ``out`` from taking a result of ``shape`` and ``dtype`` (a writeable
+    C-contiguous ndarray of them), in words; ``""``: nothing."""
+    if not isinstance(out, np.ndarray):
+        return f"a {type(out).__name__}"
+    if out.shape != shape or out.dtype != dtype:
+        return f"one of shape {out.shape} and dtype {out.dtype}"
+    if not out.flags.c_contiguous:
+        return "one that is not C-contiguous"
+    if not out.flags.writeable:
+        return "a read-only one"
+    return ""
+
+
 def read_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, selection: Any,
                shape: tuple[int, ...], dtype: np.dtype, out: np.ndarray | None, where: str
                ) -> np.ndarray:
@@ -128,13 +142,11 @@ def read_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, sel
     sel = normalize_basic(selection, shape)
     full = sel.full_shape
     if out is not None:
-        if (not isinstance(out, np.ndarray) or out.dtype != dtype
-                or out.shape != sel.out_shape or not out.flags.c_contiguous
-                or not out.flags.writeable):
+        problem = out_problem(out, sel.out_shape, dtype)
+        if problem:
             raise IndexingError(
                 f"out must be a writeable C-contiguous ndarray of shape {sel.out_shape} "
-                f"and dtype {dtype}, got "
-                f"{getattr(out, 'shape', None)} {getattr(out, 'dtype', type(out))}")
+                f"and dtype {dtype}, got {problem}")
         buf = out.reshape(full)
     else:
         buf = _buffers.empty(full, dtype, where=where, what="the result of the selection",
