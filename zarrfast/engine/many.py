@@ -23,6 +23,7 @@ strings) are read one selection at a time.
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -116,14 +117,32 @@ def _index_memo_chain(chain: Any) -> Any:
     """A copy of the sharded ``chain`` (made for one batch) that keeps every shard index
     it reads for its life."""
     batch_chain = copy.copy(chain)
-    memo: dict[str, Any] = {}
+    #: per shard key: [done, index, error]; the first reader of a shard reads its index,
+    #: the batch's other reads of it (in other threads) wait for it
+    memo: dict[str, list[Any]] = {}
+    lock = threading.Lock()
     read_index = chain._index
 
     def _index(token: Any, key: str, read: Any, size: int | None = None) -> Any:
-        if key in memo:
-            return memo[key]
-        index = memo[key] = read_index(token, key, read, size)
-        return index
+        with lock:
+            entry = memo.get(key)
+            first = entry is None
+            if first:
+                entry = memo[key] = [threading.Event(), None, None]
+        assert entry is not None
+        if not first:
+            entry[0].wait()
+            if entry[2] is not None:
+                raise entry[2]
+            return entry[1]
+        try:
+            entry[1] = read_index(token, key, read, size)
+        except BaseException as e:
+            entry[2] = e
+            raise
+        finally:
+            entry[0].set()
+        return entry[1]
 
     batch_chain._index = _index
     return batch_chain
@@ -154,6 +173,7 @@ class _Batch:
         coords = np.concatenate([p.coords for p in projs])
         shared_rows = np.zeros(len(coords), dtype=np.bool_)
         slot = np.full(len(coords), -1, dtype=np.int64)
+        reads: list[tuple[Projection, np.ndarray]] = []
         whole = None
         if len(coords):
             uniq, inverse, counts = np.unique(coords, axis=0, return_inverse=True,
@@ -167,23 +187,30 @@ class _Batch:
                 remap = np.full(len(uniq), -1, dtype=np.int64)
                 remap[shared_chunks] = np.arange(shared_chunks.size)
                 slot = remap[inverse]
-                whole = self._read_whole(uniq[shared_chunks])
+                whole_read = self._whole_table(uniq[shared_chunks])
+                whole = whole_read[1]
+                reads.append(whole_read)
         # selections of one result shape and step: one output, stacked
         groups: dict[tuple, list[int]] = {}
         for i, s in enumerate(sels):
             groups.setdefault((s.full_shape, tuple(s.step.tolist())), []).append(i)
         bounds = np.concatenate(([0], np.cumsum([p.nrows for p in projs])))
-        results: list[Any] = [None] * len(sels)
+        planned = []
         for (full, step), members in groups.items():
             buf = self._group_buffer(full, members)
-            flat = buf.reshape((len(members) * full[0], *full[1:]) if full else (len(members),))
+            flat = buf.reshape((len(members) * full[0], *full[1:]))
             rows = [np.arange(bounds[i], bounds[i + 1]) for i in members]
-            own = [r[~shared_rows[r]] for r in rows]
-            self._read_group(projs, members, own, bounds, full, step, flat)
+            table = self._group_table(projs, members, [r[~shared_rows[r]] for r in rows],
+                                      bounds, full, step, flat.shape)
+            if table is not None:
+                reads.append((table, flat))
+            planned.append((full, step, members, buf, flat, rows))
+        self._read_all(reads)
+        results: list[Any] = [None] * len(sels)
+        for full, step, members, buf, flat, rows in planned:
             if whole is not None:
-                theirs = [r[shared_rows[r]] for r in rows]
-                self._copy_shared(projs, members, theirs, bounds, slot, whole, full, step,
-                                  flat)
+                self._copy_shared(projs, members, [r[shared_rows[r]] for r in rows], bounds,
+                                  slot, whole, full, step, flat)
             for k, i in enumerate(members):
                 given = self.outs[i]
                 if given is not None and not np.shares_memory(given, buf):
@@ -192,6 +219,32 @@ class _Batch:
                 else:
                     results[i] = buf[k].reshape(sels[i].out_shape) if given is None else given
         return results
+
+    def _read_all(self, reads: list[tuple[Projection, np.ndarray]]) -> None:
+        """Do the reads (tables and their outputs; disjoint outputs): one after another,
+        but on a store of concurrent requests (a remote one) at the same time, so that
+        the batch costs the round trips of one read (a shard's index is read once for
+        all of them: the batch's chain keeps the indexes it reads)."""
+        if len(reads) > 1 and self.caps.batched_gets:
+            errors: list[BaseException] = []
+
+            def read(proj: Projection, out: np.ndarray) -> None:
+                try:
+                    self._read_table(proj, out)
+                except BaseException as e:  # (re-raised in the calling thread)
+                    errors.append(e)
+
+            others = [threading.Thread(target=read, args=r, daemon=True) for r in reads[1:]]
+            for t in others:
+                t.start()
+            read(*reads[0])
+            for t in others:
+                t.join()
+            if errors:
+                raise errors[0]
+            return
+        for proj, out in reads:
+            self._read_table(proj, out)
 
     # -- buffers -------------------------------------------------------------------------
     def _group_buffer(self, full: tuple[int, ...], members: list[int]) -> np.ndarray:
@@ -235,9 +288,9 @@ class _Batch:
                                   dropped=(False,) * ndim)
         return proj
 
-    def _read_whole(self, coords: np.ndarray) -> np.ndarray:
-        """The chunks at ``coords`` (their parts inside the array), read once into a
-        buffer of whole chunks stacked along the first axis."""
+    def _whole_table(self, coords: np.ndarray) -> tuple[Projection, np.ndarray]:
+        """The read of the chunks at ``coords`` (their parts inside the array) into a
+        buffer of whole chunks stacked along the first axis: its table and the buffer."""
         chunk = self.grid.chunk_shape_arr
         m = len(coords)
         ends = np.minimum((coords + 1) * chunk, np.array(self.array_shape, dtype=np.int64))
@@ -249,14 +302,14 @@ class _Batch:
                                what="the chunks several selections share", aligned=True)
         proj = self._table(np.ascontiguousarray(coords), np.zeros_like(coords), count,
                            out_start, (1,) * len(shape), shape)
-        self._read_table(proj, whole)
-        return whole
+        return proj, whole
 
-    def _read_group(self, projs: list[Projection], members: list[int], own: list,
-                    bounds: np.ndarray, full: tuple[int, ...], step: tuple[int, ...],
-                    flat: np.ndarray) -> None:
-        """Read the rows ``own`` (of the concatenated table; per member) of the
-        selections ``members`` into their stacked output ``flat``."""
+    def _group_table(self, projs: list[Projection], members: list[int], own: list,
+                     bounds: np.ndarray, full: tuple[int, ...], step: tuple[int, ...],
+                     shape: tuple[int, ...]) -> Projection | None:
+        """The table of the rows ``own`` (of the concatenated table; per member) of the
+        selections ``members`` into their stacked output (of ``shape``); ``None``: no
+        rows."""
         coords, ls, lc, os_ = [], [], [], []
         for k, (i, rows) in enumerate(zip(members, own, strict=True)):
             if not len(rows):
@@ -270,10 +323,9 @@ class _Batch:
             o[:, 0] += k * full[0]
             os_.append(o)
         if not coords:
-            return
-        proj = self._table(np.concatenate(coords), np.concatenate(ls), np.concatenate(lc),
-                           np.concatenate(os_), step, flat.shape)
-        self._read_table(proj, flat)
+            return None
+        return self._table(np.concatenate(coords), np.concatenate(ls), np.concatenate(lc),
+                           np.concatenate(os_), step, shape)
 
     def _copy_shared(self, projs: list[Projection], members: list[int], theirs: list,
                      bounds: np.ndarray, slot: np.ndarray, whole: np.ndarray,
