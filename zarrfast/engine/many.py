@@ -7,14 +7,18 @@ together, the selections are planned as one read:
 
 1. each selection is projected onto the grid of chunks (inner chunks of a sharded
    array) and the projections are concatenated into one table;
-2. selections whose results have the same shape (and steps) share one output buffer,
-   their results stacked along a new first axis (``(n, *shape)``; results are views of
-   it), so that one row strategy, or one :class:`~zarrfast.engine.shard_read.ShardRowsRead`,
+2. selections whose results differ at most in their first dimension (and that have the
+   same steps) share one output buffer, their results one after another along its first
+   axis (results are views of it: a batch of one shape is one ``(n, *shape)`` block), so
+   that one row strategy, or one :class:`~zarrfast.engine.shard_read.ShardRowsRead`,
    reads all of their chunks: every shard is visited once, its index read once, the byte
    ranges of its inner chunks coalesced across selections, the decoding spread over the
    pool across selections;
 3. a chunk several selections touch is read and decoded once, into a buffer of whole
    chunks, then its parts are copied into each result by one ``copy_regions`` call.
+
+Selections of other shapes (and the chunks they share) are further reads of the same
+batch: on remote stores they run at the same time, a shard's index read once for all.
 
 Chains other than regular and sharded ones (rectilinear grids, variable-length
 strings) are read one selection at a time.
@@ -190,34 +194,37 @@ class _Batch:
                 whole_read = self._whole_table(uniq[shared_chunks])
                 whole = whole_read[1]
                 reads.append(whole_read)
-        # selections of one result shape and step: one output, stacked
+        # selections whose results differ at most in their first dimension (and of one
+        # step): one output, the results one after another along the first axis
         groups: dict[tuple, list[int]] = {}
         for i, s in enumerate(sels):
-            groups.setdefault((s.full_shape, tuple(s.step.tolist())), []).append(i)
+            groups.setdefault((s.full_shape[1:], tuple(s.step.tolist())), []).append(i)
         bounds = np.concatenate(([0], np.cumsum([p.nrows for p in projs])))
         planned = []
-        for (full, step), members in groups.items():
-            buf = self._group_buffer(full, members)
-            flat = buf.reshape((len(members) * full[0], *full[1:]))
+        for (tail, step), members in groups.items():
+            heights = [sels[i].full_shape[0] for i in members]
+            starts = np.concatenate(([0], np.cumsum(heights))).astype(np.int64)
+            flat = self._group_buffer((int(starts[-1]), *tail), members, heights)
             rows = [np.arange(bounds[i], bounds[i + 1]) for i in members]
             table = self._group_table(projs, members, [r[~shared_rows[r]] for r in rows],
-                                      bounds, full, step, flat.shape)
+                                      bounds, starts, step, flat.shape)
             if table is not None:
                 reads.append((table, flat))
-            planned.append((full, step, members, buf, flat, rows))
+            planned.append((starts, step, members, flat, rows))
         self._read_all(reads)
         results: list[Any] = [None] * len(sels)
-        for full, step, members, buf, flat, rows in planned:
+        for starts, step, members, flat, rows in planned:
             if whole is not None:
                 self._copy_shared(projs, members, [r[shared_rows[r]] for r in rows], bounds,
-                                  slot, whole, full, step, flat)
+                                  slot, whole, starts, step, flat)
             for k, i in enumerate(members):
                 given = self.outs[i]
-                if given is not None and not np.shares_memory(given, buf):
-                    given[...] = buf[k].reshape(sels[i].out_shape)
+                mine = flat[int(starts[k]):int(starts[k + 1])].reshape(sels[i].out_shape)
+                if given is not None and not np.shares_memory(given, flat):
+                    given[...] = mine
                     results[i] = given
                 else:
-                    results[i] = buf[k].reshape(sels[i].out_shape) if given is None else given
+                    results[i] = mine if given is None else given
         return results
 
     def _read_all(self, reads: list[tuple[Projection, np.ndarray]]) -> None:
@@ -247,13 +254,15 @@ class _Batch:
             self._read_table(proj, out)
 
     # -- buffers -------------------------------------------------------------------------
-    def _group_buffer(self, full: tuple[int, ...], members: list[int]) -> np.ndarray:
-        """The stacked output of the selections ``members`` (results of shape ``full``):
-        the caller's stacked ``out`` when it holds them all, else a new buffer."""
+    def _group_buffer(self, shape: tuple[int, ...], members: list[int], heights: list[int]
+                      ) -> np.ndarray:
+        """The output (of ``shape``) of the selections ``members``, their results one
+        after another along the first axis (``heights`` long): the caller's stacked
+        ``out`` when it holds them all in that order, else a new buffer."""
         stacked = self.stacked
-        if stacked is not None and len(members) == len(self.sels):
-            return stacked.reshape((len(members), *full))
-        return _buffers.empty((len(members), *full), self.dtype, where=self.where,
+        if stacked is not None and len(members) == len(self.sels) and len(set(heights)) == 1:
+            return stacked.reshape(shape)
+        return _buffers.empty(shape, self.dtype, where=self.where,
                               what="the results of the selections", aligned=True)
 
     # -- reading -------------------------------------------------------------------------
@@ -305,7 +314,7 @@ class _Batch:
         return proj, whole
 
     def _group_table(self, projs: list[Projection], members: list[int], own: list,
-                     bounds: np.ndarray, full: tuple[int, ...], step: tuple[int, ...],
+                     bounds: np.ndarray, starts: np.ndarray, step: tuple[int, ...],
                      shape: tuple[int, ...]) -> Projection | None:
         """The table of the rows ``own`` (of the concatenated table; per member) of the
         selections ``members`` into their stacked output (of ``shape``); ``None``: no
@@ -320,7 +329,7 @@ class _Batch:
             ls.append(p.local_start[r])
             lc.append(p.local_count[r])
             o = p.out_start[r].copy()
-            o[:, 0] += k * full[0]
+            o[:, 0] += starts[k]
             os_.append(o)
         if not coords:
             return None
@@ -329,7 +338,7 @@ class _Batch:
 
     def _copy_shared(self, projs: list[Projection], members: list[int], theirs: list,
                      bounds: np.ndarray, slot: np.ndarray, whole: np.ndarray,
-                     full: tuple[int, ...], step: tuple[int, ...], flat: np.ndarray
+                     starts: np.ndarray, step: tuple[int, ...], flat: np.ndarray
                      ) -> None:
         """Copy the parts of the shared chunks (read into ``whole``) that the rows
         ``theirs`` of the selections ``members`` select into ``flat``: one
@@ -347,7 +356,7 @@ class _Batch:
             start[:, 0] += slot[rows] * chunk0
             src_off.append(start @ w_strides)
             o = p.out_start[r].copy()
-            o[:, 0] += k * full[0]
+            o[:, 0] += starts[k]
             dst_off.append(o @ f_strides)
             counts.append(p.local_count[r])
         if not counts:
