@@ -1,12 +1,17 @@
 """Orthogonal (``oindex``), coordinate (``vindex``), mask and block selections.
 
 Integer arrays may be unsorted and repeated and may hold negative indices;
-boolean masks select where they are true.  A selection is grouped by chunk
-once (:func:`zarrfast.kernels.group_by_chunk`, a Cython counting sort), then
-each touched chunk is one task on the shared pool: fetch, decode, and one
-NumPy gather (``out[ix] = chunk[ix]``) or scatter for writes.  Sharded
-arrays (and other chains) go through basic reads and writes of each touched
-chunk's region instead.
+boolean masks select where they are true.  Reads of a regular grid of chunks, or of
+shards, are gathers: the touched chunks are read a wave at a time into a scratch buffer
+by the engine's own row readers (batched decoding without the GIL; whole shards by one
+kernel call each), then one NumPy indexing per wave moves the selected elements into
+place -- no Python per index or per chunk (see "gathers" below).  Writes, and reads of
+the other arrays, group the selection by chunk once
+(:func:`zarrfast.kernels.group_by_chunk`, a Cython counting sort), then each touched
+chunk is one task on the shared pool: fetch, decode, and one NumPy gather
+(``out[ix] = chunk[ix]``) or scatter for writes.  Rectilinear grids (and
+writes of sharded arrays) go through basic reads and writes of each touched chunk's
+region instead.
 
 Errors are zarr-python's types with messages naming the dimension, the index
 and the bound.
@@ -17,6 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,10 +31,13 @@ import numpy as np
 
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_unordered_into
-from zarrfast.engine.chunked import PreparedChain, chunk_keys
-from zarrfast.engine.plan import Options
+from zarrfast.engine.chunked import PreparedChain, RowReader, chunk_keys
+from zarrfast.engine.plan import Options, Plan
 from zarrfast.engine.rmw import read_modify_write
-from zarrfast.engine.selection import expand_ellipsis, slice_indices
+from zarrfast.engine.selection import BasicSelection, expand_ellipsis, slice_indices
+from zarrfast.engine.shard_read import ShardRowsRead
+from zarrfast.engine.sharded import group_by_shard
+from zarrfast.engine.strategies import READ_ROWS, choose_rows
 from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import BoundsCheckError, IndexingError
 from zarrfast.kernels import buffers as _buffers
@@ -258,11 +267,209 @@ def _per_dim_groups(array: FancyTarget, indices: tuple[np.ndarray, ...]):
         groups.append(dim)
     return groups
 
+# -- gathers: the touched chunks read a wave at a time, then gathered by NumPy -----------
+#
+# A regular grid of chunks, or of shards (their inner chunks), is read the way basic
+# selections are: the touched chunks of a wave are the rows of a projection onto a
+# scratch buffer, chunk ``b`` whole at block ``b`` (of the chunk's shape, stacked along
+# the first dimension), and the engine's row readers fetch and decode them there
+# (``RowReader`` with the strategy table's row strategies: batches of files decoded by
+# one kernel call each, without the GIL; ``ShardRowsRead`` for shards: whole shards by
+# one kernel call each, an index read once per shard).  Then one NumPy gather per wave
+# (per line of chunks, for an orthogonal selection) moves the selected elements from
+# the scratch buffer into place: no Python per index, none per chunk.
+
+#: bytes of decoded chunks a gather holds at once (its scratch buffer: kept by the
+#: calling thread for its next gather when at most this large)
+GATHER_WAVE_BYTES = 16 * 2**20
+
+
+class _GatherScratch(threading.local):
+    buf: np.ndarray | None = None
+
+
+_gather_scratch = _GatherScratch()
+
+
+def _scratch(nbytes: int, where: str) -> np.ndarray:
+    """A flat uint8 buffer of ``nbytes``: this thread's (reused: its pages are mapped
+    already) when it is at most GATHER_WAVE_BYTES, else a fresh one."""
+    if nbytes > GATHER_WAVE_BYTES:  # (pages kept for the next buffer of its size)
+        return _buffers.empty(nbytes, np.uint8, where=where, reuse=True,
+                              what="a buffer to decode the chunks of a gather into")
+    buf = _gather_scratch.buf
+    if buf is None or buf.nbytes < nbytes:
+        _gather_scratch.buf = None
+        buf = _gather_scratch.buf = _buffers.empty(
+            GATHER_WAVE_BYTES, np.uint8, where=where, reuse=True,
+            what="a buffer to decode the chunks of a gather into")
+    return buf[:nbytes]
+
+
+def _gather_chain(array: FancyTarget) -> PreparedChain | None:
+    """The chain whose chunks a gather reads a wave at a time: a regular grid's, or the
+    inner chunks' of a regular grid of shards; ``None``: the per-chunk paths."""
+    chain = array.chain
+    if array.objects or array.bounds is not None or not array.shape:
+        return None
+    if isinstance(chain, PreparedChain):
+        return chain
+    if getattr(chain, "kind", None) == "sharded" and not chain.rectilinear:
+        return chain.inner
+    return None
+
+
+class _WholeChunks:
+    """A projection (as :class:`~zarrfast.engine.chunked.Projection` has it) of the
+    chunks at ``coords`` onto a scratch array of shape ``(k * c0, c1, ...)``: chunk
+    ``b`` whole at block ``b`` (clipped at the array's edge)."""
+
+    def __init__(self, chain: PreparedChain, shape: tuple[int, ...], coords: np.ndarray
+                 ) -> None:
+        cs = chain.chunk_shape_arr
+        k = len(coords)
+        self.chain = chain
+        self.coords = coords
+        self.nrows = k
+        self.local_start = np.zeros_like(coords)
+        self.local_count = np.minimum(cs, np.array(shape, dtype=np.int64) - coords * cs)
+        self.out_start = np.zeros_like(coords)
+        self.out_start[:, 0] = np.arange(k, dtype=np.int64) * cs[0]
+        self.complete = np.ones(k, dtype=np.bool_)
+        full = np.array(chain.chunk_shape, dtype=np.int64)
+        full[0] *= k
+        ndim = len(shape)
+        self.sel = BasicSelection(np.zeros(ndim, np.int64), np.ones(ndim, np.int64), full,
+                                  (False,) * ndim)
+
+
+def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
+                 dtype: np.dtype) -> np.ndarray:
+    """The chunks at ``coords`` (rows of grid coordinates: of the inner grid for shards),
+    decoded: an array of shape ``(k, *chunk_shape)`` (a scratch buffer, valid until this
+    thread's next gather; beyond the array's edge its contents are undefined)."""
+    rows = _WholeChunks(chain, array.shape, coords)
+    k, cs = len(coords), chain.chunk_shape
+    buf = _scratch(k * math.prod(cs) * dtype.itemsize, f"array {array.name!r}")
+    scratch = buf.view(dtype).reshape(rows.sel.full_shape)
+    store = array.store
+    plan = Plan(store, store.capabilities, array.chunk_path, array.chain, rows.sel,
+                given_options=array.options, out=scratch, size=scratch.size)
+    if chain is array.chain:
+        reader = RowReader(rows, scratch, plan.caps)  # type: ignore[arg-type]  # (a projection)
+        keys = chunk_keys(array.metadata, array.chunk_path, coords)
+        choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
+    else:  # the inner chunks of shards
+        shards = group_by_shard(array.chain, rows, array.chunk_path)  # type: ignore[arg-type]
+        ShardRowsRead(plan, (rows, *shards)).run()
+    return scratch.reshape(k, *cs)
+
+
+def _group(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``group_by_chunk`` of ``ids`` (in ``[0, n)``): (order, distinct ids, starts)."""
+    return _kernels.group_by_chunk(np.ascontiguousarray(ids, dtype=np.int64), n)
+
+
+def _run_or_array(idx: np.ndarray) -> slice | np.ndarray:
+    """``idx`` as a slice when it is a run of consecutive increasing integers."""
+    if idx.size and int(idx[-1]) - int(idx[0]) == idx.size - 1 and (
+            idx.size < 3 or bool(np.all(np.diff(idx) == 1))):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+def _gather_orthogonal(array: FancyTarget, chain: PreparedChain, osel: OrthogonalSelection,
+                       out: np.ndarray) -> None:
+    """``out[...] = array[outer(osel.indices)]`` (``out`` of ``osel.full_shape``).
+
+    The dimension with the most touched chunks is the gather's: each line of touched
+    chunks along it (one per combination of the other dimensions' touched chunks) is
+    read a wave at a time, and each wave gathered by one NumPy indexing."""
+    cs = chain.chunk_shape
+    ndim = len(cs)
+    grid = _grid(array)
+    dims = []  # per dim: (local indices, order, distinct chunk ids, starts)
+    for d, idx in enumerate(osel.indices):
+        cid = idx // cs[d]
+        order, cids, starts = _group(cid, grid[d])
+        dims.append((idx - cid * cs[d], order, cids, starts))
+    g = max(range(ndim), key=lambda d: len(dims[d][2]))
+    local_g, order_g, cids_g, starts_g = dims[g]
+    others = [d for d in range(ndim) if d != g]
+    per_wave = max(1, GATHER_WAVE_BYTES // max(1, chain.chunk_nbytes))
+    # each element's chunk along g, as its rank among the touched ones
+    rank_g = np.empty(len(local_g), dtype=np.int64)
+    rank_g[order_g] = np.repeat(np.arange(len(cids_g), dtype=np.int64), np.diff(starts_g))
+    for combo in itertools.product(*(range(len(dims[d][2])) for d in others)):
+        # the other dims: their positions in the output, and indices in the chunk
+        dst: list[Any] = [slice(None)] * ndim
+        src: list[Any] = []
+        coords_other = {}
+        for d, j in zip(others, combo, strict=True):
+            local, order, cids, starts = dims[d]
+            pos = order[starts[j]:starts[j + 1]]
+            dst[d] = _run_or_array(pos)
+            src.append(_run_or_array(local[pos]))
+            coords_other[d] = int(cids[j])
+        for a in range(0, len(cids_g), per_wave):
+            b = min(a + per_wave, len(cids_g))
+            coords = np.empty((b - a, ndim), dtype=np.int64)
+            coords[:, g] = cids_g[a:b]
+            for d, c in coords_other.items():
+                coords[:, d] = c
+
+            chunks = _read_chunks(array, chain, coords, out.dtype)
+            pos_g = order_g[starts_g[a]:starts_g[b]]
+            # chunks (k, c_g, c_others...): the wave's elements along g, then the others
+            block = np.moveaxis(chunks, 1 + g, 1)[rank_g[pos_g] - a, local_g[pos_g]]
+            for axis, sl in enumerate(src, start=1):
+                if isinstance(sl, slice):
+                    if sl != slice(0, block.shape[axis]):
+                        block = block[(slice(None),) * axis + (sl,)]
+                else:
+                    block = block.take(sl, axis=axis)
+            block = np.moveaxis(block, 0, g)
+            dst[g] = pos_g
+            if sum(1 for x in dst if not isinstance(x, slice)) > 1:
+                out[np.ix_(*(np.arange(x.start, x.stop) if isinstance(x, slice) else x
+                             for x in dst))] = block
+            else:
+                out[tuple(dst)] = block
+
+
+def _gather_points(array: FancyTarget, chain: PreparedChain, coords: tuple[np.ndarray, ...],
+                   out: np.ndarray) -> bool:
+    """``out[i] = array[coords[0][i], coords[1][i], ...]``, a wave of chunks at a time,
+    each gathered by one NumPy indexing.  False (nothing done) when the grid has too
+    many chunks to number them in an int64."""
+    cs = chain.chunk_shape
+    grid = _grid(array)
+    if math.prod(grid) > 2**62:
+        return False
+    cids = [c // s for c, s in zip(coords, cs, strict=True)]
+    local = [c - k * s for c, k, s in zip(coords, cids, cs, strict=True)]
+    lin = np.ravel_multi_index(cids, grid).astype(np.int64, copy=False)
+    order, ucids, starts = _group(lin, math.prod(grid))
+    chunk_coords = np.stack(np.unravel_index(ucids, grid), axis=1).astype(np.int64)
+    rank = np.empty(len(lin), dtype=np.int64)
+    rank[order] = np.repeat(np.arange(len(ucids), dtype=np.int64), np.diff(starts))
+    per_wave = max(1, GATHER_WAVE_BYTES // max(1, chain.chunk_nbytes))
+    for a in range(0, len(ucids), per_wave):
+        b = min(a + per_wave, len(ucids))
+        chunks = _read_chunks(array, chain, chunk_coords[a:b], out.dtype)
+        pos = order[starts[a]:starts[b]]
+        out[pos] = chunks[(rank[pos] - a, *(x[pos] for x in local))]
+    return True
+
 
 def get_orthogonal(array: FancyTarget, osel: OrthogonalSelection) -> np.ndarray:
     out = _buffers.empty(osel.full_shape, array.dtype, where=f"array {array.name!r}",
                          what="the result of an orthogonal selection")
     if out.size == 0:
+        return out.reshape(osel.out_shape)
+    chain = _gather_chain(array)
+    if chain is not None:
+        _gather_orthogonal(array, chain, osel, out)
         return out.reshape(osel.out_shape)
     groups = _per_dim_groups(array, osel.indices)
     combos = list(itertools.product(*groups))
@@ -409,6 +616,9 @@ def get_points(array: FancyTarget, coords: tuple[np.ndarray, ...], out_shape: tu
     n = len(coords[0]) if coords else 0
     out = _buffers.empty(n, array.dtype, where=f"array {array.name!r}",
                          what=f"the result of a selection of {n} points")
+    chain = _gather_chain(array)
+    if n and chain is not None and _gather_points(array, chain, coords, out):
+        return out.reshape(out_shape)
     if n:
         groups, chunk_coords = _point_groups(array, coords)
         fill = array.chain.fill_scalar if hasattr(array.chain, "fill_scalar") else (

@@ -1,0 +1,187 @@
+"""Integer gathers (``oindex`` with index arrays, ``vindex``) read in waves of whole
+chunks (``engine.fancy._gather_orthogonal`` / ``_gather_points``), against NumPy.
+
+Hypothesis draws the array (rank 1 to 3, odd shapes and chunkings, zstd, uncompressed,
+transposed big-endian or sharded, some chunks never written), the store (a local
+directory: batched file reads and whole-shard kernels; or memory), the indices (sorted or
+not, repeated, negative, along every dimension) and the wave size (down to one chunk, so
+that a gather takes many waves), with one or two threads.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zarrfast
+from zarrfast import config
+from zarrfast.codecs import BytesCodec, TransposeCodec
+from zarrfast.engine import fancy
+
+FILL = 30013  # (no written element equals it: they are below 30011)
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+KINDS = ("zstd", "raw", "transpose_be", "sharded", "sharded_raw")
+
+
+@st.composite
+def arrays(draw):
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, 30 if ndim < 3 else 9)) for _ in range(ndim))
+    chunks = tuple(draw(st.integers(1, n + 2)) for n in shape)
+    kind = draw(st.sampled_from(KINDS))
+    shards = (tuple(c * draw(st.integers(1, 3)) for c in chunks)
+              if kind.startswith("sharded") else None)
+    dtype = draw(st.sampled_from(["<i4", "<f8", "<u2"]))
+    # rows past `rows` are never written: their chunks (or inner chunks) are missing
+    rows = draw(st.integers(0, shape[0]))
+    local = draw(st.booleans())
+    return kind, shape, chunks, shards, dtype, rows, local
+
+
+def build(spec, root):
+    kind, shape, chunks, shards, dtype, rows, local = spec
+    kw = dict(shape=shape, chunks=chunks, shards=shards, dtype=dtype, fill_value=FILL)
+    if kind in ("raw", "sharded_raw"):
+        kw["compressors"] = None
+    elif kind == "transpose_be":
+        kw["filters"] = [TransposeCodec(order=tuple(reversed(range(len(shape)))))]
+        kw["serializer"] = BytesCodec(endian="big")
+    else:
+        kw["compressors"] = {"name": "zstd", "configuration": {"level": 1}}
+    a = zarrfast.create_array(root if local else zarrfast.MemoryStore(), **kw)
+    x = np.full(shape, FILL, dtype=dtype)
+    x[:rows] = (np.arange(math.prod(shape)).reshape(shape)[:rows] % 30011).astype(dtype)
+    if rows:
+        a[:rows] = x[:rows]
+    return a, x
+
+
+@st.composite
+def indices(draw, n: int, max_size: int = 60):
+    """Indices into a dimension of length ``n``: any order, repeats, negatives; or
+    sorted; or a slice."""
+    how = draw(st.sampled_from(["any", "sorted", "slice"]))
+    if how == "slice":
+        start = draw(st.integers(0, n - 1))
+        return slice(start, draw(st.integers(start + 1, n)), draw(st.sampled_from([1, 2])))
+    vals = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=max_size))
+    idx = np.array(vals, dtype=draw(st.sampled_from([np.int64, np.int32, np.intp])))
+    if how == "sorted":
+        idx = np.sort(np.where(idx < 0, idx + n, idx))
+    return idx
+
+
+def spy_waves(monkeypatch):
+    """Count the waves ``_read_chunks`` reads (so a test knows it took that path)."""
+    calls = []
+    real = fancy._read_chunks
+
+    def counting(array, chain, coords, dtype):
+        calls.append(len(coords))
+        return real(array, chain, coords, dtype)
+
+    monkeypatch.setattr(fancy, "_read_chunks", counting)
+    return calls
+
+
+@SETTINGS
+@given(spec=arrays(), data=st.data())
+def test_orthogonal_gathers_match_numpy(spec, data) -> None:
+    with tempfile.TemporaryDirectory() as root, pytest.MonkeyPatch.context() as mp:
+        a, x = build(spec, root)
+        sel = tuple(data.draw(indices(n)) for n in x.shape)
+        if not any(isinstance(s, np.ndarray) for s in sel):
+            sel = (np.array([x.shape[0] - 1, 0, -1]),) + sel[1:]
+        # waves of one chunk up to all of them
+        nb = math.prod(a.chunks) * x.dtype.itemsize
+        mp.setattr(fancy, "GATHER_WAVE_BYTES", nb * data.draw(st.integers(1, 4)))
+        waves = spy_waves(mp)
+        with config.set(threads=data.draw(st.sampled_from([1, 2]))):
+            got = a.oindex[sel]
+        want = x[np.ix_(*(np.arange(n)[s] for s, n in zip(sel, x.shape, strict=True)))]
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert waves, "the gather did not read chunks in waves"
+
+
+@SETTINGS
+@given(spec=arrays(), data=st.data())
+def test_coordinate_gathers_match_numpy(spec, data) -> None:
+    with tempfile.TemporaryDirectory() as root, pytest.MonkeyPatch.context() as mp:
+        a, x = build(spec, root)
+        shape = data.draw(st.sampled_from([(40,), (5, 7), (0,)]))
+        sel = tuple(
+            np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=math.prod(shape),
+                                        max_size=math.prod(shape))),
+                     dtype=np.int64).reshape(shape)
+            for n in x.shape)
+        nb = math.prod(a.chunks) * x.dtype.itemsize
+        mp.setattr(fancy, "GATHER_WAVE_BYTES", nb * data.draw(st.integers(1, 4)))
+        waves = spy_waves(mp)
+        with config.set(threads=data.draw(st.sampled_from([1, 2]))):
+            got = a.vindex[sel]
+        want = x[sel]
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert waves or not want.size
+
+
+@pytest.mark.parametrize("shards", [None, (1000, 16)])
+@pytest.mark.parametrize("order", ["sorted", "unsorted"])
+def test_thousands_of_rows_in_waves(tmp_path, monkeypatch, shards, order) -> None:
+    """2,000 random rows (repeats and negatives among them) of a (20,000, 16) zstd array:
+    the touched chunks are read a wave at a time (never one basic read per chunk, as
+    sharded arrays did), each wave of at most GATHER_WAVE_BYTES of chunks."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 1000, size=(20_000, 16)).astype("<f4")
+    a = zarrfast.create_array(str(tmp_path), shape=x.shape, chunks=(100, 16), shards=shards,
+                              dtype="<f4")
+    a[:] = x
+    a = zarrfast.open_array(str(tmp_path), mode="r")
+    rows = rng.integers(-20_000, 20_000, 2_000)
+    if order == "sorted":
+        rows = np.sort(rows % 20_000)
+    monkeypatch.setattr(fancy, "GATHER_WAVE_BYTES", 20 * 100 * 16 * 4)  # 20 chunks
+    waves = spy_waves(monkeypatch)
+    basic = []
+    real = fancy.FancyTarget.__init__
+
+    def target(self, *args, **kw):
+        real(self, *args, **kw)
+        get = self.get_basic_selection
+        object.__setattr__(self, "get_basic_selection",
+                           lambda *a_, **k_: basic.append(a_) or get(*a_, **k_))
+
+    monkeypatch.setattr(fancy.FancyTarget, "__init__", target)
+    for threads in (1, 2):
+        waves.clear()
+        with config.set(threads=threads):
+            np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
+            np.testing.assert_array_equal(a.oindex[rows, [3, -1, 3]], x[rows][:, [3, -1, 3]])
+            cols = rng.integers(0, 16, rows.size)
+            np.testing.assert_array_equal(a.vindex[rows, cols], x[rows, cols])
+        assert waves and max(waves) <= 20
+        touched = np.unique((rows % 20_000) // 100).size
+        assert sum(waves) == 3 * touched  # each touched chunk read once per gather
+    assert not basic
+
+
+def test_gather_wave_scratch_is_reused(tmp_path) -> None:
+    """Consecutive gathers of one thread decode into the same scratch buffer (no fresh
+    pages per gather); the results do not share it."""
+    x = np.arange(4000, dtype="<i4").reshape(1000, 4)
+    a = zarrfast.create_array(str(tmp_path), shape=x.shape, chunks=(10, 4), dtype="<i4")
+    a[:] = x
+    first = a.oindex[[5, 500, 999], :]
+    buf = fancy._gather_scratch.buf
+    second = a.oindex[[6, 7], :]
+    assert fancy._gather_scratch.buf is buf
+    assert not np.shares_memory(first, buf) and not np.shares_memory(second, buf)
+    np.testing.assert_array_equal(first, x[[5, 500, 999]])
+    np.testing.assert_array_equal(second, x[[6, 7]])
