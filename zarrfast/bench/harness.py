@@ -1033,14 +1033,14 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
         if "loader" in cfg.ops:
             loader = D.prepare_loader(str(root), cfg.size, log=log)
             for name, (spec, path, reused) in loader.items():
-                datasets.append({"layout": f"loader-{name}", "description": LOADER_DESCRIPTION[
-                    name], "shape": list(spec.shape), "chunks": list(spec.chunks),
+                files = D.Dataset(D.LAYOUTS["zstd"], spec.shape, path).chunk_files()
+                datasets.append({
+                    "layout": f"loader-{name}", "description": LOADER_DESCRIPTION[name],
+                    "shape": list(spec.shape), "chunks": list(spec.chunks),
                     "shards": list(spec.shards) if spec.shards else None, "zarr_format": 3,
-                    "nbytes": spec.nbytes, "stored_bytes": sum(
-                        s for _, s in D.Dataset(D.LAYOUTS["zstd"], spec.shape, path
-                                                ).chunk_files()),
-                    "files": len(D.Dataset(D.LAYOUTS["zstd"], spec.shape, path).chunk_files()),
-                    "reused": reused, "path": path, "arrays": spec.arrays or None})
+                    "nbytes": spec.nbytes, "stored_bytes": sum(s for _, s in files),
+                    "files": len(files), "reused": reused, "path": path,
+                    "arrays": spec.arrays or None})
             for threads in cfg.threads:
                 results += _run_loader(cfg, loader, libs, threads, before, log)
     finally:
