@@ -71,3 +71,40 @@ def test_bad_requests_are_named():
         zarrfast.get_many([(np.zeros(3), 0)])
     with pytest.raises(BoundsCheckError, match=r"array '/t1': selection 2 .*out of bounds"):
         zarrfast.get_many([(root["t0"], 0), (root["t1"], 0), (root["t1"], 60)])
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_arrays_of_one_layout_are_one_batch(sharded):
+    """Fifty arrays of one layout (their attributes differ): their chunks are read as
+    one batch -- each chunk once, though two requests share it -- with each array's
+    own values and fill; an array of another dtype is read on its own."""
+    backing = MemoryStore()
+    root = zarrfast.open_group(backing, mode="w")
+    kw = dict(shards=(32, 32), chunks=(16, 16)) if sharded else dict(chunks=(16, 16))
+    data = {}
+    for i in range(50):
+        a = root.create_array(f"v{i}", shape=(64, 64), dtype="int32", fill_value=-1,
+                              attributes={"i": i}, **kw)
+        if i % 7:  # (every seventh array never written: the fill value)
+            a[:] = data.setdefault(i, np.arange(64 * 64, dtype="int32").reshape(64, 64) + i)
+    other = root.create_array("f", shape=(64, 64), dtype="float64", chunks=(16, 16))
+    other[:] = 0.5
+    logged = LoggingStore(backing)
+    group = zarrfast.open_group(logged, mode="r")
+    region = (slice(10, 30), slice(5, 40))
+    requests = [(group[f"v{i}"], region) for i in range(50)]
+    requests += [(group["v1"], (slice(10, 12), slice(5, 7))), (group["f"], region)]
+    logged.reset()
+    got = zarrfast.get_many(requests)
+    for i in range(50):
+        expected = data[i][region] if i in data else np.full((20, 35), -1, dtype="int32")
+        np.testing.assert_array_equal(got[i], expected)
+    np.testing.assert_array_equal(got[50], data[1][10:12, 5:7])
+    np.testing.assert_array_equal(got[51], np.full((20, 35), 0.5))
+    counts = logged.counts()
+    if not sharded:
+        # 6 chunks per region, each of the 50 + 1 arrays once (v1's second request
+        # shares its chunks with its first)
+        assert sum(counts.values()) == 6 * 51, counts
+    else:
+        assert sum(counts.values()) <= 51 * 4, counts  # a shard per array, at most

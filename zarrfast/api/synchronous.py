@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from zarrfast import config as zconfig
-from zarrfast.concurrency import map_io, map_unordered_into
+from zarrfast.concurrency import map_io
 from zarrfast.errors import (
     ArrayNotFoundError,
     ContainsArrayError,
@@ -2297,12 +2297,14 @@ _SAVE_ARRAY_KEYWORDS = keyword_names(
 def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> list[Any]:
     """Read selections of several arrays in one call: one result per request.
 
-    Each request is an ``(array, selection)`` pair.  The selections of one array are
-    read by one :meth:`zarrfast.Array.get_many` (planned as one read: the chunks they
-    share read once, each shard visited once); the arrays are read at the same time,
-    on the thread pool, or with all their requests in flight at once on remote stores
-    (``config io_concurrency``): the same region of 50 arrays of a remote store costs
-    about one round trip, not 50.
+    Each request is an ``(array, selection)`` pair.  The requests of arrays of one store
+    and one layout (chunk grid, codecs, data type and shape: the arrays of a dataset's
+    variables, say) are read as one batch, as :meth:`zarrfast.Array.get_many` reads the
+    selections of one array: one planned read, the chunks they share read once, each
+    shard visited once, the decoding spread over the thread pool.  Batches of different
+    layouts are read one after the other, or at the same time on remote stores (``config
+    io_concurrency``): the same region of 50 arrays of a remote store costs about one
+    round trip, not 50.
 
     Parameters
     ----------
@@ -2335,7 +2337,9 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     [[0, 0], [1, 1], [2, 2]]
     """
     items = list(requests)
-    by_array: dict[int, tuple[Array, list[int], list[Any]]] = {}
+    # the requests of arrays of one store and one layout (chunks, codecs, data type,
+    # shape): one batch, their chunks read by one planned read
+    batches: dict[tuple, tuple[Array, list[int], list[Any], list[Array]]] = {}
     for i, item in enumerate(items):
         if not (isinstance(item, tuple) and len(item) == 2):
             raise IndexingError(f"get_many: request {i} is not an (array, selection) pair: "
@@ -2345,20 +2349,22 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
         if not isinstance(node, Array):
             raise IndexingError(f"get_many: request {i}: {type(arr).__name__} is not a "
                                 f"zarrfast array")
-        entry = by_array.setdefault(id(node), (node, [], []))
-        entry[1].append(i)
-        entry[2].append(sel)
+        batch = batches.setdefault((id(node.store), node._layout_key()), (node, [], [], []))
+        batch[1].append(i)
+        batch[2].append(sel)
+        batch[3].append(node)
     results: list[Any] = [None] * len(items)
 
-    def read(entry: tuple[Array, list[int], list[Any]]) -> None:
-        node, numbers, sels = entry
-        for i, r in zip(numbers, node._get_many(sels, kind, None, numbers=numbers),
-                        strict=True):
+    def read(batch: tuple[Array, list[int], list[Any], list[Array]]) -> None:
+        leader, numbers, sels, nodes = batch
+        for i, r in zip(numbers, leader._get_many(sels, kind, None, numbers=numbers,
+                                                  arrays=nodes), strict=True):
             results[i] = r
 
-    groups = list(by_array.values())
-    if any(node.store.capabilities.batched_gets for node, _, _ in groups):
-        map_io(read, groups)  # (each array's requests in flight together)
+    todo = list(batches.values())
+    if any(node.store.capabilities.batched_gets for node, _, _, _ in todo):
+        map_io(read, todo)  # (each batch's requests in flight together)
     else:
-        map_unordered_into(read, groups)
+        for batch in todo:  # (each batch is read in parallel on the pool)
+            read(batch)
     return results

@@ -67,8 +67,8 @@ def _check_out(out: Any, sel: BasicSelection, dtype: np.dtype, i: int) -> np.nda
 
 def read_many(store: Store, caps: StoreCapabilities, path: str, chain: Any,
               selections: Sequence[Any], shape: tuple[int, ...], dtype: np.dtype,
-              out: Any, where: str, numbers: Sequence[int] | None = None
-              ) -> list[np.ndarray]:
+              out: Any, where: str, numbers: Sequence[int] | None = None,
+              paths: Sequence[str] | None = None) -> list[np.ndarray]:
     """Read the basic ``selections`` of an array (``where``: its name, for messages)
     as one read (see the module docstring); one array per selection, of its shape.
 
@@ -77,9 +77,15 @@ def read_many(store: Store, caps: StoreCapabilities, path: str, chain: Any,
     or one such array of shape ``(len(selections), *shape)`` when every selection's
     result has that shape, its ``i``-th element filled by selection ``i`` (the results
     are views of it).  ``numbers``: what the messages call the selections (their
-    positions in the caller's list; default: their positions here)."""
+    positions in the caller's list; default: their positions here).  ``paths``: per
+    selection, the path of the array it reads (default: ``path``): arrays of one store
+    and one layout (``chain``, ``shape`` and ``dtype`` theirs) are read as one batch.
+    A selection may be given normalized (a ``BasicSelection``)."""
     sels = []
     for i, s in enumerate(selections):
+        if isinstance(s, BasicSelection):
+            sels.append(s)
+            continue
         try:
             sels.append(normalize_basic(s, shape))
         except IndexingError as e:  # (BoundsCheckError is one too)
@@ -110,11 +116,27 @@ def read_many(store: Store, caps: StoreCapabilities, path: str, chain: Any,
                                     f"selections")
             outs = [_check_out(o, s, dtype, i if numbers is None else numbers[i])
                     for i, (s, o) in enumerate(zip(sels, given, strict=True))]
+    paths = [path] * n if paths is None else list(paths)
     if chain.kind not in PLANNED_KINDS or not shape or n < 2:
-        return [read_basic(store, caps, path, chain, selections[i], shape, dtype, outs[i],
-                           where) for i in range(n)]
-    return _Batch(store, caps, path, chain, sels, dtype, outs, where,
+        return [read_basic(store, caps, paths[i], chain, _raw(sels[i]), shape, dtype,
+                           outs[i], where) for i in range(n)]
+    return _Batch(store, caps, paths, chain, sels, dtype, outs, where,
                   stacked=out if isinstance(out, np.ndarray) else None).run()
+
+
+def _raw(sel: BasicSelection) -> tuple:
+    """A normalized selection as the slices (and ints) it stands for."""
+    items: list[Any] = []
+    for start, step, count, dropped in zip(sel.start.tolist(), sel.step.tolist(),
+                                           sel.count.tolist(), sel.dropped, strict=True):
+        if dropped:
+            items.append(start)
+        elif count == 0:
+            items.append(slice(0, 0))
+        else:
+            stop = start + step * count
+            items.append(slice(start, None if stop < 0 else stop, step))
+    return tuple(items)
 
 
 def _index_memo_chain(chain: Any) -> Any:
@@ -152,13 +174,24 @@ def _index_memo_chain(chain: Any) -> Any:
     return batch_chain
 
 
+class _Rows(Projection):
+    """A projection made of rows of several selections (of several arrays of one
+    layout): ``path_ids``, each row's array (an index into the batch's paths)."""
+
+    path_ids: np.ndarray
+
+
 class _Batch:
     """One :func:`read_many` of a regular or sharded chain."""
 
-    def __init__(self, store: Store, caps: StoreCapabilities, path: str, chain: Any,
+    def __init__(self, store: Store, caps: StoreCapabilities, paths: list[str], chain: Any,
                  sels: list[BasicSelection], dtype: np.dtype, outs: list, where: str,
                  stacked: np.ndarray | None) -> None:
-        self.store, self.caps, self.path, self.chain = store, caps, path, chain
+        self.store, self.caps, self.chain = store, caps, chain
+        #: the arrays' paths, and each selection's (an index into them)
+        self.paths = list(dict.fromkeys(paths))
+        ids = {p: k for k, p in enumerate(self.paths)}
+        self.path_of = np.array([ids[p] for p in paths], dtype=np.int64)
         self.sels, self.dtype, self.outs, self.where = sels, dtype, outs, where
         self.stacked = stacked
         if chain.kind == "sharded":
@@ -173,11 +206,14 @@ class _Batch:
     def run(self) -> list[np.ndarray]:
         sels, grid = self.sels, self.grid
         projs = [Projection(self.array_shape, grid, s) for s in sels]
-        # the chunks touched by more than one selection: read once, into `whole`
-        coords = np.concatenate([p.coords for p in projs])
+        # the chunks touched by more than one selection: read once, into `whole` (a
+        # chunk is its array's path and its grid coordinates)
+        coords = np.concatenate([np.column_stack((np.full(p.nrows, a, dtype=np.int64),
+                                                  p.coords))
+                                 for p, a in zip(projs, self.path_of.tolist(), strict=True)])
         shared_rows = np.zeros(len(coords), dtype=np.bool_)
         slot = np.full(len(coords), -1, dtype=np.int64)
-        reads: list[tuple[Projection, np.ndarray]] = []
+        reads: list[tuple[_Rows, np.ndarray]] = []
         whole = None
         if len(coords):
             uniq, inverse, counts = np.unique(coords, axis=0, return_inverse=True,
@@ -191,7 +227,8 @@ class _Batch:
                 remap = np.full(len(uniq), -1, dtype=np.int64)
                 remap[shared_chunks] = np.arange(shared_chunks.size)
                 slot = remap[inverse]
-                whole_read = self._whole_table(uniq[shared_chunks])
+                whole_read = self._whole_table(uniq[shared_chunks, 1:],
+                                               uniq[shared_chunks, 0])
                 whole = whole_read[1]
                 reads.append(whole_read)
         # selections whose results differ at most in their first dimension (and of one
@@ -227,7 +264,7 @@ class _Batch:
                     results[i] = mine if given is None else given
         return results
 
-    def _read_all(self, reads: list[tuple[Projection, np.ndarray]]) -> None:
+    def _read_all(self, reads: list[tuple[_Rows, np.ndarray]]) -> None:
         """Do the reads (tables and their outputs; disjoint outputs): one after another,
         but on a store of concurrent requests (a remote one) at the same time, so that
         the batch costs the round trips of one read (a shard's index is read once for
@@ -235,7 +272,7 @@ class _Batch:
         if len(reads) > 1 and self.caps.batched_gets:
             errors: list[BaseException] = []
 
-            def read(proj: Projection, out: np.ndarray) -> None:
+            def read(proj: _Rows, out: np.ndarray) -> None:
                 try:
                     self._read_table(proj, out)
                 except BaseException as e:  # (re-raised in the calling thread)
@@ -266,24 +303,56 @@ class _Batch:
                               what="the results of the selections", aligned=True)
 
     # -- reading -------------------------------------------------------------------------
-    def _read_table(self, proj: Projection, out: np.ndarray) -> None:
+    def _read_table(self, proj: _Rows, out: np.ndarray) -> None:
         """Read the rows of ``proj`` (a table of this batch's) into ``out``."""
-        plan = Plan(self.store, self.caps, self.path, self.chain, proj.sel, out=out,
+        paths, ids = self.paths, proj.path_ids
+        plan = Plan(self.store, self.caps, paths[0], self.chain, proj.sel, out=out,
                     size=out.size)
         if self.chain.kind == "sharded":
-            ShardRowsRead(plan, (proj, *group_by_shard(self.chain, proj, self.path))).run()
+            grouped = (group_by_shard(self.chain, proj, paths[0]) if len(paths) == 1
+                       else self._by_shard(proj, ids))
+            ShardRowsRead(plan, (proj, *grouped)).run()
             return
-        keys = chunk_keys(self.chain.metadata, self.path, proj.coords)
+        if len(paths) == 1:
+            keys = chunk_keys(self.chain.metadata, paths[0], proj.coords)
+        else:
+            keys = [""] * proj.nrows
+            for a, path in enumerate(paths):
+                rows = np.flatnonzero(ids == a)
+                for r, key in zip(rows.tolist(),
+                                  chunk_keys(self.chain.metadata, path, proj.coords[rows]),
+                                  strict=True):
+                    keys[r] = key
         reader = RowReader(proj, out, self.caps)
         choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
 
+    def _by_shard(self, proj: _Rows, ids: np.ndarray) -> tuple:
+        """The rows of ``proj`` (inner chunks of the arrays ``ids``) grouped by shard, as
+        :func:`~zarrfast.engine.sharded.group_by_shard` groups one array's: (shard keys,
+        shard coords, per-shard row arrays, inner index)."""
+        chain = self.chain
+        shard_coords, inner = np.divmod(proj.coords, chain.cps)
+        inner_lin = inner @ chain.inner_strides
+        # a shard is its array and its place in the grid
+        ident = np.column_stack((ids, shard_coords))
+        _, first, inverse = np.unique(ident, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        order = np.argsort(inverse, kind="stable")
+        starts = np.searchsorted(inverse[order], np.arange(len(first) + 1))
+        groups = [order[a:b] for a, b in zip(starts[:-1].tolist(), starts[1:].tolist(),
+                                             strict=True)]
+        keys = [chunk_keys(chain.metadata, self.paths[int(ids[f])], shard_coords[f:f + 1])[0]
+                for f in first.tolist()]
+        return keys, shard_coords[first], groups, inner_lin
+
     def _table(self, coords: np.ndarray, local_start: np.ndarray, local_count: np.ndarray,
-               out_start: np.ndarray, step: Sequence[int], out_shape: tuple[int, ...]
-               ) -> Projection:
+               out_start: np.ndarray, step: Sequence[int], out_shape: tuple[int, ...],
+               path_ids: np.ndarray) -> _Rows:
         """A projection made of rows (not of one selection) into an output of
-        ``out_shape`` (its rows' selections all with ``step``)."""
+        ``out_shape`` (its rows' selections all with ``step``); ``path_ids``: each
+        row's array (an index into ``paths``)."""
         ndim = len(out_shape)
-        proj = Projection.__new__(Projection)
+        proj = _Rows.__new__(_Rows)
         proj.array_shape = np.array(self.array_shape, dtype=np.int64)
         proj.coords, proj.local_start, proj.local_count = coords, local_start, local_count
         proj.out_start = out_start
@@ -295,9 +364,11 @@ class _Batch:
                                   step=np.array(step, dtype=np.int64),
                                   count=np.array(out_shape, dtype=np.int64),
                                   dropped=(False,) * ndim)
+        proj.path_ids = path_ids
         return proj
 
-    def _whole_table(self, coords: np.ndarray) -> tuple[Projection, np.ndarray]:
+    def _whole_table(self, coords: np.ndarray, path_ids: np.ndarray
+                     ) -> tuple[_Rows, np.ndarray]:
         """The read of the chunks at ``coords`` (their parts inside the array) into a
         buffer of whole chunks stacked along the first axis: its table and the buffer."""
         chunk = self.grid.chunk_shape_arr
@@ -310,16 +381,16 @@ class _Batch:
         whole = _buffers.empty(shape, self.dtype, where=self.where,
                                what="the chunks several selections share", aligned=True)
         proj = self._table(np.ascontiguousarray(coords), np.zeros_like(coords), count,
-                           out_start, (1,) * len(shape), shape)
+                           out_start, (1,) * len(shape), shape, path_ids)
         return proj, whole
 
     def _group_table(self, projs: list[Projection], members: list[int], own: list,
                      bounds: np.ndarray, starts: np.ndarray, step: tuple[int, ...],
-                     shape: tuple[int, ...]) -> Projection | None:
+                     shape: tuple[int, ...]) -> _Rows | None:
         """The table of the rows ``own`` (of the concatenated table; per member) of the
         selections ``members`` into their stacked output (of ``shape``); ``None``: no
         rows."""
-        coords, ls, lc, os_ = [], [], [], []
+        coords, ls, lc, os_, ids = [], [], [], [], []
         for k, (i, rows) in enumerate(zip(members, own, strict=True)):
             if not len(rows):
                 continue
@@ -331,10 +402,11 @@ class _Batch:
             o = p.out_start[r].copy()
             o[:, 0] += starts[k]
             os_.append(o)
+            ids.append(np.full(len(r), self.path_of[i], dtype=np.int64))
         if not coords:
             return None
         return self._table(np.concatenate(coords), np.concatenate(ls), np.concatenate(lc),
-                           np.concatenate(os_), step, shape)
+                           np.concatenate(os_), step, shape, np.concatenate(ids))
 
     def _copy_shared(self, projs: list[Projection], members: list[int], theirs: list,
                      bounds: np.ndarray, slot: np.ndarray, whole: np.ndarray,

@@ -1295,23 +1295,29 @@ class Array(Node):
         return self._get_many(selections, kind, out)
 
     def _get_many(self, selections: Any, kind: str, out: Any,
-                  numbers: list[int] | None = None) -> list[Any]:
+                  numbers: list[int] | None = None, arrays: list[Array] | None = None
+                  ) -> list[Any]:
         """:meth:`get_many`; ``numbers``: what messages call the selections (default:
-        their positions in ``selections``)."""
+        their positions in ``selections``); ``arrays``: per selection, the array it
+        reads (default: this one), each of this array's store and layout
+        (:meth:`_layout_key`): their chunks are read as one batch."""
         if kind not in ("basic", "orthogonal", "block"):
             raise IndexingError(f"array {self.name!r}: get_many kind must be 'basic', "
                                 f"'orthogonal' or 'block', got {kind!r}")
         if isinstance(selections, (str, bytes)) or not hasattr(selections, "__len__"):
             raise IndexingError(f"array {self.name!r}: get_many takes a sequence of "
                                 f"selections, got {type(selections).__name__}")
+        n = len(selections)
+        owners = [self] * n if arrays is None else arrays
+        numbers = list(range(n)) if numbers is None else numbers
         sels = [_read_index_arrays(s) for s in selections]
         if kind == "block":
-            target = self._fancy_target()
             from zarrfast.engine.fancy import block_region
 
-            sels = [block_region(target, s) for s in sels]
+            targets: dict[int, Any] = {}
+            sels = [block_region(targets.setdefault(id(a), a._fancy_target()), s)
+                    for a, s in zip(owners, sels, strict=True)]
         basic = [is_basic_selection(s) for s in sels]
-        n = len(sels)
         if out is not None and not isinstance(out, np.ndarray):
             out = [_out_array(o) for o in out]
         results: list[Any] = [None] * n
@@ -1320,36 +1326,57 @@ class Array(Node):
         if planned:
             from zarrfast.engine.many import read_many
 
-            if self._gated:
-                for i in planned:
-                    self._gate_read(self._basic_chunks(normalize_basic(sels[i], shape)))
-
+            normalized = []
+            for i in planned:  # (checked here: the message names the array and selection)
+                owner = owners[i]
+                try:
+                    sel = normalize_basic(sels[i], shape)
+                except IndexingError as e:  # (BoundsCheckError is one too)
+                    raise type(e)(f"{owner._where}: selection {numbers[i]} "
+                                  f"({sels[i]!r}): {e}") from None
+                if owner._gated:
+                    owner._gate_read(owner._basic_chunks(sel))
+                normalized.append(sel)
             if out is None or len(planned) == n:
                 part_out = out
             else:  # (the others read one by one below)
                 part_out = [out[i] for i in planned]
             got = read_many(self._store, self._store.capabilities, self._chunk_path,
-                            self._chain, [sels[i] for i in planned], shape, self._dtype,
-                            part_out, self._where,
-                            numbers=planned if numbers is None else [numbers[i] for i in planned])
+                            self._chain, normalized, shape, self._dtype, part_out,
+                            self._where, numbers=[numbers[i] for i in planned],
+                            paths=None if arrays is None
+                            else [owners[i]._chunk_path for i in planned])
             for i, r in zip(planned, got, strict=True):
                 results[i] = r
         for i in range(n):
-            if basic[i]:
-                continue
-            o = None if out is None else out[i]
-            if kind == "orthogonal":
-                results[i] = self.get_orthogonal_selection(sels[i], out=o)
-            elif o is None:
-                results[i] = self[sels[i]]
-            else:
-                o[...] = self[sels[i]]
-                results[i] = o
-        if not shape:
-            return [r[()] for r in results]
-        if self._order == "F" and out is None:
-            return [np.asfortranarray(r) if r.ndim > 1 else r for r in results]
+            owner = owners[i]
+            if not basic[i]:
+                o = None if out is None else out[i]
+                if kind == "orthogonal":
+                    results[i] = owner.get_orthogonal_selection(sels[i], out=o)
+                elif o is None:
+                    results[i] = owner[sels[i]]
+                else:
+                    o[...] = owner[sels[i]]
+                    results[i] = o
+            if not shape:
+                results[i] = results[i][()]
+            elif owner._order == "F" and out is None and results[i].ndim > 1:
+                results[i] = np.asfortranarray(results[i])
         return results
+
+    def _layout_key(self) -> tuple:
+        """What decides how this array's chunks are read (its metadata but for its
+        attributes and dimension names, and the kind of its chain): arrays of one store
+        with equal keys are read as one batch by ``zarrfast.get_many``."""
+        key = self.__dict__.get("_layout_key_")
+        if key is None or key[0] is not self._metadata:
+            doc = {k: v for k, v in self._metadata.to_dict().items()
+                   if k not in ("attributes", "dimension_names")}
+            key = (self._metadata, (self._chain.kind, str(self._dtype),
+                                    json.dumps(doc, sort_keys=True, default=str)))
+            self.__dict__["_layout_key_"] = key
+        return key[1]
 
     @property
     def oindex(self) -> _Indexer:
