@@ -26,7 +26,7 @@ from zarrfast.engine import fancy
 FILL = 30013  # (no written element equals it: they are below 30011)
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-KINDS = ("zstd", "raw", "transpose_be", "sharded", "sharded_raw")
+KINDS = ("zstd", "raw", "transpose", "transpose_be", "sharded", "sharded_raw")
 
 
 @st.composite
@@ -49,9 +49,9 @@ def build(spec, root):
     kw = dict(shape=shape, chunks=chunks, shards=shards, dtype=dtype, fill_value=FILL)
     if kind in ("raw", "sharded_raw"):
         kw["compressors"] = None
-    elif kind == "transpose_be":
+    elif kind in ("transpose", "transpose_be"):
         kw["filters"] = [TransposeCodec(order=tuple(reversed(range(len(shape)))))]
-        kw["serializer"] = BytesCodec(endian="big")
+        kw["serializer"] = BytesCodec(endian="big" if kind == "transpose_be" else "little")
     else:
         kw["compressors"] = {"name": "zstd", "configuration": {"level": 1}}
     a = zarrfast.create_array(root if local else zarrfast.MemoryStore(), **kw)
@@ -77,14 +77,28 @@ def indices(draw, n: int, max_size: int = 60):
     return idx
 
 
+def poison_scratch(monkeypatch):
+    """Fill every scratch buffer a gather takes with junk first: bytes a wave leaves
+    undefined (past the prefix it decoded, past the array's edge) are never read."""
+    real = fancy._scratch
+
+    def poisoned(nbytes, where):
+        buf = real(nbytes, where)
+        buf[:] = 0xA5
+        return buf
+
+    monkeypatch.setattr(fancy, "_scratch", poisoned)
+
+
 def spy_waves(monkeypatch):
     """Count the waves ``_read_chunks`` reads (so a test knows it took that path)."""
+    poison_scratch(monkeypatch)
     calls = []
     real = fancy._read_chunks
 
-    def counting(array, chain, coords, dtype):
+    def counting(array, chain, coords, dtype, need=None):
         calls.append(len(coords))
-        return real(array, chain, coords, dtype)
+        return real(array, chain, coords, dtype, need)
 
     monkeypatch.setattr(fancy, "_read_chunks", counting)
     return calls
@@ -185,3 +199,100 @@ def test_gather_wave_scratch_is_reused(tmp_path) -> None:
     assert not np.shares_memory(first, buf) and not np.shares_memory(second, buf)
     np.testing.assert_array_equal(first, x[[5, 500, 999]])
     np.testing.assert_array_equal(second, x[[6, 7]])
+
+
+# -- zstd chunks decoded only up to the last byte a wave needs ---------------------------
+
+
+def prefix_array(root, shape=(4000, 8), chunks=(1000, 8), **kw):
+    x = (np.arange(math.prod(shape)) % 30011).astype("<i4").reshape(shape)
+    a = zarrfast.create_array(root, shape=shape, chunks=chunks, dtype="<i4", fill_value=FILL,
+                              compressors={"name": "zstd", "configuration": {"level": 1}},
+                              **kw)
+    a[:] = x
+    return a, x
+
+
+def spy_prefixes(monkeypatch):
+    poison_scratch(monkeypatch)
+    calls = []
+    real = fancy._read_prefixes
+
+    def counting(array, chain, coords, need):
+        calls.append(need.copy())
+        return real(array, chain, coords, need)
+
+    monkeypatch.setattr(fancy, "_read_prefixes", counting)
+    return calls
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_prefixes_of_zstd_chunks(tmp_path, monkeypatch, order) -> None:
+    """Rows in the first part of each chunk: each chunk is decoded up to the byte after
+    the last element selected in it (its layout's: a transposed chunk's last element
+    may be far into it), and only that far is read."""
+    kw = {"filters": [TransposeCodec(order=(1, 0))]} if order == "F" else {}
+    a, x = prefix_array(str(tmp_path), **kw)
+    calls = spy_prefixes(monkeypatch)
+    rows = np.array([2100, 5, 3001, 3000, -999, 9, 2101])
+    got = a.oindex[rows, 2:5]
+    np.testing.assert_array_equal(got, x[rows, 2:5])
+    assert len(calls) == 1
+    # chunks 0, 2 and 3: last rows 9, 101 and 1; columns up to 4
+    if order == "C":
+        want = [(9 * 8 + 4 + 1) * 4, (101 * 8 + 4 + 1) * 4, (1 * 8 + 4 + 1) * 4]
+    else:  # (stored (8, 1000): element (r, c) at c * 1000 + r)
+        want = [(4 * 1000 + 9 + 1) * 4, (4 * 1000 + 101 + 1) * 4, (4 * 1000 + 1 + 1) * 4]
+    assert calls[0].tolist() == want
+    pts = (np.array([3, 2999, 7, 3001]), np.array([7, 0, -1, 1]))
+    np.testing.assert_array_equal(a.vindex[pts], x[pts])
+    assert len(calls) == 2
+
+
+def test_prefixes_missing_corrupt_and_unsized_chunks(tmp_path, monkeypatch) -> None:
+    """A missing chunk reads as the fill value; a frame without a content size is decoded
+    whole; a corrupt one is refused naming its key."""
+    import zstandard
+
+    a, x = prefix_array(str(tmp_path))
+    (tmp_path / "c" / "1" / "0").unlink()
+    x[1000:2000] = FILL
+    raw = x[2000:3000].tobytes()
+    unsized = zstandard.ZstdCompressor(write_content_size=False).compress(raw)
+    (tmp_path / "c" / "2" / "0").write_bytes(unsized)
+    calls = spy_prefixes(monkeypatch)
+    rows = np.array([1, 1002, 2003, 3004])
+    for threads in (1, 2):
+        with config.set(threads=threads):
+            np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
+    assert len(calls) == 2
+    good = (tmp_path / "c" / "3" / "0").read_bytes()
+    (tmp_path / "c" / "3" / "0").write_bytes(good[:20] + bytes(len(good) - 20))
+    with pytest.raises(zarrfast.errors.ChunkDecodeError, match="c/3/0"):
+        a.oindex[rows, :]
+
+
+def test_decode_prefixes_checks_ranges() -> None:
+    from zarrfast.kernels import zstd_prefix
+
+    if not zstd_prefix.available:
+        pytest.skip("no zstd library to bind")
+    import numcodecs
+
+    data = np.arange(1000, dtype="<i4").tobytes()
+    frame = np.frombuffer(numcodecs.Zstd().encode(data), dtype=np.uint8)
+    dst = np.zeros(4000, dtype=np.uint8)
+    one = np.zeros(1, dtype=np.int64)
+    size = np.array([frame.size])
+    status = zstd_prefix.decode_prefixes(frame, one, size, dst, one, np.array([40]), 4000)
+    assert status.tolist() == [zstd_prefix.DECODED]
+    assert bytes(dst[:40]) == data[:40]
+    assert not dst[40:].any()  # (nothing past the prefix written)
+    status = zstd_prefix.decode_prefixes(frame, one, size, dst, one, np.array([40]), 3999)
+    assert status.tolist() == [zstd_prefix.FAILED]  # (the frame holds 4000 bytes)
+    for bad in (dict(dst_off=np.array([3961]), need=np.array([40])),
+                dict(dst_off=one, need=np.array([4001])),
+                dict(dst_off=one, need=np.array([40]), src_size=size + 1)):
+        with pytest.raises(ValueError, match="outside"):
+            zstd_prefix.decode_prefixes(frame, one, bad.get("src_size", size), dst,
+                                        bad["dst_off"], bad["need"], 4000)

@@ -41,6 +41,7 @@ from zarrfast.engine.strategies import READ_ROWS, choose_rows
 from zarrfast.engine.values import as_stored, text_elements
 from zarrfast.errors import BoundsCheckError, IndexingError
 from zarrfast.kernels import buffers as _buffers
+from zarrfast.kernels import zstd_prefix as _zstd_prefix
 from zarrfast.metadata.dtype import is_fill_chunk
 
 __all__ = ["normalize_coordinate", "normalize_mask", "normalize_orthogonal"]
@@ -343,11 +344,72 @@ class _WholeChunks:
                                   (False,) * ndim)
 
 
+#: a wave of zstd chunks is decoded up to the last byte it needs (``zstd_prefix``) when
+#: that saves at least this share of decoding: each chunk then costs some Python
+PREFIX_SAVING = 0.1
+
+
+def _prefix_chain(array: FancyTarget, chain: PreparedChain) -> bool:
+    """Whether the chunks of ``chain`` may be decoded only up to the bytes a gather needs:
+    zstd alone after the ``bytes`` codec (and transposes), no byte swap, a store that
+    reads many values into a buffer at once (local files)."""
+    return (_zstd_prefix.available and chain is array.chain and chain.fast
+            and chain.batch_codec == "zstd" and len(chain.bb) == 1 and chain.swap_unit == 1
+            and array.store.capabilities.reads_into)
+
+
+def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
+                   need: np.ndarray) -> np.ndarray:
+    """``_read_chunks`` of zstd chunks decoded up to ``need`` bytes each (their bytes
+    beyond are undefined): the stored chunks read by one ``read_many_into`` call, then
+    decoded by ``zstd_prefix.decode_prefixes`` on the pool (it releases the GIL).  A
+    chunk it cannot decode is decoded whole (or refused, naming its key)."""
+    k, nb, cap = len(coords), chain.chunk_nbytes, chain.stored_cap
+    store, keys = array.store, chunk_keys(array.metadata, array.chunk_path, coords)
+    buf = _scratch(k * nb, f"array {array.name!r}")
+    stored = chain._batch_buffer(k, cap)
+    slots = np.arange(k, dtype=np.int64) * cap
+    sizes = store.read_many_into(keys, stored, slots, cap, exact=False)
+    status = np.full(k, _zstd_prefix.FAILED, dtype=np.int8)
+    fits = sizes <= cap
+    dst_offsets = np.arange(k, dtype=np.int64) * nb
+    threads = array.options.threads
+    per = -(-k // max(1, min(threads, k)))
+
+    def part(lo: int) -> None:
+        sl = slice(lo, min(lo + per, k))
+        status[sl] = np.where(fits[sl], _zstd_prefix.decode_prefixes(
+            stored, slots[sl], np.where(fits[sl], sizes[sl], -1), buf, dst_offsets[sl],
+            need[sl], nb), _zstd_prefix.FAILED)
+
+    # (each part writes its own chunks' blocks of `buf`, and its own statuses)
+    map_unordered_into(part, range(0, k, per), work_bytes=int(need.sum()), threads=threads)
+    for b in np.flatnonzero(status != _zstd_prefix.DECODED).tolist():
+        block = buf[b * nb:(b + 1) * nb]
+        if sizes[b] < 0:  # missing: the fill value
+            chain.fill_chunk(block)
+            continue
+        raw = (stored[int(slots[b]):int(slots[b] + sizes[b])] if fits[b]
+               else store.get_limited(keys[b], chain.stored_limit))
+        if raw is None:  # (removed since)
+            chain.fill_chunk(block)
+        else:
+            chain.decode(raw, keys[b], into=block)  # raises naming the key, or decodes
+    return np.ndarray((k, *chain.chunk_shape), dtype=chain.dtype, buffer=buf,
+                      strides=(nb, *(int(x) for x in chain.chunk_strides)))
+
+
 def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
-                 dtype: np.dtype) -> np.ndarray:
+                 dtype: np.dtype, need: np.ndarray | None = None) -> np.ndarray:
     """The chunks at ``coords`` (rows of grid coordinates: of the inner grid for shards),
     decoded: an array of shape ``(k, *chunk_shape)`` (a scratch buffer, valid until this
-    thread's next gather; beyond the array's edge its contents are undefined)."""
+    thread's next gather; beyond the array's edge its contents are undefined).  With
+    ``need``, only the first ``need[b]`` bytes of chunk ``b`` as stored (decoded) are
+    used: a chain whose chunks can be decoded that far only may leave the rest
+    undefined."""
+    if (need is not None and _prefix_chain(array, chain)
+            and need.sum() <= (1 - PREFIX_SAVING) * len(coords) * chain.chunk_nbytes):
+        return _read_prefixes(array, chain, coords, need)
     rows = _WholeChunks(chain, array.shape, coords)
     k, cs = len(coords), chain.chunk_shape
     buf = _scratch(k * math.prod(cs) * dtype.itemsize, f"array {array.name!r}")
@@ -400,17 +462,22 @@ def _gather_orthogonal(array: FancyTarget, chain: PreparedChain, osel: Orthogona
     # each element's chunk along g, as its rank among the touched ones
     rank_g = np.empty(len(local_g), dtype=np.int64)
     rank_g[order_g] = np.repeat(np.arange(len(cids_g), dtype=np.int64), np.diff(starts_g))
+    # the bytes of each chunk (decoded, as stored) up to the last selected element
+    strides = chain.chunk_strides
+    last_g = np.maximum.reduceat(local_g[order_g], starts_g[:-1]) * int(strides[g])
     for combo in itertools.product(*(range(len(dims[d][2])) for d in others)):
         # the other dims: their positions in the output, and indices in the chunk
         dst: list[Any] = [slice(None)] * ndim
         src: list[Any] = []
         coords_other = {}
+        last = chain.itemsize
         for d, j in zip(others, combo, strict=True):
             local, order, cids, starts = dims[d]
             pos = order[starts[j]:starts[j + 1]]
             dst[d] = _run_or_array(pos)
             src.append(_run_or_array(local[pos]))
             coords_other[d] = int(cids[j])
+            last += int(local[pos].max()) * int(strides[d])
         for a in range(0, len(cids_g), per_wave):
             b = min(a + per_wave, len(cids_g))
             coords = np.empty((b - a, ndim), dtype=np.int64)
@@ -418,7 +485,7 @@ def _gather_orthogonal(array: FancyTarget, chain: PreparedChain, osel: Orthogona
             for d, c in coords_other.items():
                 coords[:, d] = c
 
-            chunks = _read_chunks(array, chain, coords, out.dtype)
+            chunks = _read_chunks(array, chain, coords, out.dtype, last_g[a:b] + last)
             pos_g = order_g[starts_g[a]:starts_g[b]]
             # chunks (k, c_g, c_others...): the wave's elements along g, then the others
             block = np.moveaxis(chunks, 1 + g, 1)[rank_g[pos_g] - a, local_g[pos_g]]
@@ -454,9 +521,13 @@ def _gather_points(array: FancyTarget, chain: PreparedChain, coords: tuple[np.nd
     rank = np.empty(len(lin), dtype=np.int64)
     rank[order] = np.repeat(np.arange(len(ucids), dtype=np.int64), np.diff(starts))
     per_wave = max(1, GATHER_WAVE_BYTES // max(1, chain.chunk_nbytes))
+    # the bytes of each chunk (decoded, as stored) up to its last selected element
+    last = np.full(len(ucids), chain.itemsize, dtype=np.int64)
+    for x, st in zip(local, chain.chunk_strides.tolist(), strict=True):
+        last += np.maximum.reduceat(x[order], starts[:-1]) * st
     for a in range(0, len(ucids), per_wave):
         b = min(a + per_wave, len(ucids))
-        chunks = _read_chunks(array, chain, chunk_coords[a:b], out.dtype)
+        chunks = _read_chunks(array, chain, chunk_coords[a:b], out.dtype, last[a:b])
         pos = order[starts[a]:starts[b]]
         out[pos] = chunks[(rank[pos] - a, *(x[pos] for x in local))]
     return True
