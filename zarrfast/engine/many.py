@@ -108,7 +108,7 @@ def read_many(store: Store, caps: StoreCapabilities, path: str, chain: Any,
                 raise IndexingError(
                     f"{where}: out must be a writeable C-contiguous ndarray of dtype "
                     f"{dtype}, got {problem}")
-            outs = list(out) if n else []
+            outs = [out[i, ...] for i in range(n)]  # (views, 0-d ones too)
         else:
             given = list(out)
             if len(given) != n:
@@ -140,8 +140,11 @@ def _raw(sel: BasicSelection) -> tuple:
 
 
 def _index_memo_chain(chain: Any) -> Any:
-    """A copy of the sharded ``chain`` (made for one batch) that keeps every shard index
-    it reads for its life."""
+    """A copy of the sharded ``chain`` (made for one batch) that keeps the shard indexes
+    it reads on a store without version tokens (a remote one) for its life: the batch's
+    reads take each from the first that read it.  Where the store gives versions, the
+    chain's own cache answers, checking each read's version (a shard rewritten between
+    two reads of the batch is read at its new index)."""
     batch_chain = copy.copy(chain)
     #: per shard key: [done, index, error]; the first reader of a shard reads its index,
     #: the batch's other reads of it (in other threads) wait for it
@@ -150,6 +153,8 @@ def _index_memo_chain(chain: Any) -> Any:
     read_index = chain._index
 
     def _index(token: Any, key: str, read: Any, size: int | None = None) -> Any:
+        if token is not None:
+            return read_index(token, key, read, size)
         with lock:
             entry = memo.get(key)
             first = entry is None
@@ -202,6 +207,8 @@ class _Batch:
             chain = self.chain = _index_memo_chain(chain)
         self.grid = _grid_chain(chain)
         self.array_shape = tuple(chain.metadata.shape)
+        #: the boxes of the shared chunks (see :meth:`_whole_table`)
+        self.box_start = self.box_row = np.zeros(0, dtype=np.int64)
 
     def run(self) -> list[np.ndarray]:
         sels, grid = self.sels, self.grid
@@ -228,7 +235,8 @@ class _Batch:
                 remap[shared_chunks] = np.arange(shared_chunks.size)
                 slot = remap[inverse]
                 whole_read = self._whole_table(uniq[shared_chunks, 1:],
-                                               uniq[shared_chunks, 0])
+                                               uniq[shared_chunks, 0], projs, shared_rows,
+                                               slot)
                 whole = whole_read[1]
                 reads.append(whole_read)
         # selections whose results differ at most in their first dimension (and of one
@@ -367,21 +375,36 @@ class _Batch:
         proj.path_ids = path_ids
         return proj
 
-    def _whole_table(self, coords: np.ndarray, path_ids: np.ndarray
+    def _whole_table(self, coords: np.ndarray, path_ids: np.ndarray,
+                     projs: list[Projection], shared_rows: np.ndarray, slot: np.ndarray
                      ) -> tuple[_Rows, np.ndarray]:
-        """The read of the chunks at ``coords`` (their parts inside the array) into a
-        buffer of whole chunks stacked along the first axis: its table and the buffer."""
-        chunk = self.grid.chunk_shape_arr
-        m = len(coords)
-        ends = np.minimum((coords + 1) * chunk, np.array(self.array_shape, dtype=np.int64))
-        count = ends - coords * chunk
+        """The read of the shared chunks at ``coords`` into one buffer: of each chunk,
+        the box that holds every part the selections take of it (``shared_rows`` of the
+        concatenated table, ``slot``: their chunk's place in ``coords``), the boxes
+        one after another along the first axis -- not whole chunks, which two rows of
+        many wide chunks would make many times larger than the results.  Its table and
+        the buffer; ``self.box_start`` becomes, per chunk, its box's start in the chunk
+        and ``self.box_row`` its first row in the buffer."""
+        m, ndim = coords.shape
+        lo = np.full((m, ndim), np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.zeros((m, ndim), dtype=np.int64)
+        ls = np.concatenate([p.local_start for p in projs])
+        last = np.concatenate([p.local_start + (p.local_count - 1) * s.step
+                               for p, s in zip(projs, self.sels, strict=True)])
+        rows = np.flatnonzero(shared_rows)
+        np.minimum.at(lo, slot[rows], np.minimum(ls[rows], last[rows]))
+        np.maximum.at(hi, slot[rows], np.maximum(ls[rows], last[rows]) + 1)
+        count = hi - lo
+        heights = count[:, 0]
+        row0 = np.concatenate(([0], np.cumsum(heights))).astype(np.int64)
         out_start = np.zeros_like(coords)
-        out_start[:, 0] = np.arange(m, dtype=np.int64) * chunk[0]
-        shape = (m * int(chunk[0]), *chunk[1:].tolist())
+        out_start[:, 0] = row0[:-1]
+        shape = (int(row0[-1]), *count[:, 1:].max(axis=0).tolist())
+        self.box_start, self.box_row = lo, row0[:-1]
         whole = _buffers.empty(shape, self.dtype, where=self.where,
                                what="the chunks several selections share", aligned=True)
-        proj = self._table(np.ascontiguousarray(coords), np.zeros_like(coords), count,
-                           out_start, (1,) * len(shape), shape, path_ids)
+        proj = self._table(np.ascontiguousarray(coords), lo, count, out_start,
+                           (1,) * len(shape), shape, path_ids)
         return proj, whole
 
     def _group_table(self, projs: list[Projection], members: list[int], own: list,
@@ -418,14 +441,15 @@ class _Batch:
         src_off, dst_off, counts = [], [], []
         w_strides = np.array(whole.strides, dtype=np.int64)
         f_strides = np.array(flat.strides, dtype=np.int64)
-        chunk0 = int(self.grid.chunk_shape_arr[0])
         for k, (i, rows) in enumerate(zip(members, theirs, strict=True)):
             if not len(rows):
                 continue
             p = projs[i]
             r = rows - int(bounds[i])
-            start = p.local_start[r].copy()
-            start[:, 0] += slot[rows] * chunk0
+            j = slot[rows]
+            # (where the row's part lies in its chunk's box)
+            start = p.local_start[r] - self.box_start[j]
+            start[:, 0] += self.box_row[j]
             src_off.append(start @ w_strides)
             o = p.out_start[r].copy()
             o[:, 0] += starts[k]

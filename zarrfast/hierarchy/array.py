@@ -1310,16 +1310,21 @@ class Array(Node):
         n = len(selections)
         owners = [self] * n if arrays is None else arrays
         numbers = list(range(n)) if numbers is None else numbers
+        outs = self._many_outs(out, n)
         sels = [_read_index_arrays(s) for s in selections]
         if kind == "block":
             from zarrfast.engine.fancy import block_region
 
             targets: dict[int, Any] = {}
-            sels = [block_region(targets.setdefault(id(a), a._fancy_target()), s)
-                    for a, s in zip(owners, sels, strict=True)]
+            blocks = []
+            for i, (a, s) in enumerate(zip(owners, sels, strict=True)):
+                try:
+                    blocks.append(block_region(targets.setdefault(id(a), a._fancy_target()), s))
+                except ZarrfastError as e:
+                    _name_selection(e, a, numbers[i], s)
+                    raise
+            sels = blocks
         basic = [is_basic_selection(s) for s in sels]
-        if out is not None and not isinstance(out, np.ndarray):
-            out = [_out_array(o) for o in out]
         results: list[Any] = [None] * n
         planned = [i for i in range(n) if basic[i]]
         shape = self._metadata.shape
@@ -1331,39 +1336,83 @@ class Array(Node):
                 owner = owners[i]
                 try:
                     sel = normalize_basic(sels[i], shape)
-                except IndexingError as e:  # (BoundsCheckError is one too)
-                    raise type(e)(f"{owner._where}: selection {numbers[i]} "
-                                  f"({sels[i]!r}): {e}") from None
-                if owner._gated:
-                    owner._gate_read(owner._basic_chunks(sel))
+                    if owner._gated:
+                        owner._gate_read(owner._basic_chunks(sel))
+                except ZarrfastError as e:
+                    _name_selection(e, owner, numbers[i], sels[i])
+                    raise
                 normalized.append(sel)
-            if out is None or len(planned) == n:
-                part_out = out
-            else:  # (the others read one by one below)
-                part_out = [out[i] for i in planned]
-            got = read_many(self._store, self._store.capabilities, self._chunk_path,
-                            self._chain, normalized, shape, self._dtype, part_out,
-                            self._where, numbers=[numbers[i] for i in planned],
-                            paths=None if arrays is None
-                            else [owners[i]._chunk_path for i in planned])
+            if out is None:
+                part_out = None
+            elif isinstance(out, np.ndarray) and len(planned) == n:
+                part_out = out  # (one block: read into in place)
+            else:
+                part_out = [outs[i] for i in planned]
+            try:
+                got = read_many(self._store, self._store.capabilities, self._chunk_path,
+                                self._chain, normalized, shape, self._dtype, part_out,
+                                self._where, numbers=[numbers[i] for i in planned],
+                                paths=None if arrays is None
+                                else [owners[i]._chunk_path for i in planned])
+            except ZarrfastError as e:
+                # which selection: read them one by one (an error is rare; each one says
+                # its chunk, this says its selection too)
+                for i in planned:
+                    try:
+                        owners[i].get_basic_selection(sels[i])
+                    except ZarrfastError as one:
+                        _name_selection(one, owners[i], numbers[i], sels[i])
+                        raise one from e
+                raise
             for i, r in zip(planned, got, strict=True):
                 results[i] = r
         for i in range(n):
             owner = owners[i]
             if not basic[i]:
-                o = None if out is None else out[i]
-                if kind == "orthogonal":
-                    results[i] = owner.get_orthogonal_selection(sels[i], out=o)
-                elif o is None:
-                    results[i] = owner[sels[i]]
-                else:
-                    o[...] = owner[sels[i]]
-                    results[i] = o
+                try:
+                    if kind == "orthogonal":
+                        r = owner.get_orthogonal_selection(sels[i])
+                    else:
+                        r = owner[sels[i]]
+                    o = outs[i]
+                    if o is not None:
+                        problem = strategies.out_problem(o, np.shape(r), owner._dtype)
+                        if problem:
+                            raise IndexingError(
+                                f"out[{numbers[i]}] must be a writeable C-contiguous ndarray "
+                                f"of shape {np.shape(r)} and dtype {owner._dtype}, got "
+                                f"{problem}")
+                        o[...] = r
+                        r = o
+                except ZarrfastError as e:
+                    _name_selection(e, owner, numbers[i], sels[i])
+                    raise
+                results[i] = r
             if not shape:
                 results[i] = results[i][()]
             elif owner._order == "F" and out is None and results[i].ndim > 1:
                 results[i] = np.asfortranarray(results[i])
         return results
+
+    def _many_outs(self, out: Any, n: int) -> list[Any]:
+        """:meth:`get_many`'s ``out`` as one array (or ``None``) per selection, checked
+        for its length (the arrays themselves are checked as each is read into)."""
+        if out is None:
+            return [None] * n
+        if isinstance(out, np.ndarray):
+            if out.ndim == 0 or out.shape[0] != n:
+                raise IndexingError(
+                    f"{self._where}: out of shape {out.shape} does not hold the results of "
+                    f"{n} selections: one array of shape ({n}, *shape) holds them when they "
+                    f"share a shape, else a list of {n} arrays")
+            return [out[i, ...] for i in range(n)]
+        if isinstance(out, (list, tuple)):
+            if len(out) != n:
+                raise IndexingError(f"{self._where}: out has {len(out)} arrays for {n} "
+                                    f"selections")
+            return [_out_array(o) for o in out]
+        raise IndexingError(f"{self._where}: out must be a list of arrays, one per "
+                            f"selection, or one array; got {type(out).__name__}")
 
     def _layout_key(self) -> tuple:
         """What decides how this array's chunks are read (its metadata but for its
@@ -1983,6 +2032,11 @@ class _Indexer:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         self._set(_read_index_arrays(selection), value)
+
+
+def _name_selection(error: BaseException, array: Array, number: int, selection: Any) -> None:
+    """Say in ``error`` (then re-raised) which selection of a ``get_many`` it is about."""
+    add_context(error, f"{array._where}: selection {number} ({selection!r})")
 
 
 def _read_index_arrays(selection: Any) -> Any:
