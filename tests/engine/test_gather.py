@@ -214,25 +214,30 @@ def prefix_array(root, shape=(4000, 8), chunks=(1000, 8), **kw):
 
 
 def spy_prefixes(monkeypatch):
+    """The bytes of each chunk decoded by the prefix decoders (of chunks and of inner
+    chunks of shards), one array per wave."""
     poison_scratch(monkeypatch)
     calls = []
-    real = fancy._read_prefixes
 
-    def counting(array, chain, coords, need):
-        calls.append(need.copy())
-        return real(array, chain, coords, need)
+    def spy(real):
+        def counting(array, chain, coords, need):
+            calls.append(need.copy())
+            return real(array, chain, coords, need)
+        return counting
 
-    monkeypatch.setattr(fancy, "_read_prefixes", counting)
+    for name in ("_read_prefixes", "_read_shard_prefixes"):
+        monkeypatch.setattr(fancy, name, spy(getattr(fancy, name)))
     return calls
 
 
+@pytest.mark.parametrize("shards", [None, (2000, 8)])
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_prefixes_of_zstd_chunks(tmp_path, monkeypatch, order) -> None:
-    """Rows in the first part of each chunk: each chunk is decoded up to the byte after
-    the last element selected in it (its layout's: a transposed chunk's last element
-    may be far into it), and only that far is read."""
+def test_prefixes_of_zstd_chunks(tmp_path, monkeypatch, order, shards) -> None:
+    """Rows in the first part of each chunk: each chunk (or inner chunk of a shard) is
+    decoded up to the byte after the last element selected in it (its layout's: a
+    transposed chunk's last element may be far into it), and only that far is read."""
     kw = {"filters": [TransposeCodec(order=(1, 0))]} if order == "F" else {}
-    a, x = prefix_array(str(tmp_path), **kw)
+    a, x = prefix_array(str(tmp_path), shards=shards, **kw)
     calls = spy_prefixes(monkeypatch)
     rows = np.array([2100, 5, 3001, 3000, -999, 9, 2101])
     got = a.oindex[rows, 2:5]
@@ -247,6 +252,28 @@ def test_prefixes_of_zstd_chunks(tmp_path, monkeypatch, order) -> None:
     pts = (np.array([3, 2999, 7, 3001]), np.array([7, 0, -1, 1]))
     np.testing.assert_array_equal(a.vindex[pts], x[pts])
     assert len(calls) == 2
+
+
+def test_prefixes_of_shards_missing_and_corrupt(tmp_path, monkeypatch) -> None:
+    """Inner chunks of shards: a missing shard and an inner chunk not stored read as the
+    fill value; a corrupt inner chunk is refused naming the shard and the inner chunk."""
+    a, x = prefix_array(str(tmp_path), shape=(6000, 8), shards=(2000, 8))
+    (tmp_path / "c" / "1" / "0").unlink()  # rows 2000..3999
+    a[4000:5000] = FILL  # (an inner chunk of the fill value: not stored)
+    x[2000:5000] = FILL
+    calls = spy_prefixes(monkeypatch)
+    rows = np.array([3, 2004, 3001, 4005, 5002, 5003, 1006])
+    for threads in (1, 2):
+        with config.set(threads=threads):
+            np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
+            np.testing.assert_array_equal(a.vindex[rows, rows % 8], x[rows, rows % 8])
+    assert len(calls) == 4
+    shard = tmp_path / "c" / "2" / "0"
+    data = bytearray(shard.read_bytes())
+    data[40:400] = bytes(360)  # (the second inner chunk's bytes start past the first's)
+    shard.write_bytes(bytes(data))
+    with pytest.raises(zarrfast.errors.ChunkDecodeError, match=r"c/2/0.*inner chunk"):
+        a.oindex[rows, :]
 
 
 def test_prefixes_missing_corrupt_and_unsized_chunks(tmp_path, monkeypatch) -> None:

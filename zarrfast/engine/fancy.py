@@ -36,10 +36,11 @@ from zarrfast.engine.plan import Options, Plan
 from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection, expand_ellipsis, slice_indices
 from zarrfast.engine.shard_read import ShardRowsRead
+from zarrfast.engine.shard_view import ShardView
 from zarrfast.engine.sharded import group_by_shard
 from zarrfast.engine.strategies import READ_ROWS, choose_rows
 from zarrfast.engine.values import as_stored, text_elements
-from zarrfast.errors import BoundsCheckError, IndexingError
+from zarrfast.errors import BoundsCheckError, ChunkDecodeError, IndexingError, add_context
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.kernels import zstd_prefix as _zstd_prefix
 from zarrfast.metadata.dtype import is_fill_chunk
@@ -349,13 +350,18 @@ class _WholeChunks:
 PREFIX_SAVING = 0.1
 
 
-def _prefix_chain(array: FancyTarget, chain: PreparedChain) -> bool:
-    """Whether the chunks of ``chain`` may be decoded only up to the bytes a gather needs:
-    zstd alone after the ``bytes`` codec (and transposes), no byte swap, a store that
-    reads many values into a buffer at once (local files)."""
-    return (_zstd_prefix.available and chain is array.chain and chain.fast
-            and chain.batch_codec == "zstd" and len(chain.bb) == 1 and chain.swap_unit == 1
-            and array.store.capabilities.reads_into)
+def _prefix_kind(array: FancyTarget, chain: PreparedChain) -> str | None:
+    """How the chunks of ``chain`` may be decoded only up to the bytes a gather needs
+    (zstd alone after the ``bytes`` codec and transposes, no byte swap): ``"chunks"``
+    on a store that reads many values into a buffer at once (local files), ``"shards"``
+    for inner chunks of shards on a store read key by key; else ``None``."""
+    if not (_zstd_prefix.available and chain.fast and chain.batch_codec == "zstd"
+            and len(chain.bb) == 1 and chain.swap_unit == 1):
+        return None
+    caps = array.store.capabilities
+    if chain is array.chain:
+        return "chunks" if caps.reads_into else None
+    return "shards" if array.chain.partial_reads and not caps.batched_gets else None
 
 
 def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
@@ -395,8 +401,58 @@ def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
             chain.fill_chunk(block)
         else:
             chain.decode(raw, keys[b], into=block)  # raises naming the key, or decodes
+    return _chunks_view(chain, buf, k)
+
+
+def _chunks_view(chain: PreparedChain, buf: np.ndarray, k: int) -> np.ndarray:
+    """``k`` decoded chunks back to back in ``buf`` (as stored: a transposed chunk's
+    strides permuted) as an array of shape ``(k, *chunk_shape)``."""
     return np.ndarray((k, *chain.chunk_shape), dtype=chain.dtype, buffer=buf,
-                      strides=(nb, *(int(x) for x in chain.chunk_strides)))
+                      strides=(chain.chunk_nbytes, *(int(x) for x in chain.chunk_strides)))
+
+
+def _read_shard_prefixes(array: FancyTarget, inner: PreparedChain, coords: np.ndarray,
+                         need: np.ndarray) -> np.ndarray:
+    """``_read_prefixes`` of the inner chunks of shards: one task per shard reads the
+    stored inner chunks through a :class:`~zarrfast.engine.shard_view.ShardView` (its
+    index cached; one request per run of nearby inner chunks) and decodes each up to
+    ``need`` bytes (``zstd_prefix``, without the GIL).  An inner chunk not stored reads
+    as the fill value; one that does not decode is decoded whole, or refused naming the
+    shard and the inner chunk."""
+    chain = array.chain
+    k, nb = len(coords), inner.chunk_nbytes
+    rows = _WholeChunks(inner, array.shape, coords)
+    keys, _, groups, inner_lin = group_by_shard(
+        chain, rows, array.chunk_path)  # type: ignore[arg-type]  # (a projection)
+    buf = _scratch(k * nb, f"array {array.name!r}")
+    dst_offsets = np.arange(k, dtype=np.int64) * nb
+    gap = array.options.shard_coalesce_gap
+
+    def shard(g: int) -> None:
+        key, grows = keys[g], groups[g]
+        stored = np.zeros(len(grows), dtype=np.bool_)
+        for run in ShardView(array.store, key, chain, gap=gap).fetch_stored(inner_lin[grows]):
+            r = grows[run.which]
+            blob = np.frombuffer(run.blob, dtype=np.uint8)
+            status = _zstd_prefix.decode_prefixes(blob, run.offsets, run.sizes, buf,
+                                                  dst_offsets[r], need[r], nb)
+            stored[run.which] = True
+            for j in np.flatnonzero(status != _zstd_prefix.DECODED).tolist():
+                off, size, b = int(run.offsets[j]), int(run.sizes[j]), int(r[j])
+                try:
+                    inner.decode(blob[off:off + size], key, into=buf[b * nb:(b + 1) * nb])
+                except ChunkDecodeError as e:
+                    name = chain.layout.inner_name(int(inner_lin[b]))
+                    context = f"shard {key!r}, inner chunk {name}"
+                    add_context(e, context, f"{e} [{context}]")
+                    raise
+        for b in grows[~stored].tolist():  # not stored: the fill value
+            inner.fill_chunk(buf[b * nb:(b + 1) * nb])
+
+    # (each task writes its own shard's inner chunks' blocks of `buf`)
+    map_unordered_into(shard, range(len(groups)), work_bytes=int(need.sum()),
+                       threads=array.options.threads)
+    return _chunks_view(inner, buf, k)
 
 
 def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
@@ -407,9 +463,13 @@ def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     ``need``, only the first ``need[b]`` bytes of chunk ``b`` as stored (decoded) are
     used: a chain whose chunks can be decoded that far only may leave the rest
     undefined."""
-    if (need is not None and _prefix_chain(array, chain)
-            and need.sum() <= (1 - PREFIX_SAVING) * len(coords) * chain.chunk_nbytes):
-        return _read_prefixes(array, chain, coords, need)
+    if (need is not None and need.sum() <= (1 - PREFIX_SAVING) * len(coords)
+            * chain.chunk_nbytes):
+        kind = _prefix_kind(array, chain)
+        if kind == "chunks":
+            return _read_prefixes(array, chain, coords, need)
+        if kind == "shards":
+            return _read_shard_prefixes(array, chain, coords, need)
     rows = _WholeChunks(chain, array.shape, coords)
     k, cs = len(coords), chain.chunk_shape
     buf = _scratch(k * math.prod(cs) * dtype.itemsize, f"array {array.name!r}")
