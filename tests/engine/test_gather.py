@@ -115,6 +115,8 @@ def test_orthogonal_gathers_match_numpy(spec, data) -> None:
         # waves of one chunk up to all of them
         nb = math.prod(a.chunks) * x.dtype.itemsize
         mp.setattr(fancy, "GATHER_WAVE_BYTES", nb * data.draw(st.integers(1, 4)))
+        # (zstd blocks of 16 bytes: the prefix decoders pay for chunks this small)
+        mp.setattr(fancy, "ZSTD_BLOCK", data.draw(st.sampled_from([16, 2**17])))
         waves = spy_waves(mp)
         with config.set(threads=data.draw(st.sampled_from([1, 2]))):
             got = a.oindex[sel]
@@ -137,6 +139,7 @@ def test_coordinate_gathers_match_numpy(spec, data) -> None:
             for n in x.shape)
         nb = math.prod(a.chunks) * x.dtype.itemsize
         mp.setattr(fancy, "GATHER_WAVE_BYTES", nb * data.draw(st.integers(1, 4)))
+        mp.setattr(fancy, "ZSTD_BLOCK", data.draw(st.sampled_from([16, 2**17])))
         waves = spy_waves(mp)
         with config.set(threads=data.draw(st.sampled_from([1, 2]))):
             got = a.vindex[sel]
@@ -215,8 +218,10 @@ def prefix_array(root, shape=(4000, 8), chunks=(1000, 8), **kw):
 
 def spy_prefixes(monkeypatch):
     """The bytes of each chunk decoded by the prefix decoders (of chunks and of inner
-    chunks of shards), one array per wave."""
+    chunks of shards), one array per wave.  (zstd blocks taken to be 64 bytes: the
+    prefix decoders then pay for these small chunks.)"""
     poison_scratch(monkeypatch)
+    monkeypatch.setattr(fancy, "ZSTD_BLOCK", 64)
     calls = []
 
     def spy(real):
@@ -323,3 +328,20 @@ def test_decode_prefixes_checks_ranges() -> None:
         with pytest.raises(ValueError, match="outside"):
             zstd_prefix.decode_prefixes(frame, one, bad.get("src_size", size), dst,
                                         bad["dst_off"], bad["need"], 4000)
+
+
+def test_prefixes_only_where_they_pay(tmp_path, monkeypatch) -> None:
+    """zstd decodes a block (up to 128 KiB) at a time: chunks of 500 KiB whose selected
+    rows lie in their first quarter are decoded up to there; rows in their last block
+    (rows 1536 on: no saving, though they are 77% of the way in) take the batched
+    whole-chunk path."""
+    a, x = prefix_array(str(tmp_path), shape=(8000, 64), chunks=(2000, 64))
+    calls = []
+    real = fancy._read_prefixes
+    monkeypatch.setattr(fancy, "_read_prefixes", lambda *args: calls.append(1) or real(*args))
+    early = np.array([5, 2100, 4011, 6400])
+    np.testing.assert_array_equal(a.oindex[early, :], x[early])
+    assert calls == [1]
+    late = np.array([1540, 3540, 5540, 7540])
+    np.testing.assert_array_equal(a.oindex[late, :], x[late])
+    assert calls == [1]

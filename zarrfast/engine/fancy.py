@@ -348,6 +348,16 @@ class _WholeChunks:
 #: a wave of zstd chunks is decoded up to the last byte it needs (``zstd_prefix``) when
 #: that saves at least this share of decoding: each chunk then costs some Python
 PREFIX_SAVING = 0.1
+#: zstd decodes a frame a block at a time, blocks of up to 128 KiB (ZSTD_BLOCKSIZE_MAX)
+ZSTD_BLOCK = 128 * 2**10
+
+
+def _prefix_pays(chain: PreparedChain, need: np.ndarray) -> bool:
+    """Whether decoding only ``need`` bytes of each chunk saves PREFIX_SAVING of the
+    decoding (each chunk decoded up to the end of the block its last byte is in)."""
+    nb = chain.chunk_nbytes
+    blocks = np.minimum(nb, -(-need // ZSTD_BLOCK) * ZSTD_BLOCK)
+    return bool(blocks.sum() <= (1 - PREFIX_SAVING) * len(need) * nb)
 
 
 def _prefix_kind(array: FancyTarget, chain: PreparedChain) -> str | None:
@@ -463,8 +473,7 @@ def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     ``need``, only the first ``need[b]`` bytes of chunk ``b`` as stored (decoded) are
     used: a chain whose chunks can be decoded that far only may leave the rest
     undefined."""
-    if (need is not None and need.sum() <= (1 - PREFIX_SAVING) * len(coords)
-            * chain.chunk_nbytes):
+    if need is not None and _prefix_pays(chain, need):
         kind = _prefix_kind(array, chain)
         if kind == "chunks":
             return _read_prefixes(array, chain, coords, need)
