@@ -345,3 +345,37 @@ def test_prefixes_only_where_they_pay(tmp_path, monkeypatch) -> None:
     late = np.array([1540, 3540, 5540, 7540])
     np.testing.assert_array_equal(a.oindex[late, :], x[late])
     assert calls == [1]
+
+
+@pytest.mark.parametrize("shards", [None, (4000, 64)])
+def test_gathers_from_many_threads_at_once(tmp_path, shards) -> None:
+    """Threads gathering from one array at once each get their own rows: every thread
+    decodes into scratch buffers of its own."""
+    import threading
+
+    a, x = prefix_array(str(tmp_path), shape=(8000, 64), chunks=(2000, 64), shards=shards)
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            start.wait()
+            for _ in range(15):
+                rows = rng.integers(0, 8000, 40)
+                if seed % 2:
+                    # rows early in their chunks: the prefix decoders
+                    rows = np.sort(rows // 2000 * 2000 + rows % 400)
+                got = a.oindex[rows, :] if seed < 2 else a.vindex[rows, rows % 64]
+                want = x[rows, :] if seed < 2 else x[rows, rows % 64]
+                np.testing.assert_array_equal(got, want)
+        except BaseException as e:  # (reported by the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    with config.set(threads=2):
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
