@@ -22,6 +22,11 @@ import zarrfast
 from zarrfast import config
 from zarrfast.codecs import BytesCodec, TransposeCodec
 from zarrfast.engine import fancy
+from zarrfast.kernels import zstd_prefix
+
+#: the tests of the prefix decoders (off in pure-Python mode)
+needs_prefix = pytest.mark.skipif(not zstd_prefix.available,
+                                  reason="zstd_prefix has no zstd library to bind")
 
 FILL = 30013  # (no written element equals it: they are below 30011)
 SETTINGS = settings(max_examples=150, deadline=None,
@@ -235,6 +240,7 @@ def spy_prefixes(monkeypatch):
     return calls
 
 
+@needs_prefix
 @pytest.mark.parametrize("shards", [None, (2000, 8)])
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_prefixes_of_zstd_chunks(tmp_path, monkeypatch, order, shards) -> None:
@@ -259,6 +265,7 @@ def test_prefixes_of_zstd_chunks(tmp_path, monkeypatch, order, shards) -> None:
     assert len(calls) == 2
 
 
+@needs_prefix
 def test_prefixes_of_shards_missing_and_corrupt(tmp_path, monkeypatch) -> None:
     """Inner chunks of shards: a missing shard and an inner chunk not stored read as the
     fill value; a corrupt inner chunk is refused naming the shard and the inner chunk."""
@@ -281,6 +288,7 @@ def test_prefixes_of_shards_missing_and_corrupt(tmp_path, monkeypatch) -> None:
         a.oindex[rows, :]
 
 
+@needs_prefix
 def test_prefixes_missing_corrupt_and_unsized_chunks(tmp_path, monkeypatch) -> None:
     """A missing chunk reads as the fill value; a frame without a content size is decoded
     whole; a corrupt one is refused naming its key."""
@@ -304,11 +312,8 @@ def test_prefixes_missing_corrupt_and_unsized_chunks(tmp_path, monkeypatch) -> N
         a.oindex[rows, :]
 
 
+@needs_prefix
 def test_decode_prefixes_checks_ranges() -> None:
-    from zarrfast.kernels import zstd_prefix
-
-    if not zstd_prefix.available:
-        pytest.skip("no zstd library to bind")
     import numcodecs
 
     data = np.arange(1000, dtype="<i4").tobytes()
@@ -330,6 +335,7 @@ def test_decode_prefixes_checks_ranges() -> None:
                                         bad["dst_off"], bad["need"], 4000)
 
 
+@needs_prefix
 def test_prefixes_only_where_they_pay(tmp_path, monkeypatch) -> None:
     """zstd decodes a block (up to 128 KiB) at a time: chunks of 500 KiB whose selected
     rows lie in their first quarter are decoded up to there; rows in their last block
