@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -179,6 +180,20 @@ def _index_memo_chain(chain: Any) -> Any:
     return batch_chain
 
 
+@dataclass(slots=True)
+class _Concat:
+    """The rows of every selection of a batch, one table: per row, its chunk, its part
+    of it, where that goes (in its group's output), its selection's step and its
+    array (an index into the batch's paths)."""
+
+    coords: np.ndarray
+    local_start: np.ndarray
+    local_count: np.ndarray
+    out_start: np.ndarray
+    step: np.ndarray
+    path_ids: np.ndarray
+
+
 class _Rows(Projection):
     """A projection made of rows of several selections (of several arrays of one
     layout): ``path_ids``, each row's array (an index into the batch's paths)."""
@@ -208,68 +223,86 @@ class _Batch:
         self.grid = _grid_chain(chain)
         self.array_shape = tuple(chain.metadata.shape)
         #: the boxes of the shared chunks (see :meth:`_whole_table`)
-        self.box_start = self.box_row = np.zeros(0, dtype=np.int64)
+        self.box_start: np.ndarray = np.zeros((0, 0), dtype=np.int64)
+        self.box_row: np.ndarray = np.zeros(0, dtype=np.int64)
 
     def run(self) -> list[np.ndarray]:
         sels, grid = self.sels, self.grid
+        n = len(sels)
         projs = [Projection(self.array_shape, grid, s) for s in sels]
+        # every selection's rows in one table (a few NumPy calls per batch, none per
+        # selection from here on)
+        nrows = np.array([p.nrows for p in projs], dtype=np.int64)
+        sel_of = np.repeat(np.arange(n, dtype=np.int64), nrows)  # each row's selection
+        t = _Concat(
+            coords=np.concatenate([p.coords for p in projs]),
+            local_start=np.concatenate([p.local_start for p in projs]),
+            local_count=np.concatenate([p.local_count for p in projs]),
+            out_start=np.concatenate([p.out_start for p in projs]),
+            step=np.stack([s.step for s in sels])[sel_of],
+            path_ids=self.path_of[sel_of])
+        # selections whose results differ at most in their first dimension (and of one
+        # step): one output, the results one after another along its first axis
+        groups: dict[tuple, list[int]] = {}
+        for i, s in enumerate(sels):
+            groups.setdefault((s.full_shape[1:], tuple(s.step.tolist())), []).append(i)
+        group_of = np.empty(n, dtype=np.int64)  # each selection's group
+        row0 = np.empty(n, dtype=np.int64)  # where its result begins in the group's output
+        for g, members in enumerate(groups.values()):
+            group_of[members] = g
+            tall = np.array([sels[i].full_shape[0] for i in members], dtype=np.int64)
+            row0[members] = np.cumsum(tall) - tall
+        # (a row's place in its group's output)
+        t.out_start[:, 0] += row0[sel_of]
+        row_group = group_of[sel_of]
         # the chunks touched by more than one selection: read once, into `whole` (a
         # chunk is its array's path and its grid coordinates)
-        coords = np.concatenate([np.column_stack((np.full(p.nrows, a, dtype=np.int64),
-                                                  p.coords))
-                                 for p, a in zip(projs, self.path_of.tolist(), strict=True)])
-        shared_rows = np.zeros(len(coords), dtype=np.bool_)
-        slot = np.full(len(coords), -1, dtype=np.int64)
+        shared = np.zeros(len(sel_of), dtype=np.bool_)
+        slot = np.full(len(sel_of), -1, dtype=np.int64)
         reads: list[tuple[_Rows, np.ndarray]] = []
         whole = None
-        if len(coords):
-            uniq, inverse, counts = np.unique(coords, axis=0, return_inverse=True,
+        if len(sel_of):
+            key = np.column_stack((t.path_ids, t.coords))
+            uniq, inverse, counts = np.unique(key, axis=0, return_inverse=True,
                                               return_counts=True)
             inverse = inverse.reshape(-1)
             # a chunk is shared when several selections touch it (a selection's own
             # rows name each chunk once)
             shared_chunks = np.flatnonzero(counts > 1)
             if shared_chunks.size:
-                shared_rows = counts[inverse] > 1
+                shared = counts[inverse] > 1
                 remap = np.full(len(uniq), -1, dtype=np.int64)
                 remap[shared_chunks] = np.arange(shared_chunks.size)
                 slot = remap[inverse]
                 whole_read = self._whole_table(uniq[shared_chunks, 1:],
-                                               uniq[shared_chunks, 0], projs, shared_rows,
-                                               slot)
+                                               uniq[shared_chunks, 0], t, shared, slot)
                 whole = whole_read[1]
                 reads.append(whole_read)
-        # selections whose results differ at most in their first dimension (and of one
-        # step): one output, the results one after another along the first axis
-        groups: dict[tuple, list[int]] = {}
-        for i, s in enumerate(sels):
-            groups.setdefault((s.full_shape[1:], tuple(s.step.tolist())), []).append(i)
-        bounds = np.concatenate(([0], np.cumsum([p.nrows for p in projs])))
         planned = []
-        for (tail, step), members in groups.items():
+        for g, ((tail, step), members) in enumerate(groups.items()):
             heights = [sels[i].full_shape[0] for i in members]
-            starts = np.concatenate(([0], np.cumsum(heights))).astype(np.int64)
-            flat = self._group_buffer((int(starts[-1]), *tail), members, heights)
-            rows = [np.arange(bounds[i], bounds[i + 1]) for i in members]
-            table = self._group_table(projs, members, [r[~shared_rows[r]] for r in rows],
-                                      bounds, starts, step, flat.shape)
-            if table is not None:
-                reads.append((table, flat))
-            planned.append((starts, step, members, flat, rows))
+            flat = self._group_buffer((sum(heights), *tail), members, heights)
+            mine = row_group == g
+            own = np.flatnonzero(mine & ~shared)
+            if len(own):
+                reads.append((self._table(t.coords[own], t.local_start[own],
+                                          t.local_count[own], t.out_start[own], step,
+                                          flat.shape, t.path_ids[own]), flat))
+            planned.append((np.flatnonzero(mine & shared), step, members, flat))
         self._read_all(reads)
-        results: list[Any] = [None] * len(sels)
-        for starts, step, members, flat, rows in planned:
-            if whole is not None:
-                self._copy_shared(projs, members, [r[shared_rows[r]] for r in rows], bounds,
-                                  slot, whole, starts, step, flat)
-            for k, i in enumerate(members):
+        results: list[Any] = [None] * n
+        for theirs, step, members, flat in planned:
+            if whole is not None and len(theirs):
+                self._copy_shared(t, theirs, slot, whole, step, flat)
+            for i in members:
                 given = self.outs[i]
-                mine = flat[int(starts[k]):int(starts[k + 1])].reshape(sels[i].out_shape)
+                a = int(row0[i])
+                part = flat[a:a + sels[i].full_shape[0]].reshape(sels[i].out_shape)
                 if given is not None and not np.shares_memory(given, flat):
-                    given[...] = mine
+                    given[...] = part
                     results[i] = given
                 else:
-                    results[i] = mine if given is None else given
+                    results[i] = part if given is None else given
         return results
 
     def _read_all(self, reads: list[tuple[_Rows, np.ndarray]]) -> None:
@@ -375,28 +408,25 @@ class _Batch:
         proj.path_ids = path_ids
         return proj
 
-    def _whole_table(self, coords: np.ndarray, path_ids: np.ndarray,
-                     projs: list[Projection], shared_rows: np.ndarray, slot: np.ndarray
-                     ) -> tuple[_Rows, np.ndarray]:
+    def _whole_table(self, coords: np.ndarray, path_ids: np.ndarray, t: _Concat,
+                     shared: np.ndarray, slot: np.ndarray) -> tuple[_Rows, np.ndarray]:
         """The read of the shared chunks at ``coords`` into one buffer: of each chunk,
-        the box that holds every part the selections take of it (``shared_rows`` of the
-        concatenated table, ``slot``: their chunk's place in ``coords``), the boxes
-        one after another along the first axis -- not whole chunks, which two rows of
-        many wide chunks would make many times larger than the results.  Its table and
-        the buffer; ``self.box_start`` becomes, per chunk, its box's start in the chunk
-        and ``self.box_row`` its first row in the buffer."""
+        the box that holds every part the selections take of it (the rows ``shared``
+        of the batch's table ``t``; ``slot``: their chunk's place in ``coords``), the
+        boxes one after another along the first axis -- not whole chunks, which two rows
+        of many wide chunks would make many times larger than the results.  Its table
+        and the buffer; ``self.box_start`` becomes, per chunk, its box's start in the
+        chunk and ``self.box_row`` its first row in the buffer."""
         m, ndim = coords.shape
         lo = np.full((m, ndim), np.iinfo(np.int64).max, dtype=np.int64)
         hi = np.zeros((m, ndim), dtype=np.int64)
-        ls = np.concatenate([p.local_start for p in projs])
-        last = np.concatenate([p.local_start + (p.local_count - 1) * s.step
-                               for p, s in zip(projs, self.sels, strict=True)])
-        rows = np.flatnonzero(shared_rows)
-        np.minimum.at(lo, slot[rows], np.minimum(ls[rows], last[rows]))
-        np.maximum.at(hi, slot[rows], np.maximum(ls[rows], last[rows]) + 1)
+        rows = np.flatnonzero(shared)
+        first = t.local_start[rows]
+        last = first + (t.local_count[rows] - 1) * t.step[rows]
+        np.minimum.at(lo, slot[rows], np.minimum(first, last))
+        np.maximum.at(hi, slot[rows], np.maximum(first, last) + 1)
         count = hi - lo
-        heights = count[:, 0]
-        row0 = np.concatenate(([0], np.cumsum(heights))).astype(np.int64)
+        row0 = np.concatenate(([0], np.cumsum(count[:, 0]))).astype(np.int64)
         out_start = np.zeros_like(coords)
         out_start[:, 0] = row0[:-1]
         shape = (int(row0[-1]), *count[:, 1:].max(axis=0).tolist())
@@ -407,59 +437,19 @@ class _Batch:
                            (1,) * len(shape), shape, path_ids)
         return proj, whole
 
-    def _group_table(self, projs: list[Projection], members: list[int], own: list,
-                     bounds: np.ndarray, starts: np.ndarray, step: tuple[int, ...],
-                     shape: tuple[int, ...]) -> _Rows | None:
-        """The table of the rows ``own`` (of the concatenated table; per member) of the
-        selections ``members`` into their stacked output (of ``shape``); ``None``: no
-        rows."""
-        coords, ls, lc, os_, ids = [], [], [], [], []
-        for k, (i, rows) in enumerate(zip(members, own, strict=True)):
-            if not len(rows):
-                continue
-            p = projs[i]
-            r = rows - int(bounds[i])
-            coords.append(p.coords[r])
-            ls.append(p.local_start[r])
-            lc.append(p.local_count[r])
-            o = p.out_start[r].copy()
-            o[:, 0] += starts[k]
-            os_.append(o)
-            ids.append(np.full(len(r), self.path_of[i], dtype=np.int64))
-        if not coords:
-            return None
-        return self._table(np.concatenate(coords), np.concatenate(ls), np.concatenate(lc),
-                           np.concatenate(os_), step, shape, np.concatenate(ids))
-
-    def _copy_shared(self, projs: list[Projection], members: list[int], theirs: list,
-                     bounds: np.ndarray, slot: np.ndarray, whole: np.ndarray,
-                     starts: np.ndarray, step: tuple[int, ...], flat: np.ndarray
-                     ) -> None:
+    def _copy_shared(self, t: _Concat, rows: np.ndarray, slot: np.ndarray,
+                     whole: np.ndarray, step: tuple[int, ...], flat: np.ndarray) -> None:
         """Copy the parts of the shared chunks (read into ``whole``) that the rows
-        ``theirs`` of the selections ``members`` select into ``flat``: one
-        ``copy_regions`` call."""
-        src_off, dst_off, counts = [], [], []
+        ``rows`` of the batch's table ``t`` select into their group's output ``flat``:
+        one ``copy_regions`` call."""
         w_strides = np.array(whole.strides, dtype=np.int64)
         f_strides = np.array(flat.strides, dtype=np.int64)
-        for k, (i, rows) in enumerate(zip(members, theirs, strict=True)):
-            if not len(rows):
-                continue
-            p = projs[i]
-            r = rows - int(bounds[i])
-            j = slot[rows]
-            # (where the row's part lies in its chunk's box)
-            start = p.local_start[r] - self.box_start[j]
-            start[:, 0] += self.box_row[j]
-            src_off.append(start @ w_strides)
-            o = p.out_start[r].copy()
-            o[:, 0] += starts[k]
-            dst_off.append(o @ f_strides)
-            counts.append(p.local_count[r])
-        if not counts:
-            return
-        itemsize = whole.dtype.itemsize
+        j = slot[rows]
+        # (where each row's part lies in its chunk's box)
+        start = t.local_start[rows] - self.box_start[j]
+        start[:, 0] += self.box_row[j]
         _kernels.copy_regions(
-            whole.reshape(-1).view(np.uint8), np.concatenate(src_off),
+            whole.reshape(-1).view(np.uint8), start @ w_strides,
             w_strides * np.array(step, dtype=np.int64),
-            flat.reshape(-1).view(np.uint8), np.concatenate(dst_off), f_strides,
-            np.ascontiguousarray(np.concatenate(counts)), itemsize, 1, False)
+            flat.reshape(-1).view(np.uint8), t.out_start[rows] @ f_strides, f_strides,
+            np.ascontiguousarray(t.local_count[rows]), whole.dtype.itemsize, 1, False)
