@@ -314,20 +314,39 @@ def test_prefixes_missing_corrupt_and_unsized_chunks(tmp_path, monkeypatch) -> N
 
 @needs_prefix
 def test_decode_prefixes_checks_ranges() -> None:
+    """A frame is decoded block by block into its own ``nbytes`` of ``dst``, at least up
+    to the bytes asked for (here all: one block); nothing outside is touched, a frame
+    of another size fails, and ranges outside ``src`` or ``dst`` are refused."""
     import numcodecs
 
     data = np.arange(1000, dtype="<i4").tobytes()
     frame = np.frombuffer(numcodecs.Zstd().encode(data), dtype=np.uint8)
-    dst = np.zeros(4000, dtype=np.uint8)
+    dst = np.zeros(8000, dtype=np.uint8)
     one = np.zeros(1, dtype=np.int64)
     size = np.array([frame.size])
-    status = zstd_prefix.decode_prefixes(frame, one, size, dst, one, np.array([40]), 4000)
+    at = np.array([2000])
+    status = zstd_prefix.decode_prefixes(frame, one, size, dst, at, np.array([40]), 4000)
     assert status.tolist() == [zstd_prefix.DECODED]
-    assert bytes(dst[:40]) == data[:40]
-    assert not dst[40:].any()  # (nothing past the prefix written)
-    status = zstd_prefix.decode_prefixes(frame, one, size, dst, one, np.array([40]), 3999)
-    assert status.tolist() == [zstd_prefix.FAILED]  # (the frame holds 4000 bytes)
-    for bad in (dict(dst_off=np.array([3961]), need=np.array([40])),
+    assert bytes(dst[2000:2040]) == data[:40]
+    assert not dst[:2000].any() and not dst[6000:].any()
+    for other in (3999, 4001):  # (the frame holds 4000 bytes: a chunk of another size)
+        status = zstd_prefix.decode_prefixes(frame, one, size, dst, at, np.array([40]),
+                                             other)
+        assert status.tolist() == [zstd_prefix.FAILED]
+    cut = frame[:frame.size - 7]  # (a frame cut short: its block lies past the end)
+    status = zstd_prefix.decode_prefixes(cut, one, np.array([cut.size]), dst, at,
+                                         np.array([40]), 4000)
+    assert status.tolist() == [zstd_prefix.FAILED]
+    # a byte just past a block (of 128 KiB) needs the next block too
+    big = np.random.default_rng(0).integers(0, 50, 2**18, dtype=np.uint8).tobytes()
+    frame2 = np.frombuffer(numcodecs.Zstd().encode(big), dtype=np.uint8)
+    dst2 = np.full(2**18, 0xA5, dtype=np.uint8)
+    need = 2**17 + 1
+    status = zstd_prefix.decode_prefixes(frame2, one, np.array([frame2.size]), dst2, one,
+                                         np.array([need]), 2**18)
+    assert status.tolist() == [zstd_prefix.DECODED]
+    assert bytes(dst2[:need]) == big[:need]
+    for bad in (dict(dst_off=np.array([4001]), need=np.array([40])),
                 dict(dst_off=one, need=np.array([4001])),
                 dict(dst_off=one, need=np.array([40]), src_size=size + 1)):
         with pytest.raises(ValueError, match="outside"):
@@ -385,3 +404,21 @@ def test_gathers_from_many_threads_at_once(tmp_path, shards) -> None:
         for t in threads:
             t.join()
     assert not errors, errors[0]
+
+
+@needs_prefix
+@pytest.mark.parametrize("shards", [None, (4000, 64)])
+def test_prefix_needs_follow_their_chunks(tmp_path, monkeypatch, shards) -> None:
+    """Chunks of 500 KiB (four zstd blocks), most needed only in their first block, two
+    to their last: each decoded as far as its own rows need, in parts of a few chunks
+    (threads take them in turn) -- a chunk given another's need reads junk."""
+    a, x = prefix_array(str(tmp_path), shape=(24_000, 64), chunks=(2000, 64),
+                        shards=shards)
+    calls = spy_prefixes(monkeypatch)
+    monkeypatch.setattr(fancy, "ZSTD_BLOCK", 128 * 2**10)  # (zstd's own)
+    rows = np.array([5, 2010, 4003, 6100, 8002, 11_900, 12_001, 14_002, 16_003, 19_950])
+    for threads in (1, 2):
+        with config.set(threads=threads):
+            np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
+            np.testing.assert_array_equal(a.vindex[rows, rows % 64], x[rows, rows % 64])
+    assert len(calls) == 4

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from zarrfast import kernels as _kernels
-from zarrfast.concurrency import map_unordered_into
+from zarrfast.concurrency import map_dynamic_into, map_unordered_into
 from zarrfast.engine.chunked import PreparedChain, RowReader, chunk_keys
 from zarrfast.engine.plan import Options, Plan
 from zarrfast.engine.rmw import read_modify_write
@@ -350,6 +350,8 @@ class _WholeChunks:
 PREFIX_SAVING = 0.1
 #: zstd decodes a frame a block at a time, blocks of up to 128 KiB (ZSTD_BLOCKSIZE_MAX)
 ZSTD_BLOCK = 128 * 2**10
+#: chunks a thread reads and decodes at a time (``_read_prefixes``)
+PREFIX_PART = 4
 
 
 def _prefix_pays(chain: PreparedChain, need: np.ndarray) -> bool:
@@ -377,40 +379,40 @@ def _prefix_kind(array: FancyTarget, chain: PreparedChain) -> str | None:
 def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
                    need: np.ndarray) -> np.ndarray:
     """``_read_chunks`` of zstd chunks decoded up to ``need`` bytes each (their bytes
-    beyond are undefined): the stored chunks read by one ``read_many_into`` call, then
-    decoded by ``zstd_prefix.decode_prefixes`` on the pool (it releases the GIL).  A
-    chunk it cannot decode is decoded whole (or refused, naming its key)."""
+    beyond are undefined), in parts of a few chunks that the pool's threads take in
+    turn: each part's stored chunks read by one ``read_many_into`` call into the
+    thread's buffer, then decoded by ``zstd_prefix.decode_prefixes`` (which releases
+    the GIL).  A missing chunk reads as the fill value; one it cannot decode is decoded
+    whole (or refused, naming its key)."""
     k, nb, cap = len(coords), chain.chunk_nbytes, chain.stored_cap
     store, keys = array.store, chunk_keys(array.metadata, array.chunk_path, coords)
     buf = _scratch(k * nb, f"array {array.name!r}")
-    stored = chain._batch_buffer(k, cap)
-    slots = np.arange(k, dtype=np.int64) * cap
-    sizes = store.read_many_into(keys, stored, slots, cap, exact=False)
-    status = np.full(k, _zstd_prefix.FAILED, dtype=np.int8)
-    fits = sizes <= cap
-    dst_offsets = np.arange(k, dtype=np.int64) * nb
     threads = array.options.threads
-    per = -(-k // max(1, min(threads, k)))
+    per = max(1, min(PREFIX_PART, -(-k // threads)))
 
     def part(lo: int) -> None:
-        sl = slice(lo, min(lo + per, k))
-        status[sl] = np.where(fits[sl], _zstd_prefix.decode_prefixes(
-            stored, slots[sl], np.where(fits[sl], sizes[sl], -1), buf, dst_offsets[sl],
-            need[sl], nb), _zstd_prefix.FAILED)
+        hi = min(lo + per, k)
+        stored = chain._batch_buffer(hi - lo, cap)  # (this thread's)
+        slots = np.arange(hi - lo, dtype=np.int64) * cap
+        sizes = store.read_many_into(keys[lo:hi], stored, slots, cap, exact=False)
+        fits = sizes <= cap
+        status = _zstd_prefix.decode_prefixes(
+            stored, slots, np.where(fits, sizes, -1), buf,
+            np.arange(lo, hi, dtype=np.int64) * nb, need[lo:hi], nb)
+        for j in np.flatnonzero((status != _zstd_prefix.DECODED) | ~fits).tolist():
+            b, block = lo + j, buf[(lo + j) * nb:(lo + j + 1) * nb]
+            if sizes[j] < 0:  # missing: the fill value
+                chain.fill_chunk(block)
+                continue
+            raw = (stored[int(slots[j]):int(slots[j] + sizes[j])] if fits[j]
+                   else store.get_limited(keys[b], chain.stored_limit))
+            if raw is None:  # (removed since)
+                chain.fill_chunk(block)
+            else:
+                chain.decode(raw, keys[b], into=block)  # raises naming the key, or decodes
 
-    # (each part writes its own chunks' blocks of `buf`, and its own statuses)
-    map_unordered_into(part, range(0, k, per), work_bytes=int(need.sum()), threads=threads)
-    for b in np.flatnonzero(status != _zstd_prefix.DECODED).tolist():
-        block = buf[b * nb:(b + 1) * nb]
-        if sizes[b] < 0:  # missing: the fill value
-            chain.fill_chunk(block)
-            continue
-        raw = (stored[int(slots[b]):int(slots[b] + sizes[b])] if fits[b]
-               else store.get_limited(keys[b], chain.stored_limit))
-        if raw is None:  # (removed since)
-            chain.fill_chunk(block)
-        else:
-            chain.decode(raw, keys[b], into=block)  # raises naming the key, or decodes
+    # (each part writes its own chunks' blocks of `buf`)
+    map_dynamic_into(part, range(0, k, per), work_bytes=int(need.sum()), threads=threads)
     return _chunks_view(chain, buf, k)
 
 
@@ -423,10 +425,11 @@ def _chunks_view(chain: PreparedChain, buf: np.ndarray, k: int) -> np.ndarray:
 
 def _read_shard_prefixes(array: FancyTarget, inner: PreparedChain, coords: np.ndarray,
                          need: np.ndarray) -> np.ndarray:
-    """``_read_prefixes`` of the inner chunks of shards: one task per shard reads the
-    stored inner chunks through a :class:`~zarrfast.engine.shard_view.ShardView` (its
-    index cached; one request per run of nearby inner chunks) and decodes each up to
-    ``need`` bytes (``zstd_prefix``, without the GIL).  An inner chunk not stored reads
+    """``_read_prefixes`` of the inner chunks of shards: tasks of a few inner chunks of
+    one shard, taken by the threads in turn, each read through a
+    :class:`~zarrfast.engine.shard_view.ShardView` (the shard's index cached; one
+    request per run of nearby inner chunks) and decoded up to ``need`` bytes
+    (``zstd_prefix``, without the GIL).  An inner chunk not stored reads
     as the fill value; one that does not decode is decoded whole, or refused naming the
     shard and the inner chunk."""
     chain = array.chain
@@ -438,8 +441,13 @@ def _read_shard_prefixes(array: FancyTarget, inner: PreparedChain, coords: np.nd
     dst_offsets = np.arange(k, dtype=np.int64) * nb
     gap = array.options.shard_coalesce_gap
 
-    def shard(g: int) -> None:
-        key, grows = keys[g], groups[g]
+    # tasks of at most PREFIX_PART inner chunks of one shard, taken by the threads in turn
+    tasks = [(g, grows[a:a + PREFIX_PART]) for g, grows in enumerate(groups)
+             for a in range(0, len(grows), PREFIX_PART)]
+
+    def shard(task: tuple[int, np.ndarray]) -> None:
+        g, grows = task
+        key = keys[g]
         stored = np.zeros(len(grows), dtype=np.bool_)
         for run in ShardView(array.store, key, chain, gap=gap).fetch_stored(inner_lin[grows]):
             r = grows[run.which]
@@ -459,9 +467,8 @@ def _read_shard_prefixes(array: FancyTarget, inner: PreparedChain, coords: np.nd
         for b in grows[~stored].tolist():  # not stored: the fill value
             inner.fill_chunk(buf[b * nb:(b + 1) * nb])
 
-    # (each task writes its own shard's inner chunks' blocks of `buf`)
-    map_unordered_into(shard, range(len(groups)), work_bytes=int(need.sum()),
-                       threads=array.options.threads)
+    # (each task writes its own inner chunks' blocks of `buf`)
+    map_dynamic_into(shard, tasks, work_bytes=int(need.sum()), threads=array.options.threads)
     return _chunks_view(inner, buf, k)
 
 

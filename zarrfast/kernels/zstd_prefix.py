@@ -1,11 +1,13 @@
 """The first bytes of zstd frames, without decoding the rest: :func:`decode_prefixes`.
 
 A gather that needs only the first rows of a chunk (its selected elements all lie in
-the first ``need`` bytes of the decoded chunk) decodes its zstd frame with
-``ZSTD_decompressStream`` into an output of ``need`` bytes: zstd stops after the block
-(at most 128 KiB) holding the last of them, where a whole-frame decode undoes every
-block.  The library is numcodecs' (its extension module exports zstd's API), called
-through ``ctypes``, which releases the GIL during each call: threads decode at once.
+the first ``need`` bytes of the decoded chunk) decodes its zstd frame a block at a time
+with zstd's buffer-less API (``ZSTD_decompressBegin``, ``ZSTD_nextSrcSizeToDecompress``,
+``ZSTD_decompressContinue``), straight into the chunk's place, and stops after the
+block (at most 128 KiB) holding the last of them, where a whole-frame decode undoes
+every block.  The library is numcodecs' (its extension module exports zstd's API),
+called through ``ctypes``: ``ZSTD_decompressContinue`` releases the GIL (threads decode
+at once); the calls that only read a header keep it.
 
 ``available`` is false in pure-Python mode (``ZARRFAST_PURE_PYTHON=1``) or when no
 library exports the functions; callers then decode whole chunks.
@@ -25,79 +27,69 @@ __all__ = ["available", "decode_prefixes"]
 #: statuses, as the batched decoders give them (``kernels.DECODED`` ...)
 DECODED, NO_DATA, FAILED = 0, 1, 2
 
-_CONTENTSIZE_UNKNOWN = 2**64 - 1
-_CONTENTSIZE_ERROR = 2**64 - 2
-_RESET_SESSION_ONLY = 1
-_RESET_SESSION_AND_PARAMETERS = 3
-_WINDOWLOG_MAX = 100  # ZSTD_d_windowLogMax
-
-
-class _Buffer(ctypes.Structure):
-    # ZSTD_inBuffer and ZSTD_outBuffer: (pointer, size, pos)
-    _fields_ = [("ptr", ctypes.c_void_p), ("size", ctypes.c_size_t), ("pos", ctypes.c_size_t)]
-
-
-_FUNCTIONS = ("ZSTD_createDStream", "ZSTD_freeDStream", "ZSTD_decompressStream",
-              "ZSTD_DCtx_reset", "ZSTD_DCtx_setParameter", "ZSTD_isError",
+_FUNCTIONS = ("ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressBegin",
+              "ZSTD_nextSrcSizeToDecompress", "ZSTD_decompressContinue", "ZSTD_isError",
               "ZSTD_getFrameContentSize")
 
 
-def _load() -> Any:
-    """numcodecs' zstd library, bound with ctypes; ``None`` when unusable."""
+def _load() -> tuple[Any, Any] | None:
+    """numcodecs' zstd library, bound with ctypes twice: calls that release the GIL
+    (``CDLL``) and calls that keep it (``PyDLL``: header reads, cheaper than giving it
+    up); ``None`` when unusable."""
     if os.environ.get("ZARRFAST_PURE_PYTHON") == "1":
         return None
     try:
         import numcodecs.zstd
 
-        lib = ctypes.CDLL(numcodecs.zstd.__file__)
+        path = numcodecs.zstd.__file__
+        lib, keep = ctypes.CDLL(path), ctypes.PyDLL(path)
     except (ImportError, OSError):  # pragma: no cover - numcodecs is a dependency
         return None
     if not all(hasattr(lib, name) for name in _FUNCTIONS):  # pragma: no cover
         return None
-    lib.ZSTD_createDStream.restype = ctypes.c_void_p
-    lib.ZSTD_createDStream.argtypes = []
-    lib.ZSTD_freeDStream.restype = ctypes.c_size_t
-    lib.ZSTD_freeDStream.argtypes = [ctypes.c_void_p]
-    lib.ZSTD_decompressStream.restype = ctypes.c_size_t
-    lib.ZSTD_decompressStream.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Buffer),
-                                          ctypes.POINTER(_Buffer)]
-    lib.ZSTD_DCtx_reset.restype = ctypes.c_size_t
-    lib.ZSTD_DCtx_reset.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    lib.ZSTD_DCtx_setParameter.restype = ctypes.c_size_t
-    lib.ZSTD_DCtx_setParameter.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-    lib.ZSTD_isError.restype = ctypes.c_uint
-    lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
-    lib.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
-    lib.ZSTD_getFrameContentSize.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    return lib
+    p, size = ctypes.c_void_p, ctypes.c_size_t
+    for handle in (lib, keep):
+        handle.ZSTD_createDCtx.restype = p
+        handle.ZSTD_createDCtx.argtypes = []
+        handle.ZSTD_freeDCtx.restype = size
+        handle.ZSTD_freeDCtx.argtypes = [p]
+        handle.ZSTD_decompressBegin.restype = size
+        handle.ZSTD_decompressBegin.argtypes = [p]
+        handle.ZSTD_nextSrcSizeToDecompress.restype = size
+        handle.ZSTD_nextSrcSizeToDecompress.argtypes = [p]
+        handle.ZSTD_decompressContinue.restype = size
+        handle.ZSTD_decompressContinue.argtypes = [p, p, size, p, size]
+        handle.ZSTD_isError.restype = ctypes.c_uint
+        handle.ZSTD_isError.argtypes = [size]
+        handle.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
+        handle.ZSTD_getFrameContentSize.argtypes = [p, size]
+    return lib, keep
 
 
-_lib = _load()
+_libs = _load()
 #: whether :func:`decode_prefixes` can run
-available = _lib is not None
+available = _libs is not None
+#: a block's content is decoded by a call that releases the GIL from this size on
+_RELEASE_MIN = 4096
 
 
-class _Stream:
-    """One thread's decompression stream (freed with it)."""
+class _Context:
+    """One thread's decompression context (freed with it)."""
 
     def __init__(self) -> None:
-        assert _lib is not None
-        self.ptr = _lib.ZSTD_createDStream()
+        assert _libs is not None
+        self.ptr = _libs[1].ZSTD_createDCtx()
         if not self.ptr:  # pragma: no cover - out of memory
-            raise MemoryError("ZSTD_createDStream failed")
-        self.inp = _Buffer()
-        self.out = _Buffer()
-        self.inp_ref = ctypes.byref(self.inp)
-        self.out_ref = ctypes.byref(self.out)
+            raise MemoryError("ZSTD_createDCtx failed")
 
     def __del__(self) -> None:
-        if _lib is not None and self.ptr:
-            _lib.ZSTD_freeDStream(self.ptr)
+        if _libs is not None and self.ptr:
+            _libs[1].ZSTD_freeDCtx(self.ptr)
             self.ptr = None
 
 
 class _Local(threading.local):
-    stream: _Stream | None = None
+    context: _Context | None = None
 
 
 _local = _Local()
@@ -106,19 +98,22 @@ _local = _Local()
 def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndarray,
                     dst: np.ndarray, dst_offsets: np.ndarray, needs: np.ndarray,
                     nbytes: int) -> np.ndarray:
-    """Decode the first ``needs[r]`` bytes of the zstd frame ``r`` (bytes
-    ``src[src_offsets[r]:][:src_sizes[r]]``) into ``dst[dst_offsets[r]:][:needs[r]]``.
+    """Decode at least the first ``needs[r]`` bytes of the zstd frame ``r`` (bytes
+    ``src[src_offsets[r]:][:src_sizes[r]]``) into ``dst[dst_offsets[r]:][:nbytes]``,
+    block by block, stopping after the block that holds byte ``needs[r] - 1``.
 
-    Each frame must declare a content size of ``nbytes`` (the chunk's) and ``needs[r]``
-    be at most that.  Returns an int8 array of statuses: ``DECODED``; ``NO_DATA`` (a
-    negative size: nothing done); ``FAILED`` (a frame that does not declare ``nbytes``,
-    or does not decode: ``dst``'s bytes for it are undefined; the caller decodes it
-    whole, which says why).
+    Each frame must declare a content size of ``nbytes`` (the chunk's), and ``needs[r]``
+    be at most that.  Nothing is written outside each frame's ``nbytes`` of ``dst``,
+    nothing read outside its bytes of ``src``.  Returns an int8 array of statuses:
+    ``DECODED``; ``NO_DATA`` (a negative size: nothing done); ``FAILED`` (a frame that
+    does not declare ``nbytes``, or does not decode: its bytes of ``dst`` are undefined;
+    the caller decodes it whole, which says why).
 
     Raises ``ValueError`` when lengths differ or a range lies outside ``src`` or
     ``dst`` (checked before anything is written).
     """
-    assert _lib is not None, "zstd_prefix: not available"
+    assert _libs is not None, "zstd_prefix: not available"
+    lib, keep = _libs
     n = len(src_offsets)
     if not (len(src_sizes) == len(dst_offsets) == len(needs) == n):
         raise ValueError("decode_prefixes: src_offsets, src_sizes, dst_offsets and needs "
@@ -132,40 +127,39 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
     used = src_sizes >= 0
     if n and (np.any(used & ((src_offsets < 0) | (src_offsets + src_sizes > src.size)))
               or np.any((needs < 0) | (needs > nbytes) | (dst_offsets < 0)
-                        | (dst_offsets + needs > dst.size))):
+                        | (dst_offsets + nbytes > dst.size))):
         raise ValueError("decode_prefixes: a range lies outside src or dst")
     status = np.full(n, DECODED, dtype=np.int8)
     status[~used] = NO_DATA
-    stream = _local.stream
-    if stream is None:
-        stream = _local.stream = _Stream()
-    lib, ptr, inp, out = _lib, stream.ptr, stream.inp, stream.out
-    # a frame whose window is larger than the chunk needs more memory than decoding it
-    # can take: refused (FAILED), the whole-chunk decode says why
-    lib.ZSTD_DCtx_reset(ptr, _RESET_SESSION_AND_PARAMETERS)
-    if lib.ZSTD_isError(lib.ZSTD_DCtx_setParameter(
-            ptr, _WINDOWLOG_MAX, max(10, min(31, (nbytes - 1).bit_length())))):
-        raise RuntimeError("zstd: cannot bound the window of a decompression stream")
-    inp_ref, out_ref = stream.inp_ref, stream.out_ref
+    context = _local.context
+    if context is None:
+        context = _local.context = _Context()
+    ctx = context.ptr
+    begin, next_size, is_error = (keep.ZSTD_decompressBegin, keep.ZSTD_nextSrcSizeToDecompress,
+                                  keep.ZSTD_isError)
+    decode, decode_small = lib.ZSTD_decompressContinue, keep.ZSTD_decompressContinue
+    content_size = keep.ZSTD_getFrameContentSize
     src_base, dst_base = src.ctypes.data, dst.ctypes.data
     for r, (so, size, do, need) in enumerate(zip(
             src_offsets.tolist(), src_sizes.tolist(), dst_offsets.tolist(), needs.tolist(),
             strict=True)):
         if size < 0:
             continue
-        if lib.ZSTD_getFrameContentSize(src_base + so, size) != nbytes:
+        ip, iend = src_base + so, src_base + so + size
+        if content_size(ip, size) != nbytes or is_error(begin(ctx)):
             status[r] = FAILED
             continue
-        lib.ZSTD_DCtx_reset(ptr, _RESET_SESSION_ONLY)
-        inp.ptr, inp.size, inp.pos = src_base + so, size, 0
-        out.ptr, out.size, out.pos = dst_base + do, need, 0
-        while out.pos < need:
-            before = (inp.pos, out.pos)
-            hint = lib.ZSTD_decompressStream(ptr, out_ref, inp_ref)
-            if lib.ZSTD_isError(hint):
+        op = ostart = dst_base + do
+        oend = ostart + nbytes
+        while op - ostart < need:
+            k = next_size(ctx)
+            if k == 0 or ip + k > iend:  # (the frame ended early, or is cut short)
                 status[r] = FAILED
                 break
-            if out.pos < need and (hint == 0 or (inp.pos, out.pos) == before):
-                status[r] = FAILED  # the frame ended (or stalled) before `need` bytes
+            got = (decode if k >= _RELEASE_MIN else decode_small)(ctx, op, oend - op, ip, k)
+            if is_error(got):
+                status[r] = FAILED
                 break
+            ip += k
+            op += got
     return status
