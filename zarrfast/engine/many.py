@@ -243,14 +243,15 @@ class _Batch:
             path_ids=self.path_of[sel_of])
         # selections whose results differ at most in their first dimension (and of one
         # step): one output, the results one after another along its first axis
+        fulls = [s.full_shape for s in sels]
         groups: dict[tuple, list[int]] = {}
-        for i, s in enumerate(sels):
-            groups.setdefault((s.full_shape[1:], tuple(s.step.tolist())), []).append(i)
+        for i, (s, full) in enumerate(zip(sels, fulls, strict=True)):
+            groups.setdefault((full[1:], tuple(s.step.tolist())), []).append(i)
         group_of = np.empty(n, dtype=np.int64)  # each selection's group
         row0 = np.empty(n, dtype=np.int64)  # where its result begins in the group's output
         for g, members in enumerate(groups.values()):
             group_of[members] = g
-            tall = np.array([sels[i].full_shape[0] for i in members], dtype=np.int64)
+            tall = np.array([fulls[i][0] for i in members], dtype=np.int64)
             row0[members] = np.cumsum(tall) - tall
         # (a row's place in its group's output)
         t.out_start[:, 0] += row0[sel_of]
@@ -280,7 +281,7 @@ class _Batch:
                 reads.append(whole_read)
         planned = []
         for g, ((tail, step), members) in enumerate(groups.items()):
-            heights = [sels[i].full_shape[0] for i in members]
+            heights = [fulls[i][0] for i in members]
             flat = self._group_buffer((sum(heights), *tail), members, heights)
             mine = row_group == g
             own = np.flatnonzero(mine & ~shared)
@@ -297,7 +298,7 @@ class _Batch:
             for i in members:
                 given = self.outs[i]
                 a = int(row0[i])
-                part = flat[a:a + sels[i].full_shape[0]].reshape(sels[i].out_shape)
+                part = flat[a:a + fulls[i][0]].reshape(sels[i].out_shape)
                 if given is not None and not np.shares_memory(given, flat):
                     given[...] = part
                     results[i] = given

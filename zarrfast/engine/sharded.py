@@ -733,44 +733,56 @@ def read_partial_files(plan: Any, keys: list[str], groups: list[np.ndarray],
     largest = min(2 * inner.chunk_nbytes + 65536, chain.inner.stored_limit)
     readers: list[Any] = []
     left: list[int] = []
-    fds, starts, sizes, rows, shard_of = [], [], [], [], []
     fill: list[np.ndarray] = []
+    opened_g: list[int] = []  # the shards opened, with their file and index
+    fd_of: list[int] = []
+    entries_of: list[np.ndarray] = []
     try:
         for g in todo:
-            key, grows = keys[g], groups[g]
+            key = keys[g]
             opened = store.open_ranges(key)
             if opened is None:
-                fill.append(grows)
+                fill.append(groups[g])
                 continue
             readers.append(opened)
             fd = opened.fileno()
-            index = chain.reader_index(opened, key) if fd is not None else None
             if fd is None:
                 left.append(g)
                 continue
+            index = chain.reader_index(opened, key)
             if index is None:
-                fill.append(grows)
+                fill.append(groups[g])
                 continue
-            entries = index[inner_lin[grows]]
+            opened_g.append(g)
+            fd_of.append(fd)
+            entries_of.append(index[inner_lin[groups[g]]])
+        if opened_g:
+            # every opened shard's rows at once: their index entries, their files
+            per = np.array([len(groups[g]) for g in opened_g], dtype=np.int64)
+            which = np.repeat(np.arange(len(opened_g), dtype=np.int64), per)
+            entries = np.concatenate(entries_of)
+            all_rows = np.concatenate([groups[g] for g in opened_g])
             stored = entries[:, 0] != EMPTY
-            if (entries[stored, 1] > largest).any() or (
-                    entries[stored, 0] > _MAX_OFFSET).any():
-                left.append(g)  # (the general path reads them, or says what is wrong)
-                continue
-            fill.append(grows[~stored])
-            n = int(np.count_nonzero(stored))
-            fds.append(np.full(n, fd, dtype=np.int64))
-            starts.append(entries[stored, 0].astype(np.int64))
-            sizes.append(entries[stored, 1].astype(np.int64))
-            rows.append(grows[stored])
-            shard_of.append(np.full(n, g, dtype=np.int64))
+            bad = stored & ((entries[:, 1] > largest) | (entries[:, 0] > _MAX_OFFSET))
+            if bad.any():  # (the general path reads those shards, or says what is wrong)
+                bad_shards = np.unique(which[bad])
+                left += [opened_g[k] for k in bad_shards.tolist()]
+                stored &= ~np.isin(which, bad_shards)
+                fill.append(all_rows[~stored & ~np.isin(which, bad_shards)])
+            else:
+                fill.append(all_rows[~stored])
+            take = np.flatnonzero(stored)
+            row_arr = all_rows[take]
+            fd_arr = np.array(fd_of, dtype=np.int64)[which[take]]
+            off_arr = entries[take, 0].astype(np.int64)
+            size_arr = entries[take, 1].astype(np.int64)
+            shard_arr = np.array(opened_g, dtype=np.int64)[which[take]]
+        else:
+            row_arr = np.zeros(0, dtype=np.int64)
         for r in (np.concatenate(fill).tolist() if fill else ()):
             reader.read(r, None, "")  # (the fill value)
-        if not rows:
-            return left
-        fd_arr, off_arr = np.concatenate(fds), np.concatenate(starts)
-        size_arr, row_arr = np.concatenate(sizes), np.concatenate(rows)
-        shard_arr = np.concatenate(shard_of)
+        if not len(row_arr):
+            return sorted(left)
         _will_need(fd_arr, off_arr, size_arr)
         placement = reader.placement()
         failed: list[np.ndarray] = []
