@@ -170,3 +170,36 @@ def test_missing_chunks_read_as_fill_or_refused():
     strict = zarrfast.open_array(a.store, mode="r", config={"read_missing_chunks": False})
     with pytest.raises(zarrfast.errors.ChunkNotFoundError):
         strict.get_many([(slice(0, 2), slice(0, 2)), (slice(0, 3), slice(0, 3))])
+
+
+@pytest.mark.parametrize("damage", ["garbage", "past-the-end", "huge"])
+def test_a_bad_inner_chunk_of_a_partial_shard_is_refused_by_name(tmp_path, damage):
+    """Partial shards of local files are read by one kernel call (read_partial_files);
+    an inner chunk it cannot take goes the general way, which says what is wrong: the
+    shard, the inner chunk, and the selection that read it."""
+    import struct
+
+    from zarrfast.errors import ZarrfastError
+
+    a = zarrfast.create_array(LocalStore(tmp_path / "s.zarr"), shape=(16, 16), chunks=(4, 4),
+                              shards=(8, 8), dtype="i4")
+    a[:] = np.arange(256, dtype="i4").reshape(16, 16)
+    path = tmp_path / "s.zarr" / "c" / "0" / "0"
+    raw = bytearray(path.read_bytes())
+    n_inner = 4
+    index = raw[-(16 * n_inner + 4):-4]  # (offset, nbytes) per inner chunk, then crc32c
+    offset, nbytes = struct.unpack_from("<QQ", index, 16 * 1)  # inner chunk (0, 1)
+    if damage == "garbage":
+        raw[offset:offset + nbytes] = b"\xff" * nbytes
+        expected = r"(?s)selection 0 .*c/0/0"
+    else:
+        # the index's entry of inner chunk (0, 1) past the end of the shard, or larger
+        # than any inner chunk can be (its crc32c no longer matches: zarrfast says so)
+        struct.pack_into("<QQ", index, 16, *((offset, len(raw) * 4) if damage == "past-the-end"
+                                             else (offset, 2**40)))
+        raw[-(16 * n_inner + 4):-4] = index
+        expected = r"(?s)selection 0 .*c/0/0"
+    path.write_bytes(bytes(raw))
+    b = zarrfast.open_array(LocalStore(tmp_path / "s.zarr"), mode="r")
+    with pytest.raises(ZarrfastError, match=expected):
+        b.get_many([(slice(0, 3), slice(4, 7)), (slice(9, 12), slice(1, 5))])

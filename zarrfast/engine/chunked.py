@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any, cast
@@ -943,10 +944,59 @@ def read_rows_files(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:
         fn = functools.partial(reader.read_batch, store=store, keys=keys)
         work //= RAW_COST_RATIO
         cap = RAW_BATCH
+    if reader.read_decode and proj.nrows > 1:
+        prefetch_if_cold(store, keys)
     tasks = batch_count(proj.nrows, work, threads=threads)
     per = max(1, min(cap, -(-proj.nrows // tasks)))
     batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]
     map_unordered_into(fn, batches, work_bytes=work, threads=threads)
+
+
+#: chunk files announced to the kernel at once, at most (see :func:`prefetch_if_cold`)
+PREFETCH_FILES = 4096
+#: ``os.open`` flags of a file only announced: never blocks (a FIFO), never follows a link
+_PROBE_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+                | getattr(os, "O_CLOEXEC", 0))
+
+
+def prefetch_if_cold(store: Store, keys: Sequence[str]) -> None:
+    """When the first of the chunk files ``keys`` of a local store is not in the page
+    cache (a read of its first byte would wait for the disk: ``RWF_NOWAIT``), tell the
+    kernel every one of them is about to be read (``POSIX_FADV_WILLNEED``), so that the
+    disk reads them all at once while the decoding threads take them in turn: a cold
+    batch of scattered chunks then waits for the disk about once, not once per file
+    (each thread reads one file at a time).  Warm files cost one probe."""
+    nowait = getattr(os, "RWF_NOWAIT", None)
+    if nowait is None or not hasattr(os, "preadv") or not hasattr(os, "posix_fadvise"):
+        return
+    files = store.file_paths(keys[:1])
+    if files is None:
+        return
+    root = files[0]
+    try:
+        fd = os.open(os.path.join(root, files[1][0]), _PROBE_FLAGS)
+    except OSError:
+        return  # (missing, a link: the read says what it is)
+    try:
+        os.preadv(fd, [bytearray(1)], 0, nowait)
+        return  # in the page cache
+    except BlockingIOError:
+        pass  # not in the cache: announce them all
+    except OSError:
+        return  # (RWF_NOWAIT refused by this file system, a directory...)
+    finally:
+        os.close(fd)
+    for path in store.file_paths(keys[:PREFETCH_FILES])[1]:  # type: ignore[index]
+        try:
+            fd = os.open(os.path.join(root, path), _PROBE_FLAGS)
+        except OSError:
+            continue
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def read_rows_tasks(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:

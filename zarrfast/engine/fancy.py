@@ -31,7 +31,7 @@ import numpy as np
 
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_dynamic_into, map_unordered_into
-from zarrfast.engine.chunked import PreparedChain, RowReader, chunk_keys
+from zarrfast.engine.chunked import PreparedChain, RowReader, chunk_keys, prefetch_if_cold
 from zarrfast.engine.plan import Options, Plan
 from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection, expand_ellipsis, slice_indices
@@ -389,6 +389,8 @@ def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     buf = _scratch(k * nb, f"array {array.name!r}")
     threads = array.options.threads
     per = max(1, min(PREFIX_PART, -(-k // threads)))
+    if k > 1:
+        prefetch_if_cold(store, keys)
 
     def part(lo: int) -> None:
         hi = min(lo + per, k)

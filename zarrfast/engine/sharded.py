@@ -730,56 +730,12 @@ def read_partial_files(plan: Any, keys: list[str], groups: list[np.ndarray],
     if (not todo or inner.box_codec is None or not inner.ndim or not chain.partial_reads
             or chain.rectilinear or plan.caps.batched_gets or not _files_store(store, chain)):
         return todo
-    largest = min(2 * inner.chunk_nbytes + 65536, chain.inner.stored_limit)
     readers: list[Any] = []
     left: list[int] = []
-    fill: list[np.ndarray] = []
-    opened_g: list[int] = []  # the shards opened, with their file and index
-    fd_of: list[int] = []
-    entries_of: list[np.ndarray] = []
     try:
-        for g in todo:
-            key = keys[g]
-            opened = store.open_ranges(key)
-            if opened is None:
-                fill.append(groups[g])
-                continue
-            readers.append(opened)
-            fd = opened.fileno()
-            if fd is None:
-                left.append(g)
-                continue
-            index = chain.reader_index(opened, key)
-            if index is None:
-                fill.append(groups[g])
-                continue
-            opened_g.append(g)
-            fd_of.append(fd)
-            entries_of.append(index[inner_lin[groups[g]]])
-        if opened_g:
-            # every opened shard's rows at once: their index entries, their files
-            per = np.array([len(groups[g]) for g in opened_g], dtype=np.int64)
-            which = np.repeat(np.arange(len(opened_g), dtype=np.int64), per)
-            entries = np.concatenate(entries_of)
-            all_rows = np.concatenate([groups[g] for g in opened_g])
-            stored = entries[:, 0] != EMPTY
-            bad = stored & ((entries[:, 1] > largest) | (entries[:, 0] > _MAX_OFFSET))
-            if bad.any():  # (the general path reads those shards, or says what is wrong)
-                bad_shards = np.unique(which[bad])
-                left += [opened_g[k] for k in bad_shards.tolist()]
-                stored &= ~np.isin(which, bad_shards)
-                fill.append(all_rows[~stored & ~np.isin(which, bad_shards)])
-            else:
-                fill.append(all_rows[~stored])
-            take = np.flatnonzero(stored)
-            row_arr = all_rows[take]
-            fd_arr = np.array(fd_of, dtype=np.int64)[which[take]]
-            off_arr = entries[take, 0].astype(np.int64)
-            size_arr = entries[take, 1].astype(np.int64)
-            shard_arr = np.array(opened_g, dtype=np.int64)[which[take]]
-        else:
-            row_arr = np.zeros(0, dtype=np.int64)
-        for r in (np.concatenate(fill).tolist() if fill else ()):
+        row_arr, fd_arr, off_arr, size_arr, shard_arr, fill = _open_partial(
+            store, chain, keys, groups, inner_lin, todo, readers, left)
+        for r in fill.tolist():
             reader.read(r, None, "")  # (the fill value)
         if not len(row_arr):
             return sorted(left)
@@ -803,6 +759,59 @@ def read_partial_files(plan: Any, keys: list[str], groups: list[np.ndarray],
     if failed:
         left += np.unique(np.concatenate(failed)).tolist()
     return sorted(left)
+
+
+def _open_partial(store: Store, chain: ShardedChain, keys: list[str],
+                  groups: list[np.ndarray], inner_lin: np.ndarray, todo: list[int],
+                  readers: list[Any], left: list[int]) -> tuple[np.ndarray, ...]:
+    """:func:`read_partial_files`' plan: each shard of ``todo`` opened (appended to
+    ``readers``, for the caller to close; a shard that is not an open file, or whose
+    index entries the kernel cannot take, to ``left``), then every opened shard's rows
+    at once: ``(rows, fds, offsets, sizes, shards)`` of the stored inner chunks, and
+    the rows of inner chunks not stored (the fill value)."""
+    inner = chain.inner
+    largest = min(2 * inner.chunk_nbytes + 65536, inner.stored_limit)
+    fill: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+    opened_g: list[int] = []  # the shards opened, with their file and index entries
+    fd_of: list[int] = []
+    entries_of: list[np.ndarray] = []
+    for g in todo:
+        key = keys[g]
+        opened = store.open_ranges(key)
+        if opened is None:
+            fill.append(groups[g])
+            continue
+        readers.append(opened)
+        fd = opened.fileno()
+        if fd is None:
+            left.append(g)
+            continue
+        index = chain.reader_index(opened, key)
+        if index is None:
+            fill.append(groups[g])
+            continue
+        opened_g.append(g)
+        fd_of.append(fd)
+        entries_of.append(index[inner_lin[groups[g]]])
+    if not opened_g:
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none, none, none, np.concatenate(fill)
+    per = np.array([len(groups[g]) for g in opened_g], dtype=np.int64)
+    which = np.repeat(np.arange(len(opened_g), dtype=np.int64), per)
+    entries = np.concatenate(entries_of)
+    rows = np.concatenate([groups[g] for g in opened_g])
+    stored = entries[:, 0] != EMPTY
+    bad = stored & ((entries[:, 1] > largest) | (entries[:, 0] > _MAX_OFFSET))
+    keep = np.ones(len(rows), dtype=np.bool_)
+    if bad.any():  # (the general path reads those shards, or says what is wrong)
+        bad_shards = np.unique(which[bad])
+        left += [opened_g[k] for k in bad_shards.tolist()]
+        keep = ~np.isin(which, bad_shards)
+    fill.append(rows[keep & ~stored])
+    take = np.flatnonzero(keep & stored)
+    return (rows[take], np.array(fd_of, dtype=np.int64)[which[take]],
+            entries[take, 0].astype(np.int64), entries[take, 1].astype(np.int64),
+            np.array(opened_g, dtype=np.int64)[which[take]], np.concatenate(fill))
 
 
 #: ranges of open files announced to the kernel before they are read, at most (a batch
