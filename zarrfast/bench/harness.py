@@ -288,6 +288,19 @@ def _rounds(tasks: dict[str, Callable[[bool], tuple[float, Any]]], repeat: int,
     return out
 
 
+def _checked(r: Result, check: Any, cores: list[float] | None) -> Result:
+    """``r`` with what its rounds said: ``check`` (``True``, ``None`` or an error
+    string; ``WRONG DATA...`` marks it failed) and the cores it kept busy."""
+    if cores:
+        r.extra["cores"] = round(float(np.median(cores)), 2)
+    if isinstance(check, str):
+        r.error = check
+        r.ok = False if check.startswith("WRONG DATA") else None
+    else:
+        r.ok = check
+    return r
+
+
 def _check_crc(got: np.ndarray, want: int, what: str) -> bool:
     value = D.crc(got)
     if value != want:
@@ -1159,15 +1172,9 @@ def _run_local(cfg: BenchConfig, ds: D.Dataset, libs: list[Lib], threads: int, c
             first = len(results)
             used: dict[str, list[float]] = {}
             for name, (times, check) in _rounds(tasks, cfg.repeat, cold, used).items():
-                r = Result(ds.layout.name, op, name, threads, times=times, nbytes=nbytes)
-                if used.get(name):
-                    r.extra["cores"] = round(float(np.median(used[name])), 2)
-                if isinstance(check, str):
-                    r.error = check
-                    r.ok = False if check.startswith("WRONG DATA") else None
-                else:
-                    r.ok = check
-                results.append(r)
+                results.append(_checked(
+                    Result(ds.layout.name, op, name, threads, times=times, nbytes=nbytes),
+                    check, used.get(name)))
             for name, err in open_errors.items():
                 results.append(Result(ds.layout.name, op, name, threads, nbytes=nbytes,
                                       error=f"open: {err}"))
@@ -1332,16 +1339,10 @@ def _run_loader(cfg: BenchConfig, loader: dict[str, tuple[D.LoaderSpec, str, boo
             used: dict[str, list[float]] = {}
             first = len(results)
             for name, (times, check) in _rounds(tasks, cfg.repeat, cold, used).items():
-                r = Result(workload, "loader", name, threads, times=times, nbytes=nbytes,
-                           note=notes[name], extra={"samples": samples})
-                if used.get(name):
-                    r.extra["cores"] = round(float(np.median(used[name])), 2)
-                if isinstance(check, str):
-                    r.error = check
-                    r.ok = False if check.startswith("WRONG DATA") else None
-                else:
-                    r.ok = check
-                results.append(r)
+                results.append(_checked(
+                    Result(workload, "loader", name, threads, times=times, nbytes=nbytes,
+                           note=notes[name], extra={"samples": samples}),
+                    check, used.get(name)))
             for name, err in errors.items():
                 results.append(Result(workload, "loader", name, threads, nbytes=nbytes,
                                       error=err, note=notes.get(name, ""),
