@@ -123,7 +123,11 @@ def test_an_index_pointing_past_the_end_is_named(tmp_path):
     raw = store.get("c/0/0")
     store.set("c/0/0", raw[:100] + raw[-(16 * 4 + 4):])  # keep the index (at the end)
     view = ShardView(store, "c/0/0", a._chain)
-    with pytest.raises(ChunkDecodeError, match=r"shard 'c/0/0': inner chunk \(0, 1\)"):
+    # (an in-memory shard is read from one value whose size is known: its index is
+    # checked against it when read, and the first entry past the end, (0, 0) here, is
+    # named; through get alone, the inner chunk read is)
+    with pytest.raises(ChunkDecodeError,
+                       match=r"shard 'c/0/0': inner chunk \(0, [01]\) points past the end"):
         view.get("c/0/1")
     with pytest.raises(ChunkDecodeError, match="points past the end"):
         view.get_many(["c/1/1"])

@@ -23,7 +23,13 @@ import numpy as np
 
 from zarrfast.codecs.shard_format import EMPTY
 from zarrfast.errors import ChunkDecodeError, InvalidKeyError, ReadOnlyError
-from zarrfast.storage import ByteRequest, RangeByteRequest, Store, StoreCapabilities
+from zarrfast.storage import (
+    ByteRequest,
+    MemoryStore,
+    RangeByteRequest,
+    Store,
+    StoreCapabilities,
+)
 from zarrfast.storage.base import normalize_byte_range
 
 __all__ = ["ShardView", "StoredRun"]
@@ -56,6 +62,11 @@ class ShardView(Store):
         self.store, self.key, self.chain, self.gap = store, key, chain, int(gap)
         self.layout = chain.layout
         self._index: np.ndarray | None | bool = False  # False: not read yet
+        #: an in-memory shard, opened once: its index and its inner chunks are read from
+        #: the value as it was then, even if a writer replaces it meanwhile (separate
+        #: gets could take the index from one value and the inner chunks from the next)
+        self._snapshot = isinstance(store, MemoryStore) and type(store).get is MemoryStore.get
+        self._reader = store.open_ranges(key) if self._snapshot else None
 
     def __repr__(self) -> str:
         return f"ShardView({self.store!r}, {self.key!r})"
@@ -70,7 +81,12 @@ class ShardView(Store):
         """The shard's index (``(n_inner, 2)`` offsets and sizes), read once per view
         (from the chain's cache while the shard is unchanged); ``None``: no shard."""
         if self._index is False:
-            self._index = self.chain.fetch_index(self.store, self.key)
+            if not self._snapshot:
+                self._index = self.chain.fetch_index(self.store, self.key)
+            elif self._reader is None:  # (opened: no such value)
+                self._index = None
+            else:
+                self._index = self.chain.reader_index(self._reader, self.key)
         return self._index  # type: ignore[return-value]
 
     def inner_index(self, key: str) -> int:
@@ -98,7 +114,9 @@ class ShardView(Store):
             return None
         start, size = int(index[j, 0]), int(index[j, 1])
         lo, hi = (0, size) if byte_range is None else normalize_byte_range(byte_range, size)
-        blob = self.store.get(self.key, RangeByteRequest(start + lo, start + hi))
+        request = RangeByteRequest(start + lo, start + hi)
+        blob = (self._reader.read(request) if self._reader is not None
+                else self.store.get(self.key, request))
         if blob is None or len(blob) < hi - lo:
             raise self._past_end(j, start, start + size, start + lo + (0 if blob is None
                                                                         else len(blob)))
@@ -140,9 +158,11 @@ class ShardView(Store):
         first = np.concatenate(([0], breaks))
         last = np.concatenate((breaks, [len(starts)])) - 1
         req_start, req_end = starts[first], reach[last]
-        blobs = self.store.get_many(
-            [self.key] * len(first),
-            [RangeByteRequest(int(b), int(e)) for b, e in zip(req_start, req_end, strict=True)])
+        requests = [RangeByteRequest(int(b), int(e))
+                    for b, e in zip(req_start, req_end, strict=True)]
+        reader = self._reader
+        blobs = ([reader.read(r) for r in requests] if reader is not None
+                 else self.store.get_many([self.key] * len(first), requests))
         runs = []
         for q, blob in enumerate(blobs):
             base = int(req_start[q])

@@ -5,11 +5,13 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterator, MutableMapping
+from typing import Any
 
 import numpy as np
 
 from zarrfast.storage.base import (
     ByteRequest,
+    RangeReader,
     Store,
     listing_prefix,
     normalize_byte_range,
@@ -191,6 +193,52 @@ class MemoryStore(Store):
         start, stop = normalize_byte_range(byte_range, len(value))
         return value[start:stop]
 
+    def open_ranges(self, key: str) -> RangeReader | None:
+        """Open the value of ``key`` for reading several byte ranges of it; see
+        ``Store.open_ranges``.
+
+        The reader reads the value as it was when opened (values are not changed in
+        place, only replaced): a shard's index and its inner chunks are read from one
+        value even if a writer replaces it meanwhile, where reading each range through
+        ``get`` could take the index from one value and the inner chunks from the next.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+
+        Returns
+        -------
+        RangeReader or None
+            The reader, which knows the value's size; ``None`` when the key is missing.
+
+        Raises
+        ------
+        InvalidKeyError
+            When ``key`` is not a valid key.
+
+        Examples
+        --------
+        >>> from zarrfast.storage import RangeByteRequest
+        >>> store = zarrfast.MemoryStore()
+        >>> store.set("shard", b"0123456789")
+        >>> reader = store.open_ranges("shard")
+        >>> store.set("shard", b"abcdefghij")  # (replaced after it was opened)
+        >>> reader.read(RangeByteRequest(0, 3))
+        b'012'
+        """
+        if type(self).get is not MemoryStore.get:  # (a subclass reading its own way)
+            return super().open_ranges(key)
+        validate_key(key)
+        with self._lock:
+            value = self._data.get(key)
+            version = (None if self._foreign or value is None
+                       else (self._versions.get(key, 0), id(value)))
+        if value is None:
+            return None
+        return _ValueReader(self, key, value if type(value) is bytes else _plain(value),
+                            version)
+
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value; see ``Store.exists``.
 
@@ -329,3 +377,25 @@ class MemoryStore(Store):
         with self._lock:
             keys = sorted(k for k in self._data if k.startswith(prefix))
         return iter(keys)
+
+
+class _ValueReader(RangeReader):
+    """A :class:`MemoryStore` value opened for range reads (``MemoryStore.open_ranges``):
+    the value as it was when opened."""
+
+    def __init__(self, store: MemoryStore, key: str, value: bytes, version: Any) -> None:
+        self.store, self.key, self.version = store, key, version
+        self._value = value
+        self.size = len(value)
+
+    def read(self, byte_range: ByteRequest) -> bytes | None:
+        start, stop = normalize_byte_range(byte_range, len(self._value))
+        return self._value[start:stop]
+
+    def read_into(self, out: Any, start: int) -> int:
+        view = memoryview(out).cast("B")
+        part = self._value[start:start + len(view)]
+        n = len(part)
+        if n:
+            view[:n] = part
+        return n
