@@ -1296,6 +1296,17 @@ async def test_async_api(kind: str, tmp_path: Path, debug_log: pytest.LogCapture
 # -- threads ---------------------------------------------------------------------------------------
 
 
+def _run_threads(work: Callable[[int], None], n: int) -> None:
+    """``work(t)`` for ``t < n``, each in a thread of its own, all waited for (at most
+    ``HANG`` seconds each: a thread still running fails the test)."""
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=HANG)
+    assert not any(th.is_alive() for th in threads), "a thread hung"
+
+
 @pytest.mark.parametrize("sharded", [False, True])
 @pytest.mark.parametrize("kind", ["local", "memory", "fsspec"])
 def test_threads(kind: str, sharded: bool, tmp_path: Path,
@@ -1327,12 +1338,7 @@ def test_threads(kind: str, sharded: bool, tmp_path: Path,
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(timeout=HANG)
-        assert not any(th.is_alive() for th in threads), "a thread hung"
+        _run_threads(work, 8)
         assert errors == []
         for t in range(8):
             assert_same(reads[t], data[8 * t:8 * t + 8])
@@ -1365,12 +1371,7 @@ def test_threads_one_shard(kind: str, tmp_path: Path) -> None:
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(timeout=HANG)
-        assert not any(th.is_alive() for th in threads), "a thread hung"
+        _run_threads(work, 8)
         assert errors == []
         assert_same(arr[...], data + 4)
 

@@ -65,7 +65,9 @@ class ShardView(Store):
         #: an in-memory shard, opened once: its index and its inner chunks are read from
         #: the value as it was then, even if a writer replaces it meanwhile (separate
         #: gets could take the index from one value and the inner chunks from the next)
-        self._snapshot = isinstance(store, MemoryStore) and type(store).get is MemoryStore.get
+        # (MemoryStore.open_ranges gives a reader of the value as it is now; a subclass
+        # with a get of its own, a reader through that get)
+        self._snapshot = isinstance(store, MemoryStore)
         self._reader = store.open_ranges(key) if self._snapshot else None
 
     def __repr__(self) -> str:
