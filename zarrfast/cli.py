@@ -379,7 +379,7 @@ def bench_config(args: argparse.Namespace):
         cfg.threads = args.threads
     if args.libs is not None:
         cfg.libs = args.libs
-    cfg.repeat, cfg.n_random = args.repeat, args.n_random
+    cfg.repeat, cfg.n_random, cfg.busy = args.repeat, args.n_random, args.busy
     cfg.path, cfg.out, cfg.drop_caches = args.path, args.out, args.drop_caches
     cfg.cold = args.cold
     cfg.scheduler, cfg.plot = args.scheduler, not args.no_plot
@@ -604,6 +604,7 @@ examples:
   zarrfast bench --size 40GiB --path /scratch/bench --threads 1,8,32,64 --out results/
   zarrfast bench --layouts raw,sharded --ops read,chunks --libs zarrfast,tensorstore
   sudo zarrfast bench --drop-caches --ops read    # cold reads
+  zarrfast bench --ops random,boxes --busy 1      # boxes on a machine with one busy core
   zarrfast bench --scheduler tcp://node001:8786 --path /shared/bench --ops read,write
 
 {EXIT_CODES}""")
@@ -629,7 +630,12 @@ examples:
     b.add_argument("--repeat", type=int, default=3, metavar="N",
                    help="best of N runs (default 3)")
     b.add_argument("--n-random", type=int, default=100, metavar="N",
-                   help="boxes in the random-read op (default 100)")
+                   help="boxes in the random and boxes ops (default 100)")
+    b.add_argument("--busy", type=int, default=0, metavar="N",
+                   help="run N competing CPU-bound processes (a pure-Python loop each, at "
+                        "the harness's own priority) for the whole run, started when it "
+                        "starts (before the datasets are made) and killed at its end, also "
+                        "on an error or Ctrl-C: how the libraries share a loaded machine (default 0)")
     b.add_argument("--path", default=None, metavar="DIR",
                    help="keep the datasets in DIR and reuse them when the parameters match "
                         "(default: a temporary directory, removed)")

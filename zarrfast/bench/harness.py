@@ -30,22 +30,25 @@ from zarrfast.bench import data as D
 from zarrfast.bench.libs import LIBRARIES, Lib, available_libs
 
 __all__ = ["BenchConfig", "Result", "run", "OPS", "DEFAULT_OPS", "machine_info",
-           "array_bytes", "size_text"]
+           "array_bytes", "size_text", "busy_processes"]
 
-OPS = ("read", "chunks", "random", "strided", "write", "roundtrip", "floor", "memory",
+OPS = ("read", "chunks", "random", "boxes", "strided", "write", "roundtrip", "floor", "memory",
        "loader")
 DEFAULT_OPS = OPS
 OP_HELP = {
     "read": "read the whole array",
     "chunks": "read every chunk (inner chunk when sharded), one call after another",
     "random": "N random boxes of at most one chunk each (fixed seed)",
+    "boxes": "N random boxes one to two chunks long per dimension (each side uniformly in "
+             "[chunk, 2 x chunk]; up to 27 chunks, many partly), at random offsets (fixed "
+             "seed), read one by one from one open array",
     "strided": "a[::2, ::3, :] (2-d: a[::2, ::3])",
     "write": "write the whole array into a fresh dataset of the same layout",
     "roundtrip": "read the whole array, write it with other chunks (zstd)",
     "floor": "floors: readinto of every stored file (and np.fromfile for raw); on zstd, "
              "blosc and gzip chunks also numcodecs decoding the chunks alone (no store, no "
              "assembly) and the plain loop (read each file, decode, copy into place); with "
-             "random, numcodecs decoding every chunk the boxes touch",
+             "random and boxes, numcodecs decoding every chunk the boxes touch",
     "memory": "peak RSS of a full read, in a subprocess, vs the output size",
     "loader": "a data loader's batches, in samples/s, on datasets of their own (about "
               "--size each): 64 random (1, 256, 256) tiles of a sharded (N, 256, 256) "
@@ -66,6 +69,8 @@ class BenchConfig:
     repeat: int = 3
     n_random: int = 100
     seed: int = 0
+    #: competing CPU-bound processes (pure-Python loops) running for the whole run
+    busy: int = 0
     path: str | None = None
     out: str | None = None
     drop_caches: bool = False
@@ -95,6 +100,8 @@ class BenchConfig:
             raise ValueError(f"thread counts must be >= 1, got {self.threads}")
         if self.repeat < 1 or self.n_random < 1:
             raise ValueError("--repeat and --n-random must be >= 1")
+        if self.busy < 0:
+            raise ValueError(f"--busy must be >= 0, got {self.busy}")
         if "zarrfast" not in self.libs:
             self.libs.insert(0, "zarrfast")  # the reference of every ratio
 
@@ -343,22 +350,27 @@ class _Context:
         return self.cached(ds, "chunk_crcs",
                            lambda: [D.crc(D.values(s)) for s in self.chunk_sels(ds)])
 
-    def boxes(self, ds: D.Dataset) -> list[tuple[slice, ...]]:
+    def boxes(self, ds: D.Dataset, op: str = "random") -> list[tuple[slice, ...]]:
+        """The boxes of ``op`` (fixed seed): ``random``, each side 1 to one chunk long;
+        ``boxes``, each side one to two chunks long (at most the array's side)."""
         def make():
-            rng = np.random.default_rng(self.cfg.seed)
+            big = op == "boxes"
+            rng = np.random.default_rng((self.cfg.seed, 1) if big else self.cfg.seed)
             out = []
             for _ in range(self.cfg.n_random):
                 box = []
                 for n, c in zip(ds.shape, ds.read_chunks, strict=True):
-                    size = int(rng.integers(1, c + 1))
+                    lo, hi = (min(c, n), min(2 * c, n)) if big else (1, c)
+                    size = int(rng.integers(lo, hi + 1))
                     start = int(rng.integers(0, n - size + 1))
                     box.append(slice(start, start + size))
                 out.append(tuple(box))
             return out
-        return self.cached(ds, "boxes", make)
+        return self.cached(ds, f"boxes-{op}", make)
 
-    def box_values(self, ds: D.Dataset) -> list[np.ndarray]:
-        return self.cached(ds, "box_values", lambda: [D.values(b) for b in self.boxes(ds)])
+    def box_values(self, ds: D.Dataset, op: str = "random") -> list[np.ndarray]:
+        return self.cached(ds, f"box_values-{op}",
+                           lambda: [D.values(b) for b in self.boxes(ds, op)])
 
     def strided(self, ds: D.Dataset) -> tuple[slice, ...]:
         return (slice(None, None, 2), slice(None, None, 3)) + (slice(None),) * (len(ds.shape) - 2)
@@ -469,13 +481,13 @@ def _op_tasks(op: str, ds: D.Dataset, libs: list[Lib], handles: dict[str, Any],
                         raise CheckFailed(f"{lib.name} chunk {sel}: wrong values")
                 return total, (True if first else None)
             nbytes = ds.nbytes
-        elif op == "random":
-            boxes = ctx.boxes(ds)
-            ctx.box_values(ds)
+        elif op in ("random", "boxes"):
+            boxes = ctx.boxes(ds, op)
+            ctx.box_values(ds, op)
 
-            def task(first, lib=lib, h=h, boxes=boxes):
+            def task(first, lib=lib, h=h, boxes=boxes, op=op):
                 total = 0.0
-                wants = ctx.box_values(ds) if first else None
+                wants = ctx.box_values(ds, op) if first else None
                 for i, sel in enumerate(boxes):
                     t0 = clock()
                     got = lib.read(h, sel)
@@ -723,8 +735,9 @@ def _stored_chunks(ds: D.Dataset, coords: list[tuple[int, ...]]) -> list[bytes |
     return out
 
 
-def _random_floor(ds: D.Dataset, threads: int, repeat: int, ctx: _Context) -> list[Result]:
-    """``floor: decode only`` of the random boxes: numcodecs decoding, one after
+def _random_floor(ds: D.Dataset, threads: int, repeat: int, ctx: _Context,
+                  op: str = "random") -> list[Result]:
+    """``floor: decode only`` of the boxes of ``op`` (``random`` or ``boxes``): numcodecs decoding, one after
     another into a reused buffer, the stored bytes (already in memory) of every chunk
     each box touches, as many times as boxes touch it: what reading the boxes cannot
     beat without decoding less than whole chunks.  Compressed layouts of C-order,
@@ -736,7 +749,7 @@ def _random_floor(ds: D.Dataset, threads: int, repeat: int, ctx: _Context) -> li
     if codec is None or lay.transpose or lay.endian != "little":
         return []
     chunks = ds.read_chunks
-    boxes = ctx.boxes(ds)
+    boxes = ctx.boxes(ds, op)
     coords = [c for box in boxes for c in itertools.product(
         *(range(s.start // n, (s.stop - 1) // n + 1) for s, n in zip(box, chunks, strict=True)))]
     blobs: list[bytes] = []
@@ -761,13 +774,13 @@ def _random_floor(ds: D.Dataset, threads: int, repeat: int, ctx: _Context) -> li
             got = np.frombuffer(codec.decode(b, out=out), dtype="<u2").reshape(chunks)
             got = got[tuple(slice(0, r.stop - r.start) for r in region)]
             if not np.array_equal(got, D.values(region)):
-                raise CheckFailed(f"the random decode floor: chunk {c} decodes to wrong values")
+                raise CheckFailed(f"the {op} decode floor: chunk {c} decodes to wrong values")
         return dt, True
 
     run = _blosc_internal_threads_off(lay, decode_only)
     (times, check), = _rounds({"floor: decode only": run}, repeat).values()
     nbytes = sum(math.prod(s.stop - s.start for s in b) * 2 for b in boxes)
-    r = Result(lay.name, "random", "floor: decode only", threads, times=times, nbytes=nbytes,
+    r = Result(lay.name, op, "floor: decode only", threads, times=times, nbytes=nbytes,
                note=f"numcodecs, one thread: {len(coords)} chunk decodes for {len(boxes)} "
                     f"boxes, the stored bytes already in memory, one reused output buffer")
     if isinstance(check, str):
@@ -952,6 +965,44 @@ def _distributed(client: Any, ds: D.Dataset, libs: list[Lib], ops: list[str], th
 
 
 # --------------------------------------------------------------------------------------
+# competing load (--busy)
+
+#: a busy process: a pure-Python loop, holding one core as long as its parent lives (it
+#: looks every few milliseconds, so a harness killed without cleaning up leaves none)
+_BUSY_CHILD = r"""
+import os, sys
+parent = int(sys.argv[1])
+x = 0
+while os.getppid() == parent:
+    for i in range(20000):
+        x += i
+"""
+
+
+@contextlib.contextmanager
+def busy_processes(n: int) -> Any:
+    """``n`` competing CPU-bound processes, each spinning a pure-Python loop, for the
+    duration of the ``with`` block; yields their ``subprocess.Popen`` objects.  They are
+    started at this process's own priority (its nice value, inherited) and killed when
+    the block ends, whether it returns, raises or is interrupted (KeyboardInterrupt)."""
+    procs: list[subprocess.Popen] = []
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-c", _BUSY_CHILD, str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL))
+        yield procs
+    finally:
+        for p in procs:
+            with contextlib.suppress(OSError):
+                p.kill()
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------------------
 # the run
 
 
@@ -1025,7 +1076,12 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
             f"--threads value per process for rows where they keep to it")
     before = drop_caches if cfg.drop_caches else None
     layout_ops = [op for op in cfg.ops if op != "loader"]
+    busy = contextlib.ExitStack()
     try:
+        if cfg.busy:
+            procs = busy.enter_context(busy_processes(cfg.busy))
+            log(f"{cfg.busy} busy process{'es' * (cfg.busy != 1)} (a pure-Python loop each, "
+                f"pid {', '.join(str(p.pid) for p in procs)}) running for the whole run")
         for lname in (cfg.layouts if layout_ops else []):
             ds = D.prepare(root, D.LAYOUTS[lname], cfg.size, log=log)
             datasets.append({"layout": lname, "description": ds.layout.description,
@@ -1057,6 +1113,7 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
             for threads in cfg.threads:
                 results += _run_loader(cfg, loader, libs, threads, before, log)
     finally:
+        busy.close()
         if client is not None:
             client.close()
         for mine in (ctx.scratch, ctx.templates):
@@ -1075,6 +1132,8 @@ def run(cfg: BenchConfig, out: TextIO | None = None) -> tuple[int, dict[str, Any
                                  "> 1 means zarrfast is faster",
                         "mib_s": "decoded array bytes the operation returns or writes, per s",
                         "memory_target": "peak extra RSS <= 1.2 x output + 64 MiB",
+                        "busy": f"{cfg.busy} competing CPU-bound processes ran for the "
+                                f"whole run (--busy)" if cfg.busy else "no competing load",
                         "cores": "extra.cores: the process's CPU time (all threads) during "
                                  "the timed parts per second of their wall time, median of "
                                  "the rounds after the first; marked + in the table when "
@@ -1168,7 +1227,8 @@ def _run_local(cfg: BenchConfig, ds: D.Dataset, libs: list[Lib], threads: int, c
         for op in timed_ops:
             _settle()  # (earlier writes' write-back would otherwise run during this op)
             tasks, nbytes = _op_tasks(op, ds, libs, handles, ctx)
-            cold = before if op in ("read", "chunks", "random", "strided", "roundtrip") else None
+            cold = before if op in ("read", "chunks", "random", "boxes", "strided",
+                                    "roundtrip") else None
             first = len(results)
             used: dict[str, list[float]] = {}
             for name, (times, check) in _rounds(tasks, cfg.repeat, cold, used).items():
@@ -1180,8 +1240,8 @@ def _run_local(cfg: BenchConfig, ds: D.Dataset, libs: list[Lib], threads: int, c
                                       error=f"open: {err}"))
             if op == "read" and "floor" in cfg.ops:
                 results += _floor(ds, threads, cfg.repeat, before)
-            if op == "random" and "floor" in cfg.ops:
-                results += _random_floor(ds, threads, cfg.repeat, ctx)
+            if op in ("random", "boxes") and "floor" in cfg.ops:
+                results += _random_floor(ds, threads, cfg.repeat, ctx, op)
             log(f"{ds.layout.name} {op} threads={threads}: {_progress(results[first:])}")
         if "floor" in cfg.ops and "read" not in timed_ops:
             results += _floor(ds, threads, cfg.repeat, before)

@@ -92,6 +92,7 @@ def print_table(report: dict[str, Any], out: TextIO) -> None:
 _DID = {"read": "read the whole array",
         "chunks": "read the array chunk by chunk",
         "random": "read {n_random} random boxes",
+        "boxes": "read {n_random} random boxes of one to two chunks per side",
         "strided": "read a strided selection",
         "write": "wrote the whole array",
         "roundtrip": "read the array and wrote it with other chunks"}
@@ -146,7 +147,8 @@ def summary(report: dict[str, Any]) -> list[str]:
             if parts:
                 lines.append(f"  zarrfast {did} {_listed(parts)}.")
             elif len(z) == 1:  # timed alone: its own time
-                rate = f" ({z[0]['mib_s']:.0f} MiB/s)" if op != "random" else ""
+                rate = (f" ({z[0]['mib_s']:.0f} MiB/s)" if op not in ("random", "boxes")
+                        else "")
                 lines.append(f"  zarrfast {did} in {_seconds(z[0]['best_s'])}{rate}.")
     lines += _loader_summary(report)
     missing = [n for n in peers if not libs[n]["available"] and libs[n].get("reason")
