@@ -41,6 +41,7 @@ __all__ = [
     "OffsetByteRequest",
     "RangeByteRequest",
     "RangeReader",
+    "Ready",
     "Store",
     "StoreCapabilities",
     "SuffixByteRequest",
@@ -50,6 +51,8 @@ __all__ = [
     "normalize_byte_range",
     "validate_key",
     "validate_keys",
+    "zarr_python_get",
+    "zarr_python_value",
 ]
 
 
@@ -306,6 +309,88 @@ def as_bytes(value: Any) -> bytes:
     if type(value) is bytes:
         return value
     return memoryview(value).tobytes()
+
+
+class Ready:
+    """A result that is already there, and can be awaited: what a zarrfast store's
+    ``get`` and ``set`` return when called in zarr-python's style.
+
+    zarr-python's store methods are coroutines: ``await store.get(key,
+    prototype=...)`` gives a ``Buffer`` of the prototype, ``await store.set(key,
+    buffer)`` stores a ``Buffer``.  zarrfast's stores are synchronous; called that way
+    (a ``prototype=``, a zarr-python ``Buffer`` as the value), they do the work at once
+    and return a ``Ready``, which ``await`` (or zarr-python's ``sync``) turns into the
+    result.  Called without awaiting, the work is done all the same.
+
+    Parameters
+    ----------
+    value : Any, optional
+        The result ``await`` gives.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> from zarrfast.storage.base import Ready
+    >>> asyncio.run(Ready(3).wait())
+    3
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any = None) -> None:
+        self.value = value
+
+    def __await__(self) -> Any:
+        return self.value
+        yield  # (a generator: ``await`` takes the value without suspending)
+
+    async def wait(self) -> Any:
+        """The value, as a coroutine (for ``asyncio.run`` and task APIs)."""
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Ready({self.value!r})"
+
+
+def _byte_request(byte_range: Any) -> ByteRequest | None:
+    """zarr-python's byte requests (its own classes, same fields) as zarrfast's."""
+    if byte_range is None or isinstance(
+            byte_range, (RangeByteRequest, OffsetByteRequest, SuffixByteRequest)):
+        return byte_range
+    names = {f: getattr(byte_range, f) for f in ("start", "end", "offset", "suffix")
+             if isinstance(getattr(byte_range, f, None), int)}
+    if set(names) == {"start", "end"}:
+        return RangeByteRequest(names["start"], names["end"])
+    if set(names) == {"offset"}:
+        return OffsetByteRequest(names["offset"])
+    if set(names) == {"suffix"}:
+        return SuffixByteRequest(names["suffix"])
+    check_byte_range(byte_range)  # (raises, naming it)
+    return None
+
+
+def zarr_python_get(store: Store, key: str, byte_range: Any, prototype: Any) -> Ready:
+    """``store.get`` called in zarr-python's style: the value (or ``None``) as a
+    ``Buffer`` of ``prototype`` (zarr-python's ``BufferPrototype``), in a
+    [zarrfast.storage.base.Ready][]."""
+    make = getattr(getattr(prototype, "buffer", None), "from_bytes", None)
+    if not callable(make):
+        raise ZarrfastError(f"{store!r}: get({key!r}): prototype must be a buffer prototype "
+                            f"(zarr-python's BufferPrototype, with .buffer.from_bytes), "
+                            f"got {prototype!r}")
+    value = store.get(key, _byte_request(byte_range))
+    return Ready(None if value is None else make(value))
+
+
+def zarr_python_value(value: Any) -> bytes | None:
+    """The bytes of a zarr-python ``Buffer`` given to ``set`` (one with
+    ``as_buffer_like``/``to_bytes`` but not the buffer protocol); ``None`` for anything
+    else."""
+    to_bytes = getattr(value, "to_bytes", None)
+    if not callable(to_bytes) or isinstance(value, int) or not hasattr(value, "as_buffer_like"):
+        return None
+    data = to_bytes()
+    return data if type(data) is bytes else memoryview(data).tobytes()
 
 
 def many_requests(keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None] | None

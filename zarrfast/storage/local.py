@@ -74,6 +74,7 @@ from zarrfast.storage import locks as _locks
 from zarrfast.storage.base import (
     ByteRequest,
     RangeReader,
+    Ready,
     Store,
     StoreCapabilities,
     listing_prefix,
@@ -82,6 +83,8 @@ from zarrfast.storage.base import (
     validate_key,
     validate_keys,
     validate_prefix,
+    zarr_python_get,
+    zarr_python_value,
 )
 from zarrfast.storage.errors import (
     SpecialFileError,
@@ -415,7 +418,8 @@ class LocalStore(Store):
         return self._root_str + os.sep + (key if os.sep == "/" else key.replace("/", os.sep))
 
     # -- reads ------------------------------------------------------------
-    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+    def get(self, key: str, byte_range: ByteRequest | None = None, *,
+            prototype: Any = None) -> bytes | None:
         """Read the file of ``key``, or some bytes of it (``pread``); see ``Store.get``.
 
         Parameters
@@ -424,11 +428,16 @@ class LocalStore(Store):
             The key.
         byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
             The bytes to read; ``None`` (the default) reads the whole file.
+        prototype : BufferPrototype, optional
+            zarr-python's buffer prototype, for code written for its stores (``await
+            store.get(key, prototype=...)``): then the result is a ``Ready`` to await,
+            of a ``Buffer`` of the prototype or ``None``.
 
         Returns
         -------
         bytes or None
-            The bytes, or ``None`` when there is no file (a directory is no value).
+            The bytes, or ``None`` when there is no file (a directory is no value); with
+            ``prototype``, a ``Ready`` of them.
 
         Raises
         ------
@@ -440,6 +449,8 @@ class LocalStore(Store):
         zarrfast.errors.AllocationError
             When there is no memory for the value.
         """
+        if prototype is not None:
+            return zarr_python_get(self, key, byte_range, prototype)  # type: ignore[return-value]
         return self._read(key, byte_range, None)
 
     def get_limited(self, key: str, limit: int) -> bytes | None:
@@ -1237,7 +1248,9 @@ class LocalStore(Store):
             The key.
         value : bytes-like
             The value: any object with the buffer protocol.  It is written before
-            ``set`` returns (the caller may reuse its buffer).
+            ``set`` returns (the caller may reuse its buffer).  A zarr-python ``Buffer``
+            is written too, and then the result is a ``Ready`` to await, as
+            zarr-python's ``await store.set(key, buffer)``.
 
         Raises
         ------
@@ -1270,6 +1283,12 @@ class LocalStore(Store):
                 self._set(key, value)
         except ZarrfastError:
             raise
+        except TypeError:
+            plain = zarr_python_value(value)  # zarr-python's Buffer: its style of call
+            if plain is None:
+                raise
+            self.set(key, plain)
+            return Ready()  # type: ignore[return-value]
         except FileNotFoundError:  # the directory (and the temporary file) went away
             raise _removed_under(self, key, os.path.dirname(self._path(key))) from None
         except OSError as e:

@@ -12,10 +12,13 @@ import numpy as np
 from zarrfast.storage.base import (
     ByteRequest,
     RangeReader,
+    Ready,
     Store,
     listing_prefix,
     normalize_byte_range,
     validate_key,
+    zarr_python_get,
+    zarr_python_value,
 )
 
 __all__ = ["Buffer", "MemoryStore"]
@@ -164,7 +167,8 @@ class MemoryStore(Store):
         view._lock, view._versions, view._counter = self._lock, self._versions, self._counter
         return view
 
-    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+    def get(self, key: str, byte_range: ByteRequest | None = None, *,
+            prototype: Any = None) -> bytes | None:
         """Read the value of ``key``, or some bytes of it; see ``Store.get``.
 
         Parameters
@@ -173,17 +177,24 @@ class MemoryStore(Store):
             The key.
         byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
             The bytes to read; ``None`` (the default) reads the whole value.
+        prototype : BufferPrototype, optional
+            zarr-python's buffer prototype, for code written for its stores (``await
+            store.get(key, prototype=...)``): then the result is a ``Ready`` to await,
+            of a ``Buffer`` of the prototype or ``None``.
 
         Returns
         -------
         bytes or None
-            The bytes, or ``None`` when the key is missing.
+            The bytes, or ``None`` when the key is missing (with ``prototype``: a
+            ``Ready`` of them).
 
         Raises
         ------
         InvalidKeyError
             When ``key`` is not a valid key.
         """
+        if prototype is not None:
+            return zarr_python_get(self, key, byte_range, prototype)  # type: ignore[return-value]
         validate_key(key)
         value = self._data.get(key)
         if value is not None and type(value) is not bytes:
@@ -270,7 +281,9 @@ class MemoryStore(Store):
         value : bytes-like
             The value: any object with the buffer protocol (not ``str``, ``int`` or a
             list).  What is stored is immutable: changing ``value`` afterwards
-            changes nothing stored.
+            changes nothing stored.  A zarr-python ``Buffer`` is stored too, and then
+            the result is a ``Ready`` to await, as zarr-python's ``await
+            store.set(key, buffer)``.
 
         Raises
         ------
@@ -283,8 +296,14 @@ class MemoryStore(Store):
         """
         self._check_writable(key)
         validate_key(key)
-        # bytes(memoryview(...)) refuses ints and lists, which bytes() alone would accept
-        data = value if type(value) is bytes else memoryview(value).tobytes()
+        try:  # bytes(memoryview(...)) refuses ints and lists, which bytes() alone accepts
+            data = value if type(value) is bytes else memoryview(value).tobytes()
+        except TypeError:
+            plain = zarr_python_value(value)  # zarr-python's Buffer: its style of call
+            if plain is None:
+                raise
+            self.set(key, plain)
+            return Ready()  # type: ignore[return-value]
         if self._buffers:
             data = Buffer(data)
         with self._lock:

@@ -29,16 +29,19 @@ import zipfile
 import zlib
 from collections.abc import Hashable, Iterator
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import (
     ByteRequest,
+    Ready,
     Store,
     listing_prefix,
     normalize_byte_range,
     validate_key,
     validate_prefix,
+    zarr_python_get,
+    zarr_python_value,
 )
 from zarrfast.storage.errors import (
     ArchiveNotFoundError,
@@ -287,7 +290,8 @@ class ZipStore(Store):
         return self._zf().NameToInfo.get(key)  # the latest member of that name
 
     # -- reads ---------------------------------------------------------------------
-    def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+    def get(self, key: str, byte_range: ByteRequest | None = None, *,
+            prototype: Any = None) -> bytes | None:
         """Read the latest member named ``key``, or some bytes of it; see ``Store.get``.
 
         Parameters
@@ -297,11 +301,16 @@ class ZipStore(Store):
         byte_range : RangeByteRequest or OffsetByteRequest or SuffixByteRequest, optional
             The bytes to read; ``None`` (the default) reads the whole member.  A stored
             member seeks to them; a compressed one is decompressed up to them.
+        prototype : BufferPrototype, optional
+            zarr-python's buffer prototype, for code written for its stores (``await
+            store.get(key, prototype=...)``): then the result is a ``Ready`` to await,
+            of a ``Buffer`` of the prototype or ``None``.
 
         Returns
         -------
         bytes or None
-            The bytes, or ``None`` when the archive has no such member.
+            The bytes, or ``None`` when the archive has no such member (with
+            ``prototype``: a ``Ready`` of them).
 
         Raises
         ------
@@ -311,6 +320,8 @@ class ZipStore(Store):
             When the member cannot be read (a corrupt archive, an encrypted member, an
             unknown compression), or the archive is closed.
         """
+        if prototype is not None:
+            return zarr_python_get(self, key, byte_range, prototype)  # type: ignore[return-value]
         with self._archive.lock:
             info = self._info(key)
             if info is None:
@@ -439,7 +450,9 @@ class ZipStore(Store):
         key : str
             The key.
         value : bytes-like
-            The value: any object with the buffer protocol.  It is copied.
+            The value: any object with the buffer protocol.  It is copied.  A
+            zarr-python ``Buffer`` is stored too, and then the result is a ``Ready`` to
+            await, as zarr-python's ``await store.set(key, buffer)``.
 
         Raises
         ------
@@ -458,7 +471,14 @@ class ZipStore(Store):
         except InvalidKeyError as e:
             raise UnsafeArchiveMemberError(
                 f"cannot write key {key!r} to zip archive {self._name!r}: {e}") from None
-        view = memoryview(value)  # TypeError for str, int, None, lists
+        try:
+            view = memoryview(value)  # TypeError for str, int, None, lists
+        except TypeError:
+            plain = zarr_python_value(value)  # zarr-python's Buffer: its style of call
+            if plain is None:
+                raise
+            self.set(key, plain)
+            return Ready()  # type: ignore[return-value]
         data = view.tobytes()
         info = zipfile.ZipInfo(filename=key, date_time=time.localtime(time.time())[:6])
         info.compress_type = self.compression
