@@ -50,6 +50,10 @@ __all__ = [
     "ReadOnlyError",
     "BoundsCheckError",
     "IndexingError",
+    "ArrayIndexError",
+    "NegativeStepError",
+    "VindexInvalidSelectionError",
+    "DataTypeValidationError",
     "ChunkDecodeError",
     "ChecksumError",
     "CodecError",
@@ -75,6 +79,15 @@ class MetadataError(ZarrfastError):
 
 class MetadataValidationError(MetadataError):
     """A metadata member is missing, mistyped or has an invalid value."""
+
+
+class DataTypeValidationError(MetadataValidationError):
+    """A value is not (the JSON form of, or a NumPy dtype of) a data type.
+
+    Raised by the data-type classes of [zarrfast.dtype][] (``Int32.from_native_dtype``,
+    ``from_json``, ...) as zarr-python 3.4's ``zarr.errors.DataTypeValidationError``, a
+    ``ValueError``; the registry takes it as "not this data type" and tries the next.
+    """
 
 
 class MetadataTypeError(MetadataValidationError, TypeError):
@@ -208,6 +221,28 @@ class IndexingError(ZarrfastError, IndexError):
 
 class BoundsCheckError(IndexingError):
     """A selection reaches outside the array."""
+
+
+class ArrayIndexError(IndexingError):
+    """A selection item an indexing mode does not take (zarr-python's ``ArrayIndexError``).
+
+    Also an ``IndexError``, like every [zarrfast.errors.IndexingError][].
+    """
+
+
+class NegativeStepError(IndexingError):
+    """A slice of negative step where a selection takes steps >= 1 only.
+
+    zarr-python raises it for every negative step; zarrfast reads basic selections of
+    any step (as NumPy) and raises it where a step must be positive.  An ``IndexError``.
+    """
+
+
+class VindexInvalidSelectionError(IndexingError):
+    """A ``vindex`` selection that is neither a coordinate nor a mask selection.
+
+    zarr-python 3.4's ``VindexInvalidSelectionError``, an ``IndexError``.
+    """
 
 
 class CodecError(ZarrfastError):
