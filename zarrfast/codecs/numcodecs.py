@@ -93,6 +93,8 @@ def _class_doc(cls_name: str, codec_id: str, fast: bool) -> str:
     {path}
     Making one from keywords warns (``ZarrUserWarning``) that other Zarr implementations
     may not read it, as zarr-python does.
+    See [numcodecs.{numcodecs_name}](https://numcodecs.readthedocs.io/en/stable/) for its
+    parameters.
 
     Parameters
     ----------
@@ -129,6 +131,15 @@ class _Wrapper:
     """zarr-python's repr (``codec_name`` and ``codec_config`` come with the codecs)."""
 
     __repr__ = zarr_repr
+
+    @property
+    def _codec(self) -> Any:
+        """numcodecs' codec object of this configuration (zarr-python's ``_codec``)."""
+        impl = getattr(self, "_impl", None)
+        if impl is None:  # (the core codecs' fast paths keep none)
+            name = self.name  # type: ignore[attr-defined]
+            impl = _make_impl(name, name[len(PREFIX):], dict(self.configuration))  # type: ignore[attr-defined]
+        return impl
 
 
 #: zarr-python's (private) base class of these classes, under its name: its own tests
