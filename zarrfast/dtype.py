@@ -6,6 +6,8 @@
 scalars as with zarr-python.  The work is in :mod:`zarrfast.metadata.zdtype`.
 """
 
+from typing import Any
+
 from zarrfast.metadata.zdtype import (
     ANY_DTYPE,
     JSON,
@@ -43,11 +45,42 @@ from zarrfast.metadata.zdtype import (
     parse_dtype,
 )
 
+
+def check_dtype_spec_no_object_codec_v2(data: Any) -> bool:
+    """Whether ``data`` is the Zarr v2 form of a data type without an object codec.
+
+    ``{"name": ..., "object_codec_id": None}``: the form of every data type but those
+    NumPy stores as objects (``"|O"``, whose object codec names the encoding), as
+    zarr-python 3.4's ``zarr.dtype.check_dtype_spec_no_object_codec_v2``.
+
+    Parameters
+    ----------
+    data : Any
+        The value to check.
+
+    Returns
+    -------
+    bool
+        ``True`` when ``data`` passes :func:`check_dtype_spec_v2` and its
+        ``object_codec_id`` is ``None``.
+
+    Examples
+    --------
+    >>> from zarrfast.dtype import check_dtype_spec_no_object_codec_v2
+    >>> check_dtype_spec_no_object_codec_v2({"name": "|u1", "object_codec_id": None})
+    True
+    >>> check_dtype_spec_no_object_codec_v2({"name": "|O", "object_codec_id": "vlen-utf8"})
+    False
+    """
+    return check_dtype_spec_v2(data) and data["object_codec_id"] is None
+
+
 __all__ = [
     "ANY_DTYPE", "JSON", "Bool", "Complex64", "Complex128", "DTypeConfig_V2", "DTypeJSON",
     "DataTypeRegistry", "DataTypeValidationError", "DateTime64", "FixedLengthUTF32",
     "Float16", "Float32", "Float64", "Int8", "Int16", "Int32", "Int64", "NullTerminatedBytes",
     "RawBytes", "Structured", "TimeDelta64", "UInt8", "UInt16", "UInt32", "UInt64",
-    "VariableLengthBytes", "VariableLengthUTF8", "ZDType", "ZarrFormat", "check_dtype_spec_v2",
+    "VariableLengthBytes", "VariableLengthUTF8", "ZDType", "ZarrFormat",
+    "check_dtype_spec_no_object_codec_v2", "check_dtype_spec_v2",
     "data_type_registry", "parse_data_type", "parse_dtype",
 ]

@@ -4,7 +4,9 @@ from zarrfast.dtype import (
     DataTypeValidationError,
     DTypeConfig_V2,
     DTypeJSON,
+    check_dtype_spec_no_object_codec_v2,
     check_dtype_spec_v2,
 )
 
-__all__ = ["DTypeConfig_V2", "DTypeJSON", "DataTypeValidationError", "check_dtype_spec_v2"]
+__all__ = ["DTypeConfig_V2", "DTypeJSON", "DataTypeValidationError",
+           "check_dtype_spec_no_object_codec_v2", "check_dtype_spec_v2"]
