@@ -11,7 +11,9 @@ pytest:
   (``zarr`` -> ``zarrfast``, ``zarr.storage`` -> ``zarrfast.storage``, ...). A name
   zarr-python's public module has and zarrfast lacks becomes a placeholder that fails
   when it is used. Public objects a test module imported through an internal path
-  (``from zarr.core.group import AsyncGroup``) are rebound to zarrfast's.
+  (``from zarr.core.group import AsyncGroup``) are rebound to zarrfast's, in the test
+  module's globals, in the attributes of its classes (``test_cls = Int8``) and among a
+  test's parameters.
 
 A test counts as *public* when its own code (decorators and parametrisation included,
 annotations left out) names nothing that only zarr-python's internals provide: no name
@@ -285,11 +287,27 @@ class Classifier:
 
 
 def rebind(module: types.ModuleType, public_ids: dict[int, tuple[str, str]]) -> None:
-    """Public zarr-python objects in a module's globals -> zarrfast's (alias) ones."""
+    """Public zarr-python objects in a module's globals, and in the attributes of the
+    classes it defines (``test_cls = Int8`` in a test class), -> zarrfast's (alias) ones."""
     for name, value in list(vars(module).items()):
         hit = public_ids.get(id(value))
         if hit is not None:
             setattr(module, name, getattr(sys.modules[hit[0]], hit[1]))
+        elif isinstance(value, type) and value.__module__ == module.__name__:
+            for attr, member in list(vars(value).items()):
+                hit = public_ids.get(id(member))
+                if hit is not None:
+                    setattr(value, attr, getattr(sys.modules[hit[0]], hit[1]))
+
+
+def rebind_params(item, public_ids: dict[int, tuple[str, str]]) -> None:
+    """Public zarr-python objects among a test's parameters (``parametrize("cls",
+    [Int8, ...])`` with ``Int8`` imported from an internal path) -> zarrfast's."""
+    callspec = getattr(item, "callspec", None)
+    for name, value in list(getattr(callspec, "params", {}).items()):
+        hit = public_ids.get(id(value))
+        if hit is not None:
+            callspec.params[name] = getattr(sys.modules[hit[0]], hit[1])
 
 
 # ------------------------------------------------------------------- the pytest plugin
@@ -310,6 +328,8 @@ if MODE:
         for item in items:
             public = _CLASSIFIER.is_public(item)
             _RESULTS[item.nodeid] = {"public": public, "outcome": "not run", "reason": ""}
+            if MODE == "zarrfast":
+                rebind_params(item, _PUBLIC_IDS)
             if MODE == "zarrfast" and id(item.module) not in seen:
                 seen.add(id(item.module))
                 rebind(item.module, _PUBLIC_IDS)
