@@ -7,6 +7,7 @@ import functools
 import itertools
 import json
 import math
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -85,6 +86,31 @@ def _names_memory_errors(doing: str) -> Any:
                                       + (f": {e}" if str(e) else "")) from None
         return wrapper
     return decorate
+
+
+#: what ``Array._set_chain`` works out from the metadata: an array made by
+#: ``Array._listed`` works them out on first use (``Array.__getattr__``)
+_CHAIN_ATTRS = frozenset({"_codecs", "_codecs_key", "_dtype", "_elements", "_pickled",
+                          "_gated", "_where", "_object", "_sharded", "_chain"})
+_CHAIN_LOCK = threading.RLock()
+
+
+def _runtime_settings(read_missing_chunks: bool | None, gap: int | None,
+                      most: int | None, order: str | None) -> tuple[Any, ...]:
+    """``(read_missing_chunks, (coalesce gap, coalesce bytes), order)`` of an array opened
+    now: those given, else the configuration's (checked as ``ArrayConfig`` checks them)."""
+    def given(name: str, value: Any) -> Any:
+        return config.get(f"array.{name}") if value is None else value
+
+    runtime = ArrayConfig(
+        order="C", write_empty_chunks=False,
+        read_missing_chunks=given("read_missing_chunks", read_missing_chunks),
+        sharding_coalesce_max_gap_bytes=given("sharding_coalesce_max_gap_bytes", gap),
+        sharding_coalesce_max_bytes=given("sharding_coalesce_max_bytes", most))
+    #: ``None``: ``config["array.order"]`` now (zarr-python resolves it when it opens)
+    return (runtime.read_missing_chunks,
+            (runtime.sharding_coalesce_max_gap_bytes, runtime.sharding_coalesce_max_bytes),
+            order or config.get("array.order"))
 
 
 def _chain_inputs(metadata: Any) -> tuple:
@@ -224,27 +250,50 @@ class Array(Node):
         super().__init__(store, path, metadata, read_only)
         # zarr-python's other ArrayConfig fields, resolved now as zarr-python resolves them
         # when it opens an array (checked as ArrayConfig checks them)
-        def given(name: str, value: Any) -> Any:
-            return config.get(f"array.{name}") if value is None else value
-
-        runtime = ArrayConfig(
-            order="C", write_empty_chunks=False,
-            read_missing_chunks=given("read_missing_chunks", read_missing_chunks),
-            sharding_coalesce_max_gap_bytes=given("sharding_coalesce_max_gap_bytes",
-                                                  sharding_coalesce_max_gap_bytes),
-            sharding_coalesce_max_bytes=given("sharding_coalesce_max_bytes",
-                                              sharding_coalesce_max_bytes))
         #: False: a read touching a chunk that is not stored raises ChunkNotFoundError
-        self._read_missing_chunks = runtime.read_missing_chunks
-        self._coalesce = (runtime.sharding_coalesce_max_gap_bytes,
-                          runtime.sharding_coalesce_max_bytes)
+        self._read_missing_chunks, self._coalesce, self._order = _runtime_settings(
+            read_missing_chunks, sharding_coalesce_max_gap_bytes, sharding_coalesce_max_bytes,
+            order)
         self._codecs = codecs
         #: where the chunk keys live (``path`` except for arrays read from a draft layout)
         self._chunk_path = path if chunk_path is None else chunk_path
         self._write_empty_chunks = write_empty_chunks
-        #: ``None``: ``config["array.order"]`` now (zarr-python resolves it when it opens)
-        self._order = order or config.get("array.order")
         self._set_chain(metadata)
+
+    @classmethod
+    def _listed(cls, store: Store, path: str, metadata: Any, like: Array | None,
+                read_only: bool) -> Array:
+        """A member of a group's listing: made as ``Array(store, path, metadata,
+        read_only=read_only)`` would make it, with the settings ``__init__`` resolves from
+        the configuration taken from ``like`` (an array this listing made: the
+        configuration is read once per listing, as each ``__init__`` would read it), and its
+        codec chain parsed on first use (see :meth:`__getattr__`): listing thousands of
+        members costs no chain each.  A bad codec chain then fails at the first read,
+        write or ``codec_chain`` of the array, naming it."""
+        if like is None or type(like) is not cls:
+            settings = _runtime_settings(None, None, None, None)
+        else:
+            settings = (like._read_missing_chunks, like._coalesce, like._order)
+        node = cls.__new__(cls)
+        node.__dict__.update(
+            _store=store, _path=path, _metadata=metadata, _read_only=read_only,
+            _read_missing_chunks=settings[0], _coalesce=settings[1], _order=settings[2],
+            _chunk_path=path, _write_empty_chunks=None, _chain_pending=metadata)
+        return node
+
+    def __getattr__(self, name: str) -> Any:
+        # the codec chain and what _set_chain works out with it, of an array made lazily
+        # (``_listed``): worked out on first use, once (threads wait for the first)
+        if name in _CHAIN_ATTRS:
+            d = self.__dict__
+            if "_chain_pending" in d:
+                with _CHAIN_LOCK:
+                    pending = d.get("_chain_pending")
+                    if pending is not None:
+                        self._set_chain(pending)
+            if name in d:
+                return d[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def async_array(self) -> Any:
@@ -536,12 +585,16 @@ class Array(Node):
         return self._write_empty_chunks
 
     def _set_chain(self, metadata: Any) -> None:
+        self._make_chain(metadata)
+        self.__dict__.pop("_chain_pending", None)  # (made: no longer pending)
+
+    def _make_chain(self, metadata: Any) -> None:
         # the codec chain: parsed and validated here (a bad chain fails at open, naming
         # the array), kept while the metadata's codecs and chunks do not change (attribute
         # writes), and given by the creator (whose codec objects need not be registered)
         key = _chain_inputs(metadata)
-        codecs = self._codecs
-        if codecs is None or key != getattr(self, "_codecs_key", key):
+        codecs = self.__dict__.get("_codecs")
+        if codecs is None or key != self.__dict__.get("_codecs_key", key):
             codecs = CodecChain.from_metadata(metadata, node=f"array {self._path or '/'!r}")
         self._codecs, self._codecs_key = codecs, key
         # what every read and write asks, worked out once (not per call; the store's

@@ -35,12 +35,14 @@ from zarrfast.hierarchy.node import (
     AnyMetadata,
     Node,
     check_new_node,
+    child_candidates,
     child_node_names,
     delete_node_metadata,
     empty_group_metadata,
     existing_node,
     metadata_from_state,
     metadata_state,
+    read_children_metadata,
     read_node_metadata,
     read_typed_metadata,
     write_metadata,
@@ -484,6 +486,57 @@ class Group(Node):
             return self._consolidated.child_names()
         return child_node_names(self._store, self._path)
 
+    def _member_nodes(self, node_type: str | None = None
+                      ) -> Iterator[tuple[str, Array | Group]]:
+        """``(name, node)`` of the direct members (of ``node_type`` only, if given), in the
+        order of :meth:`keys`: what ``self[name]`` gives for each, made from the
+        consolidated metadata (whose member paths were checked as it was read), or from the
+        members' documents read in one batch (``Store.get_many``) and parsed in turn.
+        Arrays come from ``Array._listed``: the configuration read once, each codec chain
+        parsed when the array is first used."""
+        cls = type(self)
+        if cls._child_names is not Group._child_names or cls.__getitem__ is not Group.__getitem__:
+            for name in self._child_names():  # (a subclass's own lookups: drafts)
+                node = self[name]
+                if node_type is None or node._kind == node_type:
+                    yield name, node
+            return
+        store, read_only, base = self._store, self._read_only, self._path
+        like: Array | None = None
+        view = self._consolidated
+        if view is not None:
+            for name in view.child_names():
+                md = view.get(name)
+                if md is None or (node_type is not None and md.node_type != node_type):
+                    continue
+                path = self._child_path(name)  # (a reserved name is refused, naming us)
+                if md.node_type == "array":
+                    like = Array._listed(store, path, md, like, read_only)
+                    yield name, like
+                else:
+                    yield name, Group(store, path, md, read_only=read_only,  # type: ignore[arg-type]
+                                      consolidated=view.sub(name))
+            return
+        names = child_candidates(store, base)
+        found = read_children_metadata(store, base, names, self.zarr_format)
+        for name in names:
+            path = self._child_path(name)  # (an invalid name: InvalidNodeNameError, as before)
+            md = found[name]
+            if md is None:  # no document of the group's format: as self[name] finds it
+                if existing_node(store, path) is None:
+                    continue
+                node = self[name]
+                if node_type is None or node._kind == node_type:
+                    yield name, node
+                continue
+            if node_type is not None and md.node_type != node_type:
+                continue
+            if md.node_type == "array":
+                like = Array._listed(store, path, md, like, read_only)
+                yield name, like
+            else:
+                yield name, Group(store, path, md, read_only=read_only)  # type: ignore[arg-type]
+
     def keys(self) -> Iterator[str]:
         """Iterate over the names of the direct members (arrays and groups).
 
@@ -580,8 +633,7 @@ class Group(Node):
         drop_consolidated = not use_consolidated_for_children and self._consolidated is None
 
         def walk(group: Group, rel: str, depth: int) -> None:
-            for name in group._child_names():
-                node = group[name]
+            for name, node in group._member_nodes():
                 if drop_consolidated and isinstance(node, Group) and getattr(
                         node.metadata, "consolidated_metadata", None) is not None:
                     node = Group(node._store, node._path,
@@ -618,9 +670,7 @@ class Group(Node):
         >>> [(name, arr.shape) for name, arr in g.arrays()]
         [('a', (2,))]
         """
-        if self._consolidated is not None:  # only the arrays are made
-            return ((n, self[n]) for n in self._names_of_type("array"))  # type: ignore[misc]
-        return ((k, v) for k, v in self.members() if isinstance(v, Array))
+        return self._member_nodes("array")  # type: ignore[return-value]
 
     def groups(self) -> Iterator[tuple[str, Group]]:
         """Iterate over ``(name, group)`` for the direct members that are groups.
@@ -637,9 +687,7 @@ class Group(Node):
         >>> [name for name, _ in g.groups()]
         ['sub']
         """
-        if self._consolidated is not None:
-            return ((n, self[n]) for n in self._names_of_type("group"))  # type: ignore[misc]
-        return ((k, v) for k, v in self.members() if isinstance(v, Group))
+        return self._member_nodes("group")  # type: ignore[return-value]
 
     def array_keys(self) -> Iterator[str]:
         """Iterate over the names of the direct members that are arrays.

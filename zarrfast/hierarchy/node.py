@@ -50,6 +50,7 @@ __all__ = [
     "array_metadata_from_documents",
     "check_documents_unchanged",
     "check_new_node",
+    "child_candidates",
     "child_node_names",
     "delete_node_metadata",
     "empty_group_metadata",
@@ -57,6 +58,7 @@ __all__ = [
     "metadata_document_names",
     "node_key",
     "read_metadata_documents",
+    "read_children_metadata",
     "read_node_metadata",
     "read_typed_metadata",
     "resolve_store_path",
@@ -106,6 +108,48 @@ def read_node_metadata(store: Store, path: str, zarr_format: int | None = None, 
         f"no array or group at path {_where(path)} in {store!r}{fmt}: none of "
         f"{', '.join(repr(node_key(path, n)) for n in METADATA_NAMES[:3])} exists"
     )
+
+
+def read_children_metadata(store: Store, path: str, names: list[str], zarr_format: int
+                           ) -> dict[str, AnyMetadata | None]:
+    """The metadata of the nodes ``names`` directly below ``path`` (Zarr v``zarr_format``),
+    their documents read in one batch (``Store.get_many``: files read on threads, remote
+    requests in flight together) and parsed in turn, the arrays alike but for their
+    attributes parsed once (errors name the node's document, as
+    :func:`read_node_metadata`'s).  ``None`` for a name without a document of that format
+    (perhaps no node at all: the caller decides, as one by one)."""
+    out: dict[str, AnyMetadata | None] = {}
+    parsed: dict[Any, Any] = {}
+    if zarr_format == 3:
+        paths = [node_key(path, n) for n in names]
+        raws = store.get_many([node_key(p, "zarr.json") for p in paths]) if paths else []
+        for name, child, raw in zip(names, paths, raws, strict=True):
+            if raw is None:
+                out[name] = None
+                continue
+            md = parse_metadata(raw, path=child, key=node_key(child, "zarr.json"),
+                                parsed=parsed)
+            check_rectilinear_allowed(md, f"array {_where(child)}", reading=True)
+            out[name] = md
+        return out
+    paths = [node_key(path, n) for n in names]
+    keys = [node_key(p, doc) for p in paths for doc in (".zarray", ".zgroup", ".zattrs")]
+    raws = store.get_many(keys) if keys else []
+    for i, (name, child) in enumerate(zip(names, paths, strict=True)):
+        zarray, zgroup, zattrs = raws[3 * i:3 * i + 3]
+        if zarray is not None and zgroup is not None:
+            raise ContainsArrayAndGroupError(
+                f"path {_where(child)} in {store!r} has both .zarray and .zgroup"
+            )
+        if zarray is not None:
+            out[name] = ArrayMetadataV2.from_documents(zarray, zattrs, path=child,
+                                                       key=node_key(child, ".zarray"))
+        elif zgroup is not None:
+            out[name] = GroupMetadataV2.from_documents(zgroup, zattrs, path=child,
+                                                       key=node_key(child, ".zgroup"))
+        else:
+            out[name] = None
+    return out
 
 
 def read_typed_metadata(store: Store, path: str, node_type: str,
@@ -319,16 +363,18 @@ def check_documents_unchanged(store: Store, path: str, docs: dict[str, bytes | N
                 f"again and retry")
 
 
+def child_candidates(store: Store, path: str) -> list[str]:
+    """What the store lists directly below ``path`` but the metadata documents: the names
+    that may be nodes."""
+    prefix = path + "/" if path else ""
+    return [name for name in store.list_dir(prefix)
+            if name not in METADATA_NAMES and name != ".zmetadata"]
+
+
 def child_node_names(store: Store, path: str) -> list[str]:
     """Names of the nodes directly below ``path`` (either format)."""
-    prefix = path + "/" if path else ""
-    names = []
-    for name in store.list_dir(prefix):
-        if name in METADATA_NAMES or name == ".zmetadata":
-            continue
-        if existing_node(store, node_key(path, name)) is not None:
-            names.append(name)
-    return names
+    return [name for name in child_candidates(store, path)
+            if existing_node(store, node_key(path, name)) is not None]
 
 
 def metadata_state(metadata: AnyMetadata) -> dict[str, Any]:

@@ -101,6 +101,9 @@ PROTOCOL_URI = "https://purl.org/zarr/spec/protocol/core/3.0"
 ENTRY_POINT_KEY = "zarr.json"
 
 _INT64_MAX = 2**63 - 1
+#: a root ``zarr.json`` larger than this (bytes) without ``purl.org`` is not parsed to
+#: find whether it is a draft's entry point (see ``parse_entry_point``)
+_PARSE_ONCE = 1 << 20
 _LAYOUT_OF_FORMAT = {CORE_2022_URI: DRAFT_2022, PROTOCOL_URI: ZARRITA}
 
 #: members only a final Zarr v3 (or v2) document has; finding one in a draft document
@@ -251,6 +254,13 @@ def parse_entry_point(raw: bytes | bytearray | memoryview | None,
     """Parse a root ``zarr.json``: an :class:`EntryPoint` for a draft, ``None`` for
     anything else (a final v3 document, or no document)."""
     if raw is None:
+        return None
+    raw = bytes(raw)
+    if len(raw) > _PARSE_ONCE and b"purl.org" not in raw and b"\\u" not in raw:
+        # a draft's zarr_format is a URI at purl.org (else the answer is None, or an error
+        # for an unknown one at purl.org/zarr/spec), which only a \u escape could hide:
+        # the large root zarr.json of a consolidated hierarchy is not parsed here as well
+        # as where it is read (where a malformed one is refused, naming it)
         return None
     doc = _load_json(raw, key)
     if not isinstance(doc, dict):

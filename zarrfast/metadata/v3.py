@@ -315,6 +315,36 @@ class ArrayV3Metadata:
             write_attributes="attributes" in doc,
         )
 
+    @classmethod
+    def from_dict_shared(cls, doc: Any, *, path: str = "",
+                         parsed: dict[Any, Any] | None = None) -> ArrayV3Metadata:
+        """:meth:`from_dict`, for many documents of which most differ only in their
+        attributes (the arrays of a hierarchy): ``parsed`` (kept by the caller for one
+        batch of documents) holds the metadata parsed of each document but its attributes,
+        and a document equal to one of them but for its attributes gets a copy of that
+        metadata with its own attributes, without parsing the rest again (the same
+        metadata ``from_dict`` would give; every other document is parsed and checked).
+        ``doc``: as JSON parsing gives it (dicts, lists, strings, numbers, booleans and
+        ``None``, whose ``repr`` tells any two apart)."""
+        if parsed is None or type(doc) is not dict:
+            return cls.from_dict(doc, path=path)
+        attributes = doc.get("attributes")
+        if attributes is not None and type(attributes) is not dict:
+            return cls.from_dict(doc, path=path)  # (the error names the member)
+        try:
+            key = (repr({k: v for k, v in doc.items() if k != "attributes"}),
+                   "attributes" in doc)
+        except RecursionError:
+            return cls.from_dict(doc, path=path)
+        known = parsed.get(key)
+        if known is None or type(known) is not cls:
+            md = parsed[key] = cls.from_dict(doc, path=path)
+            return md
+        md = object.__new__(cls)
+        vars(md).update(vars(known))
+        vars(md)["attributes"] = {} if attributes is None else attributes
+        return md
+
     def to_dict(self) -> dict[str, Any]:
         # members in zarr-python's order, so that both write the same document
         doc: dict[str, Any] = {
@@ -462,13 +492,19 @@ class ConsolidatedMetadata:
                 f"{key}: consolidated_metadata must be {{'kind': 'inline', "
                 f"'must_understand': false, 'metadata': {{...}}}}, got {doc!r}")
         flat: dict[str, Any] = {}
+        parsed: dict[Any, Any] = {}  # (arrays alike but for their attributes: parsed once)
+        base = path.strip("/")
         for rel, entry in doc["metadata"].items():
             check_member_path(rel, key)
             if not isinstance(entry, Mapping):
                 raise MetadataValidationError(
                     f"{key}: consolidated entry {rel!r} is not an object")
-            child = f"{path.strip('/')}/{rel}".strip("/")
-            flat[rel] = cls._node_class(entry.get("node_type")).from_dict(entry, path=child)
+            child = f"{base}/{rel}" if base else rel
+            node_class = cls._node_class(entry.get("node_type"))
+            if issubclass(node_class, ArrayV3Metadata):
+                flat[rel] = node_class.from_dict_shared(entry, path=child, parsed=parsed)
+            else:
+                flat[rel] = node_class.from_dict(entry, path=child)
         for rel in flat:
             parent = rel.rpartition("/")[0]
             if parent and not isinstance(flat.get(parent), GroupMetadata):
@@ -539,15 +575,18 @@ class ConsolidatedMetadata:
 
 
 def parse_metadata(
-    raw: bytes | bytearray | memoryview, *, path: str, key: str
+    raw: bytes | bytearray | memoryview, *, path: str, key: str,
+    parsed: dict[Any, Any] | None = None,
 ) -> ArrayV3Metadata | GroupMetadata:
-    """Parse a ``zarr.json`` document, dispatching on ``node_type``."""
+    """Parse a ``zarr.json`` document, dispatching on ``node_type``.  ``parsed``: the
+    arrays parsed so far of a batch of documents (see
+    :meth:`ArrayV3Metadata.from_dict_shared`)."""
     doc = _load_json(raw, key)
     if not isinstance(doc, dict):
         raise MetadataValidationError(f"{key}: metadata must be a JSON object, got {doc!r}")
     node_type = doc.get("node_type")
     if node_type == "array":
-        return ArrayV3Metadata.from_dict(doc, path=path)
+        return ArrayV3Metadata.from_dict_shared(doc, path=path, parsed=parsed)
     if node_type == "group":
         return GroupMetadata.from_dict(doc, path=path)
     raise MetadataValidationError(
