@@ -33,9 +33,36 @@ __all__ = ["BitroundCodec", "CastValueCodec", "ReshapeCodec", "ScaleOffsetCodec"
 
 
 def _numeric(data_type: Any, codec: str, kinds: str = "iuf") -> None:
-    if data_type.dtype.kind not in kinds:
-        raise MetadataValidationError(f"{codec} codec: takes integer or floating-point data, "
-                                      f"not {data_type.name}")
+    if data_type.dtype.kind not in kinds:  # (zarr-python 3.4's words, then the type)
+        raise MetadataValidationError(f"{codec} codec only supports integer and floating-point "
+                                      f"data types, not {data_type.name}")
+
+
+def _number_string(value: Any, kind: str) -> Any:
+    """A number written as a string (``"0"``, ``"0.5"``), as zarr-python 3.4 reads a
+    scalar of an integer or float type; ``None`` when ``value`` is no such string."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return int(value.strip()) if kind in "iu" else float(value)
+    except ValueError:
+        return None
+
+
+def _scalar(data_type: Any, value: Any, label: str) -> Any:
+    """``value`` as a scalar of ``data_type`` (its fill-value encoding, or a number written
+    as a string); zarr-python 3.4's message, with zarrfast's reason, when it is none."""
+    try:
+        try:
+            return data_type.parse_fill_value(value, where=label)
+        except ValueError:
+            number = _number_string(value, data_type.dtype.kind)
+            if number is None:
+                raise
+            return data_type.parse_fill_value(number, where=label)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise MetadataValidationError(f"{label} {value!r} is not representable in dtype "
+                                      f"{data_type.dtype} ({e})") from None
 
 
 # -- scale_offset ---------------------------------------------------------------------
@@ -115,9 +142,9 @@ class ScaleOffsetCodec(ArrayArrayCodec):
     def _params(self, dtype: np.dtype) -> tuple[Any, Any]:
         data_type = data_type_from_numpy(dtype)
         offset = (dtype.type(0) if self.offset is None
-                  else data_type.parse_fill_value(self.offset, where="scale_offset: offset"))
+                  else _scalar(data_type, self.offset, "scale_offset offset value"))
         scale = (dtype.type(1) if self.scale is None
-                 else data_type.parse_fill_value(self.scale, where="scale_offset: scale"))
+                 else _scalar(data_type, self.scale, "scale_offset scale value"))
         return offset, scale
 
     def validate(self, *, shape: tuple[int, ...], data_type: Any) -> None:
@@ -142,7 +169,8 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         except ValueError as e:
             raise MetadataValidationError(str(e)) from None
         if scale == 0:
-            raise MetadataValidationError("scale_offset codec: scale must be non-zero.")
+            raise MetadataValidationError(f"scale_offset scale must be non-zero, got "
+                                          f"{self.scale!r}")
 
     def encode(self, chunk: np.ndarray) -> np.ndarray:
         """Give ``(chunk - offset) * scale`` in the chunk's data type.
@@ -360,9 +388,9 @@ class CastValueCodec(ArrayArrayCodec):
         pairs = self.configuration.get("scalar_map", {}).get(direction, [])
         out, seen = [], set()
         for i, (a, b) in enumerate(pairs):
-            where = f"cast_value codec: scalar_map.{direction}[{i}]"
-            x = src.parse_fill_value(a, where=where).item()
-            y = dst.parse_fill_value(b, where=where).item()
+            where = f"cast_value codec: scalar_map {direction}[{i}]"
+            x = _scalar(src, a, f"{where} key").item()
+            y = _scalar(dst, b, f"{where} value").item()
             key = "nan" if isinstance(x, float) and math.isnan(x) else x
             if key not in seen:  # the first occurrence wins
                 seen.add(key)
@@ -390,8 +418,9 @@ class CastValueCodec(ArrayArrayCodec):
         _numeric(data_type, self.name)
         _numeric(self.target, self.name)
         if self.configuration.get("out_of_range") == "wrap" and self.target.kind not in "iu":
-            raise MetadataValidationError("cast_value codec: out_of_range 'wrap' needs an "
-                                          "integer data_type")
+            raise MetadataValidationError(f"cast_value codec: out_of_range='wrap' is only "
+                                          f"valid for integer target types, not "
+                                          f"{self.target.name}")
         self._entries("encode", data_type, self.target)
         self._entries("decode", self.target, data_type)
         _cast_array()

@@ -1,0 +1,82 @@
+"""``scale_offset`` and ``cast_value`` refuse what zarr-python 3.4.2 (the peer) refuses, in
+its words (the phrases its own tests match, then zarrfast's reason), and take numbers
+written as strings (``scale="2"``) as it does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast.codecs import CastValue, ScaleOffset
+
+#: (dtype, codec kind, its keywords, the phrase zarr-python's message has; None: accepted)
+CASES = [
+    ("complex128", "so", {"offset": 1, "scale": 2}, "only supports integer and floating-point"),
+    ("int32", "so", {"offset": 0, "scale": 0.5}, "scale value 0.5 is not representable"),
+    ("int16", "so", {"offset": "NaN", "scale": 1}, "offset value 'NaN' is not representable"),
+    ("int32", "so", {"offset": 0, "scale": 0}, "scale must be non-zero"),
+    ("int32", "so", {"offset": 0, "scale": "0"}, "scale must be non-zero"),
+    ("float64", "so", {"offset": 0, "scale": 0.0}, "scale must be non-zero"),
+    ("float64", "so", {"offset": 0, "scale": "0.0"}, "scale must be non-zero"),
+    ("float64", "so", {"offset": 0, "scale": "0x0000000000000000"}, "scale must be non-zero"),
+    ("int32", "so", {"offset": "1", "scale": "2"}, None),
+    ("float64", "so", {"offset": "0.5", "scale": "4"}, None),
+    ("complex128", "cv", {"data_type": "float64"}, "only supports integer and floating-point"),
+    ("int32", "cv", {"data_type": "float64", "out_of_range": "wrap"}, "only valid for integer"),
+    ("int32", "cv", {"data_type": "int8", "scalar_map": {"encode": [("NaN", 0)]}},
+     "not representable in dtype int32"),
+    ("int32", "cv", {"data_type": "float64", "scalar_map": {"decode": [(0, "NaN")]}},
+     "not representable in dtype int32"),
+    ("float64", "cv", {"data_type": "int8", "scalar_map": {"encode": [("NaN", 999)]}},
+     "not representable in dtype int8"),
+    ("float64", "cv", {"data_type": "int8", "scalar_map": {"encode": [("NaN", 1.5)]}},
+     "not representable in dtype int8"),
+]
+
+_PEER = """
+import numpy as np, zarr
+from zarr.codecs import CastValue, ScaleOffset
+out = []
+for dtype, kind, kwargs, _ in ARGS:
+    codec = ScaleOffset(**kwargs) if kind == "so" else CastValue(**kwargs)
+    try:
+        arr = zarr.create_array(store={}, shape=(4,), dtype=dtype, chunks=(4,),
+                                filters=[codec], compressors=None, fill_value=0)
+        arr[:] = np.arange(4) * 2 + 1
+        out.append(["ok", arr[:].tolist()])
+    except ValueError as e:
+        out.append(["ValueError", str(e)])
+emit(out)
+"""
+
+
+def _ours(dtype, kind, kwargs):
+    codec = ScaleOffset(**kwargs) if kind == "so" else CastValue(**kwargs)
+    try:
+        arr = zarrfast.create_array(store={}, shape=(4,), dtype=dtype, chunks=(4,),
+                                    filters=[codec], compressors=None, fill_value=0)
+        arr[:] = np.arange(4) * 2 + 1
+        return ["ok", arr[:].tolist()]
+    except ValueError as e:
+        return ["ValueError", str(e)]
+
+
+def test_refusals_and_numbers_as_strings_as_zarr_python(zarr_peer) -> None:
+    theirs = zarr_peer.run(_PEER, CASES)
+    for case, their in zip(CASES, theirs, strict=True):
+        ours = _ours(*case[:3])
+        phrase = case[3]
+        assert ours[0] == their[0], (case, ours, their)
+        if phrase is None:
+            assert ours == their, case
+        else:
+            assert phrase in their[1], (case, their)
+            assert phrase in ours[1], (case, ours)
+
+
+@pytest.mark.parametrize("scale", ["0", "0.0", 0])
+def test_zero_scale_named_as_given(scale) -> None:
+    with pytest.raises(ValueError, match=f"scale must be non-zero, got {scale!r}"):
+        zarrfast.create_array(store={}, shape=(4,), dtype="float64", compressors=None,
+                              filters=[ScaleOffset(offset=0, scale=scale)])
