@@ -11,6 +11,7 @@ import contextvars
 import functools
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
@@ -99,6 +100,78 @@ async def in_thread(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
     loop = asyncio.get_running_loop()
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
     return await asyncio.shield(loop.run_in_executor(None, call))
+
+
+#: a thread's scheduler statistics (Linux): its time on a CPU and its time waiting,
+#: runnable, on a run queue (nanoseconds), and its time slices
+_SCHEDSTAT = "/proc/thread-self/schedstat"
+#: the least time over which :func:`cores_contended` measures a thread's wait (s)
+CONTENTION_WINDOW = 0.02
+#: the share of a window's wall time a thread may wait for a CPU while the cores are
+#: still counted as free (a thread competing with as many busy ones as there are cores
+#: waits about half the time, or a third with one other spinning beside it)
+CONTENTION_SHARE = 0.1
+#: how long a thread that found the cores contended runs small jobs alone before it
+#: measures again (s): doubled each time the cores are still contended, up to the second
+CONTENTION_BACKOFF = (0.1, 2.0)
+#: False: :func:`cores_contended` always says no, whatever the load (tests whose
+#: expectations count the helper threads' work set it, to be independent of the load)
+CONTENTION_GATE = True
+
+
+class _Contention(threading.local):
+    alone = False  # the verdict: small jobs run in the calling thread alone
+    since = 0.0  # the window's start (sharing), or the end of the back-off (alone)
+    delay = -1  # the thread's run-queue wait at the window's start (ns); -1 none read
+    backoff = CONTENTION_BACKOFF[0]
+    supported = True  # False where the scheduler statistics cannot be read
+
+
+_contention = _Contention()
+
+
+def _run_delay() -> int | None:
+    """This thread's time spent runnable but waiting for a CPU (ns), or ``None``."""
+    try:
+        with open(_SCHEDSTAT, "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cores_contended() -> bool:
+    """Whether the cores are busy with other work, as the calling thread sees it: it
+    waited, runnable, for a CPU for more than ``CONTENTION_SHARE`` of the last window
+    (at least ``CONTENTION_WINDOW`` long; Linux scheduler statistics, read once per
+    window).  Then small jobs (a box read) should run in the calling thread alone: a
+    helper thread that shares a job of a millisecond waits for a core too, and the
+    caller waits for the helper's last piece, a time slice of another process's
+    (issue 44: 100 boxes 0.054 -> 0.157 s beside one busy process).  Once contended,
+    the answer stays yes for a back-off (``CONTENTION_BACKOFF``, doubling while the
+    cores stay contended), then a window of sharing measures again.  ``False`` where
+    the statistics cannot be read (not Linux)."""
+    st = _contention
+    if not (st.supported and CONTENTION_GATE):
+        return False
+    now = time.monotonic()
+    if st.alone:
+        if now < st.since:
+            return True
+        st.alone, st.delay = False, -1  # (measure again, sharing)
+    if st.delay >= 0 and now - st.since < CONTENTION_WINDOW:
+        return False
+    delay = _run_delay()
+    if delay is None:
+        st.supported = False
+        return False
+    if st.delay >= 0:
+        if delay - st.delay > CONTENTION_SHARE * (now - st.since) * 1e9:
+            st.alone, st.since, st.delay = True, now + st.backoff, -1
+            st.backoff = min(2 * st.backoff, CONTENTION_BACKOFF[1])
+            return True
+        st.backoff = CONTENTION_BACKOFF[0]
+    st.since, st.delay = now, delay
+    return False
 
 
 def get_pool(threads: int) -> ThreadPoolExecutor:

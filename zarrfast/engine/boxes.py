@@ -20,7 +20,10 @@ With more than one thread, a box's chunks are shared with the kernels' helper th
 (``share``: a C thread that spins between back-to-back calls, so handing it half a box
 costs well under a microsecond where a pool thread's wake-up costs 15-80); with more
 than two threads, boxes of large chunks (``BOX_POOL_BYTES``) split the decoding in one
-kernel call per thread of the pool instead (:func:`run_parts`).
+kernel call per thread of the pool instead (:func:`run_parts`).  While the cores are
+busy with other work (:func:`~zarrfast.concurrency.cores_contended`: the calling thread
+waits for a CPU), a box of up to ``ALONE_BYTES`` is decoded in the calling thread alone
+(:func:`alone`): a helper that must wait for a core makes a small read slower, not faster.
 
 Larger step-1 selections of compressed chunk files (full reads) take the same call on
 sub-boxes of whole chunk rows, one per task of the pool (:func:`read_box_files`): no
@@ -42,16 +45,28 @@ from typing import Any
 import numpy as np
 
 from zarrfast import kernels as _kernels
-from zarrfast.concurrency import batch_count, map_unordered_into
+from zarrfast.concurrency import batch_count, cores_contended, map_unordered_into
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.storage import Store
 
-__all__ = ["BOX_CHUNKS", "Box", "box_chunks", "box_files_fit", "box_parts_fit",
-           "read_box_files", "read_box_parts", "run_parts", "share_mode"]
+__all__ = ["ALONE_BYTES", "BOX_CHUNKS", "Box", "SHARD_BOX_BYTES", "SHARD_BOX_SPAN",
+           "alone", "box_chunks",
+           "box_files_fit", "box_parts_fit", "read_box_files", "read_box_parts", "run_parts",
+           "share_mode"]
 
 #: the most chunks (inner chunks, when sharded) a box read takes; larger selections
 #: take the projection table and the pool
 BOX_CHUNKS = 8
+#: a sharded array's box read (``shard-box``) takes boxes of more than ``BOX_CHUNKS``
+#: inner chunks that span at most ``SHARD_BOX_SPAN`` of them along every dimension (a
+#: box one to two inner chunks long per side: up to 27 in 3-d), of at most
+#: ``SHARD_BOX_BYTES`` decoded (a store that is not files reads the box's ranges into
+#: one buffer first): one kernel call for them all (``decode_box_shards``) took 94 ms
+#: per 100 such boxes where the general path's projection took 114 (one thread, zstd
+#: 32^3 inner chunks, 27 at most).  Wider selections (slabs, full reads) take the
+#: general path, whose pool splits them
+SHARD_BOX_SPAN = 3
+SHARD_BOX_BYTES = 16 * 2**20
 #: the most chunks of one ``decode_box_files`` call on a part of a larger box (the
 #: kernel's own limit is 2**16)
 BOX_PART_CHUNKS = 2**14
@@ -70,15 +85,32 @@ BOX_CHUNK_BYTES = 16 * 2**20
 #: helper is a second thread; it took blosc 64^3 boxes, 512 KiB to 4 MiB of decoded
 #: chunks each, in 40 ms per 100 where the pool took 54).
 BOX_POOL_BYTES = 2**20
+#: the most work (bytes of decoded chunks) that runs in the calling thread alone when
+#: the cores are busy with other work (:func:`~zarrfast.concurrency.cores_contended`):
+#: boxes one to two chunks long per side took 2-3x longer shared with the helper thread
+#: than alone, on 2 cores that other processes kept busy (load average 5-6; 100 boxes,
+#: best of 5, one process taking turns: zstd 32^3 chunks 201 ms shared against 89 ms
+#: alone, sharded 116 against 47, blosc 64^3 223 against 92), as the helper waits for a
+#: core, spins on one between reads, and the caller waits for its last chunk.  Larger
+#: reads share their chunks whatever the load: a helper that falls behind costs them
+#: one chunk of many.
+ALONE_BYTES = 16 * 2**20
+
+
+def alone(n: int, chain: Any) -> bool:
+    """Whether a read of ``n`` chunks of ``chain`` runs in the calling thread alone
+    because the cores are busy (``ALONE_BYTES``)."""
+    return n * chain.chunk_nbytes <= ALONE_BYTES and cores_contended()
 
 
 def share_mode(n: int, chain: Any, threads: int) -> bool | None:
     """How ``n`` chunks of ``chain`` are decoded: in the calling thread, ``False``
-    (one thread, or uncompressed chunks); shared with the kernels' helper thread,
-    ``True`` (two threads, or less than ``BOX_POOL_BYTES`` of decoded chunks); else
-    ``None``: one kernel call per thread of the pool (:func:`run_parts`)."""
+    (one thread, uncompressed chunks, or a small read while the cores are busy with
+    other work, :func:`alone`); shared with the kernels' helper thread, ``True`` (two
+    threads, or less than ``BOX_POOL_BYTES`` of decoded chunks); else ``None``: one
+    kernel call per thread of the pool (:func:`run_parts`)."""
     threads = min(threads, n)
-    if threads <= 1 or chain.batch_codec is None:
+    if threads <= 1 or chain.batch_codec is None or alone(n, chain):
         return False
     if threads == 2 or n * chain.chunk_nbytes < BOX_POOL_BYTES:
         return True
@@ -315,9 +347,13 @@ def read_box_parts(plan: Any, n: int) -> None:
     # GIL for one call however many threads decode it (one call per part on the pool
     # held it for each: 4 per thread)
     helpers = threads - 1 if n <= BOX_PART_CHUNKS else 0
+    # (a box while the cores are busy with other work: one call, in this thread alone)
+    solo = helpers > 0 and alone(n, chain)
+    if solo:
+        helpers = 0
     parts = box_parts(sel, chain.chunk_shape, out_strides,
-                      1 if helpers > 0 else max(batch_count(n, work, threads=threads),
-                                                -(-n // BOX_PART_CHUNKS)))
+                      1 if helpers > 0 or solo
+                      else max(batch_count(n, work, threads=threads), -(-n // BOX_PART_CHUNKS)))
 
     def read(part: tuple[np.ndarray, np.ndarray, int], share: int = 0) -> None:
         start, count, base = part
@@ -331,7 +367,7 @@ def read_box_parts(plan: Any, n: int) -> None:
             keys = _chunk_keys(chain.metadata, path, box.shards)
             _recover(store, chain, box, keys, range(len(keys)), status)
 
-    if helpers > 0:
+    if helpers > 0 or solo:
         read(parts[0], helpers)
         return
     # (the parts partition the box: each writes its own region of `out`)
