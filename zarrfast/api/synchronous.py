@@ -896,8 +896,9 @@ def open(  # noqa: A001 - zarr-python's name
 
     Raises
     ------
-    zarrfast.errors.NodeNotFoundError
-        Nothing there (modes ``"r"`` and ``"r+"``).
+    zarrfast.errors.GroupNotFoundError
+        Nothing there (modes ``"r"`` and ``"r+"``), as zarr-python, which looks for an
+        array, then a group; a ``NodeNotFoundError``.
     zarrfast.errors.ContainsArrayError, zarrfast.errors.ContainsGroupError
         Mode ``"w-"`` and a node is there.
     zarrfast.errors.ZarrfastError
@@ -933,12 +934,14 @@ def open(  # noqa: A001 - zarr-python's name
                           **_group_kwargs(s, p, kwargs))
     try:
         md = read_node_metadata(s, p, zarr_format, zarr_json=root_doc if p == "" else ...)
-    except NodeNotFoundError:
+    except NodeNotFoundError as exc:
         draft = _draft_after(s, p, mode, None, kwargs.get("order"), zarr_format, root_doc)
         if draft is not None:
             return draft
         if mode != "a":
-            raise
+            # as zarr-python's open, which looks for an array, then a group: nothing
+            # there is a GroupNotFoundError (anndata catches it to add its hints)
+            raise GroupNotFoundError(*exc.args) from None
         if "shape" in kwargs or "data" in kwargs:
             _check_open_array_keywords("open", kwargs)
             try:
@@ -953,7 +956,16 @@ def open(  # noqa: A001 - zarr-python's name
         return open_array(s, path=p, mode=mode, zarr_format=md.zarr_format, **kwargs)
     if kwargs:  # a group: array keywords are refused (as open_group refuses them)
         check_keywords("open", _group_kwargs(s, p, kwargs), _OPEN_GROUP_KEYWORDS)
-    return node_from_metadata(s, p, md, read_only=mode == "r" or s.read_only)
+    read_only = mode == "r" or s.read_only
+    use_consolidated = kwargs.get("use_consolidated")
+    if md.node_type == "group" and md.zarr_format == 2 and use_consolidated is not False:
+        # a v2 group with its consolidated metadata (.zmetadata), as open_group and
+        # zarr-python's open give it (v3 groups hold theirs in the md already read)
+        group = _open_consolidated_group(s, p, 2, read_only,
+                                         required=use_consolidated is True)
+        if group is not None:
+            return group
+    return node_from_metadata(s, p, md, read_only=read_only)
 
 
 

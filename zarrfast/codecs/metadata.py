@@ -22,15 +22,17 @@ there: they are not compared).  A codec no class takes stays its JSON, for
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from zarrfast.codecs.registry import codec_object
 from zarrfast.errors import MetadataValidationError
+from zarrfast.metadata import v2 as _v2
 from zarrfast.metadata import v3 as _v3
 from zarrfast.metadata.chunk_grid import RectilinearChunkGrid, RegularChunkGrid
 
-__all__ = ["ArrayV3Metadata", "ConsolidatedMetadata", "GroupMetadata",
+__all__ = ["ArrayMetadataV2", "ArrayV3Metadata", "ConsolidatedMetadata", "GroupMetadata",
+           "GroupMetadataV2",
            "RectilinearChunkGridMetadata", "RegularChunkGridMetadata", "with_codec_objects"]
 
 
@@ -182,6 +184,33 @@ class ConsolidatedMetadata(_v3.ConsolidatedMetadata):
     def _node_class(cls, node_type: Any) -> type[ArrayV3Metadata] | type[GroupMetadata]:
         return ArrayV3Metadata if node_type == "array" else GroupMetadata
 
+    @property
+    def flattened_metadata(self) -> dict[str, Any]:
+        """Every node below the group by its relative path (groups without their own
+        consolidated metadata; one that had its subtree keeps an empty one, as
+        zarr-python's): v2 member groups (:class:`GroupMetadataV2`) as v3 ones."""
+        out: dict[str, Any] = {}
+        for name, md in self.metadata.items():
+            cm = getattr(md, "consolidated_metadata", None)
+            if getattr(md, "node_type", None) != "group":
+                out[name] = md
+                continue
+            out[name] = replace(md, consolidated_metadata=None if cm is None else type(self)())
+            if cm is not None:
+                out.update({f"{name}/{k}": v for k, v in cm.flattened_metadata.items()})
+        return out
+
+    def members(self) -> dict[str, Any]:
+        """Every node below the group by its relative path, each group with the nodes
+        below it: v2 member groups (:class:`GroupMetadataV2`) as v3 ones."""
+        out: dict[str, Any] = {}
+        for name, md in self.metadata.items():
+            out[name] = md
+            cm = getattr(md, "consolidated_metadata", None)
+            if getattr(md, "node_type", None) == "group" and cm is not None:
+                out.update({f"{name}/{k}": v for k, v in cm.members().items()})
+        return out
+
     @classmethod
     def _of(cls, metadata: _v3.ConsolidatedMetadata) -> ConsolidatedMetadata:
         """``metadata`` as this class (its members too)."""
@@ -190,10 +219,95 @@ class ConsolidatedMetadata(_v3.ConsolidatedMetadata):
         return cls(**{f.name: getattr(metadata, f.name) for f in fields(metadata) if f.init})
 
 
-def with_codec_objects(metadata: Any) -> Any:
+@dataclass(frozen=True, eq=False)
+class ArrayMetadataV2(_v2.ArrayMetadataV2):
+    """zarr-python's ``ArrayV2Metadata``: its ``to_dict()`` holds the array's
+    ``attributes`` too, as zarr-python's does (pydantic-zarr's ``ArraySpec.from_zarr``,
+    which ome-zarr uses, validates that dict and needs them).  The documents written
+    (``.zarray``, ``.zattrs``) are the metadata layer's; equal to the metadata layer's
+    instance of the same documents."""
+
+    __eq__ = _equal_as(_v2.ArrayMetadataV2)
+    __hash__ = _v2.ArrayMetadataV2.__hash__
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``.zarray`` document with the ``attributes`` (``.zattrs``), as zarr-python's
+        ``ArrayV2Metadata.to_dict()``."""
+        return {**_v2.ArrayMetadataV2.to_dict(self), "attributes": dict(self.attributes)}
+
+    def store_documents(self) -> dict[str, bytes]:
+        """The documents stored: ``.zarray`` (without the attributes) and ``.zattrs``."""
+        return self._layer().store_documents()
+
+    def to_json(self) -> bytes:
+        """One document (for pickling), as the metadata layer's."""
+        return self._layer().to_json()
+
+    def _layer(self) -> _v2.ArrayMetadataV2:
+        return _v2.ArrayMetadataV2(**{f.name: getattr(self, f.name)
+                                      for f in fields(_v2.ArrayMetadataV2) if f.init})
+
+    @classmethod
+    def _of(cls, metadata: _v2.ArrayMetadataV2) -> ArrayMetadataV2:
+        """``metadata`` as this class."""
+        if isinstance(metadata, cls):
+            return metadata
+        return cls(**{f.name: getattr(metadata, f.name)
+                      for f in fields(_v2.ArrayMetadataV2) if f.init})
+
+
+@dataclass(frozen=True, eq=False)
+class GroupMetadataV2(_v2.GroupMetadataV2):
+    """zarr-python's ``GroupMetadata`` of a Zarr v2 group: with ``consolidated_metadata``,
+    as zarr-python's has for both formats (libraries test it: anndata refuses to write
+    into a group whose ``metadata.consolidated_metadata is not None``).
+
+    It is ``None`` unless the group was opened with consolidated metadata (``.zmetadata``);
+    then a :class:`ConsolidatedMetadata` of the nodes below the group (member groups
+    holding their own, as zarr-python nests them).  Not part of the documents written
+    (``.zgroup``, ``.zattrs``) nor compared: equal to the metadata layer's instance of the
+    same documents.
+    """
+
+    consolidated_metadata: ConsolidatedMetadata | None = field(default=None, compare=False)
+
+    __eq__ = _equal_as(_v2.GroupMetadataV2)
+    __hash__ = _v2.GroupMetadataV2.__hash__
+
+    @classmethod
+    def _of(cls, metadata: _v2.GroupMetadataV2, consolidated: Any = None) -> GroupMetadataV2:
+        """``metadata`` as this class, with the consolidated metadata of ``consolidated``
+        (the group's view of its consolidated members: ``child_names()``, ``get(name)``
+        and ``sub(name)``, or ``None``)."""
+        if isinstance(metadata, cls) and consolidated is None:
+            return metadata
+        cm = None if consolidated is None else _v2_consolidated(consolidated)
+        own = {f.name: getattr(metadata, f.name) for f in fields(_v2.GroupMetadataV2)
+               if f.init}
+        return cls(**own, consolidated_metadata=cm)
+
+
+def _v2_consolidated(view: Any) -> ConsolidatedMetadata:
+    """The nested :class:`ConsolidatedMetadata` of a v2 group's consolidated ``view``."""
+    members: dict[str, Any] = {}
+    for name in view.child_names():
+        md = view.get(name)
+        if isinstance(md, _v2.GroupMetadataV2):
+            md = GroupMetadataV2._of(md, view.sub(name))
+        members[name] = md
+    return ConsolidatedMetadata(metadata=members)
+
+
+def with_codec_objects(metadata: Any, consolidated: Any = None) -> Any:
     """``metadata`` (of any node, either format) as zarr-python's: v3 metadata as the
     classes above (arrays' codecs, their own and those in consolidated metadata, as codec
-    objects); anything else (Zarr v2 metadata) as it is."""
+    objects), v2 group metadata as :class:`GroupMetadataV2` (with the consolidated
+    metadata of ``consolidated``, the group's view of its consolidated members, if given)
+    and v2 array metadata as :class:`ArrayMetadataV2`."""
+    if isinstance(metadata, _v2.GroupMetadataV2):
+        return GroupMetadataV2._of(metadata, consolidated)
+    if isinstance(metadata, _v2.ArrayMetadataV2):
+        return ArrayMetadataV2._of(metadata)
     if isinstance(metadata, _v3.ArrayV3Metadata):
         return ArrayV3Metadata._of(metadata)
     if isinstance(metadata, _v3.GroupMetadata):

@@ -124,6 +124,27 @@ class NumcodecsCodec(BytesBytesCodec):
     def to_dict(self) -> dict[str, Any]:
         return dict(self.config)
 
+    # zarr-python gives a v2 array's compressor and filters as numcodecs objects, whose
+    # settings libraries read as attributes (ome-zarr: ``a.compressors[0].cname``); this
+    # codec answers the same names from its configuration
+
+    @property
+    def codec_id(self) -> Any:
+        """The numcodecs codec id (``"blosc"``, ``"zstd"``...), as numcodecs names it."""
+        return self.config.get("id")
+
+    def get_config(self) -> dict[str, Any]:
+        """The numcodecs configuration (with its ``"id"``), as numcodecs gives it."""
+        return dict(self.config)
+
+    def __getattr__(self, name: str) -> Any:
+        config = self.__dict__.get("config")
+        if not name.startswith("_") and name != "id" and config and name in config:
+            return config[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r} "
+                             f"(nor has numcodecs codec {self.codec_id!r} a setting "
+                             f"of that name)" if config else name)
+
     def encode(self, data: Any) -> Any:
         if (self.view_dtype is not None and isinstance(data, np.ndarray)
                 and data.dtype == np.uint8 and data.nbytes % self.view_dtype.itemsize == 0):
