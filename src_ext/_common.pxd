@@ -565,17 +565,28 @@ cdef inline void strided_copy_stream(const uint8_t* src, uint8_t* dst, Layout* L
     # ZF_PREFETCH_RUNS ahead along the innermost outer dim prefetched: the hardware
     # prefetchers follow such a pattern poorly (2x slower than a dense copy here)
     cdef int64_t pf = 0
+    # ... or, when that dim is a row of regions gathered together (``row_group_layout``:
+    # its runs follow each other in src), the whole row's span ZF_PREFETCH_RUNS rows
+    # ahead along the dim outside it, once per row
+    cdef int64_t pf_span = n_in * itemsize
+    cdef bint pf_rows = False
     # short runs of whole 16-byte blocks: inline moves, not a memcpy call each
     cdef bint short_run = run and n_in * itemsize <= 512 and (n_in * itemsize) % 16 == 0
-    if run and nouter > 0 and n_in * itemsize <= 512 and abs64(osst[nouter - 1]) > 256:
-        pf = ZF_PREFETCH_RUNS * osst[nouter - 1]
+    if run and nouter > 0 and n_in * itemsize <= 512:
+        if abs64(osst[nouter - 1]) > 256:
+            pf = ZF_PREFETCH_RUNS * osst[nouter - 1]
+        elif (nouter > 1 and osst[nouter - 1] == n_in * itemsize
+                and abs64(osst[nouter - 2]) > oshape[nouter - 1] * n_in * itemsize):
+            pf = ZF_PREFETCH_RUNS * osst[nouter - 2]
+            pf_span = oshape[nouter - 1] * n_in * itemsize
+            pf_rows = True
 
     so = 0
     do = 0
     while True:
         if run:
-            if pf != 0:
-                zf_prefetch_run(src + so + pf, <size_t>(n_in * itemsize))
+            if pf != 0 and (not pf_rows or idx[nouter - 1] == 0):
+                zf_prefetch_run(src + so + pf, <size_t>pf_span)
             if stream and n_in * itemsize >= 64 and ((<uintptr_t>(dst + do)) & 63) == 0:
                 zf_stream_run(dst + do, src + so, <size_t>(n_in * itemsize))
             elif short_run:

@@ -29,7 +29,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.string cimport memcmp, memcpy
 
 from _checks cimport _check_fill, _check_shape, _check_span, _is_empty, _tup
-from _common cimport ZF_MAX_NDIM
+from _common cimport ZF_MAX_NDIM, ZF_PREFETCH_RUNS, zf_copy_short, zf_prefetch_run
 
 import os
 
@@ -416,7 +416,10 @@ cdef inline void _out_run(_Out* o, const uint8_t* p, int64_t n) noexcept nogil:
         o.iov[o.cnt].iov_len = 0
         o.tail = o.cnt
         o.cnt += 1
-    memcpy(o.stage + o.staged, p, <size_t>n)
+    if n <= 512 and n % 16 == 0:
+        zf_copy_short(o.stage + o.staged, p, <size_t>n)
+    else:
+        memcpy(o.stage + o.staged, p, <size_t>n)
     o.iov[o.tail].iov_len += <size_t>n
     o.staged += n
 
@@ -534,6 +537,12 @@ def write_region_files(const int64_t[::1] dir_fds not None, list tmp_names not N
     for d in range(R.nouter):
         R.shape[d] = shape[d]
         R.strides[d] = src_strides[d]
+    # short runs far apart in src (a chunk's rows in a large array) are prefetched
+    # ZF_PREFETCH_RUNS runs ahead, as strided_copy does: the hardware follows the
+    # pattern poorly
+    cdef int64_t pf = 0
+    if R.nouter > 0 and R.run <= 512 and abs(src_strides[R.nouter - 1]) > 256:
+        pf = ZF_PREFETCH_RUNS * src_strides[R.nouter - 1]
 
     errors_arr = np.zeros(n, dtype=np.int64)
     cdef int64_t[::1] errs = errors_arr
@@ -585,6 +594,8 @@ def write_region_files(const int64_t[::1] dir_fds not None, list tmp_names not N
                         idx[d] = 0
                     pos = src_offsets[i, r]
                     while o.err == 0:
+                        if pf != 0:
+                            zf_prefetch_run(base + pos + pf, <size_t>R.run)
                         _out_run(&o, base + pos, R.run)
                         if not _next_run(&R, idx, &pos):
                             break
