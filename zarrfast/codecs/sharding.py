@@ -42,7 +42,13 @@ from zarrfast.codecs.bytes import BytesCodec
 from zarrfast.codecs.chain import CodecChain, parse_codecs, validate_codec_chain
 from zarrfast.codecs.compressors import Crc32cCodec
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.errors import ChunkDecodeError, CodecError, MetadataValidationError, add_context
+from zarrfast.errors import (
+    ChunkDecodeError,
+    CodecError,
+    MetadataTypeError,
+    MetadataValidationError,
+    add_context,
+)
 from zarrfast.metadata.dtype import DataType, is_fill_chunk, parse_data_type
 
 _UINT64: DataType = parse_data_type("uint64")
@@ -52,6 +58,36 @@ def _parse_chain(value: Any, what: str) -> tuple[Codec, ...]:
     if not isinstance(value, (list, tuple)):
         raise MetadataValidationError(f"sharding_indexed: {what} must be a list, got {value!r}")
     return parse_codecs(value, node="sharding_indexed", member=what)
+
+
+def _inner_chunk_shape(data: Any) -> tuple[int, ...]:
+    """``chunk_shape`` given to the constructor, read as zarr-python 3.4 reads it: an
+    integer or an iterable of integers (NumPy integers, a bool as the integer it equals),
+    each an edge length >= 1; its errors in zarr-python's words."""
+    if isinstance(data, (int, np.integer)):
+        if data < 0:
+            raise MetadataValidationError(
+                f"sharding_indexed: chunk_shape: Expected a non-negative integer. Got {data!r} "
+                f"instead")
+        data = (data,)
+    try:
+        sizes = tuple(data)
+    except TypeError:
+        raise MetadataTypeError(
+            f"sharding_indexed: chunk_shape: Expected an integer or an iterable of integers. "
+            f"Got {data!r} instead") from None
+    if not all(isinstance(v, (int, np.integer)) for v in sizes):
+        raise MetadataTypeError(f"sharding_indexed: chunk_shape: Expected an iterable of "
+                                f"integers. Got {data!r} instead")
+    if not all(v > -1 for v in sizes):
+        raise MetadataValidationError(f"sharding_indexed: chunk_shape: Expected all values to "
+                                      f"be non-negative. Got {data!r} instead")
+    sizes = tuple(int(v) for v in sizes)
+    for axis, v in enumerate(sizes):
+        if v < 1:
+            raise MetadataValidationError(f"sharding_indexed: Dimension {axis}: chunk edge "
+                                          f"length must be >= 1, got {v!r}")
+    return sizes
 
 
 #: the deepest nesting of sharding codecs accepted (two is already unusual)
@@ -144,8 +180,13 @@ class ShardingCodec(ArrayBytesCodec):
     Raises
     ------
     MetadataValidationError
-        ``chunk_shape`` is not a sequence of integers >= 1, ``index_location`` or
-        ``subchunk_write_order`` is another value, or a codec list is not one.
+        A size in ``chunk_shape`` below 1, ``index_location`` or ``subchunk_write_order``
+        another value, a codec list that is not one, or an index codec whose encoded
+        size is not fixed (a compressor).
+    zarrfast.errors.MetadataTypeError
+        ``chunk_shape`` is neither an integer nor an iterable of integers (as zarr-python
+        3.4, an integer ``n`` is ``(n,)``, NumPy integers and bools are read as the
+        integers they equal).
 
     Examples
     --------
@@ -181,20 +222,13 @@ class ShardingCodec(ArrayBytesCodec):
     aliases = ("https://purl.org/zarr/spec/codec/sharding-indexed/1.0",)
 
     def __post_init__(self) -> None:
-        shape = self.chunk_shape
-        if not isinstance(shape, (list, tuple)) or not all(
-            isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1 for c in shape
-        ):
-            raise MetadataValidationError(
-                f"sharding_indexed: chunk_shape must be a list of integers >= 1, got {shape!r}"
-            )
-        object.__setattr__(self, "chunk_shape", tuple(int(c) for c in shape))
+        object.__setattr__(self, "chunk_shape", _inner_chunk_shape(self.chunk_shape))
         # an enum member is taken as its string, with zarr-python 3.4's DeprecationWarning
         object.__setattr__(self, "index_location", coerce_enum_input(
             self.index_location, "index_location", "ShardingCodec"))
         if self.index_location not in ("start", "end"):
             raise MetadataValidationError(
-                f"sharding_indexed: index_location must be 'start' or 'end', got "
+                f"sharding_indexed: index_location must be one of ['start', 'end'], got "
                 f"{self.index_location!r}"
             )
         order = self.subchunk_write_order
@@ -212,6 +246,12 @@ class ShardingCodec(ArrayBytesCodec):
                         f"sharding_indexed: {what} must be a list of codecs, got {value!r}"
                     ) from None
                 object.__setattr__(self, what, _parse_chain(value, what))
+        variable = [c.name for c in self.index_codecs
+                    if isinstance(c, BytesBytesCodec) and c.compute_encoded_size(16) is None]
+        if variable:  # (the index is found by its size, known before it is read)
+            raise MetadataValidationError(
+                f"sharding_indexed: index_codecs must produce a fixed-size encoding, but these "
+                f"codecs do not: {variable} (a compressor cannot encode the shard index)")
 
     @classmethod
     def from_dict(cls, data: Any) -> ShardingCodec:
@@ -245,9 +285,10 @@ class ShardingCodec(ArrayBytesCodec):
             if key not in config:
                 raise MetadataValidationError(f"sharding_indexed: missing {key!r} in {data!r}")
         shape = config["chunk_shape"]
-        if not isinstance(shape, list):
+        if not isinstance(shape, list) or not all(
+                isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in shape):
             raise MetadataValidationError(
-                f"sharding_indexed: chunk_shape must be a list of integers, got {shape!r}"
+                f"sharding_indexed: chunk_shape must be a list of integers >= 1, got {shape!r}"
             )
         _check_nesting(config)  # before parsing the inner chains recursively
         return cls(
@@ -358,16 +399,19 @@ class ShardingCodec(ArrayBytesCodec):
             ``chunk_shape`` has another rank or does not divide ``shape``, an inner chain
             is invalid for its chunks, or the index codecs have no fixed size.
         """
-        if len(self.chunk_shape) != len(shape):
+        if len(self.chunk_shape) != len(shape):  # (zarr-python 3.4's words, then ours)
             raise MetadataValidationError(
-                f"sharding_indexed: chunk_shape {list(self.chunk_shape)} has rank "
-                f"{len(self.chunk_shape)} but the shard shape {list(shape)} has rank {len(shape)}"
+                f"sharding_indexed: the shard's chunk_shape and the array's shape need to have "
+                f"the same number of dimensions: chunk_shape {list(self.chunk_shape)} has "
+                f"rank {len(self.chunk_shape)}, the shard shape {list(shape)} rank {len(shape)}"
             )
-        for s, c in zip(shape, self.chunk_shape, strict=True):
+        for i, (s, c) in enumerate(zip(shape, self.chunk_shape, strict=True)):
             if s % c:
                 raise MetadataValidationError(
-                    f"sharding_indexed: inner chunk_shape {list(self.chunk_shape)} does not "
-                    f"evenly divide the shard shape {list(shape)}"
+                    f"sharding_indexed: Chunk edge length {s} in dimension {i} is not divisible "
+                    f"by the shard's inner chunk size {c}. (inner chunk_shape "
+                    f"{list(self.chunk_shape)} does not evenly divide the shard shape "
+                    f"{list(shape)})"
                 )
         validate_codec_chain(self.codecs, shape=self.chunk_shape, data_type=data_type,
                              node="sharding_indexed codecs")
