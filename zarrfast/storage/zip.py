@@ -136,7 +136,8 @@ class ZipStore(Store):
         ``"x"`` creates and refuses an existing file.
     read_only : bool, optional
         Refuse writes; ``None`` (the default) means ``mode == "r"``.  A store opened
-        with mode ``"r"`` is always read-only.
+        with mode ``"r"`` is always read-only (``read_only=False`` is taken, as
+        zarr-python takes it, and the store is read-only all the same).
     compression : int, default zipfile.ZIP_STORED
         The ``zipfile`` compression of new members.  ``ZIP_STORED`` (no compression;
         chunks are usually compressed already) lets byte ranges seek without
@@ -162,7 +163,7 @@ class ZipStore(Store):
     zarrfast.storage.errors.UnsafeArchiveMemberError
         When a member name could leave the archive's root.
     ZarrfastError
-        When ``mode`` is not one of the four, or mode ``"r"`` is asked to be writable.
+        When ``mode`` is not one of the four.
 
     Examples
     --------
@@ -194,10 +195,9 @@ class ZipStore(Store):
     ) -> None:
         if mode not in _MODES:
             raise ZarrfastError(f"ZipStore mode must be one of {_MODES}, got {mode!r}")
-        if read_only is None:
-            read_only = mode == "r"
-        if mode == "r" and not read_only:
-            raise ZarrfastError(f"ZipStore {os.fspath(path)!r}: mode 'r' cannot be writable")
+        # mode "r" reads only, whatever read_only says (zarr-python 3.4 takes
+        # read_only=False with mode "r" too: its writes then fail in zipfile)
+        read_only = mode == "r" if read_only is None else bool(read_only) or mode == "r"
         super().__init__(read_only=read_only)
         self.path = Path(path).expanduser().absolute()
         self._shown_path = Path(path)  # as given (relative too), for str(): as zarr-python
