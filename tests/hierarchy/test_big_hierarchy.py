@@ -329,3 +329,26 @@ def test_a_v2_hierarchy_lists_from_one_batch(tmp_path):
     store2.set("a2/.zgroup", b'{"zarr_format": 2}')
     with pytest.raises(ZarrfastError, match="'a2'"):
         list(zarrfast.open_group(str(tmp_path / "v2"), mode="r").arrays())
+
+
+@pytest.mark.parametrize("consolidated", [False, True])
+def test_v2_arrays_alike_but_for_attributes_keep_their_own(tmp_path, consolidated):
+    """Zarr v2 ``.zarray`` documents equal byte for byte are parsed once per listing
+    (``ArrayMetadataV2.from_documents(parsed=...)``): each array keeps its attributes,
+    and one with another fill value or dtype its own metadata."""
+    root = zarrfast.open_group(str(tmp_path / "v2"), mode="w", zarr_format=2)
+    for i in range(6):
+        kw = {"fill_value": 7} if i == 4 else {"dtype": "f8"} if i == 5 else {}
+        root.create_array(f"a{i}", shape=(3,), attributes={"i": i},
+                          **{"dtype": "i2", **kw})
+    if consolidated:
+        zarrfast.consolidate_metadata(str(tmp_path / "v2"))
+    g = zarrfast.open_group(str(tmp_path / "v2"), mode="r")
+    assert (g._consolidated is not None) == consolidated
+    listed = dict(g.arrays())
+    for name, a in listed.items():
+        one = zarrfast.open_array(str(tmp_path / "v2"), path=name, mode="r")
+        assert a.metadata == one.metadata and a.attrs["i"] == int(name[1:])
+        assert a[...].tolist() == one[...].tolist()
+    assert listed["a4"].fill_value == 7 and listed["a5"].dtype == np.dtype("f8")
+    assert listed["a0"].metadata.attributes is not listed["a1"].metadata.attributes

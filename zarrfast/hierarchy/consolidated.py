@@ -130,6 +130,7 @@ def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[st
                                            _redump(meta.get(".zattrs", {}), key, ".zattrs"),
                                            path=path, key=key + "[.zgroup]")
     members: dict[str, AnyMetadata] = {}
+    parsed: dict[Any, Any] = {}  # (arrays alike but for their attributes: parsed once)
     for entry in meta:
         rel, sep, name = entry.rpartition("/")
         if name in (".zarray", ".zgroup", ".zattrs") and (sep or rel):
@@ -147,7 +148,7 @@ def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[st
         raw = _redump(value, key, entry)
         if name == ".zarray":
             members[rel] = ArrayMetadataV2.from_documents(raw, attrs, path=child,
-                                                          key=f"{key}[{entry}]")
+                                                          key=f"{key}[{entry}]", parsed=parsed)
         else:
             members[rel] = GroupMetadataV2.from_documents(raw, attrs, path=child,
                                                           key=f"{key}[{entry}]")

@@ -129,7 +129,8 @@ def read_children_metadata(store: Store, path: str, names: list[str], zarr_forma
                 continue
             md = parse_metadata(raw, path=child, key=node_key(child, "zarr.json"),
                                 parsed=parsed)
-            check_rectilinear_allowed(md, f"array {_where(child)}", reading=True)
+            if not getattr(getattr(md, "chunk_grid", None), "is_regular", True):
+                check_rectilinear_allowed(md, f"array {_where(child)}", reading=True)
             out[name] = md
         return out
     paths = [node_key(path, n) for n in names]
@@ -143,7 +144,8 @@ def read_children_metadata(store: Store, path: str, names: list[str], zarr_forma
             )
         if zarray is not None:
             out[name] = ArrayMetadataV2.from_documents(zarray, zattrs, path=child,
-                                                       key=node_key(child, ".zarray"))
+                                                       key=node_key(child, ".zarray"),
+                                                       parsed=parsed)
         elif zgroup is not None:
             out[name] = GroupMetadataV2.from_documents(zgroup, zattrs, path=child,
                                                        key=node_key(child, ".zgroup"))

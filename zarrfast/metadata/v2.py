@@ -337,11 +337,28 @@ class ArrayMetadataV2:
 
     # -- (de)serialisation ---------------------------------------------------------
     @classmethod
-    def from_documents(cls, zarray: Any, zattrs: Any, *, path: str, key: str
-                       ) -> ArrayMetadataV2:
+    def from_documents(cls, zarray: Any, zattrs: Any, *, path: str, key: str,
+                       parsed: dict[Any, Any] | None = None) -> ArrayMetadataV2:
+        """The metadata of a ``.zarray`` and ``.zattrs`` document (``zattrs`` may be
+        ``None``).  ``parsed``: kept by the caller over one batch of documents (the arrays
+        of a hierarchy), the metadata parsed of each ``.zarray`` seen: a ``.zarray`` equal
+        to one of them gets a copy of that metadata with its own attributes, without
+        parsing it again (what parsing it would give)."""
+        attrs_key = key.rsplit(".zarray", 1)[0] + ".zattrs"
+        if parsed is not None and isinstance(zarray, (bytes, bytearray, memoryview)):
+            known = parsed.get(bytes(zarray))
+            if known is not None and type(known) is cls:
+                attrs = parse_attributes_doc(zattrs, attrs_key)
+                md = object.__new__(cls)
+                vars(md).update(vars(known))
+                vars(md)["attributes"] = dict(attrs)
+                return md
         doc = _load(zarray, key)
-        attrs = parse_attributes_doc(zattrs, key.rsplit(".zarray", 1)[0] + ".zattrs")
-        return cls.from_dict(doc, attrs, path=path)
+        attrs = parse_attributes_doc(zattrs, attrs_key)
+        md = cls.from_dict(doc, attrs, path=path)
+        if parsed is not None and isinstance(zarray, (bytes, bytearray, memoryview)):
+            parsed[bytes(zarray)] = md
+        return md
 
     @classmethod
     def from_dict(cls, doc: Any, attributes: dict | None = None, *, path: str = ""
