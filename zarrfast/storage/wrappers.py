@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -613,7 +613,9 @@ class LoggingStore(WrapperStore):
     ``get_many`` and ``set_many`` have the duration of the whole batch, those of
     ``delete_many`` 0 seconds.  Version tokens and conditional writes
     (``version``, ``get_versioned``, ``set_if_version``) pass through unrecorded.
-    Thread-safe.
+    ``counter`` counts the records of each operation, as zarr-python's
+    ``LoggingStore.counter`` (``store.counter["get"]``; ``counter.clear()`` zeroes it
+    and keeps ``operations``).  Thread-safe.
 
     Parameters
     ----------
@@ -660,8 +662,12 @@ class LoggingStore(WrapperStore):
                  log_level: int = logging.DEBUG) -> None:
         super().__init__(store)
         self.operations: deque[Operation] = deque(maxlen=max_records)
+        #: zarr-python's ``LoggingStore.counter``: the number of records of each operation
+        #: since it was made or cleared (``counter.clear()``), batches' own records too
+        self.counter: Counter[str] = Counter()
         self.log_level = log_level
         self._max_records = max_records
+        self._counter_lock = threading.Lock()
 
     def _options(self) -> dict[str, Any]:
         return {"max_records": self._max_records, "log_level": self.log_level}
@@ -669,6 +675,8 @@ class LoggingStore(WrapperStore):
     def _record(self, op: str, key: str, nbytes: int, seconds: float,
                 byte_range: ByteRequest | None = None, error: str | None = None) -> None:
         self.operations.append(Operation(op, key, nbytes, seconds, byte_range, error))
+        with self._counter_lock:
+            self.counter[op] += 1
         if logger.isEnabledFor(self.log_level):
             logger.log(self.log_level, "%s %s %r: %d bytes in %.6f s%s", self.store, op, key,
                        nbytes, seconds, f" ({error})" if error else "")
@@ -687,11 +695,13 @@ class LoggingStore(WrapperStore):
 
     # -- what was recorded --------------------------------------------------------------
     def reset(self) -> None:
-        """Forget the recorded operations.
+        """Forget the recorded operations, and zero ``counter``.
 
         (``clear()``, as on every store, deletes every key of the store.)
         """
         self.operations.clear()
+        with self._counter_lock:
+            self.counter.clear()
 
     def counts(self) -> dict[str, int]:
         """Count the recorded operations of each kind (batches not counted).
