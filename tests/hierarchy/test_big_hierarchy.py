@@ -96,6 +96,8 @@ def test_listings_are_zarr_pythons(built, kind):
     assert sorted(name for name, _ in g.arrays()) == sorted(theirs[kind]["arrays"])
     assert sorted(g.array_keys()) == sorted(theirs[kind]["array_keys"])
     assert [name for name, _ in g.groups()] == theirs[kind]["groups"] == ["sub"]
+    top = sorted(r[0] for r in theirs[kind]["members"] if "/" not in r[0])
+    assert sorted(g.keys()) == top and len(g) == len(top) == N + 1
 
 
 @pytest.mark.parametrize("kind", ["plain", "cons"])
@@ -352,3 +354,44 @@ def test_v2_arrays_alike_but_for_attributes_keep_their_own(tmp_path, consolidate
         assert a[...].tolist() == one[...].tolist()
     assert listed["a4"].fill_value == 7 and listed["a5"].dtype == np.dtype("f8")
     assert listed["a0"].metadata.attributes is not listed["a1"].metadata.attributes
+
+
+def test_the_collector_is_paused_only_while_many_objects_are_made():
+    import gc
+
+    from zarrfast.metadata.gcpause import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():  # (nested, as threads pausing at once)
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collector_paused():
+        raise KeyError("x")
+    assert gc.isenabled()
+    with collector_paused(False):
+        assert gc.isenabled()
+    gc.disable()  # (a collector disabled by the caller stays disabled)
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    # a large consolidated document (over 1 MiB): read, its members listed, and the
+    # collector running again after each, also when a member is refused
+    members = {f"a{i:05d}": _array_doc(attributes={"i": i, "pad": "x" * 40})
+               for i in range(6000)}
+    store = _store_with(members, consolidated=True)
+    assert len(store.get("zarr.json")) > 1 << 20
+    g = zarrfast.open_group(store, mode="r")
+    assert gc.isenabled()
+    listed = list(g.arrays())
+    assert gc.isenabled() and len(listed) == 6000
+    assert [a.attrs["i"] for _, a in listed[:3]] == [0, 1, 2]
+    members["a00003"] = _array_doc(shape="bad")
+    with pytest.raises(MetadataValidationError, match="array 'a00003'"):
+        zarrfast.open_group(_store_with(members, consolidated=True), mode="r")
+    assert gc.isenabled()

@@ -28,8 +28,10 @@ from zarrfast.hierarchy.node import (
     read_node_metadata,
     write_metadata,
 )
+from zarrfast.metadata.gcpause import collector_paused
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from zarrfast.metadata.v3 import (
+    LARGE_DOCUMENT,
     ConsolidatedMetadata,
     GroupMetadata,
     check_member_path,
@@ -175,7 +177,8 @@ def read_consolidated(store: Store, path: str, zarr_format: int | None, *,
         key = node_key(path, ".zmetadata")
         raw = store.get(key)
         if raw is not None:
-            return _v2_members(_load(raw, key), path, key)
+            with collector_paused(len(raw) > LARGE_DOCUMENT):
+                return _v2_members(_load(raw, key), path, key)
     return None
 
 

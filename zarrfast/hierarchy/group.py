@@ -48,6 +48,7 @@ from zarrfast.hierarchy.node import (
     write_metadata,
     write_new_node,
 )
+from zarrfast.metadata.gcpause import collector_paused
 from zarrfast.metadata.paths import join_path, normalize_path
 from zarrfast.metadata.v2 import GroupMetadataV2
 from zarrfast.metadata.v3 import GroupMetadata
@@ -56,6 +57,9 @@ from zarrfast.storage.asynchronous import StorePath, store_path_of
 from zarrfast.storage.resolve import StoreLike
 
 __all__ = ["Group"]
+
+#: listings of more members than this are made with the garbage collector paused
+_MANY = 1000
 
 
 def node_from_metadata(store: Store, path: str, md: AnyMetadata, read_only: bool,
@@ -493,7 +497,8 @@ class Group(Node):
         consolidated metadata (whose member paths were checked as it was read), or from the
         members' documents read in one batch (``Store.get_many``) and parsed in turn.
         Arrays come from ``Array._listed``: the configuration read once, each codec chain
-        parsed when the array is first used."""
+        parsed when the array is first used.  (All are made at the first ``next``, many
+        with the garbage collector paused.)"""
         cls = type(self)
         if cls._child_names is not Group._child_names or cls.__getitem__ is not Group.__getitem__:
             for name in self._child_names():  # (a subclass's own lookups: drafts)
@@ -501,41 +506,48 @@ class Group(Node):
                 if node_type is None or node._kind == node_type:
                     yield name, node
             return
-        store, read_only, base = self._store, self._read_only, self._path
-        like: Array | None = None
         view = self._consolidated
         if view is not None:
-            for name in view.child_names():
-                md = view.get(name)
-                if md is None or (node_type is not None and md.node_type != node_type):
-                    continue
-                path = self._child_path(name)  # (a reserved name is refused, naming us)
-                if md.node_type == "array":
-                    like = Array._listed(store, path, md, like, read_only)
-                    yield name, like
-                else:
-                    yield name, Group(store, path, md, read_only=read_only,  # type: ignore[arg-type]
-                                      consolidated=view.sub(name))
-            return
-        names = child_candidates(store, base)
-        found = read_children_metadata(store, base, names, self.zarr_format)
-        for name in names:
-            path = self._child_path(name)  # (an invalid name: InvalidNodeNameError, as before)
-            md = found[name]
-            if md is None:  # no document of the group's format: as self[name] finds it
-                if existing_node(store, path) is None:
+            names = view.child_names()
+            with collector_paused(len(names) > _MANY):
+                found = {name: view.get(name) for name in names}
+                made = self._made_members(found, node_type)
+        else:
+            names = child_candidates(self._store, self._path)
+            with collector_paused(len(names) > _MANY):
+                found = read_children_metadata(self._store, self._path, names,
+                                               self.zarr_format)
+                made = self._made_members(found, node_type)
+        yield from made
+
+    def _made_members(self, found: dict[str, AnyMetadata | None], node_type: str | None
+                      ) -> list[tuple[str, Array | Group]]:
+        """The nodes of :meth:`_member_nodes` from the members' metadata by name (``None``:
+        no document of the group's format was found: looked up as ``self[name]`` does)."""
+        store, read_only = self._store, self._read_only
+        view = self._consolidated
+        like: Array | None = None
+        out: list[tuple[str, Array | Group]] = []
+        for name, md in found.items():
+            # (an invalid or reserved name: InvalidNodeNameError naming this group)
+            path = self._child_path(name)
+            if md is None:
+                if view is not None or existing_node(store, path) is None:
                     continue
                 node = self[name]
                 if node_type is None or node._kind == node_type:
-                    yield name, node
+                    out.append((name, node))
                 continue
             if node_type is not None and md.node_type != node_type:
                 continue
             if md.node_type == "array":
                 like = Array._listed(store, path, md, like, read_only)
-                yield name, like
+                out.append((name, like))
             else:
-                yield name, Group(store, path, md, read_only=read_only)  # type: ignore[arg-type]
+                out.append((name, Group(
+                    store, path, md, read_only=read_only,  # type: ignore[arg-type]
+                    consolidated=None if view is None else view.sub(name))))
+        return out
 
     def keys(self) -> Iterator[str]:
         """Iterate over the names of the direct members (arrays and groups).

@@ -374,9 +374,14 @@ def child_candidates(store: Store, path: str) -> list[str]:
 
 
 def child_node_names(store: Store, path: str) -> list[str]:
-    """Names of the nodes directly below ``path`` (either format)."""
-    return [name for name in child_candidates(store, path)
-            if existing_node(store, node_key(path, name)) is not None]
+    """Names of the nodes directly below ``path`` (either format): those with a
+    ``zarr.json`` (read in one batch, ``Store.get_many``), a ``.zarray`` or a ``.zgroup``."""
+    names = child_candidates(store, path)
+    paths = [node_key(path, n) for n in names]
+    found = store.get_many([node_key(p, "zarr.json") for p in paths]) if names else []
+    return [name for name, child, raw in zip(names, paths, found, strict=True)
+            if raw is not None or store.exists(node_key(child, ".zarray"))
+            or store.exists(node_key(child, ".zgroup"))]
 
 
 def metadata_state(metadata: AnyMetadata) -> dict[str, Any]:

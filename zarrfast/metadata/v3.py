@@ -13,6 +13,7 @@ and name the node path and the member.
 from __future__ import annotations
 
 import json
+import marshal
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,7 @@ from zarrfast.metadata.chunk_grid import (
     parse_chunk_key_encoding,
 )
 from zarrfast.metadata.dtype import DataType, parse_data_type
+from zarrfast.metadata.gcpause import collector_paused
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
 from zarrfast.metadata.limits import load_json as _load_json  # (hierarchy, draft read it here)
 from zarrfast.metadata.paths import validate_node_name
@@ -55,6 +57,8 @@ _ARRAY_KEYS = {
     "storage_transformers",
 }
 _GROUP_KEYS = {"zarr_format", "node_type", "attributes"}
+#: documents larger than this (bytes) are parsed with the garbage collector paused
+LARGE_DOCUMENT = 1 << 20
 
 
 def _where(path: str) -> str:
@@ -325,16 +329,21 @@ class ArrayV3Metadata:
         metadata with its own attributes, without parsing the rest again (the same
         metadata ``from_dict`` would give; every other document is parsed and checked).
         ``doc``: as JSON parsing gives it (dicts, lists, strings, numbers, booleans and
-        ``None``, whose ``repr`` tells any two apart)."""
+        ``None``).  Documents are told apart by their ``marshal`` bytes (version 2: no
+        references to earlier objects), which tell ``0``, ``0.0``, ``-0.0`` and ``false``
+        apart and keep the members' order: two documents with the same bytes are the same
+        document (equal ones with other bytes, such as an interned string against another,
+        are parsed each)."""
         if parsed is None or type(doc) is not dict:
             return cls.from_dict(doc, path=path)
         attributes = doc.get("attributes")
         if attributes is not None and type(attributes) is not dict:
             return cls.from_dict(doc, path=path)  # (the error names the member)
+        rest = dict(doc)
+        rest.pop("attributes", None)
         try:
-            key = (repr({k: v for k, v in doc.items() if k != "attributes"}),
-                   "attributes" in doc)
-        except RecursionError:
+            key = (marshal.dumps(rest, 2), "attributes" in doc)
+        except (ValueError, RecursionError):  # (not JSON's types; nested too deeply)
             return cls.from_dict(doc, path=path)
         known = parsed.get(key)
         if known is None or type(known) is not cls:
@@ -581,14 +590,17 @@ def parse_metadata(
     """Parse a ``zarr.json`` document, dispatching on ``node_type``.  ``parsed``: the
     arrays parsed so far of a batch of documents (see
     :meth:`ArrayV3Metadata.from_dict_shared`)."""
-    doc = _load_json(raw, key)
-    if not isinstance(doc, dict):
-        raise MetadataValidationError(f"{key}: metadata must be a JSON object, got {doc!r}")
-    node_type = doc.get("node_type")
-    if node_type == "array":
-        return ArrayV3Metadata.from_dict_shared(doc, path=path, parsed=parsed)
-    if node_type == "group":
-        return GroupMetadata.from_dict(doc, path=path)
+    # (a large document: a consolidated hierarchy's, a million objects made at once)
+    with collector_paused(len(raw) > LARGE_DOCUMENT):
+        doc = _load_json(raw, key)
+        if not isinstance(doc, dict):
+            raise MetadataValidationError(
+                f"{key}: metadata must be a JSON object, got {doc!r}")
+        node_type = doc.get("node_type")
+        if node_type == "array":
+            return ArrayV3Metadata.from_dict_shared(doc, path=path, parsed=parsed)
+        if node_type == "group":
+            return GroupMetadata.from_dict(doc, path=path)
     raise MetadataValidationError(
         f"{key}: node_type must be 'array' or 'group', got {node_type!r}"
     )
