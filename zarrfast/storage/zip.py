@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import warnings
 import weakref
 import zipfile
 import zlib
@@ -443,7 +442,8 @@ class ZipStore(Store):
         """Append a member named ``key`` holding ``value``; see ``Store.set``.
 
         A key written before keeps its old member in the archive (reads see the new
-        one); the archive grows with every rewrite.
+        one); the archive grows with every rewrite, and ``zipfile`` warns
+        (``UserWarning: Duplicate name: ...``), as with zarr-python.
 
         Parameters
         ----------
@@ -485,13 +485,10 @@ class ZipStore(Store):
         info.external_attr = 0o644 << 16
         with self._archive.lock:
             zf = self._zf()
-            if key in zf.NameToInfo:
-                # appending a new member of the same name is how an archive "overwrites"
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", "Duplicate name", UserWarning)
-                    zf.writestr(info, data)
-            else:
-                zf.writestr(info, data)
+            # a key written again appends a member of the same name (reads see the last):
+            # zipfile warns "Duplicate name: ...", as with zarr-python, since the archive
+            # keeps the old member and grows
+            zf.writestr(info, data)
 
     def delete(self, key: str) -> None:
         """Refuse to delete ``key``: zip archives do not support deletes.
