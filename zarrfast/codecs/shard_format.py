@@ -127,10 +127,12 @@ class ShardFormat:
     # -- index --------------------------------------------------------------------
     def decode_index(self, raw: Any, key: str) -> np.ndarray:
         """Decode and check an encoded index -> ``(n_inner, 2)`` uint64 array."""
-        if len(raw) != self.index_nbytes:
+        if len(raw) != self.index_nbytes:  # (zarr-python 3.4's words when it is short)
+            short = ("the stored shard is too short to hold its index: "
+                     if len(raw) < self.index_nbytes else "")
             raise ChunkDecodeError(
-                f"shard {key!r}: index has {len(raw)} bytes, expected {self.index_nbytes} "
-                f"(the shard is truncated or not a shard)"
+                f"shard {key!r}: {short}index has {len(raw)} bytes, expected "
+                f"{self.index_nbytes} (the shard is truncated or not a shard)"
             )
         if self._plain_index:
             view = memoryview(raw).cast("B")
@@ -199,7 +201,9 @@ class ShardFormat:
         n = len(data)
         if n < self.index_nbytes:
             raise ChunkDecodeError(
-                f"shard {key!r}: {n} bytes is too short to hold the {self.index_nbytes}-byte index"
+                f"shard {key!r}: the stored shard is too short to hold its index: {n} bytes, "
+                f"the index alone is {self.index_nbytes} (the shard is truncated or not a "
+                f"shard)"
             )
         raw = data[n - self.index_nbytes:] if self.at_end else data[:self.index_nbytes]
         index = self.decode_index(raw, key)
