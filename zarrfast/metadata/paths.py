@@ -51,6 +51,9 @@ def normalize_path(path: str | None) -> str:
 
 
 def join_path(parent: str, name: str) -> str:
+    if type(name) is str and name and "/" not in name:  # one name (a member's, listed)
+        validate_node_name(name, path=name)
+        return f"{parent}/{name}" if parent else name
     child = normalize_path(name)
     if not parent:
         return child

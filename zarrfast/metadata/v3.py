@@ -505,7 +505,7 @@ class ConsolidatedMetadata:
         base = path.strip("/")
         for rel, entry in doc["metadata"].items():
             check_member_path(rel, key)
-            if not isinstance(entry, Mapping):
+            if type(entry) is not dict and not isinstance(entry, Mapping):
                 raise MetadataValidationError(
                     f"{key}: consolidated entry {rel!r} is not an object")
             child = f"{base}/{rel}" if base else rel
