@@ -80,3 +80,44 @@ def test_zero_scale_named_as_given(scale) -> None:
     with pytest.raises(ValueError, match=f"scale must be non-zero, got {scale!r}"):
         zarrfast.create_array(store={}, shape=(4,), dtype="float64", compressors=None,
                               filters=[ScaleOffset(offset=0, scale=scale)])
+
+
+#: (dtype, offset, scale, values written) whose encoding leaves the data type
+OUT_OF_RANGE = [("int8", 0, 100, [0, 1, 2]), ("uint8", 10, 1, [10, 5, 20]),
+                ("uint64", 100, 1, [100, 50, 200])]
+
+
+def test_encoded_value_out_of_range_in_zarr_pythons_words(zarr_peer) -> None:
+    theirs = zarr_peer.run("""
+        import numpy as np, zarr
+        from zarr.codecs import ScaleOffset
+        out = []
+        for dtype, offset, scale, values in ARGS:
+            arr = zarr.create_array(store={}, shape=(3,), dtype=dtype, chunks=(3,),
+                                    filters=[ScaleOffset(offset=offset, scale=scale)],
+                                    compressors=None, fill_value=offset)
+            try:
+                arr[:] = np.array(values, dtype=dtype)
+                out.append(None)
+            except ValueError as e:
+                out.append(str(e))
+        emit(out)
+    """, OUT_OF_RANGE)
+    for (dtype, offset, scale, values), their in zip(OUT_OF_RANGE, theirs, strict=True):
+        phrase = f"scale_offset produced a value outside the range of dtype {dtype}"
+        assert their is not None and phrase in their
+        arr = zarrfast.create_array(store={}, shape=(3,), dtype=dtype, chunks=(3,),
+                                    filters=[ScaleOffset(offset=offset, scale=scale)],
+                                    compressors=None, fill_value=offset)
+        with pytest.raises(ValueError, match=phrase):
+            arr[:] = np.array(values, dtype=dtype)
+        assert arr.store.get("c/0") is None  # (nothing written)
+
+
+def test_stored_integer_not_a_multiple_of_the_scale() -> None:
+    arr = zarrfast.create_array(store={}, shape=(3,), dtype="int8", chunks=(3,),
+                                filters=[ScaleOffset(offset=0, scale=2)], compressors=None,
+                                fill_value=0)
+    arr.store.set("c/0", np.array([2, 3, 4], dtype="int8").tobytes())
+    with pytest.raises(ValueError, match=r"non-zero remainder when dividing by scale=2"):
+        arr[:]

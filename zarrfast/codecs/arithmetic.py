@@ -235,9 +235,9 @@ class ScaleOffsetCodec(ArrayArrayCodec):
                 out = chunk / scale + offset
             return out.astype(chunk.dtype, copy=False).reshape(shape)
         wide = chunk.astype(object) if chunk.dtype == np.uint64 else chunk.astype(np.int64)
-        if (wide % int(scale)).any():
-            raise CodecError(f"scale_offset: stored integers are not multiples of the scale "
-                             f"{int(scale)}")
+        if (wide % int(scale)).any():  # (zarr-python 3.4's words, then ours)
+            raise CodecError(f"scale_offset decode produced a non-zero remainder when dividing "
+                             f"by scale={int(scale)}: stored integers are not multiples of it")
         out = wide // int(scale) + int(offset)
         return _checked_int(out, chunk.dtype, "decoded").reshape(shape)
 
@@ -245,8 +245,9 @@ class ScaleOffsetCodec(ArrayArrayCodec):
 def _checked_int(values: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
     info = np.iinfo(dtype)
     if values.size and (values.min() < info.min or values.max() > info.max):
-        raise CodecError(f"scale_offset: {what} values reach [{values.min()}, "
-                         f"{values.max()}], outside {dtype} [{info.min}, {info.max}]")
+        raise CodecError(f"scale_offset produced a value outside the range of dtype {dtype}: "
+                         f"{what} values reach [{values.min()}, {values.max()}], outside "
+                         f"{dtype} [{info.min}, {info.max}]")
     return values.astype(dtype)
 
 
