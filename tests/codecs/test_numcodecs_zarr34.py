@@ -47,3 +47,14 @@ def test_codec_is_numcodecs_codec_of_the_configuration(name: str) -> None:
 def test_docstring_points_to_numcodecs_class(name: str) -> None:
     cls = getattr(fnc, name)
     assert f"See [numcodecs.{fnc._NUMCODECS_NAMES[cls.codec_name[10:]]}](" in cls.__doc__
+
+
+def test_packbits_refuses_other_types_in_zarr_pythons_words() -> None:
+    import zarrfast
+    from zarrfast.errors import MetadataValidationError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        packbits = fnc.PackBits()
+    with pytest.raises(MetadataValidationError, match="requires bool dtype.*not uint32"):
+        zarrfast.create_array(store={}, shape=(8,), dtype="uint32", filters=[packbits])

@@ -314,7 +314,8 @@ class NumcodecsArrayArrayCodec(_Numcodecs, ArrayArrayCodec):
                 f"{field_} {self.configuration.get(field_)!r} is not the data type it "
                 f"receives ({data_type.name})")
         if self.codec_id == "packbits" and dt.kind != "b":
-            raise MetadataValidationError(f"packbits takes bool, not {data_type.name}")
+            raise MetadataValidationError(f"Packbits filter requires bool dtype (packbits "
+                                          f"takes bool), not {data_type.name}")
         if self.codec_id in ("bitround", "quantize") and dt.kind != "f":
             raise MetadataValidationError(f"takes a floating-point data type, not "
                                           f"{data_type.name}")
