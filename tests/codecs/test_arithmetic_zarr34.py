@@ -4,6 +4,8 @@ written as strings (``scale="2"``) as it does."""
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -121,3 +123,42 @@ def test_stored_integer_not_a_multiple_of_the_scale() -> None:
     arr.store.set("c/0", np.array([2, 3, 4], dtype="int8").tobytes())
     with pytest.raises(ValueError, match=r"non-zero remainder when dividing by scale=2"):
         arr[:]
+
+
+def test_compute_encoded_size_as_zarr_python(zarr_peer) -> None:
+    """``compute_encoded_size(n, chunk_spec)`` of ``CastValue`` and ``ScaleOffset``, with
+    zarr-python's ``ArraySpec`` (the installed zarr-python's here), as zarr-python 3.4.2."""
+    script = """
+        from zarr.core.array_spec import ArrayConfig, ArraySpec
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.dtype import get_data_type_from_json
+        out = []
+        for source, target, n in ARGS:
+            spec = ArraySpec(shape=(10,), dtype=get_data_type_from_json(source, zarr_format=3),
+                             fill_value=0, config=ArrayConfig(order="C", write_empty_chunks=True),
+                             prototype=default_buffer_prototype())
+            out.append([CastValue(data_type=target).compute_encoded_size(n, spec),
+                        ScaleOffset().compute_encoded_size(n, spec)])
+        emit(out)
+    """
+    cases = [["float64", "int16", 80], ["int8", "float32", 10], ["uint16", "uint8", 6]]
+    theirs = zarr_peer.run("from zarr.codecs import CastValue, ScaleOffset\n"
+                           + textwrap.dedent(script), cases)
+    spec_mod = pytest.importorskip("zarr.core.array_spec")
+    buffer_mod = pytest.importorskip("zarr.core.buffer")
+    dtype_mod = pytest.importorskip("zarr.core.dtype")
+    ours = []
+    for source, target, n in cases:
+        spec = spec_mod.ArraySpec(
+            shape=(10,), dtype=dtype_mod.get_data_type_from_json(source, zarr_format=3),
+            fill_value=0, config=spec_mod.ArrayConfig(order="C", write_empty_chunks=True),
+            prototype=buffer_mod.default_buffer_prototype())
+        ours.append([CastValue(data_type=target).compute_encoded_size(n, spec),
+                     ScaleOffset().compute_encoded_size(n, spec)])
+    assert ours == theirs == [[20, 80], [40, 10], [3, 6]]
+    utf8 = spec_mod.ArraySpec(
+        shape=(10,), dtype=dtype_mod.VariableLengthUTF8(), fill_value="",
+        config=spec_mod.ArrayConfig(order="C", write_empty_chunks=True),
+        prototype=buffer_mod.default_buffer_prototype())
+    with pytest.raises(ValueError, match="fixed-size integer and floating-point data types"):
+        CastValue(data_type="uint8").compute_encoded_size(100, utf8)

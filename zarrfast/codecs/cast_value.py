@@ -133,6 +133,35 @@ class CastValue(CastValueCodec):
         """The values mapped before the cast, ``{"encode": {in: out}, ...}``, or None."""
         return self.__dict__.get("_scalar_map")
 
+    def compute_encoded_size(self, input_byte_length: int, chunk_spec: Any) -> int:
+        """The bytes of an encoded chunk, as zarr-python's ``compute_encoded_size``.
+
+        Parameters
+        ----------
+        input_byte_length : int
+            The bytes of the chunk given to the codec.
+        chunk_spec : Any
+            zarr-python's ``ArraySpec`` of the chunk (its ``dtype``, a ``ZDType``, is the
+            type of the values given).
+
+        Returns
+        -------
+        int
+            The bytes of as many values of the stored type.
+
+        Raises
+        ------
+        ValueError
+            The values given are not of a fixed-size integer or floating-point type.
+        """
+        source = chunk_spec.dtype
+        name = source.to_json(zarr_format=3)
+        itemsize = source.to_native_dtype().itemsize
+        if not isinstance(name, str) or name not in PERMITTED_DATA_TYPE_NAMES or not itemsize:
+            raise ValueError(f"cast_value codec only supports fixed-size integer and "
+                             f"floating-point data types; got source data type {source!r}")
+        return input_byte_length // itemsize * self.dtype.to_native_dtype().itemsize
+
     @classmethod
     def from_dict(cls, data: Any) -> CastValue:
         """Make the codec from its metadata object.

@@ -77,6 +77,24 @@ class ScaleOffset(ScaleOffsetCodec):
         config = parse_named_config(data, cls.name, allowed=("offset", "scale"))
         return cls(**config)
 
+    def compute_encoded_size(self, input_byte_length: int, chunk_spec: Any) -> int:
+        """The bytes of an encoded chunk, as zarr-python's ``compute_encoded_size``.
+
+        Parameters
+        ----------
+        input_byte_length : int
+            The bytes of the chunk given to the codec.
+        chunk_spec : Any
+            zarr-python's ``ArraySpec`` of the chunk (not used: the values keep their
+            data type).
+
+        Returns
+        -------
+        int
+            ``input_byte_length``.
+        """
+        return input_byte_length
+
     def to_dict(self) -> dict[str, Any]:
         """Give the codec's metadata object, as zarr-python 3.4 writes it.
 
