@@ -76,6 +76,17 @@ cdef extern from *:
     static int zf_open_root(const char* path) { errno = ENOSYS; return -1; }
     static int zf_read_range(int fd, int64_t offset, int64_t size, uint8_t** buf,
                              int64_t* cap) { return ENOSYS; }
+    typedef void (*zf_cold_fn)(void*);
+    static int zf_read_file_cold(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
+                                 int64_t limit, int64_t* size, int64_t* stamp,
+                                 zf_cold_fn cold, void* ctx) {
+        *size = -1; return ENOSYS; }
+    static int zf_read_range_cold(int fd, int64_t offset, int64_t size, uint8_t** buf,
+                                  int64_t* cap, zf_cold_fn cold, void* ctx) { return ENOSYS; }
+    static void zf_will_need_files(int dirfd, const char** paths, const int64_t* which,
+                                   int64_t lo, int64_t hi, int64_t file_bytes) { }
+    static void zf_will_need_ranges(const int64_t* fds, const int64_t* offsets,
+                                    const int64_t* sizes, int64_t lo, int64_t hi) { }
     #else
     #include <fcntl.h>
     #include <sys/stat.h>
@@ -87,13 +98,42 @@ cdef extern from *:
     #ifndef O_NONBLOCK
     #define O_NONBLOCK 0
     #endif
+    #include <sys/uio.h>
+    /* A call whose first read would wait for the disk (its bytes are not in the page
+       cache) calls `cold(ctx)` first: the caller tells the kernel what else it is about
+       to read (zf_will_need_*), so that the disk reads it all at once while this
+       thread waits for one read.  The first read is made with RWF_NOWAIT; where that
+       flag is missing (or refused by the file system) nothing is called. */
+    typedef void (*zf_cold_fn)(void*);
+    static ssize_t zf_pread_first(int fd, uint8_t* p, size_t n, off_t off, zf_cold_fn cold,
+                                  void* ctx) {
+    #if defined(RWF_NOWAIT) && defined(__linux__)
+        if (cold != NULL) {
+            struct iovec v;
+            ssize_t k;
+            v.iov_base = p;
+            v.iov_len = n;
+            k = preadv2(fd, &v, 1, off, RWF_NOWAIT);
+            if (k >= 0) return k;  /* (a short read: the caller reads on) */
+            if (errno == EAGAIN)
+                cold(ctx);
+            else if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS
+                     && errno != EINTR)
+                return k;  /* a real error: the caller reports it */
+        }
+    #else
+        (void)cold; (void)ctx;
+    #endif
+        return pread(fd, p, n, off);
+    }
     /* Read the whole file at `path` (relative to the directory `dirfd` and opened
        without following links, see zf_files.h; -1: a plain path) into `*buf` (grown with realloc up to `limit`
        bytes).  Returns 0 (and the size), or an errno: EISDIR for a directory, EINVAL for
        another file that is not regular (a FIFO, a device),
        EFBIG when it is larger than `limit` (its size still reported), EIO when it
        shrank while being read.  With `stamp`, the open file's (st_ino, st_size,
-       st_mtime_ns, st_ctime_ns) go there, from fstat. */
+       st_mtime_ns, st_ctime_ns) go there, from fstat.  With `cold`, see
+       zf_pread_first (zf_read_file: without). */
     #if defined(__APPLE__)
     #define ZF_MTIM st_mtimespec
     #define ZF_CTIM st_ctimespec
@@ -101,8 +141,16 @@ cdef extern from *:
     #define ZF_MTIM st_mtim
     #define ZF_CTIM st_ctim
     #endif
+    static int zf_read_file_cold(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
+                                 int64_t limit, int64_t* size, int64_t* stamp,
+                                 zf_cold_fn cold, void* ctx);
     static int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
                             int64_t limit, int64_t* size, int64_t* stamp) {
+        return zf_read_file_cold(dirfd, path, buf, cap, limit, size, stamp, NULL, NULL);
+    }
+    static int zf_read_file_cold(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
+                                 int64_t limit, int64_t* size, int64_t* stamp,
+                                 zf_cold_fn cold, void* ctx) {
         struct stat st;
         int64_t got = 0, want;
         ssize_t k;
@@ -133,7 +181,9 @@ cdef extern from *:
             *cap = want;
         }
         while (got < want) {
-            k = pread(fd, *buf + got, (size_t)(want - got), (off_t)got);
+            k = got == 0 ? zf_pread_first(fd, *buf, (size_t)want, 0, cold, ctx)
+                         : pread(fd, *buf + got, (size_t)(want - got), (off_t)got);
+            cold = NULL;
             if (k < 0) {
                 if (errno == EINTR) continue;
                 err = errno;
@@ -147,8 +197,14 @@ cdef extern from *:
     }
     /* Read bytes [offset, offset + size) of the open file `fd` into `*buf` (grown with
        realloc).  Returns 0, or an errno: EIO when the file ends first. */
+    static int zf_read_range_cold(int fd, int64_t offset, int64_t size, uint8_t** buf,
+                                  int64_t* cap, zf_cold_fn cold, void* ctx);
     static int zf_read_range(int fd, int64_t offset, int64_t size, uint8_t** buf,
                              int64_t* cap) {
+        return zf_read_range_cold(fd, offset, size, buf, cap, NULL, NULL);
+    }
+    static int zf_read_range_cold(int fd, int64_t offset, int64_t size, uint8_t** buf,
+                                  int64_t* cap, zf_cold_fn cold, void* ctx) {
         int64_t got = 0;
         ssize_t k;
         if (size > *cap) {
@@ -158,7 +214,9 @@ cdef extern from *:
             *cap = size;
         }
         while (got < size) {
-            k = pread(fd, *buf + got, (size_t)(size - got), (off_t)(offset + got));
+            k = got == 0 ? zf_pread_first(fd, *buf, (size_t)size, (off_t)offset, cold, ctx)
+                         : pread(fd, *buf + got, (size_t)(size - got), (off_t)(offset + got));
+            cold = NULL;
             if (k < 0) {
                 if (errno == EINTR) continue;
                 return errno;
@@ -168,6 +226,48 @@ cdef extern from *:
         }
         return 0;
     }
+    /* Tell the kernel the files paths[which[i]] (which NULL: paths[i]) for i in
+       [lo, hi) are about to be read (POSIX_FADV_WILLNEED: it starts reading them,
+       without waiting for them): each opened as zf_read_file opens it (no links
+       followed, never blocking: a FIFO is opened and closed, a missing file skipped).
+       At most ZF_WILL_NEED files, and ZF_WILL_NEED_BYTES for files of at most
+       `file_bytes` each: what is announced stays a batch's worth, not a whole read's. */
+    #define ZF_WILL_NEED 4096
+    #define ZF_WILL_NEED_BYTES ((int64_t)256 << 20)
+    static void zf_will_need_files(int dirfd, const char** paths, const int64_t* which,
+                                   int64_t lo, int64_t hi, int64_t file_bytes) {
+        int64_t i, most = ZF_WILL_NEED;
+        int fd;
+        if (file_bytes > 0 && ZF_WILL_NEED_BYTES / file_bytes < most)
+            most = ZF_WILL_NEED_BYTES / file_bytes > 0 ? ZF_WILL_NEED_BYTES / file_bytes : 1;
+        if (hi - lo > most) hi = lo + most;
+        for (i = lo; i < hi; i++) {
+            const char* path = paths[which != NULL ? which[i] : i];
+            fd = dirfd == -1 ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                             : zf_open_nolinks(dirfd, path, O_RDONLY | O_NONBLOCK, 0);
+            if (fd < 0) continue;
+    #if defined(POSIX_FADV_WILLNEED)
+            (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    #endif
+            close(fd);
+        }
+    }
+    /* The same for ranges of open files: bytes [offsets[i], offsets[i] + sizes[i]) of
+       fds[i], for i in [lo, hi), at most ZF_WILL_NEED of them and ZF_WILL_NEED_BYTES. */
+    static void zf_will_need_ranges(const int64_t* fds, const int64_t* offsets,
+                                    const int64_t* sizes, int64_t lo, int64_t hi) {
+        int64_t i, total = 0;
+        if (hi - lo > ZF_WILL_NEED) hi = lo + ZF_WILL_NEED;
+        for (i = lo; i < hi; i++) {
+            if (sizes[i] <= 0) continue;
+            total += sizes[i];
+            if (total > ZF_WILL_NEED_BYTES) break;
+    #if defined(POSIX_FADV_WILLNEED)
+            (void)posix_fadvise((int)fds[i], (off_t)offsets[i], (off_t)sizes[i],
+                                POSIX_FADV_WILLNEED);
+    #endif
+        }
+    }
     #endif
     """
     int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
@@ -175,6 +275,16 @@ cdef extern from *:
     int zf_open_root(const char* path) noexcept nogil
     int zf_read_range(int fd, int64_t offset, int64_t size, uint8_t** buf,
                       int64_t* cap) noexcept nogil
+    ctypedef void (*zf_cold_fn)(void*) noexcept nogil
+    int zf_read_file_cold(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
+                          int64_t limit, int64_t* size, int64_t* stamp, zf_cold_fn cold,
+                          void* ctx) noexcept nogil
+    int zf_read_range_cold(int fd, int64_t offset, int64_t size, uint8_t** buf,
+                           int64_t* cap, zf_cold_fn cold, void* ctx) noexcept nogil
+    void zf_will_need_files(int dirfd, const char** paths, const int64_t* which,
+                            int64_t lo, int64_t hi, int64_t file_bytes) noexcept nogil
+    void zf_will_need_ranges(const int64_t* fds, const int64_t* offsets,
+                             const int64_t* sizes, int64_t lo, int64_t hi) noexcept nogil
 
 
 cdef extern from *:
@@ -185,13 +295,20 @@ cdef extern from *:
     static int64_t zf_claim(int64_t* cursor) {
         return _InterlockedExchangeAdd64((volatile __int64*)cursor, 1);
     }
+    static int64_t zf_load(int64_t* v) {
+        return _InterlockedExchangeAdd64((volatile __int64*)v, 0);
+    }
     #else
     static int64_t zf_claim(int64_t* cursor) {
         return __atomic_fetch_add(cursor, 1, __ATOMIC_RELAXED);
     }
+    static int64_t zf_load(int64_t* v) {
+        return __atomic_load_n(v, __ATOMIC_RELAXED);
+    }
     #endif
     """
     int64_t zf_claim(int64_t* cursor) noexcept nogil
+    int64_t zf_load(int64_t* v) noexcept nogil
 
 
 cdef extern from "zf_helper.h":
@@ -755,6 +872,9 @@ cdef class ChunkDecoder:
         With ``root`` (``bytes``) the paths are relative to that directory and are
         opened without following symbolic links (``FAILED`` with ``ELOOP`` for a
         path through one: the caller decides).  ``share`` as ``decode_regions``.
+        When the first file's bytes are not in the page cache, every other file is
+        announced to the kernel first (``POSIX_FADV_WILLNEED``, at most 4096), so
+        that the disk reads them while the first is decoded (``cold_announcements``).
 
         Returns ``(status, sizes, errors)``: statuses as ``decode_regions`` gives
         them (``NO_DATA``: the file does not exist, or is not a regular file;
@@ -1611,8 +1731,54 @@ cdef void _job_init(_RowsJob* job, ChunkDecoder dec, Placement plan, int8_t* sta
     job.rootfd = -1
 
 
+#: jobs whose first file or range was not in the page cache, so that they announced
+#: the rest (``cold_announcements``)
+cdef int64_t _cold_jobs = 0
+
+
+def cold_announcements():
+    """How many calls reading chunks from files (``decode_files``,
+    ``decode_box_files``, ``decode_ranges``, ``decode_box_shards``, ``ShardFiles.run``)
+    found their first chunk's bytes outside the page cache, and so told the kernel
+    (``WILLNEED``) the other files or ranges they were about to read (at most 4096 of
+    them, and 256 MiB), in this process so far."""
+    return zf_load(&_cold_jobs)
+
+
+cdef void _job_cold(void* ctx) noexcept nogil:
+    """A job's first row must wait for the disk: announce its other rows, so that the
+    disk reads them while this thread waits (``zf_pread_first``)."""
+    cdef _RowsJob* job = <_RowsJob*>ctx
+    zf_claim(&_cold_jobs)
+    if job.fds != NULL:
+        zf_will_need_ranges(job.fds, job.src_offsets, job.src_sizes, 1, job.n)
+    elif job.files and job.rootfd != -2:
+        zf_will_need_files(job.rootfd, job.cpaths, NULL, 1, job.n, job.limit)
+
+
+ctypedef struct _ShardsAhead:
+    # the shards ShardFiles.run reads after its first (``_shards_cold``)
+    int rootfd
+    const char** cpaths
+    const int64_t* which
+    int64_t n
+    int64_t limit
+
+
+cdef void _shards_cold(void* ctx) noexcept nogil:
+    """A ShardFiles.run's first shard must wait for the disk: announce the others."""
+    cdef _ShardsAhead* a = <_ShardsAhead*>ctx
+    zf_claim(&_cold_jobs)
+    zf_will_need_files(a.rootfd, a.cpaths, a.which, 0, a.n, a.limit)
+
+
 cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
     cdef int err
+    # the first row of a job of several, read from a file: when its bytes are not in
+    # the page cache, the other rows' are announced first (``_job_cold``)
+    cdef zf_cold_fn cold = NULL
+    if r == 0 and job.n > 1:
+        cold = _job_cold
     # (a row not DECODED when the call starts: no data, or one the caller refused)
     if job.status[r] != _DECODED or job.plan.skip[r]:
         return
@@ -1627,7 +1793,8 @@ cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
         if in_place and job.src_sizes[r] != job.nbytes:
             job.status[r] = _FAILED
             return
-        err = zf_read_range(<int>job.fds[r], job.src_offsets[r], job.src_sizes[r], buf, cap)
+        err = zf_read_range_cold(<int>job.fds[r], job.src_offsets[r], job.src_sizes[r], buf,
+                                 cap, cold, job)
         if err != 0:
             job.status[r] = _FAILED
             job.errs[r] = err
@@ -1643,8 +1810,9 @@ cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
     if job.rootfd == -2:  # no root directory: no files
         err = ENOENT
     else:
-        err = zf_read_file(job.rootfd, job.cpaths[r], buf, cap,
-                           job.nbytes if in_place else job.limit, &job.sizes[r], NULL)
+        err = zf_read_file_cold(job.rootfd, job.cpaths[r], buf, cap,
+                                job.nbytes if in_place else job.limit, &job.sizes[r], NULL,
+                                cold, job)
     if err == ENOENT or err == ENOTDIR or err == EISDIR:
         job.status[r] = _NO_DATA
         job.sizes[r] = -1
@@ -2254,9 +2422,11 @@ cdef class ShardFiles:
                 i = <Py_ssize_t>zf_claim(c)
                 if i >= n:
                     break
+                # (the first shard of several: the others announced when it is cold)
                 status[i] = <int8_t>self._read(
                     decoder, <Py_ssize_t>todo[i],
-                    ibase + 2 * self.n_inner * i if ibase != NULL else NULL)
+                    ibase + 2 * self.n_inner * i if ibase != NULL else NULL,
+                    &todo[1] if i == 0 and n > 1 else NULL, n - 1)
                 done += 1
             self._trim(decoder)
         return done
@@ -2287,8 +2457,12 @@ cdef class ShardFiles:
                          p.dst_offsets[r], &L)
         strided_fill(self.d, &L, self.fplaced, self.itemsize)
 
-    cdef int _read(self, ChunkDecoder dec, Py_ssize_t g, uint64_t* iout) noexcept nogil:
+    cdef int _read(self, ChunkDecoder dec, Py_ssize_t g, uint64_t* iout,
+                   const int64_t* ahead=NULL, Py_ssize_t nahead=0) noexcept nogil:
+        """Read shard ``g``; with ``ahead``, the shards ``ahead[:nahead]`` are announced
+        to the kernel when this one is not in the page cache (``_shards_cold``)."""
         cdef Py_ssize_t k, r, a = -1, b = -1
+        cdef _ShardsAhead cold
         cdef int64_t size = -1, j
         cdef int err, rootfd = -1, status = _DECODED
         cdef const uint8_t* raw
@@ -2302,6 +2476,14 @@ cdef class ShardFiles:
             err = ENOENT
         elif self.croot != NULL and rootfd == -1:
             err = errno
+        elif ahead != NULL and nahead > 0:
+            cold.rootfd = rootfd
+            cold.cpaths = self.cpaths
+            cold.which = ahead
+            cold.n = nahead
+            cold.limit = self.limit
+            err = zf_read_file_cold(rootfd, self.cpaths[g], &dec.w.filebuf, &dec.w.filecap,
+                                    self.limit, &size, stamp, _shards_cold, &cold)
         else:
             err = zf_read_file(rootfd, self.cpaths[g], &dec.w.filebuf, &dec.w.filecap,
                                self.limit, &size, stamp)

@@ -937,6 +937,9 @@ def read_rows_files(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:
     # decoding: small reads stay in the calling thread, where a handoff to the pool
     # would cost more.  Every task writes a disjoint region of `out` (chunks partition
     # the array and the projection maps each selected element to exactly one chunk).
+    # Cold files: each decoding call announces its batch's files to the kernel when
+    # the first is not in the page cache (``ChunkDecoder.decode_files``), so that the
+    # disk reads them while the threads decode.
     if reader.read_decode:
         fn = functools.partial(reader.decode_batch, store=store, keys=keys)
         cap = DECODE_BATCH
@@ -944,8 +947,6 @@ def read_rows_files(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:
         fn = functools.partial(reader.read_batch, store=store, keys=keys)
         work //= RAW_COST_RATIO
         cap = RAW_BATCH
-    if reader.read_decode and proj.nrows > 1:
-        prefetch_if_cold(store, keys)
     tasks = batch_count(proj.nrows, work, threads=threads)
     per = max(1, min(cap, -(-proj.nrows // tasks)))
     batches = [range(lo, min(lo + per, proj.nrows)) for lo in range(0, proj.nrows, per)]

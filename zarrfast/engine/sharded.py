@@ -32,10 +32,8 @@ of the shard, overlapping entries.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import itertools
 import math
-import os
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
@@ -720,7 +718,9 @@ def read_partial_files(plan: Any, keys: list[str], groups: list[np.ndarray],
     all of them read with ``pread`` and decoded into place by one ``decode_ranges`` call
     per thread, without the GIL; rows of inner chunks not stored get the fill value.
     What a scattered read of many shards (a data loader's batch) costs is then the
-    kernels', not a Python fetch per shard.
+    kernels', not a Python fetch per shard.  A call whose first range is not in the
+    page cache announces the others to the kernel first (``decode_ranges``): a cold
+    batch waits for the disk about once, not once per inner chunk.
 
     Returns the shards left for the general path: all of them when the store's shards
     are not files, and any shard one of whose inner chunks the kernel could not read or
@@ -739,7 +739,6 @@ def read_partial_files(plan: Any, keys: list[str], groups: list[np.ndarray],
             reader.read(r, None, "")  # (the fill value)
         if not len(row_arr):
             return sorted(left)
-        _will_need(fd_arr, off_arr, size_arr)
         placement = reader.placement()
         failed: list[np.ndarray] = []
 
@@ -812,24 +811,6 @@ def _open_partial(store: Store, chain: ShardedChain, keys: list[str],
     return (rows[take], np.array(fd_of, dtype=np.int64)[which[take]],
             entries[take, 0].astype(np.int64), entries[take, 1].astype(np.int64),
             np.array(opened_g, dtype=np.int64)[which[take]], np.concatenate(fill))
-
-
-#: ranges of open files announced to the kernel before they are read, at most (a batch
-#: of many scattered inner chunks: a data loader's)
-WILL_NEED_RANGES = 4096
-
-
-def _will_need(fds: np.ndarray, offsets: np.ndarray, sizes: np.ndarray) -> None:
-    """Tell the kernel the ranges about to be read (``POSIX_FADV_WILLNEED``): what is
-    not in the page cache is read ahead, all of it at once, while the decoding threads
-    take the ranges one by one -- a cold batch of scattered inner chunks waits for the
-    disk about once, not once per chunk.  Cached pages cost a lookup."""
-    advise = getattr(os, "posix_fadvise", None)
-    if advise is None or len(fds) < 2 or len(fds) > WILL_NEED_RANGES:
-        return
-    for fd, off, n in zip(fds.tolist(), offsets.tolist(), sizes.tolist(), strict=True):
-        with contextlib.suppress(OSError):
-            advise(fd, off, n, os.POSIX_FADV_WILLNEED)
 
 
 def _files_store(store: Store, chain: ShardedChain) -> bool:

@@ -1,0 +1,156 @@
+"""Cold chunk files read by the kernels: a call whose first chunk is not in the page
+cache tells the kernel the rest it is about to read (``POSIX_FADV_WILLNEED``), so the
+disk reads them together (``ChunkDecoder.decode_files``, ``decode_box_files``,
+``decode_ranges``, ``decode_box_shards``).  What is read must not change, warm reads
+must not announce anything, and odd files among them must be neither waited on nor
+followed."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast._ext import _decode
+from zarrfast.errors import ZarrfastError
+from zarrfast.storage import LocalStore
+
+pytestmark = pytest.mark.skipif(
+    not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")),
+    reason="needs posix_fadvise and preadv(RWF_NOWAIT) (Linux)")
+
+DATA = np.arange(96 * 96, dtype="i4").reshape(96, 96) * 7 - 5000
+
+
+def _evict(root) -> None:
+    os.sync()
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def _cold_possible(root) -> bool:
+    """Whether this file system lets files leave the page cache (not tmpfs)."""
+    _evict(root)
+    path = next(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
+                if f != "zarr.json")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _make(tmp_path, **kw):
+    a = zarrfast.create_array(LocalStore(tmp_path / "a.zarr"), shape=DATA.shape,
+                              dtype=DATA.dtype, **kw)
+    a[:] = DATA
+    if not _cold_possible(tmp_path):
+        pytest.skip("this file system keeps its files in memory (tmpfs?)")
+    return zarrfast.open_array(LocalStore(tmp_path / "a.zarr"), mode="r")
+
+
+SELECTIONS = {
+    "full": (slice(None), slice(None)),
+    "box": (slice(10, 30), slice(5, 40)),      # a box of several chunks
+    "strided": (slice(None, None, 3), slice(2, None, 5)),
+}
+LAYOUTS = {
+    "zstd": {"chunks": (16, 16)},
+    "blosc": {"chunks": (16, 16), "compressors": {"name": "blosc", "configuration": {
+        "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 4}}},
+    "sharded": {"chunks": (8, 8), "shards": (32, 32)},
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("sel", list(SELECTIONS))
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_cold_reads_announce_and_read_the_same(tmp_path, layout, sel, threads):
+    a = _make(tmp_path, **LAYOUTS[layout])
+    s = SELECTIONS[sel]
+    with zarrfast.config.set(threads=threads):
+        a[s]  # (indexes cached, files warm: then evicted)
+        _evict(tmp_path)
+        before = _decode.cold_announcements()
+        got = a[s]
+        announced = _decode.cold_announcements() - before
+        np.testing.assert_array_equal(got, DATA[s])
+        assert announced >= 1  # (the first call found its first chunk cold)
+        # warm: the same read announces nothing
+        before = _decode.cold_announcements()
+        np.testing.assert_array_equal(a[s], DATA[s])
+        assert _decode.cold_announcements() == before
+
+
+def test_get_many_cold_announces_and_reads_the_same(tmp_path):
+    a = _make(tmp_path, chunks=(8, 8), shards=(32, 32))
+    sels = [(slice(i, i + 5), slice(3 * i, 3 * i + 7)) for i in range(0, 80, 9)]
+    a.get_many(sels)
+    _evict(tmp_path)
+    before = _decode.cold_announcements()
+    got = a.get_many(sels)
+    assert _decode.cold_announcements() > before
+    for g, s in zip(got, sels, strict=True):
+        np.testing.assert_array_equal(g, DATA[s])
+
+
+def test_a_fifo_among_cold_chunk_files_is_not_waited_on(tmp_path):
+    """The announcing opens every file of the call without blocking: a FIFO in place
+    of a chunk file is opened and closed at once, then refused by the read as it is
+    warm (the error names it), however the read started."""
+    a = _make(tmp_path, chunks=(16, 16))
+    fifo = tmp_path / "a.zarr" / "c" / "3" / "4"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            a[:]
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    for _ in range(2):  # cold, then warm
+        _evict(tmp_path)
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(60)
+        assert not t.is_alive(), "the read waited on the FIFO"
+    assert len(errors) == 2
+    for e in errors:
+        assert isinstance(e, ZarrfastError)
+        assert "c/3/4" in str(e)
+
+
+def test_a_link_among_cold_chunk_files_is_not_followed(tmp_path):
+    """A symbolic link in place of a chunk file: announcing does not follow it (the
+    file it points to stays out of the page cache), and the read refuses it as ever."""
+    a = _make(tmp_path, chunks=(16, 16))
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(os.urandom(1 << 20))
+    link = tmp_path / "a.zarr" / "c" / "2" / "2"
+    link.unlink()
+    link.symlink_to(outside)
+    _evict(tmp_path)
+    with pytest.raises(ZarrfastError, match="c/2/2"):
+        a[:]
+    fd = os.open(outside, os.O_RDONLY)
+    try:
+        with pytest.raises(BlockingIOError):  # never read, nor read ahead
+            os.preadv(fd, [bytearray(1)], (1 << 20) - 1, os.RWF_NOWAIT)
+    finally:
+        os.close(fd)
