@@ -75,6 +75,27 @@ def test_open_v2_group_reads_its_consolidated_metadata():
     assert zarrfast.open(store, use_consolidated=False)._consolidated is None
 
 
+def test_open_v3_group_uses_its_consolidated_metadata():
+    # as open_group: a v3 group's consolidated metadata (in its zarr.json) gives its members,
+    # and each member group's metadata holds the nodes below it, as zarr-python's
+    store = MemoryStore()
+    root = zarrfast.open_group(store, mode="w", zarr_format=3)
+    root.create_group("obs").create_group("inner")
+    root.create_array("obs/x", shape=(2,), dtype="i4")
+    with pytest.warns(UserWarning, match="Consolidated metadata"):
+        zarrfast.consolidate_metadata(store)
+    zarrfast.open_group(store, mode="a", use_consolidated=False).create_group("late")
+    opened = zarrfast.open(store)
+    assert sorted(opened) == sorted(zarrfast.open_group(store)) == ["obs"]
+    obs = opened["obs"]
+    cm = with_codec_objects(obs._metadata, obs._consolidated).consolidated_metadata
+    assert sorted(cm.flattened_metadata) == ["inner", "x"]
+    assert cm.metadata["inner"].consolidated_metadata.metadata == {}
+    plain = zarrfast.open(store, use_consolidated=False)
+    assert sorted(plain) == ["late", "obs"]
+    assert plain.metadata.consolidated_metadata is None
+
+
 def test_open_v2_group_use_consolidated_true_without_zmetadata_is_an_error():
     store = MemoryStore()
     _v2_hierarchy(store)

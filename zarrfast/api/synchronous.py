@@ -957,15 +957,30 @@ def open(  # noqa: A001 - zarr-python's name
     if kwargs:  # a group: array keywords are refused (as open_group refuses them)
         check_keywords("open", _group_kwargs(s, p, kwargs), _OPEN_GROUP_KEYWORDS)
     read_only = mode == "r" or s.read_only
-    use_consolidated = kwargs.get("use_consolidated")
-    if md.node_type == "group" and md.zarr_format == 2 and use_consolidated is not False:
-        # a v2 group with its consolidated metadata (.zmetadata), as open_group and
-        # zarr-python's open give it (v3 groups hold theirs in the md already read)
-        group = _open_consolidated_group(s, p, 2, read_only,
+    if md.node_type == "group":
+        return _found_group(s, p, md, read_only, kwargs.get("use_consolidated"))
+    return node_from_metadata(s, p, md, read_only=read_only)
+
+
+def _found_group(store: Store, path: str, md: Any, read_only: bool,
+                 use_consolidated: Any) -> Group:
+    """The group :func:`open` found (``md`` read), with its consolidated metadata as
+    :func:`open_group` and zarr-python's ``open`` give it: a v3 group's from the document
+    read, a v2 group's from its ``.zmetadata``; none with ``use_consolidated=False``."""
+    cm = getattr(md, "consolidated_metadata", None)
+    if use_consolidated is False:
+        if cm is not None:  # (as open_group: the group as if it had none)
+            md = dataclasses.replace(md, consolidated_metadata=None, extra={
+                k: v for k, v in md.extra.items() if k != "consolidated_metadata"})
+        return Group(store, path, md, read_only=read_only)
+    if cm is not None:
+        return Group(store, path, md, read_only=read_only, consolidated=cm.members())
+    if md.zarr_format == 2 or use_consolidated is True:
+        group = _open_consolidated_group(store, path, md.zarr_format, read_only,
                                          required=use_consolidated is True)
         if group is not None:
             return group
-    return node_from_metadata(s, p, md, read_only=read_only)
+    return Group(store, path, md, read_only=read_only)
 
 
 

@@ -281,19 +281,23 @@ class GroupMetadataV2(_v2.GroupMetadataV2):
         and ``sub(name)``, or ``None``)."""
         if isinstance(metadata, cls) and consolidated is None:
             return metadata
-        cm = None if consolidated is None else _v2_consolidated(consolidated)
+        cm = None if consolidated is None else _view_consolidated(consolidated)
         own = {f.name: getattr(metadata, f.name) for f in fields(_v2.GroupMetadataV2)
                if f.init}
         return cls(**own, consolidated_metadata=cm)
 
 
-def _v2_consolidated(view: Any) -> ConsolidatedMetadata:
-    """The nested :class:`ConsolidatedMetadata` of a v2 group's consolidated ``view``."""
+def _view_consolidated(view: Any) -> ConsolidatedMetadata:
+    """The nested :class:`ConsolidatedMetadata` of a group's consolidated ``view`` (its
+    ``child_names()``, ``get(name)`` and ``sub(name)``): each member group holding the
+    nodes below it, as zarr-python nests them."""
     members: dict[str, Any] = {}
     for name in view.child_names():
         md = view.get(name)
         if isinstance(md, _v2.GroupMetadataV2):
             md = GroupMetadataV2._of(md, view.sub(name))
+        elif isinstance(md, _v3.GroupMetadata) and md.consolidated_metadata is None:
+            md = replace(md, consolidated_metadata=_view_consolidated(view.sub(name)))
         members[name] = md
     return ConsolidatedMetadata(metadata=members)
 
@@ -301,9 +305,10 @@ def _v2_consolidated(view: Any) -> ConsolidatedMetadata:
 def with_codec_objects(metadata: Any, consolidated: Any = None) -> Any:
     """``metadata`` (of any node, either format) as zarr-python's: v3 metadata as the
     classes above (arrays' codecs, their own and those in consolidated metadata, as codec
-    objects), v2 group metadata as :class:`GroupMetadataV2` (with the consolidated
-    metadata of ``consolidated``, the group's view of its consolidated members, if given)
-    and v2 array metadata as :class:`ArrayMetadataV2`."""
+    objects), v2 group metadata as :class:`GroupMetadataV2` and v2 array metadata as
+    :class:`ArrayMetadataV2`.  ``consolidated``, the group's view of its consolidated
+    members, gives a group the consolidated metadata zarr-python's has: a v2 group's, and
+    a v3 group's whose own document holds none (a member of a consolidated group)."""
     if isinstance(metadata, _v2.GroupMetadataV2):
         return GroupMetadataV2._of(metadata, consolidated)
     if isinstance(metadata, _v2.ArrayMetadataV2):
@@ -311,6 +316,11 @@ def with_codec_objects(metadata: Any, consolidated: Any = None) -> Any:
     if isinstance(metadata, _v3.ArrayV3Metadata):
         return ArrayV3Metadata._of(metadata)
     if isinstance(metadata, _v3.GroupMetadata):
+        if consolidated is not None and metadata.consolidated_metadata is None:
+            # a member of a consolidated group (its own document holds none): the nodes
+            # below it, from the view, as zarr-python gives them
+            metadata = replace(metadata,
+                               consolidated_metadata=_view_consolidated(consolidated))
         return GroupMetadata._of(metadata)
     if isinstance(metadata, _v3.ConsolidatedMetadata):
         return ConsolidatedMetadata._of(metadata)
