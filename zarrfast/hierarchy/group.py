@@ -512,11 +512,11 @@ class Group(Node):
             with collector_paused(len(names) > _MANY):
                 found = {name: view.get(name) for name in names}
                 made = self._made_members(found, node_type)
-        else:
+        else:  # (documents read, then parsed with the collector paused: not while reading)
             names = child_candidates(self._store, self._path)
+            found = read_children_metadata(self._store, self._path, names, self.zarr_format,
+                                           pause=len(names) > _MANY)
             with collector_paused(len(names) > _MANY):
-                found = read_children_metadata(self._store, self._path, names,
-                                               self.zarr_format)
                 made = self._made_members(found, node_type)
         yield from made
 
@@ -656,9 +656,10 @@ class Group(Node):
                 if isinstance(node, Group) and (max_depth is None or depth < max_depth):
                     walk(node, key, depth + 1)
 
-        # (the nodes and their paths made with the collector paused: 200,000 of them
-        # otherwise start full collections that walk them all, a third of the time)
-        with collector_paused():
+        # (the nodes and their paths made from consolidated metadata with the collector
+        # paused: 200,000 of them otherwise start full collections that walk them all, two
+        # thirds of the time; not while a walk reads the store)
+        with collector_paused(self._consolidated is not None):
             walk(self, "", 0)
             return tuple(out)
 

@@ -30,6 +30,7 @@ from zarrfast.errors import (
     ZarrfastError,
 )
 from zarrfast.hierarchy.array_config import check_rectilinear_allowed
+from zarrfast.metadata.gcpause import collector_paused
 from zarrfast.metadata.limits import check_json_depth
 from zarrfast.metadata.v2 import ArrayMetadataV2, GroupMetadataV2
 from zarrfast.metadata.v3 import ArrayMetadata, GroupMetadata, parse_metadata
@@ -110,19 +111,30 @@ def read_node_metadata(store: Store, path: str, zarr_format: int | None = None, 
     )
 
 
-def read_children_metadata(store: Store, path: str, names: list[str], zarr_format: int
-                           ) -> dict[str, AnyMetadata | None]:
+def read_children_metadata(store: Store, path: str, names: list[str], zarr_format: int,
+                           *, pause: bool = False) -> dict[str, AnyMetadata | None]:
     """The metadata of the nodes ``names`` directly below ``path`` (Zarr v``zarr_format``),
     their documents read in one batch (``Store.get_many``: files read on threads, remote
     requests in flight together) and parsed in turn, the arrays alike but for their
     attributes parsed once (errors name the node's document, as
     :func:`read_node_metadata`'s).  ``None`` for a name without a document of that format
-    (perhaps no node at all: the caller decides, as one by one)."""
+    (perhaps no node at all: the caller decides, as one by one).  ``pause``: parse them
+    with the garbage collector paused (not while reading them)."""
+    paths = [node_key(path, n) for n in names]
+    if zarr_format == 3:
+        raws = store.get_many([node_key(p, "zarr.json") for p in paths]) if paths else []
+    else:
+        raws = store.get_many([node_key(p, doc) for p in paths
+                               for doc in (".zarray", ".zgroup", ".zattrs")]) if paths else []
+    with collector_paused(pause):
+        return _parse_children(store, names, paths, raws, zarr_format)
+
+
+def _parse_children(store: Store, names: list[str], paths: list[str], raws: list[Any],
+                    zarr_format: int) -> dict[str, AnyMetadata | None]:
     out: dict[str, AnyMetadata | None] = {}
     parsed: dict[Any, Any] = {}
     if zarr_format == 3:
-        paths = [node_key(path, n) for n in names]
-        raws = store.get_many([node_key(p, "zarr.json") for p in paths]) if paths else []
         for name, child, raw in zip(names, paths, raws, strict=True):
             if raw is None:
                 out[name] = None
@@ -133,9 +145,6 @@ def read_children_metadata(store: Store, path: str, names: list[str], zarr_forma
                 check_rectilinear_allowed(md, f"array {_where(child)}", reading=True)
             out[name] = md
         return out
-    paths = [node_key(path, n) for n in names]
-    keys = [node_key(p, doc) for p in paths for doc in (".zarray", ".zgroup", ".zattrs")]
-    raws = store.get_many(keys) if keys else []
     for i, (name, child) in enumerate(zip(names, paths, strict=True)):
         zarray, zgroup, zattrs = raws[3 * i:3 * i + 3]
         if zarray is not None and zgroup is not None:
