@@ -6,7 +6,9 @@ One run writes one dataset with zarrfast (float32, compressible values) in four 
 * ``sharded``: 128^3 shards of 32^3 inner chunks, zstd;
 * ``small``:   4096 chunks of 8 KiB (8x16x16), zstd;
 * and a random box (the same box for everyone) read from ``zstd`` and from ``sharded``
-  (``box-zstd``, ``box-sharded``),
+  (``box-zstd``, ``box-sharded``), and 100 random boxes of at most one chunk per side
+  (fixed seed) read one after another from one open array of ``sharded``
+  (``boxes-sharded``: one read, the open array's shard indexes reused from box to box),
 
 serves it from **nginx** (its own config on a loopback port, started and stopped by the
 script: see ``remote_servers.py``) and from **moto's S3 server** (uploaded once), each
@@ -97,7 +99,51 @@ DATASETS = {  # name -> create_array keyword arguments (besides shape and dtype)
 READS = {  # read name -> (dataset, full read?)
     "zstd": ("zstd", True), "sharded": ("sharded", True), "small": ("small", True),
     "box-zstd": ("zstd", False), "box-sharded": ("sharded", False),
+    "boxes-sharded": ("sharded", False),
 }
+#: boxes of the ``boxes-sharded`` read
+N_BOXES = 100
+
+
+class Boxes(tuple):
+    """Boxes read one after another from one open array: one timed read, whose result
+    is every box's values flattened, one box after the other."""
+
+
+def random_boxes(shape: tuple[int, ...], chunk: int = 32, n: int = N_BOXES,
+                 seed: int = 1) -> Boxes:
+    """``n`` boxes of 1 to ``chunk`` elements per side at random offsets (fixed seed)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        box = []
+        for side in shape:
+            m = int(rng.integers(1, min(chunk, side) + 1))
+            lo = int(rng.integers(0, side - m + 1))
+            box.append(slice(lo, lo + m))
+        out.append(tuple(box))
+    return Boxes(out)
+
+
+def selection_of(read: str, geo_box: tuple, boxes: Boxes) -> Any:
+    """What the read ``read`` selects."""
+    if READS[read][1]:
+        return Ellipsis
+    return boxes if read == "boxes-sharded" else geo_box
+
+
+def take(a: Any, sel: Any, get: Callable[[Any, Any], Any] = lambda a, s: a[s]) -> Any:
+    """``get(a, sel)``, or for :class:`Boxes` every box's values in turn, flattened."""
+    if isinstance(sel, Boxes):
+        return np.concatenate([np.asarray(get(a, b)).ravel() for b in sel])
+    return get(a, sel)
+
+
+def expected(data: np.ndarray, sel: Any) -> np.ndarray:
+    """What a read of ``sel`` returns."""
+    if isinstance(sel, Boxes):
+        return np.concatenate([data[b].ravel() for b in sel])
+    return data if sel is Ellipsis else data[sel]
 
 
 def make_data(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
@@ -200,7 +246,7 @@ class ZarrfastFsspec(Impl):
                                     read_only=True)
 
     def read(self, target, dataset, sel):
-        return zarrfast.open_array(self.store(target, dataset), mode="r")[sel]
+        return take(zarrfast.open_array(self.store(target, dataset), mode="r"), sel)
 
 
 class ZarrfastObstore(ZarrfastFsspec):
@@ -239,7 +285,7 @@ class ZarrFsspec(Impl):
         import zarr
 
         with self.session():
-            return zarr.open_array(self.store(target, dataset), mode="r")[sel]
+            return take(zarr.open_array(self.store(target, dataset), mode="r"), sel)
 
 
 class ZarrObstore(ZarrFsspec):
@@ -299,7 +345,7 @@ class ZarrsObstore(ZarrObstore):
             kind = type(a._async_array.codec_pipeline).__name__
             if kind != "ZarrsCodecPipeline":
                 raise RuntimeError(f"zarr chose the {kind} codec pipeline, not zarrs'")
-            return a[sel]
+            return take(a, sel)
 
 
 class Tensorstore(Impl):
@@ -319,7 +365,8 @@ class Tensorstore(Impl):
 
         # credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (set by main)
         t = ts.open(self.store(target, dataset), read=True).result(timeout=120)
-        return (t[sel] if sel != Ellipsis else t).read().result(timeout=300)
+        return take(t, sel, lambda t, s: (t if s is Ellipsis else t[s]).read().result(
+            timeout=300))
 
 
 IMPLS: dict[str, type[Impl]] = {c.name: c for c in (
@@ -378,18 +425,18 @@ def run_reads(server: str, latency: float, target: Target, proxy: RS.Proxy | Non
     that took more than ``slow_s`` once is not repeated (its row says so): one such
     peer would otherwise take most of the run's time."""
     rows = {(rd, im.name): Row(server, latency, rd, im.name) for rd in reads for im in impls}
+    boxes = random_boxes(data.shape)
     # warm up: clients, pools, imports (not timed, not counted)
     for im in impls:
         for rd in reads:
-            ds, full = READS[rd]
             with contextlib.suppress(Exception):
-                im.read(target, ds, Ellipsis if full else box)
+                im.read(target, READS[rd][0], selection_of(rd, box, boxes))
             break
     for rep in range(repeat):
         for rd in reads:
-            ds, full = READS[rd]
-            sel = Ellipsis if full else box
-            want = data if full else data[box]
+            ds = READS[rd][0]
+            sel = selection_of(rd, box, boxes)
+            want = expected(data, sel)
             for im in impls:
                 row = rows[(rd, im.name)]
                 if row.error or row.note:
