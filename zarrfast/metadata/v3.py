@@ -590,17 +590,22 @@ def parse_metadata(
     """Parse a ``zarr.json`` document, dispatching on ``node_type``.  ``parsed``: the
     arrays parsed so far of a batch of documents (see
     :meth:`ArrayV3Metadata.from_dict_shared`)."""
-    # (a large document: a consolidated hierarchy's, a million objects made at once)
-    with collector_paused(len(raw) > LARGE_DOCUMENT):
-        doc = _load_json(raw, key)
-        if not isinstance(doc, dict):
-            raise MetadataValidationError(
-                f"{key}: metadata must be a JSON object, got {doc!r}")
-        node_type = doc.get("node_type")
-        if node_type == "array":
-            return ArrayV3Metadata.from_dict_shared(doc, path=path, parsed=parsed)
-        if node_type == "group":
-            return GroupMetadata.from_dict(doc, path=path)
+    if len(raw) > LARGE_DOCUMENT:  # (a consolidated hierarchy's: a million objects)
+        with collector_paused():
+            return _parse_document(raw, path, key, parsed)
+    return _parse_document(raw, path, key, parsed)
+
+
+def _parse_document(raw: bytes | bytearray | memoryview, path: str, key: str,
+                    parsed: dict[Any, Any] | None) -> ArrayV3Metadata | GroupMetadata:
+    doc = _load_json(raw, key)
+    if not isinstance(doc, dict):
+        raise MetadataValidationError(f"{key}: metadata must be a JSON object, got {doc!r}")
+    node_type = doc.get("node_type")
+    if node_type == "array":
+        return ArrayV3Metadata.from_dict_shared(doc, path=path, parsed=parsed)
+    if node_type == "group":
+        return GroupMetadata.from_dict(doc, path=path)
     raise MetadataValidationError(
         f"{key}: node_type must be 'array' or 'group', got {node_type!r}"
     )
