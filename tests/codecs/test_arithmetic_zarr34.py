@@ -162,3 +162,10 @@ def test_compute_encoded_size_as_zarr_python(zarr_peer) -> None:
         prototype=buffer_mod.default_buffer_prototype())
     with pytest.raises(ValueError, match="fixed-size integer and floating-point data types"):
         CastValue(data_type="uint8").compute_encoded_size(100, utf8)
+
+
+def test_cast_value_takes_zarr_pythons_data_type_objects() -> None:
+    dtype_mod = pytest.importorskip("zarr.core.dtype")
+    codec = CastValue(data_type=dtype_mod.UInt8())
+    assert codec.dtype.to_native_dtype() == np.dtype("uint8")
+    assert codec.to_dict() == CastValue(data_type="uint8").to_dict()

@@ -63,7 +63,7 @@ class CastValue(CastValueCodec):
     ----------
     data_type : str or ZDType
         The stored type: an integer or floating-point type (its name, such as
-        ``"uint8"``, or a ``ZDType``).
+        ``"uint8"``, or a ``ZDType``, zarrfast's or zarr-python's).
     rounding : str, default "nearest-even"
         How values between two of the stored type are rounded.
     out_of_range : {"clamp", "wrap"} or None, default None
@@ -86,9 +86,10 @@ class CastValue(CastValueCodec):
 
     def __init__(self, *, data_type: Any, rounding: str = "nearest-even",
                  out_of_range: str | None = None, scalar_map: Any = None) -> None:
-        from zarrfast.metadata.zdtype import parse_dtype
+        from zarrfast.metadata.zdtype import foreign_zdtype, parse_dtype
 
-        zdtype = parse_dtype(data_type, zarr_format=3)
+        # (another library's data type object, zarr-python's UInt8(), as zarrfast's)
+        zdtype = parse_dtype(foreign_zdtype(data_type) or data_type, zarr_format=3)
         name = zdtype.to_json(zarr_format=3)
         if not isinstance(name, str) or name not in PERMITTED_DATA_TYPE_NAMES:
             raise ValueError(
