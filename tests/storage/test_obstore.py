@@ -377,9 +377,16 @@ def test_nginx_request_counts(nginx_site):
         index = [r for r in mine if r.startswith("bytes=-")]
         assert len(index) == 1, mine  # the index once per shard per read
         assert len(mine) - len(index) == 1, mine
-    # a partial read: per touched shard one index request and the ranges it needs
+    # a partial read of a shard read before: its index kept under the shard's ETag,
+    # only the range it needs (checked to come from the same version: see
+    # tests/engine/test_tagged_shard_reads.py)
     server.clear_log()
     np.testing.assert_array_equal(a[0:8, 0:32], data[0:8, 0:32])
+    reqs = server.requests()
+    assert len(reqs) == 1 and not reqs[0][2].startswith("bytes=-"), reqs
+    # ... and of a shard never read: its index, then the range
+    server.clear_log()
+    np.testing.assert_array_equal(a[40:48, 160:192], data[40:48, 160:192])
     reqs = server.requests()
     assert len(reqs) == 2 and reqs[0][2].startswith("bytes=-"), reqs
 

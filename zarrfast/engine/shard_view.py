@@ -9,6 +9,13 @@ byte-range request -- and then one byte-range request per run of nearby inner ch
 code that reads a regular array's chunks reads a partial shard's inner chunks too; as
 tensorstore's ``kvstore/zarr3_sharding_indexed`` does.
 
+On stores whose reads say which version of a value they came from (``tagged_reads``:
+an ``ETag`` with every response, object stores), the index is kept under its version's
+tag and used without a request; every read of inner chunks is then checked to come
+from that same version.  When one does not (another writer replaced the shard), the
+index is read again and the inner chunks with it: an index never meets the bytes of
+another version of its shard (``TAG_ATTEMPTS``).
+
 It is read-only: a write to a shard rewrites the shard (a read-modify-write under the
 shard's lock, :mod:`zarrfast.engine.rmw`).
 """
@@ -22,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from zarrfast.codecs.shard_format import EMPTY
-from zarrfast.errors import ChunkDecodeError, InvalidKeyError, ReadOnlyError
+from zarrfast.errors import ChunkDecodeError, ConcurrentWriteError, InvalidKeyError, ReadOnlyError
 from zarrfast.storage import (
     ByteRequest,
     MemoryStore,
@@ -32,7 +39,11 @@ from zarrfast.storage import (
 )
 from zarrfast.storage.base import normalize_byte_range
 
-__all__ = ["ShardView", "StoredRun"]
+__all__ = ["TAG_ATTEMPTS", "ShardView", "StoredRun"]
+
+#: reads of a shard's inner chunks that found the shard replaced since its index was
+#: read (each then reads the index again), before :class:`ConcurrentWriteError`
+TAG_ATTEMPTS = 5
 
 
 @dataclasses.dataclass(slots=True)
@@ -62,6 +73,11 @@ class ShardView(Store):
         self.store, self.key, self.chain, self.gap = store, key, chain, int(gap)
         self.layout = chain.layout
         self._index: np.ndarray | None | bool = False  # False: not read yet
+        #: the tag of the version the index was read from (``tagged_reads``), or None;
+        #: whether the index was read by this view (not taken from the cache)
+        self._tag: Any = None
+        self._fresh = True
+        self._tagged = store.tagged_reads
         #: an in-memory shard, opened once: its index and its inner chunks are read from
         #: the value as it was then, even if a writer replaces it meanwhile (separate
         #: gets could take the index from one value and the inner chunks from the next)
@@ -83,7 +99,10 @@ class ShardView(Store):
         """The shard's index (``(n_inner, 2)`` offsets and sizes), read once per view
         (from the chain's cache while the shard is unchanged); ``None``: no shard."""
         if self._index is False:
-            if not self._snapshot:
+            if self._tagged:
+                self._index, self._tag, self._fresh = self.chain.tagged_index(self.store,
+                                                                              self.key)
+            elif not self._snapshot:
                 self._index = self.chain.fetch_index(self.store, self.key)
             elif self._reader is None:  # (opened: no such value)
                 self._index = None
@@ -111,14 +130,25 @@ class ShardView(Store):
     # -- reads -------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         j = self.inner_index(key)
-        index = self.index()
-        if index is None or index[j, 0] == EMPTY:
-            return None
-        start, size = int(index[j, 0]), int(index[j, 1])
-        lo, hi = (0, size) if byte_range is None else normalize_byte_range(byte_range, size)
-        request = RangeByteRequest(start + lo, start + hi)
-        blob = (self._reader.read(request) if self._reader is not None
-                else self.store.get(self.key, request))
+        for _ in range(TAG_ATTEMPTS):
+            index = self.index()
+            if index is None or index[j, 0] == EMPTY:
+                return None
+            start, size = int(index[j, 0]), int(index[j, 1])
+            lo, hi = (0, size) if byte_range is None else normalize_byte_range(byte_range,
+                                                                                size)
+            request = RangeByteRequest(start + lo, start + hi)
+            if self._tag is not None:
+                blobs = self._read_tagged([request])
+                if blobs is None:
+                    continue  # (replaced: read again, index first)
+                blob = blobs[0]
+            else:
+                blob = (self._reader.read(request) if self._reader is not None
+                        else self.store.get(self.key, request))
+            break
+        else:
+            raise self._changed()
         if blob is None or len(blob) < hi - lo:
             raise self._past_end(j, start, start + size, start + lo + (0 if blob is None
                                                                         else len(blob)))
@@ -142,7 +172,43 @@ class ShardView(Store):
         """The stored bytes of the inner chunks at positions ``inner`` (C order) that
         are stored, in as few byte-range requests as the gap allows (one ``get_many``
         call: concurrent on remote stores).  An entry pointing past the end of the
-        shard raises :class:`~zarrfast.errors.ChunkDecodeError` naming it."""
+        shard raises :class:`~zarrfast.errors.ChunkDecodeError` naming it.  With tagged
+        reads, bytes of another version than the index's are never used: the index is
+        read again, and the inner chunks with it."""
+        for _ in range(TAG_ATTEMPTS):
+            runs = self._fetch_stored(inner)
+            if runs is not None:
+                return runs
+        raise self._changed()
+
+    def _read_tagged(self, requests: list[RangeByteRequest]) -> list[Any] | None:
+        """The byte ranges ``requests`` of the shard, each checked to come from the
+        version its index was read from; ``None`` (the cached index forgotten, the view's
+        too) when one does not: the shard was replaced or removed.  A response that
+        says no version (a range past the end of the value, a server that ignored the
+        range) cannot be checked: the index is not kept, and, taken from the cache, is
+        read again; read by this view just before, its ranges are used as they were
+        before indexes were kept (the caller still checks their lengths)."""
+        blobs, tags = self.store.get_many_tagged([self.key] * len(requests), requests)
+        if all(b is not None for b in blobs):
+            if all(t == self._tag for t in tags):
+                return blobs
+            if all(t is None or t == self._tag for t in tags):  # (unchecked: see above)
+                self.chain.forget_index(self.key)
+                if self._fresh:
+                    return blobs
+        self.chain.forget_index(self.key)
+        self._index, self._tag, self._fresh = False, None, True
+        return None
+
+    def _changed(self) -> ConcurrentWriteError:
+        return ConcurrentWriteError(
+            f"shard {self.key!r} of {self.store!r}: replaced by another writer during each "
+            f"of {TAG_ATTEMPTS} attempts to read its inner chunks with its index; nothing "
+            f"was read")
+
+    def _fetch_stored(self, inner: np.ndarray) -> list[StoredRun] | None:
+        """One attempt of :meth:`fetch_stored`; ``None``: the shard changed."""
         index = self.index()
         if index is None or not len(inner):
             return []
@@ -163,8 +229,14 @@ class ShardView(Store):
         requests = [RangeByteRequest(int(b), int(e))
                     for b, e in zip(req_start, req_end, strict=True)]
         reader = self._reader
-        blobs = ([reader.read(r) for r in requests] if reader is not None
-                 else self.store.get_many([self.key] * len(first), requests))
+        if self._tag is not None:
+            tagged = self._read_tagged(requests)
+            if tagged is None:
+                return None
+            blobs: list[Any] = tagged
+        else:
+            blobs = ([reader.read(r) for r in requests] if reader is not None
+                     else self.store.get_many([self.key] * len(first), requests))
         runs = []
         for q, blob in enumerate(blobs):
             base = int(req_start[q])

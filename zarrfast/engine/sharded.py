@@ -32,6 +32,7 @@ of the shard, overlapping entries.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import math
 import threading
@@ -86,6 +87,14 @@ __all__ = ["RectilinearShardedChain", "ShardedChain", "group_by_shard", "read_sh
 
 #: marks a cached index not yet checked against its shard's size (see ``ShardedChain._index``)
 _UNCHECKED = "unchecked"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Tag:
+    """The cache token of an index read with its version's tag (``tagged_index``):
+    never equal to a store's version token."""
+
+    tag: Any
 
 
 def shard_index_request(layout: ShardFormat) -> ByteRequest:
@@ -228,6 +237,30 @@ class ShardedChain:
         unchanged (another writer replacing the shard changes it)."""
         return self._index(store.version(key), key,
                            lambda: store.get(key, shard_index_request(self.layout)))
+
+    def tagged_index(self, store: Store, key: str
+                     ) -> tuple[np.ndarray | None, Any, bool]:
+        """The shard's index, the tag of the version it was read from, and whether it
+        was read now (not taken from the cache), on a store with
+        :attr:`~zarrfast.storage.Store.tagged_reads`: kept in the cache under that tag,
+        and taken from there without a request.  Whoever then reads the shard's inner
+        chunks checks that each read comes from the same version (an ``ETag``), and
+        calls :meth:`forget_index` and starts again when not (see ``ShardView``).
+        ``(None, None, True)``: no shard."""
+        hit = self.cache.get(key)
+        if hit is not None and isinstance(hit[0], _Tag):
+            return hit[1], hit[0].tag, False
+        raw, tag = store.get_tagged(key, shard_index_request(self.layout))
+        if raw is None:
+            return None, None, True
+        index = self.layout.decode_index(raw, key)
+        if tag is not None:
+            self.cache.put(key, (_Tag(tag), index))
+        return index, tag, True
+
+    def forget_index(self, key: str) -> None:
+        """Drop the cached index of the shard ``key`` (it changed)."""
+        self.cache.put(key, None)
 
     def reader_index(self, reader: RangeReader, key: str) -> np.ndarray | None:
         """:meth:`fetch_index` from a shard opened for range reads: the version its

@@ -735,6 +735,10 @@ class Store(abc.ABC):
     #: so that writers that share no lock (processes on S3) can read, change and write
     #: a value back without losing each other's changes
     conditional_writes: bool = False
+    #: whether :meth:`get_tagged` and :meth:`get_many_tagged` say which version of a
+    #: value (an HTTP ``ETag``) each read came from: a shard's index can then be kept,
+    #: and every read of its inner chunks checked against the version it was read from
+    tagged_reads: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1100,6 +1104,46 @@ class Store(abc.ABC):
         (True, False, False)
         """
         return self.get(key) is not None
+
+    def get_tagged(self, key: str, byte_range: ByteRequest | None = None
+                   ) -> tuple[Any, Hashable | None]:
+        """:meth:`get`, and the tag of the version of the value it read.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        byte_range : ByteRequest or None, default None
+            The bytes to read, as :meth:`get` takes them.
+
+        Returns
+        -------
+        tuple
+            ``(value, tag)``: the value as :meth:`get` returns it (``None``: missing),
+            and a tag that differs whenever the value is replaced (an HTTP ``ETag``), or
+            ``None`` when the store cannot tell (this default: see
+            :attr:`tagged_reads`).
+        """
+        return self.get(key, byte_range), None
+
+    def get_many_tagged(self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None]
+                        ) -> tuple[list[Any], list[Hashable | None]]:
+        """:meth:`get_many`, and the tag of the version each value came from (see
+        :meth:`get_tagged`).
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None]
+            One byte range (or ``None``) per key.
+
+        Returns
+        -------
+        tuple
+            ``(values, tags)``, one of each per key; this default tags none.
+        """
+        return self.get_many(keys, byte_ranges), [None] * len(keys)
 
     def version(self, key: str) -> Hashable | None:
         """A token that changes whenever the value of ``key`` is replaced.

@@ -524,6 +524,12 @@ class ObjectStore(Store):
             return None
 
     def _get(self, key: str, byte_range: ByteRequest | None) -> Any:
+        return self._get_tagged(key, byte_range)[0]
+
+    def _get_tagged(self, key: str, byte_range: ByteRequest | None
+                    ) -> tuple[Any, str | None]:
+        """The value (or bytes of it) of ``key`` and the ``ETag`` of the version it came
+        from (``None``: none, or a weak one, which says nothing about the bytes)."""
         import obstore
 
         options: GetOptions | None
@@ -531,34 +537,35 @@ class ObjectStore(Store):
             options = None
         elif isinstance(byte_range, RangeByteRequest):
             if byte_range.end <= byte_range.start:
-                return b"" if self._head(key) is not None else None
+                return (b"" if self._head(key) is not None else None), None
             options = {"range": (byte_range.start, byte_range.end)}
         elif isinstance(byte_range, OffsetByteRequest):
             options = {"range": {"offset": byte_range.offset}}
         else:
             if byte_range.suffix == 0:
-                return b"" if self._head(key) is not None else None
+                return (b"" if self._head(key) is not None else None), None
             options = {"range": {"suffix": byte_range.suffix}}
 
-        def fetch() -> Any:
+        def fetch() -> tuple[Any, str | None]:
             try:
                 result = obstore.get(self.store, key, options=options)
                 data = result.bytes()
             except Exception as e:
                 if byte_range is not None and _is_bad_range(e):
-                    return self._clipped_empty(key, byte_range, e)
+                    return self._clipped_empty(key, byte_range, e), None
                 if byte_range is not None and _ignores_range(e):
                     # the server ignored Range and sent the whole value (obstore refused
                     # it): read the whole value and slice it here
-                    return self._sliced_whole(key, byte_range)
+                    return self._sliced_whole(key, byte_range), None
                 raise
             _check_body(byte_range, result.range, result.meta["size"], len(data))
-            return memoryview(data)  # (obstore's buffer, read-only: no copy)
+            # (obstore's buffer, read-only: no copy)
+            return memoryview(data), _strong_tag(result.meta.get("e_tag"))
 
         try:
             return self._retrying_sync("reading", key, fetch)
         except FileNotFoundError:
-            return None
+            return None, None
 
     def _sliced_whole(self, key: str, byte_range: ByteRequest) -> Any:
         import obstore
@@ -702,6 +709,63 @@ class ObjectStore(Store):
             for i, value in zip(rows, values, strict=True):
                 out[i] = value
         return out
+
+    @property
+    def tagged_reads(self) -> bool:  # type: ignore[override]
+        """Whether reads tell the version they came from (the ``ETag`` of each response):
+        unless a subclass changes ``get`` or ``get_many``, whose reads the shard paths
+        must then go through."""
+        return type(self).get is ObjectStore.get and type(self).get_many is ObjectStore.get_many
+
+    def get_tagged(self, key: str, byte_range: ByteRequest | None = None
+                   ) -> tuple[Any, Hashable | None]:
+        """:meth:`get` and the ``ETag`` of the version read (``None``: the server sent
+        none, or a weak one).
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        byte_range : ByteRequest or None, default None
+            The bytes to read, as :meth:`get` takes them.
+
+        Returns
+        -------
+        tuple
+            ``(value, etag)``.
+        """
+        validate_key(key)
+        check_byte_range(byte_range)
+        return self._limited(self._get_tagged, key, byte_range)
+
+    def get_many_tagged(self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None]
+                        ) -> tuple[list[Any], list[Hashable | None]]:
+        """:meth:`get_tagged` of many values, at most ``max_concurrency`` requests at
+        once, each its own request (so that each says its version).
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None]
+            One byte range (or ``None``) per key.
+
+        Returns
+        -------
+        tuple
+            ``(values, etags)``, one of each per key.
+        """
+        keys, ranges = many_requests(keys, byte_ranges)
+        for k in keys:
+            validate_key(k)
+        for r in ranges:
+            check_byte_range(r)
+
+        def job(i: int) -> tuple[Any, str | None]:
+            return self._limited(self._get_tagged, keys[i], ranges[i])
+
+        got = map_requests(job, list(range(len(keys))), self.max_concurrency)
+        return [g[0] for g in got], [g[1] for g in got]
 
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value (one HEAD request).
@@ -1208,6 +1272,14 @@ class ObjectStore(Store):
 
 #: obstore's stores whose writes can be conditional (``PutMode.Create`` / ``Update``)
 _CONDITIONAL_STORES = frozenset({"S3Store", "GCSStore", "AzureStore", "MemoryStore"})
+
+
+def _strong_tag(etag: Any) -> str | None:
+    """An ``ETag`` that names the bytes (a strong one); ``None`` for a weak one
+    (``W/...``: equivalent content, perhaps other bytes) or none."""
+    if not isinstance(etag, str) or not etag or etag.startswith("W/"):
+        return None
+    return etag
 
 
 def _store_types(obstore: Any) -> tuple[type[ObstoreStore], ...]:
