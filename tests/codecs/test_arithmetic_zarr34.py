@@ -169,3 +169,8 @@ def test_cast_value_takes_zarr_pythons_data_type_objects() -> None:
     codec = CastValue(data_type=dtype_mod.UInt8())
     assert codec.dtype.to_native_dtype() == np.dtype("uint8")
     assert codec.to_dict() == CastValue(data_type="uint8").to_dict()
+
+
+def test_scale_offset_compute_encoded_size_by_keyword() -> None:
+    codec = ScaleOffset(offset=0, scale=1)
+    assert codec.compute_encoded_size(input_byte_length=100, _chunk_spec=None) == 100

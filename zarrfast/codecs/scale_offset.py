@@ -77,16 +77,16 @@ class ScaleOffset(ScaleOffsetCodec):
         config = parse_named_config(data, cls.name, allowed=("offset", "scale"))
         return cls(**config)
 
-    def compute_encoded_size(self, input_byte_length: int, chunk_spec: Any) -> int:
+    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: Any) -> int:
         """The bytes of an encoded chunk, as zarr-python's ``compute_encoded_size``.
 
         Parameters
         ----------
         input_byte_length : int
             The bytes of the chunk given to the codec.
-        chunk_spec : Any
+        _chunk_spec : Any
             zarr-python's ``ArraySpec`` of the chunk (not used: the values keep their
-            data type).
+            data type; zarr-python's name for it).
 
         Returns
         -------
