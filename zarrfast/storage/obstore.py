@@ -712,9 +712,11 @@ class ObjectStore(Store):
 
     @property
     def tagged_reads(self) -> bool:  # type: ignore[override]
-        """Whether reads tell the version they came from (the ``ETag`` of each response):
-        unless a subclass changes ``get`` or ``get_many``, whose reads the shard paths
-        must then go through."""
+        """Whether reads tell the version they came from: the ``ETag`` of each response.
+
+        Not for a subclass that changes ``get`` or ``get_many``, whose reads the shard
+        paths must then go through.
+        """
         return type(self).get is ObjectStore.get and type(self).get_many is ObjectStore.get_many
 
     def get_tagged(self, key: str, byte_range: ByteRequest | None = None
