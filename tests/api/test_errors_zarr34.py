@@ -51,8 +51,6 @@ def test_data_type_validation_error_is_a_metadata_validation_error() -> None:
     assert issubclass(errors.DataTypeValidationError, ValueError)
 
 
-@pytest.mark.xfail(strict=True, reason="zarrfast.metadata.zdtype defines a class of its own "
-                   "until it imports zarrfast.errors.DataTypeValidationError")
 def test_the_data_types_raise_the_class_of_zarrfast_errors() -> None:
     """``except zarrfast.errors.DataTypeValidationError`` (zarr-python's
     ``zarr.errors.DataTypeValidationError``) catches what the data types raise."""

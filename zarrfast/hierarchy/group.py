@@ -1004,6 +1004,53 @@ class Group(Node):
         self._consolidated = None
         return arr
 
+    def create(self, name: str, *, shape: Any = None, dtype: Any = None,
+               data: Any = None, overwrite: bool = False, **kwargs: Any) -> Array:
+        """Create a member array and return it: zarr-python 3.4's ``Group.create``.
+
+        The same as ``create_array``, which it calls with its arguments.
+
+        Parameters
+        ----------
+        name : str
+            The array's name, or a path below this group (``"a/b"``): missing groups
+            between are created.
+        shape : int or tuple of int, optional
+            The array's shape (give ``shape`` and ``dtype``, or ``data``).
+        dtype : numpy dtype or str, optional
+            Its data type, e.g. ``"float32"``.
+        data : array-like, optional
+            Values to write; the shape and dtype then come from it (give neither).
+        overwrite : bool, default False
+            Replace a node already there (and everything below it).
+        **kwargs : Any
+            The other keywords of [zarrfast.create_array][]: ``chunks``, ``shards``,
+            ``filters``, ``compressors``, ``serializer``, ``fill_value``, ``order``,
+            ``zarr_format``, ``attributes``, ``chunk_key_encoding``,
+            ``dimension_names``, ``config``, ``write_data``, and ``storage_options``
+            (only ``None``, as zarr-python takes it here: the group's store is open
+            already).
+
+        Returns
+        -------
+        Array
+            The new array.
+
+        Raises
+        ------
+        zarrfast.errors.ContainsArrayError
+            An array is there already and ``overwrite`` is false (and the other errors
+            of ``create_array``).
+
+        Examples
+        --------
+        >>> g = zarrfast.group(store={})
+        >>> g.create("t", shape=(4,), dtype="int8")
+        <Array memory://.../t shape=(4,) dtype=int8>
+        """
+        return self.create_array(name, shape=shape, dtype=dtype, data=data,
+                                 overwrite=overwrite, **kwargs)
+
     def create_dataset(self, name: str, **kwargs: Any) -> Array:
         """Create a member array: zarr-python's deprecated name of ``create_array``.
 

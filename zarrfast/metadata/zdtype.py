@@ -38,7 +38,11 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 
-from zarrfast.errors import MetadataValidationError, UnsupportedDataTypeError, ZarrfastError
+from zarrfast.errors import (  # DataTypeValidationError: zarr-python 3.4's, in zarrfast.errors
+    DataTypeValidationError,
+    UnsupportedDataTypeError,
+    ZarrfastError,
+)
 from zarrfast.metadata import data_type as _dt
 from zarrfast.metadata.v2 import decode_v2_fill_value, encode_v2_fill_value
 
@@ -58,10 +62,6 @@ DTypeConfig_V2 = dict  # {"name": ..., "object_codec_id": ...}; subscriptable as
 
 TBaseDType = TypeVar("TBaseDType")
 TBaseScalar = TypeVar("TBaseScalar")
-
-
-class DataTypeValidationError(MetadataValidationError):
-    """The value is not (the JSON of / a NumPy dtype of) this data type."""
 
 
 def check_dtype_spec_v2(data: Any) -> bool:
