@@ -4,6 +4,7 @@ tests with ``zarr`` aliased to zarrfast (``tools/library_tests.py --modes alias`
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import zarrfast
@@ -198,19 +199,14 @@ def test_as_zarr_python(zarr_peer, tmp_path):
     exec(_LOOK, space)  # noqa: S102 - the same code as the peer runs
     ours = space["look"](zarrfast, path, empty)
     # (a v2 group's metadata.consolidated_metadata comes from the group's consolidated view,
-    # which the node passes to with_codec_objects: hierarchy/node.py; None till it does)
+    # which the node passes to with_codec_objects: hierarchy/node.py)
     ours_cm, theirs_cm = ours.pop("cm"), theirs.pop("cm")
     assert theirs_cm == ["obs", "obs/x"]
-    assert ours_cm in (None, theirs_cm)
+    assert ours_cm == theirs_cm
     assert ours == theirs
 
 
-_NODE_XFAIL = pytest.mark.xfail(strict=True, reason=(
-    "Node.metadata (zarrfast/hierarchy/node.py) does not pass the group's consolidated "
-    "view to with_codec_objects yet"))
-
-
-@pytest.mark.parametrize("zarr_format", [pytest.param(2, marks=_NODE_XFAIL), 3])
+@pytest.mark.parametrize("zarr_format", [2, 3])
 def test_consolidated_group_metadata_through_the_node(zarr_format):
     # anndata's write_elem refuses a group whose metadata.consolidated_metadata is not None,
     # and spatialdata re-consolidates after deleting an element only where the root's is
@@ -222,3 +218,22 @@ def test_consolidated_group_metadata_through_the_node(zarr_format):
     opened = zarrfast.open(store)
     assert sorted(opened.metadata.consolidated_metadata.flattened_metadata) == ["obs", "obs/x"]
     assert list(opened["obs"].metadata.consolidated_metadata.metadata) == ["x"]
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_v2_filters_and_compressors_as_zarr_python_gives_them(tmp_path, order):
+    """A Zarr v2 array's filters are its ``filters``, its compressors its ``compressor``
+    (zarrfast gave every numcodecs codec as a compressor, the filters as none)."""
+    numcodecs = pytest.importorskip("numcodecs")
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(10, 4), chunks=(5, 4),
+                              dtype="i4", zarr_format=2, order=order,
+                              filters=[numcodecs.Delta(dtype="i4")],
+                              compressors=[numcodecs.Zlib(level=1)])
+    a[:] = np.arange(40, dtype="i4").reshape(10, 4)
+    b = zarrfast.open_array(str(tmp_path / "a.zarr"), mode="r")
+    assert [f.codec_id for f in b.filters] == ["delta"]
+    assert [c.codec_id for c in b.compressors] == ["zlib"]
+    np.testing.assert_array_equal(b[:], np.arange(40, dtype="i4").reshape(10, 4))
+    c = zarrfast.create_array(str(tmp_path / "c.zarr"), shape=(4,), dtype="i4", zarr_format=2,
+                              compressors=None)
+    assert c.filters == () and c.compressors == ()

@@ -535,9 +535,19 @@ class Array(Node):
         return sharding.codecs if sharding is not None else self._codecs.codecs
 
     @property
-    def filters(self) -> tuple[ArrayArrayCodec, ...]:
-        """The array -> array codecs applied first (inside the shard, for a sharded array)."""
+    def filters(self) -> tuple[Any, ...]:
+        """The array -> array codecs applied first (inside the shard, for a sharded array);
+        for a Zarr v2 array, its ``filters`` (numcodecs codecs)."""
+        if self._metadata.zarr_format == 2:
+            return self._v2_codecs()[0]
         return tuple(c for c in self._user_codecs if isinstance(c, ArrayArrayCodec))
+
+    def _v2_codecs(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """A Zarr v2 array's filters and compressors: its bytes -> bytes codecs, the
+        filters first (as many as its metadata's ``filters``)."""
+        bb = tuple(c for c in self._user_codecs if isinstance(c, BytesBytesCodec))
+        nf = len(getattr(self._metadata, "filters", None) or ())
+        return bb[:nf], bb[nf:]
 
     @property
     def serializer(self) -> ArrayBytesCodec:
@@ -546,7 +556,10 @@ class Array(Node):
 
     @property
     def compressors(self) -> tuple[BytesBytesCodec, ...]:
-        """The bytes -> bytes codecs applied last (inside the shard, for a sharded array)."""
+        """The bytes -> bytes codecs applied last (inside the shard, for a sharded array);
+        for a Zarr v2 array, its ``compressor`` (not its filters)."""
+        if self._metadata.zarr_format == 2:
+            return self._v2_codecs()[1]
         return tuple(c for c in self._user_codecs if isinstance(c, BytesBytesCodec))
 
     @property

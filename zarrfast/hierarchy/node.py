@@ -580,10 +580,14 @@ class Node(metaclass=_NodeType):
         ``ArrayMetadataV2`` or ``GroupMetadataV2``.
         """
         md = self._metadata
+        # (a group's view of its consolidated members gives it zarr-python's
+        # consolidated_metadata: a v2 group's, a v3 member's of a consolidated group)
+        view = getattr(self, "_consolidated", None)
         shown = self.__dict__.get("_metadata_shown_")
-        if shown is None or shown[0] is not md:
-            shown = self.__dict__["_metadata_shown_"] = (md, with_codec_objects(md))
-        return shown[1]
+        if shown is None or shown[0] is not md or shown[1] is not view:
+            shown = self.__dict__["_metadata_shown_"] = (md, view,
+                                                         with_codec_objects(md, view))
+        return shown[2]
 
     @property
     def read_only(self) -> bool:
