@@ -18,6 +18,9 @@ from zarrfast._ext import _decode
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage import LocalStore
 
+from _helpers.page_cache import evict as _evict
+from _helpers.page_cache import is_cold
+
 pytestmark = pytest.mark.skipif(
     not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")),
     reason="needs posix_fadvise and preadv(RWF_NOWAIT) (Linux)")
@@ -25,33 +28,11 @@ pytestmark = pytest.mark.skipif(
 DATA = np.arange(96 * 96, dtype="i4").reshape(96, 96) * 7 - 5000
 
 
-def _evict(root) -> None:
-    os.sync()
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            path = os.path.join(dirpath, f)
-            if os.path.islink(path) or not os.path.isfile(path):
-                continue
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-
-
 def _cold_possible(root) -> bool:
     """Whether this file system lets files leave the page cache (not tmpfs)."""
     _evict(root)
-    path = next(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
-                if f != "zarr.json")
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+    return is_cold(next(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
+                        if f != "zarr.json"))
 
 
 def _make(tmp_path, **kw):

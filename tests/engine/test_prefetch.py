@@ -14,31 +14,15 @@ from zarrfast._ext import _decode
 from zarrfast.engine import chunked
 from zarrfast.storage import LocalStore
 
+from _helpers.page_cache import evict as _evict
+from _helpers.page_cache import is_cold
+
 pytestmark = pytest.mark.skipif(
     not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")),
     reason="needs posix_fadvise and preadv(RWF_NOWAIT) (Linux)")
 
 
-def _evict(root) -> None:
-    os.sync()
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            fd = os.open(os.path.join(dirpath, f), os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-
-
-def _cold(path) -> bool:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+_cold = is_cold
 
 
 def _array(tmp_path):
