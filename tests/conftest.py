@@ -15,7 +15,6 @@ whatever the working directory and the import mode.
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import uuid
 from collections.abc import Iterator
@@ -29,6 +28,9 @@ import zarrfast
 TESTS = os.path.dirname(os.path.abspath(__file__))
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
+
+from _helpers.s3 import FAKE_KEY, FAKE_SECRET, free_port  # noqa: E402 - (tests/ on the path)
+
 
 @pytest.fixture(params=["memory", "local"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> zarrfast.Store:
@@ -57,9 +59,8 @@ def subprocess_cwd(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cwd")
 
 
-#: fake credentials: moto accepts any; real ones in the environment are never used
-FAKE_KEY = "testing-key"
-FAKE_SECRET = "testing-secret"
+# (fake credentials, FAKE_KEY and FAKE_SECRET: moto accepts any; real ones in the
+# environment are never used)
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,6 @@ class S3Server:
         )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,7 @@ NO_TWIN = {
         "blosc_frames": "reports a setting", "blosc_encoder": "reports a setting",
         "helper_jobs": "counts the helper threads' work",
         "helper_threads": "counts the helper threads",
+        "cold_announcements": "counts the calls that announced cold files",
     },
     "_encode": {
         "bind_zlib": "binds a library", "bind_zstd": "binds a library",

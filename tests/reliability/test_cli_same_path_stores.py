@@ -204,7 +204,7 @@ def second_s3_server(tmp_path):
     buckets: they would be one place)."""
     pytest.importorskip("moto.server")
     boto3 = pytest.importorskip("boto3")
-    from conftest import FAKE_KEY, FAKE_SECRET, free_port
+    from _helpers.s3 import FAKE_KEY, FAKE_SECRET, free_port
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
@@ -236,7 +236,7 @@ def test_the_same_bucket_on_another_server_is_copied(s3_server, second_s3_server
 
     import boto3
 
-    from conftest import FAKE_KEY, FAKE_SECRET
+    from _helpers.s3 import FAKE_KEY, FAKE_SECRET
 
     boto3.client("s3", endpoint_url=second_s3_server, region_name="us-east-1",
                  aws_access_key_id=FAKE_KEY, aws_secret_access_key=FAKE_SECRET
