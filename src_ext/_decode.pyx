@@ -298,6 +298,9 @@ cdef extern from *:
     static int64_t zf_load(int64_t* v) {
         return _InterlockedExchangeAdd64((volatile __int64*)v, 0);
     }
+    static int64_t zf_add(int64_t* v, int64_t k) {
+        return _InterlockedExchangeAdd64((volatile __int64*)v, k);
+    }
     #else
     static int64_t zf_claim(int64_t* cursor) {
         return __atomic_fetch_add(cursor, 1, __ATOMIC_RELAXED);
@@ -305,10 +308,14 @@ cdef extern from *:
     static int64_t zf_load(int64_t* v) {
         return __atomic_load_n(v, __ATOMIC_RELAXED);
     }
+    static int64_t zf_add(int64_t* v, int64_t k) {
+        return __atomic_fetch_add(v, k, __ATOMIC_RELAXED);
+    }
     #endif
     """
     int64_t zf_claim(int64_t* cursor) noexcept nogil
     int64_t zf_load(int64_t* v) noexcept nogil
+    int64_t zf_add(int64_t* v, int64_t k) noexcept nogil
 
 
 cdef extern from "zf_helper.h":
@@ -872,9 +879,10 @@ cdef class ChunkDecoder:
         With ``root`` (``bytes``) the paths are relative to that directory and are
         opened without following symbolic links (``FAILED`` with ``ELOOP`` for a
         path through one: the caller decides).  ``share`` as ``decode_regions``.
-        When the first file's bytes are not in the page cache, every other file is
-        announced to the kernel first (``POSIX_FADV_WILLNEED``, at most 4096), so
-        that the disk reads them while the first is decoded (``cold_announcements``).
+        When the first file's bytes are not in the page cache, the files after it are
+        announced to the kernel (``POSIX_FADV_WILLNEED``), about 16 MiB of them ahead
+        of the rows the threads take, as they go: the disk reads them while the
+        threads decode (``cold_announcements``).
 
         Returns ``(status, sizes, errors)``: statuses as ``decode_regions`` gives
         them (``NO_DATA``: the file does not exist, or is not a regular file;
@@ -1714,6 +1722,11 @@ ctypedef struct _RowsJob:
     int64_t limit
     int64_t* sizes
     int64_t* errs
+    # cold files (``_job_cold``): set when the first row was not in the page cache; the
+    # rows up to ``announced`` are announced, ``window`` rows ahead of the rows claimed
+    int64_t cold
+    int64_t announced
+    int64_t window
 
 
 cdef void _job_init(_RowsJob* job, ChunkDecoder dec, Placement plan, int8_t* status,
@@ -1740,20 +1753,56 @@ def cold_announcements():
     """How many calls reading chunks from files (``decode_files``,
     ``decode_box_files``, ``decode_ranges``, ``decode_box_shards``, ``ShardFiles.run``)
     found their first chunk's bytes outside the page cache, and so told the kernel
-    (``WILLNEED``) the other files or ranges they were about to read (at most 4096 of
-    them, and 256 MiB), in this process so far."""
+    (``WILLNEED``) the other files or ranges they were about to read (a call reading
+    chunks: about 16 MiB ahead of the rows its threads take, as they go; a
+    ``ShardFiles.run``: its other shards, at most 4096 and 256 MiB), in this process so
+    far."""
     return zf_load(&_cold_jobs)
 
 
+#: rows announced to the kernel at once by a thread of a cold job (``_job_ahead``), and
+#: how far ahead of the rows claimed: about this many bytes of files (4 to 256 rows)
+cdef int64_t _AHEAD_BLOCK = 16
+cdef int64_t _AHEAD_BYTES = 16 * 2**20
+
+
 cdef void _job_cold(void* ctx) noexcept nogil:
-    """A job's first row must wait for the disk: announce its other rows, so that the
-    disk reads them while this thread waits (``zf_pread_first``)."""
+    """A job's first row must wait for the disk: announce the rows after it, a window
+    of them (``_job_ahead``), so that the disk reads them while this thread waits
+    (``zf_pread_first``); from then on each thread that claims a row announces the
+    rows a window ahead of it, so the announcing is shared by the threads and
+    overlaps the reading, and what is announced stays a window's worth."""
     cdef _RowsJob* job = <_RowsJob*>ctx
+    cdef int64_t per = job.limit if job.limit > 0 else 65536
     zf_claim(&_cold_jobs)
-    if job.fds != NULL:
-        zf_will_need_ranges(job.fds, job.src_offsets, job.src_sizes, 1, job.n)
-    elif job.files and job.rootfd != -2:
-        zf_will_need_files(job.rootfd, job.cpaths, NULL, 1, job.n, job.limit)
+    job.window = _AHEAD_BYTES // per
+    if job.window < 4:
+        job.window = 4
+    elif job.window > 256:
+        job.window = 256
+    job.announced = 1
+    zf_claim(&job.cold)
+    _job_ahead(job, 0)
+
+
+cdef void _job_ahead(_RowsJob* job, int64_t r) noexcept nogil:
+    """Announce the rows of the cold ``job`` up to ``window`` past row ``r`` that no
+    thread has announced yet, blocks of ``_AHEAD_BLOCK`` claimed atomically: each row
+    is announced once."""
+    cdef int64_t lo, hi, want = r + 1 + job.window
+    if want > job.n:
+        want = job.n
+    while zf_load(&job.announced) < want:
+        lo = zf_add(&job.announced, _AHEAD_BLOCK)
+        if lo >= job.n:
+            break
+        hi = lo + _AHEAD_BLOCK
+        if hi > job.n:
+            hi = job.n
+        if job.fds != NULL:
+            zf_will_need_ranges(job.fds, job.src_offsets, job.src_sizes, lo, hi)
+        elif job.files and job.rootfd != -2:
+            zf_will_need_files(job.rootfd, job.cpaths, NULL, lo, hi, job.limit)
 
 
 ctypedef struct _ShardsAhead:
@@ -1834,6 +1883,8 @@ cdef int64_t _job_rows(_RowsJob* job, zf_worker* w) noexcept nogil:
         r = zf_claim(&job.cursor)
         if r >= job.n:
             break
+        if r > 0 and zf_load(&job.cold):  # (a cold job: keep the disk a window ahead)
+            _job_ahead(job, r)
         _job_row(job, w, <Py_ssize_t>r)
         done += 1
     zf_stream_fence()  # (the streamed stores are seen before the rows are reported done)
