@@ -1824,7 +1824,7 @@ cdef void _shards_cold(void* ctx) noexcept nogil:
 cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
     cdef int err
     # the first row of a job of several, read from a file: when its bytes are not in
-    # the page cache, the other rows' are announced first (``_job_cold``)
+    # the page cache, the rows after it are announced, a window ahead (``_job_cold``)
     cdef zf_cold_fn cold = NULL
     if r == 0 and job.n > 1:
         cold = _job_cold

@@ -937,9 +937,10 @@ def read_rows_files(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:
     # decoding: small reads stay in the calling thread, where a handoff to the pool
     # would cost more.  Every task writes a disjoint region of `out` (chunks partition
     # the array and the projection maps each selected element to exactly one chunk).
-    # Cold files: each decoding call announces its batch's files to the kernel when
-    # the first is not in the page cache (``ChunkDecoder.decode_files``), so that the
-    # disk reads them while the threads decode.
+    # Cold files: each decoding call announces its batch's files to the kernel, a
+    # window ahead of the reading, when the first is not in the page cache
+    # (``ChunkDecoder.decode_files``), so that the disk reads them while the threads
+    # decode.
     if reader.read_decode:
         fn = functools.partial(reader.decode_batch, store=store, keys=keys)
         cap = DECODE_BATCH

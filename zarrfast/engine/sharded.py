@@ -752,8 +752,9 @@ def read_partial_files(plan: Any, keys: list[str], groups: list[np.ndarray],
     per thread, without the GIL; rows of inner chunks not stored get the fill value.
     What a scattered read of many shards (a data loader's batch) costs is then the
     kernels', not a Python fetch per shard.  A call whose first range is not in the
-    page cache announces the others to the kernel first (``decode_ranges``): a cold
-    batch waits for the disk about once, not once per inner chunk.
+    page cache announces the ranges after it to the kernel, a window ahead of the
+    reading (``decode_ranges``): a cold batch waits for the disk about once, not once
+    per inner chunk.
 
     Returns the shards left for the general path: all of them when the store's shards
     are not files, and any shard one of whose inner chunks the kernel could not read or
