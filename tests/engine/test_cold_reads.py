@@ -44,6 +44,25 @@ def _make(tmp_path, **kw):
     return zarrfast.open_array(LocalStore(tmp_path / "a.zarr"), mode="r")
 
 
+#: cold reads tried: eviction is best effort (``POSIX_FADV_DONTNEED`` leaves the pages
+#: another CPU still holds in its LRU batch), so a read may find its first chunk warm
+ATTEMPTS = 5
+
+
+def _cold_read(root, read, want, check=None) -> int:
+    """Evict ``root``'s files, ``read()``, check what it gives (equal to ``want``, or
+    by ``check``); how many calls announced cold files."""
+    _evict(root)
+    before = _decode.cold_announcements()
+    got = read()
+    announced = _decode.cold_announcements() - before
+    if check is not None:
+        check(got)
+    else:
+        np.testing.assert_array_equal(got, want)
+    return announced
+
+
 SELECTIONS = {
     "full": (slice(None), slice(None)),
     "box": (slice(10, 30), slice(5, 40)),      # a box of several chunks
@@ -67,12 +86,8 @@ def test_cold_reads_announce_and_read_the_same(tmp_path, layout, sel, threads):
     s = SELECTIONS[sel]
     with zarrfast.config.set(threads=threads):
         a[s]  # (indexes cached, files warm: then evicted)
-        _evict(tmp_path)
-        before = _decode.cold_announcements()
-        got = a[s]
-        announced = _decode.cold_announcements() - before
-        np.testing.assert_array_equal(got, DATA[s])
-        assert announced >= 1  # (the first call found its first chunk cold)
+        announced = [_cold_read(tmp_path, lambda: a[s], DATA[s]) for _ in range(ATTEMPTS)]
+        assert max(announced) >= 1, announced  # (a call found its first chunk cold)
         # warm: the same read announces nothing
         before = _decode.cold_announcements()
         np.testing.assert_array_equal(a[s], DATA[s])
@@ -83,12 +98,16 @@ def test_get_many_cold_announces_and_reads_the_same(tmp_path):
     a = _make(tmp_path, chunks=(8, 8), shards=(32, 32))
     sels = [(slice(i, i + 5), slice(3 * i, 3 * i + 7)) for i in range(0, 80, 9)]
     a.get_many(sels)
-    _evict(tmp_path)
-    before = _decode.cold_announcements()
-    got = a.get_many(sels)
-    assert _decode.cold_announcements() > before
-    for g, s in zip(got, sels, strict=True):
-        np.testing.assert_array_equal(g, DATA[s])
+
+    def read():
+        return a.get_many(sels)
+
+    def check(got):
+        for g, s in zip(got, sels, strict=True):
+            np.testing.assert_array_equal(g, DATA[s])
+
+    announced = [_cold_read(tmp_path, read, None, check) for _ in range(ATTEMPTS)]
+    assert max(announced) >= 1, announced
 
 
 def test_a_fifo_among_cold_chunk_files_is_not_waited_on(tmp_path):

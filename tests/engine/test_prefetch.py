@@ -59,21 +59,28 @@ def test_cold_files_are_announced_and_read_the_same(tmp_path, monkeypatch):
     _evict(tmp_path)
     if not _cold(tmp_path / "a.zarr" / "c" / "0" / "0"):
         pytest.skip("this file system keeps the files in memory (tmpfs?)")
-    _evict(tmp_path)  # (the probe may have started reading the file it probed)
     calls = _advised(monkeypatch)
     keys = [f"c/{i}/{j}" for i in range(8) for j in range(8)]
-    chunked.prefetch_if_cold(a.store, keys)
+    for _ in range(5):  # (eviction is best effort: another CPU may still hold a page)
+        _evict(tmp_path)  # (the probe may have started reading the file it probed)
+        calls.clear()
+        chunked.prefetch_if_cold(a.store, keys)
+        if calls:
+            break
     assert len(calls) == 64
-    _evict(tmp_path)
     b = zarrfast.open_array(LocalStore(tmp_path / "a.zarr"), mode="r")
     sels = [(slice(3, 61), slice(5, 30)), (slice(0, 64, 3), slice(40, 59))]
-    before = _decode.cold_announcements()
-    got = b.get_many(sels)  # (its chunks read by batches of files: read_rows_files)
     ref = np.arange(64 * 64).reshape(64, 64)
-    for s, r in zip(sels, got, strict=True):
-        np.testing.assert_array_equal(r, ref[s])
+    announced = []
+    for _ in range(5):  # (eviction is best effort: see tests/engine/test_cold_reads.py)
+        _evict(tmp_path)
+        before = _decode.cold_announcements()
+        got = b.get_many(sels)  # (its chunks read by batches of files: read_rows_files)
+        announced.append(_decode.cold_announcements() - before)
+        for s, r in zip(sels, got, strict=True):
+            np.testing.assert_array_equal(r, ref[s])
     # (announced by the decoding kernel, not here: see tests/engine/test_cold_reads.py)
-    assert _decode.cold_announcements() > before, "a cold batch of chunk files announces them"
+    assert max(announced) >= 1, "a cold batch of chunk files announces them"
 
 
 def test_a_fifo_or_a_link_among_the_files_neither_blocks_nor_is_followed(tmp_path,
