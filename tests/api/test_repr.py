@@ -341,3 +341,49 @@ def test_info_records_answer_zarr_pythons_field_name(zarr_format, zarr_peer) -> 
               a.info_complete()._zarr_format])
     """, zarr_format)
     assert ours == theirs == [zarr_format] * 4
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_info_records_give_codec_objects_under_zarr_pythons_names(zarr_format,
+                                                                    zarr_peer) -> None:
+    """``info._compressors`` (and ``_filters``, ``_serializer``) are codec objects, as in
+    zarr-python's record: ome-zarr checks ``info._compressors[0].to_dict()`` (Zarr v3) and
+    ``.get_config()`` (v2); the plain fields answer under their underscore names too."""
+    import numcodecs
+
+    g = zarrfast.open_group({}, mode="w", zarr_format=zarr_format)
+    if zarr_format == 3:
+        comp = zarrfast.codecs.BloscCodec(cname="zstd", clevel=5, shuffle="shuffle")
+    else:
+        comp = numcodecs.Blosc(cname="zstd", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+    a = g.create_array("a", shape=(6,), chunks=(3,), dtype="uint8", compressors=comp,
+                       filters=[numcodecs.Delta(dtype="u1")] if zarr_format == 2 else ())
+    info = a.info
+
+    def describe(c):
+        return c.to_dict() if zarr_format == 3 else c.get_config()
+
+    ours = [[describe(c) for c in info._compressors], [describe(c) for c in info._filters],
+            None if info._serializer is None else info._serializer.to_dict(),
+            list(info._shape), list(info._chunk_shape), info._order, info._read_only,
+            info._store_type, g.info._name, g.info._read_only, g.info._store_type]
+    theirs = zarr_peer.run("""
+        import numcodecs, zarr
+        fmt = ARGS
+        g = zarr.open_group({}, mode="w", zarr_format=fmt)
+        if fmt == 3:
+            comp = zarr.codecs.BloscCodec(cname="zstd", clevel=5, shuffle="shuffle")
+        else:
+            comp = numcodecs.Blosc(cname="zstd", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+        a = g.create_array("a", shape=(6,), chunks=(3,), dtype="uint8", compressors=comp,
+                           filters=[numcodecs.Delta(dtype="u1")] if fmt == 2 else ())
+        info = a.info
+        describe = (lambda c: c.to_dict()) if fmt == 3 else (lambda c: c.get_config())
+        emit([[describe(c) for c in info._compressors], [describe(c) for c in info._filters],
+              None if info._serializer is None else info._serializer.to_dict(),
+              list(info._shape), list(info._chunk_shape), info._order, info._read_only,
+              info._store_type, g.info._name, g.info._read_only, g.info._store_type])
+    """, zarr_format)
+    assert ours == theirs
+    with pytest.raises(AttributeError, match="_nonexistent"):
+        info._nonexistent  # noqa: B018

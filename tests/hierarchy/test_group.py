@@ -500,3 +500,49 @@ def test_a_consolidated_member_with_a_reserved_name_is_refused_naming_the_group(
         g.members(max_depth=None)
     with pytest.raises(InvalidNodeNameError, match=r"group '/grp': node name '__x'"):
         g["__x"]
+
+
+@pytest.mark.filterwarnings("ignore:Consolidated metadata is currently not part")
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_a_node_of_the_other_format_is_no_member_and_warned_of(zarr_format, tmp_path,
+                                                                zarr_peer) -> None:
+    """A node of the other Zarr format below a group (ome-zarr's test_write_image_scalar_
+    chunks leaves a v3 group in a v2 one) is not a member, as zarr-python sees it: the
+    listings skip it with zarr-python's ZarrUserWarning, ``in`` says no, consolidation
+    leaves it out.  Before, the listings raised MemberNotFoundError."""
+    from zarrfast.errors import ZarrUserWarning
+
+    other = 5 - zarr_format
+    root = tmp_path / "root"
+    g = zarrfast.open_group(root, mode="w", zarr_format=zarr_format)
+    g.create_array("a", shape=(2,), dtype="i1")
+    zarrfast.open_group(root / "other", mode="w", zarr_format=other).create_array(
+        "b", shape=(2,), dtype="i1")
+    g = zarrfast.open_group(root, mode="r")
+    ours = {}
+    for method in ("keys", "array_keys", "group_keys", "members"):
+        with pytest.warns(ZarrUserWarning, match="Object at other is not recognized"):
+            ours[method] = [m[0] if isinstance(m, tuple) else m for m in getattr(g, method)()]
+    ours["contains"] = "other" in g
+    with pytest.warns(ZarrUserWarning, match="Object at other"):
+        ours["tree"] = repr(g.tree(plain=True))
+    theirs = zarr_peer.run("""
+        import warnings, zarr
+        root, = ARGS
+        g = zarr.open_group(root, mode="r")
+        out = {}
+        for method in ("keys", "array_keys", "group_keys", "members"):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                out[method] = [m[0] if isinstance(m, tuple) else m
+                               for m in getattr(g, method)()]
+            assert any("Object at other is not recognized" in str(x.message) for x in w)
+        out["contains"] = "other" in g
+        out["tree"] = repr(g.tree())
+        emit(out)
+    """, [str(root)])
+    assert ours == theirs
+    assert ours["members"] == ["a"] and ours["contains"] is False
+    with pytest.warns(ZarrUserWarning, match="Object at other"):  # (and leaves it out)
+        zarrfast.consolidate_metadata(str(root))
+    assert sorted(zarrfast.open_consolidated(str(root)).keys()) == ["a"]

@@ -186,7 +186,7 @@ def _walk(store: Store, path: str, zarr_format: int) -> dict[str, AnyMetadata]:
     out: dict[str, AnyMetadata] = {}
 
     def visit(p: str, rel: str) -> None:
-        for name in child_node_names(store, p):
+        for name in child_node_names(store, p, zarr_format):  # (skips the other's)
             child = node_key(p, name)
             md = read_node_metadata(store, child, zarr_format)
             key = f"{rel}/{name}" if rel else name

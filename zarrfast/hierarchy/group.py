@@ -45,6 +45,7 @@ from zarrfast.hierarchy.node import (
     read_children_metadata,
     read_node_metadata,
     read_typed_metadata,
+    warn_foreign_member,
     write_metadata,
     write_new_node,
 )
@@ -483,12 +484,13 @@ class Group(Node):
             return False
         if self._consolidated is not None:
             return self._relative(path) in self._consolidated
-        return existing_node(self._store, path) is not None
+        found = existing_node(self._store, path)  # (of the group's format: as zarr-python)
+        return found is not None and found[0] == self.zarr_format
 
     def _child_names(self) -> list[str]:
         if self._consolidated is not None:
             return self._consolidated.child_names()
-        return child_node_names(self._store, self._path)
+        return child_node_names(self._store, self._path, self.zarr_format)
 
     def _member_nodes(self, node_type: str | None = None
                       ) -> Iterator[tuple[str, Array | Group]]:
@@ -532,11 +534,10 @@ class Group(Node):
             # (an invalid or reserved name: InvalidNodeNameError naming this group)
             path = self._child_path(name)
             if md is None:
-                if view is not None or existing_node(store, path) is None:
-                    continue
-                node = self[name]
-                if node_type is None or node._kind == node_type:
-                    out.append((name, node))
+                # (no document of the group's format: perhaps a node of the other one,
+                # skipped with zarr-python's warning: zarr-python does not see it)
+                if view is None and existing_node(store, path) is not None:
+                    warn_foreign_member(name)
                 continue
             if node_type is not None and md.node_type != node_type:
                 continue

@@ -30,7 +30,7 @@ from __future__ import annotations
 import sys
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape as html_escape
 from typing import Any
 
@@ -159,6 +159,17 @@ def numcodecs_repr(config: dict | None) -> str:
         return repr(config)
 
 
+def _numcodecs_object(config: dict) -> Any:
+    """A Zarr v2 filter or compressor (its JSON) as the numcodecs object, as zarr-python's
+    ``ArrayInfo`` holds it; its JSON when numcodecs does not know its id."""
+    try:
+        import numcodecs
+
+        return numcodecs.get_codec(dict(config))
+    except Exception:
+        return dict(config)
+
+
 def _tuple_repr(items: Sequence[str]) -> str:
     if len(items) == 1:
         return f"({items[0]},)"
@@ -187,6 +198,11 @@ class ArrayInfo:
     count_bytes: int | None = None
     count_bytes_stored: int | None = None
     count_chunks_initialized: int | None = None
+    #: the codec objects themselves (numcodecs objects for Zarr v2), for the names
+    #: zarr-python's record gives them: ``info._filters``, ``_serializer``, ``_compressors``
+    filter_objects: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    serializer_object: Any = field(default=None, repr=False, compare=False)
+    compressor_objects: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def rows(self) -> list[tuple[str, str]]:
         rows = [("Type", "Array"), ("Zarr format", str(self.zarr_format)),
@@ -221,11 +237,17 @@ class ArrayInfo:
     def __contains__(self, text: str) -> bool:  # ``"Shape" in a.info``, as for the text
         return text in repr(self)
 
-    @property
-    def _zarr_format(self) -> int:
-        # (zarr-python's name: its records keep their fields behind an underscore, and
-        # libraries read it, ome-zarr's ``info._zarr_format``)
-        return self.zarr_format
+    def __getattr__(self, name: str) -> Any:
+        # zarr-python's names: its record keeps its fields behind an underscore, and
+        # libraries read them (ome-zarr: ``info._zarr_format``, ``info._compressors[0]``,
+        # a codec object).  The codec fields give the objects, the others the values.
+        objects = {"_filters": "filter_objects", "_serializer": "serializer_object",
+                   "_compressors": "compressor_objects"}
+        if name in objects:
+            return object.__getattribute__(self, objects[name])
+        if name.startswith("_") and name[1:] in _ARRAY_FIELDS:
+            return object.__getattribute__(self, name[1:])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -255,15 +277,24 @@ class GroupInfo:
     def __repr__(self) -> str:
         return "\n".join(f"{k:<11} : {v}" for k, v in self.rows())
 
-    @property
-    def _zarr_format(self) -> int:
-        # (zarr-python's name, as for ArrayInfo: ome-zarr reads ``group.info._zarr_format``)
-        return self.zarr_format
+    def __getattr__(self, name: str) -> Any:
+        # zarr-python's names, as for ArrayInfo (ome-zarr reads ``group.info._zarr_format``)
+        if name.startswith("_") and name[1:] in _GROUP_FIELDS:
+            return object.__getattribute__(self, name[1:])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     __str__ = __repr__
 
     def __contains__(self, text: str) -> bool:
         return text in repr(self)
+
+
+_ARRAY_FIELDS = frozenset({
+    "zarr_format", "fill_value", "shape", "shard_shape", "chunk_shape", "order",
+    "read_only", "store_type", "count_bytes", "count_bytes_stored",
+    "count_chunks_initialized"})
+_GROUP_FIELDS = frozenset({"name", "zarr_format", "read_only", "store_type", "count_members",
+                           "count_arrays", "count_groups"})
 
 
 # -- the tree ------------------------------------------------------------------------------
@@ -374,13 +405,19 @@ def array_info(array: Any, *, complete: bool) -> ArrayInfo:
     adds what the store holds (bytes stored, chunks or shards initialized)."""
     md = array.metadata
     if md.zarr_format == 2:
+        filter_objects = tuple(_numcodecs_object(f) for f in (md.filters or ()))
+        compressor_objects = (_numcodecs_object(md.compressor),) if md.compressor else ()
+        serializer_object = None
         filters = _tuple_repr([numcodecs_repr(f) for f in (md.filters or ())])
         compressors = _tuple_repr([numcodecs_repr(md.compressor)] if md.compressor else [])
         serializer = None
     else:
-        filters = _tuple_repr([codec_repr(c) for c in array.filters])
-        compressors = _tuple_repr([codec_repr(c) for c in array.compressors])
-        serializer = codec_repr(array.serializer)
+        filter_objects = tuple(array.filters)
+        compressor_objects = tuple(array.compressors)
+        serializer_object = array.serializer
+        filters = _tuple_repr([codec_repr(c) for c in filter_objects])
+        compressors = _tuple_repr([codec_repr(c) for c in compressor_objects])
+        serializer = codec_repr(serializer_object)
     sharded = array._sharding is not None
     if array._regular:
         chunk_shape, shard_shape = array.chunks, array.shards
@@ -400,7 +437,8 @@ def array_info(array: Any, *, complete: bool) -> ArrayInfo:
         shard_shape=shard_shape, order=array.order, read_only=array.read_only,
         store_type=type(array.store).__name__, filters=filters, serializer=serializer,
         compressors=compressors, count_bytes=array.nbytes, count_bytes_stored=stored,
-        count_chunks_initialized=initialized)
+        count_chunks_initialized=initialized, filter_objects=filter_objects,
+        serializer_object=serializer_object, compressor_objects=compressor_objects)
 
 
 def group_info(group: Any, members: Sequence[Any] | None) -> GroupInfo:

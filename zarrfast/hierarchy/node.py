@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import warnings
 from typing import Any
 
 from zarrfast.codecs.metadata import with_codec_objects
@@ -28,6 +29,7 @@ from zarrfast.errors import (
     NodeTypeValidationError,
     ReadOnlyError,
     ZarrfastError,
+    ZarrUserWarning,
 )
 from zarrfast.hierarchy.array_config import check_rectilinear_allowed
 from zarrfast.metadata.gcpause import collector_paused
@@ -382,15 +384,37 @@ def child_candidates(store: Store, path: str) -> list[str]:
             if name not in METADATA_NAMES and name != ".zmetadata"]
 
 
-def child_node_names(store: Store, path: str) -> list[str]:
-    """Names of the nodes directly below ``path`` (either format): those with a
-    ``zarr.json`` (read in one batch, ``Store.get_many``), a ``.zarray`` or a ``.zgroup``."""
+def child_node_names(store: Store, path: str, zarr_format: int | None = None) -> list[str]:
+    """Names of the nodes directly below ``path``: those with a ``zarr.json`` (read in one
+    batch, ``Store.get_many``), a ``.zarray`` or a ``.zgroup``.  With ``zarr_format`` (the
+    group's), only the nodes of that format: a node of the other one is not a member, as
+    in zarr-python, which skips it with a :class:`~zarrfast.errors.ZarrUserWarning`
+    (:func:`warn_foreign_member`)."""
     names = child_candidates(store, path)
     paths = [node_key(path, n) for n in names]
     found = store.get_many([node_key(p, "zarr.json") for p in paths]) if names else []
-    return [name for name, child, raw in zip(names, paths, found, strict=True)
-            if raw is not None or store.exists(node_key(child, ".zarray"))
-            or store.exists(node_key(child, ".zgroup"))]
+    out = []
+    for name, child, raw in zip(names, paths, found, strict=True):
+        if raw is not None:
+            fmt = 3
+        elif store.exists(node_key(child, ".zarray")) or store.exists(
+                node_key(child, ".zgroup")):
+            fmt = 2
+        else:
+            continue
+        if zarr_format is None or fmt == zarr_format:
+            out.append(name)
+        else:
+            warn_foreign_member(name)
+    return out
+
+
+def warn_foreign_member(name: str) -> None:
+    """Warn that ``name``, a node of the other Zarr format below a group, is skipped as no
+    member of it: zarr-python's warning, word for word (a v3 node in a v2 group is
+    invisible to zarr-python, and the other way round)."""
+    warnings.warn(f"Object at {name} is not recognized as a component of a Zarr hierarchy.",
+                  ZarrUserWarning, stacklevel=3)
 
 
 def metadata_state(metadata: AnyMetadata) -> dict[str, Any]:
