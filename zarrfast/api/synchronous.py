@@ -1240,7 +1240,10 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
         (so nothing can be created); ``None``, ``"a"`` and ``"r+"``: as ``overwrite``
         says.
     data : array-like, optional
-        Values written into the new array (its shape must broadcast to ``shape``).
+        Values written into the new array (its shape must broadcast to ``shape``).  As
+        zarr-python 3.4's, it sets neither the shape nor the data type: without ``dtype``
+        the array is ``float64``, and data ``float64`` cannot hold exactly (complex
+        numbers, integers beyond 2**53) is refused.
     synchronizer, chunk_store, cache_metadata, cache_attrs, meta_array : optional
         Taken as zarr-python takes them, and ignored: a value other than ``None`` warns
         "... is not yet implemented" (``ZarrRuntimeWarning``).
@@ -1287,6 +1290,8 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
     if write_empty_chunks is not None:
         warn_write_empty_chunks(stacklevel=4)
     check_zarr_format(zarr_format)
+    if dtype is None and data is not None:
+        dtype = _legacy_default_dtype(data)
     store_read_only, overwrite = _creating_mode(mode, overwrite)
     s, p = _resolve(store, path, read_only=store_read_only, storage_options=storage_options)
     arr = create_legacy(
@@ -1299,6 +1304,29 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
     if read_only:
         arr._read_only = True
     return arr
+
+
+def _legacy_default_dtype(data: Any) -> str:
+    """``create``'s data type when ``data`` is given without ``dtype``: ``float64``, as
+    zarr-python 3.4's ``create`` (its data does not set the data type).  Values ``float64``
+    cannot hold exactly (complex numbers, integers beyond 2**53) are refused, not rounded."""
+    known = getattr(data, "dtype", None)
+    try:
+        values = None if isinstance(known, np.dtype) else np.asarray(data)
+    except (TypeError, ValueError):
+        return "float64"  # (the write says what is wrong with it)
+    given = values.dtype if values is not None else np.dtype(known)
+    if values is None and given.kind in "iu" and given.itemsize > 4:
+        values = np.asarray(data)  # (only then are the values looked at)
+    exact = given.kind in "bf" and given.itemsize <= 8 or given.kind in "iu" and (
+        given.itemsize <= 4 or values is None or values.size == 0
+        or -(2**53) <= int(values.min()) and int(values.max()) <= 2**53)
+    if given.kind in "iufc" and not exact:
+        raise ZarrfastError(
+            f"create: data of dtype {given} without dtype: the array would be float64 (as "
+            f"zarr-python's create), which cannot hold these values exactly; pass "
+            f"dtype={str(given)!r} (or use create_array(data=...), which takes the data's)")
+    return "float64"
 
 
 def empty(shape: Any, **kwargs: Any) -> Array:

@@ -52,7 +52,7 @@ __all__ = [
     "check_dtype_spec_v2", "Bool", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16",
     "UInt32", "UInt64", "Float16", "Float32", "Float64", "Complex64", "Complex128",
     "FixedLengthUTF32", "VariableLengthUTF8", "VariableLengthBytes", "NullTerminatedBytes",
-    "RawBytes", "Structured", "DateTime64", "TimeDelta64", "ANY_DTYPE",
+    "RawBytes", "Struct", "Structured", "DateTime64", "TimeDelta64", "ANY_DTYPE",
 ]
 
 JSON = Any
@@ -209,8 +209,8 @@ class _Native(ZDType):
             native = np.dtype(name) if isinstance(name, str) and codec is None else None
         except TypeError:
             native = None
-        if native is not None and cls._check_native_dtype(native):
-            return cls.from_native_dtype(native)
+        if native is not None and native.str == name and cls._check_native_dtype(native):
+            return cls.from_native_dtype(native)  # (only NumPy's own spelling, '<i2')
         raise DataTypeValidationError(
             f"invalid Zarr v2 JSON for {cls.__name__}: {data!r}")
 
@@ -709,9 +709,66 @@ class Structured(_Native):
         return _b64_scalar(self, data, zarr_format)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Struct(Structured):
+    """``struct``: zarr-python 3.4's canonical structured data type (zarr-extensions
+    ``data-types/struct``): fields written as ``{"name": ..., "data_type": ...}`` objects,
+    the legacy ``structured`` form (``[name, data_type]`` pairs) read too; Zarr v3 fill
+    values are ``{field: value}`` objects (base64 of an item's bytes is read too)."""
+
+    _zarr_v3_name = "struct"
+
+    def to_json(self, zarr_format: ZarrFormat) -> Any:
+        if _check_format(zarr_format) == 2:
+            return super().to_json(2)
+        return {"name": self._zarr_v3_name, "configuration": {"fields": [
+            {"name": n, "data_type": f.to_json(3)} for n, f in self.fields]}}
+
+    @classmethod
+    def _from_json_v3(cls, data: Any) -> ZDType:
+        conf = data.get("configuration") if isinstance(data, Mapping) else None
+        if not (isinstance(data, Mapping) and set(data) == {"name", "configuration"}
+                and data["name"] in ("struct", "structured") and isinstance(conf, Mapping)
+                and set(conf) == {"fields"} and isinstance(conf["fields"], list)):
+            raise DataTypeValidationError(
+                f"Invalid JSON representation of {cls.__name__}. Got {data!r}, expected a "
+                f"JSON object with the key {cls._zarr_v3_name!r}")
+        fields = []
+        for i, f in enumerate(conf["fields"]):
+            if isinstance(f, Mapping) and set(f) == {"name", "data_type"}:
+                name, spec = f["name"], f["data_type"]
+            elif isinstance(f, (list, tuple)) and len(f) == 2:  # (the legacy form)
+                name, spec = f
+            else:
+                raise DataTypeValidationError(
+                    f"{cls.__name__}: fields[{i}] must be {{'name': ..., 'data_type': ...}} "
+                    f"(or [name, data_type]), got {f!r}")
+            try:
+                fields.append((name, data_type_registry.match_json(spec, zarr_format=3)))
+            except (TypeError, ValueError) as e:
+                raise DataTypeValidationError(f"{cls.__name__}: fields[{i}] {name!r}: {e}"
+                                              ) from None
+        return cls(fields=tuple(fields))
+
+    def to_json_scalar(self, data: Any, *, zarr_format: ZarrFormat) -> Any:
+        if _check_format(zarr_format) == 2:
+            return super().to_json_scalar(data, zarr_format=2)
+        scalar = self.cast_scalar(data)
+        return {n: f.to_json_scalar(scalar[n], zarr_format=3) for n, f in self.fields}
+
+    def from_json_scalar(self, data: Any, *, zarr_format: ZarrFormat) -> Any:
+        if isinstance(data, Mapping):
+            values = tuple(f.from_json_scalar(data[n], zarr_format=zarr_format) if n in data
+                           else f.default_scalar() for n, f in self.fields)
+            return self.cast_scalar(values)
+        if isinstance(data, str):
+            return super().from_json_scalar(data, zarr_format=zarr_format)
+        raise TypeError(f"Invalid type: {data!r}. Expected a dict or base64-encoded string.")
+
+
 ANY_DTYPE = (Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16, Float32,
              Float64, Complex64, Complex128, FixedLengthUTF32, VariableLengthUTF8, RawBytes,
-             NullTerminatedBytes, VariableLengthBytes, Structured, DateTime64, TimeDelta64)
+             NullTerminatedBytes, VariableLengthBytes, Struct, DateTime64, TimeDelta64)
 
 
 # -- the registry ----------------------------------------------------------------------------

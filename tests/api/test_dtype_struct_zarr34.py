@@ -1,0 +1,151 @@
+"""zarrfast.dtype follows zarr-python 3.4.2 (the peer) where 3.4 moved on from 3.1:
+
+- ``Struct``, the canonical structured data type (``"struct"``, fields as objects, Zarr v3
+  fill values as ``{field: value}``), reading the legacy ``"structured"`` form too; the
+  registry holds it under ``"struct"`` (``Structured`` stays, as in 3.4);
+- a Zarr v2 ``{"name": ..., "object_codec_id": None}`` is a data type's only in NumPy's own
+  spelling (``"<i2"``, ``"|b1"``), not in another one NumPy would also read (``"int16"``,
+  ``"|i2"``, ``"datetime64"``).
+
+zarr-python 3.1.6 (the main environment's) says ``Structured`` and accepts the other
+spellings, so these compare with the peer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zarrfast import dtype as fd
+
+pytestmark = pytest.mark.interop
+
+STRUCT_SPECS = [
+    [["a", "<i4"], ["b", "S2"]],
+    {"name": "structured", "configuration": {"fields": [["x", "float32"], ["y", "int8"]]}},
+    {"name": "struct", "configuration": {"fields": [{"name": "x", "data_type": "float32"},
+                                                    {"name": "y", "data_type": "int8"}]}},
+]
+
+_PEER_STRUCT = """
+import base64
+import numpy as np
+import zarr.dtype as zd
+out = {"registry": list(zd.data_type_registry.contents),
+       "classes": [c.__name__ for c in zd.data_type_registry.contents.values()], "specs": []}
+for spec in ARGS:
+    native = spec if isinstance(spec, dict) else np.dtype([tuple(f) for f in spec])
+    t = zd.parse_dtype(native, zarr_format=3)
+    item = np.zeros((), dtype=t.to_native_dtype())[()]
+    s3 = t.to_json_scalar(item, zarr_format=3)
+    out["specs"].append({
+        "repr": repr(t), "type": type(t).__name__, "v2": t.to_json(zarr_format=2),
+        "v3": t.to_json(zarr_format=3), "native": str(t.to_native_dtype()),
+        "s2": t.to_json_scalar(item, zarr_format=2), "s3": s3,
+        "from_s3": repr(t.from_json_scalar(s3, zarr_format=3)),
+        "from_b64": repr(t.from_json_scalar(t.to_json_scalar(item, zarr_format=2),
+                                            zarr_format=3)),
+        "from_partial": repr(t.from_json_scalar({}, zarr_format=3)),
+        "legacy_v3": repr(type(t).from_json(
+            {"name": "structured", "configuration": {"fields": [
+                [f["name"], f["data_type"]] for f in t.to_json(zarr_format=3)[
+                    "configuration"]["fields"]]}}, zarr_format=3)),
+    })
+emit(out)
+"""
+
+
+def _ours(spec):
+    native = spec if isinstance(spec, dict) else np.dtype([tuple(f) for f in spec])
+    t = fd.parse_dtype(native, zarr_format=3)
+    item = np.zeros((), dtype=t.to_native_dtype())[()]
+    s3 = t.to_json_scalar(item, zarr_format=3)
+    return {
+        "repr": repr(t), "type": type(t).__name__, "v2": t.to_json(zarr_format=2),
+        "v3": t.to_json(zarr_format=3), "native": str(t.to_native_dtype()),
+        "s2": t.to_json_scalar(item, zarr_format=2), "s3": s3,
+        "from_s3": repr(t.from_json_scalar(s3, zarr_format=3)),
+        "from_b64": repr(t.from_json_scalar(t.to_json_scalar(item, zarr_format=2),
+                                            zarr_format=3)),
+        "from_partial": repr(t.from_json_scalar({}, zarr_format=3)),
+        "legacy_v3": repr(type(t).from_json(
+            {"name": "structured", "configuration": {"fields": [
+                [f["name"], f["data_type"]] for f in t.to_json(zarr_format=3)[
+                    "configuration"]["fields"]]}}, zarr_format=3)),
+    }
+
+
+def _jsonable(x):
+    import json
+    return json.loads(json.dumps(x))
+
+
+def test_struct_as_zarr_python(zarr_peer) -> None:
+    theirs = zarr_peer.run(_PEER_STRUCT, STRUCT_SPECS)
+    assert list(fd.data_type_registry.contents) == theirs["registry"]
+    assert [c.__name__ for c in fd.data_type_registry.contents.values()] == theirs["classes"]
+    for spec, their in zip(STRUCT_SPECS, theirs["specs"], strict=True):
+        assert _jsonable(_ours(spec)) == their, spec
+    assert theirs["specs"][0]["type"] == "Struct"
+    assert theirs["specs"][0]["s3"] == {"a": 0, "b": ""}
+
+
+def test_struct_keeps_structured_and_refuses_what_is_not_a_struct() -> None:
+    t = fd.Struct(fields=(("a", fd.Int8()),))
+    assert isinstance(t, fd.Structured)
+    with pytest.raises(fd.DataTypeValidationError, match="struct"):
+        fd.Struct.from_json({"name": "struct", "configuration": {"fields": 3}}, zarr_format=3)
+    with pytest.raises(fd.DataTypeValidationError, match=r"fields\[0\]"):
+        fd.Struct.from_json({"name": "struct", "configuration": {"fields": [{"name": "a"}]}},
+                            zarr_format=3)
+    with pytest.raises(TypeError, match="Expected a dict or base64"):
+        t.from_json_scalar(5, zarr_format=3)
+
+
+def test_struct_arrays_write_and_read_as_zarr_python(zarr_peer, tmp_path) -> None:
+    import zarrfast
+
+    dt = np.dtype([("a", "<i4"), ("b", "<f8")])
+    a = zarrfast.create_array(str(tmp_path / "s.zarr"), shape=(3,), dtype=dt,
+                              fill_value=(1, 2.5))
+    a[:2] = np.array([(5, 0.5), (6, 1.5)], dtype=dt)
+    assert type(a.metadata.data_type) is fd.Struct
+    theirs = zarr_peer.run("""
+        import zarr
+        z = zarr.open_array(ARGS, mode="r")
+        emit([type(z.metadata.data_type).__name__, z[:].tolist(),
+              z.metadata.to_dict()["data_type"]])
+    """, str(tmp_path / "s.zarr"))
+    assert theirs[0] == "Struct"
+    assert theirs[1] == [[5, 0.5], [6, 1.5], [1, 2.5]]
+    assert theirs[2] == _jsonable(a.metadata.data_type.to_json(zarr_format=3))
+
+
+V2_NAMES = ["<i2", ">i2", "|i2", "int16", "i2", "|i1", "<i1", "int8", "|b1", "bool", "?",
+            "<f4", "|f4", "float32", "<c8", "complex64", "<M8[ns]", "<M8", ">m8",
+            "datetime64", "timedelta64", "|S3", "<U2", "|V4", "|O"]
+
+
+def test_v2_json_spellings_as_zarr_python(zarr_peer) -> None:
+    classes = [c.__name__ for c in fd.data_type_registry.contents.values()]
+    theirs = zarr_peer.run("""
+        import zarr.dtype as zd
+        out = []
+        for cls in zd.data_type_registry.contents.values():
+            for name in ARGS:
+                try:
+                    out.append(repr(cls.from_json({"name": name, "object_codec_id": None},
+                                                  zarr_format=2)))
+                except Exception:
+                    out.append(None)
+        emit(out)
+    """, V2_NAMES)
+    ours = []
+    for cls in (getattr(fd, n) for n in classes):
+        for name in V2_NAMES:
+            try:
+                ours.append(repr(cls.from_json({"name": name, "object_codec_id": None},
+                                               zarr_format=2)))
+            except fd.DataTypeValidationError:
+                ours.append(None)
+    assert ours == theirs
+    assert theirs.count(None) < len(theirs) - 10  # (some spellings are taken)
