@@ -23,8 +23,11 @@ from typing import Any
 from zarrfast.errors import MetadataError, MetadataValidationError
 from zarrfast.hierarchy.node import (
     AnyMetadata,
+    OrphanedMemberError,
     child_node_names,
     node_key,
+    orphaned_member,
+    parse_group_document,
     read_node_metadata,
     write_metadata,
 )
@@ -35,12 +38,12 @@ from zarrfast.metadata.v3 import (
     ConsolidatedMetadata,
     GroupMetadata,
     check_member_path,
-    parse_metadata,
 )
 from zarrfast.metadata.v3 import _load_json as _load  # JSON errors name the key
 from zarrfast.storage import Store
 
-__all__ = ["ConsolidatedView", "read_consolidated", "write_consolidated"]
+__all__ = ["ConsolidatedView", "read_consolidated", "store_v2_consolidated",
+           "write_consolidated"]
 
 
 class _Members:
@@ -100,6 +103,12 @@ class ConsolidatedView:
         return [md for key, md in self._members.metadata.items()
                 if key.startswith(prefix) and key != prefix]
 
+    def members(self) -> dict[str, AnyMetadata]:
+        """Every node below this view's group (all depths) by path relative to it."""
+        prefix = self._prefix
+        return {key[len(prefix):]: md for key, md in self._members.metadata.items()
+                if key.startswith(prefix) and key != prefix}
+
     def sub(self, rel: str) -> ConsolidatedView:
         """The view of the member group at ``rel`` (relative to this one)."""
         return ConsolidatedView(self, rel + "/")
@@ -154,6 +163,11 @@ def _v2_members(doc: Any, path: str, key: str) -> tuple[GroupMetadataV2, dict[st
         else:
             members[rel] = GroupMetadataV2.from_documents(raw, attrs, path=child,
                                                           key=f"{key}[{entry}]")
+    orphan = orphaned_member(members)
+    if orphan is not None:  # (as for Zarr v3's; zarr-python opens no group from it either)
+        raise OrphanedMemberError(
+            f"{key}: consolidated metadata member {orphan[0]!r} is below {orphan[1]!r}, "
+            f"which has no entry; the entries must be the whole hierarchy below the group")
     return group, members
 
 
@@ -166,7 +180,7 @@ def read_consolidated(store: Store, path: str, zarr_format: int | None, *,
         key = node_key(path, "zarr.json")
         raw = store.get(key) if root_doc is ... else root_doc
         if raw is not None:
-            md = parse_metadata(raw, path=path, key=key)
+            md = parse_group_document(raw, path, key)
             cm = md.consolidated_metadata if isinstance(md, GroupMetadata) else None
             if cm is None:
                 return None
@@ -206,9 +220,24 @@ def write_consolidated(store: Store, path: str, group: AnyMetadata) -> None:
         cm = ConsolidatedMetadata.from_flat(dict(sorted(members.items())))
         write_metadata(store, path, replace(group, consolidated_metadata=cm))
         return
+    store.set(node_key(path, ".zmetadata"), _v2_document(group, members))
+
+
+def _v2_document(group: AnyMetadata, members: Mapping[str, AnyMetadata]) -> bytes:
     meta: dict[str, Any] = {".zgroup": group.to_dict(), ".zattrs": group.attributes}
     for rel, md in sorted(members.items()):
         meta[f"{rel}/.zarray" if md.node_type == "array" else f"{rel}/.zgroup"] = md.to_dict()
         meta[f"{rel}/.zattrs"] = md.attributes
     doc = {"zarr_consolidated_format": 1, "metadata": meta}
-    store.set(node_key(path, ".zmetadata"), json.dumps(doc, indent=2, allow_nan=True).encode())
+    return json.dumps(doc, indent=2, allow_nan=True).encode()
+
+
+def store_v2_consolidated(store: Store, path: str, group: AnyMetadata,
+                          view: ConsolidatedView) -> None:
+    """Store the ``.zmetadata`` of the Zarr v2 group at ``path`` (metadata ``group``) opened
+    from consolidated metadata, after a change to it (its attributes, a member deleted):
+    the group's documents and the members its ``view`` has, as zarr-python 3.4 stores
+    them whenever it stores such a group's metadata.  Called after the group's own
+    documents are stored: interrupted between them, ``.zattrs`` holds the change (the
+    consolidated copy is the one behind, which re-consolidating mends)."""
+    store.set(node_key(path, ".zmetadata"), _v2_document(group, view.members()))

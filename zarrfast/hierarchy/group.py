@@ -26,7 +26,7 @@ from zarrfast.errors import (
 from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.array_config import parse_array_config
 from zarrfast.hierarchy.attributes import Attributes
-from zarrfast.hierarchy.consolidated import ConsolidatedView
+from zarrfast.hierarchy.consolidated import ConsolidatedView, store_v2_consolidated
 from zarrfast.hierarchy.create import create_array_at
 from zarrfast.hierarchy.info import GroupInfo, TreeRepr, group_info, render_tree, store_path_str
 from zarrfast.hierarchy.keywords import check_keywords, keyword_names
@@ -266,6 +266,10 @@ class Group(Node):
             md = replace(self._metadata, attributes=change(dict(stored.attributes)))
             write_metadata(self._store, self._path, md)
             self._metadata = md
+            if self.zarr_format == 2 and self._consolidated is not None:
+                # (its .zmetadata holds the attributes too: as zarr-python, stored again;
+                # v3 keeps them in the one zarr.json)
+                store_v2_consolidated(self._store, self._path, md, self._consolidated)
 
     def update_attributes(self, new_attributes: dict[str, Any]) -> Group:
         """Merge ``new_attributes`` into the group's attributes (in one write).
@@ -798,6 +802,9 @@ class Group(Node):
                                          consolidated_metadata=_pruned(cm, self._consolidated))
                 write_metadata(self._store, self._path, md)
                 self._metadata = md
+            elif self.zarr_format == 2:  # (its .zmetadata no longer lists the member)
+                store_v2_consolidated(self._store, self._path, self._metadata,
+                                      self._consolidated)
         self._consolidated = None
 
     # -- creation -------------------------------------------------------------------------

@@ -78,6 +78,42 @@ def _where(path: str) -> str:
     return repr(path or "/")
 
 
+class OrphanedMemberError(MetadataValidationError, GroupNotFoundError):
+    """Consolidated metadata lists a member below a group it has no entry for (say
+    ``images/im/0`` without ``images/im``): the metadata is invalid, and no group opens
+    from it, as in zarr-python 3.4, whose ``open_group`` raises ``GroupNotFoundError``
+    there (spatialdata's test_can_read_sdata_with_reconsolidation expects that class)."""
+
+
+def orphaned_member(names: Any) -> tuple[str, str] | None:
+    """``(member, parent)`` for the first member path among ``names`` (consolidated
+    metadata's, relative to its group) whose parent has no entry; ``None`` if none."""
+    present = set(names)
+    for rel in present:
+        parent = rel.rpartition("/")[0]
+        if parent and parent not in present:
+            return rel, parent
+    return None
+
+
+def parse_group_document(raw: Any, path: str, key: str) -> AnyMetadata:
+    """``parse_metadata`` of a ``zarr.json``; invalid consolidated metadata that lists a
+    member below a group with no entry raises :class:`OrphanedMemberError` (looked for
+    only when the document was refused)."""
+    try:
+        return parse_metadata(raw, path=path, key=key)
+    except MetadataValidationError as e:
+        try:
+            doc = json.loads(bytes(raw))
+            members = doc["consolidated_metadata"]["metadata"]
+            orphan = orphaned_member(members) if isinstance(members, dict) else None
+        except (ValueError, TypeError, KeyError, RecursionError):
+            orphan = None
+        if orphan is None:
+            raise
+        raise OrphanedMemberError(str(e)) from None
+
+
 def read_node_metadata(store: Store, path: str, zarr_format: int | None = None, *,
                        zarr_json: Any = ...) -> AnyMetadata:
     """The metadata of the node at ``path`` (v3 first, then v2, unless ``zarr_format``).
@@ -89,7 +125,7 @@ def read_node_metadata(store: Store, path: str, zarr_format: int | None = None, 
         key = node_key(path, "zarr.json")
         raw = store.get(key) if zarr_json is ... else zarr_json
         if raw is not None:
-            md = parse_metadata(raw, path=path, key=key)
+            md = parse_group_document(raw, path, key)
             check_rectilinear_allowed(md, f"array {_where(path)}", reading=True)
             return md
     if zarr_format in (None, 2):
@@ -165,12 +201,30 @@ def _parse_children(store: Store, names: list[str], paths: list[str], raws: list
     return out
 
 
+def _without_consolidated(store: Store, path: str, zarr_json: Any) -> AnyMetadata:
+    """The metadata of the v3 group at ``path`` read without its ``consolidated_metadata``
+    (its document ``zarr_json`` if read already)."""
+    key = node_key(path, "zarr.json")
+    raw = store.get(key) if zarr_json is ... else zarr_json
+    doc = json.loads(bytes(raw))
+    doc.pop("consolidated_metadata", None)
+    return parse_metadata(json.dumps(doc, allow_nan=True).encode(), path=path, key=key)
+
+
 def read_typed_metadata(store: Store, path: str, node_type: str,
                         zarr_format: int | None = None, *, zarr_json: Any = ...) -> AnyMetadata:
-    """Like :func:`read_node_metadata`, for an array or a group only."""
+    """Like :func:`read_node_metadata`, for an array or a group only.  A group whose
+    consolidated metadata lists a member below a group with no entry is read without it
+    (as zarr-python reads a group with ``use_consolidated=False``): what opening it without
+    consolidation, writing its attributes and consolidating it again need; opening it
+    from its consolidated metadata raises :class:`OrphanedMemberError`."""
     missing = ArrayNotFoundError if node_type == "array" else GroupNotFoundError
     try:
         md = read_node_metadata(store, path, zarr_format, zarr_json=zarr_json)
+    except OrphanedMemberError:
+        if node_type != "group":
+            raise
+        md = _without_consolidated(store, path, zarr_json)
     except NodeNotFoundError as e:
         raise missing(str(e).replace("no array or group", f"no {node_type}", 1)) from None
     if md.node_type != node_type:
