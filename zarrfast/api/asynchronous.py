@@ -26,6 +26,7 @@ from typing import Any
 
 from zarrfast.api import synchronous as _sync
 from zarrfast.concurrency import in_thread
+from zarrfast.hierarchy.array import Array
 from zarrfast.hierarchy.asynchronous import AsyncArray, AsyncGroup, async_view
 from zarrfast.hierarchy.node import AsyncNode
 
@@ -122,3 +123,51 @@ async def create_hierarchy(*, store: Any, nodes: Mapping[str, Any], overwrite: b
         lambda: list(_sync.create_hierarchy(store=store, nodes=nodes, overwrite=overwrite)))
     for path, node in made:
         yield path, async_view(node)
+
+
+# -- zarr-python's helpers of the *_like functions, under its names ----------------------------
+
+def _get_shape_chunks(a: Any) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """zarr-python's ``_get_shape_chunks``: ``a``'s shape when it has a tuple ``shape``, and
+    its chunks when it has a tuple ``chunks`` of that rank (or a bcolz ``chunklen``, the
+    chunk length along the first dimension); ``None`` for what it lacks."""
+    shape = getattr(a, "shape", None)
+    if not isinstance(shape, tuple):
+        return None, None
+    chunks = getattr(a, "chunks", None)
+    if isinstance(chunks, tuple) and len(chunks) == len(shape):
+        return shape, chunks
+    if hasattr(a, "chunklen"):
+        return shape, (a.chunklen, *shape[1:])
+    return shape, None
+
+
+def _like_args(a: Any, zarr_format: int | None) -> dict[str, Any]:
+    """zarr-python 3.4's ``_like_args``: the arguments of ``create`` that make an array like
+    ``a`` in ``zarr_format`` (``None``: ``a``'s own format when ``a`` is an array).
+
+    Shape and chunks as :func:`_get_shape_chunks` finds them, and ``a``'s dtype.  From a
+    zarrfast array (or its asynchronous view) also its fill value, and, when the new array
+    keeps ``a``'s format, what is stored with that format: ``order``, ``compressor`` and
+    ``filters`` for Zarr v2, ``codecs`` for Zarr v3.  zarrfast's ``*_like`` functions copy
+    more (the sharding layout, a rectilinear grid): ``zarrfast.hierarchy.like``."""
+    new: dict[str, Any] = {}
+    shape, chunks = _get_shape_chunks(a)
+    if shape is not None:
+        new["shape"] = shape
+    if chunks is not None:
+        new["chunks"] = chunks
+    if hasattr(a, "dtype"):
+        new["dtype"] = a.dtype
+    node = _plain(a)
+    if isinstance(node, Array):
+        md = node.metadata
+        new["fill_value"] = md.fill_value
+        zarr_format = md.zarr_format if zarr_format is None else zarr_format
+        if zarr_format == md.zarr_format == 2:
+            new.update(order=node.order, compressor=md.compressor, filters=md.filters)
+        elif zarr_format == md.zarr_format:
+            new["codecs"] = md.codecs
+    if zarr_format is not None:
+        new["zarr_format"] = zarr_format
+    return new
