@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import zarrfast
 from zarrfast import dtype as fd
 
 pytestmark = pytest.mark.interop
@@ -102,8 +103,6 @@ def test_struct_keeps_structured_and_refuses_what_is_not_a_struct() -> None:
 
 
 def test_struct_arrays_write_and_read_as_zarr_python(zarr_peer, tmp_path) -> None:
-    import zarrfast
-
     dt = np.dtype([("a", "<i4"), ("b", "<f8")])
     a = zarrfast.create_array(str(tmp_path / "s.zarr"), shape=(3,), dtype=dt,
                               fill_value=(1, 2.5))
@@ -149,3 +148,57 @@ def test_v2_json_spellings_as_zarr_python(zarr_peer) -> None:
                 ours.append(None)
     assert ours == theirs
     assert theirs.count(None) < len(theirs) - 10  # (some spellings are taken)
+
+
+BAD = [("DateTime64", {"unit": "invalid"}), ("TimeDelta64", {"scale_factor": 0}),
+       ("DateTime64", {"scale_factor": 2**31}), ("RawBytes", {"length": 0}),
+       ("NullTerminatedBytes", {"length": 0}), ("FixedLengthUTF32", {"length": 0}),
+       ("Struct", {"fields": ()})]
+BAD_NATIVE = [[[["title", "f0"], "<i4"], ["g", "<f8"]], [["f0", "<i4", [2]]],
+              [["a", [["b", "<i4", [2]]]]]]
+
+
+def _native(spec):
+    return np.dtype([(tuple(f[0]) if isinstance(f[0], list) else f[0],
+                      _native(f[1]) if isinstance(f[1], list) else f[1], *f[2:])
+                     for f in spec])
+
+
+def test_refusals_say_what_zarr_python_says(zarr_peer) -> None:
+    theirs = zarr_peer.run("""
+        import numpy as np
+        import zarr.dtype as zd
+        def native(spec):
+            return np.dtype([(tuple(f[0]) if isinstance(f[0], list) else f[0],
+                              native(f[1]) if isinstance(f[1], list) else f[1], *f[2:])
+                             for f in spec])
+        out = []
+        for name, kw in ARGS[0]:
+            kw = {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()}
+            try:
+                getattr(zd, name)(**kw)
+                out.append(None)
+            except ValueError as e:
+                out.append(str(e))
+        for spec in ARGS[1]:
+            try:
+                zd.Struct.from_native_dtype(native(spec))
+                out.append(None)
+            except ValueError as e:
+                out.append(str(e).split(": ", 1)[1].split(". ")[0])
+        emit(out)
+    """, [BAD, BAD_NATIVE])
+    assert None not in theirs
+    ours = []
+    for name, kw in BAD:
+        with pytest.raises(fd.DataTypeValidationError) as e:
+            getattr(fd, name)(**kw)
+        ours.append(str(e.value))
+    for spec in BAD_NATIVE:
+        with pytest.raises(zarrfast.errors.UnsupportedDataTypeError) as e:
+            fd.Struct.from_native_dtype(_native(spec))
+        with pytest.raises(zarrfast.errors.UnsupportedDataTypeError):
+            fd.parse_dtype(_native(spec), zarr_format=2)
+        ours.append(str(e.value))
+    for mine, their in zip(ours, theirs, strict=True):
+        assert their in mine

@@ -165,9 +165,12 @@ def _check_endianness(owner: Any, value: Any) -> None:
 
 
 def _check_length(owner: Any, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int):
         raise DataTypeValidationError(
             f"{type(owner).__name__}: length must be an integer >= 1, got {value!r}")
+    if value < 1:  # (zarr-python 3.4's words)
+        raise DataTypeValidationError(f"{type(owner).__name__}: length must be >= 1, got "
+                                      f"{value}.")
 
 
 def _v2_spec(data: Any, cls: type) -> tuple[Any, Any]:
@@ -573,11 +576,15 @@ class _Time(_Native):
         _check_endianness(self, self.endianness)
         if self.unit not in _TIME_UNITS:
             raise DataTypeValidationError(f"{type(self).__name__}: unit must be one of "
-                                          f"{_TIME_UNITS}, got {self.unit!r}")
-        if (isinstance(self.scale_factor, bool) or not isinstance(self.scale_factor, int)
-                or not 0 < self.scale_factor < 2**31):
+                                          f"{_TIME_UNITS}, got {self.unit!r}.")
+        scale = self.scale_factor
+        if isinstance(scale, bool) or not isinstance(scale, int):
             raise DataTypeValidationError(f"{type(self).__name__}: scale_factor must be an "
-                                          f"integer in [1, 2**31), got {self.scale_factor!r}")
+                                          f"integer in [1, 2**31), got {scale!r}.")
+        if not 0 < scale < 2**31:  # (zarr-python 3.4's words)
+            raise DataTypeValidationError(
+                f"{type(self).__name__}: scale_factor must be "
+                + (f"> 0, got {scale}." if scale < 1 else f"< {2**31}, got {scale}."))
 
     @classmethod
     def from_native_dtype(cls, dtype: Any) -> ZDType:
@@ -627,6 +634,22 @@ class TimeDelta64(_Time):
     _char = "m8"
 
 
+def _unfaithful_field(dtype: np.dtype) -> str | None:
+    """What of a structured dtype's fields its ``(name, ZDType)`` pairs would lose: a title
+    or a sub-array shape, in a nested field too (zarr-python 3.4 refuses them likewise)."""
+    for name in dtype.names:
+        sub, _offset, *title = dtype.fields[name]
+        if title:
+            return f"field {name!r} has a title ({title[0]!r})"
+        if sub.subdtype is not None:
+            return f"field {name!r} is a subarray with shape {sub.shape}"
+        if sub.names is not None:
+            inner = _unfaithful_field(sub)
+            if inner is not None:
+                return f"within field {name!r}: {inner}"
+    return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Structured(_Native):
     """``structured``: a NumPy structured dtype, ``fields`` being ``(name, ZDType)`` pairs
@@ -638,10 +661,14 @@ class Structured(_Native):
 
     def __post_init__(self) -> None:
         fields = tuple(tuple(f) for f in self.fields)
-        if not fields or not all(len(f) == 2 and isinstance(f[0], str)
-                                 and isinstance(f[1], ZDType) for f in fields):
+        if not fields:
             raise DataTypeValidationError(
-                f"Structured: fields must be (name, ZDType) pairs, got {self.fields!r}")
+                f"{type(self).__name__}: must have at least one field. Got {self.fields!r}")
+        if not all(len(f) == 2 and isinstance(f[0], str)
+                   and isinstance(f[1], ZDType) for f in fields):
+            raise DataTypeValidationError(
+                f"{type(self).__name__}: fields must be (name, ZDType) pairs, got "
+                f"{self.fields!r}")
         object.__setattr__(self, "fields", fields)
 
     @classmethod
@@ -651,6 +678,11 @@ class Structured(_Native):
     @classmethod
     def from_native_dtype(cls, dtype: Any) -> ZDType:
         if cls._check_native_dtype(dtype):
+            problem = _unfaithful_field(dtype)
+            if problem is not None:  # (not a DataTypeValidationError: the registry says it)
+                raise UnsupportedDataTypeError(
+                    f"cannot store the structured data type {dtype}: {problem}; its fields "
+                    f"are stored as (name, data type) pairs only")
             return cls(fields=tuple((name, data_type_registry.match_dtype(dtype.fields[name][0]))
                                     for name in dtype.names))
         raise DataTypeValidationError(f"invalid data type {dtype!r} for {cls.__name__}: "
