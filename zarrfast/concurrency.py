@@ -59,6 +59,10 @@ _io_pool = _GrowingPool("zarrfast-io")
 #: blocking requests a store makes for one of its calls (its own pool: a store's call
 #: runs on an I/O thread, which must not wait for work queued behind it on its pool)
 _request_pool = _GrowingPool("zarrfast-request")
+#: the store writes of a write at one thread, behind its encoding (:class:`WriteBehind`)
+_write_pool = _GrowingPool("zarrfast-write")
+#: the I/O threads of writes in flight at once, at most (more writes queue for them)
+WRITE_THREADS = 32
 
 
 def _reset_after_fork() -> None:
@@ -66,11 +70,79 @@ def _reset_after_fork() -> None:
     _cpu_pool.reset()
     _io_pool.reset()
     _request_pool.reset()
+    _write_pool.reset()
     _in_task.active = False
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+class WriteBehind:
+    """A write's store calls run on one file I/O thread, one batch behind the calling
+    thread's encoding: the caller encodes batch k+1 while the I/O thread writes (and
+    renames into place) batch k, as tensorstore's file I/O thread does at one thread
+    of data copying.  At most one batch is in flight: :meth:`submit` waits for the
+    previous batch's store calls to finish (re-raising their error, which names the
+    key) before it hands over the next, so a caller alternating two buffers never
+    writes into one the I/O thread still reads.  Used as a context manager: leaving it
+    waits for the last batch, even through an error or an interrupt (nothing is
+    still reading a caller's buffer or writing its files afterwards); leaving it with
+    an error while a batch's write failed too raises the write's error, the earlier
+    one in order of the batches.  Not shared between threads.
+
+    ``enabled=False``: :meth:`submit` runs each call in the calling thread at once."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled and not _in_task.active
+        self._pending: Future | None = None
+        #: 0 or 1, flipped by each call handed over: which of two buffers the caller
+        #: fills next (the other may be in flight)
+        self.turn = 0
+
+    def submit(self, fn: Callable[..., None], /, *args: Any) -> None:
+        """Run ``fn(*args)`` on the I/O thread once the previous call has finished
+        (its error raised here, and ``fn`` not run)."""
+        if not self.enabled:
+            fn(*args)
+            return
+        self.wait()
+        call = functools.partial(contextvars.copy_context().run, fn, *args)
+        # (the pool starts a thread only when none is idle: one per write in flight)
+        self._pending = _write_pool.get(WRITE_THREADS).submit(call)
+        self.turn ^= 1
+
+    def wait(self) -> None:
+        """Wait for the call in flight, if any; re-raise its error."""
+        f, self._pending = self._pending, None
+        if f is not None:
+            try:
+                f.result()
+            except BaseException:
+                _finish(f)  # (an interrupt here: the write still runs to its end)
+                raise
+
+    def __enter__(self) -> WriteBehind:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        if error is None:
+            self.wait()
+            return
+        f, self._pending = self._pending, None
+        if f is not None:
+            _finish(f)
+            f.result()  # a failed write: its error, the earlier one
+
+
+def _finish(f: Future) -> None:
+    """Wait for ``f`` to end, even through interrupts; never cancel it (a write handed
+    over is done whole, whatever happens in the caller meanwhile)."""
+    while not f.done():
+        try:
+            wait([f])
+        except KeyboardInterrupt:  # pragma: no cover - a second Ctrl-C while stopping
+            pass
 
 
 def map_requests(fn: Callable[[T], R], items: list[T], limit: int) -> list[R]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zarrfast.concurrency import map_io, map_weighted_into
+from zarrfast.concurrency import WriteBehind, batch_count, map_io, map_weighted_into
 from zarrfast.engine.chunked import Projection, RowWriter
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.rmw import read_modify_write
@@ -52,15 +52,32 @@ class ShardWrite:
         # ... or, better, written by the store from where the inner chunks lie in the value
         self.direct = (self.raw_whole and plan.caps.region_sets and not chain.outer_bb
                        and writer.stored_layout is not None)
+        #: the file I/O thread that stores whole encoded shards while the calling thread
+        #: encodes the next (a write at one thread to local files), else ``None``
+        self.behind: WriteBehind | None = None
 
     def run(self) -> None:
         weights = [len(rows) for rows in self.groups]
-        if self.plan.caps.batched_gets:
-            map_io(self.task, range(len(self.keys)), io=self.plan.options.io_concurrency)
-        else:
-            map_weighted_into(self.task, range(len(self.keys)), weights,
-                              work_bytes=self.proj.nrows * self.chain.inner.chunk_nbytes,
-                              threads=self.plan.options.threads)
+        plan, n = self.plan, len(self.keys)
+        if plan.caps.batched_gets:
+            map_io(self.task, range(n), io=plan.options.io_concurrency)
+            return
+        work = self.proj.nrows * self.chain.inner.chunk_nbytes
+        if (n > 1 and batch_count(n, work, threads=plan.options.threads) == 1
+                and (plan.caps.batched_sets or plan.caps.region_sets)
+                and self.chain.inner.bb):
+            # One thread of encoding, the calling one: the file writes of each whole
+            # shard run on an I/O thread while it encodes the next (one in flight)
+            with WriteBehind() as behind:
+                self.behind = behind
+                try:
+                    for g in range(n):
+                        self.task(g)
+                finally:
+                    self.behind = None
+            return
+        map_weighted_into(self.task, range(n), weights, work_bytes=work,
+                          threads=plan.options.threads)
 
     def task(self, g: int) -> None:
         try:
@@ -81,11 +98,12 @@ class ShardWrite:
         if whole and self.write_whole_raw(g):
             pass
         elif whole:  # every inner chunk written: no old bytes to keep, no lock
-            shard = self.updated_shard(g, None)
-            if shard is None:
-                self.store.delete(key)
+            shard = self.updated_shard(g, None)  # (fresh bytes: the store may keep them)
+            if self.behind is not None:
+                self.behind.submit(self.store_shard, key, shard)
             else:
-                self.store.set(key, shard)
+                self.store_shard(key, shard)
+            return
         else:
             # the read-modify-write of a shard excludes every other writer of the shard:
             # the threads of this process (every store object of the same data), other
@@ -95,6 +113,14 @@ class ShardWrite:
                     g, None if stored is None else sub.decode_shard(stored, key)),
                 limit=sub.stored_limit, empty=lambda: self.encoded(sub.layout.empty_shard()),
                 options=self.plan.options)
+        self.chain.cache.put(key, None)  # re-read (and re-checked) on next use
+
+    def store_shard(self, key: str, shard: Any) -> None:
+        """Store a whole shard's bytes (``None``: every inner chunk empty, deleted)."""
+        if shard is None:
+            self.store.delete(key)
+        else:
+            self.store.set(key, shard)
         self.chain.cache.put(key, None)  # re-read (and re-checked) on next use
 
     def write_whole_raw(self, g: int) -> bool:

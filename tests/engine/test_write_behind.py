@@ -1,0 +1,287 @@
+"""Writes at one thread with a file I/O thread (``concurrency.WriteBehind``): the calling
+thread encodes batch k+1 while the I/O thread writes batch k.  Real threads, real files:
+the bytes are those of two threads and of numcodecs, errors of the I/O thread are raised
+in the caller naming the key, files stay atomic, no thread is left behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+import time
+
+import numcodecs
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast import config
+from zarrfast import kernels as _kernels
+from zarrfast.codecs import BloscCodec, GzipCodec, ZstdCodec
+from zarrfast.storage import LocalStore
+
+pytestmark = pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr")
+
+TMP_MARK = ".zarrfast-tmp-"
+
+
+def _values(shape, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.cumsum(rng.integers(0, 3, int(np.prod(shape))), dtype=np.int64)
+    return (x % 5000).astype("<u2").reshape(shape)
+
+
+def _files(path):
+    """Every chunk file below ``path``: key -> bytes."""
+    store = LocalStore(path)
+    return {k: bytes(store.get(k)) for k in store.list() if not k.endswith(".json")}
+
+
+def _leftovers(path):
+    return [f for _, _, files in os.walk(path) for f in files if f.startswith(TMP_MARK)]
+
+
+@contextlib.contextmanager
+def _file_writers(monkeypatch):
+    """The names of the threads that call the file-writing kernels (the real ones)."""
+    names: list[str] = []
+    for fn in ("write_files", "write_region_files"):
+        real = getattr(_kernels, fn)
+
+        def spy(*args, _real=real, **kwargs):
+            names.append(threading.current_thread().name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(_kernels, fn, spy)
+    yield names
+
+
+LAYOUTS = {
+    "zstd": dict(chunks=(16, 16, 16), compressors=[ZstdCodec(level=1)]),
+    "gzip": dict(chunks=(16, 16, 16), compressors=[GzipCodec(level=1)]),
+    "blosc": dict(chunks=(16, 16, 16), compressors=[BloscCodec(cname="lz4", clevel=5,
+                                                               shuffle="bitshuffle",
+                                                               typesize=2)]),
+    "raw": dict(chunks=(16, 16, 16), compressors=None),
+    "sharded-zstd": dict(chunks=(8, 8, 8), shards=(16, 32, 32),
+                         compressors=[ZstdCodec(level=1)]),
+}
+NUMCODECS = {"zstd": numcodecs.Zstd(level=1), "gzip": numcodecs.GZip(level=1),
+             "blosc": numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.BITSHUFFLE,
+                                      typesize=2)}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_one_thread_writes_on_an_io_thread_the_bytes_of_two_threads(tmp_path, monkeypatch,
+                                                                    layout):
+    # 5 x 4 x 4 = 80 chunks, more than one batch of 64; edge chunks along the first axis
+    shape = (72, 64, 64)
+    x = _values(shape)
+    kw = LAYOUTS[layout]
+    paths = {}
+    for threads in (1, 2):
+        paths[threads] = str(tmp_path / f"t{threads}.zarr")
+        a = zarrfast.create_array(paths[threads], shape=shape, dtype="<u2", fill_value=0,
+                                  **kw)
+        with config.set(threads=threads), _file_writers(monkeypatch) as names:
+            a[...] = x
+            if threads == 1:  # the files are written by the I/O thread, not the caller
+                io = [n.startswith("zarrfast-write") for n in names]
+                if layout == "raw":  # (written by the store from the value: nothing
+                    assert io and not any(io), names  # to encode meanwhile)
+                elif "sharded" in layout:  # (the 4 edge shards are read, changed and
+                    assert sum(io) == len(io) - 4, names  # written back by the caller)
+                else:
+                    assert io and all(io), names
+        np.testing.assert_array_equal(a[...], x)
+        assert _leftovers(paths[threads]) == []
+    one, two = _files(paths[1]), _files(paths[2])
+    if layout == "gzip":  # (a gzip member holds the time it was written)
+        one, two = ({k: v[:4] + v[8:] for k, v in d.items()} for d in (one, two))
+    assert one == two and len(one) == (20 if "sharded" in layout else 80)
+    if layout in NUMCODECS:  # numcodecs' bytes for a whole interior chunk
+        codec = NUMCODECS[layout]
+        for key, block in (("c/0/0/0", x[:16, :16, :16]), ("c/1/2/3", x[16:32, 32:48, 48:])):
+            want = codec.encode(np.ascontiguousarray(block))
+            assert one[key] == (want[:4] + want[8:] if layout == "gzip" else want), key
+
+
+def _two_values(path, shape=(512, 512), chunks=(32, 32)):
+    """An array of 256 zstd chunks (4 batches of 64 at one thread) holding ``a``; and
+    ``b``, the values of the next write."""
+    a, b = _values(shape, 1), _values(shape, 2)
+    arr = zarrfast.create_array(path, shape=shape, chunks=chunks, dtype="<u2", fill_value=0,
+                                compressors=[ZstdCodec(level=1)])
+    arr[...] = a
+    return arr, a, b
+
+
+def _chunk_of(x, i, j):
+    return numcodecs.Zstd(level=1).encode(np.ascontiguousarray(x[32 * i:32 * i + 32,
+                                                                  32 * j:32 * j + 32]))
+
+
+def test_a_failed_file_write_on_the_io_thread_is_raised_naming_the_key(tmp_path):
+    path = str(tmp_path / "a.zarr")
+    arr, a, b = _two_values(path)
+    # a directory where the file of chunk (9, 3) goes (the third batch): its rename fails
+    os.remove(os.path.join(path, "c", "9", "3"))
+    os.makedirs(os.path.join(path, "c", "9", "3", "d"))
+    with config.set(threads=1), pytest.raises(zarrfast.errors.ZarrfastError,
+                                              match=r"c/9/3"):
+        arr[...] = b
+    files = _files(path)
+    for i in range(16):
+        for j in range(16):
+            if (i, j) == (9, 3):
+                continue
+            # batches 0-2 written before the error (as chunk by chunk); batch 3, encoded
+            # meanwhile, never written: every file is whole, old or new
+            want = b if i < 12 else a
+            assert files[f"c/{i}/{j}"] == _chunk_of(want, i, j), (i, j)
+    assert os.path.isdir(os.path.join(path, "c", "9", "3", "d"))
+    assert _leftovers(path) == []
+
+
+def test_an_encoding_error_waits_for_the_batch_in_flight(tmp_path):
+    """Chunk (15, 5) is kept partly (a partial write reads it) and corrupt: the write
+    fails in the last batch; every batch before it is written whole, and the chunks of
+    the last batch encoded before the error too, as chunk by chunk."""
+    path = str(tmp_path / "a.zarr")
+    arr, a, b = _two_values(path)
+    bad = os.path.join(path, "c", "15", "5")
+    with open(bad, "wb") as f:
+        f.write(b"not zstd")
+    b[500:, 160:192] = a[500:, 160:192]
+    with config.set(threads=1), pytest.raises(zarrfast.errors.ZarrfastError,
+                                              match=r"c/15/5"):
+        arr[:500, :] = b[:500]
+    files = _files(path)
+    assert files["c/15/5"] == b"not zstd"
+    for i in range(16):
+        for j in range(16):
+            if (i, j) == (15, 5):
+                continue
+            old = i == 15 and j > 5  # (15, 6...) come after the error: not written
+            if i == 15 and not old:  # partial chunks: the kept rows are a's
+                want = b.copy()
+                want[500:] = a[500:]
+            else:
+                want = a if old else b
+            assert files[f"c/{i}/{j}"] == _chunk_of(want, i, j), (i, j)
+    assert _leftovers(path) == []
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """An 8 MiB tmpfs (root only, where mounting is allowed)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)],
+                          capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr!r}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_full_file_system_fails_the_write_and_keeps_the_previous_files(small_tmpfs):
+    path = str(small_tmpfs / "a.zarr")
+    shape, chunks = (1024, 1024), (64, 64)  # 256 chunks, 4 batches of 64 at one thread
+    old = np.zeros(shape, "<u2")
+    old[:, ::7] = 1  # a page a file
+    arr = zarrfast.create_array(path, shape=shape, chunks=chunks, dtype="<u2", fill_value=0,
+                                compressors=[ZstdCodec(level=1)])
+    with config.set(threads=1):
+        arr[...] = old
+    before = _files(path)
+    # noise: 3 pages a file, 2 more than the file it replaces; room for ~150 of them
+    new = np.random.default_rng(3).integers(0, 2**16, shape, dtype=np.uint64).astype("<u2")
+    st = os.statvfs(small_tmpfs)
+    with open(small_tmpfs / "filler", "wb") as f:
+        f.write(b"\1" * max(0, st.f_bavail * st.f_frsize - 300 * 4096))
+    with config.set(threads=1), pytest.raises(zarrfast.errors.ZarrfastError,
+                                              match=r"No space left|c/\d+/\d+") as info:
+        arr[...] = new
+    assert "'c/" in str(info.value)  # names the key
+    files = _files(path)
+    assert set(files) == set(before)
+    changed = 0
+    codec = numcodecs.Zstd(level=1)
+    for key, blob in files.items():  # every file whole: the old bytes or the new
+        i, j = map(int, key.split("/")[1:])
+        if blob != before[key]:
+            assert blob == codec.encode(np.ascontiguousarray(
+                new[64 * i:64 * i + 64, 64 * j:64 * j + 64])), key
+            changed += 1
+    assert 64 < changed < len(files)  # (it failed after the first batch)
+    assert _leftovers(path) == []
+
+
+def test_no_thread_is_left_behind(tmp_path):
+    """Many writes at one thread reuse one I/O thread; nothing runs once they return."""
+    path = str(tmp_path / "a.zarr")
+    arr, a, b = _two_values(path)
+    with config.set(threads=1):
+        for k in range(10):
+            arr[...] = a if k % 2 else b
+    writers = [t for t in threading.enumerate() if t.name.startswith("zarrfast-write")]
+    assert len(writers) <= 1
+    np.testing.assert_array_equal(arr[...], a)
+
+
+def test_writes_from_two_threads_at_one_thread_each(tmp_path):
+    """Two callers writing at once, each with its batches behind on an I/O thread."""
+    arrs = [_two_values(str(tmp_path / f"{k}.zarr")) for k in range(2)]
+    errors: list[BaseException] = []
+
+    def run(k):
+        arr, a, b = arrs[k]
+        try:
+            with config.set(threads=1):
+                for r in range(4):
+                    arr[...] = b if r % 2 == 0 else a
+                    arr[...] = b
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for arr, _, b in arrs:
+        np.testing.assert_array_equal(arr[...], b)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_writes_at_one_thread(tmp_path):
+    path = str(tmp_path / "a.zarr")
+    arr, a, b = _two_values(path)
+    with config.set(threads=1):
+        arr[...] = b  # the parent's I/O thread now exists
+        pid = os.fork()
+        if pid == 0:  # child: its I/O thread must be a new one
+            try:
+                arr[...] = a
+                os._exit(0 if np.array_equal(arr[...], a) else 1)
+            except BaseException:  # noqa: BLE001
+                os._exit(2)
+        deadline = time.monotonic() + 60
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung writing the array")
+            time.sleep(0.01)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    np.testing.assert_array_equal(arr[...], a)
