@@ -22,6 +22,7 @@ from zarrfast.errors import (
     IndexingError,
     MetadataValidationError,
     NodeNotFoundError,
+    ReadOnlyError,
     ZarrfastError,
     ZarrUserWarning,
 )
@@ -84,20 +85,36 @@ _MODES = ("r", "r+", "a", "w", "w-")
 
 
 def _resolve(store: StoreLike | StorePath, path: str | None, *, read_only: bool = False,
-             storage_options: Mapping[str, Any] | None = None) -> tuple[Store, str]:
+             storage_options: Mapping[str, Any] | None = None,
+             mode: str | None = None) -> tuple[Store, str]:
     """The store of ``store`` and the node's normalized path in it; a
-    :class:`~zarrfast.storage.StorePath` given as the store puts its path first."""
+    :class:`~zarrfast.storage.StorePath` given as the store puts its path first.  A
+    ``mode`` that replaces or creates (``"w"``, ``"w-"``) on a read-only store is refused
+    here, before anything is read (:func:`_refuse_read_only`)."""
     if isinstance(store, StorePath):
         inner, outer = normalize_path(path), normalize_path(store.path)
-        return (make_store(store.store, read_only=read_only, storage_options=storage_options),
+        s, p = (make_store(store.store, read_only=read_only, storage_options=storage_options),
                 f"{outer}/{inner}" if outer and inner else outer or inner)
-    return (make_store(store, read_only=read_only, storage_options=storage_options),
-            normalize_path(path))
+    else:
+        s, p = (make_store(store, read_only=read_only, storage_options=storage_options),
+                normalize_path(path))
+    if mode in ("w", "w-"):
+        _refuse_read_only(s, mode)
+    return s, p
+
+
+def _refuse_read_only(store: Store, mode: str) -> None:
+    """zarr-python 3.4's refusal, in its words, of a ``mode`` that is about to write
+    (``"w"``, ``"w-"``; ``"a"`` when it creates a node) on a read-only store.  zarrfast
+    still opens what exists with ``"a"`` or ``"r+"`` on one (docs/migrating.md)."""
+    if store.read_only:
+        raise ReadOnlyError(f"Store is read-only but mode is {mode!r}. Create a writable store "
+                            f"or use 'r' mode. ({store!r})")
 
 
 def _check_mode(mode: str) -> None:
     if mode not in _MODES:
-        raise ZarrfastError(f"mode must be one of {_MODES}, got {mode!r}")
+        raise ZarrfastError(f"Invalid mode: {mode}, expected one of {_MODES}")
 
 
 def _new_group_metadata(zarr_format: int | None, attributes: Mapping[str, Any] | None):
@@ -399,7 +416,7 @@ def array(data: Any, *, store: StoreLike = None, name: str | None = None,
         raise ZarrfastError("read_only=True is no longer supported when creating new arrays")
     store_read_only, overwrite = _creating_mode(mode, kwargs.pop("overwrite", False))
     s, p = _resolve(store, name if name is not None else path, read_only=store_read_only,
-                    storage_options=storage_options)
+                    storage_options=storage_options, mode=mode)
     return _create_opened(s, p, overwrite, kwargs.pop("zarr_format", None),
                           {**kwargs, "data": data})
 
@@ -507,7 +524,7 @@ def open_array(
     if path is not None and name is not None and normalize_path(path) != normalize_path(name):
         raise TypeError(f"open_array() got both path={path!r} and name={name!r}: give one")
     s, p = _resolve(store, path if path is not None else name,
-                    read_only=mode == "r", storage_options=storage_options)
+                    read_only=mode == "r", storage_options=storage_options, mode=mode)
     draft, root_doc = _draft_first(s, p, mode, "array", kwargs.get("order"), zarr_format)
     if draft is not None:
         return draft
@@ -523,6 +540,7 @@ def open_array(
         if mode == "a" and kwargs.get("shape") is not None or (
             mode == "a" and kwargs.get("data") is not None
         ):
+            _refuse_read_only(s, mode)
             try:
                 return _create_opened(s, p, False, zarr_format, kwargs)
             except ContainsArrayError as conflict:  # another thread or process created it
@@ -685,7 +703,8 @@ def open_group(
                  stacklevel=4)  # (the caller of @checked's wrapper)
     _check_mode(mode)
     check_zarr_format(zarr_format)
-    s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options)
+    s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options,
+                    mode=mode)
     # read once: draft detection, and v3 metadata at the root (v2 has no zarr.json)
     root_doc = s.get("zarr.json") if zarr_format != 2 else None
     draft = _draft_node(s, p, mode, "group", None, root_doc)
@@ -711,6 +730,7 @@ def open_group(
     except GroupNotFoundError:
         if mode != "a":
             raise
+        _refuse_read_only(s, mode)
         new = _new_group_metadata(zarr_format, attributes)
         try:
             write_new_node(s, p, new, overwrite=False)
@@ -922,7 +942,8 @@ def open(  # noqa: A001 - zarr-python's name
     _check_mode(mode)
     check_zarr_format(zarr_format)
     check_keywords("open", kwargs, _OPEN_KEYWORDS)
-    s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options)
+    s, p = _resolve(store, path, read_only=mode == "r", storage_options=storage_options,
+                    mode=mode)
     draft, root_doc = _draft_first(s, p, mode, None, kwargs.get("order"), zarr_format)
     if draft is not None:
         return draft
@@ -944,6 +965,7 @@ def open(  # noqa: A001 - zarr-python's name
             raise GroupNotFoundError(*exc.args) from None
         if "shape" in kwargs or "data" in kwargs:
             _check_open_array_keywords("open", kwargs)
+            _refuse_read_only(s, mode)
             try:
                 return _create_opened(s, p, False, zarr_format, kwargs)
             except (ContainsArrayError, ContainsGroupError) as conflict:  # created meanwhile?
@@ -1293,14 +1315,22 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
     if dtype is None and data is not None:
         dtype = _legacy_default_dtype(data)
     store_read_only, overwrite = _creating_mode(mode, overwrite)
-    s, p = _resolve(store, path, read_only=store_read_only, storage_options=storage_options)
-    arr = create_legacy(
-        s, p, shape=shape, chunks=chunks, dtype=dtype, compressor=compressor,
-        fill_value=fill_value, order=order, overwrite=overwrite, filters=filters,
-        object_codec=object_codec, dimension_separator=dimension_separator,
-        write_empty_chunks=write_empty_chunks, zarr_format=zarr_format,
-        attributes=attributes, chunk_shape=chunk_shape, chunk_key_encoding=chunk_key_encoding,
-        codecs=codecs, dimension_names=dimension_names, config=config, data=data)
+    s, p = _resolve(store, path, read_only=store_read_only, storage_options=storage_options,
+                    mode=mode)
+    try:
+        arr = create_legacy(
+            s, p, shape=shape, chunks=chunks, dtype=dtype, compressor=compressor,
+            fill_value=fill_value, order=order, overwrite=overwrite, filters=filters,
+            object_codec=object_codec, dimension_separator=dimension_separator,
+            write_empty_chunks=write_empty_chunks, zarr_format=zarr_format,
+            attributes=attributes, chunk_shape=chunk_shape,
+            chunk_key_encoding=chunk_key_encoding, codecs=codecs,
+            dimension_names=dimension_names, config=config, data=data)
+    except (ContainsArrayError, ContainsGroupError) as e:
+        if mode != "w-":
+            raise
+        raise type(e)(f"Cannot create {p!r} with mode 'w-' because it already contains "
+                      f"data. Use mode 'w' to overwrite or 'a' to append. ({e})") from None
     if read_only:
         arr._read_only = True
     return arr
@@ -2014,7 +2044,8 @@ def save_array(store: StoreLike, arr: Any, *, zarr_format: int | None = None,
     if data is not None:  # (zarr-python writes it, then arr over all of it)
         np.broadcast_to(np.asarray(data), values.shape)
     store_read_only, overwrite = _creating_mode(mode, overwrite)
-    s, p = _resolve(store, path, read_only=store_read_only, storage_options=storage_options)
+    s, p = _resolve(store, path, read_only=store_read_only, storage_options=storage_options,
+                    mode=mode)
     _create_opened(s, p, overwrite, zarr_format, {**kwargs, "data": values})
 
 
@@ -2071,9 +2102,9 @@ def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
     """
     for name, value in kwargs.items():
         if not _is_ndarray_like(value):
-            raise TypeError(f"save_group() got keyword argument {name!r} that is not an "
-                            f"array ({type(value).__name__}): keyword arguments are the "
-                            f"arrays to save, each a numpy or other NDArrayLike array")
+            raise TypeError(f"Keyword argument {name!r} must be a numpy or other "
+                            f"NDArrayLike array, got {type(value).__name__} (save_group's "
+                            f"keyword arguments are the arrays to save)")
     if not args and not kwargs:
         raise ZarrfastError("save_group: at least one array must be provided")
     s, p = _resolve(store, path, storage_options=storage_options)

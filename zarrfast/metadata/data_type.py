@@ -618,7 +618,7 @@ def _parse_fill(dtype: DataType, value: Any, where: str) -> np.generic:
         if not _is_int(value):
             raise FillValueError(
                 f"{where}: data type {dtype.name} needs an integer fill value, got {value!r}"
-            )
+                + (" (an invalid literal for an integer)" if isinstance(value, str) else ""))
         info = _iinfo(dt)
         if not info.min <= value <= info.max:
             raise FillValueOverflowError(
