@@ -81,8 +81,7 @@ def parse_v2_dtype(value: Any, *, where: str, _depth: int = 0) -> np.dtype:
             if not _TYPESTR.match(value):
                 raise ValueError("not a NumPy type string such as '<f8' or '|S10'")
             dt = np.dtype(value)
-            if dt.kind in "mM" and np.datetime_data(dt)[0] == "generic":
-                raise ValueError("a datetime64/timedelta64 dtype needs a unit, e.g. '<M8[ns]'")
+            _check_generic_time(dt)
             return dt
         if isinstance(value, list):
             fields = []
@@ -112,6 +111,22 @@ def parse_v2_dtype(value: Any, *, where: str, _depth: int = 0) -> np.dtype:
     raise MetadataValidationError(
         f"{where}: dtype must be a NumPy type string or a list of fields, got {value!r}"
     )
+
+
+def _check_generic_time(dt: np.dtype) -> None:
+    """Refuse a generic-unit datetime64/timedelta64 (in a field too) with a scale
+    (``'<M8[2generic]'``) or in the other byte order (``'>M8'`` here): NumPy allocates
+    those in native order and without the scale whatever the dtype says
+    (``np.empty(2, '>M8').dtype`` is ``'<M8'``), so their values would not read back.
+    ``'<M8'``, the generic unit itself, is taken, as zarr-python 3.4 and Zarr v3 take it."""
+    if dt.fields is not None:
+        for sub, *_rest in dt.fields.values():
+            _check_generic_time(sub.base)
+    elif dt.kind in "mM" and np.datetime_data(dt)[0] == "generic" and (
+            np.datetime_data(dt)[1] != 1 or not dt.isnative):
+        raise ValueError(f"a generic-unit datetime64/timedelta64 ({dt.str}, scale "
+                         f"{np.datetime_data(dt)[1]}) is taken only without a scale and in "
+                         f"the machine's byte order")
 
 
 def v2_dtype_to_json(dtype: np.dtype) -> Any:
@@ -287,6 +302,10 @@ class ArrayMetadataV2:
 
     def __post_init__(self) -> None:
         check_array_size(self.shape, chunks=self.chunks)
+        try:
+            _check_generic_time(self.dtype)
+        except ValueError as e:
+            raise MetadataValidationError(f"dtype: {e}") from None
         if self.fill_value_json is None and self.fill_value is not None:
             object.__setattr__(self, "fill_value_json",
                                encode_v2_fill_value(self.fill_value, self.dtype))
