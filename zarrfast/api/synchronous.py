@@ -1509,6 +1509,14 @@ def full(shape: Any, fill_value: Any, **kwargs: Any) -> Array:
     return create(shape, fill_value=fill_value, **kwargs)
 
 
+def _format_given(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` of a ``*_like`` function without ``zarr_format=None``: as in zarr-python
+    3.4, ``None`` means the model's format, as when it is not given."""
+    if "zarr_format" in kwargs and kwargs["zarr_format"] is None:
+        return {k: v for k, v in kwargs.items() if k != "zarr_format"}
+    return kwargs
+
+
 def empty_like(a: Any, **kwargs: Any) -> Array:
     """Create an array shaped like ``a`` whose elements read as the fill value.
 
@@ -1556,7 +1564,7 @@ def empty_like(a: Any, **kwargs: Any) -> Array:
     ((4, 4), (2, 2), dtype('int8'), np.int8(5))
     """
     check_keywords("empty_like", kwargs, _CREATE_KEYWORDS)
-    kw = like_kwargs_of(a, kwargs)
+    kw = like_kwargs_of(a, _format_given(kwargs))
     return create(kw.pop("shape"), **kw)
 
 
@@ -1605,7 +1613,7 @@ def zeros_like(a: Any, **kwargs: Any) -> Array:
            [0, 0, 0]], dtype=int32)
     """
     check_keywords("zeros_like", kwargs, _CREATE_KEYWORDS)
-    kw = like_kwargs_of(a, kwargs)
+    kw = like_kwargs_of(a, _format_given(kwargs))
     kw["fill_value"] = 0
     return create(kw.pop("shape"), **kw)
 
@@ -1655,7 +1663,7 @@ def ones_like(a: Any, **kwargs: Any) -> Array:
            [1, 1, 1]], dtype=int32)
     """
     check_keywords("ones_like", kwargs, _CREATE_KEYWORDS)
-    kw = like_kwargs_of(a, kwargs)
+    kw = like_kwargs_of(a, _format_given(kwargs))
     kw["fill_value"] = 1
     return create(kw.pop("shape"), **kw)
 
@@ -1706,7 +1714,7 @@ def full_like(a: Any, **kwargs: Any) -> Array:
            [9., 9.]], dtype=float32)
     """
     check_keywords("full_like", kwargs, _CREATE_KEYWORDS)
-    kw = like_kwargs_of(a, kwargs)
+    kw = like_kwargs_of(a, _format_given(kwargs))
     return create(kw.pop("shape"), **kw)
 
 
@@ -1714,8 +1722,11 @@ def open_like(a: Any, path: str, *, store: StoreLike = None, **kwargs: Any) -> A
     """Open an array at ``path``, creating it shaped like ``a`` if it is missing.
 
     [zarrfast.open_array][] with ``a``'s shape, dtype and (for a zarrfast array) chunks,
-    codecs, fill value, Zarr format and order as creation keywords: mode ``"a"`` (the
-    default) opens an array already there as it is, and creates one like ``a`` otherwise.
+    codecs, fill value and order as creation keywords: mode ``"a"`` (the default, also
+    for ``mode=None``) opens an array already there as it is, in either Zarr format, and
+    creates one like ``a`` otherwise, in ``zarr_format`` if given, else in the default
+    format (the configuration's ``default_zarr_format``, not ``a``'s, as zarr-python 3.4),
+    with ``a``'s codecs only when that is ``a``'s format.
 
     Parameters
     ----------
@@ -1764,7 +1775,14 @@ def open_like(a: Any, path: str, *, store: StoreLike = None, **kwargs: Any) -> A
     (1, 4)
     """
     check_keywords("open_like", kwargs, _OPEN_LIKE_KEYWORDS)
-    kw = like_kwargs_of(a, kwargs)
+    # (as zarr-python 3.4's: a's format is not inherited, so an existing array of either
+    # format opens; what is copied is what fits the format given, else the default one)
+    given = kwargs.get("zarr_format")
+    kw = like_kwargs_of(a, {**kwargs, "zarr_format": given or zconfig.get("default_zarr_format")})
+    if given is None:
+        kw.pop("zarr_format", None)
+    if kw.get("mode") is None:
+        kw["mode"] = "a"
     if store is not None:
         return open_array(store, path=path, **kw)
     return open_array(path, **kw)
