@@ -88,8 +88,8 @@ def test_one_thread_writes_on_an_io_thread_the_bytes_of_two_threads(tmp_path, mo
             a[...] = x
             if threads == 1:  # the files are written by the I/O thread, not the caller
                 io = [n.startswith("zarrfast-write") for n in names]
-                if layout == "raw":  # (written by the store from the value: nothing
-                    assert io and not any(io), names  # to encode meanwhile)
+                if layout == "raw":  # (written by the store from the value, nothing to
+                    assert any(io) and not all(io), names  # encode: the caller writes too)
                 elif "sharded" in layout:  # (the 4 edge shards are read, changed and
                     assert sum(io) == len(io) - 4, names  # written back by the caller)
                 else:
@@ -107,40 +107,44 @@ def test_one_thread_writes_on_an_io_thread_the_bytes_of_two_threads(tmp_path, mo
             assert one[key] == (want[:4] + want[8:] if layout == "gzip" else want), key
 
 
-def _two_values(path, shape=(512, 512), chunks=(32, 32)):
-    """An array of 256 zstd chunks (4 batches of 64 at one thread) holding ``a``; and
-    ``b``, the values of the next write."""
+def _two_values(path, shape=(512, 512), chunks=(32, 32), raw=False):
+    """An array of 256 zstd (or uncompressed) chunks (4 batches of 64 at one thread)
+    holding ``a``; and ``b``, the values of the next write."""
     a, b = _values(shape, 1), _values(shape, 2)
     arr = zarrfast.create_array(path, shape=shape, chunks=chunks, dtype="<u2", fill_value=0,
-                                compressors=[ZstdCodec(level=1)])
+                                compressors=None if raw else [ZstdCodec(level=1)])
     arr[...] = a
     return arr, a, b
 
 
-def _chunk_of(x, i, j):
-    return numcodecs.Zstd(level=1).encode(np.ascontiguousarray(x[32 * i:32 * i + 32,
-                                                                  32 * j:32 * j + 32]))
+def _chunk_of(x, i, j, raw=False):
+    block = np.ascontiguousarray(x[32 * i:32 * i + 32, 32 * j:32 * j + 32])
+    return block.tobytes() if raw else numcodecs.Zstd(level=1).encode(block)
 
 
-def test_a_failed_file_write_on_the_io_thread_is_raised_naming_the_key(tmp_path):
+@pytest.mark.parametrize("row", [5, 9])
+@pytest.mark.parametrize("raw", [False, True])
+def test_a_failed_file_write_is_raised_naming_the_key(tmp_path, raw, row):
     path = str(tmp_path / "a.zarr")
-    arr, a, b = _two_values(path)
-    # a directory where the file of chunk (9, 3) goes (the third batch): its rename fails
-    os.remove(os.path.join(path, "c", "9", "3"))
-    os.makedirs(os.path.join(path, "c", "9", "3", "d"))
+    arr, a, b = _two_values(path, raw=raw)
+    # a directory where the file of chunk (row, 3) goes (batch row // 4): its rename fails
+    os.remove(os.path.join(path, "c", str(row), "3"))
+    os.makedirs(os.path.join(path, "c", str(row), "3", "d"))
     with config.set(threads=1), pytest.raises(zarrfast.errors.ZarrfastError,
-                                              match=r"c/9/3"):
+                                              match=rf"c/{row}/3"):
         arr[...] = b
+    # Compressed, the I/O thread writes every batch: those before the failing one and
+    # the rest of it are written (as chunk by chunk); the next, encoded meanwhile, is
+    # not.  Uncompressed, the caller writes the odd batches itself while the I/O thread
+    # writes the even ones: a failing even batch's next one is written by the caller.
+    last = row // 4 + (1 if raw and row // 4 % 2 == 0 else 0)  # the last batch written
     files = _files(path)
     for i in range(16):
         for j in range(16):
-            if (i, j) == (9, 3):
-                continue
-            # batches 0-2 written before the error (as chunk by chunk); batch 3, encoded
-            # meanwhile, never written: every file is whole, old or new
-            want = b if i < 12 else a
-            assert files[f"c/{i}/{j}"] == _chunk_of(want, i, j), (i, j)
-    assert os.path.isdir(os.path.join(path, "c", "9", "3", "d"))
+            if (i, j) != (row, 3):  # every file whole, the old bytes or the new
+                want = b if i // 4 <= last else a
+                assert files[f"c/{i}/{j}"] == _chunk_of(want, i, j, raw), (i, j)
+    assert os.path.isdir(os.path.join(path, "c", str(row), "3", "d"))
     assert _leftovers(path) == []
 
 
@@ -261,6 +265,7 @@ def test_writes_from_two_threads_at_one_thread_each(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
 def test_a_forked_child_writes_at_one_thread(tmp_path):
     path = str(tmp_path / "a.zarr")
     arr, a, b = _two_values(path)

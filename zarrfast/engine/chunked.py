@@ -1166,17 +1166,16 @@ def write_rows(plan: Plan, keys: Sequence[str], writer: RowWriter) -> None:
             elif regions is not None or new or gone:
                 behind.submit(flush, lo, regions, new, gone)
 
-    if (tasks == 1 and len(starts) > 1 and (caps.batched_sets or caps.region_sets)
-            and not direct):
+    if tasks == 1 and len(starts) > 1 and (caps.batched_sets or caps.region_sets):
         # One thread of encoding, the calling one: the store's file writes of each batch
         # run on an I/O thread while it encodes the next (at most one batch in flight;
         # its error raised here, naming the key).  Profile of a 256 MiB zstd write at
         # one thread (py-spy): 62% compressing, 37% writing files, in one thread before.
-        # (Not when whole chunks are written from the value by the store: nothing to
-        # encode meanwhile.)
+        # Whole uncompressed chunks, written by the store straight from the value, need
+        # no encoding: the calling thread writes every other batch itself meanwhile.
         with WriteBehind() as behind:
-            for lo in starts:
-                batch(lo, behind)
+            for k, lo in enumerate(starts):
+                batch(lo, behind if not direct or k % 2 == 0 else None)
         return
     map_dynamic_into(batch, starts, work_bytes=work, threads=threads)
 
