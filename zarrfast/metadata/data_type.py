@@ -57,6 +57,7 @@ import base64
 import binascii
 import math
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,7 @@ from zarrfast.errors import (
     FillValueError,
     FillValueOverflowError,
     UnsupportedDataTypeError,
+    ZarrUserWarning,
 )
 
 __all__ = ["DataType", "builtin_from_numpy", "fill_bytes", "is_fill_chunk", "parse_builtin",
@@ -499,6 +501,7 @@ def builtin_from_numpy(dtype: Any, *, where: str = "dtype",
         raise UnsupportedDataTypeError(
             f"{where}: sub-array dtype {dt} is not a Zarr v3 data type")
     if dt.fields is not None:
+        warn_if_padded(dt, where)
         return _struct_from_numpy(dt, where)
     if dt.kind == "V":
         return DataType(f"r{dt.itemsize * 8}", np.dtype(f"V{dt.itemsize}"))
@@ -510,6 +513,27 @@ def builtin_from_numpy(dtype: Any, *, where: str = "dtype",
         f"{where}: NumPy dtype {dt} has no Zarr v3 core equivalent; supported: "
         f"{', '.join(_CORE)} and raw bytes (V<n>)"
     )
+
+
+def packed_layout(dt: np.dtype) -> np.dtype:
+    """A structured dtype with its fields (nested ones too) packed in order, without the
+    padding of ``align=True`` or explicit offsets: the layout Zarr stores."""
+    from numpy.lib.recfunctions import repack_fields
+
+    return repack_fields(dt, recurse=True)
+
+
+def warn_if_padded(dt: np.dtype, where: str) -> np.dtype:
+    """``dt`` packed (:func:`packed_layout`), with a ``ZarrUserWarning`` when that changes
+    its layout (as zarr-python 3.4 warns): the values of the fields are kept, the padding
+    between them is not stored."""
+    packed = packed_layout(dt)
+    if packed != dt:
+        warnings.warn(ZarrUserWarning(
+            f"{where}: the structured dtype {dt} (itemsize {dt.itemsize}) is converted to a "
+            f"packed field layout, {packed} (itemsize {packed.itemsize}): the values of its "
+            f"fields are kept, the padding between them is not stored"), stacklevel=2)
+    return packed
 
 
 def _struct_from_numpy(dt: np.dtype, where: str, depth: int = 0) -> DataType:

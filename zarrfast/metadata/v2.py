@@ -51,6 +51,8 @@ from zarrfast.metadata.data_type import (
     _is_ml,
     _ml_dtype,
     _parse_float,
+    packed_layout,
+    warn_if_padded,
 )
 from zarrfast.metadata.limits import INT64_MAX, check_array_size
 from zarrfast.metadata.limits import load_json as _load  # JSON errors name the key
@@ -306,6 +308,13 @@ class ArrayMetadataV2:
             _check_generic_time(self.dtype)
         except ValueError as e:
             raise MetadataValidationError(f"dtype: {e}") from None
+        if self.dtype.fields is not None and packed_layout(self.dtype) != self.dtype:
+            # (a padded dtype given to create: stored packed, as v2's field list reads back)
+            padded, packed = self.dtype, warn_if_padded(self.dtype, "dtype")
+            object.__setattr__(self, "dtype", packed)
+            if isinstance(self.fill_value, np.void) and self.fill_value.dtype == padded:
+                object.__setattr__(self, "fill_value",
+                                   np.array(self.fill_value, dtype=padded).astype(packed)[()])
         if self.fill_value_json is None and self.fill_value is not None:
             object.__setattr__(self, "fill_value_json",
                                encode_v2_fill_value(self.fill_value, self.dtype))
