@@ -202,3 +202,31 @@ def test_refusals_say_what_zarr_python_says(zarr_peer) -> None:
         ours.append(str(e.value))
     for mine, their in zip(ours, theirs, strict=True):
         assert their in mine
+
+
+def test_item_size_and_multi_byte_fields_as_zarr_python(zarr_peer) -> None:
+    specs = ["int8", "int32", ">f8", "bool", "U3", "S5", "V7", "M8[s]", "string", "bytes",
+             [["a", "u1"], ["b", "u1"]], [["a", "u1"], ["b", "<i2"]]]
+    theirs = zarr_peer.run("""
+        import numpy as np
+        import zarr.dtype as zd
+        out = []
+        for spec in ARGS:
+            native = np.dtype([tuple(f) for f in spec]) if isinstance(spec, list) else (
+                spec if spec in ("string", "bytes") else np.dtype(spec))
+            t = zd.parse_dtype(native if spec != "bytes" else "variable_length_bytes",
+                               zarr_format=3)
+            out.append([getattr(t, "item_size", None),
+                        t.has_multi_byte_fields() if hasattr(t, "fields") else None])
+        emit(out)
+    """, specs)
+    ours = []
+    for spec in specs:
+        native = np.dtype([tuple(f) for f in spec]) if isinstance(spec, list) else (
+            spec if spec in ("string", "bytes") else np.dtype(spec))
+        t = fd.parse_dtype(native if spec != "bytes" else "variable_length_bytes",
+                           zarr_format=3)
+        ours.append([getattr(t, "item_size", None),
+                     t.has_multi_byte_fields() if hasattr(t, "fields") else None])
+    assert ours == theirs
+    assert theirs[-2:] == [[2, False], [3, True]]

@@ -189,6 +189,12 @@ class _Native(ZDType):
     def _data_type(self) -> _dt.DataType:
         return _dt.builtin_from_numpy(self.to_native_dtype(), where=repr(self))
 
+    @property
+    def item_size(self) -> int:
+        """The size of one element in bytes (zarr-python's ``HasItemSize``; the
+        variable-length types have none)."""
+        return int(self.to_native_dtype().itemsize)
+
     def to_json(self, zarr_format: ZarrFormat) -> Any:
         if _check_format(zarr_format) == 2:
             return {"name": self.to_native_dtype().str, "object_codec_id": None}
@@ -473,6 +479,11 @@ class RawBytes(_Native):
 class _VariableLength(_Fixed):
     _object_codec_id: ClassVar[str]
 
+    @property
+    def item_size(self) -> int:
+        raise AttributeError(f"{type(self).__name__} has no item_size: its elements vary in "
+                             f"size")
+
     @classmethod
     def from_native_dtype(cls, dtype: Any) -> ZDType:
         if cls._check_native_dtype(dtype):
@@ -690,6 +701,10 @@ class Structured(_Native):
 
     def to_native_dtype(self) -> np.dtype:
         return np.dtype([(name, f.to_native_dtype()) for name, f in self.fields])
+
+    def has_multi_byte_fields(self) -> bool:
+        """Whether a field is more than one byte wide (its byte order then matters)."""
+        return any(f.item_size > 1 for _name, f in self.fields)
 
     def to_json(self, zarr_format: ZarrFormat) -> Any:
         if _check_format(zarr_format) == 2:
