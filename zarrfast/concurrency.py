@@ -59,10 +59,34 @@ _io_pool = _GrowingPool("zarrfast-io")
 #: blocking requests a store makes for one of its calls (its own pool: a store's call
 #: runs on an I/O thread, which must not wait for work queued behind it on its pool)
 _request_pool = _GrowingPool("zarrfast-request")
+
+
+class _WriteThreads:
+    """The I/O threads of :class:`WriteBehind`: one a write in flight, each a pool of
+    one thread, idle ones kept for the next write (a pool of many threads would start
+    a new one whenever a write hands over its next batch just before the thread that
+    ran the last one is counted idle)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.lock = threading.Lock()
+        self.idle: list[ThreadPoolExecutor] = []
+
+    def take(self) -> ThreadPoolExecutor:
+        with self.lock:
+            if self.idle:
+                return self.idle.pop()
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="zarrfast-write")
+
+    def give(self, pool: ThreadPoolExecutor) -> None:
+        with self.lock:
+            self.idle.append(pool)
+
+
 #: the store writes of a write at one thread, behind its encoding (:class:`WriteBehind`)
-_write_pool = _GrowingPool("zarrfast-write")
-#: the I/O threads of writes in flight at once, at most (more writes queue for them)
-WRITE_THREADS = 32
+_write_threads = _WriteThreads()
 
 
 def _reset_after_fork() -> None:
@@ -70,7 +94,7 @@ def _reset_after_fork() -> None:
     _cpu_pool.reset()
     _io_pool.reset()
     _request_pool.reset()
-    _write_pool.reset()
+    _write_threads.reset()
     _in_task.active = False
 
 
@@ -96,6 +120,7 @@ class WriteBehind:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled and not _in_task.active
         self._pending: Future | None = None
+        self._pool: ThreadPoolExecutor | None = None  # (its I/O thread, from the first call)
         #: 0 or 1, flipped by each call handed over: which of two buffers the caller
         #: fills next (the other may be in flight)
         self.turn = 0
@@ -108,8 +133,9 @@ class WriteBehind:
             return
         self.wait()
         call = functools.partial(contextvars.copy_context().run, fn, *args)
-        # (the pool starts a thread only when none is idle: one per write in flight)
-        self._pending = _write_pool.get(WRITE_THREADS).submit(call)
+        if self._pool is None:
+            self._pool = _write_threads.take()
+        self._pending = self._pool.submit(call)
         self.turn ^= 1
 
     def wait(self) -> None:
@@ -126,13 +152,18 @@ class WriteBehind:
         return self
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
-        if error is None:
-            self.wait()
-            return
-        f, self._pending = self._pending, None
-        if f is not None:
-            _finish(f)
-            f.result()  # a failed write: its error, the earlier one
+        try:
+            if error is None:
+                self.wait()
+                return
+            f, self._pending = self._pending, None
+            if f is not None:
+                _finish(f)
+                f.result()  # a failed write: its error, the earlier one
+        finally:
+            pool, self._pool = self._pool, None
+            if pool is not None and self._pending is None:  # (idle: for the next write)
+                _write_threads.give(pool)
 
 
 def _finish(f: Future) -> None:
