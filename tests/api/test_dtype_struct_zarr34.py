@@ -12,6 +12,8 @@ spellings, so these compare with the peer."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,8 @@ STRUCT_SPECS = [
 
 _PEER_STRUCT = """
 import base64
+import warnings
+
 import numpy as np
 import zarr.dtype as zd
 out = {"registry": list(zd.data_type_registry.contents),
@@ -230,3 +234,44 @@ def test_item_size_and_multi_byte_fields_as_zarr_python(zarr_peer) -> None:
                      t.has_multi_byte_fields() if hasattr(t, "fields") else None])
     assert ours == theirs
     assert theirs[-2:] == [[2, False], [3, True]]
+
+
+def test_unstable_specification_warnings_as_zarr_python(zarr_peer) -> None:
+    names = ["NullTerminatedBytes", "RawBytes", "VariableLengthBytes", "Structured",
+             "Struct", "FixedLengthUTF32", "Int8", "DateTime64"]
+    theirs = zarr_peer.run("""
+        import warnings
+        import zarr.dtype as zd
+        from zarr.errors import UnstableSpecificationWarning
+        out = []
+        for name in ARGS:
+            cls = getattr(zd, name)
+            t = (cls(length=3) if "Bytes" in name and name != "VariableLengthBytes" or
+                 name == "FixedLengthUTF32" else
+                 cls(fields=(("a", zd.Int8()),)) if name.startswith("Struct") else cls())
+            got = []
+            for fmt in (2, 3):
+                with warnings.catch_warnings(record=True) as w:
+                    warnings.simplefilter("always")
+                    t.to_json(zarr_format=fmt)
+                got.append(any(issubclass(x.category, UnstableSpecificationWarning)
+                               for x in w))
+            out.append(got)
+        emit(out)
+    """, names)
+    ours = []
+    for name in names:
+        cls = getattr(fd, name)
+        t = (cls(length=3) if "Bytes" in name and name != "VariableLengthBytes" or
+             name == "FixedLengthUTF32" else
+             cls(fields=(("a", fd.Int8()),)) if name.startswith("Struct") else cls())
+        got = []
+        for fmt in (2, 3):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                t.to_json(zarr_format=fmt)
+            got.append(any(issubclass(x.category, zarrfast.errors.UnstableSpecificationWarning)
+                           for x in w))
+        ours.append(got)
+    assert ours == theirs
+    assert theirs[0] == [False, True] and theirs[4] == [False, False]

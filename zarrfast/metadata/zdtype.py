@@ -32,6 +32,7 @@ import binascii
 import contextlib
 import dataclasses
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -40,6 +41,7 @@ import numpy as np
 
 from zarrfast.errors import (  # DataTypeValidationError: zarr-python 3.4's, in zarrfast.errors
     DataTypeValidationError,
+    UnstableSpecificationWarning,
     UnsupportedDataTypeError,
     ZarrfastError,
 )
@@ -162,6 +164,17 @@ def _check_endianness(owner: Any, value: Any) -> None:
     if value not in ("little", "big"):
         raise DataTypeValidationError(
             f"{type(owner).__name__}: endianness must be 'little' or 'big', got {value!r}")
+
+
+def _unstable_v3(owner: Any) -> None:
+    """zarr-python 3.4's warning when a data type without a Zarr v3 specification in
+    zarr-extensions (``null_terminated_bytes``, ``raw_bytes``, ``variable_length_bytes``,
+    the legacy ``structured``) is written as Zarr v3 JSON."""
+    warnings.warn(UnstableSpecificationWarning(
+        f"The data type ({owner!r}) does not have a Zarr V3 specification: arrays saved with "
+        f"it may be read differently by a later version, or not at all by other Zarr "
+        f"libraries (see https://github.com/zarr-developers/zarr-extensions/tree/main/"
+        f"data-types)"), stacklevel=3)
 
 
 def _check_length(owner: Any, value: Any) -> None:
@@ -408,6 +421,7 @@ class NullTerminatedBytes(_Native):
         return np.dtype(f"S{self.length}")
 
     def _v3_json(self) -> Any:
+        _unstable_v3(self)
         return {"name": self._zarr_v3_name, "configuration": {"length_bytes": self.length}}
 
     @classmethod
@@ -452,6 +466,7 @@ class RawBytes(_Native):
         return np.dtype(f"V{self.length}")
 
     def _v3_json(self) -> Any:
+        _unstable_v3(self)
         return {"name": self._zarr_v3_name, "configuration": {"length_bytes": self.length}}
 
     @classmethod
@@ -546,6 +561,11 @@ class VariableLengthBytes(_VariableLength):
 
     def to_native_dtype(self) -> np.dtype:
         return np.dtype(object)
+
+    def to_json(self, zarr_format: ZarrFormat) -> Any:
+        if _check_format(zarr_format) == 3:
+            _unstable_v3(self)
+        return super().to_json(zarr_format)
 
     @classmethod
     def _from_json_v3(cls, data: Any) -> ZDType:
@@ -710,6 +730,7 @@ class Structured(_Native):
         if _check_format(zarr_format) == 2:
             return {"name": [[n, f.to_json(2)["name"]] for n, f in self.fields],
                     "object_codec_id": None}
+        _unstable_v3(self)
         return {"name": self._zarr_v3_name,
                 "configuration": {"fields": [[n, f.to_json(3)] for n, f in self.fields]}}
 
