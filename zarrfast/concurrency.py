@@ -176,6 +176,12 @@ def _finish(f: Future) -> None:
             pass
 
 
+def in_task() -> bool:
+    """Whether this thread runs a task of one of the engine's pools (whose nested work
+    runs inline: a pool thread must not wait for work queued behind it)."""
+    return _in_task.active
+
+
 def map_requests(fn: Callable[[T], R], items: list[T], limit: int) -> list[R]:
     """``[fn(item) for item in items]``, the calls on up to ``limit`` threads of the
     request pool (blocking requests of a store: see :func:`map_io`).  Every call has

@@ -130,11 +130,6 @@ class _CountingStore(ObjectStore):
             return super()._get(key, byte_range)
 
 
-@pytest.mark.xfail(strict=True, reason="zarrfast.get_many reads the batches of remote stores "
-                   "on the I/O pool, where each read's fetches run one after another "
-                   "(read_rows_batched's map_io_then, inline in a pool task); proposed: "
-                   "one get_many per wave in a pool task (engine/chunked.py), or the "
-                   "batches run by at_once (api/synchronous.py)")
 def test_get_many_of_remote_stores_has_every_request_in_flight_together():
     """Three arrays, each on a store of its own (the harness's remote regions: each array
     opened from its URL), a region of 4 chunks of each: ``zarrfast.get_many`` reads

@@ -38,6 +38,7 @@ from zarrfast.codecs.numcodecs_v3 import NumcodecsBytesBytesCodec
 from zarrfast.concurrency import (
     WriteBehind,
     batch_count,
+    in_task,
     map_dynamic_into,
     map_io_then,
     map_unordered_into,
@@ -1085,6 +1086,14 @@ def read_rows_batched(plan: Plan, keys: Sequence[str], reader: RowReader) -> Non
 
     for lo in range(0, len(keys), BATCH_KEYS):
         hi = min(lo + BATCH_KEYS, len(keys))
+        if in_task():
+            # a read run as a pool's task (zarrfast.get_many's batches of remote stores
+            # run on the I/O pool): map_io_then would run its fetches inline, one
+            # get_many after another, a round trip each (50 arrays of 4 chunks over 20
+            # ms of latency: 4 round trips, not 1); one get_many has the wave's requests
+            # in flight together (on the request pool), then this thread decodes them
+            decode((range(lo, hi), fetch(range(lo, hi))))
+            continue
         per = -(-(hi - lo) // calls)
         map_io_then(fetch, [range(a, min(a + per, hi)) for a in range(lo, hi, per)], decode,
                     split, io=opts.io_concurrency, threads=opts.threads)
