@@ -275,3 +275,34 @@ def test_unstable_specification_warnings_as_zarr_python(zarr_peer) -> None:
         ours.append(got)
     assert ours == theirs
     assert theirs[0] == [False, True] and theirs[4] == [False, False]
+
+
+def test_base64_struct_scalars_byte_order_as_zarr_python(zarr_peer) -> None:
+    """Zarr v3 metadata has no byte order: a base64 structured fill value is little-endian
+    whatever the fields' byte order (Zarr v2: the dtype's own order)."""
+    theirs = zarr_peer.run("""
+        import zarr.dtype as zd
+        out = []
+        for e in ("little", "big"):
+            f = (("a", zd.Int32(endianness=e)), ("b", zd.Float64(endianness=e)))
+            for fmt in (2, 3):
+                t = zd.Structured(fields=f)
+                js = t.to_json_scalar((1, 1.0), zarr_format=fmt)
+                back = t.from_json_scalar(js, zarr_format=fmt)
+                back_struct = zd.Struct(fields=f).from_json_scalar(js, zarr_format=fmt)
+                out.append([js, [int(back["a"]), float(back["b"])],
+                            [int(back_struct["a"]), float(back_struct["b"])]])
+        emit(out)
+    """)
+    ours = []
+    for e in ("little", "big"):
+        f = (("a", fd.Int32(endianness=e)), ("b", fd.Float64(endianness=e)))
+        for fmt in (2, 3):
+            t = fd.Structured(fields=f)
+            js = t.to_json_scalar((1, 1.0), zarr_format=fmt)
+            back = t.from_json_scalar(js, zarr_format=fmt)
+            back_struct = fd.Struct(fields=f).from_json_scalar(js, zarr_format=fmt)
+            ours.append([js, [int(back["a"]), float(back["b"])],
+                         [int(back_struct["a"]), float(back_struct["b"])]])
+    assert ours == theirs
+    assert theirs[3][0] == "AQAAAAAAAAAAAPA/"  # (big-endian fields, Zarr v3)

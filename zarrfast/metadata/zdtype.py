@@ -770,11 +770,25 @@ class Structured(_Native):
         return np.zeros((), dtype=self.to_native_dtype())[()]
 
     def to_json_scalar(self, data: Any, *, zarr_format: ZarrFormat) -> Any:
-        _check_format(zarr_format)
-        return base64.standard_b64encode(self.cast_scalar(data).tobytes()).decode("ascii")
+        scalar = self.cast_scalar(data)
+        if _check_format(zarr_format) == 3:  # (v3 metadata has no byte order: little-endian)
+            native = self.to_native_dtype()
+            scalar = np.array(scalar, dtype=native).astype(native.newbyteorder("<"))[()]
+        return base64.standard_b64encode(scalar.tobytes()).decode("ascii")
 
     def from_json_scalar(self, data: Any, *, zarr_format: ZarrFormat) -> Any:
-        return _b64_scalar(self, data, zarr_format)
+        if _check_format(zarr_format) == 2 or not isinstance(data, str):
+            return _b64_scalar(self, data, zarr_format)
+        # Zarr v3: the bytes are little-endian whatever byte order the fields have
+        native = self.to_native_dtype()
+        try:
+            raw = base64.standard_b64decode(data.encode("ascii"))
+        except (binascii.Error, UnicodeEncodeError):
+            raise TypeError(f"{self!r}: {data!r} is not base64") from None
+        if len(raw) != native.itemsize:
+            raise TypeError(f"{self!r}: a scalar is {native.itemsize} bytes, got {data!r}")
+        little = np.frombuffer(raw, dtype=native.newbyteorder("<"))
+        return little.astype(native)[0]
 
 
 @dataclass(frozen=True, kw_only=True)
