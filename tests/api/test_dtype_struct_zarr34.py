@@ -306,3 +306,17 @@ def test_base64_struct_scalars_byte_order_as_zarr_python(zarr_peer) -> None:
                          [int(back_struct["a"]), float(back_struct["b"])]])
     assert ours == theirs
     assert theirs[3][0] == "AQAAAAAAAAAAAPA/"  # (big-endian fields, Zarr v3)
+
+
+def test_the_microsecond_unit_is_spelled_as_zarr_python(zarr_peer) -> None:
+    theirs = zarr_peer.run("""
+        import zarr.dtype as zd
+        emit([[repr(cls(unit="\\u03bcs", scale_factor=3)),
+               cls(unit="\\u03bcs", scale_factor=3).to_json(zarr_format=3)]
+              for cls in (zd.DateTime64, zd.TimeDelta64)])
+    """)
+    ours = [[repr(cls(unit="\u03bcs", scale_factor=3)),
+             cls(unit="\u03bcs", scale_factor=3).to_json(zarr_format=3)]
+            for cls in (fd.DateTime64, fd.TimeDelta64)]
+    assert ours == theirs
+    assert "unit='us'" in theirs[0][0]

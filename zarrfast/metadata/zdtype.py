@@ -605,6 +605,8 @@ class _Time(_Native):
 
     def __post_init__(self) -> None:
         _check_endianness(self, self.endianness)
+        if self.unit == "\u03bcs":  # (NumPy's spelling, "us", as zarr-python 3.4 stores it)
+            object.__setattr__(self, "unit", "us")
         if self.unit not in _TIME_UNITS:
             raise DataTypeValidationError(f"{type(self).__name__}: unit must be one of "
                                           f"{_TIME_UNITS}, got {self.unit!r}.")
