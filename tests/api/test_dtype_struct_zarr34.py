@@ -125,7 +125,8 @@ def test_struct_arrays_write_and_read_as_zarr_python(zarr_peer, tmp_path) -> Non
 
 V2_NAMES = ["<i2", ">i2", "|i2", "int16", "i2", "|i1", "<i1", "int8", "|b1", "bool", "?",
             "<f4", "|f4", "float32", "<c8", "complex64", "<M8[ns]", "<M8", ">m8",
-            "datetime64", "timedelta64", "|S3", "<U2", "|V4", "|O"]
+            "datetime64", "timedelta64", "|S3", "<U2", "|V4", "|O", "<M8[2generic]",
+            ">m8[7generic]", "<M8[1generic]"]
 
 
 def test_v2_json_spellings_as_zarr_python(zarr_peer) -> None:
@@ -320,3 +321,23 @@ def test_the_microsecond_unit_is_spelled_as_zarr_python(zarr_peer) -> None:
             for cls in (fd.DateTime64, fd.TimeDelta64)]
     assert ours == theirs
     assert "unit='us'" in theirs[0][0]
+
+
+def test_a_scaled_generic_unit_as_zarr_python(zarr_peer) -> None:
+    theirs = zarr_peer.run("""
+        import numpy as np
+        import zarr.dtype as zd
+        out = []
+        for cls in (zd.DateTime64, zd.TimeDelta64):
+            t = cls(unit="generic", scale_factor=2, endianness="big")
+            out.append([t.to_json(zarr_format=2), list(np.datetime_data(t.to_native_dtype())),
+                        repr(cls.from_native_dtype(t.to_native_dtype()))])
+        emit(out)
+    """)
+    ours = []
+    for cls in (fd.DateTime64, fd.TimeDelta64):
+        t = cls(unit="generic", scale_factor=2, endianness="big")
+        ours.append([t.to_json(zarr_format=2), list(np.datetime_data(t.to_native_dtype())),
+                     repr(cls.from_native_dtype(t.to_native_dtype()))])
+    assert ours == theirs
+    assert theirs[0][0]["name"] == ">M8[2generic]"

@@ -628,12 +628,43 @@ class _Time(_Native):
                                       f"expected a NumPy {cls._char} dtype")
 
     def to_native_dtype(self) -> np.dtype:
-        unit = "" if self.unit == "generic" else f"[{self.scale_factor}{self.unit}]"
+        # (the generic unit keeps its scale: NumPy prints '<M8[2generic]' as '<M8' but
+        # datetime_data tells them apart, and so does ==)
+        unit = "" if self.unit == "generic" and self.scale_factor == 1 else \
+            f"[{self.scale_factor}{self.unit}]"
         return np.dtype(f"{_ORDER_CHAR[self.endianness]}{self._char}{unit}")
 
     def _v3_json(self) -> Any:
         return {"name": self._zarr_v3_name,
                 "configuration": {"unit": self.unit, "scale_factor": self.scale_factor}}
+
+    def _v2_name(self) -> str:
+        """The v2 type string: NumPy's, but with a generic unit's scale written out
+        (``'<M8[2generic]'``), which NumPy's ``str`` drops (as zarr-python 3.4 writes it)."""
+        if self.unit == "generic" and self.scale_factor != 1:
+            return f"{_ORDER_CHAR[self.endianness]}{self._char}[{self.scale_factor}generic]"
+        return str(self.to_native_dtype().str)
+
+    def to_json(self, zarr_format: ZarrFormat) -> Any:
+        if _check_format(zarr_format) == 2:
+            return {"name": self._v2_name(), "object_codec_id": None}
+        return self._v3_json()
+
+    @classmethod
+    def _from_json_v2(cls, data: Any) -> ZDType:
+        name, codec = _v2_spec(data, cls)
+        try:
+            native = np.dtype(name) if isinstance(name, str) and codec is None else None
+        except TypeError:
+            native = None
+        if native is not None and cls._check_native_dtype(native):
+            # (as zarr-python 3.4: a byte order, then the unit in brackets if any:
+            # '<M8', '>m8[10s]', '<M8[2generic]'; not 'M8[s]' nor 'datetime64')
+            if name[:3] in (f"<{cls._char}", f">{cls._char}") and (
+                    len(name) == 3 or name[3] == "[" and name.endswith("]")):
+                return cls.from_native_dtype(native)
+        raise DataTypeValidationError(
+            f"invalid Zarr v2 JSON for {cls.__name__}: {data!r}")
 
     def default_scalar(self) -> Any:
         return self.to_native_dtype().type("NaT")  # as zarr-python: NaT without a unit
