@@ -166,6 +166,28 @@ class WriteBehind:
                 _write_threads.give(pool)
 
 
+def share_with_io_thread(fn: Callable[[T], None], items: Iterable[T]) -> None:
+    """``fn(item)`` for every item, the calling thread and an I/O thread of
+    :class:`WriteBehind`'s each taking the next item in turn from one shared queue: for
+    a write at one thread with nothing to encode (whole uncompressed chunks the store
+    writes straight from the value), where the I/O thread writes files beside the
+    caller instead of behind it.  A thread held up (another process on its core) takes
+    fewer items; none waits for the other but at the end.  Same error and interrupt
+    semantics as :func:`map_unordered_into`; inline in a nested job."""
+    items = list(items)
+    if len(items) <= 1 or _in_task.active:
+        for item in items:
+            fn(item)
+        return
+    pool = _write_threads.take()
+    try:
+        shared = _SharedItems(items)
+        # (both threads iterate the same queue: _run_batches runs each "batch" to its end)
+        _run_batches(pool, fn, [shared, shared])  # type: ignore[list-item]
+    finally:  # (every task has ended, or was cancelled before it started)
+        _write_threads.give(pool)
+
+
 def _finish(f: Future) -> None:
     """Wait for ``f`` to end, even through interrupts; never cancel it (a write handed
     over is done whole, whatever happens in the caller meanwhile)."""

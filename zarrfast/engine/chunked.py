@@ -42,6 +42,7 @@ from zarrfast.concurrency import (
     map_dynamic_into,
     map_io_then,
     map_unordered_into,
+    share_with_io_thread,
 )
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.rmw import read_modify_write
@@ -1181,10 +1182,13 @@ def write_rows(plan: Plan, keys: Sequence[str], writer: RowWriter) -> None:
         # its error raised here, naming the key).  Profile of a 256 MiB zstd write at
         # one thread (py-spy): 62% compressing, 37% writing files, in one thread before.
         # Whole uncompressed chunks, written by the store straight from the value, need
-        # no encoding: the calling thread writes every other batch itself meanwhile.
+        # no encoding: the calling thread and the I/O thread each write the next batch.
+        if direct:
+            share_with_io_thread(batch, starts)
+            return
         with WriteBehind() as behind:
-            for k, lo in enumerate(starts):
-                batch(lo, behind if not direct or k % 2 == 0 else None)
+            for lo in starts:
+                batch(lo, behind)
         return
     map_dynamic_into(batch, starts, work_bytes=work, threads=threads)
 
