@@ -19,7 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from zarrfast.concurrency import WriteBehind, batch_count, map_io, map_weighted_into
+from zarrfast.concurrency import (
+    WriteBehind,
+    batch_count,
+    map_io,
+    map_weighted_into,
+    share_with_io_thread,
+)
 from zarrfast.engine.chunked import Projection, RowWriter
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.rmw import read_modify_write
@@ -64,8 +70,13 @@ class ShardWrite:
             return
         work = self.proj.nrows * self.chain.inner.chunk_nbytes
         if (n > 1 and batch_count(n, work, threads=plan.options.threads) == 1
-                and (plan.caps.batched_sets or plan.caps.region_sets)
-                and self.chain.inner.bb):
+                and (plan.caps.batched_sets or plan.caps.region_sets)):
+            if not self.chain.inner.bb:
+                # nothing to encode (uncompressed inner chunks): the calling thread and
+                # an I/O thread each write the next shard (heaviest first)
+                order = sorted(range(n), key=lambda g: -weights[g])
+                share_with_io_thread(self.task, order)
+                return
             # One thread of encoding, the calling one: the file writes of each whole
             # shard run on an I/O thread while it encodes the next (one in flight)
             with WriteBehind() as behind:
