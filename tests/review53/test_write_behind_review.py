@@ -3,7 +3,8 @@ file writes run on an I/O thread while the caller encodes the next; two buffers 
 compressed chunks alternated).  Guards for what a stranger's data depends on, all
 passing now:
 
-- many batches (over 64 chunks a write) mixing whole chunks (the compressed-in-one-call
+- many batches (over 64 chunks a write; uncompressed ones written beside the caller
+  since 8b26036 / 9f858f9) mixing whole chunks (the compressed-in-one-call
   path whose bytes are views of the alternated buffers), partial chunks (read, changed
   and written back), chunks equal to the fill value (deleted unless empty chunks are
   written): the values, as zarrfast and zarr-python read them, equal NumPy's, and no
@@ -59,17 +60,20 @@ def _writes(rng, ref: np.ndarray):
 
 @pytest.mark.parametrize("write_empty_chunks", [False, True])
 @pytest.mark.parametrize(("codec", "zarr_format"), [("zstd", 2), ("gzip", 2), ("zstd", 3),
-                                                    ("blosc", 3)])
+                                                    ("blosc", 3), ("none", 2), ("none", 3)])
 def test_batches_written_behind_hold_the_values_written(tmp_path, codec, write_empty_chunks,
                                                         zarr_format) -> None:
     # (numcodecs' zstd and gzip, zarrfast's blosc: the codecs whose whole chunks are
     # compressed by one kernel call per batch into the alternated buffers)
+    # (uncompressed: whole chunks written from the value by the caller and the I/O
+    # thread side by side, 8b26036 / 9f858f9's share_with_io_thread)
     compressor = {"zstd": numcodecs.Zstd(level=1), "gzip": numcodecs.GZip(level=1),
-                  "blosc": zarrfast.codecs.BloscCodec(cname="lz4", clevel=1)}[codec]
+                  "blosc": zarrfast.codecs.BloscCodec(cname="lz4", clevel=1),
+                  "none": None}[codec]
     path = tmp_path / "a.zarr"
     a = zarrfast.create_array(str(path), shape=SHAPE, chunks=CHUNKS, dtype="<i4",
                               fill_value=0, zarr_format=zarr_format,
-                              compressors=[compressor],
+                              compressors=None if compressor is None else [compressor],
                               config={"write_empty_chunks": write_empty_chunks})
     ref = np.zeros(SHAPE, "<i4")
     rng = np.random.default_rng(5)
