@@ -23,6 +23,7 @@ from zarrfast.errors import (
     MetadataValidationError,
     NodeNotFoundError,
     ReadOnlyError,
+    ZarrDeprecationWarning,
     ZarrfastError,
     ZarrUserWarning,
 )
@@ -2244,10 +2245,11 @@ def load(store: StoreLike, path: str | None = None, zarr_format: int | None = No
 
 
 def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> Any:
-    """Draw the hierarchy below a group, as zarr-python draws it.
+    """Draw the hierarchy below a group, as zarr-python draws it (deprecated).
 
     The same as ``grp.tree(expand, level)``: box-drawing lines, each array with its shape
-    and dtype.
+    and dtype.  Deprecated, as ``zarr.tree`` is in zarr-python 3.4: it warns
+    (``ZarrDeprecationWarning``) "Use Group.tree instead."
 
     Parameters
     ----------
@@ -2275,16 +2277,19 @@ def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> An
     >>> g = zarrfast.group(store={})
     >>> a = g.create_array("x", shape=(3,), dtype="int32")
     >>> b = g.create_group("sub").create_array("y", shape=(2, 2), dtype="float64")
-    >>> zarrfast.tree(g)
+    >>> g.tree()
     /
     ├── sub
     │   └── y (2, 2) float64
     └── x (3,) int32
-    >>> zarrfast.tree(g, level=0)
+    >>> g.tree(level=0)
     /
     ├── sub
     └── x (3,) int32
     """
+    warnings.warn(ZarrDeprecationWarning("zarrfast.tree is deprecated (as zarr.tree in "
+                                         "zarr-python 3.4). Use Group.tree instead."),
+                  stacklevel=2)
     return grp.tree(expand=expand, level=level)
 
 
