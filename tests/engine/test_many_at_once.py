@@ -154,3 +154,32 @@ def test_get_many_of_remote_stores_has_every_request_in_flight_together():
         np.testing.assert_array_equal(g, values[region])
     assert meet.calls == 12
     assert meet.most == 12
+
+
+@pytest.mark.xfail(strict=True, reason="the request pool is as large as the largest limit of "
+                   "one store, shared by every store read at once; proposed: it grows to "
+                   "hold the requests of the calls running together "
+                   "(concurrency.map_requests)")
+def test_get_many_of_stores_with_their_own_limits_has_each_limit_in_flight():
+    """Three stores, each allowing 2 requests at once (``max_concurrency``), a region of 4
+    chunks of an array of each: 2 requests of each store in flight, 6 in all -- not 2 in
+    all, the request pool's size when it holds one store's limit."""
+    # (a request pool made anew: one that an earlier read grew would hide the limit)
+    concurrency._request_pool.reset()
+    meet = _Rendezvous(target=6)
+    arrays, data = [], []
+    for i in range(3):
+        store = _CountingStore(obstore.store.MemoryStore(), max_concurrency=2)
+        values = np.arange(64 * 64, dtype="int32").reshape(64, 64) - 1000 * i
+        a = zarrfast.create_array(store, shape=values.shape, chunks=(32, 32), dtype="int32")
+        a[:] = values
+        store.meet = meet
+        arrays.append(a)
+        data.append(values)
+    region = (slice(10, 50), slice(20, 40))
+    with zarrfast.config.set(threads=2, io_concurrency=64):
+        got = zarrfast.get_many([(a, region) for a in arrays])
+    for g, values in zip(got, data, strict=True):
+        np.testing.assert_array_equal(g, values[region])
+    assert meet.calls == 12
+    assert meet.most == 6
