@@ -341,3 +341,28 @@ def test_a_scaled_generic_unit_as_zarr_python(zarr_peer) -> None:
                      repr(cls.from_native_dtype(t.to_native_dtype()))])
     assert ours == theirs
     assert theirs[0][0]["name"] == ">M8[2generic]"
+
+
+BAD_V2_STRUCTS = [{"name": [["a", "|i9"]], "object_codec_id": None},
+                  {"name": [["a"]], "object_codec_id": None},
+                  {"name": [3], "object_codec_id": None}]
+
+
+def test_bad_v2_struct_json_is_a_data_type_validation_error(zarr_peer) -> None:
+    theirs = zarr_peer.run("""
+        import zarr.dtype as zd
+        out = []
+        for d in ARGS:
+            try:
+                zd.Struct.from_json(d, zarr_format=2)
+                out.append(None)
+            except zd.DataTypeValidationError:
+                out.append(True)
+            except Exception as e:
+                out.append(type(e).__name__)
+        emit(out)
+    """, BAD_V2_STRUCTS)
+    assert theirs == [True, True, True]
+    for d in BAD_V2_STRUCTS:
+        with pytest.raises(fd.DataTypeValidationError, match="invalid Zarr v2 JSON for Struct"):
+            fd.Struct.from_json(d, zarr_format=2)

@@ -781,10 +781,14 @@ class Structured(_Native):
     def _from_json_v2(cls, data: Any) -> ZDType:
         name, codec = _v2_spec(data, cls)
         if isinstance(name, list) and codec is None:
-            return cls(fields=tuple(
-                (f[0], data_type_registry.match_json({"name": f[1], "object_codec_id": None},
-                                                     zarr_format=2))
-                for f in name))
+            try:
+                return cls(fields=tuple(
+                    (f[0], data_type_registry.match_json(
+                        {"name": f[1], "object_codec_id": None}, zarr_format=2))
+                    for f in name))
+            except (UnsupportedDataTypeError, TypeError, IndexError) as e:
+                raise DataTypeValidationError(
+                    f"invalid Zarr v2 JSON for {cls.__name__}: {data!r} ({e})") from None
         raise DataTypeValidationError(f"invalid Zarr v2 JSON for {cls.__name__}: {data!r}")
 
     def cast_scalar(self, data: Any) -> Any:
