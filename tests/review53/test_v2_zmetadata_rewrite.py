@@ -13,7 +13,8 @@ it only where zarr-python loses what another writer consolidated.
 
 Proposed fix: /tmp/prop_review/badf2e7_zmetadata_from_store.diff (the stored
 ``.zmetadata`` patched -- the group's own entries replaced, a deleted member's removed --
-rather than rebuilt from the handle's view; tests/hierarchy passes with it)."""
+rather than rebuilt from the handle's view, and none made where there was none;
+tests/hierarchy passes with it)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,26 @@ meta = json.load(open(os.path.join(root, ".zmetadata")))["metadata"]
 emit({"keys": sorted(meta), "shape": meta["x/.zarray"]["shape"]})
 """, [str(tmp_path / "peer.zarr")])
     assert "new/.zarray" not in out["keys"] and out["shape"] == [4]
+
+
+@pytest.mark.xfail(strict=True, reason="badf2e7: an attribute write on a v2 subgroup opened "
+                   "from its root's consolidated metadata makes a sub/.zmetadata of its own, "
+                   "which then shadows every later consolidation of the root for its readers")
+def test_a_subgroup_attribute_write_leaves_no_stale_zmetadata_behind(tmp_path) -> None:
+    """(zarr-python 3.4.2 makes the same sub/.zmetadata)"""
+    root = tmp_path / "s.zarr"
+    g = zarrfast.open_group(str(root), mode="w", zarr_format=2)
+    g.create_group("sub").create_array("y", shape=(2,), chunks=(2,), dtype="i4")
+    zarrfast.consolidate_metadata(str(root))
+    zarrfast.open_group(str(root), mode="r+")["sub"].attrs["k"] = 1
+    # later, another writer grows y, adds z and consolidates the root, as usual
+    h = zarrfast.open_group(str(root), mode="r+", use_consolidated=False)
+    h["sub"]["y"].resize((6,))
+    h["sub"].create_array("z", shape=(1,), chunks=(1,), dtype="i4")
+    zarrfast.consolidate_metadata(str(root))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sub = zarrfast.open_group(str(root / "sub"), mode="r")
+        assert sorted(sub.keys()) == ["y", "z"]
+        assert sub["y"].shape == (6,)
+        assert dict(sub.attrs) == {"k": 1}
