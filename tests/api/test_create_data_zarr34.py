@@ -53,3 +53,19 @@ def test_int64_data_float64_holds_is_written() -> None:
     z = zarrfast.create(shape=(3,), store={}, data=np.array([-(2**53), 0, 2**53]))
     assert z.dtype == np.float64
     assert z[:].tolist() == [-(2.0**53), 0.0, 2.0**53]
+
+
+@pytest.mark.parametrize("data", [
+    np.array(["2020-01-01", "1970-01-01"], dtype="M8[ns]"), np.array([1, 2], dtype="m8[s]"),
+    np.array([(1, 2.0)], dtype=[("a", "i1"), ("b", "f4")]), [2**53 + 1, 2**70],
+    np.array([1, 2j], dtype=object)], ids=["datetime64", "timedelta64", "record",
+                                           "big-python-ints", "complex-object"])
+def test_times_records_and_inexact_python_numbers_are_refused(data) -> None:
+    # (tests/review53/test_create_data_exact.py found them converted to float64 silently)
+    with pytest.raises(ZarrfastError, match="without dtype"):
+        zarrfast.create(shape=np.shape(data), store={}, data=data)
+
+
+def test_python_numbers_float64_holds_are_written() -> None:
+    z = zarrfast.create(shape=(3,), store={}, data=np.array([1, 2.5, True], dtype=object))
+    assert z.dtype == np.float64 and z[:].tolist() == [1.0, 2.5, 1.0]

@@ -1266,7 +1266,7 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
         Values written into the new array (its shape must broadcast to ``shape``).  As
         zarr-python 3.4's, it sets neither the shape nor the data type: without ``dtype``
         the array is ``float64``, and data ``float64`` cannot hold exactly (complex
-        numbers, integers beyond 2**53) is refused.
+        numbers, integers beyond 2**53, datetimes, records) is refused.
     synchronizer, chunk_store, cache_metadata, cache_attrs, meta_array : optional
         Taken as zarr-python takes them, and ignored: a value other than ``None`` warns
         "... is not yet implemented" (``ZarrRuntimeWarning``).
@@ -1340,7 +1340,8 @@ def create(shape: Any, *, chunks: Any = None, dtype: Any = None, compressor: Any
 def _legacy_default_dtype(data: Any) -> str:
     """``create``'s data type when ``data`` is given without ``dtype``: ``float64``, as
     zarr-python 3.4's ``create`` (its data does not set the data type).  Values ``float64``
-    cannot hold exactly (complex numbers, integers beyond 2**53) are refused, not rounded."""
+    cannot hold exactly (complex numbers, integers beyond 2**53, in an object array too,
+    datetimes and records) are refused, not converted."""
     known = getattr(data, "dtype", None)
     try:
         values = None if isinstance(known, np.dtype) else np.asarray(data)
@@ -1352,7 +1353,13 @@ def _legacy_default_dtype(data: Any) -> str:
     exact = given.kind in "bf" and given.itemsize <= 8 or given.kind in "iu" and (
         given.itemsize <= 4 or values is None or values.size == 0
         or -(2**53) <= int(values.min()) and int(values.max()) <= 2**53)
-    if given.kind in "iufc" and not exact:
+    if given.kind == "O":  # (Python numbers: each looked at)
+        values = np.asarray(data) if values is None else values
+        exact = not any(isinstance(v, complex) or isinstance(v, int) and not isinstance(
+            v, bool) and not -(2**53) <= v <= 2**53 for v in values.ravel().tolist())
+    if given.kind in "MmV":  # (times would become numbers, records their bytes)
+        exact = False
+    if given.kind in "iufcMmVO" and not exact:
         raise ZarrfastError(
             f"create: data of dtype {given} without dtype: the array would be float64 (as "
             f"zarr-python's create), which cannot hold these values exactly; pass "
