@@ -145,3 +145,30 @@ def test_raw_bytes_arrays_zarr_python_writes_open(tmp_path) -> None:
                               zarr_format=3)
         a[:] = values
     assert _read(tmp_path / "a").tobytes() == values.tobytes()
+
+
+#: Zarr v2 ``dtype`` spellings other writers use that zarr-python 3.4.2 opens too (checked
+#: below): one-byte types with a byte order, as well as NumPy's own spellings
+V2_SPELLINGS = ["<i1", "<u1", "<b1", ">b1", "|i1", "|u1", "|b1", ">i2", "<M8[ns]", "<m8",
+                "|S4", "|V6", "<U2", ">f8"]
+
+
+def test_v2_dtype_spellings_zarr_python_3_4_opens_open(tmp_path, zarr_peer) -> None:
+    """(16225bd made the ``zarrfast.dtype`` facade take v2 JSON in NumPy's own spelling
+    only; arrays in files must still open wherever zarr-python 3.4.2 opens them)"""
+    import json
+
+    for i, spelling in enumerate(V2_SPELLINGS):
+        d = tmp_path / f"a{i}"
+        d.mkdir()
+        (d / ".zarray").write_text(json.dumps({
+            "zarr_format": 2, "shape": [2], "chunks": [2], "dtype": spelling,
+            "compressor": None, "fill_value": None, "filters": None, "order": "C"}))
+    theirs = zarr_peer.run("""
+import zarr
+root, n = ARGS
+emit([zarr.open_array(f"{root}/a{i}", mode="r").dtype.str for i in range(n)])
+""", [str(tmp_path), len(V2_SPELLINGS)])
+    ours = [zarrfast.open_array(str(tmp_path / f"a{i}"), mode="r").dtype.str
+            for i in range(len(V2_SPELLINGS))]
+    assert ours == theirs
