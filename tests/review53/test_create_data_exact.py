@@ -9,8 +9,9 @@ beyond int64 -- which NumPy keeps as Python ints in an object array, with any sm
 ones beside them -- are rounded (2**53 + 1 stored as 2**53).  zarr-python 3.4.2 converts
 them all silently; zarrfast's promise is to refuse what float64 cannot hold.
 
-Proposed fix: /tmp/prop_review/16225bd_create_data_exact.diff (datetime64,
-timedelta64 and structured data refused; object data looked at element by element)."""
+Fixed by cd9ec13 (the proposal /tmp/prop_review/16225bd_create_data_exact.diff:
+datetime64, timedelta64 and structured data refused; object data looked at element by
+element): these were strict xfails, now plain tests."""
 
 from __future__ import annotations
 
@@ -19,9 +20,6 @@ import pytest
 
 import zarrfast
 from zarrfast.errors import ZarrfastError
-
-_REASON = ("16225bd: create(data=) without dtype converts data of a non-numeric NumPy type "
-           "to float64 silently (the refusal covers integer, float and complex types only)")
 
 
 def _kept_or_refused(tmp_path, data) -> None:
@@ -36,7 +34,6 @@ def _kept_or_refused(tmp_path, data) -> None:
     assert [str(v) for v in got.tolist()] == [str(v) for v in data.tolist()]
 
 
-@pytest.mark.xfail(strict=True, reason=_REASON)
 @pytest.mark.parametrize("data", [
     np.array(["2020-01-01T00:00:00.000000001", "1970-01-01"], dtype="M8[ns]"),
     np.array([1, 90061], dtype="m8[s]"),
@@ -45,7 +42,6 @@ def test_create_data_of_times_is_not_turned_into_numbers(tmp_path, data) -> None
     _kept_or_refused(tmp_path, data)
 
 
-@pytest.mark.xfail(strict=True, reason=_REASON)
 def test_create_data_of_large_python_ints_is_not_rounded(tmp_path) -> None:
     # (NumPy: an object array, as 2**70 fits no integer type; 2**53 + 1 no float64)
     data = [2**53 + 1, 2**70]
