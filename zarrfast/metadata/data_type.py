@@ -97,6 +97,9 @@ VLEN_BYTES = "variable_length_bytes"
 #: the fixed-length string types (``{"name": ..., "configuration": {"length_bytes": N}}``)
 FIXED_UTF32 = "fixed_length_utf32"
 FIXED_BYTES = "null_terminated_bytes"
+#: opaque bytes as zarr-python writes NumPy ``V<n>`` (``{"name": "raw_bytes",
+#: "configuration": {"length_bytes": n}}``, fill values base64); zarrfast writes ``r<bits>``
+RAW_BYTES = "raw_bytes"
 _HAS_STRINGDTYPE = hasattr(np.dtypes, "StringDType")
 #: the registry's name for variable-length bytes (zarr-python writes ``variable_length_bytes``)
 BYTES = "bytes"
@@ -204,7 +207,7 @@ class DataType:
         return self.name in (VLEN_UTF8, VLEN_BYTES, BYTES)
 
     def to_json(self) -> Any:
-        if self.name in (FIXED_UTF32, FIXED_BYTES):
+        if self.name in (FIXED_UTF32, FIXED_BYTES, RAW_BYTES):
             return {"name": self.name, "configuration": {"length_bytes": self.itemsize}}
         if self.name in (DATETIME, TIMEDELTA):
             unit, count = np.datetime_data(self.dtype)
@@ -228,7 +231,7 @@ class DataType:
             return STRUCT + "{" + ", ".join(
                 f"{n}: {builtin_from_numpy(f[0]).describe()}"
                 for n, f in self.dtype.fields.items()) + "}"
-        if self.name in (FIXED_UTF32, FIXED_BYTES):
+        if self.name in (FIXED_UTF32, FIXED_BYTES, RAW_BYTES):
             return f"{self.name}[{self.itemsize}]"
         return self.name
 
@@ -307,7 +310,7 @@ def parse_builtin(value: Any, *, where: str = "data_type",
             raise UnsupportedDataTypeError(
                 f"{where}: {value!r} has unexpected members; expected 'name' and 'configuration'"
             )
-        if name in (FIXED_UTF32, FIXED_BYTES):
+        if name in (FIXED_UTF32, FIXED_BYTES, RAW_BYTES):
             return _parse_fixed_length(value, where)
         if name in (DATETIME, TIMEDELTA):
             return _parse_time(value, where)
@@ -336,7 +339,7 @@ def parse_builtin(value: Any, *, where: str = "data_type",
         raise UnsupportedDataTypeError(
             f"{where}: data type {value!r} has no NumPy or ml_dtypes equivalent (only "
             f"complex_float32 and complex_float64 have: complex64 and complex128)")
-    if value in (FIXED_UTF32, FIXED_BYTES, DATETIME, TIMEDELTA, STRUCT, STRUCTURED):
+    if value in (FIXED_UTF32, FIXED_BYTES, RAW_BYTES, DATETIME, TIMEDELTA, STRUCT, STRUCTURED):
         raise UnsupportedDataTypeError(
             f"{where}: data type {value!r} needs a configuration: "
             f"{{\"name\": {value!r}, \"configuration\": {{\"length_bytes\": N}}}}"
@@ -452,6 +455,8 @@ def _parse_fixed_length(value: dict, where: str) -> DataType:
                 f"{where}: {name!r}: length_bytes {n} is not a multiple of 4 (UTF-32 code units)"
             )
         return DataType(FIXED_UTF32, np.dtype(f"U{n // 4}"))
+    if name == RAW_BYTES:
+        return DataType(RAW_BYTES, np.dtype(f"V{n}"))
     return DataType(FIXED_BYTES, np.dtype(f"S{n}"))
 
 
@@ -663,6 +668,13 @@ def _parse_fill(dtype: DataType, value: Any, where: str) -> np.generic:
         out.real = re_
         out.imag = im_
         return out[()]
+    if kind == "V" and dtype.name == RAW_BYTES:  # (base64, as zarr-python writes it)
+        raw = _from_b64(value, dtype, where)
+        if len(raw) != dt.itemsize:
+            raise FillValueError(
+                f"{where}: data type {dtype.name} needs base64 of {dt.itemsize} bytes, "
+                f"got {value!r} ({len(raw)} bytes)")
+        return np.frombuffer(raw, dtype=dt)[0]
     if kind == "V":
         n = dt.itemsize
         if (
@@ -898,6 +910,8 @@ def _fill_to_json(dtype: DataType, value: Any) -> Any:
         return str(value)
     if dtype.name == FIXED_BYTES:
         return _b64(bytes(value))
+    if dtype.name == RAW_BYTES:
+        return _b64(np.asarray(value, dtype=dtype.dtype).tobytes())
     dt = dtype.dtype
     v = np.asarray(value, dtype=dt)[()]
     if dtype.name in (DATETIME, TIMEDELTA):  # NaT too: as zarr-python, the integer -2**63
