@@ -156,10 +156,6 @@ def test_get_many_of_remote_stores_has_every_request_in_flight_together():
     assert meet.most == 12
 
 
-@pytest.mark.xfail(strict=True, reason="the request pool is as large as the largest limit of "
-                   "one store, shared by every store read at once; proposed: it grows to "
-                   "hold the requests of the calls running together "
-                   "(concurrency.map_requests)")
 def test_get_many_of_stores_with_their_own_limits_has_each_limit_in_flight():
     """Three stores, each allowing 2 requests at once (``max_concurrency``), a region of 4
     chunks of an array of each: 2 requests of each store in flight, 6 in all -- not 2 in
