@@ -16,12 +16,19 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast import config
+from zarrfast import concurrency, config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import BloscCodec, GzipCodec, ZstdCodec
 from zarrfast.storage import LocalStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr")
+
+
+@pytest.fixture(autouse=True)
+def _whatever_the_load(monkeypatch):
+    """The I/O thread is used whatever the machine's load (on busy cores a write runs in
+    the calling thread alone: ``concurrency.cores_contended``)."""
+    monkeypatch.setattr(concurrency, "CONTENTION_GATE", False)
 
 TMP_MARK = ".zarrfast-tmp-"
 
@@ -298,3 +305,20 @@ def test_a_forked_child_writes_at_one_thread(tmp_path):
             time.sleep(0.01)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     np.testing.assert_array_equal(arr[...], a)
+
+
+def test_on_busy_cores_a_write_at_one_thread_stays_in_the_calling_thread(tmp_path,
+                                                                         monkeypatch):
+    """When this thread found the cores contended (its verdict, as box reads keep it),
+    the files are written by the caller: a thread woken per batch would wait for a CPU."""
+    monkeypatch.setattr(concurrency, "CONTENTION_GATE", True)
+    st = concurrency._contention
+    monkeypatch.setattr(st, "supported", True)
+    monkeypatch.setattr(st, "alone", True)
+    monkeypatch.setattr(st, "since", time.monotonic() + 600)  # (the back-off's end)
+    for raw in (False, True):
+        arr, a, b = _two_values(str(tmp_path / f"{raw}.zarr"), raw=raw)
+        with config.set(threads=1), _file_writers(monkeypatch) as names:
+            arr[...] = b
+        assert names and all(n == threading.current_thread().name for n in names), names
+        np.testing.assert_array_equal(arr[...], b)
