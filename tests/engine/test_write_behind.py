@@ -322,3 +322,28 @@ def test_on_busy_cores_a_write_at_one_thread_stays_in_the_calling_thread(tmp_pat
             arr[...] = b
         assert names and all(n == threading.current_thread().name for n in names), names
         np.testing.assert_array_equal(arr[...], b)
+
+
+@pytest.mark.parametrize("value", ["array", "scalar"])
+def test_chunks_without_a_batch_kernel_are_encoded_by_the_caller(tmp_path, monkeypatch,
+                                                                 value):
+    """A codec no kernel batches (numcodecs' LZ4): at one thread every chunk is encoded
+    in the calling thread (a codec need not be thread-safe there), the files written
+    behind it."""
+    encoders: list[str] = []
+    real = numcodecs.LZ4.encode
+
+    def encode(self, buf):
+        encoders.append(threading.current_thread().name)
+        return real(self, buf)
+
+    monkeypatch.setattr(numcodecs.LZ4, "encode", encode)
+    x = _values((200, 210))
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=x.shape, chunks=(10, 10),
+                              dtype="<u2", zarr_format=2, compressors=numcodecs.LZ4())
+    with config.set(threads=1), _file_writers(monkeypatch) as names:
+        a[...] = x if value == "array" else 7
+    me = threading.current_thread().name
+    assert len(encoders) == 420 and set(encoders) == {me}
+    assert names and all(n.startswith("zarrfast-write") for n in names), names
+    np.testing.assert_array_equal(a[...], x if value == "array" else 7)

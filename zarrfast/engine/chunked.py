@@ -1211,7 +1211,9 @@ def _write_batches(caps: StoreCapabilities, writer: RowWriter, tasks: int
     # into a per-thread buffer, which the store is done with when set_many returns
     fast = writer.compressible if caps.copies_values and caps.batched_sets else None
     # whole uncompressed chunks: written by the store from where they lie in the value
-    if fast is None and caps.region_sets:
+    # (only when there are such chunks: else the chunks are encoded one by one, in the
+    # calling thread at one thread, not shared with the I/O thread as if nothing were)
+    if fast is None and caps.region_sets and writer.stored_whole is not None:
         fast, direct = writer.stored_whole, True
     else:
         direct = False
