@@ -17,9 +17,10 @@ now called from two threads at once.
 The probe is a real numcodecs codec (its bytes stored as given) that notes which threads
 encode; the data written and read back are checked as well.
 
-Proposed fix: /tmp/prop_review/9f858f9_encode_in_caller_at_one_thread.diff (``direct``
-only when some chunk is written from the value; these writes then go through
-``WriteBehind``: encoding in the caller, file writes behind it)."""
+Fixed by be3545f (the proposal /tmp/prop_review/9f858f9_encode_in_caller_at_one_thread.diff:
+``direct`` only when some chunk is written from the value; these writes go through
+``WriteBehind``, encoding in the caller, file writes behind it): a strict xfail until
+then, now a plain test."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class _ThreadProbe(Codec):
     nothing about time is asserted."""
 
     codec_id = "review53-thread-probe"
-    PATIENCE = 5.0
+    PATIENCE = 2.0
     seen: set[str] = set()
     cond = threading.Condition()
 
@@ -65,11 +66,6 @@ class _ThreadProbe(Codec):
 
 numcodecs.register_codec(_ThreadProbe)
 
-_REASON = ("9f858f9 (d5c2a5d's _write_batches says direct=True with no chunk written from "
-           "the value): at threads=1 chunks are encoded on two threads at once")
-
-
-@pytest.mark.xfail(strict=True, reason=_REASON)
 @pytest.mark.parametrize("value", ["array", "scalar"])
 def test_at_one_thread_chunks_are_encoded_in_the_calling_thread(tmp_path, value) -> None:
     path = tmp_path / "a.zarr"
