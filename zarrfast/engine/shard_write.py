@@ -71,9 +71,10 @@ class ShardWrite:
         work = self.proj.nrows * self.chain.inner.chunk_nbytes
         if (n > 1 and batch_count(n, work, threads=plan.options.threads) == 1
                 and (plan.caps.batched_sets or plan.caps.region_sets)):
-            if not self.chain.inner.bb:
-                # nothing to encode (uncompressed inner chunks): the calling thread and
-                # an I/O thread each write the next shard (heaviest first)
+            if self.raw_whole and not self.chain.outer_bb:
+                # nothing to encode (uncompressed inner chunks, no codec but zarrfast's
+                # own): the calling thread and an I/O thread each write the next shard
+                # (heaviest first)
                 order = sorted(range(n), key=lambda g: -weights[g])
                 share_with_io_thread(self.task, order)
                 return
