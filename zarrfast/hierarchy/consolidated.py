@@ -233,11 +233,34 @@ def _v2_document(group: AnyMetadata, members: Mapping[str, AnyMetadata]) -> byte
 
 
 def store_v2_consolidated(store: Store, path: str, group: AnyMetadata,
-                          view: ConsolidatedView) -> None:
+                          view: ConsolidatedView, removed: str | None = None) -> None:
     """Store the ``.zmetadata`` of the Zarr v2 group at ``path`` (metadata ``group``) opened
-    from consolidated metadata, after a change to it (its attributes, a member deleted):
-    the group's documents and the members its ``view`` has, as zarr-python 3.4 stores
-    them whenever it stores such a group's metadata.  Called after the group's own
-    documents are stored: interrupted between them, ``.zattrs`` holds the change (the
+    from consolidated metadata, after a change to it (its attributes; ``removed``, a
+    member deleted, its path relative to the group): the ``.zmetadata`` in the store now,
+    its group entries replaced and the removed member's entries dropped, so that what
+    another writer consolidated since this group was opened (new members, new shapes)
+    is kept (none is made where there is none: the group was opened from an ancestor's);
+    the group's ``view`` when the stored one cannot be read.  Called after the group's
+    own documents are stored: interrupted between them, ``.zattrs`` holds the change (the
     consolidated copy is the one behind, which re-consolidating mends)."""
-    store.set(node_key(path, ".zmetadata"), _v2_document(group, view.members()))
+    key = node_key(path, ".zmetadata")
+    raw = store.get(key)
+    try:
+        doc = None if raw is None else json.loads(bytes(raw))
+    except (ValueError, RecursionError):
+        doc = None
+    if raw is None:
+        # (opened from an ancestor's consolidated metadata: a .zmetadata made here would
+        # shadow every later consolidation of the ancestor for readers of this group)
+        return
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    if not isinstance(meta, dict):
+        store.set(key, _v2_document(group, view.members()))
+        return
+    assert doc is not None
+    meta[".zgroup"] = group.to_dict()
+    meta[".zattrs"] = group.attributes
+    if removed:
+        for entry in [k for k in meta if k.startswith(removed + "/")]:
+            del meta[entry]
+    store.set(key, json.dumps(doc, indent=2, allow_nan=True).encode())

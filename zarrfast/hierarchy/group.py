@@ -264,6 +264,11 @@ class Group(Node):
                     f"group {self.name!r} no longer exists in {self._store!r} (deleted by "
                     f"another writer?); its attributes were not written") from None
             md = replace(self._metadata, attributes=change(dict(stored.attributes)))
+            if self.zarr_format == 3:
+                # (the consolidated metadata as stored now, not as this handle read it:
+                # what another writer consolidated since is kept)
+                md = replace(md, consolidated_metadata=getattr(
+                    stored, "consolidated_metadata", None))
             write_metadata(self._store, self._path, md)
             self._metadata = md
             if self.zarr_format == 2 and self._consolidated is not None:
@@ -488,8 +493,8 @@ class Group(Node):
             return False
         if self._consolidated is not None:
             return self._relative(path) in self._consolidated
-        found = existing_node(self._store, path)  # (of the group's format: as zarr-python)
-        return found is not None and found[0] == self.zarr_format
+        # (of the group's format: as zarr-python)
+        return existing_node(self._store, path, self.zarr_format) is not None
 
     def _child_names(self) -> list[str]:
         if self._consolidated is not None:
@@ -804,7 +809,7 @@ class Group(Node):
                 self._metadata = md
             elif self.zarr_format == 2:  # (its .zmetadata no longer lists the member)
                 store_v2_consolidated(self._store, self._path, self._metadata,
-                                      self._consolidated)
+                                      self._consolidated, self._relative(path))
         self._consolidated = None
 
     # -- creation -------------------------------------------------------------------------

@@ -235,10 +235,12 @@ def read_typed_metadata(store: Store, path: str, node_type: str,
     return md
 
 
-def existing_node(store: Store, path: str) -> tuple[int, str] | None:
+def existing_node(store: Store, path: str, zarr_format: int | None = None
+                  ) -> tuple[int, str] | None:
     """``(zarr_format, node_type)`` of whatever node is at ``path`` (parsing as little as
-    possible), or ``None``."""
-    raw = store.get(node_key(path, "zarr.json"))
+    possible), or ``None``; with ``zarr_format``, of a node of that format only (a node
+    holding both formats' documents answers for either)."""
+    raw = store.get(node_key(path, "zarr.json")) if zarr_format != 2 else None
     if raw is not None:
         try:
             doc = json.loads(bytes(raw))
@@ -246,6 +248,8 @@ def existing_node(store: Store, path: str) -> tuple[int, str] | None:
         except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
             kind = None
         return 3, kind if kind in ("array", "group") else "unknown"
+    if zarr_format == 3:
+        return None
     if store.exists(node_key(path, ".zarray")):
         return 2, "array"
     if store.exists(node_key(path, ".zgroup")):
@@ -449,14 +453,15 @@ def child_node_names(store: Store, path: str, zarr_format: int | None = None) ->
     found = store.get_many([node_key(p, "zarr.json") for p in paths]) if names else []
     out = []
     for name, child, raw in zip(names, paths, found, strict=True):
-        if raw is not None:
-            fmt = 3
-        elif store.exists(node_key(child, ".zarray")) or store.exists(
-                node_key(child, ".zgroup")):
-            fmt = 2
-        else:
+        # (a node may hold both formats' documents, as zarr-python's migrate_v2_to_v3
+        # leaves it: a member of a group of either format)
+        v2 = raw is None or zarr_format == 2
+        if v2:
+            v2 = store.exists(node_key(child, ".zarray")) or store.exists(
+                node_key(child, ".zgroup"))
+        if not (raw is not None or v2):
             continue
-        if zarr_format is None or fmt == zarr_format:
+        if zarr_format is None or (raw is not None if zarr_format == 3 else v2):
             out.append(name)
         else:
             warn_foreign_member(name)
