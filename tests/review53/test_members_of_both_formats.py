@@ -48,7 +48,7 @@ def _v2_view(root):
 
 
 def test_the_documents_of_both_formats_are_in_place(tmp_path) -> None:
-    """(the set-up the strict xfails below rely on: each node has both documents, and
+    """(the set-up the tests below rely on: each node has both documents, and
     the v2 arrays read as written)"""
     root = tmp_path / "both.zarr"
     _both_formats(root)

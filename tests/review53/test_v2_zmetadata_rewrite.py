@@ -82,8 +82,9 @@ def test_a_deletion_keeps_what_another_writer_consolidated(tmp_path) -> None:
 
 def test_zarr_python_reverts_another_writers_consolidation_too(tmp_path, zarr_peer) -> None:
     """(zarr-python 3.4.2's behaviour, for the record: the same steps lose ``new`` and
-    give ``x`` its old shape in .zmetadata; if this starts failing, 3.4's behaviour
-    changed and the strict xfails above need another look)"""
+    give ``x`` its old shape in .zmetadata, where zarrfast now keeps them (a deliberate
+    difference); if this starts failing, zarr-python changed: the tests above may then
+    compare with it instead)"""
     out = zarr_peer.run("""
 import json, os, zarr
 root, = ARGS
