@@ -41,9 +41,12 @@ def main(argv: list[str] | None = None) -> int:
                    "(default: all cores)")
     p.add_argument("--libs", default=None, help="comma-separated libraries (default: all)")
     p.add_argument("--out", default=None, help="write bench.json and bench.csv here")
+    p.add_argument("--group", action="store_true",
+                   help="regions: open the 50 arrays from their group, each library its "
+                        "way (default: each array from its own URL, a store each)")
     args = p.parse_args(argv)
     cfg = BenchConfig(size=parse_size(args.size), ops=["loader"], repeat=args.repeat,
-                      plot=False, out=args.out)
+                      plot=False, out=args.out, loader_group=args.group)
     cfg.threads = ([int(x) for x in args.threads.split(",")] if args.threads
                    else [os.cpu_count() or 1])
     if args.libs:

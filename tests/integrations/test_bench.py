@@ -754,6 +754,30 @@ def test_loader_op_reads_and_checks_every_library(tmp_path, monkeypatch):
     assert code == 0 and all(d["reused"] for d in report["datasets"])
 
 
+def test_loader_group_opens_the_regions_from_their_group(tmp_path):
+    """``loader_group``: each library opens the regions' arrays its way for a group's
+    arrays (zarrfast: from the group, one store, so zarrfast.get_many reads them as one
+    batch); every batch still checked, and the notes say how they were opened."""
+    out = io.StringIO()
+    cfg = _cfg(tmp_path, layouts=["zstd"], ops=["loader"], libs=list(L.LIBRARIES),
+               loader_group=True)
+    code, report = run(cfg, out)
+    assert code == 0, out.getvalue()
+    regions = [r for r in report["results"] if r["layout"] == "regions"]
+    used = [n for n, i in report["libraries"].items() if i["available"]] + [H.SINGLE]
+    assert sorted(r["lib"] for r in regions) == sorted(used)
+    for r in regions:
+        assert r["ok"] is True and r["error"] is None, r
+        lib = L.LIBRARIES["zarrfast" if r["lib"] == H.SINGLE else r["lib"]]  # (its handles)
+        assert r["note"].endswith(f"; the arrays opened {lib.loader_group_via}")
+    zf = L.Zarrfast()
+    root = str(tmp_path / "data" / "loader-regions.zarr")
+    arrays = zf.open_loader_group(root, ["a00", "a01"])
+    assert arrays[0].store is arrays[1].store
+    others = [r for r in report["results"] if r["layout"] != "regions"]
+    assert others and not any("opened" in r["note"] for r in others)
+
+
 def test_loader_op_catches_wrong_values(tmp_path):
     root = str(tmp_path / "data")
     loader = D.prepare_loader(root, parse_size("2MiB"))

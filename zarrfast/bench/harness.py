@@ -82,6 +82,10 @@ class BenchConfig:
     #: the loader op reads its datasets from this URL (an HTTP server of the datasets
     #: directory: benchmarks/bench_loader_remote.py) instead of the files
     remote: str | None = None
+    #: the loader's regions: the 50 arrays opened from their group, as each library opens
+    #: a group's arrays (``Lib.open_loader_group``: zarrfast, zarr-python and zarrista on
+    #: one store), instead of each array from its own path (a store per array)
+    loader_group: bool = False
 
     def validate(self) -> None:
         bad = [x for x in self.layouts if x not in D.LAYOUTS]
@@ -1376,8 +1380,11 @@ def _run_loader(cfg: BenchConfig, loader: dict[str, tuple[D.LoaderSpec, str, boo
             errors: dict[str, str] = {}
             for lib in libs:
                 names = [lib.name, SINGLE] if lib.name == "zarrfast" else [lib.name]
+                group = bool(spec.arrays) and cfg.loader_group
                 try:
-                    hs = [lib.open_loader(m) for m in members]
+                    # (with loader_group: as the library opens a group's arrays)
+                    hs = (lib.open_loader_group(where, spec.members()) if group
+                          else [lib.open_loader(m) for m in members])
                 except Exception as e:
                     for n in names:
                         errors[n] = f"open: {type(e).__name__}: {e}".splitlines()[0][:300]
@@ -1387,6 +1394,8 @@ def _run_loader(cfg: BenchConfig, loader: dict[str, tuple[D.LoaderSpec, str, boo
                     call = _loader_call(lib, n, workload)
                     notes[n] = (SINGLE_VIA[workload] if n == SINGLE
                                 else lib.loader_via[workload])
+                    if group:
+                        notes[n] += f"; the arrays opened {lib.loader_group_via}"
 
                     def task(first, call=call, h=h, what=f"{n} loader {workload}",
                              batch=batch, want=want):

@@ -117,10 +117,18 @@ class Lib:
     loader_via: dict[str, str] = {
         "tiles": "a loop of one read per tile", "rows": "a loop of one read per row",
         "regions": "a loop of one read per array"}
+    #: how this library opens a group's arrays (the loader's regions with ``loader_group``)
+    loader_group_via = "each from its own path"
 
     def open_loader(self, path: str) -> Any:
         """A handle for the loader operation's reads (a local path or an ``http://`` URL)."""
         return self.open(path)
+
+    def open_loader_group(self, root: str, members: list[str]) -> list[Any]:
+        """Handles of the arrays ``members`` of the group at ``root`` (a local path or an
+        ``http://`` URL), opened as this library opens a group's arrays (by default: each
+        from its own path, as :meth:`open_loader`)."""
+        return [self.open_loader(f"{root}/{m}") for m in members]
 
     def read_batch(self, h: Any, sels: list[Any]) -> list[np.ndarray]:
         """Every selection of ``sels`` (basic selections) of one array."""
@@ -192,6 +200,13 @@ class Zarrfast(Lib):
     loader_via = {"tiles": "Array.get_many(tiles), one call",
                   "rows": "a.oindex[idx, :], one call",
                   "regions": "zarrfast.get_many([(array, region) ...]), one call"}
+    loader_group_via = "from their group: open_group(root), group[name] (one store)"
+
+    def open_loader_group(self, root: str, members: list[str]) -> list[Any]:
+        import zarrfast
+
+        group = zarrfast.open_group(root, mode="r")  # (its arrays share its store)
+        return [group[m] for m in members]
 
     def read_batch(self, h: Any, sels: list[Any]) -> list[np.ndarray]:
         return h.get_many(sels)
@@ -237,6 +252,8 @@ class ZarrPython(Lib):
     loader_via = {"tiles": "asyncio.gather of AsyncArray.getitem(tile), one per tile",
                   "rows": "AsyncArray.oindex.getitem((idx, slice(None))), one call",
                   "regions": "asyncio.gather of AsyncArray.getitem(region), one per array"}
+    loader_group_via = ("from their group: zarr.api.asynchronous.open_group(root), "
+                        "group.getitem(name) (one store)")
 
     @contextlib.contextmanager
     def _loader_loop(self, threads: int) -> Iterator[None]:
@@ -266,6 +283,23 @@ class ZarrPython(Lib):
         if session is not None:
             self._loop.sessions.append(session)
         return h
+
+    def open_loader_group(self, root: str, members: list[str]) -> list[Any]:
+        import zarr
+        import zarr.api.asynchronous as za
+
+        opts: dict[str, Any] = ({"storage_options": {"skip_instance_cache": True}}
+                                 if root.startswith(("http://", "https://")) else {})
+
+        async def opened() -> list[Any]:
+            with zarr.config.set(self._config()):
+                group = await za.open_group(store=root, mode="r", **opts)
+                return [await group.getitem(m) for m in members]
+        hs = self._loop.run(opened())
+        session = getattr(getattr(hs[0].store, "fs", None), "_session", None) if hs else None
+        if session is not None:
+            self._loop.sessions.append(session)
+        return hs
 
     def read_batch(self, h: Any, sels: list[Any]) -> list[np.ndarray]:
         return self._loop.gather([h.getitem(s) for s in sels])
@@ -369,6 +403,8 @@ class Tensorstore(Lib):
     loader_via = {"tiles": "one ts.Batch: a[tile].read(batch=b) per tile",
                   "rows": "a.oindex[idx, :].read(), one read",
                   "regions": "one ts.Batch: a[region].read(batch=b) per array"}
+    loader_group_via = ("each by its own spec, in the session's one context (tensorstore "
+                        "has no group)")
 
     def open_loader(self, path: str) -> Any:
         if not path.startswith(("http://", "https://")):
@@ -434,6 +470,7 @@ class Zarrista(Lib):
                           "asyncio.gather)",
                   "regions": "a loop of retrieve_array_subset(region), one per array (over "
                              "HTTP: AsyncArray, asyncio.gather)"}
+    loader_group_via = "on one store, the group's: Array.open(store, '/name')"
     _loop: Any = None
 
     @contextlib.contextmanager
@@ -459,6 +496,22 @@ class Zarrista(Lib):
 
         async def opened() -> Any:
             return await zarrista.AsyncArray.open(store, "/")
+        return self._loop.run(opened())
+
+    def open_loader_group(self, root: str, members: list[str]) -> list[Any]:
+        import zarrista
+
+        if not root.startswith(("http://", "https://")):
+            store = zarrista.store.FilesystemStore(root)  # (one store, the group's)
+            return [zarrista.Array.open(store, f"/{m}") for m in members]
+        from obstore.store import HTTPStore
+
+        if self._loop is None:
+            self._loop = _Loop()
+        remote = HTTPStore.from_url(root, client_options={"allow_http": True})
+
+        async def opened() -> list[Any]:
+            return [await zarrista.AsyncArray.open(remote, f"/{m}") for m in members]
         return self._loop.run(opened())
 
     @staticmethod
