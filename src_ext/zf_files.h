@@ -128,4 +128,28 @@ static int zf_open_root(const char* path) {
     return fd < 0 ? -1 : fd;
 }
 
+/* Rename `tmp` to `name` (both in `dirfd`) only if `name` does not exist, in one step
+   (Linux renameat2 with RENAME_NOREPLACE): 0 when renamed; otherwise -1 with errno,
+   EEXIST when `name` exists, ENOSYS where the system or the file system cannot do it
+   (older kernels, NFS: the caller checks `name` itself, then renames).  A new file
+   thus needs no look at its name before it is renamed into place. */
+static int zf_renameat2_works = 1; /* cleared once renameat2 says ENOSYS */
+
+static int zf_rename_new(int dirfd, const char* tmp, const char* name) {
+#if defined(__linux__) && defined(SYS_renameat2)
+    if (zf_renameat2_works) {
+        if (syscall(SYS_renameat2, dirfd, tmp, dirfd, name, 1 /* RENAME_NOREPLACE */) == 0)
+            return 0;
+        if (errno == ENOSYS) zf_renameat2_works = 0;
+        if (errno == EEXIST) return -1;
+        errno = ENOSYS; /* (EINVAL: a file system without it; EPERM: a filter...) */
+        return -1;
+    }
+#else
+    (void)dirfd; (void)tmp; (void)name;
+#endif
+    errno = ENOSYS;
+    return -1;
+}
+
 #endif

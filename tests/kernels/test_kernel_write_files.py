@@ -22,6 +22,23 @@ if _fileio is not None:
     IMPLS.append(pytest.param(_fileio.write_files, id="compiled"))
 
 
+def _names_checked_first(fn):
+    """``fn`` with ``renameat2(RENAME_NOREPLACE)`` off: every name looked at before its
+    rename, as on systems without it."""
+    def call(*args, **kwargs):
+        before = _fileio.use_renameat2(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _fileio.use_renameat2(before)
+    return call
+
+
+if _fileio is not None:
+    IMPLS.append(pytest.param(_names_checked_first(_fileio.write_files),
+                              id="compiled-names-checked-first"))
+
+
 def run_case(write_files, root):
     """Every kind of item at once; returns (errors, what each path holds)."""
     (root / "d").mkdir()
@@ -30,12 +47,14 @@ def run_case(write_files, root):
     outside = root / "outside"
     outside.write_bytes(b"precious")
     (root / "d" / "link").symlink_to(outside)
+    (root / "d" / "dangling").symlink_to(root / "nowhere")  # a link to nothing yet
     (root / "d" / ".tmp-taken").write_bytes(b"x")  # a temporary name already in use
     (root / "d" / ".tmp-linked").symlink_to(root / "outside-tmp")  # never followed
     items = [
         ("d", "a", ".tmp-a", b"alpha"),
         ("d", "old", ".tmp-old", b"new value"),               # replaces a file
         ("d", "link", ".tmp-link", b"through a link"),        # refused: ELOOP
+        ("d", "dangling", ".tmp-dangling", b"to nowhere"),    # refused: ELOOP
         ("gone", "b", ".tmp-b", b"no directory"),             # removed once open: ENOENT
         ("d", "c", ".tmp-taken", b"clash"),                   # EEXIST
         ("d", "e", ".tmp-linked", b"through a temporary link"),  # EEXIST (O_EXCL)
@@ -58,22 +77,25 @@ def run_case(write_files, root):
         p = root / d / k
         held[f"{d}/{k}"] = p.read_bytes() if p.exists() and not p.is_symlink() else None
     return (errors.tolist(), held, outside.read_bytes(), (root / "d" / "link").is_symlink(),
-            (root / "outside-tmp").exists())
+            (root / "outside-tmp").exists() or (root / "nowhere").exists())
 
 
 @pytest.mark.parametrize("write_files", IMPLS)
 def test_write_files_writes_renames_and_reports(write_files, tmp_path):
     errors, held, outside, still_link, tmp_target = run_case(write_files, tmp_path)
-    assert errors == [0, 0, errno.ELOOP, errno.ENOENT, errno.EEXIST, errno.EEXIST, 0, 0, 0]
+    assert errors == [0, 0, errno.ELOOP, errno.ELOOP, errno.ENOENT, errno.EEXIST, errno.EEXIST,
+                      0, 0, 0]
     assert held["d/a"] == b"alpha" and held["d/old"] == b"new value"
     assert held["d/empty"] == b"" and held["d/view"] == b"2345"
     assert held["d/array"] == np.arange(5, dtype="<u2").tobytes()
     assert held["d/c"] is None and held["gone/b"] is None and held["d/e"] is None
+    assert held["d/dangling"] is None and (tmp_path / "d" / "dangling").is_symlink()
     assert outside == b"precious" and still_link  # nothing written through the link
-    assert not tmp_target  # nor through a link at a temporary name
+    assert not tmp_target  # nor through a link at a temporary name, or a dangling one
     # failed writes leave no temporary file (the ones already there stay)
     assert sorted(os.listdir(tmp_path / "d")) == sorted(
-        ["a", "old", "link", ".tmp-taken", ".tmp-linked", "empty", "array", "view"])
+        ["a", "old", "link", "dangling", ".tmp-taken", ".tmp-linked", "empty", "array",
+         "view"])
 
 
 @pytest.mark.skipif(_fileio is None, reason="no compiled kernel")

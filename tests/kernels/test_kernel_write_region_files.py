@@ -27,6 +27,23 @@ if _fileio is not None:
     IMPLS.append(pytest.param(_fileio.write_region_files, id="compiled"))
 
 
+def _names_checked_first(fn):
+    """``fn`` with ``renameat2(RENAME_NOREPLACE)`` off: every name looked at before its
+    rename, as on systems without it."""
+    def call(*args, **kwargs):
+        before = _fileio.use_renameat2(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _fileio.use_renameat2(before)
+    return call
+
+
+if _fileio is not None:
+    IMPLS.append(pytest.param(_names_checked_first(_fileio.write_region_files),
+                              id="compiled-names-checked-first"))
+
+
 def region_bytes(a: np.ndarray, starts, shape) -> bytes:
     """NumPy's C-order bytes of the block of ``a`` at ``starts`` of ``shape``."""
     return np.ascontiguousarray(

@@ -49,6 +49,7 @@ NO_TWIN = {
         "PageBuffer": "memory from the system (zarrfast.kernels.buffers falls back to NumPy)",
         "kept_pages": "reports PageBuffer's cache", "release_kept_pages": "empties it",
         "use_openat2": "a setting (which system call opens, not what)",
+        "use_renameat2": "a setting (which system call renames, not what)",
     },
 }
 

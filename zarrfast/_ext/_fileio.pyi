@@ -48,3 +48,4 @@ def open_nolinks(
     mode: int = 0o666,
 ) -> int: ...  # the open file descriptor
 def use_openat2(on: bool) -> bool: ...  # the previous setting (tests)
+def use_renameat2(on: bool) -> bool: ...  # the previous setting (tests)
