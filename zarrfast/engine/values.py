@@ -99,7 +99,15 @@ def as_stored(value: Any, dtype: np.dtype, *, where: str,
         if elements is str:
             return _as_strings(value, dtype)
         if isinstance(value, np.ndarray):
-            out = value if value.dtype == dtype else value.astype(dtype)  # unsafe, as NumPy
+            if value.dtype == dtype:
+                out = value
+            elif value.dtype.kind in "mM" and dtype.kind in "mM":
+                # NumPy's astype leaves the bytes of a generic-unit datetime64/timedelta64
+                # unswapped between byte orders ('>M8' -> '<M8'); assignment swaps them
+                out = np.empty(value.shape, dtype=dtype)
+                out[...] = value
+            else:
+                out = value.astype(dtype)  # unsafe, as NumPy
         elif is_scalar(value):
             out = np.empty((), dtype=dtype)
             out[()] = value
