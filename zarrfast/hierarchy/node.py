@@ -206,6 +206,9 @@ def _without_consolidated(store: Store, path: str, zarr_json: Any) -> AnyMetadat
     (its document ``zarr_json`` if read already)."""
     key = node_key(path, "zarr.json")
     raw = store.get(key) if zarr_json is ... else zarr_json
+    if raw is None:  # (deleted since it was read)
+        raise GroupNotFoundError(f"no group at path {_where(path)} in {store!r}: "
+                                 f"{key!r} does not exist")
     doc = json.loads(bytes(raw))
     doc.pop("consolidated_metadata", None)
     return parse_metadata(json.dumps(doc, allow_nan=True).encode(), path=path, key=key)
