@@ -110,6 +110,50 @@ def test_get_many_cold_announces_and_reads_the_same(tmp_path):
     assert max(announced) >= 1, announced
 
 
+def test_get_many_of_cold_arrays_on_their_own_stores_reads_them_together(tmp_path):
+    """zarrfast.get_many of arrays on stores of their own (one batch each): warm, the
+    batches are read one after another in the calling thread; when the first finds its
+    files cold, the others are read at the same time (other threads), so the disk has
+    all their files in flight -- and every result is what each array holds."""
+    arrays, wants = [], []
+    for i in range(12):
+        root = tmp_path / f"a{i}.zarr"
+        a = zarrfast.create_array(LocalStore(root), shape=DATA.shape, dtype=DATA.dtype,
+                                  chunks=(32, 32))
+        a[:] = DATA + i
+        arrays.append(zarrfast.open_array(LocalStore(root), mode="r"))
+        wants.append(DATA + i)
+    if not _cold_possible(tmp_path):
+        pytest.skip("this file system keeps its files in memory (tmpfs?)")
+    region = (slice(20, 70), slice(10, 60))
+    readers: list[int] = []
+    lock = threading.Lock()
+    for a in arrays:  # (each array's batch read, recorded by the thread that reads it)
+        def spy(*args, _read=a._get_many, **kwargs):
+            with lock:
+                readers.append(threading.get_ident())
+            return _read(*args, **kwargs)
+        a._get_many = spy
+
+    def read():
+        readers.clear()
+        return zarrfast.get_many([(a, region) for a in arrays])
+
+    def check(got):
+        for g, w in zip(got, wants, strict=True):
+            np.testing.assert_array_equal(g, w[region])
+
+    read()  # (the files back in the page cache: _cold_possible evicted them)
+    check(read())  # warm: one batch after another, all in this thread
+    assert readers == [threading.get_ident()] * len(arrays)
+    for _ in range(ATTEMPTS):
+        if _cold_read(tmp_path, read, None, check) and len(set(readers)) > 1:
+            break
+    else:
+        pytest.fail(f"no cold read of the {len(arrays)} arrays read them together")
+    assert readers[0] == threading.get_ident() and len(readers) == len(arrays)
+
+
 def test_a_fifo_among_cold_chunk_files_is_not_waited_on(tmp_path):
     """The announcing opens every file of the call without blocking: a FIFO in place
     of a chunk file is opened and closed at once, then refused by the read as it is

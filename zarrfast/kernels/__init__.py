@@ -16,6 +16,7 @@ __all__ = [
     "byteswap_copy",
     "byteswap_inplace",
     "check_index",
+    "cold_announcements",
     "copy_region",
     "copy_regions",
     "stream_min",
@@ -88,6 +89,20 @@ def stream_min() -> int:
     with streaming stores: the decoders' setting (``_decode.stream_threshold``), which
     ``copy_regions(stream=...)`` callers follow too; 32 MiB without the extensions."""
     return _stream_threshold() if _stream_threshold is not None else 32 * 2**20
+
+
+def cold_announcements() -> int:
+    """How many calls of the compiled file-reading kernels found their first chunk out
+    of the page cache (and so announced their other files to the kernel) in this
+    process: a counter that callers compare before and after a read; always 0
+    without the extensions."""
+    if USING_EXTENSIONS:
+        try:
+            from zarrfast._ext import _decode
+        except ImportError:  # pragma: no cover - built without it
+            return 0
+        return _decode.cold_announcements()
+    return 0
 
 
 def _load_page_buffer():
