@@ -51,7 +51,7 @@ from zarrfast.hierarchy.node import (
 from zarrfast.metadata.paths import join_path, normalize_path
 from zarrfast.metadata.v2 import GroupMetadataV2
 from zarrfast.metadata.v3 import GroupMetadata
-from zarrfast.storage import Store, StorePath
+from zarrfast.storage import MemoryStore, Store, StorePath
 from zarrfast.storage.resolve import StoreLike, make_store
 
 __all__ = [
@@ -2135,12 +2135,18 @@ def save_group(store: StoreLike, *args: Any, zarr_format: int | None = None,
                             f"keyword arguments are the arrays to save)")
     if not args and not kwargs:
         raise ZarrfastError("save_group: at least one array must be provided")
+    arrays = [(f"arr_{i}", np.asarray(a)) for i, a in enumerate(args)]
+    arrays += [(name, np.asarray(a)) for name, a in kwargs.items()]
     s, p = _resolve(store, path, storage_options=storage_options)
+    # every array's metadata made first (in memory, no data): one that cannot be stored
+    # (an object array of numbers, say) is refused before the group that is there is
+    # replaced, so its data is not lost to a save that fails
+    scratch = open_group(MemoryStore(), mode="w", zarr_format=zarr_format)
+    for name, a in arrays:
+        scratch.create_array(name, data=a, write_data=False)
     g = open_group(s, mode="w", path=p, zarr_format=zarr_format)
-    for i, a in enumerate(args):
-        g.create_array(f"arr_{i}", data=np.asarray(a), overwrite=True)
-    for name, a in kwargs.items():
-        g.create_array(name, data=np.asarray(a), overwrite=True)
+    for name, a in arrays:
+        g.create_array(name, data=a, overwrite=True)
 
 
 def _is_ndarray_like(value: Any) -> bool:

@@ -108,7 +108,8 @@ def normalize_shape(shape: Any, node: str) -> tuple[int, ...]:
         raise MetadataTypeError(f"{node}: shape must be an int or a tuple of ints, got {shape!r}"
                                 ) from None
     if not all(isinstance(s, (int, np.integer)) for s in items):
-        raise MetadataTypeError(f"{node}: shape must be integers, got {shape!r}")
+        raise MetadataTypeError(f"{node}: shape must be integers, got {shape!r} (Expected an "
+                                f"iterable of integers)")  # (zarr-python 3.4's words)
     out = tuple(int(s) for s in items)
     if any(s < 0 for s in out) or any(isinstance(s, bool) for s in items):
         raise ZarrfastError(f"{node}: shape must be non-negative integers, got {shape!r}")
@@ -240,11 +241,12 @@ def normalize_shards(shards: Any, shape: tuple[int, ...], inner: tuple[int, ...]
         raise ZarrfastError(
             f"{node}: shards {out} has rank {len(out)} but shape {shape} has rank {len(shape)}"
         )
-    for s, c in zip(out, inner, strict=True):
+    for i, (s, c) in enumerate(zip(out, inner, strict=True)):
         if s < 1 or s % c:
-            raise ZarrfastError(
-                f"{node}: shard shape {out} must be a positive multiple of the chunk shape "
-                f"{inner} in every dimension"
+            raise ZarrfastError(  # (zarr-python 3.4's words first)
+                f"{node}: Chunk edge length {s} in dimension {i} is not divisible by the "
+                f"shard's inner chunk size {c}. (shard shape {out} must be a positive "
+                f"multiple of the chunk shape {inner} in every dimension)"
             )
     return out
 
@@ -613,6 +615,15 @@ def create_array_at(
             shape = data_arr.shape
         if dtype is None:
             dtype = data_arr.dtype
+            if dtype.kind == "O" and not all(
+                    isinstance(x, str) for x in data_arr.reshape(-1).tolist()):
+                # (an object array of anything but str would be stored as the strings of
+                # its elements: 1 -> '1', None -> 'None', b'ab' -> 'ab'; zarr-python 3.4
+                # refuses every object array here)
+                raise MetadataTypeError(
+                    f"{node}: Zarr data type resolution from object failed: data of dtype "
+                    f"object holds elements other than str; pass dtype=str (strings), "
+                    f"dtype=bytes (variable-length bytes) or convert the data")
     else:
         data_arr = None
     if shape is None:
