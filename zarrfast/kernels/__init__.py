@@ -16,7 +16,6 @@ __all__ = [
     "byteswap_copy",
     "byteswap_inplace",
     "check_index",
-    "cold_announcements",
     "copy_region",
     "copy_regions",
     "stream_min",
@@ -91,7 +90,7 @@ def stream_min() -> int:
     return _stream_threshold() if _stream_threshold is not None else 32 * 2**20
 
 
-def cold_announcements() -> int:
+def cold_announcements() -> int:  # (not in __all__: no twin, a counter of the compiled)
     """How many calls of the compiled file-reading kernels found their first chunk out
     of the page cache (and so announced their other files to the kernel) in this
     process: a counter that callers compare before and after a read; always 0
