@@ -168,3 +168,17 @@ def placed_buffer(draw, shape, strides, itemsize):
         offset += draw(st.integers(-4, 4))
         size = max(0, size + draw(st.integers(-4, 1)))
     return offset, size
+
+
+def names_checked_first(fn):
+    """The file-writing kernel ``fn`` with ``renameat2(RENAME_NOREPLACE)`` off: every
+    name looked at before its rename, as on systems without it."""
+    from zarrfast._ext import _fileio
+
+    def call(*args, **kwargs):
+        before = _fileio.use_renameat2(False)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _fileio.use_renameat2(before)
+    return call

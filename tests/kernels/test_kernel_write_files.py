@@ -12,6 +12,8 @@ import pytest
 
 from zarrfast.kernels import reference as ref
 
+from _helpers.kernels import names_checked_first
+
 try:
     from zarrfast._ext import _fileio
 except ImportError:  # pragma: no cover - not built on this platform
@@ -22,20 +24,8 @@ if _fileio is not None:
     IMPLS.append(pytest.param(_fileio.write_files, id="compiled"))
 
 
-def _names_checked_first(fn):
-    """``fn`` with ``renameat2(RENAME_NOREPLACE)`` off: every name looked at before its
-    rename, as on systems without it."""
-    def call(*args, **kwargs):
-        before = _fileio.use_renameat2(False)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _fileio.use_renameat2(before)
-    return call
-
-
 if _fileio is not None:
-    IMPLS.append(pytest.param(_names_checked_first(_fileio.write_files),
+    IMPLS.append(pytest.param(names_checked_first(_fileio.write_files),
                               id="compiled-names-checked-first"))
 
 

@@ -231,10 +231,17 @@ class _Native(ZDType):
             native = np.dtype(name) if isinstance(name, str) and codec is None else None
         except TypeError:
             native = None
-        if native is not None and native.str == name and cls._check_native_dtype(native):
-            return cls.from_native_dtype(native)  # (only NumPy's own spelling, '<i2')
+        if native is not None and cls._v2_spelled(name, native) and cls._check_native_dtype(
+                native):
+            return cls.from_native_dtype(native)
         raise DataTypeValidationError(
             f"invalid Zarr v2 JSON for {cls.__name__}: {data!r}")
+
+    @classmethod
+    def _v2_spelled(cls, name: str, native: np.dtype) -> bool:
+        """Whether ``name`` spells ``native`` as Zarr v2 JSON may: only NumPy's own
+        spelling (``'<i2'``), as zarr-python 3.4."""
+        return native.str == name
 
     # scalars
     def _check_scalar(self, data: Any) -> bool:
@@ -651,20 +658,11 @@ class _Time(_Native):
         return self._v3_json()
 
     @classmethod
-    def _from_json_v2(cls, data: Any) -> ZDType:
-        name, codec = _v2_spec(data, cls)
-        try:
-            native = np.dtype(name) if isinstance(name, str) and codec is None else None
-        except TypeError:
-            native = None
-        if native is not None and cls._check_native_dtype(native):
-            # (as zarr-python 3.4: a byte order, then the unit in brackets if any:
-            # '<M8', '>m8[10s]', '<M8[2generic]'; not 'M8[s]' nor 'datetime64')
-            if name[:3] in (f"<{cls._char}", f">{cls._char}") and (
-                    len(name) == 3 or name[3] == "[" and name.endswith("]")):
-                return cls.from_native_dtype(native)
-        raise DataTypeValidationError(
-            f"invalid Zarr v2 JSON for {cls.__name__}: {data!r}")
+    def _v2_spelled(cls, name: str, native: np.dtype) -> bool:
+        # (as zarr-python 3.4: a byte order, then the unit in brackets if any:
+        # '<M8', '>m8[10s]', '<M8[2generic]'; not 'M8[s]' nor 'datetime64')
+        return name[:3] in (f"<{cls._char}", f">{cls._char}") and (
+            len(name) == 3 or name[3] == "[" and name.endswith("]"))
 
     def default_scalar(self) -> Any:
         return self.to_native_dtype().type("NaT")  # as zarr-python: NaT without a unit
