@@ -32,6 +32,19 @@ if TESTS not in sys.path:
 from _helpers.s3 import FAKE_KEY, FAKE_SECRET, free_port  # noqa: E402 - (tests/ on the path)
 
 
+@pytest.fixture(autouse=True)
+def _cores_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs as on a machine whose cores are free: the check of other work on
+    the cores (``zarrfast.concurrency.cores_contended``: box reads decode in the calling
+    thread alone, writes at one thread use no I/O thread) would make how many threads a
+    read or a write uses depend on what else runs on the machine.  The tests of that
+    check turn it on for themselves (``tests/engine/test_box_contention.py``,
+    ``test_write_behind.py``)."""
+    from zarrfast import concurrency
+
+    monkeypatch.setattr(concurrency, "CONTENTION_GATE", False)
+
+
 @pytest.fixture(params=["memory", "local"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> zarrfast.Store:
     if request.param == "memory":

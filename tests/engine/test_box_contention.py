@@ -28,7 +28,7 @@ def fresh_contention(monkeypatch):
     """This thread's contention state as a thread that never measured has it."""
     state = concurrency._Contention()
     monkeypatch.setattr(concurrency, "_contention", state)
-    monkeypatch.setattr(concurrency, "CONTENTION_GATE", True)  # (conftest: off)
+    monkeypatch.setattr(concurrency, "CONTENTION_GATE", True)  # (tests/conftest.py: off)
     return state
 
 
