@@ -63,6 +63,12 @@ def test_kinds_and_async_arrays():
     np.testing.assert_array_equal(got[1], data[1][0:2, 5])
 
 
+def test_no_requests_no_results():
+    assert zarrfast.get_many([]) == []
+    assert zarrfast.get_many(iter(())) == []
+    assert asyncio.run(zarrfast.api.asynchronous.get_many([])) == []
+
+
 def test_bad_requests_are_named():
     root, _ = _arrays(MemoryStore(), n=2)
     with pytest.raises(IndexingError, match="request 1 is not an .array, selection. pair"):

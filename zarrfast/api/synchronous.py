@@ -2486,6 +2486,8 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
             results[i] = r
 
     todo = list(batches.values())
+    if not todo:
+        return results
     if any(node.store.capabilities.batched_gets for node, _, _, _ in todo):
         map_io(read, todo)  # (each batch's requests in flight together)
         return results
