@@ -262,18 +262,20 @@ def test_writes_from_two_threads_at_one_thread_each(tmp_path):
     def run(k):
         arr, a, b = arrs[k]
         try:
-            with config.set(threads=1):
-                for _ in range(2):
-                    arr[...] = a
-                    arr[...] = b
+            for _ in range(2):
+                arr[...] = a
+                arr[...] = b
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # (the configuration is the process's: set once here, not in each thread, whose
+    # config.set contexts, entered and left in any order, could leave threads=1 behind)
+    with config.set(threads=1):
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     assert errors == []
     for arr, _, b in arrs:
         np.testing.assert_array_equal(arr[...], b)

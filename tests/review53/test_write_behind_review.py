@@ -119,17 +119,19 @@ def test_one_array_written_from_two_threads_at_one_thread_each(tmp_path) -> None
     def run(k: int) -> None:
         try:
             start.wait()
-            with config.set(threads=1):
-                for _ in range(3):  # (rows of chunks of its own half only)
-                    a[200 * k:200 * (k + 1)] = halves[k]
+            for _ in range(3):  # (rows of chunks of its own half only)
+                a[200 * k:200 * (k + 1)] = halves[k]
         except BaseException as e:  # noqa: BLE001 - re-raised below
             errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # (the configuration is the process's: set once here, not in each thread, whose
+    # config.set contexts, entered and left in any order, could leave threads=1 behind)
+    with config.set(threads=1):
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
     assert errors == []
     np.testing.assert_array_equal(_zarr_python_reads(path), np.concatenate(halves))
 
