@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from zarrfast.codecs import BloscCodec
 from zarrfast.errors import ZarrfastError
 
 from _helpers.arrays import random_data, same
+from _helpers.threads import wait_child
 
 # ---------------------------------------------------------------------------
 # threads
@@ -94,15 +94,6 @@ def test_pool_survives_fork(tmp_path) -> None:
                 os._exit(0 if ok else 1)
             except BaseException:  # noqa: BLE001
                 os._exit(2)
-        deadline = time.monotonic() + 60
-        while True:  # a child waiting on the parent's workers would hang: bound the wait
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                pytest.fail("the forked child hung reading the array")
-            time.sleep(0.01)
+        status = wait_child(pid, "reading the array")
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert (a[0:8, 0:8] == 7).all()

@@ -21,6 +21,8 @@ from zarrfast import kernels as _kernels
 from zarrfast.codecs import BloscCodec, GzipCodec, ZstdCodec
 from zarrfast.storage import LocalStore
 
+from _helpers.threads import run_in_threads, wait_child
+
 pytestmark = pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr")
 
 
@@ -257,25 +259,15 @@ def test_no_thread_is_left_behind(tmp_path):
 def test_writes_from_two_threads_at_one_thread_each(tmp_path):
     """Two callers writing at once, each with its batches behind on an I/O thread."""
     arrs = [_two_values(str(tmp_path / f"{k}.zarr")) for k in range(2)]
-    errors: list[BaseException] = []
 
     def run(k):
         arr, a, b = arrs[k]
-        try:
-            for _ in range(2):
-                arr[...] = a
-                arr[...] = b
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
+        for _ in range(2):
+            arr[...] = a
+            arr[...] = b
 
-    # (the configuration is the process's: set once here, not in each thread, whose
-    # config.set contexts, entered and left in any order, could leave threads=1 behind)
-    with config.set(threads=1):
-        threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    with config.set(threads=1):  # (once, around both threads: see run_in_threads)
+        errors = run_in_threads(run, 2)
     assert errors == []
     for arr, _, b in arrs:
         np.testing.assert_array_equal(arr[...], b)
@@ -295,16 +287,7 @@ def test_a_forked_child_writes_at_one_thread(tmp_path):
                 os._exit(0 if np.array_equal(arr[...], a) else 1)
             except BaseException:  # noqa: BLE001
                 os._exit(2)
-        deadline = time.monotonic() + 60
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                pytest.fail("the forked child hung writing the array")
-            time.sleep(0.01)
+        status = wait_child(pid, "writing the array")
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     np.testing.assert_array_equal(arr[...], a)
 

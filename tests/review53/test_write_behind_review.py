@@ -31,6 +31,8 @@ import pytest
 import zarrfast
 from zarrfast import config
 
+from _helpers.threads import run_in_threads
+
 SHAPE, CHUNKS = (200, 210), (10, 10)  # 420 chunks: 7 batches of 64 at most
 
 
@@ -113,25 +115,15 @@ def test_one_array_written_from_two_threads_at_one_thread_each(tmp_path) -> None
     a = zarrfast.create_array(str(path), shape=(400, 210), chunks=CHUNKS, dtype="<f8",
                               fill_value=0.0, compressors=[zarrfast.codecs.ZstdCodec(level=1)])
     halves = [np.random.default_rng(k).standard_normal((200, 210)) for k in range(2)]
-    errors: list[BaseException] = []
     start = threading.Barrier(2)
 
     def run(k: int) -> None:
-        try:
-            start.wait()
-            for _ in range(3):  # (rows of chunks of its own half only)
-                a[200 * k:200 * (k + 1)] = halves[k]
-        except BaseException as e:  # noqa: BLE001 - re-raised below
-            errors.append(e)
+        start.wait()
+        for _ in range(3):  # (rows of chunks of its own half only)
+            a[200 * k:200 * (k + 1)] = halves[k]
 
-    # (the configuration is the process's: set once here, not in each thread, whose
-    # config.set contexts, entered and left in any order, could leave threads=1 behind)
-    with config.set(threads=1):
-        threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    with config.set(threads=1):  # (once, around both threads: see run_in_threads)
+        errors = run_in_threads(run, 2)
     assert errors == []
     np.testing.assert_array_equal(_zarr_python_reads(path), np.concatenate(halves))
 
