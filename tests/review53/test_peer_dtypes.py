@@ -189,11 +189,6 @@ def test_older_zarrfast_r_n_arrays_still_open_and_keep_their_form(tmp_path) -> N
     assert b[:3].tobytes() == values.tobytes()
 
 
-@pytest.mark.xfail(strict=True, reason="pre-existing (c42aab5 too, no session commit): "
-                   "zarrfast writes NumPy V<n> as Zarr v3 'r<8n>' (the core spec's raw "
-                   "type, fill value a list of ints); zarr-python 3.1.6 and 3.4.2 know only "
-                   "raw_bytes ('No Zarr data type found that matches r48') and tensorstore "
-                   "wants a base64 fill value")
 def test_raw_bytes_arrays_zarrfast_writes_open_in_zarr_python_3_4(tmp_path, zarr_peer) -> None:
     """(issue 43: what is written through ``import zarrfast as zarr`` should open in
     zarr-python 3.4, which writes ``V<n>`` as ``raw_bytes``)"""

@@ -98,7 +98,8 @@ VLEN_BYTES = "variable_length_bytes"
 FIXED_UTF32 = "fixed_length_utf32"
 FIXED_BYTES = "null_terminated_bytes"
 #: opaque bytes as zarr-python writes NumPy ``V<n>`` (``{"name": "raw_bytes",
-#: "configuration": {"length_bytes": n}}``, fill values base64); zarrfast writes ``r<bits>``
+#: "configuration": {"length_bytes": n}}``, fill values base64); zarrfast writes it too for
+#: ``V<n>`` (``r<bits>`` only when asked for by name)
 RAW_BYTES = "raw_bytes"
 _HAS_STRINGDTYPE = hasattr(np.dtypes, "StringDType")
 #: the registry's name for variable-length bytes (zarr-python writes ``variable_length_bytes``)
@@ -509,7 +510,10 @@ def builtin_from_numpy(dtype: Any, *, where: str = "dtype",
         warn_if_padded(dt, where)
         return _struct_from_numpy(dt, where)
     if dt.kind == "V":
-        return DataType(f"r{dt.itemsize * 8}", np.dtype(f"V{dt.itemsize}"))
+        # as zarr-python 3.1+ writes it, which zarr-python and tensorstore both open; neither
+        # opens the core spec's ``r<N>`` as zarrfast wrote it before (still read, and still
+        # written when asked for by that name)
+        return DataType(RAW_BYTES, np.dtype(f"V{dt.itemsize}"))
     native = dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
     for name, code in _CORE.items():
         if np.dtype(code) == native:
