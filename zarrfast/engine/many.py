@@ -38,17 +38,17 @@ import numpy as np
 
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import _GrowingPool
-from zarrfast.engine.chunked import Projection, RowReader, chunk_keys
+from zarrfast.engine.chunked import _PROBE_FLAGS, Projection, RowReader, chunk_keys
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection, normalize_basic
 from zarrfast.engine.shard_read import ShardRowsRead
 from zarrfast.engine.sharded import group_by_shard
 from zarrfast.engine.strategies import READ_ROWS, choose_rows, out_problem, read_basic
-from zarrfast.errors import IndexingError
+from zarrfast.errors import IndexingError, ZarrfastError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.storage import Store, StoreCapabilities
 
-__all__ = ["at_once", "read_many"]
+__all__ = ["at_once", "first_file_cold", "read_many"]
 
 T = TypeVar("T")
 
@@ -120,6 +120,45 @@ def at_once(fn: Callable[[T], None], items: Sequence[T], limit: int) -> None:
             wait(futures)
     if errors:  # (an interrupt first)
         raise min(errors, key=lambda x: (isinstance(x[1], Exception), x[0]))[1]
+
+
+def first_file_cold(store: Store, path: str, metadata: Any, selection: Any) -> bool:
+    """Whether the file of the first chunk (or shard) that basic ``selection`` of an
+    array (``metadata``, its chunks under ``path``) touches is out of the page cache: a
+    one-byte read of it with ``RWF_NOWAIT`` would wait for the disk.  ``False`` when it
+    is cached, when the store does not keep its values in files, or when it cannot say
+    (no ``RWF_NOWAIT``, a rectilinear grid, a selection the read will refuse, a missing
+    file).  A probe costs an ``open``, a ``preadv`` and a ``close``: ``zarrfast.get_many``
+    of arrays on stores of their own reads them all at the same time when the first is
+    cold (the disk then has every array's files in flight), without reading the first
+    one alone to learn it."""
+    nowait = getattr(os, "RWF_NOWAIT", None)
+    if nowait is None or not hasattr(os, "preadv") or not store.capabilities.files:
+        return False
+    try:
+        sel = normalize_basic(selection, tuple(metadata.shape))
+        grid = np.asarray(metadata.chunks, dtype=np.int64)
+    except (NotImplementedError, ZarrfastError):
+        return False
+    if not sel.count.all() or len(grid) != len(sel.start):
+        return False
+    coords = (sel.start // np.maximum(grid, 1)).reshape(1, -1)
+    files = store.file_paths(chunk_keys(metadata, path, coords))
+    if files is None:
+        return False
+    try:
+        fd = os.open(os.path.join(files[0], files[1][0]), _PROBE_FLAGS)
+    except OSError:
+        return False  # (missing, a link: the read says what it is)
+    try:
+        os.preadv(fd, [bytearray(1)], 0, nowait)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False  # (RWF_NOWAIT refused by this file system)
+    finally:
+        os.close(fd)
+    return False
 
 
 def _grid_chain(chain: Any) -> Any:
