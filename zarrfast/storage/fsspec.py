@@ -172,7 +172,7 @@ class FsspecStore(Store):
     >>> from zarrfast.storage import FsspecStore
     >>> store = FsspecStore(fsspec.filesystem("memory"), "doc-fsspec/data.zarr")
     >>> store
-    <FsspecStore(MemoryFileSystem, /doc-fsspec/data.zarr)>
+    <FsspecStore(AsyncFileSystemWrapper, /doc-fsspec/data.zarr)>
     >>> a = zarrfast.create_array(store, shape=(4,), chunks=(2,), dtype="i4")
     >>> a[:] = np.arange(4)
     >>> list(store.list())
@@ -338,8 +338,10 @@ class FsspecStore(Store):
 
     def __repr__(self) -> str:
         # as zarr-python's, which also prints this way in the reprs of arrays and groups
-        # (``<Array <FsspecStore(S3FileSystem, bucket/x)>/a ...>``); ``url`` has the URL
-        return f"<FsspecStore({type(self.fs).__name__}, {self.path or '/'})>"
+        # (``<Array <FsspecStore(S3FileSystem, bucket/x)>/a ...>``); ``url`` has the URL.
+        # zarr-python names the asynchronous file system its requests go to: for a
+        # synchronous one (``memory://``), fsspec's AsyncFileSystemWrapper around it
+        return f"<FsspecStore({type(self._afs).__name__}, {self.path or '/'})>"
 
     __str__ = __repr__
 

@@ -20,6 +20,7 @@ threads.  Byte ranges of a stored (uncompressed) member seek within it.
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 import time
@@ -28,7 +29,7 @@ import zipfile
 import zlib
 from collections.abc import Hashable, Iterator
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import IO, Any, Literal, cast
 
 from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage.base import (
@@ -56,10 +57,49 @@ _Mode = Literal["r", "w", "a", "x"]
 _MODES: tuple[_Mode, ...] = ("r", "w", "a", "x")
 
 
+class _RawReaderAdapter(io.RawIOBase):
+    """A reader with ``read``, ``seek`` and ``tell`` that is not an ``io`` object (an
+    obstore ``ReadableFile``), as ``zipfile`` needs it: wrapped in ``io.BufferedReader``
+    its reads give ``bytes`` (zarr-python's adapter, the same way)."""
+
+    def __init__(self, fileobj: Any) -> None:
+        self._fileobj = fileobj
+        self._size: int | None = None
+
+    def _get_size(self) -> int:
+        if self._size is None:  # (read-only: the size cannot change)
+            pos = self._fileobj.tell()
+            self._size = self._fileobj.seek(0, os.SEEK_END)
+            self._fileobj.seek(pos)
+        return cast(int, self._size)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self._fileobj.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self._fileobj.tell()
+
+    def readinto(self, b: Any) -> int:
+        # reads are clamped to what is left: some readers raise on a short read
+        wanted = min(len(b), self._get_size() - self._fileobj.tell())
+        if wanted <= 0:
+            return 0
+        data = self._fileobj.read(wanted)
+        b[:len(data)] = memoryview(data)
+        return len(data)
+
+
 class _Archive:
     """The open ``ZipFile`` and the lock guarding it, shared by a store and its views."""
 
-    def __init__(self, path: Path, mode: str, compression: int, allow_zip64: bool) -> None:
+    def __init__(self, path: Path | IO[bytes], mode: str, compression: int,
+                 allow_zip64: bool, name: str) -> None:
         self.path = path
         self.mode = mode
         self.lock = threading.RLock()
@@ -68,14 +108,16 @@ class _Archive:
             self.zf = zipfile.ZipFile(path, mode=cast(_Mode, mode), compression=compression,
                                       allowZip64=allow_zip64)
         except FileNotFoundError:
-            raise ArchiveNotFoundError(f"zip archive {os.fspath(path)!r} does not exist"
-                                       ) from None
+            raise ArchiveNotFoundError(f"zip archive {name!r} does not exist") from None
         except FileExistsError:
             raise FileExistsError(
-                f"zip archive {os.fspath(path)!r} already exists (mode 'x' creates a new one)"
+                f"zip archive {name!r} already exists (mode 'x' creates a new one)"
             ) from None
         except zipfile.BadZipFile as e:
-            raise StoreError(f"{os.fspath(path)!r} is not a readable zip archive: {e}") from None
+            raise StoreError(f"{name!r} is not a readable zip archive: {e}") from None
+        except io.UnsupportedOperation as e:  # a file object opened for something else
+            raise StoreError(f"cannot open zip archive {name!r} with mode {mode!r}: "
+                             f"{e}") from None
         # finalise the central directory even if nobody calls close()
         self._finalizer = weakref.finalize(self, _close_quietly, self.zf)
 
@@ -83,9 +125,17 @@ class _Archive:
     def closed(self) -> bool:
         return self.zf.fp is None
 
-    def close(self) -> None:
+    def close(self, name: str) -> None:
+        """Close the archive; an error writing its central directory is raised, naming
+        ``name`` (only the finaliser of a store nobody closed stays quiet)."""
         with self.lock:
-            self._finalizer()
+            if self._finalizer.detach() is None:
+                return  # closed before
+            try:
+                self.zf.close()
+            except (OSError, ValueError) as e:
+                e.add_note(f"closing zip archive {name!r} failed: it may be incomplete")
+                raise
 
 
 def _close_quietly(zf: zipfile.ZipFile) -> None:
@@ -127,8 +177,13 @@ class ZipStore(Store):
 
     Parameters
     ----------
-    path : str or os.PathLike
-        The archive file.
+    path : str or os.PathLike or binary file object
+        The archive file, or an open binary file object (a file opened with ``open``
+        or fsspec, an obstore reader) with ``read``, ``seek`` and ``tell``, as
+        zarr-python takes it.  A file object must stay open while the store is used;
+        closing the store does not close it.  One that is not an ``io`` object (an
+        obstore reader) is read only (mode ``"r"``).  A store on a file object cannot
+        be pickled.
     mode : {"r", "w", "a", "x"}, default "r"
         As for ``zipfile.ZipFile``: ``"r"`` reads, ``"w"`` creates (truncating an
         existing file), ``"a"`` appends to an existing archive (or creates one),
@@ -146,8 +201,8 @@ class ZipStore(Store):
 
     Attributes
     ----------
-    path : pathlib.Path
-        The archive file, absolute.
+    path : pathlib.Path or None
+        The archive file, absolute; ``None`` for a store on a file object.
     mode : str
         The mode it was opened with.
 
@@ -163,6 +218,9 @@ class ZipStore(Store):
         When a member name could leave the archive's root.
     ZarrfastError
         When ``mode`` is not one of the four.
+    TypeError
+        When ``path`` is neither a path nor a file object with ``read``, ``seek`` and
+        ``tell``, or a file object that is not an ``io`` object is to be written.
 
     Examples
     --------
@@ -185,7 +243,7 @@ class ZipStore(Store):
 
     def __init__(
         self,
-        path: str | os.PathLike,
+        path: str | os.PathLike | IO[bytes],
         *,
         mode: str = "r",
         read_only: bool | None = None,
@@ -198,16 +256,23 @@ class ZipStore(Store):
         # read_only=False with mode "r" too: its writes then fail in zipfile)
         read_only = mode == "r" if read_only is None else bool(read_only) or mode == "r"
         super().__init__(read_only=read_only)
-        self.path = Path(path).expanduser().absolute()
-        self._shown_path = Path(path)  # as given (relative too), for str(): as zarr-python
+        self.path: Path | None = None
+        self._shown_path: Path | None = None
+        self._fileobj: IO[bytes] | None = None
+        source: Path | IO[bytes]
+        if isinstance(path, (str, os.PathLike)):
+            source = self.path = Path(path).expanduser().absolute()
+            self._shown_path = Path(path)  # as given (relative too), for str(): as zarr-python
+        else:
+            source = self._fileobj = _file_object(path, mode)
         self.mode = mode
         self.compression = compression
         self.allowZip64 = allowZip64
-        self._archive = _Archive(self.path, mode, compression, allowZip64)
+        self._archive = _Archive(source, mode, compression, allowZip64, self._name)
         try:
             self._check_members()
         except BaseException:
-            self._archive.close()
+            self._archive.close(self._name)
             raise
 
     @classmethod
@@ -215,7 +280,8 @@ class ZipStore(Store):
         view = cls.__new__(cls)
         Store.__init__(view, read_only=read_only)
         view.path, view.mode = other.path, other.mode
-        view._shown_path = getattr(other, "_shown_path", other.path)
+        view._fileobj = other._fileobj
+        view._shown_path = other._shown_path
         view.compression, view.allowZip64 = other.compression, other.allowZip64
         view._archive = other._archive
         return view
@@ -247,8 +313,11 @@ class ZipStore(Store):
         return ZipStore._view(self, read_only)
 
     def __str__(self) -> str:
-        """``zip://`` and the archive's path as given, as zarr-python's."""
-        return f"zip://{os.fspath(getattr(self, '_shown_path', self.path))}"
+        """``zip://`` and the archive's path as given (or the file object's repr), as
+        zarr-python's."""
+        if self.path is None:
+            return f"zip://{self._fileobj!r}"
+        return f"zip://{os.fspath(self._shown_path or self.path)}"
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
@@ -264,6 +333,9 @@ class ZipStore(Store):
     def __reduce__(self):
         """An archive opened with mode 'r' pickles as its path (dask workers reopen it);
         a writable one cannot be shared: its directory is only written on close."""
+        if self.path is None:
+            raise TypeError(f"{self!r} cannot be pickled: it reads an open file object; "
+                            f"make the store from the archive's path instead")
         if self.mode != "r":
             raise TypeError(f"{self!r} cannot be pickled: it is open for writing; close it "
                             f"and pickle ZipStore(path, mode='r') instead")
@@ -272,6 +344,8 @@ class ZipStore(Store):
     # -- members -------------------------------------------------------------------
     @property
     def _name(self) -> str:
+        if self.path is None:
+            return repr(self._fileobj)
         return os.fspath(self.path)
 
     def _zf(self) -> zipfile.ZipFile:
@@ -586,9 +660,16 @@ class ZipStore(Store):
         """Write the central directory (modes "w", "a", "x") and close the file.
 
         Views made with ``with_read_only`` share the archive and close it too.  Closing
-        again does nothing; leaving a ``with`` block closes the store.
+        again does nothing; leaving a ``with`` block closes the store.  A file object
+        the store was made on is left open.
+
+        Raises
+        ------
+        OSError or ValueError
+            When the central directory cannot be written (the file is gone, or a file
+            object the store was made on was closed): the archive may be incomplete.
         """
-        self._archive.close()
+        self._archive.close(self._name)
 
     @property
     def closed(self) -> bool:
@@ -597,6 +678,26 @@ class ZipStore(Store):
 
     def __enter__(self) -> ZipStore:
         return self
+
+
+def _file_object(fileobj: Any, mode: str) -> IO[bytes]:
+    """The file object ``zipfile`` reads: ``fileobj`` itself when it is an ``io`` object,
+    else (an obstore reader) ``fileobj`` adapted, read only."""
+    if isinstance(fileobj, io.IOBase):
+        if mode != "r" and not fileobj.writable():
+            # (zipfile would only fail when the store is closed, its central directory
+            # then lost)
+            raise TypeError(f"ZipStore: cannot write a zip archive (mode={mode!r}) to "
+                            f"{fileobj!r}: it is not open for writing")
+        return cast(IO[bytes], fileobj)
+    if not all(callable(getattr(fileobj, attr, None)) for attr in ("read", "seek", "tell")):
+        raise TypeError(f"ZipStore needs a path or an open binary file object supporting "
+                        f"read/seek/tell, got {type(fileobj).__name__}")
+    if mode != "r":
+        raise TypeError(f"ZipStore: a file object that is not an io.IOBase instance "
+                        f"({type(fileobj).__name__}) can only be read (mode='r', got "
+                        f"mode={mode!r})")
+    return cast(IO[bytes], io.BufferedReader(_RawReaderAdapter(fileobj)))
 
 
 def _reopen(path: str, compression: int, allow_zip64: bool) -> ZipStore:
