@@ -308,14 +308,18 @@ cdef class ChunkEncoder:
                          const int64_t[::1] dst_strides not None,
                          const int64_t[::1] shape not None, Py_ssize_t itemsize,
                          Py_ssize_t swap_unit, fill, uint8_t[::1] scratch not None,
-                         uint8_t[::1] out not None):
+                         uint8_t[::1] out not None, bint packed=False):
         """Many whole chunks copied out of ``src`` and compressed, in one ``nogil`` loop.
 
         For every ``r``, the region of shape ``shape`` at ``src_offsets[r]`` (byte
         strides ``src_strides``) is copied into ``scratch`` (byte strides
         ``dst_strides`` from 0, bytes swapped in groups of ``swap_unit``), then
         compressed into ``out[r * slot:(r + 1) * slot]``, ``slot = self.slot(nbytes)``
-        where ``nbytes`` is the region's size: a whole chunk.  ``scratch`` holds at
+        where ``nbytes`` is the region's size: a whole chunk.  With ``packed`` each
+        chunk's bytes follow the previous chunk's instead (chunk ``r`` starts at the sum
+        of the sizes before it, fill chunks taking none): the inner chunks of a shard,
+        in the order they are stored, with no copy to join them (each chunk is still
+        given ``slot`` bytes of room: ``out`` holds ``n * slot``).  ``scratch`` holds at
         least one chunk; with room for more, the regions of a row of chunks are
         gathered together (``_gather.pxd``).  With ``fill`` (the fill value as one
         item, in the chunk's byte order) a chunk that equals it everywhere is not
@@ -355,7 +359,7 @@ cdef class ChunkEncoder:
         cdef uint8_t* o = &out[0]
         cdef uint8_t* cb
         cdef uint32_t mtime = <uint32_t>int(time.time())
-        cdef int64_t r = 0, g, j, got, failed = -1
+        cdef int64_t r = 0, g, j, got, failed = -1, pos = 0
         with nogil:
             while r < n and failed < 0:
                 g = gather_next(&G, r)
@@ -364,11 +368,14 @@ cdef class ChunkEncoder:
                     if f != NULL and all_items(cb, nbytes, f, itemsize):
                         sizes[r + j] = -1
                         continue
-                    got = self._one(cb, nbytes, o + (r + j) * slot, slot, mtime)
+                    # (packed: pos <= (r + j) * slot, so `slot` bytes of room remain)
+                    got = self._one(cb, nbytes, o + (pos if packed else (r + j) * slot),
+                                    slot, mtime)
                     if got < 0:
                         failed = r + j
                         break
                     sizes[r + j] = got
+                    pos += got
                 r += g
         if failed >= 0:
             raise RuntimeError(f"{func}: {self.codec} failed on chunk {failed} "

@@ -16,7 +16,7 @@ Twins: ``zarrfast.kernels.reference.read_files_into``,
 """
 
 from cpython.buffer cimport PyBuffer_FillInfo
-from cpython.bytes cimport PyBytes_AS_STRING
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.errno cimport EINTR, EINVAL, EISDIR, ENOENT, errno
 from libc.stdint cimport int64_t, uint8_t
 from posix.fcntl cimport O_NONBLOCK, O_RDONLY, open
@@ -26,7 +26,7 @@ from posix.types cimport off_t
 from posix.unistd cimport close, pread
 
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 
 from _checks cimport _check_fill, _check_shape, _check_span, _is_empty, _tup
 from _common cimport ZF_MAX_NDIM, ZF_PREFETCH_RUNS, zf_copy_short, zf_prefetch_run
@@ -309,11 +309,20 @@ cdef int _check_names(str func, const int64_t[::1] dir_fds, list tmp_names, list
     if len(tmp_names) != n or len(names) != n or dir_fds.shape[0] != n:
         raise ValueError(f"{func}: {len(names)} names but {len(tmp_names)} temporary names, "
                          f"{n} values and {dir_fds.shape[0]} directories")
+    cdef object p
+    cdef const char* c
+    cdef Py_ssize_t i, k, size
     for i in range(n):
-        for p in (tmp_names[i], names[i]):
+        for k in range(2):
+            p = tmp_names[i] if k == 0 else names[i]
             if not isinstance(p, bytes):
                 raise TypeError(f"{func}: name {i} is {type(p).__name__}, expected bytes")
-            if b"\0" in p or b"/" in p or not p:
+            # (memchr: a generic `in` per name was 8% of a write of 4096 small files,
+            # with the GIL held)
+            c = PyBytes_AS_STRING(p)
+            size = PyBytes_GET_SIZE(p)
+            if size == 0 or memchr(c, 0, <size_t>size) != NULL or memchr(
+                    c, 47, <size_t>size) != NULL:  # (47: '/')
                 raise ValueError(f"{func}: name {p!r} is not one path component")
         if dir_fds[i] < 0:
             raise ValueError(f"{func}: directory {dir_fds[i]} of name {i} is not open")

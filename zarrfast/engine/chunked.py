@@ -80,6 +80,8 @@ class _Scratch(threading.local):
     batch: np.ndarray | None = None
     encoded: np.ndarray | None = None  # compressed chunks of a write, until stored
     encoded1: np.ndarray | None = None  # (the other one, a write whose I/O runs behind)
+    shard: np.ndarray | None = None  # a whole shard's bytes, inner chunks packed, until stored
+    shard1: np.ndarray | None = None  # (the other one, a write whose I/O runs behind)
     gather: np.ndarray | None = None  # whole chunks of a write, before compression
     decoder: Any = None  # this thread's batched decoder
     encoder: Any = None  # this thread's batched encoder (zstd, gzip, zlib)
@@ -779,6 +781,43 @@ class RowWriter:
                              f"(chunk {first!r} and the next {len(rows) - 1}): {e}") from e
         return [None if n < 0 else out[k * slot:k * slot + n]
                 for k, n in enumerate(sizes.tolist())]
+
+    @functools.cached_property
+    def packs(self) -> bool:
+        """Whether :meth:`compress_packed` can encode this write's :attr:`compressible`
+        rows (a ``ChunkEncoder`` chain: zstd, gzip or zlib)."""
+        chain = self.chain
+        return (self.compressible is not None and chain.blosc_settings is None
+                and chain.encode_settings is not None)
+
+    def compress_packed(self, rows: np.ndarray, first: str, start: int, extra: int,
+                        which: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """The chunks of ``rows`` (all :attr:`compressible`, :attr:`packs`) copied out
+        of ``value`` and compressed by one kernel call, each chunk's bytes right after
+        the previous one's from byte ``start`` on, in this thread's shard buffer
+        ``which`` (0 or 1) of room for ``extra`` more bytes: the inner chunks of a shard
+        as stored, joined with no copy.  Returns ``(buffer, sizes)``: the whole buffer
+        (valid until this thread's next call with the same ``which``) and each chunk's
+        compressed size, -1 for a chunk equal to the fill value (unless empty chunks
+        are written), which takes no room.  ``first`` names the first chunk (a key)
+        when the library fails."""
+        chain = self.chain
+        encoder = chain.chunk_encoder()
+        slot = encoder.slot(chain.chunk_nbytes)
+        buf = chain._thread_buffer("shard1" if which else "shard",
+                                   start + len(rows) * slot + extra, "a buffer for a shard")
+        fill = None if self.write_empty_chunks else chain._fill_chunk_item_arr
+        gather = chain._gather_buffer(self.proj.row_chunks)
+        try:
+            sizes = encoder.compress_regions(
+                self.value_flat, self.src_offsets[rows], self.value_strides,
+                self.dst_strides, chain.chunk_shape_arr, chain.itemsize, chain.swap_unit,
+                fill, gather, buf[start:start + len(rows) * slot], packed=True)
+        except RuntimeError as e:  # (as the codecs' encode report a library's failure)
+            raise CodecError(f"{encoder.codec}: cannot compress chunks of "
+                             f"{chain.chunk_nbytes} bytes (chunk {first!r} and the next "
+                             f"{len(rows) - 1}): {e}") from e
+        return buf, sizes
 
     def write(self, i: int, old: Any, key: str) -> Any:
         """The new stored bytes of row ``i``'s chunk, or ``None`` when it equals the fill

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from zarrfast.codecs.shard_format import EMPTY
 from zarrfast.concurrency import (
     WriteBehind,
     batch_count,
@@ -58,6 +61,10 @@ class ShardWrite:
         # ... or, better, written by the store from where the inner chunks lie in the value
         self.direct = (self.raw_whole and plan.caps.region_sets and not chain.outer_bb
                        and writer.stored_layout is not None)
+        # ... and shards of zstd, gzip or zlib inner chunks written from an array, built
+        # by one kernel call each: the inner chunks compressed one after the other into
+        # one buffer, the index after them (or before), no copy to join them
+        self.packed = writer.packs and not chain.outer_bb
         #: the file I/O thread that stores whole encoded shards while the calling thread
         #: encodes the next (a write at one thread to local files), else ``None``
         self.behind: WriteBehind | None = None
@@ -110,7 +117,8 @@ class ShardWrite:
         if whole and self.write_whole_raw(g):
             pass
         elif whole:  # every inner chunk written: no old bytes to keep, no lock
-            shard = self.updated_shard(g, None)  # (fresh bytes: the store may keep them)
+            shard = self.updated_shard(g, None)  # (fresh bytes, or this thread's buffer
+            # ``turn`` of the shard buffers: the other one may be in flight)
             if self.behind is not None:
                 self.behind.submit(self.store_shard, key, shard)
             else:
@@ -158,6 +166,9 @@ class ShardWrite:
         shard; ``None`` when every inner chunk is empty."""
         key, rows, layout = self.keys[g], self.groups[g], self.subs[g].layout
         writer, proj = self.writer, self.proj
+        fast = writer.compressible
+        if data is None and self.packed and fast is not None and bool(fast[rows].all()):
+            return self.packed_shard(g)
         encoded: list[Any] = [None] * layout.n_inner
         index = None if data is None else layout.index_of_shard(data, key)
         if index is not None:
@@ -179,6 +190,41 @@ class ShardWrite:
                 raise
         shard = layout.assemble(encoded)
         return None if shard is None else self.encoded(shard)
+
+    def packed_shard(self, g: int) -> Any:
+        """The shard ``g`` holding only this write's inner chunks (all
+        :attr:`~zarrfast.engine.chunked.RowWriter.compressible`, on a chain that
+        :attr:`~zarrfast.engine.chunked.RowWriter.packs`, no codec after the shard),
+        compressed by one kernel call into one buffer in the order the shard stores
+        them, its index written after (or before) them: the bytes of
+        :meth:`~zarrfast.codecs.shard_format.ShardFormat.assemble`.  A view of this
+        thread's shard buffer (the one of :class:`WriteBehind`'s ``turn``) when the
+        store copies values, else ``bytes``; ``None`` when every inner chunk is empty."""
+        key, rows, layout = self.keys[g], self.groups[g], self.subs[g].layout
+        lin = self.inner_lin[rows]
+        # (in the order the shard stores its inner chunks)
+        order = np.argsort(lin if layout.rank is None else layout.rank[lin], kind="stable")
+        rows, lin = rows[order], lin[order]
+        start, n_index = layout.data_start, layout.index_nbytes
+        buf, sizes = self.writer.compress_packed(
+            rows, key, start, 0 if start else n_index,
+            which=self.behind.turn if self.behind is not None else 0)
+        kept = sizes >= 0
+        if not kept.any():
+            return None
+        sizes = sizes[kept]
+        ends = np.cumsum(sizes) + start
+        index = np.full((layout.n_inner, 2), EMPTY, dtype=np.uint64)
+        index[lin[kept], 0] = ends - sizes
+        index[lin[kept], 1] = sizes
+        raw = np.frombuffer(layout.encode_index(index), dtype=np.uint8)
+        end = int(ends[-1])
+        if start:
+            buf[:n_index] = raw
+        else:
+            buf[end:end + n_index] = raw
+            end += n_index
+        return buf[:end] if self.reuse else buf[:end].tobytes()
 
     def encoded(self, shard: Any) -> Any:
         for c in self.chain.outer_bb:
