@@ -15,7 +15,7 @@ import numpy as np
 from zarrfast import config as zconfig
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_io
-from zarrfast.engine.many import at_once
+from zarrfast.engine.many import at_once, first_file_cold
 from zarrfast.errors import (
     ArrayNotFoundError,
     ContainsArrayError,
@@ -2491,14 +2491,22 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     if any(node.store.capabilities.batched_gets for node, _, _, _ in todo):
         map_io(read, todo)  # (each batch's requests in flight together)
         return results
-    # each batch is read in parallel on the pool, one after another; but when the first
-    # found its files out of the page cache (its kernel announced them to the disk), the
-    # others are read at the same time, so that the disk has all their files in flight,
-    # not one batch's few at a time (50 arrays of 4 chunks each on stores of their own)
+    # each batch is read in parallel on the pool, one after another; but when the files
+    # are out of the page cache (a probe of the first batch's first file says so, or the
+    # first batch's kernel announced its files to the disk), the batches are read at the
+    # same time, so that the disk has all their files in flight, not one batch's few at a
+    # time (50 arrays of 4 chunks each on stores of their own)
+    limit = max(1, int(zconfig.get("io_concurrency")))
+    first = todo[0][0]
+    if len(todo) > 1 and kind == "basic" and first_file_cold(
+            first.store, first._chunk_path, first._metadata, todo[0][2][0]):
+        # (a probe of the first file: cold, so all of them at once, the first too)
+        at_once(read, todo, limit)
+        return results
     before = _kernels.cold_announcements()
     read(todo[0])
     if len(todo) > 1 and _kernels.cold_announcements() != before:
-        at_once(read, todo[1:], max(1, int(zconfig.get("io_concurrency"))))
+        at_once(read, todo[1:], limit)
     else:
         for batch in todo[1:]:
             read(batch)
