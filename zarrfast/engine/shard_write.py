@@ -202,9 +202,12 @@ class ShardWrite:
         store copies values, else ``bytes``; ``None`` when every inner chunk is empty."""
         key, rows, layout = self.keys[g], self.groups[g], self.subs[g].layout
         lin = self.inner_lin[rows]
-        # (in the order the shard stores its inner chunks)
-        order = np.argsort(lin if layout.rank is None else layout.rank[lin], kind="stable")
-        rows, lin = rows[order], lin[order]
+        # (in the order the shard stores its inner chunks: a whole shard's rows of a
+        # lexicographic one already are)
+        rank = lin if layout.rank is None else layout.rank[lin]
+        if (rank[1:] < rank[:-1]).any():
+            order = np.argsort(rank, kind="stable")
+            rows, lin = rows[order], lin[order]
         start, n_index = layout.data_start, layout.index_nbytes
         buf, sizes = self.writer.compress_packed(
             rows, key, start, 0 if start else n_index,

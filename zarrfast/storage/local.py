@@ -117,6 +117,14 @@ def _unique() -> str:
     return f"{_tmp_prefix}{next(_tmp_counter)}"
 
 
+def _tmp_names(n: int) -> list[bytes]:
+    """``n`` temporary file names (file-system encoded), each a :func:`_unique` one: a
+    batch's names without an f-string and an encoding per file."""
+    prefix = os.fsencode(f"{_TMP_MARK}{_tmp_prefix}")
+    counter = _tmp_counter
+    return [b"%s%d" % (prefix, next(counter)) for _ in range(n)]
+
+
 def _new_tmp_prefix() -> None:
     global _tmp_prefix
     _tmp_prefix = f"{uuid.uuid4().hex[:16]}-"
@@ -1111,10 +1119,9 @@ class LocalStore(Store):
             return
 
         self._check_writable(pairs[0][0])
-        for key, _ in pairs:
-            validate_key(key)
+        encoded = validate_keys([key for key, _ in pairs])  # (one pass over them all)
         try:
-            errors = self._set_many(pairs)
+            errors = self._set_many(pairs, encoded)
         except ZarrfastError:
             raise
         except OSError as e:  # a directory could not be made
@@ -1122,30 +1129,33 @@ class LocalStore(Store):
         for i in np.flatnonzero(errors).tolist():
             self.set(*pairs[i])  # its checks, a retry, or the error naming the key
 
-    def _set_many(self, pairs: list) -> Any:
+    def _set_many(self, pairs: list, encoded: list[bytes]) -> Any:
         from zarrfast import kernels as _kernels
 
-        with self._parents([key for key, _ in pairs]) as (fds, names):
-            tmps = [os.fsencode(f"{_TMP_MARK}{_unique()}") for _ in pairs]
-            return _kernels.write_files(fds, tmps, names, [_contiguous(v) for _, v in pairs])
+        with self._parents([key for key, _ in pairs], encoded) as (fds, names):
+            return _kernels.write_files(fds, _tmp_names(len(pairs)), names,
+                                        [_contiguous(v) for _, v in pairs])
 
     @contextlib.contextmanager
-    def _parents(self, keys: Sequence[str]) -> Iterator[tuple[np.ndarray, list[bytes]]]:
+    def _parents(self, keys: Sequence[str], encoded: list[bytes]
+                 ) -> Iterator[tuple[np.ndarray, list[bytes]]]:
         """The open directory of each key's file (each one opened, and made, once, inside
-        the root) and the file's name in it, for the file kernels; closed on exit."""
-        dirs: dict[str, int] = {}
+        the root) and the file's name in it, for the file kernels; closed on exit.
+        ``encoded``: the keys file-system encoded (``validate_keys``)."""
+        dirs: dict[bytes, int] = {}
         try:
-            fds = np.empty(len(keys), dtype=np.int64)
             names: list[bytes] = []
-            for i, key in enumerate(keys):
-                parent, _, name = key.rpartition("/")
-                if parent not in dirs:
-                    fd = self._open_dir(parent, key, create=True)
+            slots: list[int] = []
+            for i, key in enumerate(encoded):
+                parent, _, name = key.rpartition(b"/")
+                fd = dirs.get(parent)
+                if fd is None:
+                    fd = self._open_dir(os.fsdecode(parent), keys[i], create=True)
                     assert fd is not None  # (made)
                     dirs[parent] = fd
-                fds[i] = dirs[parent]
-                names.append(os.fsencode(name))
-            yield fds, names
+                slots.append(fd)
+                names.append(name)
+            yield np.array(slots, dtype=np.int64), names
         finally:
             for fd in dirs.values():
                 os.close(fd)
@@ -1214,15 +1224,13 @@ class LocalStore(Store):
         from zarrfast import kernels as _kernels
 
         self._check_writable(keys[0])
-        for key in keys:
-            validate_key(key)
+        encoded = validate_keys(keys)  # (one pass over them all)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64).reshape(len(keys), -1)
         try:
-            with self._parents(keys) as (fds, names):
-                tmps = [os.fsencode(f"{_TMP_MARK}{_unique()}") for _ in keys]
+            with self._parents(keys, encoded) as (fds, names):
                 status = _kernels.write_region_files(
-                    fds, tmps, names, src, offsets, strides, shape, itemsize, fill, extra,
-                    extra_first)
+                    fds, _tmp_names(len(keys)), names, src, offsets, strides, shape,
+                    itemsize, fill, extra, extra_first)
         except ZarrfastError:
             raise
         except OSError as e:  # a directory could not be made
