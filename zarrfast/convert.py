@@ -552,7 +552,13 @@ def _store_location(store: Store) -> Location:
     if isinstance(store, LocalStore):
         return _file_location(store.root)
     if isinstance(store, ZipStore):
-        return _file_location(store.path)
+        if store.path is not None:
+            return _file_location(store.path)
+        # a ZipStore on an open file object: the file it names, if it names one
+        name = getattr(store._fileobj, "name", None)
+        if isinstance(name, str) and os.path.exists(name):
+            return _file_location(name)
+        return ("object", store), ()
     if isinstance(store, MemoryStore):
         return ("memory", id(store._store_dict)), ()
     if isinstance(store, ZarrPythonStore):
