@@ -37,7 +37,8 @@ ZARR_SUBPACKAGES = ("abc", "api", "codecs", "core", "dtype", "errors", "experime
 #: stores with a ``WrapperStore`` that takes zarr-python-style subclasses
 #: (:mod:`zarrfast.core._storage`); pydantic-zarr imports ``make_store_path`` and
 #: ``StoreLike`` from ``zarr.storage._common``
-_RENAMED = {"zarr.buffer": "zarrfast.core.buffer", "zarr.storage": "zarrfast.core._storage",
+_RENAMED = {"zarr.buffer": "zarrfast.core.buffer", "zarr.buffer.cpu": "zarrfast.core.buffer.cpu",
+            "zarr.storage": "zarrfast.core._storage",
             "zarr.storage._common": "zarrfast.core._storage"}
 
 _lock = threading.RLock()
