@@ -7,7 +7,10 @@ still open and keep their form (tests/review53/test_peer_dtypes.py guards that).
 since 7498001 the struct's fill value is parsed with the field's type made again from
 NumPy (``raw_bytes``, base64 only), so such an array no longer opens
 (``FillValueError: ... raw_bytes needs a base64 string fill value, got [0, 0, 0]``).
-The fix is proposed in /tmp/prop_review54/struct_void_field_fill.diff.
+For the same reason ``create_array(dtype="V3", fill_value=[1, 2, 3])``, accepted before
+(written ``r24``), is now refused (zarr-python 3.4.2 refuses it too: low severity).
+One fix for both is proposed in /tmp/prop_review54/struct_void_field_fill.diff (a
+``raw_bytes`` fill value given as a list of integers is read as ``r<8n>``'s).
 
 Guards beside it (pass now): a struct with a ``V<n>`` field written by zarrfast today
 opens in zarr-python 3.4.2 with the same values and fill value, and zarr-python 3.4.2's
@@ -90,3 +93,13 @@ def test_struct_with_a_void_field_opens_in_zarr_python_3_4(tmp_path, zarr_peer) 
     theirs = zarrfast.open_array(str(tmp_path / "theirs.zarr"))
     assert theirs.dtype == DT
     assert theirs[...].tobytes() == want.tobytes()
+
+
+@pytest.mark.xfail(strict=True, reason="7498001: fill_value=[1, 2, 3] for a V3 array, "
+                   "accepted before (r24), is refused now (raw_bytes: base64 only)")
+def test_void_fill_value_as_a_list_of_integers_is_still_accepted(tmp_path) -> None:
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(2,), chunks=(2,),
+                              dtype="V3", fill_value=[1, 2, 3])
+    assert a[0].tobytes() == b"\x01\x02\x03"
+    doc = json.loads((tmp_path / "a.zarr" / "zarr.json").read_text())
+    assert doc["fill_value"] == "AQID"  # (written as zarr-python writes it)
