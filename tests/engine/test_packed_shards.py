@@ -176,3 +176,25 @@ def test_fill_only_write_deletes_the_shards(tmp_path) -> None:
     a[...] = _data()
     a[...] = np.zeros(SHAPE, "<u2")
     assert _files(path) == {}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_edge_shards_keep_what_lies_past_the_edge(tmp_path, threads) -> None:
+    """An edge shard is read, changed and written back: inner chunks past the array's
+    edge that another writer put there (this array, larger, then shrunk) are kept."""
+    big = (48, 36)
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=big, chunks=SHARDS,
+                              dtype="<u2", compressors=None, fill_value=0,
+                              serializer=ShardingCodec(chunk_shape=INNER, codecs=[
+                                  BytesCodec(), ZstdCodec(level=1)]))
+    old = _data(3, big)
+    a[...] = old
+    a.resize(SHAPE)
+    new = _data(4, SHAPE)
+    with config.set(threads=threads):
+        a[...] = new
+    np.testing.assert_array_equal(a[...], new)
+    a.resize(big)
+    got = a[...]
+    np.testing.assert_array_equal(got[:SHAPE[0]], new)
+    np.testing.assert_array_equal(got[SHAPE[0]:], old[SHAPE[0]:])  # kept
