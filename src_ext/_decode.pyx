@@ -44,7 +44,7 @@ from cpython.bytes cimport (
 )
 from libc.string cimport memcmp, memcpy, memset, strlen
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.errno cimport EISDIR, ENOENT, ENOTDIR, errno
 from posix.unistd cimport close
 from libc.limits cimport INT_MAX
@@ -312,10 +312,55 @@ cdef extern from *:
         return __atomic_fetch_add(v, k, __ATOMIC_RELAXED);
     }
     #endif
+    /* The rows an I/O helper reads ahead of a caller that decodes them (``_Prefetch``
+       state): 0 free, 1 read by the helper, 2 read (its bytes, size and errno kept),
+       3 taken by the caller, who reads it itself.  A row goes 0 -> 1 -> 2 or 0 -> 3,
+       once, by compare-and-swap.  The block is freed by the last of its two holders
+       (zf_pf_ref), so the caller never waits for the helper. */
+    #if defined(_MSC_VER)
+    static int zf_pf_claim(int8_t* s, int8_t to) {
+        return _InterlockedCompareExchange8((volatile char*)s, (char)to, 0) == 0;
+    }
+    static void zf_pf_done(int8_t* s) { _InterlockedExchange8((volatile char*)s, 2); }
+    static int zf_pf_ready(int8_t* s) {
+        return _InterlockedCompareExchange8((volatile char*)s, 2, 2) == 2;
+    }
+    static int64_t zf_pf_ref(int64_t* refs, int64_t k) {
+        return _InterlockedExchangeAdd64((volatile __int64*)refs, k) + k;
+    }
+    static int zf_pf_closed(int64_t* v) {
+        return _InterlockedExchangeAdd64((volatile __int64*)v, 0) != 0;
+    }
+    static void zf_pf_close(int64_t* v) { _InterlockedExchange64((volatile __int64*)v, 1); }
+    static int zf_dup_cloexec(int fd) { (void)fd; return -1; }  /* (no helper there) */
+    #else
+    #include <fcntl.h>
+    /* a duplicate of `fd`, closed on exec (for a helper reading after the caller closed
+       its own); -1 and errno when there is none */
+    static int zf_dup_cloexec(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
+    static int zf_pf_claim(int8_t* s, int8_t to) {
+        int8_t e = 0;
+        return __atomic_compare_exchange_n(s, &e, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    static void zf_pf_done(int8_t* s) { __atomic_store_n(s, (int8_t)2, __ATOMIC_RELEASE); }
+    static int zf_pf_ready(int8_t* s) { return __atomic_load_n(s, __ATOMIC_ACQUIRE) == 2; }
+    static int64_t zf_pf_ref(int64_t* refs, int64_t k) {
+        return __atomic_add_fetch(refs, k, __ATOMIC_ACQ_REL);
+    }
+    static int zf_pf_closed(int64_t* v) { return __atomic_load_n(v, __ATOMIC_ACQUIRE) != 0; }
+    static void zf_pf_close(int64_t* v) { __atomic_store_n(v, (int64_t)1, __ATOMIC_RELEASE); }
+    #endif
     """
     int64_t zf_claim(int64_t* cursor) noexcept nogil
     int64_t zf_load(int64_t* v) noexcept nogil
     int64_t zf_add(int64_t* v, int64_t k) noexcept nogil
+    int zf_pf_claim(int8_t* s, int8_t to) noexcept nogil
+    void zf_pf_done(int8_t* s) noexcept nogil
+    int zf_pf_ready(int8_t* s) noexcept nogil
+    int64_t zf_pf_ref(int64_t* refs, int64_t k) noexcept nogil
+    int zf_pf_closed(int64_t* v) noexcept nogil
+    void zf_pf_close(int64_t* v) noexcept nogil
+    int zf_dup_cloexec(int fd) noexcept nogil
 
 
 cdef extern from "zf_helper.h":
@@ -330,6 +375,7 @@ cdef extern from "zf_helper.h":
     ctypedef struct zf_job:
         void (*run)(zf_job* job, zf_worker* worker) noexcept nogil
     int zf_helper_post(zf_job* job, int helpers) noexcept nogil
+    void zf_helper_leave(zf_worker* w) noexcept nogil
     void zf_helper_finish(zf_job* job) noexcept nogil
     int64_t zf_helper_jobs() noexcept nogil
     void zf_helper_count_rows(int64_t n) noexcept nogil
@@ -339,7 +385,8 @@ cdef extern from "zf_helper.h":
 
 def helper_jobs():
     """How many jobs the helper threads have joined, and how many rows of them they
-    did, since the process started (0 where there is no helper): for tests."""
+    did (decoded, or, as an I/O helper, read for the caller to decode), since the
+    process started (0 where there is no helper): for tests."""
     return zf_helper_jobs(), zf_helper_rows()
 
 
@@ -1727,6 +1774,38 @@ ctypedef struct _RowsJob:
     int64_t cold
     int64_t announced
     int64_t window
+    # an I/O helper (``_job_run_shared`` with share < 0): the rows [0, pf_n) it may
+    # read ahead (``_Prefetch``); rows it was reading when the caller came to them are
+    # done after the others (``pf_later``), then (``pf_last``) read by the caller
+    _Prefetch* pf
+    int64_t pf_n
+    int64_t* pf_later
+    int64_t pf_nlater
+    bint pf_last
+
+
+ctypedef struct _Prefetch:
+    # What an I/O helper reads ahead of a job's caller, in memory of its own (copies of
+    # the paths, duplicates of the descriptors), so that the caller never waits for a
+    # helper the system took off the CPU: the last of the two to let it go
+    # (``_pf_release``) frees it.
+    int64_t refs
+    int64_t closed  # (the caller is done: the helper stops)
+    int64_t n
+    int64_t limit
+    int rootfd  # files: a duplicate of the job's root directory, -1 (plain paths), -2
+    char* text  # files: the rows' paths
+    char** paths
+    int* fds  # ranges: duplicates, one per run of rows of one file (``dups`` of them)
+    int* dups
+    int64_t ndups
+    int64_t* offs
+    int64_t* sizes
+    int8_t* want  # rows to read (1)
+    int8_t* state  # zf_pf_claim
+    uint8_t** buf  # what the helper read (the caller takes it: NULL), its size, errno
+    int64_t* len
+    int64_t* err
 
 
 cdef void _job_init(_RowsJob* job, ChunkDecoder dec, Placement plan, int8_t* status,
@@ -1828,6 +1907,20 @@ cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
     cdef zf_cold_fn cold = NULL
     if r == 0 and job.n > 1:
         cold = _job_cold
+    # a row the I/O helper read; one it is reading, later (then this thread's own)
+    cdef _Prefetch* pf = job.pf
+    cdef uint8_t* got
+    if r < job.pf_n and pf.want[r] and not zf_pf_claim(&pf.state[r], 3):
+        if zf_pf_ready(&pf.state[r]):
+            got = pf.buf[r]
+            pf.buf[r] = NULL
+            _job_row_read(job, w, r, got, pf.err[r], pf.len[r])
+            free(got)
+            return
+        if not job.pf_last:
+            job.pf_later[job.pf_nlater] = r
+            job.pf_nlater += 1
+            return
     # (a row not DECODED when the call starts: no data, or one the caller refused)
     if job.status[r] != _DECODED or job.plan.skip[r]:
         return
@@ -1876,6 +1969,161 @@ cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
         job.status[r] = _FAILED
 
 
+cdef void _job_row_read(_RowsJob* job, zf_worker* w, Py_ssize_t r, const uint8_t* buf,
+                        int64_t err, int64_t size) noexcept nogil:
+    """Row ``r``, whose bytes the I/O helper read (``_pf_run``): ``size`` bytes
+    at ``buf``, or the errno ``err`` of the read -- as ``_job_row`` places its own."""
+    if job.fds != NULL:
+        if err != 0:
+            job.status[r] = _FAILED
+            job.errs[r] = err
+        elif not _place_with(w, job.codec, job.nbytes, &job.plan, r, buf,
+                             <size_t>job.src_sizes[r]):
+            job.status[r] = _FAILED
+        return
+    job.sizes[r] = size
+    if err == ENOENT or err == ENOTDIR or err == EISDIR:
+        job.status[r] = _NO_DATA
+        job.sizes[r] = -1
+    elif err != 0:
+        job.status[r] = _FAILED
+        job.errs[r] = err
+    elif not _place_with(w, job.codec, job.nbytes, &job.plan, r, buf, <size_t>size):
+        job.status[r] = _FAILED
+
+
+cdef void _pf_run(_Prefetch* pf) noexcept nogil:
+    """The I/O helper's part of a job: read the bytes of the rows [1, n) the caller has
+    not taken yet, in order, each into a buffer of its own (blocking reads: on a cold
+    file the caller decodes meanwhile), until the caller is done.  Row 0 is the
+    caller's: its read finds whether the files are in the page cache (``_job_cold``)."""
+    cdef int64_t r, size, cap, done = 0
+    cdef int err
+    cdef uint8_t* buf
+    for r in range(1, pf.n):
+        if zf_pf_closed(&pf.closed):
+            break
+        if not pf.want[r] or not zf_pf_claim(&pf.state[r], 1):
+            continue
+        done += 1
+        buf, cap, size = NULL, 0, 0
+        if pf.fds != NULL:
+            err = zf_read_range(pf.fds[r], pf.offs[r], pf.sizes[r], &buf, &cap)
+            size = pf.sizes[r]
+        elif pf.rootfd == -2:
+            err = ENOENT
+        else:
+            err = zf_read_file(pf.rootfd, pf.paths[r], &buf, &cap, pf.limit, &size, NULL)
+        pf.buf[r] = buf
+        pf.err[r] = err
+        pf.len[r] = size
+        zf_pf_done(&pf.state[r])
+    zf_helper_count_rows(done)
+
+
+cdef void _pf_release(_Prefetch* pf) noexcept nogil:
+    """Let ``pf`` go; the last holder frees it."""
+    cdef int64_t r
+    if zf_pf_ref(&pf.refs, -1) != 0:
+        return
+    if pf.buf != NULL:
+        for r in range(pf.n):
+            free(pf.buf[r])
+    if pf.rootfd >= 0:
+        close(pf.rootfd)
+    for r in range(pf.ndups):
+        close(pf.dups[r])
+    free(pf.text)
+    free(pf.paths)
+    free(pf.fds)
+    free(pf.dups)
+    free(pf.offs)
+    free(pf.sizes)
+    free(pf.want)
+    free(pf.state)
+    free(pf.buf)
+    free(pf.len)
+    free(pf.err)
+    free(pf)
+
+
+cdef _Prefetch* _pf_make(_RowsJob* job, int64_t n) noexcept nogil:
+    """What an I/O helper needs to read the first ``n`` rows of ``job`` (compressed
+    chunks of files or ranges of open files) on its own; NULL when out of memory or
+    descriptors."""
+    cdef _Prefetch* pf = <_Prefetch*>calloc(1, sizeof(_Prefetch))
+    cdef int64_t r, total = 0, k
+    cdef int64_t last = -1
+    cdef int dup = -1
+    if pf == NULL:
+        return NULL
+    pf.refs = 1
+    pf.n = n
+    pf.limit = job.limit
+    pf.rootfd = -1
+    pf.want = <int8_t*>calloc(n, sizeof(int8_t))
+    pf.state = <int8_t*>calloc(n, sizeof(int8_t))
+    pf.buf = <uint8_t**>calloc(n, sizeof(uint8_t*))
+    pf.len = <int64_t*>calloc(n, sizeof(int64_t))
+    pf.err = <int64_t*>calloc(n, sizeof(int64_t))
+    if (pf.want == NULL or pf.state == NULL or pf.buf == NULL or pf.len == NULL
+            or pf.err == NULL):
+        _pf_release(pf)
+        return NULL
+    for r in range(n):
+        pf.want[r] = job.status[r] == _DECODED and not job.plan.skip[r]
+    if job.fds != NULL:
+        pf.fds = <int*>calloc(n, sizeof(int))
+        pf.dups = <int*>calloc(n, sizeof(int))
+        pf.offs = <int64_t*>calloc(n, sizeof(int64_t))
+        pf.sizes = <int64_t*>calloc(n, sizeof(int64_t))
+        if pf.fds == NULL or pf.dups == NULL or pf.offs == NULL or pf.sizes == NULL:
+            _pf_release(pf)
+            return NULL
+        for r in range(n):
+            if not pf.want[r]:
+                continue
+            if job.fds[r] != last:
+                last = job.fds[r]
+                dup = zf_dup_cloexec(<int>last)
+                if dup < 0:
+                    pf.want[r] = 0
+                    last = -1
+                    continue
+                pf.dups[pf.ndups] = dup
+                pf.ndups += 1
+            pf.fds[r] = dup
+            pf.offs[r] = job.src_offsets[r]
+            pf.sizes[r] = job.src_sizes[r]
+        return pf
+    if job.rootfd >= 0:
+        pf.rootfd = zf_dup_cloexec(job.rootfd)
+        if pf.rootfd < 0:
+            _pf_release(pf)
+            return NULL
+    else:
+        pf.rootfd = job.rootfd
+    pf.paths = <char**>calloc(n, sizeof(char*))
+    if pf.paths == NULL:
+        _pf_release(pf)
+        return NULL
+    for r in range(n):
+        if pf.want[r]:
+            total += <int64_t>strlen(job.cpaths[r]) + 1
+    pf.text = <char*>malloc(total if total > 0 else 1)
+    if pf.text == NULL:
+        _pf_release(pf)
+        return NULL
+    total = 0
+    for r in range(n):
+        if pf.want[r]:
+            k = <int64_t>strlen(job.cpaths[r]) + 1
+            memcpy(pf.text + total, job.cpaths[r], k)
+            pf.paths[r] = pf.text + total
+            total += k
+    return pf
+
+
 cdef int64_t _job_rows(_RowsJob* job, zf_worker* w) noexcept nogil:
     """Claim and do rows until none is left; how many this thread did."""
     cdef int64_t r, done = 0
@@ -1894,6 +2142,13 @@ cdef int64_t _job_rows(_RowsJob* job, zf_worker* w) noexcept nogil:
 cdef void _job_help(zf_job* base, zf_worker* w) noexcept nogil:
     """The helper thread's part of a job (``zf_job.run``)."""
     cdef _RowsJob* job = <_RowsJob*>base
+    cdef _Prefetch* pf = job.pf
+    if pf != NULL:  # (an I/O helper: the job is let go at once, the block held)
+        zf_pf_ref(&pf.refs, 1)
+        zf_helper_leave(w)
+        _pf_run(pf)
+        _pf_release(pf)
+        return
     if _worker_ready(w, job.codec, job.nbytes):
         zf_helper_count_rows(_job_rows(job, w))
     if w.scratch_cap > _HELPER_KEEP or w.filecap > _HELPER_KEEP or w.blocks_cap > _HELPER_KEEP:
@@ -1904,14 +2159,54 @@ cdef void _job_help(zf_job* base, zf_worker* w) noexcept nogil:
         w.scratch_cap = w.filecap = w.blocks_cap = 0
 
 
+#: the most bytes of files (at the job's ``limit`` each) an I/O helper reads ahead
+cdef int64_t _PREFETCH_BYTES = 32 * 2**20
+
+
 cdef void _job_run_shared(_RowsJob* job, zf_worker* w, int share) noexcept nogil:
     """Run every row of ``job`` with the caller's ``w``; with ``share`` > 0 (and more
-    than one row) up to ``share`` helper threads take rows too, when they are free."""
+    than one row) up to ``share`` helper threads take rows too, when they are free.
+    With ``share`` < 0, a job reading compressed chunks from files takes one helper
+    thread for its reads alone (an I/O thread): it reads the first rows' bytes (about
+    ``_PREFETCH_BYTES``) ahead of this thread, which decodes and places every row, and
+    reads any row the helper has not reached."""
     cdef int helpers = share if share < job.n - 1 else <int>(job.n - 1)
-    cdef bint posted = helpers > 0 and zf_helper_post(&job.base, helpers)
+    cdef bint posted
+    cdef int64_t r, pf = 0
+    if share < 0:
+        helpers = 0
+        if job.n > 1 and job.codec != _NONE and (job.files or job.fds != NULL):
+            pf = _PREFETCH_BYTES // (job.limit if job.limit > 0 else 2 * job.nbytes + 65536)
+            pf = 2 if pf < 2 else pf
+            pf = job.n if pf > job.n else pf
+            job.pf_later = <int64_t*>calloc(pf, sizeof(int64_t))
+            job.pf = _pf_make(job, pf) if job.pf_later != NULL else NULL
+            if job.pf != NULL:
+                job.pf_n = pf
+                if zf_helper_post(&job.base, 1):
+                    helpers = 1
+                else:
+                    job.pf_n = 0
+    if job.pf_n:
+        posted = True
+    else:
+        posted = helpers > 0 and zf_helper_post(&job.base, helpers)
     _job_rows(job, w)
+    if job.pf_nlater:
+        job.pf_last = True
+        for r in range(job.pf_nlater):
+            _job_row(job, w, <Py_ssize_t>job.pf_later[r])
+        zf_stream_fence()
+    if job.pf != NULL:
+        zf_pf_close(&job.pf.closed)
     if posted:
-        zf_helper_finish(&job.base)
+        zf_helper_finish(&job.base)  # (an I/O helper has let the job go at once)
+    if job.pf != NULL:
+        _pf_release(job.pf)
+    free(job.pf_later)
+    job.pf = NULL
+    job.pf_later = NULL
+    job.pf_n = 0
 
 
 cdef inline bint _shape_ok(const int64_t* shape, Py_ssize_t ndim) noexcept nogil:

@@ -47,6 +47,7 @@ typedef struct zf_worker {
     int64_t filecap;
     uint8_t* blocks;
     int64_t blocks_cap;
+    int left;  /* the job's run let it go early (zf_helper_leave) */
 } zf_worker;
 
 typedef struct zf_job zf_job;
@@ -59,6 +60,7 @@ struct zf_job {
 
 static int zf_helper_post(zf_job* job, int helpers) { (void)job; (void)helpers; return 0; }
 static void zf_helper_finish(zf_job* job) { (void)job; }
+static void zf_helper_leave(zf_worker* w) { (void)w; }
 static int64_t zf_helper_jobs(void) { return 0; }
 static void zf_helper_count_rows(int64_t n) { (void)n; }
 static int64_t zf_helper_rows(void) { return 0; }
@@ -123,7 +125,7 @@ static zf_job* zf_helper_join(int order) {
 }
 
 static void* zf_helper_main(void* arg) {
-    zf_worker w = {NULL, NULL, 0, NULL, 0, NULL, 0};
+    zf_worker w = {NULL, NULL, 0, NULL, 0, NULL, 0, 0};
     zf_job* job;
     int64_t until;
     unsigned k;
@@ -133,7 +135,10 @@ static void* zf_helper_main(void* arg) {
 #endif
     for (;;) {
         job = zf_helper_join(__ATOMIC_RELAXED);
-        if (job == NULL) {  /* spin a while, then sleep */
+        /* spin a while, then sleep; after a job it let go early (an I/O helper's, whose
+           caller goes on decoding for longer than a spin), sleep at once: a spinning
+           helper takes the core from the caller on a machine that is busy */
+        if (job == NULL && !w.left) {
             until = zf_helper_now() + zf_helper_spin_ns;
             for (k = 1; (job = zf_helper_join(__ATOMIC_RELAXED)) == NULL; k++) {
                 zf_helper_pause();
@@ -151,8 +156,10 @@ static void* zf_helper_main(void* arg) {
             pthread_mutex_unlock(&zf_helper_lock);
         }
         __atomic_fetch_add(&zf_helper_taken, 1, __ATOMIC_RELAXED);
+        w.left = 0;
         job->run(job, &w);
-        __atomic_fetch_sub(&zf_helper_gate, 1, __ATOMIC_RELEASE);  /* (the last touch) */
+        if (!w.left)
+            __atomic_fetch_sub(&zf_helper_gate, 1, __ATOMIC_RELEASE);  /* (the last touch) */
     }
     return NULL;
 }
@@ -260,6 +267,22 @@ static void zf_helper_finish(zf_job* job) {
         else if (k < 8192) sched_yield();
         else nanosleep(&nap, NULL);
     }
+}
+
+/* Inside a job's `run`: let the job go now (its last touch of the job's memory; the
+   caller's zf_helper_finish no longer waits for this helper, and the job takes no
+   other in its place), to go on with work that no longer needs it (an I/O helper
+   reading files into memory of its own). */
+static void zf_helper_leave(zf_worker* w) {
+    int64_t g = __atomic_load_n(&zf_helper_gate, __ATOMIC_RELAXED), left;
+    w->left = 1;
+    /* (while the job is open it takes one helper fewer, so that this one does not join
+       it again; once its caller closed it, only the joined count is this helper's) */
+    do {
+        left = g - 1;
+        if (g & ZF_GATE_OPEN) left -= (int64_t)1 << ZF_GATE_WANT_SHIFT;
+    } while (!__atomic_compare_exchange_n(&zf_helper_gate, &g, left, 0, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
 }
 
 static void zf_helper_count_rows(int64_t n) {

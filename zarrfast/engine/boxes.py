@@ -49,8 +49,8 @@ from zarrfast.concurrency import batch_count, cores_contended, map_unordered_int
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.storage import Store
 
-__all__ = ["ALONE_BYTES", "BOX_CHUNKS", "Box", "SHARD_BOX_BYTES", "SHARD_BOX_SPAN",
-           "alone", "box_chunks",
+__all__ = ["ALONE_BYTES", "BOX_CHUNKS", "IO_HELPER", "Box", "SHARD_BOX_BYTES",
+           "SHARD_BOX_SPAN", "alone", "box_chunks", "io_share",
            "box_files_fit", "box_parts_fit", "read_box_files", "read_box_parts", "run_parts",
            "share_mode"]
 
@@ -95,6 +95,16 @@ BOX_POOL_BYTES = 2**20
 #: reads share their chunks whatever the load: a helper that falls behind costs them
 #: one chunk of many.
 ALONE_BYTES = 16 * 2**20
+#: ``share`` for the kernels (:func:`io_share`): with one thread, the kernels' helper
+#: thread reads the files of a box's chunks ahead of the calling thread, which decodes
+#: and places every chunk -- the reads' system calls and copies (a fifth of a box's
+#: time, zstd 32^3 chunks) overlap the decoding, as tensorstore's I/O thread overlaps
+#: them at ``file_io_concurrency`` 1.  The helper holds memory of its own: the calling
+#: thread never waits for it, and reads any chunk the helper has not reached itself
+IO_HELPER = -1
+#: the most chunks of a box read (``read_box_parts``) that takes ``IO_HELPER`` (a full
+#: read at one thread is read as before)
+BOX_IO_CHUNKS = 64
 
 
 def alone(n: int, chain: Any) -> bool:
@@ -117,7 +127,16 @@ def share_mode(n: int, chain: Any, threads: int) -> bool | None:
     return None
 
 
-def run_parts(fn: Callable[[range, bool], None], n: int, chain: Any, threads: int) -> None:
+def io_share(n: int, chain: Any, threads: int) -> int | None:
+    """:func:`share_mode`, but a box read of several compressed chunks at one thread
+    takes the kernels' helper thread for its reads alone (``IO_HELPER``), unless the
+    cores are busy with other work (:func:`alone`)."""
+    if threads <= 1 and 1 < n <= BOX_IO_CHUNKS and chain.batch_codec is not None:
+        return 0 if alone(n, chain) else IO_HELPER
+    return share_mode(n, chain, threads)
+
+
+def run_parts(fn: Callable[[range, Any], None], n: int, chain: Any, threads: int) -> None:
     """``fn(range(n), share)`` for ``n`` chunks of ``chain``, as :func:`share_mode`
     says: one call (``share`` its answer), or, for ``None``, on ``threads`` parts of
     ``range(n)`` (one kernel call each, ``share`` False), the first in the calling
@@ -273,7 +292,7 @@ def box_files_fit(plan: Any, n: int) -> tuple | None:
     chain, sel = plan.chain, plan.sel
     if n == 1 and chain.batch_codec is None and sel.count.tolist() == list(chain.chunk_shape):
         return None
-    share = share_mode(n, chain, plan.options.threads)
+    share = io_share(n, chain, plan.options.threads)
     if share is not None:
         where = _file_prefix(plan.store, plan.path, chain)
         return None if where is None else (share, where)
@@ -307,7 +326,7 @@ def read_box_files(plan: Any, n: int, how: tuple) -> None:
     box, keys, (root, paths) = how
     placement = box.placement()  # (checked once; each part takes its rows)
 
-    def place(part: range, share: bool) -> None:
+    def place(part: range, share: int) -> None:
         status, _sizes, _errors = chain.batch_decoder().decode_files(
             paths[part.start:part.stop], placement.part(part.start, part.stop), root=root,
             share=share)
@@ -351,6 +370,9 @@ def read_box_parts(plan: Any, n: int) -> None:
     solo = helpers > 0 and alone(n, chain)
     if solo:
         helpers = 0
+    elif threads <= 1 and io_share(n, chain, threads) == IO_HELPER:
+        # (a box at one thread: one call, the helper thread reads its files)
+        helpers, solo = IO_HELPER, True
     parts = box_parts(sel, chain.chunk_shape, out_strides,
                       1 if helpers > 0 or solo
                       else max(batch_count(n, work, threads=threads), -(-n // BOX_PART_CHUNKS)))
@@ -367,7 +389,7 @@ def read_box_parts(plan: Any, n: int) -> None:
             keys = _chunk_keys(chain.metadata, path, box.shards)
             _recover(store, chain, box, keys, range(len(keys)), status)
 
-    if helpers > 0 or solo:
+    if helpers != 0 or solo:
         read(parts[0], helpers)
         return
     # (the parts partition the box: each writes its own region of `out`)
