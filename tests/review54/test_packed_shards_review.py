@@ -13,6 +13,8 @@ turns of the file I/O thread): guards, all passing now, for what the commit's ow
   so the loaded test machine does not run it inline), 30 shards of very different
   compressed sizes, the calling thread filling one shard buffer while the I/O thread
   writes the other: every shard file is zarr-python's, and the I/O thread did write.
+* A real store failure part way (a directory where a shard file goes), 1 and 2 threads:
+  the error names the key, every other shard is old or new, whole.
 """
 
 from __future__ import annotations
@@ -281,3 +283,32 @@ def test_io_thread_turns_keep_every_shard(tmp_path, theirs_big, spied, monkeypat
     for key, blob in ours.items():
         assert blob == theirs_big[where][key], key
     np.testing.assert_array_equal(zarrfast.open_array(str(path))[...], data)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_store_failing_part_way_leaves_each_shard_whole(tmp_path, spied, monkeypatch,
+                                                          threads) -> None:
+    """A real failure of the store (a directory where shard ``c/2/3``'s file goes), at one
+    thread on the file I/O thread behind the encoding: the error names the key, and every
+    other shard file holds the old shard or the new one, whole; no temporary file left."""
+    monkeypatch.setattr(concurrency, "CONTENTION_GATE", False)
+    path = tmp_path / "a.zarr"
+    a = zarrfast.create_array(str(path), shape=BIG_SHAPE, chunks=BIG_SHARDS, dtype="<i4",
+                              serializer=_big_codec("end"), compressors=None, fill_value=0)
+    old = np.arange(np.prod(BIG_SHAPE), dtype="<i4").reshape(BIG_SHAPE) % 1000 + 1
+    new = _big_data()
+    a[...] = old
+    os.remove(path / "c" / "2" / "3")
+    os.makedirs(path / "c" / "2" / "3" / "blocker")
+    with config.set(threads=threads), pytest.raises(zarrfast.errors.ZarrfastError,
+                                                    match="c/2/3"):
+        a[...] = new
+    assert not [n for _, _, names in os.walk(path) for n in names if "tmp" in n]
+    got = zarrfast.open_array(str(path))
+    for i in range(6):
+        for j in range(5):
+            if (i, j) == (2, 3):
+                continue
+            box = (slice(8 * i, 8 * i + 8), slice(8 * j, 8 * j + 8))
+            part = got[box]
+            assert np.array_equal(part, old[box]) or np.array_equal(part, new[box]), (i, j)
