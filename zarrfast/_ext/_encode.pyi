@@ -37,4 +37,5 @@ class ChunkEncoder:
         fill: Buffer | None,  # const uint8_t[::1], one item: such chunks are skipped
         scratch: Buffer,  # uint8_t[::1], at least one chunk
         out: Buffer,  # uint8_t[::1], slot(nbytes) bytes per region
+        packed: bool = False,  # each chunk's bytes right after the previous one's
     ) -> np.ndarray: ...  # int64 compressed size per region, -1 for a fill chunk

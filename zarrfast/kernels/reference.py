@@ -1911,7 +1911,7 @@ class ChunkEncoder:
         return bytes(self._impl.encode(_u8(src)))
 
     def compress_regions(self, src, src_offsets, src_strides, dst_strides, shape, itemsize,
-                         swap_unit, fill, scratch, out) -> np.ndarray:
+                         swap_unit, fill, scratch, out, packed=False) -> np.ndarray:
         func = "ChunkEncoder.compress_regions"
         d = _u8(scratch, writable=True)
         o = _u8(out, writable=True)
@@ -1936,6 +1936,7 @@ class ChunkEncoder:
             _check_span(func, "src", _u8(src).nbytes, int(offs[r]), _i64(src_strides), shp,
                         itemsize)
         sizes = np.empty(len(offs), dtype=np.int64)
+        pos = 0
         for r in range(len(offs)):
             copy_region(src, int(offs[r]), src_strides, d, 0, dst_strides, shp, itemsize,
                         swap_unit)
@@ -1943,6 +1944,8 @@ class ChunkEncoder:
                 sizes[r] = -1
                 continue
             got = self.compress(d)
-            o[r * slot:r * slot + len(got)] = np.frombuffer(got, dtype=np.uint8)
+            at = pos if packed else r * slot  # (packed: each right after the one before)
+            o[at:at + len(got)] = np.frombuffer(got, dtype=np.uint8)
             sizes[r] = len(got)
+            pos += len(got)
         return sizes
