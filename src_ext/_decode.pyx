@@ -383,11 +383,16 @@ cdef extern from "zf_helper.h":
     int zf_helper_threads() noexcept nogil
 
 
+#: rows whose bytes an I/O helper read for the caller to decode (``_pf_run``)
+cdef int64_t _io_rows = 0
+
+
 def helper_jobs():
-    """How many jobs the helper threads have joined, and how many rows of them they
-    did (decoded, or, as an I/O helper, read for the caller to decode), since the
-    process started (0 where there is no helper): for tests."""
-    return zf_helper_jobs(), zf_helper_rows()
+    """How many jobs the helper threads have joined, how many rows of them they
+    decoded, and how many rows they read for the calling thread to decode (as an I/O
+    helper, ``_job_run_shared`` with share < 0), since the process started (0 where
+    there is no helper): for tests."""
+    return zf_helper_jobs(), zf_helper_rows(), zf_load(&_io_rows)
 
 
 def helper_threads():
@@ -2018,7 +2023,7 @@ cdef void _pf_run(_Prefetch* pf) noexcept nogil:
         pf.err[r] = err
         pf.len[r] = size
         zf_pf_done(&pf.state[r])
-    zf_helper_count_rows(done)
+    zf_add(&_io_rows, done)
 
 
 cdef void _pf_release(_Prefetch* pf) noexcept nogil:
