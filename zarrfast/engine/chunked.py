@@ -731,6 +731,40 @@ class RowWriter:
             else:
                 new.append((keys[i], blob))
 
+    @functools.cached_property
+    def swapped_whole(self) -> np.ndarray | None:
+        """Rows whose chunk is stored uncompressed in the other byte order (a BytesCodec
+        of the other endianness, nothing else), written whole from ``value``, inside
+        the array: :meth:`swap_whole` copies a batch of them by one kernel call;
+        ``None``: no row."""
+        chain, proj = self.chain, self.proj
+        if self.value_flat is None or not chain.fast or chain.bb or chain.swap_unit <= 1:
+            return None
+        rows = proj.complete & ~proj.edge & (self.dst_offsets == 0)
+        return rows if rows.any() else None
+
+    def swap_whole(self, rows: np.ndarray, keys: Sequence[str], new: list, gone: list,
+                   which: int = 0) -> None:
+        """The chunks of ``rows`` (all :attr:`swapped_whole`) copied out of ``value``,
+        byte-swapped, by one ``copy_regions`` call into this thread's buffer ``which``
+        (the store is done with it when ``set_many`` returns): ``(key, bytes)`` appended
+        to ``new``, or the key to ``gone`` for a chunk equal to the fill value (unless
+        empty chunks are written).  A full write of a 128 MiB big-endian array (32^3
+        chunks, 2 threads) took 123.6 ms of CPU (median of 9), 142.5 chunk by chunk."""
+        chain = self.chain
+        nb, n = chain.chunk_nbytes, len(rows)
+        buf = chain._encoded_buffer(n * nb, which)
+        _kernels.copy_regions(
+            self.value_flat, self.src_offsets[rows], self.value_strides,
+            buf, np.arange(n, dtype=np.int64) * nb, self.dst_strides,
+            self.proj.local_count[rows], chain.itemsize, chain.swap_unit)
+        for k, i in enumerate(rows.tolist()):
+            chunk = buf[k * nb:(k + 1) * nb]
+            if not self.write_empty_chunks and chain.is_fill(chunk):
+                gone.append(keys[i])
+            else:
+                new.append((keys[i], chunk))
+
     def encode_whole(self, rows: np.ndarray, shard: str) -> dict[int, Any]:
         """The rows among ``rows`` (inner chunks of the shard ``shard``, named in an
         error) that :attr:`compressible` marks, compressed by one kernel call per batch
@@ -1198,6 +1232,8 @@ def write_rows(plan: Plan, keys: Sequence[str], writer: RowWriter) -> None:
                 rows = np.flatnonzero(fast[lo:hi]) + lo
                 if rows.size and direct:
                     regions = rows
+                elif rows.size and writer.compressible is None:
+                    writer.swap_whole(rows, keys, new, gone, which)
                 elif rows.size:
                     writer.compress_whole(rows, keys, new, gone, which)
             for i in range(lo, hi):
@@ -1257,6 +1293,10 @@ def _write_batches(caps: StoreCapabilities, writer: RowWriter, tasks: int
     # whole chunks of a blosc chain: copied and compressed by one kernel call per batch
     # into a per-thread buffer, which the store is done with when set_many returns
     fast = writer.compressible if caps.copies_values and caps.batched_sets else None
+    # (whole chunks stored uncompressed in the other byte order: copied, swapped, by one
+    # kernel call per batch the same way)
+    if fast is None and caps.copies_values and caps.batched_sets:
+        fast = writer.swapped_whole
     # whole uncompressed chunks: written by the store from where they lie in the value
     # (only when there are such chunks: else the chunks are encoded one by one, in the
     # calling thread at one thread, not shared with the I/O thread as if nothing were)
