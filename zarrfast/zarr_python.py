@@ -59,7 +59,6 @@ import numpy as np
 from zarrfast import config as _config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
-from zarrfast.codecs.shard_format import EMPTY
 from zarrfast.engine.chunked import PreparedChain, Projection, RowReader, RowWriter
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection
@@ -67,7 +66,7 @@ from zarrfast.engine.shard_read import ShardRowsRead
 from zarrfast.engine.shard_write import ShardWrite
 from zarrfast.engine.sharded import ShardedChain
 from zarrfast.engine.strategies import READ_ROWS, WRITE_ROWS, choose_rows
-from zarrfast.errors import ChunkDecodeError, ZarrfastError, add_context
+from zarrfast.errors import ZarrfastError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.metadata.v2 import ArrayMetadataV2
 from zarrfast.metadata.v3 import ArrayV3Metadata
@@ -615,84 +614,6 @@ def _by_shard(chain: ShardedChain, proj: Projection, keys: list[str]) -> tuple:
     return inner, keys, shard_coords, groups, inner_lin
 
 
-class _ShardWrite(ShardWrite):
-    """zarrfast's write of shards, with a shard that is read, changed and written back
-    (a shard partly written, or at the array's edge: zarr-python keeps what lies past
-    the edge too) built by one kernel call when its inner chunks are stored uncompressed:
-    the inner chunks written whole copied out of the value straight to their places in
-    the new shard, where zarrfast's general path copies and assembles them one by one (a
-    full write of an array of 2-d shards not a multiple of the shard shape, the
-    benchmark's small-sharded layout, spent about half its time there)."""
-
-    def updated_shard(self, g: int, data: Any) -> Any:
-        rows, writer, proj = self.groups[g], self.writer, self.proj
-        if not self.raw_whole:
-            return super().updated_shard(g, data)
-        batched = proj.complete[rows] & ~proj.edge[rows] & (writer.dst_offsets[rows] == 0)
-        if int(batched.sum()) < 2:
-            return super().updated_shard(g, data)
-        key, layout, inner = self.keys[g], self.subs[g].layout, self.chain.inner
-        n_inner, nb = layout.n_inner, inner.chunk_nbytes
-        whole = rows[batched]
-        lin_whole = self.inner_lin[whole]
-        present = np.zeros(n_inner, dtype=bool)
-        present[lin_whole] = True
-        # the others: written one by one (on their old bytes where kept), or untouched
-        index = None if data is None else layout.index_of_shard(data, key)
-        others: dict[int, Any] = {}
-        touched = present.copy()
-        for r in rows[~batched].tolist():
-            j = int(self.inner_lin[r])
-            touched[j] = True
-            old = (layout.inner_bytes(data, index, j)
-                   if index is not None and (writer.needs_old(r) or proj.edge[r]) else None)
-            try:
-                others[j] = writer.write(r, old, key)
-            except ChunkDecodeError as e:
-                context = f"shard {key!r}, inner chunk {layout.inner_name(j)}"
-                add_context(e, context, f"{e} [{context}]")
-                raise
-        if index is not None:  # (untouched inner chunks keep their bytes)
-            for j in np.flatnonzero(~touched & (index[:, 0] != EMPTY)).tolist():
-                others[j] = layout.inner_bytes(data, index, j)
-        others = {j: b for j, b in others.items() if b is not None}
-        if any(memoryview(b).nbytes != nb for b in others.values()):
-            return super().updated_shard(g, data)  # (an inner chunk stored otherwise)
-        present[list(others)] = True
-        # every inner chunk stored nb bytes long: slot s (in write order) at s * nb
-        order = (np.arange(n_inner, dtype=np.int64) if layout.rank is None
-                 else np.argsort(layout.rank))
-        slot = np.empty(n_inner, dtype=np.int64)
-        slot[order] = np.cumsum(present[order]) - 1
-        count = int(present.sum())
-        start = layout.data_start
-        shard = _buffers.empty(count * nb + layout.index_nbytes, np.uint8, where="",
-                               what=f"shard {key!r}")
-        _kernels.copy_regions(
-            writer.value_flat, writer.src_offsets[whole], writer.value_strides,
-            shard, start + slot[lin_whole] * nb, writer.dst_strides,
-            proj.local_count[whole], inner.itemsize, inner.swap_unit)
-        if not self.plan.write_empty_chunks:  # (only chunks starting with the fill value)
-            item = inner._fill_chunk_item_arr
-            placed = shard[start:start + count * nb].reshape(count, nb)
-            heads = placed[slot[lin_whole], :len(item)]
-            if any(inner.is_fill(placed[s]) for s in
-                   slot[lin_whole][(heads == item).all(axis=1)].tolist()):
-                return super().updated_shard(g, data)  # (inner chunks left out: rare)
-        chunks = shard[start:start + count * nb].reshape(count, nb)
-        for j, b in others.items():
-            chunks[slot[j]] = np.frombuffer(b, dtype=np.uint8)
-        index_out = np.full((n_inner, 2), EMPTY, dtype=np.uint64)
-        index_out[present, 0] = start + slot[present] * nb
-        index_out[present, 1] = nb
-        raw_index = np.frombuffer(layout.encode_index(index_out), dtype=np.uint8)
-        if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size indexes
-            return super().updated_shard(g, data)
-        at = count * nb if layout.at_end else 0
-        shard[at:at + layout.index_nbytes] = raw_index
-        return self.encoded(shard)
-
-
 def _row_chunks(out_start: np.ndarray) -> int:
     """A projection's ``row_chunks`` from where its rows go: the chunks a row of the
     touched grid has along the last dimension (as zarrfast's own projections count them,
@@ -899,7 +820,7 @@ def _write_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
     plan = Plan(store, store.capabilities, "", chain, proj.sel, value=full, scalar=scalar,
                 write_empty_chunks=write_empty_chunks)
     if chain.kind == "sharded":
-        _ShardWrite(plan, _by_shard(chain, proj, keys)).run()
+        ShardWrite(plan, _by_shard(chain, proj, keys)).run()
         return
     writer = RowWriter(proj, full, scalar, write_empty_chunks)
     choose_rows(WRITE_ROWS, plan, writer).run(plan, keys, writer)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from zarrfast import kernels as _kernels
 from zarrfast.codecs.shard_format import EMPTY
 from zarrfast.concurrency import (
     WriteBehind,
@@ -34,6 +35,7 @@ from zarrfast.engine.plan import Plan
 from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.sharded import assemble_raw_shard, group_by_shard, write_shard_direct
 from zarrfast.errors import AllocationError, ChunkDecodeError, add_context
+from zarrfast.kernels import buffers as _buffers
 
 __all__ = ["ShardWrite"]
 
@@ -169,6 +171,10 @@ class ShardWrite:
         fast = writer.compressible
         if data is None and self.packed and fast is not None and bool(fast[rows].all()):
             return self.packed_shard(g)
+        if self.raw_whole:
+            shard = self.raw_updated_shard(g, data)
+            if shard is not False:
+                return shard
         encoded: list[Any] = [None] * layout.n_inner
         index = None if data is None else layout.index_of_shard(data, key)
         if index is not None:
@@ -190,6 +196,77 @@ class ShardWrite:
                 raise
         shard = layout.assemble(encoded)
         return None if shard is None else self.encoded(shard)
+
+    def raw_updated_shard(self, g: int, data: Any) -> Any:
+        """:meth:`updated_shard` of a shard of uncompressed inner chunks written from an
+        array (:attr:`raw_whole`): the inner chunks written whole copied out of the value
+        by one ``copy_regions`` call straight to their places in the new shard, the
+        others one by one; ``False`` when it cannot be built so (then the general path
+        builds it)."""
+        rows, writer, proj = self.groups[g], self.writer, self.proj
+        batched = proj.complete[rows] & ~proj.edge[rows] & (writer.dst_offsets[rows] == 0)
+        if int(batched.sum()) < 2:
+            return False
+        key, layout, inner = self.keys[g], self.subs[g].layout, self.chain.inner
+        n_inner, nb = layout.n_inner, inner.chunk_nbytes
+        whole = rows[batched]
+        lin_whole = self.inner_lin[whole]
+        present = np.zeros(n_inner, dtype=bool)
+        present[lin_whole] = True
+        # the others: written one by one (on their old bytes where kept), or untouched
+        index = None if data is None else layout.index_of_shard(data, key)
+        others: dict[int, Any] = {}
+        touched = present.copy()
+        for r in rows[~batched].tolist():
+            j = int(self.inner_lin[r])
+            touched[j] = True
+            old = (layout.inner_bytes(data, index, j)
+                   if index is not None and (writer.needs_old(r) or proj.edge[r]) else None)
+            try:
+                others[j] = writer.write(r, old, key)
+            except ChunkDecodeError as e:
+                context = f"shard {key!r}, inner chunk {layout.inner_name(j)}"
+                add_context(e, context, f"{e} [{context}]")
+                raise
+        if index is not None:  # (untouched inner chunks keep their bytes)
+            for j in np.flatnonzero(~touched & (index[:, 0] != EMPTY)).tolist():
+                others[j] = layout.inner_bytes(data, index, j)
+        others = {j: b for j, b in others.items() if b is not None}
+        if any(memoryview(b).nbytes != nb for b in others.values()):
+            return False  # (an inner chunk stored otherwise)
+        present[list(others)] = True
+        # every inner chunk stored nb bytes long: slot s (in write order) at s * nb
+        order = (np.arange(n_inner, dtype=np.int64) if layout.rank is None
+                 else np.argsort(layout.rank))
+        slot = np.empty(n_inner, dtype=np.int64)
+        slot[order] = np.cumsum(present[order]) - 1
+        count = int(present.sum())
+        start = layout.data_start
+        shard = _buffers.empty(count * nb + layout.index_nbytes, np.uint8, where="",
+                               what=f"shard {key!r}")
+        _kernels.copy_regions(
+            writer.value_flat, writer.src_offsets[whole], writer.value_strides,
+            shard, start + slot[lin_whole] * nb, writer.dst_strides,
+            proj.local_count[whole], inner.itemsize, inner.swap_unit)
+        if not self.plan.write_empty_chunks:  # (only chunks starting with the fill value)
+            item = inner._fill_chunk_item_arr
+            placed = shard[start:start + count * nb].reshape(count, nb)
+            heads = placed[slot[lin_whole], :len(item)]
+            if any(inner.is_fill(placed[s]) for s in
+                   slot[lin_whole][(heads == item).all(axis=1)].tolist()):
+                return False  # (inner chunks left out: rare)
+        chunks = shard[start:start + count * nb].reshape(count, nb)
+        for j, b in others.items():
+            chunks[slot[j]] = np.frombuffer(b, dtype=np.uint8)
+        index_out = np.full((n_inner, 2), EMPTY, dtype=np.uint64)
+        index_out[present, 0] = start + slot[present] * nb
+        index_out[present, 1] = nb
+        raw_index = np.frombuffer(layout.encode_index(index_out), dtype=np.uint8)
+        if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size indexes
+            return False
+        at = count * nb if layout.at_end else 0
+        shard[at:at + layout.index_nbytes] = raw_index
+        return self.encoded(shard)
 
     def packed_shard(self, g: int) -> Any:
         """The shard ``g`` holding only this write's inner chunks (all
