@@ -672,7 +672,9 @@ def _parse_fill(dtype: DataType, value: Any, where: str) -> np.generic:
         out.real = re_
         out.imag = im_
         return out[()]
-    if kind == "V" and dtype.name == RAW_BYTES:  # (base64, as zarr-python writes it)
+    # (base64, as zarr-python writes it; a list of integers as zarrfast wrote r<8n> before
+    # 7498001, a struct's V<n> field too, is read below)
+    if kind == "V" and dtype.name == RAW_BYTES and not isinstance(value, (list, tuple)):
         raw = _from_b64(value, dtype, where)
         if len(raw) != dt.itemsize:
             raise FillValueError(

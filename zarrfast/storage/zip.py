@@ -24,6 +24,7 @@ import io
 import os
 import threading
 import time
+import warnings
 import weakref
 import zipfile
 import zlib
@@ -31,7 +32,7 @@ from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, cast
 
-from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
+from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError, ZarrUserWarning
 from zarrfast.storage.base import (
     ByteRequest,
     Ready,
@@ -119,7 +120,7 @@ class _Archive:
             raise StoreError(f"cannot open zip archive {name!r} with mode {mode!r}: "
                              f"{e}") from None
         # finalise the central directory even if nobody calls close()
-        self._finalizer = weakref.finalize(self, _close_quietly, self.zf)
+        self._finalizer = weakref.finalize(self, _close_quietly, self.zf, name)
 
     @property
     def closed(self) -> bool:
@@ -138,11 +139,16 @@ class _Archive:
                 raise
 
 
-def _close_quietly(zf: zipfile.ZipFile) -> None:
+def _close_quietly(zf: zipfile.ZipFile, name: str) -> None:
+    """Finish the archive of a store nobody closed; a failure (its file object closed
+    first, the file gone) cannot be raised here, but is said: the archive is lost."""
     try:
         zf.close()
-    except (OSError, ValueError):  # pragma: no cover - the file vanished under us
-        pass
+    except (OSError, ValueError) as e:
+        warnings.warn(ZarrUserWarning(
+            f"zip archive {name!r} was never closed and cannot be finished now ({e}): it "
+            f"is incomplete; close the store (ZipStore.close) before its file"),
+            stacklevel=2)
 
 
 def check_member_name(archive: str, name: str) -> str:
