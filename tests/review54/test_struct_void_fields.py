@@ -9,8 +9,9 @@ NumPy (``raw_bytes``, base64 only), so such an array no longer opens
 (``FillValueError: ... raw_bytes needs a base64 string fill value, got [0, 0, 0]``).
 For the same reason ``create_array(dtype="V3", fill_value=[1, 2, 3])``, accepted before
 (written ``r24``), is now refused (zarr-python 3.4.2 refuses it too: low severity).
-One fix for both is proposed in /tmp/prop_review54/struct_void_field_fill.diff (a
-``raw_bytes`` fill value given as a list of integers is read as ``r<8n>``'s).
+One fix for both was proposed in /tmp/prop_review54/struct_void_field_fill.diff (a
+``raw_bytes`` fill value given as a list of integers is read as ``r<8n>``'s) and landed in
+944186e: these were strict xfails until then, and now guard it.
 
 Guards beside it (pass now): a struct with a ``V<n>`` field written by zarrfast today
 opens in zarr-python 3.4.2 with the same values and fill value, and zarr-python 3.4.2's
@@ -22,7 +23,6 @@ import base64
 import json
 
 import numpy as np
-import pytest
 
 import zarrfast
 
@@ -53,10 +53,6 @@ def _old_array(path) -> None:
     (path / "zarr.json").write_text(json.dumps(OLD_ZARR_JSON, indent=2))
 
 
-@pytest.mark.xfail(strict=True, reason="7498001: a struct's V<n> field as zarrfast wrote it "
-                   "before (r24, fill value [0, 0, 0]) no longer parses: the field's fill is "
-                   "read as raw_bytes, base64 only (FillValueError); the array cannot be "
-                   "opened")
 def test_struct_with_a_void_field_written_before_7498001_opens(tmp_path) -> None:
     path = tmp_path / "old.zarr"
     _old_array(path)
@@ -95,8 +91,6 @@ def test_struct_with_a_void_field_opens_in_zarr_python_3_4(tmp_path, zarr_peer) 
     assert theirs[...].tobytes() == want.tobytes()
 
 
-@pytest.mark.xfail(strict=True, reason="7498001: fill_value=[1, 2, 3] for a V3 array, "
-                   "accepted before (r24), is refused now (raw_bytes: base64 only)")
 def test_void_fill_value_as_a_list_of_integers_is_still_accepted(tmp_path) -> None:
     a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(2,), chunks=(2,),
                               dtype="V3", fill_value=[1, 2, 3])
