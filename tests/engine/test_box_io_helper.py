@@ -172,12 +172,7 @@ def test_no_descriptor_is_left_open(tmp_path):
 def test_sharded_boxes_ranges_read_by_the_helper(tmp_path, monkeypatch):
     """Inner chunks read from open shard files by the helper, through duplicates of the
     shards' descriptors (the caller closes its own when the call returns): values equal,
-    a missing shard is the fill value, the helper read some, no descriptor left open.
-    (The shard-box way takes ``io_share`` when ``engine.sharded`` asks for it: patched
-    in here, see the proposal for ``sharded.read_shard_box``.)"""
-    from zarrfast.engine import sharded
-
-    monkeypatch.setattr(sharded, "share_mode", boxes.io_share)
+    a missing shard is the fill value, the helper read some, no descriptor left open."""
     shape, chunks = (128, 128, 64), (32, 32, 16)
     a = zarrfast.create_array(str(tmp_path / "s"), shape=shape, chunks=chunks,
                               shards=(64, 64, 32), dtype="int32", compressors=ZSTD,

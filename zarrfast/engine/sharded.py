@@ -46,7 +46,7 @@ from zarrfast.codecs import CodecChain
 from zarrfast.codecs.chain import BoundedDecoders
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
 from zarrfast.concurrency import map_unordered_into
-from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, run_parts, share_mode
+from zarrfast.engine.boxes import BOX_CHUNKS, Box, box_chunks, io_share, run_parts
 from zarrfast.engine.chunked import (
     PreparedChain,
     Projection,
@@ -646,7 +646,7 @@ def read_shard_box(plan: Any, n: int) -> None:
     ``decode_ranges`` call reads and decodes each inner chunk."""
     store, path, chain, sel, out = plan.store, plan.path, plan.chain, plan.sel, plan.out
     inner, threads, gap = chain.inner, plan.options.threads, plan.options.shard_coalesce_gap
-    share = share_mode(n, inner, threads) if inner.box_codec is not None else None
+    share = io_share(n, inner, threads) if inner.box_codec is not None else None
     if share is not None and _decode_box_shards(store, path, chain, sel, out, share):
         return
     box = Box(inner, sel, out, chain.cps)
