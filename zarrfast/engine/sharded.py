@@ -698,11 +698,12 @@ def read_shard_box(plan: Any, n: int) -> None:
 
 
 def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicSelection,
-                       out: np.ndarray, share: bool) -> bool:
+                       out: np.ndarray, share: int) -> bool:
     """A box of shards that are files, read in one kernel call
     (``ChunkDecoder.decode_box_shards``): the shards are opened here (each one's
     version checks its cached index), and the kernel plans, reads with ``pread``,
-    decodes and places the inner chunks, and fills the empty ones.  ``False`` when the
+    decodes and places the inner chunks, and fills the empty ones.  ``share``: as
+    :func:`~zarrfast.engine.boxes.io_share` says (``IO_HELPER``: the helper reads).  ``False`` when the
     store's shards are not files, or an inner chunk could not be placed (too large,
     past the end of its shard, does not decode): the caller then reads the box its
     own way, which says what is wrong."""
