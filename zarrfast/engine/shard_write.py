@@ -188,14 +188,19 @@ class ShardWrite:
                 encoded[j] = whole[r]
                 continue
             old = encoded[j] if writer.needs_old(r) or proj.edge[r] else None
-            try:
-                encoded[j] = writer.write(r, old, key)
-            except ChunkDecodeError as e:
-                context = f"shard {key!r}, inner chunk {layout.inner_name(j)}"
-                add_context(e, context, f"{e} [{context}]")
-                raise
+            encoded[j] = self.write_inner(r, old, key, layout.inner_name(j))
         shard = layout.assemble(encoded)
         return None if shard is None else self.encoded(shard)
+
+    def write_inner(self, r: int, old: Any, key: str, inner: str) -> Any:
+        """Row ``r``'s inner chunk (named ``inner`` in the shard ``key``) encoded, on its
+        ``old`` bytes where they are kept; an old chunk that does not decode is named."""
+        try:
+            return self.writer.write(r, old, key)
+        except ChunkDecodeError as e:
+            context = f"shard {key!r}, inner chunk {inner}"
+            add_context(e, context, f"{e} [{context}]")
+            raise
 
     def raw_updated_shard(self, g: int, data: Any) -> Any:
         """:meth:`updated_shard` of a shard of uncompressed inner chunks written from an
@@ -222,12 +227,7 @@ class ShardWrite:
             touched[j] = True
             old = (layout.inner_bytes(data, index, j)
                    if index is not None and (writer.needs_old(r) or proj.edge[r]) else None)
-            try:
-                others[j] = writer.write(r, old, key)
-            except ChunkDecodeError as e:
-                context = f"shard {key!r}, inner chunk {layout.inner_name(j)}"
-                add_context(e, context, f"{e} [{context}]")
-                raise
+            others[j] = self.write_inner(r, old, key, layout.inner_name(j))
         if index is not None:  # (untouched inner chunks keep their bytes)
             for j in np.flatnonzero(~touched & (index[:, 0] != EMPTY)).tolist():
                 others[j] = layout.inner_bytes(data, index, j)
