@@ -22,6 +22,33 @@ T = TypeVar("T")
 R = TypeVar("R")
 U = TypeVar("U")
 
+class cached_property:  # noqa: N801 - named as the functools decorator it stands for
+    """:func:`functools.cached_property` without its lock.
+
+    Python 3.11's holds one ``RLock`` per class attribute, shared by every instance:
+    threads computing it for different objects wait for each other, and a child forked
+    while another thread of the parent held it waits for ever on its first use (a forked
+    child hung so in a write at one thread, ``tests/review53/test_fork_during_writes.py``).
+    The values cached with it are computed from the object alone: two threads that both
+    compute one get equal values, and the last stored is kept.
+    """
+
+    def __init__(self, func: Callable[[Any], Any]) -> None:
+        self.func = func
+        self.attrname: str | None = None
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attrname = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        value = self.func(instance)
+        instance.__dict__[self.attrname] = value  # (found there from now on)
+        return value
+
+
 class _GrowingPool:
     """A thread pool that grows (never shrinks) to the size asked for."""
 

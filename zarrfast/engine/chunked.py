@@ -38,6 +38,7 @@ from zarrfast.codecs.numcodecs_v3 import NumcodecsBytesBytesCodec
 from zarrfast.concurrency import (
     WriteBehind,
     batch_count,
+    cached_property,
     in_task,
     map_dynamic_into,
     map_io_then,
@@ -445,7 +446,7 @@ class Projection:
         self.chain = chain
         self.sel = sel
 
-    @functools.cached_property
+    @cached_property
     def row_chunks(self) -> int:
         """How many chunks a row of the touched grid has: the chunks along the last
         dimension, consecutive rows of the projection (C order)."""
@@ -456,7 +457,7 @@ class Projection:
         last = np.sort(self.coords[:, -1])
         return 1 + int(np.count_nonzero(last[1:] != last[:-1]))
 
-    @functools.cached_property
+    @cached_property
     def edge(self) -> np.ndarray:
         """Rows whose chunk reaches past the array's end (its padding holds the fill
         value); only writes need it."""
@@ -663,7 +664,7 @@ class RowWriter:
         """Whether row ``i`` keeps some old elements (so the stored chunk must be read)."""
         return not self.proj.complete[i]
 
-    @functools.cached_property
+    @cached_property
     def compressible(self) -> np.ndarray | None:
         """Rows whose chunk :meth:`compress_whole` encodes: written whole from ``value``,
         inside the array, on a chain with ``blosc_settings`` or ``encode_settings``;
@@ -675,7 +676,7 @@ class RowWriter:
         rows = proj.complete & ~proj.edge & (self.dst_offsets == 0)
         return rows if rows.any() else None
 
-    @functools.cached_property
+    @cached_property
     def stored_layout(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(strides, shape)`` of a whole chunk's stored bytes read out of ``value``
         (stored dim ``k`` is the chunk's dim ``permutation[k]``) when a chunk is stored as
@@ -690,7 +691,7 @@ class RowWriter:
         shape = np.ascontiguousarray(chain.chunk_shape_arr[q])
         return (strides, shape) if int(strides[-1]) == chain.itemsize else None
 
-    @functools.cached_property
+    @cached_property
     def stored_whole(self) -> np.ndarray | None:
         """Rows whose chunk's stored bytes are a region of ``value`` (written whole from
         it, inside the array, on a chain with a :attr:`stored_layout`): a store with
@@ -731,7 +732,7 @@ class RowWriter:
             else:
                 new.append((keys[i], blob))
 
-    @functools.cached_property
+    @cached_property
     def swapped_whole(self) -> np.ndarray | None:
         """Rows whose chunk is stored uncompressed in the other byte order (a BytesCodec
         of the other endianness, nothing else), written whole from ``value``, inside
@@ -816,7 +817,7 @@ class RowWriter:
         return [None if n < 0 else out[k * slot:k * slot + n]
                 for k, n in enumerate(sizes.tolist())]
 
-    @functools.cached_property
+    @cached_property
     def packs(self) -> bool:
         """Whether :meth:`compress_packed` can encode this write's :attr:`compressible`
         rows (a ``ChunkEncoder`` chain: zstd, gzip or zlib)."""
