@@ -22,6 +22,15 @@ T = TypeVar("T")
 R = TypeVar("R")
 U = TypeVar("U")
 
+def renew_after_fork(namespace: dict[str, Any], name: str,
+                     factory: Callable[[], Any]) -> None:
+    """Replace ``namespace[name]`` (a module's lock) by ``factory()`` in a forked child: a
+    lock another thread of the parent held when it forked stays held in the child, by
+    no thread, for ever."""
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=lambda: namespace.__setitem__(name, factory()))
+
+
 class cached_property:  # noqa: N801 - named as the functools decorator it stands for
     """:func:`functools.cached_property` without its lock.
 

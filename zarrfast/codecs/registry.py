@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from zarrfast.codecs._base import Codec
+from zarrfast.concurrency import renew_after_fork
 from zarrfast.errors import (
     MetadataError,
     MetadataValidationError,
@@ -26,6 +27,7 @@ __all__ = ["codec_object", "get_codec_class", "parse_codec", "register_codec", "
 _registry: dict[str, type[Codec]] = {}
 _entry_points_loaded = False
 _lock = threading.Lock()
+renew_after_fork(globals(), "_lock", threading.Lock)
 
 
 def register_codec(cls: type[Codec], name: str | None = None) -> type[Codec]:

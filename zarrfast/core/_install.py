@@ -24,6 +24,8 @@ import types
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from zarrfast.concurrency import renew_after_fork
+
 #: the zarr-python API version zarrfast follows: ``zarr.__version__`` once installed
 ZARR_API_VERSION = "3.4.2"
 
@@ -42,6 +44,7 @@ _RENAMED = {"zarr.buffer": "zarrfast.core.buffer", "zarr.buffer.cpu": "zarrfast.
             "zarr.storage._common": "zarrfast.core._storage"}
 
 _lock = threading.RLock()
+renew_after_fork(globals(), "_lock", threading.RLock)
 
 
 class ZarrAlreadyImportedError(RuntimeError):

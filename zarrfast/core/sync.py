@@ -32,8 +32,9 @@ class SyncError(Exception):
 
 
 def _forget_loop() -> None:
-    global _loop, _thread
+    global _loop, _thread, _lock
     _loop = _thread = None
+    _lock = threading.Lock()  # (one another thread held at the fork would stay held)
 
 
 if hasattr(os, "register_at_fork"):

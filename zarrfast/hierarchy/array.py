@@ -17,6 +17,7 @@ import numpy as np
 from zarrfast import config
 from zarrfast.codecs import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, CodecChain
 from zarrfast.codecs.sharding import ShardingCodec
+from zarrfast.concurrency import renew_after_fork
 from zarrfast.engine import strategies
 from zarrfast.engine.chunked import PreparedChain
 from zarrfast.engine.objects import ObjectChain
@@ -93,6 +94,7 @@ def _names_memory_errors(doing: str) -> Any:
 _CHAIN_ATTRS = frozenset({"_codecs", "_codecs_key", "_dtype", "_elements", "_pickled",
                           "_gated", "_where", "_object", "_sharded", "_chain"})
 _CHAIN_LOCK = threading.RLock()
+renew_after_fork(globals(), "_CHAIN_LOCK", threading.RLock)
 
 
 def _runtime_settings(read_missing_chunks: bool | None, gap: int | None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 from collections.abc import Iterator
 
@@ -20,6 +21,20 @@ __all__ = ["collector_paused"]
 _lock = threading.Lock()
 _pausers = 0
 _resume = False
+
+
+def _after_fork() -> None:
+    """In a forked child no thread pauses the collector: a pause the parent's threads
+    held when it forked ends here (the collector runs again if it ran before), and the
+    lock is new (one they held would stay held)."""
+    global _lock, _pausers, _resume
+    if _pausers and _resume:
+        gc.enable()
+    _lock, _pausers, _resume = threading.Lock(), 0, False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ import threading
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from zarrfast.concurrency import renew_after_fork
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage.base import (
     ByteRequest,
@@ -948,6 +949,7 @@ def _effective_options(protocol: str, options: dict[str, Any],
 #: and a new S3 client per open costs a large fraction of a second
 _OWN_FS: dict[tuple, Any] = {}
 _OWN_FS_LOCK = threading.Lock()
+renew_after_fork(globals(), "_OWN_FS_LOCK", threading.Lock)
 
 
 def _url_to_fs(fsspec: Any, url: str, options: dict[str, Any], take_over: bool) -> Any:

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, M
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from zarrfast import config
-from zarrfast.concurrency import map_requests
+from zarrfast.concurrency import map_requests, renew_after_fork
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage.base import (
     ByteRequest,
@@ -227,6 +227,7 @@ def translate_storage_options(url: str, options: Mapping[str, Any] | None) -> di
 #: threads, as fsspec shares its file system instances
 _CLIENTS: OrderedDict[str, Any] = OrderedDict()
 _CLIENTS_LOCK = threading.Lock()
+renew_after_fork(globals(), "_CLIENTS_LOCK", threading.Lock)
 _CLIENTS_MAX = 64
 
 
