@@ -486,12 +486,15 @@ def write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowW
     array's edge, straight from the written value (``store.set_regions``: the inner
     chunks in write order, then the index, or the index first): the bytes
     :func:`assemble_raw_shard` builds, without building them.  False, with nothing
-    written, for a shard this cannot write: an edge shard, or one with an inner chunk
-    equal to the fill value (unless empty chunks are written), which the general path
-    leaves out."""
+    written, for a shard this cannot write: an edge shard, one written by a negative
+    step, or one with an inner chunk equal to the fill value (unless empty chunks are
+    written), which the general path leaves out."""
     proj = writer.proj
     nb = writer.chain.chunk_nbytes
-    if len(rows) != layout.n_inner or proj.edge[rows].any():
+    # (an inner chunk whose selection does not start at its first element: one written
+    # by a negative step, its elements in the value's reverse order along a dimension)
+    if (len(rows) != layout.n_inner or proj.edge[rows].any()
+            or (writer.dst_offsets[rows] != 0).any()):
         return False
     raw_index = layout.dense_index(nb)
     if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
