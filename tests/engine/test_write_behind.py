@@ -18,7 +18,7 @@ import pytest
 import zarrfast
 from zarrfast import concurrency, config
 from zarrfast import kernels as _kernels
-from zarrfast.codecs import BloscCodec, GzipCodec, ZstdCodec
+from zarrfast.codecs import BloscCodec, BytesCodec, GzipCodec, ShardingCodec, ZstdCodec
 from zarrfast.engine import shard_write
 from zarrfast.storage import LocalStore
 
@@ -401,3 +401,28 @@ def test_a_failed_read_modify_write_on_the_io_thread_is_raised_naming_the_shard(
     for key, blob in files.items():
         assert blob in (old[key], new[key]), key
     assert _leftovers(tmp_path / "a.zarr") == []
+
+
+def test_shards_of_chunks_without_a_batch_kernel_are_all_encoded_by_the_caller(tmp_path,
+                                                                               monkeypatch):
+    """Inner chunks of numcodecs' LZ4 (no kernel encodes them): the edge shards' read-
+    modify-writes stay the caller's, so every LZ4 call is (a codec need not be
+    thread-safe at one thread)."""
+    encoders: list[str] = []
+    real = numcodecs.LZ4.encode
+
+    def encode(self, buf):
+        encoders.append(threading.current_thread().name)
+        return real(self, buf)
+
+    monkeypatch.setattr(numcodecs.LZ4, "encode", encode)
+    lz4 = {"name": "numcodecs.lz4", "configuration": {"acceleration": 1}}
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(72, 64, 64), dtype="<u2",
+                              chunks=(16, 32, 32), fill_value=0, compressors=None,
+                              serializer=ShardingCodec(chunk_shape=(8, 8, 8),
+                                                       codecs=[BytesCodec(), lz4]))
+    x = _values((72, 64, 64))
+    with config.set(threads=1):
+        a[...] = x
+    assert len(encoders) == 9 * 8 * 8 and set(encoders) == {threading.current_thread().name}
+    np.testing.assert_array_equal(a[...], x)

@@ -134,7 +134,8 @@ class ShardWrite:
 
     def beside(self, whole: list[int], rest: list[int], weights: list[int]) -> list[int]:
         """Hand the read-modify-writes of shards ``rest`` (heaviest first) to the I/O
-        thread of a write at one thread, one after the store of each whole shard of
+        thread of a write at one thread of shards of zstd, gzip or zlib inner chunks
+        (:attr:`packed`), one after the store of each whole shard of
         ``whole`` (:meth:`store_along`), while the calling thread encodes the next whole
         shard (which writes every inner chunk, as many as any shard of ``rest`` writes);
         returns the shards of ``rest`` left to the calling thread.  The I/O thread
@@ -143,6 +144,11 @@ class ShardWrite:
         while the caller spent 8% of its own on the edge shards' read-modify-writes;
         one read-modify-write, which also waits for the shard's lock and its old
         bytes, fills that idle time."""
+        if not self.packed:
+            # (codecs are called from the calling thread only, at one thread: a codec
+            # need not be thread-safe there.  A packing chain's are numcodecs' own
+            # Zstd, GZip or Zlib, compressed by this thread's ChunkEncoder)
+            return rest
         rest = sorted(rest, key=lambda g: -weights[g])
         self.along = dict(zip(whole, rest, strict=False))
         return rest[len(whole):]
