@@ -18,7 +18,8 @@ import pytest
 import zarrfast
 from zarrfast import concurrency, config
 from zarrfast import kernels as _kernels
-from zarrfast.codecs import BloscCodec, GzipCodec, ZstdCodec
+from zarrfast.codecs import BloscCodec, BytesCodec, GzipCodec, ShardingCodec, ZstdCodec
+from zarrfast.engine import shard_write
 from zarrfast.storage import LocalStore
 
 from _helpers.threads import run_in_threads, wait_child
@@ -100,8 +101,9 @@ def test_one_thread_writes_on_an_io_thread_the_bytes_of_two_threads(tmp_path, mo
                 io = [n.startswith("zarrfast-write") for n in names]
                 if "raw" in layout:  # (nothing to encode: the caller writes too)
                     assert names, names
-                elif "sharded" in layout:  # (the 4 edge shards are read, changed and
-                    assert sum(io) == len(io) - 4, names  # written back by the caller)
+                elif "sharded" in layout:  # (16 whole shards, the 4 edge ones read,
+                    # changed and written back by the I/O thread after 4 of them)
+                    assert len(io) == 20 and all(io), names
                 else:
                     assert io and all(io), names
         np.testing.assert_array_equal(a[...], x)
@@ -332,3 +334,95 @@ def test_chunks_without_a_batch_kernel_are_encoded_by_the_caller(tmp_path, monke
     assert len(encoders) == 420 and set(encoders) == {me}
     assert names and all(n.startswith("zarrfast-write") for n in names), names
     np.testing.assert_array_equal(a[...], x if value == "array" else 7)
+
+
+def _sharded(path, x=None):
+    """5 x 2 x 2 shards of zstd inner chunks over (72, 64, 64): 16 whole, the last 4 past
+    the array's edge along the first axis; ``x`` written at two threads."""
+    a = zarrfast.create_array(str(path), shape=(72, 64, 64), dtype="<u2", fill_value=0,
+                              **LAYOUTS["sharded-zstd"])
+    if x is not None:
+        with config.set(threads=2):
+            a[...] = x
+    return a
+
+
+@pytest.mark.parametrize("sel", [(slice(4, None), slice(3, None), slice(None)),
+                                 (slice(None), slice(None), slice(0, 40))])
+def test_partial_shards_beside_and_after_whole_ones_at_one_thread(tmp_path, monkeypatch,
+                                                                  sel):
+    """More shards read, changed and written back than whole ones (14 and 6, 12 and 8):
+    one rides with each whole shard's store on the I/O thread, the others are the
+    caller's; the files are those of two threads, and the values kept around the
+    selection are the old ones."""
+    x, y = _values((72, 64, 64), 1), _values((72, 64, 64), 2)
+    files, rmw_threads = {}, []
+    real = shard_write.read_modify_write
+
+    def spy(store, key, *args, **kwargs):
+        rmw_threads.append(threading.current_thread().name)
+        return real(store, key, *args, **kwargs)
+
+    for threads in (1, 2):
+        a = _sharded(tmp_path / f"t{threads}.zarr", x)
+        with config.set(threads=threads), monkeypatch.context() as m:
+            if threads == 1:
+                m.setattr(shard_write, "read_modify_write", spy)
+            a[sel] = y[sel]
+        want = x.copy()
+        want[sel] = y[sel]
+        np.testing.assert_array_equal(a[...], want)
+        files[threads] = _files(str(tmp_path / f"t{threads}.zarr"))
+        assert _leftovers(tmp_path / f"t{threads}.zarr") == []
+    assert files[1] == files[2] and len(files[1]) == 20
+    io = [n.startswith("zarrfast-write") for n in rmw_threads]
+    whole = 6 if sel[0].start == 4 else 8
+    assert len(io) == 20 - whole and sum(io) == whole, rmw_threads
+
+
+def test_a_failed_read_modify_write_on_the_io_thread_is_raised_naming_the_shard(tmp_path):
+    """An edge shard whose stored bytes are not a shard: its read-modify-write, on the I/O
+    thread, fails naming it; the caller stops, every shard file is whole (the old
+    bytes or the new) and the broken one is untouched."""
+    x, y = _values((72, 64, 64), 1), _values((72, 64, 64), 2)
+    _sharded(tmp_path / "new.zarr", y)
+    new = _files(str(tmp_path / "new.zarr"))
+    a = _sharded(tmp_path / "a.zarr", x)
+    old = _files(str(tmp_path / "a.zarr"))
+    bad = os.path.join(str(tmp_path / "a.zarr"), "c", "4", "0", "1")
+    with open(bad, "wb") as f:
+        f.write(b"not a shard")
+    with config.set(threads=1), pytest.raises(zarrfast.errors.ZarrfastError,
+                                              match=r"c/4/0/1"):
+        a[...] = y
+    files = _files(str(tmp_path / "a.zarr"))
+    assert files.pop("c/4/0/1") == b"not a shard"
+    assert set(files) == set(old) - {"c/4/0/1"}
+    for key, blob in files.items():
+        assert blob in (old[key], new[key]), key
+    assert _leftovers(tmp_path / "a.zarr") == []
+
+
+def test_shards_of_chunks_without_a_batch_kernel_are_all_encoded_by_the_caller(tmp_path,
+                                                                               monkeypatch):
+    """Inner chunks of numcodecs' LZ4 (no kernel encodes them): the edge shards' read-
+    modify-writes stay the caller's, so every LZ4 call is (a codec need not be
+    thread-safe at one thread)."""
+    encoders: list[str] = []
+    real = numcodecs.LZ4.encode
+
+    def encode(self, buf):
+        encoders.append(threading.current_thread().name)
+        return real(self, buf)
+
+    monkeypatch.setattr(numcodecs.LZ4, "encode", encode)
+    lz4 = {"name": "numcodecs.lz4", "configuration": {"acceleration": 1}}
+    a = zarrfast.create_array(str(tmp_path / "a.zarr"), shape=(72, 64, 64), dtype="<u2",
+                              chunks=(16, 32, 32), fill_value=0, compressors=None,
+                              serializer=ShardingCodec(chunk_shape=(8, 8, 8),
+                                                       codecs=[BytesCodec(), lz4]))
+    x = _values((72, 64, 64))
+    with config.set(threads=1):
+        a[...] = x
+    assert len(encoders) == 9 * 8 * 8 and set(encoders) == {threading.current_thread().name}
+    np.testing.assert_array_equal(a[...], x)

@@ -57,6 +57,32 @@ def test_set_many_refuses_links_out_like_set(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("how", ["set_many", "set_regions"])
+def test_a_batch_shares_one_temporary_name_and_a_failure_frees_it(tmp_path, how):
+    """The files of one batch are written under one temporary name, one after the other:
+    files 3 and 6 cannot be renamed into place (a directory holding a file is where they
+    go), the others of the batch, before and after, are written whole; the failures
+    name their keys, and no temporary file is left."""
+    store = LocalStore(tmp_path)
+    keys = [f"c/{i}" for i in range(9)]
+    for i in (3, 6):
+        os.makedirs(tmp_path / "c" / str(i))
+        (tmp_path / "c" / str(i) / "in-the-way").write_bytes(b"")
+    values = np.arange(9 * 16, dtype="<u2").reshape(9, 16)
+    with pytest.raises(ZarrfastError, match="c/3"):
+        if how == "set_many":
+            store.set_many([(k, values[i].tobytes()) for i, k in enumerate(keys)])
+        else:
+            store.set_regions(keys, values.reshape(-1).view(np.uint8),
+                              np.arange(9, dtype=np.int64)[:, None] * 32,
+                              np.array([2], dtype=np.int64), np.array([16], dtype=np.int64), 2)
+    for i, k in enumerate(keys):
+        if i not in (3, 6):
+            assert store.get(k) == values[i].tobytes(), k
+    assert sorted(os.listdir(tmp_path / "c" / "6")) == ["in-the-way"]
+    assert leftovers(tmp_path) == []
+
+
 def test_set_many_errors_name_the_key(tmp_path):
     store = LocalStore(tmp_path)
     store.set("file", b"x")
