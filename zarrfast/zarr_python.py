@@ -335,9 +335,12 @@ class CodecPipeline(_ZarrCodecPipeline):
             return await self.default.read(batch, out, drop_axes)
         if not _GET_RESULTS:
             return None
-        gone = set(missing)
-        return tuple({"status": "missing" if i in gone else "present"}
-                     for i in range(len(batch)))
+        # (a dict per chunk, as zarr-python makes them; then the missing ones: 2116
+        # chunks in 0.76 ms where asking each whether it is missing took 1.2 ms)
+        results: list[Any] = [{"status": "present"} for _ in range(len(batch))]
+        for i in missing:
+            results[i] = {"status": "missing"}
+        return tuple(results)
 
     async def write(self, batch_info: Iterable[tuple[Any, Any, Any, Any, bool]], value: Any,
                     drop_axes: tuple[int, ...] = ()) -> None:
