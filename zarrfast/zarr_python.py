@@ -49,6 +49,7 @@ import dataclasses
 import json
 import logging
 import math
+import operator
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain as _chain
@@ -334,9 +335,12 @@ class CodecPipeline(_ZarrCodecPipeline):
             return await self.default.read(batch, out, drop_axes)
         if not _GET_RESULTS:
             return None
-        gone = set(missing)
-        return tuple({"status": "missing" if i in gone else "present"}
-                     for i in range(len(batch)))
+        # (a dict per chunk, as zarr-python makes them; then the missing ones: 2116
+        # chunks in 0.76 ms where asking each whether it is missing took 1.2 ms)
+        results: list[Any] = [{"status": "present"} for _ in range(len(batch))]
+        for i in missing:
+            results[i] = {"status": "missing"}
+        return tuple(results)
 
     async def write(self, batch_info: Iterable[tuple[Any, Any, Any, Any, bool]], value: Any,
                     drop_axes: tuple[int, ...] = ()) -> None:
@@ -640,45 +644,116 @@ def _slice_table(batch: list, chunk_shape: np.ndarray) -> tuple | None:
     the slices and NumPy calls; ``None`` when it is not one (then :func:`_table` looks
     closer)."""
     n, ndim = len(batch), len(chunk_shape)
-    # every slice of every chunk's selections in one list each, row by row: a pass per
-    # attribute over flat lists (2048 chunks of 3 dimensions: 1.3 ms, where a nested
-    # list of tuples made into an array took 3.1 ms and its garbage set off collections)
     try:
-        sels = list(_chain.from_iterable([item[2] for item in batch]))
-        outs = list(_chain.from_iterable([item[3] for item in batch]))
-        if len(sels) != n * ndim or len(outs) != n * ndim:
-            return None
-        steps = {s.step for s in sels}
-        if not ({s.step for s in outs} <= {None, 1}):
-            return None
-        start = np.array([s.start for s in sels], dtype=np.int64).reshape(n, ndim)
-        stop = np.array([s.stop for s in sels], dtype=np.int64).reshape(n, ndim)
-        out_start = np.array([s.start for s in outs], dtype=np.int64).reshape(n, ndim)
-        out_stop = np.array([s.stop for s in outs], dtype=np.int64).reshape(n, ndim)
+        cols = _product_columns(batch, ndim)
+        if cols is None:
+            cols = _flat_columns(batch, n, ndim)
+            if cols is None:
+                return None
+        start, stop, per, out_start, out_stop = cols
     except (AttributeError, TypeError, ValueError):  # an int, None, an array...
         return None
-    if len(steps) == 1:  # (one step for every dimension of every chunk)
-        one = next(iter(steps))
-        one = 1 if one is None else one
-        if not isinstance(one, (int, np.integer)) or one < 1:
-            return None
-        step_row = [int(one)] * ndim
-    else:  # (a step per dimension, the same for every chunk)
-        try:
-            per = np.array([1 if s.step is None else s.step for s in sels],
-                           dtype=np.int64).reshape(n, ndim)
-        except (TypeError, ValueError):
-            return None
-        if not ((per > 0).all() and (per == per[0]).all()):
-            return None
-        step_row = per[0].tolist()
-    step = np.array(step_row, dtype=np.int64)
+    if not ((per > 0).all() and (per == per[0]).all()):
+        return None
+    step_row = per[0].tolist()
+    step = per[0]
     count = (stop - start + step - 1) // step
     if not ((count >= 1).all() and (start >= 0).all() and (stop <= chunk_shape).all()
             and (out_start >= 0).all() and (out_stop - out_start == count).all()):
         return None
     complete = np.array([bool(item[4]) for item in batch], dtype=bool)
     return start, count, out_start, complete, step_row, [True] * ndim
+
+
+def _slice_fields(sels: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The starts, stops and steps (``None``: 1) of the slices ``sels``; an ``int`` or
+    an array among them raises ``AttributeError``, a bound that is not an integer
+    ``TypeError``."""
+    return (_ints([s.start for s in sels]), _ints([s.stop for s in sels]),
+            _ints([1 if s.step is None else s.step for s in sels]))
+
+
+def _ints(values: list) -> np.ndarray:
+    """``values`` (Python or NumPy integers) as int64; ``TypeError`` for anything else
+    (``None``, a float: never rounded into a bound)."""
+    a = np.array(values)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"slice bounds of {a.dtype}")
+    return a.astype(np.int64, copy=False)
+
+
+def _flat_columns(batch: list, n: int, ndim: int) -> tuple | None:
+    """``(start, stop, step, out_start, out_stop)``, each ``(n, ndim)``, of the batch's
+    chunk and output slices read one by one; ``None`` when they are not ``ndim`` per
+    chunk or an output slice has a step."""
+    # every slice of every chunk's selections in one list each, row by row: a pass per
+    # attribute over flat lists (a nested list of tuples made into an array was slower,
+    # and its garbage set off collections)
+    sels = list(_chain.from_iterable([item[2] for item in batch]))
+    outs = list(_chain.from_iterable([item[3] for item in batch]))
+    if len(sels) != n * ndim or len(outs) != n * ndim:
+        return None
+    start, stop, per = (a.reshape(n, ndim) for a in _slice_fields(sels))
+    out_start, out_stop, out_step = (a.reshape(n, ndim) for a in _slice_fields(outs))
+    if (out_step != 1).any():
+        return None
+    return start, stop, per, out_start, out_stop
+
+
+def _product_columns(batch: list, ndim: int) -> tuple | None:
+    """:func:`_flat_columns` of a batch whose chunk selections, and output selections,
+    are the C-order product of one sequence of slices per dimension, object for object:
+    as zarr-python's basic and orthogonal indexers make them (``itertools.product`` of
+    each dimension's projections, one slice object per chunk of a dimension).  Each
+    distinct slice is read once; every chunk's selection is checked to be the product's
+    by identity (a pass per dimension at C speed).  ``None`` when it is not such a
+    product.  (A full read of 2116 chunks of two dimensions: 0.8 ms, where reading every
+    slice took 2.5 ms, on a loaded machine.)"""
+    n = len(batch)
+    sels = _product([item[2] for item in batch], n, ndim)
+    if sels is None:
+        return None
+    outs = _product([item[3] for item in batch], n, ndim)
+    shape = tuple(len(seq) for seq in sels)
+    if outs is None or tuple(len(seq) for seq in outs) != shape:
+        return None
+
+    def grid(fields: list[np.ndarray]) -> np.ndarray:
+        # (dimension d's values along axis d of the chunk grid, every row of the batch)
+        return np.stack([np.broadcast_to(f.reshape([-1 if e == d else 1 for e in range(ndim)]),
+                                         shape).reshape(-1)
+                         for d, f in enumerate(fields)], axis=1)
+
+    chunk = [_slice_fields(seq) for seq in sels]
+    out = [_slice_fields(seq) for seq in outs]
+    if any((f[2] != 1).any() for f in out):
+        return None
+    return (grid([f[0] for f in chunk]), grid([f[1] for f in chunk]),
+            grid([f[2] for f in chunk]), grid([f[0] for f in out]), grid([f[1] for f in out]))
+
+
+def _product(rows: list, n: int, ndim: int) -> list[list] | None:
+    """The sequences, one per dimension, whose C-order product is ``rows`` (``n`` tuples
+    of ``ndim`` objects) object for object, or ``None``."""
+    if set(map(len, rows)) != {ndim}:  # (a dropped dimension, not tuples)
+        return None
+    seqs = []
+    block = n  # (the rows of one object of the dimension before)
+    for d in range(ndim):
+        col = [row[d] for row in rows]
+        first = col[0]
+        # (the rows of one object of this dimension: the first one's run)
+        run = next((i for i in range(1, block) if col[i] is not first), block)
+        if block % run:
+            return None
+        seq = col[0:block:run]
+        # (each object ``run`` times, the whole once per object of the dimensions before)
+        expected = list(_chain.from_iterable([o] * run for o in seq)) * (n // block)
+        if not all(map(operator.is_, col, expected)):
+            return None
+        seqs.append(seq)
+        block = run
+    return seqs if block == 1 else None
 
 
 def _table(batch: list, chunk_shape: tuple[int, ...]) -> tuple | str:
