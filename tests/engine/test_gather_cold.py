@@ -217,9 +217,15 @@ def test_cold_prefix_gathers_across_waves(tmp_path, cold, monkeypatch, threads) 
     monkeypatch.setattr(fancy, "GATHER_AHEAD_BYTES", 1000 * 64 * 4 * 16)  # (16 chunks)
     rows = np.sort(np.random.default_rng(5).choice(np.arange(20) * 1000, 20, replace=False)
                    + np.random.default_rng(6).integers(0, 200, 20))
+    positions: list[int] = []
+    real_taken = chunked.Announcer.taken
+    monkeypatch.setattr(chunked.Announcer, "taken",
+                        lambda self, i: positions.append(i) or real_taken(self, i))
     with config.set(threads=threads):
         np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
     assert calls == [True] * 7  # (20 chunks in waves of 3, each announced as it went)
+    # the threads said where they were, up to the last wave's chunks (18 and 19)
+    assert positions and max(positions) >= 18 and all(0 <= i < 20 for i in positions)
     assert _wait_announcers_gone()
     assert cold.given == [[f"c/{c}/0" for c in range(20)]]
     _in_order(cold)

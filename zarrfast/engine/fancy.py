@@ -339,10 +339,11 @@ class _Ahead:
         each wave then probes its own)."""
         if self.on and self.announcer is None:
             array = self.array
-            keys = chunk_keys(array.metadata, array.chunk_path, self.coords)
-            self.on = first_cold(array.store, keys[a])
-            if self.on:
-                self.announcer = Announcer(array.store, keys[a:], self.window)
+            first = chunk_keys(array.metadata, array.chunk_path, self.coords[a:a + 1])
+            self.on = first_cold(array.store, first[0])
+            if self.on:  # (the keys of the rest only then: a warm gather costs a probe)
+                keys = chunk_keys(array.metadata, array.chunk_path, self.coords[a:])
+                self.announcer = Announcer(array.store, keys, self.window)
                 self.start = a
         return self.on
 
