@@ -158,14 +158,19 @@ def test_the_announcer_keeps_its_window_and_stops(monkeypatch) -> None:
     ann = chunked.Announcer(None, keys, 10)  # type: ignore[arg-type]  # (the spy's)
 
     def settle(n: int) -> None:
-        for _ in range(500):
-            if len(done) >= n:
-                break
+        deadline = time.monotonic() + 30
+        while len(done) < n and time.monotonic() < deadline:
             time.sleep(0.002)
         time.sleep(0.02)  # (time to go past n, were it to)
 
     settle(10)
     assert done == keys[:10]  # (nothing taken yet: the window only)
+    ann.taken(4)  # (less than half a window free: it waits on)
+    settle(10)
+    assert done == keys[:10]
+    ann.taken(5)  # (half a window: it announces up to 5 + 10)
+    settle(15)
+    assert done == keys[:15]
     ann.taken(50)
     settle(60)
     assert done == keys[:60]

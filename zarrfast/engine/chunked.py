@@ -1112,6 +1112,7 @@ class Announcer:
     def __init__(self, store: Store, keys: Sequence[str], window: int) -> None:
         self.store, self.keys, self.window = store, keys, max(1, window)
         self.pos = 0  # files the readers have taken
+        self.wake_at = 0  # waiting: woken when the readers have taken the files before it
         self.closed = self.waiting = False
         self.cond = threading.Condition(threading.Lock())
         self.thread = threading.Thread(target=self._run, name="zarrfast-announce",
@@ -1123,6 +1124,9 @@ class Announcer:
         while done < n:
             with self.cond:
                 while not self.closed and done >= self.pos + self.window:
+                    # (woken once half a window is free, not at each file taken: a
+                    # wake-up preempts the reader that gives it, on a busy machine)
+                    self.wake_at = done - self.window + max(1, self.window // 2)
                     self.waiting = True
                     self.cond.wait()
                     self.waiting = False
@@ -1140,7 +1144,7 @@ class Announcer:
         with self.cond:
             if i > self.pos:
                 self.pos = i
-                if self.waiting:  # (a wake-up costs the readers: only when it waits)
+                if self.waiting and i >= self.wake_at:
                     self.cond.notify()
 
     def close(self) -> None:
