@@ -90,6 +90,8 @@ EXTENSIONS = [
     Extension("zarrfast._ext._indexing", ["src_ext/_indexing.pyx"]),
     Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),
     Extension("zarrfast._ext._downsample", ["src_ext/_downsample.pyx"]),
+    # zstd by the addresses of numcodecs' copy (bound at import), so never linked
+    Extension("zarrfast._ext._zstd_prefix", ["src_ext/_zstd_prefix.pyx"]),
     decode_extension(),
     encode_extension(),
 ]

@@ -101,9 +101,9 @@ def spy_waves(monkeypatch):
     calls = []
     real = fancy._read_chunks
 
-    def counting(array, chain, coords, dtype, need=None):
+    def counting(array, chain, coords, dtype, *rest):
         calls.append(len(coords))
-        return real(array, chain, coords, dtype, need)
+        return real(array, chain, coords, dtype, *rest)
 
     monkeypatch.setattr(fancy, "_read_chunks", counting)
     return calls
@@ -230,9 +230,9 @@ def spy_prefixes(monkeypatch):
     calls = []
 
     def spy(real):
-        def counting(array, chain, coords, need):
+        def counting(array, chain, coords, need, *rest):
             calls.append(need.copy())
-            return real(array, chain, coords, need)
+            return real(array, chain, coords, need, *rest)
         return counting
 
     for name in ("_read_prefixes", "_read_shard_prefixes"):

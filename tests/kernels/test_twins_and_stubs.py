@@ -45,6 +45,10 @@ NO_TWIN = {
         "bind_zlib": "binds a library", "bind_zstd": "binds a library",
         "linked_zstd": "reports the build", "bound": "reports the bindings",
     },
+    "_zstd_prefix": {
+        "bind": "binds a library", "bound": "reports the binding",
+        "Context": "a decompression context (zstd's memory, one per thread)",
+    },
     "_fileio": {
         "PageBuffer": "memory from the system (zarrfast.kernels.buffers falls back to NumPy)",
         "kept_pages": "reports PageBuffer's cache", "release_kept_pages": "empties it",

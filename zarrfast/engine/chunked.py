@@ -1042,39 +1042,52 @@ def read_rows_files(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:
 
 #: chunk files announced to the kernel at once, at most (see :func:`prefetch_if_cold`)
 PREFETCH_FILES = 4096
+#: files an :class:`Announcer` announces at a time
+ANNOUNCE_BLOCK = 16
 #: ``os.open`` flags of a file only announced: never blocks (a FIFO), never follows a link
 _PROBE_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
                 | getattr(os, "O_CLOEXEC", 0))
 
 
-def prefetch_if_cold(store: Store, keys: Sequence[str]) -> None:
-    """When the first of the chunk files ``keys`` of a local store is not in the page
-    cache (a read of its first byte would wait for the disk: ``RWF_NOWAIT``), tell the
-    kernel every one of them is about to be read (``POSIX_FADV_WILLNEED``), so that the
-    disk reads them all at once while the decoding threads take them in turn: a cold
-    batch of scattered chunks then waits for the disk about once, not once per file
-    (each thread reads one file at a time).  Warm files cost one probe."""
+def first_cold(store: Store, key: str) -> bool:
+    """Whether the file of ``key`` in a local store is out of the page cache: a read of
+    its first byte would wait for the disk (``RWF_NOWAIT``).  ``False`` when it is
+    cached, when the store does not keep values in files, or when it cannot say (no
+    ``RWF_NOWAIT``, a missing file, a link, a file system that refuses the flag).  Costs
+    an ``open``, a ``preadv`` and a ``close``."""
     nowait = getattr(os, "RWF_NOWAIT", None)
     if nowait is None or not hasattr(os, "preadv") or not hasattr(os, "posix_fadvise"):
+        return False
+    files = store.file_paths([key])
+    if files is None:
+        return False
+    try:
+        fd = os.open(os.path.join(files[0], files[1][0]), _PROBE_FLAGS)
+    except OSError:
+        return False  # (missing, a link: the read says what it is)
+    try:
+        os.preadv(fd, [bytearray(1)], 0, nowait)
+        return False  # in the page cache
+    except BlockingIOError:
+        return True  # not in the cache
+    except OSError:
+        return False  # (RWF_NOWAIT refused by this file system, a directory...)
+    finally:
+        os.close(fd)
+
+
+def announce_files(store: Store, keys: Sequence[str]) -> None:
+    """Tell the kernel the files of ``keys`` (at most PREFETCH_FILES of them) in a local
+    store are about to be read (``POSIX_FADV_WILLNEED``): the disk reads them all at
+    once, in the background.  Nothing for a store whose values are not files; a file
+    that cannot be opened (missing, a link) is skipped (its read says what it is)."""
+    if not keys or not hasattr(os, "posix_fadvise"):
         return
-    files = store.file_paths(keys[:1])
+    files = store.file_paths(keys[:PREFETCH_FILES])
     if files is None:
         return
     root = files[0]
-    try:
-        fd = os.open(os.path.join(root, files[1][0]), _PROBE_FLAGS)
-    except OSError:
-        return  # (missing, a link: the read says what it is)
-    try:
-        os.preadv(fd, [bytearray(1)], 0, nowait)
-        return  # in the page cache
-    except BlockingIOError:
-        pass  # not in the cache: announce them all
-    except OSError:
-        return  # (RWF_NOWAIT refused by this file system, a directory...)
-    finally:
-        os.close(fd)
-    for path in store.file_paths(keys[:PREFETCH_FILES])[1]:  # type: ignore[index]
+    for path in files[1]:
         try:
             fd = os.open(os.path.join(root, path), _PROBE_FLAGS)
         except OSError:
@@ -1085,6 +1098,71 @@ def prefetch_if_cold(store: Store, keys: Sequence[str]) -> None:
             pass
         finally:
             os.close(fd)
+
+
+class Announcer:
+    """Announces the files of ``keys`` (a local store's, in the order they will be read)
+    to the kernel from a thread of its own, in blocks of ANNOUNCE_BLOCK, at most
+    ``window`` files past the position the readers report (:meth:`taken`), until
+    :meth:`close`.  ``POSIX_FADV_WILLNEED`` blocks while the disk's queue is full: done
+    by the threads that decode, it takes their time (as long as their reads, in a cold
+    gather); here it overlaps the decoding and keeps the disk busy with the files needed
+    next, in order (a whole batch announced at once is read in the disk's order)."""
+
+    def __init__(self, store: Store, keys: Sequence[str], window: int) -> None:
+        self.store, self.keys, self.window = store, keys, max(1, window)
+        self.pos = 0  # files the readers have taken
+        self.wake_at = 0  # waiting: woken when the readers have taken the files before it
+        self.closed = self.waiting = False
+        self.cond = threading.Condition(threading.Lock())
+        self.thread = threading.Thread(target=self._run, name="zarrfast-announce",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        done, n = 0, len(self.keys)
+        while done < n:
+            with self.cond:
+                while not self.closed and done >= self.pos + self.window:
+                    # (woken once half a window is free, not at each file taken: a
+                    # wake-up preempts the reader that gives it, on a busy machine)
+                    self.wake_at = done - self.window + max(1, self.window // 2)
+                    self.waiting = True
+                    self.cond.wait()
+                    self.waiting = False
+                if self.closed:
+                    return
+                hi = min(n, self.pos + self.window, done + ANNOUNCE_BLOCK)
+            try:
+                announce_files(self.store, self.keys[done:hi])
+            except Exception:  # (a hint only: the reads say what is wrong)
+                return
+            done = hi
+
+    def taken(self, i: int) -> None:
+        """The readers have taken the files before ``i``."""
+        with self.cond:
+            if i > self.pos:
+                self.pos = i
+                if self.waiting and i >= self.wake_at:
+                    self.cond.notify()
+
+    def close(self) -> None:
+        """Stop announcing (the thread ends after the block it is announcing)."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify()
+
+
+def prefetch_if_cold(store: Store, keys: Sequence[str]) -> None:
+    """When the first of the chunk files ``keys`` of a local store is not in the page
+    cache (:func:`first_cold`), tell the kernel every one of them is about to be read
+    (:func:`announce_files`), so that the disk reads them all at once while the
+    decoding threads take them in turn: a cold batch of scattered chunks then waits for
+    the disk about once, not once per file (each thread reads one file at a time).
+    Warm files cost one probe."""
+    if keys and first_cold(store, keys[0]):
+        announce_files(store, keys)
 
 
 def read_rows_tasks(plan: Plan, keys: Sequence[str], reader: RowReader) -> None:

@@ -31,7 +31,15 @@ import numpy as np
 
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_dynamic_into, map_unordered_into
-from zarrfast.engine.chunked import PreparedChain, RowReader, chunk_keys, prefetch_if_cold
+from zarrfast.engine.chunked import (
+    PREFETCH_FILES,
+    Announcer,
+    PreparedChain,
+    RowReader,
+    chunk_keys,
+    first_cold,
+    prefetch_if_cold,
+)
 from zarrfast.engine.plan import Options, Plan
 from zarrfast.engine.rmw import read_modify_write
 from zarrfast.engine.selection import BasicSelection, expand_ellipsis, slice_indices
@@ -297,6 +305,59 @@ def _wave_chunks(array: FancyTarget, chain: PreparedChain) -> int:
     return max(1, wave // max(1, chain.chunk_nbytes))
 
 
+#: a gather whose first chunk file is out of the page cache announces its chunk files
+#: to the kernel (``POSIX_FADV_WILLNEED``) from a thread of its own
+#: (:class:`~zarrfast.engine.chunked.Announcer`), in order, across its waves, up to
+#: about this many bytes of chunks (decoded; 16 to PREFETCH_FILES files) past the chunks
+#: its threads have taken: the disk reads the next files while the threads decode, and
+#: the threads never wait in the announcing (each wave announcing its own files at once
+#: did: as long as its reads).  0 turns it off.
+GATHER_AHEAD_BYTES = 64 * 2**20
+
+
+class _Ahead:
+    """The chunk files of one line of a gather's waves (``coords``: the grid coordinates
+    of its chunks, in the order the waves read them) announced to the kernel ahead of
+    the chunks the threads take, when the first is cold
+    (:func:`~zarrfast.engine.chunked.first_cold`).  Only for a regular grid's chunks on
+    a store of local files (the inner chunks of shards are parts of files: announcing a
+    shard would read all of it).  :meth:`close` when the line is read."""
+
+    def __init__(self, array: FancyTarget, chain: PreparedChain, coords: np.ndarray) -> None:
+        caps = array.store.capabilities
+        self.on = bool(GATHER_AHEAD_BYTES > 0 and chain is array.chain and caps.files
+                       and not caps.batched_gets and len(coords) > 1)
+        self.array, self.coords = array, coords
+        self.window = max(16, min(PREFETCH_FILES,
+                                  GATHER_AHEAD_BYTES // max(1, chain.chunk_nbytes)))
+        self.announcer: Announcer | None = None
+        self.start = 0  # the chunk the announcer's first file is of
+
+    def cold(self, a: int) -> bool:
+        """Before the wave that starts at chunk ``a``: whether its files are being
+        announced (the first call probes its first file; a warm one turns this off:
+        each wave then probes its own)."""
+        if self.on and self.announcer is None:
+            array = self.array
+            first = chunk_keys(array.metadata, array.chunk_path, self.coords[a:a + 1])
+            self.on = first_cold(array.store, first[0])
+            if self.on:  # (the keys of the rest only then: a warm gather costs a probe)
+                keys = chunk_keys(array.metadata, array.chunk_path, self.coords[a:])
+                self.announcer = Announcer(array.store, keys, self.window)
+                self.start = a
+        return self.on
+
+    def taken(self, i: int) -> None:
+        """The threads have taken the chunks before ``i``."""
+        if self.announcer is not None:
+            self.announcer.taken(i - self.start)
+
+    def close(self) -> None:
+        if self.announcer is not None:
+            self.announcer.close()
+            self.announcer = None
+
+
 class _GatherScratch(threading.local):
     buf: np.ndarray | None = None
 
@@ -388,7 +449,7 @@ def _prefix_kind(array: FancyTarget, chain: PreparedChain) -> str | None:
 
 
 def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
-                   need: np.ndarray) -> np.ndarray:
+                   need: np.ndarray, ahead: tuple[_Ahead, int] | None = None) -> np.ndarray:
     """``_read_chunks`` of zstd chunks decoded up to ``need`` bytes each (their bytes
     beyond are undefined), in parts of a few chunks that the pool's threads take in
     turn: each part's stored chunks read by one ``read_many_into`` call into the
@@ -400,11 +461,13 @@ def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     buf = _scratch(k * nb, f"array {array.name!r}")
     threads = array.options.threads
     per = max(1, min(PREFIX_PART, -(-k // threads)))
-    if k > 1:
+    if ahead is None and k > 1:
         prefetch_if_cold(store, keys)
 
     def part(lo: int) -> None:
         hi = min(lo + per, k)
+        if ahead is not None:
+            ahead[0].taken(ahead[1] + lo)
         stored = chain._batch_buffer(hi - lo, cap)  # (this thread's)
         slots = np.arange(hi - lo, dtype=np.int64) * cap
         sizes = store.read_many_into(keys[lo:hi], stored, slots, cap, exact=False)
@@ -486,17 +549,19 @@ def _read_shard_prefixes(array: FancyTarget, inner: PreparedChain, coords: np.nd
 
 
 def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
-                 dtype: np.dtype, need: np.ndarray | None = None) -> np.ndarray:
+                 dtype: np.dtype, need: np.ndarray | None = None,
+                 ahead: tuple[_Ahead, int] | None = None) -> np.ndarray:
     """The chunks at ``coords`` (rows of grid coordinates: of the inner grid for shards),
     decoded: an array of shape ``(k, *chunk_shape)`` (a scratch buffer, valid until this
     thread's next gather; beyond the array's edge its contents are undefined).  With
     ``need``, only the first ``need[b]`` bytes of chunk ``b`` as stored (decoded) are
     used: a chain whose chunks can be decoded that far only may leave the rest
-    undefined."""
+    undefined.  ``ahead``: the gather's cold files announcer and the position of
+    these chunks in its line (their files are announced as they are taken)."""
     if need is not None and _prefix_pays(chain, need):
         kind = _prefix_kind(array, chain)
         if kind == "chunks":
-            return _read_prefixes(array, chain, coords, need)
+            return _read_prefixes(array, chain, coords, need, ahead)
         if kind == "shards":
             return _read_shard_prefixes(array, chain, coords, need)
     rows = _WholeChunks(chain, array.shape, coords)
@@ -509,6 +574,8 @@ def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     if chain is array.chain:
         reader = RowReader(rows, scratch, plan.caps)  # type: ignore[arg-type]  # (a projection)
         keys = chunk_keys(array.metadata, array.chunk_path, coords)
+        if ahead is not None:  # (the files of this wave on, announced as it reads)
+            ahead[0].taken(ahead[1])
         choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
     else:  # the inner chunks of shards
         shards = group_by_shard(array.chain, rows, array.chunk_path)  # type: ignore[arg-type]
@@ -567,30 +634,34 @@ def _gather_orthogonal(array: FancyTarget, chain: PreparedChain, osel: Orthogona
             src.append(_run_or_array(local[pos]))
             coords_other[d] = int(cids[j])
             last += int(local[pos].max()) * int(strides[d])
-        for a in range(0, len(cids_g), per_wave):
-            b = min(a + per_wave, len(cids_g))
-            coords = np.empty((b - a, ndim), dtype=np.int64)
-            coords[:, g] = cids_g[a:b]
-            for d, c in coords_other.items():
-                coords[:, d] = c
-
-            chunks = _read_chunks(array, chain, coords, out.dtype, last_g[a:b] + last)
-            pos_g = order_g[starts_g[a]:starts_g[b]]
-            # chunks (k, c_g, c_others...): the wave's elements along g, then the others
-            block = np.moveaxis(chunks, 1 + g, 1)[rank_g[pos_g] - a, local_g[pos_g]]
-            for axis, sl in enumerate(src, start=1):
-                if isinstance(sl, slice):
-                    if sl != slice(0, block.shape[axis]):
-                        block = block[(slice(None),) * axis + (sl,)]
+        line = np.empty((len(cids_g), ndim), dtype=np.int64)
+        line[:, g] = cids_g
+        for d, c in coords_other.items():
+            line[:, d] = c
+        ahead = _Ahead(array, chain, line)
+        try:
+            for a in range(0, len(cids_g), per_wave):
+                b = min(a + per_wave, len(cids_g))
+                chunks = _read_chunks(array, chain, line[a:b], out.dtype,
+                                      last_g[a:b] + last, (ahead, a) if ahead.cold(a) else None)
+                pos_g = order_g[starts_g[a]:starts_g[b]]
+                # chunks (k, c_g, c_others...): the wave's elements along g, then the others
+                block = np.moveaxis(chunks, 1 + g, 1)[rank_g[pos_g] - a, local_g[pos_g]]
+                for axis, sl in enumerate(src, start=1):
+                    if isinstance(sl, slice):
+                        if sl != slice(0, block.shape[axis]):
+                            block = block[(slice(None),) * axis + (sl,)]
+                    else:
+                        block = block.take(sl, axis=axis)
+                block = np.moveaxis(block, 0, g)
+                dst[g] = pos_g
+                if sum(1 for x in dst if not isinstance(x, slice)) > 1:
+                    out[np.ix_(*(np.arange(x.start, x.stop) if isinstance(x, slice) else x
+                                 for x in dst))] = block
                 else:
-                    block = block.take(sl, axis=axis)
-            block = np.moveaxis(block, 0, g)
-            dst[g] = pos_g
-            if sum(1 for x in dst if not isinstance(x, slice)) > 1:
-                out[np.ix_(*(np.arange(x.start, x.stop) if isinstance(x, slice) else x
-                             for x in dst))] = block
-            else:
-                out[tuple(dst)] = block
+                    out[tuple(dst)] = block
+        finally:
+            ahead.close()
 
 
 def _gather_points(array: FancyTarget, chain: PreparedChain, coords: tuple[np.ndarray, ...],
@@ -614,11 +685,16 @@ def _gather_points(array: FancyTarget, chain: PreparedChain, coords: tuple[np.nd
     last = np.full(len(ucids), chain.itemsize, dtype=np.int64)
     for x, st in zip(local, chain.chunk_strides.tolist(), strict=True):
         last += np.maximum.reduceat(x[order], starts[:-1]) * st
-    for a in range(0, len(ucids), per_wave):
-        b = min(a + per_wave, len(ucids))
-        chunks = _read_chunks(array, chain, chunk_coords[a:b], out.dtype, last[a:b])
-        pos = order[starts[a]:starts[b]]
-        out[pos] = chunks[(rank[pos] - a, *(x[pos] for x in local))]
+    ahead = _Ahead(array, chain, chunk_coords)
+    try:
+        for a in range(0, len(ucids), per_wave):
+            b = min(a + per_wave, len(ucids))
+            chunks = _read_chunks(array, chain, chunk_coords[a:b], out.dtype, last[a:b],
+                                  (ahead, a) if ahead.cold(a) else None)
+            pos = order[starts[a]:starts[b]]
+            out[pos] = chunks[(rank[pos] - a, *(x[pos] for x in local))]
+    finally:
+        ahead.close()
     return True
 
 

@@ -428,6 +428,52 @@ def blosc_decode_frame(frame, target, lo=0, hi=-1) -> int:
     return t.size
 
 
+def decode_prefixes(context, src, src_offsets, src_sizes, dst, dst_offsets, needs, nbytes,
+                    status) -> None:
+    """Twin of ``_ext._zstd_prefix.decode_prefixes``: numcodecs decodes each frame whole
+    (``context`` is not used).  ``dst[dst_offsets[r]:][:nbytes]`` gets all ``nbytes``
+    decoded bytes (the kernel: at least the first ``needs[r]``); ``status[r]`` is 0
+    (decoded), 1 (a negative size: nothing done) or 2 (the frame does not decode to
+    ``nbytes`` bytes).  A frame whose blocks after the ones holding its first
+    ``needs[r]`` bytes are damaged fails here, and decodes in the kernel, which never
+    reaches them."""
+    from numcodecs import zstd
+
+    s, d = _u8(src), _u8(dst, writable=True)
+    so, sz, do, nd = (_i64(x) for x in (src_offsets, src_sizes, dst_offsets, needs))
+    st = np.frombuffer(status, dtype=np.int8) if not isinstance(status, np.ndarray) else status
+    n = len(so)
+    if not (len(sz) == len(do) == len(nd) == len(st) == n):
+        raise ValueError(f"decode_prefixes: src_offsets, src_sizes, dst_offsets, needs and "
+                         f"status must have the same length (src_offsets has {n})")
+    nbytes = _ssize(nbytes)
+    if nbytes < 0:
+        raise ValueError(f"decode_prefixes: nbytes {nbytes} is negative")
+    for r in range(n):
+        a, size, at, need = int(so[r]), int(sz[r]), int(do[r]), int(nd[r])
+        if size >= 0 and (a < 0 or a > s.size or size > s.size - a):
+            raise ValueError(f"decode_prefixes: frame {r}: bytes [{a}, {a} + {size}) lie "
+                             f"outside src ({s.size} bytes)")
+        if need < 0 or need > nbytes or at < 0 or at > d.size or nbytes > d.size - at:
+            raise ValueError(f"decode_prefixes: frame {r}: need {need} of {nbytes} bytes at "
+                             f"{at} lies outside dst ({d.size} bytes)")
+    for r in range(n):
+        a, size, at = int(so[r]), int(sz[r]), int(do[r])
+        if size < 0:
+            st[r] = 1
+            continue
+        try:
+            out = zstd.decompress(s[a:a + size].tobytes())
+        except (RuntimeError, ValueError):
+            st[r] = 2
+            continue
+        if len(out) != nbytes:
+            st[r] = 2
+            continue
+        d[at:at + nbytes] = np.frombuffer(out, dtype=np.uint8)
+        st[r] = 0
+
+
 def _span(offset: int, strides, shape, itemsize: int) -> tuple[int, int]:
     """The bytes ``[lo, hi)`` a (non-empty) region reads."""
     lo = hi = offset

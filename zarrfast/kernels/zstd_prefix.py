@@ -5,9 +5,12 @@ the first ``need`` bytes of the decoded chunk) decodes its zstd frame a block at
 with zstd's buffer-less API (``ZSTD_decompressBegin``, ``ZSTD_nextSrcSizeToDecompress``,
 ``ZSTD_decompressContinue``), straight into the chunk's place, and stops after the
 block (at most 128 KiB) holding the last of them, where a whole-frame decode undoes
-every block.  The library is numcodecs' (its extension module exports zstd's API),
-called through ``ctypes``: ``ZSTD_decompressContinue`` releases the GIL (threads decode
-at once); the calls that only read a header keep it.
+every block.  The library is numcodecs' (its extension module exports zstd's API).  The
+compiled kernel ``zarrfast._ext._zstd_prefix`` (bound to the library's functions by
+their addresses, found with ``ctypes``) decodes a whole batch in one call without the
+GIL; without it (the extensions not built), zstd is called through ``ctypes`` once per
+block: ``ZSTD_decompressContinue`` then releases the GIL and takes it back for each
+block, which threads wait for under contention.
 
 ``available`` is false in pure-Python mode (``ZARRFAST_PURE_PYTHON=1``) or when no
 library exports the functions; callers then decode whole chunks.
@@ -22,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["available", "decode_prefixes"]
+__all__ = ["IMPLEMENTATION", "available", "decode_prefixes"]
 
 #: statuses, as the batched decoders give them (``kernels.DECODED`` ...)
 DECODED, NO_DATA, FAILED = 0, 1, 2
@@ -69,6 +72,29 @@ def _load() -> tuple[Any, Any] | None:
 _libs = _load()
 #: whether :func:`decode_prefixes` can run
 available = _libs is not None
+
+
+def _load_kernel() -> Any:
+    """``zarrfast._ext._zstd_prefix`` bound to the library's functions, or ``None``
+    (the extensions not built, or pure-Python mode)."""
+    if _libs is None:
+        return None
+    try:
+        from zarrfast._ext import _zstd_prefix as ext
+    except ImportError:  # pragma: no cover - the extensions are built
+        return None
+    lib = _libs[0]
+    ext.bind(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0 for name in (
+        "ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressBegin",
+        "ZSTD_nextSrcSizeToDecompress", "ZSTD_decompressContinue", "ZSTD_isError",
+        "ZSTD_getFrameContentSize")))
+    return ext
+
+
+_kernel = _load_kernel()
+#: which code decodes: ``"kernel"`` (one call per batch, no GIL), ``"ctypes"`` (one
+#: call per block), ``None`` (not available)
+IMPLEMENTATION = "kernel" if _kernel is not None else "ctypes" if available else None
 #: a block's content is decoded by a call that releases the GIL from this size on
 _RELEASE_MIN = 4096
 
@@ -90,6 +116,7 @@ class _Context:
 
 class _Local(threading.local):
     context: _Context | None = None
+    kernel_context: Any = None
 
 
 _local = _Local()
@@ -97,7 +124,7 @@ _local = _Local()
 
 def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndarray,
                     dst: np.ndarray, dst_offsets: np.ndarray, needs: np.ndarray,
-                    nbytes: int) -> np.ndarray:
+                    nbytes: int, *, force_ctypes: bool = False) -> np.ndarray:
     """Decode at least the first ``needs[r]`` bytes of the zstd frame ``r`` (bytes
     ``src[src_offsets[r]:][:src_sizes[r]]``) into ``dst[dst_offsets[r]:][:nbytes]``,
     block by block, stopping after the block that holds byte ``needs[r] - 1``.
@@ -110,7 +137,9 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
     the caller decodes it whole, which says why).
 
     Raises ``ValueError`` when lengths differ or a range lies outside ``src`` or
-    ``dst`` (checked before anything is written).
+    ``dst`` (checked before anything is written).  The batch is decoded by the compiled
+    kernel in one call without the GIL, or (``force_ctypes``, or the kernel not built)
+    through ``ctypes``, a call per block: the two give the same bytes and statuses.
     """
     assert _libs is not None, "zstd_prefix: not available"
     lib, keep = _libs
@@ -122,14 +151,22 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
             src.flags.c_contiguous and dst.flags.c_contiguous and dst.flags.writeable):
         raise ValueError("decode_prefixes: src and dst must be contiguous uint8 arrays, "
                          "dst writeable")
-    src_offsets, src_sizes, dst_offsets, needs = (
-        np.asarray(x, dtype=np.int64) for x in (src_offsets, src_sizes, dst_offsets, needs))
+    src_offsets, src_sizes, dst_offsets, needs = (np.ascontiguousarray(x, dtype=np.int64)
+                                                  for x in (src_offsets, src_sizes,
+                                                            dst_offsets, needs))
     used = src_sizes >= 0
     if n and (np.any(used & ((src_offsets < 0) | (src_offsets + src_sizes > src.size)))
               or np.any((needs < 0) | (needs > nbytes) | (dst_offsets < 0)
                         | (dst_offsets + nbytes > dst.size))):
         raise ValueError("decode_prefixes: a range lies outside src or dst")
     status = np.full(n, DECODED, dtype=np.int8)
+    if _kernel is not None and not force_ctypes:
+        context = _local.kernel_context
+        if context is None:
+            context = _local.kernel_context = _kernel.Context()
+        _kernel.decode_prefixes(context, src, src_offsets, src_sizes, dst, dst_offsets, needs,
+                                nbytes, status)
+        return status
     status[~used] = NO_DATA
     context = _local.context
     if context is None:
