@@ -99,6 +99,7 @@ def test_the_kernel_the_ctypes_loop_and_zstandard_agree_on_odd_frames(seed):
         return np.repeat(rng.integers(0, 40, -(-n // 3), dtype=np.uint8), 3)[:n].tobytes()
 
     kinds = ["ok", "checksum", "says_less", "says_more", "flip", "two", "trailing"]
+    kinds = kinds[seed % 7:] + kinds[:seed % 7]  # (each kind last in some batch)
     for nb in (300, BLOCK - 1, BLOCK + 1, 3 * BLOCK + 17):
         frames, needs = [], []
         for kind in kinds:
@@ -126,10 +127,12 @@ def test_the_kernel_the_ctypes_loop_and_zstandard_agree_on_odd_frames(seed):
         need = np.array(needs, np.int64)
         out = {}
         for force in (False, True):
-            dst = np.zeros(k * nb, np.uint8)
+            dst = np.zeros(k * nb + 64, np.uint8)
+            dst[k * nb:] = 0xAB  # (a guard after the last frame's bytes)
             status = zp.decode_prefixes(src, offsets, sizes, dst,
                                         np.arange(k, dtype=np.int64) * nb, need, nb,
                                         force_ctypes=force)
+            assert (dst[k * nb:] == 0xAB).all(), "written past the last frame's bytes"
             out[force] = (status.copy(), dst)
         (s_kernel, d_kernel), (s_ctypes, d_ctypes) = out[False], out[True]
         np.testing.assert_array_equal(s_kernel, s_ctypes)
