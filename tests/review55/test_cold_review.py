@@ -14,10 +14,9 @@ own (``engine.chunked.Announcer``).
   gather decodes zstd chunks only up to the bytes it needs, so it never reaches a frame's
   content checksum: a damaged chunk of a ``ZstdCodec(checksum=True)`` array that a whole
   read refuses ("Restored data doesn't match checksum", naming the key) is read by a
-  gather as data, the damaged value in it.  ``test_a_gather_checks_a_zstd_checksum`` is
-  a strict xfail until the fix (/work/data/review/cold-fix.diff: frames whose header
-  has the checksum flag are FAILED by ``zstd_prefix.decode_prefixes``, so decoded whole;
-  the diff drops the marker).
+  gather as data, the damaged value in it.  ``test_a_gather_checks_a_zstd_checksum``
+  (fixed: frames whose header has the checksum flag are FAILED by
+  ``zstd_prefix.decode_prefixes``, so decoded whole, checked).
 * Guards (need the branch: skipped without the compiled kernel): the kernel against the
   ``ctypes`` loop and python-zstandard on frames that lie about their size (a header
   declaring fewer or more bytes than the blocks hold), frames with a checksum, two frames
@@ -199,8 +198,6 @@ def test_a_forked_child_gathers_cold_while_the_parent_announces(tmp_path, monkey
             t.join()
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a gather's zstd prefix decoding skips the "
-                   "frame's checksum (fix: /work/data/review/cold-fix.diff)")
 @pytest.mark.parametrize("sharded", [False, True])
 def test_a_gather_checks_a_zstd_checksum(tmp_path, sharded):
     """Incompressible values (raw zstd blocks): one byte of a chunk's first block

@@ -133,8 +133,9 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
     be at most that.  Nothing is written outside each frame's ``nbytes`` of ``dst``,
     nothing read outside its bytes of ``src``.  Returns an int8 array of statuses:
     ``DECODED``; ``NO_DATA`` (a negative size: nothing done); ``FAILED`` (a frame that
-    does not declare ``nbytes``, or does not decode: its bytes of ``dst`` are undefined;
-    the caller decodes it whole, which says why).
+    does not declare ``nbytes``, carries a content checksum (a prefix cannot check it),
+    or does not decode: its bytes of ``dst`` are undefined; the caller decodes it whole,
+    which says why).
 
     Raises ``ValueError`` when lengths differ or a range lies outside ``src`` or
     ``dst`` (checked before anything is written).  The batch is decoded by the compiled
@@ -160,14 +161,25 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
                         | (dst_offsets + nbytes > dst.size))):
         raise ValueError("decode_prefixes: a range lies outside src or dst")
     status = np.full(n, DECODED, dtype=np.int8)
+    # A frame with a content checksum (its header's Content_Checksum_flag) is FAILED
+    # without decoding: a prefix stops before the checksum, so damage a whole decode
+    # refuses would be read as data; the caller decodes it whole, which checks it.
+    head = src_offsets[used & (src_sizes >= 5)] + 4
+    checked = np.zeros(n, dtype=bool)
+    checked[np.flatnonzero(used & (src_sizes >= 5))] = (src[head] & 0x04) != 0
+    if checked.any():
+        src_sizes = np.where(checked, -1, src_sizes)
+        used = used & ~checked
     if _kernel is not None and not force_ctypes:
         context = _local.kernel_context
         if context is None:
             context = _local.kernel_context = _kernel.Context()
         _kernel.decode_prefixes(context, src, src_offsets, src_sizes, dst, dst_offsets, needs,
                                 nbytes, status)
+        status[checked] = FAILED
         return status
     status[~used] = NO_DATA
+    status[checked] = FAILED
     context = _local.context
     if context is None:
         context = _local.context = _Context()
