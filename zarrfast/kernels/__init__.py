@@ -357,7 +357,7 @@ def _bind_inflate(_decode) -> None:
                 lib = ctypes.CDLL(path)
                 version = _decode.bind_zlib_inflate(*(_address(lib, n)
                                                       for n in _INFLATE_FUNCTIONS))
-            except (OSError, AttributeError, ValueError):
+            except (OSError, AttributeError, ValueError, TypeError):  # (TypeError: no process handle)
                 continue
             if _decode.inflate_with() == "zlib":
                 where = path if path is not None else "the Python process"
