@@ -1,6 +1,6 @@
 # cython: language_level=3
-"""Batched chunk decoding: many zstd- or blosc-compressed chunks decoded and placed
-into an output in one ``nogil`` loop.
+"""Batched chunk decoding: many zstd-, blosc-, gzip- or zlib-compressed chunks decoded
+and placed into an output in one ``nogil`` loop.
 
 Per chunk the Python path costs an allocation for the decoded bytes and several
 microseconds of interpreter time; for chunks of tens of KiB that is a third of
@@ -16,6 +16,12 @@ addresses, and ``zarrfast.kernels`` binds them with ``bind_zstd`` /
 ``bind_blosc``, which check the libraries' versions.  A build without them falls
 back to the copies numcodecs carries in its extension modules, found with
 ``ctypes``; when neither is there the callers keep the per-chunk path.
+gzip members and zlib streams are decoded by libdeflate (``bind_libdeflate``: Debian's
+``libdeflate0``, which libtiff depends on, found with ``ctypes``; one decompressor per
+thread), else by the zlib Python's ``zlib`` module uses (``bind_zlib_inflate``), only
+when a chunk is one member / stream of exactly its size (``zf_inflate.h``): anything
+else is left to the codecs, which decode it (several members, padding) or say what is
+wrong.  ``set_inflate`` chooses between the two (tests, benchmarks).
 Compression (``blosc_compress``) is only ever bound to numcodecs' own c-blosc,
 so that the bytes written are numcodecs' bytes; a frame of LZ4 streams is made
 here (``zf_blosc_enc.h``: c-blosc's block loop, the filters with AVX2) with the LZ4
@@ -372,6 +378,8 @@ cdef extern from "zf_helper.h":
         int64_t filecap
         uint8_t* blocks
         int64_t blocks_cap
+        void* inflater
+        int inflater_kind
     ctypedef struct zf_job:
         void (*run)(zf_job* job, zf_worker* worker) noexcept nogil
     int zf_helper_post(zf_job* job, int helpers) noexcept nogil
@@ -670,9 +678,141 @@ def blosc_compress_regions(const uint8_t[::1] src not None,
 
 
 def bound():
-    """The codecs whose libraries are bound (``"zstd"``, ``"blosc"``)."""
+    """The codecs whose libraries are bound (``"zstd"``, ``"blosc"``, ``"gzip"`` and
+    ``"zlib"``: the latter two with an inflater chosen, ``inflate_with``)."""
     return frozenset([name for name, ok in (("zstd", _decompress != NULL),
-                                            ("blosc", _blosc_decompress != NULL)) if ok])
+                                            ("blosc", _blosc_decompress != NULL),
+                                            ("gzip", _inflate_kind != ZF_INFLATE_NONE),
+                                            ("zlib", _inflate_kind != ZF_INFLATE_NONE)) if ok])
+
+
+cdef extern from "zf_inflate.h":
+    ctypedef struct zf_z_stream:  # (zf_encode.h: zlib's z_stream, field for field)
+        void* state
+    enum:
+        ZF_INFLATE_NONE
+        ZF_INFLATE_LIBDEFLATE
+        ZF_INFLATE_ZLIB
+    ctypedef struct zf_inflate_api:
+        void* alloc
+        void* free
+        void* gzip
+        void* zlib
+        void* init2
+        void* inflate
+        void* end
+        void* reset2
+        const char* version
+    zf_inflate_api zf_inflate_fns
+    void zf_inflater_free(void* state, int kind) noexcept nogil
+    void* zf_inflater_new(int kind) noexcept nogil
+    int zf_inflate_chunk(void** state, int* have, int kind, int gzip, const uint8_t* src,
+                         size_t size, uint8_t* dst, size_t n) noexcept nogil
+
+
+#: which library decodes gzip and zlib chunks (``ZF_INFLATE_*``): libdeflate once
+#: bound, else zlib's inflate once bound, else none (the codecs decode them).  Written
+#: at import and by ``set_inflate`` (tests and benchmarks, between reads), then only
+#: read: each chunk reads it once, and a thread's state of the other library is let go
+#: then (``zf_inflate_chunk``); both libraries stay bound for good once bound.
+cdef int _inflate_kind = ZF_INFLATE_NONE
+#: their names, by ``ZF_INFLATE_*``
+_INFLATE_NAMES = ("none", "libdeflate", "zlib")
+cdef bytes _zlib_version = b""  # (kept: zf_inflate_fns.version points into it)
+
+
+def bind_libdeflate(size_t alloc, size_t free_, size_t gzip_ex, size_t zlib_ex):
+    """Decode gzip and zlib chunks with the libdeflate functions at these addresses
+    (``libdeflate_alloc_decompressor``, ``libdeflate_free_decompressor``,
+    ``libdeflate_gzip_decompress_ex``, ``libdeflate_zlib_decompress_ex``; one
+    decompressor per thread).  Chooses libdeflate (``inflate_with``).  Raises
+    ``ValueError`` (binding nothing) for a null address or a library whose
+    decompressor cannot be made, or when another libdeflate is bound already (the same
+    one again: chosen).  Called at import; a library bound stays bound."""
+    global _inflate_kind
+    if not (alloc and free_ and gzip_ex and zlib_ex):
+        raise ValueError("bind_libdeflate: a function address is null")
+    if zf_inflate_fns.alloc != NULL:
+        if (zf_inflate_fns.alloc != <void*>alloc or zf_inflate_fns.free != <void*>free_
+                or zf_inflate_fns.gzip != <void*>gzip_ex
+                or zf_inflate_fns.zlib != <void*>zlib_ex):
+            raise ValueError("bind_libdeflate: another libdeflate is bound already")
+        _inflate_kind = ZF_INFLATE_LIBDEFLATE
+        return
+    cdef void* d = (<void* (*)() noexcept nogil>alloc)()
+    if d == NULL:
+        raise ValueError("bind_libdeflate: libdeflate_alloc_decompressor failed")
+    (<void (*)(void*) noexcept nogil>free_)(d)
+    zf_inflate_fns.alloc = <void*>alloc
+    zf_inflate_fns.free = <void*>free_
+    zf_inflate_fns.gzip = <void*>gzip_ex
+    zf_inflate_fns.zlib = <void*>zlib_ex
+    _inflate_kind = ZF_INFLATE_LIBDEFLATE
+
+
+def bind_zlib_inflate(size_t init2, size_t inflate, size_t end, size_t reset2,
+                      size_t version):
+    """Decode gzip and zlib chunks with zlib's inflate at these addresses
+    (``inflateInit2_``, ``inflate``, ``inflateEnd``, ``inflateReset2``, ``zlibVersion``;
+    one ``z_stream`` per thread), where libdeflate is not bound (``set_inflate`` chooses
+    either once both are).  Returns zlib's version; raises ``ValueError`` (binding
+    nothing) for a null address, a zlib that is not 1.x, one that refuses the
+    ``z_stream`` of ``zf_encode.h``, or when another zlib is bound already (the same one
+    again: its version).  Called at import; a library bound stays bound."""
+    global _inflate_kind, _zlib_version
+    if not (init2 and inflate and end and reset2 and version):
+        raise ValueError("bind_zlib_inflate: a function address is null")
+    if zf_inflate_fns.init2 != NULL:
+        if (zf_inflate_fns.init2 != <void*>init2 or zf_inflate_fns.inflate != <void*>inflate
+                or zf_inflate_fns.end != <void*>end or zf_inflate_fns.reset2 != <void*>reset2):
+            raise ValueError("bind_zlib_inflate: another zlib is bound already")
+        return _zlib_version.decode("ascii", "replace")
+    cdef const char* v = (<const char* (*)() noexcept nogil>version)()
+    if v == NULL or v[0] != c'1':
+        raise ValueError(f"bind_zlib_inflate: zlib {v if v != NULL else None!r} is not 1.x")
+    _zlib_version = bytes(v)
+    cdef zf_z_stream strm
+    memset(&strm, 0, sizeof(strm))
+    if (<int (*)(zf_z_stream*, int, const char*, int) noexcept nogil>init2)(
+            &strm, 31, <const char*>_zlib_version, <int>sizeof(zf_z_stream)) != 0:
+        raise ValueError(f"bind_zlib_inflate: zlib {_zlib_version.decode()} refuses a "
+                         f"z_stream of {sizeof(zf_z_stream)} bytes")
+    (<int (*)(zf_z_stream*) noexcept nogil>end)(&strm)
+    zf_inflate_fns.version = <const char*>_zlib_version
+    zf_inflate_fns.init2 = <void*>init2
+    zf_inflate_fns.inflate = <void*>inflate
+    zf_inflate_fns.end = <void*>end
+    zf_inflate_fns.reset2 = <void*>reset2
+    if _inflate_kind == ZF_INFLATE_NONE:
+        _inflate_kind = ZF_INFLATE_ZLIB
+    return _zlib_version.decode("ascii", "replace")
+
+
+def inflate_with():
+    """Which library decodes gzip and zlib chunks: ``"libdeflate"``, ``"zlib"`` or
+    ``"none"`` (neither is bound: they are not in ``bound()``)."""
+    return _INFLATE_NAMES[_inflate_kind]
+
+
+def set_inflate(str which not None):
+    """Decode gzip and zlib chunks with ``which`` (``"libdeflate"``, ``"zlib"``: bound
+    already), or ``"none"`` (the codecs decode them: they leave ``bound()``).  For tests
+    and benchmarks: call it only while no read runs.  Returns the previous choice;
+    raises ``ValueError`` for a library that is not bound."""
+    global _inflate_kind
+    previous = _INFLATE_NAMES[_inflate_kind]
+    if which == "none":
+        _inflate_kind = ZF_INFLATE_NONE
+    elif which == "libdeflate" and zf_inflate_fns.alloc != NULL:
+        _inflate_kind = ZF_INFLATE_LIBDEFLATE
+    elif which == "zlib" and zf_inflate_fns.init2 != NULL:
+        _inflate_kind = ZF_INFLATE_ZLIB
+    else:
+        bound_ = [n for n, ok in (("libdeflate", zf_inflate_fns.alloc != NULL),
+                                  ("zlib", zf_inflate_fns.init2 != NULL)) if ok]
+        raise ValueError(f"set_inflate: {which!r} is not one of 'none', "
+                         f"{', '.join(repr(n) for n in bound_)} (bound here)")
+    return previous
 
 
 #: outputs of at least this many bytes get the copies out of the scratch buffer
@@ -696,6 +836,8 @@ cdef enum:
     _ZSTD = 0
     _BLOSC = 1
     _NONE = 2  # no compression: the stored bytes are the chunk
+    _GZIP = 3  # one gzip member (zf_inflate.h)
+    _ZLIB = 4  # one zlib stream
 
 
 ctypedef struct _PlanC:
@@ -799,9 +941,9 @@ cdef class ChunkDecoder:
     """A decompression context and a scratch buffer for chunks of one codec and
     size.  Not thread-safe: use one per thread.
 
-    ``codec``: a bound codec (``bound()``), or ``"none"``: the stored bytes are the
-    chunk (it must have exactly ``nbytes`` of them) and are placed from where they
-    were read."""
+    ``codec``: a bound codec (``bound()``: ``"zstd"``, ``"blosc"``, ``"gzip"``,
+    ``"zlib"``), or ``"none"``: the stored bytes are the chunk (it must have exactly
+    ``nbytes`` of them) and are placed from where they were read."""
 
     cdef zf_worker w  # (its buffers: malloc/realloc, grown inside nogil loops)
     cdef int codec
@@ -813,7 +955,8 @@ cdef class ChunkDecoder:
         if nbytes < 0:
             raise ValueError(f"ChunkDecoder: nbytes {nbytes} is negative")
         self.nbytes = nbytes
-        self.codec = _ZSTD if codec == "zstd" else _BLOSC if codec == "blosc" else _NONE
+        self.codec = {"zstd": _ZSTD, "blosc": _BLOSC, "gzip": _GZIP, "zlib": _ZLIB}.get(
+            codec, _NONE)
         if not _worker_ready(&self.w, self.codec, nbytes):
             raise MemoryError()
 
@@ -1238,6 +1381,9 @@ cdef void _worker_release(zf_worker* w) noexcept nogil:
     if w.dctx != NULL and _free != NULL:
         _free(w.dctx)
     w.dctx = NULL
+    zf_inflater_free(w.inflater, w.inflater_kind)
+    w.inflater = NULL
+    w.inflater_kind = ZF_INFLATE_NONE
     free(w.scratch)
     free(w.filebuf)
     free(w.blocks)
@@ -1687,6 +1833,9 @@ cdef bint _decode_with(zf_worker* w, int codec, int64_t nbytes_, const uint8_t* 
     cdef unsigned long long declared
     cdef size_t got, header_nbytes
     cdef size_t nbytes = <size_t>nbytes_
+    if codec == _GZIP or codec == _ZLIB:  # (the whole chunk: a stream has no blocks)
+        return zf_inflate_chunk(&w.inflater, &w.inflater_kind, _inflate_kind, codec == _GZIP,
+                                frame, size, target, nbytes) == 1
     if codec == _ZSTD:
         declared = _content_size(frame, size)
         if declared == _CONTENTSIZE_ERROR or (

@@ -37,8 +37,8 @@
 #include <stdlib.h>
 
 /* one thread's decoding state (a zstd context, a scratch buffer for one decoded
-   chunk, a buffer for one file, one for two blosc blocks), grown by the jobs that
-   use it */
+   chunk, a buffer for one file, one for two blosc blocks, a gzip/zlib decompressor of
+   the library `inflater_kind`: zf_inflate.h), grown by the jobs that use it */
 typedef struct zf_worker {
     void* dctx;
     uint8_t* scratch;
@@ -48,6 +48,8 @@ typedef struct zf_worker {
     uint8_t* blocks;
     int64_t blocks_cap;
     int left;  /* the job's run let it go early (zf_helper_leave) */
+    void* inflater;
+    int inflater_kind;
 } zf_worker;
 
 typedef struct zf_job zf_job;
@@ -125,7 +127,7 @@ static zf_job* zf_helper_join(int order) {
 }
 
 static void* zf_helper_main(void* arg) {
-    zf_worker w = {NULL, NULL, 0, NULL, 0, NULL, 0, 0};
+    zf_worker w = {NULL, NULL, 0, NULL, 0, NULL, 0, 0, NULL, 0};
     zf_job* job;
     int64_t until;
     unsigned k;

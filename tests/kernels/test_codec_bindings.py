@@ -26,10 +26,24 @@ def _decode_module():
 
 
 def test_every_bound_codec_says_how():
-    for codec in ("zstd", "blosc"):
+    for codec in ("zstd", "blosc", "gzip", "zlib"):
         how = kernels.CODEC_BINDINGS[codec]
         assert how.startswith(("linked at build time", "found with ctypes in", "not bound"))
         assert (codec in kernels.BATCH_CODECS) == (not how.startswith("not bound"))
+
+
+def test_gzip_and_zlib_say_which_library_inflates():
+    """libdeflate where it is (Debian's libdeflate0 is here with libtiff), else the zlib
+    of Python's zlib module; the binding named is the one that decodes."""
+    how = kernels.CODEC_BINDINGS["gzip"]
+    assert kernels.CODEC_BINDINGS["zlib"] == how
+    inflater = _decode_module().inflate_with()
+    if inflater == "libdeflate":
+        assert how.startswith("found with ctypes in") and how.endswith("(libdeflate)"), how
+    elif inflater == "zlib":
+        assert how.startswith("found with ctypes in") and how.endswith("'s inflate)"), how
+    else:
+        assert how.startswith("not bound"), how
 
 
 def test_linked_libraries_are_the_ones_bound():

@@ -29,6 +29,8 @@ NO_TWIN = {
         # binding the codec libraries' C functions (addresses found by zarrfast.kernels)
         "bind_zstd": "binds a library", "bind_blosc": "binds a library",
         "bind_lz4_compress": "binds a library", "bind_lz4_decompress": "binds a library",
+        "bind_libdeflate": "binds a library", "bind_zlib_inflate": "binds a library",
+        "set_inflate": "chooses a library", "inflate_with": "reports the bindings",
         "use_linked_lz4": "chooses a library", "linked_zstd": "reports the build",
         "linked_blosc": "reports the build", "linked_lz4": "reports the build",
         "bound": "reports the bindings", "blosc_partial_bound": "reports the bindings",

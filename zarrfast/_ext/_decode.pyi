@@ -25,7 +25,10 @@ def use_linked_lz4(use: bool) -> None: ...
 def linked_zstd() -> tuple[int, int, int, int, int, int] | None: ...  # bind_zstd's arguments
 def linked_blosc() -> tuple[int, int, str, int] | None: ...  # validate, decompress, version, getitem
 def linked_lz4() -> int | None: ...
-def bound() -> frozenset[str]: ...  # of "zstd", "blosc"
+def bind_libdeflate(alloc: int, free_: int, gzip_ex: int, zlib_ex: int) -> None: ...
+def bind_zlib_inflate(init2: int, inflate: int, end: int, reset2: int,
+                      version: int) -> str: ...  # zlib's version
+def bound() -> frozenset[str]: ...  # of "zstd", "blosc", "gzip", "zlib"
 def blosc_partial_bound() -> bool: ...
 def blosc_compress_bound() -> bool: ...
 
@@ -34,6 +37,8 @@ def stream_threshold(nbytes: int = -1) -> int: ...  # the previous setting
 def set_blosc_frames(isa: str) -> str: ...  # "auto", "c-blosc", "scalar", "avx2"
 def blosc_frames() -> str: ...
 def blosc_encoder() -> str: ...
+def set_inflate(which: str) -> str: ...  # "libdeflate", "zlib", "none"; the previous one
+def inflate_with() -> str: ...
 def helper_jobs() -> tuple[int, int, int]: ...  # jobs joined, rows decoded, rows read (I/O helper)
 def helper_threads() -> int: ...
 def cold_announcements() -> int: ...  # calls whose first chunk was not in the page cache
@@ -116,7 +121,7 @@ class Placement:
 
 class ChunkDecoder:
     nbytes: int
-    def __init__(self, codec: str, nbytes: int) -> None: ...  # "zstd", "blosc", "none"
+    def __init__(self, codec: str, nbytes: int) -> None: ...  # "zstd", "blosc", "gzip", "zlib", "none"
     def decode_regions(
         self,
         src: Buffer,  # const uint8_t[::1]

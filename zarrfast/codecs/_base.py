@@ -385,7 +385,8 @@ class BytesBytesCodec(Codec):
 
     kind: ClassVar[str] = "bytes_bytes"
     #: the compressed format, when the batched decoder (``_kernels.ChunkDecoder``) can
-    #: decode it exactly as :meth:`decode` does: ``"zstd"`` or ``"blosc"``
+    #: decode it exactly as :meth:`decode` does: ``"zstd"``, ``"blosc"``, ``"gzip"`` or
+    #: ``"zlib"`` (a chunk it cannot decode so, it leaves to :meth:`decode`)
     batch_codec: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

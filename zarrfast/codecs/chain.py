@@ -200,8 +200,8 @@ class CodecChain:
     ``data_types`` (what each array -> array codec receives, then the array -> bytes
     codec's), ``sharding`` (the sharding codec when the chunks are shards read in part),
     ``fast`` (only transposes and ``bytes``: the copy kernels do it all) and
-    ``batch_codec`` (``"zstd"`` or ``"blosc"`` when the batched decoder may decode the
-    chunks).  [decode][zarrfast.codecs.CodecChain.decode] and
+    ``batch_codec`` (``"zstd"``, ``"blosc"``, ``"gzip"`` or ``"zlib"`` when the batched
+    decoder may decode the chunks).  [decode][zarrfast.codecs.CodecChain.decode] and
     [encode][zarrfast.codecs.CodecChain.encode] run the codecs' own methods (the
     general path).
 

@@ -246,6 +246,9 @@ class GzipCodec(BytesBytesCodec):
     level: int = 5
     name = "gzip"
     aliases = ("https://purl.org/zarr/spec/codec/gzip/1.0",)
+    # (one member of the chunk's size is decoded by the batched decoder, the same bytes;
+    # anything else -- several members, padding, a wrong size -- it leaves to decode)
+    batch_codec = "gzip"
     _impl: Any = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:

@@ -119,7 +119,7 @@ class NumcodecsCodec(BytesBytesCodec):
     @property
     def batch_codec(self) -> str | None:  # type: ignore[override]
         codec_id = self.config.get("id")
-        return codec_id if codec_id in ("zstd", "blosc") else None
+        return codec_id if codec_id in ("zstd", "blosc", "gzip", "zlib") else None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.config)

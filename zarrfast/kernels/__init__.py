@@ -166,6 +166,13 @@ open_nolinks = _load_fileio("open_nolinks")
 _ZSTD_FUNCTIONS = ("ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressDCtx", "ZSTD_isError",
                    "ZSTD_getFrameContentSize", "ZSTD_versionNumber")
 _BLOSC_FUNCTIONS = ("blosc_cbuffer_validate", "blosc_decompress_ctx", "blosc_compress_ctx")
+#: ``bind_libdeflate``'s and ``bind_zlib_inflate``'s
+_LIBDEFLATE_FUNCTIONS = ("libdeflate_alloc_decompressor", "libdeflate_free_decompressor",
+                         "libdeflate_gzip_decompress_ex", "libdeflate_zlib_decompress_ex")
+_INFLATE_FUNCTIONS = ("inflateInit2_", "inflate", "inflateEnd", "inflateReset2", "zlibVersion")
+#: ``ZARRFAST_INFLATE``'s choices: libdeflate, else zlib's inflate (``auto``); zlib's
+#: inflate only; neither (gzip and zlib chunks decoded one by one by the codecs)
+_INFLATE_CHOICES = ("auto", "zlib", "off")
 
 
 def _libraries(module: str, system: str):
@@ -180,6 +187,33 @@ def _libraries(module: str, system: str):
     except ImportError:  # pragma: no cover - numcodecs is a dependency
         pass
     path = ctypes.util.find_library(system)
+    if path:
+        yield path
+
+
+def _libdeflate_libraries():
+    """Where libdeflate may be: Debian's ``libdeflate0`` by its soname (no program run),
+    then the system's library by name."""
+    import ctypes.util
+
+    yield "libdeflate.so.0"
+    path = ctypes.util.find_library("deflate")
+    if path:
+        yield path
+
+
+def _zlib_libraries():
+    """Where the zlib that Python's ``zlib`` module uses is found: that module's shared
+    object (symbols are looked up through the libraries it loaded, libz among them),
+    the process itself (``None``: a zlib built into Python), then libz by name."""
+    import ctypes.util
+    import zlib
+
+    path = getattr(zlib, "__file__", None)
+    if path:
+        yield path
+    yield None
+    path = ctypes.util.find_library("z")
     if path:
         yield path
 
@@ -208,7 +242,9 @@ def _load_chunk_decoder():
     chunk by chunk).  ``ZARRFAST_BATCH_DECODE=0`` turns it off.  Each codec library
     linked at build time is bound first; a build without it finds numcodecs' copy
     with ctypes (as does ``ZARRFAST_LINKED_CODECS=0``, which leaves the linked ones
-    unused).  ``CODEC_BINDINGS`` says which path each codec took."""
+    unused).  gzip and zlib are decoded with libdeflate, else zlib's inflate, both found
+    with ctypes (``_bind_inflate``, ``ZARRFAST_INFLATE``).  ``CODEC_BINDINGS`` says which
+    path each codec took."""
     if not USING_EXTENSIONS or os.environ.get("ZARRFAST_BATCH_DECODE", "1") == "0":
         return None, frozenset()
     try:
@@ -286,6 +322,7 @@ def _load_chunk_decoder():
         encoder = _decode.blosc_encoder()
         if encoder != "c-blosc":
             CODEC_BINDINGS["blosc"] += f"; frames made by {encoder} (numcodecs' LZ4)"
+    _bind_inflate(_decode)
     global blosc_compress, blosc_compress_regions
     if _decode.blosc_compress_bound():
         blosc_compress = _decode.blosc_compress
@@ -293,8 +330,45 @@ def _load_chunk_decoder():
     return _decode.ChunkDecoder, _decode.bound()
 
 
+def _bind_inflate(_decode) -> None:
+    """Bind gzip and zlib decoding (``_decode.bind_libdeflate``, else
+    ``bind_zlib_inflate``) as ``ZARRFAST_INFLATE`` says (``auto``: libdeflate, else the
+    zlib of Python's ``zlib`` module; ``zlib``: that zlib; ``off``: neither)."""
+    import ctypes
+
+    choice = os.environ.get("ZARRFAST_INFLATE", "auto")
+    note = ""
+    if choice not in _INFLATE_CHOICES:
+        note = f"; ZARRFAST_INFLATE={choice!r} ignored (not one of {', '.join(_INFLATE_CHOICES)})"
+        choice = "auto"
+    how = "not bound (ZARRFAST_INFLATE=off)" if choice == "off" else "not bound"
+    if choice == "auto":
+        for path in _libdeflate_libraries():
+            try:
+                lib = ctypes.CDLL(path)
+                _decode.bind_libdeflate(*(_address(lib, n) for n in _LIBDEFLATE_FUNCTIONS))
+            except (OSError, AttributeError, ValueError):
+                continue
+            how = f"found with ctypes in {path} (libdeflate)"
+            break
+    if choice != "off":
+        for path in _zlib_libraries():
+            try:
+                lib = ctypes.CDLL(path)
+                version = _decode.bind_zlib_inflate(*(_address(lib, n)
+                                                      for n in _INFLATE_FUNCTIONS))
+            except (OSError, AttributeError, ValueError, TypeError):  # (TypeError: no process handle)
+                continue
+            if _decode.inflate_with() == "zlib":
+                where = path if path is not None else "the Python process"
+                how = f"found with ctypes in {where} (zlib {version}'s inflate)"
+            break
+    CODEC_BINDINGS["gzip"] = CODEC_BINDINGS["zlib"] = how + note
+
+
 #: how the batched decoder got each codec library: ``"linked at build time (...)"``,
-#: ``"found with ctypes in <path>"`` (numcodecs' copy) or ``"not bound"``
+#: ``"found with ctypes in <path>"`` (numcodecs' copy; for gzip and zlib libdeflate, or
+#: the zlib of Python's ``zlib`` module) or ``"not bound"``
 CODEC_BINDINGS: dict[str, str] = {}
 
 #: ``blosc_compress(src, clevel, shuffle, typesize, cname, blocksize) -> bytes`` (c-blosc

@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from zarrfast.kernels import USING_EXTENSIONS, _address, _bind
+from zarrfast.kernels import USING_EXTENSIONS, _address, _bind, _zlib_libraries
 
 __all__ = ["ENCODER_BINDINGS", "ENCODE_CODECS", "ChunkEncoder"]
 
@@ -39,22 +39,6 @@ def _numcodecs_zstd() -> Iterator[str]:
     except ImportError:  # pragma: no cover - numcodecs is a dependency
         return
     yield module.__file__
-
-
-def _zlib_libraries() -> Iterator[str | None]:
-    """Where the zlib that Python's ``zlib`` module uses is found: that module's shared
-    object (symbols are looked up through the libraries it loaded, libz among them),
-    the process itself (a zlib built into Python), then libz by name."""
-    import ctypes.util
-    import zlib
-
-    path = getattr(zlib, "__file__", None)
-    if path:
-        yield path
-    yield None
-    path = ctypes.util.find_library("z")
-    if path:
-        yield path
 
 
 def _load() -> tuple[Any, frozenset[str]]:

@@ -386,7 +386,28 @@ def blosc_compress_regions(src, src_offsets, src_strides, dst_strides, shape, it
 #: ``ChunkDecoder.decode_regions`` statuses (see ``_ext._decode``)
 DECODED, NO_DATA, FAILED = 0, 1, 2
 #: the codecs ``ChunkDecoder`` decodes
-BATCH_CODECS = frozenset({"zstd", "blosc"})
+BATCH_CODECS = frozenset({"zstd", "blosc", "gzip", "zlib"})
+
+
+def _inflate_one(data: bytes, nbytes: int, gzip: bool) -> np.ndarray | None:
+    """``zf_inflate_chunk`` (``_ext._decode``): the ``nbytes`` bytes of one gzip member
+    (``gzip``) or zlib stream that ends where ``data`` does, its checks right (Python's
+    ``zlib``), else ``None`` -- also for several members, trailing bytes, a gzip header
+    CRC (FHCRC) and 4 GiB or more, which the kernel leaves to the codecs too."""
+    import zlib
+
+    if len(data) > 0xFFFFFFFF or nbytes > 0xFFFFFFFF:
+        return None
+    if gzip and (len(data) < 10 or data[3] & 0x02):
+        return None
+    d = zlib.decompressobj(31 if gzip else 15)
+    try:
+        out = d.decompress(data, nbytes + 1)
+    except zlib.error:
+        return None
+    if not d.eof or d.unused_data or len(out) != nbytes:
+        return None
+    return np.frombuffer(out, dtype=np.uint8).copy()
 
 
 #: c-blosc's BLOSC_MAX_BUFFERSIZE (see ``_ext._decode``)
@@ -767,12 +788,12 @@ class Placement:
 
 
 class ChunkDecoder:
-    """Batched decoding of zstd or blosc chunks into regions of an output (see
-    ``_ext._decode``), with python-zstandard and numcodecs' blosc; ``"none"``: the
-    stored bytes are the chunk."""
+    """Batched decoding of zstd, blosc, gzip or zlib chunks into regions of an output
+    (see ``_ext._decode``), with python-zstandard, numcodecs' blosc and Python's
+    ``zlib``; ``"none"``: the stored bytes are the chunk."""
 
     def __init__(self, codec: str, nbytes: int) -> None:
-        if codec not in ("zstd", "blosc", "none"):
+        if codec not in ("zstd", "blosc", "gzip", "zlib", "none"):
             raise ValueError(f"ChunkDecoder: codec {codec!r} is not bound")
         nbytes = _ssize(nbytes)
         if nbytes < 0:
@@ -788,6 +809,8 @@ class ChunkDecoder:
         if self.codec == "none":
             return frame.copy() if frame.size == self.nbytes else None
         data = frame.tobytes()
+        if self.codec in ("gzip", "zlib"):
+            return _inflate_one(data, self.nbytes, self.codec == "gzip")
         if self.codec == "blosc":
             from numcodecs import blosc
 
