@@ -489,12 +489,11 @@ def write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowW
     written, for a shard this cannot write: an edge shard, one written by a negative
     step, or one with an inner chunk equal to the fill value (unless empty chunks are
     written), which the general path leaves out."""
-    proj = writer.proj
     nb = writer.chain.chunk_nbytes
-    # (an inner chunk whose selection does not start at its first element: one written
-    # by a negative step, its elements in the value's reverse order along a dimension)
-    if (len(rows) != layout.n_inner or proj.edge[rows].any()
-            or (writer.dst_offsets[rows] != 0).any()):
+    # (every inner chunk a region of the value: written whole, inside the array, from
+    # its first element on, not through a negative step)
+    stored_whole = writer.stored_whole
+    if len(rows) != layout.n_inner or stored_whole is None or not stored_whole[rows].all():
         return False
     raw_index = layout.dense_index(nb)
     if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
