@@ -29,7 +29,7 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
-from _helpers.s3 import FAKE_KEY, FAKE_SECRET, free_port  # noqa: E402 - (tests/ on the path)
+from _helpers.s3 import FAKE_KEY, FAKE_SECRET, atomic_conditional_writes, free_port  # noqa: E402 - (tests/ on the path)
 
 
 @pytest.fixture(autouse=True)
@@ -115,6 +115,7 @@ def s3_server() -> Iterator[S3Server]:
     boto3 = pytest.importorskip("boto3")
     from moto.server import ThreadedMotoServer
 
+    atomic_conditional_writes()  # as S3's: moto's are a check, then a write
     saved = {k: os.environ.get(k) for k in
              ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}
     os.environ.update(AWS_ACCESS_KEY_ID=FAKE_KEY, AWS_SECRET_ACCESS_KEY=FAKE_SECRET,

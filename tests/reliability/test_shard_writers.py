@@ -294,6 +294,48 @@ def test_processes_on_s3_keep_every_inner_chunk(remote_store, s3_server, subproc
     assert store.conditional_writes
 
 
+def test_the_s3_server_grants_one_of_two_racing_conditional_writes(s3_server):
+    """The test server is as strict as S3: of two PUTs conditional on the same ETag, sent
+    at once, one is written and the other refused (412).  moto alone grants both now and
+    then (the check and the write are two steps of its request threads), which lost an
+    inner chunk in ``test_processes_on_s3_keep_every_inner_chunk`` once; the fixture holds
+    a lock across them (``_helpers.s3.atomic_conditional_writes``).  A fine switch
+    interval makes the request threads interleave there: moto alone failed 5 in 300."""
+    from botocore.exceptions import ClientError
+
+    clients = [s3_server.boto3_client() for _ in range(2)]
+    key = f"race-{time.time_ns()}"
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for round_ in range(300):
+            etag = clients[0].put_object(Bucket=s3_server.bucket, Key=key, Body=b"0")["ETag"]
+            barrier = threading.Barrier(2)
+            won: list[int] = []
+            refused: list[int] = []
+
+            def put(i: int, etag=etag, barrier=barrier, won=won, refused=refused) -> None:
+                barrier.wait()
+                try:
+                    clients[i].put_object(Bucket=s3_server.bucket, Key=key,
+                                          Body=bytes([49 + i]), IfMatch=etag)
+                    won.append(i)
+                except ClientError as e:
+                    assert e.response["Error"]["Code"] == "PreconditionFailed"
+                    refused.append(i)
+
+            workers = [threading.Thread(target=put, args=(i,)) for i in range(2)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            assert len(won) == 1 and len(refused) == 1, f"round {round_}: {won} won"
+            body = clients[0].get_object(Bucket=s3_server.bucket, Key=key)["Body"].read()
+            assert body == bytes([49 + won[0]])
+    finally:
+        sys.setswitchinterval(interval)
+
+
 def test_a_conditional_write_that_loses_the_race_reads_the_shard_again():
     """Another writer (as another process would) writes the shard between this writer's
     read and its write: the conditional write fails, the read-modify-write is made again
