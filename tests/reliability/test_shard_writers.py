@@ -301,7 +301,7 @@ def test_the_s3_server_grants_one_of_two_racing_conditional_writes(s3_server):
     inner chunk in ``test_processes_on_s3_keep_every_inner_chunk`` once; the fixture holds
     a lock across them (``_helpers.s3.atomic_conditional_writes``).  A fine switch
     interval makes the request threads interleave there: moto alone granted both 5 times in 300
-    pairs: at that rate, 200 rounds catch it with a probability of about 0.96)."""
+    pairs; at that rate, 200 rounds catch it with a probability of about 0.96."""
     from botocore.exceptions import ClientError
 
     clients = [s3_server.boto3_client() for _ in range(2)]
