@@ -62,6 +62,7 @@ import numpy as np
 
 from _checks cimport (_check_dst_strides, _check_fill, _check_item, _check_shape,
                      _check_span, _tup)
+from _status cimport _DECODED, _FAILED, _NO_DATA
 from _common cimport (
     ZF_MAX_NDIM, Layout, _fill_run, box_fill, checked_add, checked_mul, normalize_layout,
     row_group_layout, strided_copy_stream, strided_fill, swap_groups, zf_stream_fence,
@@ -448,11 +449,6 @@ cdef unsigned long long _CONTENTSIZE_ERROR = <unsigned long long>(-2)
 #: the oldest zstd whose one-shot decompression API (``ZSTD_decompressDCtx``,
 #: ``ZSTD_getFrameContentSize``) is stable
 MIN_ZSTD_VERSION = 10400
-
-cdef enum:
-    _DECODED = 0
-    _NO_DATA = 1
-    _FAILED = 2
 
 #: ``decode_regions`` statuses
 DECODED = _DECODED

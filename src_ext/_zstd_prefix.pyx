@@ -20,6 +20,8 @@ Twin: ``zarrfast.kernels.reference.decode_prefixes``
 
 from libc.stdint cimport int8_t, int64_t, uint8_t
 
+from _status cimport _DECODED, _FAILED, _NO_DATA
+
 ctypedef void* (*zstd_create_fn)() noexcept nogil
 ctypedef size_t (*zstd_free_fn)(void*) noexcept nogil
 ctypedef size_t (*zstd_begin_fn)(void*) noexcept nogil
@@ -35,11 +37,6 @@ cdef zstd_next_fn _next_size = NULL
 cdef zstd_continue_fn _continue = NULL
 cdef zstd_is_error_fn _is_error = NULL
 cdef zstd_content_size_fn _content_size = NULL
-
-cdef enum:
-    _DECODED = 0
-    _NO_DATA = 1
-    _FAILED = 2
 
 #: statuses, as ``zarrfast.kernels.zstd_prefix`` gives them
 DECODED = _DECODED
