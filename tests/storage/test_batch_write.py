@@ -13,7 +13,7 @@ import pytest
 
 import zarrfast
 from zarrfast import config
-from zarrfast.errors import InvalidKeyError, ReadOnlyError, ZarrfastError
+from zarrfast.errors import ConcurrentWriteError, InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage import LocalStore
 
 from _helpers.stores import TMP_MARK
@@ -288,3 +288,92 @@ def test_an_error_mid_batch_still_writes_what_came_before(tmp_path):
     with config.set(threads=1), pytest.raises(ChunkDecodeError, match="c/9"):
         a[1:99] = -1  # partial first and last chunks (the last one corrupt)
     np.testing.assert_array_equal(a[0:90], np.r_[0, np.full(89, -1)])
+
+
+# ---------------------------------------------------------------------------
+# Directories a batch makes (LocalStore._open_dir)
+# ---------------------------------------------------------------------------
+
+def test_a_new_row_directory_is_one_mkdir_in_its_parent(tmp_path, monkeypatch):
+    """A fresh write makes a directory per row of chunks (``c/3/5`` beside ``c/3/4``):
+    one ``mkdir`` in the existing parent, not one per level from the root (12 system
+    calls and 3 exceptions each before)."""
+    store = LocalStore(tmp_path)
+    store.set_many([("c/3/4/0", b"a"), ("c/3/4/1", b"b")])
+    made: list[str] = []
+    real_mkdir = os.mkdir
+
+    def mkdir(path, *args, **kwargs):
+        made.append(os.fsdecode(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    store.set_many([("c/3/5/0", b"x"), ("c/3/5/1", b"y")])
+    assert made == ["5"]
+    store.set_many([("d/1/0", b"z"), ("d/1/1", b"w")])  # no parent yet: level by level
+    assert made[1:] == ["d", "1"]
+    monkeypatch.undo()
+    assert [store.get(k) for k in ("c/3/5/0", "c/3/5/1", "d/1/0", "d/1/1")] == [
+        b"x", b"y", b"z", b"w"]
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("how", ["set_many", "set_regions"])
+def test_a_file_or_link_where_a_row_directory_goes_is_named(tmp_path, how):
+    """What is in the way of a new directory whose parent exists is still refused,
+    naming the key: a file there, or a link out of the root."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    store = LocalStore(root)
+    store.set("c/3/4/0", b"a")
+    (root / "c" / "3" / "5").write_bytes(b"a file")
+    (root / "c" / "3" / "6").symlink_to(outside, target_is_directory=True)
+    src = np.arange(8, dtype=np.uint8)
+
+    def write(keys):
+        if how == "set_many":
+            store.set_many([(k, b"v") for k in keys])
+        else:
+            store.set_regions(keys, src, np.zeros(len(keys), dtype=np.int64),
+                              np.array([1], dtype=np.int64), np.array([8], dtype=np.int64), 1)
+
+    with pytest.raises(ZarrfastError, match="c/3/5/0"):
+        write(["c/3/5/0", "c/3/5/1"])
+    assert (root / "c" / "3" / "5").read_bytes() == b"a file"
+    with pytest.raises(InvalidKeyError, match="c/3/6/0"):
+        write(["c/3/6/0", "c/3/6/1"])
+    assert os.listdir(outside) == []
+    assert leftovers(tmp_path) == []
+
+
+def test_a_new_row_directory_is_fsynced_into_its_parent(tmp_path, monkeypatch):
+    """With ``fsync`` the new directory's entry is made durable, as level by level."""
+    store = LocalStore(tmp_path, fsync=True)
+    store.set("c/3/4/0", b"a")
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    fd = store._open_dir("c/3/5", "c/3/5/0", create=True)
+    assert fd is not None
+    os.close(fd)
+    assert (tmp_path / "c" / "3" / "5").is_dir() and synced
+
+
+def test_a_row_directory_removed_as_it_is_made_is_a_concurrent_delete(tmp_path, monkeypatch):
+    """A new directory removed right after its ``mkdir`` (a concurrent delete of the
+    node) stores nothing and says so, as the level-by-level way does."""
+    store = LocalStore(tmp_path)
+    store.set("c/3/4/0", b"a")
+    real_mkdir = os.mkdir
+
+    def made_then_removed(path, mode=0o777, *, dir_fd=None):
+        real_mkdir(path, mode, dir_fd=dir_fd)
+        os.rmdir(path, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", made_then_removed)
+    with pytest.raises(ConcurrentWriteError, match="c/3/5"):
+        store.set_many([("c/3/5/0", b"x"), ("c/3/5/1", b"y")])
+    monkeypatch.undo()
+    assert not (tmp_path / "c" / "3" / "5").exists()
+    assert leftovers(tmp_path) == []

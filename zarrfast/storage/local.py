@@ -1042,6 +1042,9 @@ class LocalStore(Store):
                 return None
             if isinstance(e, NotADirectoryError):
                 raise _in_the_way(key, self._path(rel)) from None
+        fd = self._make_in_parent(rel, key)
+        if fd is not None:
+            return fd
         parts = rel.split("/")
         fd = self._open_dir("", key, create=True)
         assert fd is not None
@@ -1066,6 +1069,38 @@ class LocalStore(Store):
         except BaseException:
             os.close(fd)
             raise
+
+    def _make_in_parent(self, rel: str, key: str) -> int | None:
+        """The missing directory ``rel`` made in its parent when that exists, and opened
+        (a write's new row of chunks, ``c/3/5`` beside ``c/3/4``: one ``mkdir`` and two
+        opens, no exception per level); ``None`` when it cannot be so (no parent, or
+        the parent missing): :meth:`_open_dir` then makes it level by level.  Raises as
+        that does when something is in the way once made, or it was removed at once
+        (a concurrent delete of the node).  (A fresh 256
+        MiB write of 32^3 chunks makes 210 directories: 12 system calls and 3 exceptions
+        each the level-by-level way, 5 and 1 here.)"""
+        parent, _, leaf = rel.rpartition("/")
+        if not parent:
+            return None
+        try:
+            pfd = self._open(parent, _O_DIR, key)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            try:
+                os.mkdir(leaf, 0o777, dir_fd=pfd)
+                if self.fsync:
+                    os.fsync(pfd)  # the new directory's entry
+            except FileExistsError:
+                pass
+        finally:
+            os.close(pfd)
+        try:  # (as level by level: what is there now is in the way, or was removed)
+            return self._open(rel, _O_DIR, key)
+        except NotADirectoryError:
+            raise _in_the_way(key, self._path(rel)) from None
+        except FileNotFoundError:  # made, then removed at once
+            raise _removed_under(self, key, self._path(rel)) from None
 
     def _check_leaf(self, dirfd: int, name: str, key: str) -> None:
         """A symbolic link at the key itself is replaced by the write (a rename never
