@@ -157,6 +157,13 @@ class TestLocalStore(StoreTests):
                 with pytest.raises(InvalidKeyError):
                     store.open_ranges(bad)  # type: ignore[arg-type]
             assert all(k.startswith("a/") and k[2:].isdigit() for k in local._checked)
+
+        class Key(str):
+            pass
+
+        with store.open_ranges(Key("a/1")) as r:  # (read, not remembered)
+            assert r.read(RangeByteRequest(0, 3)) == bytes([1]) * 3
+        assert all(type(k) is str for k in local._checked)
         assert store.open_ranges("a/9") is None
         store.set("a/9", b"new")  # (a miss is not remembered)
         with store.open_ranges("a/9") as r:

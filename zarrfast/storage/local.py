@@ -195,7 +195,10 @@ def _check_key(key: str) -> None:
     """:func:`~zarrfast.storage.base.validate_key`, remembered for the last few
     thousand valid keys: the reads of small boxes open the same few files again and
     again, and the check cost a third of what the store spends opening one."""
-    if type(key) is str and key in _checked:
+    if type(key) is not str:
+        validate_key(key)  # (a str subclass is checked every time, never remembered)
+        return
+    if key in _checked:
         return
     validate_key(key)
     if len(_checked) >= _CHECKED_KEYS:
