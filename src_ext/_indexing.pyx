@@ -85,12 +85,13 @@ def normalize_plain(selection, tuple shape not None):
             return None
         if dims[d] < 0:
             return None
-    start_arr = np.empty(ndim, dtype=np.int64)
-    step_arr = np.empty(ndim, dtype=np.int64)
-    count_arr = np.empty(ndim, dtype=np.int64)
-    cdef int64_t[::1] start = start_arr
-    cdef int64_t[::1] step = step_arr
-    cdef int64_t[::1] count = count_arr
+    # (one allocation and one buffer for the three arrays, rows of it: a memoryview
+    # costs about as much as the rest of a small selection's resolving)
+    table = np.empty((3, ndim), dtype=np.int64)
+    cdef int64_t[:, ::1] rows = table
+    cdef int64_t* start = &rows[0, 0] if ndim else NULL
+    cdef int64_t* step = &rows[1, 0] if ndim else NULL
+    cdef int64_t* count = &rows[2, 0] if ndim else NULL
     dropped = [False] * ndim
     for d in range(ndim):
         n = dims[d]
@@ -120,7 +121,7 @@ def normalize_plain(selection, tuple shape not None):
             dropped[d] = True
         else:
             return None
-    return start_arr, step_arr, count_arr, tuple(dropped)
+    return table[0], table[1], table[2], tuple(dropped)
 
 
 # Segment record: chunk, local_start, local_count, out_start, complete

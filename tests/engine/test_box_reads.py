@@ -225,6 +225,36 @@ def test_sharded_box_index_change_is_seen(tmp_path):
     np.testing.assert_array_equal(a[sel], want[sel])
 
 
+@pytest.mark.parametrize("separator", ["/", "."])
+def test_sharded_box_shard_keys_are_kept_bounded_and_right(tmp_path, monkeypatch, separator):
+    """The keys of the shards a box touches are kept per box of shards (at most
+    ``_BOX_KEYS`` of them, then forgotten) and are the shards' keys, for an array in a
+    group with either separator; every box still reads what NumPy gives."""
+    monkeypatch.setattr(zf_sharded, "_BOX_KEYS", 3)
+    root = zarrfast.open_group(str(tmp_path), mode="w")
+    a = root.create_array("g/a", shape=(13, 10, 9), dtype="uint16", chunks=(4, 3, 2),
+                          shards=(8, 6, 6), fill_value=7,
+                          chunk_key_encoding={"name": "default", "separator": separator})
+    data = np.random.default_rng(3).integers(0, 1000, size=a.shape).astype("uint16")
+    data[8:, 6:, 6:] = 7  # a shard not stored
+    a[...] = data
+    a = zarrfast.open_array(str(tmp_path / "g" / "a"), mode="r")  # (a fresh chain)
+    chain = a._chain
+    for sel in _boxes(a.shape, (4, 3, 2), np.random.default_rng(4), n=80):
+        np.testing.assert_array_equal(a[sel], data[sel], err_msg=str(sel))
+        assert 1 <= len(chain._box_keys) <= 3
+    for first, last in [((0, 0, 0), (0, 0, 0)), ((0, 1, 0), (1, 1, 1)), ((1, 0, 1), (1, 1, 1))]:
+        starts = [f * w for f, w in zip(first, (8, 6, 6), strict=True)]
+        counts = [(l_ - f) * w + 1 for f, l_, w in zip(first, last, (8, 6, 6), strict=True)]
+        want = [f"c{separator}" + separator.join(
+                    str(f + k) for f, k in zip(first, c, strict=True))
+                for c in np.ndindex(*[l_ - f + 1 for f, l_ in zip(first, last, strict=True)])]
+        got = chain.box_shard_keys("", starts, counts)
+        assert got == want
+        assert chain.box_shard_keys("", starts, counts) is got  # (kept)
+        assert chain.box_shard_keys("p", starts, counts) == [f"p/{k}" for k in want]
+
+
 #: chunk files read and placed by one decode_files call: zstd (the default) and
 #: uncompressed, little- and big-endian (the ``"none"`` decoder)
 PLAIN_CODECS = {

@@ -136,6 +136,50 @@ class TestLocalStore(StoreTests):
             store.set("k", b"pwned")
         assert target.read_bytes() == b"original"
 
+    def test_open_ranges_remembers_only_valid_keys(self, tmp_path: Path, monkeypatch) -> None:
+        """``open_ranges`` checks a key once while it is among the last few valid
+        ones (``_CHECKED_KEYS``), refuses bad keys every time, and still finds a missing
+        file missing, follows a link inside the root and refuses one out of it."""
+        from zarrfast.storage import local
+
+        monkeypatch.setattr(local, "_CHECKED_KEYS", 2)
+        monkeypatch.setattr(local, "_checked", {})
+        root = tmp_path / "store"
+        store = LocalStore(root)
+        for i in range(5):
+            store.set(f"a/{i}", bytes([i]) * 3)
+        for _ in range(2):
+            for i in range(5):
+                with store.open_ranges(f"a/{i}") as r:
+                    assert r.read(RangeByteRequest(0, 3)) == bytes([i]) * 3
+                assert 1 <= len(local._checked) <= 2
+            for bad in ("a/../a/1", "/a/1", "a//1", "a\\1", "", 3):
+                with pytest.raises(InvalidKeyError):
+                    store.open_ranges(bad)  # type: ignore[arg-type]
+            assert all(k.startswith("a/") and k[2:].isdigit() for k in local._checked)
+
+        class Key(str):
+            pass
+
+        with store.open_ranges(Key("a/1")) as r:  # (read, not remembered)
+            assert r.read(RangeByteRequest(0, 3)) == bytes([1]) * 3
+        assert all(type(k) is str for k in local._checked)
+        # (no file: None, or, the portable way's generic reader, one that reads nothing)
+        assert (r := store.open_ranges("a/9")) is None or r.read(RangeByteRequest(0, 1)) is None
+        store.set("a/9", b"new")  # (a miss is not remembered)
+        with store.open_ranges("a/9") as r:
+            assert r.read(RangeByteRequest(0, 3)) == b"new"
+        (root / "real").mkdir()
+        (root / "real" / "f").write_bytes(b"xyz")
+        make_symlink(root / "real", root / "alias", is_dir=True)
+        with store.open_ranges("alias/f") as r:
+            assert r.read(RangeByteRequest(0, 3)) == b"xyz"
+        (tmp_path / "outside").write_bytes(b"secret")
+        make_symlink(tmp_path / "outside", root / "out", is_dir=False)
+        for _ in range(2):
+            with pytest.raises(InvalidKeyError, match="outside"):
+                store.open_ranges("out")
+
     def test_symlink_inside_root_allowed(self, tmp_path: Path) -> None:
         root = tmp_path / "store"
         (root / "real").mkdir(parents=True)

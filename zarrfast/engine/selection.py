@@ -47,6 +47,8 @@ class BasicSelection:
     @property
     def out_shape(self) -> tuple[int, ...]:
         """Result shape as NumPy gives it."""
+        if True not in self.dropped:  # (slices only: the common case, without a loop)
+            return tuple(self.count.tolist())
         return tuple(c for c, d in zip(self.count.tolist(), self.dropped, strict=True) if not d)
 
 

@@ -212,6 +212,9 @@ class ShardedChain:
         self._shape_t, self._shard_t, self._inner_t = (
             tuple(int(x) for x in metadata.shape), tuple(self.layout.shard_shape),
             tuple(self.layout.inner_shape))
+        #: ``(path, first shard, last shard)`` -> the keys of the shards of a box
+        #: (:meth:`box_shard_keys`), at most ``_BOX_KEYS`` of them
+        self._box_keys: dict[tuple[str, tuple[int, ...], tuple[int, ...]], list[str]] = {}
 
     # -- fetching -------------------------------------------------------------------
     def fetch_shard(self, store: Store, key: str) -> Any:
@@ -262,12 +265,41 @@ class ShardedChain:
         """Drop the cached index of the shard ``key`` (it changed)."""
         self.cache.put(key, None)
 
+    def box_shard_keys(self, path: str, starts: list[int], counts: list[int]) -> list[str]:
+        """The keys of the shards a step-1 box touches (``starts``, ``counts``: its
+        first element and extent per dimension, non-empty), in C order; the same list
+        for the same shards (kept for the next box: random boxes of an array touch the
+        same few shards again and again; the caller must not change it)."""
+        widths = self._shard_t
+        first = []
+        last = []
+        for s, m, w in zip(starts, counts, widths, strict=True):
+            first.append(s // w)
+            last.append((s + m - 1) // w)
+        known = self._box_keys
+        which = (path, tuple(first), tuple(last))
+        keys = known.get(which)
+        if keys is None:
+            coords = np.array(list(itertools.product(
+                *[range(a, b + 1) for a, b in zip(first, last, strict=True)])),
+                dtype=np.int64)
+            keys = chunk_keys(self.metadata, path, coords)
+            if len(known) >= _BOX_KEYS:
+                known.clear()  # (a dict's clear and store are atomic: threads may share it)
+            known[which] = keys
+        return keys
+
     def reader_index(self, reader: RangeReader, key: str) -> np.ndarray | None:
         """:meth:`fetch_index` from a shard opened for range reads: the version its
         reader took, the index read from the same open value -- and, where the reader
         knows the shard's size (a local file), every entry checked to lie in the shard's
         data (not in its index, not past its end)."""
-        return self._index(reader.version, key,
+        token = reader.version
+        if token is not None:  # (the hit of ``_index``, without its closure: box reads)
+            hit = self.cache.get(key)
+            if hit is not None and hit[0] == token:
+                return hit[1]
+        return self._index(token, key,
                            lambda: reader.read(shard_index_request(self.layout)),
                            reader.size)
 
@@ -712,15 +744,12 @@ def _decode_box_shards(store: Store, path: str, chain: ShardedChain, sel: BasicS
     inner = chain.inner
     if not inner.ndim or not _files_store(store, chain):
         return False  # (a 0-d array's one inner chunk: the general path)
-    ranges = [range(s // (c * p), (s + m - 1) // (c * p) + 1)
-              for s, m, c, p in zip(sel.start.tolist(), sel.count.tolist(), inner.chunk_shape,
-                                    chain.layout.cps, strict=True)]
-    coords = np.array(list(itertools.product(*ranges)), dtype=np.int64)
+    keys = chain.box_shard_keys(path, sel.start.tolist(), sel.count.tolist())
     readers = []
     fds: list[int] = []
     indexes: list[Any] = []
     try:
-        for key in chunk_keys(chain.metadata, path, coords):
+        for key in keys:
             reader = store.open_ranges(key)
             if reader is None:
                 fds.append(-1)
@@ -861,6 +890,8 @@ def _files_store(store: Store, chain: ShardedChain) -> bool:
 
 #: the largest offset an int64 holds (an index entry past it is read by the buffer path)
 _MAX_OFFSET = 2**63 - 1
+#: the most boxes' shard keys a chain keeps (``ShardedChain.box_shard_keys``)
+_BOX_KEYS = 4096
 
 
 def _decode_box_ranges(chain: ShardedChain, box: Box, plans: list[_ShardPlan],

@@ -31,6 +31,12 @@ def human_bytes(n: int) -> str:
 
 
 def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
+    if type(shape) is tuple:  # (a tuple of Python ints, as a read's result has: itself)
+        for s in shape:
+            if type(s) is not int:
+                break
+        else:
+            return shape
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
 
 

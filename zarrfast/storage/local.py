@@ -169,6 +169,8 @@ _O_SEARCH = (getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0)
 _O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 #: open any file to look at it (``fstat``), without blocking on a FIFO
 _O_LOOK = getattr(os, "O_PATH", os.O_RDONLY | _O_NONBLOCK) | getattr(os, "O_CLOEXEC", 0)
+#: what ``os.fsencode`` encodes with (its call is a Python function's)
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 _O_READ = os.O_RDONLY | _O_NONBLOCK | getattr(os, "O_BINARY", 0)
 _LINKED = (errno.ELOOP, errno.EXDEV)
 #: how long a read trusts the open root before checking its path again
@@ -182,6 +184,26 @@ def _open_nolinks(dirfd: int, path: bytes, flags: int, mode: int) -> int:
 
     _open_nolinks = open_nolinks
     return open_nolinks(dirfd, path, flags, mode)
+
+
+#: keys :func:`_check_key` found valid (at most ``_CHECKED_KEYS``)
+_checked: dict[str, None] = {}
+_CHECKED_KEYS = 4096
+
+
+def _check_key(key: str) -> None:
+    """:func:`~zarrfast.storage.base.validate_key`, remembered for the last few
+    thousand valid keys: the reads of small boxes open the same few files again and
+    again, and the check cost a third of what the store spends opening one."""
+    if type(key) is not str:
+        validate_key(key)  # (a str subclass is checked every time, never remembered)
+        return
+    if key in _checked:
+        return
+    validate_key(key)
+    if len(_checked) >= _CHECKED_KEYS:
+        _checked.clear()  # (atomic, as the store below: threads may share the dict)
+    _checked[key] = None
 
 
 class _Root:
@@ -576,7 +598,7 @@ class LocalStore(Store):
 
     def _open_in(self, rootfd: int, rel: str, flags: int, key: str, mode: int) -> int:
         try:
-            return _open_nolinks(rootfd, os.fsencode(rel), flags, mode)
+            return _open_nolinks(rootfd, rel.encode(_FS_ENCODING, _FS_ERRORS), flags, mode)
         except OSError as e:
             if e.errno not in _LINKED:
                 raise
@@ -593,7 +615,17 @@ class LocalStore(Store):
     def _open_read(self, key: str) -> int | None:
         """The file of ``key`` opened for reading (``None``: missing, or a directory);
         a special file is refused naming the key."""
-        path = self._path(key)
+        _check_key(key)
+        h = self._root
+        if h is not None and h.fd >= 0 and time.monotonic() - h.checked < _RECHECK_SECONDS:
+            # (what _open does first, flattened: the root is open and was checked lately,
+            # the file is opened relative to it without following links; a miss, a link
+            # on the path or an error takes the whole way below, which says what it is)
+            try:
+                return _open_nolinks(h.fd, key.encode(_FS_ENCODING, _FS_ERRORS), _O_READ,
+                                     0o666)
+            except OSError:
+                pass
         try:
             # non-blocking: a FIFO (or a device) opens at once instead of waiting for a
             # writer, and is refused by the caller's fstat
@@ -601,11 +633,12 @@ class LocalStore(Store):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except PermissionError:
-            if os.path.isdir(path):  # Windows raises this for directories
+            if os.path.isdir(self._path(key)):  # Windows raises this for directories
                 return None
             raise
         except OSError as e:
             if e.errno == errno.ENXIO:  # a socket (or a device without its driver)
+                path = self._path(key)
                 raise _special_file(key, path, os.stat(path).st_mode) from None
             raise
 

@@ -154,7 +154,10 @@ def read_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, sel
     plan = Plan(store, caps, path, chain, sel, out=buf, size=buf.size)
     strategy, fit = choose(READS, plan, "read")
     strategy.run(plan, fit)
-    return out if out is not None else buf.reshape(sel.out_shape)
+    if out is not None:
+        return out
+    # (no integer index: the result has the shape it was read in)
+    return buf.reshape(sel.out_shape) if True in sel.dropped else buf
 
 
 def write_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, selection: Any,
