@@ -807,6 +807,54 @@ def test_sharded_edge_shards_keep_what_lies_past_the_edge(kind: str, codec: str,
     check_shards(twin, exact=exact)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sharded_full_write_stores_missing_edge_shards_from_the_value(
+        threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full write of an array whose edge shards hold whole inner chunks only (the
+    array's shape a multiple of the inner chunks', not of the shards'), uncompressed, on
+    a ``LocalStore``: the edge shards, missing, are stored from where their inner chunks
+    lie in the value (``set_regions``), as the whole shards are, under the shard's lock
+    (zarrfast/engine/rmw.py ``direct``), not assembled in a buffer first; the same
+    shards as zarr-python's.  One with an inner chunk equal to the fill value, and one
+    already stored, go the general way (the inner chunk left out; what the stored shard
+    holds past the edge kept).  (Before: only the whole shard came through
+    ``set_regions``, the edge shards through ``set``.)"""
+    from zarrfast.storage import LocalStore as OurLocalStore
+
+    regions: list[str] = []
+    real = OurLocalStore.set_regions
+
+    def spy(self: Any, keys: Any, *args: Any, **kwargs: Any) -> Any:
+        skipped = real(self, keys, *args, **kwargs)
+        regions.extend(k for k, s in zip(keys, skipped.tolist(), strict=True) if not s)
+        return skipped
+
+    monkeypatch.setattr(OurLocalStore, "set_regions", spy)
+    with zarrfast.config.set(threads=threads):
+        twin = Twin.on("local", tmp_path, shape=(12, 10), shards=(8, 8), chunks=(4, 2),
+                       dtype="int32", fill_value=-1, compressors=None)
+        twin.set(..., values((12, 10), "int32"))
+        check_shards(twin, exact=True)
+        assert sorted(regions) == ["c/0/0", "c/0/1", "c/1/0", "c/1/1"]
+        # (an inner chunk of the fill value in a missing edge shard: left out)
+        run_both(lambda arr: arr.resize((20, 10)), twin.ours, twin.ref)
+        regions.clear()
+        value = values((20, 10), "int32", 2)
+        value[16:20, 8:10] = -1
+        twin.set(..., value)
+        twin.get(...)
+        check_shards(twin, exact=True)
+        assert "c/2/1" not in regions and "c/2/0" in regions
+        # (a shard stored already, past the edge too: read, changed, written back)
+        run_both(lambda arr: arr.resize((20, 6)), twin.ours, twin.ref)
+        regions.clear()
+        twin.set(..., values((20, 6), "int32", 3))
+        assert regions == []
+        run_both(lambda arr: arr.resize((20, 10)), twin.ours, twin.ref)
+        twin.get(...)
+        check_shards(twin, exact=True)
+
+
 @pytest.mark.parametrize("kind", ["local", "memory", "obstore", "obstore-memory"])
 def test_sharded_shard_emptied_by_partial_write(kind: str, tmp_path: Path) -> None:
     """A shard whose last stored inner chunk is overwritten with the fill value by a write
