@@ -60,6 +60,7 @@ import numpy as np
 from zarrfast import config as _config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
+from zarrfast.concurrency import map_io
 from zarrfast.engine.chunked import PreparedChain, Projection, RowReader, RowWriter
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection
@@ -874,9 +875,21 @@ def _read_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
     if chain.kind == "sharded":
         ShardRowsRead(plan, _by_shard(chain, proj, keys)).run()
         # a missing shard reads as the fill value; whether it exists is asked only where
-        # zarr-python wants to know (3.4's results: one request per shard on object stores)
-        return ([i for i, key in enumerate(keys) if not store.exists(key)] if _GET_RESULTS
-                else [])
+        # zarr-python wants to know (3.4's results: one request per shard on object
+        # stores, made concurrently there, as the shards' reads are)
+        if not _GET_RESULTS:
+            return []
+        exists = [True] * len(keys)
+
+        def ask(i: int) -> None:
+            exists[i] = store.exists(keys[i])  # (each task its own item)
+
+        if plan.caps.batched_gets:
+            map_io(ask, range(len(keys)), io=plan.options.io_concurrency)
+        else:
+            for i in range(len(keys)):
+                ask(i)
+        return [i for i, e in enumerate(exists) if not e]
     reader = RowReader(proj, full, plan.caps)
     reader.missing = []
     choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)

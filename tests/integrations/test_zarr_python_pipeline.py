@@ -1140,6 +1140,44 @@ def test_read_missing_chunks_false(kind: str, shards: Any, tmp_path: Path) -> No
     assert raised == [False, False, True, True, True]
 
 
+@pytest.mark.skipif(not hasattr(zarr.abc.codec, "GetResult"),
+                    reason="zarr-python 3.4's read results (array.read_missing_chunks)")
+@pytest.mark.parametrize("kind", ["obstore", "obstore-memory"])
+def test_missing_shards_are_asked_for_concurrently_on_object_stores(
+        kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether each shard of a read exists (zarr-python 3.4's ``GetResult``s): on an
+    object store, one request per shard, made on the I/O pool as the shards' reads are,
+    not one after another from one thread (a HEAD each on S3); the same shards missing,
+    and the same errors, as with zarr-python's pipeline.  (Before: every ``exists`` from
+    the calling thread.)"""
+    from zarrfast.storage.obstore import ObjectStore as OurObjectStore
+
+    askers: dict[str, set[int]] = {}
+    real = OurObjectStore.exists
+
+    def spy(self: Any, key: str) -> bool:
+        askers.setdefault(key, set()).add(threading.get_ident())
+        return real(self, key)
+
+    twin = Twin.on(kind, tmp_path, shape=(24, 8), chunks=(2, 4), shards=(4, 8),
+                   dtype="int32", fill_value=0, config={"read_missing_chunks": False})
+    twin.set((slice(0, 12), slice(None)), values((12, 8), "int32"))  # shards 0 to 2
+    monkeypatch.setattr(OurObjectStore, "exists", spy)
+    with zarrfast.config.set(io_concurrency=4):
+        got = run_both(lambda arr: _error_or_value(arr, (slice(0, 12),)), twin.ours, twin.ref)
+        assert got[0] == got[1] and not isinstance(got[1], tuple)
+        askers.clear()
+        with use(OURS):  # (one read: one batch of six shards)
+            with pytest.raises(Exception) as ours:  # noqa: PT011 - zarr-python's type
+                twin.ours[...]
+        asked = {k: set(v) for k, v in askers.items()}
+        got = run_both(lambda arr: _error_or_value(arr, ...), twin.ours, twin.ref)
+        assert got[0] == got[1] and isinstance(got[1], tuple)  # (shards 3 to 5 missing)
+        assert type(ours.value).__name__ == got[1][0]
+    assert {k.rsplit("/", 2)[-2] for k in asked} == {str(i) for i in range(6)}
+    assert len(set().union(*asked.values())) > 1
+
+
 def _error_or_value(arr: Any, sel: Any) -> Any:
     try:
         return arr[sel].tobytes()
