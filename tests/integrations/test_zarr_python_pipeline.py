@@ -1895,14 +1895,16 @@ def test_hypothesis_slice_table_matches_the_general_table(data: st.DataObject,
         return
     chunk_shape = np.array(chunks, dtype=np.int64)
     general = zp._table(batch, chunks)
-    fast = zp._slice_table(batch, chunk_shape)
+    fast = zp._slice_table(batch, chunk_shape, flat_slices=0)  # (as a product)
+    small = zp._slice_table(batch, chunk_shape)  # (a small batch slice by slice)
     if any(isinstance(s, int) for s in sel):  # (a dropped dimension: the general table)
-        assert fast is None
+        assert fast is None and small is None
         return
-    assert not isinstance(general, str) and fast is not None
+    assert not isinstance(general, str) and fast is not None and small is not None
     assert zp._product_columns(batch, len(shape)) is not None  # (the fast way was taken)
-    for got, want in zip(fast, general, strict=True):
+    for got, also, want in zip(fast, small, general, strict=True):
         assert np.array_equal(np.asarray(got), np.asarray(want)), (got, want)
+        assert np.array_equal(np.asarray(also), np.asarray(want)), (also, want)
     order = data.draw(st.permutations(range(len(batch))))
     shuffled = [batch[i] for i in order]
     flat = zp._slice_table(shuffled, chunk_shape)
