@@ -868,6 +868,8 @@ def _native(store: Any, where: Any = None) -> Store | None:
 #: stores.  A full read of a 128 MiB blosc array (64^3 chunks, 2 threads) took 37 ms into
 #: zarrfast's own buffer or a page-aligned one, 88-103 ms into an ``np.empty`` one
 ALIGNED_READ_BYTES = 2**22
+#: batched codecs decoded too slowly for the aligned buffer to pay (see _read_rows)
+SLOW_DECODES = frozenset({"gzip", "zlib"})
 
 
 def _read_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
@@ -876,8 +878,10 @@ def _read_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
     whose chunk (shard) is not stored."""
     inner = chain.inner if chain.kind == "sharded" else chain
     if (out.nbytes >= ALIGNED_READ_BYTES and out.ctypes.data % 64
-            # (uncompressed chunks are read into place as they are: no gain)
-            and inner.bb
+            # (uncompressed chunks are read into place as they are: no gain; nor do
+            # chunks whose decoding, not the memory, bounds the read: the copy back is
+            # one thread's pass over the output, beside decoding that all threads share)
+            and inner.bb and inner.batch_codec not in SLOW_DECODES
             # (the rows cover ``out`` whole: every byte of it is copied back)
             and int(np.prod(proj.local_count, axis=1).sum()) == out.size):
         target = _buffers.empty(out.shape, out.dtype, where="", what="the read's output",
