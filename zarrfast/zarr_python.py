@@ -60,6 +60,7 @@ import numpy as np
 from zarrfast import config as _config
 from zarrfast import kernels as _kernels
 from zarrfast.codecs import CodecChain
+from zarrfast.concurrency import map_io
 from zarrfast.engine.chunked import PreparedChain, Projection, RowReader, RowWriter
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection
@@ -590,12 +591,17 @@ def _by_shard(chain: ShardedChain, proj: Projection, keys: list[str]) -> tuple:
     shard_shape = np.array(chain.layout.shard_shape, dtype=np.int64)
     inner_shape = chain.inner.chunk_shape_arr
     step = proj.sel.step
-    tables = []
-    for r in range(proj.nrows):
-        tables.append(_kernels.project(shard_shape, inner_shape,
-                                       np.ascontiguousarray(proj.local_start[r]), step,
-                                       np.ascontiguousarray(proj.local_count[r])))
-    sizes = [len(t[0]) for t in tables]
+    # shards whose parts read or written are the same project alike: once per distinct
+    # part (a full write of 9 shards: 4 projections, the whole shards' one, the edges',
+    # the corner's; 9 kernel calls and their joins took 0.23 ms, on a loaded machine)
+    distinct: dict[tuple, int] = {}
+    which = [distinct.setdefault(tuple(part), len(distinct)) for part in
+             np.concatenate([proj.local_start, proj.local_count], axis=1).tolist()]
+    parts = [_kernels.project(shard_shape, inner_shape, np.array(part[:len(step)]), step,
+                              np.array(part[len(step):]))
+             for part in [np.array(p, dtype=np.int64) for p in distinct]]
+    tables = [parts[w] for w in which]
+    sizes = np.array([len(t[0]) for t in parts], dtype=np.int64)[which]
     bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     inner = Projection.__new__(Projection)
     inner.array_shape = None  # type: ignore[assignment]  # (the rows say what is whole)
@@ -604,8 +610,8 @@ def _by_shard(chain: ShardedChain, proj: Projection, keys: list[str]) -> tuple:
     inner.local_start = np.concatenate([t[1] for t in tables])
     inner.local_count = np.concatenate([t[2] for t in tables])
     # (each shard's rows go where the shard's part of the output begins)
-    inner.out_start = np.concatenate([t[3] + proj.out_start[r]
-                                      for r, t in enumerate(tables)])
+    inner.out_start = (np.concatenate([t[3] for t in tables])
+                       + np.repeat(proj.out_start, sizes, axis=0))
     inner.complete = np.concatenate([t[4] for t in tables])
     inner.nrows = int(bounds[-1])
     # an inner chunk lies in its shard; a part of it past the array's end is not in the
@@ -638,14 +644,24 @@ def _v2_dtype(json: Any) -> Any:
     return json["name"] if isinstance(json, dict) and "name" in json else json
 
 
-def _slice_table(batch: list, chunk_shape: np.ndarray) -> tuple | None:
+#: a batch of at most this many slices (chunks times dimensions) is read slice by slice
+#: (:func:`_flat_columns`), a larger one as a product first (:func:`_product_columns`):
+#: reading a slice costs ~0.6 us, a product's NumPy calls ~0.15 ms
+FLAT_SLICES = 128
+
+
+def _slice_table(batch: list, chunk_shape: np.ndarray, *, flat_slices: int | None = None
+                 ) -> tuple | None:
     """:func:`_table` of a batch whose every selection is slices (a read or write of
     slices of the array: zarr-python gives them with their bounds), in a few passes over
     the slices and NumPy calls; ``None`` when it is not one (then :func:`_table` looks
-    closer)."""
+    closer).  ``flat_slices``: :data:`FLAT_SLICES` unless given."""
     n, ndim = len(batch), len(chunk_shape)
+    flat = FLAT_SLICES if flat_slices is None else flat_slices
     try:
-        cols = _product_columns(batch, ndim)
+        # (a product's few NumPy calls cost more than reading a small batch's slices:
+        # 9 chunks of two dimensions, 0.17 ms against 0.03 ms)
+        cols = None if n * ndim <= flat else _product_columns(batch, ndim)
         if cols is None:
             cols = _flat_columns(batch, n, ndim)
             if cols is None:
@@ -852,6 +868,8 @@ def _native(store: Any, where: Any = None) -> Store | None:
 #: stores.  A full read of a 128 MiB blosc array (64^3 chunks, 2 threads) took 37 ms into
 #: zarrfast's own buffer or a page-aligned one, 88-103 ms into an ``np.empty`` one
 ALIGNED_READ_BYTES = 2**22
+#: batched codecs decoded too slowly for the aligned buffer to pay (see _read_rows)
+SLOW_DECODES = frozenset({"gzip", "zlib"})
 
 
 def _read_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
@@ -860,8 +878,10 @@ def _read_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
     whose chunk (shard) is not stored."""
     inner = chain.inner if chain.kind == "sharded" else chain
     if (out.nbytes >= ALIGNED_READ_BYTES and out.ctypes.data % 64
-            # (uncompressed chunks are read into place as they are: no gain)
-            and inner.bb
+            # (uncompressed chunks are read into place as they are: no gain; nor do
+            # chunks whose decoding, not the memory, bounds the read: the copy back is
+            # one thread's pass over the output, beside decoding that all threads share)
+            and inner.bb and inner.batch_codec not in SLOW_DECODES
             # (the rows cover ``out`` whole: every byte of it is copied back)
             and int(np.prod(proj.local_count, axis=1).sum()) == out.size):
         target = _buffers.empty(out.shape, out.dtype, where="", what="the read's output",
@@ -874,9 +894,21 @@ def _read_rows(store: Store, chain: Any, proj: Projection, keys: list[str],
     if chain.kind == "sharded":
         ShardRowsRead(plan, _by_shard(chain, proj, keys)).run()
         # a missing shard reads as the fill value; whether it exists is asked only where
-        # zarr-python wants to know (3.4's results: one request per shard on object stores)
-        return ([i for i, key in enumerate(keys) if not store.exists(key)] if _GET_RESULTS
-                else [])
+        # zarr-python wants to know (3.4's results: one request per shard on object
+        # stores, made concurrently there, as the shards' reads are)
+        if not _GET_RESULTS:
+            return []
+        exists = [True] * len(keys)
+
+        def ask(i: int) -> None:
+            exists[i] = store.exists(keys[i])  # (each task its own item)
+
+        if plan.caps.batched_gets:
+            map_io(ask, range(len(keys)), io=plan.options.io_concurrency)
+        else:
+            for i in range(len(keys)):
+                ask(i)
+        return [i for i, e in enumerate(exists) if not e]
     reader = RowReader(proj, full, plan.caps)
     reader.missing = []
     choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)

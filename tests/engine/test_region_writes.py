@@ -127,3 +127,38 @@ def test_whole_shards_straight_from_the_array_are_read_by_zarr_python(tmp_path, 
                               serializer=codec, compressors=None, dtype="<u2")
     a[...] = x
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[...], x)
+
+
+@pytest.mark.parametrize("location", ["end", "start"])
+@pytest.mark.parametrize("order", ["morton", "lexicographic"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("empty", [False, True])
+def test_missing_edge_shards_of_whole_inner_chunks_straight_from_the_array(
+        tmp_path, monkeypatch, location, order, threads, empty):
+    """Edge shards whose inner chunks inside the array are whole (the array's shape a
+    multiple of the inner chunks', not of the shards'), not stored yet: written from
+    the array (the shard's read-modify-write finds nothing stored and hands the write to
+    ``set_regions``, engine/rmw.py ``direct``), the same files as the assembled path;
+    an edge shard with an inner chunk of the fill value goes the assembled way (the
+    chunk left out unless empty chunks are written).  (Before: only whole shards came
+    through ``set_regions``.)"""
+    import zarr
+
+    shape = (40, 48)  # shards (32, 32): one whole, three edge ones of whole inner chunks
+    x = np.random.default_rng(3).integers(1, 2**16, shape).astype("<u2")
+    x[32:40, 0:16] = 0  # one of the two inner chunks of shard (1, 0): the fill value
+    codec = ShardingCodec(chunk_shape=(8, 16), codecs=[BytesCodec("little")],
+                          index_location=location, subchunk_write_order=order)
+    kwargs = dict(shape=shape, chunks=(32, 32), serializer=codec, compressors=None,
+                  dtype="<u2", fill_value=0, config={"write_empty_chunks": empty})
+    with config.set(threads=threads):
+        fast, calls = _write(tmp_path, "fast.zarr", monkeypatch, direct=True, value=x,
+                             **kwargs)
+        slow, none = _write(tmp_path, "slow.zarr", monkeypatch, direct=False, value=x,
+                            **kwargs)
+    assert fast == slow and not none
+    # (shard (1, 0) offered too, and left to the assembled path unless empty chunks
+    # are written: the files say which)
+    assert sorted(k for keys in calls for k in keys) == ["c/0/0", "c/0/1", "c/1/0", "c/1/1"]
+    got = zarr.open_array(str(tmp_path / "fast.zarr"), mode="r")[...]
+    np.testing.assert_array_equal(got, x)

@@ -807,6 +807,54 @@ def test_sharded_edge_shards_keep_what_lies_past_the_edge(kind: str, codec: str,
     check_shards(twin, exact=exact)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sharded_full_write_stores_missing_edge_shards_from_the_value(
+        threads: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full write of an array whose edge shards hold whole inner chunks only (the
+    array's shape a multiple of the inner chunks', not of the shards'), uncompressed, on
+    a ``LocalStore``: the edge shards, missing, are stored from where their inner chunks
+    lie in the value (``set_regions``), as the whole shards are, under the shard's lock
+    (zarrfast/engine/rmw.py ``direct``), not assembled in a buffer first; the same
+    shards as zarr-python's.  One with an inner chunk equal to the fill value, and one
+    already stored, go the general way (the inner chunk left out; what the stored shard
+    holds past the edge kept).  (Before: only the whole shard came through
+    ``set_regions``, the edge shards through ``set``.)"""
+    from zarrfast.storage import LocalStore as OurLocalStore
+
+    regions: list[str] = []
+    real = OurLocalStore.set_regions
+
+    def spy(self: Any, keys: Any, *args: Any, **kwargs: Any) -> Any:
+        skipped = real(self, keys, *args, **kwargs)
+        regions.extend(k for k, s in zip(keys, skipped.tolist(), strict=True) if not s)
+        return skipped
+
+    monkeypatch.setattr(OurLocalStore, "set_regions", spy)
+    with zarrfast.config.set(threads=threads):
+        twin = Twin.on("local", tmp_path, shape=(12, 10), shards=(8, 8), chunks=(4, 2),
+                       dtype="int32", fill_value=-1, compressors=None)
+        twin.set(..., values((12, 10), "int32"))
+        check_shards(twin, exact=True)
+        assert sorted(regions) == ["c/0/0", "c/0/1", "c/1/0", "c/1/1"]
+        # (an inner chunk of the fill value in a missing edge shard: left out)
+        run_both(lambda arr: arr.resize((20, 10)), twin.ours, twin.ref)
+        regions.clear()
+        value = values((20, 10), "int32", 2)
+        value[16:20, 8:10] = -1
+        twin.set(..., value)
+        twin.get(...)
+        check_shards(twin, exact=True)
+        assert "c/2/1" not in regions and "c/2/0" in regions
+        # (a shard stored already, past the edge too: read, changed, written back)
+        run_both(lambda arr: arr.resize((20, 6)), twin.ours, twin.ref)
+        regions.clear()
+        twin.set(..., values((20, 6), "int32", 3))
+        assert regions == []
+        run_both(lambda arr: arr.resize((20, 10)), twin.ours, twin.ref)
+        twin.get(...)
+        check_shards(twin, exact=True)
+
+
 @pytest.mark.parametrize("kind", ["local", "memory", "obstore", "obstore-memory"])
 def test_sharded_shard_emptied_by_partial_write(kind: str, tmp_path: Path) -> None:
     """A shard whose last stored inner chunk is overwritten with the fill value by a write
@@ -1090,6 +1138,44 @@ def test_read_missing_chunks_false(kind: str, shards: Any, tmp_path: Path) -> No
         assert got[0] == got[1], sel
         raised.append(isinstance(got[1], tuple))
     assert raised == [False, False, True, True, True]
+
+
+@pytest.mark.skipif(not hasattr(zarr.abc.codec, "GetResult"),
+                    reason="zarr-python 3.4's read results (array.read_missing_chunks)")
+@pytest.mark.parametrize("kind", ["obstore", "obstore-memory"])
+def test_missing_shards_are_asked_for_concurrently_on_object_stores(
+        kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether each shard of a read exists (zarr-python 3.4's ``GetResult``s): on an
+    object store, one request per shard, made on the I/O pool as the shards' reads are,
+    not one after another from one thread (a HEAD each on S3); the same shards missing,
+    and the same errors, as with zarr-python's pipeline.  (Before: every ``exists`` from
+    the calling thread.)"""
+    from zarrfast.storage.obstore import ObjectStore as OurObjectStore
+
+    askers: dict[str, set[int]] = {}
+    real = OurObjectStore.exists
+
+    def spy(self: Any, key: str) -> bool:
+        askers.setdefault(key, set()).add(threading.get_ident())
+        return real(self, key)
+
+    twin = Twin.on(kind, tmp_path, shape=(24, 8), chunks=(2, 4), shards=(4, 8),
+                   dtype="int32", fill_value=0, config={"read_missing_chunks": False})
+    twin.set((slice(0, 12), slice(None)), values((12, 8), "int32"))  # shards 0 to 2
+    monkeypatch.setattr(OurObjectStore, "exists", spy)
+    with zarrfast.config.set(io_concurrency=4):
+        got = run_both(lambda arr: _error_or_value(arr, (slice(0, 12),)), twin.ours, twin.ref)
+        assert got[0] == got[1] and not isinstance(got[1], tuple)
+        askers.clear()
+        with use(OURS):  # (one read: one batch of six shards)
+            with pytest.raises(Exception) as ours:  # noqa: PT011 - zarr-python's type
+                twin.ours[...]
+        asked = {k: set(v) for k, v in askers.items()}
+        got = run_both(lambda arr: _error_or_value(arr, ...), twin.ours, twin.ref)
+        assert got[0] == got[1] and isinstance(got[1], tuple)  # (shards 3 to 5 missing)
+        assert type(ours.value).__name__ == got[1][0]
+    assert {k.rsplit("/", 2)[-2] for k in asked} == {str(i) for i in range(6)}
+    assert len(set().union(*asked.values())) > 1
 
 
 def _error_or_value(arr: Any, sel: Any) -> Any:
@@ -1809,14 +1895,16 @@ def test_hypothesis_slice_table_matches_the_general_table(data: st.DataObject,
         return
     chunk_shape = np.array(chunks, dtype=np.int64)
     general = zp._table(batch, chunks)
-    fast = zp._slice_table(batch, chunk_shape)
+    fast = zp._slice_table(batch, chunk_shape, flat_slices=0)  # (as a product)
+    small = zp._slice_table(batch, chunk_shape)  # (a small batch slice by slice)
     if any(isinstance(s, int) for s in sel):  # (a dropped dimension: the general table)
-        assert fast is None
+        assert fast is None and small is None
         return
-    assert not isinstance(general, str) and fast is not None
+    assert not isinstance(general, str) and fast is not None and small is not None
     assert zp._product_columns(batch, len(shape)) is not None  # (the fast way was taken)
-    for got, want in zip(fast, general, strict=True):
+    for got, also, want in zip(fast, small, general, strict=True):
         assert np.array_equal(np.asarray(got), np.asarray(want)), (got, want)
+        assert np.array_equal(np.asarray(also), np.asarray(want)), (also, want)
     order = data.draw(st.permutations(range(len(batch))))
     shuffled = [batch[i] for i in order]
     flat = zp._slice_table(shuffled, chunk_shape)

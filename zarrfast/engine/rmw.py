@@ -30,20 +30,27 @@ __all__ = ["read_modify_write"]
 
 
 def read_modify_write(store: Store, key: str, update: Callable[[Any], Any], *, limit: int,
-                      empty: Callable[[], Any], options: Options) -> None:
+                      empty: Callable[[], Any], options: Options,
+                      direct: Callable[[], bool] | None = None) -> None:
     """Replace the value at ``key`` with ``update(stored)`` (``stored``: its bytes as
     stored, at most ``limit`` of them, ``None`` when missing; ``update`` returns the new
     bytes, or ``None`` for no value: the key is deleted), excluding every other writer
     of the key.  A conditional write cannot delete: there ``empty()`` gives the bytes
     that stand for no value (a shard with no inner chunk).  Conflicting writers are
     outlasted until ``options.lock_timeout``, then :class:`ConcurrentWriteError` names
-    the key, with nothing written."""
+    the key, with nothing written.  ``direct``: where nothing is stored at ``key`` (and
+    the store locks, no conditional write), ``direct()`` may store the new value itself
+    (from where its bytes lie: ``True``, then ``update`` is not called), under the
+    lock."""
     caps = store.capabilities
     interprocess = caps.interprocess_locks and options.file_locks
     conditional = caps.conditional_writes and not interprocess
     with store.value_lock(key, timeout=options.lock_timeout, interprocess=interprocess):
         if not conditional:
-            new = update(store.get_limited(key, limit))
+            stored = store.get_limited(key, limit)
+            if stored is None and direct is not None and direct():
+                return
+            new = update(stored)
             if new is None:
                 store.delete(key)
             else:

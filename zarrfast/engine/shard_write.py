@@ -170,7 +170,13 @@ class ShardWrite:
                 self.store, key, lambda stored: self.updated_shard(
                     g, None if stored is None else sub.decode_shard(stored, key)),
                 limit=sub.stored_limit, empty=lambda: self.encoded(sub.layout.empty_shard()),
-                options=self.plan.options)
+                options=self.plan.options,
+                # (a missing shard whose inner chunks are all written whole from the
+                # value, an edge shard of a full write: written from there, as a whole
+                # shard is, not assembled first)
+                direct=(None if not self.direct else lambda: write_shard_direct(
+                    self.store, key, sub.layout, self.writer, self.groups[g],
+                    self.inner_lin[self.groups[g]])))
             self.chain.cache.put(key, None)  # re-read (and re-checked) on next use
             return
         # every inner chunk written: no old bytes to keep, no lock

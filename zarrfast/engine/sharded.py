@@ -514,27 +514,39 @@ def assemble_raw_shard(layout: ShardFormat, inner: PreparedChain, writer: RowWri
 
 def write_shard_direct(store: Store, key: str, layout: ShardFormat, writer: RowWriter,
                         rows: np.ndarray, lin: np.ndarray) -> bool:
-    """Write a whole shard whose every inner chunk is stored uncompressed, none past the
-    array's edge, straight from the written value (``store.set_regions``: the inner
-    chunks in write order, then the index, or the index first): the bytes
-    :func:`assemble_raw_shard` builds, without building them.  False, with nothing
-    written, for a shard this cannot write: an edge shard, one written by a negative
-    step, or one with an inner chunk equal to the fill value (unless empty chunks are
-    written), which the general path leaves out."""
+    """Write a shard whose inner chunks ``rows`` (inner chunks ``lin``) are stored
+    uncompressed, none past the array's edge, straight from the written value
+    (``store.set_regions``: the inner chunks in write order, then the index, or the
+    index first): the bytes :func:`assemble_raw_shard` builds, without building them.
+    Rows for only some of the shard's inner chunks: the shard holds those alone (the
+    others empty in its index), as a read-modify-write of a missing shard builds it.
+    False, with nothing written, for a shard this cannot write: an edge shard, one
+    written by a negative step, or one with an inner chunk equal to the fill value
+    (unless empty chunks are written), which the general path leaves out."""
     nb = writer.chain.chunk_nbytes
     # (every inner chunk a region of the value: written whole, inside the array, from
     # its first element on, not through a negative step)
     stored_whole = writer.stored_whole
-    if len(rows) != layout.n_inner or stored_whole is None or not stored_whole[rows].all():
+    if not len(rows) or stored_whole is None or not stored_whole[rows].all():
         return False
-    raw_index = layout.dense_index(nb)
+    rank = lin if layout.rank is None else layout.rank[lin]
+    order = np.argsort(rank)  # (write order)
+    if len(rows) == layout.n_inner:
+        raw_index = layout.dense_index(nb)
+    else:  # (slot s of the present ones, in write order, at data_start + s * nb)
+        if len(np.unique(lin)) != len(lin):  # pragma: no cover - one row per inner chunk
+            return False
+        index = np.full((layout.n_inner, 2), EMPTY, dtype=np.uint64)
+        index[lin[order], 0] = (layout.data_start
+                                + np.arange(len(lin), dtype=np.uint64) * np.uint64(nb))
+        index[lin, 1] = nb
+        raw_index = np.frombuffer(layout.encode_index(index), dtype=np.uint8)
     if len(raw_index) != layout.index_nbytes:  # pragma: no cover - fixed-size index codecs
         return False
     stored_layout, value_flat = writer.stored_layout, writer.value_flat
     assert stored_layout is not None and value_flat is not None  # (ShardWrite.direct)
     strides, shape = stored_layout
     inner = writer.chain
-    order = np.argsort(lin if layout.rank is None else layout.rank[lin])  # (write order)
     skipped = store.set_regions(
         [key], value_flat, writer.src_offsets[rows[order]][None, :],
         strides, shape, inner.itemsize,
