@@ -7,12 +7,13 @@ thread, or one task, work runs inline in the calling thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
@@ -132,6 +133,7 @@ def _reset_after_fork() -> None:
     _requests.__init__()
     _write_threads.reset()
     _in_task.active = False
+    _one_of_many.active = False
 
 
 if hasattr(os, "register_at_fork"):
@@ -247,6 +249,35 @@ def in_task() -> bool:
     """Whether this thread runs a task of one of the engine's pools (whose nested work
     runs inline: a pool thread must not wait for work queued behind it)."""
     return _in_task.active
+
+
+class _OneOfMany(threading.local):
+    active = False
+
+
+#: set while this thread runs one of several reads started at the same time
+#: (:func:`zarrfast.engine.many.at_once`)
+_one_of_many = _OneOfMany()
+
+
+def one_of_many() -> bool:
+    """Whether this thread runs one of several reads started at the same time, each on
+    a thread of its own (``engine.many.at_once``: ``zarrfast.get_many`` of arrays whose
+    files are out of the page cache).  Those reads are the parallelism: a small one
+    then decodes in its thread alone, as while the cores are busy with other work."""
+    return _one_of_many.active
+
+
+@contextlib.contextmanager
+def running_one_of_many() -> Iterator[None]:
+    """Mark this thread as running one of several reads at once (:func:`one_of_many`)
+    for the ``with`` block."""
+    old = _one_of_many.active
+    _one_of_many.active = True
+    try:
+        yield
+    finally:
+        _one_of_many.active = old
 
 
 #: the request pool's threads at most when several calls of :func:`map_requests` run at

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import zarrfast
+from zarrfast import concurrency
 from zarrfast._ext import _decode
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage import LocalStore
@@ -128,12 +129,14 @@ def test_get_many_of_cold_arrays_on_their_own_stores_reads_them_together(tmp_pat
         pytest.skip("this file system keeps its files in memory (tmpfs?)")
     region = (slice(20, 70), slice(10, 60))
     readers: list[int] = []
+    marked: list[bool] = []  # each read run as one of many (its boxes decoded alone)
     events: list[tuple[str, int]] = []  # ("start" or "end", array), in order
     lock = threading.Lock()
     for k, a in enumerate(arrays):  # (each array's batch read, recorded by its thread)
         def spy(*args, _read=a._get_many, _k=k, **kwargs):
             with lock:
                 readers.append(threading.get_ident())
+                marked.append(concurrency.one_of_many())
                 events.append(("start", _k))
             try:
                 return _read(*args, **kwargs)
@@ -144,6 +147,7 @@ def test_get_many_of_cold_arrays_on_their_own_stores_reads_them_together(tmp_pat
 
     def read():
         readers.clear()
+        marked.clear()
         events.clear()
         return zarrfast.get_many([(a, region) for a in arrays])
 
@@ -160,6 +164,7 @@ def test_get_many_of_cold_arrays_on_their_own_stores_reads_them_together(tmp_pat
     read()  # (the files back in the page cache: _cold_possible evicted them)
     check(read())  # warm: one batch after another, all in this thread
     assert readers == [threading.get_ident()] * len(arrays)
+    assert marked == [False] * len(arrays)
     for _ in range(ATTEMPTS):
         if (_cold_read(tmp_path, read, None, check) and len(set(readers)) > 1
                 and first_not_alone()):
@@ -167,6 +172,7 @@ def test_get_many_of_cold_arrays_on_their_own_stores_reads_them_together(tmp_pat
     else:
         pytest.fail(f"no cold read of the {len(arrays)} arrays read them together")
     assert len(readers) == len(arrays)
+    assert marked == [True] * len(arrays)  # (read together: each decodes alone)
 
 
 def test_a_fifo_among_cold_chunk_files_is_not_waited_on(tmp_path):

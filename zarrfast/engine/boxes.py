@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from zarrfast import kernels as _kernels
-from zarrfast.concurrency import batch_count, cores_contended, map_unordered_into
+from zarrfast.concurrency import batch_count, cores_contended, map_unordered_into, one_of_many
 from zarrfast.engine.selection import BasicSelection
 from zarrfast.storage import Store
 
@@ -109,8 +109,11 @@ BOX_IO_CHUNKS = 64
 
 def alone(n: int, chain: Any) -> bool:
     """Whether a read of ``n`` chunks of ``chain`` runs in the calling thread alone
-    because the cores are busy (``ALONE_BYTES``)."""
-    return n * chain.chunk_nbytes <= ALONE_BYTES and cores_contended()
+    (``ALONE_BYTES``): because the cores are busy, or because it is one of several
+    reads started at the same time, each on a thread of its own
+    (:func:`~zarrfast.concurrency.one_of_many`: their threads keep the cores busy; a
+    helper shared with one of them only spins between its jobs)."""
+    return n * chain.chunk_nbytes <= ALONE_BYTES and (one_of_many() or cores_contended())
 
 
 def share_mode(n: int, chain: Any, threads: int) -> bool | None:

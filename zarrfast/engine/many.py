@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from zarrfast import kernels as _kernels
-from zarrfast.concurrency import _GrowingPool
+from zarrfast.concurrency import _GrowingPool, running_one_of_many
 from zarrfast.engine.chunked import _PROBE_FLAGS, Projection, RowReader, chunk_keys
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection, normalize_basic
@@ -83,18 +83,22 @@ def at_once(fn: Callable[[T], None], items: Sequence[T], limit: int) -> None:
     lock = threading.Lock()
 
     def work() -> None:
-        while True:
-            with lock:
-                if errors:
-                    return
-                nxt = next(queue, None)
-            if nxt is None:
-                return
-            try:
-                fn(nxt[1])
-            except BaseException as e:  # (re-raised in the calling thread)
+        # (each read on a thread of its own: the reads are the parallelism, so a small
+        # one decodes in its thread alone, without the kernels' helper: see
+        # :func:`~zarrfast.concurrency.one_of_many`)
+        with running_one_of_many():
+            while True:
                 with lock:
-                    errors.append((nxt[0], e))
+                    if errors:
+                        return
+                    nxt = next(queue, None)
+                if nxt is None:
+                    return
+                try:
+                    fn(nxt[1])
+                except BaseException as e:  # (re-raised in the calling thread)
+                    with lock:
+                        errors.append((nxt[0], e))
 
     helpers = min(limit, len(items)) - 1
     if threading.current_thread().name.startswith(_at_once_pool.prefix):
