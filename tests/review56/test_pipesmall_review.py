@@ -148,3 +148,28 @@ def test_zarr_python_pipeline_writes_shards_as_zarr_python_does(
         assert sorted(files[0]) == sorted(files[1])
         if codec == "none":
             assert files[0] == files[1]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_stale_writers_edge_shards_keep_another_writers_inner_chunks(tmp_path, threads
+                                                                       ) -> None:
+    """A writer whose metadata is stale (the array grown by another writer since it was
+    opened) writes its edge shards, missing or not, without losing what the other
+    writer stored past its edge."""
+    path = str(tmp_path / "a")
+    kwargs = dict(shape=(12, 10), chunks=(8, 8), dtype="<i4", fill_value=-1,
+                  serializer=ShardingCodec(chunk_shape=(4, 2), codecs=[BytesCodec("little")]),
+                  compressors=None)
+    stale = zarrfast.create_array(path, **kwargs)
+    other = zarrfast.open_array(path, mode="r+")
+    other.resize((20, 14))
+    theirs = np.arange(8 * 14, dtype="<i4").reshape(8, 14) + 1000
+    other[12:20, :] = theirs
+    ours = np.arange(120, dtype="<i4").reshape(12, 10)
+    with config.set(threads=threads):
+        stale[...] = ours
+    got = zarrfast.open_array(path, mode="r")[...]
+    want = np.full((20, 14), -1, dtype="<i4")
+    want[12:20, :] = theirs
+    want[0:12, 0:10] = ours
+    np.testing.assert_array_equal(got, want)
