@@ -173,3 +173,32 @@ def test_a_stale_writers_edge_shards_keep_another_writers_inner_chunks(tmp_path,
     want[12:20, :] = theirs
     want[0:12, 0:10] = ours
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks a writer")
+def test_two_processes_filling_one_missing_shard_keep_each_others_inner_chunks(tmp_path
+                                                                               ) -> None:
+    """Two processes write the two halves of the inner chunks of the same missing shards
+    at once, each half whole inner chunks (the direct path of the shards'
+    read-modify-write, under the shard's lock): every shard holds both halves."""
+    from _helpers.threads import wait_child
+
+    kwargs = dict(shape=(16, 16), chunks=(8, 16), dtype="<i4", fill_value=-1,
+                  serializer=ShardingCodec(chunk_shape=(4, 4), codecs=[BytesCodec("little")]),
+                  compressors=None)
+    x = np.arange(256, dtype="<i4").reshape(16, 16)
+    for attempt in range(10):
+        path = str(tmp_path / f"a{attempt}")
+        a = zarrfast.create_array(path, **kwargs)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 1
+            try:
+                zarrfast.open_array(path, mode="r+")[:, 8:16] = x[:, 8:16]
+                code = 0
+            finally:
+                os._exit(code)
+        a[:, 0:8] = x[:, 0:8]
+        status = wait_child(pid, "writing half of each shard")
+        assert os.waitstatus_to_exitcode(status) == 0
+        np.testing.assert_array_equal(zarrfast.open_array(path, mode="r")[...], x)
