@@ -33,21 +33,13 @@ from zarrfast import config
 from zarrfast.codecs import BytesCodec, ShardingCodec, TransposeCodec
 from zarrfast.storage import LocalStore
 
+from _helpers.files import file_bytes
+
 zarr = pytest.importorskip("zarr")
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
-
-
-def _files(path: str) -> dict[str, bytes]:
-    out = {}
-    for d, _, names in os.walk(path):
-        for n in names:
-            p = os.path.join(d, n)
-            with open(p, "rb") as f:
-                out[os.path.relpath(p, path)] = f.read()
-    return out
 
 
 @st.composite
@@ -109,7 +101,7 @@ def test_boxes_into_missing_shards_store_what_the_assembled_path_stores(
             finally:
                 LocalStore.fast_set_regions = real  # type: ignore[misc]
             np.testing.assert_array_equal(zarrfast.open_array(path, mode="r")[...], model)
-            files.append(_files(path))
+            files.append(file_bytes(path))
         assert files[0] == files[1]
 
 
@@ -144,7 +136,7 @@ def test_zarr_python_pipeline_writes_shards_as_zarr_python_does(
                 for sel, value in writes:
                     a[sel] = value
                 np.testing.assert_array_equal(a[...], model)
-            files.append(_files(path))
+            files.append(file_bytes(path))
         assert sorted(files[0]) == sorted(files[1])
         if codec == "none":
             assert files[0] == files[1]

@@ -25,15 +25,7 @@ from zarrfast import config
 from zarrfast.errors import InvalidKeyError
 from zarrfast.storage import LocalStore
 
-
-def _files(path) -> dict[str, bytes]:
-    out = {}
-    for d, _, names in os.walk(path):
-        for n in names:
-            p = os.path.join(d, n)
-            with open(p, "rb") as f:
-                out[os.path.relpath(p, path)] = f.read()
-    return out
+from _helpers.files import file_bytes
 
 
 def test_threads_making_the_same_new_rows_store_every_value(tmp_path) -> None:
@@ -75,7 +67,7 @@ def test_a_fresh_write_at_two_threads_is_the_files_of_one(tmp_path) -> None:
                                       fill_value=0, compressors=[{"name": "zstd"}])
             a[...] = x
             a[3:37, 1:23, 5:31] = x[3:37, 1:23, 5:31] + 1
-        got.append(_files(path))
+        got.append(file_bytes(path))
     assert got[0] == got[1]
 
 
