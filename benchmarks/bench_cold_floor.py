@@ -57,22 +57,21 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _evict(files: list[str]) -> None:
+def _advise(files: list[str], advice: int) -> None:
     for p in files:
         fd = os.open(p, os.O_RDONLY)
         try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.posix_fadvise(fd, 0, 0, advice)
         finally:
             os.close(fd)
+
+
+def _evict(files: list[str]) -> None:
+    _advise(files, os.POSIX_FADV_DONTNEED)
 
 
 def _willneed(files: list[str]) -> None:
-    for p in files:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-        finally:
-            os.close(fd)
+    _advise(files, os.POSIX_FADV_WILLNEED)
 
 
 def _read(p: str) -> int:
