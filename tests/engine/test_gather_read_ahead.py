@@ -236,3 +236,21 @@ def test_a_closed_read_ahead_ends_its_threads_while_they_wait(monkeypatch) -> No
     ra.close()  # (its threads wait for the window to move: they end)
     assert not any(t.is_alive() for t in ra.threads)
     assert len(store.read) == 2 * fancy.READ_AHEAD_GROUP
+
+
+def test_chunks_too_large_for_the_read_ahead_are_read_by_the_decoding_threads(
+        tmp_path, cold, monkeypatch) -> None:
+    """Two groups of chunks that do not fit in READ_AHEAD_BYTES: no read-ahead (the
+    decoding threads read their files, as before), values right."""
+    monkeypatch.setattr(fancy, "PREFIX_SAVING", -1.0)
+    a, x = _array(tmp_path, 3000, 100, 8, 3000)
+    cap = 100 * 8 * 4 + 100 * 8 * 4 // 64 + 4096
+    idx = np.arange(2, 3000, 70)
+    monkeypatch.setattr(fancy, "READ_AHEAD_BYTES", 2 * fancy.READ_AHEAD_GROUP * cap - 1)
+    np.testing.assert_array_equal(a.oindex[idx, :], x[idx])
+    assert cold.keys(THREAD) == [] and len(cold.keys()) == 30
+    monkeypatch.setattr(fancy, "READ_AHEAD_BYTES", 2 * fancy.READ_AHEAD_GROUP * cap)
+    del cold.calls[:]
+    np.testing.assert_array_equal(a.oindex[idx, :], x[idx])
+    assert sorted(cold.keys()) == sorted(f"c/{c}/0" for c in range(30))
+    assert not _alive()

@@ -468,8 +468,10 @@ class _Ahead:
         self.reader: _ReadAhead | None = None
         self.start = 0  # the chunk the announcer's first file is of
         #: the read-ahead: for chunks decoded up to a prefix from files read into memory
-        #: (``need``: the bytes of each chunk the line uses, as ``_read_chunks`` has it)
+        #: (``need``: the bytes of each chunk the line uses, as ``_read_chunks`` has it;
+        #: chunks so large that two groups overflow READ_AHEAD_BYTES are not read ahead)
         self.reads = bool(self.on and READ_AHEAD_THREADS > 0
+                          and 2 * READ_AHEAD_GROUP * chain.stored_cap <= READ_AHEAD_BYTES
                           and _prefix_kind(array, chain) == "chunks"
                           and _prefix_pays(chain, need))
         self.cap = chain.stored_cap
