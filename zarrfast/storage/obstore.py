@@ -64,6 +64,7 @@ from zarrfast.storage.remote import (
     status_kind,
 )
 from zarrfast.storage.remote import classify as classify_common
+from zarrfast.storage.remote import strong_etag as _strong_tag
 
 if TYPE_CHECKING:  # (obstore is optional: its types only)
     from obstore import GetOptions, ListResult, ObjectMeta
@@ -1275,14 +1276,6 @@ class ObjectStore(Store):
 
 #: obstore's stores whose writes can be conditional (``PutMode.Create`` / ``Update``)
 _CONDITIONAL_STORES = frozenset({"S3Store", "GCSStore", "AzureStore", "MemoryStore"})
-
-
-def _strong_tag(etag: Any) -> str | None:
-    """An ``ETag`` that names the bytes (a strong one); ``None`` for a weak one
-    (``W/...``: equivalent content, perhaps other bytes) or none."""
-    if not isinstance(etag, str) or not etag or etag.startswith("W/"):
-        return None
-    return etag
 
 
 def _store_types(obstore: Any) -> tuple[type[ObstoreStore], ...]:

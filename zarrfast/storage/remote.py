@@ -29,7 +29,7 @@ from zarrfast.errors import ZarrfastError
 
 __all__ = ["RequestLimit", "RetryPolicy", "classify", "error_code", "exception_chain",
            "gather_limited", "http_status", "loop", "request_error", "retrying", "retrying_sync",
-           "run", "status_kind"]
+           "run", "status_kind", "strong_etag"]
 
 T = TypeVar("T")
 
@@ -181,6 +181,14 @@ def request_error(action: str, where: str, detail: str, kind: str, attempts: int
             f"{action} {where} failed after {attempts} attempts ({waited:.2f} s of "
             f"backoff); last error: {detail}", attempts)
     return RemoteStoreError(f"{action} {where} failed: {detail}")
+
+
+def strong_etag(etag: Any) -> str | None:
+    """An ``ETag`` that names the bytes (a strong one); ``None`` for a weak one
+    (``W/...``: equivalent content, perhaps other bytes) or none."""
+    if not isinstance(etag, str) or not etag or etag.startswith("W/"):
+        return None
+    return etag
 
 
 def status_kind(status: int) -> str:
