@@ -8,14 +8,21 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
+import urllib.request
+from datetime import UTC
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
+import crc32c
 import numpy as np
 import pytest
 
 import zarrfast
 from zarrfast.storage import FsspecStore
 from zarrfast.storage.base import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+
+from _helpers.nginx import settle
 
 pytest.importorskip("aiohttp")
 
@@ -33,6 +40,7 @@ def site(tmp_path_factory):
     zarrfast.create_array(str(root / "sharded.zarr"), data=DATA, chunks=(8, 32),
                           shards=(32, 128))
     (root / "blob").write_bytes(bytes(range(200)))
+    settle(root)
     server = Nginx(root, tmp_path_factory.mktemp("nginx"))
     try:
         yield server, root
@@ -109,9 +117,7 @@ def test_a_replaced_shard_is_read_with_its_new_index(site):
     new[0:8, 0:8] = 0  # (a whole inner chunk of fill: left out, the index moves)
     try:
         zarrfast.open_array(path, mode="r+")[:] = new
-        shard = root / "sharded.zarr" / "c" / "0" / "0"
-        st = shard.stat()
-        os.utime(shard, (st.st_atime + 5, st.st_mtime + 5))  # (nginx's ETag: seconds)
+        settle(root / "sharded.zarr", 60)  # (a settled version, of another second)
         server.clear_log()
         np.testing.assert_array_equal(a[0:20, 0:20], new[0:20, 0:20])
         np.testing.assert_array_equal(a[2, 3:30], new[2, 3:30])
@@ -119,7 +125,64 @@ def test_a_replaced_shard_is_read_with_its_new_index(site):
         assert len(index) == 1, index  # read again once, then kept under the new ETag
     finally:
         zarrfast.open_array(path, mode="r+")[:] = DATA
+        settle(root / "sharded.zarr")
     np.testing.assert_array_equal(a[:], DATA)
+
+
+def _etag(url: str) -> str:
+    with urllib.request.urlopen(urllib.request.Request(url, method="HEAD")) as r:
+        return r.headers["ETag"]
+
+
+def _swap_inner_chunks_0_and_1(shard) -> None:
+    """Another version of ``shard`` of the same size and values: its uncompressed inner
+    chunks 0 and 1 change places in the file, their index entries with them."""
+    raw = bytearray(shard.read_bytes())
+    n = 16  # inner chunks a shard; the index at the end: (offset, size) each, a CRC-32C
+    index = np.frombuffer(bytes(raw[-(16 * n + 4):-4]), dtype="<u8").reshape(n, 2).copy()
+    (o0, s0), (o1, s1) = index[0].tolist(), index[1].tolist()
+    assert s0 == s1
+    raw[o0:o0 + s0], raw[o1:o1 + s1] = raw[o1:o1 + s1], raw[o0:o0 + s0]
+    index[[0, 1], 0] = o1, o0
+    packed = index.tobytes()
+    raw[-(16 * n + 4):] = packed + crc32c.crc32c(packed).to_bytes(4, "little")
+    shard.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("kind", ["fsspec", "obstore"])
+def test_an_etag_not_yet_settled_keeps_no_index(site, kind):
+    """nginx's ETag is the modification time in whole seconds and the size: two versions
+    of a shard of the same size written in one second share it.  A version whose second
+    is not over when it is served (here: modified in the future) is not tagged, so its
+    index is not kept, and the other version is read with its own index."""
+    server, root = site
+    name = f"racy_{kind}.zarr"
+    path = root / name
+    zarrfast.create_array(str(path), data=DATA, chunks=(8, 32), shards=(32, 128),
+                          compressors=None)
+    shard = path / "c" / "0" / "0"
+    later = int(time.time()) + 3600
+    os.utime(shard, (later, later))
+    if kind == "fsspec":
+        store: Any = _http_store(server.url(name))
+    else:
+        obstore = pytest.importorskip("obstore")
+        from zarrfast.storage import ObjectStore
+
+        store = ObjectStore(obstore.store.HTTPStore.from_url(
+            server.url(name), client_options={"allow_http": True}), read_only=True)
+    assert store.tagged_reads
+    assert store.get_tagged("c/0/0", SuffixByteRequest(4))[1] is None
+    a = zarrfast.open_array(store, mode="r")
+    np.testing.assert_array_equal(a[0:8, 0:64], DATA[0:8, 0:64])
+    before = _etag(server.url(f"{name}/c/0/0"))
+    _swap_inner_chunks_0_and_1(shard)
+    os.utime(shard, (later, later))
+    assert _etag(server.url(f"{name}/c/0/0")) == before  # (the same ETag: a real race)
+    server.clear_log()
+    np.testing.assert_array_equal(a[0:8, 0:64], DATA[0:8, 0:64])
+    index = [r for p, r in _shard_requests(server) if name in p and r.startswith("bytes=-")]
+    assert len(index) == 1, index  # (read again: not kept)
 
 
 class _CountingHandler(SimpleHTTPRequestHandler):
@@ -175,3 +238,32 @@ def test_without_etags_every_read_asks_for_the_index(tmp_path):
         server.server_close()
         thread.join(10)
     assert not thread.is_alive()
+
+
+@pytest.mark.parametrize(("etag", "modified", "served", "kept"), [
+    ('"a-1"', "Mon, 07 Dec 2026 09:00:00 GMT", "Mon, 07 Dec 2026 09:00:01 GMT", True),
+    ('"a-1"', "Mon, 07 Dec 2026 09:00:00 GMT", "Mon, 07 Dec 2026 09:00:00 GMT", False),
+    ('"a-1"', "Mon, 07 Dec 2026 09:00:05 GMT", "Mon, 07 Dec 2026 09:00:00 GMT", False),
+    ('"a-1"', "not a date", "Mon, 07 Dec 2026 09:00:01 GMT", False),
+    ('"a-1"', "Mon, 07 Dec 2026 09:00:00 GMT", "not a date", False),
+    ('"a-1"', None, None, True),  # (no Last-Modified: the ETag is not made of it)
+    ('W/"a-1"', "Mon, 07 Dec 2026 09:00:00 GMT", "Mon, 07 Dec 2026 10:00:00 GMT", False),
+    (None, "Mon, 07 Dec 2026 09:00:00 GMT", "Mon, 07 Dec 2026 10:00:00 GMT", False),
+    ('"a-1"', 1_000.9, 1_001.0, True),
+    ('"a-1"', 1_000.1, 1_000.9, False),
+])
+def test_an_etag_is_kept_once_its_second_is_over(etag, modified, served, kept):
+    from zarrfast.storage.remote import settled_etag
+
+    assert settled_etag(etag, modified, served) == (etag if kept else None)
+
+
+def test_without_a_date_the_local_clock_less_its_skew_judges():
+    from datetime import datetime
+
+    from zarrfast.storage.remote import CLOCK_SKEW, settled_etag
+
+    now = time.time()
+    old = datetime.fromtimestamp(now - CLOCK_SKEW - 5, tz=UTC)
+    assert settled_etag('"x"', old) == '"x"'
+    assert settled_etag('"x"', datetime.fromtimestamp(now + 60, tz=UTC)) is None

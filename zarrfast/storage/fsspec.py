@@ -59,7 +59,7 @@ from zarrfast.storage.remote import (
     http_status,
     request_error,
     retrying,
-    strong_etag,
+    settled_etag,
 )
 
 __all__ = ["FsspecStore", "RetryPolicy"]
@@ -438,7 +438,8 @@ class FsspecStore(Store):
     async def _acat_http_tagged(self, path: str, start: int | None, end: int | None
                                 ) -> tuple[bytes, str | None]:
         """fsspec's ``HTTPFileSystem._cat_file`` (one GET, its session and options) that
-        also keeps the response's strong ``ETag``."""
+        also keeps the response's strong ``ETag``, when it names one version for good
+        (:func:`~zarrfast.storage.remote.settled_etag`)."""
         afs = self._afs
         kw = afs.kwargs.copy()
         if start is not None:
@@ -449,7 +450,8 @@ class FsspecStore(Store):
         async with session.get(afs.encode_url(path), **kw) as r:
             out = await r.read()
             afs._raise_not_found_for_status(r, path)
-            return out, strong_etag(r.headers.get("ETag"))
+            return out, settled_etag(r.headers.get("ETag"), r.headers.get("Last-Modified"),
+                                     r.headers.get("Date"))
 
     async def _whole_or_error(self, path: str, byte_range: ByteRequest, value: Any) -> bytes:
         """A body longer than the range asked for: the whole value when the server

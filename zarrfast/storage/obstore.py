@@ -61,6 +61,7 @@ from zarrfast.storage.remote import (
     retrying,
     retrying_sync,
     run,
+    settled_etag,
     status_kind,
 )
 from zarrfast.storage.remote import classify as classify_common
@@ -356,6 +357,9 @@ class ObjectStore(Store):
         self.url = _store_url(store)
         self._origin: tuple = ("store",)
         self._refused: set[str] = set()  # names skipped in listings (logged once each)
+        #: a plain web server's ETags may be a modification time in whole seconds and a
+        #: size: a version is tagged only once its second is over (``settled_etag``)
+        self._web = type(store).__name__ == "HTTPStore"
 
     @classmethod
     def from_url(cls, url: str, storage_options: Mapping[str, Any] | None = None,
@@ -562,7 +566,10 @@ class ObjectStore(Store):
                 raise
             _check_body(byte_range, result.range, result.meta["size"], len(data))
             # (obstore's buffer, read-only: no copy)
-            return memoryview(data), _strong_tag(result.meta.get("e_tag"))
+            meta = result.meta
+            tag = (settled_etag(meta.get("e_tag"), meta.get("last_modified")) if self._web
+                   else _strong_tag(meta.get("e_tag")))
+            return memoryview(data), tag
 
         try:
             return self._retrying_sync("reading", key, fetch)
