@@ -44,6 +44,17 @@ http {{
 """
 
 
+def settle(root: str | os.PathLike, seconds: float = 3600) -> None:
+    """Every file under ``root`` last modified ``seconds`` ago.  nginx's ``ETag`` is a
+    file's modification time in whole seconds and its size; zarrfast keeps a shard's
+    index under it only once that second is over (``remote.settled_etag``), so tests
+    that count index requests serve settled files."""
+    when = time.time() - seconds
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(dirpath, name), (when, when))
+
+
 def nginx_path() -> str | None:
     return NGINX if os.access(NGINX, os.X_OK) else shutil.which("nginx")
 

@@ -314,7 +314,7 @@ def nginx_site(tmp_path_factory):
     """nginx serving a directory read-only, with two zarrfast arrays in it."""
     import numpy as np
 
-    from _helpers.nginx import Nginx, nginx_path
+    from _helpers.nginx import Nginx, nginx_path, settle
 
     if nginx_path() is None:
         pytest.skip("nginx is not installed (/usr/sbin/nginx: apt-get install nginx)")
@@ -323,6 +323,7 @@ def nginx_site(tmp_path_factory):
     zarrfast.create_array(str(root / "plain.zarr"), data=data, chunks=(8, 32))  # 64 chunks
     zarrfast.create_array(str(root / "sharded.zarr"), data=data, chunks=(8, 32),
                           shards=(32, 128))  # 4 shards of 16 inner chunks
+    settle(root)
     server = Nginx(root, tmp_path_factory.mktemp("nginx"))
     try:
         yield server, data

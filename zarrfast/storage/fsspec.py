@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -58,6 +59,7 @@ from zarrfast.storage.remote import (
     http_status,
     request_error,
     retrying,
+    settled_etag,
 )
 
 __all__ = ["FsspecStore", "RetryPolicy"]
@@ -218,6 +220,9 @@ class FsspecStore(Store):
         #: FsspecStore wants them), which has none, fsspec's I/O thread's
         self._loop = _loop_of(self._afs)
         self._cat_kwargs = _single_request_kwargs(self._afs)
+        #: whether ``_cat_file`` is fsspec's HTTP one, whose responses' ETags
+        #: ``_acat_http_tagged`` can keep (:attr:`tagged_reads`)
+        self._http_tags = _is_fsspec_http(self._afs)
         self._origin: tuple = ("fs",)
         url = fs.unstrip_protocol(self.path) if self.path else fs.unstrip_protocol("")
         self.url = url.rstrip("/") if self.path else url
@@ -396,30 +401,57 @@ class FsspecStore(Store):
 
     # -- reads --------------------------------------------------------------------
     async def _aget(self, key: str, path: str, byte_range: ByteRequest | None) -> bytes | None:
+        return (await self._aget_tagged(key, path, byte_range, tagged=False))[0]
+
+    async def _aget_tagged(self, key: str, path: str, byte_range: ByteRequest | None,
+                           tagged: bool = True) -> tuple[bytes | None, str | None]:
+        """The value (or bytes of it) of ``key``, and with ``tagged`` the strong ``ETag``
+        of the response it came in (``None``: none, a weak one, or not ``tagged``)."""
         start, end = _range_args(byte_range)
         if start is not None and end is not None and end <= start:
             # nothing to fetch (S3 has no empty range): b"" if the key exists
-            return b"" if await self._ais_file(key, path) else None
+            return (b"" if await self._ais_file(key, path) else None), None
 
-        async def fetch() -> bytes:
+        async def fetch() -> tuple[bytes, str | None]:
             try:
-                value = await self._afs._cat_file(path, start=start, end=end,
-                                                  **self._cat_kwargs)
+                if tagged:
+                    value, tag = await self._acat_http_tagged(path, start, end)
+                else:
+                    value, tag = await self._afs._cat_file(path, start=start, end=end,
+                                                           **self._cat_kwargs), None
             except Exception as e:
                 if byte_range is not None and _range_status(e):
-                    return await self._clipped_empty(path, byte_range, e)
+                    return await self._clipped_empty(path, byte_range, e), None
                 raise
             limit = _max_length(byte_range)
             if limit is not None and len(value) > limit:
                 assert byte_range is not None  # (a limit is a range's)
-                return await self._whole_or_error(path, byte_range, value)
-            return value
+                return await self._whole_or_error(path, byte_range, value), None
+            return value, tag
 
         try:
-            value = await self._retrying("reading", key, fetch)
+            value, tag = await self._retrying("reading", key, fetch)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-        return bytes(value) if not isinstance(value, bytes) else value
+            return None, None
+        return (bytes(value) if not isinstance(value, bytes) else value), tag
+
+    async def _acat_http_tagged(self, path: str, start: int | None, end: int | None
+                                ) -> tuple[bytes, str | None]:
+        """fsspec's ``HTTPFileSystem._cat_file`` (one GET, its session and options) that
+        also keeps the response's strong ``ETag``, when it names one version for good
+        (:func:`~zarrfast.storage.remote.settled_etag`)."""
+        afs = self._afs
+        kw = afs.kwargs.copy()
+        if start is not None:
+            headers = dict(kw.pop("headers", None) or {})
+            headers["Range"] = _range_header(start, end)
+            kw["headers"] = headers
+        session = await afs.set_session()
+        async with session.get(afs.encode_url(path), **kw) as r:
+            out = await r.read()
+            afs._raise_not_found_for_status(r, path)
+            return out, settled_etag(r.headers.get("ETag"), r.headers.get("Last-Modified"),
+                                     r.headers.get("Date"))
 
     async def _whole_or_error(self, path: str, byte_range: ByteRequest, value: Any) -> bytes:
         """A body longer than the range asked for: the whole value when the server
@@ -520,6 +552,71 @@ class FsspecStore(Store):
             return []
         return self._run(lambda: self._gather(
             self._aget(k, p, r) for k, p, r in zip(keys, paths, ranges, strict=True)))
+
+    @property
+    def tagged_reads(self) -> bool:  # type: ignore[override]
+        """Whether reads tell the version they came from (the strong ``ETag`` of each
+        response): over HTTP(S), fsspec's ``HTTPFileSystem``, only.
+
+        A shard's index is then kept, and each read of its inner chunks checked against
+        the version the index came from.  Not for a subclass that changes ``get`` or
+        ``get_many`` (whose reads the shard paths must then go through), nor for a file
+        system whose ``_cat_file`` is not fsspec's HTTP one.
+        """
+        return (self._http_tags and type(self).get is FsspecStore.get
+                and type(self).get_many is FsspecStore.get_many)
+
+    def get_tagged(self, key: str, byte_range: ByteRequest | None = None
+                   ) -> tuple[Any, Hashable | None]:
+        """:meth:`get` and the strong ``ETag`` of the response (``None``: the server
+        sent none or a weak one, or the store cannot tell: see :attr:`tagged_reads`).
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        byte_range : ByteRequest or None, default None
+            The bytes to read, as :meth:`get` takes them.
+
+        Returns
+        -------
+        tuple
+            ``(value, etag)``.
+        """
+        if not self.tagged_reads:
+            return super().get_tagged(key, byte_range)
+        path = self._full(key)
+        check_byte_range(byte_range)
+        return self._run(lambda: self._aget_tagged(key, path, byte_range))
+
+    def get_many_tagged(self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None]
+                        ) -> tuple[list[Any], list[Hashable | None]]:
+        """:meth:`get_tagged` of many values, their requests in flight concurrently (at
+        most ``max_concurrency``), each its own request (so that each says its version).
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            The keys.
+        byte_ranges : Sequence[ByteRequest or None]
+            One byte range (or ``None``) per key.
+
+        Returns
+        -------
+        tuple
+            ``(values, etags)``, one of each per key.
+        """
+        if not self.tagged_reads:
+            return super().get_many_tagged(keys, byte_ranges)
+        keys, ranges = many_requests(keys, byte_ranges)
+        paths = [self._full(k) for k in keys]  # validate every key before any request
+        for r in ranges:
+            check_byte_range(r)
+        if not keys:
+            return [], []
+        got = self._run(lambda: self._gather(
+            self._aget_tagged(k, p, r) for k, p, r in zip(keys, paths, ranges, strict=True)))
+        return [g[0] for g in got], [g[1] for g in got]
 
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value (a file, not a directory).
@@ -991,6 +1088,22 @@ def _single_request_kwargs(afs: Any) -> dict[str, Any]:
     except (TypeError, ValueError):  # pragma: no cover
         return {}
     return {"max_concurrency": 1} if "max_concurrency" in params else {}
+
+
+def _is_fsspec_http(afs: Any) -> bool:
+    """Whether ``afs`` is fsspec's ``HTTPFileSystem`` (or a subclass keeping its
+    ``_cat_file``): one GET per read, on an aiohttp session."""
+    http = sys.modules.get("fsspec.implementations.http")  # (imported if afs is one)
+    return (http is not None and isinstance(afs, http.HTTPFileSystem)
+            and type(afs)._cat_file is http.HTTPFileSystem._cat_file)
+
+
+def _range_header(start: int, end: int | None) -> str:
+    """The ``Range`` header of ``_range_args``' ``(start, end)``: a suffix when
+    ``start`` is negative (``end`` then ``None``), else ``end`` exclusive or open."""
+    if start < 0:
+        return f"bytes=-{-start}"
+    return f"bytes={start}-" if end is None else f"bytes={start}-{end - 1}"
 
 
 class _BadBody(ConnectionError):

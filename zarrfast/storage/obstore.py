@@ -61,9 +61,11 @@ from zarrfast.storage.remote import (
     retrying,
     retrying_sync,
     run,
+    settled_etag,
     status_kind,
 )
 from zarrfast.storage.remote import classify as classify_common
+from zarrfast.storage.remote import strong_etag as _strong_tag
 
 if TYPE_CHECKING:  # (obstore is optional: its types only)
     from obstore import GetOptions, ListResult, ObjectMeta
@@ -355,6 +357,9 @@ class ObjectStore(Store):
         self.url = _store_url(store)
         self._origin: tuple = ("store",)
         self._refused: set[str] = set()  # names skipped in listings (logged once each)
+        #: a plain web server's ETags may be a modification time in whole seconds and a
+        #: size: a version is tagged only once its second is over (``settled_etag``)
+        self._web = type(store).__name__ == "HTTPStore"
 
     @classmethod
     def from_url(cls, url: str, storage_options: Mapping[str, Any] | None = None,
@@ -561,7 +566,10 @@ class ObjectStore(Store):
                 raise
             _check_body(byte_range, result.range, result.meta["size"], len(data))
             # (obstore's buffer, read-only: no copy)
-            return memoryview(data), _strong_tag(result.meta.get("e_tag"))
+            meta = result.meta
+            tag = (settled_etag(meta.get("e_tag"), meta.get("last_modified")) if self._web
+                   else _strong_tag(meta.get("e_tag")))
+            return memoryview(data), tag
 
         try:
             return self._retrying_sync("reading", key, fetch)
@@ -1275,14 +1283,6 @@ class ObjectStore(Store):
 
 #: obstore's stores whose writes can be conditional (``PutMode.Create`` / ``Update``)
 _CONDITIONAL_STORES = frozenset({"S3Store", "GCSStore", "AzureStore", "MemoryStore"})
-
-
-def _strong_tag(etag: Any) -> str | None:
-    """An ``ETag`` that names the bytes (a strong one); ``None`` for a weak one
-    (``W/...``: equivalent content, perhaps other bytes) or none."""
-    if not isinstance(etag, str) or not etag or etag.startswith("W/"):
-        return None
-    return etag
 
 
 def _store_types(obstore: Any) -> tuple[type[ObstoreStore], ...]:

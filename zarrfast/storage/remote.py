@@ -29,7 +29,7 @@ from zarrfast.errors import ZarrfastError
 
 __all__ = ["RequestLimit", "RetryPolicy", "classify", "error_code", "exception_chain",
            "gather_limited", "http_status", "loop", "request_error", "retrying", "retrying_sync",
-           "run", "status_kind"]
+           "run", "settled_etag", "status_kind", "strong_etag"]
 
 T = TypeVar("T")
 
@@ -181,6 +181,62 @@ def request_error(action: str, where: str, detail: str, kind: str, attempts: int
             f"{action} {where} failed after {attempts} attempts ({waited:.2f} s of "
             f"backoff); last error: {detail}", attempts)
     return RemoteStoreError(f"{action} {where} failed: {detail}")
+
+
+def strong_etag(etag: Any) -> str | None:
+    """An ``ETag`` that names the bytes (a strong one); ``None`` for a weak one
+    (``W/...``: equivalent content, perhaps other bytes) or none."""
+    if not isinstance(etag, str) or not etag or etag.startswith("W/"):
+        return None
+    return etag
+
+
+#: seconds the local clock may be ahead of a server's, for :func:`settled_etag` when a
+#: response says no time of its own (no ``Date``)
+CLOCK_SKEW = 2.0
+
+
+def settled_etag(etag: Any, last_modified: Any, served: Any = None) -> str | None:
+    """The strong ``ETag`` of a response from a plain HTTP server, when it names one
+    version for good; ``None`` when it cannot (:func:`strong_etag`), or when the
+    version was written in the second it was served in (or its times are unknown).
+
+    A web server's ``ETag`` may be only the file's modification time in whole seconds
+    and its size (nginx's): another version of the same size written in that second
+    has the same ``ETag``, so an index kept under it could meet the other version's
+    bytes.  Once a later second has begun, a new version has another modification
+    time.  ``last_modified`` and ``served`` are the response's ``Last-Modified`` and
+    ``Date``: HTTP dates (strings), :class:`~datetime.datetime` or POSIX seconds;
+    ``served`` ``None``: the local clock, less :data:`CLOCK_SKEW`.  No
+    ``Last-Modified``: the ``ETag`` is not made of one, kept.
+    """
+    tag = strong_etag(etag)
+    if tag is None or last_modified is None:
+        return tag
+    written = _http_time(last_modified)
+    when = _http_time(served) if served is not None else time.time() - CLOCK_SKEW
+    if written is None or when is None or int(when // 1) <= int(written // 1):
+        return None
+    return tag
+
+
+def _http_time(value: Any) -> float | None:
+    """POSIX seconds of an HTTP date, a datetime or a number; ``None`` if unreadable."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if hasattr(value, "timestamp"):
+        try:
+            return float(value.timestamp())
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str):
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return None
 
 
 def status_kind(status: int) -> str:
