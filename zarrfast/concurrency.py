@@ -357,12 +357,6 @@ CONTENTION_WINDOW = 0.02
 #: still counted as free (a thread competing with as many busy ones as there are cores
 #: waits about half the time, or a third with one other spinning beside it)
 CONTENTION_SHARE = 0.1
-#: a window that ends this long (s) after it started is not judged: the thread made no
-#: call for most of it, doing other work (another library's reads, the caller's own
-#: computing), and the wait measured then is not the cores' now; a new window starts (a
-#: window spanning a peer's run counted its threads' waits as this one's, and started
-#: the next run alone)
-CONTENTION_STALE = 0.25
 #: while alone, the run queue's length is read at most once per this many seconds
 #: (about 5 us a read, :func:`_running`)
 CONTENTION_SAMPLE = CONTENTION_WINDOW / 8
@@ -465,10 +459,9 @@ def cores_contended() -> bool:
       a back-off (``CONTENTION_BACKOFF``, doubling while contended), then a window of
       sharing measures again.
 
-    A window whose end comes more than ``CONTENTION_STALE`` after its start is not
-    judged (the thread made no call for most of it: it did other work), a new one
-    starts, the verdict kept until it ends.  ``False`` where the statistics cannot be
-    read (not Linux).  About 1 us a call, 5 us more once a window (and, alone, once a
+    A window spanning other work of the thread (a peer library's read, where it mostly
+    sleeps) is judged on its wall time too: a wait diluted, unless the cores were
+    contended.  ``False`` where the statistics cannot be read (not Linux).  About 1 us a call, 5 us more once a window (and, alone, once a
     ``CONTENTION_SAMPLE``)."""
     now = time.monotonic()
     st = _contention
@@ -478,18 +471,16 @@ def cores_contended() -> bool:
     if st.alone:
         if now < st.since:
             return True
-        if st.queue and now - st.sampled >= CONTENTION_SAMPLE and elapsed <= CONTENTION_STALE:
+        if st.queue and now - st.sampled >= CONTENTION_SAMPLE:
             running = _running()
             if running is not None:
                 st.others += running - 1
                 st.samples += 1
             st.sampled = now
-    if elapsed < CONTENTION_WINDOW and st.delay >= 0:
-        return st.alone
-    if st.delay < 0 or elapsed > CONTENTION_STALE:
-        if st.alone and _others_limit() is None:
-            st.alone = False  # (the back-off is over: share, measuring)
+    if st.delay < 0:
         return _open_window(st, now)
+    if elapsed < CONTENTION_WINDOW:
+        return st.alone
     delay = _run_delay()
     if delay is None:
         st.supported = False

@@ -170,22 +170,15 @@ def test_alone_the_caller_waiting_is_contended_whatever_the_run_queue(
 
 
 @pytest.mark.parametrize("cores", [None, 2])
-def test_a_window_spanning_other_work_is_not_judged(fresh_contention, clock, cores):
-    """A thread that made no call for ``CONTENTION_STALE`` did other work meanwhile (a
-    peer library's read whose threads kept the cores busy): the wait it measured then is
-    not held against the cores.  (Before: the next run of box reads started alone.)"""
+def test_long_windows_are_judged(fresh_contention, clock, cores):
+    """Calls half a second apart (a write's batches of 16 MiB on a loaded machine, each
+    one call): each window is judged, over its whole wall time."""
     clock["cores"] = cores
-    assert _calls(clock, 0.1, 0.0)[-1] is False
-    # another library's read: 1.5 s, half of it waiting for its own threads' cores
-    assert _advance(clock, 1.5, 0.5) is False  # (a new window: not judged)
-    assert not any(_calls(clock, 0.2, 0.0))
-    # and the other way: alone at the last call, free after the gap
-    _calls(clock, 0.1, 0.5)
-    assert fresh_contention.alone
-    clock["t"] += 1.0
-    verdicts = _calls(clock, 0.1, 0.0)
-    assert verdicts[-1] is False
-    assert verdicts.index(False) <= round(concurrency.CONTENTION_WINDOW / 0.001) + 1
+    verdicts = _calls(clock, 2.0, 0.5, step=0.5)
+    assert verdicts[0] is False and verdicts[1] is True
+    # a window the thread mostly slept through (a peer's read), waiting 5% of it: free
+    fresh_contention.alone, fresh_contention.since = False, 0.0
+    assert not any(_calls(clock, 3.0, 0.05, step=1.0))
 
 
 def test_the_run_queue_counts_every_runnable_thread():
