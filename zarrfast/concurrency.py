@@ -434,7 +434,11 @@ def _open_window(st: _Contention, now: float) -> bool:
         st.supported = False
         return False
     st.start, st.delay, st.sampled, st.others, st.samples = now, delay, now, 0, 0
-    st.queue = _others_limit() is not None
+    limit = _others_limit()
+    st.queue = limit is not None
+    if limit is not None and not st.alone:  # (the first window: as the run queue is now)
+        running = _running()
+        st.alone = running is not None and running - 1 > limit
     return st.alone
 
 
@@ -459,7 +463,8 @@ def cores_contended() -> bool:
       a back-off (``CONTENTION_BACKOFF``, doubling while contended), then a window of
       sharing measures again.
 
-    A window spanning other work of the thread (a peer library's read, where it mostly
+    The first window starts alone when other threads are runnable now, more than
+    ``_others_limit()``.  A window spanning other work of the thread (a peer library's read, where it mostly
     sleeps) is judged on its wall time too: a wait diluted, unless the cores were
     contended.  ``False`` where the statistics cannot be read (not Linux).  About 1 us a call, 5 us more once a window (and, alone, once a
     ``CONTENTION_SAMPLE``)."""

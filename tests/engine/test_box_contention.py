@@ -46,9 +46,11 @@ def _spin(seconds: float) -> None:
 
 @pytest.mark.skipif(not os.path.exists(concurrency._SCHEDSTAT),
                     reason="no per-thread scheduler statistics here")
-def test_busy_cores_are_seen_as_contended(fresh_contention):
+def test_busy_cores_are_seen_as_contended(fresh_contention, monkeypatch):
     """Real competing processes, twice as many as the cores: the calling thread, spinning,
-    waits for a CPU most of the time, and sees it."""
+    waits for a CPU most of the time, and sees it (by its own wait: the run queue, read
+    at the first call, not read here)."""
+    monkeypatch.setattr(concurrency, "_others_limit", lambda: None)
     procs = [subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid())])
              for _ in range(2 * (os.cpu_count() or 1))]
     try:
@@ -158,6 +160,20 @@ def test_alone_while_others_run_and_sharing_again_once_they_stop(fresh_contentio
     reads = clock["reads"]
     _calls(clock, 1.0, 0.0)
     assert clock["reads"] == reads
+
+
+@pytest.mark.parametrize("others", [0, 1, 3])
+def test_the_first_window_follows_the_run_queue(fresh_contention, clock, others):
+    """A thread's first call: alone when other threads are runnable beside it now (one
+    busy process on 2 cores), no read of the run queue where it is not this thread's.
+    (Before: the first window always shared.)"""
+    clock["cores"], clock["running"] = 2, 1 + others
+    assert concurrency.cores_contended() is (others > 0)
+    assert clock["reads"] == 1
+    fresh_contention.delay, fresh_contention.alone = -1, False
+    clock["cores"] = None
+    assert concurrency.cores_contended() is False
+    assert clock["reads"] == 1
 
 
 def test_alone_the_caller_waiting_is_contended_whatever_the_run_queue(
@@ -292,7 +308,8 @@ class _Chain:
         self.chunk_nbytes = nbytes
 
 
-def test_large_reads_share_whatever_the_load(fresh_contention):
+def test_large_reads_share_whatever_the_load(fresh_contention, monkeypatch):
+    monkeypatch.setattr(concurrency, "_others_limit", lambda: None)  # (first call: free)
     fresh_contention.alone, fresh_contention.since = True, time.monotonic() + 3600
     assert boxes.alone(27, _Chain(512 * 1024)) is True  # a blosc 64^3 box: 13.5 MiB
     assert boxes.alone(64, _Chain(512 * 1024)) is False  # 32 MiB: shared
