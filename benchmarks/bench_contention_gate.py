@@ -38,7 +38,8 @@ SPIN = "import os, sys\nwhile os.getppid() == int(sys.argv[1]):\n    pass\n"
 def make_array(root: str) -> tuple[zarrfast.Array, list[tuple[slice, ...]]]:
     shape, chunk = (192, 384, 384), 32
     a = zarrfast.create_array(f"{root}/a.zarr", shape=shape, chunks=(chunk,) * 3,
-                              dtype="uint16", compressors=[{"name": "zstd", "configuration": {"level": 1}}])
+                              dtype="uint16",
+                              compressors=[{"name": "zstd", "configuration": {"level": 1}}])
     rng = np.random.default_rng(0)
     a[...] = (np.arange(np.prod(shape)) % 4099 + rng.integers(0, 64, np.prod(shape))
               ).astype("uint16").reshape(shape)

@@ -463,10 +463,11 @@ def cores_contended() -> bool:
       a back-off (``CONTENTION_BACKOFF``, doubling while contended), then a window of
       sharing measures again.
 
-    The first window starts alone when other threads are runnable now, more than
-    ``_others_limit()``.  A window spanning other work of the thread (a peer library's read, where it mostly
-    sleeps) is judged on its wall time too: a wait diluted, unless the cores were
-    contended.  ``False`` where the statistics cannot be read (not Linux).  About 1 us a call, 5 us more once a window (and, alone, once a
+    The first window starts alone when more than ``_others_limit()`` other threads are
+    runnable at that moment.  A window spanning other work of the thread (a peer
+    library's read, where it mostly sleeps) is judged on its wall time too: its wait is
+    diluted, unless the cores were contended.  ``False`` where the statistics cannot be
+    read (not Linux).  About 1 us a call, 5 us more once a window (and, alone, once a
     ``CONTENTION_SAMPLE``)."""
     now = time.monotonic()
     st = _contention
