@@ -348,14 +348,21 @@ async def in_thread(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
 #: a thread's scheduler statistics (Linux): its time on a CPU and its time waiting,
 #: runnable, on a run queue (nanoseconds), and its time slices
 _SCHEDSTAT = "/proc/thread-self/schedstat"
+#: the machine's load (Linux); its fourth field counts the threads runnable right now,
+#: on every CPU, the reading one included ("running/total")
+_LOADAVG = "/proc/loadavg"
 #: the least time over which :func:`cores_contended` measures a thread's wait (s)
 CONTENTION_WINDOW = 0.02
 #: the share of a window's wall time a thread may wait for a CPU while the cores are
 #: still counted as free (a thread competing with as many busy ones as there are cores
 #: waits about half the time, or a third with one other spinning beside it)
 CONTENTION_SHARE = 0.1
-#: how long a thread that found the cores contended runs small jobs alone before it
-#: measures again (s): doubled each time the cores are still contended, up to the second
+#: while alone, the run queue's length is read at most once per this many seconds
+#: (about 5 us a read, :func:`_running`)
+CONTENTION_SAMPLE = CONTENTION_WINDOW / 8
+#: where the run queue cannot be read (:func:`_others_limit`): how long a thread that
+#: found the cores contended runs small jobs alone before it shares and measures again
+#: (s), doubled each time the cores are still contended, up to the second
 CONTENTION_BACKOFF = (0.1, 2.0)
 #: False: :func:`cores_contended` always says no, whatever the load (tests whose
 #: expectations count the helper threads' work set it, to be independent of the load)
@@ -364,57 +371,143 @@ CONTENTION_GATE = True
 
 class _Contention(threading.local):
     alone = False  # the verdict: small jobs run in the calling thread alone
-    since = 0.0  # the window's start (sharing), or the end of the back-off (alone)
+    since = 0.0  # alone: held so, without measuring, until then (the back-off)
+    start = 0.0  # the window's start
     delay = -1  # the thread's run-queue wait at the window's start (ns); -1 none read
     backoff = CONTENTION_BACKOFF[0]
+    sampled = 0.0  # the last read of the run queue (alone)
+    others = 0  # the other runnable threads seen by this window's reads, summed
+    samples = 0  # and how many reads
+    queue = False  # whether the run queue is read (:func:`_others_limit`)
     supported = True  # False where the scheduler statistics cannot be read
 
 
 _contention = _Contention()
 
 
+def _read_proc(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)  # (5 us; open() takes 25)
+    except OSError:
+        return None
+    try:
+        return os.pread(fd, 128, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _run_delay() -> int | None:
     """This thread's time spent runnable but waiting for a CPU (ns), or ``None``."""
+    data = _read_proc(_SCHEDSTAT)
     try:
-        with open(_SCHEDSTAT, "rb") as f:
-            return int(f.read().split()[1])
-    except (OSError, ValueError, IndexError):
+        return int(data.split()[1]) if data is not None else None
+    except (ValueError, IndexError):
         return None
 
 
-def cores_contended() -> bool:
-    """Whether the cores are busy with other work, as the calling thread sees it: it
-    waited, runnable, for a CPU for more than ``CONTENTION_SHARE`` of the last window
-    (at least ``CONTENTION_WINDOW`` long; Linux scheduler statistics, read once per
-    window).  Then small jobs (a box read) should run in the calling thread alone: a
-    helper thread that shares a job of a millisecond waits for a core too, and the
-    caller waits for the helper's last piece, a time slice of another process's
-    (issue 44: 100 boxes 0.054 -> 0.157 s beside one busy process).  Once contended,
-    the answer stays yes for a back-off (``CONTENTION_BACKOFF``, doubling while the
-    cores stay contended), then a window of sharing measures again.  ``False`` where
-    the statistics cannot be read (not Linux)."""
-    st = _contention
-    if not (st.supported and CONTENTION_GATE):
-        return False
-    now = time.monotonic()
-    if st.alone:
-        if now < st.since:
-            return True
-        st.alone, st.delay = False, -1  # (measure again, sharing)
-    if st.delay >= 0 and now - st.since < CONTENTION_WINDOW:
-        return False
+def _running() -> int | None:
+    """The threads runnable right now on the whole machine, the calling one included
+    (Linux ``/proc/loadavg``), or ``None``."""
+    data = _read_proc(_LOADAVG)
+    try:
+        return int(data.split()[3].split(b"/")[0]) if data is not None else None
+    except (ValueError, IndexError):
+        return None
+
+
+def _others_limit() -> float | None:
+    """The most other runnable threads, on average, beside which the calling thread and
+    one helper still find a core each (cores - 1.5: on 2 cores, none but now and then),
+    or ``None`` where the run queue says nothing of this thread's cores: it counts
+    every CPU's, so only a thread free to run on all of them can read it."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cores = len(os.sched_getaffinity(0))
+    return cores - 1.5 if cores == os.cpu_count() else None
+
+
+def _open_window(st: _Contention, now: float) -> bool:
     delay = _run_delay()
     if delay is None:
         st.supported = False
         return False
-    if st.delay >= 0:
-        if delay - st.delay > CONTENTION_SHARE * (now - st.since) * 1e9:
-            st.alone, st.since, st.delay = True, now + st.backoff, -1
-            st.backoff = min(2 * st.backoff, CONTENTION_BACKOFF[1])
+    st.start, st.delay, st.sampled, st.others, st.samples = now, delay, now, 0, 0
+    limit = _others_limit()
+    st.queue = limit is not None
+    if limit is not None and not st.alone:  # (the first window: as the run queue is now)
+        running = _running()
+        st.alone = running is not None and running - 1 > limit
+    return st.alone
+
+
+def cores_contended() -> bool:
+    """Whether the cores are busy with other work, as the calling thread sees it.  Then
+    small jobs (a box read) should run in the calling thread alone: a helper thread that
+    shares a job of a millisecond waits for a core too, and the caller waits for the
+    helper's last piece, a time slice of another process's (issue 44: 100 boxes 0.054 ->
+    0.157 s beside one busy process).
+
+    Measured over windows of at least ``CONTENTION_WINDOW`` (Linux scheduler statistics,
+    read once per window) on the calling thread's own calls:
+
+    * sharing, the cores count as contended once the thread waited, runnable, for a CPU
+      for more than ``CONTENTION_SHARE`` of a window;
+    * alone, the thread's own wait says nothing of one other busy process (the helper
+      asleep, it finds a free core), so the machine's run queue is read too, every
+      ``CONTENTION_SAMPLE``: the cores count as free again, and small jobs share from
+      the next call, after a window where the thread did not wait and the other
+      runnable threads were, on average, at most ``_others_limit()``.  Where the run
+      queue cannot be read (not every core is this thread's), the verdict is held for
+      a back-off (``CONTENTION_BACKOFF``, doubling while contended), then a window of
+      sharing measures again.
+
+    The first window starts alone when more than ``_others_limit()`` other threads are
+    runnable at that moment.  A window spanning other work of the thread (a peer
+    library's read, where it mostly sleeps) is judged on its wall time too: its wait is
+    diluted, unless the cores were contended.  ``False`` where the statistics cannot be
+    read (not Linux).  About 1 us a call, 5 us more once a window (and, alone, once a
+    ``CONTENTION_SAMPLE``)."""
+    now = time.monotonic()
+    st = _contention
+    if not (st.supported and CONTENTION_GATE):
+        return False
+    elapsed = now - st.start
+    if st.alone:
+        if now < st.since:
             return True
-        st.backoff = CONTENTION_BACKOFF[0]
-    st.since, st.delay = now, delay
-    return False
+        if st.queue and now - st.sampled >= CONTENTION_SAMPLE:
+            running = _running()
+            if running is not None:
+                st.others += running - 1
+                st.samples += 1
+            st.sampled = now
+    if st.delay < 0:
+        return _open_window(st, now)
+    if elapsed < CONTENTION_WINDOW:
+        return st.alone
+    delay = _run_delay()
+    if delay is None:
+        st.supported = False
+        return False
+    waited = delay - st.delay > CONTENTION_SHARE * elapsed * 1e9
+    limit = _others_limit()
+    st.queue = limit is not None
+    if not st.alone:
+        if waited:
+            st.alone = True
+            if limit is None:  # (the back-off: nothing tells when the cores are free)
+                st.since = now + st.backoff
+                st.backoff = min(2 * st.backoff, CONTENTION_BACKOFF[1])
+        else:
+            st.backoff = CONTENTION_BACKOFF[0]
+    elif limit is None or not st.samples:  # (the back-off is over: share, measuring)
+        st.alone = False
+    else:
+        st.alone = waited or st.others > limit * st.samples
+    st.start, st.delay, st.sampled, st.others, st.samples = now, delay, now, 0, 0
+    return st.alone
 
 
 def get_pool(threads: int) -> ThreadPoolExecutor:

@@ -46,9 +46,11 @@ def _spin(seconds: float) -> None:
 
 @pytest.mark.skipif(not os.path.exists(concurrency._SCHEDSTAT),
                     reason="no per-thread scheduler statistics here")
-def test_busy_cores_are_seen_as_contended(fresh_contention):
+def test_busy_cores_are_seen_as_contended(fresh_contention, monkeypatch):
     """Real competing processes, twice as many as the cores: the calling thread, spinning,
-    waits for a CPU most of the time, and sees it."""
+    waits for a CPU most of the time, and sees it (by its own wait: the run queue, read
+    at the first call, not read here)."""
+    monkeypatch.setattr(concurrency, "_others_limit", lambda: None)
     procs = [subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid())])
              for _ in range(2 * (os.cpu_count() or 1))]
     try:
@@ -71,19 +73,45 @@ def test_busy_cores_are_seen_as_contended(fresh_contention):
             p.wait()
 
 
+@pytest.fixture
+def clock(monkeypatch):
+    """A clock, this thread's run-queue wait and the machine's run queue, given to the
+    gate: ``clock["running"]`` runnable threads, this one included; ``clock["cores"]``
+    cores all this thread's (``None``: not every core is, the run queue is not read)."""
+    state = {"t": 100.0, "delay": 0, "running": 1, "cores": None, "reads": 0}
+
+    def running():
+        state["reads"] += 1
+        return state["running"]
+
+    monkeypatch.setattr(concurrency.time, "monotonic", lambda: state["t"])
+    monkeypatch.setattr(concurrency, "_run_delay", lambda: state["delay"])
+    monkeypatch.setattr(concurrency, "_running", running)
+    monkeypatch.setattr(concurrency, "_others_limit",
+                        lambda: None if state["cores"] is None else state["cores"] - 1.5)
+    return state
+
+
+def _advance(clock, dt, waited_share):
+    clock["t"] += dt
+    clock["delay"] += int(dt * waited_share * 1e9)
+    return concurrency.cores_contended()
+
+
+def _calls(clock, seconds, waited_share, step=0.001):
+    """A call every ``step`` (a box read each) for ``seconds``: the verdicts."""
+    return [_advance(clock, step, waited_share) for _ in range(round(seconds / step))]
+
+
 def test_the_back_off_doubles_while_contended_and_resets_when_free(
-        fresh_contention, monkeypatch):
-    """The verdict's state machine, on a clock and a run-queue wait given to it."""
-    clock = {"t": 100.0, "delay": 0}
-    monkeypatch.setattr(concurrency.time, "monotonic", lambda: clock["t"])
-    monkeypatch.setattr(concurrency, "_run_delay", lambda: clock["delay"])
+        fresh_contention, clock):
+    """The verdict's state machine, on a clock and a run-queue wait given to it, where
+    the run queue says nothing of this thread's cores (``_others_limit`` None)."""
     w = concurrency.CONTENTION_WINDOW
     low, high = concurrency.CONTENTION_BACKOFF
 
     def after(dt, waited_share):
-        clock["t"] += dt
-        clock["delay"] += int(dt * waited_share * 1e9)
-        return concurrency.cores_contended()
+        return _advance(clock, dt, waited_share)
 
     assert after(0, 0) is False  # (the first measure)
     assert after(w / 2, 0.9) is False  # (within the window: not measured yet)
@@ -100,6 +128,124 @@ def test_the_back_off_doubles_while_contended_and_resets_when_free(
         after(10.0, 0)
         after(2 * w, 0.9)
     assert fresh_contention.backoff == high  # (at most)
+    assert clock["reads"] == 0  # (the run queue never read)
+
+
+def test_alone_while_others_run_and_sharing_again_once_they_stop(fresh_contention, clock):
+    """Where the run queue is this thread's cores' (2 here): contended, small jobs run
+    alone as long as another thread is runnable beside the caller, with no back-off,
+    and share again one window after it stops.  (Before: shared for a window after each
+    back-off, whatever the load, and alone for up to 2 s after the load had gone.)"""
+    clock["cores"] = 2
+    w = concurrency.CONTENTION_WINDOW
+    assert _calls(clock, 3 * w, 0.0) == [False] * round(3 / 0.001 * w)  # free: sharing
+    # one busy process: the caller (sharing with the helper) waits a third of the time
+    clock["running"] = 3
+    verdicts = _calls(clock, 2 * w, 1 / 3)
+    assert verdicts[-1] is True and not verdicts[0]
+    # alone: the caller finds a core (it does not wait), the other process still runs
+    clock["running"] = 2
+    assert all(_calls(clock, 10.0, 0.0))  # (no window of sharing, however long)
+    assert fresh_contention.since < clock["t"]  # (no back-off held)
+    reads = clock["reads"]
+    assert 10.0 / w <= reads <= 10.0 / concurrency.CONTENTION_SAMPLE  # (a few a window)
+    # it stops: one window later, sharing again
+    clock["running"] = 1
+    verdicts = _calls(clock, 3 * w, 0.0)
+    assert verdicts[0] is True and verdicts[-1] is False
+    assert verdicts.index(False) <= round(2 * w / 0.001) + 1
+    assert not any(verdicts[verdicts.index(False):])
+    assert clock["reads"] - reads <= 2 * w / concurrency.CONTENTION_SAMPLE + 2
+    # sharing, the run queue is not read (the helper spinning there is this thread's)
+    reads = clock["reads"]
+    _calls(clock, 1.0, 0.0)
+    assert clock["reads"] == reads
+
+
+@pytest.mark.parametrize("others", [0, 1, 3])
+def test_the_first_window_follows_the_run_queue(fresh_contention, clock, others):
+    """A thread's first call: alone when other threads are runnable beside it now (one
+    busy process on 2 cores), no read of the run queue where it is not this thread's.
+    (Before: the first window always shared.)"""
+    clock["cores"], clock["running"] = 2, 1 + others
+    assert concurrency.cores_contended() is (others > 0)
+    assert clock["reads"] == 1
+    fresh_contention.delay, fresh_contention.alone = -1, False
+    clock["cores"] = None
+    assert concurrency.cores_contended() is False
+    assert clock["reads"] == 1
+
+
+def test_alone_the_caller_waiting_is_contended_whatever_the_run_queue(
+        fresh_contention, clock):
+    clock["cores"] = 2
+    _calls(clock, 0.1, 0.5)
+    assert fresh_contention.alone
+    clock["running"] = 1  # (a run queue read between two switches)
+    assert all(_calls(clock, 1.0, 0.5))
+
+
+@pytest.mark.parametrize("cores", [None, 2])
+def test_long_windows_are_judged(fresh_contention, clock, cores):
+    """Calls half a second apart (a write's batches of 16 MiB on a loaded machine, each
+    one call): each window is judged, over its whole wall time."""
+    clock["cores"] = cores
+    verdicts = _calls(clock, 2.0, 0.5, step=0.5)
+    assert verdicts[0] is False and verdicts[1] is True
+    # a window the thread mostly slept through (a peer's read), waiting 5% of it: free
+    fresh_contention.alone, fresh_contention.since = False, 0.0
+    assert not any(_calls(clock, 3.0, 0.05, step=1.0))
+
+
+def test_the_run_queue_counts_every_runnable_thread():
+    """``_running`` with real processes: each busy child is runnable all the time."""
+    if concurrency._running() is None:
+        pytest.skip("no /proc/loadavg here")
+    ready = "import os, sys\nprint(flush=True)\n" + SPIN
+    procs = [subprocess.Popen([sys.executable, "-c", ready, str(os.getpid())],
+                              stdout=subprocess.PIPE) for _ in range(3)]
+    try:
+        for p in procs:
+            assert p.stdout.readline() == b"\n"  # (spinning from here on)
+        seen = [concurrency._running() for _ in range(50)]
+        assert min(seen) >= len(procs) + 1, seen  # (and this thread)
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+            p.stdout.close()
+
+
+@pytest.mark.skipif(not os.path.exists(concurrency._SCHEDSTAT)
+                    or concurrency._others_limit() is None,
+                    reason="no scheduler statistics here, or not every core ours")
+def test_busy_cores_keep_small_jobs_alone(fresh_contention):
+    """Real competing processes, twice as many as the cores, all spinning: once the
+    caller found them, it stays alone, every call, for as long as they run (its windows
+    see them in the run queue).  The other way, sharing again once they stop, depends on
+    what else runs on the machine: tested on given statistics above."""
+    ready = "import os, sys\nprint(flush=True)\n" + SPIN
+    procs = [subprocess.Popen([sys.executable, "-c", ready, str(os.getpid())],
+                              stdout=subprocess.PIPE) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        for p in procs:
+            p.stdout.readline()
+        fresh_contention.alone = True  # (found contended: test_busy_cores_are_seen_as_contended)
+        concurrency.cores_contended()
+        verdicts = []
+        end = time.monotonic() + 20 * concurrency.CONTENTION_WINDOW
+        while time.monotonic() < end:  # (a bounded number of windows, not a timing)
+            _spin(0.001)
+            verdicts.append(concurrency.cores_contended())
+        assert all(verdicts), verdicts.count(False)
+        assert fresh_contention.since == 0.0  # (no back-off: the run queue read)
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+            p.stdout.close()
 
 
 def test_no_statistics_means_never_contended(fresh_contention, monkeypatch):
@@ -162,7 +308,8 @@ class _Chain:
         self.chunk_nbytes = nbytes
 
 
-def test_large_reads_share_whatever_the_load(fresh_contention):
+def test_large_reads_share_whatever_the_load(fresh_contention, monkeypatch):
+    monkeypatch.setattr(concurrency, "_others_limit", lambda: None)  # (first call: free)
     fresh_contention.alone, fresh_contention.since = True, time.monotonic() + 3600
     assert boxes.alone(27, _Chain(512 * 1024)) is True  # a blosc 64^3 box: 13.5 MiB
     assert boxes.alone(64, _Chain(512 * 1024)) is False  # 32 MiB: shared
