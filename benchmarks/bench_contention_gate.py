@@ -30,6 +30,7 @@ import numpy as np
 
 import zarrfast
 from zarrfast import concurrency, config
+from zarrfast.bench.data import boxes as random_boxes
 from zarrfast.engine import boxes as _boxes
 
 SPIN = "import os, sys\nwhile os.getppid() == int(sys.argv[1]):\n    pass\n"
@@ -43,15 +44,7 @@ def make_array(root: str) -> tuple[zarrfast.Array, list[tuple[slice, ...]]]:
     rng = np.random.default_rng(0)
     a[...] = (np.arange(np.prod(shape)) % 4099 + rng.integers(0, 64, np.prod(shape))
               ).astype("uint16").reshape(shape)
-    sels = []
-    for _ in range(100):
-        box = []
-        for n in shape:
-            size = int(rng.integers(chunk, 2 * chunk + 1))
-            start = int(rng.integers(0, n - size + 1))
-            box.append(slice(start, start + size))
-        sels.append(tuple(box))
-    return a, sels
+    return a, random_boxes(rng, shape, (chunk,) * len(shape), 100)
 
 
 def run(a: zarrfast.Array, sels: list[tuple[slice, ...]], threads: int, busy: int,

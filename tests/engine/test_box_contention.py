@@ -17,6 +17,7 @@ import pytest
 
 import zarrfast
 from zarrfast import concurrency, config
+from zarrfast.bench.data import boxes as random_boxes
 from zarrfast.engine import boxes
 from zarrfast.storage import LocalStore, MemoryStore
 
@@ -275,16 +276,7 @@ def _zstd_array(tmp_path, shape=(96, 96, 96), chunks=(16, 16, 16), shards=None, 
 
 def _boxes(shape, chunk, n, seed=3):
     """Boxes one to two chunks long per side, at random offsets."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        box = []
-        for s in shape:
-            size = int(rng.integers(chunk, 2 * chunk + 1))
-            start = int(rng.integers(0, s - size + 1))
-            box.append(slice(start, start + size))
-        out.append(tuple(box))
-    return out
+    return random_boxes(np.random.default_rng(seed), shape, (chunk,) * len(shape), n)
 
 
 @pytest.mark.parametrize("shards", [None, (48, 48, 48)])

@@ -12,6 +12,7 @@ import pytest
 
 import zarrfast
 from zarrfast import concurrency
+from zarrfast.bench.data import boxes as random_boxes
 from zarrfast.engine.many import at_once
 from zarrfast.storage import LocalStore, ObjectStore
 
@@ -152,15 +153,8 @@ def test_box_reads_run_at_once_decode_alone_and_right(tmp_path, shards):
                               shards=shards, dtype="uint16", compressors=[{"name": "zstd"}])
     data = (np.arange(np.prod(shape)) % 997).astype("uint16").reshape(shape)
     a[...] = data
-    rng = np.random.default_rng(5)
-    sels = []
-    for _ in range(40):  # one to two chunks long per side: 8 to 27 chunks
-        box = []
-        for n in shape:
-            size = int(rng.integers(chunk, 2 * chunk + 1))
-            start = int(rng.integers(0, n - size + 1))
-            box.append(slice(start, start + size))
-        sels.append(tuple(box))
+    # one to two chunks long per side: 8 to 27 chunks
+    sels = random_boxes(np.random.default_rng(5), shape, (chunk,) * 3, 40)
     got: dict[int, np.ndarray] = {}
     with zarrfast.config.set(threads=2):
         a[sels[0]]  # (the helper started, a shard index cached)

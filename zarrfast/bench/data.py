@@ -15,13 +15,13 @@ import os
 import re
 import shutil
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Layout", "LAYOUTS", "Dataset", "parse_size", "main_shape", "small_shape",
+__all__ = ["Layout", "LAYOUTS", "Dataset", "parse_size", "main_shape", "small_shape", "boxes",
            "values", "expected_crc", "crc", "prepare", "MANIFEST", "GENERATOR"]
 
 GENERATOR = 1  # bump when values() changes: datasets in a --path are then regenerated
@@ -143,6 +143,24 @@ def roundtrip_layout(layout: Layout) -> Layout:
 
 # --------------------------------------------------------------------------------------
 # values
+
+
+def boxes(rng: np.random.Generator, shape: Sequence[int], chunks: Sequence[int], n: int,
+          *, big: bool = True) -> list[tuple[slice, ...]]:
+    """``n`` boxes of an array of ``shape`` at random offsets (``rng``'s draws: a side's
+    size, then its start, side after side): ``big``, each side one to two chunks long
+    (at most the array's side: up to 27 chunks in 3-d, issue 44's boxes); else one
+    element to one chunk long (the harness's ``random``)."""
+    out = []
+    for _ in range(n):
+        box = []
+        for m, c in zip(shape, chunks, strict=True):
+            lo, hi = (min(c, m), min(2 * c, m)) if big else (1, c)
+            size = int(rng.integers(lo, hi + 1))
+            start = int(rng.integers(0, m - size + 1))
+            box.append(slice(start, start + size))
+        out.append(tuple(box))
+    return out
 
 
 def values(sel: tuple[slice, ...]) -> np.ndarray:

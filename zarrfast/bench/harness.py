@@ -360,16 +360,7 @@ class _Context:
         def make():
             big = op == "boxes"
             rng = np.random.default_rng((self.cfg.seed, 1) if big else self.cfg.seed)
-            out = []
-            for _ in range(self.cfg.n_random):
-                box = []
-                for n, c in zip(ds.shape, ds.read_chunks, strict=True):
-                    lo, hi = (min(c, n), min(2 * c, n)) if big else (1, c)
-                    size = int(rng.integers(lo, hi + 1))
-                    start = int(rng.integers(0, n - size + 1))
-                    box.append(slice(start, start + size))
-                out.append(tuple(box))
-            return out
+            return D.boxes(rng, ds.shape, ds.read_chunks, self.cfg.n_random, big=big)
         return self.cached(ds, f"boxes-{op}", make)
 
     def box_values(self, ds: D.Dataset, op: str = "random") -> list[np.ndarray]:
