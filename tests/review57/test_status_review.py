@@ -7,7 +7,8 @@ others alike).  A shard rewritten within the same second, to the same size, keep
 ETag: the kept index of the old version is used on the new bytes -- inner chunks read
 as the fill value though stored, others read from another chunk's bytes, silently
 (``test_a_shard_rewritten_within_one_second_is_read_with_its_new_index``; it fails on
-the branch, passes on main, where FsspecStore's reads were not tagged).  The test makes
+6f80904, passes on main, where FsspecStore's reads were not tagged; fixed by the
+branch's own e858854, ``remote.settled_etag``, found independently).  The test makes
 "within the same second" deterministic by giving both versions a modification time in
 the same second, ahead of the clock (a version younger than a second when read).
 
@@ -26,7 +27,7 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast.storage import FsspecStore
+from zarrfast.storage import FsspecStore, remote
 from zarrfast.storage.base import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 pytest.importorskip("aiohttp")
@@ -64,12 +65,15 @@ def _obstore_http(url: str):
         "allow_http": True}), read_only=True)
 
 
+#: whether this build has the fix (h57/status e858854: ``remote.settled_etag``)
+_FIXED = hasattr(remote, "settled_etag")
+
 STORES = [
     pytest.param(_store, id="fsspec"),
     # the same on main: ObjectStore keeps an HTTPStore's index under its ETag too
     pytest.param(_obstore_http, id="obstore-http", marks=pytest.mark.xfail(
-        strict=True, reason="pre-existing (main): ObjectStore trusts an HTTP server's "
-        "mtime-size ETag; needs the Last-Modified check of the fsspec fix")),
+        not _FIXED, strict=True, reason="pre-existing (main): ObjectStore trusts an HTTP "
+        "server's mtime-size ETag (fixed by h57/status e858854)")),
 ]
 
 
