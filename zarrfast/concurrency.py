@@ -391,7 +391,7 @@ def _read_proc(path: str) -> bytes | None:
     except OSError:
         return None
     try:
-        return os.pread(fd, 128, 0)
+        return os.read(fd, 128)  # (a new descriptor: from the start; no pread everywhere)
     except OSError:
         return None
     finally:
