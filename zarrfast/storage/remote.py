@@ -191,31 +191,34 @@ def strong_etag(etag: Any) -> str | None:
     return etag
 
 
-#: seconds the local clock may be ahead of a server's, for :func:`settled_etag` when a
-#: response says no time of its own (no ``Date``)
+#: seconds by which the clock that stamped a file's modification time (a writer's, a
+#: file server's) or the local clock (when a response has no ``Date``) may be ahead of
+#: the clock that served the file, for :func:`settled_etag`
 CLOCK_SKEW = 2.0
 
 
 def settled_etag(etag: Any, last_modified: Any, served: Any = None) -> str | None:
     """The strong ``ETag`` of a response from a plain HTTP server, when it names one
     version for good; ``None`` when it cannot (:func:`strong_etag`), or when the
-    version was written in the second it was served in (or its times are unknown).
+    version was written less than :data:`CLOCK_SKEW` seconds before the second it was
+    served in (or its times are unknown).
 
     A web server's ``ETag`` may be only the file's modification time in whole seconds
     and its size (nginx's): another version of the same size written in that second
     has the same ``ETag``, so an index kept under it could meet the other version's
     bytes.  Once a later second has begun, a new version has another modification
-    time.  ``last_modified`` and ``served`` are the response's ``Last-Modified`` and
-    ``Date``: HTTP dates (strings), :class:`~datetime.datetime` or POSIX seconds;
-    ``served`` ``None``: the local clock, less :data:`CLOCK_SKEW`.  No
-    ``Last-Modified``: the ``ETag`` is not made of one, kept.
+    time; :data:`CLOCK_SKEW` more covers a file stamped by a clock that runs behind the
+    server's (a file server's, over NFS).  ``last_modified`` and ``served`` are the
+    response's ``Last-Modified`` and ``Date``: HTTP dates (strings),
+    :class:`~datetime.datetime` or POSIX seconds; ``served`` ``None``: the local clock.
+    No ``Last-Modified``: the ``ETag`` is not made of one, kept.
     """
     tag = strong_etag(etag)
     if tag is None or last_modified is None:
         return tag
     written = _http_time(last_modified)
-    when = _http_time(served) if served is not None else time.time() - CLOCK_SKEW
-    if written is None or when is None or int(when // 1) <= int(written // 1):
+    when = _http_time(served) if served is not None else time.time()
+    if written is None or when is None or int((when - CLOCK_SKEW) // 1) <= int(written // 1):
         return None
     return tag
 
