@@ -198,6 +198,25 @@ def test_long_windows_are_judged(fresh_contention, clock, cores):
     assert not any(_calls(clock, 3.0, 0.05, step=1.0))
 
 
+def _cpu_quota() -> bool:
+    """Whether this process's cgroup limits its CPU time (v2 ``cpu.max``, v1
+    ``cpu.cfs_quota_us``): throttled, busy children leave the run queue now and then."""
+    for path in ("/sys/fs/cgroup/cpu.max", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us",
+                 "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us"):
+        try:
+            with open(path) as f:
+                first = f.read().split()[0]
+        except (OSError, IndexError):
+            continue
+        return first not in ("max", "-1")
+    return False
+
+
+#: the run-queue tests need busy children to stay runnable all the time
+needs_no_quota = pytest.mark.skipif(_cpu_quota(), reason="this cgroup has a CPU quota")
+
+
+@needs_no_quota
 def test_the_run_queue_counts_every_runnable_thread():
     """``_running`` with real processes: each busy child is runnable all the time."""
     if concurrency._running() is None:
@@ -218,6 +237,7 @@ def test_the_run_queue_counts_every_runnable_thread():
             p.stdout.close()
 
 
+@needs_no_quota
 @pytest.mark.skipif(not os.path.exists(concurrency._SCHEDSTAT)
                     or concurrency._others_limit() is None,
                     reason="no scheduler statistics here, or not every core ours")
