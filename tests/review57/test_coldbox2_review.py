@@ -1,5 +1,6 @@
-"""Review of h57/coldbox2 (0437925): a cold box keeps the chunk files it announced open
-for their reads (``_RowsJob.held``), and announces its first read's own range first.
+"""Review of h57/coldbox2 (0437925, not merged: 1-3% a box): a cold box keeping the
+chunk files it announced open for their reads.  The guards hold for main's cold boxes,
+which announce their files (``POSIX_FADV_WILLNEED``) and open each again to read it.
 
 No finding.  Guards (pass on main and on the branch): a cold box whose files include
 things that are not chunk files -- a FIFO (opened by the announcement without blocking,
