@@ -1,5 +1,7 @@
 """Review of h57/loader (a5ec05a, 1eae7ba): cold gathers of zstd chunks decoded up to a
-prefix read their chunk files ahead of the decoding threads (``fancy._ReadAhead``).
+prefix read their chunk files ahead of the decoding threads (``fancy._ReadAhead``).  The
+branch was merged, then reverted (slower on a quiet machine); the guards hold for
+main's cold gathers.
 
 No finding.  Guards (pass on main and on the branch; on main the read-ahead's settings
 are absent and the gathers read as before): cold gathers whose read-ahead groups, waves

@@ -315,149 +315,15 @@ def _wave_chunks(array: FancyTarget, chain: PreparedChain) -> int:
 GATHER_AHEAD_BYTES = 64 * 2**20
 
 
-#: a cold gather whose chunks are decoded up to a prefix (``_read_prefixes``) reads its
-#: chunk files ahead of its decoding threads, from this many threads of its own
-#: (:class:`_ReadAhead`): a decoding thread that reads its own files waits for the disk
-#: between its decodes (2 threads: 2 reads in flight, none while both decode), and a
-#: file's bytes come back to it through the GIL.  With 2 decoding threads, 443 cold
-#: files of 207 KiB read at 450-625 MB/s from 2 threads, 570-750 from 4 to 16 (this
-#: machine's disk).  0 turns it off.
-READ_AHEAD_THREADS = 4
-#: chunk files one job of a read-ahead thread reads (one ``read_many_into`` call)
-READ_AHEAD_GROUP = PREFIX_PART = 4
-#: bytes of chunk files (as stored) a read-ahead holds, read and not yet decoded, at most
-READ_AHEAD_BYTES = 32 * 2**20
-
-
-class _ReadAhead:
-    """Reads the chunk files ``keys`` (of a local store, in the order a gather's waves
-    decode them) from ``threads`` threads of its own, READ_AHEAD_GROUP files a job, into
-    buffers of its own (``cap`` bytes a file), at most ``window`` groups past the first
-    group not yet decoded (:meth:`done`), until :meth:`close` (which joins its threads).
-
-    :meth:`group` hands a decoding thread the bytes of a group: the read's, waited for
-    when a thread has started it; ``None`` when no thread has (the read-ahead is behind:
-    the decoding thread reads the files itself, and the read-ahead skips them) or when
-    the read failed (the decoding thread's own read names the key).  Nothing but
-    buffers and sizes leaves it: the decoding, the fill value of a missing file and the
-    errors stay with the gather."""
-
-    def __init__(self, store: Any, keys: list[str], cap: int, window: int, threads: int
-                 ) -> None:
-        self.store, self.keys, self.cap = store, keys, cap
-        n = len(keys)
-        self.ngroups = -(-n // READ_AHEAD_GROUP)
-        self.window = max(2, window)
-        #: per group: chunks not yet decoded; its read (None: not read yet; a tuple
-        #: (buffer, sizes); _FAILED; _CLAIMED: a decoding thread reads it itself)
-        self.left = [min(READ_AHEAD_GROUP, n - g * READ_AHEAD_GROUP)
-                     for g in range(self.ngroups)]
-        self.result: list[Any] = [None] * self.ngroups
-        self.next = 0  # the next group a thread reads
-        self.low = 0  # the first group not all decoded
-        self.free: list[np.ndarray] = []
-        self.closed = False
-        self.cond = threading.Condition(threading.Lock())
-        self.threads = [threading.Thread(target=self._run, name="zarrfast-read-ahead",
-                                         daemon=True)
-                        for _ in range(max(1, min(threads, self.ngroups)))]
-        for t in self.threads:
-            t.start()
-
-    def _run(self) -> None:
-        g_size, cap = READ_AHEAD_GROUP, self.cap
-        slots = np.arange(g_size, dtype=np.int64) * cap
-        while True:
-            with self.cond:
-                while (not self.closed and self.next < self.ngroups
-                       and self.next >= self.low + self.window):
-                    self.cond.wait()
-                if self.closed or self.next >= self.ngroups:
-                    return
-                g = self.next
-                self.next += 1
-                if self.result[g] is not None or not self.left[g]:
-                    continue  # (claimed by a decoding thread, or decoded already)
-                self.result[g] = _READING
-                buf = self.free.pop() if self.free else None
-            lo = g * g_size
-            hi = min(lo + g_size, len(self.keys))
-            got: Any = _FAILED
-            try:
-                if buf is None:
-                    buf = np.empty(g_size * cap, dtype=np.uint8)
-                sizes = self.store.read_many_into(self.keys[lo:hi], buf, slots[:hi - lo],
-                                                  cap, exact=False)
-                got = (buf, sizes)
-            except Exception:  # (the decoding thread reads it again: its error names it)
-                pass
-            with self.cond:
-                if got is not _FAILED and not self.left[g]:
-                    got = _DONE  # (decoded meanwhile: not needed)
-                if not isinstance(got, tuple) and buf is not None:
-                    self.free.append(buf)
-                self.result[g] = got
-                self.cond.notify_all()
-
-    def group(self, g: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """The bytes of group ``g`` (a buffer of ``cap`` bytes a file, and the files'
-        sizes, as ``read_many_into`` gives them), or ``None``: the caller reads them."""
-        with self.cond:
-            r = self.result[g]
-            if r is None:  # (no thread has started it: the caller reads it)
-                self.result[g] = _CLAIMED
-                return None
-            while r is _READING and not self.closed:
-                self.cond.wait()
-                r = self.result[g]
-            return r if isinstance(r, tuple) else None
-
-    def done(self, lo: int, hi: int) -> None:
-        """The chunks ``lo`` to ``hi`` (positions in ``keys``) are decoded, or read
-        without the read-ahead: their buffers are free, the window moves on."""
-        g_size = READ_AHEAD_GROUP
-        with self.cond:
-            for g in range(lo // g_size, -(-hi // g_size)):
-                a, b = max(lo, g * g_size), min(hi, (g + 1) * g_size)
-                if b <= a or not self.left[g]:
-                    continue
-                self.left[g] = max(0, self.left[g] - (b - a))
-                if not self.left[g]:
-                    r = self.result[g]
-                    if isinstance(r, tuple):
-                        self.free.append(r[0])
-                        self.result[g] = _DONE
-            while self.low < self.ngroups and not self.left[self.low]:
-                self.low += 1
-            self.cond.notify_all()
-
-    def close(self) -> None:
-        """Stop reading; the threads end (joined here) after the job they are in."""
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-        for t in self.threads:
-            t.join()
-        self.free.clear()
-
-
-#: the states of a :class:`_ReadAhead` group besides its bytes
-_READING, _FAILED, _CLAIMED, _DONE = "reading", "failed", "claimed", "done"
-
-
 class _Ahead:
     """The chunk files of one line of a gather's waves (``coords``: the grid coordinates
     of its chunks, in the order the waves read them) announced to the kernel ahead of
     the chunks the threads take, when the first is cold
     (:func:`~zarrfast.engine.chunked.first_cold`).  Only for a regular grid's chunks on
     a store of local files (the inner chunks of shards are parts of files: announcing a
-    shard would read all of it).  Chunks decoded up to a prefix from files read into
-    memory many at a time (``_prefix_kind`` "chunks") are also read ahead of the
-    decoding threads, into memory (:class:`_ReadAhead`).  :meth:`close` when the line
-    is read."""
+    shard would read all of it).  :meth:`close` when the line is read."""
 
-    def __init__(self, array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
-                 need: np.ndarray) -> None:
+    def __init__(self, array: FancyTarget, chain: PreparedChain, coords: np.ndarray) -> None:
         caps = array.store.capabilities
         self.on = bool(GATHER_AHEAD_BYTES > 0 and chain is array.chain and caps.files
                        and not caps.batched_gets and len(coords) > 1)
@@ -465,16 +331,7 @@ class _Ahead:
         self.window = max(16, min(PREFETCH_FILES,
                                   GATHER_AHEAD_BYTES // max(1, chain.chunk_nbytes)))
         self.announcer: Announcer | None = None
-        self.reader: _ReadAhead | None = None
         self.start = 0  # the chunk the announcer's first file is of
-        #: the read-ahead: for chunks decoded up to a prefix from files read into memory
-        #: (``need``: the bytes of each chunk the line uses, as ``_read_chunks`` has it;
-        #: chunks so large that two groups overflow READ_AHEAD_BYTES are not read ahead)
-        self.reads = bool(self.on and READ_AHEAD_THREADS > 0
-                          and 2 * READ_AHEAD_GROUP * chain.stored_cap <= READ_AHEAD_BYTES
-                          and _prefix_kind(array, chain) == "chunks"
-                          and _prefix_pays(chain, need))
-        self.cap = chain.stored_cap
 
     def cold(self, a: int) -> bool:
         """Before the wave that starts at chunk ``a``: whether its files are being
@@ -488,16 +345,7 @@ class _Ahead:
                 keys = chunk_keys(array.metadata, array.chunk_path, self.coords[a:])
                 self.announcer = Announcer(array.store, keys, self.window)
                 self.start = a
-                if self.reads:
-                    window = READ_AHEAD_BYTES // max(1, READ_AHEAD_GROUP * self.cap)
-                    self.reader = _ReadAhead(array.store, keys, self.cap, window,
-                                             READ_AHEAD_THREADS)
         return self.on
-
-    def done(self, lo: int, hi: int) -> None:
-        """The chunks ``lo`` to ``hi`` of the line are read (positions in the line)."""
-        if self.reader is not None:
-            self.reader.done(lo - self.start, hi - self.start)
 
     def taken(self, i: int) -> None:
         """The threads have taken the chunks before ``i``."""
@@ -508,9 +356,6 @@ class _Ahead:
         if self.announcer is not None:
             self.announcer.close()
             self.announcer = None
-        if self.reader is not None:
-            self.reader.close()
-            self.reader = None
 
 
 class _GatherScratch(threading.local):
@@ -577,7 +422,8 @@ class _WholeChunks:
 PREFIX_SAVING = 0.1
 #: zstd decodes a frame a block at a time, blocks of up to 128 KiB (ZSTD_BLOCKSIZE_MAX)
 ZSTD_BLOCK = 128 * 2**10
-#: chunks a thread reads and decodes at a time (``_read_prefixes``): READ_AHEAD_GROUP
+#: chunks a thread reads and decodes at a time (``_read_prefixes``)
+PREFIX_PART = 4
 
 
 def _prefix_pays(chain: PreparedChain, need: np.ndarray) -> bool:
@@ -618,41 +464,13 @@ def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     if ahead is None and k > 1:
         prefetch_if_cold(store, keys)
 
-    reader = ahead[0].reader if ahead is not None else None
-    # (the line's position of this wave's chunk 0 in the read-ahead's keys)
-    base = ahead[1] - ahead[0].start if ahead is not None else 0
-    g_size = READ_AHEAD_GROUP
-
     def part(lo: int) -> None:
         hi = min(lo + per, k)
         if ahead is not None:
             ahead[0].taken(ahead[1] + lo)
-        if reader is None:
-            decode(lo, hi, None)
-            return
-        # the groups of the read-ahead these chunks are in (a part may straddle two)
-        a = lo
-        while a < hi:
-            g = (base + a) // g_size
-            b = min(hi, (g + 1) * g_size - base)
-            try:
-                decode(a, b, reader.group(g))
-            finally:
-                reader.done(base + a, base + b)
-            a = b
-
-    def decode(lo: int, hi: int, read: tuple[np.ndarray, np.ndarray] | None) -> None:
-        """Decode chunks ``lo`` to ``hi`` of the wave: from the bytes the read-ahead
-        read (``read``: its group's buffer and sizes), or read here."""
-        if read is None:
-            stored = chain._batch_buffer(hi - lo, cap)  # (this thread's)
-            slots = np.arange(hi - lo, dtype=np.int64) * cap
-            sizes = store.read_many_into(keys[lo:hi], stored, slots, cap, exact=False)
-        else:
-            stored, group_sizes = read
-            first = (base + lo) % g_size
-            slots = np.arange(first, first + hi - lo, dtype=np.int64) * cap
-            sizes = group_sizes[first:first + hi - lo]
+        stored = chain._batch_buffer(hi - lo, cap)  # (this thread's)
+        slots = np.arange(hi - lo, dtype=np.int64) * cap
+        sizes = store.read_many_into(keys[lo:hi], stored, slots, cap, exact=False)
         fits = sizes <= cap
         status = _zstd_prefix.decode_prefixes(
             stored, slots, np.where(fits, sizes, -1), buf,
@@ -758,11 +576,7 @@ def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
         keys = chunk_keys(array.metadata, array.chunk_path, coords)
         if ahead is not None:  # (the files of this wave on, announced as it reads)
             ahead[0].taken(ahead[1])
-        try:
-            choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
-        finally:
-            if ahead is not None:  # (read here: the read-ahead's window moves on)
-                ahead[0].done(ahead[1], ahead[1] + k)
+        choose_rows(READ_ROWS, plan, reader).run(plan, keys, reader)
     else:  # the inner chunks of shards
         shards = group_by_shard(array.chain, rows, array.chunk_path)  # type: ignore[arg-type]
         ShardRowsRead(plan, (rows, *shards)).run()
@@ -824,13 +638,12 @@ def _gather_orthogonal(array: FancyTarget, chain: PreparedChain, osel: Orthogona
         line[:, g] = cids_g
         for d, c in coords_other.items():
             line[:, d] = c
-        need = last_g + last
-        ahead = _Ahead(array, chain, line, need)
+        ahead = _Ahead(array, chain, line)
         try:
             for a in range(0, len(cids_g), per_wave):
                 b = min(a + per_wave, len(cids_g))
                 chunks = _read_chunks(array, chain, line[a:b], out.dtype,
-                                      need[a:b], (ahead, a) if ahead.cold(a) else None)
+                                      last_g[a:b] + last, (ahead, a) if ahead.cold(a) else None)
                 pos_g = order_g[starts_g[a]:starts_g[b]]
                 # chunks (k, c_g, c_others...): the wave's elements along g, then the others
                 block = np.moveaxis(chunks, 1 + g, 1)[rank_g[pos_g] - a, local_g[pos_g]]
@@ -872,7 +685,7 @@ def _gather_points(array: FancyTarget, chain: PreparedChain, coords: tuple[np.nd
     last = np.full(len(ucids), chain.itemsize, dtype=np.int64)
     for x, st in zip(local, chain.chunk_strides.tolist(), strict=True):
         last += np.maximum.reduceat(x[order], starts[:-1]) * st
-    ahead = _Ahead(array, chain, chunk_coords, last)
+    ahead = _Ahead(array, chain, chunk_coords)
     try:
         for a in range(0, len(ucids), per_wave):
             b = min(a + per_wave, len(ucids))
