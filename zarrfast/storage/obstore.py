@@ -358,7 +358,8 @@ class ObjectStore(Store):
         self._origin: tuple = ("store",)
         self._refused: set[str] = set()  # names skipped in listings (logged once each)
         #: a plain web server's ETags may be a modification time in whole seconds and a
-        #: size: a version is tagged only once its second is over (``settled_etag``)
+        #: size: a version is tagged only once its second, and CLOCK_SKEW more, is over
+        #: (``settled_etag``)
         self._web = type(store).__name__ == "HTTPStore"
 
     @classmethod
