@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 
 def evict(root: str | os.PathLike) -> None:
@@ -31,3 +32,26 @@ def is_cold(path: str | os.PathLike) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+def held_open(path: str | os.PathLike, wait: float = 60) -> list[str]:
+    """The files this process holds open that are ``path`` (a file) or lie below it (a
+    directory), once it holds none -- or, after ``wait`` seconds, those it holds then.
+    (A box's I/O helper thread lets its chunk files go just after the read returned:
+    never waited for, by design.)"""
+    real = os.path.realpath(path)
+    below = real + os.sep
+    itself = real if not os.path.isdir(real) else None  # (a store holds its root open)
+    end = time.monotonic() + wait
+    while True:
+        held = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:  # (closed meanwhile, or the listing's own)
+                continue
+            if target == itself or target.startswith(below):
+                held.append(target)
+        if not held or time.monotonic() > end:
+            return held
+        time.sleep(0.005)

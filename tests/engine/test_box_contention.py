@@ -5,12 +5,14 @@ chunks long per side (up to 27 inner chunks) take the shard-box way."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -39,6 +41,26 @@ def _helper_rows() -> int:
     return _decode.helper_jobs()[1]
 
 
+@contextlib.contextmanager
+def _spinners(n: int) -> Iterator[list[subprocess.Popen]]:
+    """``n`` child processes spinning on a CPU (each has said so before this yields), as
+    long as this process lives; killed and waited for on exit."""
+    ready = "import os, sys\nprint(flush=True)\n" + SPIN
+    procs = [subprocess.Popen([sys.executable, "-c", ready, str(os.getpid())],
+                              stdout=subprocess.PIPE) for _ in range(n)]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline() == b"\n"  # (spinning)
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+            if p.stdout is not None:
+                p.stdout.close()
+
+
 def _spin(seconds: float) -> None:
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
@@ -52,9 +74,7 @@ def test_busy_cores_are_seen_as_contended(fresh_contention, monkeypatch):
     waits for a CPU most of the time, and sees it (by its own wait: the run queue, read
     at the first call, not read here)."""
     monkeypatch.setattr(concurrency, "_others_limit", lambda: None)
-    procs = [subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid())])
-             for _ in range(2 * (os.cpu_count() or 1))]
-    try:
+    with _spinners(2 * (os.cpu_count() or 1)):
         _spin(0.3)  # (the processes running)
         assert concurrency.cores_contended() is False  # (the first call only measures)
         seen = False
@@ -67,11 +87,6 @@ def test_busy_cores_are_seen_as_contended(fresh_contention, monkeypatch):
         # contended: small jobs run alone for the back-off, without measuring again
         assert fresh_contention.alone
         assert concurrency.cores_contended() is True
-    finally:
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
 
 
 @pytest.fixture
@@ -221,20 +236,9 @@ def test_the_run_queue_counts_every_runnable_thread():
     """``_running`` with real processes: each busy child is runnable all the time."""
     if concurrency._running() is None:
         pytest.skip("no /proc/loadavg here")
-    ready = "import os, sys\nprint(flush=True)\n" + SPIN
-    procs = [subprocess.Popen([sys.executable, "-c", ready, str(os.getpid())],
-                              stdout=subprocess.PIPE) for _ in range(3)]
-    try:
-        for p in procs:
-            assert p.stdout.readline() == b"\n"  # (spinning from here on)
+    with _spinners(3) as procs:
         seen = [concurrency._running() for _ in range(50)]
         assert min(seen) >= len(procs) + 1, seen  # (and this thread)
-    finally:
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
-            p.stdout.close()
 
 
 @needs_no_quota
@@ -246,12 +250,7 @@ def test_busy_cores_keep_small_jobs_alone(fresh_contention):
     caller found them, it stays alone, every call, for as long as they run (its windows
     see them in the run queue).  The other way, sharing again once they stop, depends on
     what else runs on the machine: tested on given statistics above."""
-    ready = "import os, sys\nprint(flush=True)\n" + SPIN
-    procs = [subprocess.Popen([sys.executable, "-c", ready, str(os.getpid())],
-                              stdout=subprocess.PIPE) for _ in range(2 * (os.cpu_count() or 1))]
-    try:
-        for p in procs:
-            p.stdout.readline()
+    with _spinners(2 * (os.cpu_count() or 1)):
         fresh_contention.alone = True  # (found contended: test_busy_cores_are_seen_as_contended)
         concurrency.cores_contended()
         verdicts = []
@@ -261,12 +260,6 @@ def test_busy_cores_keep_small_jobs_alone(fresh_contention):
             verdicts.append(concurrency.cores_contended())
         assert all(verdicts), verdicts.count(False)
         assert fresh_contention.since == 0.0  # (no back-off: the run queue read)
-    finally:
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
-            p.stdout.close()
 
 
 def test_no_statistics_means_never_contended(fresh_contention, monkeypatch):

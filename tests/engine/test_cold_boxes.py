@@ -19,7 +19,7 @@ from zarrfast.errors import ZarrfastError
 from zarrfast.storage import LocalStore
 
 from _helpers.page_cache import evict as _evict
-from _helpers.page_cache import is_cold
+from _helpers.page_cache import held_open, is_cold
 
 pytestmark = pytest.mark.skipif(
     not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")
@@ -39,27 +39,8 @@ LAYOUTS = {
 
 
 def _chunk_files_open(array_root) -> list[str]:
-    """The chunk files below ``array_root``'s ``c`` directory this process holds open,
-    once it holds none -- or, after 60 s, those it holds then.  (At one thread a box's
-    I/O helper reads ahead of the caller, opening chunk files of its own, which it
-    closes when it lets the box go, possibly just after the read returned: never
-    waited for, by design.)"""
-    import time
-
-    prefix = os.path.join(os.path.realpath(array_root), "c") + os.sep
-    end = time.monotonic() + 60
-    while True:
-        held = []
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                target = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:  # (closed meanwhile, or the listing's own)
-                continue
-            if target.startswith(prefix):
-                held.append(target)
-        if not held or time.monotonic() > end:
-            return held
-        time.sleep(0.005)
+    """The chunk files (below ``c``) of the array at ``array_root`` held open."""
+    return held_open(os.path.join(array_root, "c"))
 
 
 @pytest.fixture(scope="module")

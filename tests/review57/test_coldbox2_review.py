@@ -14,7 +14,6 @@ a first cold read reads the new values, in C and F order, little- and big-endian
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pytest
@@ -24,7 +23,7 @@ from zarrfast._ext import _decode
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage import LocalStore
 
-from _helpers.page_cache import evict, is_cold
+from _helpers.page_cache import evict, held_open, is_cold
 
 pytestmark = pytest.mark.skipif(
     not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")
@@ -38,25 +37,6 @@ DATA = (np.arange(np.prod(SHAPE), dtype="<u2").reshape(SHAPE) * 5 + 1).astype("<
 BOX = (slice(4, 20), slice(10, 26), slice(6, 14))
 ODD = "c/1/2/1"
 ODD_BOX = (slice(8, 16), slice(16, 24), slice(8, 16))
-
-
-def _open_chunk_files(root) -> list[str]:
-    """Chunk files below ``root`` this process holds open, once none (60 s at most:
-    an I/O helper lets a box go just after the read returns)."""
-    prefix = os.path.realpath(root) + os.sep
-    end = time.monotonic() + 60
-    while True:
-        held = []
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                target = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith(prefix):
-                held.append(target)
-        if not held or time.monotonic() > end:
-            return held
-        time.sleep(0.005)
 
 
 def _array(root, compressors="default", endian="little", order=None):
@@ -103,7 +83,7 @@ def test_a_fifo_in_a_cold_box_is_refused_naming_its_key(tmp_path, threads) -> No
                 with pytest.raises(ZarrfastError, match=ODD):
                     a[BOX]
         assert seen.count >= 1
-        assert _open_chunk_files(tmp_path / "a.zarr") == []
+        assert held_open(tmp_path / "a.zarr") == []
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -120,7 +100,7 @@ def test_a_directory_in_a_cold_box_reads_as_the_fill_value(tmp_path, threads) ->
                 _cold(tmp_path)
                 np.testing.assert_array_equal(a[BOX], want[BOX])
         assert seen.count >= 1
-        assert _open_chunk_files(tmp_path / "a.zarr") == []
+        assert held_open(tmp_path / "a.zarr") == []
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -138,8 +118,8 @@ def test_a_link_out_of_the_store_in_a_cold_box_is_refused(tmp_path, threads) -> 
                 with pytest.raises(ZarrfastError, match=ODD):
                     a[BOX]
         assert seen.count >= 1
-        assert _open_chunk_files(tmp_path / "a.zarr") == []
-        assert _open_chunk_files(outside) == []
+        assert held_open(tmp_path / "a.zarr") == []
+        assert held_open(outside) == []
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -154,7 +134,7 @@ def test_a_too_long_raw_chunk_in_a_cold_box_is_refused(tmp_path, threads) -> Non
                 with pytest.raises(ZarrfastError, match=ODD):
                     a[BOX]
         assert seen.count >= 1
-        assert _open_chunk_files(tmp_path / "a.zarr") == []
+        assert held_open(tmp_path / "a.zarr") == []
 
 
 @pytest.mark.parametrize("endian", ["little", "big"])
@@ -173,4 +153,4 @@ def test_a_cold_box_after_every_file_was_replaced_reads_the_new_values(tmp_path,
         assert seen.count >= 1
         np.testing.assert_array_equal(a[3:30:-1], new[3:30:-1])
         np.testing.assert_array_equal(a[30:3:-3, ::-5, 1], new[30:3:-3, ::-5, 1])
-        assert _open_chunk_files(tmp_path / "a.zarr") == []
+        assert held_open(tmp_path / "a.zarr") == []
