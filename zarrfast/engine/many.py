@@ -48,7 +48,7 @@ from zarrfast.errors import IndexingError, ZarrfastError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.storage import Store, StoreCapabilities
 
-__all__ = ["at_once", "first_file_cold", "read_many"]
+__all__ = ["at_once", "first_file_cold", "project_boxes", "read_many"]
 
 T = TypeVar("T")
 
@@ -163,6 +163,34 @@ def first_file_cold(store: Store, path: str, metadata: Any, selection: Any) -> b
     finally:
         os.close(fd)
     return False
+
+
+def project_boxes(chunk_shape: np.ndarray, start: np.ndarray, count: np.ndarray
+                  ) -> tuple[np.ndarray, ...]:
+    """The projections of many step-1 boxes (row ``i`` of ``start`` and ``count``: box
+    ``i``, inside the array) onto a grid of ``chunk_shape`` chunks, as one table: the
+    rows of box 0 (its chunks in C order), then of box 1...  What
+    :func:`~zarrfast.kernels.project` gives each box, concatenated: (rows per box,
+    coords, local_start, local_count, out_start)."""
+    n, ndim = start.shape
+    cs = chunk_shape.reshape(1, ndim)
+    first = start // cs
+    # (a box with nothing selected along some dimension touches no chunk)
+    segs = np.where(count > 0, (start + count - 1) // cs - first + 1, 0)
+    nrows = segs.prod(axis=1)
+    box = np.repeat(np.arange(n, dtype=np.int64), nrows)
+    # each row's place among its box's rows, then its chunk along each dimension (the
+    # last dimension fastest)
+    rest = np.arange(int(nrows.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(nrows) - nrows, nrows)
+    coords = np.empty((len(box), ndim), dtype=np.int64)
+    for d in range(ndim - 1, -1, -1):
+        rest, along = np.divmod(rest, segs[box, d])
+        coords[:, d] = first[box, d] + along
+    lo = coords * cs
+    a = np.maximum(start[box], lo)
+    b = np.minimum((start + count)[box], lo + cs)
+    return nrows, coords, a - lo, b - a, a - start[box]
 
 
 def _grid_chain(chain: Any) -> Any:
@@ -343,18 +371,25 @@ class _Batch:
     def run(self) -> list[np.ndarray]:
         sels, grid = self.sels, self.grid
         n = len(sels)
-        projs = [Projection(self.array_shape, grid, s) for s in sels]
+        steps = np.stack([s.step for s in sels])
+        if (steps == 1).all():
+            # (step-1 boxes, a data loader's tiles: projected together, a few NumPy
+            # calls for the batch instead of a projection per selection)
+            nrows, coords, local_start, local_count, out_start = project_boxes(
+                grid.chunk_shape_arr, np.stack([s.start for s in sels]),
+                np.stack([s.count for s in sels]))
+        else:
+            projs = [Projection(self.array_shape, grid, s) for s in sels]
+            nrows = np.array([p.nrows for p in projs], dtype=np.int64)
+            coords = np.concatenate([p.coords for p in projs])
+            local_start = np.concatenate([p.local_start for p in projs])
+            local_count = np.concatenate([p.local_count for p in projs])
+            out_start = np.concatenate([p.out_start for p in projs])
         # every selection's rows in one table (a few NumPy calls per batch, none per
         # selection from here on)
-        nrows = np.array([p.nrows for p in projs], dtype=np.int64)
         sel_of = np.repeat(np.arange(n, dtype=np.int64), nrows)  # each row's selection
-        t = _Concat(
-            coords=np.concatenate([p.coords for p in projs]),
-            local_start=np.concatenate([p.local_start for p in projs]),
-            local_count=np.concatenate([p.local_count for p in projs]),
-            out_start=np.concatenate([p.out_start for p in projs]),
-            step=np.stack([s.step for s in sels])[sel_of],
-            path_ids=self.path_of[sel_of])
+        t = _Concat(coords=coords, local_start=local_start, local_count=local_count,
+                    out_start=out_start, step=steps[sel_of], path_ids=self.path_of[sel_of])
         # selections whose results differ at most in their first dimension (and of one
         # step): one output, the results one after another along its first axis
         fulls = [s.full_shape for s in sels]
@@ -409,6 +444,16 @@ class _Batch:
         for theirs, step, members, flat in planned:
             if whole is not None and len(theirs):
                 self._copy_shared(t, theirs, slot, whole, step, flat)
+            shapes = {sels[i].out_shape for i in members}
+            if (len(shapes) == 1 and len(next(iter(shapes))) > 0
+                    and all(self.outs[i] is None for i in members)):
+                # (results of one shape, one after another in `flat`: its views, taken
+                # by one reshape, not a slice and a reshape per result; 0-d results
+                # stay 0-d arrays below)
+                for i, part in zip(members, flat.reshape(len(members), *shapes.pop()),
+                                   strict=True):
+                    results[i] = part
+                continue
             for i in members:
                 given = self.outs[i]
                 a = int(row0[i])
