@@ -261,25 +261,11 @@ def read_many(store: Store, caps: StoreCapabilities, path: str, chain: Any,
                     for i, (s, o) in enumerate(zip(sels, given, strict=True))]
     paths = [path] * n if paths is None else list(paths)
     if chain.kind not in PLANNED_KINDS or not shape or n < 2:
-        return [read_basic(store, caps, paths[i], chain, _raw(sels[i]), shape, dtype,
-                           outs[i], where) for i in range(n)]
+        # (normalized already: read as they are)
+        return [read_basic(store, caps, paths[i], chain, sels[i], shape, dtype, outs[i],
+                           where) for i in range(n)]
     return _Batch(store, caps, paths, chain, sels, dtype, outs, where,
                   stacked=out if isinstance(out, np.ndarray) else None).run()
-
-
-def _raw(sel: BasicSelection) -> tuple:
-    """A normalized selection as the slices (and ints) it stands for."""
-    items: list[Any] = []
-    for start, step, count, dropped in zip(sel.start.tolist(), sel.step.tolist(),
-                                           sel.count.tolist(), sel.dropped, strict=True):
-        if dropped:
-            items.append(start)
-        elif count == 0:
-            items.append(slice(0, 0))
-        else:
-            stop = start + step * count
-            items.append(slice(start, None if stop < 0 else stop, step))
-    return tuple(items)
 
 
 def _index_memo_chain(chain: Any) -> Any:
@@ -368,9 +354,10 @@ class _Batch:
         self.box_start: np.ndarray = np.zeros((0, 0), dtype=np.int64)
         self.box_row: np.ndarray = np.zeros(0, dtype=np.int64)
 
-    def run(self) -> list[np.ndarray]:
+    def _concat(self) -> tuple[_Concat, np.ndarray]:
+        """Every selection's rows in one table (a few NumPy calls per batch, none per
+        selection from there on), and each row's selection."""
         sels, grid = self.sels, self.grid
-        n = len(sels)
         steps = np.stack([s.step for s in sels])
         if (steps == 1).all():
             # (step-1 boxes, a data loader's tiles: projected together, a few NumPy
@@ -385,11 +372,15 @@ class _Batch:
             local_start = np.concatenate([p.local_start for p in projs])
             local_count = np.concatenate([p.local_count for p in projs])
             out_start = np.concatenate([p.out_start for p in projs])
-        # every selection's rows in one table (a few NumPy calls per batch, none per
-        # selection from here on)
-        sel_of = np.repeat(np.arange(n, dtype=np.int64), nrows)  # each row's selection
-        t = _Concat(coords=coords, local_start=local_start, local_count=local_count,
-                    out_start=out_start, step=steps[sel_of], path_ids=self.path_of[sel_of])
+        sel_of = np.repeat(np.arange(len(sels), dtype=np.int64), nrows)
+        return _Concat(coords=coords, local_start=local_start, local_count=local_count,
+                       out_start=out_start, step=steps[sel_of],
+                       path_ids=self.path_of[sel_of]), sel_of
+
+    def run(self) -> list[np.ndarray]:
+        sels = self.sels
+        n = len(sels)
+        t, sel_of = self._concat()  # (sel_of: each row's selection)
         # selections whose results differ at most in their first dimension (and of one
         # step): one output, the results one after another along its first axis
         fulls = [s.full_shape for s in sels]
