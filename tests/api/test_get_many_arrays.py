@@ -114,3 +114,29 @@ def test_arrays_of_one_layout_are_one_batch(sharded):
         assert sum(counts.values()) == 6 * 51, counts
     else:
         assert sum(counts.values()) <= 51 * 4, counts  # a shard per array, at most
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_arrays_of_their_own_stores_spread_over_threads(threads, tmp_path):
+    """Arrays on stores of their own (a batch each) read warm at one or two threads
+    (the batches after the first spread over the threads): every result is its array's
+    region, with repeated arrays and negative bounds; a chunk that cannot be decoded
+    stops the call with an error naming its array's chunk, whichever thread read it."""
+    arrays, data = [], []
+    for i in range(9):
+        values = (np.arange(50 * 40, dtype="int32").reshape(50, 40) - 700) * (i + 1)
+        a = zarrfast.create_array(LocalStore(tmp_path / f"a{i}.zarr"), shape=values.shape,
+                                  dtype=values.dtype, chunks=(16, 16), fill_value=-1)
+        a[:] = values
+        arrays.append(zarrfast.open_array(LocalStore(tmp_path / f"a{i}.zarr"), mode="r"))
+        data.append(values)
+    region = (slice(-40, -3), slice(5, 37))
+    order = [*range(9), 4, 0]  # (an array twice)
+    with zarrfast.config.set(threads=threads):
+        for _ in range(2):
+            got = zarrfast.get_many([(arrays[i], region) for i in order])
+            for g, i in zip(got, order, strict=True):
+                np.testing.assert_array_equal(g, data[i][region])
+        (tmp_path / "a6.zarr" / "c" / "1" / "1").write_bytes(b"not a zstd frame")
+        with pytest.raises(zarrfast.errors.ZarrfastError, match=r"c/1/1"):
+            zarrfast.get_many([(arrays[i], region) for i in order])

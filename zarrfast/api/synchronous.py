@@ -2426,9 +2426,9 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     variables, say) are read as one batch, as :meth:`zarrfast.Array.get_many` reads the
     selections of one array: one planned read, the chunks they share read once, each
     shard visited once, the decoding spread over the thread pool.  Batches of different
-    layouts are read one after the other, or at the same time on remote stores (``config
-    io_concurrency``): the same region of 50 arrays of a remote store costs about one
-    round trip, not 50.
+    layouts (or stores) are read up to ``config threads`` at a time, each in a thread of
+    its own, or all at the same time on remote stores (``config io_concurrency``): the
+    same region of 50 arrays of a remote store costs about one round trip, not 50.
 
     Parameters
     ----------
@@ -2491,7 +2491,10 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     if any(node.store.capabilities.batched_gets for node, _, _, _ in todo):
         map_io(read, todo)  # (each batch's requests in flight together)
         return results
-    # each batch is read in parallel on the pool, one after another; but when the files
+    # warm, the batches after the first are read up to `threads` at a time, each in a
+    # thread of its own (a small one decodes there alone: 50 arrays of 4 chunks each
+    # then cost one handoff per thread, not a split of each batch's chunks with the
+    # kernels' helper thread and a wait for its last one, 50 times); but when the files
     # are out of the page cache (a probe of the first batch's first file says so, or the
     # first batch's kernel announced its files to the disk), the batches are read at the
     # same time, so that the disk has all their files in flight, not one batch's few at a
@@ -2508,6 +2511,7 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     if len(todo) > 1 and _kernels.cold_announcements() != before:
         at_once(read, todo[1:], limit)
     else:
-        for batch in todo[1:]:
-            read(batch)
+        # warm: the other batches spread over ``threads`` threads, each read in its
+        # thread alone (``one_of_many``), not each split over the threads in turn
+        at_once(read, todo[1:], max(1, int(zconfig.get("threads"))))
     return results

@@ -48,7 +48,7 @@ from zarrfast.errors import IndexingError, ZarrfastError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.storage import Store, StoreCapabilities
 
-__all__ = ["at_once", "first_file_cold", "read_many"]
+__all__ = ["at_once", "first_file_cold", "project_boxes", "read_many"]
 
 T = TypeVar("T")
 
@@ -165,6 +165,34 @@ def first_file_cold(store: Store, path: str, metadata: Any, selection: Any) -> b
     return False
 
 
+def project_boxes(chunk_shape: np.ndarray, start: np.ndarray, count: np.ndarray
+                  ) -> tuple[np.ndarray, ...]:
+    """The projections of many step-1 boxes (row ``i`` of ``start`` and ``count``: box
+    ``i``, inside the array) onto a grid of ``chunk_shape`` chunks, as one table: the
+    rows of box 0 (its chunks in C order), then of box 1...  What
+    :func:`~zarrfast.kernels.project` gives each box, concatenated: (rows per box,
+    coords, local_start, local_count, out_start)."""
+    n, ndim = start.shape
+    cs = chunk_shape.reshape(1, ndim)
+    first = start // cs
+    # (a box with nothing selected along some dimension touches no chunk)
+    segs = np.where(count > 0, (start + count - 1) // cs - first + 1, 0)
+    nrows = segs.prod(axis=1)
+    box = np.repeat(np.arange(n, dtype=np.int64), nrows)
+    # each row's place among its box's rows, then its chunk along each dimension (the
+    # last dimension fastest)
+    rest = np.arange(int(nrows.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(nrows) - nrows, nrows)
+    coords = np.empty((len(box), ndim), dtype=np.int64)
+    for d in range(ndim - 1, -1, -1):
+        rest, along = np.divmod(rest, segs[box, d])
+        coords[:, d] = first[box, d] + along
+    lo = coords * cs
+    a = np.maximum(start[box], lo)
+    b = np.minimum((start + count)[box], lo + cs)
+    return nrows, coords, a - lo, b - a, a - start[box]
+
+
 def _grid_chain(chain: Any) -> Any:
     """The chain of the chunks a selection is projected onto: the inner chunks of a
     sharded array, else the array's."""
@@ -233,25 +261,11 @@ def read_many(store: Store, caps: StoreCapabilities, path: str, chain: Any,
                     for i, (s, o) in enumerate(zip(sels, given, strict=True))]
     paths = [path] * n if paths is None else list(paths)
     if chain.kind not in PLANNED_KINDS or not shape or n < 2:
-        return [read_basic(store, caps, paths[i], chain, _raw(sels[i]), shape, dtype,
-                           outs[i], where) for i in range(n)]
+        # (normalized already: read as they are)
+        return [read_basic(store, caps, paths[i], chain, sels[i], shape, dtype, outs[i],
+                           where) for i in range(n)]
     return _Batch(store, caps, paths, chain, sels, dtype, outs, where,
                   stacked=out if isinstance(out, np.ndarray) else None).run()
-
-
-def _raw(sel: BasicSelection) -> tuple:
-    """A normalized selection as the slices (and ints) it stands for."""
-    items: list[Any] = []
-    for start, step, count, dropped in zip(sel.start.tolist(), sel.step.tolist(),
-                                           sel.count.tolist(), sel.dropped, strict=True):
-        if dropped:
-            items.append(start)
-        elif count == 0:
-            items.append(slice(0, 0))
-        else:
-            stop = start + step * count
-            items.append(slice(start, None if stop < 0 else stop, step))
-    return tuple(items)
 
 
 def _index_memo_chain(chain: Any) -> Any:
@@ -340,21 +354,33 @@ class _Batch:
         self.box_start: np.ndarray = np.zeros((0, 0), dtype=np.int64)
         self.box_row: np.ndarray = np.zeros(0, dtype=np.int64)
 
-    def run(self) -> list[np.ndarray]:
+    def _concat(self) -> tuple[_Concat, np.ndarray]:
+        """Every selection's rows in one table (a few NumPy calls per batch, none per
+        selection from there on), and each row's selection."""
         sels, grid = self.sels, self.grid
+        steps = np.stack([s.step for s in sels])
+        if (steps == 1).all():
+            # (step-1 boxes, a data loader's tiles: projected together, a few NumPy
+            # calls for the batch instead of a projection per selection)
+            nrows, coords, local_start, local_count, out_start = project_boxes(
+                grid.chunk_shape_arr, np.stack([s.start for s in sels]),
+                np.stack([s.count for s in sels]))
+        else:
+            projs = [Projection(self.array_shape, grid, s) for s in sels]
+            nrows = np.array([p.nrows for p in projs], dtype=np.int64)
+            coords = np.concatenate([p.coords for p in projs])
+            local_start = np.concatenate([p.local_start for p in projs])
+            local_count = np.concatenate([p.local_count for p in projs])
+            out_start = np.concatenate([p.out_start for p in projs])
+        sel_of = np.repeat(np.arange(len(sels), dtype=np.int64), nrows)
+        return _Concat(coords=coords, local_start=local_start, local_count=local_count,
+                       out_start=out_start, step=steps[sel_of],
+                       path_ids=self.path_of[sel_of]), sel_of
+
+    def run(self) -> list[np.ndarray]:
+        sels = self.sels
         n = len(sels)
-        projs = [Projection(self.array_shape, grid, s) for s in sels]
-        # every selection's rows in one table (a few NumPy calls per batch, none per
-        # selection from here on)
-        nrows = np.array([p.nrows for p in projs], dtype=np.int64)
-        sel_of = np.repeat(np.arange(n, dtype=np.int64), nrows)  # each row's selection
-        t = _Concat(
-            coords=np.concatenate([p.coords for p in projs]),
-            local_start=np.concatenate([p.local_start for p in projs]),
-            local_count=np.concatenate([p.local_count for p in projs]),
-            out_start=np.concatenate([p.out_start for p in projs]),
-            step=np.stack([s.step for s in sels])[sel_of],
-            path_ids=self.path_of[sel_of])
+        t, sel_of = self._concat()  # (sel_of: each row's selection)
         # selections whose results differ at most in their first dimension (and of one
         # step): one output, the results one after another along its first axis
         fulls = [s.full_shape for s in sels]
@@ -409,6 +435,16 @@ class _Batch:
         for theirs, step, members, flat in planned:
             if whole is not None and len(theirs):
                 self._copy_shared(t, theirs, slot, whole, step, flat)
+            shapes = {sels[i].out_shape for i in members}
+            if (len(shapes) == 1 and len(next(iter(shapes))) > 0
+                    and all(self.outs[i] is None for i in members)):
+                # (results of one shape, one after another in `flat`: its views, taken
+                # by one reshape, not a slice and a reshape per result; 0-d results
+                # stay 0-d arrays below)
+                for i, part in zip(members, flat.reshape(len(members), *shapes.pop()),
+                                   strict=True):
+                    results[i] = part
+                continue
             for i in members:
                 given = self.outs[i]
                 a = int(row0[i])

@@ -135,11 +135,13 @@ def read_basic(store: Store, caps: StoreCapabilities, path: str, chain: Any, sel
                shape: tuple[int, ...], dtype: np.dtype, out: np.ndarray | None, where: str
                ) -> np.ndarray:
     """The engine's door for a basic selection of an array (``where``: its name, for
-    messages): normalized against ``shape``, read into ``out`` (checked: writeable,
-    C-contiguous, of the selection's shape and ``dtype``) or a new array, which is
-    returned, of the selection's shape.  One call: the layers above cross into the
-    engine once per read."""
-    sel = normalize_basic(selection, shape)
+    messages): normalized against ``shape`` (or given normalized against it: a
+    ``BasicSelection``), read into ``out`` (checked: writeable, C-contiguous, of the
+    selection's shape and ``dtype``) or a new array, which is returned, of the
+    selection's shape.  One call: the layers above cross into the engine once per
+    read."""
+    sel = (selection if isinstance(selection, BasicSelection)
+           else normalize_basic(selection, shape))
     full = sel.full_shape
     if out is not None:
         problem = out_problem(out, sel.out_shape, dtype)
