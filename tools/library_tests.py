@@ -3,7 +3,8 @@
 Usage::
 
     python tools/library_tests.py [--sdists /work/sdists] [--python /work/venv-libs/bin/python]
-        [--libs dask,anndata,ome-zarr,spatialdata] [--modes zarr,pipeline,alias]
+        [--python-for LIB=PYTHON] [--libs dask,anndata,ome-zarr,spatialdata]
+        [--modes zarr,pipeline,alias]
         [--out /tmp/library-tests] [--report-only] [--list-failures] [-k EXPR]
 
 The tests come from the libraries' source distributions, unpacked in ``--sdists`` (a
@@ -16,7 +17,13 @@ Python 3.12 pip, outside this repository::
 ``--python`` is a Python 3.12 environment of its own holding the same versions of the
 libraries, their test dependencies, zarr-python 3.4.2 and zarrfast
 (``pip install --no-build-isolation -e .``); never the project's test environments.  The
-libraries' files are never edited.
+libraries' files are never edited.  Where one library's release needs other versions of
+the others than the rest do, ``--python-for LIB=PYTHON`` (repeatable) runs that library
+with its own environment.  On 2026-12-07 spatialdata 0.7.0 needed one of its own: with
+anndata 0.13 its test module stops at collection (anndata 0.13 lists ``X`` as
+``layers[None]``, and spatialdata's key check calls ``None.lower()``), so it ran with
+anndata 0.12.19 and pandas 2.3.3; and its dependency xarray-schema imports
+``pkg_resources``, gone from setuptools 81 (so ``setuptools<81`` in both environments).
 
 "The zarr tests" of each library, run with pytest from the unpacked distribution's root:
 
@@ -274,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sdists", type=Path, default=Path("/work/sdists"))
     parser.add_argument("--python", default="/work/venv-libs/bin/python")
+    parser.add_argument("--python-for", action="append", default=[], metavar="LIB=PYTHON",
+                        help="the Python environment of one library (repeatable); the "
+                             "others use --python")
     parser.add_argument("--libs", default=",".join(LIBRARIES))
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir(), "library-tests"))
@@ -295,20 +305,32 @@ def main(argv: list[str] | None = None) -> int:
     for name in modes:
         if name not in MODES:
             parser.error(f"unknown mode {name!r}; known: {', '.join(MODES)}")
+    pythons = {lib: ns.python for lib in libs}
+    for item in ns.python_for:
+        name, sep, python = item.partition("=")
+        if not sep or not python:
+            parser.error(f"--python-for {item!r}: expected LIB=PYTHON")
+        if name not in LIBRARIES:
+            parser.error(f"--python-for {item!r}: unknown library {name!r}; known: "
+                         f"{', '.join(LIBRARIES)}")
+        pythons[name] = python
     ns.out.mkdir(parents=True, exist_ok=True)
     if not ns.report_only:
-        if "pipeline" in modes and not has_pipeline(ns.python):
-            print(f"pipeline mode skipped: {PIPELINE_PATH} does not exist in {ns.python}",
-                  file=sys.stderr)
-            modes.remove("pipeline")
-        timeout = ns.timeout if has_module(ns.python, "pytest_timeout") else None
         for lib in libs:
+            python = pythons[lib]
+            lib_modes = list(modes)
+            if "pipeline" in lib_modes and not has_pipeline(python):
+                print(f"{lib}: pipeline mode skipped: {PIPELINE_PATH} does not exist in "
+                      f"{python}", file=sys.stderr)
+                lib_modes.remove("pipeline")
+            timeout = ns.timeout if has_module(python, "pytest_timeout") else None
             root = find_root(ns.sdists, LIBRARIES[lib][0])
-            for mode in modes:
+            for mode in lib_modes:
                 prelude = ns.alias_prelude.read_text() if ns.alias_prelude else ""
-                secs = run(lib, mode, root, ns.python, ns.out, ns.kexpr, timeout,
+                secs = run(lib, mode, root, python, ns.out, ns.kexpr, timeout,
                            "\n" + prelude)
-                print(f"{lib} / {mode}: {secs:.0f} s ({root.name})", file=sys.stderr)
+                print(f"{lib} / {mode}: {secs:.0f} s ({root.name}, {python})",
+                      file=sys.stderr)
     print(report(ns.out, libs, ns.list_failures, ns.top))
     return 0
 

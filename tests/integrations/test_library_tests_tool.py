@@ -69,3 +69,32 @@ def test_reason_blanks_numbers_paths_and_addresses():
         sys.path.remove(str(TOOL.parent))
     assert (library_tests.reason("\nValueError: 12 at 0xdeadbeef in /tmp/x/y.zarr\nmore")
             == "ValueError: N at 0x… in <path>")
+
+
+def test_python_for_one_library(tmp_path):
+    """--python-for LIB=PYTHON runs that library with its own environment: here the default
+    --python does not exist, so the row is there only if ome-zarr ran with the one given."""
+    sdists = tmp_path / "sdists"
+    tests = sdists / "ome_zarr-0.0" / "tests"
+    tests.mkdir(parents=True)
+    (tests / "test_stand_in.py").write_text(STAND_IN)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(TOOL), "--sdists", str(sdists),
+         "--python", str(tmp_path / "no-such-python"),
+         "--python-for", f"ome-zarr={sys.executable}",
+         "--libs", "ome-zarr", "--modes", "alias", "--out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("| ome-zarr"))
+    assert row == "| ome-zarr | 3 | not run | not run | 3 |"
+    assert sys.executable in proc.stderr  # the environment each run used, said
+
+
+@pytest.mark.parametrize("item, words", [("ome-zarr", "expected LIB=PYTHON"),
+                                         ("napari=/usr/bin/python3", "unknown library 'napari'")])
+def test_python_for_bad(tmp_path, item, words):
+    proc = subprocess.run(
+        [sys.executable, str(TOOL), "--python-for", item, "--out", str(tmp_path),
+         "--report-only"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
