@@ -15,7 +15,9 @@ threads be put where it is:
   thread slept by itself (the GIL, a lock, a future, the queue of the pool at the end:
   the parallel inefficiency that is zarrfast's own);
 * ``fut``: the calling thread's wait in ``Future.result`` (the end of a shared job:
-  the other threads' last batches).
+  the other threads' last batches);
+* ``vsw``: the voluntary context switches of the process's threads (a thread that
+  slept: how many times, where ``blocked`` says how long).
 
 With ``--stages`` the CPU time of the calling and pool threads is also split by the
 entry points a write of these layouts goes through (``thread_time`` around each call
@@ -122,8 +124,11 @@ def sched():
         try:
             with open(f"/proc/self/task/{t}/schedstat") as f:
                 out[t] = [int(x) for x in f.read().split()[:2]]
-        except OSError:
-            pass
+            with open(f"/proc/self/task/{t}/status") as f:
+                out[t] += [int(line.split()[1]) for line in f
+                           if line.startswith("voluntary_ctxt_switches")]
+        except OSError:  # (a thread that ended meanwhile)
+            out.pop(t, None)
     return out
 
 
@@ -148,22 +153,23 @@ for r in range(reps):
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     s1 = sched()
     runq = caller = pool = 0.0
-    for t, (run1, wait1) in s1.items():
-        run0, wait0 = s0.get(t, (0, 0))
+    vsw = 0
+    for t, (run1, wait1, vsw1) in s1.items():
+        run0, wait0, vsw0 = s0.get(t, (0, 0, 0))
         run, wait = (run1 - run0) / 1e9, (wait1 - wait0) / 1e9
         runq += wait
+        vsw += vsw1 - vsw0
         if t == me:
             caller = wall - run - wait
         elif run > 0.002:  # (a thread that took part)
             pool += max(0.0, wall - run - wait)
     rows.append(dict(nbytes=value.nbytes, wall=wall, cpu=cpu, runq=runq, caller=caller, pool=pool,
-                     fut=fut_wait[0], **{k: v for k, v in acct.items()}))
+                     fut=fut_wait[0], vsw=vsw, **{k: v for k, v in acct.items()}))
     del a
     shutil.rmtree(dst)
 print(json.dumps(rows))
 """
 
-COLUMNS = ("wall", "cpu", "runq", "caller", "pool", "fut")
 STAGES = ("compress", "file kernel", "store calls")
 
 
@@ -187,7 +193,7 @@ def summary(rows: list[dict], stages: bool) -> str:
     text = (f"{mib / ms('wall', min) * 1e3:6.0f} MiB/s  "
             f"wall {ms('wall', min):7.1f} / {ms('wall'):7.1f}  cpu {ms('cpu', min):6.1f} / "
             f"{ms('cpu'):6.1f}  runq {ms('runq'):7.1f}  blocked caller {ms('caller'):5.1f} "
-            f"pool {ms('pool'):5.1f}  fut {ms('fut'):5.1f}")
+            f"pool {ms('pool'):5.1f}  fut {ms('fut'):5.1f}  vsw {ms('vsw') / 1e3:4.0f}")
     if stages:
         parts = {s: ms(s) for s in STAGES}
         # (the store calls include the file kernel's calls they make)
