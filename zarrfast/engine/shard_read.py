@@ -221,6 +221,7 @@ class ShardRowsRead:
             except Exception:  # noqa: BLE001 - placed again below, which says what failed
                 state["off"] = True
 
+        token = self.store.version(key)
         try:
             data = self.store.get_streamed(key, progress)
         finally:
@@ -229,6 +230,8 @@ class ShardRowsRead:
             self.unplace(rows[done])
             return
         index = layout.index_of_shard(data, key)
+        if token is not None:  # (as fetch_whole keeps it)
+            self.chain.cache.put(key, (token, index))
         entries = index[lin]
         if (state["off"] or data is not state["buf"] or state["entries"] is None
                 or not np.array_equal(state["entries"], entries)):
