@@ -648,7 +648,25 @@ class ObjectStore(Store):
         """:meth:`get` of a whole value, read as it arrives (see
         :meth:`~zarrfast.storage.Store.get_streamed`): obstore's response body taken in
         parts of ``STREAM_PART`` bytes into one buffer, ``progress(buffer, n)`` called
-        after each part.  A retried request starts again in a new buffer."""
+        after each part.  A retried request starts again in a new buffer.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        progress : Callable[[numpy.ndarray, int], None]
+            Told of the bytes in so far: ``buffer[:n]`` (it must not raise).
+
+        Returns
+        -------
+        numpy.ndarray or None
+            The value (``uint8``), ``None`` if missing.
+
+        Raises
+        ------
+        zarrfast.storage.RemoteStoreError
+            If the request fails for good; the message names the key's URL.
+        """
         import obstore
 
         validate_key(key)
@@ -683,7 +701,21 @@ class ObjectStore(Store):
 
     def get_soon(self, key: str, byte_range: ByteRequest | None = None) -> Future:
         """:meth:`get` started on zarrfast's event loop (see
-        :meth:`~zarrfast.storage.Store.get_soon`); not counted in ``max_concurrency``."""
+        :meth:`~zarrfast.storage.Store.get_soon`); not counted in ``max_concurrency``.
+
+        Parameters
+        ----------
+        key : str
+            The key.
+        byte_range : ByteRequest or None, default None
+            The bytes to read, as :meth:`get` takes them.
+
+        Returns
+        -------
+        concurrent.futures.Future
+            Of the value as :meth:`get` returns it, or of the error that ended the
+            request (a ``RemoteStoreError`` naming the key's URL).
+        """
         import obstore
 
         validate_key(key)
