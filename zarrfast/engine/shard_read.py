@@ -223,7 +223,9 @@ class ShardRowsRead:
 
         token = self.store.version(key)
         try:
-            data = self.store.get_streamed(key, progress)
+            # (a shard larger than any valid one is refused unread, naming its key, as
+            # fetch_shard's get_limited refuses it)
+            data = self.store.get_streamed(key, progress, self.subs[g].stored_limit)
         finally:
             soon.cancel()
         if data is None:
