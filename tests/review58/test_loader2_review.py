@@ -116,6 +116,17 @@ def test_many_selections_of_one_array_are_numpys(layouts, sharded, order, data):
         w = want[s]
         assert np.shape(g) == w.shape and np.asarray(g).dtype == w.dtype, s
         np.testing.assert_array_equal(g, w, err_msg=repr(s))
+    # into the caller's buffers: one stacked array when the shapes agree, else a list
+    shapes = {want[s].shape for s in sels}
+    if len(shapes) == 1:
+        out: object = np.full((len(sels), *shapes.pop()), 99, dtype="i4")
+    else:
+        out = [np.full(want[s].shape, 99, dtype="i4") for s in sels]
+    with config.set(threads=threads):
+        into = a.get_many(sels, out=out)
+    for k, (g, s) in enumerate(zip(into, sels, strict=True)):
+        np.testing.assert_array_equal(g, want[s], err_msg=repr(s))
+        np.testing.assert_array_equal(out[k], want[s], err_msg=repr(s))  # type: ignore[index]
     # every result its own: writing one leaves the others as they were read
     arrays = [g for g in got if isinstance(g, np.ndarray) and g.size]
     if arrays and arrays[0].flags.writeable:
