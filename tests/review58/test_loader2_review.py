@@ -136,6 +136,35 @@ def test_many_selections_of_one_array_are_numpys(layouts, sharded, order, data):
                 np.testing.assert_array_equal(g, want[s], err_msg=repr(s))
 
 
+@st.composite
+def _tiles(draw):
+    """A data loader's batch: tiles of one shape (an int on some dimensions) at places
+    of their own, some of them twice."""
+    shape = [draw(st.integers(0, size)) for size in SHAPE]
+    ints = [draw(st.booleans()) for _ in SHAPE]
+    tiles = []
+    for _ in range(draw(st.integers(2, 7))):
+        tile = []
+        for size, m, i in zip(SHAPE, shape, ints, strict=True):
+            a = draw(st.integers(0, size - (1 if i else m)))
+            tile.append(a if i else slice(a, a + m))
+        tiles.append(tuple(tile))
+    return tiles + draw(st.lists(st.sampled_from(tiles), max_size=2))
+
+
+@SETTINGS
+@given(st.data())
+@pytest.mark.parametrize("sharded", [False, True])
+def test_tiles_of_one_shape_are_numpys(layouts, sharded, data):
+    """Results of one shape, taken from one buffer: each is its own tile's."""
+    (a, want), *_ = layouts[sharded, data.draw(st.sampled_from(["C", "F"]))]
+    tiles = data.draw(_tiles())
+    with config.set(threads=data.draw(st.sampled_from([1, 2]))):
+        got = a.get_many(tiles)
+    for g, s in zip(got, tiles, strict=True):
+        np.testing.assert_array_equal(g, want[s], err_msg=repr(s))
+
+
 @SETTINGS
 @given(st.data())
 @pytest.mark.parametrize("sharded", [False, True])
