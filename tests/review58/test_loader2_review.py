@@ -1,15 +1,20 @@
-"""Review of h58/loader2 (86b2e7b, b437e1c): ``zarrfast.get_many`` of arrays on stores
+"""Review of h58/loader2 (86b2e7b, b437e1c, 5dbc4b1): ``zarrfast.get_many`` of arrays on stores
 of their own reads the warm batches after the first up to ``threads`` at a time
 (``many.at_once``), and a batch of step-1 boxes is projected in one go
-(``many.project_boxes``), the results of one shape taken by one reshape.
+(``many.project_boxes``), the results of one shape taken by one reshape; a selection
+read alone goes to ``read_basic`` normalized (normalized against the array's shape
+by ``Array._get_many``: no bounds check lost).  No finding.
 
 Guards (pass on main and on the branch): many selections of one array (step-1 boxes,
 ints, empty boxes, negative steps, repeated boxes) and of several arrays on stores of
 their own give what NumPy gives, for regular and sharded arrays, C and F order, little-
 and big-endian, missing chunks of a fill value, at one and two threads; results are
 not views of one another (writing one leaves the others as read); an array that refuses
-missing chunks raises naming the key whichever thread reads it; and ``get_many`` of
-arrays on stores of their own in a forked child (after the parent's warm reads started
+missing chunks raises naming the key whichever thread reads it; gathers
+(``kind="orthogonal"``) and blocks of arrays on stores of their own are NumPy's; a data
+loader's tiles of one shape (taken from one buffer by one reshape) are each their own
+tile's (this guard fails with the reshape's results handed out in another order); and
+``get_many`` of arrays on stores of their own in a forked child (after the parent's warm reads started
 the kept threads) reads right and does not hang.
 """
 
@@ -250,3 +255,42 @@ def test_get_many_in_a_forked_child_after_warm_reads(tmp_path):
     assert not isinstance(got, str), got
     for g, w in zip(got, wants, strict=True):
         np.testing.assert_array_equal(np.array(g, dtype="float32"), w)
+
+
+@SETTINGS
+@given(st.data())
+@pytest.mark.parametrize("sharded", [False, True])
+def test_gathers_and_blocks_of_arrays_on_stores_of_their_own(layouts, sharded, data):
+    """``kind="orthogonal"`` (index arrays: negative, repeated, unsorted) and
+    ``kind="block"``, the batches after the first read in threads of their own."""
+    made = layouts[sharded, "C"] + layouts[sharded, "F"]
+    picks = data.draw(st.lists(st.integers(0, len(made) - 1), min_size=2, max_size=6))
+    threads = data.draw(st.sampled_from([1, 2]))
+    sels = []
+    for _ in picks:
+        sel = []
+        for size in SHAPE:
+            if data.draw(st.booleans()):
+                sel.append(np.array(data.draw(st.lists(st.integers(-size, size - 1),
+                                                       min_size=1, max_size=5))))
+            else:
+                a = data.draw(st.integers(0, size - 1))
+                sel.append(slice(a, data.draw(st.integers(a, size))))
+        sels.append(tuple(sel))
+    with config.set(threads=threads):
+        got = zarrfast.get_many([(made[p][0], s) for p, s in zip(picks, sels, strict=True)],
+                                kind="orthogonal")
+    for g, p, s in zip(got, picks, sels, strict=True):
+        want = made[p][1]
+        for axis, item in enumerate(s):
+            want = want[(slice(None),) * axis + (item,)]
+        np.testing.assert_array_equal(g, want, err_msg=f"array {p}, {s!r}")
+    grid = (10, 8, 9) if sharded else CHUNKS  # (blocks: the stored chunks, shards)
+    blocks = [tuple(data.draw(st.integers(0, -(-size // c) - 1))
+                    for size, c in zip(SHAPE, grid, strict=True)) for _ in picks]
+    with config.set(threads=threads):
+        got = zarrfast.get_many([(made[p][0], b) for p, b in zip(picks, blocks, strict=True)],
+                                kind="block")
+    for g, p, b in zip(got, picks, blocks, strict=True):
+        region = tuple(slice(i * c, (i + 1) * c) for i, c in zip(b, grid, strict=True))
+        np.testing.assert_array_equal(g, made[p][1][region], err_msg=f"array {p}, {b!r}")
