@@ -39,6 +39,7 @@ from zarrfast.storage.base import (
 )
 from zarrfast.storage.errors import (
     ArchiveNotFoundError,
+    ForkedRuntimeError,
     MissingDependencyError,
     RemotePermissionError,
     RemoteStoreError,
@@ -62,6 +63,7 @@ __all__ = [
     "AsyncStore",
     "ByteRequest",
     "CacheStore",
+    "ForkedRuntimeError",
     "FsspecStore",
     "LocalStore",
     "LoggingStore",

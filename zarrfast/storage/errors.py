@@ -11,6 +11,7 @@ from __future__ import annotations
 from zarrfast.errors import ChunkDecodeError, InvalidKeyError, ZarrfastError
 
 __all__ = [
+    "ForkedRuntimeError",
     "MissingDependencyError",
     "RemotePermissionError",
     "RemoteStoreError",
@@ -78,6 +79,12 @@ class ArchiveNotFoundError(StoreError, FileNotFoundError):
 
 class RemoteStoreError(StoreError, OSError):
     """A request to a remote store failed (and will not succeed by retrying)."""
+
+
+class ForkedRuntimeError(RemoteStoreError):
+    """A request through obstore in a process forked after its parent made requests
+    through obstore: obstore's runtime threads do not survive ``fork``, so the request
+    would never finish."""
 
 
 class RemotePermissionError(RemoteStoreError, PermissionError):

@@ -25,6 +25,7 @@ import builtins
 import functools
 import json
 import logging
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -52,6 +53,7 @@ from zarrfast.storage.base import (
     validate_prefix,
 )
 from zarrfast.storage.errors import (
+    ForkedRuntimeError,
     MissingDependencyError,
     RemoteStoreError,
     StorageOptionsError,
@@ -233,6 +235,10 @@ def translate_storage_options(url: str, options: Mapping[str, Any] | None) -> di
 #: obstore stores made by from_url, by URL and options: making one builds an HTTP client
 #: (TLS roots, connection pool), ~7 ms; they are immutable and safe to share across
 #: threads, as fsspec shares its file system instances
+#: the process whose requests started obstore's runtime (``ObjectStore._check_runtime``;
+#: a forked child inherits it, and its own pid differs)
+_RUNTIME_PID: int | None = None
+
 _CLIENTS: OrderedDict[str, Any] = OrderedDict()
 _CLIENTS_LOCK = threading.Lock()
 renew_after_fork(globals(), "_CLIENTS_LOCK", threading.Lock)
@@ -367,6 +373,8 @@ class ObjectStore(Store):
         #: size: a version is tagged only once its second, and CLOCK_SKEW more, is over
         #: (``settled_etag``)
         self._web = type(store).__name__ == "HTTPStore"
+        #: obstore's in-memory store needs no runtime thread: usable after a fork
+        self._in_memory = type(store).__name__ == "MemoryStore"
 
     @classmethod
     def from_url(cls, url: str, storage_options: Mapping[str, Any] | None = None,
@@ -511,7 +519,30 @@ class ObjectStore(Store):
         return request_error(action, f"{self._key_url(key)} (key {key!r})",
                              f"{type(exc).__name__}: {_first_lines(exc)}", kind, attempts, waited)
 
+    def _check_runtime(self, action: str, key: str) -> None:
+        """Refuse a request in a process forked after its parent made requests through
+        obstore (:class:`~zarrfast.storage.errors.ForkedRuntimeError`): obstore's runtime
+        threads are not in the child, and the request would hang.  The first request
+        (of a store other than obstore's in-memory one, which needs no runtime thread)
+        names the process that started the runtime."""
+        global _RUNTIME_PID
+        if self._in_memory:
+            return
+        pid = os.getpid()
+        if _RUNTIME_PID is None:
+            _RUNTIME_PID = pid
+        elif _RUNTIME_PID != pid:
+            raise ForkedRuntimeError(
+                f"{action} {self._key_url(key)} (key {key!r}): process {pid} was forked from "
+                f"process {_RUNTIME_PID} after that process made requests through obstore, "
+                f"whose runtime threads do not survive fork: the request would never finish. "
+                f"Start worker processes with the 'spawn' or 'forkserver' method "
+                f"(multiprocessing.get_context('spawn'); torch's DataLoader("
+                f"multiprocessing_context='spawn')), or read through FsspecStore")
+
     async def _retrying(self, action: str, key: str, call: Callable[[], Awaitable[T]]) -> T:
+        self._check_runtime(action, key)
+
         def failure(e: BaseException, kind: str, attempts: int, waited: float) -> BaseException:
             return self._failure(action, key, e, kind, attempts, waited)
 
@@ -519,6 +550,8 @@ class ObjectStore(Store):
                               missing=lambda e: FileNotFoundError(self._key_url(key)))
 
     def _retrying_sync(self, action: str, key: str, call: Callable[[], T]) -> T:
+        self._check_runtime(action, key)
+
         def failure(e: BaseException, kind: str, attempts: int, waited: float) -> BaseException:
             return self._failure(action, key, e, kind, attempts, waited)
 
@@ -1197,6 +1230,8 @@ class ObjectStore(Store):
     # -- listing --------------------------------------------------------------------
     async def _alist(self, prefix: str) -> list[ObjectMeta]:
         import obstore
+
+        self._check_runtime("listing", prefix or "<root>")
 
         async def collect() -> list[ObjectMeta]:
             out: list[ObjectMeta] = []
