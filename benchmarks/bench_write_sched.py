@@ -106,16 +106,17 @@ if stages:
     for m in ("set_many", "set_regions", "set"):
         wrap(SL.LocalStore, m, "store calls")
     Enc = C._encode.ChunkEncoder
+    if Enc is not None:  # (None: no batched encoder in this build, numcodecs compresses)
 
-    class Timed(Enc):
-        def compress_regions(self, *a, **k):
-            t = time.thread_time()
-            try:
-                return super().compress_regions(*a, **k)
-            finally:
-                acct["compress"] = acct.get("compress", 0.0) + time.thread_time() - t
+        class Timed(Enc):
+            def compress_regions(self, *a, **k):
+                t = time.thread_time()
+                try:
+                    return super().compress_regions(*a, **k)
+                finally:
+                    acct["compress"] = acct.get("compress", 0.0) + time.thread_time() - t
 
-    C._encode.ChunkEncoder = Timed
+        C._encode.ChunkEncoder = Timed
 
 
 def sched():
