@@ -21,7 +21,7 @@ from zarrfast.storage import (
     SuffixByteRequest,
 )
 from zarrfast.storage import obstore as zobstore
-from zarrfast.storage.errors import RetriesExhaustedError, ValueTooLargeError
+from zarrfast.storage.errors import RetriesExhaustedError
 
 pytest.importorskip("obstore")
 
@@ -104,14 +104,14 @@ def test_get_streamed_hands_over_what_arrived(faulty, maker):
     def progress(buf, n):
         seen.append((buf, n, bytes(buf[:n])))
 
-    got = store.get_streamed("k", progress, len(value))
+    got = store.get_streamed("k", progress)
     assert bytes(got) == value
     assert seen, "a body sent in 8 pieces, read in parts of 1 KiB: some parts before the last"
     ns = [n for _, n, _ in seen]
     assert ns == sorted(ns) and ns[-1] < len(value)
     for buf, n, head in seen:
         assert buf is got and head == value[:n]
-    assert store.get_streamed("missing", progress, 1 << 20) is None
+    assert store.get_streamed("missing", progress) is None
 
 
 def test_get_streamed_starts_over_after_a_failure(faulty, maker):
@@ -120,27 +120,13 @@ def test_get_streamed_starts_over_after_a_failure(faulty, maker):
     faulty.fail("short", 1, path="d/k")  # half the body, then the connection closes
     store = maker(faulty)
     bufs = []
-    got = store.get_streamed("k", lambda buf, n: bufs.append((buf, n)), len(value))
+    got = store.get_streamed("k", lambda buf, n: bufs.append((buf, n)))
     assert bytes(got) == value
     assert [m for m, _, _ in faulty.requests] == ["GET", "GET"]
     assert bufs and bufs[0][0] is not got  # (the failed request's buffer)
     mine = [i for i, (b, _) in enumerate(bufs) if b is got]
     if mine:  # (fsspec reports nothing of a body that arrives in one piece)
         assert all(b is got for b, _ in bufs[mine[0]:])
-
-
-def test_get_streamed_refuses_a_value_over_its_limit_unread(faulty, maker):
-    """A value larger than the limit (a shard larger than any valid one) is refused by
-    the size its response declares, naming the key and both sizes: no buffer of the
-    server's size, no progress; one byte less than the value is already too little."""
-    value = bytes(range(256)) * 40
-    faulty.objects["d/k"] = value
-    store = maker(faulty)
-    seen = []
-    with pytest.raises(ValueTooLargeError, match=rf"'k'.*{len(value)} bytes.*{len(value) - 1}"):
-        store.get_streamed("k", lambda buf, n: seen.append(n), len(value) - 1)
-    assert seen == []
-    assert bytes(store.get_streamed("k", lambda buf, n: None, len(value))) == value
 
 
 def test_get_soon(faulty, maker):
@@ -160,8 +146,8 @@ def test_fsspec_store_is_not_streamed(faulty):
     store = FsspecStore.from_url(faulty.url("d"))
     assert not store.capabilities.streamed_gets
     seen = []
-    assert store.get_streamed("k", lambda buf, n: seen.append(n), 10240) == faulty.objects["d/k"]
-    assert seen == [] and store.get_streamed("nope", seen.append, 10240) is None
+    assert store.get_streamed("k", lambda buf, n: seen.append(n)) == faulty.objects["d/k"]
+    assert seen == [] and store.get_streamed("nope", seen.append) is None
 
 
 def test_local_and_memory_obstores_are_not_streamed(tmp_path):

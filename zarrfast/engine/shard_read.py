@@ -223,9 +223,7 @@ class ShardRowsRead:
 
         token = self.store.version(key)
         try:
-            # (a shard larger than any valid one is refused unread, naming its key, as
-            # fetch_shard's get_limited refuses it)
-            data = self.store.get_streamed(key, progress, self.subs[g].stored_limit)
+            data = self.store.get_streamed(key, progress)
         finally:
             soon.cancel()
         if data is None:

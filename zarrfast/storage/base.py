@@ -1138,16 +1138,15 @@ class Store(abc.ABC):
     #: :meth:`get_soon` does not wait): ``capabilities.streamed_gets``
     streamed_reads: bool = False
 
-    def get_streamed(self, key: str, progress: Callable[[Any, int], None], limit: int
-                     ) -> Any:
-        """:meth:`get_limited` of a whole value, handed over as it arrives.
+    def get_streamed(self, key: str, progress: Callable[[Any, int], None]) -> Any:
+        """:meth:`get` of a whole value, handed over as it arrives.
 
         While the value arrives, ``progress(buffer, n)`` is called (in this thread) each
         time more of it is in: ``buffer[:n]`` holds its first ``n`` bytes for good, and
         ``buffer`` is what this call returns, unless the request fails and is made again
         (a new buffer, ``n`` from 0 again).  Not called for the last part: the value
         returned is complete.  ``progress`` must not raise.  This default reads the value
-        with :meth:`get_limited` and never calls ``progress``.
+        with :meth:`get` and never calls ``progress``.
 
         Parameters
         ----------
@@ -1155,22 +1154,13 @@ class Store(abc.ABC):
             The key.
         progress : Callable[[buffer, int], None]
             Told of the bytes in so far.
-        limit : int
-            The largest size, in bytes, of a value that is read (a shard's bound: a
-            larger one is refused, not read).
 
         Returns
         -------
         bytes-like or None
             The value, as :meth:`get` returns it; ``None`` when missing.
-
-        Raises
-        ------
-        zarrfast.storage.errors.ValueTooLargeError
-            When the value holds more than ``limit`` bytes; the message names the key
-            and both sizes.
         """
-        return self.get_limited(key, limit)
+        return self.get(key)
 
     def get_soon(self, key: str, byte_range: ByteRequest | None = None) -> Future:
         """:meth:`get` as a :class:`concurrent.futures.Future`, its request under way

@@ -677,14 +677,11 @@ class ObjectStore(Store):
         return (type(self).get is ObjectStore.get
                 and type(self.store).__name__ not in ("MemoryStore", "LocalStore"))
 
-    def get_streamed(self, key: str, progress: Callable[[Any, int], None], limit: int
-                     ) -> Any:
+    def get_streamed(self, key: str, progress: Callable[[Any, int], None]) -> Any:
         """:meth:`get` of a whole value, read as it arrives (see
         :meth:`~zarrfast.storage.Store.get_streamed`): obstore's response body taken in
         parts of ``STREAM_PART`` bytes into one buffer, ``progress(buffer, n)`` called
-        after each part.  A retried request starts again in a new buffer.  A value
-        larger than ``limit`` is refused by the size its response declares, before any
-        buffer is made for it.
+        after each part.  A retried request starts again in a new buffer.
 
         Parameters
         ----------
@@ -692,8 +689,6 @@ class ObjectStore(Store):
             The key.
         progress : Callable[[numpy.ndarray, int], None]
             Told of the bytes in so far: ``buffer[:n]`` (it must not raise).
-        limit : int
-            The largest size, in bytes, of a value that is read.
 
         Returns
         -------
@@ -704,9 +699,6 @@ class ObjectStore(Store):
         ------
         zarrfast.storage.RemoteStoreError
             If the request fails for good; the message names the key's URL.
-        zarrfast.storage.errors.ValueTooLargeError
-            When the value holds more than ``limit`` bytes; the message names the key
-            and both sizes.
         """
         import obstore
 
@@ -719,8 +711,6 @@ class ObjectStore(Store):
             if (start, stop) != (0, size):
                 raise _BadBody(f"asked the whole value ({size} bytes) and the server sent "
                                f"bytes {start}-{stop}")
-            if size > limit:  # (refused unread: no buffer of a size the server says)
-                return size
             buf = np.empty(size, dtype=np.uint8)
             n = 0
             for part in result.stream(min_chunk_size=STREAM_PART):
@@ -738,14 +728,9 @@ class ObjectStore(Store):
 
         with self._in_flight:
             try:
-                got = self._retrying_sync("reading", key, fetch)
+                return self._retrying_sync("reading", key, fetch)
             except FileNotFoundError:
                 return None
-        if isinstance(got, int):  # (the size of a value larger than `limit`)
-            from zarrfast.storage.errors import value_too_large
-
-            raise value_too_large(key, got, limit)
-        return got
 
     def get_soon(self, key: str, byte_range: ByteRequest | None = None) -> Future:
         """:meth:`get` started on zarrfast's event loop (see
