@@ -15,11 +15,6 @@ objects held in :attr:`FaultServer.objects`; every request is logged in
   answer followed by 7 junk bytes past its ``Content-Length``);
 * ``"norange"``: ignore ``Range`` and answer 200 with the whole object;
 * ``"reset"``: close the connection with a TCP reset before answering.
-* ``"stale"``: answer from ``value`` instead of the object (another version of it, as a
-  stale replica would);
-* ``"trickle"``: send the body in 8 pieces, ``seconds`` apart (a slow transfer).
-
-``ranged`` (``True``/``False``) limits a fault to requests with/without a ``Range``.
 
 :meth:`FaultServer.hold` holds the next requests until that many are in flight at once
 (``_helpers.gate``): a count of concurrent requests that no load can make smaller.
@@ -43,8 +38,6 @@ class _Fault:
     path: str | None
     count: int
     seconds: float = 0.0
-    value: bytes | None = None
-    ranged: bool | None = None
 
 
 @dataclass
@@ -64,10 +57,9 @@ class FaultServer:
 
     # -- control -------------------------------------------------------------------
     def fail(self, kind: str, times: int = 1, *, method: str = "GET", path: str | None = None,
-             seconds: float = 0.0, value: bytes | None = None,
-             ranged: bool | None = None) -> None:
+             seconds: float = 0.0) -> None:
         with self._lock:
-            self._faults.append(_Fault(kind, method, path, times, seconds, value, ranged))
+            self._faults.append(_Fault(kind, method, path, times, seconds))
 
     def hold(self, n: int, timeout: float = 120.0) -> None:
         """Hold the next requests until ``n`` are in flight at once (then none)."""
@@ -84,11 +76,10 @@ class FaultServer:
     def url(self, path: str = "") -> str:
         return f"http://{self.host}:{self.port}/{path.lstrip('/')}"
 
-    def _take_fault(self, method: str, path: str, ranged: bool) -> _Fault | None:
+    def _take_fault(self, method: str, path: str) -> _Fault | None:
         with self._lock:
             for f in self._faults:
-                if (f.method == method and (f.path is None or f.path == path) and f.count > 0
-                        and f.ranged in (None, ranged)):
+                if f.method == method and (f.path is None or f.path == path) and f.count > 0:
                     f.count -= 1
                     return f
         return None
@@ -176,7 +167,7 @@ class FaultServer:
     async def _answer(self, method: str, path: str, headers: dict[str, str], body: bytes,
                       writer: asyncio.StreamWriter) -> bool:
         """Answer one request; ``False`` closes the connection."""
-        fault = self._take_fault(method, path, "range" in headers)
+        fault = self._take_fault(method, path)
         kind = fault.kind if fault else None
         if kind == "reset":
             sock = writer.get_extra_info("socket")
@@ -201,15 +192,9 @@ class FaultServer:
             self._send(writer, 204, b"", {})
         elif method in ("GET", "HEAD"):
             value = self.objects.get(path)
-            if kind == "stale":
-                value = fault.value
             if value is None:
                 self._send(writer, 404, b"not found", {})
             else:
-                if kind == "trickle":
-                    await self._trickle(writer, method, value, headers.get("range"),
-                                        fault.seconds)
-                    return True
                 self._send_value(writer, method, value, headers.get("range"), kind)
                 if kind == "short":
                     await writer.drain()
@@ -218,19 +203,6 @@ class FaultServer:
             self._send(writer, 405, b"", {})
         await writer.drain()
         return True
-
-    async def _trickle(self, writer: asyncio.StreamWriter, method: str, value: bytes,
-                       range_header: str | None, seconds: float) -> None:
-        """The answer :meth:`_send_value` gives, in 8 pieces ``seconds`` apart."""
-        sink = _Sink()
-        self._send_value(sink, method, value, range_header, None)  # type: ignore[arg-type]
-        data = bytes(sink.data)
-        step = -(-len(data) // 8)
-        for a in range(0, len(data), step):
-            writer.write(data[a:a + step])
-            await writer.drain()
-            if a + step < len(data):
-                await asyncio.sleep(seconds)
 
     def _send_value(self, writer: asyncio.StreamWriter, method: str, value: bytes,
                     range_header: str | None, kind: str | None) -> None:
@@ -277,13 +249,3 @@ class FaultServer:
     def _send(self, writer: asyncio.StreamWriter, status: int, body: bytes,
               extra: dict[str, str], length: int | None = None) -> None:
         writer.write(self._head(status, len(body) if length is None else length, extra) + body)
-
-
-class _Sink:
-    """Collects what is written to it (an answer to send in pieces)."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def write(self, data: bytes) -> None:
-        self.data += data

@@ -7,9 +7,7 @@ The selection is projected onto the inner grid, and its rows grouped by shard.  
    index and places every inner chunk (:func:`~zarrfast.engine.sharded.read_whole_files`);
 2. the shards left, in waves of at most ``WAVE_BYTES`` of inner chunks (the fetched bytes
    held at once stay bounded), one task per shard: a shard read whole is fetched in one
-   request (into a reused buffer on a local store; on a store that hands values over
-   as they arrive, its inner chunks placed while the rest arrives, located by its index
-   read at the same time: ``fetch_streamed``); a partial shard is read through a
+   request (into a reused buffer on a local store); a partial shard is read through a
    :class:`~zarrfast.engine.shard_view.ShardView` (its index, then one request per run of
    nearby inner chunks);
 3. the fetched inner chunks are placed: uncompressed ones copied, zstd and blosc ones
@@ -42,15 +40,6 @@ from zarrfast.errors import ChunkDecodeError, add_context
 from zarrfast.kernels import buffers as _buffers
 
 __all__ = ["ShardRowsRead"]
-
-#: a whole shard of a store that hands values over as they arrive is read so (its
-#: index read too, at the same time) when its inner chunks hold at least this many
-#: bytes decoded: smaller ones arrive in one or two parts, where the index's request
-#: would be one more for nothing
-STREAM_MIN_BYTES = 4 << 20
-
-#: offsets and sizes in a shard's index from here on are out of any buffer
-_FAR = np.uint64(1 << 62)
 
 #: what a fetch found for a shard: ``(key, blob, rows, offsets, sizes, layout)``
 Found = tuple[str, Any, np.ndarray, np.ndarray, np.ndarray, ShardFormat]
@@ -94,14 +83,6 @@ class ShardRowsRead:
         # wave (fresh buffers per shard cost a page fault per 4 KiB, more than the copy)
         self.use_thread_buffers = ((self.raw_inner or self.decode_in_fetch)
                                    and chain.partial_reads and plan.caps.reads_into)
-        # A whole shard of a remote store that hands values over as they arrive: its
-        # inner chunks placed during the transfer, as their bytes come in, after an
-        # index read at the same time (``fetch_streamed``)
-        self.streamed = (plan.caps.streamed_gets and chain.partial_reads
-                         and self.deferred is not None
-                         and (self.raw_inner or self.decode_in_fetch))
-        #: per shard, the rows placed during its transfer (``fetch_streamed``)
-        self.early: dict[int, np.ndarray] = {}
         self.thread_buffers: dict[int, np.ndarray] = {}
         self.slots: dict[int, tuple[int, int]] = {}
         self.wave_buffer: list[np.ndarray] = []
@@ -165,9 +146,6 @@ class ShardRowsRead:
         """Shard ``g`` in one request; its index cached under the version read."""
         key, rows, chain = self.keys[g], self.groups[g], self.chain
         layout = self.subs[g].layout
-        if self.streamed and len(rows) * self.inner.chunk_nbytes >= STREAM_MIN_BYTES:
-            self.fetch_streamed(g)
-            return
         token = self.store.version(key) if chain.partial_reads else None
         data = self.read_shard(g)
         if data is None:
@@ -179,74 +157,6 @@ class ShardRowsRead:
         used = entries[:, 0] != EMPTY
         self.place(g, key, data, rows[used], entries[used, 0].astype(np.int64),
                    entries[used, 1].astype(np.int64), layout)
-
-    def fetch_streamed(self, g: int) -> None:
-        """Shard ``g`` in one request whose inner chunks are placed as their bytes
-        arrive, located by the shard's index, read at the same time by a request of its
-        own.  That index may come from another version of the shard than the one
-        streamed: once the shard is in, the rows placed early stand only if the index
-        at its end is the same (else every row is placed again from the shard read);
-        a request made again (a retry) starts over in a new buffer, and so do the rows."""
-        key, rows, layout = self.keys[g], self.groups[g], self.subs[g].layout
-        lin = self.inner_lin[rows]
-        soon = self.store.get_soon(key, _sharded.shard_index_request(layout))
-        done = np.zeros(len(rows), dtype=np.bool_)
-        state: dict[str, Any] = {"buf": None, "entries": None, "off": False}
-
-        def progress(buf: Any, n: int) -> None:
-            if state["off"]:
-                return
-            try:
-                if buf is not state["buf"]:  # (a new request: start over)
-                    state["buf"] = buf
-                    self.unplace(rows[done])
-                    done[:] = False
-                entries = state["entries"]
-                if entries is None:
-                    if not soon.done() or soon.exception() is not None:
-                        return
-                    raw = soon.result()
-                    if raw is None:
-                        state["off"] = True
-                        return
-                    entries = state["entries"] = layout.decode_index(raw, key)[lin]
-                offsets, sizes = entries[:, 0], entries[:, 1]
-                sane = (offsets < _FAR) & (sizes < _FAR)  # (EMPTY, and no overflow)
-                ready = np.flatnonzero(~done & sane & (offsets.astype(np.int64)
-                                                       + sizes.astype(np.int64) <= n))
-                if ready.size:
-                    self.place_now(key, buf, rows[ready], offsets[ready].astype(np.int64),
-                                   sizes[ready].astype(np.int64), layout)
-                    done[ready] = True
-            except Exception:  # noqa: BLE001 - placed again below, which says what failed
-                state["off"] = True
-
-        token = self.store.version(key)
-        try:
-            data = self.store.get_streamed(key, progress)
-        finally:
-            soon.cancel()
-        if data is None:
-            self.unplace(rows[done])
-            return
-        index = layout.index_of_shard(data, key)
-        if token is not None:  # (as fetch_whole keeps it)
-            self.chain.cache.put(key, (token, index))
-        entries = index[lin]
-        if (state["off"] or data is not state["buf"] or state["entries"] is None
-                or not np.array_equal(state["entries"], entries)):
-            self.unplace(rows[done])  # (placed from another index or request: again)
-            done[:] = False
-        self.early[g] = rows[done]
-        todo = ~done & (entries[:, 0] != EMPTY)
-        self.place(g, key, data, rows[todo], entries[todo, 0].astype(np.int64),
-                   entries[todo, 1].astype(np.int64), layout)
-
-    def unplace(self, rows: np.ndarray) -> None:
-        """Forget that ``rows`` were placed (they will be placed again)."""
-        self.placed[rows] = False
-        for r in rows.tolist():
-            self.payload[r] = None
 
     def fetch_partial(self, g: int) -> None:
         """The inner chunks of shard ``g`` that the read touches, through its view."""
@@ -383,10 +293,6 @@ class ShardRowsRead:
             for a in range(0, len(rows), per):
                 sl = slice(a, a + per)
                 parts.append(("place", (key, blob, rows[sl], offsets[sl], sizes[sl], layout)))
-        early = self.early.pop(g, None)
-        if early is not None and early.size:
-            # (placed during the transfer; those the batch kernel left keep a payload)
-            covered.append(early[self.placed[early]])
         rest = self.groups[g]
         if covered:
             rest = np.setdiff1d(rest, np.concatenate(covered), assume_unique=True)

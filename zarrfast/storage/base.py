@@ -26,8 +26,7 @@ import abc
 import contextlib
 import os
 import time
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -601,9 +600,6 @@ class StoreCapabilities:
         ``config file_locks`` allows it.
     conditional_writes : bool
         ``Store.set_if_version`` is a compare-and-swap made by the store itself.
-    streamed_gets : bool
-        ``Store.get_streamed`` hands a value over as it arrives (a remote store), and
-        ``Store.get_soon`` starts a request without waiting for it.
 
     Examples
     --------
@@ -639,9 +635,6 @@ class StoreCapabilities:
     interprocess_locks: bool = False
     #: :meth:`Store.set_if_version` is a compare-and-swap made by the store itself
     conditional_writes: bool = False
-    #: :meth:`Store.get_streamed` hands a value over as it arrives, and
-    #: :meth:`Store.get_soon` starts a request without waiting for it
-    streamed_gets: bool = False
 
 
 class Store(abc.ABC):
@@ -801,8 +794,7 @@ class Store(abc.ABC):
             files=self.file_paths(()) is not None, batched_sets=bool(self.fast_set_many),
             region_sets=bool(self.fast_set_regions), copies_values=bool(self.copies_values),
             interprocess_locks=bool(self.interprocess_locks),
-            conditional_writes=bool(self.conditional_writes),
-            streamed_gets=bool(self.streamed_reads))
+            conditional_writes=bool(self.conditional_writes))
 
     def _check_writable(self, key: str | None = None) -> None:
         if self._read_only:
@@ -1133,58 +1125,6 @@ class Store(abc.ABC):
             :attr:`tagged_reads`).
         """
         return self.get(key, byte_range), None
-
-    #: whether :meth:`get_streamed` hands values over as they arrive (and
-    #: :meth:`get_soon` does not wait): ``capabilities.streamed_gets``
-    streamed_reads: bool = False
-
-    def get_streamed(self, key: str, progress: Callable[[Any, int], None]) -> Any:
-        """:meth:`get` of a whole value, handed over as it arrives.
-
-        While the value arrives, ``progress(buffer, n)`` is called (in this thread) each
-        time more of it is in: ``buffer[:n]`` holds its first ``n`` bytes for good, and
-        ``buffer`` is what this call returns, unless the request fails and is made again
-        (a new buffer, ``n`` from 0 again).  Not called for the last part: the value
-        returned is complete.  ``progress`` must not raise.  This default reads the value
-        with :meth:`get` and never calls ``progress``.
-
-        Parameters
-        ----------
-        key : str
-            The key.
-        progress : Callable[[buffer, int], None]
-            Told of the bytes in so far.
-
-        Returns
-        -------
-        bytes-like or None
-            The value, as :meth:`get` returns it; ``None`` when missing.
-        """
-        return self.get(key)
-
-    def get_soon(self, key: str, byte_range: ByteRequest | None = None) -> Future:
-        """:meth:`get` as a :class:`concurrent.futures.Future`, its request under way
-        when this returns where the store can (``capabilities.streamed_gets``); this
-        default reads the value now.
-
-        Parameters
-        ----------
-        key : str
-            The key.
-        byte_range : ByteRequest or None, default None
-            The bytes to read, as :meth:`get` takes them.
-
-        Returns
-        -------
-        concurrent.futures.Future
-            Of the value as :meth:`get` returns it (its error, if it failed).
-        """
-        done: Future = Future()
-        try:
-            done.set_result(self.get(key, byte_range))
-        except Exception as e:  # noqa: BLE001 - handed over in the future
-            done.set_exception(e)
-        return done
 
     def get_many_tagged(self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None]
                         ) -> tuple[list[Any], list[Hashable | None]]:

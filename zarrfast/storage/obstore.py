@@ -20,7 +20,6 @@ obstore is optional: ``pip install "zarrfast[obstore]"`` (from a source checkout
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import functools
 import json
@@ -30,10 +29,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-
-import numpy as np
 
 from zarrfast import config
 from zarrfast.concurrency import map_requests, renew_after_fork
@@ -43,7 +39,6 @@ from zarrfast.storage.base import (
     OffsetByteRequest,
     RangeByteRequest,
     Store,
-    SuffixByteRequest,
     as_bytes,
     check_byte_range,
     listing_prefix,
@@ -64,7 +59,6 @@ from zarrfast.storage.remote import (
     RetryPolicy,
     exception_chain,
     gather_limited,
-    loop,
     request_error,
     retrying,
     retrying_sync,
@@ -667,111 +661,6 @@ class ObjectStore(Store):
                 continue
             out.append(memoryview(part))
         return out
-
-    @property
-    def streamed_reads(self) -> bool:  # type: ignore[override]
-        """Whether values are handed over as they arrive (:meth:`get_streamed`, with
-        :meth:`get_soon`): from a remote store (not a local directory or memory, where a
-        value is in at once), unless a subclass changes ``get`` (whose reads the engine
-        must then go through)."""
-        return (type(self).get is ObjectStore.get
-                and type(self.store).__name__ not in ("MemoryStore", "LocalStore"))
-
-    def get_streamed(self, key: str, progress: Callable[[Any, int], None]) -> Any:
-        """:meth:`get` of a whole value, read as it arrives (see
-        :meth:`~zarrfast.storage.Store.get_streamed`): obstore's response body taken in
-        parts of ``STREAM_PART`` bytes into one buffer, ``progress(buffer, n)`` called
-        after each part.  A retried request starts again in a new buffer.
-
-        Parameters
-        ----------
-        key : str
-            The key.
-        progress : Callable[[numpy.ndarray, int], None]
-            Told of the bytes in so far: ``buffer[:n]`` (it must not raise).
-
-        Returns
-        -------
-        numpy.ndarray or None
-            The value (``uint8``), ``None`` if missing.
-
-        Raises
-        ------
-        zarrfast.storage.RemoteStoreError
-            If the request fails for good; the message names the key's URL.
-        """
-        import obstore
-
-        validate_key(key)
-
-        def fetch() -> Any:
-            result = obstore.get(self.store, key)
-            size = int(result.meta["size"])
-            start, stop = result.range
-            if (start, stop) != (0, size):
-                raise _BadBody(f"asked the whole value ({size} bytes) and the server sent "
-                               f"bytes {start}-{stop}")
-            buf = np.empty(size, dtype=np.uint8)
-            n = 0
-            for part in result.stream(min_chunk_size=STREAM_PART):
-                m = len(part)
-                if n + m > size:
-                    raise _BadBody(f"the response promised {size} bytes and its body held "
-                                   f"more")
-                buf[n:n + m] = memoryview(part)
-                n += m
-                if n < size:
-                    progress(buf, n)
-            if n != size:
-                raise _BadBody(f"the response promised {size} bytes and its body held {n}")
-            return buf
-
-        with self._in_flight:
-            try:
-                return self._retrying_sync("reading", key, fetch)
-            except FileNotFoundError:
-                return None
-
-    def get_soon(self, key: str, byte_range: ByteRequest | None = None) -> Future:
-        """:meth:`get` started on zarrfast's event loop (see
-        :meth:`~zarrfast.storage.Store.get_soon`); not counted in ``max_concurrency``.
-
-        Parameters
-        ----------
-        key : str
-            The key.
-        byte_range : ByteRequest or None, default None
-            The bytes to read, as :meth:`get` takes them.
-
-        Returns
-        -------
-        concurrent.futures.Future
-            Of the value as :meth:`get` returns it, or of the error that ended the
-            request (a ``RemoteStoreError`` naming the key's URL).
-        """
-        import obstore
-
-        validate_key(key)
-        check_byte_range(byte_range)
-        if _empty_range(byte_range):
-            done: Future = Future()
-            done.set_result(self.get(key, byte_range))
-            return done
-        options = _get_options(byte_range)
-
-        async def fetch() -> Any:
-            result = await obstore.get_async(self.store, key, options=options)
-            data = await result.bytes_async()
-            _check_body(byte_range, result.range, result.meta["size"], len(data))
-            return memoryview(data)
-
-        async def call() -> Any:
-            try:
-                return await self._retrying("reading", key, fetch)
-            except FileNotFoundError:
-                return None
-
-        return asyncio.run_coroutine_threadsafe(call(), loop())
 
     def _limited(self, fn: Callable[..., T], *args: Any) -> T:
         with self._in_flight:
@@ -1471,28 +1360,6 @@ def _is_fallback(exc: BaseException) -> bool:
         return True
     return any(_is_bad_range(e) or _ignores_range(e) or type(e).__name__ in ("PanicException", "RustPanic")
                for e in exception_chain(exc))
-
-
-#: bytes of a streamed read (:meth:`ObjectStore.get_streamed`) taken at a time
-STREAM_PART = 1 << 20
-
-
-def _empty_range(byte_range: ByteRequest | None) -> bool:
-    """Whether ``byte_range`` asks no bytes (an empty range or a zero suffix)."""
-    if isinstance(byte_range, RangeByteRequest):
-        return byte_range.end <= byte_range.start
-    return isinstance(byte_range, SuffixByteRequest) and byte_range.suffix == 0
-
-
-def _get_options(byte_range: ByteRequest | None) -> GetOptions | None:
-    """obstore's options of a request of ``byte_range`` (not an empty one)."""
-    if byte_range is None:
-        return None
-    if isinstance(byte_range, RangeByteRequest):
-        return {"range": (byte_range.start, byte_range.end)}
-    if isinstance(byte_range, OffsetByteRequest):
-        return {"range": {"offset": byte_range.offset}}
-    return {"range": {"suffix": byte_range.suffix}}
 
 
 def _check_body(byte_range: ByteRequest | None, got: tuple[int, int], size: int,
