@@ -226,13 +226,13 @@ def translate_storage_options(url: str, options: Mapping[str, Any] | None) -> di
 # -- the store -------------------------------------------------------------------------
 
 
-#: obstore stores made by from_url, by URL and options: making one builds an HTTP client
-#: (TLS roots, connection pool), ~7 ms; they are immutable and safe to share across
-#: threads, as fsspec shares its file system instances
 #: the process whose requests started obstore's runtime (``ObjectStore._check_runtime``;
 #: a forked child inherits it, and its own pid differs)
 _RUNTIME_PID: int | None = None
 
+#: obstore stores made by from_url, by URL and options: making one builds an HTTP client
+#: (TLS roots, connection pool), ~7 ms; they are immutable and safe to share across
+#: threads, as fsspec shares its file system instances
 _CLIENTS: OrderedDict[str, Any] = OrderedDict()
 _CLIENTS_LOCK = threading.Lock()
 renew_after_fork(globals(), "_CLIENTS_LOCK", threading.Lock)
