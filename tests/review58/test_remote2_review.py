@@ -1,19 +1,16 @@
-"""Review of h58/remote2 (1ec3521): whole shards of a remote ObjectStore read as they
-arrive (``ShardRowsRead.fetch_streamed``, ``ObjectStore.get_streamed``/``get_soon``).
+"""Whole-shard reads of a remote ObjectStore over HTTP, from the review of h58/remote2.
 
-Finding: the streamed path skips the bound every other whole-shard read makes
-(``ShardedChain.fetch_shard`` reads with ``store.get_limited(key, stored_limit)``): a
-stored shard larger than any valid shard of its layout (a damaged object, a value
-written by something else) is refused on main with ``ValueTooLargeError`` naming its
-key, but read by the branch as if it were whole -- here a shard padded between its
-inner chunks and its index.  Fix: /work/data/review58/remote2-fix.diff (the same
-refusal after ``get_streamed``).
+That branch read whole remote shards as they arrived (``fetch_streamed``); it was merged
+and then reverted (637a2b7, f06e05e: no gain on a quiet machine).  Its review's finding
+stays as a guard of main's path: a stored shard larger than any valid shard of its
+layout (here one padded between its inner chunks and its index) is refused with
+``ValueTooLargeError`` naming its key (``ShardedChain.fetch_shard`` reads with
+``store.get_limited(key, stored_limit)``); the branch read it as if it were whole.
 
-Guards (pass on main and on the branch): through an HTTP server and obstore, with every
-whole shard streamed (``STREAM_MIN_BYTES`` 0 where it exists), full and partial reads of
-sharded arrays -- zstd and uncompressed inner chunks, C and F order, little- and
-big-endian, inner chunks and whole shards missing (the fill value) -- give NumPy's
-values; an array that refuses missing chunks names the missing shard.
+Guards: through an HTTP server and obstore, full and partial reads of sharded arrays --
+zstd and uncompressed inner chunks, C and F order, little- and big-endian, inner chunks
+and whole shards missing (the fill value) -- give NumPy's values; an array that refuses
+missing chunks names the missing shard.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ import numpy as np
 import pytest
 
 import zarrfast
-from zarrfast.engine import shard_read
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage import MemoryStore, ObjectStore, RetryPolicy
 from zarrfast.storage.errors import ValueTooLargeError
@@ -46,14 +42,10 @@ def server():
 
 
 @pytest.fixture
-def served(server, monkeypatch):
-    """The server, emptied; every whole shard read streamed in parts of 1 KiB where the
-    tree streams them."""
+def served(server):
+    """The server, emptied."""
     server.reset()
     server.objects.clear()
-    monkeypatch.setattr(shard_read, "STREAM_MIN_BYTES", 0, raising=False)
-    from zarrfast.storage import obstore as zobstore
-    monkeypatch.setattr(zobstore, "STREAM_PART", 1024, raising=False)
     yield server
     server.reset()
     server.objects.clear()
@@ -89,7 +81,7 @@ def test_a_shard_larger_than_any_valid_one_is_refused_naming_its_key(served):
 @pytest.mark.parametrize("compressors", ["auto", None])
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("endian", ["little", "big"])
-def test_streamed_reads_are_numpys(served, compressors, order, endian):
+def test_remote_shard_reads_are_numpys(served, compressors, order, endian):
     rng = np.random.default_rng(3)
     data = (rng.integers(0, 1 << 16, SHAPE) / 7).astype("f4")
     kw: dict = {"compressors": compressors,
