@@ -27,6 +27,7 @@ strings) are read one selection at a time.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -177,6 +178,11 @@ def project_boxes(chunk_shape: np.ndarray, start: np.ndarray, count: np.ndarray
     first = start // cs
     # (a box with nothing selected along some dimension touches no chunk)
     segs = np.where(count > 0, (start + count - 1) // cs - first + 1, 0)
+    if (segs == 1).all():
+        # (every box inside one chunk, as a loader's tiles of one-sample chunks are:
+        # a row per box, without the walk over each box's chunks below)
+        return (np.ones(n, dtype=np.int64), first, start - first * cs, count.copy(),
+                np.zeros_like(start))
     nrows = segs.prod(axis=1)
     box = np.repeat(np.arange(n, dtype=np.int64), nrows)
     # each row's place among its box's rows, then its chunk along each dimension (the
@@ -350,6 +356,10 @@ class _Batch:
             chain = self.chain = _index_memo_chain(chain)
         self.grid = _grid_chain(chain)
         self.array_shape = tuple(chain.metadata.shape)
+        # every selection's start, step and count: one table (n, 3, ndim), one call
+        table = np.concatenate([a for s in sels for a in (s.start, s.step, s.count)]
+                               ).reshape(len(sels), 3, -1)
+        self.starts, self.steps, self.counts = table[:, 0], table[:, 1], table[:, 2]
         #: the boxes of the shared chunks (see :meth:`_whole_table`)
         self.box_start: np.ndarray = np.zeros((0, 0), dtype=np.int64)
         self.box_row: np.ndarray = np.zeros(0, dtype=np.int64)
@@ -358,13 +368,12 @@ class _Batch:
         """Every selection's rows in one table (a few NumPy calls per batch, none per
         selection from there on), and each row's selection."""
         sels, grid = self.sels, self.grid
-        steps = np.stack([s.step for s in sels])
+        steps, counts = self.steps, self.counts
         if (steps == 1).all():
             # (step-1 boxes, a data loader's tiles: projected together, a few NumPy
             # calls for the batch instead of a projection per selection)
             nrows, coords, local_start, local_count, out_start = project_boxes(
-                grid.chunk_shape_arr, np.stack([s.start for s in sels]),
-                np.stack([s.count for s in sels]))
+                grid.chunk_shape_arr, self.starts, counts)
         else:
             projs = [Projection(self.array_shape, grid, s) for s in sels]
             nrows = np.array([p.nrows for p in projs], dtype=np.int64)
@@ -384,15 +393,13 @@ class _Batch:
         # selections whose results differ at most in their first dimension (and of one
         # step): one output, the results one after another along its first axis
         fulls = [s.full_shape for s in sels]
-        groups: dict[tuple, list[int]] = {}
-        for i, (s, full) in enumerate(zip(sels, fulls, strict=True)):
-            groups.setdefault((full[1:], tuple(s.step.tolist())), []).append(i)
+        tall = self.counts[:, 0]
+        groups = self._groups(fulls)
         group_of = np.empty(n, dtype=np.int64)  # each selection's group
         row0 = np.empty(n, dtype=np.int64)  # where its result begins in the group's output
         for g, members in enumerate(groups.values()):
             group_of[members] = g
-            tall = np.array([fulls[i][0] for i in members], dtype=np.int64)
-            row0[members] = np.cumsum(tall) - tall
+            row0[members] = np.cumsum(tall[members]) - tall[members]
         # (a row's place in its group's output)
         t.out_start[:, 0] += row0[sel_of]
         row_group = group_of[sel_of]
@@ -402,7 +409,7 @@ class _Batch:
         slot = np.full(len(sel_of), -1, dtype=np.int64)
         reads: list[tuple[_Rows, np.ndarray]] = []
         whole = None
-        if len(sel_of):
+        if len(sel_of) and not self._all_distinct(t):
             key = np.column_stack((t.path_ids, t.coords))
             uniq, inverse, counts = np.unique(key, axis=0, return_inverse=True,
                                               return_counts=True)
@@ -455,6 +462,33 @@ class _Batch:
                 else:
                     results[i] = part if given is None else given
         return results
+
+    def _groups(self, fulls: list[tuple[int, ...]]) -> dict[tuple, list[int]]:
+        """The selections (their positions) by the tail of their shapes (``fulls``,
+        without the first dimension) and their steps, in order of first appearance."""
+        sels, steps, counts = self.sels, self.steps, self.counts
+        if (steps == steps[0]).all() and (counts[:, 1:] == counts[0, 1:]).all():
+            # (one group, a batch of one shape's tiles: without a key per selection)
+            return {(fulls[0][1:], tuple(sels[0].step.tolist())): list(range(len(sels)))}
+        groups: dict[tuple, list[int]] = {}
+        for i, (s, full) in enumerate(zip(sels, fulls, strict=True)):
+            groups.setdefault((full[1:], tuple(s.step.tolist())), []).append(i)
+        return groups
+
+    def _all_distinct(self, t: _Concat) -> bool:
+        """Whether the rows of ``t`` are of distinct chunks (no chunk shared by two
+        selections: a loader's random tiles, mostly), told by one sort of each row's
+        chunk as one number (its array and its place in the grid, C order) -- not
+        ``np.unique`` by rows, which costs ten times more.  ``False`` when there are
+        shared chunks, or when the numbers would not fit an int64 (then the caller's
+        ``np.unique`` finds the shared chunks)."""
+        grid = [-(-int(d) // int(c)) for d, c in
+                zip(self.array_shape, self.grid.chunk_shape_arr.tolist(), strict=True)]
+        if math.prod(grid) * len(self.paths) >= 2**62:
+            return False
+        flat = np.sort(np.ravel_multi_index(tuple(t.coords.T), grid)
+                       + t.path_ids * math.prod(grid))
+        return not bool(np.count_nonzero(flat[1:] == flat[:-1]))
 
     def _read_all(self, reads: list[tuple[_Rows, np.ndarray]]) -> None:
         """Do the reads (tables and their outputs; disjoint outputs): one after another,

@@ -18,7 +18,7 @@ import numpy as np
 from zarrfast import kernels as _kernels
 from zarrfast.errors import BoundsCheckError, IndexingError
 
-__all__ = ["BasicSelection", "normalize_basic", "is_basic_selection"]
+__all__ = ["BasicSelection", "normalize_basic", "normalize_plain", "is_basic_selection"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +113,7 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
         is not an int, slice or Ellipsis.
     """
     # (``...`` alone, a full read, is every slice(None): the one-call path)
-    fast = _normalize_plain((_ALL,) * len(shape) if selection is Ellipsis else selection,
+    fast = normalize_plain((_ALL,) * len(shape) if selection is Ellipsis else selection,
                             shape)
     if fast is not None:
         return fast
@@ -156,10 +156,12 @@ def normalize_basic(selection: object, shape: tuple[int, ...]) -> BasicSelection
     return BasicSelection(start, step, count, tuple(dropped))
 
 
-def _normalize_plain(selection: object, shape: tuple[int, ...]) -> BasicSelection | None:
+def normalize_plain(selection: object, shape: tuple[int, ...]) -> BasicSelection | None:
     """:func:`normalize_basic` for the common case, without NumPy scalars: Python
     ints in range and slices of Python ints (or ``None``), no Ellipsis (one kernel
     call, :func:`zarrfast.kernels.normalize_plain`).  ``None`` for anything else,
-    which the general path handles (and reports)."""
+    which the general path handles (and reports): a selection this normalizes is a
+    basic one (:func:`is_basic_selection`), without asking that."""
     got = _kernels.normalize_plain(selection, shape if type(shape) is tuple else tuple(shape))
     return None if got is None else BasicSelection(*got)
+

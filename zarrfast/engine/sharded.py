@@ -869,7 +869,7 @@ def _open_partial(store: Store, chain: ShardedChain, keys: list[str],
             continue
         opened_g.append(g)
         fd_of.append(fd)
-        entries_of.append(index[inner_lin[groups[g]]])
+        entries_of.append(index.take(inner_lin[groups[g]], axis=0))  # (take: 2x a [])
     if not opened_g:
         none = np.zeros(0, dtype=np.int64)
         return none, none, none, none, none, np.concatenate(fill)

@@ -22,7 +22,7 @@ from zarrfast.engine import strategies
 from zarrfast.engine.chunked import PreparedChain
 from zarrfast.engine.objects import ObjectChain
 from zarrfast.engine.rectilinear import RectilinearChain
-from zarrfast.engine.selection import is_basic_selection, normalize_basic
+from zarrfast.engine.selection import is_basic_selection, normalize_basic, normalize_plain
 from zarrfast.engine.sharded import RectilinearShardedChain, ShardedChain
 from zarrfast.engine.stored import ENUMERATE_LIMIT, delete_outside, list_stored, stored_coords
 from zarrfast.engine.values import as_stored, text_elements
@@ -1392,10 +1392,15 @@ class Array(Node):
                     _name_selection(e, a, numbers[i], s)
                     raise
             sels = blocks
-        basic = [is_basic_selection(s) for s in sels]
+        shape = self._metadata.shape
+        # plain selections (exact ints and slices: a loader's tiles) normalized by one
+        # kernel call each, which says they are basic too; the others asked, and
+        # normalized (or refused, naming the selection) below
+        plain = [normalize_plain(s, shape) for s in sels]
+        basic = [p is not None or is_basic_selection(s)
+                 for p, s in zip(plain, sels, strict=True)]
         results: list[Any] = [None] * n
         planned = [i for i in range(n) if basic[i]]
-        shape = self._metadata.shape
         if planned:
             from zarrfast.engine.many import read_many
 
@@ -1403,7 +1408,9 @@ class Array(Node):
             for i in planned:  # (checked here: the message names the array and selection)
                 owner = owners[i]
                 try:
-                    sel = normalize_basic(sels[i], shape)
+                    sel = plain[i]
+                    if sel is None:
+                        sel = normalize_basic(sels[i], shape)
                     if owner._gated:
                         owner._gate_read(owner._basic_chunks(sel))
                 except ZarrfastError as e:
