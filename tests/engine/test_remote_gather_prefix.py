@@ -93,6 +93,16 @@ def test_rows_of_the_first_block_decode_fetched_prefixes(site, name, prefix_call
     assert prefix_calls
 
 
+def test_rows_at_the_end_of_chunks_decode_fetched_frames_whole(site, prefix_calls):
+    """Where prefixes save nothing (the last rows of every chunk), the fetched chunks
+    still go through the prefix decoder, whole."""
+    server, data = site
+    a = _open(server, "plain")
+    idx = np.array([c * ROWS + ROWS - 1 for c in range(4)] + [SHAPE[0] - 1, 5])
+    np.testing.assert_array_equal(a.oindex[idx, :], data[idx, :])
+    assert sum(prefix_calls) == 5
+
+
 def test_missing_chunks_read_as_the_fill_value(site, prefix_calls):
     server, data = site
     a = _open(server, "holes")

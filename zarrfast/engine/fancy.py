@@ -498,9 +498,12 @@ def _fetch_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray
     chunks fetched by a few ``get_many`` calls at once (each has its requests in
     flight together), and each call's chunks, as soon as they arrive, decoded up to
     ``need`` bytes where they lie by one ``zstd_prefix.decode_prefix_blobs`` call on
-    the pool, without the GIL (while the other calls' requests are still in flight).  A missing chunk reads as the
-    fill value; one that does not decode that way is decoded whole, or refused naming
-    its key."""
+    the pool, without the GIL (while the other calls' requests are still in flight).
+    Used even where prefixes save little (``need`` up to the last block): decoding
+    fetched frames in place, in one call, costs less than one at a time.  A missing
+    chunk reads as the fill value; one that does not decode that way (or carries a
+    content checksum) is decoded whole by the chain, which checks it, or refused
+    naming its key."""
     k, nb = len(coords), chain.chunk_nbytes
     store, keys = array.store, chunk_keys(array.metadata, array.chunk_path, coords)
     buf = _scratch(k * nb, f"array {array.name!r}")
@@ -602,13 +605,15 @@ def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     used: a chain whose chunks can be decoded that far only may leave the rest
     undefined.  ``ahead``: the gather's cold files announcer and the position of
     these chunks in its line (their files are announced as they are taken)."""
-    if need is not None and _prefix_pays(chain, need):
+    if need is not None:
         kind = _prefix_kind(array, chain)
-        if kind == "chunks":
-            return _read_prefixes(array, chain, coords, need, ahead)
         if kind == "fetched":
+            # (even where prefixes save little: fetched chunks decoded where they lie,
+            # one call per get_many without the GIL, cost less than one by one)
             return _fetch_prefixes(array, chain, coords, need)
-        if kind == "shards":
+        if kind == "chunks" and _prefix_pays(chain, need):
+            return _read_prefixes(array, chain, coords, need, ahead)
+        if kind == "shards" and _prefix_pays(chain, need):
             return _read_shard_prefixes(array, chain, coords, need)
     rows = _WholeChunks(chain, array.shape, coords)
     k, cs = len(coords), chain.chunk_shape
