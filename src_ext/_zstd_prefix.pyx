@@ -19,6 +19,7 @@ Twin: ``zarrfast.kernels.reference.decode_prefixes``
 """
 
 from libc.stdint cimport int8_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc
 
 from _status cimport _DECODED, _FAILED, _NO_DATA
 
@@ -158,3 +159,73 @@ def decode_prefixes(Context context not None, const uint8_t[::1] src,
             else:
                 status[r] = _decode_one(ctx, sp + src_offsets[r], size,
                                         dp + dst_offsets[r], needs[r], nbytes)
+
+
+def decode_prefix_list(Context context not None, list frames, uint8_t[::1] dst,
+                       const int64_t[::1] dst_offsets, const int64_t[::1] needs,
+                       int64_t nbytes, int8_t[::1] status):
+    """``decode_prefixes`` of separate frames: ``frames[r]`` is a bytes-like object (a
+    value fetched by one request of a remote store), or ``None`` (``NO_DATA``: nothing
+    done), decoded where it lies, without first copying the frames into one buffer.
+    The buffers are taken (and kept) with the GIL, then the batch runs in one ``nogil``
+    loop.  Raises ``ValueError`` (before anything is written) when the lengths differ,
+    ``nbytes`` is negative, a frame is not a contiguous buffer, or a destination lies
+    outside ``dst`` (``needs[r]`` must lie in ``[0, nbytes]``).
+
+    Twin: ``zarrfast.kernels.reference.decode_prefix_list``"""
+    cdef Py_ssize_t n = len(frames), r
+    cdef int64_t do, need
+    if not (dst_offsets.shape[0] == needs.shape[0] == status.shape[0] == n):
+        raise ValueError(f"decode_prefix_list: frames, dst_offsets, needs and status must "
+                         f"have the same length (frames has {n})")
+    if nbytes < 0:
+        raise ValueError(f"decode_prefix_list: nbytes {nbytes} is negative")
+    for r in range(n):
+        do, need = dst_offsets[r], needs[r]
+        if need < 0 or need > nbytes or do < 0 or do > dst.shape[0] \
+                or nbytes > dst.shape[0] - do:
+            raise ValueError(f"decode_prefix_list: frame {r}: need {need} of {nbytes} bytes "
+                             f"at {do} lies outside dst ({dst.shape[0]} bytes)")
+    if n == 0:
+        return
+    if _continue == NULL:
+        raise RuntimeError("decode_prefix_list: zstd is not bound (zarrfast.kernels.zstd_prefix)")
+    # the frames' buffers, held until the decoding is done
+    cdef list held = [None] * n
+    cdef const uint8_t[::1] view
+    cdef int64_t* sizes = <int64_t*>malloc(n * sizeof(int64_t))
+    cdef const uint8_t** starts = <const uint8_t**>malloc(n * sizeof(uint8_t*))
+    cdef void* ctx = context.ptr
+    cdef uint8_t* dp = &dst[0] if dst.shape[0] else NULL
+    if sizes == NULL or starts == NULL:
+        free(sizes)
+        free(starts)
+        raise MemoryError("decode_prefix_list: no memory for the frames' addresses")
+    try:
+        for r in range(n):
+            frame = frames[r]
+            sizes[r] = -1
+            starts[r] = NULL
+            if frame is None:
+                continue
+            try:
+                view = frame
+            except (TypeError, ValueError, BufferError) as e:
+                raise ValueError(f"decode_prefix_list: frame {r} is not a contiguous buffer "
+                                 f"of bytes: {e}") from None
+            held[r] = view
+            sizes[r] = view.shape[0]
+            if view.shape[0]:
+                starts[r] = &view[0]
+        with nogil:
+            for r in range(n):
+                if sizes[r] < 0:
+                    status[r] = _NO_DATA
+                elif sizes[r] == 0:  # (as decode_prefixes: no frame header)
+                    status[r] = _FAILED
+                else:
+                    status[r] = _decode_one(ctx, starts[r], sizes[r], dp + dst_offsets[r],
+                                            needs[r], nbytes)
+    finally:
+        free(sizes)
+        free(starts)

@@ -157,3 +157,105 @@ def test_the_kernel_refuses_bad_arguments_before_writing() -> None:
     with pytest.raises(ValueError):
         ext.decode_prefixes(context, frame, one, size, read_only, one, np.array([4]), 4000,
                             status)
+
+
+# -- decode_prefix_list: separate frames (values fetched one per request), where they lie
+
+def _frames(src, offsets, sizes, kinds_of: str) -> list:
+    """The frames of a batch as separate values: bytes, read-only memoryviews (as a
+    remote store returns them) or writeable arrays, in turn; ``None`` when missing."""
+    out: list = []
+    for r, (a, size) in enumerate(zip(offsets.tolist(), sizes.tolist(), strict=True)):
+        if size < 0:
+            out.append(None)
+            continue
+        raw = src[a:a + size].tobytes()
+        how = kinds_of[r % len(kinds_of)]
+        out.append(raw if how == "b" else memoryview(raw) if how == "m"
+                   else np.frombuffer(raw, dtype=np.uint8).copy())
+    return out
+
+
+@SETTINGS
+@given(batch=batches(), kinds_of=st.sampled_from(["b", "m", "a", "bma"]))
+def test_the_list_kernel_decodes_what_decode_prefixes_and_its_twin_do(batch, kinds_of) -> None:
+    from zarrfast._ext import _zstd_prefix as ext
+
+    nbytes, src, offsets, sizes, needs, kinds, datas = batch
+    frames = _frames(src, offsets, sizes, kinds_of)
+    k_status, k_dst, dst_offsets = _run("kernel", nbytes, src, offsets, sizes, needs)
+    n, gap = len(frames), 3
+    outs = []
+    for how in ("list", "twin", "blobs"):
+        dst = np.full(n * (nbytes + gap) + gap, 0xA5, dtype=np.uint8)
+        status = np.full(n, 7, dtype=np.int8)
+        if how == "list":
+            ext.decode_prefix_list(ext.Context(), frames, dst, dst_offsets, needs, nbytes,
+                                   status)
+        elif how == "twin":
+            reference.decode_prefix_list(None, frames, dst, dst_offsets, needs, nbytes, status)
+        else:
+            status = zstd_prefix.decode_prefix_blobs(frames, dst, dst_offsets, needs, nbytes)
+        outs.append((status, dst))
+    (l_status, l_dst), (t_status, t_dst), (b_status, b_dst) = outs
+    # the same statuses and bytes as the kernel over one buffer (numcodecs' frames carry
+    # no checksum: decode_prefix_blobs decodes them all)
+    assert l_status.tolist() == k_status.tolist() == b_status.tolist()
+    assert bytes(l_dst) == bytes(b_dst)
+    for r, kind in enumerate(kinds):
+        lo, need = int(dst_offsets[r]), int(needs[r])
+        assert bytes(l_dst[lo:lo + need]) == bytes(k_dst[lo:lo + need])
+        if kind == "ok":
+            assert t_status[r] == zstd_prefix.DECODED
+            assert bytes(l_dst[lo:lo + need]) == datas[r][:need] == bytes(t_dst[lo:lo + need])
+        elif kind in ("missing", "other"):
+            assert l_status[r] == t_status[r]
+    # nothing written outside each frame's nbytes of dst
+    for r in range(n + 1):
+        lo = 0 if r == 0 else int(dst_offsets[r - 1]) + nbytes
+        hi = int(dst_offsets[r]) if r < n else l_dst.size
+        assert not (l_dst[lo:hi] != 0xA5).any()
+
+
+def test_the_list_kernel_refuses_bad_arguments_before_writing() -> None:
+    from zarrfast._ext import _zstd_prefix as ext
+
+    data = np.arange(1000, dtype="<i4").tobytes()
+    frame = numcodecs.Zstd().encode(data)
+    context = ext.Context()
+    one = np.zeros(1, np.int64)
+    status = np.full(1, 7, dtype=np.int8)
+    dst = np.zeros(4000, dtype=np.uint8)
+    for args, match in (
+            (([frame], dst, one + 1, np.array([4]), 4000), "outside dst"),
+            (([frame], dst, one, np.array([4001]), 4000), "outside dst"),
+            (([frame], dst, one, np.array([-1]), 4000), "outside dst"),
+            (([frame], dst, one, np.array([4]), -1), "negative"),
+            (([frame, frame], dst, one, np.array([4]), 4000), "same length"),
+            (([np.arange(8)[::2]], dst, one, np.array([4]), 4000), "contiguous")):
+        with pytest.raises(ValueError, match=match):
+            ext.decode_prefix_list(context, *args, status)
+        with pytest.raises(ValueError, match=match):
+            reference.decode_prefix_list(None, *args, status)
+        assert status.tolist() == [7] and not dst.any()
+    ext.decode_prefix_list(context, [frame], dst, one, np.array([4000]), 4000, status)
+    assert status.tolist() == [zstd_prefix.DECODED] and bytes(dst) == data
+    # an empty value fails (no frame header); an int64 array's bytes are a frame's too
+    empty = np.zeros(2, np.int8)
+    ext.decode_prefix_list(context, [b"", None], np.zeros(8000, np.uint8),
+                           np.array([0, 4000]), np.array([4, 4]), 4000, empty)
+    assert empty.tolist() == [zstd_prefix.FAILED, zstd_prefix.NO_DATA]
+
+
+def test_decode_prefix_blobs_leaves_checksummed_frames_to_a_whole_decode() -> None:
+    """A frame with a content checksum is FAILED without decoding (a prefix cannot check
+    it): the caller decodes it whole, which does."""
+    data = _data(np.random.default_rng(2), 2 * BLOCK)
+    plain = numcodecs.Zstd(level=1).encode(data)
+    checked = numcodecs.Zstd(level=1, checksum=True).encode(data)
+    dst = np.zeros(4 * BLOCK, np.uint8)
+    status = zstd_prefix.decode_prefix_blobs([plain, memoryview(checked)], dst,
+                                             np.array([0, 2 * BLOCK]), np.array([10, 10]),
+                                             2 * BLOCK)
+    assert status.tolist() == [zstd_prefix.DECODED, zstd_prefix.FAILED]
+    assert bytes(dst[:10]) == data[:10] and not dst[2 * BLOCK:].any()

@@ -25,3 +25,12 @@ def decode_prefixes(
     nbytes: int,
     status: Buffer,  # int8_t[::1], out: 0 decoded, 1 no data, 2 failed
 ) -> None: ...
+def decode_prefix_list(
+    context: Context,
+    frames: list[Buffer | None],  # each a const uint8_t[::1]; None: no data
+    dst: Buffer,  # uint8_t[::1]
+    dst_offsets: Buffer,  # const int64_t[::1]
+    needs: Buffer,  # const int64_t[::1], each in [0, nbytes]
+    nbytes: int,
+    status: Buffer,  # int8_t[::1], out: 0 decoded, 1 no data, 2 failed
+) -> None: ...

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from zarrfast import kernels as _kernels
-from zarrfast.concurrency import map_dynamic_into, map_unordered_into
+from zarrfast.concurrency import in_task, map_dynamic_into, map_io_then, map_unordered_into
 from zarrfast.engine.chunked import (
     PREFETCH_FILES,
     Announcer,
@@ -444,7 +444,7 @@ def _prefix_kind(array: FancyTarget, chain: PreparedChain) -> str | None:
         return None
     caps = array.store.capabilities
     if chain is array.chain:
-        return "chunks" if caps.reads_into else None
+        return "chunks" if caps.reads_into else "fetched" if caps.batched_gets else None
     return "shards" if array.chain.partial_reads and not caps.batched_gets else None
 
 
@@ -489,6 +489,53 @@ def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
 
     # (each part writes its own chunks' blocks of `buf`)
     map_dynamic_into(part, range(0, k, per), work_bytes=int(need.sum()), threads=threads)
+    return _chunks_view(chain, buf, k)
+
+
+def _fetch_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
+                    need: np.ndarray) -> np.ndarray:
+    """``_read_prefixes`` from a store of concurrent requests (a remote one): the
+    chunks fetched by a few ``get_many`` calls at once (each has its requests in
+    flight together), and each call's chunks, as soon as they arrive, decoded up to
+    ``need`` bytes where they lie by one ``zstd_prefix.decode_prefix_blobs`` call on
+    the pool, without the GIL (while the other calls' requests are still in flight).
+    Used even where prefixes save little (``need`` up to the last block): decoding
+    fetched frames in place, in one call, costs less than one at a time.  A missing
+    chunk reads as the fill value; one that does not decode that way (or carries a
+    content checksum) is decoded whole by the chain, which checks it, or refused
+    naming its key."""
+    k, nb = len(coords), chain.chunk_nbytes
+    store, keys = array.store, chunk_keys(array.metadata, array.chunk_path, coords)
+    buf = _scratch(k * nb, f"array {array.name!r}")
+    opts = array.options
+    dst_offsets = np.arange(k, dtype=np.int64) * nb
+
+    def fetch(rows: range) -> tuple[range, list[Any]]:
+        return rows, store.get_many(keys[rows.start:rows.stop])
+
+    def decode(part: tuple[range, list[Any]]) -> None:
+        rows, blobs = part
+        lo, hi = rows.start, rows.stop
+        status = _zstd_prefix.decode_prefix_blobs(
+            blobs, buf, dst_offsets[lo:hi], need[lo:hi], nb)
+        for j in np.flatnonzero(status != _zstd_prefix.DECODED).tolist():
+            b, raw = lo + j, blobs[j]
+            block = buf[b * nb:(b + 1) * nb]
+            if raw is None:  # missing: the fill value
+                chain.fill_chunk(block)
+            else:
+                chain.decode(raw, keys[b], into=block)  # raises naming the key, or decodes
+
+    if in_task():  # (a pool's task: its nested work runs inline; one get_many then has
+        # all the requests in flight together, then this thread decodes them)
+        decode(fetch(range(k)))
+    else:
+        calls = max(1, min(opts.io_concurrency, 4 * opts.threads))
+        per = -(-k // calls)
+        # (each call's chunks are decoded into their own blocks of `buf`)
+        map_io_then(fetch, [range(a, min(a + per, k)) for a in range(0, k, per)], decode,
+                    lambda _rows, part: (part,), io=opts.io_concurrency,
+                    threads=opts.threads)
     return _chunks_view(chain, buf, k)
 
 
@@ -558,11 +605,15 @@ def _read_chunks(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     used: a chain whose chunks can be decoded that far only may leave the rest
     undefined.  ``ahead``: the gather's cold files announcer and the position of
     these chunks in its line (their files are announced as they are taken)."""
-    if need is not None and _prefix_pays(chain, need):
+    if need is not None:
         kind = _prefix_kind(array, chain)
-        if kind == "chunks":
+        if kind == "fetched":
+            # (even where prefixes save little: fetched chunks decoded where they lie,
+            # one call per get_many without the GIL, cost less than one by one)
+            return _fetch_prefixes(array, chain, coords, need)
+        if kind == "chunks" and _prefix_pays(chain, need):
             return _read_prefixes(array, chain, coords, need, ahead)
-        if kind == "shards":
+        if kind == "shards" and _prefix_pays(chain, need):
             return _read_shard_prefixes(array, chain, coords, need)
     rows = _WholeChunks(chain, array.shape, coords)
     k, cs = len(coords), chain.chunk_shape

@@ -495,6 +495,28 @@ def decode_prefixes(context, src, src_offsets, src_sizes, dst, dst_offsets, need
         st[r] = 0
 
 
+def decode_prefix_list(context, frames, dst, dst_offsets, needs, nbytes, status) -> None:
+    """Twin of ``_ext._zstd_prefix.decode_prefix_list``: :func:`decode_prefixes` of the
+    frames copied back to back into one buffer (``None``: no data)."""
+    for r, frame in enumerate(frames):
+        if frame is not None and not memoryview(frame).c_contiguous:
+            raise ValueError(f"decode_prefix_list: frame {r} is not a contiguous buffer "
+                             f"of bytes")
+    parts = [np.frombuffer(memoryview(f).cast("B"), dtype=np.uint8) if f is not None
+             else np.empty(0, np.uint8) for f in frames]
+    sizes = np.array([p.size if f is not None else -1 for p, f in zip(parts, frames,
+                                                                        strict=True)],
+                     dtype=np.int64)
+    offsets = np.zeros(len(frames), dtype=np.int64)
+    if len(frames) > 1:
+        offsets[1:] = np.cumsum([p.size for p in parts])[:-1]
+    src = np.concatenate(parts) if parts else np.empty(0, np.uint8)
+    try:
+        decode_prefixes(context, src, offsets, sizes, dst, dst_offsets, needs, nbytes, status)
+    except ValueError as e:
+        raise ValueError(str(e).replace("decode_prefixes", "decode_prefix_list")) from None
+
+
 def _span(offset: int, strides, shape, itemsize: int) -> tuple[int, int]:
     """The bytes ``[lo, hi)`` a (non-empty) region reads."""
     lo = hi = offset

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["IMPLEMENTATION", "available", "decode_prefixes"]
+__all__ = ["IMPLEMENTATION", "available", "decode_prefix_blobs", "decode_prefixes"]
 
 #: statuses, as the batched decoders give them (``kernels.DECODED`` ...)
 DECODED, NO_DATA, FAILED = 0, 1, 2
@@ -211,4 +211,57 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
                 break
             ip += k
             op += got
+    return status
+
+
+
+def decode_prefix_blobs(blobs: list[Any], dst: np.ndarray, dst_offsets: np.ndarray,
+                        needs: np.ndarray, nbytes: int) -> np.ndarray:
+    """:func:`decode_prefixes` of separate zstd frames (``blobs``: bytes-like values, or
+    ``None`` for a missing one, whose status is ``NO_DATA``), as fetched one value per
+    request from a remote store, each decoded where it lies (the compiled kernel's
+    ``decode_prefix_list``: one call without the GIL; without the kernel, the frames
+    are copied back to back into one buffer first).  A frame carrying a content
+    checksum is ``FAILED`` without decoding (see :func:`decode_prefixes`).  Returns the
+    statuses, as :func:`decode_prefixes` does; raises ``ValueError`` when lengths
+    differ, a destination lies outside ``dst`` or a value is not a buffer of bytes."""
+    assert _libs is not None, "zstd_prefix: not available"
+    n = len(blobs)
+    dst_offsets, needs = (np.ascontiguousarray(x, dtype=np.int64) for x in (dst_offsets, needs))
+    if not (len(dst_offsets) == len(needs) == n):
+        raise ValueError("decode_prefix_blobs: blobs, dst_offsets and needs must have the "
+                         "same length")
+    if dst.dtype != np.uint8 or not (dst.flags.c_contiguous and dst.flags.writeable):
+        raise ValueError("decode_prefix_blobs: dst must be a contiguous, writeable uint8 "
+                         "array")
+    # a frame with a content checksum: not decoded (FAILED); the caller decodes it whole
+    frames: list[Any] = []
+    checked = np.zeros(n, dtype=bool)
+    for r, blob in enumerate(blobs):
+        view: Any = blob
+        if blob is not None:
+            if not isinstance(blob, bytes):
+                try:
+                    view = memoryview(blob).cast("B")
+                except TypeError as e:
+                    raise ValueError(f"decode_prefix_blobs: value {r} is not a contiguous "
+                                     f"buffer of bytes: {e}") from None
+            if len(view) >= 5 and view[4] & 0x04:
+                checked[r] = True
+                view = None
+        frames.append(view)
+    if _kernel is not None:
+        context = _local.kernel_context
+        if context is None:
+            context = _local.kernel_context = _kernel.Context()
+        status = np.empty(n, dtype=np.int8)
+        _kernel.decode_prefix_list(context, frames, dst, dst_offsets, needs, nbytes, status)
+    else:
+        sizes = np.array([-1 if f is None else len(f) for f in frames], dtype=np.int64)
+        offsets = np.zeros(n, dtype=np.int64)
+        if n > 1:
+            offsets[1:] = np.cumsum(np.maximum(sizes, 0))[:-1]
+        src = np.frombuffer(b"".join(f for f in frames if f is not None), dtype=np.uint8)
+        status = decode_prefixes(src, offsets, sizes, dst, dst_offsets, needs, nbytes)
+    status[checked] = FAILED
     return status
