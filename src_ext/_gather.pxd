@@ -19,11 +19,12 @@ the loop.
 """
 
 from libc.stdint cimport int64_t, uint8_t
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 
 from _checks cimport _check_dst_strides, _check_item, _check_shape, _check_span, _tup
 from _common cimport (
-    ZF_MAX_NDIM, Layout, checked_mul, normalize_layout, row_group_layout, strided_copy_stream,
+    ZF_MAX_NDIM, ZF_PREFETCH_RUNS, Layout, checked_mul, normalize_layout, row_group_layout,
+    strided_copy_stream, zf_copy_short, zf_prefetch_run,
 )
 
 
@@ -144,5 +145,97 @@ cdef inline int64_t gather_next(const Gather* G, int64_t r) noexcept nogil:
     else:
         normalize_layout(G.ndim, G.shape, G.src_strides, G.dst_strides, G.src_offsets[r], 0,
                          &L)
-    strided_copy_stream(G.src, G.scratch, &L, G.itemsize, G.swap_unit, False)
+    if G.swap_unit > 1 or not gather_runs(G.src, G.scratch, &L, G.itemsize):
+        strided_copy_stream(G.src, G.scratch, &L, G.itemsize, G.swap_unit, False)
     return g
+
+
+cdef inline bint _step(int n, const Layout* L, int64_t* idx, int64_t* off) noexcept nogil:
+    """Advance the odometer ``idx`` over the outer ``n`` dims of ``L`` (``off`` the
+    source offset); ``False`` when it has gone past the last index (``off`` is then
+    back at 0)."""
+    cdef int k = n - 1
+    while k >= 0:
+        idx[k] += 1
+        off[0] += L.sst[k]
+        if idx[k] < L.shape[k]:
+            return True
+        off[0] -= L.sst[k] * L.shape[k]
+        idx[k] = 0
+        k -= 1
+    return False
+
+
+cdef inline bint gather_runs(const uint8_t* src, uint8_t* dst, const Layout* L,
+                             Py_ssize_t itemsize) noexcept nogil:
+    """``strided_copy_stream(src, dst, L, itemsize, 1, False)`` for a layout whose
+    innermost dim is contiguous in both buffers (runs of at most 512 bytes: a whole
+    chunk's rows); ``False``, copying nothing, for any other.
+
+    The source is read in lines: a run, or a row of runs that follow each other in the
+    source (the innermost dim outside the runs, when its source stride is the run's:
+    a row of regions gathered together, ``row_group_layout``).  The line
+    ``ZF_PREFETCH_RUNS`` lines ahead *in the copy's own order* is prefetched: a second
+    odometer walks ahead of the copy's, across the ends of the outer dims, so that the
+    first lines of each plane of a chunk are prefetched too (``strided_copy_stream``
+    prefetches a fixed stride ahead along one dim, which past a chunk's last rows
+    lands in rows it does not copy: half the lines of a 32-row chunk came cold).
+    perf of the harness's sharded write (32^3 uint16 inner chunks, a shard's row of 4
+    gathered at a time, 256-byte lines): the gather took 2x the samples of the
+    unsharded write's (rows of 16 chunks); 20-29% fewer with this copy (loaded
+    machine, 3 A/B runs of 9 passes over 4000 chunks).  Lines back to back in the
+    source are left to the hardware prefetcher, as before."""
+    cdef int nd = L.ndim, P, d
+    cdef int64_t run, span, nline = 1, lsst = 0, ldst = 0, j
+    cdef int64_t so = 0, do = 0, ao = 0
+    cdef int64_t idx[ZF_MAX_NDIM]
+    cdef int64_t aidx[ZF_MAX_NDIM]
+    cdef bint ahead, small
+    if nd < 1 or L.sst[nd - 1] != itemsize or L.dst[nd - 1] != itemsize:
+        return False
+    run = L.shape[nd - 1] * itemsize
+    if run > 512:
+        return False
+    small = run % 16 == 0
+    src = src + L.src_off
+    dst = dst + L.dst_off
+    P = nd - 1  # the outer dims the lines are walked by
+    span = run
+    if P >= 1 and L.sst[P - 1] == run:
+        P -= 1
+        nline, lsst, ldst = L.shape[P], L.sst[P], L.dst[P]
+        span = nline * run
+    for d in range(P):
+        idx[d] = 0
+        aidx[d] = 0
+    # (lines back to back in the source, a row of chunks as wide as the value: read in
+    # order, which the hardware prefetches)
+    ahead = P > 0 and L.sst[P - 1] != span
+    j = 0
+    while ahead and j < ZF_PREFETCH_RUNS:
+        ahead = _step(P, L, aidx, &ao)
+        j += 1
+    while True:
+        if ahead:
+            zf_prefetch_run(src + ao, <size_t>span)
+        for j in range(nline):
+            if small:
+                zf_copy_short(dst + do + j * ldst, src + so + j * lsst, <size_t>run)
+            else:
+                memcpy(dst + do + j * ldst, src + so + j * lsst, <size_t>run)
+        # the next line (the destination offset follows the same odometer)
+        d = P - 1
+        while d >= 0:
+            idx[d] += 1
+            so += L.sst[d]
+            do += L.dst[d]
+            if idx[d] < L.shape[d]:
+                break
+            so -= L.sst[d] * L.shape[d]
+            do -= L.dst[d] * L.shape[d]
+            idx[d] = 0
+            d -= 1
+        if d < 0:
+            return True
+        if ahead:
+            ahead = _step(P, L, aidx, &ao)

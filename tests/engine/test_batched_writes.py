@@ -281,3 +281,44 @@ def test_inner_chunks_of_whole_shards_are_batched(tmp_path, monkeypatch, compres
     y[16:32, 16:32] = 0
     np.testing.assert_array_equal(fast[...], y)
     assert "c/1/1" not in _chunks(str(tmp_path / "fast.zarr"))
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_shards_of_inner_chunks_of_many_rows_are_numcodecs_bytes(tmp_path, endian, transpose,
+                                                                 threads):
+    # inner chunks of 48 rows of 32 bytes (more rows than the gather copy prefetches
+    # ahead), a shard's row of 2 inner chunks gathered at a time out of rows of 6; edge
+    # shards on every dimension (whole inner chunks at the array's end, partial ones
+    # past it), a byte swap or a transpose (the general copy); every shard is the one
+    # the per-chunk path (numcodecs' Zstd on each inner chunk) assembles, and
+    # zarr-python reads it back
+    import zarr
+
+    shape, chunks, shards = (7, 48 * 3 + 5, 96), (2, 24, 16), (4, 48, 32)
+    x = _values(shape, "<u2", seed=9)
+    kwargs = dict(shape=shape, chunks=chunks, shards=shards, dtype="<u2",
+                  compressors=[ZstdCodec(level=1)],
+                  serializer=zarrfast.codecs.BytesCodec(endian),
+                  filters=[zarrfast.codecs.TransposeCodec(order=(2, 0, 1))] if transpose
+                  else ())
+    fast = zarrfast.create_array(str(tmp_path / "fast.zarr"), **kwargs)
+    assert fast._chain.inner.encode_settings is not None
+    slow = zarrfast.create_array(str(tmp_path / "slow.zarr"), **kwargs)
+    slow._chain.inner.encode_settings = None  # each inner chunk by numcodecs' Zstd
+    with config.set(threads=threads):
+        fast[...] = x
+        slow[...] = x
+    got, want = _chunks(str(tmp_path / "fast.zarr")), _chunks(str(tmp_path / "slow.zarr"))
+    assert sorted(got) == sorted(want) and len(got) == 2 * 4 * 3
+    for key in got:
+        assert got[key] == want[key], key
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "fast.zarr"), mode="r")[...],
+                                  x)
+    y = x.copy()
+    with config.set(threads=threads):
+        fast[1:6, 30:100, 5:90] = x[1:6, 30:100, 5:90] + 1  # partial shards and chunks
+    y[1:6, 30:100, 5:90] += 1
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "fast.zarr"), mode="r")[...],
+                                  y)

@@ -242,3 +242,53 @@ def test_gathering_a_row_of_chunks_changes_no_byte(codec):
             chunks = [c[:4] + c[8:] for c in chunks]
         outs.append(chunks)
     assert outs[0] == outs[1] == outs[2]
+
+
+def _shard_order_offsets(value, chunks, shard_grid):
+    """The whole chunks of ``value`` in the order a sharded write gathers them: shard by
+    shard (``shard_grid`` chunks a side each), the chunks of a shard in C order, so that
+    a row of the shard is shorter than the value's row of chunks."""
+    grid = [s // c for s, c in zip(value.shape, chunks, strict=True)]
+    per = [-(-g // k) for g, k in zip(grid, shard_grid, strict=True)]
+    out, idxs = [], []
+    for s in np.ndindex(*per):
+        for i in np.ndindex(*shard_grid):
+            idx = tuple(a * k + b for a, k, b in zip(s, shard_grid, i, strict=True))
+            if all(j < g for j, g in zip(idx, grid, strict=True)):
+                idxs.append(idx)
+                out.append(int(np.dot(idx, np.array(chunks) * value.strides)))
+    return np.array(out, dtype=np.int64), idxs
+
+
+@pytest.mark.parametrize("codec", FORMATS)
+@pytest.mark.parametrize("chunks", [(3, 24, 8), (2, 20, 5), (5, 40, 16), (1, 24, 256)])
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("perm", [(0, 1, 2), (2, 1, 0)])
+def test_shard_order_gathers_of_many_rows_are_numcodecs_bytes(codec, chunks, order, perm):
+    # chunks of more rows than the copy prefetches ahead (16: the lines it reads ahead
+    # run across the end of each plane of a chunk), rows of 16 (and 10: not whole
+    # 16-byte blocks; 512: the longest row the gather copies by itself) bytes, gathered
+    # a shard's row (2 chunks) at a time out of a value whose rows hold 3 to 5 chunks,
+    # or one by one; byte-swapped and transposed layouts take the general copy
+    value = _value(tuple(c * g for c, g in zip(chunks, (3, 2, 5), strict=True)), "<u2", 11)
+    if chunks[2] == 256:
+        value = _value((3, 48, 768), "<u2", 11)
+    offsets, idxs = _shard_order_offsets(value, chunks, (2, 2, 2))
+    _, dst = _regions(value, chunks, perm)
+    nbytes = int(np.prod(chunks)) * 2
+    ref = _numcodecs(codec, 1)
+    enc = _encode.ChunkEncoder(codec, 1)
+    slot = enc.slot(nbytes)
+    want = [ref.encode(_expected_chunk(value, idx, chunks, perm, order).view(np.uint8))
+            for idx in idxs]
+    for room in (1, 2, 3):
+        out = np.zeros(len(offsets) * slot, dtype=np.uint8)
+        before = int(time.time())
+        sizes = enc.compress_regions(value.reshape(-1).view(np.uint8), offsets,
+                                     np.array(value.strides, dtype=np.int64), dst,
+                                     np.array(chunks, dtype=np.int64), 2,
+                                     1 if order == "<" else 2, None,
+                                     np.empty(room * nbytes, np.uint8), out)
+        after = int(time.time())
+        for r, w in enumerate(want):
+            _same(codec, out[r * slot:r * slot + sizes[r]], w, before, after)

@@ -593,3 +593,38 @@ def _expected(x: np.ndarray) -> np.ndarray:
     y = x.copy()
     y[3:40, 30:50, 5:7] = x[:37, :20, :2]
     return y
+
+
+@needs_encoder
+@pytest.mark.parametrize("shuffle", [0, 1, 2])
+@pytest.mark.parametrize("chunks", [(3, 24, 8), (2, 20, 5), (1, 24, 256)])
+def test_compress_regions_of_a_shard_order_are_c_blosc(shuffle, chunks):
+    # chunks of more rows than the gather copy prefetches ahead (16), gathered a row of
+    # 2 at a time out of a value whose rows hold 4, in the order of a sharded write (2 x
+    # 2 x 2 chunks a shard), or one by one: each region's frame is c-blosc's frame of
+    # the chunk's bytes
+    grid = (2, 4, 4)
+    data = make_data(np.random.default_rng(5), "ramp_u2",
+                     int(np.prod(chunks) * np.prod(grid)) * 2).view("<u2")
+    data = data.reshape(tuple(c * g for c, g in zip(chunks, grid, strict=True)))
+    flat = data.reshape(-1).view(np.uint8)
+    strides = np.array(data.strides, np.int64)
+    idxs = [tuple(s * 2 + i for s, i in zip(sh, inner, strict=True))
+            for sh in np.ndindex(1, 2, 2) for inner in np.ndindex(2, 2, 2)]
+    offsets = np.array([int(np.dot(i, np.array(chunks) * strides)) for i in idxs], np.int64)
+    shape = np.array(chunks, np.int64)
+    dst = np.array([chunks[1] * chunks[2] * 2, chunks[2] * 2, 2], np.int64)
+    nb = int(np.prod(chunks)) * 2
+    for room in (1, 2, 4):
+        out = np.zeros(len(idxs) * (nb + 16), np.uint8)
+        sizes = _decode.blosc_compress_regions(flat, offsets, strides, dst, shape, 2, 1, None,
+                                               np.empty(room * nb, np.uint8), out, 5,
+                                               shuffle, 2, b"lz4", 0)
+        for r, idx in enumerate(idxs):
+            block = data[tuple(slice(i * c, (i + 1) * c)
+                               for i, c in zip(idx, chunks, strict=True))]
+            with frames_with("c-blosc"):
+                want = _decode.blosc_compress(np.ascontiguousarray(block).reshape(-1).view(np.uint8),
+                                              5, shuffle, 2, b"lz4", 0)
+            got = bytes(out[r * (nb + 16):r * (nb + 16) + int(sizes[r])])
+            assert got == bytes(want), f"room {room}, chunk {idx}"
