@@ -2012,7 +2012,11 @@ cdef int64_t _AHEAD_BYTES = 16 * 2**20
 #: zstd 32^3 chunk files 179-182 -> 162-164 ms at 2 threads, 257 -> 227 at one;
 #: sharded 156 -> 144 and 162 -> 150; one-chunk boxes unchanged.  Other jobs (full
 #: reads, gathers, loader batches) keep the window of ``_AHEAD_BYTES``: a full read of
-#: the harness's zstd array took 312-350 ms with it, 399-419 with a window of 4 rows
+#: the harness's zstd array took 312-350 ms with it, 399-419 with a window of 4 rows.
+#: A box read by the calling thread alone (``share`` 0: one thread, or cores busy with
+#: other work, ``boxes.alone``) announces all its rows at once, as before: with the
+#: cores saturated by other processes, a window of 4 rows took 8-15% longer at one
+#: thread (the medians per box; the best per box 3% shorter)
 cdef int64_t _SMALL_JOB = 32
 cdef int64_t _SMALL_WINDOW = 4
 cdef int64_t _SMALL_BLOCK = 2
@@ -2351,6 +2355,11 @@ cdef void _job_run_shared(_RowsJob* job, zf_worker* w, int share) noexcept nogil
     cdef int helpers = share if share < job.n - 1 else <int>(job.n - 1)
     cdef bint posted
     cdef int64_t r, pf = 0
+    if share == 0:
+        # (a box in the calling thread alone, as while the cores are busy: its files
+        # announced at once, one wait for the disk, not one per few rows -- a thread
+        # woken from each waits for a core there)
+        job.box = False
     if share < 0:
         helpers = 0
         if job.n > 1 and job.codec != _NONE and (job.files or job.fds != NULL):
