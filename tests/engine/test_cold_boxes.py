@@ -176,3 +176,71 @@ def test_a_cold_box_reads_a_chunk_file_replaced_after_its_announcement(tmp_path)
     new[8:16, 16:24, 8:16] = 4242
     w[8:16, 16:24, 8:16] = 4242
     assert _cold_box(tmp_path, a, new[BOX]) >= 1
+
+
+#: a box of 3 x 3 x 3 = 27 chunks (sharded: of 8 shards), more than a small cold job
+#: announces at once (``_SMALL_WINDOW`` rows ahead, a few at a time): the rows past the
+#: first window are announced as the threads come to them
+BOX27 = (slice(4, 20), slice(5, 21), slice(3, 19))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_a_cold_box_of_27_chunks_equals_numpy_and_closes_every_file(arrays, layout,
+                                                                    threads):
+    root, made = arrays
+    a = made[layout]
+    with zarrfast.config.set(threads=threads):
+        a[BOX27]  # (a sharded array's indexes cached: then only the data is cold)
+        announced = 0
+        for _ in range(5):  # (eviction is best effort: until a read found them cold)
+            _evict(root / f"{layout}.zarr")
+            before = _decode.cold_announcements()
+            np.testing.assert_array_equal(a[BOX27], DATA[BOX27])
+            announced += _decode.cold_announcements() > before
+            if announced:
+                break
+        if layout != "raw":  # (uncompressed chunks may be read another way)
+            assert announced >= 1
+        if layout != "sharded":
+            assert _chunk_files_open(root / f"{layout}.zarr") == []
+        np.testing.assert_array_equal(a[BOX27], DATA[BOX27])  # (warm: the same)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cold_box_rows_past_the_first_window_missing_or_damaged(tmp_path, threads):
+    """A cold box of 27 chunk files whose last rows (past the few announced first) are
+    missing (the fill value) or damaged (named, as when warm); no file left open."""
+    a = zarrfast.create_array(LocalStore(tmp_path / "a.zarr"), shape=SHAPE,
+                              dtype=DATA.dtype, chunks=CHUNKS, fill_value=9)
+    a[:] = DATA
+    os.remove(tmp_path / "a.zarr" / "c" / "2" / "2" / "1")  # (row 25 of 27)
+    want = DATA.copy()
+    want[16:24, 16:24, 8:16] = 9
+    a = zarrfast.open_array(LocalStore(tmp_path / "a.zarr"), mode="r")
+    _evict(tmp_path)
+    if not is_cold(tmp_path / "a.zarr" / "c" / "0" / "0" / "0"):
+        pytest.skip("this file system keeps its files in memory (tmpfs?)")
+    with zarrfast.config.set(threads=threads):
+        announced = 0
+        for _ in range(5):
+            _evict(tmp_path)
+            n = _decode.cold_announcements()
+            np.testing.assert_array_equal(a[BOX27], want[BOX27])
+            announced += _decode.cold_announcements() > n
+            if announced:
+                break
+        assert announced >= 1
+        assert _chunk_files_open(tmp_path / "a.zarr") == []
+        (tmp_path / "a.zarr" / "c" / "2" / "2" / "2").write_bytes(b"not zstd" * 100)
+        announced = 0
+        for _ in range(5):
+            _evict(tmp_path)
+            n = _decode.cold_announcements()
+            with pytest.raises(ZarrfastError, match="c/2/2/2"):
+                a[BOX27]
+            announced += _decode.cold_announcements() > n
+            if announced:
+                break
+        assert announced >= 1
+        assert _chunk_files_open(tmp_path / "a.zarr") == []
