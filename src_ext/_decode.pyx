@@ -1926,7 +1926,6 @@ ctypedef struct _RowsJob:
     int64_t cold
     int64_t announced
     int64_t window
-    int64_t block  # (rows announced at once: ``_AHEAD_BLOCK``, or ``_SMALL_BLOCK``)
     # a box read's job (``decode_box_files``, ``decode_box_shards``): when it is
     # small, a few rows announced at a time (``_SMALL_JOB``)
     bint box
@@ -2033,14 +2032,12 @@ cdef void _job_cold(void* ctx) noexcept nogil:
     zf_claim(&_cold_jobs)
     if job.box and job.n <= _SMALL_JOB:  # (a few rows at a time: ``_SMALL_WINDOW``)
         job.window = _SMALL_WINDOW
-        job.block = _SMALL_BLOCK
     else:
         job.window = _AHEAD_BYTES // per
         if job.window < 4:
             job.window = 4
         elif job.window > 256:
             job.window = 256
-        job.block = _AHEAD_BLOCK
     job.announced = 1
     zf_claim(&job.cold)
     _job_ahead(job, 0)
@@ -2048,16 +2045,21 @@ cdef void _job_cold(void* ctx) noexcept nogil:
 
 cdef void _job_ahead(_RowsJob* job, int64_t r) noexcept nogil:
     """Announce the rows of the cold ``job`` up to ``window`` past row ``r`` that no
-    thread has announced yet, blocks of ``job.block`` claimed atomically: each row
-    is announced once."""
+    thread has announced yet, blocks of ``_AHEAD_BLOCK`` rows (a small box's:
+    ``_SMALL_BLOCK``) claimed atomically: each row is announced once."""
     cdef int64_t lo, hi, want = r + 1 + job.window
+    # (the block from fields set before the job's threads started: ``job.window`` is
+    # written by the thread that found the job cold and read by the others under
+    # relaxed atomics, where a stale 0 is harmless; a stale block of 0 would claim
+    # nothing and spin in this loop)
+    cdef int64_t block = _SMALL_BLOCK if job.box and job.n <= _SMALL_JOB else _AHEAD_BLOCK
     if want > job.n:
         want = job.n
     while zf_load(&job.announced) < want:
-        lo = zf_add(&job.announced, job.block)
+        lo = zf_add(&job.announced, block)
         if lo >= job.n:
             break
-        hi = lo + job.block
+        hi = lo + block
         if hi > job.n:
             hi = job.n
         if job.fds != NULL:
