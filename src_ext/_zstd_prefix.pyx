@@ -30,6 +30,7 @@ ctypedef size_t (*zstd_next_fn)(void*) noexcept nogil
 ctypedef size_t (*zstd_continue_fn)(void*, void*, size_t, const void*, size_t) noexcept nogil
 ctypedef unsigned (*zstd_is_error_fn)(size_t) noexcept nogil
 ctypedef unsigned long long (*zstd_content_size_fn)(const void*, size_t) noexcept nogil
+ctypedef size_t (*zstd_frame_size_fn)(const void*, size_t) noexcept nogil
 
 cdef zstd_create_fn _create = NULL
 cdef zstd_free_fn _free = NULL
@@ -38,6 +39,7 @@ cdef zstd_next_fn _next_size = NULL
 cdef zstd_continue_fn _continue = NULL
 cdef zstd_is_error_fn _is_error = NULL
 cdef zstd_content_size_fn _content_size = NULL
+cdef zstd_frame_size_fn _frame_size = NULL
 
 #: statuses, as ``zarrfast.kernels.zstd_prefix`` gives them
 DECODED = _DECODED
@@ -46,14 +48,16 @@ FAILED = _FAILED
 
 
 def bind(size_t create, size_t free, size_t begin, size_t next_size, size_t decompress,
-         size_t is_error, size_t content_size):
+         size_t is_error, size_t content_size, size_t frame_size):
     """Use the zstd C functions at these addresses (``ZSTD_createDCtx``,
     ``ZSTD_freeDCtx``, ``ZSTD_decompressBegin``, ``ZSTD_nextSrcSizeToDecompress``,
-    ``ZSTD_decompressContinue``, ``ZSTD_isError``, ``ZSTD_getFrameContentSize``).
-    Raises ``ValueError`` (binding nothing) for a null address."""
+    ``ZSTD_decompressContinue``, ``ZSTD_isError``, ``ZSTD_getFrameContentSize``,
+    ``ZSTD_findFrameCompressedSize``).  Raises ``ValueError`` (binding nothing) for a
+    null address."""
     global _create, _free, _begin, _next_size, _continue, _is_error, _content_size
+    global _frame_size
     if not (create and free and begin and next_size and decompress and is_error
-            and content_size):
+            and content_size and frame_size):
         raise ValueError("bind: a function address is null")
     _create = <zstd_create_fn>create
     _free = <zstd_free_fn>free
@@ -62,6 +66,7 @@ def bind(size_t create, size_t free, size_t begin, size_t next_size, size_t deco
     _continue = <zstd_continue_fn>decompress
     _is_error = <zstd_is_error_fn>is_error
     _content_size = <zstd_content_size_fn>content_size
+    _frame_size = <zstd_frame_size_fn>frame_size
 
 
 def bound():
@@ -89,12 +94,18 @@ cdef class Context:
 
 cdef int8_t _decode_one(void* ctx, const uint8_t* ip, int64_t size, uint8_t* ostart,
                         int64_t need, int64_t nbytes) noexcept nogil:
-    """Frame ``ip[:size]`` into ``ostart[:nbytes]`` up to at least byte ``need``."""
+    """Frame ``ip[:size]`` into ``ostart[:nbytes]`` up to at least byte ``need``: only
+    a frame that is exactly its ``size`` bytes (its block headers walked, nothing
+    decoded: one cut short, or followed by other bytes, is damaged, and a whole decode
+    refuses it; its first blocks would read as data)."""
     cdef const uint8_t* iend = ip + size
     cdef uint8_t* op = ostart
     cdef uint8_t* oend = ostart + nbytes
     cdef size_t k, got
     if _content_size(ip, <size_t>size) != <unsigned long long>nbytes:
+        return _FAILED
+    k = _frame_size(ip, <size_t>size)
+    if _is_error(k) or k != <size_t>size:
         return _FAILED
     if _is_error(_begin(ctx)):
         return _FAILED
@@ -119,6 +130,7 @@ def decode_prefixes(Context context not None, const uint8_t[::1] src,
     by block, stopping after the block that holds byte ``needs[r] - 1``; its status into
     ``status[r]``: ``DECODED``; ``NO_DATA`` for a negative ``src_sizes[r]`` (nothing
     done); ``FAILED`` for a frame that does not declare a content size of ``nbytes``,
+    is not exactly its ``src_sizes[r]`` bytes (cut short, or followed by other bytes),
     or does not decode (its bytes of ``dst`` are then undefined).
 
     Nothing is written outside each frame's ``nbytes`` of ``dst`` nor read outside its

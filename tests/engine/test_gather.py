@@ -22,6 +22,7 @@ import zarrfast
 from zarrfast import config
 from zarrfast.codecs import BytesCodec, TransposeCodec
 from zarrfast.engine import fancy
+from zarrfast.errors import ChunkDecodeError
 from zarrfast.kernels import zstd_prefix
 
 #: the tests of the prefix decoders (off in pure-Python mode)
@@ -422,3 +423,23 @@ def test_prefix_needs_follow_their_chunks(tmp_path, monkeypatch, shards) -> None
             np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
             np.testing.assert_array_equal(a.vindex[rows, rows % 64], x[rows, rows % 64])
     assert len(calls) == 4
+
+
+@pytest.mark.parametrize("damage", ["cut", "junk"])
+def test_a_gather_refuses_a_damaged_chunk_whose_first_rows_would_decode(tmp_path, damage):
+    """A zstd chunk cut short after its first block, or followed by other bytes, is
+    refused by a gather of its first rows (decoded only up to them), naming its key, as
+    a basic read refuses it; before, the rows of its intact first block read as data."""
+    a = zarrfast.create_array(tmp_path / "a.zarr", shape=(4096, 128), chunks=(2048, 128),
+                              dtype="f4", compressors=zarrfast.codecs.ZstdCodec(level=1))
+    data = np.random.default_rng(0).random((4096, 128), dtype="f4")
+    a[:] = data
+    path = tmp_path / "a.zarr" / "c" / "0" / "0"
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2] if damage == "cut" else raw + b"\x00" * 16)
+    b = zarrfast.open_array(tmp_path / "a.zarr", mode="r")
+    for read in (lambda: b.oindex[[0, 1, 2, 3], :], lambda: b.vindex[[0, 3], [1, 2]],
+                 lambda: b[0:4]):
+        with pytest.raises(ChunkDecodeError, match="c/0/0"):
+            read()
+    assert np.array_equal(b.oindex[[2048, 2051], :], data[[2048, 2051]])  # (the other chunk)

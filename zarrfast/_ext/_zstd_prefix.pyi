@@ -7,7 +7,7 @@ FAILED: int
 
 def bind(
     create: int, free: int, begin: int, next_size: int, decompress: int, is_error: int,
-    content_size: int,
+    content_size: int, frame_size: int,
 ) -> None: ...  # addresses of zstd's functions (ValueError for a null one)
 def bound() -> bool: ...
 

@@ -32,7 +32,7 @@ DECODED, NO_DATA, FAILED = 0, 1, 2
 
 _FUNCTIONS = ("ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressBegin",
               "ZSTD_nextSrcSizeToDecompress", "ZSTD_decompressContinue", "ZSTD_isError",
-              "ZSTD_getFrameContentSize")
+              "ZSTD_getFrameContentSize", "ZSTD_findFrameCompressedSize")
 
 
 def _load() -> tuple[Any, Any] | None:
@@ -66,6 +66,8 @@ def _load() -> tuple[Any, Any] | None:
         handle.ZSTD_isError.argtypes = [size]
         handle.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
         handle.ZSTD_getFrameContentSize.argtypes = [p, size]
+        handle.ZSTD_findFrameCompressedSize.restype = size
+        handle.ZSTD_findFrameCompressedSize.argtypes = [p, size]
     return lib, keep
 
 
@@ -84,10 +86,8 @@ def _load_kernel() -> Any:
     except ImportError:  # pragma: no cover - the extensions are built
         return None
     lib = _libs[0]
-    ext.bind(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0 for name in (
-        "ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressBegin",
-        "ZSTD_nextSrcSizeToDecompress", "ZSTD_decompressContinue", "ZSTD_isError",
-        "ZSTD_getFrameContentSize")))
+    ext.bind(*(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+               for name in _FUNCTIONS))
     return ext
 
 
@@ -134,8 +134,10 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
     nothing read outside its bytes of ``src``.  Returns an int8 array of statuses:
     ``DECODED``; ``NO_DATA`` (a negative size: nothing done); ``FAILED`` (a frame that
     does not declare ``nbytes``, carries a content checksum (a prefix cannot check it),
-    or does not decode: its bytes of ``dst`` are undefined; the caller decodes it whole,
-    which says why).
+    is not exactly its bytes (cut short, or followed by other bytes: its block headers
+    are walked, nothing decoded; its first blocks would read as data), or does not
+    decode: its bytes of ``dst`` are undefined; the caller decodes it whole, which says
+    why).
 
     Raises ``ValueError`` when lengths differ or a range lies outside ``src`` or
     ``dst`` (checked before anything is written).  The batch is decoded by the compiled
@@ -187,7 +189,7 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
     begin, next_size, is_error = (keep.ZSTD_decompressBegin, keep.ZSTD_nextSrcSizeToDecompress,
                                   keep.ZSTD_isError)
     decode, decode_small = lib.ZSTD_decompressContinue, keep.ZSTD_decompressContinue
-    content_size = keep.ZSTD_getFrameContentSize
+    content_size, frame_size = keep.ZSTD_getFrameContentSize, keep.ZSTD_findFrameCompressedSize
     src_base, dst_base = src.ctypes.data, dst.ctypes.data
     for r, (so, size, do, need) in enumerate(zip(
             src_offsets.tolist(), src_sizes.tolist(), dst_offsets.tolist(), needs.tolist(),
@@ -195,7 +197,10 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
         if size < 0:
             continue
         ip, iend = src_base + so, src_base + so + size
-        if content_size(ip, size) != nbytes or is_error(begin(ctx)):
+        # (only a frame exactly its bytes: see the docstring)
+        whole = frame_size(ip, size)
+        if (content_size(ip, size) != nbytes or is_error(whole) or whole != size
+                or is_error(begin(ctx))):
             status[r] = FAILED
             continue
         op = ostart = dst_base + do
