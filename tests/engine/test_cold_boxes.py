@@ -101,18 +101,31 @@ def test_cold_random_boxes_equal_numpy_and_close_every_file(arrays, layout, thre
 BOX = (slice(4, 20), slice(10, 26), slice(6, 14))
 
 
-def _cold_box(root, a, want, attempts: int = 5) -> int:
-    """Read ``BOX`` cold until a read announced its files (eviction is best effort);
-    how many of the reads did."""
+def _until_cold(root, read, attempts: int = 5) -> int:
+    """``read()`` with ``root``'s pages evicted until a read announced its files
+    (eviction is best effort); how many of the reads did."""
     announced = 0
     for _ in range(attempts):
         _evict(root)
         before = _decode.cold_announcements()
-        np.testing.assert_array_equal(a[BOX], want)
+        read()
         announced += _decode.cold_announcements() > before
         if announced:
             break
     return announced
+
+
+def _cold_box(root, a, want, attempts: int = 5) -> int:
+    """Read ``BOX`` cold until a read announced its files; how many of the reads did."""
+    return _until_cold(root, lambda: np.testing.assert_array_equal(a[BOX], want), attempts)
+
+
+def _refused(a, box, key: str):
+    """A read of ``box`` that must be refused naming ``key``."""
+    def read() -> None:
+        with pytest.raises(ZarrfastError, match=key):
+            a[box]
+    return read
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -149,16 +162,7 @@ def test_a_damaged_chunk_of_a_cold_box_is_named_and_every_file_closed(tmp_path, 
     if not is_cold(tmp_path / "a.zarr" / "c" / "0" / "1" / "0"):
         pytest.skip("this file system keeps its files in memory (tmpfs?)")
     with zarrfast.config.set(threads=threads):
-        announced = 0
-        for _ in range(5):
-            _evict(tmp_path)
-            n = _decode.cold_announcements()
-            with pytest.raises(ZarrfastError, match="c/1/2/1"):
-                a[BOX]
-            announced += _decode.cold_announcements() > n
-            if announced:
-                break
-        assert announced >= 1
+        assert _until_cold(tmp_path, _refused(a, BOX, "c/1/2/1")) >= 1
         assert _chunk_files_open(tmp_path / "a.zarr") == []
 
 
@@ -192,14 +196,8 @@ def test_a_cold_box_of_27_chunks_equals_numpy_and_closes_every_file(arrays, layo
     a = made[layout]
     with zarrfast.config.set(threads=threads):
         a[BOX27]  # (a sharded array's indexes cached: then only the data is cold)
-        announced = 0
-        for _ in range(5):  # (eviction is best effort: until a read found them cold)
-            _evict(root / f"{layout}.zarr")
-            before = _decode.cold_announcements()
-            np.testing.assert_array_equal(a[BOX27], DATA[BOX27])
-            announced += _decode.cold_announcements() > before
-            if announced:
-                break
+        announced = _until_cold(root / f"{layout}.zarr",
+                                lambda: np.testing.assert_array_equal(a[BOX27], DATA[BOX27]))
         if layout != "raw":  # (uncompressed chunks may be read another way)
             assert announced >= 1
         if layout != "sharded":
@@ -222,25 +220,9 @@ def test_cold_box_rows_past_the_first_window_missing_or_damaged(tmp_path, thread
     if not is_cold(tmp_path / "a.zarr" / "c" / "0" / "0" / "0"):
         pytest.skip("this file system keeps its files in memory (tmpfs?)")
     with zarrfast.config.set(threads=threads):
-        announced = 0
-        for _ in range(5):
-            _evict(tmp_path)
-            n = _decode.cold_announcements()
-            np.testing.assert_array_equal(a[BOX27], want[BOX27])
-            announced += _decode.cold_announcements() > n
-            if announced:
-                break
-        assert announced >= 1
+        assert _until_cold(tmp_path,
+                           lambda: np.testing.assert_array_equal(a[BOX27], want[BOX27])) >= 1
         assert _chunk_files_open(tmp_path / "a.zarr") == []
         (tmp_path / "a.zarr" / "c" / "2" / "2" / "2").write_bytes(b"not zstd" * 100)
-        announced = 0
-        for _ in range(5):
-            _evict(tmp_path)
-            n = _decode.cold_announcements()
-            with pytest.raises(ZarrfastError, match="c/2/2/2"):
-                a[BOX27]
-            announced += _decode.cold_announcements() > n
-            if announced:
-                break
-        assert announced >= 1
+        assert _until_cold(tmp_path, _refused(a, BOX27, "c/2/2/2")) >= 1
         assert _chunk_files_open(tmp_path / "a.zarr") == []
