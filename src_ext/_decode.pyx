@@ -1220,7 +1220,6 @@ cdef class ChunkDecoder:
             if rootfd == -1:
                 raise OSError(err, os.strerror(err), os.fsdecode(root))
             _job_init(&job, self, plan, status, <Py_ssize_t>n)
-            job.box = True
             job.files = True
             job.cpaths = cpaths
             job.rootfd = rootfd
@@ -1332,7 +1331,6 @@ cdef class ChunkDecoder:
                         offs[r] = <int64_t>e[0]
                         sizes[r] = <int64_t>e[1]
             _job_init(&job, self, plan, status, <Py_ssize_t>n)
-            job.box = True
             job.fds = rfds
             job.src_offsets = offs
             job.src_sizes = sizes
@@ -1926,9 +1924,6 @@ ctypedef struct _RowsJob:
     int64_t cold
     int64_t announced
     int64_t window
-    # a box read's job (``decode_box_files``, ``decode_box_shards``): when it is
-    # small, a few rows announced at a time (``_SMALL_JOB``)
-    bint box
     # an I/O helper (``_job_run_shared`` with share < 0): the rows [0, pf_n) it may
     # read ahead (``_Prefetch``); rows it was reading when the caller came to them are
     # done after the others (``pf_later``), then (``pf_last``) read by the caller
@@ -1998,27 +1993,6 @@ def cold_announcements():
 #: how far ahead of the rows claimed: about this many bytes of files (4 to 256 rows)
 cdef int64_t _AHEAD_BLOCK = 16
 cdef int64_t _AHEAD_BYTES = 16 * 2**20
-#: a cold box read (``decode_box_files``, ``decode_box_shards``) of at most ``_SMALL_JOB``
-#: rows (a box one to two chunks long per side: up to 27 chunks in 3-d)
-#: announces ``_SMALL_WINDOW`` rows ahead of the rows claimed, ``_SMALL_BLOCK`` at a
-#: time, not all of them first: announced together, a box's files reached memory all
-#: at once, as late as the last of them (this VM's disk: 18 chunk files of 45 KB, first
-#: and last ready 0.75-0.8 ms after the announcement, whether the first was announced
-#: alone first or not), and its threads decoded nothing meanwhile; a few at a time,
-#: the first ones arrive early and are decoded while the disk reads the next.  Cold
-#: boxes one to two chunks long per side (100, each box's files evicted before each
-#: read, builds taking turns box by box, the median of 6-8 rounds per box summed):
-#: zstd 32^3 chunk files 179-182 -> 162-164 ms at 2 threads, 257 -> 227 at one;
-#: sharded 156 -> 144 and 162 -> 150; one-chunk boxes unchanged.  Other jobs (full
-#: reads, gathers, loader batches) keep the window of ``_AHEAD_BYTES``: a full read of
-#: the harness's zstd array took 312-350 ms with it, 399-419 with a window of 4 rows.
-#: A box read by the calling thread alone (``share`` 0: one thread, or cores busy with
-#: other work, ``boxes.alone``) announces all its rows at once, as before: with the
-#: cores saturated by other processes, a window of 4 rows took 8-15% longer at one
-#: thread (the medians per box; the best per box 3% shorter)
-cdef int64_t _SMALL_JOB = 32
-cdef int64_t _SMALL_WINDOW = 4
-cdef int64_t _SMALL_BLOCK = 2
 
 
 cdef void _job_cold(void* ctx) noexcept nogil:
@@ -2030,14 +2004,11 @@ cdef void _job_cold(void* ctx) noexcept nogil:
     cdef _RowsJob* job = <_RowsJob*>ctx
     cdef int64_t per = job.limit if job.limit > 0 else 65536
     zf_claim(&_cold_jobs)
-    if job.box and job.n <= _SMALL_JOB:  # (a few rows at a time: ``_SMALL_WINDOW``)
-        job.window = _SMALL_WINDOW
-    else:
-        job.window = _AHEAD_BYTES // per
-        if job.window < 4:
-            job.window = 4
-        elif job.window > 256:
-            job.window = 256
+    job.window = _AHEAD_BYTES // per
+    if job.window < 4:
+        job.window = 4
+    elif job.window > 256:
+        job.window = 256
     job.announced = 1
     zf_claim(&job.cold)
     _job_ahead(job, 0)
@@ -2045,21 +2016,16 @@ cdef void _job_cold(void* ctx) noexcept nogil:
 
 cdef void _job_ahead(_RowsJob* job, int64_t r) noexcept nogil:
     """Announce the rows of the cold ``job`` up to ``window`` past row ``r`` that no
-    thread has announced yet, blocks of ``_AHEAD_BLOCK`` rows (a small box's:
-    ``_SMALL_BLOCK``) claimed atomically: each row is announced once."""
+    thread has announced yet, blocks of ``_AHEAD_BLOCK`` claimed atomically: each row
+    is announced once."""
     cdef int64_t lo, hi, want = r + 1 + job.window
-    # (the block from fields set before the job's threads started: ``job.window`` is
-    # written by the thread that found the job cold and read by the others under
-    # relaxed atomics, where a stale 0 is harmless; a stale block of 0 would claim
-    # nothing and spin in this loop)
-    cdef int64_t block = _SMALL_BLOCK if job.box and job.n <= _SMALL_JOB else _AHEAD_BLOCK
     if want > job.n:
         want = job.n
     while zf_load(&job.announced) < want:
-        lo = zf_add(&job.announced, block)
+        lo = zf_add(&job.announced, _AHEAD_BLOCK)
         if lo >= job.n:
             break
-        hi = lo + block
+        hi = lo + _AHEAD_BLOCK
         if hi > job.n:
             hi = job.n
         if job.fds != NULL:
@@ -2357,11 +2323,6 @@ cdef void _job_run_shared(_RowsJob* job, zf_worker* w, int share) noexcept nogil
     cdef int helpers = share if share < job.n - 1 else <int>(job.n - 1)
     cdef bint posted
     cdef int64_t r, pf = 0
-    if share == 0:
-        # (a box in the calling thread alone, as while the cores are busy: its files
-        # announced at once, one wait for the disk, not one per few rows -- a thread
-        # woken from each waits for a core there)
-        job.box = False
     if share < 0:
         helpers = 0
         if job.n > 1 and job.codec != _NONE and (job.files or job.fds != NULL):

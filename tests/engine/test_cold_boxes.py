@@ -182,9 +182,10 @@ def test_a_cold_box_reads_a_chunk_file_replaced_after_its_announcement(tmp_path)
     assert _cold_box(tmp_path, a, new[BOX]) >= 1
 
 
-#: a box of 3 x 3 x 3 = 27 chunks (sharded: of 8 shards), more than a small cold job
-#: announces at once (``_SMALL_WINDOW`` rows ahead, a few at a time): the rows past the
-#: first window are announced as the threads come to them
+#: a box of 3 x 3 x 3 = 27 chunks (sharded: of 8 shards): more rows than a block of
+#: announcements (``_AHEAD_BLOCK``), so that a read announcing them a few at a time
+#: would reach rows past its first window (a change tried at stop 59, then reverted:
+#: these guard either way)
 BOX27 = (slice(4, 20), slice(5, 21), slice(3, 19))
 
 
@@ -207,8 +208,8 @@ def test_a_cold_box_of_27_chunks_equals_numpy_and_closes_every_file(arrays, layo
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_cold_box_rows_past_the_first_window_missing_or_damaged(tmp_path, threads):
-    """A cold box of 27 chunk files whose last rows (past the few announced first) are
-    missing (the fill value) or damaged (named, as when warm); no file left open."""
+    """A cold box of 27 chunk files whose last rows are missing (the fill value) or
+    damaged (named, as when warm); no file left open."""
     a = zarrfast.create_array(LocalStore(tmp_path / "a.zarr"), shape=SHAPE,
                               dtype=DATA.dtype, chunks=CHUNKS, fill_value=9)
     a[:] = DATA

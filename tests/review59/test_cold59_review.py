@@ -1,7 +1,8 @@
-"""Cold box reads around the size where h59/cold59 changes how a box announces its
-files, from the review of h59/cold59.
+"""Cold box reads around the size where h59/cold59 changed how a box announces its
+files, from the review of h59/cold59 (the branch was merged, measured on a quiet
+machine with no gain, and reverted: these guard main's reads).
 
-That branch makes a cold box read (``decode_box_files``, ``decode_box_shards``) of at
+That branch made a cold box read (``decode_box_files``, ``decode_box_shards``) of at
 most 32 rows announce 4 rows ahead of the rows claimed, 2 at a time, instead of the
 16 MiB window.  Guards (pass on main and on the branch): cold boxes of 1, 8, 27, 32,
 36 and 64 chunks (both sides of the 32-row limit), of chunk files and of shards, at 1
@@ -87,14 +88,19 @@ def test_cold_boxes_around_the_small_job_limit_are_numpys(arrays, tmp_path, rows
         if f.exists():
             f.unlink()
         want[tuple(slice(i * c, (i + 1) * c) for i, c in zip(g, per, strict=True))] = FILL
-    evict(path)
     a = zarrfast.open_array(LocalStore(path), mode="r")
-    before = _decode.cold_announcements()
-    with config.set(threads=threads):
-        got = a[sel]
-    np.testing.assert_array_equal(got, want[sel])
+    announced = 0
+    for _ in range(5):  # (eviction is best effort: until a read found its files cold)
+        evict(path)
+        before = _decode.cold_announcements()
+        with config.set(threads=threads):
+            got = a[sel]
+        np.testing.assert_array_equal(got, want[sel])
+        announced += _decode.cold_announcements() > before
+        if announced:
+            break
     if rows > 1 and layout == "zstd":
         # (it was read cold: its files announced; a box inside one shard reads one
         # file, which it does not announce)
-        assert _decode.cold_announcements() > before
+        assert announced
     assert held_open(os.path.join(path, "c")) == []
