@@ -164,4 +164,3 @@ def normalize_plain(selection: object, shape: tuple[int, ...]) -> BasicSelection
     basic one (:func:`is_basic_selection`), without asking that."""
     got = _kernels.normalize_plain(selection, shape if type(shape) is tuple else tuple(shape))
     return None if got is None else BasicSelection(*got)
-

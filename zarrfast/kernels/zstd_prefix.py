@@ -219,7 +219,6 @@ def decode_prefixes(src: np.ndarray, src_offsets: np.ndarray, src_sizes: np.ndar
     return status
 
 
-
 def decode_prefix_blobs(blobs: list[Any], dst: np.ndarray, dst_offsets: np.ndarray,
                         needs: np.ndarray, nbytes: int) -> np.ndarray:
     """:func:`decode_prefixes` of separate zstd frames (``blobs``: bytes-like values, or
