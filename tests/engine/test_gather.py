@@ -96,8 +96,23 @@ def poison_scratch(monkeypatch):
     monkeypatch.setattr(fancy, "_scratch", poisoned)
 
 
+def spy_streams(monkeypatch, calls, what):
+    """Append ``what(coords, need)`` to ``calls`` for each gather line read streamed
+    (``_stream_prefixes``: local zstd chunks decoded part by part, no waves)."""
+    real = fancy._stream_prefixes
+
+    def counting(array, chain, coords, need, *rest):
+        done = real(array, chain, coords, need, *rest)
+        if done:
+            calls.append(what(coords, need))
+        return done
+
+    monkeypatch.setattr(fancy, "_stream_prefixes", counting)
+
+
 def spy_waves(monkeypatch):
-    """Count the waves ``_read_chunks`` reads (so a test knows it took that path)."""
+    """Count the chunks each wave ``_read_chunks`` reads, or each streamed line (so a
+    test knows it took a gather's path)."""
     poison_scratch(monkeypatch)
     calls = []
     real = fancy._read_chunks
@@ -107,6 +122,7 @@ def spy_waves(monkeypatch):
         return real(array, chain, coords, dtype, *rest)
 
     monkeypatch.setattr(fancy, "_read_chunks", counting)
+    spy_streams(monkeypatch, calls, lambda coords, need: len(coords))
     return calls
 
 
@@ -238,6 +254,7 @@ def spy_prefixes(monkeypatch):
 
     for name in ("_read_prefixes", "_read_shard_prefixes"):
         monkeypatch.setattr(fancy, name, spy(getattr(fancy, name)))
+    spy_streams(monkeypatch, calls, lambda coords, need: need.copy())
     return calls
 
 
@@ -365,6 +382,7 @@ def test_prefixes_only_where_they_pay(tmp_path, monkeypatch) -> None:
     calls = []
     real = fancy._read_prefixes
     monkeypatch.setattr(fancy, "_read_prefixes", lambda *args: calls.append(1) or real(*args))
+    spy_streams(monkeypatch, calls, lambda coords, need: 1)
     early = np.array([5, 2100, 4011, 6400])
     np.testing.assert_array_equal(a.oindex[early, :], x[early])
     assert calls == [1]

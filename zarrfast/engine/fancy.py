@@ -287,7 +287,10 @@ def _per_dim_groups(array: FancyTarget, indices: tuple[np.ndarray, ...]):
 # one kernel call each, without the GIL; ``ShardRowsRead`` for shards: whole shards by
 # one kernel call each, an index read once per shard).  Then one NumPy gather per wave
 # (per line of chunks, for an orthogonal selection) moves the selected elements from
-# the scratch buffer into place: no Python per index, none per chunk.
+# the scratch buffer into place: no Python per index, none per chunk.  Warm zstd chunks
+# of local files that need only a prefix decoded are streamed instead
+# (``_stream_prefixes``): no waves, each part of a few chunks decoded and gathered into
+# place by the thread that took it.
 
 #: bytes of decoded chunks a gather holds at once (its scratch buffer: kept by the
 #: calling thread for its next gather when at most this large)
@@ -456,7 +459,7 @@ def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
     thread's buffer, then decoded by ``zstd_prefix.decode_prefixes`` (which releases
     the GIL).  A missing chunk reads as the fill value; one it cannot decode is decoded
     whole (or refused, naming its key)."""
-    k, nb, cap = len(coords), chain.chunk_nbytes, chain.stored_cap
+    k, nb = len(coords), chain.chunk_nbytes
     store, keys = array.store, chunk_keys(array.metadata, array.chunk_path, coords)
     buf = _scratch(k * nb, f"array {array.name!r}")
     threads = array.options.threads
@@ -468,28 +471,111 @@ def _read_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
         hi = min(lo + per, k)
         if ahead is not None:
             ahead[0].taken(ahead[1] + lo)
-        stored = chain._batch_buffer(hi - lo, cap)  # (this thread's)
-        slots = np.arange(hi - lo, dtype=np.int64) * cap
-        sizes = store.read_many_into(keys[lo:hi], stored, slots, cap, exact=False)
-        fits = sizes <= cap
-        status = _zstd_prefix.decode_prefixes(
-            stored, slots, np.where(fits, sizes, -1), buf,
-            np.arange(lo, hi, dtype=np.int64) * nb, need[lo:hi], nb)
-        for j in np.flatnonzero((status != _zstd_prefix.DECODED) | ~fits).tolist():
-            b, block = lo + j, buf[(lo + j) * nb:(lo + j + 1) * nb]
-            if sizes[j] < 0:  # missing: the fill value
-                chain.fill_chunk(block)
-                continue
-            raw = (stored[int(slots[j]):int(slots[j] + sizes[j])] if fits[j]
-                   else store.get_limited(keys[b], chain.stored_limit))
-            if raw is None:  # (removed since)
-                chain.fill_chunk(block)
-            else:
-                chain.decode(raw, keys[b], into=block)  # raises naming the key, or decodes
+        _prefix_part(store, chain, keys, lo, hi, need, buf, lo * nb)
 
     # (each part writes its own chunks' blocks of `buf`)
     map_dynamic_into(part, range(0, k, per), work_bytes=int(need.sum()), threads=threads)
     return _chunks_view(chain, buf, k)
+
+
+def _prefix_part(store: Any, chain: PreparedChain, keys: list[str], lo: int, hi: int,
+                 need: np.ndarray, buf: np.ndarray, at: int) -> None:
+    """Read the zstd chunks ``keys[lo:hi]`` (one ``read_many_into`` call into this
+    thread's buffer) and decode each up to its ``need`` bytes into ``buf``, chunk ``lo +
+    j`` at byte ``at + j * chunk_nbytes`` (``zstd_prefix.decode_prefixes``, without the
+    GIL).  A missing chunk reads as the fill value; one the kernel cannot decode is
+    decoded whole (or refused, naming its key)."""
+    nb, cap = chain.chunk_nbytes, chain.stored_cap
+    stored = chain._batch_buffer(hi - lo, cap)  # (this thread's)
+    slots = np.arange(hi - lo, dtype=np.int64) * cap
+    sizes = store.read_many_into(keys[lo:hi], stored, slots, cap, exact=False)
+    fits = sizes <= cap
+    status = _zstd_prefix.decode_prefixes(
+        stored, slots, np.where(fits, sizes, -1), buf,
+        at + np.arange(hi - lo, dtype=np.int64) * nb, need[lo:hi], nb)
+    for j in np.flatnonzero((status != _zstd_prefix.DECODED) | ~fits).tolist():
+        b, block = lo + j, buf[at + j * nb:at + (j + 1) * nb]
+        if sizes[j] < 0:  # missing: the fill value
+            chain.fill_chunk(block)
+            continue
+        raw = (stored[int(slots[j]):int(slots[j] + sizes[j])] if fits[j]
+               else store.get_limited(keys[b], chain.stored_limit))
+        if raw is None:  # (removed since)
+            chain.fill_chunk(block)
+        else:
+            chain.decode(raw, keys[b], into=block)  # raises naming the key, or decodes
+
+
+#: chunks a thread reads and decodes at a time in a streamed gather
+#: (``_stream_prefixes``): each part costs ~0.1 ms of interpreter time (a read, a decode
+#: and a gather call), a chunk of 256 KiB ~0.3 ms of decoding
+STREAM_PART = 8
+#: its last chunks are taken in parts of this many, so that the threads end together
+#: (a part of STREAM_PART such chunks decodes in ~2 ms: the last one would leave the
+#: other threads idle that long)
+STREAM_TAIL_PART = 2
+
+
+def _stream_parts(k: int, per: int, window: int, threads: int) -> list[tuple[int, int]]:
+    """The parts (``lo, hi``) of a streamed gather of ``k`` chunks: ``per`` chunks each,
+    none across a multiple of ``window`` (each window's first chunk probed for the page
+    cache as a wave's is), the last ``threads * per`` in parts of at most
+    STREAM_TAIL_PART."""
+    tail = max(0, k - threads * per)
+    parts = []
+    for w in range(0, k, window):
+        end = min(w + window, k)
+        lo = w
+        while lo < end:
+            hi = min(lo + (per if lo < tail else min(per, STREAM_TAIL_PART)), end)
+            if lo < tail < hi:
+                hi = tail
+            parts.append((lo, hi))
+            lo = hi
+    return parts
+
+
+def _stream_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
+                     need: np.ndarray, ahead: _Ahead,
+                     consume: Callable[[int, int, np.ndarray], None]) -> bool:
+    """Read the chunks at ``coords`` as ``_read_prefixes`` does, but without waves: the
+    pool's threads and the calling thread take parts of a few chunks in turn from one
+    queue for the whole line, each decoding its part into its own small buffer and
+    handing it at once to ``consume(lo, hi, chunks)`` (``chunks``: chunks ``lo:hi``,
+    shape ``(hi - lo, *chunk_shape)``, valid during the call), which gathers their
+    elements into place.  Waves left a thread idle at each wave's end and while the
+    calling thread gathered a wave and planned the next (1,024 sorted rows of 446
+    chunks: 7 waves, ~5 ms of a 72 ms batch).  ``consume`` runs on several threads at
+    once: the parts must write disjoint elements.  ``False`` (nothing read) where this
+    does not apply: chunks other than zstd ones of local files that prefixes save
+    decoding of, or cold files (the waves then announce them ahead of the threads)."""
+    if (len(coords) < 2 or _prefix_kind(array, chain) != "chunks"
+            or not _prefix_pays(chain, need) or ahead.cold(0)):
+        return False
+    k, nb = len(coords), chain.chunk_nbytes
+    store, keys = array.store, chunk_keys(array.metadata, array.chunk_path, coords)
+    threads = array.options.threads
+    window = _wave_chunks(array, chain)
+    per = max(1, min(STREAM_PART, -(-k // max(1, threads))))
+    where = f"array {array.name!r}"
+    # (_chunks_view's shape and strides, made once)
+    shape, strides = chain.chunk_shape, (nb, *(int(x) for x in chain.chunk_strides))
+
+    def part(span: tuple[int, int]) -> None:
+        lo, hi = span
+        if lo % window == 0 and min(lo + window, k) - lo > 1:
+            # (each wave's files probed, as _read_prefixes probes them: a warm first
+            # wave says nothing of the next ones)
+            prefetch_if_cold(store, keys[lo:lo + window])
+        buf = _scratch((hi - lo) * nb, where)  # (this thread's)
+        _prefix_part(store, chain, keys, lo, hi, need, buf, 0)
+        consume(lo, hi, np.ndarray((hi - lo, *shape), dtype=chain.dtype, buffer=buf,
+                                   strides=strides))
+
+    # (each part writes the elements of its own chunks: see the docstring)
+    map_dynamic_into(part, _stream_parts(k, per, window, threads),
+                     work_bytes=int(need.sum()), threads=threads)
+    return True
 
 
 def _fetch_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
@@ -647,6 +733,29 @@ def _run_or_array(idx: np.ndarray) -> slice | np.ndarray:
     return idx
 
 
+def _place(out: np.ndarray, chunks: np.ndarray, g: int, rank: np.ndarray,
+           local: np.ndarray, pos: np.ndarray, src: list[Any], dst: list[Any]) -> None:
+    """Of ``chunks`` (``(k, *chunk_shape)``), the elements at chunk ``rank`` and
+    ``local`` along dimension ``g`` and ``src`` along the others, into ``out`` at
+    ``pos`` along ``g`` and ``dst`` along the others (``dst[g]`` unused)."""
+    # chunks (k, c_g, c_others...): the elements along g, then the others
+    block = np.moveaxis(chunks, 1 + g, 1)[rank, local]
+    for axis, sl in enumerate(src, start=1):
+        if isinstance(sl, slice):
+            if sl != slice(0, block.shape[axis]):
+                block = block[(slice(None),) * axis + (sl,)]
+        else:
+            block = block.take(sl, axis=axis)
+    block = np.moveaxis(block, 0, g)
+    at = list(dst)  # (a copy: streamed parts place theirs on several threads)
+    at[g] = pos
+    if sum(1 for x in at if not isinstance(x, slice)) > 1:
+        out[np.ix_(*(np.arange(x.start, x.stop) if isinstance(x, slice) else x
+                     for x in at))] = block
+    else:
+        out[tuple(at)] = block
+
+
 def _gather_orthogonal(array: FancyTarget, chain: PreparedChain, osel: OrthogonalSelection,
                        out: np.ndarray) -> None:
     """``out[...] = array[outer(osel.indices)]`` (``out`` of ``osel.full_shape``).
@@ -689,28 +798,29 @@ def _gather_orthogonal(array: FancyTarget, chain: PreparedChain, osel: Orthogona
         line[:, g] = cids_g
         for d, c in coords_other.items():
             line[:, d] = c
+
+        # (the gather's dimension first and slices for the others, as a loader's
+        # rows: one indexing of the chunks, without moving axes)
+        plain = g == 0 and all(isinstance(x, slice) for x in (*src, *dst[1:]))
+
+        def gather(a: int, b: int, chunks: np.ndarray, dst: list[Any] = dst,
+                   src: list[Any] = src, plain: bool = plain) -> None:
+            """The elements of the line's chunks ``a:b`` (``chunks``) into place."""
+            pos_g = order_g[starts_g[a]:starts_g[b]]
+            if plain:
+                out[(pos_g, *dst[1:])] = chunks[(rank_g[pos_g] - a, local_g[pos_g], *src)]
+            else:
+                _place(out, chunks, g, rank_g[pos_g] - a, local_g[pos_g], pos_g, src, dst)
+
         ahead = _Ahead(array, chain, line)
         try:
+            if _stream_prefixes(array, chain, line, last_g + last, ahead, gather):
+                continue
             for a in range(0, len(cids_g), per_wave):
                 b = min(a + per_wave, len(cids_g))
-                chunks = _read_chunks(array, chain, line[a:b], out.dtype,
-                                      last_g[a:b] + last, (ahead, a) if ahead.cold(a) else None)
-                pos_g = order_g[starts_g[a]:starts_g[b]]
-                # chunks (k, c_g, c_others...): the wave's elements along g, then the others
-                block = np.moveaxis(chunks, 1 + g, 1)[rank_g[pos_g] - a, local_g[pos_g]]
-                for axis, sl in enumerate(src, start=1):
-                    if isinstance(sl, slice):
-                        if sl != slice(0, block.shape[axis]):
-                            block = block[(slice(None),) * axis + (sl,)]
-                    else:
-                        block = block.take(sl, axis=axis)
-                block = np.moveaxis(block, 0, g)
-                dst[g] = pos_g
-                if sum(1 for x in dst if not isinstance(x, slice)) > 1:
-                    out[np.ix_(*(np.arange(x.start, x.stop) if isinstance(x, slice) else x
-                                 for x in dst))] = block
-                else:
-                    out[tuple(dst)] = block
+                gather(a, b, _read_chunks(array, chain, line[a:b], out.dtype,
+                                          last_g[a:b] + last,
+                                          (ahead, a) if ahead.cold(a) else None))
         finally:
             ahead.close()
 
@@ -736,14 +846,20 @@ def _gather_points(array: FancyTarget, chain: PreparedChain, coords: tuple[np.nd
     last = np.full(len(ucids), chain.itemsize, dtype=np.int64)
     for x, st in zip(local, chain.chunk_strides.tolist(), strict=True):
         last += np.maximum.reduceat(x[order], starts[:-1]) * st
+
+    def gather(a: int, b: int, chunks: np.ndarray) -> None:
+        """The points in chunks ``a:b`` (``chunks``) into place."""
+        pos = order[starts[a]:starts[b]]
+        out[pos] = chunks[(rank[pos] - a, *(x[pos] for x in local))]
+
     ahead = _Ahead(array, chain, chunk_coords)
     try:
+        if _stream_prefixes(array, chain, chunk_coords, last, ahead, gather):
+            return True
         for a in range(0, len(ucids), per_wave):
             b = min(a + per_wave, len(ucids))
-            chunks = _read_chunks(array, chain, chunk_coords[a:b], out.dtype, last[a:b],
-                                  (ahead, a) if ahead.cold(a) else None)
-            pos = order[starts[a]:starts[b]]
-            out[pos] = chunks[(rank[pos] - a, *(x[pos] for x in local))]
+            gather(a, b, _read_chunks(array, chain, chunk_coords[a:b], out.dtype, last[a:b],
+                                      (ahead, a) if ahead.cold(a) else None))
     finally:
         ahead.close()
     return True
