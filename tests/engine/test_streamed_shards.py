@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrfast
+from zarrfast.codecs import BytesCodec, ShardingCodec
 from zarrfast.codecs.shard_format import EMPTY
 from zarrfast.engine import shard_read
 from zarrfast.errors import ChecksumError, ChunkDecodeError
@@ -58,7 +59,7 @@ def _reorder(root, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """nginx serving ``plain``, ``holes`` (a quarter of the values the fill value:
+    """nginx serving ``plain``, ``morton`` (inner chunks in Z order), ``holes`` (a quarter of the values the fill value:
     inner chunks not stored), ``reordered`` (shard (0, 0)'s chunks in reverse order),
     ``bad_index`` and ``bad_chunk`` (a byte of shard (1, 0)'s index, or of an inner
     chunk's frame, changed) and ``swap`` (replaced by the tests)."""
@@ -78,6 +79,10 @@ def site(tmp_path_factory):
                                   compressors=[zarrfast.codecs.ZstdCodec(level=1)])
         a[...] = values
     _reorder(root, "reordered")
+    codec = ShardingCodec(chunk_shape=CHUNKS, subchunk_write_order="morton",
+                          codecs=[BytesCodec(), zarrfast.codecs.ZstdCodec(level=1)])
+    zarrfast.create_array(str(root / "morton.zarr"), shape=SHAPE, dtype="f4", chunks=SHARDS,
+                          serializer=codec, compressors=None, fill_value=FILL)[...] = data
     layout = zarrfast.open_array(str(root / "plain.zarr"), mode="r")._chain.layout
     for name in ("bad_index", "bad_chunk"):
         path = _shard(root, name, 1, 0)
@@ -137,6 +142,21 @@ def test_wrong_guesses_read_right(site, guesses, name):
         np.testing.assert_array_equal(a[...], want)
         assert len(guesses) == 4 and min(guesses) < N_INNER  # (a guess went wrong)
         np.testing.assert_array_equal(a[10:1000, 3:300], want[10:1000, 3:300])
+
+
+def test_z_order_learned(site, guesses):
+    """Shards written in Z order (zarr-python's default since 3.1; the metadata does
+    not say): the first read guesses index order (for the first shard guessed, at least)
+    and reads right; the order found in a shard is then guessed for the next shards of
+    the open array, whose guesses all hold."""
+    server, _, data, _ = site
+    with zarrfast.config.set({"threads": 2}):
+        a = _open(server, "morton")
+        np.testing.assert_array_equal(a[...], data)
+        assert len(guesses) == 4 and min(guesses) < N_INNER  # (the first guess, at least)
+        guesses.clear()
+        np.testing.assert_array_equal(a[...], data)
+        assert guesses == [N_INNER] * 4
 
 
 def test_one_thread_reads_right(site, guesses):

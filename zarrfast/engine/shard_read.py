@@ -19,6 +19,7 @@ The selection is projected onto the inner grid, and its rows grouped by shard.  
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from concurrent.futures import Future, wait
 from typing import Any
 
@@ -183,7 +184,9 @@ class ShardRowsRead:
         decoded cleanly; every other inner chunk is placed from the index as usual
         (whatever a wrong guess wrote is overwritten: an inner chunk the index says is
         not stored gets the fill value).  Nothing depends on the guess but the time.
-        A body that fails midway is read again whole (:meth:`fetch_whole`)."""
+        Where the guess was wrong, the order the shard holds its inner chunks in is
+        guessed for the next shards of the array (``_Guess.learn``).  A body that
+        fails midway is read again whole (:meth:`fetch_whole`)."""
         key, rows, sub, chain = self.keys[g], self.groups[g], self.subs[g], self.chain
         layout = sub.layout
         token = self.store.version(key) if chain.partial_reads else None
@@ -224,6 +227,8 @@ class ShardRowsRead:
         offsets = entries[:, 0].astype(np.int64)
         sizes = entries[:, 1].astype(np.int64)
         good = decoded & used & (offsets == guess.offsets) & (sizes == guess.sizes)
+        if not good[used].all():
+            guess.learn(index)
         self.confirmed[g] = rows[good]
         self.placed[rows[good]] = True
         todo = used & ~good
@@ -415,6 +420,12 @@ def zstd_frame_size(data: Any, start: int, stop: int) -> int:
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
+#: per array (its store's URL, its path, the shard and inner chunk shapes), the order
+#: of inner chunks found in one of its shards where the write order was guessed wrong
+#: (``_Guess.learn``); the most recent ``_LEARNED_MAX`` arrays
+_LEARNED: OrderedDict[tuple, list[int]] = OrderedDict()
+_LEARNED_MAX = 256
+
 
 class _Guess:
     """The inner chunks of a streamed whole shard, guessed as its bytes arrive (see
@@ -426,8 +437,11 @@ class _Guess:
                  layout: ShardFormat) -> None:
         self.read, self.data, self.view = read, data, memoryview(data.data)
         self.rows = rows = read.groups[g]
-        self.order = (range(layout.n_inner) if layout.rank is None
-                      else np.argsort(layout.rank).tolist())
+        self.n_inner = layout.n_inner
+        self.array = (getattr(read.store, "url", id(read.store)), read.plan.path,
+                      layout.shard_shape, layout.inner_shape)
+        self.order = _LEARNED.get(self.array) or (
+            range(layout.n_inner) if layout.rank is None else np.argsort(layout.rank).tolist())
         where = np.full(layout.n_inner, -1, dtype=np.int64)  # inner chunk -> its row
         where[read.inner_lin[rows]] = np.arange(len(rows))
         self.where = where.tolist()
@@ -458,6 +472,16 @@ class _Guess:
             self.next += 1
         if found:
             self.tasks.append(self.pool.submit(self.decode, np.array(found, dtype=np.int64)))
+
+    def learn(self, index: np.ndarray) -> None:
+        """The guessed order was wrong: the order in which this shard holds its inner
+        chunks is guessed for the next shards of the array, in this read and the next
+        ones, also of the array opened again (when it holds them all: zarr-python 3.1
+        and later write Z order, which the metadata does not say)."""
+        if self.n_inner == len(index) and (index[:, 0] != EMPTY).all():
+            _LEARNED[self.array] = np.argsort(index[:, 0], kind="stable").tolist()
+            while len(_LEARNED) > _LEARNED_MAX:
+                _LEARNED.popitem(last=False)
 
     def decode(self, which: np.ndarray) -> tuple[np.ndarray, list[int]]:
         rest = self.read.reader.decode_stored(self.rows[which], self.data,
