@@ -274,3 +274,22 @@ def test_body_failing_midway_read_again(site, guesses):
     paths = [r[1] for r in server.requests()]
     assert paths.count("plain.zarr/c/1/1") == 2
     assert sorted(guesses) == [0] + [N_INNER] * 3  # (the dropped shard: none confirmed)
+
+
+def test_reads_inside_pool_tasks_not_streamed(site, guesses):
+    """Reads made by tasks of the engine's pool (both workers busy with them) read
+    whole shards without streaming: a streamed shard's decodes would queue behind the
+    tasks waiting for them."""
+    from zarrfast.concurrency import map_unordered_into
+
+    server, _, data, _ = site
+    got: dict[int, np.ndarray] = {}
+    with zarrfast.config.set({"threads": 2}):
+        a = _open(server, "plain")
+
+        def read(i: int) -> None:
+            got[i] = a[...]
+        map_unordered_into(read, [0, 1, 2, 3], threads=2, work_bytes=1 << 40)
+    for i in range(4):
+        np.testing.assert_array_equal(got[i], data)
+    assert guesses == []

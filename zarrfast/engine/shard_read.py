@@ -27,7 +27,7 @@ import numpy as np
 
 from zarrfast import kernels as _kernels
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.concurrency import get_pool, map_io_then, map_unordered_into
+from zarrfast.concurrency import get_pool, in_task, map_io_then, map_unordered_into
 from zarrfast.engine import sharded as _sharded
 from zarrfast.engine.chunked import RAW_COST_RATIO, Projection, RowReader
 from zarrfast.engine.plan import Plan
@@ -87,11 +87,13 @@ class ShardRowsRead:
                                    and chain.partial_reads and plan.caps.reads_into)
         self.thread_buffers: dict[int, np.ndarray] = {}
         #: a remote store that gives a value's pieces as they arrive, inner chunks that
-        #: are one zstd frame each, two compute threads or more: whole shards are
+        #: are one zstd frame each, two compute threads or more, not inside a task of
+        #: the pool (whose workers would wait for their own decodes): whole shards are
         #: streamed, their inner chunks decoded while the rest arrives
         #: (:meth:`fetch_streamed`)
         self.stream = (self.deferred is not None and self.decode_in_fetch
-                       and self.opts.threads > 1 and plan.store.streamed_reads
+                       and self.opts.threads > 1 and not in_task()
+                       and plan.store.streamed_reads
                        and inner.batch_codec == "zstd" and len(inner.bb) == 1)
         #: per streamed shard, its rows placed while it arrived (and checked since)
         self.confirmed: dict[int, np.ndarray] = {}
