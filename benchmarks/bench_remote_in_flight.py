@@ -63,12 +63,13 @@ def _child(args: argparse.Namespace) -> int:
 
                 def call(a=a, batch=batch):
                     return [a.oindex[batch, :]]
-            elif args.group:  # (the arrays of one group: one store)
-                group = zarrfast.open_group(where, mode="r")
-                arrays = [group[m] for m in spec.members()]
             else:
-                arrays = [zarrfast.open_array(f"{where}/{m}", mode="r")
-                          for m in spec.members()]
+                if args.group:  # (the arrays of one group: one store)
+                    group = zarrfast.open_group(where, mode="r")
+                    arrays = [group[m] for m in spec.members()]
+                else:
+                    arrays = [zarrfast.open_array(f"{where}/{m}", mode="r")
+                              for m in spec.members()]
 
                 def call(arrays=arrays, batch=batch):
                     return zarrfast.get_many([(x, batch) for x in arrays])
