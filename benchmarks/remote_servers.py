@@ -17,7 +17,9 @@ temporary directory of the caller's choosing; every ``start_*`` returns an objec
   is the one the client signed.  It records every request (method, path, ``Range``,
   status, body bytes).  Its control paths (never forwarded, never counted):
 
-  - ``GET /__proxy__/stats``: the records since the last call, as JSON, and reset;
+  - ``GET /__proxy__/stats``: the records since the last call and the most requests
+    in flight at once since then (each from its head's arrival to its answer's end, the
+    delay included), as JSON, and reset;
   - ``GET /__proxy__/delay?ms=N``: set the delay.
 """
 
@@ -212,6 +214,8 @@ class Proxy(_Child):
             raise
         self.url = f"http://127.0.0.1:{self.port}"
         self.delay_ms = delay_ms
+        #: the most requests in flight at once up to the last :meth:`take`
+        self.peak_in_flight = 0
 
     def _control(self, path: str) -> Any:
         # a fresh connection each time: never one of the measured clients' connections
@@ -223,8 +227,11 @@ class Proxy(_Child):
         self.delay_ms = ms
 
     def take(self) -> list[dict]:
-        """The requests since the last call (and forget them)."""
-        return self._control("stats")["requests"]
+        """The requests since the last call (and forget them); the most that were in
+        flight at once meanwhile is then :attr:`peak_in_flight`."""
+        stats = self._control("stats")
+        self.peak_in_flight = int(stats["peak_in_flight"])
+        return stats["requests"]
 
 
 # -- the proxy (server side) ------------------------------------------------------------
@@ -303,13 +310,17 @@ class _ProxyServer:
         self.upstream = upstream
         self.delay = delay_ms / 1000
         self.records: list[dict] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
 
     async def control(self, line: str, writer: asyncio.StreamWriter) -> None:
         target = line.split()[1]
         body: dict[str, Any] = {}
         if target.startswith("/__proxy__/stats"):
-            body = {"requests": self.records, "delay_ms": self.delay * 1000}
+            body = {"requests": self.records, "delay_ms": self.delay * 1000,
+                    "peak_in_flight": self.peak_in_flight}
             self.records = []
+            self.peak_in_flight = self.in_flight
         elif target.startswith("/__proxy__/delay"):
             self.delay = float(target.partition("ms=")[2]) / 1000
             body = {"delay_ms": self.delay * 1000}
@@ -329,34 +340,15 @@ class _ProxyServer:
                 if line.split()[1:2] and line.split()[1].startswith("/__proxy__/"):
                     await self.control(line, cwriter)
                     return
-                if self.delay:
-                    await asyncio.sleep(self.delay)
-                if up is None:
+                if up is None:  # (one upstream connection per client connection)
                     up = await asyncio.open_connection(*self.upstream, limit=4 << 20)
-                ureader, uwriter = up
-                uwriter.write(head)
-                await _pipe_body(creader, uwriter, headers, until_eof=False)
-                await uwriter.drain()
-                rhead = await _read_head(ureader)
-                if rhead is None:
-                    raise ConnectionError("upstream closed the connection")
-                status_line, rheaders = _parse_head(rhead)
-                cwriter.write(rhead)
-                method = line.split()[0]
-                status = int(status_line.split()[1])
-                no_body = method == "HEAD" or status in (204, 304) or 100 <= status < 200
-                n = 0 if no_body else await _pipe_body(ureader, cwriter, rheaders,
-                                                       until_eof=True)
-                await cwriter.drain()
-                self.records.append({"method": method, "path": line.split()[1],
-                                     "range": headers.get("range"), "status": status,
-                                     "bytes": n})
-                close = (rheaders.get("connection", "").lower() == "close"
-                         or (not no_body and "content-length" not in rheaders
-                             and "chunked" not in rheaders.get("transfer-encoding", "")))
+                self.in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                try:
+                    close = await self.forward(up, line, head, headers, creader, cwriter)
+                finally:
+                    self.in_flight -= 1
                 if close:
-                    return
-                if headers.get("connection", "").lower() == "close":
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
@@ -364,6 +356,36 @@ class _ProxyServer:
             if up is not None:
                 up[1].close()
             cwriter.close()
+
+    async def forward(self, up: tuple[asyncio.StreamReader, asyncio.StreamWriter], line: str,
+                      head: bytes, headers: dict[str, str], creader: asyncio.StreamReader,
+                      cwriter: asyncio.StreamWriter) -> bool:
+        """One request forwarded upstream (after the delay) and its answer back;
+        whether the client's connection is then to be closed."""
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        ureader, uwriter = up
+        uwriter.write(head)
+        await _pipe_body(creader, uwriter, headers, until_eof=False)
+        await uwriter.drain()
+        rhead = await _read_head(ureader)
+        if rhead is None:
+            raise ConnectionError("upstream closed the connection")
+        status_line, rheaders = _parse_head(rhead)
+        cwriter.write(rhead)
+        method = line.split()[0]
+        status = int(status_line.split()[1])
+        no_body = method == "HEAD" or status in (204, 304) or 100 <= status < 200
+        n = 0 if no_body else await _pipe_body(ureader, cwriter, rheaders,
+                                               until_eof=True)
+        await cwriter.drain()
+        self.records.append({"method": method, "path": line.split()[1],
+                             "range": headers.get("range"), "status": status,
+                             "bytes": n})
+        close = (rheaders.get("connection", "").lower() == "close"
+                 or (not no_body and "content-length" not in rheaders
+                     and "chunked" not in rheaders.get("transfer-encoding", "")))
+        return close or headers.get("connection", "").lower() == "close"
 
 
 async def _serve(port: int, upstream: tuple[str, int], delay_ms: float) -> None:

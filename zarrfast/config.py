@@ -29,7 +29,13 @@ io_concurrency: 64; ZARRFAST_IO_CONCURRENCY
     does not reach it), a ZarrPythonStore reads it at each call.  An FsspecStore does not
     read it: its own max_concurrency (default 64) bounds its batched requests (get_many,
     set_many...).  So this key is not one cap on every request to every store.  The same
-    setting as zarr-python's async.concurrency.
+    setting as zarr-python's async.concurrency.  An ObjectStore's reads have their own
+    bound, remote_reads_in_flight.
+remote_reads_in_flight: 256; ZARRFAST_REMOTE_READS_IN_FLIGHT
+    How many reads (GETs) an ObjectStore made without max_concurrency has in flight at
+    once, from every thread (taken when the store is made): the 435 chunks of a gather
+    of 1,024 rows go out in two round trips, not seven of 64 (io_concurrency bounds its
+    writes).  Each read in flight holds a thread of the request pool.
 write_empty_chunks: False; ZARRFAST_WRITE_EMPTY
     Store chunks whose elements all equal the fill value; when False such a chunk is not
     written, and a stored one is deleted.  The same setting as zarr-python's
@@ -181,6 +187,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "shard_index_cache": _int(1),
     "result_page_cache": _int(0),
     "io_concurrency": _int(1),
+    "remote_reads_in_flight": _int(1),
     "vlen_bytes_per_element": _int(1),
     "lock_timeout": _seconds(none=False),
     "file_locks": _bool,
@@ -257,6 +264,7 @@ _ENV_KEYS = {
     "ZARRFAST_SHARD_INDEX_CACHE": "shard_index_cache",
     "ZARRFAST_RESULT_PAGE_CACHE": "result_page_cache",
     "ZARRFAST_IO_CONCURRENCY": "io_concurrency",
+    "ZARRFAST_REMOTE_READS_IN_FLIGHT": "remote_reads_in_flight",
     "ZARRFAST_VLEN_BYTES_PER_ELEMENT": "vlen_bytes_per_element",
     "ZARRFAST_LOCK_TIMEOUT": "lock_timeout",
     "ZARRFAST_FILE_LOCKS": "file_locks",
@@ -329,6 +337,7 @@ def _defaults() -> dict[str, Any]:
         "shard_index_cache": 4096,
         "result_page_cache": _result_page_cache(),
         "io_concurrency": 64,
+        "remote_reads_in_flight": 256,
         "vlen_bytes_per_element": 1024,
         "lock_timeout": 60.0,
         "file_locks": True,

@@ -427,6 +427,11 @@ PREFIX_SAVING = 0.1
 ZSTD_BLOCK = 128 * 2**10
 #: chunks a thread reads and decodes at a time (``_read_prefixes``)
 PREFIX_PART = 4
+#: at most this many fetched chunks per ``get_many`` call of ``_fetch_prefixes``: the
+#: calls' requests are in flight together (up to the store's bound), and each call's
+#: chunks are decoded as soon as its last one has come, so that small calls start the
+#: decoding while most requests are still in flight, not after the last of a few big ones
+FETCH_PART = 16
 
 
 def _prefix_pays(chain: PreparedChain, need: np.ndarray) -> bool:
@@ -581,11 +586,12 @@ def _stream_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarra
 def _fetch_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray,
                     need: np.ndarray) -> np.ndarray:
     """``_read_prefixes`` from a store of concurrent requests (a remote one): the
-    chunks fetched by a few ``get_many`` calls at once (each has its requests in
-    flight together), and each call's chunks, as soon as they arrive, decoded up to
-    ``need`` bytes where they lie by one ``zstd_prefix.decode_prefix_blobs`` call on
-    the pool, without the GIL (while the other calls' requests are still in flight).
-    Used even where prefixes save little (``need`` up to the last block): decoding
+    chunks fetched by ``get_many`` calls of at most ``FETCH_PART`` chunks, up to
+    ``io_concurrency`` calls at once (their requests in flight together, up to the
+    store's bound: an ``ObjectStore``'s ``reads_in_flight``), and each call's chunks, as
+    soon as they arrive, decoded up to ``need`` bytes where they lie by one
+    ``zstd_prefix.decode_prefix_blobs`` call on the pool, without the GIL (while the
+    other calls' requests are still in flight).  Used even where prefixes save little (``need`` up to the last block): decoding
     fetched frames in place, in one call, costs less than one at a time.  A missing
     chunk reads as the fill value; one that does not decode that way (or carries a
     content checksum) is decoded whole by the chain, which checks it, or refused
@@ -617,7 +623,7 @@ def _fetch_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarray
         decode(fetch(range(k)))
     else:
         calls = max(1, min(opts.io_concurrency, 4 * opts.threads))
-        per = -(-k // calls)
+        per = max(1, min(-(-k // calls), FETCH_PART))
         # (each call's chunks are decoded into their own blocks of `buf`)
         map_io_then(fetch, [range(a, min(a + per, k)) for a in range(0, k, per)], decode,
                     lambda _rows, part: (part,), io=opts.io_concurrency,

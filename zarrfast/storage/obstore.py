@@ -2,7 +2,7 @@
 
 The fast path for remote reads.  Every request is one of obstore's coroutines run
 on zarrfast's event loop (:mod:`zarrfast.storage.remote`), so :meth:`ObjectStore.get_many`
-has a whole batch in flight at once (at most ``max_concurrency``); several byte
+has a whole batch in flight at once (at most ``reads_in_flight``); several byte
 ranges of one key in a batch (the sharded engine's coalesced inner chunks) go out
 as one ``get_ranges`` call, which merges nearby ranges into one request.  No request
 is made beyond the GET itself (no HEAD before a GET, no listing); only an empty or
@@ -265,7 +265,7 @@ class ObjectStore(Store):
     The fast path for remote reads.  Wraps an ``obstore.store.S3Store``, ``GCSStore``,
     ``AzureStore``, ``HTTPStore``, ``LocalStore`` or ``MemoryStore``; its keys are those
     below the obstore store's prefix.  ``get_many`` has a whole batch of requests in
-    flight at once (at most ``max_concurrency``), and several byte ranges of one key in
+    flight at once (at most ``reads_in_flight``), and several byte ranges of one key in
     a batch (a shard's inner chunks) go out as one ``get_ranges`` call, which merges
     nearby ranges.  Values are returned as read-only memoryviews of obstore's buffers
     (no copy).  Transient failures are retried with exponential backoff and jitter,
@@ -274,7 +274,7 @@ class ObjectStore(Store):
     ``version`` gives no tokens (``None``): obstore reports an ETag only with a request
     of its own, so the sharded engine re-reads a shard's index once per read rather
     than pay a HEAD per shard.  Reads are obstore's blocking calls, made on up to
-    ``max_concurrency`` threads at once: each costs less than half of what its
+    ``reads_in_flight`` threads at once: each costs less than half of what its
     asynchronous twin does in round trips through an event loop (4096 small GETs from a
     local nginx: 270 ms against 600 ms).  Use ``from_url`` to open a URL.  Needs
     obstore: ``pip install "zarrfast[obstore]"`` (from a source checkout:
@@ -291,14 +291,20 @@ class ObjectStore(Store):
         How transient failures are retried: a ``RetryPolicy``, or an ``int``, the
         number of attempts (``None``: ``RetryPolicy()``).
     max_concurrency : int or None, default None
-        At most this many requests in flight at once, from every thread (``None``:
-        ``config io_concurrency``).
+        At most this many writes and deletes in flight at once, from every thread
+        (``None``: ``config io_concurrency``), and, given, the default of
+        ``reads_in_flight``.
+    reads_in_flight : int or None, default None
+        At most this many reads (GET, HEAD, listing) in flight at once, from every
+        thread (``None``: ``max_concurrency`` if given, else ``config
+        remote_reads_in_flight``, default 256: a gather's or a batch's requests all
+        out together, not in waves of a few round trips each).
 
     Raises
     ------
     zarrfast.errors.ZarrfastError
         If ``store`` is not an obstore store, ``retry`` is neither a ``RetryPolicy`` nor
-        an int, or ``max_concurrency`` is not an int >= 1.
+        an int, or ``max_concurrency`` or ``reads_in_flight`` is not an int >= 1.
     zarrfast.storage.MissingDependencyError
         If obstore is not installed.
 
@@ -336,7 +342,8 @@ class ObjectStore(Store):
 
     def __init__(self, store: Any, *, read_only: bool = False,
                  retry: RetryPolicy | int | None = None,
-                 max_concurrency: int | None = None) -> None:
+                 max_concurrency: int | None = None,
+                 reads_in_flight: int | None = None) -> None:
         super().__init__(read_only=read_only)
         obstore = _import_obstore()
         if not isinstance(store, _store_types(obstore)):
@@ -348,17 +355,24 @@ class ObjectStore(Store):
             retry = RetryPolicy(attempts=retry)
         if not isinstance(retry, RetryPolicy):
             raise ZarrfastError(f"retry must be a RetryPolicy or an int, got {retry!r}")
+        if reads_in_flight is None:
+            reads_in_flight = (config.get("remote_reads_in_flight") if max_concurrency is None
+                               else max_concurrency)
         if max_concurrency is None:
             max_concurrency = config.get("io_concurrency")
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) \
-                or max_concurrency < 1:
-            raise ZarrfastError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        for name, value in (("max_concurrency", max_concurrency),
+                            ("reads_in_flight", reads_in_flight)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ZarrfastError(f"{name} must be an int >= 1, got {value!r}")
         self.store = store
         self.retry = retry
         self.max_concurrency = max_concurrency
-        # max_concurrency bounds every thread's requests: blocking reads, then writes on
-        # the event loop
-        self._in_flight = threading.BoundedSemaphore(max_concurrency)
+        self.reads_in_flight = reads_in_flight
+        # each bounds every thread's requests: reads_in_flight the blocking reads (a
+        # gather of 1,024 rows has all its 435 chunks' GETs out in two round trips, not
+        # seven of 64), max_concurrency the writes (blocking, or on the event loop)
+        self._in_flight = threading.BoundedSemaphore(reads_in_flight)
+        self._writes_in_flight = threading.BoundedSemaphore(max_concurrency)
         self._requests = RequestLimit()
         self.url = _store_url(store)
         self._origin: tuple = ("store",)
@@ -374,7 +388,8 @@ class ObjectStore(Store):
     def from_url(cls, url: str, storage_options: Mapping[str, Any] | None = None,
                  read_only: bool = False, *, retry: RetryPolicy | int | None = None,
                  max_concurrency: int | None = None,
-                 timeout: float | None = None) -> ObjectStore:
+                 timeout: float | None = None,
+                 reads_in_flight: int | None = None) -> ObjectStore:
         """Open the store at a URL with ``obstore.store.from_url``.
 
         URLs: ``s3://``, ``gs://``, ``az://``, ``http(s)://``, ``file://``, ``memory://``.
@@ -398,10 +413,13 @@ class ObjectStore(Store):
             How transient failures are retried: a ``RetryPolicy``, or the number of
             attempts (``None``: ``RetryPolicy()``).
         max_concurrency : int or None, default None
-            At most this many requests in flight at once (``None``: ``config
-            io_concurrency``).
+            At most this many writes and deletes in flight at once (``None``: ``config
+            io_concurrency``), and, given, the default of ``reads_in_flight``.
         timeout : float or None, default None
             Seconds a request may stall before it fails (``None``: 30).
+        reads_in_flight : int or None, default None
+            At most this many reads in flight at once (``None``: ``max_concurrency`` if
+            given, else ``config remote_reads_in_flight``).
 
         Returns
         -------
@@ -455,7 +473,8 @@ class ObjectStore(Store):
             raise StorageOptionsError(
                 f"cannot open {url!r} with obstore and storage_options "
                 f"{sorted(user_options)}: {type(e).__name__}: {e}") from e
-        store = cls(inner, read_only=read_only, retry=retry, max_concurrency=max_concurrency)
+        store = cls(inner, read_only=read_only, retry=retry, max_concurrency=max_concurrency,
+                    reads_in_flight=reads_in_flight)
         store._origin = ("url", url, user_options, timeout)
         stripped = url.rstrip("/")
         store.url = stripped if not stripped.endswith(":") else stripped + "//"  # memory://
@@ -465,8 +484,9 @@ class ObjectStore(Store):
         if self._origin[0] == "url":
             _, url, options, timeout = self._origin
             return (_rebuild_from_url, (url, options, self.read_only, self.retry,
-                                        self.max_concurrency, timeout))
-        return (_rebuild, (self.store, self.read_only, self.retry, self.max_concurrency))
+                                        self.max_concurrency, timeout, self.reads_in_flight))
+        return (_rebuild, (self.store, self.read_only, self.retry, self.max_concurrency,
+                           self.reads_in_flight))
 
     def with_read_only(self, read_only: bool = True) -> ObjectStore:
         """Return a view of this store (the same obstore store) with another read-only flag.
@@ -482,7 +502,8 @@ class ObjectStore(Store):
             A new store object on the same keys.
         """
         clone = ObjectStore(self.store, read_only=read_only, retry=self.retry,
-                            max_concurrency=self.max_concurrency)
+                            max_concurrency=self.max_concurrency,
+                            reads_in_flight=self.reads_in_flight)
         clone._origin, clone.url = self._origin, self.url
         return clone
 
@@ -699,7 +720,7 @@ class ObjectStore(Store):
     def get_many(self, keys: Sequence[str],
                  byte_ranges: Sequence[ByteRequest | None] | None = None
                  ) -> list[bytes | None]:
-        """Return the values of many keys, at most ``max_concurrency`` requests at once.
+        """Return the values of many keys, at most ``reads_in_flight`` requests at once.
 
         Several non-empty ``RangeByteRequest`` ranges of one key are read with one
         ``get_ranges`` call.
@@ -747,7 +768,7 @@ class ObjectStore(Store):
             return self._limited(self._get_ranges, keys[rows[0]], [ranges[i] for i in rows])
 
         out: list[Any] = [None] * len(keys)
-        for rows, values in zip(jobs, map_requests(job, jobs, self.max_concurrency),
+        for rows, values in zip(jobs, map_requests(job, jobs, self.reads_in_flight),
                                 strict=True):
             for i, value in zip(rows, values, strict=True):
                 out[i] = value
@@ -785,7 +806,7 @@ class ObjectStore(Store):
 
     def get_many_tagged(self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None]
                         ) -> tuple[list[Any], list[Hashable | None]]:
-        """:meth:`get_tagged` of many values, at most ``max_concurrency`` requests at
+        """:meth:`get_tagged` of many values, at most ``reads_in_flight`` requests at
         once, each its own request (so that each says its version).
 
         Parameters
@@ -809,7 +830,7 @@ class ObjectStore(Store):
         def job(i: int) -> tuple[Any, str | None]:
             return self._limited(self._get_tagged, keys[i], ranges[i])
 
-        got = map_requests(job, list(range(len(keys))), self.max_concurrency)
+        got = map_requests(job, list(range(len(keys))), self.reads_in_flight)
         return [g[0] for g in got], [g[1] for g in got]
 
     @property
@@ -1060,7 +1081,8 @@ class ObjectStore(Store):
             return True
 
         try:
-            return self._limited(self._retrying_sync, "writing", key, put)
+            with self._writes_in_flight:
+                return self._retrying_sync("writing", key, put)
         except FileNotFoundError as e:  # a missing bucket: a failed write
             raise self._failure("writing", key, e, "fatal", 1, 0.0) from e
 
@@ -1507,12 +1529,15 @@ def _refused_path(exc: BaseException) -> str | None:
     return None
 
 
-def _rebuild(store: Any, read_only: bool, retry: RetryPolicy,
-             max_concurrency: int) -> ObjectStore:
-    return ObjectStore(store, read_only=read_only, retry=retry, max_concurrency=max_concurrency)
+def _rebuild(store: Any, read_only: bool, retry: RetryPolicy, max_concurrency: int,
+             reads_in_flight: int | None = None) -> ObjectStore:
+    return ObjectStore(store, read_only=read_only, retry=retry, max_concurrency=max_concurrency,
+                       reads_in_flight=reads_in_flight)
 
 
 def _rebuild_from_url(url: str, options: dict, read_only: bool, retry: RetryPolicy,
-                      max_concurrency: int, timeout: float) -> ObjectStore:
+                      max_concurrency: int, timeout: float,
+                      reads_in_flight: int | None = None) -> ObjectStore:
     return ObjectStore.from_url(url, options, read_only, retry=retry,
-                                max_concurrency=max_concurrency, timeout=timeout)
+                                max_concurrency=max_concurrency, timeout=timeout,
+                                reads_in_flight=reads_in_flight)
