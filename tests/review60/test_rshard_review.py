@@ -1,0 +1,219 @@
+"""Whole-shard reads of a remote ObjectStore over HTTP, from the review of h60/rshard.
+
+That branch streams a whole remote shard of zstd inner chunks
+(``ShardRowsRead.fetch_streamed``): its inner chunks are guessed from the zstd frames
+as the body arrives and decoded on the compute pool while the rest arrives, then
+checked against the shard's index once it is in.
+
+Finding: a whole-shard read made from a task of the engine's pool (a nested job,
+which ``concurrency`` runs inline because "a pool thread must not wait for work
+queued behind it") hangs for good: ``fetch_streamed`` runs on the pool thread, hands
+its guessed decodes to that same pool and waits for them (``_Guess.stop``); when
+every worker does so, the decodes stay queued behind the waiting tasks.
+``test_whole_shard_reads_from_pool_tasks_end`` passes on main, hangs on the branch
+(killed after 120 s).
+
+Guards (pass on main and on the branch): through an HTTP server and obstore, at two
+threads, whole-shard reads of shards of several 256 KiB pieces give NumPy's values
+when the inner chunks are stored in write order, in reverse order, some not stored,
+in F order and big-endian, at the array's edge; a body cut short is read again; a
+shard replaced before that second read reads whole-new; a damaged inner chunk is
+refused naming its shard.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import zarrfast
+from zarrfast.codecs import ZstdCodec
+from zarrfast.codecs.shard_format import EMPTY
+from zarrfast.errors import ChunkDecodeError
+from zarrfast.storage import MemoryStore, ObjectStore, RetryPolicy
+
+pytest.importorskip("obstore")
+
+#: 2 x 2 shards (the last ones cut by the array's edge) of 4 x 4 inner chunks of
+#: (64, 64) float32 (random bits: ~16 KiB a frame): shards of ~256-512 KiB
+SHAPE, SHARDS, CHUNKS = (448, 500), (256, 256), (64, 64)
+FILL = -1.5
+RETRY = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def server():
+    from _helpers.fault_http import FaultServer
+
+    s = FaultServer().start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def served(server):
+    server.reset()
+    server.objects.clear()
+    yield server
+    server.reset()
+    server.objects.clear()
+
+
+def _files(data, **kw) -> dict[str, bytes]:
+    mem = MemoryStore()
+    a = zarrfast.create_array(mem, shape=data.shape, chunks=CHUNKS, shards=SHARDS,
+                              dtype=data.dtype, fill_value=FILL,
+                              compressors=[ZstdCodec(level=1)], **kw)
+    a[...] = data
+    return {k: bytes(mem.get(k)) for k in mem.list()}
+
+
+def _open(server, files, **kw):
+    for k, v in files.items():
+        server.objects[f"d/{k}"] = v
+    store = ObjectStore.from_url(server.url("d"), retry=RETRY).with_read_only()
+    return zarrfast.open_array(store, mode="r", **kw)
+
+
+def _reversed(files, key, layout) -> None:
+    """Shard ``key`` rewritten with its inner chunks in reverse order (a valid shard:
+    the same entries, pointing elsewhere)."""
+    data = files[key]
+    index = layout.index_of_shard(np.frombuffer(data, dtype=np.uint8), key)
+    new, parts, pos = index.copy(), [], 0
+    for j in reversed(range(len(index))):
+        if index[j, 0] == EMPTY:
+            continue
+        off, nb = (int(x) for x in index[j])
+        parts.append(data[off:off + nb])
+        new[j] = (pos, nb)
+        pos += nb
+    files[key] = b"".join(parts) + bytes(layout.encode_index(new))
+
+
+def _data(seed=60, dtype="f4"):
+    return np.random.default_rng(seed).random(SHAPE).astype(dtype)
+
+
+_NESTED = r'''
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np, zarrfast
+from _helpers.fault_http import FaultServer
+from zarrfast.codecs import ZstdCodec
+from zarrfast.concurrency import map_unordered_into
+from zarrfast.storage import MemoryStore, ObjectStore
+
+s = FaultServer().start()
+mem = MemoryStore()
+data = np.random.default_rng(0).random((512, 512), dtype=np.float32)
+a = zarrfast.create_array(mem, shape=data.shape, chunks=(64, 64), shards=(256, 256),
+                          dtype="f4", compressors=[ZstdCodec(level=1)])
+a[...] = data
+for k in mem.list():
+    s.objects["d/" + k] = bytes(mem.get(k))
+r = zarrfast.open_array(ObjectStore.from_url(s.url("d")).with_read_only(), mode="r")
+got = {}
+
+def read(i):  # (a whole shard, on a thread of the engine's pool)
+    y, x = divmod(i % 4, 2)
+    got[i] = (y, x, r[y * 256:(y + 1) * 256, x * 256:(x + 1) * 256])
+
+with zarrfast.config.set({"threads": 2}):
+    map_unordered_into(read, range(64), threads=2)
+bad = [i for i, (y, x, v) in got.items()
+       if not np.array_equal(v, data[y * 256:(y + 1) * 256, x * 256:(x + 1) * 256])]
+print("ok" if len(got) == 64 and not bad else f"wrong values: {bad}")
+s.stop()
+'''
+
+
+def test_whole_shard_reads_from_pool_tasks_end(subprocess_cwd):
+    """Reads of whole remote shards made from tasks of the engine's pool (each a
+    nested job, run inline) end, with NumPy's values.  In a child Python, killed after
+    120 s: a pool thread that waits for work queued behind it on its own pool hangs."""
+    try:
+        run = subprocess.run([sys.executable, "-c", _NESTED, TESTS], capture_output=True,
+                             text=True, timeout=120, cwd=subprocess_cwd)
+    except subprocess.TimeoutExpired:
+        pytest.fail("whole-shard reads from tasks of the engine's pool hung (120 s)")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip().endswith("ok"), run.stdout[-2000:]
+
+
+@pytest.mark.parametrize("layout", ["write", "reversed", "holes"])
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_whole_remote_shards_are_numpys(served, layout, order, endian):
+    data = _data()
+    kw: dict = {"serializer": {"name": "bytes", "configuration": {"endian": endian}}}
+    if order == "F":
+        kw["filters"] = [{"name": "transpose", "configuration": {"order": [1, 0]}}]
+    want = data.copy()
+    if layout == "holes":  # (inner chunks of the fill value: not stored, frames shift)
+        for y, x in ((0, 0), (1, 2), (3, 3), (5, 7), (6, 4)):
+            want[y * 64:(y + 1) * 64, x * 64:(x + 1) * 64] = FILL
+    files = _files(want, **kw)
+    if layout == "reversed":
+        fmt = zarrfast.open_array(_mem(files), mode="r")._chain.layout
+        for key in ("c/0/0", "c/1/1"):
+            _reversed(files, key, fmt)
+    with zarrfast.config.set({"threads": 2}):
+        a = _open(served, files)
+        for region in (np.s_[...], np.s_[256:, :], np.s_[:256, 256:], np.s_[::-1, ::-2]):
+            np.testing.assert_array_equal(a[region], want[region], err_msg=repr(region))
+
+
+def _mem(files) -> MemoryStore:
+    mem = MemoryStore()
+    for k, v in files.items():
+        mem.set(k, v)
+    return mem
+
+
+def test_a_body_cut_short_is_read_again_whole_new(served):
+    """The first answer for a shard is cut short; the shard is replaced before it is
+    read again: the read gives the new shard's values, not the old one's anywhere."""
+    old, new = _data(1), _data(2)
+    files, newer = _files(old), _files(new)
+    with zarrfast.config.set({"threads": 2}):
+        a = _open(served, files)
+        np.testing.assert_array_equal(a[:256, :256], old[:256, :256])
+        served.fail("short", 1, path="d/c/0/0")
+        real = served._answer
+
+        async def answer(method, path, headers, body, writer):
+            ok = await real(method, path, headers, body, writer)
+            if path == "d/c/0/0":  # (replaced once its first answer went out)
+                served.objects["d/c/0/0"] = newer["c/0/0"]
+            return ok
+        served._answer = answer
+        try:
+            got = a[:256, :256]
+        finally:
+            del served._answer
+    np.testing.assert_array_equal(got, new[:256, :256])
+
+
+def test_a_damaged_inner_chunk_is_refused_naming_its_shard(served):
+    data = _data(3)
+    files = _files(data)
+    fmt = zarrfast.open_array(_mem(files), mode="r")._chain.layout
+    raw = bytearray(files["c/1/0"])
+    index = fmt.index_of_shard(np.frombuffer(bytes(raw), dtype=np.uint8), "c/1/0")
+    off, nb = (int(x) for x in index[5])
+    assert raw[off + 4] == 0x60  # (one segment, a 2-byte content size after it)
+    raw[off + 5] ^= 0x01  # (inner chunk 5's content size: its blocks' walk unchanged)
+    files["c/1/0"] = bytes(raw)
+    with zarrfast.config.set({"threads": 2}):
+        a = _open(served, files)
+        with pytest.raises(ChunkDecodeError, match="c/1/0"):
+            a[256:, :256]
+        np.testing.assert_array_equal(a[:256, :], data[:256, :])
