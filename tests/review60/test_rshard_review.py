@@ -10,15 +10,18 @@ which ``concurrency`` runs inline because "a pool thread must not wait for work
 queued behind it") hangs for good: ``fetch_streamed`` runs on the pool thread, hands
 its guessed decodes to that same pool and waits for them (``_Guess.stop``); when
 every worker does so, the decodes stay queued behind the waiting tasks.
-``test_whole_shard_reads_from_pool_tasks_end`` passes on main, hangs on the branch
-(killed after 120 s).
+``test_whole_shard_reads_from_pool_tasks_end`` passes on main, hangs on the branch at
+d2ffdd7 and 75e614a (killed after 120 s); the branch's 7056437 made the fix
+of /work/data/review60/rshard-fix.diff (no streaming inside a pool task), with which
+it passes: a guard from then on.
 
 Guards (pass on main and on the branch): through an HTTP server and obstore, at two
 threads, whole-shard reads of shards of several 256 KiB pieces give NumPy's values
 when the inner chunks are stored in write order, in reverse order, some not stored,
 in F order and big-endian, at the array's edge; a body cut short is read again; a
 shard replaced before that second read reads whole-new; a damaged inner chunk is
-refused naming its shard.
+refused naming its shard; an array refusing missing chunks names a missing shard and
+reads a shard with inner chunks not stored as the fill value there.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import pytest
 import zarrfast
 from zarrfast.codecs import ZstdCodec
 from zarrfast.codecs.shard_format import EMPTY
-from zarrfast.errors import ChunkDecodeError
+from zarrfast.errors import ChunkDecodeError, ZarrfastError
 from zarrfast.storage import MemoryStore, ObjectStore, RetryPolicy
 
 pytest.importorskip("obstore")
@@ -217,3 +220,16 @@ def test_a_damaged_inner_chunk_is_refused_naming_its_shard(served):
         with pytest.raises(ChunkDecodeError, match="c/1/0"):
             a[256:, :256]
         np.testing.assert_array_equal(a[:256, :], data[:256, :])
+
+
+def test_an_array_refusing_missing_chunks_names_the_missing_shard(served):
+    data = _data(4)
+    want = data.copy()
+    want[0:64, 64:128] = FILL  # (an inner chunk not stored: read as the fill value)
+    files = _files(want)
+    del files["c/1/1"]
+    with zarrfast.config.set({"array.read_missing_chunks": False, "threads": 2}):
+        a = _open(served, files)
+        np.testing.assert_array_equal(a[:256, :], want[:256, :])
+        with pytest.raises(ZarrfastError, match="c/1/1"):
+            a[...]
