@@ -21,7 +21,8 @@ when the inner chunks are stored in write order, in reverse order, some not stor
 in F order and big-endian, at the array's edge; a body cut short is read again; a
 shard replaced before that second read reads whole-new; a damaged inner chunk is
 refused naming its shard; an array refusing missing chunks names a missing shard and
-reads a shard with inner chunks not stored as the fill value there.
+reads a shard with inner chunks not stored as the fill value there; bodies that keep
+failing are refused naming their shard and give their request slots back.
 """
 
 from __future__ import annotations
@@ -233,3 +234,30 @@ def test_an_array_refusing_missing_chunks_names_the_missing_shard(served):
         np.testing.assert_array_equal(a[:256, :], want[:256, :])
         with pytest.raises(ZarrfastError, match="c/1/1"):
             a[...]
+
+
+def test_bodies_that_keep_failing_are_named_and_give_their_request_slots_back(served):
+    """Every answer for shard c/0/0 cut short: each read is refused naming it; the
+    store's request slots (2) all come back, so that a read after them ends (on a
+    thread of its own, waited for 60 s: a slot kept by a failed body would hang it)."""
+    import threading
+
+    data = _data(5)
+    files = _files(data)
+    with zarrfast.config.set({"threads": 2}):
+        for k, v in files.items():
+            served.objects[f"d/{k}"] = v
+        store = ObjectStore.from_url(served.url("d"), retry=RetryPolicy(attempts=1),
+                                     max_concurrency=2).with_read_only()
+        a = zarrfast.open_array(store, mode="r")
+        served.fail("short", 100, path="d/c/0/0")
+        for _ in range(4):
+            with pytest.raises(ZarrfastError, match="c/0/0"):
+                a[...]
+        served.reset()
+        got: list = []
+        t = threading.Thread(target=lambda: got.append(a[...]), daemon=True)
+        t.start()
+        t.join(60)
+    assert not t.is_alive(), "a read after failed bodies hung (a request slot kept)"
+    np.testing.assert_array_equal(got[0], data)
