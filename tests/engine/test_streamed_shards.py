@@ -293,3 +293,77 @@ def test_reads_inside_pool_tasks_not_streamed(site, guesses):
     for i in range(4):
         np.testing.assert_array_equal(got[i], data)
     assert guesses == []
+
+
+def test_a_stream_that_cannot_start_gives_its_request_slot_back(monkeypatch):
+    """``get_streamed`` whose body's stream cannot be made (here obstore refuses a
+    negative piece size) raises, and the store's request slot is back at once, not
+    when the garbage collector gets to it: the store still reads."""
+    from obstore.store import MemoryStore
+
+    from zarrfast.storage import obstore as obstore_store
+
+    store = obstore_store.ObjectStore(MemoryStore(), reads_in_flight=2)
+    store.set("k", b"x" * 1000)
+    monkeypatch.setattr(obstore_store, "STREAM_PIECE", -1)
+    for _ in range(3):  # (more than the two slots)
+        with pytest.raises(OverflowError):
+            store.get_streamed("k", 1 << 20)
+        # (both slots free: taken here without waiting, then given back)
+        assert store._in_flight.acquire(blocking=False)
+        assert store._in_flight.acquire(blocking=False)
+        store._in_flight.release()
+        store._in_flight.release()
+    monkeypatch.undo()
+    size, pieces = store.get_streamed("k", 1 << 20)
+    assert size == 1000 and b"".join(bytes(p) for p in pieces) == b"x" * 1000
+
+
+def test_an_interrupted_stream_leaves_no_decode_running(site, monkeypatch):
+    """A read interrupted while a shard streams in (an exception that is not an error,
+    as KeyboardInterrupt: here raised by the body after its first piece) raises it
+    only once the decodes of the frames guessed so far have ended: none of them
+    writes into the result after the read has given up.  (The decodes are slowed so
+    that they are still running when the body fails.)"""
+    import time
+
+    from zarrfast.storage import ObjectStore
+
+    class Interrupt(BaseException):
+        pass
+
+    server, _, _, _ = site
+    guesses: list[shard_read._Guess] = []
+    real_init, real_decode = shard_read._Guess.__init__, shard_read._Guess.decode
+
+    def init(self, *args):
+        real_init(self, *args)
+        guesses.append(self)
+
+    def slow_decode(self, which):
+        time.sleep(0.3)
+        return real_decode(self, which)
+    monkeypatch.setattr(shard_read._Guess, "__init__", init)
+    monkeypatch.setattr(shard_read._Guess, "decode", slow_decode)
+
+    class Interrupted(ObjectStore):
+        def get_streamed(self, key, limit):
+            got = super().get_streamed(key, limit)
+            size, pieces = got
+
+            def first_then_interrupt():
+                try:
+                    yield next(pieces)
+                finally:
+                    pieces.close()
+                raise Interrupt
+            return size, first_then_interrupt()
+
+    store = Interrupted.from_url(server.url("plain.zarr"), read_only=True)
+    with zarrfast.config.set({"threads": 2}):
+        a = zarrfast.open_array(store, mode="r")
+        with pytest.raises(Interrupt):
+            a[...]
+    started = [t for g in guesses for t in g.tasks]
+    assert started  # (the first pieces' frames were being decoded)
+    assert all(t.done() for t in started)

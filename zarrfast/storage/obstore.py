@@ -854,7 +854,7 @@ class ObjectStore(Store):
         -------
         tuple or None
             ``(size, pieces)``: the value's size and an iterator of its pieces, in
-            order (exhaust or close it: it holds one of ``max_concurrency`` request
+            order (exhaust or close it: it holds one of ``reads_in_flight`` request
             slots until then); ``None`` when the key is missing.
 
         Raises
@@ -885,7 +885,11 @@ class ObjectStore(Store):
         except BaseException:
             slot.release()
             raise
-        return size, _Pieces(self, key, result, size)
+        try:
+            return size, _Pieces(self, key, result, size)
+        except BaseException:  # (no pieces to give the slot back)
+            slot.release()
+            raise
 
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value (one HEAD request).
@@ -1448,6 +1452,7 @@ class _Pieces:
 
     def __init__(self, store: ObjectStore, key: str, result: Any, size: int) -> None:
         self.store, self.key, self.size, self.got = store, key, size, 0
+        self.open = False  # (until the stream is made: the caller gives the slot back)
         self.stream: Any = result.stream(min_chunk_size=STREAM_PIECE)
         self.open = True
 
