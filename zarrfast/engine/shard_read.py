@@ -217,9 +217,6 @@ class ShardRowsRead:
             guess.stop()  # (its decodes end before the shard's rows are placed again)
             self.fetch_whole(g)  # (read again, with the store's retries)
             return
-        except BaseException:  # (an interrupt: no decode may write into `out` after it)
-            guess.stop()
-            raise
         finally:
             if close is not None:
                 close()

@@ -854,7 +854,7 @@ class ObjectStore(Store):
         -------
         tuple or None
             ``(size, pieces)``: the value's size and an iterator of its pieces, in
-            order (exhaust or close it: it holds one of ``reads_in_flight`` request
+            order (exhaust or close it: it holds one of ``max_concurrency`` request
             slots until then); ``None`` when the key is missing.
 
         Raises
@@ -885,11 +885,7 @@ class ObjectStore(Store):
         except BaseException:
             slot.release()
             raise
-        try:
-            return size, _Pieces(self, key, result, size)
-        except BaseException:  # (no pieces to give the slot back)
-            slot.release()
-            raise
+        return size, _Pieces(self, key, result, size)
 
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value (one HEAD request).
@@ -1452,7 +1448,6 @@ class _Pieces:
 
     def __init__(self, store: ObjectStore, key: str, result: Any, size: int) -> None:
         self.store, self.key, self.size, self.got = store, key, size, 0
-        self.open = False  # (until the stream is made: the caller gives the slot back)
         self.stream: Any = result.stream(min_chunk_size=STREAM_PIECE)
         self.open = True
 
