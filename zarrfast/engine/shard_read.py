@@ -19,15 +19,13 @@ The selection is projected onto the inner grid, and its rows grouped by shard.  
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from concurrent.futures import Future, wait
 from typing import Any
 
 import numpy as np
 
 from zarrfast import kernels as _kernels
 from zarrfast.codecs.shard_format import EMPTY, ShardFormat
-from zarrfast.concurrency import get_pool, in_task, map_io_then, map_unordered_into
+from zarrfast.concurrency import map_io_then, map_unordered_into
 from zarrfast.engine import sharded as _sharded
 from zarrfast.engine.chunked import RAW_COST_RATIO, Projection, RowReader
 from zarrfast.engine.plan import Plan
@@ -86,17 +84,6 @@ class ShardRowsRead:
         self.use_thread_buffers = ((self.raw_inner or self.decode_in_fetch)
                                    and chain.partial_reads and plan.caps.reads_into)
         self.thread_buffers: dict[int, np.ndarray] = {}
-        #: a remote store that gives a value's pieces as they arrive, inner chunks that
-        #: are one zstd frame each, two compute threads or more, not inside a task of
-        #: the pool (whose workers would wait for their own decodes): whole shards are
-        #: streamed, their inner chunks decoded while the rest arrives
-        #: (:meth:`fetch_streamed`)
-        self.stream = (self.deferred is not None and self.decode_in_fetch
-                       and self.opts.threads > 1 and not in_task()
-                       and plan.store.streamed_reads
-                       and inner.batch_codec == "zstd" and len(inner.bb) == 1)
-        #: per streamed shard, its rows placed while it arrived (and checked since)
-        self.confirmed: dict[int, np.ndarray] = {}
         self.slots: dict[int, tuple[int, int]] = {}
         self.wave_buffer: list[np.ndarray] = []
 
@@ -150,9 +137,7 @@ class ShardRowsRead:
 
     # -- fetching ------------------------------------------------------------------------
     def fetch(self, g: int) -> None:
-        if self.whole[g] and self.stream and not self.subs[g].outer_bb:
-            self.fetch_streamed(g)
-        elif self.whole[g]:
+        if self.whole[g]:
             self.fetch_whole(g)
         else:
             self.fetch_partial(g)
@@ -172,69 +157,6 @@ class ShardRowsRead:
         used = entries[:, 0] != EMPTY
         self.place(g, key, data, rows[used], entries[used, 0].astype(np.int64),
                    entries[used, 1].astype(np.int64), layout)
-
-    def fetch_streamed(self, g: int) -> None:
-        """Shard ``g`` in one request, its inner chunks decoded while it arrives.
-
-        The index (at the shard's end, or at its start) is not known before the
-        whole shard is in, so the inner chunks are guessed: the shard's zstd frames,
-        walked from the start of its data as their bytes arrive, taken to be its inner
-        chunks in write order, as every writer that packs them lays them out.  Each
-        arrived run of frames is decoded into place on the compute pool.  Once the
-        shard is in, its index is read and checked as :meth:`fetch_whole` does, and a
-        guessed chunk counts only where the index gives it exactly those bytes and it
-        decoded cleanly; every other inner chunk is placed from the index as usual
-        (whatever a wrong guess wrote is overwritten: an inner chunk the index says is
-        not stored gets the fill value).  Nothing depends on the guess but the time.
-        Where the guess was wrong, the order the shard holds its inner chunks in is
-        guessed for the next shards of the array (``_Guess.learn``).  A body that
-        fails midway is read again whole (:meth:`fetch_whole`)."""
-        key, rows, sub, chain = self.keys[g], self.groups[g], self.subs[g], self.chain
-        layout = sub.layout
-        token = self.store.version(key) if chain.partial_reads else None
-        got = self.store.get_streamed(key, sub.stored_limit)
-        if got is None:
-            return  # (missing: the fill value)
-        size, pieces = got
-        data = _buffers.empty(size, np.uint8, where=f"shard {key!r}",
-                              what="a buffer to read the shard into")
-        guess = _Guess(self, g, data, layout)
-        pos = 0
-        close = getattr(pieces, "close", None)  # (gives the store's request slot back)
-        try:
-            for piece in pieces:
-                arr = np.frombuffer(piece, dtype=np.uint8)
-                if pos + arr.size > size:
-                    raise ValueError(f"shard {key!r}: the body is longer than {size} bytes")
-                data[pos:pos + arr.size] = arr
-                pos += arr.size
-                guess.arrived(pos)
-            if pos != size:
-                raise ValueError(f"shard {key!r}: the body ended after {pos} of {size} bytes")
-        except Exception:
-            if close is not None:
-                close()
-            guess.stop()  # (its decodes end before the shard's rows are placed again)
-            self.fetch_whole(g)  # (read again, with the store's retries)
-            return
-        finally:
-            if close is not None:
-                close()
-        decoded = guess.stop()
-        index = layout.index_of_shard(data, key)
-        if token is not None:
-            chain.cache.put(key, (token, index))
-        entries = index[self.inner_lin[rows]]
-        used = entries[:, 0] != EMPTY
-        offsets = entries[:, 0].astype(np.int64)
-        sizes = entries[:, 1].astype(np.int64)
-        good = decoded & used & (offsets == guess.offsets) & (sizes == guess.sizes)
-        if not good[used].all():
-            guess.learn(index)
-        self.confirmed[g] = rows[good]
-        self.placed[rows[good]] = True
-        todo = used & ~good
-        self.place(g, key, data, rows[todo], offsets[todo], sizes[todo], layout)
 
     def fetch_partial(self, g: int) -> None:
         """The inner chunks of shard ``g`` that the read touches, through its view."""
@@ -372,9 +294,6 @@ class ShardRowsRead:
                 sl = slice(a, a + per)
                 parts.append(("place", (key, blob, rows[sl], offsets[sl], sizes[sl], layout)))
         rest = self.groups[g]
-        done = self.confirmed.pop(g, None)
-        if done is not None:
-            covered.append(done)
         if covered:
             rest = np.setdiff1d(rest, np.concatenate(covered), assume_unique=True)
         rest = rest.tolist()
@@ -390,115 +309,3 @@ class ShardRowsRead:
             what = rows[~self.placed[rows]].tolist()  # (not decoded by the batch kernel)
         for i in what:
             self.assemble(i)
-
-
-def zstd_frame_size(data: Any, start: int, stop: int) -> int:
-    """The size of the zstd frame at byte ``start`` of ``data`` (a memoryview of
-    bytes), found from its frame header and block headers alone (nothing decoded):
-    ``0`` when the frame does not end at or before byte ``stop`` (more bytes needed),
-    ``-1`` when no zstd frame starts there (another magic number, a reserved block
-    type)."""
-    if stop - start < 6:
-        return 0 if stop - start < 4 or data[start:start + 4] == _ZSTD_MAGIC else -1
-    if data[start:start + 4] != _ZSTD_MAGIC:
-        return -1
-    fhd = data[start + 4]
-    single = (fhd >> 5) & 1
-    fcs = (0, 2, 4, 8)[fhd >> 6] or single
-    pos = start + 5 + (1 - single) + (0, 1, 2, 4)[fhd & 3] + fcs
-    while True:
-        if pos + 3 > stop:
-            return 0
-        head = data[pos] | (data[pos + 1] << 8) | (data[pos + 2] << 16)
-        kind = (head >> 1) & 3
-        if kind == 3:
-            return -1
-        pos += 3 + (1 if kind == 1 else head >> 3)
-        if head & 1:
-            break
-    pos += 4 * ((fhd >> 2) & 1)  # (the content checksum)
-    return pos - start if pos <= stop else 0
-
-
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-#: per array (its store's URL, its path, the shard and inner chunk shapes), the order
-#: of inner chunks found in one of its shards where the write order was guessed wrong
-#: (``_Guess.learn``); the most recent ``_LEARNED_MAX`` arrays
-_LEARNED: OrderedDict[tuple, list[int]] = OrderedDict()
-_LEARNED_MAX = 256
-
-
-class _Guess:
-    """The inner chunks of a streamed whole shard, guessed as its bytes arrive (see
-    :meth:`ShardRowsRead.fetch_streamed`): per row of the shard, the offset and size
-    of the frame taken to be its inner chunk (``-1``: none), and which of them
-    decoded cleanly."""
-
-    def __init__(self, read: ShardRowsRead, g: int, data: np.ndarray,
-                 layout: ShardFormat) -> None:
-        self.read, self.data, self.view = read, data, memoryview(data.data)
-        self.rows = rows = read.groups[g]
-        self.n_inner = layout.n_inner
-        self.array = (getattr(read.store, "url", id(read.store)), read.plan.path,
-                      layout.shard_shape, layout.inner_shape)
-        self.order = _LEARNED.get(self.array) or (
-            range(layout.n_inner) if layout.rank is None else np.argsort(layout.rank).tolist())
-        where = np.full(layout.n_inner, -1, dtype=np.int64)  # inner chunk -> its row
-        where[read.inner_lin[rows]] = np.arange(len(rows))
-        self.where = where.tolist()
-        self.offsets = np.full(len(rows), -1, dtype=np.int64)
-        self.sizes = np.full(len(rows), -1, dtype=np.int64)
-        self.at = layout.data_start  # where the next frame starts
-        self.next = 0  # frames found
-        self.end = data.size - layout.index_nbytes if layout.at_end else data.size
-        self.on = True
-        self.pool = get_pool(read.opts.threads)
-        self.tasks: list[Future] = []
-
-    def arrived(self, pos: int) -> None:
-        """The shard's first ``pos`` bytes are in: decode the frames they complete."""
-        stop = min(pos, self.end)
-        found: list[int] = []
-        while self.on and self.next < len(self.where):
-            n = zstd_frame_size(self.view, self.at, stop)
-            j = self.where[self.order[self.next]] if n > 0 else -1
-            if n == 0:
-                break
-            if j < 0:  # not a frame, or an inner chunk outside the read: stop guessing
-                self.on = False
-                break
-            found.append(j)
-            self.offsets[j], self.sizes[j] = self.at, n
-            self.at += n
-            self.next += 1
-        if found:
-            self.tasks.append(self.pool.submit(self.decode, np.array(found, dtype=np.int64)))
-
-    def learn(self, index: np.ndarray) -> None:
-        """The guessed order was wrong: the order in which this shard holds its inner
-        chunks is guessed for the next shards of the array, in this read and the next
-        ones, also of the array opened again (when it holds them all: zarr-python 3.1
-        and later write Z order, which the metadata does not say)."""
-        if self.n_inner == len(index) and (index[:, 0] != EMPTY).all():
-            _LEARNED[self.array] = np.argsort(index[:, 0], kind="stable").tolist()
-            while len(_LEARNED) > _LEARNED_MAX:
-                _LEARNED.popitem(last=False)
-
-    def decode(self, which: np.ndarray) -> tuple[np.ndarray, list[int]]:
-        rest = self.read.reader.decode_stored(self.rows[which], self.data,
-                                              self.offsets[which], self.sizes[which])
-        return which, rest
-
-    def stop(self) -> np.ndarray:
-        """No more guesses; once every decode started has ended, which rows decoded
-        cleanly (a failed decode counts as not guessed: placed again from the index)."""
-        self.on = False
-        wait(self.tasks)
-        ok = np.zeros(len(self.rows), dtype=np.bool_)
-        for task in self.tasks:
-            if task.exception() is None:
-                which, rest = task.result()
-                ok[which] = True
-                ok[which[rest]] = False
-        return ok

@@ -739,9 +739,6 @@ class Store(abc.ABC):
     #: value (an HTTP ``ETag``) each read came from: a shard's index can then be kept,
     #: and every read of its inner chunks checked against the version it was read from
     tagged_reads: bool = False
-    #: whether :meth:`get_streamed` hands a value over in pieces as they arrive (a
-    #: remote store), so that a reader can use the first bytes while the rest arrive
-    streamed_reads: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -1128,39 +1125,6 @@ class Store(abc.ABC):
             :attr:`tagged_reads`).
         """
         return self.get(key, byte_range), None
-
-    def get_streamed(self, key: str, limit: int) -> tuple[int, Iterator[Any]] | None:
-        """The whole value of ``key`` in pieces, in order, as :meth:`get_limited` would
-        read it: ``(size, pieces)``, the value's size in bytes and an iterator of
-        bytes-like pieces that add up to it; ``None`` when the key is missing.
-
-        This default reads the value at once and gives it as one piece; a store with
-        :attr:`streamed_reads` gives each piece as it arrives.  The caller exhausts or
-        closes the iterator (``contextlib.closing``).
-
-        Parameters
-        ----------
-        key : str
-            The key.
-        limit : int
-            The largest size, in bytes, of a value that is read (as
-            :meth:`get_limited`).
-
-        Returns
-        -------
-        tuple or None
-            ``(size, pieces)``, or ``None`` when the key is missing.
-
-        Raises
-        ------
-        zarrfast.storage.errors.ValueTooLargeError
-            When the value holds more than ``limit`` bytes (before reading it, where
-            the store knows its size first).
-        """
-        value = self.get_limited(key, limit)
-        if value is None:
-            return None
-        return len(value), iter([value])
 
     def get_many_tagged(self, keys: Sequence[str], byte_ranges: Sequence[ByteRequest | None]
                         ) -> tuple[list[Any], list[Hashable | None]]:

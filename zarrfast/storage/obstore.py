@@ -833,60 +833,6 @@ class ObjectStore(Store):
         got = map_requests(job, list(range(len(keys))), self.reads_in_flight)
         return [g[0] for g in got], [g[1] for g in got]
 
-    @property
-    def streamed_reads(self) -> bool:  # type: ignore[override]
-        """Whether :meth:`get_streamed` gives a value's pieces as they arrive (not for a
-        subclass that changes ``get``, whose reads the engine must then go through)."""
-        return type(self).get is ObjectStore.get
-
-    def get_streamed(self, key: str, limit: int) -> tuple[int, Iterator[Any]] | None:
-        """The whole value of ``key`` in one GET, in pieces of at least
-        ``STREAM_PIECE`` bytes (the last one shorter) as they arrive.
-
-        Parameters
-        ----------
-        key : str
-            The key.
-        limit : int
-            A value larger than this many bytes is refused before its body is read.
-
-        Returns
-        -------
-        tuple or None
-            ``(size, pieces)``: the value's size and an iterator of its pieces, in
-            order (exhaust or close it: it holds one of ``max_concurrency`` request
-            slots until then); ``None`` when the key is missing.
-
-        Raises
-        ------
-        zarrfast.storage.errors.ValueTooLargeError
-            When the value holds more than ``limit`` bytes.
-        zarrfast.storage.RemoteStoreError
-            If the request fails for good; the iterator raises it too, for a body cut
-            short or longer than its size (not retried: the caller reads again).
-        """
-        import obstore
-
-        validate_key(key)
-        slot = self._in_flight
-        slot.acquire()
-        try:
-            result = self._retrying_sync("reading", key, lambda: obstore.get(self.store, key))
-            size = int(result.meta["size"])
-            if tuple(result.range) != (0, size):
-                raise self._failure("reading", key, _BadBody(
-                    f"asked the whole value ({size} bytes) and the server sent bytes "
-                    f"{result.range[0]}-{result.range[1]}"), "fatal", 1, 0.0)
-            if size > limit:
-                raise value_too_large(key, size, limit)
-        except FileNotFoundError:
-            slot.release()
-            return None
-        except BaseException:
-            slot.release()
-            raise
-        return size, _Pieces(self, key, result, size)
-
     def exists(self, key: str) -> bool:
         """Whether ``key`` holds a value (one HEAD request).
 
@@ -1436,59 +1382,6 @@ def _is_fallback(exc: BaseException) -> bool:
         return True
     return any(_is_bad_range(e) or _ignores_range(e) or type(e).__name__ in ("PanicException", "RustPanic")
                for e in exception_chain(exc))
-
-
-#: bytes: :meth:`ObjectStore.get_streamed` gives pieces of at least this size
-STREAM_PIECE = 256 * 1024
-
-
-class _Pieces:
-    """The body of one GET in pieces (:meth:`ObjectStore.get_streamed`); gives the
-    store's request slot back once, when the body ends, fails or is closed."""
-
-    def __init__(self, store: ObjectStore, key: str, result: Any, size: int) -> None:
-        self.store, self.key, self.size, self.got = store, key, size, 0
-        self.stream: Any = result.stream(min_chunk_size=STREAM_PIECE)
-        self.open = True
-
-    def __iter__(self) -> _Pieces:
-        return self
-
-    def __next__(self) -> Any:
-        if not self.open:
-            raise StopIteration
-        try:
-            try:
-                piece = next(self.stream)
-            except StopIteration:
-                if self.got != self.size:
-                    raise _BadBody(f"the body ended after {self.got} of its {self.size} "
-                                   f"bytes") from None
-                raise
-            self.got += len(piece)
-            if self.got > self.size:
-                raise _BadBody(f"the body held more than its {self.size} bytes")
-            return piece
-        except StopIteration:
-            self.close()
-            raise
-        except Exception as e:
-            self.close()
-            if isinstance(e, ZarrfastError):
-                raise
-            raise self.store._failure("reading", self.key, e, "fatal", 1, 0.0) from e
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        if self.open:
-            self.open = False
-            self.stream = None
-            self.store._in_flight.release()
-
-    def __del__(self) -> None:
-        self.close()
 
 
 def _check_body(byte_range: ByteRequest | None, got: tuple[int, int], size: int,
