@@ -2,7 +2,8 @@
 
 That branch keeps the descriptor a cold read opens to announce a chunk file
 (``POSIX_FADV_WILLNEED``) for that file's read, instead of closing it and opening the
-file again: up to 256 descriptors held at once in a process (``zf_held``).
+file again: up to 256 descriptors held at once in a process (``zf_held``).  It was
+not merged (no gain in quiet runs against main); these tests guard main's cold reads.
 
 Guards (pass on main and on the branch), at 1 and 2 threads: cold reads of boxes of many
 chunk files -- some missing (the fill value), one replaced after the eviction -- equal

@@ -1,9 +1,11 @@
 """Whole-shard reads of a remote ObjectStore over HTTP, from the review of h60/rshard.
 
-That branch streams a whole remote shard of zstd inner chunks
-(``ShardRowsRead.fetch_streamed``): its inner chunks are guessed from the zstd frames
-as the body arrives and decoded on the compute pool while the rest arrives, then
-checked against the shard's index once it is in.
+That branch streamed a whole remote shard of zstd inner chunks
+(``ShardRowsRead.fetch_streamed``): its inner chunks were guessed from the zstd frames
+as the body arrived and decoded on the compute pool while the rest arrived, then
+checked against the shard's index once it was in.  It was merged and then reverted
+(616aa97: no gain on a quiet machine, as stop 58's h58/remote2 before it); these tests
+stay as guards of main's whole-shard reads.
 
 Finding: a whole-shard read made from a task of the engine's pool (a nested job,
 which ``concurrency`` runs inline because "a pool thread must not wait for work
