@@ -30,25 +30,6 @@ INDEX = 12 * 16 + 4  # bytes of a shard's index (crc32c)
 RETRY = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02)
 
 
-@pytest.fixture(scope="module")
-def server():
-    from _helpers.fault_http import FaultServer
-
-    s = FaultServer().start()
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
-@pytest.fixture
-def served(server):
-    """The server, emptied."""
-    server.reset()
-    server.objects.clear()
-    yield server
-    server.reset()
-    server.objects.clear()
 
 
 def _files(data, fill=-1.0, **kw):

@@ -38,25 +38,6 @@ ROWS, COLS = 1024, 128
 RETRY = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02)
 
 
-@pytest.fixture(scope="module")
-def server():
-    from _helpers.fault_http import FaultServer
-
-    s = FaultServer().start()
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
-@pytest.fixture
-def served(server):
-    """The server, emptied."""
-    server.reset()
-    server.objects.clear()
-    yield server
-    server.reset()
-    server.objects.clear()
 
 
 def _files(data, chunks, fill=0, **kw) -> dict[str, bytes]:

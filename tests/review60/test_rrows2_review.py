@@ -42,24 +42,6 @@ HAS_BOUND = "reads_in_flight" in inspect.signature(ObjectStore.__init__).paramet
 needs_branch = pytest.mark.skipif(not HAS_BOUND, reason="needs ObjectStore(reads_in_flight=)")
 
 
-@pytest.fixture(scope="module")
-def server():
-    from _helpers.fault_http import FaultServer
-
-    s = FaultServer().start()
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
-@pytest.fixture
-def served(server):
-    server.reset()
-    server.objects.clear()
-    yield server
-    server.reset()
-    server.objects.clear()
 
 
 def _files(data, **kw) -> dict[str, bytes]:

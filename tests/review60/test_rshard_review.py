@@ -54,24 +54,6 @@ RETRY = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(scope="module")
-def server():
-    from _helpers.fault_http import FaultServer
-
-    s = FaultServer().start()
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
-@pytest.fixture
-def served(server):
-    server.reset()
-    server.objects.clear()
-    yield server
-    server.reset()
-    server.objects.clear()
 
 
 def _files(data, **kw) -> dict[str, bytes]:
