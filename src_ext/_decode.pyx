@@ -1315,6 +1315,13 @@ cdef class ChunkDecoder:
                 for r in range(n):
                     status[r] = _DECODED
                     errs[r] = 0
+                    # (a row not read announces nothing: zf_will_need_ranges skips a
+                    # size of 0; these were left uninitialised for the fill-value and
+                    # failed rows, so a cold read's announcement passed posix_fadvise
+                    # whatever the allocation held)
+                    rfds[r] = -1
+                    offs[r] = 0
+                    sizes[r] = 0
                     g = plan.own_shard[r]
                     e = ix[g] + 2 * plan.own_inner[r] if ix[g] != NULL else NULL
                     if e == NULL or e[0] == UINT64_MAX:
