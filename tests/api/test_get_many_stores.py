@@ -179,3 +179,39 @@ def test_f_order_and_gated_arrays_read_their_own_way(tmp_path, engine_log):
     with pytest.raises(ZarrfastError, match="a0|c/0/0"):
         zarrfast.get_many([(a, (slice(0, 20), slice(0, 20))) for a in strict])
     assert _across(engine_log) == []
+
+
+def test_stores_of_one_root_and_of_their_own(tmp_path, engine_log):
+    """Arrays at paths of a group opened through two store objects of one directory,
+    beside arrays each the root of its own store, and a v2 array: every chunk read from
+    the right file (the same chunk key under several prefixes and roots)."""
+    from zarrfast.storage import LocalStore
+
+    group = zarrfast.open_group(LocalStore(tmp_path / "g.zarr"), mode="w")
+    want = []
+    for k in range(4):
+        values = (np.arange(np.prod(SHAPE)).reshape(SHAPE) * (k + 5) % 997).astype("uint16")
+        group.create_array(f"m{k}", shape=SHAPE, chunks=CHUNKS, dtype="uint16",
+                           fill_value=0)[:] = values
+        want.append(values)
+    own = [_write(tmp_path, f"own{k}", 50 + k) for k in range(3)]
+    stores = [LocalStore(tmp_path / "g.zarr", read_only=True) for _ in range(2)]
+    arrays = [zarrfast.open_array(stores[k % 2], path=f"m{k}", mode="r") for k in range(4)]
+    arrays += _open(tmp_path, [f"own{k}" for k in range(3)])
+    want += own
+    region = (slice(9, 47), slice(1, 40))
+    with config.set(threads=2):
+        got = zarrfast.get_many([(a, region) for a in arrays])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w[region])
+    # (two stores of the group's directory, each with two arrays; three of their own)
+    assert _across(engine_log) == ["zarrfast.get_many: 7 boxes of 5 stores read across "
+                                   "stores (84 chunks, 1 call)"]
+    v2 = [zarrfast.create_array(tmp_path / f"v2_{k}", shape=SHAPE, chunks=CHUNKS,
+                                dtype="int16", zarr_format=2) for k in range(3)]
+    for k, a in enumerate(v2):
+        a[:] = want[k].astype("int16") - k
+    v2 = [zarrfast.open_array(tmp_path / f"v2_{k}", mode="r") for k in range(3)]
+    got = zarrfast.get_many([(a, region) for a in v2])
+    for k, g in enumerate(got):
+        np.testing.assert_array_equal(g, (want[k].astype("int16") - k)[region])
