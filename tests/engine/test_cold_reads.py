@@ -112,9 +112,10 @@ def test_get_many_cold_announces_and_reads_the_same(tmp_path):
 
 
 def test_get_many_of_cold_arrays_on_their_own_stores_reads_them_together(tmp_path):
-    """zarrfast.get_many of arrays on stores of their own (one batch each): warm, their
-    boxes are read as one (one kernel call for all of their chunks, each from its own
-    store's files: ``engine.many.read_store_boxes``), none by the array's own read;
+    """zarrfast.get_many of arrays on stores of their own (one batch each): warm, at
+    one thread, the batches are read one after another in the calling thread; at two,
+    their boxes are read as one (one kernel call for all of their chunks, each from its
+    own store's files: ``engine.many.read_store_boxes``), none by the array's own read;
     when the first one's first file is cold (a probe), they are all read at the same
     time (other threads), so the disk has all their files in flight -- and every result
     is what each array holds."""
@@ -163,10 +164,13 @@ def test_get_many_of_cold_arrays_on_their_own_stores_reads_them_together(tmp_pat
             np.testing.assert_array_equal(g, w[region])
 
     read()  # (the files back in the page cache: _cold_possible evicted them)
-    for threads in (1, 2):
-        with zarrfast.config.set(threads=threads):
-            check(read())  # warm: read as one, not array by array
-        assert readers == []
+    with zarrfast.config.set(threads=1):
+        check(read())  # warm, one thread: one batch after another, all in this thread
+    assert readers == [threading.get_ident()] * len(arrays)
+    assert marked == [False] * len(arrays)
+    with zarrfast.config.set(threads=2):
+        check(read())  # warm, two threads: read as one, not array by array
+    assert readers == []
     for _ in range(ATTEMPTS):
         if (_cold_read(tmp_path, read, None, check) and len(set(readers)) > 1
                 and first_not_alone()):

@@ -2460,8 +2460,9 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     selections of one array: one planned read, the chunks they share read once, each
     shard visited once, the decoding spread over the thread pool.  Step-1 boxes of
     arrays of one layout on local stores of their own (a dataset's arrays each opened
-    from its path) are read as one too: one kernel call for all of their chunks, each
-    read from its own store's files, shared by ``config threads`` threads.  Other
+    from its path) are read as one too, with ``config threads`` of 2 or more: one kernel
+    call for all of their chunks, each read from its own store's files, shared by the
+    threads.  Other
     batches of different layouts (or stores) are read up to ``config threads`` at a
     time, each in a thread of its own, or all at the same time on remote stores
     (``config io_concurrency``): the same region of 50 arrays of a remote store costs
@@ -2543,10 +2544,12 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
         # (a probe of the first file: cold, so all of them at once, the first too)
         at_once(read, todo, limit)
         return results
-    if len(todo) > 1 and kind == "basic":
+    if len(todo) > 1 and kind == "basic" and int(zconfig.get("threads")) > 1:
         # warm: the boxes of arrays of one layout on stores of their own (a dataset's
         # arrays each opened from its path) read as one, one kernel call for all of
-        # their chunks (see _read_across_stores)
+        # their chunks shared by the threads (see _read_across_stores).  (At one thread
+        # each array's box read takes a helper thread for its files' reads, which one
+        # call for all of them would not: read as before.)
         todo = _read_across_stores(todo, results)
         if not todo:
             return results
