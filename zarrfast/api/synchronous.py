@@ -2462,11 +2462,10 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     arrays of one layout on local stores of their own (a dataset's arrays each opened
     from its path) are read as one too, with ``config threads`` of 2 or more: one kernel
     call for all of their chunks, each read from its own store's files, shared by the
-    threads.  Other
-    batches of different layouts (or stores) are read up to ``config threads`` at a
-    time, each in a thread of its own, or all at the same time on remote stores
-    (``config io_concurrency``): the same region of 50 arrays of a remote store costs
-    about one round trip, not 50.
+    threads.  Other batches of different layouts (or stores) are read up to ``config
+    threads`` at a time, each in a thread of its own, or all at the same time on remote
+    stores (``config io_concurrency``): the same region of 50 arrays of a remote store
+    costs about one round trip, not 50.
 
     Parameters
     ----------
