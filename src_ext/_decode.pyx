@@ -1063,7 +1063,7 @@ cdef class ChunkDecoder:
         return status_arr, errors_arr
 
     def decode_files(self, list paths not None, Placement placement not None, root=None,
-                     int share=0):
+                     int share=0, root_of=None):
         """``decode_regions`` for chunks stored one per file: chunk ``r`` is the
         whole file ``paths[r]`` (``bytes``, file-system encoded), read into this
         decoder's own buffer (open, fstat, pread, close) in the same ``nogil`` loop.
@@ -1075,6 +1075,11 @@ cdef class ChunkDecoder:
         of the rows the threads take, as they go: the disk reads them while the
         threads decode (``cold_announcements``).
 
+        With ``root_of`` (an int64 array, one entry per row), ``root`` is a list of
+        roots (``bytes``) and path ``r`` is relative to ``root[root_of[r]]``: the
+        chunks of arrays of several stores in one call (each root opened once;
+        ``share`` < 0 is then 0: the I/O helper reads from one root).
+
         Returns ``(status, sizes, errors)``: statuses as ``decode_regions`` gives
         them (``NO_DATA``: the file does not exist, or is not a regular file;
         ``FAILED``: it could not be read, or is larger than ``2 * nbytes + 64 KiB``
@@ -1084,13 +1089,17 @@ cdef class ChunkDecoder:
         otherwise).
 
         Raises ``ValueError``/``TypeError`` like ``decode_regions`` and for a path
-        that is not ``bytes`` or contains a NUL byte (before reading any file).
+        that is not ``bytes`` or contains a NUL byte, a ``root_of`` that is not one
+        root per row (before reading any file); ``OSError`` for a root that cannot be
+        opened (one that does not exist: its rows are ``NO_DATA``).
         """
         cdef Py_ssize_t n = placement.n, r
         paths = list(paths)  # our own list: the loop keeps pointers into its bytes
         if len(paths) != n:
             raise ValueError(f"decode_files: {n} rows but {len(paths)} paths")
         self._check_placement("decode_files", placement, n)
+        if root_of is not None:
+            return self._decode_files_roots(paths, placement, root, share, root_of)
         cdef object p
         for r in range(n):
             p = paths[r]
@@ -1145,6 +1154,84 @@ cdef class ChunkDecoder:
             PyMem_Free(cpaths)
             if rootfd >= 0:
                 close(rootfd)
+        return status_arr, sizes_arr, errors_arr
+
+    def _decode_files_roots(self, list paths, Placement placement, root, int share,
+                            root_of):
+        """``decode_files`` with ``root_of``: path ``r`` relative to
+        ``root[root_of[r]]``."""
+        cdef Py_ssize_t n = placement.n, r, k
+        if not isinstance(root, (list, tuple)):
+            raise TypeError(f"decode_files: with root_of, root must be a list of bytes, "
+                            f"got {type(root).__name__}")
+        roots = list(root)
+        cdef Py_ssize_t m = len(roots)
+        for k in range(m):
+            if not isinstance(roots[k], bytes) or b"\0" in roots[k]:
+                raise TypeError(f"decode_files: root {k} must be bytes without NUL, got "
+                                f"{roots[k]!r}")
+        cdef const int64_t[::1] which = np.ascontiguousarray(root_of, dtype=np.int64)
+        if which.shape[0] != n:
+            raise ValueError(f"decode_files: {n} rows but {which.shape[0]} root_of entries")
+        for r in range(n):
+            if which[r] < 0 or which[r] >= m:
+                raise ValueError(f"decode_files: root_of[{r}] is {which[r]}, not one of the "
+                                 f"{m} roots")
+        cdef object p
+        for r in range(n):
+            p = paths[r]
+            if not isinstance(p, bytes):
+                raise TypeError(
+                    f"decode_files: path {r} is {type(p).__name__}, expected bytes")
+            if strlen(PyBytes_AS_STRING(p)) != <size_t>PyBytes_GET_SIZE(p):
+                raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
+        status_arr = np.empty(n, dtype=np.int8)
+        sizes_arr = np.empty(n, dtype=np.int64)
+        errors_arr = np.zeros(n, dtype=np.int64)
+        cdef int8_t[::1] status = status_arr
+        cdef int64_t[::1] sizes = sizes_arr
+        cdef int64_t[::1] errs = errors_arr
+        for r in range(n):
+            status[r] = _DECODED
+            sizes[r] = -1
+        cdef const char** cpaths = <const char**>PyMem_Malloc(max(n, 1) * sizeof(char*))
+        cdef int* fds = <int*>PyMem_Malloc(max(m, 1) * sizeof(int))
+        cdef int* rowfds = <int*>PyMem_Malloc(max(n, 1) * sizeof(int))
+        cdef int err = 0
+        cdef const char* croot
+        cdef _RowsJob job
+        try:
+            if cpaths == NULL or fds == NULL or rowfds == NULL:
+                raise MemoryError()
+            for k in range(m):
+                fds[k] = -2
+            for k in range(m):
+                croot = PyBytes_AS_STRING(roots[k])  # (`roots` keeps the bytes alive)
+                with nogil:
+                    fds[k] = zf_open_root(croot)
+                    err = errno
+                if fds[k] == -1:
+                    raise OSError(err, os.strerror(err), os.fsdecode(roots[k]))
+            for r in range(n):
+                cpaths[r] = PyBytes_AS_STRING(paths[r])  # `paths` keeps the bytes alive
+                rowfds[r] = fds[which[r]]
+            _job_init(&job, self, placement, &status[0] if n else NULL, n)
+            job.files = True
+            job.cpaths = cpaths
+            job.rootfds = rowfds
+            job.limit = 2 * self.nbytes + 65536
+            job.sizes = &sizes[0] if n else NULL
+            job.errs = &errs[0] if n else NULL
+            with nogil:
+                _job_run_shared(&job, &self.w, share if share > 0 else 0)
+        finally:
+            if fds != NULL:
+                for k in range(m):
+                    if fds[k] >= 0:
+                        close(fds[k])
+            PyMem_Free(cpaths)
+            PyMem_Free(fds)
+            PyMem_Free(rowfds)
         return status_arr, sizes_arr, errors_arr
 
     cdef int _check_box(self, str func, Placement placement, bint plain) except -1:
@@ -1923,6 +2010,8 @@ ctypedef struct _RowsJob:
     bint files
     const char** cpaths
     int rootfd
+    # (decode_files with several roots: each row's root directory, -2 none; NULL: rootfd)
+    const int* rootfds
     int64_t limit
     int64_t* sizes
     int64_t* errs
@@ -2025,7 +2114,7 @@ cdef void _job_ahead(_RowsJob* job, int64_t r) noexcept nogil:
     """Announce the rows of the cold ``job`` up to ``window`` past row ``r`` that no
     thread has announced yet, blocks of ``_AHEAD_BLOCK`` claimed atomically: each row
     is announced once."""
-    cdef int64_t lo, hi, want = r + 1 + job.window
+    cdef int64_t lo, hi, i, want = r + 1 + job.window
     if want > job.n:
         want = job.n
     while zf_load(&job.announced) < want:
@@ -2037,6 +2126,10 @@ cdef void _job_ahead(_RowsJob* job, int64_t r) noexcept nogil:
             hi = job.n
         if job.fds != NULL:
             zf_will_need_ranges(job.fds, job.src_offsets, job.src_sizes, lo, hi)
+        elif job.files and job.rootfds != NULL:
+            for i in range(lo, hi):
+                if job.rootfds[i] != -2:
+                    zf_will_need_files(job.rootfds[i], job.cpaths, NULL, i, i + 1, job.limit)
         elif job.files and job.rootfd != -2:
             zf_will_need_files(job.rootfd, job.cpaths, NULL, lo, hi, job.limit)
 
@@ -2106,10 +2199,11 @@ cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
                            job.src + job.src_offsets[r], <size_t>job.src_sizes[r]):
             job.status[r] = _FAILED
         return
-    if job.rootfd == -2:  # no root directory: no files
+    cdef int dirfd = job.rootfd if job.rootfds == NULL else job.rootfds[r]
+    if dirfd == -2:  # no root directory: no files
         err = ENOENT
     else:
-        err = zf_read_file_cold(job.rootfd, job.cpaths[r], buf, cap,
+        err = zf_read_file_cold(dirfd, job.cpaths[r], buf, cap,
                                 job.nbytes if in_place else job.limit, &job.sizes[r], NULL,
                                 cold, job)
     if err == ENOENT or err == ENOTDIR or err == EISDIR:
@@ -2332,7 +2426,8 @@ cdef void _job_run_shared(_RowsJob* job, zf_worker* w, int share) noexcept nogil
     cdef int64_t r, pf = 0
     if share < 0:
         helpers = 0
-        if job.n > 1 and job.codec != _NONE and (job.files or job.fds != NULL):
+        if (job.n > 1 and job.codec != _NONE and (job.files or job.fds != NULL)
+                and job.rootfds == NULL):
             pf = _PREFETCH_BYTES // (job.limit if job.limit > 0 else 2 * job.nbytes + 65536)
             pf = 2 if pf < 2 else pf
             pf = job.n if pf > job.n else pf

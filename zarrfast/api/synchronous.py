@@ -15,7 +15,7 @@ import numpy as np
 from zarrfast import config as zconfig
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_io
-from zarrfast.engine.many import at_once, first_file_cold
+from zarrfast.engine.many import StoreBox, at_once, first_file_cold, read_store_boxes
 from zarrfast.errors import (
     ArrayNotFoundError,
     ContainsArrayError,
@@ -2418,6 +2418,39 @@ _SAVE_ARRAY_KEYWORDS = keyword_names(
     _LEGACY_ONLY - {"object_codec"})
 
 
+def _read_across_stores(todo: list[tuple[Array, list[int], list[Any], list[Array]]],
+                        results: list[Any]) -> list[tuple[Array, list[int], list[Any],
+                                                          list[Array]]]:
+    """Of ``get_many``'s batches (one per store and layout), read those of one layout
+    whose requests are all step-1 boxes of local chunk files (``Array._store_box``) as
+    one read (:func:`~zarrfast.engine.many.read_store_boxes`), their results put in
+    ``results``; the batches left to read.  Each array's chunks are read from its own
+    store's files: no store is taken for another.  A read that fails leaves its
+    batches to their own reads, which say which array, selection and chunk."""
+    by_layout: dict[tuple, list[int]] = {}
+    for j, (leader, _, _, _) in enumerate(todo):
+        by_layout.setdefault(leader._layout_key(), []).append(j)
+    done: set[int] = set()
+    for members in by_layout.values():
+        if len(members) < 2:
+            continue
+        boxes: list[StoreBox | None] = [
+            node._store_box(sel) for j in members
+            for sel, node in zip(todo[j][2], todo[j][3], strict=True)]
+        if any(b is None for b in boxes):
+            continue  # (a request the arrays' own reads take)
+        leader = todo[members[0]][0]
+        try:
+            got = read_store_boxes([b for b in boxes if b is not None], leader._dtype,
+                                   int(zconfig.get("threads")), "zarrfast.get_many")
+        except ZarrfastError:
+            continue  # (read again, array by array: the error names its array)
+        for i, r in zip([i for j in members for i in todo[j][1]], got, strict=True):
+            results[i] = r
+        done.update(members)
+    return [b for j, b in enumerate(todo) if j not in done]
+
+
 def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> list[Any]:
     """Read selections of several arrays in one call: one result per request.
 
@@ -2425,10 +2458,14 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     and one layout (chunk grid, codecs, data type and shape: the arrays of a dataset's
     variables, say) are read as one batch, as :meth:`zarrfast.Array.get_many` reads the
     selections of one array: one planned read, the chunks they share read once, each
-    shard visited once, the decoding spread over the thread pool.  Batches of different
-    layouts (or stores) are read up to ``config threads`` at a time, each in a thread of
-    its own, or all at the same time on remote stores (``config io_concurrency``): the
-    same region of 50 arrays of a remote store costs about one round trip, not 50.
+    shard visited once, the decoding spread over the thread pool.  Step-1 boxes of
+    arrays of one layout on local stores of their own (a dataset's arrays each opened
+    from its path) are read as one too, with ``config threads`` of 2 or more: one kernel
+    call for all of their chunks, each read from its own store's files, shared by the
+    threads.  Other batches of different layouts (or stores) are read up to ``config
+    threads`` at a time, each in a thread of its own, or all at the same time on remote
+    stores (``config io_concurrency``): the same region of 50 arrays of a remote store
+    costs about one round trip, not 50.
 
     Parameters
     ----------
@@ -2506,6 +2543,15 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
         # (a probe of the first file: cold, so all of them at once, the first too)
         at_once(read, todo, limit)
         return results
+    if len(todo) > 1 and kind == "basic" and int(zconfig.get("threads")) > 1:
+        # warm: the boxes of arrays of one layout on stores of their own (a dataset's
+        # arrays each opened from its path) read as one, one kernel call for all of
+        # their chunks shared by the threads (see _read_across_stores).  (At one thread
+        # each array's box read takes a helper thread for its files' reads, which one
+        # call for all of them would not: read as before.)
+        todo = _read_across_stores(todo, results)
+        if not todo:
+            return results
     before = _kernels.cold_announcements()
     read(todo[0])
     if len(todo) > 1 and _kernels.cold_announcements() != before:

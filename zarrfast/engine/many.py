@@ -27,8 +27,10 @@ strings) are read one selection at a time.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import wait
@@ -39,6 +41,7 @@ import numpy as np
 
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import _GrowingPool, running_one_of_many
+from zarrfast.engine.boxes import _chunk_keys, _file_prefix, box_chunks, share_mode
 from zarrfast.engine.chunked import _PROBE_FLAGS, Projection, RowReader, chunk_keys
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection, normalize_basic
@@ -49,9 +52,12 @@ from zarrfast.errors import IndexingError, ZarrfastError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.storage import Store, StoreCapabilities
 
-__all__ = ["at_once", "first_file_cold", "project_boxes", "read_many"]
+__all__ = ["StoreBox", "at_once", "first_file_cold", "project_boxes", "read_many",
+           "read_store_boxes", "store_box_files"]
 
 T = TypeVar("T")
+
+_log = logging.getLogger("zarrfast.engine")
 
 #: the chain kinds whose selections are planned together
 PLANNED_KINDS = ("regular", "sharded")
@@ -623,3 +629,137 @@ class _Batch:
             w_strides * np.array(step, dtype=np.int64),
             flat.reshape(-1).view(np.uint8), t.out_start[rows] @ f_strides, f_strides,
             np.ascontiguousarray(t.local_count[rows]), whole.dtype.itemsize, 1, False)
+
+
+# --------------------------------------------------------------------------------------
+# boxes of arrays of several stores, one kernel call
+
+
+@dataclass(slots=True)
+class StoreBox:
+    """One request of :func:`read_store_boxes`: a step-1 box ``sel`` (normalized) of
+    the array at ``path`` of ``store`` (``chain``: its chain)."""
+
+    store: Store
+    path: str
+    chain: Any
+    sel: BasicSelection
+
+
+def store_box_files(store: Store, path: str, chain: Any, sel: BasicSelection
+                    ) -> tuple[bytes, bytes, bytes] | None:
+    """Where :func:`read_store_boxes` finds the chunk files of a box ``sel`` of the array
+    at ``path`` of ``store``: its store's root and the keys' prefix and separator (as
+    :func:`~zarrfast.engine.boxes.box_files_fit` finds them for one box); ``None`` when
+    the box is not one it reads (not a regular chain of zstd, blosc or uncompressed
+    chunks, a store that does not let kernels read its files, a remote one, a selection
+    with a step or of nothing, chunks larger than ``BOX_CHUNK_BYTES``)."""
+    caps = store.capabilities
+    if (chain.kind != "regular" or not chain.ndim or chain.box_codec is None
+            or caps.batched_gets or not caps.reads_into or not box_chunks(sel, chain)):
+        return None
+    return _file_prefix(store, path, chain)
+
+
+def read_store_boxes(boxes: Sequence[StoreBox], dtype: np.dtype, threads: int,
+                     where: str) -> list[np.ndarray]:
+    """Read the step-1 boxes of arrays of one layout (``dtype``, and each box's chain
+    alike: chunk shape, codecs, fill value) stored one chunk per file in stores that
+    let kernels read their files (:func:`store_box_files` says where for each), as one
+    read: per shape of box one ``ChunkDecoder.decode_files`` call for all of their
+    chunks, each chunk's file opened from its own store's root (``root_of``), the rows
+    shared with ``threads - 1`` of the kernels' helper threads -- not one read (one call,
+    one plan, one handoff) per array.  No store is taken for another: two arrays whose
+    stores are different objects read their files from their own roots.
+
+    The results (one per box, of its selection's shape) of one shape are views of one
+    buffer.  A chunk that is not stored is the box's fill value; one the kernel did not
+    place (it does not decode, a link on its path) is read again by its store and
+    decoded the per-chunk way, which raises naming its key (``where``: what the batch
+    is, for messages about the buffers)."""
+    results: list[Any] = [None] * len(boxes)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, b in enumerate(boxes):
+        groups.setdefault(b.sel.full_shape, []).append(i)
+    rows = 0
+    for full, members in groups.items():
+        buf = _buffers.empty((len(members), *full), dtype, where=where,
+                             what="the results of the selections", aligned=True)
+        rows += _read_store_group([boxes[i] for i in members], buf, threads)
+        for k, i in enumerate(members):
+            results[i] = buf[k].reshape(boxes[i].sel.out_shape)
+    if _log.isEnabledFor(logging.DEBUG):
+        _log.debug("%s: %d boxes of %d stores read across stores (%d chunks, %d call%s)",
+                   where, len(boxes), len({id(b.store) for b in boxes}), rows, len(groups),
+                   "" if len(groups) == 1 else "s")
+    return results
+
+
+def _read_store_group(boxes: list[StoreBox], buf: np.ndarray, threads: int) -> int:
+    """Read ``boxes`` (of one full shape) into ``buf``, box ``k`` into ``buf[k]``; how
+    many chunks that read."""
+    chain = boxes[0].chain
+    starts = np.stack([b.sel.start for b in boxes]).astype(np.int64, copy=False)
+    counts = np.stack([b.sel.count for b in boxes]).astype(np.int64, copy=False)
+    nrows, coords, local_start, local_count, out_start = project_boxes(
+        chain.chunk_shape_arr, starts, counts)
+    box_of = np.repeat(np.arange(len(boxes), dtype=np.int64), nrows)
+    out_strides = np.array(buf.strides[1:], dtype=np.int64)
+    dst_offsets = box_of * buf.strides[0] + out_start @ out_strides
+    src_offsets = local_start @ chain.chunk_strides
+    shapes = np.ascontiguousarray(local_count)
+    out_flat = buf.reshape(-1).view(np.uint8)
+    # each chunk's file: its path (its key, file-system encoded: _file_prefix checked
+    # that the store names its files so) from its own store's root
+    roots: dict[bytes, int] = {}
+    # (arrays at one path of their stores, as each opened from its own: one prefix)
+    prefix_of: dict[str, int] = {}
+    metadata_of: dict[str, Any] = {}
+    box_root, box_prefix = [], []
+    for b in boxes:
+        found = _file_prefix(b.store, b.path, b.chain)
+        assert found is not None  # (store_box_files: the caller asked)
+        box_root.append(roots.setdefault(found[0], len(roots)))
+        box_prefix.append(prefix_of.setdefault(b.path, len(prefix_of)))
+        metadata_of.setdefault(b.path, b.chain.metadata)
+    root_of = np.repeat(np.array(box_root, dtype=np.int64), nrows)
+    keys: list[str] = [""] * len(box_of)
+    row_prefix = np.repeat(np.array(box_prefix, dtype=np.int64), nrows)
+    for path, p in prefix_of.items():
+        rows = np.flatnonzero(row_prefix == p) if len(prefix_of) > 1 else None
+        mine = _chunk_keys(metadata_of[path], path, coords if rows is None else coords[rows])
+        if rows is None:
+            keys = mine
+        else:
+            for r, key in zip(rows.tolist(), mine, strict=True):
+                keys[r] = key
+    enc, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    paths = [k.encode(enc, errors) for k in keys]  # (os.fsencode, without a call each)
+    placement = _kernels.Placement(
+        chain.chunk_nbytes, src_offsets, chain.chunk_strides, out_flat, dst_offsets,
+        out_strides, shapes, chain.itemsize, chain.swap_unit,
+        np.zeros(len(box_of), dtype=np.uint8))
+    # (the rows shared with threads - 1 helpers, as one box's are; a small read while
+    # the cores are busy runs in this thread alone: share_mode)
+    share = threads - 1 if share_mode(len(box_of), chain, threads) is not False else 0
+    status, _sizes, _errors = chain.batch_decoder().decode_files(
+        paths, placement, root=list(roots), share=share, root_of=root_of)
+    if not np.count_nonzero(status):
+        return len(box_of)
+    for r in np.flatnonzero(status).tolist():
+        b = boxes[int(box_of[r])]
+        dst, shape = int(dst_offsets[r]), shapes[r]
+        if status[r] == _kernels.NO_DATA:  # not stored: the fill value
+            _kernels.fill_region(out_flat, dst, out_strides, shape, b.chain._fill_native_arr)
+            continue
+        # read again by its store, which raises for a file it cannot read; decoded the
+        # per-chunk way, which raises naming the key
+        raw = b.store.get_limited(keys[r], b.chain.stored_limit)
+        if raw is None:
+            _kernels.fill_region(out_flat, dst, out_strides, shape,
+                                 b.chain._fill_native_arr)
+            continue
+        got = b.chain.decode(raw, keys[r])
+        _kernels.copy_region(got, int(src_offsets[r]), b.chain.chunk_strides, out_flat,
+                             dst, out_strides, shape, b.chain.itemsize, b.chain.swap_unit)
+    return len(box_of)

@@ -20,6 +20,7 @@ from zarrfast.codecs.sharding import ShardingCodec
 from zarrfast.concurrency import renew_after_fork
 from zarrfast.engine import strategies
 from zarrfast.engine.chunked import PreparedChain
+from zarrfast.engine.many import StoreBox, store_box_files
 from zarrfast.engine.objects import ObjectChain
 from zarrfast.engine.rectilinear import RectilinearChain
 from zarrfast.engine.selection import is_basic_selection, normalize_basic, normalize_plain
@@ -1501,6 +1502,24 @@ class Array(Node):
                                     json.dumps(doc, sort_keys=True, default=str)))
             self.__dict__["_layout_key_"] = key
         return key[1]
+
+    def _store_box(self, selection: Any) -> StoreBox | None:
+        """This array's part of a ``zarrfast.get_many`` read of arrays of several stores
+        as one (:func:`~zarrfast.engine.many.read_store_boxes`): ``selection``
+        normalized, when it is a plain step-1 box of chunks that read reads (else
+        ``None``: the array's own read takes it, and says what is wrong with it).  Not
+        for an array that refuses missing chunks, or whose results are in F order."""
+        shape = self._metadata.shape
+        if self._gated or self._order == "F" or not shape:
+            return None
+        try:
+            sel = normalize_plain(selection, shape)
+        except ZarrfastError:
+            return None
+        if sel is None or store_box_files(self._store, self._chunk_path, self._chain,
+                                          sel) is None:
+            return None
+        return StoreBox(self._store, self._chunk_path, self._chain, sel)
 
     @property
     def oindex(self) -> _Indexer:

@@ -955,7 +955,7 @@ class ChunkDecoder:
                 status[r] = FAILED
         return status, errors
 
-    def decode_files(self, paths, placement, root=None, share=False):
+    def decode_files(self, paths, placement, root=None, share=False, root_of=None):
         import os
 
         if not isinstance(paths, list):
@@ -963,6 +963,8 @@ class ChunkDecoder:
         n = _placement_arg(placement).n
         if len(paths) != n:
             raise ValueError(f"decode_files: {n} rows but {len(paths)} paths")
+        if root_of is not None:
+            return self._decode_files_roots(paths, placement, root, root_of)
         status = np.full(n, DECODED, dtype=np.int8)
         todo, place = self._rows("decode_files", placement, n, status)
         for r, p in enumerate(paths):
@@ -982,6 +984,51 @@ class ChunkDecoder:
         finally:
             if rootfd >= 0:
                 os.close(rootfd)
+        return status, sizes, errors
+
+    def _decode_files_roots(self, paths, placement, root, root_of):
+        """``decode_files`` with ``root_of``: path ``r`` relative to
+        ``root[root_of[r]]`` -- each root's rows read as ``decode_files`` reads one
+        root's, the statuses, sizes and errors put back in row order."""
+        import os
+
+        n = len(paths)
+        if not isinstance(root, (list, tuple)):
+            raise TypeError(f"decode_files: with root_of, root must be a list of bytes, "
+                            f"got {type(root).__name__}")
+        for k, one in enumerate(root):
+            if not isinstance(one, bytes) or b"\0" in one:
+                raise TypeError(f"decode_files: root {k} must be bytes without NUL, got "
+                                f"{one!r}")
+        which = np.ascontiguousarray(root_of, dtype=np.int64)
+        if which.shape != (n,):
+            raise ValueError(f"decode_files: {n} rows but {which.size} root_of entries")
+        for r, k in enumerate(which.tolist()):
+            if not 0 <= k < len(root):
+                raise ValueError(f"decode_files: root_of[{r}] is {k}, not one of the "
+                                 f"{len(root)} roots")
+        for r, p in enumerate(paths):
+            if not isinstance(p, bytes):
+                raise TypeError(f"decode_files: path {r} is {type(p).__name__}, expected bytes")
+            if b"\0" in p:
+                raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
+        status = np.full(n, DECODED, dtype=np.int8)
+        todo, place = self._rows("decode_files", placement, n, status)
+        sizes = np.full(n, -1, dtype=np.int64)
+        errors = np.zeros(n, dtype=np.int64)
+        limits = [self.nbytes if self.codec == "none" and placement.direct[r]
+                  else 2 * self.nbytes + 65536 for r in range(n)]
+        fds = []
+        try:
+            for one in root:  # (a missing one: -2, its rows NO_DATA)
+                fds.append(_root_fd("decode_files", one))
+            for k, fd in enumerate(fds):
+                mine = [r for r in todo if which[r] == k]
+                self._decode_each(paths, fd, mine, place, limits, status, sizes, errors)
+        finally:
+            for fd in fds:
+                if fd >= 0:
+                    os.close(fd)
         return status, sizes, errors
 
     def _box(self, func, placement, plain):

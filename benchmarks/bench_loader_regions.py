@@ -1,0 +1,89 @@
+"""The loader op's ``regions`` row, interleaved: per round, the same 256 x 256 region of
+the 50 arrays of ``loader-regions.zarr`` (each opened from its own path) read by
+``zarrfast.get_many``, by a loop of ``a[region]`` and (when installed) by tensorstore's
+``ts.Batch`` -- one after another in each round, so that all of them see the same load
+on a shared machine.  Prints, per reader, the best, first quartile and median wall time
+per batch and the median CPU time of the process per batch (all threads: less
+dependent on the load than the wall time), and the median over rounds of tensorstore's
+time / zarrfast's.  Every result is checked against the values the harness wrote.
+
+The dataset is the harness's (``--path`` of ``zarrfast.cli bench --ops loader``; made
+there when missing)::
+
+    PYTHONPATH=/path/to/tree python benchmarks/bench_loader_regions.py \\
+        --path /data/loaderdata [--size 128MiB] [--threads 2] [--rounds 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+import zarrfast
+from zarrfast import config
+from zarrfast.bench import data as D
+from zarrfast.bench.harness import loader_selections
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--path", required=True, help="the loader datasets' directory")
+    p.add_argument("--size", default="128MiB")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+    loader = D.prepare_loader(args.path, D.parse_size(args.size), log=print)
+    spec, root, _ = loader["regions"]
+    region = loader_selections(spec, args.seed)
+    want = [D.loader_values(k, region) for k in range(spec.arrays)]
+    arrays = [zarrfast.open_array(f"{root}/{m}", mode="r") for m in spec.members()]
+    readers = {"zarrfast get_many": lambda: zarrfast.get_many([(a, region) for a in arrays]),
+               "zarrfast loop": lambda: [a[region] for a in arrays]}
+    try:
+        import tensorstore as ts
+    except ImportError:
+        ts = None
+    if ts is not None:
+        limit = {"limit": args.threads}
+        ctx = ts.Context({"data_copy_concurrency": limit, "file_io_concurrency": limit})
+        handles = [ts.open({"driver": "zarr3", "kvstore": {"driver": "file",
+                                                           "path": f"{root}/{m}"}},
+                           context=ctx, read=True).result() for m in spec.members()]
+
+        def batch() -> list[np.ndarray]:
+            with ts.Batch() as b:
+                futures = [h[region].read(batch=b) for h in handles]
+            return [f.result() for f in futures]
+
+        readers["tensorstore Batch"] = batch
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in readers}
+    with config.set(threads=args.threads):
+        for name, read in readers.items():
+            got = read()
+            assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)), name
+        for _ in range(args.rounds):
+            for name, read in readers.items():
+                w, c = time.perf_counter(), time.process_time()
+                read()
+                times[name].append((time.perf_counter() - w, time.process_time() - c))
+    print(f"region {region} of {spec.arrays} arrays {spec.shape}, threads={args.threads}, "
+          f"{args.rounds} rounds, load {os.getloadavg()[0]:.1f}")
+    for name, ts_ in times.items():
+        wall = np.array([t for t, _ in ts_]) * 1e3
+        cpu = statistics.median(c for _, c in ts_) * 1e3
+        print(f"  {name:18s} wall best {wall.min():6.1f} q1 {np.percentile(wall, 25):6.1f} "
+              f"median {np.median(wall):6.1f} ms   cpu median {cpu:6.1f} ms")
+    if "tensorstore Batch" in times:
+        ratio = [t / z for (t, _), (z, _) in zip(times["tensorstore Batch"],
+                                                 times["zarrfast get_many"], strict=True)]
+        print(f"  tensorstore / zarrfast get_many, median over rounds: "
+              f"{statistics.median(ratio):.2f}")
+
+
+if __name__ == "__main__":
+    main()
