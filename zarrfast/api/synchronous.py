@@ -15,7 +15,7 @@ import numpy as np
 from zarrfast import config as zconfig
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import map_io
-from zarrfast.engine.many import at_once, first_file_cold, read_cold
+from zarrfast.engine.many import at_once, first_file_cold
 from zarrfast.errors import (
     ArrayNotFoundError,
     ContainsArrayError,
@@ -2496,32 +2496,22 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     # then cost one handoff per thread, not a split of each batch's chunks with the
     # kernels' helper thread and a wait for its last one, 50 times); but when the files
     # are out of the page cache (a probe of the first batch's first file says so, or the
-    # first batch's kernel announced its files to the disk), every batch's chunk files
-    # are announced to the kernel at once by a thread of their own, so that the disk has
-    # them all in flight, and the batches are read a few per thread at a time
-    # (``engine.many.read_cold``; 50 arrays of 4 chunks each on stores of their own)
+    # first batch's kernel announced its files to the disk), the batches are read at the
+    # same time, so that the disk has all their files in flight, not one batch's few at a
+    # time (50 arrays of 4 chunks each on stores of their own)
     limit = max(1, int(zconfig.get("io_concurrency")))
-    threads = max(1, int(zconfig.get("threads")))
-
-    def cold(batches: list[tuple[Array, list[int], list[Any], list[Array]]]) -> None:
-        # (every batch's chunk files announced at once, in the order they are read, by
-        # a thread of their own; the batches read a few per thread at a time)
-        reads = [(node.store, node._chunk_path, node._metadata, node._chain, sel)
-                 for _, _, sels, nodes in batches
-                 for node, sel in zip(nodes, sels, strict=True)] if kind == "basic" else []
-        read_cold(read, batches, reads, limit, threads)
-
     first = todo[0][0]
     if len(todo) > 1 and kind == "basic" and first_file_cold(
             first.store, first._chunk_path, first._metadata, todo[0][2][0]):
-        cold(todo)  # (a probe of the first file: cold, so all of them, the first too)
+        # (a probe of the first file: cold, so all of them at once, the first too)
+        at_once(read, todo, limit)
         return results
     before = _kernels.cold_announcements()
     read(todo[0])
     if len(todo) > 1 and _kernels.cold_announcements() != before:
-        cold(todo[1:])
+        at_once(read, todo[1:], limit)
     else:
         # warm: the other batches spread over ``threads`` threads, each read in its
         # thread alone (``one_of_many``), not each split over the threads in turn
-        at_once(read, todo[1:], threads)
+        at_once(read, todo[1:], max(1, int(zconfig.get("threads"))))
     return results

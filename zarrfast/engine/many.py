@@ -27,7 +27,6 @@ strings) are read one selection at a time.
 from __future__ import annotations
 
 import copy
-import itertools
 import math
 import os
 import threading
@@ -40,8 +39,7 @@ import numpy as np
 
 from zarrfast import kernels as _kernels
 from zarrfast.concurrency import _GrowingPool, running_one_of_many
-from zarrfast.engine import chunked as _chunked
-from zarrfast.engine.chunked import _PROBE_FLAGS, PREFETCH_FILES, Projection, RowReader, chunk_keys
+from zarrfast.engine.chunked import _PROBE_FLAGS, Projection, RowReader, chunk_keys
 from zarrfast.engine.plan import Plan
 from zarrfast.engine.selection import BasicSelection, normalize_basic
 from zarrfast.engine.shard_read import ShardRowsRead
@@ -51,8 +49,7 @@ from zarrfast.errors import IndexingError, ZarrfastError
 from zarrfast.kernels import buffers as _buffers
 from zarrfast.storage import Store, StoreCapabilities
 
-__all__ = ["Announcing", "at_once", "first_file_cold", "project_boxes", "read_cold",
-           "read_many", "selection_files"]
+__all__ = ["at_once", "first_file_cold", "project_boxes", "read_many"]
 
 T = TypeVar("T")
 
@@ -167,112 +164,6 @@ def first_file_cold(store: Store, path: str, metadata: Any, selection: Any) -> b
     finally:
         os.close(fd)
     return False
-
-
-#: decoded bytes of chunks whose files :class:`Announcing` announces at most (besides
-#: PREFETCH_FILES files): what reads may ask the page cache to hold ahead of them (as a
-#: cold gather's window, ``engine.fancy.GATHER_AHEAD_BYTES``)
-ANNOUNCE_BYTES = 64 * 2**20
-#: reads of cold files :func:`read_cold` runs at a time, per thread of ``config threads``
-COLD_READS_PER_THREAD = 4
-
-
-def _touched(start: int, step: int, count: int, chunk: int, limit: int
-             ) -> range | list[int]:
-    """The first ``limit`` chunks, in increasing order (along one dimension, of
-    ``chunk`` elements), that ``count`` elements from ``start`` ``step`` apart fall in."""
-    last = start + (count - 1) * step
-    lo, hi = min(start, last) // chunk, max(start, last) // chunk
-    if abs(step) < chunk:  # (no chunk between the first and the last skipped)
-        return range(lo, min(hi, lo + limit - 1) + 1)
-    # (each element in a chunk of its own, the chunks in the elements' order: the
-    # lowest first, the last element's when the step is negative)
-    ks = (range(min(count, limit)) if step > 0
-          else range(count - 1, max(-1, count - 1 - limit), -1))
-    return [(start + k * step) // chunk for k in ks]
-
-
-def selection_files(metadata: Any, path: str, selection: Any, limit: int) -> list[str]:
-    """The keys of the chunk files that basic ``selection`` of an array (``metadata``,
-    a regular grid of chunks under ``path``) touches, in C order of the grid, at most
-    ``limit`` of them; none for a selection the read will refuse or one that selects
-    nothing."""
-    try:
-        sel = selection if isinstance(selection, BasicSelection) else normalize_basic(
-            selection, tuple(metadata.shape))
-        grid = [int(c) for c in metadata.chunks]
-    except (NotImplementedError, ZarrfastError, TypeError):
-        return []
-    if limit <= 0 or not sel.count.all() or len(grid) != len(sel.start):
-        return []
-    # (C order: the first ``limit`` chunks use at most the first ``limit`` along each
-    # dimension)
-    dims = [_touched(int(a), int(b), int(n), max(1, c), limit) for a, b, n, c in
-            zip(sel.start.tolist(), sel.step.tolist(), sel.count.tolist(), grid,
-                strict=True)]
-    coords = list(itertools.islice(itertools.product(*dims), limit))
-    return chunk_keys(metadata, path, np.array(coords, dtype=np.int64).reshape(
-        len(coords), len(grid)))
-
-
-class Announcing:
-    """The chunk files of many reads (each ``(store, path, metadata, chain, selection)``:
-    a basic selection of the array ``metadata`` whose chunks are under ``path`` in
-    ``store``, read through ``chain``) announced to the kernel
-    (``POSIX_FADV_WILLNEED``) from a thread of their own, in the order of the reads, at
-    most PREFETCH_FILES files and ANNOUNCE_BYTES of chunks (decoded) in all: for reads
-    that found their files out of the page cache (``zarrfast.get_many`` of cold arrays
-    on stores of their own), so that the disk has every read's files in flight while
-    the threads decode the first ones -- not each read's few files announced only once
-    that read has found its first one cold.  Only chunk files of regular grids (a
-    shard announced would be read whole); the others are left to their reads.
-    :meth:`close` when the reads are done (it stops after the read it is at)."""
-
-    def __init__(self, reads: Sequence[tuple[Store, str, Any, Any, Any]]) -> None:
-        self.reads = reads
-        self.closed = False
-        self.thread = threading.Thread(target=self._run, name="zarrfast-announce",
-                                       daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        files, room = PREFETCH_FILES, ANNOUNCE_BYTES
-        for store, path, metadata, chain, selection in self.reads:
-            if self.closed or files <= 0:
-                return
-            if getattr(chain, "kind", None) != "regular" or not store.capabilities.files:
-                continue
-            nbytes = max(1, int(chain.chunk_nbytes))
-            try:
-                keys = selection_files(metadata, path, selection, min(files, room // nbytes))
-                _chunked.announce_files(store, keys)
-            except Exception:  # (a hint only: the reads say what is wrong)
-                return
-            files -= len(keys)
-            room -= len(keys) * nbytes
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def read_cold(read: Callable[[T], None], items: Sequence[T],
-              reads: Sequence[tuple[Store, str, Any, Any, Any]], limit: int, threads: int
-              ) -> None:
-    """``read(item)`` for every item, items whose files are out of the page cache: the
-    chunk files of ``reads`` (what the items read, in order: see :class:`Announcing`)
-    announced from a thread of their own, and the items read up to
-    COLD_READS_PER_THREAD per thread (``threads``) at a time, at most ``limit``
-    (:func:`at_once`): a few more reads than threads cover a read that waits for the
-    disk, and every file is in flight once announced, so the reads need not all run at
-    once to have the disk read them together (50 threads, one per array of a batch of
-    50, cost 15-20% more CPU than 4: thread switches, buffers and decoders made per
-    thread)."""
-    announcing = Announcing(reads) if reads else None
-    try:
-        at_once(read, items, max(1, min(limit, COLD_READS_PER_THREAD * threads)))
-    finally:
-        if announcing is not None:
-            announcing.close()
 
 
 def project_boxes(chunk_shape: np.ndarray, start: np.ndarray, count: np.ndarray
