@@ -11,6 +11,10 @@ regions batch, the chunk (or shard) files it touches are evicted from the page c
 * ``willneed``: all announced first (``POSIX_FADV_WILLNEED``: the disk reads them all at
   once), then one after another, no decoding;
 * ``zarrfast``: ``a[box]`` (boxes) or ``zarrfast.get_many`` (regions), as the harness reads;
+* ``zarrfast-announced`` (regions): the same, but every file announced at once by a
+  thread of its own, and the arrays read 4 per thread at a time (``io_concurrency``),
+  not all at once each announcing its own files (h61/coldreg's proposal, reverted for
+  want of a gain on a loaded machine: it uses fewer threads and less CPU);
 * ``zarrfast-shared`` (regions): the same, each array's read sharing its box with the
   kernels' helper thread, as before the reads run at once decoded alone;
 * ``warm``: ``zarrfast`` without the eviction (what cold costs);
@@ -37,6 +41,7 @@ import os
 import resource
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=7, help="rounds (default 7)")
     p.add_argument("--threads", type=int, default=2, help="threads (default 2)")
     p.add_argument("--variants", default=",".join(
-        (*FLOOR, "zarrfast", "zarrfast-shared", "warm", "tensorstore")))
+        (*FLOOR, "zarrfast", "zarrfast-announced", "zarrfast-shared", "warm", "tensorstore")))
     args = p.parse_args(argv)
     zarrfast.config.set(threads=args.threads)
     variants = [v for v in args.variants.split(",") if v]
@@ -192,6 +197,14 @@ def main(argv: list[str] | None = None) -> int:
                 zf(sel)
             finally:
                 _boxes.alone = alone
+        elif v == "zarrfast-announced":
+            # (every file announced at once by a thread of its own, and the batches read
+            # 4 per thread at a time: ``io_concurrency`` bounds the cold get_many's reads)
+            t = threading.Thread(target=_willneed, args=(files,))
+            t.start()
+            with zarrfast.config.set(io_concurrency=4 * args.threads):
+                zf(sel)
+            t.join()
         else:
             zf(sel)
 
@@ -213,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     for v in variants:
         wall_s = [w for w, _ in times[v]]
         cpu_s = [c for _, c in times[v]]
-        print(f"{v:16s} wall min {min(wall_s) * 1e3:7.1f} median "
+        print(f"{v:18s} wall min {min(wall_s) * 1e3:7.1f} median "
               f"{statistics.median(wall_s) * 1e3:7.1f}   CPU min {min(cpu_s) * 1e3:7.1f} "
               f"median {statistics.median(cpu_s) * 1e3:7.1f}")
     for pool in pools.values():

@@ -5,11 +5,15 @@ pages evicted (``posix_fadvise(DONTNEED)``) before every timed read.
 Variants, alternated round by round (best and median of ``--repeat``, wall and CPU):
 
 * ``before``: the zstd prefixes decoded through ``ctypes`` (one call per block, the GIL
-  taken back after each) and each wave announcing its own files when it begins;
+  taken back after each) and each window of chunks announcing its own files when it
+  begins;
 * ``kernel``: the batched ``nogil`` kernel (``_ext._zstd_prefix``), files announced per
-  wave as before;
+  window as before;
 * ``after``: the kernel, and the gather's files announced by a thread of their own
   (``engine.chunked.Announcer``) ahead of the chunks the threads take;
+* ``waves``: ``after`` read in waves (a wave of chunks read, then gathered by the
+  calling thread), as cold gathers were read before they were streamed as warm ones
+  (h61/coldreg);
 * ``warm``: ``after`` without the eviction (what cold costs);
 * ``tensorstore`` (when installed): ``a.oindex[idx, :].read()``, 2 data-copy and 2
   file-I/O threads, as the harness sets them.
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", default="250MiB", help="the rows dataset's size (default 250MiB)")
     p.add_argument("--repeat", type=int, default=9, help="rounds (default 9)")
     p.add_argument("--threads", type=int, default=2, help="threads (default 2)")
-    p.add_argument("--variants", default="before,kernel,after,warm,tensorstore")
+    p.add_argument("--variants", default="before,kernel,after,waves,warm,tensorstore")
     args = p.parse_args(argv)
     spec = D.loader_specs(parse_size(args.size))["rows"]
     path = D.loader_path(args.path, spec)
@@ -77,16 +81,27 @@ def main(argv: list[str] | None = None) -> int:
             t_array = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": path}},
                               read=True, context=ctx).result()
     ahead, kernel = fancy.GATHER_AHEAD_BYTES, zstd_prefix._kernel
+    stream = fancy._stream_prefixes
+
+    def unstreamed(array: Any, chain: Any, coords: Any, need: Any, line: Any,
+                   consume: Any) -> bool:
+        # (a cold line left to the waves, as before h61/coldreg)
+        if (len(coords) > 1 and fancy._prefix_kind(array, chain) == "chunks"
+                and fancy._prefix_pays(chain, need) and line.cold(0)):
+            return False
+        return stream(array, chain, coords, need, line, consume)
 
     def read(variant: str) -> np.ndarray:
         if variant == "tensorstore":
             return t_array.oindex[idx, :].read().result()
-        fancy.GATHER_AHEAD_BYTES = ahead if variant in ("after", "warm") else 0
+        fancy.GATHER_AHEAD_BYTES = ahead if variant in ("after", "warm", "waves") else 0
         zstd_prefix._kernel = None if variant == "before" else kernel
+        fancy._stream_prefixes = unstreamed if variant == "waves" else stream
         try:
             return a.oindex[idx, :]
         finally:
             fancy.GATHER_AHEAD_BYTES, zstd_prefix._kernel = ahead, kernel
+            fancy._stream_prefixes = stream
 
     times: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
     for _ in range(args.repeat):

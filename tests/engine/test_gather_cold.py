@@ -9,6 +9,7 @@ order, never more than the window ahead)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -198,10 +199,12 @@ def test_a_probe_of_a_real_file_and_a_missing_one(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_cold_prefix_gathers_across_waves(tmp_path, cold, monkeypatch, threads) -> None:
-    """zstd chunks decoded only up to the rows selected (``_read_prefixes``), one wave
-    per chunk: the files of every wave are announced, each once, in the order read,
-    and the rows are right, missing chunks read as the fill value."""
+def test_cold_prefix_gathers_are_streamed(tmp_path, cold, monkeypatch, threads) -> None:
+    """zstd chunks decoded only up to the rows selected, cold: streamed as warm ones are
+    (``_stream_prefixes``: parts of a few chunks taken by the threads in turn, no waves:
+    ``_read_prefixes`` is never called), their files announced by one announcer, each
+    once, in the order read, the threads reporting the parts they take; the rows are
+    right, missing chunks read as the fill value.  (Before, cold files took the waves.)"""
     from zarrfast.kernels import zstd_prefix
 
     if not zstd_prefix.available:
@@ -214,12 +217,14 @@ def test_cold_prefix_gathers_across_waves(tmp_path, cold, monkeypatch, threads) 
     for c in (3, 11):  # (missing chunks)
         (tmp_path / "c" / str(c) / "0").unlink()
         x[c * 1000:(c + 1) * 1000] = -1
-    calls = []
+    waves = []
     real = fancy._read_prefixes
     monkeypatch.setattr(fancy, "_read_prefixes",
-                        lambda *args: calls.append(args[4] is not None) or real(*args))
+                        lambda *args: waves.append(args[4] is not None) or real(*args))
     monkeypatch.setattr(fancy, "GATHER_WAVE_BYTES", 1000 * 64 * 4 * 3)  # (3 chunks a wave)
     monkeypatch.setattr(fancy, "GATHER_AHEAD_BYTES", 1000 * 64 * 4 * 16)  # (16 chunks)
+    probed = []  # (a cold line's parts never probe their window's files themselves)
+    monkeypatch.setattr(fancy, "prefetch_if_cold", lambda store, keys: probed.append(keys))
     rows = np.sort(np.random.default_rng(5).choice(np.arange(20) * 1000, 20, replace=False)
                    + np.random.default_rng(6).integers(0, 200, 20))
     positions: list[int] = []
@@ -228,9 +233,93 @@ def test_cold_prefix_gathers_across_waves(tmp_path, cold, monkeypatch, threads) 
                         lambda self, i: positions.append(i) or real_taken(self, i))
     with config.set(threads=threads):
         np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
-    assert calls == [True] * 7  # (20 chunks in waves of 3, each announced as it went)
-    # the threads said where they were, up to the last wave's chunks (18 and 19)
-    assert positions and max(positions) >= 18 and all(0 <= i < 20 for i in positions)
+    assert waves == [] and probed == []
+    # the threads said where they were, up to the last parts' chunks (the last part
+    # holds at most STREAM_TAIL_PART of the 20)
+    assert positions and max(positions) >= 20 - fancy.STREAM_TAIL_PART
+    assert all(0 <= i < 20 for i in positions)
     assert _wait_announcers_gone()
     assert cold.given == [[f"c/{c}/0" for c in range(20)]]
     _in_order(cold)
+
+
+def test_a_warm_streamed_gather_probes_each_window(tmp_path, monkeypatch) -> None:
+    """A gather whose first file is cached (the probe says warm) streams without an
+    announcer: each window's first part probes that window's files
+    (``prefetch_if_cold``), so a window gone cold since is still announced."""
+    from zarrfast.kernels import zstd_prefix
+
+    if not zstd_prefix.available:
+        pytest.skip("zstd_prefix has no zstd library to bind")
+    a = zarrfast.create_array(str(tmp_path), shape=(20000, 64), chunks=(1000, 64),
+                              dtype="<i4", compressors={"name": "zstd",
+                                                        "configuration": {"level": 1}})
+    x = (np.arange(20000 * 64) % 30011).astype("<i4").reshape(20000, 64)
+    a[:] = x
+    monkeypatch.setattr(fancy, "first_cold", lambda store, key: False)
+    monkeypatch.setattr(fancy, "GATHER_WAVE_BYTES", 1000 * 64 * 4 * 5)  # (windows of 5)
+    probed = []
+    monkeypatch.setattr(fancy, "prefetch_if_cold", lambda store, keys: probed.append(keys))
+    rows = np.arange(20) * 1000 + 7
+    np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
+    assert sorted(probed) == sorted([[f"c/{c}/0" for c in range(w, w + 5)]
+                                     for w in range(0, 20, 5)])
+    assert not _announcers_alive()
+
+
+@pytest.mark.skipif(not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")),
+                    reason="needs posix_fadvise and preadv(RWF_NOWAIT) (Linux)")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_really_cold_gather_is_streamed_with_its_files_announced(
+        tmp_path, monkeypatch, threads) -> None:
+    """Real files evicted from the page cache (no probe made to say cold): a gather of
+    rows early in their zstd chunks (prefixes pay) is streamed, its files announced by
+    one announcer in the order read, and its rows equal NumPy's, missing chunks the
+    fill value."""
+    from zarrfast.kernels import zstd_prefix
+
+    from _helpers.page_cache import evict, is_cold
+
+    if not zstd_prefix.available:
+        pytest.skip("zstd_prefix has no zstd library to bind")
+    a = zarrfast.create_array(str(tmp_path), shape=(40000, 64), chunks=(1000, 64),
+                              dtype="<u2", fill_value=9,
+                              compressors={"name": "zstd", "configuration": {"level": 1}})
+    x = (np.arange(40000 * 64) % 30011).astype("<u2").reshape(40000, 64)
+    a[:] = x
+    (tmp_path / "c" / "17" / "0").unlink()
+    x[17000:18000] = 9
+    evict(tmp_path)
+    if not is_cold(tmp_path / "c" / "0" / "0"):
+        pytest.skip("this file system keeps its files in memory (tmpfs?)")
+    given: list[list[str]] = []
+    real_init = chunked.Announcer.__init__
+
+    def init(self, store, keys, window):
+        given.append(list(keys))
+        real_init(self, store, keys, window)
+
+    monkeypatch.setattr(chunked.Announcer, "__init__", init)
+    waves: list[int] = []
+    real_read = fancy._read_chunks
+    monkeypatch.setattr(fancy, "_read_chunks",
+                        lambda *args, **kw: waves.append(1) or real_read(*args, **kw))
+    monkeypatch.setattr(fancy, "GATHER_WAVE_BYTES", 1000 * 64 * 2 * 8)  # (windows of 8)
+    monkeypatch.setattr(fancy, "ZSTD_BLOCK", 64)  # (so that prefixes pay for small chunks)
+    rows = np.sort(np.arange(40) * 1000 + np.random.default_rng(3).integers(0, 300, 40))
+    with config.set(threads=threads):
+        for _ in range(5):  # (eviction is best effort: a probe may find the file warm)
+            evict(tmp_path)
+            given.clear()
+            np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
+            assert _wait_announcers_gone()
+            if given:
+                break
+        else:
+            pytest.fail("no gather found its first file cold")
+    assert given == [[f"c/{c}/0" for c in range(40)]]
+    assert waves == []
+    # warm: streamed with no announcer, the same rows
+    given.clear()
+    np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
+    assert given == [] and waves == []

@@ -1,6 +1,7 @@
-"""Streamed gathers (``engine.fancy._stream_prefixes``): the zstd chunks of a warm local
-gather are read and decoded part by part, each part's elements gathered into place by
-the thread that decoded it, with no waves (no thread left idle at each wave's end).
+"""Streamed gathers (``engine.fancy._stream_prefixes``): the zstd chunks of a local
+gather (warm or cold) are read and decoded part by part, each part's elements gathered
+into place by the thread that decoded it, with no waves (no thread left idle at each
+wave's end).
 
 Checked against NumPy (sorted or not, repeated and negative indices, column subsets,
 coordinate selections), with missing and damaged chunks, and the parts themselves:
@@ -141,13 +142,14 @@ def test_streamed_gather_missing_and_damaged_chunks(tmp_path, monkeypatch, threa
 
 
 @needs_prefix
-def test_cold_gathers_keep_their_waves(tmp_path, monkeypatch) -> None:
-    """A gather whose first file is cold is read in waves (its files announced ahead of
-    the threads), not streamed."""
+def test_cold_gathers_are_streamed_too(tmp_path, monkeypatch) -> None:
+    """A gather whose first file is cold is streamed as a warm one is, not read in
+    waves (its files announced ahead of the parts the threads take: see
+    test_gather_cold)."""
     a, x = stream_array(str(tmp_path))
     streamed, waves = spy_paths(monkeypatch)
     monkeypatch.setattr(fancy, "first_cold", lambda store, key: True)
     rows = np.array([3, 205, 1010, 4400, 5999 - 190])
     with config.set(threads=2):
         np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
-    assert waves and not streamed
+    assert streamed == [5] and not waves

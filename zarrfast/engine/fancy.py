@@ -287,10 +287,10 @@ def _per_dim_groups(array: FancyTarget, indices: tuple[np.ndarray, ...]):
 # one kernel call each, without the GIL; ``ShardRowsRead`` for shards: whole shards by
 # one kernel call each, an index read once per shard).  Then one NumPy gather per wave
 # (per line of chunks, for an orthogonal selection) moves the selected elements from
-# the scratch buffer into place: no Python per index, none per chunk.  Warm zstd chunks
-# of local files that need only a prefix decoded are streamed instead
+# the scratch buffer into place: no Python per index, none per chunk.  Zstd chunks of
+# local files that need only a prefix decoded are streamed instead
 # (``_stream_prefixes``): no waves, each part of a few chunks decoded and gathered into
-# place by the thread that took it.
+# place by the thread that took it (cold files too: announced ahead of the parts).
 
 #: bytes of decoded chunks a gather holds at once (its scratch buffer: kept by the
 #: calling thread for its next gather when at most this large)
@@ -310,11 +310,12 @@ def _wave_chunks(array: FancyTarget, chain: PreparedChain) -> int:
 
 #: a gather whose first chunk file is out of the page cache announces its chunk files
 #: to the kernel (``POSIX_FADV_WILLNEED``) from a thread of its own
-#: (:class:`~zarrfast.engine.chunked.Announcer`), in order, across its waves, up to
-#: about this many bytes of chunks (decoded; 16 to PREFETCH_FILES files) past the chunks
-#: its threads have taken: the disk reads the next files while the threads decode, and
-#: the threads never wait in the announcing (each wave announcing its own files at once
-#: did: as long as its reads).  0 turns it off.
+#: (:class:`~zarrfast.engine.chunked.Announcer`), in order, across its waves (or the
+#: parts of a streamed gather), up to about this many bytes of chunks (decoded; 16 to
+#: PREFETCH_FILES files) past the chunks its threads have taken: the disk reads the
+#: next files while the threads decode, and the threads never wait in the announcing
+#: (each wave announcing its own files at once did: as long as its reads).  0 turns it
+#: off.
 GATHER_AHEAD_BYTES = 64 * 2**20
 
 
@@ -551,12 +552,15 @@ def _stream_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarra
     elements into place.  Waves left a thread idle at each wave's end and while the
     calling thread gathered a wave and planned the next (1,024 sorted rows of 446
     chunks: 7 waves, ~5 ms of a 72 ms batch).  ``consume`` runs on several threads at
-    once: the parts must write disjoint elements.  ``False`` (nothing read) where this
-    does not apply: chunks other than zstd ones of local files that prefixes save
-    decoding of, or cold files (the waves then announce them ahead of the threads)."""
+    once: the parts must write disjoint elements.  Cold files (the first one out of the
+    page cache: ``ahead.cold``) are announced by ``ahead``'s thread, a window ahead of
+    the parts the threads take; warm ones have each window's first file probed, as a
+    wave's are.  ``False`` (nothing read) where this does not apply: chunks other than
+    zstd ones of local files that prefixes save decoding of."""
     if (len(coords) < 2 or _prefix_kind(array, chain) != "chunks"
-            or not _prefix_pays(chain, need) or ahead.cold(0)):
+            or not _prefix_pays(chain, need)):
         return False
+    cold = ahead.cold(0)  # (cold: the line's files announced ahead of the parts taken)
     k, nb = len(coords), chain.chunk_nbytes
     store, keys = array.store, chunk_keys(array.metadata, array.chunk_path, coords)
     threads = array.options.threads
@@ -568,7 +572,9 @@ def _stream_prefixes(array: FancyTarget, chain: PreparedChain, coords: np.ndarra
 
     def part(span: tuple[int, int]) -> None:
         lo, hi = span
-        if lo % window == 0 and min(lo + window, k) - lo > 1:
+        if cold:
+            ahead.taken(lo)
+        elif lo % window == 0 and min(lo + window, k) - lo > 1:
             # (each wave's files probed, as _read_prefixes probes them: a warm first
             # wave says nothing of the next ones)
             prefetch_if_cold(store, keys[lo:lo + window])
