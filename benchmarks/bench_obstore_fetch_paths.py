@@ -9,7 +9,10 @@ default seed) are fetched whole, again and again, through the delaying proxy of
 * ``threads``: obstore's blocking ``get(...).bytes()``, one call per value on a pool
   of 256 threads (no zarrfast);
 * ``get_range_async``: ``obstore.get_range_async(store, key, start=0, end=2**40)``
-  for every value, gathered on one event loop in this thread (one future a value);
+  for every value, gathered on one event loop in this thread (one future a value;
+  it gives no ``Content-Range`` to check a body against: an answer with more bytes
+  than its range says is returned as the value, see
+  ``tests/storage/test_obstore_whole_batches.py``);
 * ``get_async``: ``obstore.get_async`` then ``bytes_async()`` (two futures a value),
   gathered on one event loop.
 
