@@ -41,7 +41,7 @@ def set_inflate(which: str) -> str: ...  # "libdeflate", "zlib", "none"; the pre
 def inflate_with() -> str: ...
 def helper_jobs() -> tuple[int, int, int]: ...  # jobs joined, rows decoded, rows read (I/O helper)
 def helper_threads() -> int: ...
-def cold_announcements() -> int: ...  # calls whose first chunk was not in the page cache
+def cold_announcements() -> int: ...  # calls that found a chunk not in the page cache
 
 # -- blosc frames and filters -------------------------------------------------------
 def blosc_compress(

@@ -91,8 +91,8 @@ def stream_min() -> int:
 
 
 def cold_announcements() -> int:  # (not in __all__: no twin, a counter of the compiled)
-    """How many calls of the compiled file-reading kernels found their first chunk out
-    of the page cache (and so announced their other files to the kernel) in this
+    """How many calls of the compiled file-reading kernels found a chunk out of the
+    page cache (and so announced their other files to the kernel) in this
     process: a counter that callers compare before and after a read; always 0
     without the extensions."""
     if USING_EXTENSIONS:
