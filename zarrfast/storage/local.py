@@ -1056,30 +1056,26 @@ class LocalStore(Store):
         return out
 
     # -- writes -----------------------------------------------------------
-    def _open_dir(self, rel: str, key: str, *, create: bool, recheck: bool = True,
-                  uppers: dict[str, int] | None = None) -> int | None:
+    def _open_dir(self, rel: str, key: str, *, create: bool) -> int | None:
         """The directory ``rel`` (``""``: the root) opened to write in, inside the root;
         made one level at a time (each ``mkdir`` relative to its open parent) with
-        ``create``, else ``None`` when it does not exist.  ``recheck=False``: the root's
-        path is not looked at again (a caller that opens many directories for one call,
-        :meth:`_parents`, looks once for them all); ``uppers``: see
-        :meth:`_make_in_parent`."""
+        ``create``, else ``None`` when it does not exist."""
         h = self._handle(create=create, key=key)
-        if h is not None and recheck and h.stale(self._root_str, 0.0):  # removed, moved...
+        if h is not None and h.stale(self._root_str, 0.0):  # removed, moved, replaced
             self._root = None
             h = self._handle(create=create, key=key)
         if h is None:
             return None
         if not rel:
             return os.dup(h.fd)
-        try:  # (in ``h``, just checked: a miss needs no second look at the root's path)
-            return self._open_at(h, rel, _O_DIR, key, 0o666)
+        try:
+            return self._open(rel, _O_DIR, key)
         except (FileNotFoundError, NotADirectoryError) as e:
             if not create:
                 return None
             if isinstance(e, NotADirectoryError):
                 raise _in_the_way(key, self._path(rel)) from None
-        fd = self._make_in_parent(rel, key, uppers)
+        fd = self._make_in_parent(rel, key)
         if fd is not None:
             return fd
         parts = rel.split("/")
@@ -1107,8 +1103,7 @@ class LocalStore(Store):
             os.close(fd)
             raise
 
-    def _make_in_parent(self, rel: str, key: str, uppers: dict[str, int] | None = None
-                        ) -> int | None:
+    def _make_in_parent(self, rel: str, key: str) -> int | None:
         """The missing directory ``rel`` made in its parent when that exists, and opened
         (a write's new row of chunks, ``c/3/5`` beside ``c/3/4``: one ``mkdir`` and two
         opens, no exception per level); ``None`` when it cannot be so (no parent, or
@@ -1116,9 +1111,7 @@ class LocalStore(Store):
         that does when something is in the way once made, or it was removed at once
         (a concurrent delete of the node).  (A fresh 256
         MiB write of 32^3 chunks makes 210 directories: 12 system calls and 3 exceptions
-        each the level-by-level way, 5 and 1 here.)  With ``uppers`` (a dict of one
-        call's open parents) the parent is left open there, for the caller to close.
-        """
+        each the level-by-level way, 5 and 1 here.)"""
         parent, _, leaf = rel.rpartition("/")
         if not parent:
             return None
@@ -1126,7 +1119,6 @@ class LocalStore(Store):
             pfd = self._open(parent, _O_DIR, key)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        keep = uppers is not None and parent not in uppers
         try:
             try:
                 os.mkdir(leaf, 0o777, dir_fd=pfd)
@@ -1135,11 +1127,7 @@ class LocalStore(Store):
             except FileExistsError:
                 pass
         finally:
-            if keep:
-                assert uppers is not None
-                uppers[parent] = pfd
-            else:
-                os.close(pfd)
+            os.close(pfd)
         try:  # (as level by level: what is there now is in the way, or was removed)
             return self._open(rel, _O_DIR, key)
         except NotADirectoryError:
@@ -1225,14 +1213,6 @@ class LocalStore(Store):
         the root) and the file's name in it, for the file kernels; closed on exit.
         ``encoded``: the keys file-system encoded (``validate_keys``)."""
         dirs: dict[bytes, int] = {}
-        # The parents of directories this call made (``c/3`` of ``c/3/5``), kept open for
-        # it: the next directory made beside one (``c/3/6``) is one ``mkdir`` and one
-        # ``open`` relative to it.  The root's path is looked at once per call, not once
-        # per directory: within the call its directories are the ones it opened, as the
-        # files of one directory always were.  (A fresh 250 MiB write of 32^3 chunks, 4000
-        # files in 200 new directories, 2 threads: about 1900 system calls besides the
-        # files' four each, about 1150 now: strace -f.)
-        uppers: dict[str, int] = {}
         try:
             names: list[bytes] = []
             slots: list[int] = []
@@ -1240,44 +1220,15 @@ class LocalStore(Store):
                 parent, _, name = key.rpartition(b"/")
                 fd = dirs.get(parent)
                 if fd is None:
-                    fd = self._open_row_dir(os.fsdecode(parent), keys[i], uppers,
-                                            recheck=not dirs)
+                    fd = self._open_dir(os.fsdecode(parent), keys[i], create=True)
+                    assert fd is not None  # (made)
                     dirs[parent] = fd
                 slots.append(fd)
                 names.append(name)
             yield np.array(slots, dtype=np.int64), names
         finally:
-            for fd in itertools.chain(dirs.values(), uppers.values()):
+            for fd in dirs.values():
                 os.close(fd)
-
-    def _open_row_dir(self, rel: str, key: str, uppers: dict[str, int], *,
-                      recheck: bool) -> int:
-        """:meth:`_open_dir` (made if missing) for :meth:`_parents`: a directory whose
-        parent this call already holds open (``uppers``, closed by the caller) is made
-        (``mkdir`` first: the call made a sibling, so it is likely missing) and opened
-        relative to that parent, without following links; anything else (a link there,
-        a file in the way, no such parent held) takes :meth:`_open_dir`, which names the
-        key.  A new directory made there leaves its parent in ``uppers``."""
-        parent, _, leaf = rel.rpartition("/")
-        pfd = uppers.get(parent) if parent else None
-        if pfd is not None:
-            try:
-                os.mkdir(leaf, 0o777, dir_fd=pfd)
-                if self.fsync:
-                    os.fsync(pfd)  # the new directory's entry
-            except FileExistsError:
-                pass
-            except OSError:  # (the parent removed meanwhile...: the general way says)
-                pfd = None
-            if pfd is not None:
-                try:
-                    return _open_nolinks(pfd, leaf.encode(_FS_ENCODING, _FS_ERRORS),
-                                         _O_DIR, 0)
-                except OSError:  # a link, a file in the way, removed at once...
-                    pass
-        fd = self._open_dir(rel, key, create=True, recheck=recheck, uppers=uppers)
-        assert fd is not None  # (made)
-        return fd
 
     @property
     def fast_set_regions(self) -> bool:  # type: ignore[override]
