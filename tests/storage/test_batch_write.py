@@ -382,7 +382,7 @@ def test_a_row_directory_removed_as_it_is_made_is_a_concurrent_delete(tmp_path, 
 
 
 # ---------------------------------------------------------------------------
-# Sibling directories one call makes (LocalStore._parents keeps their parent open)
+# Sibling directories one batched call makes (LocalStore._parents)
 # ---------------------------------------------------------------------------
 
 def _rows(prefix: str, rows, tag: bytes, n: int = 3) -> list[tuple[str, bytes]]:
@@ -392,8 +392,8 @@ def _rows(prefix: str, rows, tag: bytes, n: int = 3) -> list[tuple[str, bytes]]:
 @pytest.mark.parametrize("how", ["set_many", "set_regions"])
 def test_one_call_making_sibling_rows_refuses_what_is_in_their_way(tmp_path, how):
     """A call that makes row ``c/3/4`` and then needs ``c/3/5`` and ``c/3/6`` (made
-    beside it, relative to the parent the call holds open) still refuses a file in the
-    way and a link out of the root, naming the key, and writes nothing out there."""
+    beside it in the same call) refuses a file in the way and a link out of the root,
+    naming the key, and writes nothing out there."""
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
@@ -456,8 +456,8 @@ def _write_rows_in_process(root: str, tag: int, rounds: int) -> None:
 
 def test_processes_making_the_same_sibling_rows_store_every_value(tmp_path):
     """Two processes and two threads make the same new rows at once (each call eight
-    sibling directories under a new parent: ``mkdir`` races in a parent each holds
-    open), every value stored, no temporary file left."""
+    sibling directories under a new parent: their ``mkdir`` calls race), every value
+    stored, no temporary file left."""
     import multiprocessing as mp
 
     root = str(tmp_path / "s")
