@@ -6,6 +6,7 @@ rename).  The ``write_files`` kernel itself:
 
 from __future__ import annotations
 
+import errno
 import os
 
 import numpy as np
@@ -15,6 +16,7 @@ import zarrfast
 from zarrfast import config
 from zarrfast.errors import ConcurrentWriteError, InvalidKeyError, ReadOnlyError, ZarrfastError
 from zarrfast.storage import LocalStore
+from zarrfast.storage.errors import StoreWriteError
 
 from _helpers.stores import TMP_MARK
 
@@ -376,4 +378,171 @@ def test_a_row_directory_removed_as_it_is_made_is_a_concurrent_delete(tmp_path, 
         store.set_many([("c/3/5/0", b"x"), ("c/3/5/1", b"y")])
     monkeypatch.undo()
     assert not (tmp_path / "c" / "3" / "5").exists()
+    assert leftovers(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------
+# Sibling directories one batched call makes (LocalStore._parents)
+# ---------------------------------------------------------------------------
+
+def _rows(prefix: str, rows, tag: bytes, n: int = 3) -> list[tuple[str, bytes]]:
+    return [(f"{prefix}/{r}/{j}", tag + bytes([r, j])) for r in rows for j in range(n)]
+
+
+@pytest.mark.parametrize("how", ["set_many", "set_regions"])
+def test_one_call_making_sibling_rows_refuses_what_is_in_their_way(tmp_path, how):
+    """A call that makes row ``c/3/4`` and then needs ``c/3/5`` and ``c/3/6`` (made
+    beside it in the same call) refuses a file in the way and a link out of the root,
+    naming the key, and writes nothing out there."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    store = LocalStore(root)
+    store.set("c/3/0/0", b"a")  # (the parent c/3 exists)
+    (root / "c" / "3" / "5").write_bytes(b"a file")
+    (root / "c" / "3" / "6").symlink_to(outside, target_is_directory=True)
+    src = np.arange(8, dtype=np.uint8)
+
+    def write(keys):
+        if how == "set_many":
+            store.set_many([(k, b"v") for k in keys])
+        else:
+            store.set_regions(keys, src, np.zeros(len(keys), dtype=np.int64),
+                              np.array([1], dtype=np.int64), np.array([8], dtype=np.int64), 1)
+
+    with pytest.raises(ZarrfastError, match="c/3/5/0"):
+        write(["c/3/4/0", "c/3/4/1", "c/3/5/0", "c/3/5/1"])
+    assert (root / "c" / "3" / "5").read_bytes() == b"a file"
+    with pytest.raises(InvalidKeyError, match="c/3/6/0"):
+        write(["c/3/7/0", "c/3/7/1", "c/3/6/0", "c/3/6/1"])
+    assert os.listdir(outside) == []
+    # a link inside the root beside a new row is followed, as on its own
+    (root / "elsewhere").mkdir()
+    (root / "c" / "3" / "8").symlink_to(root / "elsewhere", target_is_directory=True)
+    write(["c/3/9/0", "c/3/8/0"])
+    assert (root / "elsewhere" / "0").exists() and (root / "c" / "3" / "9" / "0").exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_one_call_making_many_sibling_rows_stores_them_all(tmp_path, monkeypatch):
+    """A fresh call over ten new rows of one parent makes each with one ``mkdir`` in that
+    parent and stores every value; the same call again (the rows there) replaces them."""
+    store = LocalStore(tmp_path)
+    store.set("c/0/0/0", b"seed")
+    made: list[tuple[str, int | None]] = []
+    real_mkdir = os.mkdir
+
+    def mkdir(path, mode=0o777, *, dir_fd=None):
+        made.append((os.fsdecode(path), dir_fd))
+        return real_mkdir(path, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    items = _rows("c/0", range(1, 11), b"x")
+    store.set_many(items)
+    assert [name for name, _ in made] == [str(r) for r in range(1, 11)]
+    assert None not in {fd for _, fd in made}
+    monkeypatch.undo()
+    assert [store.get(k) for k, _ in items] == [v for _, v in items]
+    store.set_many([(k, v + b"!") for k, v in items])
+    assert [store.get(k) for k, _ in items] == [v + b"!" for _, v in items]
+    assert leftovers(tmp_path) == []
+
+
+def _write_rows_in_process(root: str, tag: int, rounds: int) -> None:
+    store = LocalStore(root)
+    for k in range(rounds):
+        store.set_many(_rows(f"c/{k}", range(8), bytes([tag])))
+
+
+def test_processes_making_the_same_sibling_rows_store_every_value(tmp_path):
+    """Two processes and two threads make the same new rows at once (each call eight
+    sibling directories under a new parent: their ``mkdir`` calls race), every value
+    stored, no temporary file left."""
+    import multiprocessing as mp
+
+    root = str(tmp_path / "s")
+    LocalStore(root).set("zarr.json", b"{}")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_write_rows_in_process, args=(root, t, 20)) for t in (1, 2)]
+    for p in procs:
+        p.start()
+    errors: list[BaseException] = []
+
+    def thread(tag: int) -> None:
+        try:
+            _write_rows_in_process(root, tag, 20)
+        except BaseException as e:  # (re-raised below)
+            errors.append(e)
+
+    import threading
+
+    threads = [threading.Thread(target=thread, args=(t,)) for t in (3, 4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    for p in procs:
+        p.join(timeout=120)
+    assert not errors and [p.exitcode for p in procs] == [0, 0]
+    store = LocalStore(root)
+    # every process wrote every key; the last writer of each wins, whole
+    for k in range(20):
+        for key, value in _rows(f"c/{k}", range(8), b"?"):
+            got = store.get(key)
+            assert got is not None and got[0] in (1, 2, 3, 4) and got[1:] == value[1:]
+    assert leftovers(tmp_path) == []
+
+
+def test_rows_deleted_while_a_call_makes_them_are_made_again(tmp_path):
+    """The node deleted (``delete_dir``) over and over while threads write new sibling
+    rows into it: a write stores its values or raises naming a key (a directory removed
+    between its ``mkdir`` and its use: ``ConcurrentWriteError``, or ``StoreWriteError``
+    ENOENT from a ``mkdir`` in a parent removed meanwhile, on main too); the writes after
+    the last delete are all there."""
+    import threading
+
+    store = LocalStore(tmp_path / "s")
+    store.set("zarr.json", b"{}")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer(tag: int) -> None:
+        try:
+            k = 0
+            while not stop.is_set():
+                try:
+                    store.set_many(_rows(f"c/{k % 5}", range(6), bytes([tag])))
+                except ConcurrentWriteError:
+                    pass
+                except StoreWriteError as e:
+                    if e.__cause__ is None or e.__cause__.errno != errno.ENOENT:
+                        raise
+                    assert f"c/{k % 5}/" in str(e)
+                k += 1
+        except BaseException as e:  # (re-raised below)
+            errors.append(e)
+
+    def deleter() -> None:
+        try:
+            for _ in range(30):
+                try:
+                    store.delete_dir("c")
+                except ConcurrentWriteError:
+                    pass
+        except BaseException as e:  # (re-raised below)
+            errors.append(e)
+
+    writers = [threading.Thread(target=writer, args=(t,)) for t in (1, 2)]
+    d = threading.Thread(target=deleter)
+    for th in writers:
+        th.start()
+    d.start()
+    d.join(timeout=120)
+    stop.set()
+    for th in writers:
+        th.join(timeout=120)
+    assert not errors
+    final = _rows("c/9", range(6), b"\x07")
+    store.set_many(final)
+    assert [store.get(k) for k, _ in final] == [v for _, v in final]
     assert leftovers(tmp_path) == []
