@@ -29,9 +29,11 @@ from typing import Any
 import pytest
 
 ZARR_VERSION = "3.4.2"
-#: what the peer's writers need (zfpy 1.0.1.post0 breaks ``import numcodecs``)
+#: what the peer's writers need (zfpy 1.0.1.post0 breaks ``import numcodecs``; zarr-python's
+#: cast_value codec needs cast-value-rs, which every test using that codec in the peer gets
+#: from here, whatever ran before it)
 PACKAGES = [f"zarr=={ZARR_VERSION}", "numcodecs", "pcodec", "zfpy==1.0.1", "ml_dtypes",
-            "crc32c"]
+            "crc32c", "cast-value-rs>=0.4.2"]
 
 _PRELUDE = """
 import json, sys, warnings

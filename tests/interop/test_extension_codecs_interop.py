@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pytest
@@ -57,11 +56,7 @@ emit({n: zarr.open_array(ARGS["base"] + "/" + n)[:].tobytes().hex() for n in ARG
 
 @pytest.fixture(scope="module")
 def peer(tmp_path_factory):
-    zp = get_zarr_peer()
-    check = subprocess.run([zp.python, "-c", "import cast_value_rs"], capture_output=True)
-    if check.returncode != 0:  # the peer's cast_value needs it: add it to its venv
-        subprocess.run([zp.python, "-m", "pip", "install", "-q", "cast-value-rs>=0.4.2"],
-                       check=True, capture_output=True)
+    zp = get_zarr_peer()  # (its venv has cast-value-rs, which the peer's cast_value needs)
     base = tmp_path_factory.mktemp("peer-ext")
     return zp, base, zp.run(_WRITE, {"cases": CASES, "base": str(base)})
 
