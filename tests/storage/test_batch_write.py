@@ -381,6 +381,39 @@ def test_a_row_directory_removed_as_it_is_made_is_a_concurrent_delete(tmp_path, 
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("depth", ["parent there", "level by level"])
+def test_a_parent_removed_before_its_row_is_made_is_a_concurrent_delete(tmp_path, monkeypatch,
+                                                                        depth):
+    """The directory a new row is made in removed just before the ``mkdir`` (a concurrent
+    ``delete_dir`` of the node: the ``mkdir`` then fails with ENOENT in the removed
+    directory) is a concurrent delete naming the key, as a row removed after it is made:
+    not a ``StoreWriteError`` about a file system that cannot make directories."""
+    import shutil
+
+    store = LocalStore(tmp_path)
+    if depth == "parent there":
+        store.set("c/3/4/0", b"a")  # c/3 exists: its new row c/3/5 is made in it
+        key = "c/3/5/0"
+    else:
+        key = "c/3/5/0"  # nothing yet: made level by level from the root
+    real_mkdir = os.mkdir
+
+    def parent_removed_first(path, mode=0o777, *, dir_fd=None):
+        if dir_fd is not None and path != "c":
+            shutil.rmtree(tmp_path / "c")  # the node deleted meanwhile
+        return real_mkdir(path, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", parent_removed_first)
+    with pytest.raises(ConcurrentWriteError, match="c/3/5/0") as info:
+        store.set_many([(key, b"x"), ("c/3/5/1", b"y")])
+    monkeypatch.undo()
+    assert "removed" in str(info.value)
+    assert not (tmp_path / "c").exists()
+    assert leftovers(tmp_path) == []
+    store.set_many([(key, b"x")])  # a write after the delete makes its directories again
+    assert store.get(key) == b"x"
+
+
 # ---------------------------------------------------------------------------
 # Sibling directories one batched call makes (LocalStore._parents)
 # ---------------------------------------------------------------------------

@@ -1089,6 +1089,10 @@ class LocalStore(Store):
                         os.fsync(fd)  # the new directory's entry
                 except FileExistsError:
                     pass
+                except FileNotFoundError:  # the directory it is made in was removed
+                    made_in = "/".join(parts[:i])
+                    raise _removed_under(self, key, self._path(made_in) if made_in
+                                         else self._root_str) from None
                 sub = "/".join(parts[:i + 1])
                 try:
                     nxt = self._open(sub, _O_DIR, key)
@@ -1126,6 +1130,8 @@ class LocalStore(Store):
                     os.fsync(pfd)  # the new directory's entry
             except FileExistsError:
                 pass
+            except FileNotFoundError:  # the parent, open here, was removed meanwhile
+                raise _removed_under(self, key, self._path(parent)) from None
         finally:
             os.close(pfd)
         try:  # (as level by level: what is there now is in the way, or was removed)
