@@ -20,8 +20,10 @@ Every test checks every inner chunk afterwards: each writer's value is there.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -540,9 +542,22 @@ def test_a_directory_at_a_shard_key_is_refused_naming_the_key(tmp_path):
         a[_block(1)] = _value(1)
 
 
-def test_a_fifo_at_a_shard_key_is_refused_without_blocking(tmp_path, subprocess_cwd):
+@pytest.fixture
+def tmp_path_open_to_all():
+    """A directory every user can reach, outside pytest's ``pytest-of-<user>``: pytest
+    sets that one back to 0o700 whenever another pytest session of the same user starts,
+    which cut an unprivileged child off from ``tmp_path`` midway (EACCES on its store)."""
+    path = Path(tempfile.mkdtemp(prefix="zarrfast-open-"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_fifo_at_a_shard_key_is_refused_without_blocking(tmp_path_open_to_all,
+                                                           subprocess_cwd):
     """Run in a child as an unprivileged user where the test runs as root: opening a FIFO
     that one cannot write, without ``O_NONBLOCK``, waited for a writer forever."""
+    tmp_path = tmp_path_open_to_all
     root = tmp_path / "data.zarr"
     _create(LocalStore(root))
     (root / "c" / "0").mkdir(parents=True)
@@ -564,10 +579,6 @@ def test_a_fifo_at_a_shard_key_is_refused_without_blocking(tmp_path, subprocess_
             print(type(e).__name__, e)
     """)
     _create(LocalStore(tmp_path / "warm.zarr"))
-    for parent in (tmp_path, *tmp_path.parents):
-        if parent == Path("/"):
-            break
-        os.chmod(parent, os.stat(parent).st_mode | 0o005)
     out = subprocess.run([sys.executable, "-c", script, str(root), str(tmp_path / "warm.zarr")],
                          capture_output=True, text=True, timeout=120, env=ENV,
                          cwd=subprocess_cwd)
