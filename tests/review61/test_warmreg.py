@@ -6,6 +6,15 @@ as one read (``engine.many.read_store_boxes``): one ``ChunkDecoder.decode_files`
 for the chunks of all of them, each row's file opened from its own store's root
 (``root_of``), the same relative chunk paths (``c/0/0``) in every store.
 
+Finding (fails on the branch from 1b6cedb, passes on the base): in a process whose
+descriptor limit leaves 40 descriptors beyond those it holds, ``get_many`` of the same
+region of 80 arrays each opened from its own path raises ``OSError`` (EMFILE, "too
+many open files", naming a store's root, not a request or a chunk): the one kernel
+call opens every store's root directory at once (80 more descriptors; each store
+already holds its own root open), where the base read the arrays a few at a time; and
+``_read_across_stores`` falls back to the arrays' own reads only on a
+``ZarrfastError``.
+
 Guards (pass on the base and on the branch): every result is what the array's own
 ``a[sel]`` gives (values, shape, dtype), whatever mix of boxes, integer (negative)
 indices and slices, stores opened twice on one directory, arrays at a path inside a
@@ -21,6 +30,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -214,3 +225,40 @@ def test_a_forked_child_reads_after_its_parent(tmp_path):
             p.kill()
     assert result == [True] * n
     assert p.exitcode == 0
+
+
+_FEW_FDS = r'''
+import os, resource, sys
+import numpy as np, zarrfast
+from zarrfast import config
+from zarrfast.storage import LocalStore
+root, n, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+arrays = [zarrfast.open_array(LocalStore(os.path.join(root, f"a{k:02d}")), mode="r")
+          for k in range(n)]
+region = (slice(0, 16), slice(0, 16))
+wants = [a[region] for a in arrays]  # (each store's root opened: what they hold)
+used = len(os.listdir("/proc/self/fd"))
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (used + 40, hard))
+with config.set(threads=threads):
+    try:
+        got = zarrfast.get_many([(a, region) for a in arrays])
+        bad = [k for k, (g, w) in enumerate(zip(got, wants)) if not np.array_equal(g, w)]
+        print("ok" if not bad else f"wrong values in arrays {bad}")
+    except Exception as e:
+        print(f"{type(e).__name__}: {e}")
+'''
+
+
+@pytest.mark.parametrize("threads", [2, 4])
+def test_many_stores_with_few_descriptors_to_spare(tmp_path, subprocess_cwd, threads):
+    n = 80
+    for k in range(n):
+        a = zarrfast.create_array(LocalStore(tmp_path / f"a{k:02d}"), shape=(32, 32),
+                                  chunks=(8, 8), dtype="<u2", fill_value=0)
+        a[...] = k
+    run = subprocess.run([sys.executable, "-c", _FEW_FDS, str(tmp_path), str(n),
+                          str(threads)], capture_output=True, text=True, timeout=300,
+                         cwd=subprocess_cwd)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "ok", run.stdout[-3000:]
