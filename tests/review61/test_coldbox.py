@@ -201,3 +201,35 @@ def test_a_bad_inner_chunk_entry_names_the_shard(tmp_path, threads, cold, how):
         # the other shards' boxes still read
         np.testing.assert_array_equal(b[0:8, 0:8], x[0:8, 0:8])
         np.testing.assert_array_equal(b[8:16, 4:12], x[8:16, 4:12])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("garbage", [False, True])
+def test_small_boxes_of_relaid_shards_cold_and_warm(tmp_path, threads, garbage):
+    """Boxes of 1 to 8 inner chunks (the one-call kernel's, ``decode_box_shards``) of
+    shards whose inner chunks are in a random order, some not stored, with or without
+    garbage between them: cold and warm, NumPy's values."""
+    shape, inner, per = (30, 30, 30), (4, 5, 6), (2, 2, 2)
+    shard = tuple(i * p for i, p in zip(inner, per, strict=True))
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 100, shape).astype("<u2")
+    x[0:4, 0:5, 0:6] = 3  # (not stored)
+    x[8:12, 10:15, 12:18] = 3
+    path = tmp_path / "a.zarr"
+    a = zarrfast.create_array(LocalStore(path), shape=shape, chunks=inner, shards=shard,
+                              dtype="<u2", fill_value=3)
+    a[...] = x
+    relayout(path, 8, rng, garbage=garbage)
+    b = zarrfast.open_array(LocalStore(path), mode="r")
+    with config.set(threads=threads):
+        for _ in range(40):
+            sel = []
+            for s, c in zip(shape, inner, strict=True):
+                n = int(rng.integers(1, 2 * c))
+                lo = int(rng.integers(0, s - n + 1))
+                sel.append(slice(lo, lo + n))
+            sel = tuple(sel)
+            np.testing.assert_array_equal(b[sel], x[sel], err_msg=f"warm {sel!r}")
+            evict(path)
+            np.testing.assert_array_equal(b[sel], x[sel], err_msg=f"cold {sel!r}")
+    assert held_open(path / "c") == []
