@@ -262,3 +262,31 @@ def test_many_stores_with_few_descriptors_to_spare(tmp_path, subprocess_cwd, thr
                          cwd=subprocess_cwd)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip() == "ok", run.stdout[-3000:]
+
+
+@pytest.mark.skipif(not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")),
+                    reason="needs posix_fadvise and preadv(RWF_NOWAIT) (Linux)")
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_first_array_warm_the_others_cold(tmp_path, threads):
+    """The probe of the first array's first file finds it cached, so the batch is read
+    the warm way (across stores, on the branch), while the other arrays' files are out
+    of the page cache: the kernel finds them cold as it reads (and may announce the
+    rows after, each from its own store's root)."""
+    from _helpers.page_cache import evict, is_cold
+
+    n = 12
+    for k in range(n):
+        _make(tmp_path / f"a{k:02d}", k, missing=[(2, 2)] if k % 3 == 1 else ())
+    arrays = [zarrfast.open_array(str(tmp_path / f"a{k:02d}"), mode="r") for k in range(n)]
+    region = (slice(2, 35), slice(1, 28))
+    wants = [a[region] for a in arrays]
+    evict(tmp_path)
+    if not is_cold(tmp_path / "a05" / "c" / "0" / "0"):
+        pytest.skip("this file system keeps its files in memory (tmpfs?)")
+    with config.set(threads=threads):
+        for _ in range(2):
+            evict(tmp_path)
+            arrays[0][region]  # (the first array's files back in the page cache)
+            got = zarrfast.get_many([(a, region) for a in arrays])
+            for k, (g, w) in enumerate(zip(got, wants, strict=True)):
+                np.testing.assert_array_equal(g, w, err_msg=str(k))
