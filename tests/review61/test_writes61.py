@@ -338,3 +338,38 @@ def test_readers_beside_a_writer_never_see_a_torn_chunk(tmp_path, threads):
         stop.set()
         reader.join()
     assert bad == []
+
+
+def _write_inner_columns(path, cols, start, q):
+    try:
+        a = zarrfast.open_array(LocalStore(path), mode="r+")
+        start.wait(60)
+        with config.set(threads=2):
+            for _ in range(3):
+                for c in cols:  # (one inner chunk column of every shard: partial writes)
+                    a[:, c * 6:(c + 1) * 6] = _x(8)[:, c * 6:(c + 1) * 6]
+        q.put("ok")
+    except BaseException as e:  # (reported to the parent)
+        q.put(f"{type(e).__name__}: {e}")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_two_processes_writing_inner_chunks_of_the_same_shards_lose_nothing(tmp_path):
+    """Partial writes of shards (read, change, write back) by two processes at once,
+    each its own inner chunks of every shard: the shard's lock keeps both."""
+    path = tmp_path / "a"
+    a = zarrfast.create_array(LocalStore(path), shape=SHAPE, chunks=CHUNKS, shards=(16, 24),
+                              dtype="<u2", fill_value=0)
+    a[...] = 1
+    ctx = multiprocessing.get_context("fork")
+    start, q = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_write_inner_columns, args=(str(path), range(k, 16, 2),
+                                                            start, q)) for k in range(2)]
+    for p in procs:
+        p.start()
+    got = [q.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert got == ["ok", "ok"]
+    np.testing.assert_array_equal(zarrfast.open_array(str(path), mode="r")[...], _x(8))
+    assert _temporaries(tmp_path) == []
