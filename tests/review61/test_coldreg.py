@@ -244,3 +244,37 @@ def test_cold_get_many_with_few_descriptors_to_spare(many, subprocess_cwd, threa
                          cwd=subprocess_cwd)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.strip() == "ok", run.stdout[-3000:]
+
+
+BIG = (16 * 1024 - 100, 128)  # chunks of (1024, 128) uint16: 256 KiB, two zstd blocks
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cold_gathers_of_prefixes_of_big_chunks(tmp_path, threads):
+    """Rows in the first part of each 256 KiB chunk (a prefix of each decoded: the
+    streamed gather, cold on the branch) and anywhere, orthogonal and point gathers,
+    a chunk missing, the files evicted before each read: NumPy's values, no chunk
+    file left open."""
+    x = ((np.arange(np.prod(BIG), dtype=np.int64).reshape(BIG) * 7) % 65521).astype("<u2")
+    a = zarrfast.create_array(LocalStore(tmp_path / "b"), shape=BIG, chunks=(1024, 128),
+                              dtype="<u2", fill_value=5)
+    a[...] = x
+    os.remove(tmp_path / "b" / "c" / "6" / "0")
+    x[6 * 1024:7 * 1024] = 5
+    evict(tmp_path)
+    if not is_cold(tmp_path / "b" / "c" / "0" / "0"):
+        pytest.skip("this file system keeps its files in memory (tmpfs?)")
+    rng = np.random.default_rng(5)
+    rows = np.sort(rng.choice(BIG[0], 600, replace=False))
+    early = rows[rows % 1024 < 400]
+    cases = [early, early[::-1], np.repeat(early[:50], 2), early - BIG[0], rows]
+    with config.set(threads=threads):
+        for idx in cases:
+            evict(tmp_path)
+            np.testing.assert_array_equal(a.oindex[idx, :], x[idx, :])
+            evict(tmp_path)
+            np.testing.assert_array_equal(a.oindex[idx, 5:100:3], x[idx, 5:100:3])
+            cols = np.abs(idx) % 128
+            evict(tmp_path)
+            np.testing.assert_array_equal(a.vindex[idx, cols], x[idx, cols])
+    assert held_open(tmp_path / "b" / "c") == []
