@@ -3,7 +3,9 @@ h61/coldreg.
 
 That branch announces the files of cold batches to the kernel (``POSIX_FADV_WILLNEED``)
 earlier and in larger sets: the files of all of ``zarrfast.get_many``'s arrays at once
-when the first is cold, the files of a whole gather of rows up front.
+when the first is cold (f7fe4d8, reverted in ae66dbf), and cold gathers of prefixes
+of zstd chunks streamed as warm ones are, their files announced ahead of the parts the
+threads take (4581b85, kept).
 
 Guards (pass on the base and on the branch), at 1 and 2 threads, every read cold (the
 files evicted before it): ``get_many`` of the same region of many arrays each opened

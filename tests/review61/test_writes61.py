@@ -3,7 +3,10 @@ h61/writes61.
 
 That branch makes writes cheaper: fewer system calls per chunk file (directories known
 to exist, temporary files), sharded writes at two threads, zstd.  Writes must stay
-atomic (a temporary file renamed over the key) and their bytes numcodecs'.
+atomic (a temporary file renamed over the key) and their bytes numcodecs'.  Its one
+library change (be40aba: a batch's sibling directories made relative to a parent held
+open for the call) was reverted (fed5405): at 3705332 the branch changes tests and
+benchmarks only, and these guard main's writes.
 
 Guards (pass on the base and on the branch), at 1, 2 and 4 threads: chunk files are,
 byte for byte, numcodecs' zstd frames of the chunks (one file per chunk, and inner
