@@ -1,9 +1,11 @@
 """Cold (and warm) random boxes of chunk files and of shards, from the review of
 h61/coldbox.
 
-That branch joins the ``pread`` of inner chunks of one shard that lie next to each
-other (or with small gaps) in ``decode_box_shards``, and announces the files of a box
-(``POSIX_FADV_WILLNEED``) before its threads read them.
+That branch (at e96248c) lets any chunk a file-reading kernel call reads before it has
+announced anything find the call cold (8728c1c: a box whose first chunk an earlier box
+cached still announces its other chunks), and announces neighbouring ranges of one
+shard file as one ``POSIX_FADV_WILLNEED`` (fa3d31a).  It does not join the ``pread``
+of neighbouring inner chunks; these tests would guard that too.
 
 Guards (pass on the base and on the branch): boxes of sharded arrays whose shards were
 laid out by another writer -- inner chunks in any order in the file, garbage bytes
