@@ -2443,8 +2443,11 @@ def _read_across_stores(todo: list[tuple[Array, list[int], list[Any], list[Array
         try:
             got = read_store_boxes([b for b in boxes if b is not None], leader._dtype,
                                    int(zconfig.get("threads")), "zarrfast.get_many")
-        except ZarrfastError:
-            continue  # (read again, array by array: the error names its array)
+        except (ZarrfastError, OSError):
+            # read again, array by array: an error then names its array, selection and
+            # chunk.  (OSError: the one call opens every store's root at once, which a
+            # process short of descriptors cannot, EMFILE; the arrays' own reads can.)
+            continue
         for i, r in zip([i for j in members for i in todo[j][1]], got, strict=True):
             results[i] = r
         done.update(members)
