@@ -1120,8 +1120,6 @@ cdef class ChunkDecoder:
         if len(paths) != n:
             raise ValueError(f"decode_files: {n} rows but {len(paths)} paths")
         self._check_placement("decode_files", placement, n)
-        if root_of is not None:
-            return self._decode_files_roots(paths, placement, root, share, root_of)
         cdef object p
         for r in range(n):
             p = paths[r]
@@ -1130,6 +1128,8 @@ cdef class ChunkDecoder:
                     f"decode_files: path {r} is {type(p).__name__}, expected bytes")
             if strlen(PyBytes_AS_STRING(p)) != <size_t>PyBytes_GET_SIZE(p):
                 raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
+        if root_of is not None:
+            return self._decode_files_roots(paths, placement, root, share, root_of)
         status_arr = np.empty(n, dtype=np.int8)
         sizes_arr = np.empty(n, dtype=np.int64)
         errors_arr = np.zeros(n, dtype=np.int64)
@@ -1181,7 +1181,7 @@ cdef class ChunkDecoder:
     def _decode_files_roots(self, list paths, Placement placement, root, int share,
                             root_of):
         """``decode_files`` with ``root_of``: path ``r`` relative to
-        ``root[root_of[r]]``."""
+        ``root[root_of[r]]`` (``paths`` checked by ``decode_files``)."""
         cdef Py_ssize_t n = placement.n, r, k
         if not isinstance(root, (list, tuple)):
             raise TypeError(f"decode_files: with root_of, root must be a list of bytes, "
@@ -1199,14 +1199,6 @@ cdef class ChunkDecoder:
             if which[r] < 0 or which[r] >= m:
                 raise ValueError(f"decode_files: root_of[{r}] is {which[r]}, not one of the "
                                  f"{m} roots")
-        cdef object p
-        for r in range(n):
-            p = paths[r]
-            if not isinstance(p, bytes):
-                raise TypeError(
-                    f"decode_files: path {r} is {type(p).__name__}, expected bytes")
-            if strlen(PyBytes_AS_STRING(p)) != <size_t>PyBytes_GET_SIZE(p):
-                raise ValueError(f"decode_files: path {p!r} contains a NUL byte")
         status_arr = np.empty(n, dtype=np.int8)
         sizes_arr = np.empty(n, dtype=np.int64)
         errors_arr = np.zeros(n, dtype=np.int64)
