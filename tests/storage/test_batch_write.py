@@ -318,15 +318,15 @@ def test_a_new_row_directory_is_one_mkdir_in_its_parent(tmp_path, monkeypatch):
     assert leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("how", ["set_many", "set_regions"])
-def test_a_file_or_link_where_a_row_directory_goes_is_named(tmp_path, how):
-    """What is in the way of a new directory whose parent exists is still refused,
-    naming the key: a file there, or a link out of the root."""
+def _rows_in_the_way(tmp_path, how: str, first: str):
+    """A store whose row ``c/3`` holds ``first``, a file at ``c/3/5`` and a link out of
+    the root at ``c/3/6``; its root, the link's target and a function writing b"v" (or
+    8 bytes of a region) to keys with ``how`` (``set_many`` or ``set_regions``)."""
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
     store = LocalStore(root)
-    store.set("c/3/4/0", b"a")
+    store.set(first, b"a")
     (root / "c" / "3" / "5").write_bytes(b"a file")
     (root / "c" / "3" / "6").symlink_to(outside, target_is_directory=True)
     src = np.arange(8, dtype=np.uint8)
@@ -337,6 +337,15 @@ def test_a_file_or_link_where_a_row_directory_goes_is_named(tmp_path, how):
         else:
             store.set_regions(keys, src, np.zeros(len(keys), dtype=np.int64),
                               np.array([1], dtype=np.int64), np.array([8], dtype=np.int64), 1)
+
+    return root, outside, store, write
+
+
+@pytest.mark.parametrize("how", ["set_many", "set_regions"])
+def test_a_file_or_link_where_a_row_directory_goes_is_named(tmp_path, how):
+    """What is in the way of a new directory whose parent exists is still refused,
+    naming the key: a file there, or a link out of the root."""
+    root, outside, store, write = _rows_in_the_way(tmp_path, how, "c/3/4/0")
 
     with pytest.raises(ZarrfastError, match="c/3/5/0"):
         write(["c/3/5/0", "c/3/5/1"])
@@ -425,21 +434,8 @@ def test_one_call_making_sibling_rows_refuses_what_is_in_their_way(tmp_path, how
     """A call that makes row ``c/3/4`` and then needs ``c/3/5`` and ``c/3/6`` (made
     beside it in the same call) refuses a file in the way and a link out of the root,
     naming the key, and writes nothing out there."""
-    root, outside = tmp_path / "root", tmp_path / "outside"
-    root.mkdir()
-    outside.mkdir()
-    store = LocalStore(root)
-    store.set("c/3/0/0", b"a")  # (the parent c/3 exists)
-    (root / "c" / "3" / "5").write_bytes(b"a file")
-    (root / "c" / "3" / "6").symlink_to(outside, target_is_directory=True)
-    src = np.arange(8, dtype=np.uint8)
-
-    def write(keys):
-        if how == "set_many":
-            store.set_many([(k, b"v") for k in keys])
-        else:
-            store.set_regions(keys, src, np.zeros(len(keys), dtype=np.int64),
-                              np.array([1], dtype=np.int64), np.array([8], dtype=np.int64), 1)
+    # (the parent c/3 exists)
+    root, outside, store, write = _rows_in_the_way(tmp_path, how, "c/3/0/0")
 
     with pytest.raises(ZarrfastError, match="c/3/5/0"):
         write(["c/3/4/0", "c/3/4/1", "c/3/5/0", "c/3/5/1"])
