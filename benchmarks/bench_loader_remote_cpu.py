@@ -21,26 +21,14 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loader_remote_setup as LR  # noqa: E402
 import numpy as np  # noqa: E402
-import remote_servers as RS  # noqa: E402
 
 import zarrfast  # noqa: E402
 from zarrfast import config  # noqa: E402
-from zarrfast.bench import data as D  # noqa: E402
-from zarrfast.bench import parse_size  # noqa: E402
 from zarrfast.bench.harness import loader_expected, loader_selections  # noqa: E402
-
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _process_cpu(pid: int) -> float:
-    """Seconds of CPU of process ``pid`` (user and system; ticks)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def _children(pid: int) -> list[int]:
@@ -53,7 +41,7 @@ def _children(pid: int) -> list[int]:
 
 def _tree_cpu(pid: int) -> float:
     """CPU seconds of ``pid`` and its children (nginx's master and workers)."""
-    return _process_cpu(pid) + sum(_process_cpu(c) for c in _children(pid))
+    return LR.process_cpu(pid) + sum(LR.process_cpu(c) for c in _children(pid))
 
 
 def _threads() -> dict[str, tuple[str, float]]:
@@ -74,47 +62,32 @@ def _threads() -> dict[str, tuple[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", default="128MiB", help="the loader datasets' size (default 128MiB)")
-    p.add_argument("--path", default=None,
-                   help="the datasets directory, kept and reused (default: a temporary one)")
-    p.add_argument("--latency-ms", type=float, default=20.0,
-                   help="first-byte delay of every request at the proxy (default 20)")
-    p.add_argument("--n", type=int, default=10, help="batches measured (default 10)")
+    LR.add_arguments(p, "batches measured (default 10)")
     p.add_argument("--threads", type=int, default=2, help="zarrfast's threads (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="the batch's seed (default 0)")
     args = p.parse_args(argv)
-    if RS.nginx_path() is None:
-        print(RS.NGINX_HINT, file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory(prefix="bench-loader-remote-cpu-") as tmp:
-        root = Path(args.path or Path(tmp) / "data").resolve()
-        root.mkdir(parents=True, exist_ok=True)
-        loader = D.prepare_loader(str(root), parse_size(args.size),
-                                  log=lambda m: print(f"# {m}", flush=True))
-        spec, path, _ = loader["rows"]
+    with tempfile.TemporaryDirectory(prefix="bench-loader-remote-cpu-") as tmp, \
+            LR.rows_behind_proxy(args, tmp) as (spec, path, nginx, proxy), \
+            config.set(threads=args.threads):
         batch = loader_selections(spec, args.seed)
         want = loader_expected(spec, batch)[0]
-        with RS.Nginx(root, Path(tmp) / "nginx") as nginx, \
-                RS.Proxy(nginx.url, args.latency_ms) as proxy, \
-                config.set(threads=args.threads):
-            a = zarrfast.open_array(f"{proxy.url}/{os.path.basename(path)}", mode="r")
-            if not np.array_equal(a.oindex[batch, :], want):  # (untimed: the first batch)
-                raise SystemExit("WRONG DATA in the first batch")
-            proxy.take()
-            before = _threads()
-            cpu0, proxy0, nginx0 = time.process_time(), _process_cpu(proxy.proc.pid), \
-                _tree_cpu(nginx.proc.pid)
-            times = []
-            for _ in range(args.n):
-                t0 = time.perf_counter()
-                got = a.oindex[batch, :]
-                times.append(time.perf_counter() - t0)
-                if not np.array_equal(got, want):
-                    raise SystemExit("WRONG DATA")
-            cpu1, proxy1, nginx1 = time.process_time(), _process_cpu(proxy.proc.pid), \
-                _tree_cpu(nginx.proc.pid)
-            after = _threads()
-            requests = proxy.take()
+        a = zarrfast.open_array(f"{proxy.url}/{os.path.basename(path)}", mode="r")
+        if not np.array_equal(a.oindex[batch, :], want):  # (untimed: the first batch)
+            raise SystemExit("WRONG DATA in the first batch")
+        proxy.take()
+        before = _threads()
+        cpu0, proxy0, nginx0 = time.process_time(), LR.process_cpu(proxy.proc.pid), \
+            _tree_cpu(nginx.proc.pid)
+        times = []
+        for _ in range(args.n):
+            t0 = time.perf_counter()
+            got = a.oindex[batch, :]
+            times.append(time.perf_counter() - t0)
+            if not np.array_equal(got, want):
+                raise SystemExit("WRONG DATA")
+        cpu1, proxy1, nginx1 = time.process_time(), LR.process_cpu(proxy.proc.pid), \
+            _tree_cpu(nginx.proc.pid)
+        after = _threads()
+        requests = proxy.take()
     n = args.n
     groups: collections.Counter[str] = collections.Counter()
     main_tid = str(os.getpid())

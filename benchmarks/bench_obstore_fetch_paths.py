@@ -33,14 +33,11 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loader_remote_setup as LR  # noqa: E402
 import numpy as np  # noqa: E402
-import remote_servers as RS  # noqa: E402
 
-from zarrfast.bench import data as D  # noqa: E402
-from zarrfast.bench import parse_size  # noqa: E402
 from zarrfast.bench.harness import loader_selections  # noqa: E402
 
 PATHS = ("zarrfast", "threads", "get_range_async", "get_async")
@@ -48,93 +45,72 @@ PATHS = ("zarrfast", "threads", "get_range_async", "get_async")
 BIG = 1 << 40
 
 
-def _process_cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", default="128MiB", help="the loader datasets' size (default 128MiB)")
-    p.add_argument("--path", default=None,
-                   help="the datasets directory, kept and reused (default: a temporary one)")
-    p.add_argument("--latency-ms", type=float, default=20.0,
-                   help="first-byte delay of every request at the proxy (default 20)")
-    p.add_argument("--n", type=int, default=10, help="batches per path and round (default 10)")
+    LR.add_arguments(p, "batches per path and round (default 10)")
     p.add_argument("--rounds", type=int, default=2, help="rounds over the paths (default 2)")
     p.add_argument("--paths", default=",".join(PATHS),
                    help=f"comma-separated, of {', '.join(PATHS)} (default: all)")
-    p.add_argument("--seed", type=int, default=0, help="the batch's seed (default 0)")
     args = p.parse_args(argv)
     paths = [x.strip() for x in args.paths.split(",") if x.strip()]
     unknown = sorted(set(paths) - set(PATHS))
     if unknown:
         p.error(f"unknown paths {unknown}; known: {', '.join(PATHS)}")
-    if RS.nginx_path() is None:
-        print(RS.NGINX_HINT, file=sys.stderr)
-        return 2
     import obstore
     from obstore.store import HTTPStore
 
     from zarrfast.storage import ObjectStore
 
-    with tempfile.TemporaryDirectory(prefix="bench-obstore-fetch-") as tmp:
-        root = Path(args.path or Path(tmp) / "data").resolve()
-        root.mkdir(parents=True, exist_ok=True)
-        loader = D.prepare_loader(str(root), parse_size(args.size),
-                                  log=lambda m: print(f"# {m}", flush=True))
-        spec, path, _ = loader["rows"]
+    with tempfile.TemporaryDirectory(prefix="bench-obstore-fetch-") as tmp, \
+            LR.rows_behind_proxy(args, tmp) as (spec, path, _, proxy), \
+            ThreadPoolExecutor(256) as pool:
         idx = loader_selections(spec, args.seed)
         keys = [f"c/{c}/0" for c in np.unique(idx // spec.chunks[0]).tolist()]
-        with RS.Nginx(root, Path(tmp) / "nginx") as nginx, \
-                RS.Proxy(nginx.url, args.latency_ms) as proxy, \
-                ThreadPoolExecutor(256) as pool:
-            url = f"{proxy.url}/{os.path.basename(path)}"
-            zstore = ObjectStore.from_url(url)
-            raw = HTTPStore.from_url(url, client_options={"allow_http": True})
-            loop = asyncio.new_event_loop()
+        url = f"{proxy.url}/{os.path.basename(path)}"
+        zstore = ObjectStore.from_url(url)
+        raw = HTTPStore.from_url(url, client_options={"allow_http": True})
+        loop = asyncio.new_event_loop()
 
-            async def ranged() -> list:
-                return await asyncio.gather(*(obstore.get_range_async(raw, k, start=0, end=BIG)
-                                              for k in keys))
+        async def ranged() -> list:
+            return await asyncio.gather(*(obstore.get_range_async(raw, k, start=0, end=BIG)
+                                          for k in keys))
 
-            async def two_steps() -> list:
-                async def one(k: str):
-                    return await (await obstore.get_async(raw, k)).bytes_async()
-                return await asyncio.gather(*(one(k) for k in keys))
+        async def two_steps() -> list:
+            async def one(k: str):
+                return await (await obstore.get_async(raw, k)).bytes_async()
+            return await asyncio.gather(*(one(k) for k in keys))
 
-            calls = {
-                "zarrfast": lambda: zstore.get_many(keys),
-                "threads": lambda: list(pool.map(lambda k: obstore.get(raw, k).bytes(), keys)),
-                "get_range_async": lambda: loop.run_until_complete(ranged()),
-                "get_async": lambda: loop.run_until_complete(two_steps()),
-            }
-            want = [bytes(v) for v in zstore.get_many(keys)]
-            print(f"# {len(keys)} values, {sum(map(len, want)) / 2**20:.1f} MiB a batch; "
-                  f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
-            for _ in range(args.rounds):
-                for name in paths:
-                    call = calls[name]
-                    if [bytes(v) for v in call()] != want:  # (untimed, checked)
-                        raise SystemExit(f"{name}: WRONG DATA")
-                    times = []
-                    r0, c0 = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
-                    x0 = _process_cpu(proxy.proc.pid)
-                    for _ in range(args.n):
-                        t0 = time.perf_counter()
-                        call()
-                        times.append(time.perf_counter() - t0)
-                    r1, c1 = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
-                    x1 = _process_cpu(proxy.proc.pid)
-                    n = args.n
-                    print(f"{name:16s} wall best {min(times) * 1e3:6.1f} ms, median "
-                          f"{float(np.median(times)) * 1e3:6.1f} ms; CPU per batch: client "
-                          f"{(c1 - c0) / n * 1e3:6.1f} ms, proxy {(x1 - x0) / n * 1e3:6.1f} ms; "
-                          f"context switches {(r1.ru_nvcsw - r0.ru_nvcsw) / n:.0f} + "
-                          f"{(r1.ru_nivcsw - r0.ru_nivcsw) / n:.0f}; load "
-                          f"{os.getloadavg()[0]:.2f}", flush=True)
-            loop.close()
+        calls = {
+            "zarrfast": lambda: zstore.get_many(keys),
+            "threads": lambda: list(pool.map(lambda k: obstore.get(raw, k).bytes(), keys)),
+            "get_range_async": lambda: loop.run_until_complete(ranged()),
+            "get_async": lambda: loop.run_until_complete(two_steps()),
+        }
+        want = [bytes(v) for v in zstore.get_many(keys)]
+        print(f"# {len(keys)} values, {sum(map(len, want)) / 2**20:.1f} MiB a batch; "
+              f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+        for _ in range(args.rounds):
+            for name in paths:
+                call = calls[name]
+                if [bytes(v) for v in call()] != want:  # (untimed, checked)
+                    raise SystemExit(f"{name}: WRONG DATA")
+                times = []
+                r0, c0 = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
+                x0 = LR.process_cpu(proxy.proc.pid)
+                for _ in range(args.n):
+                    t0 = time.perf_counter()
+                    call()
+                    times.append(time.perf_counter() - t0)
+                r1, c1 = resource.getrusage(resource.RUSAGE_SELF), time.process_time()
+                x1 = LR.process_cpu(proxy.proc.pid)
+                n = args.n
+                print(f"{name:16s} wall best {min(times) * 1e3:6.1f} ms, median "
+                      f"{float(np.median(times)) * 1e3:6.1f} ms; CPU per batch: client "
+                      f"{(c1 - c0) / n * 1e3:6.1f} ms, proxy {(x1 - x0) / n * 1e3:6.1f} ms; "
+                      f"context switches {(r1.ru_nvcsw - r0.ru_nvcsw) / n:.0f} + "
+                      f"{(r1.ru_nivcsw - r0.ru_nivcsw) / n:.0f}; load "
+                      f"{os.getloadavg()[0]:.2f}", flush=True)
+        loop.close()
     return 0
 
 
