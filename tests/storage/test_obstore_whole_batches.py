@@ -20,6 +20,12 @@ pytest.importorskip("obstore")
 from zarrfast.storage import RetriesExhaustedError, RetryPolicy  # noqa: E402
 from zarrfast.storage.obstore import ObjectStore  # noqa: E402
 
+from _helpers import fault_fixtures  # noqa: E402
+
+# (the module's fault server and, emptied for each test, ``served``)
+server = fault_fixtures.server
+served = fault_fixtures.served
+
 FAST_RETRY = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)
 #: values of several sizes (one past a typical socket read), and an empty one
 VALUES = {f"k{i}": bytes((i * 7 + j) % 251 for j in range(n))
@@ -27,26 +33,11 @@ VALUES = {f"k{i}": bytes((i * 7 + j) % 251 for j in range(n))
 VALUES["empty"] = b""
 
 
-@pytest.fixture(scope="module")
-def fault_server():
-    from _helpers.fault_http import FaultServer
-
-    server = FaultServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def served(fault_server):
-    fault_server.reset()
-    fault_server.objects.clear()
+@pytest.fixture(autouse=True)
+def _values(served):
+    """``served`` (emptied) holds VALUES under ``d/``."""
     for k, v in VALUES.items():
-        fault_server.objects[f"d/{k}"] = v
-    fault_server.requests.clear()
-    yield fault_server
-    fault_server.reset()
+        served.objects[f"d/{k}"] = v
 
 
 def _store(server, **kw) -> ObjectStore:
