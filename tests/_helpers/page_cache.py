@@ -5,6 +5,15 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
+#: a test module's mark (``pytestmark = needs_cold_reads``): cold reads need the page
+#: cache's hints, reads that refuse to wait for the disk, and the descriptors' list
+needs_cold_reads = pytest.mark.skipif(
+    not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")
+         and os.path.isdir("/proc/self/fd")),
+    reason="needs posix_fadvise, preadv(RWF_NOWAIT) and /proc/self/fd (Linux)")
+
 
 def evict(root: str | os.PathLike) -> None:
     """Write back, then drop from the page cache, every regular file below ``root``

@@ -19,12 +19,9 @@ from zarrfast.errors import ZarrfastError
 from zarrfast.storage import LocalStore
 
 from _helpers.page_cache import evict as _evict
-from _helpers.page_cache import held_open, is_cold
+from _helpers.page_cache import held_open, is_cold, needs_cold_reads
 
-pytestmark = pytest.mark.skipif(
-    not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")
-         and os.path.isdir("/proc/self/fd")),
-    reason="needs posix_fadvise, preadv(RWF_NOWAIT) and /proc/self/fd (Linux)")
+pytestmark = needs_cold_reads
 
 SHAPE = (40, 48, 36)
 DATA = (np.arange(np.prod(SHAPE), dtype="u2").reshape(SHAPE) * 7 + 3).astype("u2")

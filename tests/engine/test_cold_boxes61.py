@@ -5,8 +5,6 @@ chunks are missing."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,12 +14,9 @@ import zarrfast
 from zarrfast._ext import _decode
 from zarrfast.storage import LocalStore
 
-from _helpers.page_cache import evict, is_cold
+from _helpers.page_cache import evict, is_cold, needs_cold_reads
 
-pytestmark = pytest.mark.skipif(
-    not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")
-         and os.path.isdir("/proc/self/fd")),
-    reason="needs posix_fadvise, preadv(RWF_NOWAIT) and /proc/self/fd (Linux)")
+pytestmark = needs_cold_reads
 
 SHAPE = (40, 48, 36)
 DATA = (np.arange(np.prod(SHAPE), dtype="u2").reshape(SHAPE) * 7 + 3).astype("u2")

@@ -26,12 +26,9 @@ import pytest
 import zarrfast
 from zarrfast.storage import LocalStore
 
-from _helpers.page_cache import evict, held_open, is_cold
+from _helpers.page_cache import evict, held_open, is_cold, needs_cold_reads
 
-pytestmark = pytest.mark.skipif(
-    not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")
-         and os.path.isdir("/proc/self/fd")),
-    reason="needs posix_fadvise, preadv(RWF_NOWAIT) and /proc/self/fd (Linux)")
+pytestmark = needs_cold_reads
 
 SHAPE = (48, 60, 40)
 CHUNKS = (4, 4, 4)  # 12 x 15 x 10 = 1,800 chunk files

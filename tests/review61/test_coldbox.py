@@ -33,12 +33,9 @@ from zarrfast import config
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage import LocalStore
 
-from _helpers.page_cache import evict, held_open
+from _helpers.page_cache import evict, held_open, needs_cold_reads
 
-pytestmark = pytest.mark.skipif(
-    not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")
-         and os.path.isdir("/proc/self/fd")),
-    reason="needs posix_fadvise, preadv(RWF_NOWAIT) and /proc/self/fd (Linux)")
+pytestmark = needs_cold_reads
 
 EMPTY = 2**64 - 1
 

@@ -30,12 +30,9 @@ import zarrfast
 from zarrfast import config
 from zarrfast.storage import LocalStore
 
-from _helpers.page_cache import evict, held_open, is_cold
+from _helpers.page_cache import evict, held_open, is_cold, needs_cold_reads
 
-pytestmark = pytest.mark.skipif(
-    not (hasattr(os, "posix_fadvise") and hasattr(os, "RWF_NOWAIT")
-         and os.path.isdir("/proc/self/fd")),
-    reason="needs posix_fadvise, preadv(RWF_NOWAIT) and /proc/self/fd (Linux)")
+pytestmark = needs_cold_reads
 
 SHAPE, CHUNKS = (64, 48), (8, 8)
 N_ARRAYS = 30
