@@ -1,5 +1,5 @@
 """The files of a directory tree (or one file) with their bytes, to show that a command
-left them exactly as they were."""
+left them exactly as they were; the files zarrfast writes for an array of given values."""
 
 from __future__ import annotations
 
@@ -19,3 +19,16 @@ def file_bytes(root: str | os.PathLike) -> dict[str, bytes]:
             with open(p, "rb") as fh:
                 out[os.path.relpath(p, root)] = fh.read()
     return out
+
+
+def written_files(data, **create_kw) -> dict[str, bytes]:
+    """The keys and bytes zarrfast writes for an array holding ``data`` (made in a
+    ``MemoryStore`` with ``create_array(shape=data.shape, dtype=data.dtype,
+    **create_kw)``), for a test server to serve."""
+    import zarrfast
+    from zarrfast.storage import MemoryStore
+
+    mem = MemoryStore()
+    a = zarrfast.create_array(mem, shape=data.shape, dtype=data.dtype, **create_kw)
+    a[...] = data
+    return {k: bytes(mem.get(k)) for k in mem.list()}

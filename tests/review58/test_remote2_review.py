@@ -23,6 +23,8 @@ from zarrfast.errors import ZarrfastError
 from zarrfast.storage import MemoryStore, ObjectStore, RetryPolicy
 from zarrfast.storage.errors import ValueTooLargeError
 
+from _helpers.files import written_files
+
 pytest.importorskip("obstore")
 
 SHAPE, CHUNKS, SHARDS = (64, 96), (8, 16), (32, 48)  # 4 shards of 12 inner chunks
@@ -33,11 +35,7 @@ RETRY = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02)
 
 
 def _files(data, fill=-1.0, **kw):
-    mem = MemoryStore()
-    a = zarrfast.create_array(mem, shape=data.shape, chunks=CHUNKS, shards=SHARDS,
-                              dtype=data.dtype, fill_value=fill, **kw)
-    a[:] = data
-    return {k: bytes(mem.get(k)) for k in mem.list()}
+    return written_files(data, chunks=CHUNKS, shards=SHARDS, fill_value=fill, **kw)
 
 
 def _open(server, files, **open_kw):

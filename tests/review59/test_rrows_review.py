@@ -29,7 +29,9 @@ import pytest
 import zarrfast
 from zarrfast.codecs import ZstdCodec
 from zarrfast.errors import ChunkDecodeError, ZarrfastError
-from zarrfast.storage import MemoryStore, ObjectStore, RetryPolicy
+from zarrfast.storage import ObjectStore, RetryPolicy
+
+from _helpers.files import written_files
 
 pytest.importorskip("obstore")
 
@@ -41,11 +43,7 @@ RETRY = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02)
 
 
 def _files(data, chunks, fill=0, **kw) -> dict[str, bytes]:
-    mem = MemoryStore()
-    a = zarrfast.create_array(mem, shape=data.shape, chunks=chunks, dtype=data.dtype,
-                              fill_value=fill, **kw)
-    a[...] = data
-    return {k: bytes(mem.get(k)) for k in mem.list()}
+    return written_files(data, chunks=chunks, fill_value=fill, **kw)
 
 
 def _open(server, files, **open_kw):

@@ -27,7 +27,9 @@ import pytest
 import zarrfast
 from zarrfast.codecs import ZstdCodec
 from zarrfast.errors import ChunkDecodeError, ZarrfastError
-from zarrfast.storage import MemoryStore, ObjectStore, RetryPolicy
+from zarrfast.storage import ObjectStore, RetryPolicy
+
+from _helpers.files import written_files
 
 pytest.importorskip("obstore")
 
@@ -56,11 +58,7 @@ def _data(kind: str, seed: int = 0) -> np.ndarray:
 
 
 def _files(data, **kw) -> dict[str, bytes]:
-    mem = MemoryStore()
-    a = zarrfast.create_array(mem, shape=data.shape, chunks=(ROWS, COLS), dtype=data.dtype,
-                              fill_value=FILL, **kw)
-    a[...] = data
-    return {k: bytes(mem.get(k)) for k in mem.list()}
+    return written_files(data, chunks=(ROWS, COLS), fill_value=FILL, **kw)
 
 
 def _open(server, files, prefix="d"):
