@@ -11,7 +11,13 @@ The dataset is the harness's (``--path`` of ``zarrfast.cli bench --ops loader``;
 there when missing)::
 
     PYTHONPATH=/path/to/tree python benchmarks/bench_loader_regions.py \\
-        --path /data/loaderdata [--size 128MiB] [--threads 2] [--rounds 30]
+        --path /data/loaderdata [--size 128MiB] [--threads 2] [--rounds 30] \\
+        [--cold] [--readers "zarrfast get,tensorstore"]
+
+``--cold`` evicts the regions dataset's pages (``posix_fadvise(DONTNEED)``, as the
+harness's ``--cold``) before every read: on a shared machine use a copy of your own,
+since every round evicts it.  ``--readers`` keeps the readers whose names start with
+one of its prefixes.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import numpy as np
 import zarrfast
 from zarrfast import config
 from zarrfast.bench import data as D
-from zarrfast.bench.harness import loader_selections
+from zarrfast.bench.harness import evict_pages, loader_selections
 
 
 def main() -> None:
@@ -36,6 +42,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cold", action="store_true",
+                   help="evict the regions dataset's pages (posix_fadvise) before every read "
+                        "(as the harness's --cold; use a copy of your own on a shared machine)")
+    p.add_argument("--readers", default="",
+                   help="comma-separated names' prefixes of the readers to run (default all)")
     args = p.parse_args()
     loader = D.prepare_loader(args.path, D.parse_size(args.size), log=print)
     spec, root, _ = loader["regions"]
@@ -61,6 +72,9 @@ def main() -> None:
             return [f.result() for f in futures]
 
         readers["tensorstore Batch"] = batch
+    if args.readers:
+        keep = [r.strip() for r in args.readers.split(",") if r.strip()]
+        readers = {n: r for n, r in readers.items() if any(n.startswith(k) for k in keep)}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in readers}
     with config.set(threads=args.threads):
         for name, read in readers.items():
@@ -68,10 +82,13 @@ def main() -> None:
             assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)), name
         for _ in range(args.rounds):
             for name, read in readers.items():
+                if args.cold:
+                    evict_pages(root)
                 w, c = time.perf_counter(), time.process_time()
                 read()
                 times[name].append((time.perf_counter() - w, time.process_time() - c))
     print(f"region {region} of {spec.arrays} arrays {spec.shape}, threads={args.threads}, "
+          f"{'cold, ' if args.cold else ''}"
           f"{args.rounds} rounds, load {os.getloadavg()[0]:.1f}")
     for name, ts_ in times.items():
         wall = np.array([t for t, _ in ts_]) * 1e3

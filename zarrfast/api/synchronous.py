@@ -2531,6 +2531,20 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
     if any(node.store.capabilities.batched_gets for node, _, _, _ in todo):
         map_io(read, todo)  # (each batch's requests in flight together)
         return results
+    if len(todo) > 1 and kind == "basic" and int(zconfig.get("threads")) > 1:
+        # the boxes of arrays of one layout on stores of their own (a dataset's arrays
+        # each opened from its path) read as one, one kernel call for all of their
+        # chunks shared by the threads (see _read_across_stores), warm or cold: cold,
+        # that kernel finds the first file out of the page cache and announces the
+        # files a window ahead of the rows the threads read, every array's (the
+        # loader's 50 regions of 4 chunks, cold: 2 threads decode while the disk reads,
+        # where 50 reads of their own, at once in as many threads, cost a plan, a
+        # kernel call and a thread handoff each).  (At one thread each array's box
+        # read takes a helper thread for its files' reads, which one call for all of
+        # them would not: read as below.)
+        todo = _read_across_stores(todo, results)
+        if not todo:
+            return results
     # warm, the batches after the first are read up to `threads` at a time, each in a
     # thread of its own (a small one decodes there alone: 50 arrays of 4 chunks each
     # then cost one handoff per thread, not a split of each batch's chunks with the
@@ -2546,15 +2560,6 @@ def get_many(requests: Iterable[tuple[Any, Any]], *, kind: str = "basic") -> lis
         # (a probe of the first file: cold, so all of them at once, the first too)
         at_once(read, todo, limit)
         return results
-    if len(todo) > 1 and kind == "basic" and int(zconfig.get("threads")) > 1:
-        # warm: the boxes of arrays of one layout on stores of their own (a dataset's
-        # arrays each opened from its path) read as one, one kernel call for all of
-        # their chunks shared by the threads (see _read_across_stores).  (At one thread
-        # each array's box read takes a helper thread for its files' reads, which one
-        # call for all of them would not: read as before.)
-        todo = _read_across_stores(todo, results)
-        if not todo:
-            return results
     before = _kernels.cold_announcements()
     read(todo[0])
     if len(todo) > 1 and _kernels.cold_announcements() != before:
