@@ -355,7 +355,11 @@ cdef int8_t _file_one(void* ctx, int fd, int64_t fsize, uint8_t* buf, uint8_t* o
         return _FAILED
     if have < want:  # (the file shrank under us: the caller reads it again)
         return _FAILED
-    if _content_size(buf, <size_t>have) != <unsigned long long>nbytes or buf[4] & 0x04:
+    # (a zstd frame: its magic number, then the content size; a skippable frame, whose
+    # header _header_size does not read, is left to the caller)
+    if (buf[0] != 0x28 or buf[1] != 0xB5 or buf[2] != 0x2F or buf[3] != 0xFD
+            or _content_size(buf, <size_t>have) != <unsigned long long>nbytes
+            or buf[4] & 0x04):
         return _FAILED
     hsize = _header_size(buf)
     if _is_error(_begin(ctx)):

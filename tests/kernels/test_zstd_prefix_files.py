@@ -6,8 +6,8 @@ it whole), on real files.
 Hypothesis draws batches of files (1 to 4 blocks of 128 KiB, blocks that compress
 well and badly, so that the first read falls short of a block or skips blocks whose
 headers lie past it), missing ones, directories, links, frames cut short or followed
-by other bytes, frames of another size, checksummed ones, files larger than the
-buffer, and the bytes each needs."""
+by other bytes, frames of another size, checksummed ones, skippable frames, files
+larger than the buffer, and the bytes each needs."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ BLOCK = 2**17
 SETTINGS = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 KINDS = ["ok", "ok", "ok", "ok", "missing", "dir", "link", "cut", "extra", "other",
-         "checksum", "big"]
+         "checksum", "big", "skippable"]
 
 
 def _data(rng: np.random.Generator, nbytes: int, noisy: list[bool]) -> bytes:
@@ -67,6 +67,8 @@ def batches(draw):
             frame = frame[:draw(st.integers(0, len(frame) - 1))]
         elif kind == "extra":
             frame += bytes(draw(st.integers(1, 9)))
+        elif kind == "skippable":  # (a skippable frame holding the zstd frame)
+            frame = (0x184D2A50).to_bytes(4, "little") + len(frame).to_bytes(4, "little") + frame
         files.append((kind, data, frame))
     needs = [draw(st.integers(0, nbytes)) for _ in range(n)]
     return nbytes, files, np.array(needs, dtype=np.int64)
