@@ -34,3 +34,15 @@ def decode_prefix_list(
     nbytes: int,
     status: Buffer,  # int8_t[::1], out: 0 decoded, 1 no data, 2 failed
 ) -> None: ...
+def decode_prefix_files(
+    context: Context,
+    root: bytes | None,  # the directory of the paths (opened without links); None: plain
+    paths: list[bytes],
+    work: Buffer,  # uint8_t[::1]: each file read here (larger ones: FAILED, EFBIG)
+    dst: Buffer,  # uint8_t[::1]
+    dst_offsets: Buffer,  # const int64_t[::1]
+    needs: Buffer,  # const int64_t[::1], each in [0, nbytes]
+    nbytes: int,
+    status: Buffer,  # int8_t[::1], out: 0 decoded, 1 no data (no file), 2 failed
+    errs: Buffer,  # int64_t[::1], out: errno of a failed open/read, else 0
+) -> None: ...

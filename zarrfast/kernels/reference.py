@@ -495,6 +495,58 @@ def decode_prefixes(context, src, src_offsets, src_sizes, dst, dst_offsets, need
         st[r] = 0
 
 
+def decode_prefix_files(context, root, paths, work, dst, dst_offsets, needs, nbytes, status,
+                        errs) -> None:
+    """Twin of ``_ext._zstd_prefix.decode_prefix_files``: each file read whole
+    (:func:`read_files_into`, at most ``len(work)`` bytes), then :func:`decode_prefixes`
+    (numcodecs decodes each frame whole).  ``status[r]`` 0 (decoded), 1 (no such file),
+    2 (failed: ``errs[r]`` the ``errno`` of the open or read, ``EFBIG`` for a file
+    larger than ``work``, else 0: a frame that does not decode, or has a content
+    checksum).  A frame damaged only in blocks after the ones holding its first
+    ``needs[r]`` bytes fails here, and decodes in the kernel, which never reaches
+    them (it reads only their headers)."""
+    import errno as _errno
+
+    if not isinstance(paths, list):
+        raise TypeError(f"decode_prefix_files: paths must be a list, got {type(paths).__name__}")
+    w, d = _u8(work, writable=True), _u8(dst, writable=True)
+    do, nd = _i64(dst_offsets), _i64(needs)
+    st = np.frombuffer(status, dtype=np.int8) if not isinstance(status, np.ndarray) else status
+    er = np.frombuffer(errs, dtype=np.int64) if not isinstance(errs, np.ndarray) else errs
+    n = len(paths)
+    if not (len(do) == len(nd) == len(st) == len(er) == n):
+        raise ValueError(f"decode_prefix_files: paths, dst_offsets, needs, status and errs "
+                         f"must have the same length (paths has {n})")
+    nbytes = _ssize(nbytes)
+    if nbytes < 0:
+        raise ValueError(f"decode_prefix_files: nbytes {nbytes} is negative")
+    for r, p in enumerate(paths):
+        if not isinstance(p, bytes) or b"\0" in p:
+            raise ValueError(f"decode_prefix_files: path {r} must be bytes without NUL, "
+                             f"got {p!r}")
+        need, at = int(nd[r]), int(do[r])
+        if need < 0 or need > nbytes or at < 0 or at > d.size or nbytes > d.size - at:
+            raise ValueError(f"decode_prefix_files: file {r}: need {need} of {nbytes} bytes "
+                             f"at {at} lies outside dst ({d.size} bytes)")
+    if root is not None and (not isinstance(root, bytes) or b"\0" in root):
+        raise ValueError(f"decode_prefix_files: root must be bytes without NUL, got {root!r}")
+    cap = w.size
+    for r, p in enumerate(paths):
+        st[r], er[r] = 2, 0
+        one = np.empty(cap, dtype=np.uint8)
+        sizes, errors = read_files_into([p], one, np.zeros(1, np.int64), cap, False, root)
+        size, err = int(sizes[0]), int(errors[0])
+        if err in (_errno.ENOENT, _errno.ENOTDIR, _errno.EISDIR):
+            st[r] = 1
+        elif err:
+            er[r] = err
+        elif size > cap:
+            er[r] = _errno.EFBIG
+        elif size >= 5 and not one[4] & 0x04:
+            decode_prefixes(context, one, np.zeros(1, np.int64), np.array([size], np.int64),
+                            d, do[r:r + 1], nd[r:r + 1], nbytes, st[r:r + 1])
+
+
 def decode_prefix_list(context, frames, dst, dst_offsets, needs, nbytes, status) -> None:
     """Twin of ``_ext._zstd_prefix.decode_prefix_list``: :func:`decode_prefixes` of the
     frames copied back to back into one buffer (``None``: no data)."""

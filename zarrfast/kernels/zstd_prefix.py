@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["IMPLEMENTATION", "available", "decode_prefix_blobs", "decode_prefixes"]
+__all__ = ["FILES", "IMPLEMENTATION", "available", "decode_prefix_blobs", "decode_prefix_files",
+           "decode_prefixes"]
 
 #: statuses, as the batched decoders give them (``kernels.DECODED`` ...)
 DECODED, NO_DATA, FAILED = 0, 1, 2
@@ -95,6 +96,8 @@ _kernel = _load_kernel()
 #: which code decodes: ``"kernel"`` (one call per batch, no GIL), ``"ctypes"`` (one
 #: call per block), ``None`` (not available)
 IMPLEMENTATION = "kernel" if _kernel is not None else "ctypes" if available else None
+#: whether :func:`decode_prefix_files` can run (the compiled kernel, on a POSIX system)
+FILES = _kernel is not None and os.name == "posix"
 #: a block's content is decoded by a call that releases the GIL from this size on
 _RELEASE_MIN = 4096
 
@@ -269,3 +272,35 @@ def decode_prefix_blobs(blobs: list[Any], dst: np.ndarray, dst_offsets: np.ndarr
         status = decode_prefixes(src, offsets, sizes, dst, dst_offsets, needs, nbytes)
     status[checked] = FAILED
     return status
+
+
+def decode_prefix_files(root: bytes | None, paths: list[bytes], work: np.ndarray,
+                        dst: np.ndarray, dst_offsets: np.ndarray, needs: np.ndarray,
+                        nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decode_prefixes` of the zstd frames in the files ``paths`` (relative to
+    the directory ``root``, opened without following links; ``root`` ``None``: plain
+    paths), each read into ``work`` (this thread's buffer, at least as large as a
+    file) only up to the blocks that hold its first ``needs[r]`` bytes, plus the
+    headers of its other blocks (the frame must be exactly the file), by the compiled
+    kernel in one call without the GIL (only where :data:`FILES`): a gather reads only
+    the stored bytes it decodes, and each file's bytes are decoded while they are still
+    in the CPU's cache.
+
+    Returns ``(status, errs)``: ``DECODED``; ``NO_DATA`` (no such file); ``FAILED``,
+    with ``errs[r]`` the ``errno`` of an open or read that failed (``ELOOP`` for a link
+    on the path, ``EFBIG`` for a file larger than ``work``), else 0 (a damaged frame,
+    or one with a content checksum): the caller reads those another way, which says
+    what is wrong.  Raises ``ValueError`` when lengths differ or a destination lies
+    outside ``dst``."""
+    assert FILES and _kernel is not None, "zstd_prefix: decode_prefix_files not available"
+    n = len(paths)
+    status = np.empty(n, dtype=np.int8)
+    errs = np.empty(n, dtype=np.int64)
+    context = _local.kernel_context
+    if context is None:
+        context = _local.kernel_context = _kernel.Context()
+    _kernel.decode_prefix_files(context, root, paths, work, dst,
+                                np.ascontiguousarray(dst_offsets, dtype=np.int64),
+                                np.ascontiguousarray(needs, dtype=np.int64), nbytes, status,
+                                errs)
+    return status, errs
