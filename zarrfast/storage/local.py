@@ -96,6 +96,10 @@ from zarrfast.storage.errors import (
 __all__ = ["LocalStore"]
 
 _TMP_MARK = ".zarrfast-tmp-"
+#: bytes per ``os.write`` of a value at most, as the file kernels write
+#: (``ZF_WRITE_PIECE`` in ``_fileio.pyx``: a larger call has the page cache take huge
+#: folios, which a VM with free page reporting faults in again from its host)
+_WRITE_PIECE = 131072
 _tmp_counter = itertools.count()
 _tmp_prefix: str  # (_new_tmp_prefix sets it, in each process)
 _LOCK_NAME = _locks.LOCK_NAME
@@ -1416,7 +1420,7 @@ class LocalStore(Store):
                     written = 0
                     n = len(view)
                     while written < n:
-                        written += os.write(fd, view[written:])
+                        written += os.write(fd, view[written:written + _WRITE_PIECE])
                     if self.fsync:
                         os.fsync(fd)
                 finally:
@@ -1469,7 +1473,7 @@ class LocalStore(Store):
                 view = (view if view.c_contiguous else memoryview(view.tobytes())).cast("B")
                 written = 0
                 while written < len(view):
-                    written += os.write(fd, view[written:])
+                    written += os.write(fd, view[written:written + _WRITE_PIECE])
                 if self.fsync:
                     os.fsync(fd)
             finally:
