@@ -83,25 +83,17 @@ cdef extern from *:
     static int zf_open_root(const char* path) { errno = ENOSYS; return -1; }
     static int zf_read_range(int fd, int64_t offset, int64_t size, uint8_t** buf,
                              int64_t* cap) { return ENOSYS; }
-    typedef int (*zf_cold_fn)(void*);
-    #define ZF_LATER (-1)
+    typedef void (*zf_cold_fn)(void*);
     static int zf_read_file_cold(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
                                  int64_t limit, int64_t* size, int64_t* stamp,
                                  zf_cold_fn cold, void* ctx) {
         *size = -1; return ENOSYS; }
-    static int zf_open_file(int dirfd, const char* path, int64_t limit, int64_t* size,
-                            int64_t* stamp, int* fdp) {
-        *size = -1; *fdp = -1; return ENOSYS; }
-    static int zf_read_fd(int fd, int64_t want, uint8_t** buf, int64_t* cap,
-                          zf_cold_fn cold, void* ctx) { return ENOSYS; }
-    static int zf_close(int fd) { (void)fd; return 0; }
     static int zf_read_range_cold(int fd, int64_t offset, int64_t size, uint8_t** buf,
                                   int64_t* cap, zf_cold_fn cold, void* ctx) { return ENOSYS; }
     static void zf_will_need_files(int dirfd, const char** paths, const int64_t* which,
                                    int64_t lo, int64_t hi, int64_t file_bytes) { }
     static void zf_will_need_ranges(const int64_t* fds, const int64_t* offsets,
                                     const int64_t* sizes, int64_t lo, int64_t hi) { }
-    static void zf_random_access(int64_t fd) { (void)fd; }
     #else
     #include <fcntl.h>
     #include <sys/stat.h>
@@ -118,11 +110,8 @@ cdef extern from *:
        cache) calls `cold(ctx)` first: the caller tells the kernel what else it is about
        to read (zf_will_need_*), so that the disk reads it all at once while this
        thread waits for one read.  The first read is made with RWF_NOWAIT; where that
-       flag is missing (or refused by the file system) nothing is called.  When
-       `cold(ctx)` returns nonzero, the read is not made (-2): the caller leaves the
-       chunk for later, reading others whose bytes are there (ZF_LATER). */
-    typedef int (*zf_cold_fn)(void*);
-    #define ZF_LATER (-1)
+       flag is missing (or refused by the file system) nothing is called. */
+    typedef void (*zf_cold_fn)(void*);
     static ssize_t zf_pread_first(int fd, uint8_t* p, size_t n, off_t off, zf_cold_fn cold,
                                   void* ctx) {
     #if defined(RWF_NOWAIT) && defined(__linux__)
@@ -133,9 +122,9 @@ cdef extern from *:
             v.iov_len = n;
             k = preadv2(fd, &v, 1, off, RWF_NOWAIT);
             if (k >= 0) return k;  /* (a short read: the caller reads on) */
-            if (errno == EAGAIN) {
-                if (cold(ctx)) return -2;
-            } else if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS
+            if (errno == EAGAIN)
+                cold(ctx);
+            else if (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS
                      && errno != EINTR)
                 return k;  /* a real error: the caller reports it */
         }
@@ -166,19 +155,17 @@ cdef extern from *:
                             int64_t limit, int64_t* size, int64_t* stamp) {
         return zf_read_file_cold(dirfd, path, buf, cap, limit, size, stamp, NULL, NULL);
     }
-    /* zf_read_file_cold in two steps: open and check the file (0 and the open file in
-       `*fdp`, else an errno and no file), then read its `want` bytes (0, an errno, or
-       ZF_LATER: nothing read, the file still open, as `cold` asked). */
-    static int zf_open_file(int dirfd, const char* path, int64_t limit, int64_t* size,
-                            int64_t* stamp, int* fdp) {
+    static int zf_read_file_cold(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
+                                 int64_t limit, int64_t* size, int64_t* stamp,
+                                 zf_cold_fn cold, void* ctx) {
         struct stat st;
-        int64_t want;
+        int64_t got = 0, want;
+        ssize_t k;
         int err = 0;
         /* non-blocking: a FIFO opens at once and is refused below */
         int fd = dirfd == -1 ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
                              : zf_open_nolinks(dirfd, path, O_RDONLY | O_NONBLOCK, 0);
         *size = -1;
-        *fdp = -1;
         if (fd < 0) return errno;
         if (fstat(fd, &st) != 0) { err = errno; close(fd); return err; }
         if (!S_ISREG(st.st_mode)) {  /* a directory: no value; a FIFO, device: refused */
@@ -194,16 +181,9 @@ cdef extern from *:
             stamp[3] = (int64_t)st.ZF_CTIM.tv_sec * 1000000000 + (int64_t)st.ZF_CTIM.tv_nsec;
         }
         if (want > limit) { close(fd); return EFBIG; }
-        *fdp = fd;
-        return 0;
-    }
-    static int zf_read_fd(int fd, int64_t want, uint8_t** buf, int64_t* cap,
-                          zf_cold_fn cold, void* ctx) {
-        int64_t got = 0;
-        ssize_t k;
         if (want > *cap) {
             uint8_t* grown = (uint8_t*)realloc(*buf, (size_t)(want > 0 ? want : 1));
-            if (grown == NULL) return ENOMEM;
+            if (grown == NULL) { close(fd); return ENOMEM; }
             *buf = grown;
             *cap = want;
         }
@@ -211,23 +191,14 @@ cdef extern from *:
             k = got == 0 ? zf_pread_first(fd, *buf, (size_t)want, 0, cold, ctx)
                          : pread(fd, *buf + got, (size_t)(want - got), (off_t)got);
             cold = NULL;
-            if (k == -2) return ZF_LATER;
             if (k < 0) {
                 if (errno == EINTR) continue;
-                return errno;
+                err = errno;
+                break;
             }
-            if (k == 0) return EIO;
+            if (k == 0) { err = EIO; break; }
             got += k;
         }
-        return 0;
-    }
-    static int zf_close(int fd) { return close(fd); }
-    static int zf_read_file_cold(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
-                                 int64_t limit, int64_t* size, int64_t* stamp,
-                                 zf_cold_fn cold, void* ctx) {
-        int fd, err = zf_open_file(dirfd, path, limit, size, stamp, &fd);
-        if (err != 0) return err;
-        err = zf_read_fd(fd, *size, buf, cap, cold, ctx);
         close(fd);
         return err;
     }
@@ -253,7 +224,6 @@ cdef extern from *:
             k = got == 0 ? zf_pread_first(fd, *buf, (size_t)size, (off_t)offset, cold, ctx)
                          : pread(fd, *buf + got, (size_t)(size - got), (off_t)(offset + got));
             cold = NULL;
-            if (k == -2) return ZF_LATER;
             if (k < 0) {
                 if (errno == EINTR) continue;
                 return errno;
@@ -327,21 +297,6 @@ cdef extern from *:
         }
         if (have) zf_will_need(fd, start, end - start);
     }
-    /* Tell the kernel the open file `fd` is read at random places (POSIX_FADV_RANDOM:
-       no readahead on it).  A read that misses the page cache then reads its own
-       pages, not a readahead window past them: the first cold range of a box of
-       shards (the one whose read finds the box cold, before the others are announced)
-       read 64 pages where it needed 10 (the first window of a file's readahead, four
-       times the read; 100 cold boxes of 32^3 zstd chunks in 128^3 shards read 61-62
-       MiB from the disk, 55 with it).  The file's description only: the caller's own
-       descriptor, opened for this read. */
-    static void zf_random_access(int64_t fd) {
-    #if defined(POSIX_FADV_RANDOM)
-        (void)posix_fadvise((int)fd, 0, 0, POSIX_FADV_RANDOM);
-    #else
-        (void)fd;
-    #endif
-    }
     #endif
     """
     int zf_read_file(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
@@ -349,13 +304,7 @@ cdef extern from *:
     int zf_open_root(const char* path) noexcept nogil
     int zf_read_range(int fd, int64_t offset, int64_t size, uint8_t** buf,
                       int64_t* cap) noexcept nogil
-    ctypedef int (*zf_cold_fn)(void*) noexcept nogil
-    int ZF_LATER
-    int zf_open_file(int dirfd, const char* path, int64_t limit, int64_t* size,
-                     int64_t* stamp, int* fdp) noexcept nogil
-    int zf_read_fd(int fd, int64_t want, uint8_t** buf, int64_t* cap, zf_cold_fn cold,
-                   void* ctx) noexcept nogil
-    int zf_close(int fd) noexcept nogil
+    ctypedef void (*zf_cold_fn)(void*) noexcept nogil
     int zf_read_file_cold(int dirfd, const char* path, uint8_t** buf, int64_t* cap,
                           int64_t limit, int64_t* size, int64_t* stamp, zf_cold_fn cold,
                           void* ctx) noexcept nogil
@@ -365,7 +314,6 @@ cdef extern from *:
                             int64_t lo, int64_t hi, int64_t file_bytes) noexcept nogil
     void zf_will_need_ranges(const int64_t* fds, const int64_t* offsets,
                              const int64_t* sizes, int64_t lo, int64_t hi) noexcept nogil
-    void zf_random_access(int64_t fd) noexcept nogil
 
 
 cdef extern from *:
@@ -1405,9 +1353,6 @@ cdef class ChunkDecoder:
         array of ``(offset, nbytes)`` per inner chunk, in C order); ``fds[g] < 0`` or
         ``indexes[g] is None``: no shard.  An inner chunk of no shard, or whose entry's
         offset is ``2**64 - 1`` (empty), is filled with ``fill`` (one item as placed).
-        The shards' descriptors are set to random access (``POSIX_FADV_RANDOM``: the
-        kernel reads no pages past the inner chunks read, for this file description;
-        give descriptors opened for the box).
 
         Returns ``None`` when every inner chunk was placed or filled; else each row's
         status (``box_table``'s order): ``FAILED`` for an entry of more than ``limit``
@@ -1493,10 +1438,6 @@ cdef class ChunkDecoder:
                         rfds[r] = fds[g]
                         offs[r] = <int64_t>e[0]
                         sizes[r] = <int64_t>e[1]
-                # (no readahead past the inner chunks read: zf_random_access)
-                for g in range(m):
-                    if ix[g] != NULL:
-                        zf_random_access(fds[g])
             _job_init(&job, self, plan, status, <Py_ssize_t>n)
             job.fds = rfds
             job.src_offsets = offs
@@ -2168,14 +2109,12 @@ cdef int64_t _AHEAD_BYTES = 16 * 2**20
 
 
 ctypedef struct _ColdAt:
-    # the row whose read found the page cache without its bytes (``_job_cold``), and
-    # whether its thread may leave it for later (``_job_rows``)
+    # the row whose read found the page cache without its bytes (``_job_cold``)
     _RowsJob* job
     int64_t r
-    bint later
 
 
-cdef int _job_cold(void* ctx) noexcept nogil:
+cdef void _job_cold(void* ctx) noexcept nogil:
     """A row of a job must wait for the disk: announce the rows after it, a window of
     them (``_job_ahead``), so that the disk reads them while this thread waits
     (``zf_pread_first``); from then on each thread that claims a row announces the
@@ -2188,7 +2127,7 @@ cdef int _job_cold(void* ctx) noexcept nogil:
     cdef _RowsJob* job = at.job
     cdef int64_t per = job.limit if job.limit > 0 else 65536
     if zf_claim(&job.cold_found) != 0:
-        return at.later  # (another thread's row found it first and announces)
+        return  # (another thread's row found it first and announces)
     zf_claim(&_cold_jobs)
     job.window = _AHEAD_BYTES // per
     if job.window < 4:
@@ -2198,13 +2137,6 @@ cdef int _job_cold(void* ctx) noexcept nogil:
     zf_add(&job.announced, at.r + 1)  # (from 0: the rows before were read, cached)
     zf_claim(&job.cold)
     _job_ahead(job, at.r)
-    return at.later
-
-
-cdef int _job_later(void* ctx) noexcept nogil:
-    """A row of a cold job (its rows announced) whose bytes are not there yet: left for
-    later (``_job_rows``)."""
-    return 1
 
 
 cdef void _job_ahead(_RowsJob* job, int64_t r) noexcept nogil:
@@ -2240,25 +2172,15 @@ ctypedef struct _ShardsAhead:
     int64_t limit
 
 
-cdef int _shards_cold(void* ctx) noexcept nogil:
+cdef void _shards_cold(void* ctx) noexcept nogil:
     """A ShardFiles.run's first shard must wait for the disk: announce the others."""
     cdef _ShardsAhead* a = <_ShardsAhead*>ctx
     zf_claim(&_cold_jobs)
     zf_will_need_files(a.rootfd, a.cpaths, a.which, 0, a.n, a.limit)
-    return 0
 
 
-cdef inline void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
-    _job_row_in(job, w, r, False, NULL)
-
-
-cdef bint _job_row_in(_RowsJob* job, zf_worker* w, Py_ssize_t r, bint later,
-                      int* fdp) noexcept nogil:
-    """Read, decode and place row ``r``; True when done.  With ``later`` (``fdp``: where
-    a file's descriptor is kept, -1 none yet), a row whose bytes are not in the page
-    cache (a cold job's) is not read: False, its file (decode_files) left open in
-    ``fdp`` for the next try (``_job_rows``)."""
-    cdef int err, fd = -1
+cdef void _job_row(_RowsJob* job, zf_worker* w, Py_ssize_t r) noexcept nogil:
+    cdef int err
     # a row of a job of several, read from a file before the job was found cold: when
     # its bytes are not in the page cache, the rows after it are announced, a window
     # ahead (``_job_cold``; a read made with RWF_NOWAIT first, no more calls)
@@ -2266,10 +2188,7 @@ cdef bint _job_row_in(_RowsJob* job, zf_worker* w, Py_ssize_t r, bint later,
     cdef _ColdAt at
     at.job = job
     at.r = r
-    at.later = later
-    if later and zf_load(&job.cold):
-        cold = _job_later
-    elif job.n > 1 and r + 1 < job.n and not zf_load(&job.cold_found):
+    if job.n > 1 and r + 1 < job.n and not zf_load(&job.cold_found):
         cold = _job_cold
     # a row the I/O helper read; one it is reading, later (then this thread's own)
     cdef _Prefetch* pf = job.pf
@@ -2280,14 +2199,14 @@ cdef bint _job_row_in(_RowsJob* job, zf_worker* w, Py_ssize_t r, bint later,
             pf.buf[r] = NULL
             _job_row_read(job, w, r, got, pf.err[r], pf.len[r])
             free(got)
-            return True
+            return
         if not job.pf_last:
             job.pf_later[job.pf_nlater] = r
             job.pf_nlater += 1
-            return True
+            return
     # (a row not DECODED when the call starts: no data, or one the caller refused)
     if job.status[r] != _DECODED or job.plan.skip[r]:
-        return True
+        return
     # an uncompressed chunk placed whole is read straight into its place (the read
     # never writes past its nbytes: a larger file or range is refused unread)
     cdef bint in_place = job.codec == _NONE and job.plan.direct[r]
@@ -2298,40 +2217,28 @@ cdef bint _job_row_in(_RowsJob* job, zf_worker* w, Py_ssize_t r, bint later,
     if job.fds != NULL:
         if in_place and job.src_sizes[r] != job.nbytes:
             job.status[r] = _FAILED
-            return True
+            return
         err = zf_read_range_cold(<int>job.fds[r], job.src_offsets[r], job.src_sizes[r], buf,
                                  cap, cold, &at)
-        if err == ZF_LATER:
-            return False
         if err != 0:
             job.status[r] = _FAILED
             job.errs[r] = err
         elif not in_place and not _place_with(w, job.codec, job.nbytes, &job.plan, r,
                                               w.filebuf, <size_t>job.src_sizes[r]):
             job.status[r] = _FAILED
-        return True
+        return
     if not job.files:
         if not _place_with(w, job.codec, job.nbytes, &job.plan, r,
                            job.src + job.src_offsets[r], <size_t>job.src_sizes[r]):
             job.status[r] = _FAILED
-        return True
+        return
     cdef int dirfd = job.rootfd if job.rootfds == NULL else job.rootfds[r]
-    if fdp != NULL and fdp[0] >= 0:  # (opened by an earlier try: job.sizes[r] its size)
-        fd = fdp[0]
-        err = 0
-    elif dirfd == -2:  # no root directory: no files
+    if dirfd == -2:  # no root directory: no files
         err = ENOENT
     else:
-        err = zf_open_file(dirfd, job.cpaths[r], job.nbytes if in_place else job.limit,
-                           &job.sizes[r], NULL, &fd)
-    if err == 0:
-        err = zf_read_fd(fd, job.sizes[r], buf, cap, cold, &at)
-        if err == ZF_LATER:
-            fdp[0] = fd
-            return False
-        zf_close(fd)
-        if fdp != NULL:
-            fdp[0] = -1
+        err = zf_read_file_cold(dirfd, job.cpaths[r], buf, cap,
+                                job.nbytes if in_place else job.limit, &job.sizes[r], NULL,
+                                cold, &at)
     if err == ENOENT or err == ENOTDIR or err == EISDIR:
         job.status[r] = _NO_DATA
         job.sizes[r] = -1
@@ -2344,7 +2251,6 @@ cdef bint _job_row_in(_RowsJob* job, zf_worker* w, Py_ssize_t r, bint later,
     elif not _place_with(w, job.codec, job.nbytes, &job.plan, r, w.filebuf,
                          <size_t>job.sizes[r]):
         job.status[r] = _FAILED
-    return True
 
 
 cdef void _job_row_read(_RowsJob* job, zf_worker* w, Py_ssize_t r, const uint8_t* buf,
@@ -2502,77 +2408,17 @@ cdef _Prefetch* _pf_make(_RowsJob* job, int64_t n) noexcept nogil:
     return pf
 
 
-#: rows of cold jobs left for later by their threads, their bytes not yet read from the
-#: disk (``rows_left_for_later``)
-cdef int64_t _later_rows = 0
-
-
-def rows_left_for_later():
-    """How many chunks the threads of calls reading a box's chunks from files
-    (``decode_files``, ``decode_box_files``, ``decode_ranges``, ``decode_box_shards``)
-    left for later, in this process so far: chunks of a box found cold whose bytes the
-    disk had not brought yet when their thread came to them, while others' had (the
-    thread read those first)."""
-    return zf_load(&_later_rows)
-
-
-#: the most rows of a job for which its threads read first the rows whose bytes are
-#: in the page cache (``_job_rows``): a box's (at most 27 chunks in 3-d), not a
-#: whole read's
-cdef enum:
-    _LATER_ROWS = 32
-
-
 cdef int64_t _job_rows(_RowsJob* job, zf_worker* w) noexcept nogil:
-    """Claim and do rows until none is left; how many this thread did.
-
-    In a cold job of a box's rows (at most ``_LATER_ROWS``, no I/O helper) a row whose
-    bytes the disk has not brought yet is left for later: the thread claims on, then
-    does its rows left as their bytes come, in any order, and waits for the disk (the
-    first of them) only when none has come.  The disk reads a box's announced chunks
-    in its own order (100 boxes of 15 chunks of 44 KB: the first read often among
-    the last), so a thread that waited for each of its rows in turn sat idle beside
-    chunks it could decode."""
-    cdef int64_t r, done = 0, nlater = 0, i, k
-    cdef int64_t later[_LATER_ROWS]
-    cdef int fds[_LATER_ROWS]  # (their files, opened by the first try; -1 none)
-    cdef bint may = job.pf == NULL and job.n <= _LATER_ROWS and (job.files or job.fds != NULL)
-    cdef bint came
+    """Claim and do rows until none is left; how many this thread did."""
+    cdef int64_t r, done = 0
     while True:
         r = zf_claim(&job.cursor)
         if r >= job.n:
             break
         if r > 0 and zf_load(&job.cold):  # (a cold job: keep the disk a window ahead)
             _job_ahead(job, r)
-        if may:
-            fds[nlater] = -1
-            if not _job_row_in(job, w, <Py_ssize_t>r, True, &fds[nlater]):
-                later[nlater] = r
-                nlater += 1
-                zf_claim(&_later_rows)
-                continue
-        else:
-            _job_row(job, w, <Py_ssize_t>r)
+        _job_row(job, w, <Py_ssize_t>r)
         done += 1
-    while nlater > 0:
-        came = False
-        k = 0
-        for i in range(nlater):
-            if _job_row_in(job, w, <Py_ssize_t>later[i], True, &fds[i]):
-                came = True
-                done += 1
-            else:
-                later[k] = later[i]
-                fds[k] = fds[i]
-                k += 1
-        nlater = k
-        if nlater and not came:  # (none came: wait for the first)
-            _job_row_in(job, w, <Py_ssize_t>later[0], False, &fds[0])
-            done += 1
-            nlater -= 1
-            for i in range(nlater):
-                later[i] = later[i + 1]
-                fds[i] = fds[i + 1]
     zf_stream_fence()  # (the streamed stores are seen before the rows are reported done)
     return done
 

@@ -42,7 +42,6 @@ NO_TWIN = {
         "helper_jobs": "counts the helper threads' work",
         "helper_threads": "counts the helper threads",
         "cold_announcements": "counts the calls that announced cold files",
-        "rows_left_for_later": "counts the chunks of cold boxes read after others",
     },
     "_encode": {
         "bind_zlib": "binds a library", "bind_zstd": "binds a library",

@@ -42,7 +42,6 @@ def inflate_with() -> str: ...
 def helper_jobs() -> tuple[int, int, int]: ...  # jobs joined, rows decoded, rows read (I/O helper)
 def helper_threads() -> int: ...
 def cold_announcements() -> int: ...  # calls that found a chunk not in the page cache
-def rows_left_for_later() -> int: ...  # chunks of cold boxes read after others that had come
 
 # -- blosc frames and filters -------------------------------------------------------
 def blosc_compress(
