@@ -18,11 +18,23 @@ cold (the shards evicted before it), at 1 and 2 threads:
 * an inner chunk that does not decode, and a shard cut short: the error the general
   path raises, naming the shard's key; no shard left open;
 * two threads reading cold boxes of one array at once.
+
+Its second commit (1375fef) has a box's threads leave a chunk whose bytes have not come
+(RWF_NOWAIT) for later, its file held open meanwhile (up to 32 per thread), and read
+those that have.  Guards of that, cold boxes of up to 27 chunk files (zstd and
+uncompressed: read in place) and of shards:
+
+* a process with 3, 6 or 40 descriptors to spare reads every box (NumPy's values);
+* a FIFO, a directory, a link, a file of the wrong size (uncompressed: read in place)
+  and a file that does not decode at a chunk's path: the cold box ends (a child
+  Python) and says what the same box read warm says; no file is left open.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -204,3 +216,129 @@ def test_two_threads_reading_cold_boxes_at_once(stored):
     assert not any(t.is_alive() for t in threads), "a reader did not end"
     assert errors == []
     assert held_open(root / "a" / "c") == []
+
+
+_FEW_FDS = r"""
+import os, resource, sys
+sys.path.insert(0, sys.argv[3])
+import numpy as np, zarrfast
+from zarrfast import config
+from zarrfast.storage import LocalStore
+from _helpers.page_cache import evict
+root, spare = sys.argv[1], int(sys.argv[2])
+out = []
+arrays = {k: zarrfast.open_array(LocalStore(os.path.join(root, k)), mode="r")
+          for k in ("zstd", "none", "sharded")}
+wants = {k: np.load(os.path.join(root, k + ".npy")) for k in arrays}
+boxes = [(slice(31, 97), slice(31, 97), slice(31, 97)),
+         (slice(0, 64), slice(30, 94), slice(60, 128)),
+         (slice(5, 70), slice(33, 95), slice(1, 63))]
+for a in arrays.values():
+    a[boxes[0]]  # (the shards' indexes cached)
+used = len(os.listdir("/proc/self/fd"))
+resource.setrlimit(resource.RLIMIT_NOFILE,
+                   (used + spare, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+for threads in (1, 2):
+    with config.set(threads=threads):
+        for k, a in arrays.items():
+            for b in boxes * 2:
+                evict(root)
+                try:
+                    ok = np.array_equal(a[b], wants[k][b])
+                    out.append("ok" if ok else f"{k} {threads} {b}: wrong values")
+                except Exception as e:
+                    out.append(f"{k} {threads} {b}: {type(e).__name__}: {e}"[:300])
+bad = [o for o in out if o != "ok"]
+print("ok" if not bad else "\n".join(bad))
+"""
+
+
+@pytest.fixture(scope="module")
+def three_layouts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fewfds")
+    x = np.random.default_rng(0).integers(0, 2**16, (128, 128, 128), dtype="<u2")
+    for name, kw in (("zstd", {}), ("none", {"compressors": None}),
+                     ("sharded", {"shards": (64, 64, 64)})):
+        a = zarrfast.create_array(LocalStore(root / name), shape=x.shape, chunks=(32, 32, 32),
+                                  dtype="<u2", fill_value=0, **kw)
+        want = x.copy()
+        a[...] = want
+        os.remove(root / name / "c" / "1" / "1" / "1" if name != "sharded"
+                  else root / name / "c" / "1" / "0" / "1")
+        if name == "sharded":
+            want[64:128, 0:64, 64:128] = 0
+        else:
+            want[32:64, 32:64, 32:64] = 0
+        np.save(root / f"{name}.npy", want)
+    return root
+
+
+@pytest.mark.parametrize("spare", [3, 6, 40])
+def test_cold_boxes_with_few_descriptors_to_spare(three_layouts, subprocess_cwd, spare):
+    root = three_layouts
+    _cold(root, root / "zstd" / "c" / "0" / "0" / "0")
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, "-c", _FEW_FDS, str(root), str(spare), tests],
+                         capture_output=True, text=True, timeout=300, cwd=subprocess_cwd)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip() == "ok", run.stdout[-3000:]
+
+
+_ODD = r"""
+import os, sys
+sys.path.insert(0, sys.argv[3])
+import numpy as np, zarrfast
+from zarrfast import config
+from zarrfast.storage import LocalStore
+from _helpers.page_cache import evict
+root, threads = sys.argv[1], int(sys.argv[2])
+out = []
+def outcome(fn):
+    try:
+        return "ok %d" % int(np.asarray(fn(), dtype=np.int64).sum())
+    except Exception as e:
+        return "error %s %s" % (type(e).__name__, "c/1/1/1" in str(e) or "c/1/0/1" in str(e))
+with config.set(threads=threads):
+    for name in ("zstd", "none", "sharded"):
+        a = zarrfast.open_array(LocalStore(os.path.join(root, name)), mode="r")
+        box = (slice(20, 90), slice(5, 70), slice(30, 100))
+        evict(root)
+        cold = outcome(lambda: a[box])
+        warm = outcome(lambda: a[box])
+        out.append((name, cold, warm))
+print(repr(out))
+"""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "link", "short", "garbage"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_odd_files_in_cold_boxes(tmp_path, subprocess_cwd, kind, threads):
+    x = np.random.default_rng(1).integers(0, 2**16, (128, 128, 128), dtype="<u2")
+    for name, kw in (("zstd", {}), ("none", {"compressors": None}),
+                     ("sharded", {"shards": (64, 64, 64)})):
+        a = zarrfast.create_array(LocalStore(tmp_path / name), shape=x.shape,
+                                  chunks=(32, 32, 32), dtype="<u2", fill_value=0, **kw)
+        a[...] = x
+        p = tmp_path / name / "c" / "1" / ("0" if name == "sharded" else "1") / "1"
+        other = tmp_path / name / "c" / "0" / "0" / "0"
+        raw = p.read_bytes()
+        p.unlink()
+        if kind == "fifo":
+            os.mkfifo(p)
+        elif kind == "dir":
+            p.mkdir()
+        elif kind == "link":
+            os.symlink(other, p)
+        elif kind == "short":
+            p.write_bytes(raw[:len(raw) // 2])
+        else:
+            p.write_bytes(bytes(len(raw)))
+    _cold(tmp_path, tmp_path / "zstd" / "c" / "0" / "0" / "0")
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, "-c", _ODD, str(tmp_path), str(threads), tests],
+                         capture_output=True, text=True, timeout=300, cwd=subprocess_cwd)
+    assert run.returncode == 0, run.stderr[-3000:]
+    for name, cold, warm in eval(run.stdout.strip().splitlines()[-1]):
+        assert cold == warm, (name, cold, warm)
+        if cold.startswith("error"):
+            assert cold.endswith("True"), (name, cold)  # (the key named)
