@@ -245,3 +245,44 @@ def test_a_forked_child_reads_cold_after_its_parent(tmp_path):
             p.kill()
     assert result == [True] * n
     assert p.exitcode == 0
+
+
+#: (create_array's keywords, the file of chunk (1, 1))
+FORMATS = [
+    ({"zarr_format": 3}, ("c", "1", "1")),
+    ({"zarr_format": 3, "chunk_key_encoding": {"name": "v2", "separator": "."}}, ("1.1",)),
+    ({"zarr_format": 2}, ("1.1",)),
+    ({"zarr_format": 2, "order": "F"}, ("1.1",)),
+    ({"zarr_format": 3, "fill_value": -5}, ("c", "1", "1")),
+]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_cold_get_many_of_formats_fill_values_orders_and_read_only_stores(tmp_path,
+                                                                         threads):
+    """Arrays of v3 (keys c/i/j, and i.j), of v2 (C and F order), of two fill values,
+    every other one opened through a read-only store: read cold as one call where their
+    layouts agree (each its own keys, fill value and order), NumPy's values."""
+    shape = (80, 70)
+    arrays, wants = [], []
+    for k, (kw, missing) in enumerate(FORMATS * 2):
+        kw = dict(kw)
+        fill = kw.pop("fill_value", 0)
+        p = tmp_path / f"a{k}"
+        a = zarrfast.create_array(LocalStore(p), shape=shape, chunks=(16, 16), dtype="<i4",
+                                  fill_value=fill, **kw)
+        v = ((np.arange(np.prod(shape)).reshape(shape) * (k + 3)) % 7919).astype("<i4")
+        a[...] = v
+        if k % 3 == 0:
+            os.remove(p.joinpath(*missing))
+            v[16:32, 16:32] = fill
+        store = LocalStore(p) if k % 2 == 0 else LocalStore(p).with_read_only()
+        arrays.append(zarrfast.open_array(store, mode="r"))
+        wants.append(v)
+    with config.set(threads=threads):
+        for reg in ((slice(5, 75), slice(3, 60)), (slice(None), 17), (-1, slice(2, -2))):
+            _cold(tmp_path, tmp_path / "a0" / "c" / "0" / "0")
+            got = zarrfast.get_many([(a, reg) for a in arrays])
+            for k, (g, w) in enumerate(zip(got, wants, strict=True)):
+                np.testing.assert_array_equal(g, w[reg], err_msg=f"array {k} {reg}")
+    assert [f for k in range(len(arrays)) for f in held_open(tmp_path / f"a{k}")] == []

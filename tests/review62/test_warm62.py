@@ -286,3 +286,49 @@ def test_a_forked_child_gathers_after_its_parent(tmp_path):
             p.kill()
     np.testing.assert_array_equal(np.array(result, dtype=np.uint32), data[rows])
     assert p.exitcode == 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gathers_beside_a_writer_never_see_a_torn_chunk(tmp_path, threads):
+    """A writer rewrites the array (all 1s, all 2s, in turn: each chunk file replaced
+    whole) while gathers of rows in the first blocks of its chunks run: the rows of one
+    chunk all come from one version of its file."""
+    chunk_rows, n = 1024, 8 * 1024
+    path = tmp_path / "a"
+    a = zarrfast.create_array(LocalStore(path), shape=(n, COLS), chunks=(chunk_rows, COLS),
+                              dtype="<u4", fill_value=0,
+                              compressors=[ZstdCodec(level=1)])
+    rng = np.random.default_rng(9)
+    noise = rng.integers(0, 2**20, (n, COLS), dtype=np.uint32) * 4  # (several blocks)
+    values = [noise + 1, noise + 2]
+    a[...] = values[0]
+    done = threading.Event()
+
+    def writer():
+        try:
+            w = zarrfast.open_array(LocalStore(path), mode="r+")
+            for k in range(1, 13):
+                w[...] = values[k % 2]
+        finally:
+            done.set()
+
+    reader = zarrfast.open_array(LocalStore(path), mode="r")
+    rows = np.sort(np.concatenate([np.arange(0, n, chunk_rows) + d for d in (0, 7, 200)]))
+    bad: list[str] = []
+    t = threading.Thread(target=writer)
+    t.start()
+    reads = 0
+    try:
+        with config.set(threads=threads):
+            while not done.is_set() or reads == 0:
+                got = reader.oindex[rows, :]
+                reads += 1
+                tag = (got - noise[rows]).astype(np.int64)
+                for c in range(n // chunk_rows):
+                    mine = tag[rows // chunk_rows == c]
+                    if not ((mine == 1).all() or (mine == 2).all()):
+                        bad.append(f"read {reads}: chunk {c}: {np.unique(mine)[:5]}")
+    finally:
+        t.join(timeout=300)
+    assert not t.is_alive()
+    assert bad == []
