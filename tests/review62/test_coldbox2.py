@@ -181,16 +181,23 @@ def test_a_damaged_shard_is_named(tmp_path, threads, damage):
     assert held_open(tmp_path / "a" / "c") == []
 
 
-def test_two_threads_reading_cold_boxes_at_once(stored):
-    root, want = stored
-    a = zarrfast.open_array(LocalStore(root / "a"), mode="r")
+@pytest.mark.parametrize("layout", ["sharded", "zstd", "none"])
+def test_two_threads_reading_cold_boxes_at_once(stored, three_layouts, layout):
+    if layout == "sharded":
+        root, want = stored
+        chunks = root / "a" / "c"
+    else:  # (27 chunk files a box at most, each thread its own boxes)
+        root = three_layouts
+        chunks = root / layout / "c"
+        want = np.load(root / f"{layout}.npy")
+    a = zarrfast.open_array(LocalStore(chunks.parent), mode="r")
     rng = np.random.default_rng(7)
     plans = []
     for _ in range(2):
         mine = []
         for _ in range(20):
             box = []
-            for n, c in zip(SHAPE, INNER, strict=True):
+            for n, c in zip(a.shape, a.chunks, strict=True):
                 length = int(rng.integers(1, 2 * c + 1))
                 start = int(rng.integers(0, n - length + 1))
                 box.append(slice(start, start + length))
@@ -209,7 +216,7 @@ def test_two_threads_reading_cold_boxes_at_once(stored):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(f"thread {t}: {type(e).__name__}: {e}")
 
-    _cold(root, root / "a" / "c" / "0" / "0" / "0")
+    _cold(root, chunks / "0" / "0" / "0")
     threads = [threading.Thread(target=reader, args=(t,)) for t in range(2)]
     for t in threads:
         t.start()
@@ -217,7 +224,7 @@ def test_two_threads_reading_cold_boxes_at_once(stored):
         t.join(timeout=300)
     assert not any(t.is_alive() for t in threads), "a reader did not end"
     assert errors == []
-    assert held_open(root / "a" / "c") == []
+    assert held_open(chunks) == []
 
 
 _FEW_FDS = r"""
