@@ -361,3 +361,23 @@ def test_gathers_from_a_store_subclass_go_through_its_get(tmp_path, threads):
     with config.set(threads=threads):
         np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
         np.testing.assert_array_equal(a.oindex[rows[::-1], 5:9], x[rows[::-1], 5:9])
+
+
+@pytest.mark.parametrize("layout", ["v2", "v2F", "v3F", "transposed"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gathers_of_chunks_stored_in_other_orders(tmp_path, layout, threads):
+    """v2 zstd chunks in C and F order, v3 arrays of order F and of transposed chunks
+    (a row is then no prefix of its chunk's bytes): NumPy's values."""
+    kw = {"v2": {"zarr_format": 2}, "v2F": {"zarr_format": 2, "order": "F"},
+          "v3F": {"order": "F"},
+          "transposed": {"filters": [zarrfast.codecs.TransposeCodec(order=(1, 0))]}}[layout]
+    x = np.random.default_rng(11).integers(0, 2**20, (8192, COLS)).astype("<u4")
+    a = zarrfast.create_array(LocalStore(tmp_path / "a"), shape=x.shape, chunks=(1024, COLS),
+                              dtype="<u4", fill_value=0, **kw)
+    a[...] = x
+    a = zarrfast.open_array(LocalStore(tmp_path / "a"), mode="r")
+    rows = np.array([0, 3, 1025, 4000, 5000, 8191, 3])
+    with config.set(threads=threads):
+        np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
+        np.testing.assert_array_equal(a.oindex[rows[::-1], 3:9], x[rows[::-1], 3:9])
+        np.testing.assert_array_equal(a.oindex[-rows - 1, :], x[-rows - 1])
