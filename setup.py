@@ -91,7 +91,9 @@ EXTENSIONS = [
     Extension("zarrfast._ext._shard_index", ["src_ext/_shard_index.pyx"]),
     Extension("zarrfast._ext._downsample", ["src_ext/_downsample.pyx"]),
     # zstd by the addresses of numcodecs' copy (bound at import), so never linked
-    Extension("zarrfast._ext._zstd_prefix", ["src_ext/_zstd_prefix.pyx"]),
+    # (its file reads include zf_files.h from src_ext)
+    Extension("zarrfast._ext._zstd_prefix", ["src_ext/_zstd_prefix.pyx"],
+              include_dirs=["src_ext"]),
     decode_extension(),
     encode_extension(),
 ]

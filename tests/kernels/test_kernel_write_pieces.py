@@ -115,11 +115,12 @@ def test_a_shard_write_asks_for_no_more_than_a_piece_per_call(tmp_path):
     log = tmp_path / "trace"
     root = str(tmp_path / "a.zarr")
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(_fileio.__file__)))]
+        # (the tree whose zarrfast this test imported: <tree>/zarrfast/_ext/_fileio...)
+        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_fileio.__file__))))]
         + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     subprocess.run(["strace", "-f", "-qq", "-y", "-e", "trace=writev,write", "-s", "0",
                     "-o", str(log), sys.executable, "-c", CHILD, root],
-                   check=True, env=env, capture_output=True)
+                   check=True, env=env, capture_output=True, cwd=tmp_path)
     # (the calls on the arrays' files only: strace -y names each descriptor's file)
     sizes = [int(m) for m in re.findall(
         r"^\d*\s*writev?\(\d+<[^>]*a\.zarr[^>]*>, .*\)\s+=\s+(\d+)$",
