@@ -34,19 +34,12 @@ import random
 import statistics
 import time
 
-
-def _evict(files: list[str]) -> None:
-    for f in files:
-        fd = os.open(f, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+from zarrfast.bench.harness import evict_files
 
 
 def _qd1(files: list[str], n: int, size: int) -> float:
     chosen = random.sample(files, n)
-    _evict(chosen)
+    evict_files(chosen)
     times = []
     for f in chosen:
         fd = os.open(f, os.O_RDONLY)
@@ -61,7 +54,7 @@ def _batch(files: list[str], k: int, n: int, size: int) -> tuple[float, float, f
     rows = []
     for _ in range(n):
         chosen = random.sample(files, k)
-        _evict(chosen)
+        evict_files(chosen)
         t0 = time.perf_counter()
         fds = [os.open(f, os.O_RDONLY) for f in chosen]
         for fd in fds:
@@ -90,7 +83,7 @@ def _order(root: str) -> tuple[float, list[float]]:
     files = [os.path.join(root, str(a), str(b), str(c)) for a in (i, i + 1, i + 2)
              for b in (j, j + 1) for c in (k, k + 1, k + 2)][:15]
     files = [f for f in files if os.path.isfile(f)]
-    _evict(files)
+    evict_files(files)
     buf = bytearray(1 << 20)
     fds = [os.open(f, os.O_RDONLY) for f in files]
     t0 = time.perf_counter()

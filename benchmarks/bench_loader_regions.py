@@ -35,13 +35,19 @@ from zarrfast.bench import data as D
 from zarrfast.bench.harness import evict_pages, loader_selections
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_loader_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the interleaved loader scripts (this one, ``bench_loader_rows``):
+    ``--path``, ``--size``, ``--threads``, ``--rounds``, ``--seed``."""
     p.add_argument("--path", required=True, help="the loader datasets' directory")
     p.add_argument("--size", default="128MiB")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_loader_arguments(p)
     p.add_argument("--cold", action="store_true",
                    help="evict the regions dataset's pages (posix_fadvise) before every read "
                         "(as the harness's --cold; use a copy of your own on a shared machine)")

@@ -19,14 +19,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
 
-import zarrfast
-from zarrfast import config
-from zarrfast.bench import data as D
-from zarrfast.bench.harness import loader_expected, loader_selections
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_loader_regions import add_loader_arguments  # noqa: E402
+
+import zarrfast  # noqa: E402
+from zarrfast import config  # noqa: E402
+from zarrfast.bench import data as D  # noqa: E402
+from zarrfast.bench.harness import loader_expected, loader_selections  # noqa: E402
 
 
 def _read_bytes() -> int:
@@ -44,11 +48,7 @@ def _read_bytes() -> int:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--path", required=True, help="the loader datasets' directory")
-    p.add_argument("--size", default="128MiB")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=30)
-    p.add_argument("--seed", type=int, default=0)
+    add_loader_arguments(p)
     args = p.parse_args()
     loader = D.prepare_loader(args.path, D.parse_size(args.size), log=print)
     spec, root, _ = loader["rows"]

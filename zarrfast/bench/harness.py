@@ -215,13 +215,19 @@ def evict_pages(path: str) -> int:
     os.sync()  # DONTNEED drops clean pages only
     paths = [path] if os.path.isfile(path) else [
         os.path.join(dp, f) for dp, _, fs in os.walk(path) for f in fs]
+    evict_files(paths)
+    return len(paths)
+
+
+def evict_files(paths: list[str]) -> None:
+    """``posix_fadvise(POSIX_FADV_DONTNEED)`` on each of the files ``paths``: their
+    clean pages leave the page cache (``evict_pages`` syncs first)."""
     for p in paths:
         fd = os.open(p, os.O_RDONLY)
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
-    return len(paths)
 
 
 # --------------------------------------------------------------------------------------
