@@ -39,6 +39,21 @@ class GetAndIntoStore(LocalStore):
         return super().get_into(key, out)
 
 
+class XorStore(LocalStore):
+    """A LocalStore subclass whose chunk files hold their values xor 0x5A: only its own
+    ``get`` reads them right (a kernel reading the files itself would not)."""
+
+    def set(self, key, value):
+        b = bytes(value)
+        super().set(key, bytes(v ^ 0x5A for v in b) if key.startswith("c/") else b)
+
+    def get(self, key, *args, **kwargs):
+        v = super().get(key, *args, **kwargs)
+        if v is not None and key.startswith("c/"):
+            v = bytes(x ^ 0x5A for x in bytes(v))
+        return v
+
+
 def archive_data(seed: int = 0) -> np.ndarray:
     """The float32 values the zip archive tests store."""
     return np.random.default_rng(seed).random((30, 40)).astype("float32")

@@ -34,6 +34,7 @@ from zarrfast import config
 from zarrfast.storage import LocalStore
 
 from _helpers.page_cache import evict, held_open, is_cold, needs_cold_reads
+from _helpers.stores import XorStore
 
 pytestmark = needs_cold_reads
 
@@ -288,28 +289,13 @@ def test_cold_get_many_of_formats_fill_values_orders_and_read_only_stores(tmp_pa
     assert [f for k in range(len(arrays)) for f in held_open(tmp_path / f"a{k}")] == []
 
 
-class _XorStore(LocalStore):
-    """A LocalStore subclass whose chunk files hold their values xor 0x5A: only its own
-    ``get`` reads them right (a kernel reading the files itself would not)."""
-
-    def set(self, key, value):
-        b = bytes(value)
-        super().set(key, bytes(v ^ 0x5A for v in b) if key.startswith("c/") else b)
-
-    def get(self, key, *args, **kwargs):
-        v = super().get(key, *args, **kwargs)
-        if v is not None and key.startswith("c/"):
-            v = bytes(x ^ 0x5A for x in bytes(v))
-        return v
-
-
 @pytest.mark.parametrize("threads", [2, 3])
 def test_cold_get_many_with_store_subclasses_among_the_stores(tmp_path, threads):
     """Arrays of one layout, every other one on a LocalStore subclass with its own
     ``get``: those are read through it (not their files by the one call), cold."""
     arrays, wants = [], []
     for k in range(8):
-        cls = _XorStore if k % 2 else LocalStore
+        cls = XorStore if k % 2 else LocalStore
         wants.append(_make(None, k, store=cls(tmp_path / f"a{k}"), name=None))
         arrays.append(zarrfast.open_array(cls(tmp_path / f"a{k}"), mode="r"))
     region = (slice(5, 90), slice(10, 60))

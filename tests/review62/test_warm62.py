@@ -42,6 +42,7 @@ from zarrfast.errors import ChunkDecodeError, ZarrfastError
 from zarrfast.storage import LocalStore
 
 from _helpers.page_cache import held_open
+from _helpers.stores import XorStore
 
 COLS = 128
 FILL = 9
@@ -334,29 +335,14 @@ def test_gathers_beside_a_writer_never_see_a_torn_chunk(tmp_path, threads):
     assert bad == []
 
 
-class _XorStore(LocalStore):
-    """A LocalStore subclass whose chunk files hold their values xor 0x5A: only its own
-    ``get`` reads them right (a kernel reading the files itself would not)."""
-
-    def set(self, key, value):
-        b = bytes(value)
-        super().set(key, bytes(v ^ 0x5A for v in b) if key.startswith("c/") else b)
-
-    def get(self, key, *args, **kwargs):
-        v = super().get(key, *args, **kwargs)
-        if v is not None and key.startswith("c/"):
-            v = bytes(x ^ 0x5A for x in bytes(v))
-        return v
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 def test_gathers_from_a_store_subclass_go_through_its_get(tmp_path, threads):
     x = (np.arange(8192 * COLS).reshape(8192, COLS) % 1000).astype("<u4")
-    a = zarrfast.create_array(_XorStore(tmp_path / "a"), shape=x.shape, chunks=(1024, COLS),
+    a = zarrfast.create_array(XorStore(tmp_path / "a"), shape=x.shape, chunks=(1024, COLS),
                               dtype="<u4", fill_value=0)
     a[...] = x
     assert (tmp_path / "a" / "c" / "0" / "0").read_bytes()[:4] != b"\x28\xb5\x2f\xfd"
-    a = zarrfast.open_array(_XorStore(tmp_path / "a"), mode="r")
+    a = zarrfast.open_array(XorStore(tmp_path / "a"), mode="r")
     rows = np.array([0, 3, 1025, 4000, 5000, 8191])
     with config.set(threads=threads):
         np.testing.assert_array_equal(a.oindex[rows, :], x[rows])
