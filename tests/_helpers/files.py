@@ -32,3 +32,17 @@ def written_files(data, **create_kw) -> dict[str, bytes]:
     a = zarrfast.create_array(mem, shape=data.shape, dtype=data.dtype, **create_kw)
     a[...] = data
     return {k: bytes(mem.get(k)) for k in mem.list()}
+
+
+def relative_files(root: str | os.PathLike) -> list[str]:
+    """The paths of the files below ``root``, relative to it, sorted."""
+    out = []
+    for dirpath, _, files in os.walk(root):
+        out += [os.path.relpath(os.path.join(dirpath, f), root) for f in files]
+    return sorted(out)
+
+
+def temporaries(root: str | os.PathLike) -> list[str]:
+    """The temporary files zarrfast's writes left below ``root`` (none, after a write
+    that ended, whether it failed or not)."""
+    return [f for f in relative_files(root) if ".zarrfast-tmp-" in f]

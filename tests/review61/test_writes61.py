@@ -41,6 +41,8 @@ from zarrfast.codecs import ZstdCodec
 from zarrfast.errors import ZarrfastError
 from zarrfast.storage import LocalStore
 
+from _helpers.files import relative_files, temporaries
+
 SHAPE, CHUNKS = (64, 96), (4, 6)  # 16 x 16 = 256 chunk files
 
 
@@ -48,17 +50,6 @@ def _x(seed: int, shape=SHAPE, dtype="<u2") -> np.ndarray:
     rng = np.random.default_rng(seed)
     # (compressible, different per chunk)
     return (rng.integers(0, 40, shape) + seed).astype(dtype)
-
-
-def _files(root) -> list[str]:
-    out = []
-    for dirpath, _, files in os.walk(root):
-        out += [os.path.relpath(os.path.join(dirpath, f), root) for f in files]
-    return sorted(out)
-
-
-def _temporaries(root) -> list[str]:
-    return [f for f in _files(root) if ".zarrfast-tmp-" in f]
 
 
 def _chunk_of(x, chunks, g):
@@ -131,7 +122,7 @@ def test_many_files_of_one_directory_each_hold_their_chunk(tmp_path, threads, co
             a[...] = value
         b = zarrfast.open_array(LocalStore(tmp_path / "a"), mode="r")
         np.testing.assert_array_equal(b[...], value)
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -157,8 +148,8 @@ def test_directories_removed_between_writes(tmp_path, threads):
         shutil.rmtree(path)
         a[...] = _x(5)
         np.testing.assert_array_equal(a[...], _x(5))
-        assert len([f for f in _files(path) if f.startswith("c")]) == 256
-    assert _temporaries(tmp_path) == []
+        assert len([f for f in relative_files(path) if f.startswith("c")]) == 256
+    assert temporaries(tmp_path) == []
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -173,7 +164,7 @@ def test_a_file_in_the_way_of_a_directory_names_the_key(tmp_path, threads):
         with pytest.raises(ZarrfastError, match="c/5"):
             a[...] = _x(2)
     assert (path / "c" / "5").read_bytes() == b"not a directory"
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 def _write_rows(path, rows, start, q):
@@ -204,7 +195,7 @@ def test_two_processes_write_disjoint_rows_of_a_new_array(tmp_path):
         p.join(60)
     assert got == ["ok", "ok"]
     np.testing.assert_array_equal(zarrfast.open_array(str(path), mode="r")[...], _x(7))
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 _EFBIG = r'''
@@ -257,7 +248,7 @@ def test_a_write_failing_part_way_names_a_key_and_tears_nothing(tmp_path, subpro
                 np.testing.assert_array_equal(got[blk], old[blk], err_msg=str((i, j)))
             else:
                 assert (got[blk] == 3).all() or (got[blk] == old[blk]).all(), (i, j)
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 _KILLED = r'''
@@ -375,4 +366,4 @@ def test_two_processes_writing_inner_chunks_of_the_same_shards_lose_nothing(tmp_
         p.join(60)
     assert got == ["ok", "ok"]
     np.testing.assert_array_equal(zarrfast.open_array(str(path), mode="r")[...], _x(8))
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []

@@ -22,7 +22,6 @@ threads:
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -36,18 +35,9 @@ from zarrfast import config
 from zarrfast.codecs import BloscCodec, ZstdCodec
 from zarrfast.storage import LocalStore
 
+from _helpers.files import temporaries
+
 PIECE = 131072
-
-
-def _files(root) -> list[str]:
-    out = []
-    for dirpath, _, files in os.walk(root):
-        out += [os.path.relpath(os.path.join(dirpath, f), root) for f in files]
-    return sorted(out)
-
-
-def _temporaries(root) -> list[str]:
-    return [f for f in _files(root) if ".zarrfast-tmp-" in f]
 
 
 #: 1-d uint8 chunks of noise (zstd and blosc store them raw: a frame a few bytes longer
@@ -84,7 +74,7 @@ def test_large_chunk_files_are_numcodecs_bytes(tmp_path, threads, size, codec):
         got = bytes(store.get(f"c/{i}"))
         assert got == bytes(ref.encode(block)), (i, len(got))
     np.testing.assert_array_equal(a[...], x)
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -119,7 +109,7 @@ def test_zstd_inner_chunks_of_large_shards_are_numcodecs_bytes(tmp_path, threads
             seen += 1
     assert seen == (shape[0] // chunks[0]) * (shape[1] // chunks[1])
     np.testing.assert_array_equal(a[...], x)
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -140,7 +130,7 @@ def test_uncompressed_large_shards_read_back(tmp_path, threads, inner):
         x[5:60, 100:17000] = 12345
         a[5:60, 100:17000] = 12345
     np.testing.assert_array_equal(zarrfast.open_array(store, mode="r")[...], x)
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 @pytest.mark.parametrize("size", [0, 1, PIECE - 1, PIECE, PIECE + 1, 3 * PIECE + 17,
@@ -157,7 +147,7 @@ def test_store_set_of_values_around_the_piece_size(tmp_path, size):
     assert bytes(store.get("k/array")) == v.tobytes()
     assert bytes(store.get("k/view")) == v.tobytes()
     assert bytes(store.get("k/strided")) == np.ascontiguousarray(wide.T).tobytes()
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 _EFBIG = r'''
@@ -225,7 +215,7 @@ def test_large_writes_failing_part_way_tear_nothing(tmp_path, subprocess_cwd, th
         assert out.startswith("error"), out
         assert "big" in out, out
         assert bytes(store.get("big")) == b"old"
-        assert _temporaries(tmp_path) == []
+        assert temporaries(tmp_path) == []
         return
     old = (np.arange(np.prod(shape), dtype=np.uint32).reshape(shape) % 1000) + 7
     a = zarrfast.create_array(LocalStore(path), shape=shape, dtype="<u4", fill_value=0,
@@ -247,7 +237,7 @@ def test_large_writes_failing_part_way_tear_nothing(tmp_path, subprocess_cwd, th
                 np.testing.assert_array_equal(got[blk], old[blk], err_msg=str((b, c)))
             else:
                 assert (got[blk] == 3).all() or (got[blk] == old[blk]).all(), (b, c)
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -290,4 +280,4 @@ def test_readers_beside_a_writer_of_large_shards_never_see_a_torn_shard(tmp_path
         t.join(timeout=300)
     assert not t.is_alive()
     assert bad == []
-    assert _temporaries(tmp_path) == []
+    assert temporaries(tmp_path) == []
