@@ -45,6 +45,27 @@ def add_loader_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
 
 
+def _tensorstore():
+    """The ``tensorstore`` module, or ``None`` (not installed)."""
+    try:
+        import tensorstore as ts
+    except ImportError:
+        return None
+    return ts
+
+
+def open_tensorstore(paths: list[str], threads: int) -> list:
+    """The zarr3 arrays at ``paths`` opened for reading with tensorstore, in one
+    context whose copies and file reads are limited to ``threads`` (as zarrfast's:
+    one pool for all of them, not one each).  Needs tensorstore."""
+    import tensorstore as ts
+
+    limit = {"limit": threads}
+    ctx = ts.Context({"data_copy_concurrency": limit, "file_io_concurrency": limit})
+    return [ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": path}},
+                    context=ctx, read=True).result() for path in paths]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_loader_arguments(p)
@@ -61,16 +82,9 @@ def main() -> None:
     arrays = [zarrfast.open_array(f"{root}/{m}", mode="r") for m in spec.members()]
     readers = {"zarrfast get_many": lambda: zarrfast.get_many([(a, region) for a in arrays]),
                "zarrfast loop": lambda: [a[region] for a in arrays]}
-    try:
-        import tensorstore as ts
-    except ImportError:
-        ts = None
+    ts = _tensorstore()
     if ts is not None:
-        limit = {"limit": args.threads}
-        ctx = ts.Context({"data_copy_concurrency": limit, "file_io_concurrency": limit})
-        handles = [ts.open({"driver": "zarr3", "kvstore": {"driver": "file",
-                                                           "path": f"{root}/{m}"}},
-                           context=ctx, read=True).result() for m in spec.members()]
+        handles = open_tensorstore([f"{root}/{m}" for m in spec.members()], args.threads)
 
         def batch() -> list[np.ndarray]:
             with ts.Batch() as b:

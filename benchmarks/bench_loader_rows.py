@@ -25,7 +25,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_loader_regions import add_loader_arguments  # noqa: E402
+from bench_loader_regions import (  # noqa: E402
+    _tensorstore,
+    add_loader_arguments,
+    open_tensorstore,
+)
 
 import zarrfast  # noqa: E402
 from zarrfast import config  # noqa: E402
@@ -56,15 +60,8 @@ def main() -> None:
     want = loader_expected(spec, rows)[0]
     array = zarrfast.open_array(root, mode="r")
     readers = {"zarrfast oindex": lambda: array.oindex[rows, :]}
-    try:
-        import tensorstore as ts
-    except ImportError:
-        ts = None
-    if ts is not None:
-        limit = {"limit": args.threads}
-        ctx = ts.Context({"data_copy_concurrency": limit, "file_io_concurrency": limit})
-        handle = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": root}},
-                         context=ctx, read=True).result()
+    if _tensorstore() is not None:
+        handle, = open_tensorstore([root], args.threads)
         readers["tensorstore oindex"] = lambda: handle.oindex[rows, :].read().result()
     times: dict[str, list[tuple[float, float, int]]] = {name: [] for name in readers}
     with config.set(threads=args.threads):
